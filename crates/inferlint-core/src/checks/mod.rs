@@ -1,0 +1,12 @@
+//! Every check as a pure function of the run model.
+//!
+//! - [`boot`]: T4, T5, T6, T7/T12 and T11, from boot facts.
+//! - [`counters`]: counter deltas and restart detection shared by T1, T10 and T15.
+//! - [`snapshots`]: T1, T10 and T15, from a before and an after snapshot.
+//! - [`series`]: T8, T9 and T14, from a series folded into [`series::SeriesStats`] one
+//!   sample at a time, so a day-long recording never has to be held in memory.
+
+pub mod boot;
+pub mod counters;
+pub mod series;
+pub mod snapshots;

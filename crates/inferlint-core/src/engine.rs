@@ -1,0 +1,285 @@
+//! The three engines as data. Every metric name, word and quirk an engine has lives in its
+//! [`EngineDescriptor`]; checks read the table instead of branching on the engine, so a new
+//! engine (or a renamed metric) is a table edit.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// An inference engine inferlint knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    Vllm,
+    Sglang,
+    Trtllm,
+}
+
+impl Engine {
+    pub const ALL: [Engine; 3] = [Engine::Vllm, Engine::Sglang, Engine::Trtllm];
+
+    pub fn descriptor(self) -> &'static EngineDescriptor {
+        match self {
+            Engine::Vllm => &VLLM,
+            Engine::Sglang => &SGLANG,
+            Engine::Trtllm => &TRTLLM,
+        }
+    }
+
+    /// The short key: `vllm`, `sglang`, `trtllm`.
+    pub fn key(self) -> &'static str {
+        self.descriptor().key
+    }
+
+    /// The project's own spelling: `vLLM`, `SGLang`, `TensorRT-LLM`.
+    pub fn name(self) -> &'static str {
+        self.descriptor().name
+    }
+
+    /// Reads an engine from its key or its display name, in any case, trimmed.
+    pub fn parse(text: &str) -> Option<Engine> {
+        let wanted = text.trim().to_ascii_lowercase();
+        Engine::ALL.into_iter().find(|engine| {
+            let d = engine.descriptor();
+            wanted == d.key
+                || wanted == d.name.to_ascii_lowercase()
+                || d.aliases.iter().any(|a| *a == wanted)
+        })
+    }
+}
+
+impl fmt::Display for Engine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The error for an engine name that is none of the three.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownEngine(pub String);
+
+impl fmt::Display for UnknownEngine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unknown engine '{}' (known: vllm, sglang, trtllm)", self.0.trim())
+    }
+}
+
+impl std::error::Error for UnknownEngine {}
+
+impl FromStr for Engine {
+    type Err = UnknownEngine;
+    fn from_str(s: &str) -> Result<Engine, UnknownEngine> {
+        Engine::parse(s).ok_or_else(|| UnknownEngine(s.to_owned()))
+    }
+}
+
+/// Everything about one engine that a check, a recorder or a report needs to know.
+#[derive(Debug)]
+pub struct EngineDescriptor {
+    pub engine: Engine,
+    pub key: &'static str,
+    pub name: &'static str,
+    /// Other spellings accepted for `--engine` (lower case).
+    pub aliases: &'static [&'static str],
+    /// Every metric of this engine starts with this; used to tell the engine from a scrape.
+    pub metric_prefix: &'static str,
+
+    /// Gauge: requests running now.
+    pub running: &'static str,
+    /// Gauge: requests waiting to start.
+    pub waiting: &'static str,
+    /// Gauge: KV cache use, 0 to 1.
+    pub kv_usage: &'static str,
+    /// Counter of preemptions (retractions), where the engine counts them.
+    pub preemption_counter: Option<&'static str>,
+    /// A metric whose presence proves the preemption counter would be there had anything
+    /// been preempted (SGLang writes its counter only after the first retraction).
+    pub preemption_witness: Option<&'static str>,
+    /// Gauge of requests paused for recompute, where the engine has no counter.
+    pub paused_gauge: Option<&'static str>,
+    pub generation_tokens: &'static str,
+    pub prompt_tokens: &'static str,
+    pub request_success: &'static str,
+    /// Whether the success counter carries a `finished_reason` label.
+    pub success_has_reason: bool,
+    pub e2e_latency_histogram: &'static str,
+    pub ttft_histogram: &'static str,
+    pub queue_time_histogram: &'static str,
+    /// The info metric whose `num_gpu_blocks` label T14 reads (vLLM only).
+    pub cache_info: Option<&'static str>,
+
+    /// Where the Prometheus text is served.
+    pub metrics_path: &'static str,
+    pub default_port: u16,
+    /// What the engine calls a preemption.
+    pub preemption_word: &'static str,
+    /// Whether the engine writes a log line for every eviction.
+    pub logs_each_eviction: bool,
+    /// Gauges move only when a request completes, so a recording can miss a peak.
+    pub gauges_lag: bool,
+    /// Token counters move only when a request finishes.
+    pub tokens_at_finish: bool,
+    /// Versions (or version prefixes) this project has been tested against.
+    pub tested_versions: &'static [&'static str],
+    /// The flag or setting that requests an attention backend.
+    pub backend_flag: &'static str,
+    /// What the KV usage gauge measures, as T9 words it.
+    pub kv_usage_pool_words: &'static str,
+    /// How to make the engine serve metrics at all.
+    pub metrics_hint: &'static str,
+    /// What to set when the running, waiting and KV gauges are missing.
+    pub gauges_hint: Option<&'static str>,
+    /// The flag that caps how many requests run at once.
+    pub running_cap_flag: &'static str,
+}
+
+impl EngineDescriptor {
+    /// The names T1/T10/T15 need, with the word for one event in the plural when `n` != 1.
+    pub fn preemption_words(&self, n: f64) -> String {
+        format!("{}{}", self.preemption_word, crate::fmt::plural(n))
+    }
+
+    /// Whether `version` is one this project was tested on (equal, or prefixed `X.`).
+    pub fn is_tested_version(&self, version: &str) -> bool {
+        self.tested_versions
+            .iter()
+            .any(|t| version == *t || version.starts_with(&format!("{t}.")) || version.starts_with(&format!("{t}rc")))
+    }
+
+    /// The stderr note for an untested version.
+    pub fn untested_version_note(&self, version: &str) -> Option<String> {
+        (!self.is_tested_version(version)).then(|| {
+            format!(
+                "{} {version} is not a tested version (tested: {}). If a check says Can't tell or a value looks wrong, a log line or metric may have changed: please report it.",
+                self.name,
+                self.tested_versions.join(", ")
+            )
+        })
+    }
+}
+
+pub static VLLM: EngineDescriptor = EngineDescriptor {
+    engine: Engine::Vllm,
+    key: "vllm",
+    name: "vLLM",
+    aliases: &[],
+    metric_prefix: "vllm:",
+    running: "vllm:num_requests_running",
+    waiting: "vllm:num_requests_waiting",
+    kv_usage: "vllm:kv_cache_usage_perc",
+    preemption_counter: Some("vllm:num_preemptions_total"),
+    preemption_witness: None,
+    paused_gauge: None,
+    generation_tokens: "vllm:generation_tokens_total",
+    prompt_tokens: "vllm:prompt_tokens_total",
+    request_success: "vllm:request_success_total",
+    success_has_reason: true,
+    e2e_latency_histogram: "vllm:e2e_request_latency_seconds",
+    ttft_histogram: "vllm:time_to_first_token_seconds",
+    queue_time_histogram: "vllm:request_queue_time_seconds",
+    cache_info: Some("vllm:cache_config_info"),
+    metrics_path: "/metrics",
+    default_port: 8000,
+    preemption_word: "preemption",
+    logs_each_eviction: false,
+    gauges_lag: false,
+    tokens_at_finish: false,
+    tested_versions: &["0.28", "0.29", "0.30"],
+    backend_flag: "--attention-backend",
+    kv_usage_pool_words: "the cache",
+    metrics_hint: "vLLM serves them at /metrics without a flag; check that the address is the server's",
+    gauges_hint: None,
+    running_cap_flag: "--max-num-seqs",
+};
+
+pub static SGLANG: EngineDescriptor = EngineDescriptor {
+    engine: Engine::Sglang,
+    key: "sglang",
+    name: "SGLang",
+    aliases: &["sgl"],
+    metric_prefix: "sglang:",
+    running: "sglang:num_running_reqs",
+    waiting: "sglang:num_queue_reqs",
+    kv_usage: "sglang:token_usage",
+    preemption_counter: Some("sglang:num_retracted_requests_total"),
+    preemption_witness: Some("sglang:num_retracted_reqs"),
+    paused_gauge: None,
+    generation_tokens: "sglang:generation_tokens_total",
+    prompt_tokens: "sglang:prompt_tokens_total",
+    request_success: "sglang:num_requests_total",
+    success_has_reason: false,
+    e2e_latency_histogram: "sglang:e2e_request_latency_seconds",
+    ttft_histogram: "sglang:time_to_first_token_seconds",
+    queue_time_histogram: "sglang:queue_time_seconds",
+    cache_info: None,
+    metrics_path: "/metrics",
+    default_port: 30000,
+    preemption_word: "retraction",
+    logs_each_eviction: true,
+    gauges_lag: false,
+    tokens_at_finish: true,
+    tested_versions: &["0.5"],
+    backend_flag: "--attention-backend",
+    kv_usage_pool_words: "the fullest memory pool (KV cache or request state)",
+    metrics_hint: "start SGLang with --enable-metrics",
+    gauges_hint: None,
+    running_cap_flag: "--max-running-requests",
+};
+
+pub static TRTLLM: EngineDescriptor = EngineDescriptor {
+    engine: Engine::Trtllm,
+    key: "trtllm",
+    name: "TensorRT-LLM",
+    aliases: &["tensorrt_llm", "tensorrt-llm", "trt-llm", "tensorrtllm", "trt"],
+    metric_prefix: "trtllm_",
+    running: "trtllm_num_requests_running",
+    waiting: "trtllm_num_requests_waiting",
+    kv_usage: "trtllm_kv_cache_utilization",
+    preemption_counter: None,
+    preemption_witness: None,
+    paused_gauge: Some("trtllm_num_paused_requests"),
+    generation_tokens: "trtllm_generation_tokens_total",
+    prompt_tokens: "trtllm_prompt_tokens_total",
+    request_success: "trtllm_request_success_total",
+    success_has_reason: true,
+    e2e_latency_histogram: "trtllm_e2e_request_latency_seconds",
+    ttft_histogram: "trtllm_time_to_first_token_seconds",
+    queue_time_histogram: "trtllm_request_queue_time_seconds",
+    cache_info: None,
+    metrics_path: "/prometheus/metrics",
+    default_port: 8000,
+    preemption_word: "pause",
+    logs_each_eviction: true,
+    gauges_lag: true,
+    tokens_at_finish: true,
+    tested_versions: &["1.3"],
+    backend_flag: "attn_backend",
+    kv_usage_pool_words: "the cache",
+    metrics_hint: "put 'return_perf_metrics: true' and 'enable_iter_perf_stats: true' in the YAML file given to trtllm-serve --config; it then serves them at /prometheus/metrics",
+    gauges_hint: Some("TensorRT-LLM serves its running, waiting and KV gauges only with 'enable_iter_perf_stats: true' in the YAML file given to trtllm-serve --config"),
+    running_cap_flag: "--max-running-requests",
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_keys_and_names_in_any_case() {
+        assert_eq!(Engine::parse("vllm"), Some(Engine::Vllm));
+        assert_eq!(Engine::parse(" TensorRT-LLM "), Some(Engine::Trtllm));
+        assert_eq!(Engine::parse("SGLang"), Some(Engine::Sglang));
+        assert_eq!(Engine::parse("VLLM"), Some(Engine::Vllm));
+        assert_eq!(Engine::parse("tgi"), None);
+    }
+
+    #[test]
+    fn tested_versions() {
+        assert!(VLLM.is_tested_version("0.28.0"));
+        assert!(VLLM.is_tested_version("0.30.1"));
+        assert!(!VLLM.is_tested_version("0.31.0"));
+        assert!(!VLLM.is_tested_version("0.3"));
+        assert!(TRTLLM.is_tested_version("1.3.0rc29"));
+        assert!(SGLANG.is_tested_version("0.5.20"));
+        assert!(SGLANG.untested_version_note("0.6.1").is_some_and(|n| n.starts_with("SGLang 0.6.1 is not a tested version")));
+    }
+}

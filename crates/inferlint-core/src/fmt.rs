@@ -1,0 +1,117 @@
+//! Number formatting in the shapes users of the established tool know: `{:g}`, thousands
+//! separators, fixed decimals and signed percentages.
+
+/// Formats like C's `%g` with six significant digits: `22.0` -> `22`, `0.5` -> `0.5`.
+pub fn g(value: f64) -> String {
+    if value.is_nan() {
+        return "nan".into();
+    }
+    if value.is_infinite() {
+        return if value > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    if value == 0.0 {
+        return "0".into();
+    }
+    let exponent = value.abs().log10().floor() as i32;
+    if !(-5..6).contains(&exponent) {
+        let s = format!("{value:.5e}");
+        // Rust prints `1.23450e7`; C prints `1.2345e+07`.
+        let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
+        let mantissa = trim_zeros(mantissa);
+        let exp: i32 = exp.parse().unwrap_or(0);
+        let sign = if exp < 0 { '-' } else { '+' };
+        return format!("{mantissa}e{sign}{:02}", exp.abs());
+    }
+    let decimals = (5 - exponent).max(0) as usize;
+    trim_zeros(&format!("{value:.decimals$}")).to_string()
+}
+
+fn trim_zeros(s: &str) -> &str {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        s
+    }
+}
+
+/// Groups the integer part in thousands: `32000` -> `32,000`.
+pub fn thousands(value: i64) -> String {
+    let digits = value.unsigned_abs().to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3 + 1);
+    if value < 0 {
+        out.push('-');
+    }
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// `{:,.0f}`: rounds half to even like Python, then groups.
+pub fn thousands_f(value: f64) -> String {
+    thousands(round_half_even(value) as i64)
+}
+
+/// Python's `round()` to an integer: halves go to the even neighbour.
+pub fn round_half_even(value: f64) -> f64 {
+    let r = value.round();
+    if (value - value.trunc()).abs() == 0.5 {
+        2.0 * (value / 2.0).round()
+    } else {
+        r
+    }
+}
+
+/// `{:.Np%}` as Python prints it: `0.0943` -> `9.43%`.
+pub fn percent(value: f64, decimals: usize) -> String {
+    format!("{:.decimals$}%", value * 100.0)
+}
+
+/// `{:+.Np%}`: `0.0077` -> `+0.77%`.
+pub fn signed_percent(value: f64, decimals: usize) -> String {
+    let sign = if value >= 0.0 { "+" } else { "" };
+    format!("{sign}{:.decimals$}%", value * 100.0)
+}
+
+/// `s` when `n` is not one.
+pub fn plural(n: f64) -> &'static str {
+    if n == 1.0 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn g_matches_python() {
+        assert_eq!(g(22.0), "22");
+        assert_eq!(g(0.5), "0.5");
+        assert_eq!(g(106.0), "106");
+        assert_eq!(g(1234567.0), "1.23457e+06");
+        assert_eq!(g(0.0001), "0.0001");
+        assert_eq!(g(-3.0), "-3");
+        assert_eq!(g(10.0), "10");
+    }
+
+    #[test]
+    fn thousands_groups() {
+        assert_eq!(thousands(32000), "32,000");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(-1234567), "-1,234,567");
+        assert_eq!(thousands_f(34816.0), "34,816");
+    }
+
+    #[test]
+    fn percents() {
+        assert_eq!(percent(0.0943, 2), "9.43%");
+        assert_eq!(signed_percent(0.007744, 2), "+0.77%");
+        assert_eq!(signed_percent(-0.0040149, 2), "-0.40%");
+    }
+}

@@ -1,0 +1,22 @@
+//! The pure heart of inferlint: the run model, the verdict type, the catalogue of the
+//! fifteen tripwires and every check as a function of the model.
+//!
+//! Key design decision: this crate does no I/O and knows no file format, no HTTP, no GPU
+//! and no HTML. Everything it needs arrives as plain data (parsed samples, boot facts,
+//! series readings), and every engine difference arrives as an [`engine::EngineDescriptor`]
+//! table rather than as `if engine == …` branches. That keeps each check a small pure
+//! function that a benchmark harness can call directly, and lets a new engine be added by
+//! writing a table.
+
+pub mod catalogue;
+pub mod checks;
+pub mod engine;
+pub mod fmt;
+pub mod metrics;
+pub mod model;
+pub mod status;
+
+pub use engine::{Engine, EngineDescriptor};
+pub use metrics::{MetricSet, Sample};
+pub use model::{BenchResult, BootFacts, SeriesHeader, SeriesSample, Snapshot};
+pub use status::{CheckResult, Evidence, Status, Tripwire};

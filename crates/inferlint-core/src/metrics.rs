@@ -1,0 +1,152 @@
+//! Parsed Prometheus samples and the lookups the checks make on them.
+
+use std::collections::HashMap;
+
+/// One sample line: a metric name, its labels (sorted by name) and a value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    pub name: String,
+    /// Sorted by label name, so two samples compare equal whatever order the text used.
+    pub labels: Vec<(String, String)>,
+    pub value: f64,
+    /// The optional timestamp in milliseconds; kept, but no check uses it.
+    pub timestamp_ms: Option<i64>,
+}
+
+impl Sample {
+    pub fn label(&self, name: &str) -> Option<&str> {
+        self.labels
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn has_labels(&self, subset: &[(&str, &str)]) -> bool {
+        subset.iter().all(|(k, v)| self.label(k) == Some(v))
+    }
+}
+
+/// The error of a lookup that expects exactly one series and finds several.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeveralSeries {
+    pub name: String,
+    pub count: usize,
+}
+
+impl std::fmt::Display for SeveralSeries {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} has {} series where one was expected", self.name, self.count)
+    }
+}
+
+/// Every sample of one scrape, indexed by name.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MetricSet {
+    samples: Vec<Sample>,
+    by_name: HashMap<String, Vec<usize>>,
+}
+
+impl MetricSet {
+    pub fn new(samples: Vec<Sample>) -> MetricSet {
+        let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, s) in samples.iter().enumerate() {
+            by_name.entry(s.name.clone()).or_default().push(i);
+        }
+        MetricSet { samples, by_name }
+    }
+
+    pub fn samples(&self) -> &[Sample] {
+        &self.samples
+    }
+
+    pub fn len(&self) -> usize {
+        self.samples.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.samples.is_empty()
+    }
+
+    pub fn has(&self, name: &str) -> bool {
+        self.by_name.contains_key(name)
+    }
+
+    /// Every sample of one name.
+    pub fn series<'a>(&'a self, name: &str) -> impl Iterator<Item = &'a Sample> + 'a {
+        self.by_name
+            .get(name)
+            .map(|v| v.as_slice())
+            .unwrap_or(&[])
+            .iter()
+            .map(move |&i| &self.samples[i])
+    }
+
+    /// The sum over every series of `name`; `None` when there is none (never 0).
+    pub fn total(&self, name: &str) -> Option<f64> {
+        self.total_matching(name, &[])
+    }
+
+    /// The sum over the series of `name` whose labels include `subset`.
+    pub fn total_matching(&self, name: &str, subset: &[(&str, &str)]) -> Option<f64> {
+        let mut found = false;
+        let mut sum = 0.0;
+        for s in self.series(name).filter(|s| s.has_labels(subset)) {
+            found = true;
+            sum += s.value;
+        }
+        found.then_some(sum)
+    }
+
+    /// The value of the one series of `name`; an error when there are several.
+    pub fn single(&self, name: &str) -> Result<Option<f64>, SeveralSeries> {
+        let mut it = self.series(name);
+        match (it.next(), it.next()) {
+            (None, _) => Ok(None),
+            (Some(s), None) => Ok(Some(s.value)),
+            (Some(_), Some(_)) => Err(SeveralSeries {
+                name: name.to_owned(),
+                count: self.series(name).count(),
+            }),
+        }
+    }
+
+    /// The labels of the first series of an info metric.
+    pub fn info(&self, name: &str) -> Option<&[(String, String)]> {
+        self.series(name).next().map(|s| s.labels.as_slice())
+    }
+
+    /// Distinct metric names, in first-seen order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        let mut seen = std::collections::HashSet::new();
+        self.samples
+            .iter()
+            .map(|s| s.name.as_str())
+            .filter(move |n| seen.insert(*n))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(name: &str, labels: &[(&str, &str)], value: f64) -> Sample {
+        Sample {
+            name: name.into(),
+            labels: labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            value,
+            timestamp_ms: None,
+        }
+    }
+
+    #[test]
+    fn total_sums_label_sets_and_absent_is_none() {
+        let m = MetricSet::new(vec![
+            s("a", &[("engine", "0")], 1.0),
+            s("a", &[("engine", "1")], 2.0),
+        ]);
+        assert_eq!(m.total("a"), Some(3.0));
+        assert_eq!(m.total_matching("a", &[("engine", "1")]), Some(2.0));
+        assert_eq!(m.total("b"), None);
+        assert!(m.single("a").is_err());
+    }
+}

@@ -1,0 +1,270 @@
+//! The run model: what a server recorded about one benchmark run, as plain data.
+//!
+//! A run is whichever of these is present: boot logs (as [`BootFacts`]), a before and an
+//! after [`Snapshot`], a series of [`SeriesSample`]s, and the load tool's [`BenchResult`].
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::engine::Engine;
+use crate::metrics::MetricSet;
+
+/// One reading of a server's metrics, with the clocks read around it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    /// Where it was read (a URL, or `file:NAME` for bare Prometheus text).
+    pub url: String,
+    /// Wall clock, Unix seconds, midpoint of the request; `None` for bare text.
+    pub t_wall: Option<f64>,
+    /// Monotonic clock in nanoseconds, midpoint of the request.
+    pub t_mono_ns: Option<i64>,
+    /// How long the request took; half of it bounds the clock error.
+    pub latency_s: Option<f64>,
+    /// The exposition text exactly as served.
+    pub text: String,
+    pub metrics: MetricSet,
+}
+
+/// The first line of a series recording.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SeriesHeader {
+    pub url: Option<String>,
+    pub interval_s: Option<f64>,
+    /// `None` in older vLLM recordings, read as vLLM's.
+    pub engine: Option<Engine>,
+    /// An engine key the header named that is none of ours.
+    pub unknown_engine: Option<String>,
+}
+
+/// One reading of a series. Every value is `None` when the scrape lacked it: never 0.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SeriesSample {
+    pub t_wall: f64,
+    pub t_mono_ns: Option<i64>,
+    pub running: Option<f64>,
+    pub waiting: Option<f64>,
+    pub kv_usage: Option<f64>,
+    pub preemptions: Option<f64>,
+    pub generation_tokens: Option<f64>,
+    pub prompt_tokens: Option<f64>,
+    pub paused: Option<f64>,
+}
+
+/// The load tool's saved result (all three engines' clients use vLLM's field names).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct BenchResult {
+    pub completed: Option<i64>,
+    pub failed: Option<i64>,
+    pub total_input_tokens: Option<i64>,
+    pub total_output_tokens: Option<i64>,
+    pub duration: Option<f64>,
+    pub output_throughput: Option<f64>,
+    pub max_concurrency: Option<i64>,
+    pub num_prompts: Option<i64>,
+    pub backend: Option<String>,
+    pub mean_ttft_ms: Option<f64>,
+    pub median_ttft_ms: Option<f64>,
+    pub p99_ttft_ms: Option<f64>,
+    pub mean_tpot_ms: Option<f64>,
+}
+
+/// A value from a Python-literal dict in a boot log (`non-default args: {...}`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum PyValue {
+    None,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(String),
+    List(Vec<PyValue>),
+    Dict(Vec<(String, PyValue)>),
+    /// Anything else (an enum repr, a call), kept as printed.
+    Raw(String),
+}
+
+impl PyValue {
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            PyValue::Str(s) | PyValue::Raw(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            PyValue::Int(i) => Some(*i),
+            PyValue::Str(s) | PyValue::Raw(s) => s.trim().parse().ok(),
+            _ => None,
+        }
+    }
+
+    pub fn is_none(&self) -> bool {
+        match self {
+            PyValue::None => true,
+            PyValue::Str(s) | PyValue::Raw(s) => s == "None",
+            _ => false,
+        }
+    }
+
+    pub fn is_truthy(&self) -> bool {
+        match self {
+            PyValue::None => false,
+            PyValue::Bool(b) => *b,
+            PyValue::Int(i) => *i != 0,
+            PyValue::Float(f) => *f != 0.0,
+            PyValue::Str(s) => !s.is_empty(),
+            PyValue::List(l) => !l.is_empty(),
+            PyValue::Dict(d) => !d.is_empty(),
+            PyValue::Raw(s) => s != "None" && s != "False",
+        }
+    }
+
+    /// A canonical text form, used to compare settings between boots.
+    pub fn canonical(&self) -> String {
+        match self {
+            PyValue::None => "None".into(),
+            PyValue::Bool(b) => if *b { "True" } else { "False" }.into(),
+            PyValue::Int(i) => i.to_string(),
+            PyValue::Float(f) => format!("{f:?}"),
+            PyValue::Str(s) => format!("{s:?}"),
+            PyValue::Raw(s) => s.clone(),
+            PyValue::List(l) => {
+                let items: Vec<String> = l.iter().map(PyValue::canonical).collect();
+                format!("[{}]", items.join(", "))
+            }
+            PyValue::Dict(d) => {
+                let mut items: Vec<String> =
+                    d.iter().map(|(k, v)| format!("{k:?}: {}", v.canonical())).collect();
+                items.sort();
+                format!("{{{}}}", items.join(", "))
+            }
+        }
+    }
+}
+
+/// A settings dict from a boot log, keyed by setting name.
+pub type Settings = BTreeMap<String, PyValue>;
+
+/// A line the parser recognised (its anchor matched) but could not read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UnparsedLine {
+    pub field: String,
+    /// 1-based.
+    pub lineno: usize,
+    /// The line, stripped of its prefix, at most 300 characters.
+    pub text: String,
+}
+
+/// When a failure happened relative to the ready line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    Boot,
+    Serving,
+}
+
+impl Phase {
+    pub fn word(self) -> &'static str {
+        match self {
+            Phase::Boot => "boot",
+            Phase::Serving => "serving",
+        }
+    }
+}
+
+/// The root cause a boot log shows for a failure.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Failure {
+    /// `jit_toolchain`, `out_of_memory`, `accelerator_error`, ... `engine_dead`.
+    pub kind: String,
+    pub phase: Phase,
+    /// 1-based line number of the line that shows it.
+    pub lineno: usize,
+    /// That line, stripped of its prefix, at most 300 characters.
+    pub line: String,
+    /// The cause in a few words, at most 200 characters.
+    pub detail: Option<String>,
+}
+
+/// Everything a boot log says about how the server set itself up.
+///
+/// Every field is `None` (or empty) when the log did not say it: a missing fact is never
+/// defaulted, and a line that was recognised but unreadable is listed in `unparsed`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct BootFacts {
+    pub engine: Option<Engine>,
+    pub version: Option<String>,
+    /// vLLM `non-default args: {...}`.
+    pub non_default_args: Option<Settings>,
+    /// SGLang `server_args=...`, or TensorRT-LLM's `LLM Args:` settings.
+    pub server_args: Option<Settings>,
+    /// TensorRT-LLM: the whole `LLM Args:` line.
+    pub llm_args: Option<String>,
+    pub model: Option<String>,
+    pub requested_backend: Option<String>,
+    pub selected_backends: Vec<String>,
+    pub candidate_backends: Vec<String>,
+    pub drafter_backends: Vec<String>,
+    pub attention_block_size: Option<u64>,
+    pub page_size: Option<u64>,
+    pub mamba_page_padding_pct: Option<f64>,
+    pub kv_pool_tokens: Option<u64>,
+    pub max_concurrency: Option<f64>,
+    pub max_concurrency_request_len: Option<u64>,
+    pub available_kv_cache_gib: Option<f64>,
+    pub model_load_gib: Option<f64>,
+    pub model_load_s: Option<f64>,
+    pub cudagraph_estimated_gib: Option<f64>,
+    pub cudagraph_actual_gib: Option<f64>,
+    pub consumed_gib: Option<f64>,
+    pub peak_activation_gib: Option<f64>,
+    pub compile_s: Option<f64>,
+    /// (from, to), e.g. (`FULL_AND_PIECEWISE`, `PIECEWISE`).
+    pub cudagraph_mode_downgrade: Option<(String, String)>,
+    pub cudagraphs: Option<bool>,
+    pub speculative: Option<bool>,
+    pub compiled_fresh: Option<bool>,
+    /// 1-based line of the first `Application startup complete`.
+    pub ready_lineno: Option<usize>,
+    /// The most requests the server will run at once, as its log says.
+    pub running_cap: Option<u64>,
+    /// Why the server lowered that cap (e.g. `mamba state cache`).
+    pub running_cap_reason: Option<String>,
+    /// The running limit the user asked for.
+    pub requested_running: Option<u64>,
+    /// TensorRT-LLM: requests paused for recompute, from its INFO log; `None` when the log
+    /// cannot tell (no INFO lines, or no served request).
+    pub pauses: Option<u64>,
+    /// TensorRT-LLM: answered HTTP requests in the log.
+    pub served_in_log: Option<u64>,
+    /// Process names seen in line prefixes (`APIServer`, `EngineCore`).
+    pub processes: Vec<String>,
+    /// `MM-DD HH:MM:SS` of the first stamped line and of the last stamped line at or
+    /// before the ready line.
+    pub first_stamp: Option<String>,
+    pub ready_stamp: Option<String>,
+    pub unparsed: Vec<UnparsedLine>,
+    /// Fields seen with several distinct values: every value, in order.
+    pub conflicts: BTreeMap<String, Vec<String>>,
+    pub failure: Option<Failure>,
+    /// How many lines the log had.
+    pub line_count: usize,
+}
+
+impl BootFacts {
+    pub fn ready(&self) -> bool {
+        self.ready_lineno.is_some()
+    }
+
+    /// The settings dict this engine prints: vLLM's non-default args, else server args.
+    pub fn config_args(&self) -> Option<&Settings> {
+        self.non_default_args.as_ref().or(self.server_args.as_ref())
+    }
+
+    /// One setting, from whichever settings dict the log had.
+    pub fn setting(&self, key: &str) -> Option<&PyValue> {
+        self.config_args().and_then(|a| a.get(key))
+    }
+}

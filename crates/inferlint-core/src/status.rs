@@ -1,0 +1,279 @@
+//! The verdict type: five statuses, the tripwire id and a check result with its evidence.
+
+use std::fmt;
+
+use serde_json::{Map, Value};
+
+/// Evidence behind a result: named values, kept in insertion order so that the JSON
+/// output reads in the order the check computed them.
+pub type Evidence = Map<String, Value>;
+
+/// What a check concluded. `Unknown` is "Can't tell": it never counts as a pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Status {
+    Fail,
+    Warn,
+    Unknown,
+    Pass,
+    NotApplicable,
+}
+
+impl Status {
+    /// The word used in `--json` output (the contract shared with the Python tool).
+    pub fn json_word(self) -> &'static str {
+        match self {
+            Status::Pass => "pass",
+            Status::Warn => "warn",
+            Status::Fail => "fail",
+            Status::Unknown => "unknown",
+            Status::NotApplicable => "not_applicable",
+        }
+    }
+
+    /// Parses the `--json` word back.
+    pub fn from_json_word(word: &str) -> Option<Status> {
+        Some(match word {
+            "pass" => Status::Pass,
+            "warn" => Status::Warn,
+            "fail" => Status::Fail,
+            "unknown" => Status::Unknown,
+            "not_applicable" => Status::NotApplicable,
+            _ => return None,
+        })
+    }
+
+    /// The label printed on a terminal line.
+    pub fn terminal_label(self) -> &'static str {
+        match self {
+            Status::Pass => "PASS",
+            Status::Warn => "WARN",
+            Status::Fail => "TRIPWIRE-FAILED",
+            Status::Unknown => "????",
+            Status::NotApplicable => "N/A",
+        }
+    }
+
+    /// The words a person reads in a report.
+    pub fn human(self) -> &'static str {
+        match self {
+            Status::Pass => "Pass",
+            Status::Warn => "Warning",
+            Status::Fail => "Tripwire failed",
+            Status::Unknown => "Can't tell",
+            Status::NotApplicable => "Does not apply",
+        }
+    }
+}
+
+/// A tripwire id, T1 to T15.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Tripwire(u8);
+
+impl Tripwire {
+    pub const T1: Tripwire = Tripwire(1);
+    pub const T2: Tripwire = Tripwire(2);
+    pub const T3: Tripwire = Tripwire(3);
+    pub const T4: Tripwire = Tripwire(4);
+    pub const T5: Tripwire = Tripwire(5);
+    pub const T6: Tripwire = Tripwire(6);
+    pub const T7: Tripwire = Tripwire(7);
+    pub const T8: Tripwire = Tripwire(8);
+    pub const T9: Tripwire = Tripwire(9);
+    pub const T10: Tripwire = Tripwire(10);
+    pub const T11: Tripwire = Tripwire(11);
+    pub const T12: Tripwire = Tripwire(12);
+    pub const T13: Tripwire = Tripwire(13);
+    pub const T14: Tripwire = Tripwire(14);
+    pub const T15: Tripwire = Tripwire(15);
+
+    /// Builds an id from its number; `None` outside 1..=15.
+    pub fn new(number: u8) -> Option<Tripwire> {
+        (1..=15).contains(&number).then_some(Tripwire(number))
+    }
+
+    pub fn number(self) -> u8 {
+        self.0
+    }
+
+    /// Parses `T9`, `t9` or `9`.
+    pub fn parse(text: &str) -> Option<Tripwire> {
+        let text = text.trim();
+        let digits = text
+            .strip_prefix('T')
+            .or_else(|| text.strip_prefix('t'))
+            .unwrap_or(text);
+        digits.parse::<u8>().ok().and_then(Tripwire::new)
+    }
+
+    pub fn all() -> impl Iterator<Item = Tripwire> {
+        (1..=15).map(Tripwire)
+    }
+}
+
+impl fmt::Display for Tripwire {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "T{}", self.0)
+    }
+}
+
+/// One check's answer: which tripwire, what status, a one-line message in the run's own
+/// numbers, and the evidence behind it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckResult {
+    pub tripwire: Tripwire,
+    pub status: Status,
+    pub message: String,
+    pub evidence: Evidence,
+    /// Extra words shown on a terminal line but not in `--json` (T10's integer-second
+    /// comparison), so that JSON messages stay identical to the established tool's.
+    pub terminal_suffix: Option<String>,
+}
+
+impl CheckResult {
+    pub fn new(tripwire: Tripwire, status: Status, message: impl Into<String>) -> CheckResult {
+        CheckResult {
+            tripwire,
+            status,
+            message: message.into(),
+            evidence: Evidence::new(),
+            terminal_suffix: None,
+        }
+    }
+
+    /// Adds one evidence entry (builder style).
+    pub fn with(mut self, key: &str, value: impl Into<Value>) -> CheckResult {
+        self.evidence.insert(key.to_owned(), value.into());
+        self
+    }
+
+    pub fn with_evidence(mut self, evidence: Evidence) -> CheckResult {
+        self.evidence.extend(evidence);
+        self
+    }
+
+    /// Prefixes the message with a label (several boot logs in one `check-log`).
+    pub fn labelled(mut self, label: &str) -> CheckResult {
+        self.message = format!("{label}: {}", self.message);
+        self
+    }
+
+    /// The terminal line: `[ T1] TRIPWIRE-FAILED  22 preemptions during the run`.
+    pub fn terminal_line(&self) -> String {
+        let id = self.tripwire.to_string();
+        let mut line = format!("[{id:>3}] {}  {}", self.status.terminal_label(), self.message);
+        if let Some(suffix) = &self.terminal_suffix {
+            line.push_str(suffix);
+        }
+        line
+    }
+}
+
+/// How a set of results maps onto the process exit status: one table for every command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Everything passed (warnings allowed).
+    Passed,
+    /// A tripwire failed, or a warning under `--strict`.
+    TripwireFailed,
+    /// A tripwire could not decide.
+    Undecided,
+}
+
+impl Outcome {
+    pub fn of(results: &[CheckResult], strict: bool) -> Outcome {
+        let any = |s: Status| results.iter().any(|r| r.status == s);
+        if any(Status::Fail) || (strict && any(Status::Warn)) {
+            Outcome::TripwireFailed
+        } else if any(Status::Unknown) {
+            Outcome::Undecided
+        } else {
+            Outcome::Passed
+        }
+    }
+}
+
+/// The count line: `8 checks (4 pass, 2 warn, 2 tripwire-failed)`, plus `; 1 does not
+/// apply` when some results do not apply to the engine.
+pub fn count_line(results: &[CheckResult]) -> String {
+    let count = |s: Status| results.iter().filter(|r| r.status == s).count();
+    let not_applicable = count(Status::NotApplicable);
+    let checked = results.len() - not_applicable;
+    let parts: Vec<String> = [
+        (Status::Pass, "pass"),
+        (Status::Warn, "warn"),
+        (Status::Fail, "tripwire-failed"),
+        (Status::Unknown, "unknown"),
+    ]
+    .iter()
+    .filter_map(|&(status, word)| {
+        let n = count(status);
+        (n > 0).then(|| format!("{n} {word}"))
+    })
+    .collect();
+    let mut line = format!(
+        "{checked} check{} ({})",
+        if checked == 1 { "" } else { "s" },
+        parts.join(", ")
+    );
+    match not_applicable {
+        0 => {}
+        1 => line.push_str("; 1 does not apply"),
+        n => line.push_str(&format!("; {n} do not apply")),
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terminal_line_pads_the_id_to_three() {
+        let r = CheckResult::new(Tripwire::T1, Status::Fail, "22 preemptions during the run");
+        assert_eq!(
+            r.terminal_line(),
+            "[ T1] TRIPWIRE-FAILED  22 preemptions during the run"
+        );
+        let r = CheckResult::new(Tripwire::T14, Status::Unknown, "x");
+        assert_eq!(r.terminal_line(), "[T14] ????  x");
+    }
+
+    #[test]
+    fn count_line_matches_the_tutorial() {
+        let mk = |s| CheckResult::new(Tripwire::T1, s, "");
+        let results: Vec<_> = [
+            Status::Pass,
+            Status::Pass,
+            Status::Pass,
+            Status::Pass,
+            Status::Warn,
+            Status::Warn,
+            Status::Fail,
+            Status::Fail,
+        ]
+        .into_iter()
+        .map(mk)
+        .collect();
+        assert_eq!(count_line(&results), "8 checks (4 pass, 2 warn, 2 tripwire-failed)");
+        let mut with_na = results.clone();
+        with_na.push(mk(Status::NotApplicable));
+        assert!(count_line(&with_na).ends_with("; 1 does not apply"));
+    }
+
+    #[test]
+    fn outcome_follows_the_exit_rule() {
+        let mk = |s| CheckResult::new(Tripwire::T1, s, "");
+        assert_eq!(Outcome::of(&[mk(Status::Pass), mk(Status::Warn)], false), Outcome::Passed);
+        assert_eq!(Outcome::of(&[mk(Status::Warn)], true), Outcome::TripwireFailed);
+        assert_eq!(Outcome::of(&[mk(Status::Unknown), mk(Status::Pass)], false), Outcome::Undecided);
+        assert_eq!(Outcome::of(&[mk(Status::Unknown), mk(Status::Fail)], false), Outcome::TripwireFailed);
+        assert_eq!(Outcome::of(&[mk(Status::NotApplicable)], true), Outcome::Passed);
+    }
+
+    #[test]
+    fn tripwire_parse() {
+        assert_eq!(Tripwire::parse("t9"), Some(Tripwire::T9));
+        assert_eq!(Tripwire::parse("T16"), None);
+        assert_eq!(Tripwire::parse("x"), None);
+    }
+}

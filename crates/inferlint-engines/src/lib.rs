@@ -1,0 +1,12 @@
+//! Turns what the engines print and serve into the inferlint run model.
+//!
+//! Key design decision: parsing never fails silently and never guesses. Our own Prometheus
+//! parser ([`prom`]) reads names with `:` that generic parsers drop; the boot-log parsers
+//! ([`bootlog`]) return what they understood plus every line they recognised but could not
+//! read; file readers ([`files`]) accept a series whose last line a killed recorder cut off.
+//! This crate does no network and no GPU work.
+
+pub mod bootlog;
+pub mod detect;
+pub mod files;
+pub mod prom;
