@@ -1,1 +1,1080 @@
-//! placeholder
+//! The catalogue of the fifteen tripwires: code, slug, name, what each catches, why it
+//! matters, how the engines differ, the command that checks it and what its verdicts mean.
+//!
+//! This table is the single source of every tripwire's prose: `inferlint explain` renders
+//! it with [`render_explain`], the report shows the "why" beside a finding, and
+//! `docs/tripwires.md` is generated from it by [`tripwires_markdown`] (`cargo xtask docs`),
+//! so the terminal, the report and the docs cannot drift apart.
+
+use crate::engine::Engine;
+use crate::status::{Status, Tripwire};
+
+/// One tripwire as a user meets it.
+#[derive(Debug)]
+pub struct TripwireInfo {
+    pub tripwire: Tripwire,
+    /// The name accepted by `explain` besides the code: `silent-preemption`.
+    pub slug: &'static str,
+    /// The short title: `Silent preemption`.
+    pub name: &'static str,
+    /// What goes wrong, and what the check looks at.
+    pub what: &'static str,
+    /// Why it changes the numbers a benchmark reports.
+    pub why: &'static str,
+    /// How an engine differs for this tripwire; SGLang and TensorRT-LLM only, since the
+    /// tripwires were first found on vLLM and `what` describes that engine.
+    pub engine_notes: &'static [(Engine, &'static str)],
+    /// The command that checks it.
+    pub command: &'static str,
+    /// What each verdict this tripwire can give means for it (in the order a reader meets
+    /// them: fail, warn, can't tell, pass, does not apply). Empty for T3, which has no
+    /// verdict of its own.
+    pub verdicts: &'static [(Status, &'static str)],
+}
+
+/// All fifteen, T1 to T15 in order.
+pub fn all() -> &'static [TripwireInfo] {
+    &CATALOGUE
+}
+
+/// The entry for one tripwire. Every [`Tripwire`] has one.
+pub fn get(tripwire: Tripwire) -> &'static TripwireInfo {
+    &CATALOGUE[usize::from(tripwire.number()) - 1]
+}
+
+/// Finds an entry by code (`T9`, `t9`, `9`) or slug (`falling-ceiling`, any case).
+pub fn find(id_or_slug: &str) -> Option<&'static TripwireInfo> {
+    let wanted = id_or_slug.trim();
+    if let Some(tripwire) = Tripwire::parse(wanted) {
+        return Some(get(tripwire));
+    }
+    CATALOGUE
+        .iter()
+        .find(|info| info.slug.eq_ignore_ascii_case(wanted))
+}
+
+/// When in a test each tripwire applies, in the order a test meets them. The docs and the
+/// report group the catalogue by these; T2 appears twice because it is checked both before
+/// a server starts and after it stops.
+pub fn stages() -> &'static [(&'static str, &'static [Tripwire])] {
+    &[
+        ("Before a server starts", &[Tripwire::T2, Tripwire::T13]),
+        (
+            "At start-up, from the boot log",
+            &[
+                Tripwire::T12,
+                Tripwire::T5,
+                Tripwire::T6,
+                Tripwire::T4,
+                Tripwire::T11,
+            ],
+        ),
+        ("Before the load", &[Tripwire::T7]),
+        (
+            "During and after the load",
+            &[
+                Tripwire::T1,
+                Tripwire::T8,
+                Tripwire::T9,
+                Tripwire::T10,
+                Tripwire::T14,
+                Tripwire::T15,
+            ],
+        ),
+        ("Stopping the server", &[Tripwire::T2, Tripwire::T3]),
+    ]
+}
+
+/// The `explain` text for one tripwire: a header line, then the "what" paragraph, the "why"
+/// paragraph and the engine notes (only `only_engine`'s when given), each wrapped to
+/// `width` columns under a four-space indent, then the command.
+///
+/// A word longer than the line stays whole, and so does the command: breaking it would
+/// make it impossible to paste. When the command does not fit after `Check:` it moves to a
+/// line of its own.
+pub fn render_explain(info: &TripwireInfo, only_engine: Option<Engine>, width: usize) -> String {
+    const INDENT: &str = "    ";
+    let mut out = format!("{}  {}  ({})\n", info.tripwire, info.name, info.slug);
+    let mut paragraph = |text: &str| {
+        for line in wrap(text, INDENT, width) {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    };
+    paragraph(info.what);
+    paragraph(&format!("Why it matters: {}", info.why));
+    for (engine, note) in info.engine_notes {
+        if only_engine.is_none_or(|wanted| wanted == *engine) {
+            paragraph(&format!("On {}: {}", engine.name(), note));
+        }
+    }
+    let check_line = format!("{INDENT}Check: {}", info.command);
+    if check_line.chars().count() <= width {
+        out.push_str(&check_line);
+        out.push('\n');
+    } else {
+        out.push_str(&format!("{INDENT}Check:\n{INDENT}  {}\n", info.command));
+    }
+    out
+}
+
+/// Greedy word wrap: every line starts with `indent` and stays within `width` characters,
+/// except a line holding a single word that is longer than that on its own.
+fn wrap(text: &str, indent: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::from(indent);
+    let mut line_len = indent.chars().count();
+    let mut empty = true;
+    for word in text.split_whitespace() {
+        let word_len = word.chars().count();
+        if !empty && line_len + 1 + word_len > width {
+            lines.push(std::mem::replace(&mut line, String::from(indent)));
+            line_len = indent.chars().count();
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+            line_len += 1;
+        }
+        line.push_str(word);
+        line_len += word_len;
+        empty = false;
+    }
+    if !empty {
+        lines.push(line);
+    }
+    lines
+}
+
+/// The user guide `docs/tripwires.md`, generated from the catalogue so that it never says
+/// something the terminal does not. `cargo xtask docs` writes it; a test compares.
+pub fn tripwires_markdown() -> String {
+    let mut md = String::new();
+    md.push_str("<!-- generated by `cargo xtask docs`, do not edit -->\n");
+    md.push_str("# The 15 tripwires\n\n");
+    md.push_str(
+        "Each tripwire is a way an inference benchmark can produce numbers that do not mean \
+         what they seem to, although the server answered every request. For each one this \
+         page says what goes wrong, why it changes the numbers, how SGLang and \
+         TensorRT-LLM differ from vLLM, the command that checks it and what each verdict \
+         means. `inferlint explain T9` (or `inferlint explain falling-ceiling`) prints the \
+         same text in the terminal; `--engine` keeps only one engine's notes.\n\n",
+    );
+
+    md.push_str("## Verdicts\n\n");
+    md.push_str("| Verdict | Terminal | Meaning |\n|---|---|---|\n");
+    for (status, meaning) in [
+        (
+            Status::Fail,
+            "The tripwire caught its problem in this run. For T7 and T12 the server itself \
+             failed; for the others the server worked, but a number from the run does not \
+             mean what it seems.",
+        ),
+        (
+            Status::Warn,
+            "Nothing is wrong on its own, but a setting or an effect changes how the numbers \
+             should be read. `--strict` turns it into a failure.",
+        ),
+        (
+            Status::Unknown,
+            "A counter, log line or file the check needs was missing. Never a pass.",
+        ),
+        (
+            Status::Pass,
+            "The check looked for its problem in this run and did not find it.",
+        ),
+        (
+            Status::NotApplicable,
+            "The tripwire is about a behaviour this engine does not have. Does not change \
+             the exit status.",
+        ),
+    ] {
+        md.push_str(&format!(
+            "| {} | `{}` | {} |\n",
+            status.human(),
+            status.terminal_label(),
+            meaning
+        ));
+    }
+    md.push('\n');
+
+    md.push_str("## When each applies\n\n");
+    md.push_str("| When | Tripwires |\n|---|---|\n");
+    for (stage, tripwires) in stages() {
+        let links: Vec<String> = tripwires
+            .iter()
+            .map(|t| format!("[{t}](#{})", anchor(get(*t))))
+            .collect();
+        md.push_str(&format!("| {stage} | {} |\n", links.join(", ")));
+    }
+    md.push('\n');
+
+    md.push_str("| Code | Name | Explain by name |\n|---|---|---|\n");
+    for info in all() {
+        md.push_str(&format!(
+            "| [{}](#{}) | {} | `{}` |\n",
+            info.tripwire,
+            anchor(info),
+            info.name,
+            info.slug
+        ));
+    }
+
+    for info in all() {
+        md.push('\n');
+        md.push_str(&format!(
+            "## {} {} (`{}`)\n\n",
+            info.tripwire, info.name, info.slug
+        ));
+        md.push_str(&format!("**What goes wrong.** {}\n\n", info.what));
+        md.push_str(&format!("**Why it changes the numbers.** {}\n\n", info.why));
+        for (engine, note) in info.engine_notes {
+            md.push_str(&format!("**On {}:** {}\n\n", engine.name(), note));
+        }
+        md.push_str(&format!("**Check:** `{}`\n", info.command));
+        if info.verdicts.is_empty() {
+            md.push_str(
+                "\nIt has no verdict line of its own: `teardown` prints how a plain `pkill -f` \
+                 would have differed, and reports the state of the card as T2.\n",
+            );
+        } else {
+            md.push_str("\n**What the verdicts mean:**\n\n");
+            for (status, meaning) in info.verdicts {
+                md.push_str(&format!("- **{}:** {}\n", status.human(), meaning));
+            }
+        }
+    }
+    md
+}
+
+/// The heading anchor GitHub gives `## T1 Silent preemption (`silent-preemption`)`:
+/// lower case, punctuation other than `-` dropped, spaces to hyphens.
+fn anchor(info: &TripwireInfo) -> String {
+    format!("{} {} {}", info.tripwire, info.name, info.slug)
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+static CATALOGUE: [TripwireInfo; 15] = [
+    TripwireInfo {
+        tripwire: Tripwire::T1,
+        slug: "silent-preemption",
+        name: "Silent preemption",
+        what: "When the KV cache runs out during a run, the scheduler evicts running requests: \
+               it frees their KV blocks, puts them back in the queue and later recomputes \
+               their prompt and every token they had generated. vLLM writes no log line \
+               for this at its default level; the only trace is the counter \
+               `vllm:num_preemptions_total`. T1 compares the engine's preemption counter \
+               in the snapshots taken before and after the run and fails when it moved. A \
+               server restart between the two snapshots also fails, because the counters \
+               then cannot be compared.",
+        why: "Every preemption repeats prefill work and stalls the evicted request, so \
+              throughput, time per output token and tail latency were measured on a server \
+              that spent part of the run redoing work. Such a run shows the memory pressure \
+              of its setup rather than the engine's steady speed, and is not comparable with \
+              a run that did not preempt.",
+        engine_notes: &[
+            (
+                Engine::Sglang,
+                "Called a retraction. When its KV pool is full, SGLang retracts running \
+                 requests, logs a warning (`KV cache pool is full. Retract \
+                 requests.`) and counts them in `sglang:num_retracted_requests_total`. That \
+                 counter is written only after the first retraction, so a snapshot without \
+                 it reads as zero when the gauge `sglang:num_retracted_reqs` is present; \
+                 with neither, T1 says Can't tell.",
+            ),
+            (
+                Engine::Trtllm,
+                "Called a pause, and never counted: TensorRT-LLM pauses requests for \
+                 recompute and logs each pause at INFO level (`request ID N -> pause`), \
+                 so T1 counts them from the server log saved until after the run: pass it \
+                 with `--boot-log boot.log`. \
+                 Without that log T1 falls back to the gauge `trtllm_num_paused_requests` \
+                 in the recording, which can show that pauses happened but not how many.",
+            ),
+        ],
+        command: "inferlint preemption before.json after.json",
+        verdicts: &[
+            (
+                Status::Fail,
+                "the preemption counter rose during the run (or, on TensorRT-LLM, the log or \
+                 the paused gauge shows pauses), or the server restarted between the \
+                 snapshots.",
+            ),
+            (
+                Status::Unknown,
+                "the counter is missing from a snapshot, or on TensorRT-LLM there is neither \
+                 a server log covering the run nor a recording that rules pauses out.",
+            ),
+            (
+                Status::Pass,
+                "the counter did not move, or the TensorRT-LLM log shows no pause across the \
+                 requests it served.",
+            ),
+        ],
+    },
+    TripwireInfo {
+        tripwire: Tripwire::T2,
+        slug: "orphaned-engine",
+        name: "Orphaned engine process",
+        what: "Stopping a server through its front end (`kill -9` on the API server, `pkill \
+               -f \"vllm serve\"`, a job runner that signals only the main process) can \
+               leave its engine process alive. \
+               vLLM's engine core renames itself `VLLM::EngineCore`, so it no longer matches \
+               the command that started it, and it keeps its GPU memory. T2 looks in /proc \
+               for server processes of all three engines and reads the GPU's memory use; \
+               the card counts as clear only after two readings in a row with no server \
+               process and at most 800 MiB used.",
+        why: "The next server started on that card gets only the memory the orphan left \
+              free: its KV pool is smaller, or it fails to start, and every number from that \
+              run reflects a smaller cache than the setup would have on a clean card. Two \
+              servers on one GPU also share its compute.",
+        engine_notes: &[
+            (
+                Engine::Sglang,
+                "SGLang's scheduler and detokenizer processes rename themselves \
+                 (`sglang::scheduler`, `sglang::detokenizer`), so a pattern on `sglang \
+                 serve` or `sglang.launch_server` misses them. teardown recognises the \
+                 `sglang::` prefix.",
+            ),
+            (
+                Engine::Trtllm,
+                "trtllm-serve starts MPI workers (`prte`, `python -m \
+                 mpi4py.futures.server`) that hold GPU memory but whose command lines name \
+                 no server. teardown stops every descendant of a server process, and \
+                 recognises the server when it was started as `python -m \
+                 tensorrt_llm.commands.serve` too.",
+            ),
+        ],
+        command: "inferlint teardown  |  inferlint gpu-inspect",
+        verdicts: &[
+            (
+                Status::Fail,
+                "the card was not clear before the timeout: a server process was still alive \
+                 or more than the allowed memory was in use. xray then starts no server.",
+            ),
+            (
+                Status::Unknown,
+                "the machine has no /proc (Windows, macOS), so server processes cannot be \
+                 found; run it where the server runs.",
+            ),
+            (
+                Status::Pass,
+                "two consecutive readings showed no server process and the memory in use \
+                 within the limit.",
+            ),
+        ],
+    },
+    TripwireInfo {
+        tripwire: Tripwire::T3,
+        slug: "cleanup-self-kill",
+        name: "Cleanup kills its own shell",
+        what: "A clean-up step such as `pkill -f \"vllm serve\"` matches every process whose \
+               command line contains that text: the script or `bash -c` shell running the \
+               step, a `tail -f` on a log named after the server, an editor. The script \
+               kills itself or its parent, and the steps after it (the last readings, the \
+               report, the next configuration of a sweep) never run, often without an \
+               error. The same pattern misses the renamed engine processes of T2. \
+               `inferlint teardown` matches servers by their program and arguments or by \
+               the engines' renamed process names, never by a substring, never signals \
+               itself or any of its ancestors, and prints how a plain `pkill -f` would have \
+               differed.",
+        why: "A sweep that dies halfway leaves results missing or partial, and usually \
+              leaves a server running that spoils the next run (T2). When the kill is silent, \
+              nobody notices that the results come from fewer runs than intended.",
+        engine_notes: &[],
+        command: "inferlint teardown",
+        verdicts: &[],
+    },
+    TripwireInfo {
+        tripwire: Tripwire::T4,
+        slug: "pool-size-jump",
+        name: "KV pool size jumps between starts",
+        what: "Starting the same model with the same flags twice does not promise the same \
+               KV cache. The pool is what is left after the weights, the CUDA graphs and a \
+               profiled activation peak, and those measurements move with other processes \
+               on the card, compile caches and memory fragmentation. T4 groups boot logs \
+               that reached ready with identical settings, compares the KV pool size in \
+               tokens each one printed, and warns on any difference.",
+        why: "The pool size decides how many requests fit at once and when preemption \
+              starts, so two runs of one configuration with different pools are not repeats \
+              of one experiment. Averaging them mixes two capacities, and a gain or \
+              regression between versions can be nothing but a pool difference.",
+        engine_notes: &[
+            (
+                Engine::Sglang,
+                "The settings compared are SGLang's `server_args` without `random_seed`, \
+                 which SGLang draws anew at each start unless it is set. The pool is the \
+                 token count of its `KV Cache is allocated` line.",
+            ),
+            (
+                Engine::Trtllm,
+                "The settings compared are the `LLM Args` line. TensorRT-LLM prints an \
+                 `Allocated ... paged KV cache` line twice, once for a dry run and once for \
+                 the real pool; the last one counts.",
+            ),
+        ],
+        command: "inferlint check-log boot1.log boot2.log",
+        verdicts: &[
+            (
+                Status::Warn,
+                "starts with the same settings got different pools; compare results only \
+                 within one pool.",
+            ),
+            (Status::Unknown, "a log in the group has no KV pool line."),
+            (
+                Status::Pass,
+                "every start with the same settings got the same pool. Logs whose settings \
+                 match no other log are not compared and give no verdict.",
+            ),
+        ],
+    },
+    TripwireInfo {
+        tripwire: Tripwire::T5,
+        slug: "large-kv-blocks",
+        name: "Large KV block size",
+        what: "For hybrid models that mix attention layers with Mamba-style state layers, \
+               vLLM makes one attention block large enough to share a page with a layer's \
+               state and raises the block size from the usual 16 tokens to hundreds (784 \
+               for the 27B model of the recorded runs), printing `Setting attention block \
+               size to N tokens`. T5 reads the boot log and warns when the block size is \
+               larger than the one asked for (16 unless `--block-size` was given).",
+        why: "KV memory is handed out in whole blocks, so a request holds a multiple of the \
+              block size: with 784-token blocks a 900-token request occupies 1,568 tokens. \
+              Fewer requests fit than the pool size divided by the request length suggests, \
+              capacity falls in large steps as answers grow (T9), and a pool quoted in \
+              tokens overstates what the load can use.",
+        engine_notes: &[
+            (
+                Engine::Sglang,
+                "SGLang allocates KV in pages of `--page-size` tokens (1 by default) and \
+                 keeps a hybrid model's Mamba state in a separate pool, whose size can \
+                 lower the running limit instead (T8). T5 reports the page size as set; the \
+                 enlarged blocks are vLLM's.",
+            ),
+            (
+                Engine::Trtllm,
+                "TensorRT-LLM pages its KV cache in blocks of `tokens_per_block` tokens, \
+                 printed as `tokens per block=N` (32 in the recorded runs). T5 reports that \
+                 page size as set; the enlarged blocks are vLLM's.",
+            ),
+        ],
+        command: "inferlint check-log boot.log",
+        verdicts: &[
+            (
+                Status::Warn,
+                "the engine forced a larger block than asked for; each request's KV is \
+                 allocated in units of that size.",
+            ),
+            (
+                Status::Unknown,
+                "the start-up ended before the engine sized its blocks.",
+            ),
+            (
+                Status::Pass,
+                "the block or page size is the one asked for, or no override was printed.",
+            ),
+        ],
+    },
+    TripwireInfo {
+        tripwire: Tripwire::T6,
+        slug: "backend-ignored",
+        name: "Requested attention backend ignored",
+        what: "An attention backend asked for with `--attention-backend` is a request, not a \
+               promise. When it does not support the model, the data type or speculative \
+               decoding, the engine can pick another one and mention it only in passing, \
+               and a draft model for speculative decoding can choose its own backend \
+               whatever the main model uses. T6 compares the backend requested with those \
+               the boot log says were selected for the main model and for any draft model, \
+               and fails on a mismatch.",
+        why: "Attention kernels differ in speed, memory use and features (CUDA graph \
+              support, FP8 KV cache), so a run labelled with one backend that ran on another \
+              measures something else, and a comparison between backends may compare one \
+              fallback with itself.",
+        engine_notes: &[(
+            Engine::Trtllm,
+            "The backend is set with `attn_backend` in the `--config` YAML. The `LLM Args` \
+             line shows the backend in use but prints a default exactly like a request, so \
+             the log cannot show a request being ignored.",
+        )],
+        command: "inferlint check-log boot.log",
+        verdicts: &[
+            (
+                Status::Fail,
+                "the main model, or the draft model, used another backend than the one \
+                 requested.",
+            ),
+            (
+                Status::Unknown,
+                "the log has no arguments line, or no line saying which backend was selected.",
+            ),
+            (
+                Status::Pass,
+                "the requested backend was used, or none was requested, so none could be \
+                 ignored.",
+            ),
+        ],
+    },
+    TripwireInfo {
+        tripwire: Tripwire::T7,
+        slug: "crash-after-ready",
+        name: "Crash after ready",
+        what: "`Application startup complete` and a healthy `/health` mean the server \
+               loaded, not that it can serve. Some settings fail only at the first real \
+               request or the first batch of several: a kernel compiled just in time meets \
+               a mismatched toolchain, a CUDA graph is captured for a new shape, memory \
+               runs short. T7 fails when the boot log records a failure after the ready \
+               line that the server did not recover from, and `probe` fails when one \
+               request, or 8 sent at once, get no answer, or the server is gone afterwards.",
+        why: "A benchmark against such a server measures errors: failed requests return at \
+              once, so throughput and latency can even look better, or the load tool waits \
+              until its timeouts. A readiness check alone lets it through.",
+        engine_notes: &[(
+            Engine::Sglang,
+            "SGLang's `/health` answers 503 for a while after its ready line, until it can \
+             serve; a readiness wait needs both the log line and a 200.",
+        )],
+        command: "inferlint probe URL",
+        verdicts: &[
+            (
+                Status::Fail,
+                "the server failed after it said it was ready: the log shows the error \
+                 (its kind and line), or a probe request failed, or the server died.",
+            ),
+            (
+                Status::Pass,
+                "the probe's single request and its burst were all answered and the server \
+                 was still alive afterwards.",
+            ),
+        ],
+    },
+    TripwireInfo {
+        tripwire: Tripwire::T8,
+        slug: "concurrency-not-reached",
+        name: "Concurrency not reached",
+        what: "A load tool's `--max-concurrency 32` keeps 32 requests open on the client; \
+               it does not make the server run 32. The server admits as many as its KV \
+               cache, its running limit (`--max-num-seqs`, `--max-running-requests`) and \
+               its token budget allow, and queues the rest. T8 takes the peak of the \
+               engine's running-requests gauge over the recording and fails when it stays \
+               below the concurrency asked for; with the boot log it names the limit that \
+               applied.",
+        why: "Results are reported and compared by concurrency. If the server never ran \
+              more than 10 of 32, the run measured concurrency 10 behind a long queue: time \
+              to first token includes the wait in the queue, the speed per request is that \
+              of a batch of 10, and a curve of throughput against concurrency flattens for a \
+              reason that has nothing to do with the engine's batching.",
+        engine_notes: &[
+            (
+                Engine::Sglang,
+                "SGLang can lower its running limit below `--max-running-requests` for \
+                 hybrid models, because its Mamba state cache has room for fewer \
+                 requests, and says so once in its log (`max_running_requests is capped \
+                 to N by the mamba state cache`) while `/get_server_info` still reports \
+                 the value asked for. \
+                 Given the boot log, T8 names that limit as the cause.",
+            ),
+            (
+                Engine::Trtllm,
+                "TensorRT-LLM updates `trtllm_num_requests_running` only when a request \
+                 completes, so a recording can miss the peak: a shortfall is Can't tell, \
+                 never a failure. The running, waiting and KV gauges exist only with \
+                 `enable_iter_perf_stats: true` in the `--config` YAML.",
+            ),
+        ],
+        command: "inferlint series run.series.jsonl --snapshot after.json --requested N",
+        verdicts: &[
+            (
+                Status::Fail,
+                "the server never ran as many requests at once as the load asked for.",
+            ),
+            (
+                Status::Unknown,
+                "the recording has no running-requests gauge, or on TensorRT-LLM the \
+                 recorded peak is below the request and the lagging gauge may have missed \
+                 more.",
+            ),
+            (
+                Status::Pass,
+                "the server reached the concurrency asked for at least once.",
+            ),
+        ],
+    },
+    TripwireInfo {
+        tripwire: Tripwire::T9,
+        slug: "falling-ceiling",
+        name: "Concurrency ceiling falls as sequences grow",
+        what: "How many requests fit at once is not a constant: a running request's KV \
+               grows with every token it generates, so a cache that holds 10 requests at \
+               their prompts holds fewer as the answers lengthen, and the engine then \
+               preempts or stops admitting. From each recorded sample T9 works out how much \
+               of the cache one request holds (usage divided by requests running) and the \
+               ceiling that implies. It passes when the ceiling is the same on every sample \
+               where the cache was full (at least 90% used) and warns when it moved.",
+        why: "A single maximum-concurrency figure, from the engine's start-up line or from a \
+              sweep, then describes one moment of the run: more requests run early and fewer \
+              late, and the mix of the two sets throughput and latency. Runs with different \
+              output lengths are not comparable at the same nominal concurrency.",
+        engine_notes: &[
+            (
+                Engine::Sglang,
+                "`sglang:token_usage` is the use of the fullest memory pool, which for a \
+                 hybrid model may be its request-state slots rather than the KV cache, \
+                 rounded to two decimals. The share per request is therefore coarse, and \
+                 the ceiling may be set by state slots rather than by KV memory.",
+            ),
+            (
+                Engine::Trtllm,
+                "`trtllm_kv_cache_utilization` moves only when a request completes, so T9 \
+                 can rest on very few readings (one to three in the recorded runs); the \
+                 message says how many.",
+            ),
+        ],
+        command: "inferlint series run.series.jsonl --snapshot after.json --requested N",
+        verdicts: &[
+            (
+                Status::Warn,
+                "the ceiling moved during the run; concurrency was not a constant of it.",
+            ),
+            (
+                Status::Unknown,
+                "no recorded sample had requests running and KV cache in use.",
+            ),
+            (
+                Status::Pass,
+                "one request held the same share of the cache on every full sample, so the \
+                 ceiling stayed put.",
+            ),
+        ],
+    },
+    TripwireInfo {
+        tripwire: Tripwire::T10,
+        slug: "integer-second-timer",
+        name: "Integer-second timing",
+        what: "Harnesses that time a run with whole-second timestamps (`date +%s`, \
+               `int(time.time())`) can be off by up to a second either way, and a wall clock \
+               can also step during a run. T10 measures the output-token rate between the \
+               two snapshots on a monotonic clock, read on both sides of each scrape, and \
+               shows what an integer-second timer would have reported for the same tokens. \
+               It is a measurement: it passes whenever the counter and the clocks can be \
+               read.",
+        why: "On a short run a truncated second is a large error: 93.72 s read as 93 s \
+              raises the rate by 0.77%, and on a 10-second run the error can reach 10%. \
+              Differences between versions or settings smaller than that are noise.",
+        engine_notes: &[
+            (
+                Engine::Sglang,
+                "The generation-token counter grows only when a request finishes, so the \
+                 rate is exact only when no request is in flight at either snapshot.",
+            ),
+            (
+                Engine::Trtllm,
+                "The generation-token counter grows only when a request finishes, so the \
+                 rate is exact only when no request is in flight at either snapshot.",
+            ),
+        ],
+        command: "inferlint rate before.json after.json",
+        verdicts: &[
+            (
+                Status::Unknown,
+                "the counter is missing, the server restarted, the snapshots carry no clock \
+                 (bare Prometheus text), or the clocks disagree.",
+            ),
+            (
+                Status::Pass,
+                "the rate was measured; the terminal line adds what an integer-second timer \
+                 would have said.",
+            ),
+        ],
+    },
+    TripwireInfo {
+        tripwire: Tripwire::T11,
+        slug: "kv-memory-drift",
+        name: "KV memory budget drifts between starts",
+        what: "The engine sizes its KV cache from what remains of its memory budget after \
+               the weights, non-torch memory and a profiled activation peak. With identical \
+               flags these still vary between starts: compile caches, memory held by other \
+               processes, CUDA graph capture. T11 compares the GiB each start set aside for \
+               the KV cache across boot logs with identical settings, warns on any \
+               difference, and names what moved with it: weights and non-torch memory, the \
+               activation peak, or whether the model was compiled from scratch.",
+        why: "It explains a pool difference (T4) before it turns into a performance \
+              difference: the memory reserved, not the scheduler, decided the capacity. The \
+              cause tells whether to set the KV size explicitly or to warm the compile cache \
+              before measuring.",
+        engine_notes: &[
+            (
+                Engine::Sglang,
+                "The figure is the K plus V size of SGLang's `KV Cache is allocated` line.",
+            ),
+            (
+                Engine::Trtllm,
+                "The figure is the GiB of the last `Allocated ... GiB for max tokens in paged \
+                 KV cache` line; the first one belongs to a dry run.",
+            ),
+        ],
+        command: "inferlint check-log boot1.log boot2.log",
+        verdicts: &[
+            (
+                Status::Warn,
+                "starts with the same settings set aside different amounts of memory for \
+                 the KV cache.",
+            ),
+            (
+                Status::Unknown,
+                "a log in the group does not say how much memory went to the KV cache.",
+            ),
+            (
+                Status::Pass,
+                "every start with the same settings set aside the same amount.",
+            ),
+        ],
+    },
+    TripwireInfo {
+        tripwire: Tripwire::T12,
+        slug: "unexplained-failure",
+        name: "Start-up failure without a cause",
+        what: "A server that fails to start often ends its log with a generic line (an \
+               `EngineDeadError`, a failed engine start, a non-zero exit) far below the real \
+               cause: running out of GPU memory, a KV cache too small for the maximum model \
+               length, a just-in-time compile toolchain that does not match (CUDA headers, \
+               ptxas, a missing libcudart), a CUDA error or an assertion. T12 classifies the \
+               failure in the boot log by the most specific cause it finds and reports its \
+               kind, the phase and the line.",
+        why: "A sweep that records only \"failed to start\" gets retried or dropped blindly. \
+              Configurations that failed for a fixable reason of the environment (a \
+              toolchain, memory held by an orphan from T2) look like configurations the \
+              engine cannot run, and the results that remain are a biased sample.",
+        engine_notes: &[],
+        command: "inferlint check-log boot.log",
+        verdicts: &[
+            (
+                Status::Fail,
+                "the server failed before it was ready; the message gives the kind of \
+                 failure and the log line.",
+            ),
+            (
+                Status::Unknown,
+                "the log has lines inferlint recognised but could not read, so a fact may \
+                 be missing; the evidence lists them.",
+            ),
+            (Status::Pass, "the log shows no failure."),
+        ],
+    },
+    TripwireInfo {
+        tripwire: Tripwire::T13,
+        slug: "stale-waiter",
+        name: "Stale waiter adopts the next server",
+        what: "A script that waits for a server by polling its URL cannot tell which server \
+               answered. If an earlier server still listens on the port, the wait succeeds \
+               at once and the load runs against the old server, with its model and \
+               settings, while the new one fails to bind or is still loading; a waiter left \
+               from an aborted run can likewise see the next run's server come up and send \
+               its load there. `inferlint xray` checks both ends: before it starts a server \
+               it fails if anything already answers at the URL, and once the server is \
+               ready the listening socket must belong to a process in the started server's \
+               process tree.",
+        why: "Every number then belongs to another server than the one the configuration \
+              describes, and nothing in the results says so: the load tool sees healthy \
+              answers. Two loads on one server also take throughput from each other.",
+        engine_notes: &[],
+        command: "inferlint xray -o run/ --serve \"…\" -- LOAD",
+        verdicts: &[
+            (
+                Status::Fail,
+                "something already answered at the URL before the server was started, or \
+                 the port is held by a process outside the started server's process tree.",
+            ),
+            (
+                Status::Unknown,
+                "the process holding the listening socket could not be found.",
+            ),
+            (
+                Status::Pass,
+                "the URL was free before the start, and the socket belongs to the server \
+                 xray started.",
+            ),
+        ],
+    },
+    TripwireInfo {
+        tripwire: Tripwire::T14,
+        slug: "null-block",
+        name: "Reserved null block",
+        what: "vLLM keeps one KV block as a null block, a placeholder standing in for \
+               blocks a request no longer needs (those outside a sliding window, for \
+               example), and never gives it to a request. The usable pool is \
+               `num_gpu_blocks` minus one, and the gauge `vllm:kv_cache_usage_perc` is a \
+               fraction of that. T14 infers the gauge's denominator from the distinct usage \
+               readings in the recording, each a whole number of blocks over the same \
+               count, and compares it with `num_gpu_blocks` from `vllm:cache_config_info` \
+               in the after snapshot; it passes when they differ by exactly the one null \
+               block.",
+        why: "Capacity worked out from the block count in the boot log is one block too \
+              high, and with 784-token blocks on a small pool one block is a large share (42 \
+              usable, not 43). The check also guards the meaning of the usage gauge that T9 \
+              and the report rely on: a different denominator means the gauge changed in \
+              this version or the recording came from another start.",
+        engine_notes: &[
+            (
+                Engine::Sglang,
+                "Does not apply: SGLang exports no block count to compare with, and its \
+                 usage gauge, rounded to two decimals, is too coarse to infer one.",
+            ),
+            (
+                Engine::Trtllm,
+                "Does not apply: TensorRT-LLM exports no block count to compare with, and \
+                 its KV gauge moves only when a request completes.",
+            ),
+        ],
+        command: "inferlint series run.series.jsonl --snapshot after.json --requested N",
+        verdicts: &[
+            (
+                Status::Fail,
+                "the gauge's denominator is not `num_gpu_blocks - 1`: the gauge means \
+                 something else in this version, or the recording and the snapshot come from \
+                 different starts.",
+            ),
+            (
+                Status::Unknown,
+                "`vllm:cache_config_info` has no block count, or the recording has too few \
+                 distinct readings (fewer than 5) to infer the denominator safely.",
+            ),
+            (
+                Status::Pass,
+                "the denominator is `num_gpu_blocks - 1`; the usable block count feeds T9.",
+            ),
+            (Status::NotApplicable, "SGLang and TensorRT-LLM."),
+        ],
+    },
+    TripwireInfo {
+        tripwire: Tripwire::T15,
+        slug: "client-server-mismatch",
+        name: "Client and server counts disagree",
+        what: "The load tool and the server count the same run independently: the tool its \
+               completed requests and output tokens, the server its finished requests and \
+               generated tokens. T15 compares the load tool's result file with the change \
+               in the server's counters between the snapshots, allowing for the untimed test \
+               and warm-up requests the tool announces in its output. More requests on the \
+               server mean other traffic shared it; fewer mean the tool counted requests the \
+               server did not finish. Equal requests with different token counts warn.",
+        why: "If another client (a second benchmark, a stale waiter from T13) used the \
+              server during the run, the tool's latencies and the server's counters both \
+              describe a mixed load. If the token counts differ, the tool's tokens per second \
+              rest on its own count, not on what the server generated.",
+        engine_notes: &[
+            (
+                Engine::Sglang,
+                "Token and request counters move only when a request finishes, so take the \
+                 after snapshot once the load tool has ended. SGLang's client announces its \
+                 warm-up requests, which are allowed for.",
+            ),
+            (
+                Engine::Trtllm,
+                "Token and request counters move only when a request finishes, so take the \
+                 after snapshot once the load tool has ended.",
+            ),
+        ],
+        command: "inferlint report run/",
+        verdicts: &[
+            (
+                Status::Fail,
+                "the server finished more requests than the load tool sent (other traffic), \
+                 or fewer than it counted.",
+            ),
+            (
+                Status::Warn,
+                "the requests agree but the output-token counts do not.",
+            ),
+            (
+                Status::Unknown,
+                "a server counter is missing from a snapshot, the server restarted, or the \
+                 result file has no completed or output-token count.",
+            ),
+            (
+                Status::Pass,
+                "both sides counted the same requests and output tokens.",
+            ),
+        ],
+    },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fifteen_entries_in_order_with_unique_slugs() {
+        assert_eq!(all().len(), 15);
+        for (info, tripwire) in all().iter().zip(Tripwire::all()) {
+            assert_eq!(info.tripwire, tripwire);
+            assert!(std::ptr::eq(get(tripwire), info));
+        }
+        let mut slugs: Vec<&str> = all().iter().map(|info| info.slug).collect();
+        slugs.sort_unstable();
+        slugs.dedup();
+        assert_eq!(slugs.len(), 15);
+    }
+
+    #[test]
+    fn codes_slugs_names_and_commands_are_the_contract() {
+        assert_eq!(get(Tripwire::T1).slug, "silent-preemption");
+        assert_eq!(get(Tripwire::T1).name, "Silent preemption");
+        assert_eq!(
+            get(Tripwire::T2).command,
+            "inferlint teardown  |  inferlint gpu-inspect"
+        );
+        assert_eq!(get(Tripwire::T9).slug, "falling-ceiling");
+        assert_eq!(
+            get(Tripwire::T13).name,
+            "Stale waiter adopts the next server"
+        );
+        assert_eq!(get(Tripwire::T15).slug, "client-server-mismatch");
+    }
+
+    #[test]
+    fn find_by_code_slug_and_any_case() {
+        let t9 = Some(Tripwire::T9);
+        for text in [
+            "T9",
+            "t9",
+            "9",
+            " falling-ceiling ",
+            "FALLING-CEILING",
+            "Falling-Ceiling",
+        ] {
+            assert_eq!(find(text).map(|info| info.tripwire), t9, "{text}");
+        }
+        assert_eq!(find("t15").map(|i| i.tripwire), Some(Tripwire::T15));
+        assert!(find("T16").is_none());
+        assert!(find("falling").is_none());
+        assert!(find("").is_none());
+    }
+
+    #[test]
+    fn the_required_engine_notes_exist() {
+        for tripwire in [
+            Tripwire::T1,
+            Tripwire::T2,
+            Tripwire::T5,
+            Tripwire::T8,
+            Tripwire::T9,
+            Tripwire::T14,
+        ] {
+            for engine in [Engine::Sglang, Engine::Trtllm] {
+                assert!(
+                    get(tripwire).engine_notes.iter().any(|(e, _)| *e == engine),
+                    "{tripwire} lacks a note for {engine}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn explain_has_header_paragraphs_and_command() {
+        let text = render_explain(get(Tripwire::T1), None, 88);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "T1  Silent preemption  (silent-preemption)");
+        assert!(lines[1].starts_with("    When the KV cache"));
+        assert!(lines.iter().any(|l| l.starts_with("    Why it matters: ")));
+        assert!(lines.iter().any(|l| l.starts_with("    On SGLang: ")));
+        assert!(lines.iter().any(|l| l.starts_with("    On TensorRT-LLM: ")));
+        assert_eq!(
+            lines.last().copied(),
+            Some("    Check: inferlint preemption before.json after.json")
+        );
+        assert!(text.ends_with('\n'));
+    }
+
+    #[test]
+    fn explain_filters_engine_notes() {
+        let info = get(Tripwire::T8);
+        let sglang = render_explain(info, Some(Engine::Sglang), 88);
+        assert!(sglang.contains("On SGLang: "));
+        assert!(!sglang.contains("On TensorRT-LLM: "));
+        let trtllm = render_explain(info, Some(Engine::Trtllm), 88);
+        assert!(trtllm.contains("On TensorRT-LLM: "));
+        assert!(!trtllm.contains("On SGLang: "));
+        let vllm = render_explain(info, Some(Engine::Vllm), 88);
+        assert!(!vllm.contains("On SGLang: ") && !vllm.contains("On TensorRT-LLM: "));
+    }
+
+    #[test]
+    fn wrapping_stays_within_the_width() {
+        for width in [20, 40, 60, 72, 80, 88, 120] {
+            for info in all() {
+                let text = render_explain(info, None, width);
+                for line in text.lines().skip(1) {
+                    let body = line.trim_start();
+                    let is_command = body == info.command || body.ends_with(info.command);
+                    let single_word = !body.contains(' ');
+                    assert!(
+                        line.chars().count() <= width || single_word || is_command,
+                        "{} at width {width}: {line:?}",
+                        info.tripwire
+                    );
+                    assert!(line.starts_with("    "), "{line:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn wrapping_keeps_every_word_in_order() {
+        let info = get(Tripwire::T9);
+        let text = render_explain(info, None, 30);
+        let words: Vec<&str> = text
+            .lines()
+            .skip(1)
+            .flat_map(str::split_whitespace)
+            .collect();
+        let expected: Vec<&str> = info
+            .what
+            .split_whitespace()
+            .chain("Why it matters:".split_whitespace())
+            .chain(info.why.split_whitespace())
+            .collect();
+        assert_eq!(&words[..expected.len()], &expected[..]);
+    }
+
+    #[test]
+    fn a_long_command_moves_to_its_own_line() {
+        let text = render_explain(get(Tripwire::T8), None, 60);
+        let command = "inferlint series run.series.jsonl --snapshot after.json --requested N";
+        assert!(text.ends_with(&format!("    Check:\n      {command}\n")));
+    }
+
+    #[test]
+    fn markdown_has_every_tripwire_and_engine_note() {
+        let md = tripwires_markdown();
+        assert!(md.starts_with("<!-- generated by `cargo xtask docs`, do not edit -->\n"));
+        for info in all() {
+            assert!(md.contains(&format!(
+                "## {} {} (`{}`)",
+                info.tripwire, info.name, info.slug
+            )));
+            assert!(md.contains(&format!("**Check:** `{}`", info.command)));
+            for (engine, note) in info.engine_notes {
+                let line = format!("**On {}:** {}", engine.name(), note);
+                assert!(md.lines().any(|l| l == line), "{line}");
+            }
+        }
+    }
+
+    #[test]
+    fn anchors_match_github_headings() {
+        assert_eq!(
+            anchor(get(Tripwire::T1)),
+            "t1-silent-preemption-silent-preemption"
+        );
+        assert_eq!(
+            anchor(get(Tripwire::T9)),
+            "t9-concurrency-ceiling-falls-as-sequences-grow-falling-ceiling"
+        );
+    }
+}

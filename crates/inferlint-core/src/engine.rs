@@ -59,7 +59,11 @@ pub struct UnknownEngine(pub String);
 
 impl fmt::Display for UnknownEngine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "unknown engine '{}' (known: vllm, sglang, trtllm)", self.0.trim())
+        write!(
+            f,
+            "unknown engine '{}' (known: vllm, sglang, trtllm)",
+            self.0.trim()
+        )
     }
 }
 
@@ -140,9 +144,11 @@ impl EngineDescriptor {
 
     /// Whether `version` is one this project was tested on (equal, or prefixed `X.`).
     pub fn is_tested_version(&self, version: &str) -> bool {
-        self.tested_versions
-            .iter()
-            .any(|t| version == *t || version.starts_with(&format!("{t}.")) || version.starts_with(&format!("{t}rc")))
+        self.tested_versions.iter().any(|t| {
+            version == *t
+                || version.starts_with(&format!("{t}."))
+                || version.starts_with(&format!("{t}rc"))
+        })
     }
 
     /// The stderr note for an untested version.
@@ -186,7 +192,8 @@ pub static VLLM: EngineDescriptor = EngineDescriptor {
     tested_versions: &["0.28", "0.29", "0.30"],
     backend_flag: "--attention-backend",
     kv_usage_pool_words: "the cache",
-    metrics_hint: "vLLM serves them at /metrics without a flag; check that the address is the server's",
+    metrics_hint:
+        "vLLM serves them at /metrics without a flag; check that the address is the server's",
     gauges_hint: None,
     running_cap_flag: "--max-num-seqs",
 };
@@ -280,6 +287,8 @@ mod tests {
         assert!(!VLLM.is_tested_version("0.3"));
         assert!(TRTLLM.is_tested_version("1.3.0rc29"));
         assert!(SGLANG.is_tested_version("0.5.20"));
-        assert!(SGLANG.untested_version_note("0.6.1").is_some_and(|n| n.starts_with("SGLang 0.6.1 is not a tested version")));
+        assert!(SGLANG
+            .untested_version_note("0.6.1")
+            .is_some_and(|n| n.starts_with("SGLang 0.6.1 is not a tested version")));
     }
 }

@@ -7,7 +7,11 @@ pub fn g(value: f64) -> String {
         return "nan".into();
     }
     if value.is_infinite() {
-        return if value > 0.0 { "inf".into() } else { "-inf".into() };
+        return if value > 0.0 {
+            "inf".into()
+        } else {
+            "-inf".into()
+        };
     }
     if value == 0.0 {
         return "0".into();
@@ -76,6 +80,30 @@ pub fn signed_percent(value: f64, decimals: usize) -> String {
     format!("{sign}{:.decimals$}%", value * 100.0)
 }
 
+/// Python's `str(float)`: the shortest text that reads back to the same number, with `.0`
+/// on whole numbers and an exponent below 1e-4 or from 1e16 (`5.19`, `32.0`, `1e-05`).
+pub fn py_float(value: f64) -> String {
+    if !value.is_finite() {
+        return g(value);
+    }
+    let magnitude = value.abs();
+    if value == 0.0 || (1e-4..1e16).contains(&magnitude) {
+        let text = format!("{value}");
+        if text.contains('.') {
+            text
+        } else {
+            format!("{text}.0")
+        }
+    } else {
+        // Rust prints `1e-5` and `1.5e20`; Python prints `1e-05` and `1.5e+20`.
+        let text = format!("{value:e}");
+        let (mantissa, exp) = text.split_once('e').unwrap_or((&text, "0"));
+        let exp: i32 = exp.parse().unwrap_or(0);
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{mantissa}e{sign}{:02}", exp.abs())
+    }
+}
+
 /// `s` when `n` is not one.
 pub fn plural(n: f64) -> &'static str {
     if n == 1.0 {
@@ -106,6 +134,17 @@ mod tests {
         assert_eq!(thousands(999), "999");
         assert_eq!(thousands(-1234567), "-1,234,567");
         assert_eq!(thousands_f(34816.0), "34,816");
+    }
+
+    #[test]
+    fn py_float_matches_python_str() {
+        assert_eq!(py_float(5.19), "5.19");
+        assert_eq!(py_float(32.0), "32.0");
+        assert_eq!(py_float(0.0), "0.0");
+        assert_eq!(py_float(1e-5), "1e-05");
+        assert_eq!(py_float(1.5e20), "1.5e+20");
+        assert_eq!(py_float(-2.5), "-2.5");
+        assert_eq!(py_float(0.0001), "0.0001");
     }
 
     #[test]

@@ -10,10 +10,13 @@
 
 pub mod catalogue;
 pub mod checks;
+pub mod contract;
 pub mod engine;
 pub mod fmt;
+pub mod insights;
 pub mod metrics;
 pub mod model;
+pub mod run;
 pub mod status;
 
 pub use engine::{Engine, EngineDescriptor};

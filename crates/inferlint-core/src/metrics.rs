@@ -35,7 +35,11 @@ pub struct SeveralSeries {
 
 impl std::fmt::Display for SeveralSeries {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} has {} series where one was expected", self.name, self.count)
+        write!(
+            f,
+            "{} has {} series where one was expected",
+            self.name, self.count
+        )
     }
 }
 
@@ -132,7 +136,10 @@ mod tests {
     fn s(name: &str, labels: &[(&str, &str)], value: f64) -> Sample {
         Sample {
             name: name.into(),
-            labels: labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
             value,
             timestamp_ms: None,
         }

@@ -135,8 +135,10 @@ impl PyValue {
                 format!("[{}]", items.join(", "))
             }
             PyValue::Dict(d) => {
-                let mut items: Vec<String> =
-                    d.iter().map(|(k, v)| format!("{k:?}: {}", v.canonical())).collect();
+                let mut items: Vec<String> = d
+                    .iter()
+                    .map(|(k, v)| format!("{k:?}: {}", v.canonical()))
+                    .collect();
                 items.sort();
                 format!("{{{}}}", items.join(", "))
             }

@@ -160,7 +160,11 @@ impl CheckResult {
     /// The terminal line: `[ T1] TRIPWIRE-FAILED  22 preemptions during the run`.
     pub fn terminal_line(&self) -> String {
         let id = self.tripwire.to_string();
-        let mut line = format!("[{id:>3}] {}  {}", self.status.terminal_label(), self.message);
+        let mut line = format!(
+            "[{id:>3}] {}  {}",
+            self.status.terminal_label(),
+            self.message
+        );
         if let Some(suffix) = &self.terminal_suffix {
             line.push_str(suffix);
         }
@@ -254,7 +258,10 @@ mod tests {
         .into_iter()
         .map(mk)
         .collect();
-        assert_eq!(count_line(&results), "8 checks (4 pass, 2 warn, 2 tripwire-failed)");
+        assert_eq!(
+            count_line(&results),
+            "8 checks (4 pass, 2 warn, 2 tripwire-failed)"
+        );
         let mut with_na = results.clone();
         with_na.push(mk(Status::NotApplicable));
         assert!(count_line(&with_na).ends_with("; 1 does not apply"));
@@ -263,11 +270,26 @@ mod tests {
     #[test]
     fn outcome_follows_the_exit_rule() {
         let mk = |s| CheckResult::new(Tripwire::T1, s, "");
-        assert_eq!(Outcome::of(&[mk(Status::Pass), mk(Status::Warn)], false), Outcome::Passed);
-        assert_eq!(Outcome::of(&[mk(Status::Warn)], true), Outcome::TripwireFailed);
-        assert_eq!(Outcome::of(&[mk(Status::Unknown), mk(Status::Pass)], false), Outcome::Undecided);
-        assert_eq!(Outcome::of(&[mk(Status::Unknown), mk(Status::Fail)], false), Outcome::TripwireFailed);
-        assert_eq!(Outcome::of(&[mk(Status::NotApplicable)], true), Outcome::Passed);
+        assert_eq!(
+            Outcome::of(&[mk(Status::Pass), mk(Status::Warn)], false),
+            Outcome::Passed
+        );
+        assert_eq!(
+            Outcome::of(&[mk(Status::Warn)], true),
+            Outcome::TripwireFailed
+        );
+        assert_eq!(
+            Outcome::of(&[mk(Status::Unknown), mk(Status::Pass)], false),
+            Outcome::Undecided
+        );
+        assert_eq!(
+            Outcome::of(&[mk(Status::Unknown), mk(Status::Fail)], false),
+            Outcome::TripwireFailed
+        );
+        assert_eq!(
+            Outcome::of(&[mk(Status::NotApplicable)], true),
+            Outcome::Passed
+        );
     }
 
     #[test]

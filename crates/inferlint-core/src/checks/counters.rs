@@ -1,1 +1,119 @@
-//! placeholder
+//! Counter arithmetic shared by T1, T10 and T15: deltas between two snapshots, the
+//! SGLang witness rule, and restart detection.
+
+use serde_json::json;
+
+use crate::engine::EngineDescriptor;
+use crate::fmt;
+use crate::model::Snapshot;
+use crate::status::Evidence;
+
+/// Why two snapshots cannot be compared: the server restarted between them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Restart {
+    pub message: String,
+    pub evidence: Evidence,
+}
+
+/// Detects a restart between two snapshots: a `*_created` stamp that moved, or a counter
+/// that went down. Counters only ever reset when the process restarts, so a delta across
+/// a restart is meaningless and every counter check must refuse it.
+pub fn restart_between(before: &Snapshot, after: &Snapshot) -> Option<Restart> {
+    let mut moved = 0usize;
+    let mut example: Option<(&str, f64, f64)> = None;
+    for old in before.metrics.samples() {
+        if !old.name.ends_with("_created") {
+            continue;
+        }
+        let Some(new) = after
+            .metrics
+            .series(&old.name)
+            .find(|s| s.labels == old.labels)
+        else {
+            continue;
+        };
+        if new.value != old.value && !(new.value.is_nan() && old.value.is_nan()) {
+            moved += 1;
+            example.get_or_insert((old.name.as_str(), old.value, new.value));
+        }
+    }
+    if let Some((name, old, new)) = example {
+        let mut evidence = Evidence::new();
+        evidence.insert("restarted".into(), json!(true));
+        evidence.insert("created_changed".into(), json!(moved));
+        evidence.insert("example".into(), json!(name));
+        evidence.insert("before".into(), json!(old));
+        evidence.insert("after".into(), json!(new));
+        return Some(Restart {
+            message: format!(
+                "server restarted between snapshots ({moved} *_created stamps moved, e.g. {name}: {old:.3} -> {new:.3})"
+            ),
+            evidence,
+        });
+    }
+    for old in before.metrics.samples() {
+        if !old.name.ends_with("_total") {
+            continue;
+        }
+        let Some(new) = after
+            .metrics
+            .series(&old.name)
+            .find(|s| s.labels == old.labels)
+        else {
+            continue;
+        };
+        if new.value < old.value {
+            let mut evidence = Evidence::new();
+            evidence.insert("restarted".into(), json!(true));
+            evidence.insert("counter".into(), json!(old.name));
+            evidence.insert("before".into(), json!(old.value));
+            evidence.insert("after".into(), json!(new.value));
+            return Some(Restart {
+                message: format!(
+                    "{} went down ({} -> {}); counters only reset on restart",
+                    old.name,
+                    fmt::g(old.value),
+                    fmt::g(new.value)
+                ),
+                evidence,
+            });
+        }
+    }
+    None
+}
+
+/// The value of a counter in one snapshot, with the witness rule: SGLang writes its
+/// retraction counter only after the first retraction, so when the counter is missing
+/// but its witness gauge is there, the counter reads as 0.
+pub fn counter_value(engine: &EngineDescriptor, snapshot: &Snapshot, name: &str) -> Option<f64> {
+    snapshot.metrics.total(name).or_else(|| {
+        let witnessed = engine.preemption_counter == Some(name)
+            && engine
+                .preemption_witness
+                .is_some_and(|w| snapshot.metrics.has(w));
+        witnessed.then_some(0.0)
+    })
+}
+
+/// `after - before` summed over every label set; `None` when either side lacks it.
+pub fn counter_delta(
+    engine: &EngineDescriptor,
+    before: &Snapshot,
+    after: &Snapshot,
+    name: &str,
+) -> Option<f64> {
+    Some(counter_value(engine, after, name)? - counter_value(engine, before, name)?)
+}
+
+/// A histogram's mean over the run from its `_sum` and `_count` deltas; `None` when
+/// absent or when nothing was observed.
+pub fn histogram_mean(
+    engine: &EngineDescriptor,
+    before: &Snapshot,
+    after: &Snapshot,
+    histogram: &str,
+) -> Option<f64> {
+    let sum = counter_delta(engine, before, after, &format!("{histogram}_sum"))?;
+    let count = counter_delta(engine, before, after, &format!("{histogram}_count"))?;
+    (count > 0.0).then(|| sum / count)
+}

@@ -1,1 +1,701 @@
-//! placeholder
+//! Checks on a series recording: T14 (reserved null block), T9 (falling ceiling) and T8
+//! (concurrency not reached).
+//!
+//! A series can hold a day of readings at 4 Hz, so the checks never see the samples: the
+//! reader folds each sample into [`SeriesStats`], which keeps only what the checks need
+//! (peaks, the distinct KV readings, and the distinct (running, usage) pairs of busy
+//! samples with their counts). Real recordings have a few hundred distinct pairs at most.
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde_json::{json, Value};
+
+use crate::engine::EngineDescriptor;
+use crate::fmt;
+use crate::model::{BootFacts, SeriesSample, Snapshot};
+use crate::status::{CheckResult, Status, Tripwire};
+
+/// KV usage at or above this counts as a full cache for T9.
+pub const SATURATED_USAGE: f64 = 0.9;
+/// The largest block count T14 will infer.
+pub const MAX_BLOCKS: u64 = 65_536;
+/// T14 trusts an inferred denominator only with this many distinct readings.
+pub const MIN_DISTINCT_READINGS: usize = 5;
+
+#[derive(Debug, Clone, Copy)]
+struct PairStat {
+    count: usize,
+    first_index: usize,
+}
+
+/// Everything the series checks and the report's summary need, folded one sample at a
+/// time.
+#[derive(Debug, Clone, Default)]
+pub struct SeriesStats {
+    /// Samples folded in.
+    pub samples: usize,
+    pub running_readings: usize,
+    pub peak_running: Option<f64>,
+    pub peak_in_flight: Option<f64>,
+    pub paused_readings: usize,
+    pub paused_nonzero: usize,
+    pub paused_max: f64,
+    pub first_preemptions: Option<f64>,
+    pub last_preemptions: Option<f64>,
+    pub first_t_wall: Option<f64>,
+    pub last_t_wall: Option<f64>,
+    pub first_t_mono_ns: Option<i64>,
+    pub last_t_mono_ns: Option<i64>,
+    /// Whether every sample had a monotonic clock.
+    pub all_mono: bool,
+    /// Distinct non-zero KV readings in (0, 1], as bits.
+    kv_distinct: BTreeSet<u64>,
+    /// Busy samples (running > 0, usage > 0) by distinct (running, usage).
+    busy_pairs: HashMap<(u64, u64), PairStat>,
+    busy_index: usize,
+    previous: Option<SeriesSample>,
+    busy_running_dt_mono: f64,
+    busy_dt_mono: f64,
+    busy_running_dt_wall: f64,
+    busy_dt_wall: f64,
+}
+
+impl SeriesStats {
+    pub fn new() -> SeriesStats {
+        SeriesStats {
+            all_mono: true,
+            ..SeriesStats::default()
+        }
+    }
+
+    /// Folds one sample in. Samples must arrive in recording order.
+    pub fn push(&mut self, sample: &SeriesSample) {
+        self.samples += 1;
+        if let Some(r) = sample.running.filter(|r| !r.is_nan()) {
+            self.running_readings += 1;
+            self.peak_running = Some(self.peak_running.map_or(r, |p| p.max(r)));
+            if let Some(w) = sample.waiting.filter(|w| !w.is_nan()) {
+                let in_flight = r + w;
+                self.peak_in_flight =
+                    Some(self.peak_in_flight.map_or(in_flight, |p| p.max(in_flight)));
+            }
+        }
+        if let Some(p) = sample.paused.filter(|p| !p.is_nan()) {
+            self.paused_readings += 1;
+            if p > 0.0 {
+                self.paused_nonzero += 1;
+                self.paused_max = self.paused_max.max(p);
+            }
+        }
+        if let Some(p) = sample.preemptions.filter(|p| !p.is_nan()) {
+            self.first_preemptions.get_or_insert(p);
+            self.last_preemptions = Some(p);
+        }
+        if let Some(u) = sample.kv_usage.filter(|u| *u > 0.0 && *u <= 1.0) {
+            self.kv_distinct.insert(u.to_bits());
+        }
+        if let (Some(r), Some(u)) = (sample.running, sample.kv_usage) {
+            if r > 0.0 && u > 0.0 {
+                let index = self.busy_index;
+                self.busy_index += 1;
+                self.busy_pairs
+                    .entry((r.to_bits(), u.to_bits()))
+                    .and_modify(|p| p.count += 1)
+                    .or_insert(PairStat {
+                        count: 1,
+                        first_index: index,
+                    });
+            }
+        }
+        self.first_t_wall.get_or_insert(sample.t_wall);
+        self.last_t_wall = Some(sample.t_wall);
+        match sample.t_mono_ns {
+            Some(m) => {
+                self.first_t_mono_ns.get_or_insert(m);
+                self.last_t_mono_ns = Some(m);
+            }
+            None => self.all_mono = false,
+        }
+        if let Some(prev) = self.previous {
+            if let Some(r) = prev.running.filter(|r| *r > 0.0) {
+                let dt_wall = sample.t_wall - prev.t_wall;
+                self.busy_running_dt_wall += r * dt_wall;
+                self.busy_dt_wall += dt_wall;
+                if let (Some(a), Some(b)) = (prev.t_mono_ns, sample.t_mono_ns) {
+                    let dt = (b - a) as f64 / 1e9;
+                    self.busy_running_dt_mono += r * dt;
+                    self.busy_dt_mono += dt;
+                }
+            }
+        }
+        self.previous = Some(*sample);
+    }
+
+    /// The number of distinct non-zero KV readings.
+    pub fn distinct_kv_readings(&self) -> usize {
+        self.kv_distinct.len()
+    }
+
+    /// Preemptions the series counter saw (last minus first reading).
+    pub fn preemptions_seen(&self) -> Option<f64> {
+        Some(self.last_preemptions? - self.first_preemptions?)
+    }
+
+    /// Mean running requests while the server was busy: Σ running·dt / Σ dt over
+    /// consecutive pairs whose first sample had requests running.
+    pub fn busy_mean_running(&self) -> Option<f64> {
+        let (num, den) = if self.all_mono {
+            (self.busy_running_dt_mono, self.busy_dt_mono)
+        } else {
+            (self.busy_running_dt_wall, self.busy_dt_wall)
+        };
+        (den > 0.0).then(|| num / den)
+    }
+
+    /// Seconds during which requests were running: Σ dt over consecutive pairs whose
+    /// first sample had requests running (monotonic when every sample had it).
+    pub fn busy_seconds(&self) -> Option<f64> {
+        let seconds = if self.all_mono {
+            self.busy_dt_mono
+        } else {
+            self.busy_dt_wall
+        };
+        (seconds > 0.0).then_some(seconds)
+    }
+
+    /// Seconds from the first to the last sample (monotonic when every sample had it).
+    pub fn span_s(&self) -> Option<f64> {
+        if self.all_mono {
+            Some((self.last_t_mono_ns? - self.first_t_mono_ns?) as f64 / 1e9)
+        } else {
+            Some(self.last_t_wall? - self.first_t_wall?)
+        }
+    }
+
+    /// The usable-block count the KV readings imply, or why none can be inferred.
+    pub fn infer_usable_blocks(&self) -> Result<u64, String> {
+        let readings: Vec<f64> = self
+            .kv_distinct
+            .iter()
+            .map(|b| f64::from_bits(*b))
+            .collect();
+        infer_denominator(&readings)
+    }
+}
+
+/// Infers N such that every reading is a multiple of 1/N: each reading's best rational
+/// with a denominator up to [`MAX_BLOCKS`], then the least common multiple of the
+/// denominators, trusted only with [`MIN_DISTINCT_READINGS`] distinct readings.
+pub fn infer_denominator(readings: &[f64]) -> Result<u64, String> {
+    const NOT_MULTIPLES: &str = "readings are not multiples of any 1/N with N within range";
+    let readings: Vec<f64> = readings
+        .iter()
+        .copied()
+        .filter(|v| *v > 0.0 && *v <= 1.0)
+        .collect();
+    if readings.is_empty() {
+        return Err("no non-zero KV usage reading in the series".into());
+    }
+    let mut n: u64 = 1;
+    for &v in &readings {
+        let (_, q) = limit_denominator(v, MAX_BLOCKS);
+        n = lcm(n, q);
+        if n > MAX_BLOCKS {
+            return Err(NOT_MULTIPLES.into());
+        }
+    }
+    let nf = n as f64;
+    let worst = readings
+        .iter()
+        .map(|v| (v * nf - (v * nf).round()).abs())
+        .fold(0.0, f64::max);
+    if worst > 1e-6 * nf {
+        return Err(NOT_MULTIPLES.into());
+    }
+    let mut distinct: Vec<u64> = readings.iter().map(|v| v.to_bits()).collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    if distinct.len() < MIN_DISTINCT_READINGS {
+        return Err(format!(
+            "only {} distinct readings; a divisor of N could fit by luck",
+            distinct.len()
+        ));
+    }
+    Ok(n)
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+fn lcm(a: u64, b: u64) -> u64 {
+    a / gcd(a, b) * b
+}
+
+/// The closest fraction p/q to `value` with q <= `max_q` (the continued-fraction method),
+/// computed on the float's exact binary value so that it matches an exact-rational
+/// implementation. `value` must be in (0, 1].
+pub fn limit_denominator(value: f64, max_q: u64) -> (u64, u64) {
+    // Exact value = mantissa / 2^shift, with shift capped at 64 (values below 2^-11 lose
+    // bits beyond 2^-64, far below anything a 1/65536 grid can tell apart).
+    let bits = value.to_bits();
+    let exponent = ((bits >> 52) & 0x7ff) as i32;
+    let mut mantissa = (bits & ((1u64 << 52) - 1)) as i128;
+    let mut shift: i32 = 1075 - exponent;
+    if exponent != 0 {
+        mantissa |= 1 << 52;
+    } else {
+        shift = 1074;
+    }
+    if shift < 0 {
+        return (value as u64, 1);
+    }
+    if shift > 64 {
+        mantissa >>= (shift - 64).min(127);
+        shift = 64;
+    }
+    let num0 = mantissa;
+    let den0: i128 = 1i128 << shift;
+    let g = gcd_i128(num0, den0);
+    let (num0, den0) = (num0 / g, den0 / g);
+    let max_q = max_q as i128;
+    if den0 <= max_q {
+        return (num0 as u64, den0 as u64);
+    }
+    let (mut p0, mut q0, mut p1, mut q1) = (0i128, 1i128, 1i128, 0i128);
+    let (mut n, mut d) = (num0, den0);
+    loop {
+        let a = n / d;
+        let q2 = q0 + a * q1;
+        if q2 > max_q {
+            break;
+        }
+        (p0, q0, p1, q1) = (p1, q1, p0 + a * p1, q2);
+        (n, d) = (d, n - a * d);
+        if d == 0 {
+            break;
+        }
+    }
+    if q1 == 0 {
+        return (0, 1);
+    }
+    let k = (max_q - q0) / q1;
+    let (bp, bq) = (p0 + k * p1, q0 + k * q1);
+    // |p/q - num0/den0| compared without division.
+    let dist = |p: i128, q: i128| (p * den0 - num0 * q).abs();
+    if dist(p1, q1) * bq <= dist(bp, bq) * q1 {
+        (p1 as u64, q1 as u64)
+    } else {
+        (bp as u64, bq as u64)
+    }
+}
+
+fn gcd_i128(mut a: i128, mut b: i128) -> i128 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a.abs().max(1)
+}
+
+/// T14: the KV usage gauge's denominator is `num_gpu_blocks - 1`, because vLLM holds one
+/// block back as the null block. A mismatch means the gauge's meaning changed or the
+/// series is not from this boot.
+pub fn null_block(
+    engine: &EngineDescriptor,
+    stats: &SeriesStats,
+    after: &Snapshot,
+) -> (CheckResult, Option<u64>) {
+    let t14 = |status, message: String| CheckResult::new(Tripwire::T14, status, message);
+    let Some(info_name) = engine.cache_info else {
+        return (not_applicable_t14(engine), None);
+    };
+    let reported = after
+        .metrics
+        .info(info_name)
+        .and_then(|labels| labels.iter().find(|(k, _)| k == "num_gpu_blocks"))
+        .map(|(_, v)| v.as_str())
+        .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|v| v.parse::<u64>().ok());
+    let Some(reported) = reported else {
+        return (
+            t14(
+                Status::Unknown,
+                format!("{info_name} has no num_gpu_blocks label"),
+            ),
+            None,
+        );
+    };
+    match stats.infer_usable_blocks() {
+        Err(reason) => (
+            t14(
+                Status::Unknown,
+                format!("block count not inferable: {reason}"),
+            )
+            .with("reported_num_gpu_blocks", reported)
+            .with("distinct_readings", stats.distinct_kv_readings()),
+            None,
+        ),
+        Ok(n) => {
+            let evidence = |r: CheckResult| {
+                r.with("reported_num_gpu_blocks", reported)
+                    .with("inferred_usable_blocks", n)
+                    .with("distinct_readings", stats.distinct_kv_readings())
+            };
+            if reported >= 1 && n == reported - 1 {
+                (
+                    evidence(t14(
+                        Status::Pass,
+                        format!(
+                            "gauge denominator is {n} = num_gpu_blocks ({reported}) - 1 null block"
+                        ),
+                    )),
+                    Some(n),
+                )
+            } else {
+                (
+                    evidence(t14(
+                        Status::Fail,
+                        format!(
+                            "gauge denominator is {n}, expected num_gpu_blocks - 1 = {}; the usage semantics changed, or the series is not from this boot",
+                            reported as i64 - 1
+                        ),
+                    )),
+                    None,
+                )
+            }
+        }
+    }
+}
+
+/// T14 on an engine without vLLM's null block.
+pub fn not_applicable_t14(engine: &EngineDescriptor) -> CheckResult {
+    CheckResult::new(
+        Tripwire::T14,
+        Status::NotApplicable,
+        format!(
+            "does not apply to {}: T14 is about vLLM's reserved null block",
+            engine.name
+        ),
+    )
+    .with("engine", engine.key)
+}
+
+/// How many requests of the sample's size fit in the cache.
+fn ceiling(running: f64, usage: f64, usable_blocks: Option<u64>) -> i64 {
+    if let Some(b) = usable_blocks {
+        let blocks_in_use = fmt::round_half_even(usage * b as f64) as i64;
+        if blocks_in_use > 0 {
+            return (b as i64 * running.trunc() as i64).div_euclid(blocks_in_use);
+        }
+    }
+    (running / usage + 1e-9).floor() as i64
+}
+
+/// T9: how many requests fit in the cache, sample by sample. When that ceiling moves as
+/// answers grow, concurrency was not a constant of the run.
+pub fn falling_ceiling(
+    engine: &EngineDescriptor,
+    stats: &SeriesStats,
+    usable_blocks: Option<u64>,
+) -> CheckResult {
+    let t9 = |status, message: String| CheckResult::new(Tripwire::T9, status, message);
+    if stats.busy_pairs.is_empty() {
+        let mut message = "no sample with requests running and KV in use".to_owned();
+        if stats.running_readings == 0 {
+            if let Some(hint) = engine.gauges_hint {
+                message.push_str("; ");
+                message.push_str(hint);
+            }
+        }
+        return t9(Status::Unknown, message);
+    }
+    let saturated: Vec<(f64, f64, PairStat)> = stats
+        .busy_pairs
+        .iter()
+        .map(|(&(r, u), &p)| (f64::from_bits(r), f64::from_bits(u), p))
+        .filter(|&(_, u, _)| u >= SATURATED_USAGE)
+        .collect();
+    let (basis, pairs) = if saturated.is_empty() {
+        let all = stats
+            .busy_pairs
+            .iter()
+            .map(|(&(r, u), &p)| (f64::from_bits(r), f64::from_bits(u), p))
+            .collect::<Vec<_>>();
+        ("busy", all)
+    } else {
+        ("saturated", saturated)
+    };
+    let samples: usize = pairs.iter().map(|p| p.2.count).sum();
+    let mut lo = i64::MAX;
+    let mut hi = i64::MIN;
+    let mut share_min = f64::INFINITY;
+    let mut share_max = f64::NEG_INFINITY;
+    for &(r, u, _) in &pairs {
+        let c = ceiling(r, u, usable_blocks);
+        lo = lo.min(c);
+        hi = hi.max(c);
+        let share = u / r;
+        share_min = share_min.min(share);
+        share_max = share_max.max(share);
+    }
+    // The fullest sample: highest usage, first in recording order among ties.
+    let fullest = pairs
+        .iter()
+        .max_by(|a, b| {
+            a.1.total_cmp(&b.1)
+                .then(b.2.first_index.cmp(&a.2.first_index))
+        })
+        .map(|&(r, u, _)| ceiling(r, u, usable_blocks));
+    let pool = engine.kv_usage_pool_words;
+    let pct = |v: f64| fmt::percent(v, 1);
+    let mut message = if lo == hi {
+        let share = if pct(share_min) == pct(share_max) {
+            pct(share_min)
+        } else {
+            format!("{} to {}", pct(share_min), pct(share_max))
+        };
+        format!("one request holds {share} of {pool}; ceiling = floor(1/share) = {lo} on every {basis} sample")
+    } else {
+        format!(
+            "ceiling moved between {lo} and {hi} as requests grew (one request held {} to {} of {pool}); concurrency was not a constant of this run",
+            pct(share_min),
+            pct(share_max)
+        )
+    };
+    if engine.gauges_lag {
+        message.push_str(&format!(
+            " (from {samples} readings; {} updates its gauges only when a request completes)",
+            engine.name
+        ));
+    }
+    let status = if lo == hi { Status::Pass } else { Status::Warn };
+    let mut result = t9(status, message)
+        .with("ceiling_min", lo)
+        .with("ceiling_max", hi)
+        .with(
+            "ceiling_at_fullest",
+            fullest.map_or(Value::Null, |c| json!(c)),
+        )
+        .with("share_min", share_min)
+        .with("share_max", share_max)
+        .with("samples", samples)
+        .with("basis", basis)
+        .with(
+            "usable_blocks",
+            usable_blocks.map_or(Value::Null, |b| json!(b)),
+        );
+    if let Some(b) = usable_blocks {
+        result = result
+            .with("blocks_per_request_min", share_min * b as f64)
+            .with("blocks_per_request_max", share_max * b as f64);
+    }
+    if engine.gauges_lag {
+        result = result.with("gauges_lag", true);
+    }
+    result
+}
+
+/// T8: the concurrency the load asked for against the most the server ran at once.
+pub fn concurrency(
+    engine: &EngineDescriptor,
+    stats: &SeriesStats,
+    requested: u64,
+    boot: Option<&BootFacts>,
+) -> CheckResult {
+    let t8 = |status, message: String| CheckResult::new(Tripwire::T8, status, message);
+    let n = requested as f64;
+    let opt = |v: Option<f64>| v.map_or(Value::Null, |v| json!(v));
+    let with_evidence = |r: CheckResult| {
+        let mut r = r
+            .with("requested", requested)
+            .with("peak_running", opt(stats.peak_running))
+            .with("peak_in_flight", opt(stats.peak_in_flight));
+        if let Some(f) = boot {
+            if let Some(c) = f.max_concurrency {
+                r = r.with("boot_line_max_concurrency", c);
+            }
+            if let Some(len) = f.max_concurrency_request_len {
+                r = r.with("boot_line_request_len", len);
+            }
+            if let Some(v) = f.setting("max_num_queued_reqs").and_then(|v| v.as_i64()) {
+                r = r.with("max_num_queued_reqs", v);
+            }
+            if let Some(v) = f.setting("max_num_queued_tokens").and_then(|v| v.as_i64()) {
+                r = r.with("max_num_queued_tokens", v);
+            }
+            if let Some(cap) = f.running_cap {
+                r = r.with("running_cap", cap);
+            }
+        }
+        if engine.gauges_lag {
+            r = r.with("gauges_lag", true);
+        }
+        r
+    };
+    let Some(peak) = stats.peak_running else {
+        let mut message = "series has no num_requests_running samples".to_owned();
+        if let Some(hint) = engine.gauges_hint {
+            message.push_str("; ");
+            message.push_str(hint);
+        }
+        return with_evidence(t8(Status::Unknown, message));
+    };
+    if peak >= n {
+        return with_evidence(t8(
+            Status::Pass,
+            format!("reached {} running (requested {requested})", fmt::g(peak)),
+        ));
+    }
+    if engine.gauges_lag {
+        return with_evidence(t8(
+            Status::Unknown,
+            format!(
+                "requested {requested} concurrent, the recording never showed more than {}; {} updates the gauge only when a request completes, so it may have run more in between",
+                fmt::g(peak),
+                engine.name
+            ),
+        ));
+    }
+    let mut message = format!(
+        "requested {requested} concurrent, server never ran more than {}",
+        fmt::g(peak)
+    );
+    if let Some(reason) =
+        boot.and_then(|f| limit_reason(engine, f, requested, peak, stats.peak_in_flight))
+    {
+        message.push_str("; ");
+        message.push_str(&reason);
+    }
+    with_evidence(t8(Status::Fail, message))
+}
+
+/// Why the server held the run below the requested concurrency, when its settings say:
+/// admission control that rejected requests, or a running cap the peak reached.
+pub fn limit_reason(
+    engine: &EngineDescriptor,
+    facts: &BootFacts,
+    requested: u64,
+    peak: f64,
+    peak_in_flight: Option<f64>,
+) -> Option<String> {
+    if let Some(limit) = facts
+        .setting("max_num_queued_reqs")
+        .and_then(|v| v.as_i64())
+    {
+        if limit >= 0
+            && (limit as u64) < requested
+            && peak_in_flight.is_some_and(|p| p >= limit as f64)
+        {
+            return Some(format!(
+                "admission control (--max-num-queued-reqs {limit}) kept at most {limit} in flight, so the other {} were rejected, not queued",
+                requested - limit as u64
+            ));
+        }
+    }
+    cap_reason(engine, facts, requested, peak)
+}
+
+/// The running-cap sentence, when the peak reached a cap below the requested concurrency.
+pub fn cap_reason(
+    engine: &EngineDescriptor,
+    facts: &BootFacts,
+    requested: u64,
+    peak: f64,
+) -> Option<String> {
+    let cap = facts.running_cap?;
+    if peak < cap as f64 || cap >= requested {
+        return None;
+    }
+    match (&facts.running_cap_reason, facts.requested_running) {
+        (Some(reason), Some(asked)) if asked > cap => Some(format!(
+            "{} lowered its limit to {cap} running because of the {reason}, although it was started with {} {asked}",
+            engine.name, engine.running_cap_flag
+        )),
+        _ => Some(format!(
+            "the server runs at most {cap} at once ({} {cap})",
+            engine.running_cap_flag
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::VLLM;
+
+    #[test]
+    fn limit_denominator_matches_exact_rationals() {
+        assert_eq!(limit_denominator(0.9523809523809523, 65536), (20, 21));
+        assert_eq!(limit_denominator(0.25, 65536), (1, 4));
+        assert_eq!(limit_denominator(1.0, 65536), (1, 1));
+        assert_eq!(limit_denominator(1.0 / 3.0, 10), (1, 3));
+        assert_eq!(limit_denominator(std::f64::consts::PI - 3.0, 100), (14, 99));
+    }
+
+    #[test]
+    fn infers_exact_block_counts() {
+        for n in [7u64, 44, 52, 53, 97, 400, 1021] {
+            let ks: Vec<u64> = (0..12).map(|i| 1 + (i * 7919 + 13) % n).collect();
+            let mut readings: Vec<f64> = ks.iter().map(|k| *k as f64 / n as f64).collect();
+            // Make sure the set generates the full denominator.
+            readings.push(1.0 / n as f64);
+            assert_eq!(infer_denominator(&readings), Ok(n), "n = {n}");
+        }
+        let few = [2.0 / 52.0, 4.0 / 52.0, 8.0 / 52.0];
+        let err = infer_denominator(&few).unwrap_err();
+        assert!(err.starts_with("only 3 distinct readings"), "{err}");
+        assert!(
+            infer_denominator(&[0.123456789, 0.987654321, 0.5555555, 0.3141592, 0.2718281])
+                .is_err()
+        );
+        assert!(infer_denominator(&[]).is_err());
+        assert!(infer_denominator(&[0.0, 0.0]).is_err());
+    }
+
+    #[test]
+    fn ceilings() {
+        assert_eq!(ceiling(1.0, 0.125, None), 8);
+        assert_eq!(ceiling(1.0, 0.308, None), 3);
+        assert_eq!(ceiling(1.0, 0.423, None), 2);
+        assert_eq!(ceiling(1.0, 0.538, None), 1);
+        assert_eq!(ceiling(2.0, 0.25, None), 8);
+        assert_eq!(ceiling(1.0, 0.164, None), 6);
+        assert_eq!(ceiling(1.0, 6.0 / 48.0 + 1e-12, Some(48)), 8);
+    }
+
+    fn sample(running: f64, waiting: f64, usage: f64) -> SeriesSample {
+        SeriesSample {
+            t_wall: 0.0,
+            running: Some(running),
+            waiting: Some(waiting),
+            kv_usage: Some(usage),
+            ..SeriesSample::default()
+        }
+    }
+
+    #[test]
+    fn t8_boundary_is_exact() {
+        let mut stats = SeriesStats::new();
+        for s in [sample(4.0, 28.0, 0.95), sample(3.0, 29.0, 0.9)] {
+            stats.push(&s);
+        }
+        assert_eq!(concurrency(&VLLM, &stats, 4, None).status, Status::Pass);
+        assert_eq!(concurrency(&VLLM, &stats, 5, None).status, Status::Fail);
+    }
+
+    #[test]
+    fn t9_warns_when_the_ceiling_moves_and_is_unknown_when_idle() {
+        let mut stats = SeriesStats::new();
+        stats.push(&sample(10.0, 22.0, 0.95));
+        stats.push(&sample(7.0, 22.0, 0.95));
+        let r = falling_ceiling(&VLLM, &stats, None);
+        assert_eq!(r.status, Status::Warn);
+        assert_eq!(r.evidence["ceiling_min"], 7);
+        let mut idle = SeriesStats::new();
+        idle.push(&sample(0.0, 0.0, 0.0));
+        assert_eq!(falling_ceiling(&VLLM, &idle, None).status, Status::Unknown);
+    }
+}

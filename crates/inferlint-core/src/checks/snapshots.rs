@@ -1,1 +1,366 @@
-//! placeholder
+//! Checks on a before and an after snapshot: T1 (silent preemption), T10 (integer-second
+//! timing) and T15 (client and server counts disagree).
+
+use serde_json::{json, Value};
+
+use super::counters::{counter_delta, restart_between};
+use super::series::SeriesStats;
+use crate::engine::EngineDescriptor;
+use crate::fmt;
+use crate::model::{BenchResult, BootFacts, Snapshot};
+use crate::status::{CheckResult, Status, Tripwire};
+
+/// T1: requests preempted (retracted, paused) during the run.
+///
+/// Engines that count preemptions are judged from the counter delta. TensorRT-LLM counts
+/// none: its pauses are counted from its INFO log when that covers served requests, else
+/// the recording's paused gauge can show that some happened, never that none did.
+pub fn preemption(
+    engine: &EngineDescriptor,
+    before: &Snapshot,
+    after: &Snapshot,
+    series: Option<&SeriesStats>,
+    boot: Option<&BootFacts>,
+) -> CheckResult {
+    let t1 = |status, message: String| CheckResult::new(Tripwire::T1, status, message);
+    if let Some(counter) = engine.preemption_counter {
+        if let Some(restart) = restart_between(before, after) {
+            return t1(Status::Fail, restart.message).with_evidence(restart.evidence);
+        }
+        let Some(n) = counter_delta(engine, before, after, counter) else {
+            return t1(
+                Status::Unknown,
+                format!(
+                    "{counter} absent from a snapshot; {}s cannot be ruled out",
+                    engine.preemption_word
+                ),
+            )
+            .with("engine", engine.key)
+            .with("series", counter);
+        };
+        if !n.is_finite() {
+            return t1(
+                Status::Unknown,
+                format!(
+                    "{counter} is not a number in a snapshot; {}s cannot be ruled out",
+                    engine.preemption_word
+                ),
+            )
+            .with("engine", engine.key)
+            .with("series", counter);
+        }
+        let result = if n > 0.0 {
+            let mut message = format!(
+                "{} {} during the run",
+                fmt::g(n),
+                engine.preemption_words(n)
+            );
+            if engine.logs_each_eviction {
+                message.push_str(&format!(" ({} logs a warning for each)", engine.name));
+            }
+            t1(Status::Fail, message)
+        } else {
+            t1(Status::Pass, format!("no {}s", engine.preemption_word))
+        };
+        return result
+            .with("engine", engine.key)
+            .with("series", counter)
+            .with("preemptions", n);
+    }
+
+    // No counter (TensorRT-LLM): the log, then the paused gauge.
+    let gauge = engine.paused_gauge.unwrap_or("");
+    let base = |status, message: String| {
+        t1(status, message)
+            .with("engine", engine.key)
+            .with("series", gauge)
+    };
+    if let Some(facts) = boot {
+        if let (Some(pauses), Some(served)) = (facts.pauses, facts.served_in_log) {
+            let result = if pauses > 0 {
+                base(
+                    Status::Fail,
+                    format!(
+                        "{pauses} request{} paused for recompute during the run, from the server log ({} counts none)",
+                        fmt::plural(pauses as f64),
+                        engine.name
+                    ),
+                )
+            } else {
+                base(
+                    Status::Pass,
+                    format!("no pause in the server log, which covers {served} answered requests"),
+                )
+            };
+            return result
+                .with("paused_in_log", pauses)
+                .with("served_in_log", served)
+                .with("preemptions", pauses);
+        }
+    }
+    let readings = series.map_or(0, |s| s.paused_readings);
+    if readings == 0 {
+        return base(
+            Status::Unknown,
+            format!(
+                "{} counts no pauses; it logs each one, so the server log saved until after the run is needed to count them",
+                engine.name
+            ),
+        );
+    }
+    let stats = series.expect("readings > 0 implies a series");
+    if stats.paused_nonzero > 0 {
+        return base(
+            Status::Fail,
+            format!(
+                "requests were paused for recompute in {} of {} readings, up to {} at once ({} counts no pauses, so the number is unknown)",
+                stats.paused_nonzero,
+                readings,
+                fmt::g(stats.paused_max),
+                engine.name
+            ),
+        )
+        .with("paused_readings", stats.paused_nonzero)
+        .with("readings", readings);
+    }
+    let policy = boot
+        .and_then(|f| f.setting("capacity_scheduler_policy"))
+        .and_then(|v| v.as_str())
+        .map(str::to_owned);
+    if policy.as_deref() == Some("GUARANTEED_NO_EVICT") {
+        return base(
+            Status::Pass,
+            format!(
+                "no paused request in {readings} readings, and the scheduler policy (GUARANTEED_NO_EVICT) admits a request only when its whole output fits"
+            ),
+        )
+        .with("readings", readings);
+    }
+    base(
+        Status::Unknown,
+        format!(
+            "no paused request in {readings} readings; {} counts no pauses, so one between readings cannot be ruled out without the server log saved until after the run",
+            engine.name
+        ),
+    )
+    .with("readings", readings)
+}
+
+/// The span between two snapshots and how sure we are of it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Span {
+    pub seconds: f64,
+    pub uncertainty_s: Option<f64>,
+}
+
+/// The time between two snapshots: monotonic when both have it (cross-checked against
+/// the wall clocks), else wall.
+pub fn span_between(before: &Snapshot, after: &Snapshot) -> Result<Span, String> {
+    let uncertainty_s = match (before.latency_s, after.latency_s) {
+        (Some(a), Some(b)) => Some((a + b) / 2.0),
+        _ => None,
+    };
+    let wall = match (before.t_wall, after.t_wall) {
+        (Some(a), Some(b)) if a.is_finite() && b.is_finite() => Some(b - a),
+        _ => None,
+    };
+    let mono = match (before.t_mono_ns, after.t_mono_ns) {
+        (Some(a), Some(b)) => Some((b - a) as f64 / 1e9),
+        _ => None,
+    };
+    let seconds = match (mono, wall) {
+        (Some(m), Some(w)) if (m - w).abs() > 1.0 => {
+            return Err(format!(
+                "monotonic span {m:.3}s and wall span {w:.3}s disagree; snapshots from different host boots, or the wall clock stepped"
+            ))
+        }
+        (Some(m), _) => m,
+        (None, Some(w)) => w,
+        (None, None) => {
+            return Err("snapshots carry no clock (bare Prometheus text); no span available".into())
+        }
+    };
+    Ok(Span {
+        seconds,
+        uncertainty_s,
+    })
+}
+
+/// T10: the generation rate over the run, and what a timer that rounds to whole seconds
+/// would have reported instead.
+pub fn rate(
+    engine: &EngineDescriptor,
+    before: &Snapshot,
+    after: &Snapshot,
+    counter: Option<&str>,
+) -> CheckResult {
+    let t10 = |status, message: String| CheckResult::new(Tripwire::T10, status, message);
+    let counter = counter.unwrap_or(engine.generation_tokens);
+    if let Some(restart) = restart_between(before, after) {
+        return t10(Status::Unknown, restart.message).with_evidence(restart.evidence);
+    }
+    let span = match span_between(before, after) {
+        Ok(span) => span,
+        Err(message) => return t10(Status::Unknown, message),
+    };
+    let Some(tokens) = counter_delta(engine, before, after, counter) else {
+        return t10(Status::Unknown, format!("{counter} absent from a snapshot"))
+            .with("counter", counter);
+    };
+    if !tokens.is_finite() {
+        return t10(
+            Status::Unknown,
+            format!("{counter} is not a number in a snapshot"),
+        )
+        .with("counter", counter);
+    }
+    if !span.seconds.is_finite() {
+        return t10(
+            Status::Unknown,
+            "the snapshots' clocks are not numbers".into(),
+        );
+    }
+    if span.seconds <= 0.0 {
+        return t10(
+            Status::Unknown,
+            format!("non-positive span {:.3}s", span.seconds),
+        )
+        .with("tokens", tokens)
+        .with("span_s", span.seconds);
+    }
+    let rate = tokens / span.seconds;
+    let mut result = t10(
+        Status::Pass,
+        format!("{rate:.2} tokens/s over {:.3}s", span.seconds),
+    )
+    .with("tokens", tokens)
+    .with("span_s", span.seconds)
+    .with("span_uncertainty_s", opt(span.uncertainty_s))
+    .with("rate_per_s", rate);
+    if let (Some(a), Some(b)) = (before.t_wall, after.t_wall) {
+        let integer_span = b.trunc() as i64 - a.trunc() as i64;
+        result = result.with("integer_second_span_s", integer_span);
+        if integer_span > 0 {
+            let naive = tokens / integer_span as f64;
+            let error = if rate != 0.0 { naive / rate - 1.0 } else { 0.0 };
+            result = result
+                .with("integer_second_rate_per_s", naive)
+                .with("integer_second_error", error);
+            result.terminal_suffix = Some(format!(
+                "; an integer-second timer would say {naive:.2} ({})",
+                fmt::signed_percent(error, 2)
+            ));
+        }
+    }
+    result
+}
+
+fn opt(value: Option<f64>) -> Value {
+    value.map_or(Value::Null, |v| json!(v))
+}
+
+/// T15: the load tool's own counts against the server's.
+///
+/// `expected_extra` is the number of untimed requests the load tool announced (a test
+/// request, warm-up), which the server also finished.
+pub fn client_server(
+    engine: &EngineDescriptor,
+    before: &Snapshot,
+    after: &Snapshot,
+    bench: &BenchResult,
+    result_file: &str,
+    expected_extra: u64,
+) -> CheckResult {
+    let t15 = |status, message: String| CheckResult::new(Tripwire::T15, status, message);
+    if let Some(restart) = restart_between(before, after) {
+        return t15(Status::Unknown, restart.message).with_evidence(restart.evidence);
+    }
+    let finished = counter_delta(engine, before, after, engine.request_success);
+    let output = counter_delta(engine, before, after, engine.generation_tokens);
+    let (Some(server_finished), Some(server_output)) = (finished, output) else {
+        return t15(
+            Status::Unknown,
+            "a server counter is missing from a snapshot".into(),
+        )
+        .with("server_finished", opt(finished))
+        .with("server_output_tokens", opt(output));
+    };
+    if !server_finished.is_finite() || !server_output.is_finite() {
+        return t15(
+            Status::Unknown,
+            "a server counter is not a number in a snapshot".into(),
+        );
+    }
+    let (Some(completed), Some(client_output)) = (bench.completed, bench.total_output_tokens)
+    else {
+        return t15(
+            Status::Unknown,
+            "the result file has no completed or output-token count".into(),
+        )
+        .with("result_file", result_file);
+    };
+    let expected = expected_extra as i64;
+    let extra = server_finished.trunc() as i64 - completed;
+    let extra_tokens = server_output - client_output as f64;
+    let evidence = |r: CheckResult| {
+        r.with("client_completed", completed)
+            .with(
+                "client_failed",
+                bench.failed.map_or(Value::Null, |f| json!(f)),
+            )
+            .with("client_output_tokens", client_output)
+            .with("server_finished", server_finished)
+            .with("server_output_tokens", server_output)
+            .with("expected_extra_requests", expected)
+            .with("result_file", result_file)
+            .with("extra_requests", extra)
+            .with("extra_output_tokens", extra_tokens)
+    };
+    if extra > expected {
+        let n = extra - expected;
+        return evidence(t15(
+            Status::Fail,
+            format!(
+                "the server finished {n} more request{} than the load tool sent; other traffic shared the server during the run",
+                fmt::plural(n as f64)
+            ),
+        ));
+    }
+    if extra < expected {
+        let n = expected - extra;
+        return evidence(t15(
+            Status::Fail,
+            format!(
+                "the load tool counted {n} more completed request{} than the server finished",
+                fmt::plural(n as f64)
+            ),
+        ));
+    }
+    let per_request = if completed > 0 {
+        (client_output as f64 / completed as f64).max(1.0)
+    } else {
+        1.0
+    };
+    let allowed = expected as f64 * per_request * 1.5;
+    if !(0.0..=allowed).contains(&extra_tokens) {
+        return evidence(t15(
+            Status::Warn,
+            format!(
+                "requests agree, but the server generated {} output tokens and the load tool counted {}",
+                fmt::thousands_f(server_output),
+                fmt::thousands(client_output)
+            ),
+        ));
+    }
+    let mut message = format!(
+        "client and server agree: {completed} requests, {} output tokens",
+        fmt::thousands(client_output)
+    );
+    if extra > 0 {
+        message.push_str(&format!(
+            ", plus {extra} untimed request{} (test or warm-up)",
+            fmt::plural(extra as f64)
+        ));
+    }
+    evidence(t15(Status::Pass, message))
+}

@@ -1,0 +1,1178 @@
+//! "What limited this run": at most three plain sentences that say what held a run back,
+//! printed by `report` after the verdict lines and shown first in the HTML report.
+//!
+//! The verdicts say what went wrong with the measurement; these sentences say what the
+//! numbers mean for the load: whether the KV cache could hold it, whether the server ran
+//! as many requests at once as the load sent, how long requests waited to start, and how
+//! many were busy on average. Each sentence is either a limit (something held the run
+//! back) or an ok finding; both are returned, in the order cache (or concurrency),
+//! waiting, pace.
+//!
+//! Counters compared across a restart mean nothing, so a run whose server restarted
+//! between its two readings gets no sentences at all.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use crate::checks::boot::DEFAULT_BLOCK_SIZE;
+use crate::checks::counters::{counter_delta, histogram_mean, restart_between};
+use crate::checks::series::cap_reason;
+use crate::engine::{Engine, EngineDescriptor};
+use crate::fmt;
+use crate::model::{BenchResult, BootFacts, Snapshot};
+use crate::run::Run;
+use crate::status::{CheckResult, Status, Tripwire};
+
+/// The label vLLM and TensorRT-LLM put on their success counter.
+const FINISHED_REASON_LABEL: &str = "finished_reason";
+
+/// The finish reasons in the order a report lists them; reasons outside this list follow
+/// in alphabetical order, so a new one is shown rather than dropped.
+const FINISHED_REASONS: &[&str] = &["length", "stop", "repetition", "abort", "error"];
+
+/// A model whose attention block is larger than this pads its KV pages to a Mamba (or
+/// linear-attention) state, so tokens-per-request arithmetic says nothing about it.
+const HYBRID_BLOCK_ABOVE: u64 = 64;
+
+/// A run kept its requests busy when this share of the load ran on average.
+const BUSY_SHARE: f64 = 0.9;
+
+/// Without a result file, a mean queue time from this many seconds up is worth a sentence.
+const QUEUE_WORTH_SAYING_S: f64 = 1.0;
+
+/// A median time to first token from this many milliseconds up is a long wait.
+const LONG_WAIT_MS: f64 = 2000.0;
+
+/// One sentence of "What limited this run".
+#[derive(Debug, Clone, PartialEq)]
+pub struct Insight {
+    /// True for a limit (something held the run back); false for an ok finding.
+    pub limit: bool,
+    /// `cache`, `concurrency`, `waiting` or `pace`.
+    pub key: &'static str,
+    pub title: String,
+    pub text: String,
+}
+
+impl Insight {
+    fn limit(key: &'static str, title: impl Into<String>, text: impl Into<String>) -> Insight {
+        Insight {
+            limit: true,
+            key,
+            title: title.into(),
+            text: text.into(),
+        }
+    }
+
+    fn ok(key: &'static str, title: impl Into<String>, text: impl Into<String>) -> Insight {
+        Insight {
+            limit: false,
+            ..Insight::limit(key, title, text)
+        }
+    }
+}
+
+/// What the server's counters say happened between the before and the after reading.
+/// Every field is `None` when a reading lacked the counter: never 0.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CounterSummary {
+    /// Requests the server finished.
+    pub finished: Option<f64>,
+    /// Finished requests by `finished_reason` (vLLM, TensorRT-LLM); empty for SGLang,
+    /// whose counter has no reason.
+    pub finished_by_reason: Vec<(String, f64)>,
+    pub output_tokens: Option<f64>,
+    pub prompt_tokens: Option<f64>,
+    /// Preemptions (retractions); `None` for an engine that counts none.
+    pub preemptions: Option<f64>,
+    pub mean_e2e_s: Option<f64>,
+    pub mean_ttft_s: Option<f64>,
+    pub mean_queue_s: Option<f64>,
+}
+
+impl CounterSummary {
+    /// Prompt plus output tokens per finished request.
+    pub fn tokens_per_request(&self) -> Option<f64> {
+        let finished = self.finished.filter(|f| *f > 0.0)?;
+        Some((self.prompt_tokens? + self.output_tokens?) / finished)
+    }
+
+    /// Output tokens per finished request.
+    pub fn output_per_request(&self) -> Option<f64> {
+        let finished = self.finished.filter(|f| *f > 0.0)?;
+        Some(self.output_tokens? / finished)
+    }
+}
+
+/// The counter facts between two readings, with metric names from the engine's table;
+/// `None` when the server restarted between them.
+pub fn counter_summary(
+    engine: &EngineDescriptor,
+    before: &Snapshot,
+    after: &Snapshot,
+) -> Option<CounterSummary> {
+    if restart_between(before, after).is_some() {
+        return None;
+    }
+    let delta = |name: &str| counter_delta(engine, before, after, name);
+    let mean = |histogram: &str| histogram_mean(engine, before, after, histogram);
+    Some(CounterSummary {
+        finished: delta(engine.request_success),
+        finished_by_reason: if engine.success_has_reason {
+            finished_by_reason(engine.request_success, before, after)
+        } else {
+            Vec::new()
+        },
+        output_tokens: delta(engine.generation_tokens),
+        prompt_tokens: delta(engine.prompt_tokens),
+        preemptions: engine.preemption_counter.and_then(delta),
+        mean_e2e_s: mean(engine.e2e_latency_histogram),
+        mean_ttft_s: mean(engine.ttft_histogram),
+        mean_queue_s: mean(engine.queue_time_histogram),
+    })
+}
+
+/// The success counter's delta per finish reason, for every reason the after reading has.
+///
+/// A reason's series appears the first time a request finishes that way (TensorRT-LLM
+/// creates them lazily), so when the before reading has the counter but not that
+/// reason's series, no request had finished that way yet: its count was 0. When the
+/// before reading lacks the counter altogether nothing is known, and nothing is listed.
+fn finished_by_reason(name: &str, before: &Snapshot, after: &Snapshot) -> Vec<(String, f64)> {
+    if !before.metrics.has(name) {
+        return Vec::new();
+    }
+    let seen: BTreeSet<&str> = after
+        .metrics
+        .series(name)
+        .filter_map(|s| s.label(FINISHED_REASON_LABEL))
+        .collect();
+    let known = FINISHED_REASONS
+        .iter()
+        .copied()
+        .filter(|r| seen.contains(r));
+    let others = seen
+        .iter()
+        .copied()
+        .filter(|r| !FINISHED_REASONS.contains(r));
+    known
+        .chain(others)
+        .filter_map(|reason| {
+            let subset = [(FINISHED_REASON_LABEL, reason)];
+            let after_count = after.metrics.total_matching(name, &subset)?;
+            let before_count = before.metrics.total_matching(name, &subset).unwrap_or(0.0);
+            Some((reason.to_owned(), after_count - before_count))
+        })
+        .collect()
+}
+
+/// What limited the run, in order: the cache sentence (or, without one, the concurrency
+/// sentence), then waiting, then pace. At most three; none after a restart.
+pub fn what_limited(run: &Run, results: &[CheckResult]) -> Vec<Insight> {
+    let summary = match (&run.before, &run.after) {
+        (Some(before), Some(after)) => match counter_summary(run.engine, before, after) {
+            Some(summary) => Some(summary),
+            None => return Vec::new(),
+        },
+        _ => None,
+    };
+    let load = Load::new(run, results, summary);
+    let first = load.cache().or_else(|| load.concurrency());
+    [first, load.waiting(), load.pace()]
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+/// The terminal block `report` prints after the verdict lines; empty without insights.
+pub fn terminal_lines(insights: &[Insight]) -> String {
+    if insights.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("What limited this run:\n");
+    for insight in insights {
+        out.push_str(&format!("  - {}. {}\n", insight.title, insight.text));
+    }
+    out
+}
+
+/// A duration as the sentences print it: `641 ms` below a second, else `22.1 s`.
+pub fn format_duration_ms(ms: f64) -> String {
+    if ms >= 1000.0 {
+        format!("{:.1} s", ms / 1000.0)
+    } else {
+        format!("{ms:.0} ms")
+    }
+}
+
+/// Every number the sentences use, gathered once from the run and its results.
+struct Load<'a> {
+    engine: &'static EngineDescriptor,
+    boot: Option<&'a BootFacts>,
+    bench: Option<&'a BenchResult>,
+    summary: Option<CounterSummary>,
+    busy_mean_running: Option<f64>,
+    busy_seconds: Option<f64>,
+    /// The concurrency the load asked for.
+    requested: Option<u64>,
+    /// The requests the load kept open: the requested concurrency, or fewer when the run
+    /// finished fewer requests than that.
+    open: Option<u64>,
+    /// Prompt plus output tokens per request.
+    tokens_per_request: Option<f64>,
+    /// T8 failed: the server ran fewer at once than requested.
+    concurrency_failed: bool,
+    peak_running: Option<f64>,
+    /// Preemptions (retractions, pauses) from T1.
+    preempted: Option<f64>,
+}
+
+impl<'a> Load<'a> {
+    fn new(run: &'a Run, results: &[CheckResult], summary: Option<CounterSummary>) -> Load<'a> {
+        let find = |tripwire: Tripwire| results.iter().find(|r| r.tripwire == tripwire);
+        let number = |r: &CheckResult, key: &str| r.evidence.get(key).and_then(Value::as_f64);
+        let t8 = find(Tripwire::T8);
+        let bench = run.bench.as_ref().map(|(_, b)| b);
+        let finished = summary
+            .as_ref()
+            .and_then(|s| s.finished)
+            .or_else(|| bench.and_then(|b| b.completed).map(|c| c as f64))
+            .filter(|f| *f >= 1.0);
+        let open = match (run.requested, finished) {
+            (Some(n), Some(f)) => Some(n.min(f.trunc() as u64)),
+            (n, _) => n,
+        }
+        .filter(|n| *n > 0);
+        let tokens_per_request = summary
+            .as_ref()
+            .and_then(CounterSummary::tokens_per_request)
+            .or_else(|| {
+                let b = bench?;
+                let completed = b.completed.filter(|c| *c > 0)?;
+                Some((b.total_input_tokens? + b.total_output_tokens?) as f64 / completed as f64)
+            });
+        // An engine whose gauges move only when a request completes leaves a recording
+        // that cannot say how many ran at once.
+        let recording = run.series.as_ref().filter(|_| !run.engine.gauges_lag);
+        Load {
+            engine: run.engine,
+            boot: run.last_boot(),
+            bench,
+            summary,
+            busy_mean_running: recording.and_then(|s| s.busy_mean_running()),
+            busy_seconds: recording.and_then(|s| s.busy_seconds()),
+            requested: run.requested,
+            open,
+            tokens_per_request,
+            concurrency_failed: t8.is_some_and(|r| r.status == Status::Fail),
+            peak_running: t8.and_then(|r| number(r, "peak_running")),
+            preempted: find(Tripwire::T1)
+                .and_then(|r| number(r, "preemptions"))
+                .filter(|k| *k > 0.0),
+        }
+    }
+
+    /// The KV block size requests are allocated in: the page size, else the attention
+    /// block size, else the engine's default where it has one.
+    fn block_size(&self) -> Option<u64> {
+        let boot = self.boot?;
+        boot.page_size
+            .or(boot.attention_block_size)
+            .or_else(|| default_block_size(self.engine))
+            .filter(|b| *b > 0)
+    }
+
+    /// A hybrid (attention plus Mamba) model: its cache holds per-request state as well
+    /// as tokens, so the tokens-per-request arithmetic does not describe it.
+    fn hybrid(&self) -> bool {
+        self.boot.is_some_and(|b| {
+            b.running_cap_reason.is_some()
+                || b.attention_block_size
+                    .is_some_and(|s| s > HYBRID_BLOCK_ABOVE)
+        })
+    }
+
+    /// Whether the cache could hold every request of the load at full length.
+    fn cache(&self) -> Option<Insight> {
+        let pool = self.boot?.kv_pool_tokens?;
+        let per_request = self.tokens_per_request?;
+        let n = self.open?;
+        if self.hybrid() || pool == 0 || per_request <= 0.0 {
+            return None;
+        }
+        let allocated = match self.block_size() {
+            Some(block) => (per_request / block as f64).ceil() * block as f64,
+            None => per_request,
+        };
+        let need = n as f64 * allocated;
+        let about = if per_request.fract() == 0.0 {
+            ""
+        } else {
+            "about "
+        };
+        let holds = format!(
+            "The cache holds {} tokens; {n} requests of {about}{} tokens need {}",
+            fmt::thousands(pool as i64),
+            fmt::thousands_f(per_request),
+            fmt::thousands_f(need)
+        );
+        if need > pool as f64 {
+            let fit = (pool as f64 / allocated).floor();
+            let mut text = format!(
+                "{holds} to run to the end together, so {} fit at full length.",
+                fmt::g(fit)
+            );
+            text.push_str(&self.made_room());
+            return Some(Insight::limit(
+                "cache",
+                "The KV cache was too small for the load",
+                text,
+            ));
+        }
+        let share = fmt::percent(need / pool as f64, 0);
+        if self.concurrency_failed {
+            if let Some(held_back) = self.concurrency_text() {
+                return Some(Insight::limit(
+                    "cache",
+                    "The cache had room; something else held requests back",
+                    format!("{holds}, {share} of it. {held_back}"),
+                ));
+            }
+        }
+        Some(Insight::ok(
+            "cache",
+            "The KV cache held the whole load",
+            format!("{holds}, {share} of it."),
+        ))
+    }
+
+    /// ` To make room, it ran at most 29 at once and queued the rest[, and preempted 22
+    /// running requests].`, or nothing when the server did neither.
+    fn made_room(&self) -> String {
+        let peak = self.peak_running.filter(|_| self.concurrency_failed);
+        let preempted = self.preempted.map(|k| self.preempted_requests(k));
+        match (peak, preempted) {
+            (Some(peak), Some(preempted)) => format!(
+                " To make room, it ran at most {} at once and queued the rest, and {preempted}.",
+                fmt::g(peak)
+            ),
+            (Some(peak), None) => format!(
+                " To make room, it ran at most {} at once and queued the rest.",
+                fmt::g(peak)
+            ),
+            (None, Some(preempted)) => format!(" To make room, it {preempted}."),
+            (None, None) => String::new(),
+        }
+    }
+
+    /// `preempted 22 running requests`, in the engine's word.
+    fn preempted_requests(&self, count: f64) -> String {
+        format!(
+            "{} {} running request{}",
+            preempted_verb(self.engine.preemption_word),
+            fmt::g(count),
+            fmt::plural(count)
+        )
+    }
+
+    /// The server ran fewer at once than the load sent (T8 failed).
+    fn concurrency(&self) -> Option<Insight> {
+        if !self.concurrency_failed {
+            return None;
+        }
+        Some(Insight::limit(
+            "concurrency",
+            "The server ran fewer requests at once than the load sent",
+            self.concurrency_text()?,
+        ))
+    }
+
+    fn concurrency_text(&self) -> Option<String> {
+        let requested = self.requested?;
+        let peak = self.peak_running?;
+        let mut text = format!(
+            "The load kept {requested} requests open, but the server ran at most {} at once",
+            fmt::g(peak)
+        );
+        if let Some(reason) = self
+            .boot
+            .and_then(|b| cap_reason(self.engine, b, requested, peak))
+        {
+            text.push_str(": ");
+            text.push_str(&reason);
+        }
+        text.push('.');
+        if let Some(k) = self.preempted {
+            text.push_str(&format!(" It also {}.", self.preempted_requests(k)));
+        }
+        Some(text)
+    }
+
+    /// How long requests waited for their first token: from the load tool's median and
+    /// p99 when its result file has them, else from the server's mean queue time.
+    fn waiting(&self) -> Option<Insight> {
+        let from_client = self
+            .bench
+            .and_then(|b| Some((b.median_ttft_ms?, b.p99_ttft_ms?)));
+        let Some((median, p99)) = from_client else {
+            let queue = self.summary.as_ref()?.mean_queue_s?;
+            return (queue >= QUEUE_WORTH_SAYING_S).then(|| {
+                Insight::limit(
+                    "waiting",
+                    "Requests waited in the queue",
+                    format!(
+                        "A request waited {queue:.1} s on average before the server started it."
+                    ),
+                )
+            });
+        };
+        let (median_text, p99_text) = (format_duration_ms(median), format_duration_ms(p99));
+        let queued = self.queue_was_most_of_the_wait();
+        if p99 > (3.0 * median).max(median + 1000.0) {
+            let cause = if queued {
+                ": they were queued until running requests ended"
+            } else {
+                ""
+            };
+            return Some(Insight::limit(
+                "waiting",
+                "Some requests waited much longer to start",
+                format!(
+                    "Half the requests got their first token within {median_text}, but the slowest (p99) waited {p99_text}{cause}."
+                ),
+            ));
+        }
+        if median >= LONG_WAIT_MS {
+            let cause = if queued {
+                ", most of it in the queue"
+            } else {
+                ""
+            };
+            return Some(Insight::limit(
+                "waiting",
+                "Requests waited long to start",
+                format!(
+                    "Half the requests waited more than {median_text} for their first token, the slowest (p99) {p99_text}{cause}."
+                ),
+            ));
+        }
+        Some(Insight::ok(
+            "waiting",
+            "No request waited long to start",
+            format!(
+                "Half the requests got their first token within {median_text}, and the slowest (p99) within {p99_text}."
+            ),
+        ))
+    }
+
+    /// The server's counters show that most of the time to first token was spent
+    /// waiting in the queue, not in prefill.
+    fn queue_was_most_of_the_wait(&self) -> bool {
+        self.summary
+            .as_ref()
+            .is_some_and(|s| match (s.mean_queue_s, s.mean_ttft_s) {
+                (Some(queue), Some(ttft)) => ttft > 0.0 && queue >= 0.5 * ttft,
+                _ => false,
+            })
+    }
+
+    /// How many of the open requests were busy on average: from the recording where it
+    /// can say, else from the load tool's throughput and time per output token.
+    fn pace(&self) -> Option<Insight> {
+        let n = self.open?;
+        match self.busy_mean_running {
+            Some(average) => Some(self.pace_from_recording(n, average)),
+            None => self.pace_from_client(n),
+        }
+    }
+
+    fn pace_from_recording(&self, n: u64, average: f64) -> Insight {
+        let client_rate = self.bench.and_then(|b| b.output_throughput);
+        let server_rate = match (
+            self.summary.as_ref().and_then(|s| s.output_tokens),
+            self.busy_seconds,
+        ) {
+            (Some(tokens), Some(seconds)) if seconds > 0.0 => Some(tokens / seconds),
+            _ => None,
+        };
+        let text = match (client_rate, server_rate) {
+            (Some(rate), _) => format!(
+                "The load kept {n} requests open; the server's recording shows {average:.1} running on average while it was busy. The load tool measured {} output tokens/s over the whole run.",
+                fmt::thousands_f(rate)
+            ),
+            (None, Some(rate)) => format!(
+                "The load kept {n} requests open; while the server was busy, its recording shows {average:.1} running on average and {} output tokens/s.",
+                fmt::thousands_f(rate)
+            ),
+            (None, None) => format!(
+                "The load kept {n} requests open; the server's recording shows {average:.1} running on average while it was busy."
+            ),
+        };
+        pace_insight(n, average, "ran at once", text)
+    }
+
+    /// Without a usable recording: requests part-way through their output, on average,
+    /// are the output rate times the time each output token took (Little's law).
+    fn pace_from_client(&self, n: u64) -> Option<Insight> {
+        let rate = self.bench?.output_throughput?;
+        let tpot_ms = self
+            .bench
+            .and_then(|b| b.mean_tpot_ms)
+            .or_else(|| self.server_tpot_ms())
+            .filter(|t| *t > 0.0)?;
+        let tpot_s = tpot_ms / 1000.0;
+        let average = (rate * tpot_s).min(n as f64);
+        let rate_text = fmt::thousands_f(rate);
+        let mut text = format!(
+            "The load tool measured {rate_text} output tokens/s over the whole run. From its first token to its last, a request took {tpot_ms:.1} ms per token (TPOT), so on average {average:.1} of the {n} requests the load kept open were in that stretch ({rate_text} x {tpot_s:.4} s), including any paused mid-output."
+        );
+        if self.engine.gauges_lag {
+            text.push_str(&format!(
+                " {} updates its running gauge only when a request completes, so the recording does not give the number running.",
+                self.engine.name
+            ));
+        }
+        Some(pace_insight(
+            n,
+            average,
+            "were part-way through their output",
+            text,
+        ))
+    }
+
+    /// The time per output token from the server's means: the time after the first
+    /// token, spread over the tokens after the first.
+    fn server_tpot_ms(&self) -> Option<f64> {
+        let s = self.summary.as_ref()?;
+        let after_first = s.output_per_request()? - 1.0;
+        let generating_s = s.mean_e2e_s? - s.mean_ttft_s?;
+        (after_first > 0.0).then(|| generating_s / after_first * 1000.0)
+    }
+}
+
+/// The pace sentence's tone: ok when nearly all of the load was busy, else a limit
+/// titled with the average.
+fn pace_insight(n: u64, average: f64, doing: &str, text: String) -> Insight {
+    if average >= BUSY_SHARE * n as f64 {
+        Insight::ok("pace", "The run kept its requests busy", text)
+    } else {
+        Insight::limit(
+            "pace",
+            format!(
+                "On average {} of {n} requests {doing}",
+                fmt::g(fmt::round_half_even(average))
+            ),
+            text,
+        )
+    }
+}
+
+/// The block size an engine uses when its log prints none. Only vLLM leaves it out (its
+/// default is [`DEFAULT_BLOCK_SIZE`]); SGLang and TensorRT-LLM print their page size.
+// The engine tables have no field for this yet; it belongs there.
+fn default_block_size(engine: &EngineDescriptor) -> Option<u64> {
+    (engine.engine == Engine::Vllm).then_some(DEFAULT_BLOCK_SIZE)
+}
+
+/// The engine's word for a preemption as a past-tense verb: `preemption` -> `preempted`,
+/// `retraction` -> `retracted`, `pause` -> `paused`.
+fn preempted_verb(word: &str) -> String {
+    if let Some(stem) = word.strip_suffix("ion") {
+        format!("{stem}ed")
+    } else if word.ends_with('e') {
+        format!("{word}d")
+    } else {
+        format!("{word}ed")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::series::SeriesStats;
+    use crate::engine::{SGLANG, TRTLLM, VLLM};
+    use crate::metrics::{MetricSet, Sample};
+    use crate::model::SeriesSample;
+    use crate::run::check_run;
+
+    /// One counter read before and after the run; `before: None` leaves it out of the
+    /// before reading.
+    struct Counter {
+        name: String,
+        labels: Vec<(&'static str, &'static str)>,
+        before: Option<f64>,
+        after: f64,
+    }
+
+    fn counter(name: &str, before: f64, after: f64) -> Counter {
+        labelled(name, &[], before, after)
+    }
+
+    fn labelled(
+        name: &str,
+        labels: &[(&'static str, &'static str)],
+        before: f64,
+        after: f64,
+    ) -> Counter {
+        Counter {
+            name: name.to_owned(),
+            labels: labels.to_vec(),
+            before: Some(before),
+            after,
+        }
+    }
+
+    /// A histogram's `_sum` and `_count`, each as (before, after).
+    fn histogram(name: &str, sum: (f64, f64), count: (f64, f64)) -> [Counter; 2] {
+        [
+            counter(&format!("{name}_sum"), sum.0, sum.1),
+            counter(&format!("{name}_count"), count.0, count.1),
+        ]
+    }
+
+    fn snapshot(samples: Vec<Sample>) -> Snapshot {
+        Snapshot {
+            url: "file:test".into(),
+            t_wall: None,
+            t_mono_ns: None,
+            latency_s: None,
+            text: String::new(),
+            metrics: MetricSet::new(samples),
+        }
+    }
+
+    fn readings(counters: &[Counter]) -> (Snapshot, Snapshot) {
+        let sample = |c: &Counter, value: f64| Sample {
+            name: c.name.clone(),
+            labels: c
+                .labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            value,
+            timestamp_ms: None,
+        };
+        let before = counters
+            .iter()
+            .filter_map(|c| Some(sample(c, c.before?)))
+            .collect();
+        let after = counters.iter().map(|c| sample(c, c.after)).collect();
+        (snapshot(before), snapshot(after))
+    }
+
+    /// A recording from (seconds, running) points, with the cache in use while busy.
+    fn recording(points: &[(f64, f64)]) -> SeriesStats {
+        let mut stats = SeriesStats::new();
+        for &(seconds, running) in points {
+            stats.push(&SeriesSample {
+                t_wall: 1000.0 + seconds,
+                t_mono_ns: Some((seconds * 1e9) as i64),
+                running: Some(running),
+                waiting: Some(0.0),
+                kv_usage: Some(if running > 0.0 { 0.95 } else { 0.0 }),
+                ..SeriesSample::default()
+            });
+        }
+        stats
+    }
+
+    fn run(
+        engine: &'static EngineDescriptor,
+        boot: BootFacts,
+        counters: &[Counter],
+        series: SeriesStats,
+        bench: Option<BenchResult>,
+    ) -> Run {
+        let (before, after) = readings(counters);
+        Run {
+            engine,
+            boots: vec![("boot.log".into(), boot)],
+            before: Some(before),
+            after: Some(after),
+            series: Some(series),
+            bench: bench.map(|b| ("bench.json".into(), b)),
+            expected_extra_requests: 0,
+            requested: Some(32),
+        }
+    }
+
+    fn insights_of(run: &Run) -> Vec<Insight> {
+        what_limited(run, &check_run(run))
+    }
+
+    fn vllm_reasons(length: (f64, f64)) -> Vec<Counter> {
+        let mut counters = vec![labelled(
+            VLLM.request_success,
+            &[("finished_reason", "length")],
+            length.0,
+            length.1,
+        )];
+        for reason in ["stop", "abort", "error", "repetition"] {
+            counters.push(labelled(
+                VLLM.request_success,
+                &[("finished_reason", reason)],
+                0.0,
+                0.0,
+            ));
+        }
+        counters
+    }
+
+    /// The counters of the recorded vLLM 0.28 live run (27B hybrid, 32 requests of 88 +
+    /// 1,000 tokens, 22 preemptions).
+    fn vllm_028_live_counters() -> Vec<Counter> {
+        let mut counters = vllm_reasons((9.0, 41.0));
+        counters.extend([
+            counter(VLLM.generation_tokens, 144.0, 32144.0),
+            counter(VLLM.prompt_tokens, 63.0, 2882.0),
+            counter(VLLM.preemption_counter.unwrap_or_default(), 0.0, 22.0),
+        ]);
+        counters.extend(histogram(
+            VLLM.queue_time_histogram,
+            (8.52340000960794e-05, 936.9106002270003),
+            (9.0, 41.0),
+        ));
+        counters.extend(histogram(
+            VLLM.ttft_histogram,
+            (1.1135427951812744, 949.2443010807037),
+            (9.0, 41.0),
+        ));
+        counters.extend(histogram(
+            VLLM.e2e_latency_histogram,
+            (3.947205066680908, 1744.3562092781067),
+            (9.0, 41.0),
+        ));
+        counters
+    }
+
+    /// The vLLM 0.28 live run without its result file: a recording with the same busy
+    /// time (93.166 s) and busy mean (8.03 running) as the recorded one.
+    fn vllm_028_live() -> Run {
+        let boot = BootFacts {
+            attention_block_size: Some(784),
+            kv_pool_tokens: Some(26093),
+            ..BootFacts::default()
+        };
+        let series = recording(&[(0.0, 0.0), (0.25, 10.0), (47.44, 6.0), (93.41565, 0.0)]);
+        run(&VLLM, boot, &vllm_028_live_counters(), series, None)
+    }
+
+    fn sglang_counters(
+        prompt_after: f64,
+        queue_sum: (f64, f64),
+        ttft_sum: (f64, f64),
+        e2e_sum: (f64, f64),
+    ) -> Vec<Counter> {
+        let mut counters = vec![
+            counter(SGLANG.request_success, 10.0, 42.0),
+            counter(SGLANG.generation_tokens, 152.0, 32152.0),
+            counter(SGLANG.prompt_tokens, 69.0, prompt_after),
+            counter(SGLANG.preemption_witness.unwrap_or_default(), 0.0, 0.0),
+        ];
+        counters.extend(histogram(
+            SGLANG.queue_time_histogram,
+            queue_sum,
+            (12.0, 44.0),
+        ));
+        counters.extend(histogram(SGLANG.ttft_histogram, ttft_sum, (10.0, 42.0)));
+        counters.extend(histogram(
+            SGLANG.e2e_latency_histogram,
+            e2e_sum,
+            (10.0, 42.0),
+        ));
+        counters
+    }
+
+    /// SGLang 0.5 serving Qwen3-8B: a 32,096-token pool, page size 1, a peak of 29
+    /// running and a busy mean of 16.8.
+    fn sglang_qwen3_8b() -> Run {
+        let boot = BootFacts {
+            page_size: Some(1),
+            kv_pool_tokens: Some(32096),
+            running_cap: Some(32),
+            requested_running: Some(32),
+            ..BootFacts::default()
+        };
+        let counters = sglang_counters(
+            2885.0,
+            (0.00950337500005105, 65.12424906099965),
+            (3.179106164999993, 85.99004242100007),
+            (3.1791137489999954, 761.5175347779998),
+        );
+        let series = recording(&[(0.0, 0.0), (0.25, 29.0), (14.167, 10.0), (39.089, 0.0)]);
+        let bench = BenchResult {
+            completed: Some(32),
+            failed: Some(0),
+            total_input_tokens: Some(2816),
+            total_output_tokens: Some(32000),
+            output_throughput: Some(799.1441856232549),
+            max_concurrency: Some(32),
+            median_ttft_ms: Some(641.237398499996),
+            p99_ttft_ms: Some(22121.087090780005),
+            mean_ttft_ms: Some(2647.322880750001),
+            mean_tpot_ms: Some(21.124663304554556),
+            ..BenchResult::default()
+        };
+        run(&SGLANG, boot, &counters, series, Some(bench))
+    }
+
+    /// TensorRT-LLM 1.3 serving Qwen3-8B: a 37,760-token pool in 32-token pages; its
+    /// gauges lag, so pace comes from the load tool's numbers.
+    fn trtllm_qwen3_8b() -> Run {
+        let boot = BootFacts {
+            page_size: Some(32),
+            kv_pool_tokens: Some(37760),
+            running_cap: Some(32),
+            requested_running: Some(32),
+            ..BootFacts::default()
+        };
+        let mut counters = vec![
+            labelled(
+                TRTLLM.request_success,
+                &[("finished_reason", "length")],
+                9.0,
+                41.0,
+            ),
+            counter(TRTLLM.generation_tokens, 144.0, 32144.0),
+            counter(TRTLLM.prompt_tokens, 63.0, 2879.0),
+        ];
+        counters.extend(histogram(
+            TRTLLM.e2e_latency_histogram,
+            (2.8980680000000234, 730.9283240000002),
+            (9.0, 41.0),
+        ));
+        counters.extend(histogram(
+            TRTLLM.ttft_histogram,
+            (0.33682000000004564, 18.078891999999996),
+            (9.0, 41.0),
+        ));
+        counters.extend(histogram(
+            TRTLLM.queue_time_histogram,
+            (0.02019200000006549, 9.468964000000199),
+            (9.0, 41.0),
+        ));
+        let series = recording(&[(0.0, 0.0), (10.0, 32.0), (30.0, 12.0), (40.0, 0.0)]);
+        let bench = BenchResult {
+            completed: Some(32),
+            failed: Some(0),
+            total_input_tokens: Some(2816),
+            total_output_tokens: Some(32000),
+            output_throughput: Some(1389.2067618862027),
+            max_concurrency: Some(32),
+            median_ttft_ms: Some(595.9842805000051),
+            p99_ttft_ms: Some(599.0842861800087),
+            mean_ttft_ms: Some(588.8253768437437),
+            mean_tpot_ms: Some(22.430810995995994),
+            ..BenchResult::default()
+        };
+        run(&TRTLLM, boot, &counters, series, Some(bench))
+    }
+
+    fn titles_and_texts(insights: &[Insight]) -> Vec<(bool, &str, &str, &str)> {
+        insights
+            .iter()
+            .map(|i| (i.limit, i.key, i.title.as_str(), i.text.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn vllm_live_without_result_file_reads_the_queue_and_the_recording() {
+        let insights = insights_of(&vllm_028_live());
+        assert_eq!(
+            titles_and_texts(&insights),
+            [
+                (
+                    true,
+                    "concurrency",
+                    "The server ran fewer requests at once than the load sent",
+                    "The load kept 32 requests open, but the server ran at most 10 at once. It also preempted 22 running requests."
+                ),
+                (
+                    true,
+                    "waiting",
+                    "Requests waited in the queue",
+                    "A request waited 29.3 s on average before the server started it."
+                ),
+                (
+                    true,
+                    "pace",
+                    "On average 8 of 32 requests ran at once",
+                    "The load kept 32 requests open; while the server was busy, its recording shows 8.0 running on average and 343 output tokens/s."
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn terminal_lines_match_the_tutorial() {
+        let lines = terminal_lines(&insights_of(&vllm_028_live()));
+        assert_eq!(
+            lines,
+            "What limited this run:\n\
+             \x20 - The server ran fewer requests at once than the load sent. The load kept 32 requests open, but the server ran at most 10 at once. It also preempted 22 running requests.\n\
+             \x20 - Requests waited in the queue. A request waited 29.3 s on average before the server started it.\n\
+             \x20 - On average 8 of 32 requests ran at once. The load kept 32 requests open; while the server was busy, its recording shows 8.0 running on average and 343 output tokens/s.\n"
+        );
+        assert_eq!(terminal_lines(&[]), "");
+    }
+
+    #[test]
+    fn sglang_qwen3_8b_cache_too_small_for_the_load() {
+        let insights = insights_of(&sglang_qwen3_8b());
+        assert_eq!(
+            titles_and_texts(&insights),
+            [
+                (
+                    true,
+                    "cache",
+                    "The KV cache was too small for the load",
+                    "The cache holds 32,096 tokens; 32 requests of 1,088 tokens need 34,816 to run to the end together, so 29 fit at full length. To make room, it ran at most 29 at once and queued the rest."
+                ),
+                (
+                    true,
+                    "waiting",
+                    "Some requests waited much longer to start",
+                    "Half the requests got their first token within 641 ms, but the slowest (p99) waited 22.1 s: they were queued until running requests ended."
+                ),
+                (
+                    true,
+                    "pace",
+                    "On average 17 of 32 requests ran at once",
+                    "The load kept 32 requests open; the server's recording shows 16.8 running on average while it was busy. The load tool measured 799 output tokens/s over the whole run."
+                ),
+            ]
+        );
+        assert!(terminal_lines(&insights)
+            .starts_with("What limited this run:\n  - The KV cache was too small for the load."));
+    }
+
+    #[test]
+    fn trtllm_qwen3_8b_has_only_ok_findings() {
+        let insights = insights_of(&trtllm_qwen3_8b());
+        assert_eq!(
+            titles_and_texts(&insights),
+            [
+                (
+                    false,
+                    "cache",
+                    "The KV cache held the whole load",
+                    "The cache holds 37,760 tokens; 32 requests of 1,088 tokens need 34,816, 92% of it."
+                ),
+                (
+                    false,
+                    "waiting",
+                    "No request waited long to start",
+                    "Half the requests got their first token within 596 ms, and the slowest (p99) within 599 ms."
+                ),
+                (
+                    false,
+                    "pace",
+                    "The run kept its requests busy",
+                    "The load tool measured 1,389 output tokens/s over the whole run. From its first token to its last, a request took 22.4 ms per token (TPOT), so on average 31.2 of the 32 requests the load kept open were in that stretch (1,389 x 0.0224 s), including any paused mid-output. TensorRT-LLM updates its running gauge only when a request completes, so the recording does not give the number running."
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn sglang_capped_hybrid_names_the_lowered_cap() {
+        let boot = BootFacts {
+            page_size: Some(1),
+            kv_pool_tokens: Some(17675),
+            running_cap: Some(1),
+            running_cap_reason: Some("mamba state cache".into()),
+            requested_running: Some(32),
+            ..BootFacts::default()
+        };
+        let counters = sglang_counters(
+            3164.0,
+            (9.559663955000019, 9124.982823040998),
+            (18.602119442999992, 9143.928195097998),
+            (18.60213458599992, 9729.852307343),
+        );
+        let series = recording(&[(0.0, 0.0), (0.25, 1.0), (585.25, 0.0)]);
+        let bench = BenchResult {
+            completed: Some(32),
+            total_input_tokens: Some(2979),
+            total_output_tokens: Some(32000),
+            output_throughput: Some(54.37728524823147),
+            median_ttft_ms: Some(285165.0006025),
+            p99_ttft_ms: Some(564476.4005736001),
+            mean_tpot_ms: Some(18.326818527871616),
+            ..BenchResult::default()
+        };
+        let insights = insights_of(&run(&SGLANG, boot, &counters, series, Some(bench)));
+        assert_eq!(
+            titles_and_texts(&insights),
+            [
+                (
+                    true,
+                    "concurrency",
+                    "The server ran fewer requests at once than the load sent",
+                    "The load kept 32 requests open, but the server ran at most 1 at once: SGLang lowered its limit to 1 running because of the mamba state cache, although it was started with --max-running-requests 32."
+                ),
+                (
+                    true,
+                    "waiting",
+                    "Requests waited long to start",
+                    "Half the requests waited more than 285.2 s for their first token, the slowest (p99) 564.5 s, most of it in the queue."
+                ),
+                (
+                    true,
+                    "pace",
+                    "On average 1 of 32 requests ran at once",
+                    "The load kept 32 requests open; the server's recording shows 1.0 running on average while it was busy. The load tool measured 54 output tokens/s over the whole run."
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn cache_with_room_blames_something_else() {
+        let run = trtllm_qwen3_8b();
+        let results = vec![
+            CheckResult::new(Tripwire::T8, Status::Fail, "held back").with("peak_running", 20.0),
+            CheckResult::new(Tripwire::T1, Status::Fail, "paused").with("preemptions", 1),
+        ];
+        let insights = what_limited(&run, &results);
+        assert_eq!(insights[0].key, "cache");
+        assert!(insights[0].limit);
+        assert_eq!(
+            insights[0].title,
+            "The cache had room; something else held requests back"
+        );
+        assert_eq!(
+            insights[0].text,
+            "The cache holds 37,760 tokens; 32 requests of 1,088 tokens need 34,816, 92% of it. The load kept 32 requests open, but the server ran at most 20 at once. It also paused 1 running request."
+        );
+    }
+
+    #[test]
+    fn cache_too_small_names_preemptions_without_a_concurrency_failure() {
+        // vLLM with its default 16-token blocks: 1,088.09 tokens round up to 1,104.
+        let mut run = vllm_028_live();
+        run.boots[0].1.attention_block_size = None;
+        run.boots[0].1.kv_pool_tokens = Some(20000);
+        let results = vec![
+            CheckResult::new(Tripwire::T8, Status::Pass, "reached"),
+            CheckResult::new(Tripwire::T1, Status::Fail, "22").with("preemptions", 22.0),
+        ];
+        let insights = what_limited(&run, &results);
+        assert_eq!(
+            insights[0].text,
+            "The cache holds 20,000 tokens; 32 requests of about 1,088 tokens need 35,328 to run to the end together, so 18 fit at full length. To make room, it preempted 22 running requests."
+        );
+    }
+
+    #[test]
+    fn no_insight_after_a_restart() {
+        let mut counters = vllm_028_live_counters();
+        counters.push(counter("vllm:num_requests_total", 50.0, 3.0));
+        let (before, after) = readings(&counters);
+        assert_eq!(counter_summary(&VLLM, &before, &after), None);
+        let mut run = vllm_028_live();
+        run.before = Some(before);
+        run.after = Some(after);
+        assert_eq!(insights_of(&run), []);
+    }
+
+    #[test]
+    fn tpot_falls_back_to_the_server_means() {
+        let mut run = trtllm_qwen3_8b();
+        if let Some((_, bench)) = run.bench.as_mut() {
+            bench.mean_tpot_ms = None;
+        }
+        let pace = insights_of(&run).pop().expect("a pace insight");
+        // (22.751 s - 0.554 s) / 999 tokens = 22.2 ms.
+        assert!(
+            pace.text
+                .contains("a request took 22.2 ms per token (TPOT)"),
+            "{}",
+            pace.text
+        );
+    }
+
+    #[test]
+    fn counter_summary_of_the_vllm_live_run() {
+        let (before, after) = readings(&vllm_028_live_counters());
+        let summary = counter_summary(&VLLM, &before, &after).expect("no restart");
+        assert_eq!(summary.finished, Some(32.0));
+        assert_eq!(
+            summary.finished_by_reason,
+            [
+                ("length".to_owned(), 32.0),
+                ("stop".to_owned(), 0.0),
+                ("repetition".to_owned(), 0.0),
+                ("abort".to_owned(), 0.0),
+                ("error".to_owned(), 0.0),
+            ]
+        );
+        assert_eq!(summary.output_tokens, Some(32000.0));
+        assert_eq!(summary.prompt_tokens, Some(2819.0));
+        assert_eq!(summary.preemptions, Some(22.0));
+        let queue = summary.mean_queue_s.expect("queue histogram");
+        assert!((queue - 936.9105149930001 / 32.0).abs() < 1e-9);
+        assert!(summary.mean_ttft_s.is_some() && summary.mean_e2e_s.is_some());
+    }
+
+    #[test]
+    fn finish_reasons_created_during_the_run_count_from_zero() {
+        let name = TRTLLM.request_success;
+        let counters = [
+            labelled(name, &[("finished_reason", "stop")], 2.0, 2.0),
+            Counter {
+                before: None,
+                ..labelled(name, &[("finished_reason", "length")], 0.0, 32.0)
+            },
+            labelled(name, &[("finished_reason", "timeout")], 0.0, 1.0),
+        ];
+        let (before, after) = readings(&counters);
+        let summary = counter_summary(&TRTLLM, &before, &after).expect("no restart");
+        assert_eq!(
+            summary.finished_by_reason,
+            [
+                ("length".to_owned(), 32.0),
+                ("stop".to_owned(), 0.0),
+                ("timeout".to_owned(), 1.0),
+            ]
+        );
+        // Without the counter in the before reading nothing is known.
+        let (_, after) = readings(&counters);
+        let empty = snapshot(Vec::new());
+        let summary = counter_summary(&TRTLLM, &empty, &after).expect("no restart");
+        assert_eq!(summary.finished, None);
+        assert!(summary.finished_by_reason.is_empty());
+        assert_eq!(summary.preemptions, None);
+    }
+
+    #[test]
+    fn sglang_has_a_total_but_no_reasons() {
+        let (before, after) = readings(&sglang_counters(
+            2885.0,
+            (0.0, 65.0),
+            (0.0, 83.0),
+            (0.0, 760.0),
+        ));
+        let summary = counter_summary(&SGLANG, &before, &after).expect("no restart");
+        assert_eq!(summary.finished, Some(32.0));
+        assert!(summary.finished_by_reason.is_empty());
+        // The witness gauge stands in for the missing retraction counter.
+        assert_eq!(summary.preemptions, Some(0.0));
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(format_duration_ms(641.237398499996), "641 ms");
+        assert_eq!(format_duration_ms(22121.087090780005), "22.1 s");
+        assert_eq!(format_duration_ms(1000.0), "1.0 s");
+        assert_eq!(format_duration_ms(285165.0006025), "285.2 s");
+    }
+
+    #[test]
+    fn preemption_words_as_verbs() {
+        assert_eq!(preempted_verb(VLLM.preemption_word), "preempted");
+        assert_eq!(preempted_verb(SGLANG.preemption_word), "retracted");
+        assert_eq!(preempted_verb(TRTLLM.preemption_word), "paused");
+    }
+}
