@@ -1,1 +1,1067 @@
+//! Boot logs: parsing, engine detection, the failure classifier and the boot checks (T4,
+//! T5, T6, T7/T12, T11) on every recorded log.
+//!
+//! The verdicts are data: every `spec/expected/*.json` case that ran `check-log` (and the
+//! boot checks at the top of every `report` case) is replayed through the same calls the
+//! CLI makes, and must agree on status, message and evidence. Checks the recordings never
+//! fire are fired on minimal edits of a recorded log, each named after what it guards.
 
+use std::path::{Path, PathBuf};
+
+use inferlint_core::checks::boot;
+use inferlint_core::model::{BootFacts, Phase, PyValue};
+use inferlint_core::{CheckResult, Engine, Status};
+use inferlint_engines::bootlog::parse_boot_log;
+use inferlint_engines::detect;
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+// ---------------------------------------------------------------------------------------
+// Helpers
+
+fn read(dir: &Path, rel: &str) -> String {
+    let bytes = std::fs::read(dir.join(rel)).unwrap_or_else(|e| panic!("read {rel}: {e}"));
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+fn facts(dir: &Path, rel: &str) -> BootFacts {
+    parse_boot_log(&read(dir, rel), None)
+}
+
+/// The expected-verdicts folder beside the recordings.
+fn expected_dir(recorded: &Path) -> Option<PathBuf> {
+    let dir = recorded.join("../spec/expected");
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "spec/expected must sit beside the recordings in CI"
+        );
+        eprintln!("skipped: no spec/expected beside {}", recorded.display());
+        None
+    }
+}
+
+/// The per-log checks in the order `check-log` prints them.
+fn per_log(facts: &BootFacts) -> Vec<CheckResult> {
+    let mut results = vec![
+        boot::failure_check(facts),
+        boot::block_size_check(facts),
+        boot::backend_check(facts),
+    ];
+    results.extend(boot::unparsed_check(facts));
+    results
+}
+
+/// `check-log` on already-parsed logs: per-log checks (labelled when there are several),
+/// then T4 and T11.
+fn check_logs(paths: &[&str], boots: &[BootFacts]) -> Vec<CheckResult> {
+    if boots.len() == 1 {
+        return per_log(&boots[0]);
+    }
+    let labels = boot::labels_for(paths);
+    let mut results = Vec::new();
+    for (label, facts) in labels.iter().zip(boots) {
+        results.extend(per_log(facts).into_iter().map(|r| r.labelled(label)));
+    }
+    let refs: Vec<(String, &BootFacts)> = labels.iter().cloned().zip(boots).collect();
+    results.extend(boot::across_boots(&refs));
+    results
+}
+
+fn check_log_files(dir: &Path, paths: &[&str]) -> Vec<CheckResult> {
+    let boots: Vec<BootFacts> = paths.iter().map(|p| facts(dir, p)).collect();
+    check_logs(paths, &boots)
+}
+
+fn to_json(r: &CheckResult) -> Value {
+    json!({
+        "tripwire": r.tripwire.to_string(),
+        "status": r.status.json_word(),
+        "message": r.message,
+        "evidence": Value::Object(r.evidence.clone()),
+    })
+}
+
+/// Equal JSON, with floats equal within 1e-9 relative; an integer never equals a float.
+fn same(expected: &Value, ours: &Value) -> bool {
+    match (expected, ours) {
+        (Value::Number(a), Value::Number(b)) => {
+            if a.is_f64() != b.is_f64() {
+                return false;
+            }
+            let (a, b) = (
+                a.as_f64().unwrap_or(f64::NAN),
+                b.as_f64().unwrap_or(f64::NAN),
+            );
+            (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same(x, y))
+        }
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len() && a.iter().all(|(k, v)| b.get(k).is_some_and(|w| same(v, w)))
+        }
+        _ => expected == ours,
+    }
+}
+
+fn assert_results(case: &str, expected: &[Value], ours: &[CheckResult]) {
+    let ours: Vec<Value> = ours.iter().map(to_json).collect();
+    assert_eq!(
+        ours.len(),
+        expected.len(),
+        "{case}: {} results, expected {}:\nours: {ours:#?}",
+        ours.len(),
+        expected.len()
+    );
+    for (e, o) in expected.iter().zip(&ours) {
+        assert!(
+            same(e, o),
+            "{case}: result differs\nexpected: {e:#}\nours:     {o:#}"
+        );
+    }
+}
+
+fn one(results: &[CheckResult], tripwire: &str) -> CheckResult {
+    let found: Vec<&CheckResult> = results
+        .iter()
+        .filter(|r| r.tripwire.to_string() == tripwire)
+        .collect();
+    assert_eq!(found.len(), 1, "one {tripwire} in {results:#?}");
+    found[0].clone()
+}
+
+fn setting_i64(facts: &BootFacts, key: &str) -> Option<i64> {
+    facts.setting(key).and_then(PyValue::as_i64)
+}
+
+/// `text` without the lines that contain `needle`.
+fn without_lines(text: &str, needle: &str) -> String {
+    text.lines()
+        .filter(|l| !l.contains(needle))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `text` with every line containing `needle` replaced by `replacement`.
+fn replace_lines(text: &str, needle: &str, replacement: &str) -> String {
+    text.lines()
+        .map(|l| if l.contains(needle) { replacement } else { l })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+// ---------------------------------------------------------------------------------------
+// The established tool's verdicts
+
+/// Every `check-log` case in spec/expected, through the calls the CLI makes.
+#[test]
+fn check_log_cases_match_the_established_tool() {
+    let Some(dir) = common_recorded() else { return };
+    let Some(expected) = expected_dir(&dir) else {
+        return;
+    };
+    let mut cases = 0;
+    for entry in std::fs::read_dir(&expected).expect("list spec/expected") {
+        let path = entry.expect("entry").path();
+        let case: Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("read case"))
+            .expect("case is JSON");
+        let args = case["args"].as_str().expect("args");
+        let Some(logs) = args.strip_prefix("check-log ") else {
+            continue;
+        };
+        let paths: Vec<&str> = logs.split_whitespace().collect();
+        let ours = check_log_files(&dir, &paths);
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        assert_results(
+            name.as_deref().unwrap_or("?"),
+            case["results"].as_array().expect("results"),
+            &ours,
+        );
+        cases += 1;
+    }
+    assert!(cases >= 13, "only {cases} check-log cases found");
+}
+
+/// The boot checks that open every `report` case (T12 or T7, T5, T6) on its boot log.
+#[test]
+fn report_cases_open_with_the_same_boot_verdicts() {
+    let Some(dir) = common_recorded() else { return };
+    let Some(expected) = expected_dir(&dir) else {
+        return;
+    };
+    let mut cases = 0;
+    for entry in std::fs::read_dir(&expected).expect("list spec/expected") {
+        let path = entry.expect("entry").path();
+        let case: Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("read case"))
+            .expect("case is JSON");
+        let args: Vec<&str> = case["args"]
+            .as_str()
+            .expect("args")
+            .split_whitespace()
+            .collect();
+        if args.first() != Some(&"report") {
+            continue;
+        }
+        let log = match args.iter().position(|a| *a == "--boot-log") {
+            Some(i) => args[i + 1].to_owned(),
+            None => format!("{}/boot.log", args[1]),
+        };
+        let theirs: Vec<Value> = case["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .take_while(|r| {
+                ["T12", "T7", "T5", "T6"].contains(&r["tripwire"].as_str().unwrap_or(""))
+            })
+            .cloned()
+            .collect();
+        assert_results(&log, &theirs, &per_log(&facts(&dir, &log)));
+        cases += 1;
+    }
+    assert!(cases >= 7, "only {cases} report cases found");
+}
+
+fn common_recorded() -> Option<PathBuf> {
+    crate::common::recorded()
+}
+
+// ---------------------------------------------------------------------------------------
+// Facts each recording must give (spec section 8)
+
+#[test]
+fn vllm_eager_boot_facts() {
+    let Some(dir) = common_recorded() else { return };
+    let f = facts(&dir, "vllm-0.28/boot_eager.log");
+    assert_eq!(f.engine, Some(Engine::Vllm));
+    assert_eq!(f.version.as_deref(), Some("0.28.0"));
+    assert_eq!(f.kv_pool_tokens, Some(31554));
+    assert_eq!(f.max_concurrency, Some(1.93));
+    assert_eq!(f.max_concurrency_request_len, Some(16384));
+    assert_eq!(f.attention_block_size, Some(784));
+    assert_eq!(f.mamba_page_padding_pct, Some(0.13));
+    assert_eq!(f.available_kv_cache_gib, Some(2.51));
+    assert_eq!(f.selected_backends, ["FLASH_ATTN"]);
+    assert_eq!(
+        f.candidate_backends,
+        ["FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLEX_ATTENTION"]
+    );
+    assert_eq!(f.requested_backend, None);
+    assert_eq!(f.cudagraphs, Some(false));
+    assert_eq!(f.speculative, Some(false));
+    assert!(f.ready());
+    assert_eq!(setting_i64(&f, "max_num_seqs"), Some(32));
+    assert_eq!(f.running_cap, Some(32));
+    assert_eq!(
+        f.model.as_deref(),
+        Some("/models/Qwen3.8-27B-W4A16-AutoRound")
+    );
+    let mut processes = f.processes.clone();
+    processes.sort();
+    assert_eq!(processes, ["APIServer", "EngineCore"]);
+    assert!(f.unparsed.is_empty(), "{:?}", f.unparsed);
+    assert!(f.conflicts.is_empty(), "{:?}", f.conflicts);
+    assert_eq!(f.model_load_gib, Some(17.71));
+    assert_eq!(f.model_load_s, Some(75.250819));
+    assert_eq!(f.consumed_gib, Some(17.95));
+    assert_eq!(f.peak_activation_gib, Some(1.86));
+    assert_eq!(f.first_stamp.as_deref(), Some("09-07 23:13:25"));
+    assert_eq!(f.line_count, 223);
+    assert_eq!(f.failure, None);
+    let t5 = boot::block_size_check(&f);
+    assert_eq!(t5.status, Status::Warn);
+    assert_eq!(t5.evidence["block_size"], json!(784));
+}
+
+#[test]
+fn vllm_cudagraphs_boot_facts() {
+    let Some(dir) = common_recorded() else { return };
+    let text = read(&dir, "vllm-0.28/boot_cudagraphs.log");
+    assert!(text.contains("(v0.28"));
+    let f = parse_boot_log(&text, None);
+    assert_eq!(f.cudagraphs, Some(true));
+    assert_eq!(f.cudagraph_estimated_gib, Some(0.20));
+    assert_eq!(f.cudagraph_actual_gib, Some(0.18));
+    assert_eq!(f.kv_pool_tokens, Some(26093));
+    assert_eq!(f.compiled_fresh, Some(false));
+    assert_eq!(f.compile_s, Some(4.46));
+    let t6 = boot::backend_check(&f);
+    assert_eq!(t6.status, Status::Pass);
+    assert!(t6
+        .message
+        .starts_with("nothing to check: the server was started without"));
+    assert!(t6.message.contains("vLLM chose its own (FLASH_ATTN)"));
+}
+
+#[test]
+fn vllm_live_run_boot_facts() {
+    let Some(dir) = common_recorded() else { return };
+    let f = facts(&dir, "vllm-0.28/live/boot.log");
+    assert_eq!(f.kv_pool_tokens, Some(26093));
+    assert_eq!(f.attention_block_size, Some(784));
+    assert_eq!(f.cudagraph_actual_gib, Some(0.18));
+    assert_eq!(f.running_cap, Some(32));
+    assert_eq!(f.max_concurrency, Some(1.59));
+    assert_eq!(f.first_stamp.as_deref(), Some("09-26 17:48:43"));
+    assert_eq!(f.ready_stamp.as_deref(), Some("09-26 17:50:47"));
+    assert!(f.unparsed.is_empty());
+    assert_eq!(f.failure, None);
+    for (log, pool, graphs) in [
+        ("vllm-0.28/xray/boot.log", 26093, 0.18),
+        ("vllm-0.30/live/boot.log", 29127, 0.08),
+    ] {
+        let f = facts(&dir, log);
+        assert_eq!(f.kv_pool_tokens, Some(pool), "{log}");
+        assert_eq!(f.cudagraph_actual_gib, Some(graphs), "{log}");
+        assert_eq!(f.attention_block_size, Some(784), "{log}");
+        assert!(
+            f.ready() && f.unparsed.is_empty() && f.failure.is_none(),
+            "{log}"
+        );
+    }
+}
+
+#[test]
+fn vllm_spec_decode_backend_override() {
+    let Some(dir) = common_recorded() else { return };
+    let f = facts(&dir, "vllm-0.28/boot_spec_backend_override.log");
+    assert_eq!(f.requested_backend.as_deref(), Some("TRITON_ATTN"));
+    assert_eq!(f.selected_backends, ["TRITON_ATTN"]);
+    assert_eq!(f.drafter_backends, ["FLASHINFER"]);
+    assert_eq!(f.speculative, Some(true));
+    assert_eq!(
+        f.cudagraph_mode_downgrade,
+        Some(("FULL_AND_PIECEWISE".to_owned(), "PIECEWISE".to_owned()))
+    );
+    assert!(f.ready());
+    assert_eq!(f.kv_pool_tokens, Some(19988));
+    assert_eq!(f.compiled_fresh, Some(true));
+    assert_eq!(f.compile_s, Some(67.24), "two compiles, summed");
+    let failure = f.failure.expect("a failure");
+    assert_eq!(failure.kind, "jit_toolchain");
+    assert_eq!(failure.phase, Phase::Serving);
+}
+
+#[test]
+fn vllm_fp8_triton_ignores_vision_encoder_lines() {
+    let Some(dir) = common_recorded() else { return };
+    let f = facts(&dir, "vllm-0.28/boot_fp8_triton.log");
+    assert_eq!(f.requested_backend.as_deref(), Some("TRITON_ATTN"));
+    assert_eq!(f.selected_backends, ["TRITON_ATTN"]);
+    assert!(f.drafter_backends.is_empty());
+}
+
+#[test]
+fn vllm_failed_boots() {
+    let Some(dir) = common_recorded() else { return };
+    let f = facts(&dir, "vllm-0.28/boot_fail_accelerator.log");
+    assert!(!f.ready());
+    assert_eq!(f.kv_pool_tokens, None);
+    assert_eq!(f.attention_block_size, None);
+    let failure = f.failure.expect("a failure");
+    assert_eq!(failure.kind, "accelerator_error");
+    assert_eq!(
+        failure.detail.as_deref(),
+        Some("CUDA error: device not ready")
+    );
+    assert_eq!(failure.phase, Phase::Boot);
+    for (log, detail) in [
+        (
+            "vllm-0.28/boot_fail_cccl_headers.log",
+            "CUDA compiler and CUDA toolkit headers are incompatible",
+        ),
+        (
+            "vllm-0.30/boot_fail_cccl_headers.log",
+            "CUDA compiler and CUDA toolkit headers are incompatible",
+        ),
+        (
+            "vllm-0.30/boot_fail_ptx_version.log",
+            "Unsupported .version 9.4; current version is '9.0'",
+        ),
+        (
+            "vllm-0.30/boot_fail_link_cudart.log",
+            "cannot find -lcudart: No such file or directory",
+        ),
+    ] {
+        let failure = facts(&dir, log).failure.expect("a failure");
+        assert_eq!(failure.kind, "jit_toolchain", "{log}");
+        assert_eq!(failure.detail.as_deref(), Some(detail), "{log}");
+    }
+    let silent = read(&dir, "vllm-0.28/run_preempted_silently.log");
+    assert!(!silent.contains("preempt"));
+    assert_eq!(parse_boot_log(&silent, None).failure, None);
+}
+
+/// Healthy vLLM logs classify clean only because everything after `[shutdown]` is cut.
+#[test]
+fn vllm_every_log_version_and_no_unparsed() {
+    let Some(dir) = common_recorded() else { return };
+    for (folder, version) in [("vllm-0.28", "0.28.0"), ("vllm-0.30", "0.30.0")] {
+        for log in logs_under(&dir.join(folder)) {
+            let f = parse_boot_log(&read(&dir, &log), None);
+            assert_eq!(f.version.as_deref(), Some(version), "{log}");
+            assert!(f.unparsed.is_empty(), "{log}: {:?}", f.unparsed);
+        }
+    }
+}
+
+#[test]
+fn pool_levels_concatenated_keep_the_last_pool_and_the_conflict() {
+    let Some(dir) = common_recorded() else { return };
+    let hi = read(&dir, "vllm-0.28/boot_pool_level_hi.log");
+    let lo = read(&dir, "vllm-0.28/boot_pool_level_lo.log");
+    let f = parse_boot_log(&format!("{hi}{lo}"), None);
+    assert_eq!(f.kv_pool_tokens, Some(12405));
+    assert_eq!(f.conflicts["kv_pool_tokens"], ["13575", "12405"]);
+    assert_eq!(f.conflicts["available_kv_cache_gib"], ["1.59", "1.44"]);
+    assert!(f.unparsed.is_empty());
+}
+
+#[test]
+fn sglang_capped_boot_facts() {
+    let Some(dir) = common_recorded() else { return };
+    let text = read(&dir, "sglang-0.5/capped/boot.log");
+    assert!(text.contains("libavutil") && text.contains("Ignore import error"));
+    let f = parse_boot_log(&text, None);
+    assert_eq!(f.engine, Some(Engine::Sglang));
+    assert!(f.ready());
+    assert!(f.unparsed.is_empty(), "{:?}", f.unparsed);
+    assert!(f.conflicts.is_empty(), "{:?}", f.conflicts);
+    assert_eq!(f.kv_pool_tokens, Some(17675));
+    assert_eq!(f.available_kv_cache_gib, Some(1.08));
+    assert_eq!(f.page_size, Some(1));
+    assert_eq!(f.model_load_gib, Some(17.65));
+    assert_eq!(f.cudagraph_actual_gib, Some(1.74));
+    assert_eq!(f.cudagraphs, Some(true));
+    assert_eq!(f.requested_running, Some(32));
+    assert_eq!(f.running_cap, Some(1));
+    assert_eq!(f.running_cap_reason.as_deref(), Some("mamba state cache"));
+    assert_eq!(f.requested_backend, None);
+    assert_eq!(f.selected_backends, ["flashinfer"]);
+    assert_eq!(f.version, None);
+    assert_eq!(f.speculative, Some(false));
+    assert_eq!(
+        f.model.as_deref(),
+        Some("/models/Qwen3.8-27B-W4A16-AutoRound")
+    );
+    assert!(f.server_args.as_ref().is_some_and(|a| a.len() > 400));
+    assert_eq!(f.first_stamp.as_deref(), Some("10-01 00:37:47"));
+    assert_eq!(
+        f.failure, None,
+        "the ignored import tracebacks are not failures"
+    );
+    let t5 = boot::block_size_check(&f);
+    assert_eq!(t5.message, "page size 1 token, as set");
+    assert!(boot::backend_check(&f)
+        .message
+        .contains("SGLang chose its own (flashinfer)"));
+}
+
+#[test]
+fn sglang_live_and_qwen_boot_facts() {
+    let Some(dir) = common_recorded() else { return };
+    let live = facts(&dir, "sglang-0.5/live/boot.log");
+    assert_eq!(live.kv_pool_tokens, Some(5930));
+    assert_eq!(live.running_cap, Some(10));
+    assert_eq!(live.requested_running, Some(10));
+    assert_eq!(live.running_cap_reason, None);
+    // `TimeoutError: timed out` after the ready line, then requests answered.
+    assert_eq!(live.failure, None);
+    let qwen = facts(&dir, "sglang-0.5/qwen3-8b/boot.log");
+    assert_eq!(qwen.kv_pool_tokens, Some(32096));
+    assert_eq!(qwen.available_kv_cache_gib, Some(4.4));
+    assert_eq!(qwen.running_cap, Some(32));
+    assert!(qwen.unparsed.is_empty() && live.unparsed.is_empty());
+}
+
+#[test]
+fn sglang_failed_boots() {
+    let Some(dir) = common_recorded() else { return };
+    let mamba = facts(&dir, "sglang-0.5/boot_fail_mamba_state.log")
+        .failure
+        .expect("a failure");
+    assert_eq!(mamba.kind, "runtime_error");
+    assert!(mamba.detail.as_deref().is_some_and(
+        |d| d.starts_with("Not enough GPU memory for hybrid (mamba/linear-attention) state")
+    ));
+    let advice = facts(&dir, "sglang-0.5/boot_fail_mem_advice.log")
+        .failure
+        .expect("a failure");
+    assert_eq!(advice.kind, "value_error");
+    assert!(advice.detail.as_deref().is_some_and(
+        |d| d.contains("--mem-fraction-static=0.88. Raise --mem-fraction-static above 0.790")
+    ));
+}
+
+#[test]
+fn trtllm_qwen_boot_facts() {
+    let Some(dir) = common_recorded() else { return };
+    let f = facts(&dir, "trtllm-1.3/qwen3-8b/boot.log");
+    assert_eq!(f.engine, Some(Engine::Trtllm));
+    assert_eq!(
+        f.kv_pool_tokens,
+        Some(37760),
+        "the real pool, after the dry run"
+    );
+    assert_eq!(f.available_kv_cache_gib, Some(5.19));
+    assert_eq!(f.page_size, Some(32));
+    assert_eq!(f.running_cap, Some(32));
+    assert_eq!(f.requested_running, Some(32));
+    assert_eq!(f.model_load_gib, Some(15.31));
+    assert_eq!(f.version.as_deref(), Some("1.3.0rc29"));
+    assert_eq!(f.selected_backends, ["TRTLLM"]);
+    assert_eq!(f.requested_backend, None);
+    assert_eq!(f.speculative, Some(false));
+    assert_eq!(f.model.as_deref(), Some("/root/models/Qwen3-8B"));
+    assert_eq!(
+        f.setting("capacity_scheduler_policy")
+            .and_then(PyValue::as_str),
+        Some("GUARANTEED_NO_EVICT")
+    );
+    assert_eq!(setting_i64(&f, "max_batch_size"), Some(32));
+    assert_eq!(setting_i64(&f, "tokens_per_block"), Some(32));
+    assert!(f
+        .llm_args
+        .as_deref()
+        .is_some_and(|a| a.starts_with("model='/root/models/Qwen3-8B'")));
+    assert_eq!(f.pauses, Some(0));
+    assert_eq!(f.served_in_log, Some(41));
+    assert_eq!(f.first_stamp.as_deref(), Some("10-01 01:43:03"));
+    assert!(f.ready() && f.failure.is_none());
+    assert!(
+        f.unparsed.is_empty() && f.conflicts.is_empty(),
+        "{:?} {:?}",
+        f.unparsed,
+        f.conflicts
+    );
+
+    let no_stats = facts(&dir, "trtllm-1.3/no-iter-stats/boot.log");
+    assert_eq!(no_stats.served_in_log, Some(42));
+    assert_eq!(no_stats.pauses, Some(0));
+}
+
+#[test]
+fn trtllm_failed_boots() {
+    let Some(dir) = common_recorded() else { return };
+    let w4a16 = facts(&dir, "trtllm-1.3/boot_fail_compressed_tensors_w4a16.log")
+        .failure
+        .expect("a failure");
+    assert_eq!(w4a16.kind, "unclassified_exception");
+    assert_eq!(
+        w4a16.detail.as_deref(),
+        Some("'NoneType' object is not subscriptable (in update_quant_config_from_compressed_tensors, quant_config_utils.py:81)")
+    );
+    let cuda_home = facts(&dir, "trtllm-1.3/boot_fail_no_cuda_home.log")
+        .failure
+        .expect("a failure");
+    assert_eq!(cuda_home.kind, "assertion");
+    assert_eq!(
+        cuda_home.detail.as_deref(),
+        Some("assert cuda_home is not None")
+    );
+}
+
+fn logs_under(folder: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![folder.to_path_buf()];
+    let root = folder.parent().expect("engine folder has a parent");
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("list folder") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "log") {
+                let rel = path.strip_prefix(root).expect("under root");
+                found.push(rel.to_string_lossy().replace('\\', "/"));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+#[test]
+fn every_log_is_detected_as_its_folders_engine() {
+    let Some(dir) = common_recorded() else { return };
+    for (folder, engine) in [
+        ("vllm-0.28", Engine::Vllm),
+        ("vllm-0.30", Engine::Vllm),
+        ("sglang-0.5", Engine::Sglang),
+        ("trtllm-1.3", Engine::Trtllm),
+    ] {
+        let logs = logs_under(&dir.join(folder));
+        assert!(!logs.is_empty(), "{folder} has logs");
+        for log in logs {
+            let text = read(&dir, &log);
+            assert_eq!(detect::engine_from_log(&text), Some(engine), "{log}");
+            // The log's own markers win over a wrong hint.
+            let other = Engine::ALL.into_iter().find(|e| *e != engine);
+            assert_eq!(parse_boot_log(&text, other).engine, Some(engine), "{log}");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Checks fired on minimal edits of recorded logs
+
+#[test]
+fn t6_fails_when_the_main_model_ignores_the_requested_backend() {
+    let Some(dir) = common_recorded() else { return };
+    let text = replace_lines(
+        &read(&dir, "vllm-0.28/boot_fp8_triton.log"),
+        "Using AttentionBackendEnum.TRITON_ATTN backend.",
+        "(EngineCore pid=1) INFO 09-05 23:28:45 [cuda.py:486] Using FLASH_ATTN attention backend out of potential backends: ['FLASH_ATTN', 'TRITON_ATTN'].",
+    );
+    let t6 = boot::backend_check(&parse_boot_log(&text, None));
+    assert_eq!(t6.status, Status::Fail);
+    assert_eq!(
+        t6.message,
+        "TRITON_ATTN was requested, but the main model used FLASH_ATTN"
+    );
+}
+
+#[test]
+fn t6_cannot_tell_without_a_selection_line() {
+    let Some(dir) = common_recorded() else { return };
+    let text = without_lines(
+        &read(&dir, "vllm-0.28/boot_fp8_triton.log"),
+        "Using AttentionBackendEnum.TRITON_ATTN backend.",
+    );
+    let t6 = boot::backend_check(&parse_boot_log(&text, None));
+    assert_eq!(t6.status, Status::Unknown);
+    assert_eq!(t6.message, "no backend selection line in the log");
+}
+
+#[test]
+fn t12_cannot_tell_when_the_args_dict_is_cut_off() {
+    let Some(dir) = common_recorded() else { return };
+    let text = read(&dir, "vllm-0.28/boot_eager.log");
+    let cut = text
+        .lines()
+        .map(|l| match l.find("'max_num_seqs'") {
+            Some(at) if l.contains("non-default args: ") => &l[..at],
+            _ => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let f = parse_boot_log(&cut, None);
+    assert_eq!(f.non_default_args, None, "a cut dict is not guessed at");
+    assert_eq!(f.unparsed.len(), 1);
+    assert_eq!(f.unparsed[0].field, "non_default_args");
+    assert_eq!(f.unparsed[0].lineno, 7);
+    let t12 = boot::unparsed_check(&f).expect("a T12 result");
+    assert_eq!(t12.status, Status::Unknown);
+    assert_eq!(t12.message, "1 recognised line(s) in an unknown format");
+    assert_eq!(
+        t12.evidence["unparsed"][0]["field"],
+        json!("non_default_args")
+    );
+    assert_eq!(
+        boot::backend_check(&f).message,
+        "no arguments line in the log; cannot tell what was requested"
+    );
+    assert!(boot::unparsed_check(&facts(&dir, "vllm-0.28/boot_eager.log")).is_none());
+}
+
+#[test]
+fn t12_cannot_tell_when_a_known_line_changes_shape() {
+    let Some(dir) = common_recorded() else { return };
+    let text = read(&dir, "vllm-0.28/boot_eager.log")
+        .replace(
+            "GPU KV cache size: 31,554 tokens",
+            "GPU KV cache size: many tokens",
+        )
+        .replace(
+            "Available KV cache memory: 2.51 GiB",
+            "Available KV cache memory: 2.51 GB",
+        );
+    let f = parse_boot_log(&text, None);
+    assert_eq!(f.kv_pool_tokens, None, "never defaulted");
+    assert_eq!(
+        f.available_kv_cache_gib, None,
+        "a changed unit is not misread"
+    );
+    let fields: Vec<&str> = f.unparsed.iter().map(|u| u.field.as_str()).collect();
+    assert_eq!(fields, ["available_kv_cache_gib", "kv_pool_tokens"]);
+    assert_eq!(
+        boot::unparsed_check(&f).map(|r| r.message),
+        Some("2 recognised line(s) in an unknown format".to_owned())
+    );
+}
+
+#[test]
+fn t5_passes_when_the_forced_size_was_asked_for() {
+    let Some(dir) = common_recorded() else { return };
+    let text = read(&dir, "vllm-0.28/boot_eager.log").replace(
+        "'max_num_seqs': 32}",
+        "'max_num_seqs': 32, 'block_size': 784}",
+    );
+    let t5 = boot::block_size_check(&parse_boot_log(&text, None));
+    assert_eq!(t5.status, Status::Pass);
+    assert_eq!(t5.message, "block size 784");
+    assert_eq!(t5.evidence["requested"], json!(784));
+
+    let no_override = without_lines(
+        &read(&dir, "vllm-0.28/boot_eager.log"),
+        "Setting attention block size",
+    );
+    let t5 = boot::block_size_check(&parse_boot_log(&no_override, None));
+    assert_eq!(
+        (t5.status, t5.message.as_str()),
+        (Status::Pass, "no block-size override printed")
+    );
+}
+
+#[test]
+fn t4_and_t11_pass_on_starts_with_the_same_flags_and_pool() {
+    let Some(dir) = common_recorded() else { return };
+    let paths = [
+        "vllm-0.28/boot_cudagraphs.log",
+        "vllm-0.28/live/boot.log",
+        "vllm-0.28/run_preempted_silently.log",
+    ];
+    let results = check_log_files(&dir, &paths);
+    let t4 = one(&results, "T4");
+    assert_eq!(t4.status, Status::Pass);
+    assert_eq!(
+        t4.message,
+        "same flags, same pool (26,093 tokens): boot_cudagraphs.log, boot.log, run_preempted_silently.log"
+    );
+    let t11 = one(&results, "T11");
+    assert_eq!(t11.status, Status::Pass);
+    assert_eq!(
+        t11.message,
+        "same flags, 2.09 GiB for KV cache on every boot"
+    );
+    assert!(results[0].message.starts_with("boot_cudagraphs.log: "));
+}
+
+#[test]
+fn t4_and_t11_leave_other_flags_out() {
+    let Some(dir) = common_recorded() else { return };
+    let paths = [
+        "vllm-0.28/boot_pool_level_hi.log",
+        "vllm-0.28/boot_pool_level_lo.log",
+        "vllm-0.28/boot_eager.log",
+        "vllm-0.28/boot_fail_accelerator.log",
+    ];
+    let results = check_log_files(&dir, &paths);
+    let t4 = one(&results, "T4");
+    assert_eq!(t4.status, Status::Warn);
+    assert_eq!(
+        t4.evidence["not_compared"],
+        json!(["boot_eager.log", "boot_fail_accelerator.log"])
+    );
+    assert_eq!(one(&results, "T11").status, Status::Warn);
+
+    // Different flags only: nothing to compare, no T4 or T11 at all.
+    let results = check_log_files(
+        &dir,
+        &["vllm-0.28/boot_eager.log", "vllm-0.28/boot_fp8_triton.log"],
+    );
+    assert!(results
+        .iter()
+        .all(|r| !["T4", "T11"].contains(&r.tripwire.to_string().as_str())));
+}
+
+#[test]
+fn t4_and_t11_cannot_tell_when_a_boot_lacks_the_line() {
+    let Some(dir) = common_recorded() else { return };
+    let paths = ["hi/boot.log", "lo/boot.log"];
+    let hi = facts(&dir, "vllm-0.28/boot_pool_level_hi.log");
+    let lo_text = read(&dir, "vllm-0.28/boot_pool_level_lo.log");
+    let lo = parse_boot_log(&without_lines(&lo_text, "GPU KV cache size"), None);
+    let results = check_logs(&paths, &[hi.clone(), lo]);
+    let t4 = one(&results, "T4");
+    assert_eq!(t4.status, Status::Unknown);
+    assert_eq!(t4.message, "no KV pool line in: lo/boot.log");
+    assert_eq!(t4.evidence["pools"]["lo/boot.log"], Value::Null);
+
+    let lo = parse_boot_log(&without_lines(&lo_text, "Available KV cache memory"), None);
+    let t11 = one(&check_logs(&paths, &[hi, lo]), "T11");
+    assert_eq!(t11.status, Status::Unknown);
+    assert_eq!(t11.message, "a boot log lacks 'Available KV cache memory'");
+}
+
+#[test]
+fn t4_ignores_sglangs_random_seed() {
+    let Some(dir) = common_recorded() else { return };
+    let text = read(&dir, "sglang-0.5/capped/boot.log");
+    let reseeded = text.replace("'random_seed': 78435958", "'random_seed': 1");
+    assert_ne!(text, reseeded);
+    let results = check_logs(
+        &["a/boot.log", "b/boot.log"],
+        &[parse_boot_log(&text, None), parse_boot_log(&reseeded, None)],
+    );
+    let t4 = one(&results, "T4");
+    assert_eq!(t4.status, Status::Pass);
+    assert_eq!(
+        t4.message,
+        "same flags, same pool (17,675 tokens): a/boot.log, b/boot.log"
+    );
+    assert_eq!(one(&results, "T11").status, Status::Pass);
+}
+
+// ---------------------------------------------------------------------------------------
+// TensorRT-LLM logs missing what pauses and settings need
+
+#[test]
+fn trtllm_without_llm_args() {
+    let Some(dir) = common_recorded() else { return };
+    let text = read(&dir, "trtllm-1.3/qwen3-8b/boot.log");
+    let lines: Vec<&str> = text.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.ends_with("LLM Args:"))
+        .expect("an LLM Args line");
+    let mut without = lines.clone();
+    without.drain(at..=at + 1);
+    let f = parse_boot_log(&without.join("\n"), None);
+    assert_eq!(f.server_args, None);
+    assert_eq!(f.llm_args, None);
+    assert!(f.selected_backends.is_empty());
+    assert!(f.unparsed.is_empty());
+    assert_eq!(f.kv_pool_tokens, Some(37760));
+    assert_eq!(boot::backend_check(&f).status, Status::Unknown);
+
+    // The header as the last line: recognised, but its settings are missing.
+    let cut = lines[..=at].join("\n");
+    let f = parse_boot_log(&cut, None);
+    assert_eq!(f.unparsed.len(), 1);
+    assert_eq!(f.unparsed[0].field, "llm_args");
+    assert_eq!(f.served_in_log, Some(0));
+    assert_eq!(f.pauses, None, "cut before any request was answered");
+}
+
+#[test]
+fn trtllm_pauses_need_info_lines_and_answered_requests() {
+    let Some(dir) = common_recorded() else { return };
+    let text = read(&dir, "trtllm-1.3/qwen3-8b/boot.log");
+    let quiet = parse_boot_log(&without_lines(&text, "[TRT-LLM] [I]"), None);
+    assert_eq!(
+        quiet.pauses, None,
+        "no INFO lines, so pauses were not logged"
+    );
+    assert_eq!(quiet.served_in_log, Some(41));
+
+    let paused = format!(
+        "{text}[10/01/2026-01:50:00] [TRT-LLM] [I] [_torch] MaxUtilizationScheduler: request ID 7 -> pause\n\
+         [10/01/2026-01:50:01] [TRT-LLM] [I] [_torch] MaxUtilizationScheduler: request ID 9 -> pause\n"
+    );
+    assert_eq!(parse_boot_log(&paused, None).pauses, Some(2));
+}
+
+// ---------------------------------------------------------------------------------------
+// The classifier on one-liners (spec section 8, "Synthetic tests worth mirroring")
+
+const PREFIX: &str = "(EngineCore pid=1) ERROR 09-05 10:57:48 [core.py:1] ";
+
+fn classify(lines: &[&str]) -> Option<(String, Phase, Option<String>)> {
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    parse_boot_log(&text, Some(Engine::Vllm))
+        .failure
+        .map(|f| (f.kind, f.phase, f.detail))
+}
+
+fn kind_of(line: &str) -> Option<String> {
+    classify(&[&format!("{PREFIX}{line}")]).map(|(kind, _, _)| kind)
+}
+
+#[test]
+fn classifier_one_liners() {
+    let cases = [
+        (
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+            "out_of_memory",
+        ),
+        (
+            "ValueError: To serve at least one request with the models's max seq len (16384), (2.50 GiB KV cache is needed, which is larger than the available KV cache memory (1.20 GiB). Try increasing `gpu_memory_utilization`.",
+            "kv_cache_too_small",
+        ),
+        (
+            "RuntimeError: CUDA error: an illegal memory access was encountered",
+            "cuda_error",
+        ),
+        ("AssertionError", "assertion"),
+        ("ValueError: unsupported quantization", "value_error"),
+        ("RuntimeError: something else", "runtime_error"),
+        ("KeyError: 'model.layers.0.weight'", "unclassified_exception"),
+        (
+            "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue.",
+            "engine_dead",
+        ),
+        ("nvcc fatal   : Unsupported gpu architecture 'compute_120'", "jit_toolchain"),
+        ("ninja: build stopped: subcommand failed.", "jit_toolchain"),
+    ];
+    for (line, kind) in cases {
+        assert_eq!(kind_of(line).as_deref(), Some(kind), "{line}");
+    }
+    assert_eq!(kind_of("WARNING: nothing wrong here"), None);
+    let (_, phase, detail) = classify(&[&format!(
+        "{PREFIX}RuntimeError: CUDA error: an illegal memory access was encountered"
+    )])
+    .expect("a failure");
+    assert_eq!(phase, Phase::Boot);
+    assert_eq!(
+        detail.as_deref(),
+        Some("an illegal memory access was encountered")
+    );
+}
+
+#[test]
+fn classifier_ranks_root_causes_over_consequences() {
+    let failure = classify(&[
+        &format!(
+            "{PREFIX}vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue."
+        ),
+        &format!("{PREFIX}torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"),
+    ]);
+    assert_eq!(failure.map(|f| f.0).as_deref(), Some("out_of_memory"));
+}
+
+#[test]
+fn classifier_forgives_errors_the_server_served_past() {
+    let ready = "(APIServer pid=1) INFO:     Application startup complete.";
+    let served =
+        r#"(APIServer pid=1) INFO:     127.0.0.1:1 - "POST /v1/completions HTTP/1.1" 200 OK"#;
+    assert_eq!(classify(&[ready, "TimeoutError: timed out", served]), None);
+    let failure = classify(&[ready, "TimeoutError: timed out"]).expect("a failure");
+    assert_eq!(failure.0, "unclassified_exception");
+    assert_eq!(failure.1, Phase::Serving);
+    // Errors before the ready line are history once the server is up.
+    assert_eq!(classify(&["RuntimeError: early", ready]), None);
+    // An orderly shutdown's noise is not a failure.
+    assert_eq!(
+        classify(&[
+            ready,
+            "(APIServer pid=1) INFO 09-05 10:57:48 [x.py:1] [shutdown] stop",
+            "RuntimeError: late"
+        ]),
+        None
+    );
+}
+
+#[test]
+fn classifier_skips_announced_harmless_tracebacks() {
+    let lines = [
+        "[2026-10-01 00:37:48] Ignore import error when loading x: Could not load libtorchcodec.",
+        "[start of libtorchcodec loading traceback]",
+        "OSError: libavutil.so.60: cannot open shared object file",
+        "[end of libtorchcodec loading traceback].",
+        "[2026-10-01 00:37:49] server_args={'page_size': 1}",
+    ];
+    assert_eq!(classify(&lines), None);
+    let mut broken = lines.to_vec();
+    broken.push("OSError: this one counts");
+    assert_eq!(
+        classify(&broken).map(|f| f.2),
+        Some(Some("this one counts".to_owned()))
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Bad input: never a panic, never an invented fact
+
+#[test]
+fn empty_log() {
+    let f = parse_boot_log("", None);
+    assert_eq!(f, BootFacts::default());
+    assert_eq!(
+        parse_boot_log("", Some(Engine::Sglang)).engine,
+        Some(Engine::Sglang)
+    );
+    let results = per_log(&f);
+    let statuses: Vec<Status> = results.iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [Status::Pass, Status::Unknown, Status::Unknown]);
+}
+
+#[test]
+fn binary_garbage_read_lossily() {
+    let bytes: Vec<u8> = (0..20_000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let text = String::from_utf8_lossy(&bytes);
+    let f = parse_boot_log(&text, None);
+    assert!(f.kv_pool_tokens.is_none() && f.version.is_none());
+    let _ = per_log(&f);
+}
+
+#[test]
+fn truncated_server_args_are_unparsed() {
+    let Some(dir) = common_recorded() else { return };
+    let text = read(&dir, "sglang-0.5/qwen3-8b/boot.log");
+    let cut = text
+        .lines()
+        .map(|l| match l.find("'page_size'") {
+            Some(at) if l.contains("server_args={") => &l[..at],
+            _ => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let f = parse_boot_log(&cut, None);
+    assert_eq!(f.engine, Some(Engine::Sglang));
+    assert_eq!(f.server_args, None);
+    assert_eq!(f.page_size, None);
+    assert_eq!(f.unparsed.len(), 1);
+    assert_eq!(f.unparsed[0].field, "server_args");
+    assert_eq!(f.unparsed[0].text.chars().count(), 300);
+}
+
+/// A log saved with Windows line ends reads exactly like the original.
+#[test]
+fn crlf_log_reads_like_lf() {
+    let Some(dir) = common_recorded() else { return };
+    let text = read(&dir, "vllm-0.28/boot_spec_backend_override.log");
+    let crlf = text.replace('\n', "\r\n");
+    assert_eq!(parse_boot_log(&crlf, None), parse_boot_log(&text, None));
+}
+
+/// Fragments of real line shapes, cut and mixed with noise, must never panic the parser.
+fn log_fragment() -> impl Strategy<Value = String> {
+    let shapes = prop::sample::select(vec![
+        "(EngineCore pid=1) INFO 09-07 23:13:25 [x.py:1] ",
+        "non-default args: {'a': [1, (2, '3')], 'b': <E.X: 1>}",
+        "GPU KV cache size: 1,234 tokens, Maximum concurrency for 16 tokens per request: 1.5x",
+        "Using FLASH_ATTN attention backend out of potential backends: ['FLASH_ATTN']",
+        "Using AttentionBackendEnum.X backend.",
+        "server_args={'page_size': 1",
+        "KV Cache is allocated. #tokens: 5, K size: 1 GB, V size: 1 GB",
+        "[10/01/2026-01:43:33] [TRT-LLM] [I] LLM Args:",
+        "Allocated 5.19 GiB for max tokens in paged KV cache (37760)",
+        "Application startup complete",
+        "[start of x traceback]",
+        "\"POST /v1 HTTP/1.1\" 200",
+        "AssertionError",
+        "File \"a.py\", line 1, in f",
+        "\u{1b}[33m",
+        "[shutdown]",
+    ]);
+    prop::collection::vec(
+        prop_oneof![shapes.prop_map(str::to_owned), any::<String>()],
+        0..12,
+    )
+    .prop_map(|parts| parts.concat())
+}
+
+proptest! {
+    #[test]
+    fn parsing_never_panics(lines in prop::collection::vec(log_fragment(), 0..20)) {
+        let text = lines.join("\n");
+        let f = parse_boot_log(&text, None);
+        // Universal newlines, as Python reads a text file.
+        let normalized = text.replace("\r\n", "\n").replace('\r', "\n");
+        let expected_lines = if normalized.is_empty() {
+            0
+        } else {
+            normalized.strip_suffix('\n').unwrap_or(&normalized).split('\n').count()
+        };
+        prop_assert_eq!(f.line_count, expected_lines);
+        for u in &f.unparsed {
+            prop_assert!(u.lineno >= 1 && u.lineno <= f.line_count);
+            prop_assert!(u.text.chars().count() <= 300);
+        }
+        let _ = per_log(&f);
+    }
+}

@@ -1,1 +1,205 @@
+//! Snapshot, series and result files: both directions of compatibility with the Python
+//! tool's files, damaged input, and run-folder discovery.
 
+use std::path::Path;
+
+use inferlint_core::{Engine, SeriesSample};
+use inferlint_engines::files::{self, SeriesLine};
+
+#[test]
+fn recorded_snapshots_read_with_clocks_and_all_samples() {
+    let Some(dir) = crate::common::recorded() else {
+        return;
+    };
+    let s = files::read_snapshot(&dir.join("vllm-0.28/live/after.snapshot.json")).unwrap();
+    assert_eq!(s.url, "http://127.0.0.1:8000/metrics");
+    assert!(s.t_wall.is_some() && s.t_mono_ns.is_some() && s.latency_s.is_some());
+    assert!(s.metrics.has("vllm:num_preemptions_total"));
+    let bare = files::read_snapshot(&dir.join("vllm-0.28/metrics/preempted_after.prom")).unwrap();
+    assert_eq!(bare.url, "file:preempted_after.prom");
+    assert_eq!(bare.t_wall, None);
+    assert_eq!(bare.t_mono_ns, None);
+}
+
+#[test]
+fn snapshot_json_round_trips_and_keeps_the_text_unmodified() {
+    let Some(dir) = crate::common::recorded() else {
+        return;
+    };
+    let path = dir.join("vllm-0.28/live/before.snapshot.json");
+    let original = std::fs::read_to_string(&path).unwrap();
+    let s = files::read_snapshot(&path).unwrap();
+    let written = files::snapshot_json(&s);
+    let again = files::parse_snapshot(&written, Path::new("x.json")).unwrap();
+    assert_eq!(again.text, s.text);
+    assert_eq!(again.t_mono_ns, s.t_mono_ns);
+    assert_eq!(again.t_wall, s.t_wall);
+    // Same keys, same order, same one-space indent as the Python tool's file.
+    let keys = |t: &str| -> Vec<String> {
+        t.lines()
+            .filter(|l| l.starts_with(" \""))
+            .map(|l| l.split('"').nth(1).unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(keys(&written), keys(&original));
+    assert_eq!(
+        written, original,
+        "byte-identical to the Python tool's snapshot file"
+    );
+}
+
+#[test]
+fn series_lines_round_trip_in_the_python_layout() {
+    let Some(dir) = crate::common::recorded() else {
+        return;
+    };
+    let text = std::fs::read_to_string(dir.join("vllm-0.30/live/run.series.jsonl")).unwrap();
+    let mut lines = text.lines();
+    let header_line = lines.next().unwrap();
+    let SeriesLine::Header(header) = files::parse_series_line(header_line) else {
+        panic!("no header")
+    };
+    assert_eq!(files::series_header_json(&header), header_line);
+    let engine = header.engine.unwrap_or(Engine::Vllm);
+    for line in lines.take(50) {
+        let SeriesLine::Sample(s) = files::parse_series_line(line) else {
+            panic!("not a sample: {line}")
+        };
+        assert_eq!(files::series_sample_json(engine, &s), line);
+    }
+}
+
+#[test]
+fn fast_and_full_json_paths_agree() {
+    let lines = [
+        r#"{"t_wall": 1.5, "t_mono_ns": 7, "running": 2.0, "waiting": null, "kv_usage": 0.25}"#,
+        r#"{ "t_wall" : 1.5 , "t_mono_ns" : 7 , "running" : 2.0 , "waiting" : null , "kv_usage" : 0.25 }"#,
+        r#"{"kv_usage": 0.25, "running": 2, "t_mono_ns": 7.0, "t_wall": 1.5, "extra": "x\"y"}"#,
+    ];
+    let parsed: Vec<SeriesLine> = lines.iter().map(|l| files::parse_series_line(l)).collect();
+    let expected = SeriesLine::Sample(SeriesSample {
+        t_wall: 1.5,
+        t_mono_ns: Some(7),
+        running: Some(2.0),
+        kv_usage: Some(0.25),
+        ..SeriesSample::default()
+    });
+    for p in parsed {
+        assert_eq!(p, expected);
+    }
+}
+
+#[test]
+fn series_lines_that_are_not_samples_are_skipped() {
+    for line in [
+        r#"{"t_wall": null}"#,
+        r#"{"running": 1}"#,
+        "[1, 2]",
+        "not json",
+        r#"{"t_wall": 1.0, "runn"#,
+        r#"{"t_wall": "x"}"#,
+    ] {
+        assert_eq!(
+            files::parse_series_line(line),
+            SeriesLine::Skipped,
+            "{line}"
+        );
+    }
+}
+
+#[test]
+fn a_series_cut_mid_line_reads_every_complete_sample() {
+    let Some(dir) = crate::common::recorded() else {
+        return;
+    };
+    let src = std::fs::read(dir.join("vllm-0.28/live/run.series.jsonl")).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("cut.series.jsonl");
+    std::fs::write(&path, &src[..src.len() - 30]).unwrap();
+    let mut n = 0;
+    let summary = files::read_series(&path, |_| n += 1).unwrap();
+    assert_eq!(summary.samples, n);
+    assert_eq!(summary.skipped, 1);
+    assert_eq!(n, 364, "365 samples in the recording, the last one cut");
+}
+
+#[test]
+fn series_from_another_tools_engine_key_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("x.series.jsonl");
+    std::fs::write(
+        &path,
+        "{\"schema\": \"inferlint.series/1\", \"engine\": \"tgi\"}\n{\"t_wall\": 1.0}\n",
+    )
+    .unwrap();
+    let err = files::read_series(&path, |_| {}).unwrap_err().to_string();
+    assert!(err.contains("names engine 'tgi'"), "{err}");
+}
+
+#[test]
+fn bench_results_json_and_json_lines() {
+    let one = r#"{"completed": 32, "failed": 0, "total_output_tokens": 32000, "max_concurrency": 32, "duration": 95.1}"#;
+    let b = files::parse_bench_result(one).unwrap();
+    assert_eq!(
+        (b.completed, b.total_output_tokens, b.max_concurrency),
+        (Some(32), Some(32000), Some(32))
+    );
+    let lines = format!("{{\"completed\": 1}}\n{one}\n\n");
+    assert_eq!(
+        files::parse_bench_result(&lines).unwrap().completed,
+        Some(32)
+    );
+    // Booleans are not numbers; floats are truncated.
+    let odd = files::parse_bench_result(r#"{"completed": true, "failed": 2.9}"#).unwrap();
+    assert_eq!((odd.completed, odd.failed), (None, Some(2)));
+    assert!(files::parse_bench_result("").is_err());
+    assert!(files::parse_bench_result("[1]").is_err());
+    assert!(files::parse_bench_result("{\"completed\": 3").is_err());
+}
+
+#[test]
+fn untimed_requests_from_the_load_log() {
+    assert_eq!(
+        files::untimed_requests(
+            "Starting initial single prompt test run...\nInitial test run completed.\n"
+        ),
+        1
+    );
+    assert_eq!(
+        files::untimed_requests("Warming up with 4 requests...\n"),
+        4
+    );
+    assert_eq!(
+        files::untimed_requests("Warmup completed with 2 sequences.\n"),
+        2
+    );
+    assert_eq!(files::untimed_requests("nothing here"), 0);
+    let Some(dir) = crate::common::recorded() else {
+        return;
+    };
+    let log = std::fs::read_to_string(dir.join("trtllm-1.3/no-iter-stats/load.log")).unwrap();
+    assert_eq!(files::untimed_requests(&log), 1);
+}
+
+#[test]
+fn run_folders_are_found_by_name() {
+    let Some(dir) = crate::common::recorded() else {
+        return;
+    };
+    let found = files::discover_run(&dir.join("sglang-0.5/qwen3-8b")).unwrap();
+    assert_eq!(found.boot_logs.len(), 1);
+    assert!(found
+        .before
+        .as_ref()
+        .unwrap()
+        .ends_with("before.snapshot.json"));
+    assert!(found
+        .after
+        .as_ref()
+        .unwrap()
+        .ends_with("after.snapshot.json"));
+    assert!(found.series.as_ref().unwrap().ends_with("run.series.jsonl"));
+    assert!(found.bench.as_ref().unwrap().ends_with("bench.json"));
+    let found = files::discover_run(&dir.join("trtllm-1.3/no-iter-stats")).unwrap();
+    assert!(found.load_log.is_some());
+}

@@ -1,1 +1,260 @@
-//! placeholder
+//! Boot logs into [`BootFacts`]: what the server printed about how it set itself up, and
+//! the failure (if any) the log shows.
+//!
+//! Each engine has a table of line shapes ([`vllm`], [`sglang`], [`trtllm`]): an
+//! **anchor** substring says the line is there, and a reader takes the value out. A line
+//! whose anchor matched but whose value could not be read is kept in
+//! [`BootFacts::unparsed`] and its field stays empty: a release that rewords a line shows
+//! up as "recognised, unknown format", never as a wrong number. A fact seen with several
+//! different values keeps the last and lists them all in [`BootFacts::conflicts`] (a log
+//! holding two boots, for instance), except where an engine prints a dry run first and the
+//! table says the last one wins.
+//!
+//! After the lines are read, [`classify`] looks for the root cause of a failure.
+
+mod classify;
+mod lines;
+pub mod pyliteral;
+mod scan;
+mod sglang;
+mod trtllm;
+mod vllm;
+
+use std::sync::OnceLock;
+
+use inferlint_core::engine::Engine;
+use inferlint_core::fmt;
+use inferlint_core::model::{BootFacts, PyValue, Settings, UnparsedLine};
+use memchr::memmem::Finder;
+
+use self::lines::Line;
+
+/// Longest line text kept in an unparsed entry or a failure.
+const MAX_LINE_CHARS: usize = 300;
+
+/// The line every engine's HTTP server prints once it listens.
+const READY_LINE: &str = "Application startup complete";
+
+/// Reads a boot log. The engine is the one the log's own markers name, else
+/// `engine_hint`, else unknown (and the log is read with vLLM's table). Never fails: what
+/// could not be read is in `unparsed`.
+pub fn parse_boot_log(text: &str, engine_hint: Option<Engine>) -> BootFacts {
+    let engine = crate::detect::engine_from_log(text).or(engine_hint);
+    let lines = lines::split(text);
+    let table = Table::of(engine.unwrap_or(Engine::Vllm));
+    let mut parse = Parse::new(engine);
+    parse.facts.line_count = lines.len();
+
+    let mut last_stamp: Option<usize> = None;
+    for (index, line) in lines.iter().enumerate() {
+        if let Some(process) = line.process() {
+            if !parse.facts.processes.iter().any(|p| p == process) {
+                parse.facts.processes.push(process.to_owned());
+            }
+        }
+        if line.has_stamp() {
+            if parse.facts.first_stamp.is_none() {
+                parse.facts.first_stamp = line.stamp();
+            }
+            last_stamp = Some(index);
+        }
+        if let Some(on_line) = table.on_line {
+            on_line(&mut parse, line);
+        }
+        let body = line.body();
+        if body.is_empty() {
+            continue;
+        }
+        if parse.facts.ready_lineno.is_none() && body.contains(READY_LINE) {
+            parse.facts.ready_lineno = Some(index + 1);
+            parse.facts.ready_stamp = last_stamp.and_then(|i| lines[i].stamp());
+        }
+        for (rule, finder) in table.rules.iter().zip(table.finders) {
+            if finder.find(body.as_bytes()).is_none() {
+                continue;
+            }
+            let at = LineAt {
+                body,
+                next: lines.get(index + 1),
+            };
+            if (rule.read)(&mut parse, &at).is_err() {
+                parse.unparsed(rule.field, index + 1, body);
+            }
+        }
+    }
+    (table.finish)(&mut parse);
+    let ready_index = parse.facts.ready_lineno.map(|n| n - 1);
+    parse.facts.failure = classify::classify(&lines, ready_index);
+    parse.facts
+}
+
+/// A recognised line whose value could not be read.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Unreadable;
+
+/// What a reader gets: the line without its prefix, and the line after it (TensorRT-LLM
+/// prints its settings on the line after `LLM Args:`).
+pub(crate) struct LineAt<'l, 'a> {
+    pub body: &'l str,
+    pub next: Option<&'l Line<'a>>,
+}
+
+/// One line shape of an engine's table.
+pub(crate) struct Rule {
+    /// The fact it fills, as named in `unparsed` and `conflicts`.
+    pub field: &'static str,
+    /// A substring that says the line is this one.
+    pub anchor: &'static str,
+    /// Reads the value; `Err` records the line as unparsed. A reader may also decide the
+    /// line is not its own after all and return `Ok` without reading anything.
+    pub read: fn(&mut Parse, &LineAt<'_, '_>) -> Result<(), Unreadable>,
+}
+
+/// An engine's table: its line shapes, a hook that sees every line, and the facts derived
+/// once every line was read.
+struct Table {
+    rules: &'static [Rule],
+    finders: &'static [Finder<'static>],
+    on_line: Option<fn(&mut Parse, &Line<'_>)>,
+    finish: fn(&mut Parse),
+}
+
+impl Table {
+    fn of(engine: Engine) -> Table {
+        static FINDERS: OnceLock<[Vec<Finder<'static>>; 3]> = OnceLock::new();
+        let build = |rules: &'static [Rule]| rules.iter().map(|r| Finder::new(r.anchor)).collect();
+        let finders = FINDERS.get_or_init(|| {
+            [
+                build(vllm::RULES),
+                build(sglang::RULES),
+                build(trtllm::RULES),
+            ]
+        });
+        match engine {
+            Engine::Vllm => Table {
+                rules: vllm::RULES,
+                finders: &finders[0],
+                on_line: None,
+                finish: vllm::finish,
+            },
+            Engine::Sglang => Table {
+                rules: sglang::RULES,
+                finders: &finders[1],
+                on_line: None,
+                finish: sglang::finish,
+            },
+            Engine::Trtllm => Table {
+                rules: trtllm::RULES,
+                finders: &finders[2],
+                on_line: Some(trtllm::on_line),
+                finish: trtllm::finish,
+            },
+        }
+    }
+}
+
+/// The facts being filled, plus what the engine tables remember between lines.
+#[derive(Debug, Default)]
+pub(crate) struct Parse {
+    pub facts: BootFacts,
+    /// vLLM: a `Loading drafter model` line was seen; later backend choices are the
+    /// draft model's.
+    pub in_drafter: bool,
+    /// vLLM: a CUDA graph pool line was seen.
+    pub saw_cudagraph_pool: bool,
+    /// SGLang: the backend it chose when none was asked for.
+    pub default_backend: Option<String>,
+    /// TensorRT-LLM: INFO lines are in the log, so pauses would be logged.
+    pub info_lines: bool,
+    /// TensorRT-LLM: answered HTTP requests.
+    pub served: u64,
+    /// TensorRT-LLM: `request ID n -> pause` lines.
+    pub pauses: u64,
+}
+
+impl Parse {
+    fn new(engine: Option<Engine>) -> Parse {
+        Parse {
+            facts: BootFacts {
+                engine,
+                ..BootFacts::default()
+            },
+            ..Parse::default()
+        }
+    }
+
+    pub fn unparsed(&mut self, field: &str, lineno: usize, body: &str) {
+        self.facts.unparsed.push(UnparsedLine {
+            field: field.to_owned(),
+            lineno,
+            text: scan::truncate(body, MAX_LINE_CHARS),
+        });
+    }
+
+    /// Sets a fact; a different earlier value is kept in `conflicts`. The last one wins.
+    pub fn set<T: FactValue>(
+        &mut self,
+        field: &'static str,
+        slot: fn(&mut BootFacts) -> &mut Option<T>,
+        value: T,
+    ) {
+        let current = slot(&mut self.facts);
+        let previous = match current.as_ref() {
+            Some(old) if *old != value => Some(old.text()),
+            _ => None,
+        };
+        let new_text = previous.is_some().then(|| value.text());
+        *current = Some(value);
+        if let (Some(old), Some(new)) = (previous, new_text) {
+            let values = self
+                .facts
+                .conflicts
+                .entry(field.to_owned())
+                .or_insert_with(|| vec![old]);
+            if !values.contains(&new) {
+                values.push(new);
+            }
+        }
+    }
+}
+
+/// A fact's value as text for `conflicts`, the way Python would print it.
+pub(crate) trait FactValue: PartialEq {
+    fn text(&self) -> String;
+}
+
+impl FactValue for u64 {
+    fn text(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl FactValue for f64 {
+    fn text(&self) -> String {
+        fmt::py_float(*self)
+    }
+}
+
+impl FactValue for String {
+    fn text(&self) -> String {
+        self.clone()
+    }
+}
+
+impl FactValue for bool {
+    fn text(&self) -> String {
+        if *self { "True" } else { "False" }.to_owned()
+    }
+}
+
+impl FactValue for (String, String) {
+    fn text(&self) -> String {
+        format!("{} -> {}", self.0, self.1)
+    }
+}
+
+impl FactValue for Settings {
+    fn text(&self) -> String {
+        PyValue::Dict(self.iter().map(|(k, v)| (k.clone(), v.clone())).collect()).canonical()
+    }
+}
