@@ -1,1 +1,15 @@
-fn main() {}
+//! The `inferlint` binary: parse the command line, run one command, print, exit with a
+//! code from one table. Every piece of logic lives in the library crates.
+
+mod app;
+mod cli;
+mod commands;
+mod engine_choice;
+mod exit;
+mod output;
+mod suggest;
+
+fn main() {
+    let code = app::run(std::env::args_os().collect());
+    std::process::exit(code.code());
+}

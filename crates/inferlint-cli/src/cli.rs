@@ -1,0 +1,166 @@
+//! The command line, in the tutorial's words.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+pub const HELP_TEMPLATE: &str = "\
+{about-with-newline}
+{usage-heading} {usage}
+
+Check a saved run:
+  report       Check every file of a run and say what limited it
+  check-log    Check one or more boot logs (T12 T5 T6; T4 T11 with two or more)
+  boot-facts   List everything a boot log says about the server's setup
+  preemption   Preemptions during the run, from two snapshots (T1)
+  rate         Output tokens per second, and what a whole-second timer says (T10)
+  series       Check a recording (T14 T9 T8)
+
+Learn:
+  explain      Explain a tripwire (T1-T15, or a name such as falling-ceiling)
+  help         Print this message or the help of the given command
+
+Options:
+{options}{after-help}";
+
+/// What limited your LLM inference benchmark, from what the server itself recorded.
+#[derive(Debug, Parser)]
+#[command(
+    name = "inferlint",
+    version,
+    help_template = HELP_TEMPLATE,
+    after_help = "Exit status: 0 everything passed (warnings allowed), 1 a tripwire failed, 2 a tripwire could not decide or an input is unusable.\nINFERLINT_ENGINE=vllm|sglang|trtllm names the engine for every command."
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Print the results as a JSON array instead of terminal lines
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Treat a warning as a failure (exit 1)
+    #[arg(long, global = true)]
+    pub strict: bool,
+    /// The engine the inputs must come from: vllm, sglang or trtllm (also INFERLINT_ENGINE)
+    #[arg(long, global = true, value_name = "ENGINE")]
+    pub engine: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check every file of a run and say what limited it
+    Report(ReportArgs),
+    /// Check one or more boot logs (T12 T5 T6; T4 T11 with two or more)
+    CheckLog {
+        /// Boot logs: everything the server printed from start-up on
+        #[arg(required = true, value_name = "LOG")]
+        logs: Vec<PathBuf>,
+    },
+    /// List everything a boot log says about the server's setup
+    BootFacts {
+        #[arg(value_name = "LOG")]
+        log: PathBuf,
+    },
+    /// Preemptions during the run, from two snapshots (T1)
+    Preemption {
+        before: PathBuf,
+        after: PathBuf,
+        /// A recording of the run (TensorRT-LLM: its paused gauge)
+        #[arg(long, value_name = "FILE")]
+        series: Option<PathBuf>,
+        /// The server log saved until after the run (TensorRT-LLM logs each pause)
+        #[arg(long, value_name = "FILE")]
+        boot_log: Option<PathBuf>,
+    },
+    /// Output tokens per second, and what a whole-second timer says (T10)
+    Rate {
+        before: PathBuf,
+        after: PathBuf,
+        /// The counter to use instead of the engine's generation-token counter
+        #[arg(long, value_name = "NAME")]
+        counter: Option<String>,
+    },
+    /// Check a recording (T14 T9 T8)
+    Series {
+        #[arg(value_name = "FILE")]
+        series: PathBuf,
+        /// A snapshot taken after the run (T14 reads the block count from it)
+        #[arg(long, value_name = "FILE")]
+        snapshot: Option<PathBuf>,
+        /// The concurrency the load asked for (T8)
+        #[arg(long, value_name = "N")]
+        requested: Option<u64>,
+        /// The boot log, for the server's own limits (T8)
+        #[arg(long, value_name = "FILE")]
+        boot_log: Option<PathBuf>,
+    },
+    /// Explain a tripwire (T1-T15, or a name such as falling-ceiling)
+    Explain {
+        /// Tripwire codes or names; all fifteen when none
+        #[arg(value_name = "TRIPWIRE")]
+        ids: Vec<String>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A run folder (xray's), whose files are found by name
+    #[arg(value_name = "RUN")]
+    pub run: Option<PathBuf>,
+    /// Where the HTML report goes (default RUN/report.html)
+    #[arg(short = 'o', long = "out", value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Boot logs (repeatable)
+    #[arg(long = "boot-log", value_name = "FILE")]
+    pub boot_logs: Vec<PathBuf>,
+    /// The snapshot taken before the load
+    #[arg(long, value_name = "FILE")]
+    pub before: Option<PathBuf>,
+    /// The snapshot taken after the load
+    #[arg(long, value_name = "FILE")]
+    pub after: Option<PathBuf>,
+    /// The recording made during the load
+    #[arg(long, value_name = "FILE")]
+    pub series: Option<PathBuf>,
+    /// The load tool's saved result (bench.json, or SGLang's JSON lines)
+    #[arg(long, value_name = "FILE")]
+    pub bench_result: Option<PathBuf>,
+    /// The concurrency the load asked for (default: the result file's max_concurrency)
+    #[arg(long, value_name = "N")]
+    pub requested: Option<u64>,
+    /// A title for the report
+    #[arg(long)]
+    pub title: Option<String>,
+}
+
+/// Every command name, for "did you mean".
+pub const COMMANDS: &[&str] = &[
+    "report",
+    "check-log",
+    "boot-facts",
+    "preemption",
+    "rate",
+    "series",
+    "explain",
+    "help",
+];
+
+pub const START_HERE: &str = "\
+inferlint checks an inference benchmark run against what the server itself recorded:
+its boot log, its counters before and after, and a recording made during the load.
+
+Start here:
+  inferlint report run/                    check a run folder and say what limited it
+  inferlint check-log boot.log             how the server set itself up (T12 T5 T6)
+  inferlint preemption before.json after.json
+  inferlint series run.series.jsonl --snapshot after.json --requested 32
+  inferlint explain T9                     what a tripwire catches and why it matters
+
+Name your engine once with INFERLINT_ENGINE=vllm|sglang|trtllm (or --engine);
+inputs from another engine are then refused. 'inferlint --help' lists every command.
+";

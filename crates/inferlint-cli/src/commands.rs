@@ -1,0 +1,365 @@
+//! Each command: read the files, hand them to the library, print what comes back.
+
+use std::path::{Path, PathBuf};
+
+use inferlint_core::checks::series::SeriesStats;
+use inferlint_core::checks::{boot, snapshots};
+use inferlint_core::model::{BootFacts, Snapshot};
+use inferlint_core::run::{self, Run};
+use inferlint_core::status::{count_line, CheckResult};
+use inferlint_core::{catalogue, contract, insights, Engine};
+use inferlint_engines::{bootlog, detect, files};
+
+use crate::cli::{Cli, Command, ReportArgs};
+use crate::engine_choice::EngineChoice;
+use crate::exit::{CliError, ExitCode};
+use crate::output;
+
+pub fn dispatch(cli: &Cli) -> Result<ExitCode, CliError> {
+    let g = &cli.global;
+    let mut choice = EngineChoice::from_args(g.engine.as_deref())?;
+    match &cli.command {
+        Command::CheckLog { logs } => check_log(&mut choice, logs, g.json, g.strict),
+        Command::BootFacts { log } => boot_facts(&mut choice, log, g.json, g.strict),
+        Command::Preemption {
+            before,
+            after,
+            series,
+            boot_log,
+        } => {
+            let (before, after) = load_snapshots(&mut choice, before, after)?;
+            let stats = series
+                .as_deref()
+                .map(|p| load_series(&mut choice, p))
+                .transpose()?;
+            let facts = boot_log
+                .as_deref()
+                .map(|p| load_boot(&mut choice, p))
+                .transpose()?;
+            let engine = choice.resolve().descriptor();
+            let result =
+                snapshots::preemption(engine, &before, &after, stats.as_ref(), facts.as_ref());
+            finish(&[result], g.json, g.strict)
+        }
+        Command::Rate {
+            before,
+            after,
+            counter,
+        } => {
+            let (before, after) = load_snapshots(&mut choice, before, after)?;
+            let engine = choice.resolve().descriptor();
+            let result = snapshots::rate(engine, &before, &after, counter.as_deref());
+            finish(&[result], g.json, g.strict)
+        }
+        Command::Series {
+            series,
+            snapshot,
+            requested,
+            boot_log,
+        } => {
+            let stats = load_series(&mut choice, series)?;
+            let after = snapshot
+                .as_deref()
+                .map(|p| load_snapshot(&mut choice, p, "the snapshot"))
+                .transpose()?;
+            let facts = boot_log
+                .as_deref()
+                .map(|p| load_boot(&mut choice, p))
+                .transpose()?;
+            let engine = choice.resolve().descriptor();
+            let results =
+                run::series_checks(engine, &stats, after.as_ref(), *requested, facts.as_ref());
+            finish(&results, g.json, g.strict)
+        }
+        Command::Report(args) => report(&mut choice, args, g.json, g.strict),
+        Command::Explain { ids } => explain(&choice, ids),
+    }
+}
+
+/// Prints results and returns the exit status they call for.
+fn finish(results: &[CheckResult], json: bool, strict: bool) -> Result<ExitCode, CliError> {
+    print(&output::results_text(results, json))?;
+    Ok(ExitCode::for_results(results, strict))
+}
+
+fn print(text: &str) -> Result<(), CliError> {
+    output::print(text).map_err(|e| CliError::usage(format!("cannot write the output: {e}")))
+}
+
+fn shown(path: &Path) -> String {
+    path.display().to_string()
+}
+
+fn load_snapshot(choice: &mut EngineChoice, path: &Path, what: &str) -> Result<Snapshot, CliError> {
+    let snapshot = files::read_snapshot(path)?;
+    choice.input(
+        what,
+        detect::engine_from_metric_names(snapshot.metrics.names()),
+    )?;
+    Ok(snapshot)
+}
+
+fn load_snapshots(
+    choice: &mut EngineChoice,
+    before: &Path,
+    after: &Path,
+) -> Result<(Snapshot, Snapshot), CliError> {
+    Ok((
+        load_snapshot(choice, before, "the snapshots")?,
+        load_snapshot(choice, after, "the snapshots")?,
+    ))
+}
+
+fn load_series(choice: &mut EngineChoice, path: &Path) -> Result<SeriesStats, CliError> {
+    let mut stats = SeriesStats::new();
+    let summary = files::read_series(path, |s| stats.push(s))?;
+    let engine = summary.header.as_ref().and_then(|h| h.engine);
+    choice.input(&shown(path), engine)?;
+    if summary.skipped > 0 {
+        eprintln!(
+            "note: {}: {} line(s) skipped (not a sample; a recorder killed mid-write leaves a cut-off last line)",
+            shown(path),
+            summary.skipped
+        );
+    }
+    Ok(stats)
+}
+
+fn load_boot(choice: &mut EngineChoice, path: &Path) -> Result<BootFacts, CliError> {
+    let text = files::read_lossy(path)?;
+    let from_log = detect::engine_from_log(&text);
+    choice.input(&shown(path), from_log)?;
+    let hint = choice.named.map(|(e, _)| e);
+    let facts = bootlog::parse_boot_log(&text, hint);
+    note_version(&facts);
+    Ok(facts)
+}
+
+fn note_version(facts: &BootFacts) {
+    if let (Some(engine), Some(version)) = (facts.engine, &facts.version) {
+        if let Some(note) = engine.descriptor().untested_version_note(version) {
+            eprintln!("note: {note}");
+        }
+    }
+}
+
+fn check_log(
+    choice: &mut EngineChoice,
+    logs: &[PathBuf],
+    json: bool,
+    strict: bool,
+) -> Result<ExitCode, CliError> {
+    let mut boots = Vec::new();
+    let shown_paths: Vec<String> = logs.iter().map(|p| shown(p)).collect();
+    let labels = boot::labels_for(&shown_paths.iter().map(String::as_str).collect::<Vec<_>>());
+    for (path, label) in logs.iter().zip(labels) {
+        boots.push((label, load_boot(choice, path)?));
+    }
+    let results = run::check_logs(&boots);
+    finish(&results, json, strict)
+}
+
+fn boot_facts(
+    choice: &mut EngineChoice,
+    log: &Path,
+    json: bool,
+    strict: bool,
+) -> Result<ExitCode, CliError> {
+    let facts = load_boot(choice, log)?;
+    let text = if json {
+        let mut t = contract::to_indent1(&facts);
+        t.push('\n');
+        t
+    } else {
+        boot_facts_text(&facts)
+    };
+    print(&text)?;
+    Ok(if strict && !facts.unparsed.is_empty() {
+        ExitCode::Undecided
+    } else {
+        ExitCode::Passed
+    })
+}
+
+/// One line per fact that the log gave, then the settings, conflicts and unreadable lines.
+fn boot_facts_text(facts: &BootFacts) -> String {
+    use serde_json::Value;
+    let mut text = String::new();
+    let value = serde_json::to_value(facts).unwrap_or(Value::Null);
+    let skip = [
+        "unparsed",
+        "conflicts",
+        "non_default_args",
+        "server_args",
+        "llm_args",
+    ];
+    if let Value::Object(map) = &value {
+        for (name, v) in map {
+            if skip.contains(&name.as_str()) {
+                continue;
+            }
+            let shown = match v {
+                Value::Null => continue,
+                Value::Array(a) if a.is_empty() => continue,
+                Value::String(s) if s.is_empty() => continue,
+                Value::String(s) => s.clone(),
+                Value::Array(a) => a
+                    .iter()
+                    .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_owned))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                other => other.to_string(),
+            };
+            text.push_str(&format!("{name:<28} {shown}\n"));
+        }
+    }
+    if let Some(args) = &facts.non_default_args {
+        let keys: Vec<&str> = args.keys().map(String::as_str).collect();
+        text.push_str(&format!("{:<28} {}\n", "non_default_args", keys.join(", ")));
+    }
+    if let Some(args) = &facts.server_args {
+        text.push_str(&format!(
+            "{:<28} {} settings (--json lists them)\n",
+            "server_args",
+            args.len()
+        ));
+    }
+    for (field, values) in &facts.conflicts {
+        text.push_str(&format!("CONFLICT {field}: [{}]\n", values.join(", ")));
+    }
+    for u in &facts.unparsed {
+        text.push_str(&format!(
+            "UNPARSED {} (line {}): {}\n",
+            u.field, u.lineno, u.text
+        ));
+    }
+    text
+}
+
+fn report(
+    choice: &mut EngineChoice,
+    args: &ReportArgs,
+    json: bool,
+    strict: bool,
+) -> Result<ExitCode, CliError> {
+    let mut found = files::RunFiles::default();
+    if let Some(dir) = &args.run {
+        if !dir.is_dir() {
+            return Err(CliError::usage(format!("{} is not a folder", shown(dir))));
+        }
+        found = files::discover_run(dir)?;
+        if found.is_empty() {
+            return Err(CliError::usage(format!(
+                "no run files in {} (boot.log, *.snapshot.json, *.series.jsonl)",
+                shown(dir)
+            )));
+        }
+    }
+    if !args.boot_logs.is_empty() {
+        found.boot_logs = args.boot_logs.clone();
+    }
+    let pick = |flag: &Option<PathBuf>, found: Option<PathBuf>| flag.clone().or(found);
+    let before_path = pick(&args.before, found.before.clone());
+    let after_path = pick(&args.after, found.after.clone());
+    let series_path = pick(&args.series, found.series.clone());
+    let bench_path = pick(&args.bench_result, found.bench.clone());
+    if args.run.is_none()
+        && found.boot_logs.is_empty()
+        && before_path.is_none()
+        && after_path.is_none()
+        && series_path.is_none()
+    {
+        return Err(CliError::usage(
+            "give a run folder, or -o and the files to read (--boot-log, --before, --after, --series)",
+        ));
+    }
+
+    let shown_logs: Vec<String> = found.boot_logs.iter().map(|p| shown(p)).collect();
+    let labels = boot::labels_for(&shown_logs.iter().map(String::as_str).collect::<Vec<_>>());
+    let mut boots = Vec::new();
+    for (path, label) in found.boot_logs.iter().zip(labels) {
+        boots.push((label, load_boot(choice, path)?));
+    }
+    let before = before_path
+        .as_deref()
+        .map(|p| load_snapshot(choice, p, "the snapshots"))
+        .transpose()?;
+    let after = after_path
+        .as_deref()
+        .map(|p| load_snapshot(choice, p, "the snapshots"))
+        .transpose()?;
+    let series = series_path
+        .as_deref()
+        .map(|p| load_series(choice, p))
+        .transpose()?;
+    let bench = bench_path
+        .as_deref()
+        .map(|p| files::read_bench_result(p).map(|b| (shown(p), b)))
+        .transpose()?;
+    let expected_extra_requests = match &found.load_log {
+        Some(p) => files::untimed_requests(&files::read_lossy(p)?),
+        None => 0,
+    };
+    let requested = args.requested.or_else(|| {
+        bench
+            .as_ref()
+            .and_then(|(_, b)| b.max_concurrency)
+            .and_then(|c| u64::try_from(c).ok())
+    });
+    let engine: Engine = choice.resolve();
+    let run = Run {
+        engine: engine.descriptor(),
+        boots,
+        before,
+        after,
+        series,
+        bench,
+        expected_extra_requests,
+        requested,
+    };
+    let results = run::check_run(&run);
+    if json {
+        print(&output::results_text(&results, true))?;
+    } else {
+        let mut text = output::results_text(&results, false);
+        text.push_str(&insights::terminal_lines(&insights::what_limited(
+            &run, &results,
+        )));
+        text.push_str(&count_line(&results));
+        text.push('\n');
+        print(&text)?;
+    }
+    if args.out.is_some() || args.run.is_some() {
+        eprintln!(
+            "note: this version prints the verdicts only; the HTML report is not written yet"
+        );
+    }
+    Ok(ExitCode::for_results(&results, strict))
+}
+
+fn explain(choice: &EngineChoice, ids: &[String]) -> Result<ExitCode, CliError> {
+    let only = choice.named.map(|(e, _)| e);
+    let width = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse::<usize>().ok())
+        .map_or(88, |c| c.clamp(40, 88));
+    let infos: Vec<&catalogue::TripwireInfo> = if ids.is_empty() {
+        catalogue::all().iter().collect()
+    } else {
+        ids.iter()
+            .map(|id| {
+                catalogue::find(id).ok_or_else(|| {
+                    CliError::usage(format!(
+                        "unknown tripwire: {id} (known: T1-T15, or a name such as silent-preemption)"
+                    ))
+                })
+            })
+            .collect::<Result<_, _>>()?
+    };
+    let text: Vec<String> = infos
+        .iter()
+        .map(|info| catalogue::render_explain(info, only, width))
+        .collect();
+    print(&format!("{}\n", text.join("\n").trim_end()))?;
+    Ok(ExitCode::Passed)
+}

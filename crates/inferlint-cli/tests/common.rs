@@ -1,0 +1,96 @@
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+/// The recordings folder. In CI a missing folder fails the test; elsewhere the test is
+/// skipped with a note, so a user with only the repository can run the suite.
+pub fn recorded() -> Option<PathBuf> {
+    match std::env::var_os("INFERLINT_RECORDED").map(PathBuf::from) {
+        Some(d) if d.is_dir() => Some(std::fs::canonicalize(&d).unwrap_or(d)),
+        _ => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "INFERLINT_RECORDED must point at the recordings in CI"
+            );
+            eprintln!("skipped: INFERLINT_RECORDED is not set to the recordings folder");
+            None
+        }
+    }
+}
+
+/// The expected-verdicts folder beside the recordings (`../spec/expected`).
+pub fn expected_dir(recorded: &Path) -> PathBuf {
+    recorded.join("../spec/expected")
+}
+
+/// The repository's own fixtures folder.
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
+}
+
+/// Runs `inferlint` with a pinned environment (no engine named, no colour, fixed width).
+pub fn inferlint(cwd: &Path, args: &[&str]) -> Output {
+    inferlint_env(cwd, args, &[])
+}
+
+pub fn inferlint_env(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_inferlint"));
+    cmd.current_dir(cwd)
+        .args(args)
+        .env_remove("INFERLINT_ENGINE")
+        .env("COLUMNS", "88")
+        .stdin(Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("the inferlint binary runs")
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The `--json` results of a run.
+pub fn json_results(o: &Output) -> Vec<Value> {
+    let text = stdout(o);
+    match serde_json::from_str::<Value>(&text) {
+        Ok(Value::Array(a)) => a,
+        _ => panic!(
+            "not a JSON array on stdout:\n{text}\nstderr:\n{}",
+            stderr(o)
+        ),
+    }
+}
+
+/// Asserts the process did not panic and printed no backtrace.
+pub fn no_panic(o: &Output) {
+    let err = stderr(o);
+    assert!(!err.contains("panicked"), "panic: {err}");
+    assert!(!err.contains("RUST_BACKTRACE"), "panic: {err}");
+}
+
+/// Copies a file or folder of the recordings into a temporary folder (CI's copy of the
+/// recordings is read-only, and mutation tests edit files).
+pub fn copy_tree(from: &Path, to: &Path) {
+    if from.is_dir() {
+        std::fs::create_dir_all(to).unwrap();
+        for entry in std::fs::read_dir(from).unwrap() {
+            let entry = entry.unwrap();
+            copy_tree(&entry.path(), &to.join(entry.file_name()));
+        }
+    } else {
+        std::fs::copy(from, to).unwrap();
+        let mut perms = std::fs::metadata(to).unwrap().permissions();
+        #[expect(
+            clippy::permissions_set_readonly_false,
+            reason = "test copies must be editable"
+        )]
+        perms.set_readonly(false);
+        std::fs::set_permissions(to, perms).unwrap();
+    }
+}

@@ -1,0 +1,166 @@
+//! Differential tests: each file in spec/expected holds the established tool's `--json`
+//! verdicts on one recording and the command it ran. We run the same command and must
+//! agree on every verdict, message and key number. Where we deliberately differ, the
+//! difference is listed in `DELIBERATE` with the reason.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::common::{expected_dir, inferlint, json_results, no_panic, recorded, stderr};
+
+/// (case, tripwire, our message) where we do better than the established tool on purpose.
+const DELIBERATE: &[(&str, &str, &str)] = &[];
+
+fn close(a: f64, b: f64, key: &str) -> bool {
+    let tolerance = if key.contains("rate") {
+        0.01
+    } else {
+        1e-6 * a.abs().max(b.abs()).max(1.0)
+    };
+    (a - b).abs() <= tolerance
+}
+
+fn same_value(expected: &Value, ours: &Value, key: &str) -> bool {
+    match (expected, ours) {
+        (Value::Number(a), Value::Number(b)) => {
+            close(a.as_f64().unwrap(), b.as_f64().unwrap(), key)
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same_value(x, y, key))
+        }
+        (Value::Object(a), Value::Object(b)) => a
+            .iter()
+            .all(|(k, v)| b.get(k).is_some_and(|w| same_value(v, w, k))),
+        _ => expected == ours,
+    }
+}
+
+/// The exit status the rule gives for a set of statuses.
+fn rule_exit(results: &[Value]) -> i32 {
+    let has = |s: &str| results.iter().any(|r| r["status"] == s);
+    if has("fail") {
+        1
+    } else if has("unknown") {
+        2
+    } else {
+        0
+    }
+}
+
+fn check_case(name: &str) {
+    let Some(dir) = recorded() else { return };
+    let path = expected_dir(&dir).join(format!("{name}.json"));
+    let expected: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let args_line = expected["args"].as_str().unwrap();
+    let mut args: Vec<&str> = args_line.split_whitespace().collect();
+    args.push("--json");
+    let out = inferlint(&dir, &args);
+    no_panic(&out);
+    let ours = json_results(&out);
+    let theirs = expected["results"].as_array().unwrap();
+    assert_eq!(
+        ours.iter()
+            .map(|r| format!("{} {}", r["tripwire"], r["status"]))
+            .collect::<Vec<_>>(),
+        theirs
+            .iter()
+            .map(|r| format!("{} {}", r["tripwire"], r["status"]))
+            .collect::<Vec<_>>(),
+        "{name}: verdicts differ\nstderr: {}",
+        stderr(&out)
+    );
+    for (o, t) in ours.iter().zip(theirs) {
+        let tripwire = t["tripwire"].as_str().unwrap();
+        let deliberate = DELIBERATE
+            .iter()
+            .find(|(case, tw, _)| *case == name && *tw == tripwire);
+        match deliberate {
+            Some((_, _, message)) => assert_eq!(o["message"], *message, "{name} {tripwire}"),
+            None => {
+                assert_eq!(
+                    o["message"], t["message"],
+                    "{name} {tripwire}: message differs"
+                );
+                for (key, value) in t["evidence"].as_object().unwrap() {
+                    let mine = o["evidence"].get(key).unwrap_or(&Value::Null);
+                    assert!(
+                        same_value(value, mine, key),
+                        "{name} {tripwire}: evidence {key} is {mine}, expected {value}"
+                    );
+                }
+            }
+        }
+    }
+    let code = out.status.code().unwrap();
+    assert_eq!(
+        code,
+        rule_exit(&ours),
+        "{name}: exit status breaks the rule"
+    );
+    if !args_line.starts_with("report") {
+        // The established `report` always exits 0; ours follows the rule above.
+        assert_eq!(
+            code,
+            expected["exit_code"].as_i64().unwrap() as i32,
+            "{name}: exit status"
+        );
+    }
+}
+
+/// Every expected file has a test below: a new file without one fails here.
+#[test]
+fn every_expected_case_has_a_test() {
+    let Some(dir) = recorded() else { return };
+    let this = include_str!("expected.rs");
+    for entry in std::fs::read_dir(expected_dir(&dir)).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        let case = name.trim_end_matches(".json");
+        assert!(
+            this.contains(&format!(
+                "case!({}, \"{case}\")",
+                case.replace(['-', '.'], "_")
+            )),
+            "no test for {case}"
+        );
+    }
+    let _ = Path::new("");
+}
+
+macro_rules! case {
+    ($fn:ident, $name:literal) => {
+        #[test]
+        fn $fn() {
+            check_case($name);
+        }
+    };
+}
+
+case!(vllm_0_28_blocks, "vllm-0.28-blocks");
+case!(vllm_0_28_cudagraphs_eager, "vllm-0.28-cudagraphs-eager");
+case!(vllm_0_28_fail_accelerator, "vllm-0.28-fail-accelerator");
+case!(vllm_0_28_fail_cccl, "vllm-0.28-fail-cccl");
+case!(vllm_0_28_fp8_triton, "vllm-0.28-fp8-triton");
+case!(vllm_0_28_ladder, "vllm-0.28-ladder");
+case!(vllm_0_28_live, "vllm-0.28-live");
+case!(vllm_0_28_pool_levels, "vllm-0.28-pool-levels");
+case!(vllm_0_28_preempted_silently, "vllm-0.28-preempted-silently");
+case!(vllm_0_28_preempted, "vllm-0.28-preempted");
+case!(vllm_0_28_rate, "vllm-0.28-rate");
+case!(vllm_0_28_restart, "vllm-0.28-restart");
+case!(vllm_0_28_spec_backend, "vllm-0.28-spec-backend");
+case!(vllm_0_28_xray, "vllm-0.28-xray");
+case!(vllm_0_30_fail_cccl, "vllm-0.30-fail-cccl");
+case!(vllm_0_30_fail_cudart, "vllm-0.30-fail-cudart");
+case!(vllm_0_30_fail_ptx, "vllm-0.30-fail-ptx");
+case!(vllm_0_30_live, "vllm-0.30-live");
+case!(sglang_0_5_capped, "sglang-0.5-capped");
+case!(sglang_0_5_fail_mamba, "sglang-0.5-fail-mamba");
+case!(sglang_0_5_fail_mem, "sglang-0.5-fail-mem");
+case!(sglang_0_5_live, "sglang-0.5-live");
+case!(sglang_0_5_qwen3_8b, "sglang-0.5-qwen3-8b");
+case!(trtllm_1_3_fail_cuda_home, "trtllm-1.3-fail-cuda-home");
+case!(trtllm_1_3_fail_w4a16, "trtllm-1.3-fail-w4a16");
+case!(trtllm_1_3_no_iter_stats, "trtllm-1.3-no-iter-stats");
+case!(trtllm_1_3_qwen3_8b, "trtllm-1.3-qwen3-8b");
+case!(trtllm_1_3_two_starts, "trtllm-1.3-two-starts");

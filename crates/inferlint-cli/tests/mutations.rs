@@ -1,0 +1,321 @@
+//! Every check fires on a minimal edit of a real recording: the edit is the smallest
+//! change that should flip the verdict, so a check that cannot fail is caught here.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::common::{copy_tree, inferlint, json_results, no_panic, recorded};
+
+/// A copy of one recorded run folder in a temporary folder.
+fn copy_run(run: &str) -> Option<(tempfile::TempDir, PathBuf)> {
+    let dir = recorded()?;
+    let tmp = tempfile::tempdir().unwrap();
+    let to = tmp.path().join("run");
+    copy_tree(&dir.join(run), &to);
+    Some((tmp, to))
+}
+
+/// Edits the metrics text inside a snapshot file.
+fn edit_snapshot(path: &Path, edit: impl Fn(&str) -> String) {
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let text = v["text"].as_str().unwrap().to_owned();
+    let new = edit(&text);
+    assert_ne!(new, text, "the edit changed nothing");
+    v["text"] = Value::String(new);
+    std::fs::write(path, serde_json::to_string(&v).unwrap()).unwrap();
+}
+
+fn drop_lines(text: &str, name: &str) -> String {
+    text.lines()
+        .filter(|l| !l.starts_with(name))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+fn result<'a>(results: &'a [Value], tripwire: &str) -> &'a Value {
+    results
+        .iter()
+        .find(|r| r["tripwire"] == tripwire)
+        .unwrap_or_else(|| panic!("no {tripwire} in {results:?}"))
+}
+
+fn run_json(dir: &Path, args: &[&str]) -> (Vec<Value>, i32) {
+    let mut args = args.to_vec();
+    args.push("--json");
+    let out = inferlint(dir, &args);
+    no_panic(&out);
+    (json_results(&out), out.status.code().unwrap())
+}
+
+#[test]
+fn t1_without_the_preemption_counter_is_cant_tell() {
+    let Some((_tmp, run)) = copy_run("vllm-0.28/live") else {
+        return;
+    };
+    edit_snapshot(&run.join("after.snapshot.json"), |t| {
+        drop_lines(t, "vllm:num_preemptions_total")
+    });
+    let (results, code) = run_json(
+        &run,
+        &["preemption", "before.snapshot.json", "after.snapshot.json"],
+    );
+    assert_eq!(results[0]["status"], "unknown");
+    assert!(results[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("vllm:num_preemptions_total absent"));
+    assert_eq!(code, 2);
+}
+
+#[test]
+fn t1_passes_when_the_counter_did_not_move() {
+    let Some((_tmp, run)) = copy_run("vllm-0.28/live") else {
+        return;
+    };
+    let before: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("before.snapshot.json")).unwrap())
+            .unwrap();
+    let old_line = before["text"]
+        .as_str()
+        .unwrap()
+        .lines()
+        .find(|l| l.starts_with("vllm:num_preemptions_total"))
+        .unwrap()
+        .to_owned();
+    edit_snapshot(&run.join("after.snapshot.json"), |t| {
+        t.lines()
+            .map(|l| {
+                if l.starts_with("vllm:num_preemptions_total") {
+                    old_line.clone()
+                } else {
+                    l.to_owned()
+                }
+            })
+            .map(|l| l + "\n")
+            .collect()
+    });
+    let (results, code) = run_json(
+        &run,
+        &["preemption", "before.snapshot.json", "after.snapshot.json"],
+    );
+    assert_eq!(results[0]["status"], "pass");
+    assert_eq!(results[0]["message"], "no preemptions");
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn a_moved_created_stamp_is_a_restart() {
+    let Some((_tmp, run)) = copy_run("vllm-0.28/live") else {
+        return;
+    };
+    edit_snapshot(&run.join("after.snapshot.json"), |t| {
+        let mut done = false;
+        t.lines()
+            .map(|l| {
+                if !done
+                    && l.starts_with("vllm:")
+                    && l.split_whitespace().next().unwrap().contains("_created")
+                {
+                    done = true;
+                    let (head, value) = l.rsplit_once(' ').unwrap();
+                    let v: f64 = value.parse().unwrap();
+                    format!("{head} {}\n", v + 1000.0)
+                } else {
+                    format!("{l}\n")
+                }
+            })
+            .collect()
+    });
+    let (results, code) = run_json(
+        &run,
+        &["preemption", "before.snapshot.json", "after.snapshot.json"],
+    );
+    assert_eq!(results[0]["status"], "fail");
+    assert!(results[0]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("server restarted between snapshots (1 *_created stamps moved"));
+    assert_eq!(results[0]["evidence"]["restarted"], true);
+    assert_eq!(code, 1);
+    let (results, code) = run_json(
+        &run,
+        &["rate", "before.snapshot.json", "after.snapshot.json"],
+    );
+    assert_eq!(
+        results[0]["status"], "unknown",
+        "T10 refuses a delta across a restart"
+    );
+    assert_eq!(code, 2);
+}
+
+#[test]
+fn a_counter_that_went_down_is_a_restart() {
+    let Some((_tmp, run)) = copy_run("vllm-0.28/live") else {
+        return;
+    };
+    edit_snapshot(&run.join("after.snapshot.json"), |t| {
+        t.lines()
+            .map(|l| {
+                if l.starts_with("vllm:generation_tokens_total") {
+                    let (head, _) = l.rsplit_once(' ').unwrap();
+                    format!("{head} 1.0\n")
+                } else {
+                    format!("{l}\n")
+                }
+            })
+            .collect()
+    });
+    let (results, _) = run_json(
+        &run,
+        &["rate", "before.snapshot.json", "after.snapshot.json"],
+    );
+    assert_eq!(results[0]["status"], "unknown");
+    let message = results[0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("went down") && message.contains("counters only reset on restart"),
+        "{message}"
+    );
+}
+
+#[test]
+fn t14_fails_when_num_gpu_blocks_changes_and_cant_tell_without_it() {
+    let Some((_tmp, run)) = copy_run("vllm-0.28/live") else {
+        return;
+    };
+    let after = run.join("after.snapshot.json");
+    edit_snapshot(&after, |t| {
+        t.replace("num_gpu_blocks=\"43\"", "num_gpu_blocks=\"44\"")
+    });
+    let (results, code) = run_json(
+        &run,
+        &[
+            "series",
+            "run.series.jsonl",
+            "--snapshot",
+            "after.snapshot.json",
+            "--requested",
+            "32",
+        ],
+    );
+    let t14 = result(&results, "T14");
+    assert_eq!(t14["status"], "fail");
+    assert_eq!(t14["message"], "gauge denominator is 42, expected num_gpu_blocks - 1 = 43; the usage semantics changed, or the series is not from this boot");
+    // T9 no longer trusts the block count, so it falls back to the plain ceiling.
+    assert_eq!(
+        result(&results, "T9")["evidence"]["usable_blocks"],
+        Value::Null
+    );
+    assert_eq!(code, 1);
+    edit_snapshot(&after, |t| t.replace("num_gpu_blocks=\"44\",", ""));
+    let (results, _) = run_json(
+        &run,
+        &[
+            "series",
+            "run.series.jsonl",
+            "--snapshot",
+            "after.snapshot.json",
+        ],
+    );
+    assert_eq!(result(&results, "T14")["status"], "unknown");
+    assert_eq!(
+        result(&results, "T14")["message"],
+        "vllm:cache_config_info has no num_gpu_blocks label"
+    );
+}
+
+#[test]
+fn t8_passes_at_the_peak_and_fails_one_above() {
+    let Some((_tmp, run)) = copy_run("vllm-0.28/live") else {
+        return;
+    };
+    let (results, _) = run_json(&run, &["series", "run.series.jsonl", "--requested", "10"]);
+    assert_eq!(result(&results, "T8")["status"], "pass");
+    assert_eq!(
+        result(&results, "T8")["message"],
+        "reached 10 running (requested 10)"
+    );
+    let (results, code) = run_json(&run, &["series", "run.series.jsonl", "--requested", "11"]);
+    assert_eq!(result(&results, "T8")["status"], "fail");
+    assert_eq!(code, 1);
+}
+
+#[test]
+fn t8_names_a_running_cap_the_peak_reached() {
+    let Some((_tmp, run)) = copy_run("vllm-0.28/live") else {
+        return;
+    };
+    let log = std::fs::read_to_string(run.join("boot.log")).unwrap();
+    assert!(log.contains("'max_num_seqs': 32"));
+    std::fs::write(
+        run.join("boot.log"),
+        log.replace("'max_num_seqs': 32", "'max_num_seqs': 10"),
+    )
+    .unwrap();
+    let (results, _) = run_json(
+        &run,
+        &[
+            "series",
+            "run.series.jsonl",
+            "--requested",
+            "32",
+            "--boot-log",
+            "boot.log",
+        ],
+    );
+    assert_eq!(
+        result(&results, "T8")["message"],
+        "requested 32 concurrent, server never ran more than 10; the server runs at most 10 at once (--max-num-seqs 10)"
+    );
+}
+
+#[test]
+fn t15_fails_when_the_client_claims_fewer_and_warns_on_tokens() {
+    let Some((_tmp, run)) = copy_run("vllm-0.28/xray") else {
+        return;
+    };
+    let bench_path = run.join("bench.json");
+    let mut bench: Value =
+        serde_json::from_str(&std::fs::read_to_string(&bench_path).unwrap()).unwrap();
+    bench["completed"] = 30.into();
+    std::fs::write(&bench_path, bench.to_string()).unwrap();
+    let (results, code) = run_json(&run, &["report", "."]);
+    let t15 = result(&results, "T15");
+    assert_eq!(t15["status"], "fail");
+    assert_eq!(
+        t15["message"],
+        "the server finished 2 more requests than the load tool sent; other traffic shared the server during the run"
+    );
+    assert_eq!(code, 1);
+    bench["completed"] = 32.into();
+    bench["total_output_tokens"] = 31000.into();
+    std::fs::write(&bench_path, bench.to_string()).unwrap();
+    let (results, _) = run_json(&run, &["report", "."]);
+    assert_eq!(result(&results, "T15")["status"], "warn");
+}
+
+#[test]
+fn t10_without_clocks_is_cant_tell() {
+    let Some(dir) = recorded() else { return };
+    let (results, code) = run_json(
+        &dir,
+        &[
+            "rate",
+            "vllm-0.28/metrics/preempted_before.prom",
+            "vllm-0.28/metrics/preempted_after.prom",
+        ],
+    );
+    assert_eq!(results[0]["status"], "unknown");
+    assert_eq!(
+        results[0]["message"],
+        "snapshots carry no clock (bare Prometheus text); no span available"
+    );
+    assert_eq!(code, 2);
+}
+
+#[test]
+fn t9_passes_when_the_ceiling_holds() {
+    let Some(dir) = recorded() else { return };
+    let (results, _) = run_json(&dir, &["series", "vllm-0.28/series/ladder.series.jsonl"]);
+    assert_eq!(result(&results, "T9")["status"], "pass");
+}

@@ -1,0 +1,18 @@
+//! Integration tests of the `inferlint` command, run as a user runs it.
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test that cannot read its own inputs should stop there"
+)]
+
+/// Damaged, empty, foreign and garbage input: a clear error or Can't tell, never a panic.
+mod bad_input;
+/// Help, version, unknown commands, exit codes, broken pipes, engine naming.
+mod cli_surface;
+/// Running the binary, finding the recordings, comparing results.
+mod common;
+/// The demo run that ships in fixtures/, as the README runs it.
+mod demo;
+/// One test per case in the established tool's expected verdicts (spec/expected).
+mod expected;
+/// Minimal edits of real recordings that make each check fire.
+mod mutations;
