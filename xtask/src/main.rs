@@ -1,1 +1,88 @@
-fn main() {}
+//! Project chores: `cargo xtask docs` regenerates docs/tripwires.md from the catalogue,
+//! `cargo xtask demo` regenerates the synthetic demo run in fixtures/demo, and
+//! `cargo xtask bigseries OUT` builds the day-long series the benchmark reads.
+//!
+//! Generated files are checked for freshness by this crate's tests, which fail with the
+//! command to run.
+
+mod bigseries;
+mod demo;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("docs") => write(&root().join("docs/tripwires.md"), &docs()),
+        Some("demo") => {
+            for (name, text) in demo::files() {
+                write(&root().join("fixtures/demo").join(name), &text)?;
+            }
+            Ok(())
+        }
+        Some("bigseries") => {
+            let out = args
+                .get(1)
+                .context("usage: cargo xtask bigseries OUT [SOURCE] [SAMPLES]")?;
+            let source = args.get(2).map(PathBuf::from).unwrap_or_else(|| {
+                root().join("../shared/recorded/vllm-0.28/live/run.series.jsonl")
+            });
+            let samples = args
+                .get(3)
+                .map(|s| s.parse())
+                .transpose()?
+                .unwrap_or(345_600);
+            bigseries::build(&source, Path::new(out), samples)
+        }
+        _ => bail!("usage: cargo xtask docs | demo | bigseries OUT [SOURCE] [SAMPLES]"),
+    }
+}
+
+/// The repository root.
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives one level below the root")
+        .to_owned()
+}
+
+fn docs() -> String {
+    inferlint_core::catalogue::tripwires_markdown()
+}
+
+fn write(path: &Path, text: &str) -> Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    eprintln!("wrote {}", path.display());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ensure_fresh(path: &Path, expected: &str, command: &str) {
+        let actual = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            actual == expected,
+            "{} is out of date: run `cargo xtask {command}` and commit",
+            path.display()
+        );
+    }
+
+    #[test]
+    fn tripwire_docs_are_fresh() {
+        ensure_fresh(&root().join("docs/tripwires.md"), &docs(), "docs");
+    }
+
+    #[test]
+    fn demo_fixture_is_fresh() {
+        for (name, text) in demo::files() {
+            ensure_fresh(&root().join("fixtures/demo").join(name), &text, "demo");
+        }
+    }
+}
