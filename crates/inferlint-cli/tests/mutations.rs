@@ -319,3 +319,122 @@ fn t9_passes_when_the_ceiling_holds() {
     let (results, _) = run_json(&dir, &["series", "vllm-0.28/series/ladder.series.jsonl"]);
     assert_eq!(result(&results, "T9")["status"], "pass");
 }
+
+/// Inserts a TensorRT-LLM pause line after line `after_line` (1-based) of the boot log.
+fn insert_pause(run: &Path, after_line: usize) {
+    let log = std::fs::read_to_string(run.join("boot.log")).unwrap();
+    let mut lines: Vec<&str> = log.lines().collect();
+    lines.insert(
+        after_line,
+        "[10/01/2026-01:44:00] [TRT-LLM] [I] MaxUtilizationScheduler: request ID 7 -> pause",
+    );
+    std::fs::write(run.join("boot.log"), lines.join("\n") + "\n").unwrap();
+}
+
+fn served_line_numbers(run: &Path) -> Vec<usize> {
+    let log = std::fs::read_to_string(run.join("boot.log")).unwrap();
+    log.lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains("\"POST /v1/completions HTTP/1.1\" 200"))
+        .map(|(i, _)| i + 1)
+        .collect()
+}
+
+#[test]
+fn trtllm_pauses_during_the_run_fail_t1() {
+    let Some((_tmp, run)) = copy_run("trtllm-1.3/qwen3-8b") else {
+        return;
+    };
+    let served = served_line_numbers(&run);
+    // Just before the last answer of the run: a run request was paused.
+    insert_pause(&run, served[served.len() - 2]);
+    let (results, code) = run_json(
+        &run,
+        &[
+            "preemption",
+            "before.snapshot.json",
+            "after.snapshot.json",
+            "--boot-log",
+            "boot.log",
+        ],
+    );
+    assert_eq!(results[0]["status"], "fail");
+    assert_eq!(
+        results[0]["message"],
+        "1 request paused for recompute during the run, from the server log (TensorRT-LLM counts none)"
+    );
+    assert_eq!(code, 1);
+}
+
+#[test]
+fn trtllm_pauses_of_the_probe_are_not_the_runs() {
+    let Some((_tmp, run)) = copy_run("trtllm-1.3/qwen3-8b") else {
+        return;
+    };
+    let served = served_line_numbers(&run);
+    // Among the probe's nine answers, before the before snapshot: not the run's.
+    insert_pause(&run, served[3]);
+    let (results, code) = run_json(
+        &run,
+        &[
+            "preemption",
+            "before.snapshot.json",
+            "after.snapshot.json",
+            "--boot-log",
+            "boot.log",
+        ],
+    );
+    assert_eq!(results[0]["status"], "pass", "{results:?}");
+    assert!(results[0]["message"]
+        .as_str()
+        .unwrap()
+        .ends_with("; 1 pause outside the run (a probe, a warm-up) left out"));
+    assert_eq!(results[0]["evidence"]["paused_outside_run"], 1);
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn trtllm_log_cut_before_the_run_ended_cant_tell() {
+    let Some((_tmp, run)) = copy_run("trtllm-1.3/qwen3-8b") else {
+        return;
+    };
+    let served = served_line_numbers(&run);
+    let log = std::fs::read_to_string(run.join("boot.log")).unwrap();
+    let cut: Vec<&str> = log.lines().take(served[20]).collect();
+    std::fs::write(run.join("boot.log"), cut.join("\n") + "\n").unwrap();
+    let (results, code) = run_json(
+        &run,
+        &[
+            "preemption",
+            "before.snapshot.json",
+            "after.snapshot.json",
+            "--boot-log",
+            "boot.log",
+        ],
+    );
+    assert_eq!(results[0]["status"], "unknown");
+    assert!(results[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("does not cover the run"));
+    assert_eq!(code, 2);
+}
+
+#[test]
+fn trtllm_without_the_log_cant_tell() {
+    let Some(dir) = recorded() else { return };
+    let (results, code) = run_json(
+        &dir,
+        &[
+            "preemption",
+            "trtllm-1.3/qwen3-8b/before.snapshot.json",
+            "trtllm-1.3/qwen3-8b/after.snapshot.json",
+        ],
+    );
+    assert_eq!(results[0]["status"], "unknown");
+    assert!(results[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("server log saved until after the run is needed"));
+    assert_eq!(code, 2);
+}

@@ -241,6 +241,12 @@ pub struct BootFacts {
     pub pauses: Option<u64>,
     /// TensorRT-LLM: answered HTTP requests in the log.
     pub served_in_log: Option<u64>,
+    /// TensorRT-LLM: the line number of each answered request, in log order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub served_lines: Vec<usize>,
+    /// TensorRT-LLM: the line number of each pause.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pause_lines: Vec<usize>,
     /// Process names seen in line prefixes (`APIServer`, `EngineCore`).
     pub processes: Vec<String>,
     /// `MM-DD HH:MM:SS` of the first stamped line and of the last stamped line at or

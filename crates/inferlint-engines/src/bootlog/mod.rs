@@ -59,7 +59,7 @@ pub fn parse_boot_log(text: &str, engine_hint: Option<Engine>) -> BootFacts {
             last_stamp = Some(index);
         }
         if let Some(on_line) = table.on_line {
-            on_line(&mut parse, line);
+            on_line(&mut parse, line, index + 1);
         }
         let body = line.body();
         if body.is_empty() {
@@ -115,7 +115,7 @@ pub(crate) struct Rule {
 struct Table {
     rules: &'static [Rule],
     finders: &'static [Finder<'static>],
-    on_line: Option<fn(&mut Parse, &Line<'_>)>,
+    on_line: Option<fn(&mut Parse, &Line<'_>, usize)>,
     finish: fn(&mut Parse),
 }
 

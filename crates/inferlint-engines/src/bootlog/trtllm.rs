@@ -173,15 +173,22 @@ fn setting(line: &str, key: &str) -> Option<PyValue> {
 }
 
 /// Counts what the whole log says about serving: INFO lines, answered requests, pauses.
-pub(super) fn on_line(p: &mut Parse, line: &Line<'_>) {
+/// Also keeps the line numbers of answered requests and of pauses, so that T1 can count
+/// only the pauses of the run the snapshots bracket (not a probe's or a warm-up's).
+pub(super) fn on_line(p: &mut Parse, line: &Line<'_>, lineno: usize) {
     let clean = line.clean.as_ref();
     if !p.info_lines && clean.contains("[TRT-LLM] [I]") {
         p.info_lines = true;
     }
     if super::classify::is_served_request(clean) {
         p.served += 1;
+        p.facts.served_lines.push(lineno);
     }
-    p.pauses += count_pauses(clean);
+    let pauses = count_pauses(clean);
+    p.pauses += pauses;
+    for _ in 0..pauses {
+        p.facts.pause_lines.push(lineno);
+    }
 }
 
 /// `request ID 17 -> pause` occurrences in a line.
