@@ -74,6 +74,28 @@ mod tests {
         );
     }
 
+    /// The core crate stays pure: no I/O, async, GPU or HTML dependency sneaks in.
+    #[test]
+    fn core_dependencies_stay_on_the_allow_list() {
+        const ALLOWED: &[&str] = &["serde", "serde_json"];
+        let manifest =
+            std::fs::read_to_string(root().join("crates/inferlint-core/Cargo.toml")).unwrap();
+        let mut in_deps = false;
+        for line in manifest.lines().map(str::trim) {
+            if line.starts_with('[') {
+                in_deps = line == "[dependencies]";
+                continue;
+            }
+            if in_deps && !line.is_empty() && !line.starts_with('#') {
+                let name = line.split(['=', '.']).next().unwrap().trim();
+                assert!(
+                    ALLOWED.contains(&name),
+                    "inferlint-core may depend only on {ALLOWED:?}; found {name}. Put I/O in another crate."
+                );
+            }
+        }
+    }
+
     #[test]
     fn tripwire_docs_are_fresh() {
         ensure_fresh(&root().join("docs/tripwires.md"), &docs(), "docs");

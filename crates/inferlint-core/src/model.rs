@@ -239,6 +239,8 @@ pub struct BootFacts {
     /// TensorRT-LLM: requests paused for recompute, from its INFO log; `None` when the log
     /// cannot tell (no INFO lines, or no served request).
     pub pauses: Option<u64>,
+    /// SGLang: requests retracted, summed over its `Retract requests.` warnings.
+    pub retractions_in_log: Option<u64>,
     /// TensorRT-LLM: answered HTTP requests in the log.
     pub served_in_log: Option<u64>,
     /// TensorRT-LLM: the line number of each answered request, in log order.

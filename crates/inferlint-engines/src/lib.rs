@@ -10,3 +10,4 @@ pub mod bootlog;
 pub mod detect;
 pub mod files;
 pub mod prom;
+pub mod record;

@@ -1065,3 +1065,18 @@ proptest! {
         let _ = per_log(&f);
     }
 }
+
+#[test]
+fn sglang_retraction_warnings_are_summed() {
+    let log = "[2026-09-30 10:00:00] server_args=ServerArgs(model_path='m')\n\
+[2026-09-30 10:00:05 TP0] KV cache pool is full. Retract requests. #retracted_reqs: 2, #new_token_ratio: 0.5000 -> 0.6000\n\
+[2026-09-30 10:00:07 TP0] KV cache pool is full. Retract requests. #retracted_reqs: 1, #new_token_ratio: 0.6000 -> 0.7000\n";
+    let facts =
+        inferlint_engines::bootlog::parse_boot_log(log, Some(inferlint_core::Engine::Sglang));
+    assert_eq!(facts.retractions_in_log, Some(3));
+    let quiet = inferlint_engines::bootlog::parse_boot_log(
+        "server_args={'page_size': 1}\n",
+        Some(inferlint_core::Engine::Sglang),
+    );
+    assert_eq!(quiet.retractions_in_log, None);
+}

@@ -312,14 +312,19 @@ pub fn null_block(
     let Some(info_name) = engine.cache_info else {
         return (not_applicable_t14(engine), None);
     };
-    let reported = after
+    // One info series per engine; data-parallel vLLM has several, each holding back its
+    // own null block.
+    let per_engine: Option<Vec<u64>> = after
         .metrics
-        .info(info_name)
-        .and_then(|labels| labels.iter().find(|(k, _)| k == "num_gpu_blocks"))
-        .map(|(_, v)| v.as_str())
-        .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
-        .and_then(|v| v.parse::<u64>().ok());
-    let Some(reported) = reported else {
+        .series(info_name)
+        .map(|s| {
+            s.label("num_gpu_blocks")
+                .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+                .and_then(|v| v.parse::<u64>().ok())
+        })
+        .collect();
+    let per_engine = per_engine.filter(|v| !v.is_empty());
+    let Some(per_engine) = per_engine else {
         return (
             t14(
                 Status::Unknown,
@@ -327,6 +332,14 @@ pub fn null_block(
             ),
             None,
         );
+    };
+    let engines = per_engine.len() as u64;
+    let reported: u64 = per_engine.iter().sum();
+    let expected = reported.saturating_sub(engines);
+    let reported_words = if engines == 1 {
+        format!("num_gpu_blocks ({reported}) - 1 null block")
+    } else {
+        format!("num_gpu_blocks ({reported}, over {engines} engines) - {engines} null blocks")
     };
     match stats.infer_usable_blocks() {
         Err(reason) => (
@@ -340,17 +353,21 @@ pub fn null_block(
         ),
         Ok(n) => {
             let evidence = |r: CheckResult| {
-                r.with("reported_num_gpu_blocks", reported)
+                let r = r
+                    .with("reported_num_gpu_blocks", reported)
                     .with("inferred_usable_blocks", n)
-                    .with("distinct_readings", stats.distinct_kv_readings())
+                    .with("distinct_readings", stats.distinct_kv_readings());
+                if engines > 1 {
+                    r.with("engines", engines)
+                } else {
+                    r
+                }
             };
-            if reported >= 1 && n == reported - 1 {
+            if reported >= engines && n == expected {
                 (
                     evidence(t14(
                         Status::Pass,
-                        format!(
-                            "gauge denominator is {n} = num_gpu_blocks ({reported}) - 1 null block"
-                        ),
+                        format!("gauge denominator is {n} = {reported_words}"),
                     )),
                     Some(n),
                 )
@@ -359,8 +376,8 @@ pub fn null_block(
                     evidence(t14(
                         Status::Fail,
                         format!(
-                            "gauge denominator is {n}, expected num_gpu_blocks - 1 = {}; the usage semantics changed, or the series is not from this boot",
-                            reported as i64 - 1
+                            "gauge denominator is {n}, expected {} = {expected}; the usage semantics changed, or the series is not from this boot",
+                            if engines == 1 { "num_gpu_blocks - 1".to_owned() } else { format!("num_gpu_blocks - {engines}") }
                         ),
                     )),
                     None,
@@ -674,6 +691,47 @@ mod tests {
             kv_usage: Some(usage),
             ..SeriesSample::default()
         }
+    }
+
+    fn cache_info_snapshot(blocks: &[u64]) -> Snapshot {
+        let samples = blocks
+            .iter()
+            .enumerate()
+            .map(|(i, b)| crate::metrics::Sample {
+                name: "vllm:cache_config_info".into(),
+                labels: vec![
+                    ("engine".into(), i.to_string()),
+                    ("num_gpu_blocks".into(), b.to_string()),
+                ],
+                value: 1.0,
+                timestamp_ms: None,
+            })
+            .collect();
+        Snapshot {
+            url: String::new(),
+            t_wall: None,
+            t_mono_ns: None,
+            latency_s: None,
+            text: String::new(),
+            metrics: crate::metrics::MetricSet::new(samples),
+        }
+    }
+
+    #[test]
+    fn t14_on_data_parallel_engines_expects_one_null_block_each() {
+        let mut stats = SeriesStats::new();
+        for k in [3.0, 10.0, 17.0, 41.0, 60.0, 84.0] {
+            stats.push(&sample(4.0, 0.0, k / 84.0));
+        }
+        let (r, blocks) = null_block(&VLLM, &stats, &cache_info_snapshot(&[43, 43]));
+        assert_eq!(r.status, Status::Pass, "{}", r.message);
+        assert_eq!(
+            r.message,
+            "gauge denominator is 84 = num_gpu_blocks (86, over 2 engines) - 2 null blocks"
+        );
+        assert_eq!(blocks, Some(84));
+        let (r, _) = null_block(&VLLM, &stats, &cache_info_snapshot(&[86]));
+        assert_eq!(r.status, Status::Fail);
     }
 
     #[test]

@@ -62,10 +62,14 @@ pub fn preemption(
         } else {
             t1(Status::Pass, format!("no {}s", engine.preemption_word))
         };
-        return result
+        let mut result = result
             .with("engine", engine.key)
             .with("series", counter)
             .with("preemptions", n);
+        if let Some(logged) = boot.and_then(|f| f.retractions_in_log) {
+            result = result.with("retractions_in_log", logged);
+        }
+        return result;
     }
 
     // No counter (TensorRT-LLM): the log, then the paused gauge.

@@ -43,6 +43,13 @@ pub(super) static RULES: &[Rule] = &[
         anchor: "max_running_requests is capped to ",
         read: running_capped,
     },
+    // `KV cache pool is full. Retract requests. #retracted_reqs: 2, #new_token_ratio: ...`
+    // (a WARNING for each retraction; summed)
+    Rule {
+        field: "retractions_in_log",
+        anchor: "Retract requests.",
+        read: retracted,
+    },
     // `max_total_num_tokens=17675, chunked_prefill_size=4096, ..., max_running_requests=1, ...`
     Rule {
         field: "kv_pool_tokens",
@@ -50,6 +57,12 @@ pub(super) static RULES: &[Rule] = &[
         read: totals,
     },
 ];
+
+fn retracted(p: &mut Parse, at: &LineAt) -> Result<(), Unreadable> {
+    let n = u64_after(at.body, "#retracted_reqs: ").ok_or(Unreadable)?;
+    *p.facts.retractions_in_log.get_or_insert(0) += n;
+    Ok(())
+}
 
 /// Settings that change between identical starts are still kept here; T4 drops them.
 fn server_args(p: &mut Parse, at: &LineAt) -> Result<(), Unreadable> {
