@@ -111,8 +111,14 @@ fn load_snapshots(
 }
 
 fn load_series(choice: &mut EngineChoice, path: &Path) -> Result<SeriesStats, CliError> {
-    let mut stats = SeriesStats::new();
-    let summary = files::read_series(path, |s| stats.push(s))?;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let (stats, summary) = files::fold_series(
+        path,
+        threads,
+        SeriesStats::new,
+        |stats, s| stats.push(s),
+        SeriesStats::merge,
+    )?;
     let engine = summary.header.as_ref().and_then(|h| h.engine);
     choice.input(&shown(path), engine)?;
     if summary.skipped > 0 {

@@ -213,6 +213,186 @@ pub fn read_series(
             SeriesLine::Skipped => summary.skipped += 1,
         }
     }
+    check_series_summary(path, &summary, lines)?;
+    Ok(summary)
+}
+
+/// What one stretch of a series file held.
+#[derive(Debug, Default)]
+struct ChunkSummary {
+    header: Option<SeriesHeader>,
+    samples: usize,
+    skipped: usize,
+    lines: usize,
+}
+
+/// Folds a series file into an accumulator on up to `threads` threads: the file is cut
+/// into stretches at line boundaries, each folded by `push` into its own `init()`, and the
+/// results are joined in file order by `merge`. Each thread streams its stretch through
+/// a fixed buffer, so memory stays flat whatever the file's size.
+pub fn fold_series<A: Send>(
+    path: &Path,
+    threads: usize,
+    init: impl Fn() -> A + Sync,
+    push: impl Fn(&mut A, &SeriesSample) + Sync,
+    merge: impl Fn(A, A) -> A,
+) -> Result<(A, SeriesSummary), FileError> {
+    let len = std::fs::metadata(path)
+        .map_err(|e| FileError::io(path, e))?
+        .len();
+    // Small files are not worth a thread.
+    let stretches = if len < (4 << 20) {
+        1
+    } else {
+        threads.clamp(1, 16)
+    };
+    fold_series_in(path, stretches, init, push, merge)
+}
+
+/// [`fold_series`] with the number of stretches given (one thread each), whatever the
+/// file's size.
+pub fn fold_series_in<A: Send>(
+    path: &Path,
+    stretches: usize,
+    init: impl Fn() -> A + Sync,
+    push: impl Fn(&mut A, &SeriesSample) + Sync,
+    merge: impl Fn(A, A) -> A,
+) -> Result<(A, SeriesSummary), FileError> {
+    let len = std::fs::metadata(path)
+        .map_err(|e| FileError::io(path, e))?
+        .len();
+    let chunks = stretches.max(1) as u64;
+    let bounds: Vec<(u64, u64)> = (0..chunks)
+        .map(|i| (len * i / chunks, len * (i + 1) / chunks))
+        .collect();
+    let results: Vec<Result<(A, ChunkSummary), FileError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = bounds
+            .iter()
+            .map(|&(start, end)| {
+                let (init, push) = (&init, &push);
+                scope.spawn(move || {
+                    let mut acc = init();
+                    let summary = fold_stretch(path, start, end, |s| push(&mut acc, s))?;
+                    Ok((acc, summary))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(FileError::invalid(path, "a reader thread failed")))
+            })
+            .collect()
+    });
+    let mut total: Option<A> = None;
+    let mut summary = SeriesSummary::default();
+    let mut lines = 0;
+    for result in results {
+        let (acc, chunk) = result?;
+        total = Some(match total {
+            None => acc,
+            Some(left) => merge(left, acc),
+        });
+        if chunk.header.is_some() {
+            summary.header = chunk.header;
+        }
+        summary.samples += chunk.samples;
+        summary.skipped += chunk.skipped;
+        lines += chunk.lines;
+    }
+    let total = total.unwrap_or_else(&init);
+    check_series_summary(path, &summary, lines)?;
+    Ok((total, summary))
+}
+
+/// Folds the lines that start in `[start, end)` of a file.
+fn fold_stretch(
+    path: &Path,
+    start: u64,
+    end: u64,
+    mut on_sample: impl FnMut(&SeriesSample),
+) -> Result<ChunkSummary, FileError> {
+    use std::io::{Seek, SeekFrom};
+    let io = |e| FileError::io(path, e);
+    let mut file = File::open(path).map_err(io)?;
+    let mut summary = ChunkSummary::default();
+    // A stretch that starts inside a line leaves that line to the stretch before it.
+    let mut skipping = false;
+    if start > 0 {
+        file.seek(SeekFrom::Start(start - 1)).map_err(io)?;
+        let mut byte = [0u8; 1];
+        file.read_exact(&mut byte).map_err(io)?;
+        skipping = byte[0] != b'\n';
+    }
+    let mut handle = |line: &[u8], summary: &mut ChunkSummary| {
+        summary.lines += 1;
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return;
+        }
+        match parse_series_bytes(line) {
+            SeriesLine::Header(h) => summary.header = Some(h),
+            SeriesLine::Sample(s) => {
+                summary.samples += 1;
+                on_sample(&s);
+            }
+            SeriesLine::Skipped => summary.skipped += 1,
+        }
+    };
+    let mut buf = vec![0u8; 1 << 20];
+    let mut pending: Vec<u8> = Vec::new();
+    let mut pos = start;
+    loop {
+        let n = file.read(&mut buf).map_err(io)?;
+        if n == 0 {
+            break;
+        }
+        let data = &buf[..n];
+        let mut i = 0;
+        if skipping {
+            let Some(j) = memchr::memchr(b'\n', data) else {
+                pos += n as u64;
+                if pos >= end {
+                    return Ok(summary);
+                }
+                continue;
+            };
+            i = j + 1;
+            skipping = false;
+            if pos + i as u64 >= end {
+                return Ok(summary);
+            }
+        }
+        while let Some(j) = memchr::memchr(b'\n', &data[i..]) {
+            let line_end = i + j;
+            if pending.is_empty() {
+                handle(&data[i..line_end], &mut summary);
+            } else {
+                pending.extend_from_slice(&data[i..line_end]);
+                handle(&pending, &mut summary);
+                pending.clear();
+            }
+            i = line_end + 1;
+            // The next line starts at `pos + i`; it is the next stretch's from `end` on.
+            if pos + i as u64 >= end {
+                return Ok(summary);
+            }
+        }
+        pending.extend_from_slice(&data[i..]);
+        pos += n as u64;
+    }
+    if !pending.is_empty() && !skipping {
+        // The last line, without a newline: a recorder killed mid-write leaves one.
+        handle(&pending, &mut summary);
+    }
+    Ok(summary)
+}
+
+fn check_series_summary(
+    path: &Path,
+    summary: &SeriesSummary,
+    lines: usize,
+) -> Result<(), FileError> {
     if lines == 0 {
         return Err(FileError::invalid(path, "empty file"));
     }
@@ -232,7 +412,7 @@ pub fn read_series(
             ));
         }
     }
-    Ok(summary)
+    Ok(())
 }
 
 /// Parses one series line. Sample lines take a fast path (a flat object of numbers);
@@ -316,7 +496,8 @@ fn fast_sample(bytes: &[u8]) -> Option<SeriesSample> {
         let key_start = i + 1;
         let key_end = key_start + memchr::memchr(b'"', bytes.get(key_start..)?)?;
         let key = &bytes[key_start..key_end];
-        if key.contains(&b'\\') {
+        // A key with an escaped quote would end early here: leave it to the full parser.
+        if key.last() == Some(&b'\\') {
             return None;
         }
         i = skip_ws(key_end + 1);
@@ -330,28 +511,35 @@ fn fast_sample(bytes: &[u8]) -> Option<SeriesSample> {
             i += 1;
         }
         let raw = &bytes[value_start..i];
-        let value: Option<f64> = if raw == b"null" {
-            None
+        if key == b"t_mono_ns" {
+            sample.t_mono_ns = match raw {
+                b"null" => None,
+                _ => Some(match parse_json_integer(raw) {
+                    Some(n) => n,
+                    None => parse_json_number(raw)? as i64,
+                }),
+            };
         } else {
-            Some(parse_json_number(raw)?)
-        };
-        match key {
-            b"t_wall" => {
-                sample.t_wall = value?;
-                have_wall = true;
+            let value: Option<f64> = if raw == b"null" {
+                None
+            } else {
+                Some(parse_json_number(raw)?)
+            };
+            match key {
+                b"t_wall" => {
+                    sample.t_wall = value?;
+                    have_wall = true;
+                }
+                b"running" => sample.running = value,
+                b"waiting" => sample.waiting = value,
+                b"kv_usage" => sample.kv_usage = value,
+                b"preemptions" => sample.preemptions = value,
+                b"generation_tokens" => sample.generation_tokens = value,
+                b"prompt_tokens" => sample.prompt_tokens = value,
+                b"paused" => sample.paused = value,
+                b"schema" => return None,
+                _ => {}
             }
-            b"t_mono_ns" => {
-                sample.t_mono_ns = value.map(|f| parse_json_integer(raw).unwrap_or(f as i64));
-            }
-            b"running" => sample.running = value,
-            b"waiting" => sample.waiting = value,
-            b"kv_usage" => sample.kv_usage = value,
-            b"preemptions" => sample.preemptions = value,
-            b"generation_tokens" => sample.generation_tokens = value,
-            b"prompt_tokens" => sample.prompt_tokens = value,
-            b"paused" => sample.paused = value,
-            b"schema" => return None,
-            _ => {}
         }
         i = skip_ws(i);
         match bytes.get(i) {
@@ -366,61 +554,69 @@ fn fast_sample(bytes: &[u8]) -> Option<SeriesSample> {
     (skip_ws(i) == bytes.len() && have_wall).then_some(sample)
 }
 
-/// A JSON number. Short decimals (up to 15 significant digits, the shape every recorder
-/// writes) are converted exactly by one multiplication or division by a power of ten,
-/// which is correctly rounded because both operands are exact; anything longer goes to
-/// the standard library's parser.
+/// A JSON number. A plain decimal whose digits, read as one integer, stay below 2^53 (the
+/// shape recorders write: `0.0`, `22.0`, `1790470252.238873`) is converted exactly by one
+/// division by a power of ten, which is correctly rounded because both operands are exact;
+/// anything else goes to the standard library's parser.
 fn parse_json_number(raw: &[u8]) -> Option<f64> {
     const POW10: [f64; 23] = [
         1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
         1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
     ];
-    let (negative, digits) = match raw.split_first()? {
-        (b'-', rest) => (true, rest),
+    let (negative, digits) = match raw.first()? {
+        b'-' => (true, &raw[1..]),
         _ => (false, raw),
     };
+    let mut i = 0;
     let mut mantissa: u64 = 0;
-    let mut significant = 0usize;
-    let mut fraction_digits = 0usize;
-    let mut seen_dot = false;
-    let mut simple = !digits.is_empty();
-    for &b in digits {
-        match b {
-            b'0'..=b'9' => {
-                if mantissa != 0 || b != b'0' {
-                    significant += 1;
-                }
-                mantissa = mantissa.wrapping_mul(10).wrapping_add(u64::from(b - b'0'));
-                if seen_dot {
-                    fraction_digits += 1;
-                }
-            }
-            b'.' if !seen_dot => seen_dot = true,
-            _ => {
-                simple = false;
-                break;
-            }
+    while i < digits.len() && digits[i].is_ascii_digit() && i < 19 {
+        mantissa = mantissa * 10 + u64::from(digits[i] - b'0');
+        i += 1;
+    }
+    let integer_digits = i;
+    let mut fraction_digits = 0;
+    if integer_digits > 0 && i < digits.len() && digits[i] == b'.' {
+        i += 1;
+        while i < digits.len()
+            && digits[i].is_ascii_digit()
+            && integer_digits + fraction_digits < 19
+        {
+            mantissa = mantissa * 10 + u64::from(digits[i] - b'0');
+            i += 1;
+            fraction_digits += 1;
+        }
+        if fraction_digits == 0 {
+            i = usize::MAX;
         }
     }
-    if simple
-        && significant <= 15
+    if i == digits.len()
+        && integer_digits > 0
+        && mantissa < (1 << 53)
         && fraction_digits < POW10.len()
-        && digits[0] != b'.'
-        && *digits.last()? != b'.'
     {
         let value = mantissa as f64 / POW10[fraction_digits];
         return Some(if negative { -value } else { value });
     }
-    let text = std::str::from_utf8(raw).ok()?;
     let first = *raw.first()?;
     if !(first == b'-' || first.is_ascii_digit()) {
         return None;
     }
-    text.parse().ok()
+    std::str::from_utf8(raw).ok()?.parse().ok()
 }
 
+/// A JSON integer of at most 18 digits, read straight from the bytes.
 fn parse_json_integer(raw: &[u8]) -> Option<i64> {
-    std::str::from_utf8(raw).ok()?.parse().ok()
+    let (negative, digits) = match raw.first()? {
+        b'-' => (true, &raw[1..]),
+        _ => (false, raw),
+    };
+    if digits.is_empty() || digits.len() > 18 || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let n = digits
+        .iter()
+        .fold(0i64, |n, d| n * 10 + i64::from(d - b'0'));
+    Some(if negative { -n } else { n })
 }
 
 /// The header line of a series file.
@@ -669,4 +865,45 @@ pub fn discover_run(dir: &Path) -> Result<RunFiles, FileError> {
             })
     };
     Ok(files)
+}
+
+#[cfg(test)]
+mod number_tests {
+    use super::{parse_json_integer, parse_json_number};
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn fast_numbers_equal_the_standard_parser(text in "-?[0-9]{1,20}(\\.[0-9]{1,20})?") {
+            prop_assert_eq!(parse_json_number(text.as_bytes()), text.parse::<f64>().ok());
+        }
+
+        #[test]
+        fn any_float_printed_reads_back(v in proptest::num::f64::NORMAL | proptest::num::f64::ZERO) {
+            let text = format!("{v:?}");
+            prop_assert_eq!(parse_json_number(text.as_bytes()), Some(v));
+        }
+
+        #[test]
+        fn integers(n in any::<i64>()) {
+            let text = n.to_string();
+            let expected = (text.trim_start_matches('-').len() <= 18).then_some(n);
+            prop_assert_eq!(parse_json_integer(text.as_bytes()), expected);
+        }
+    }
+
+    #[test]
+    fn odd_numbers() {
+        assert_eq!(parse_json_number(b"1e5"), Some(1e5));
+        assert_eq!(parse_json_number(b"-0.25"), Some(-0.25));
+        assert_eq!(
+            parse_json_number(b"1."),
+            "1.".parse().ok(),
+            "as lenient as the standard parser"
+        );
+        assert_eq!(parse_json_number(b".5"), None);
+        assert_eq!(parse_json_number(b"NaN"), None);
+        assert_eq!(parse_json_number(b"-"), None);
+        assert_eq!(parse_json_integer(b"12.5"), None);
+    }
 }

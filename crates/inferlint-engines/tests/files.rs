@@ -203,3 +203,48 @@ fn run_folders_are_found_by_name() {
     let found = files::discover_run(&dir.join("trtllm-1.3/no-iter-stats")).unwrap();
     assert!(found.load_log.is_some());
 }
+
+#[test]
+fn folding_in_stretches_equals_one_pass() {
+    use inferlint_core::checks::series::{falling_ceiling, SeriesStats};
+    let Some(dir) = crate::common::recorded() else {
+        return;
+    };
+    let mut text = std::fs::read(dir.join("vllm-0.28/live/run.series.jsonl")).unwrap();
+    // A blank line, a garbage line and a cut-off last line, as real files can have.
+    text.splice(300..300, b"\n\nnot json\n".iter().copied());
+    text.truncate(text.len() - 25);
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("s.series.jsonl");
+    std::fs::write(&path, &text).unwrap();
+    let key = |s: &SeriesStats| {
+        format!(
+            "{} {:?} {:?} {:?} {:?} {:?} {:?}",
+            s.samples,
+            s.peak_running,
+            s.preemptions_seen(),
+            s.infer_usable_blocks(),
+            s.span_s(),
+            s.busy_mean_running().map(|v| (v * 1e9).round()),
+            falling_ceiling(Engine::Vllm.descriptor(), s, Some(42)).evidence,
+        )
+    };
+    let mut one = SeriesStats::new();
+    let sequential = files::read_series(&path, |s| one.push(s)).unwrap();
+    for stretches in 1..=9 {
+        let (stats, summary) = files::fold_series_in(
+            &path,
+            stretches,
+            SeriesStats::new,
+            |a, s| a.push(s),
+            SeriesStats::merge,
+        )
+        .unwrap();
+        assert_eq!(key(&stats), key(&one), "{stretches} stretches");
+        assert_eq!(
+            (summary.samples, summary.skipped),
+            (sequential.samples, sequential.skipped)
+        );
+        assert_eq!(summary.header, sequential.header);
+    }
+}

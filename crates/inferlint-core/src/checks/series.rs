@@ -53,6 +53,7 @@ pub struct SeriesStats {
     /// Busy samples (running > 0, usage > 0) by distinct (running, usage).
     busy_pairs: HashMap<(u64, u64), PairStat>,
     busy_index: usize,
+    first: Option<SeriesSample>,
     previous: Option<SeriesSample>,
     busy_running_dt_mono: f64,
     busy_dt_mono: f64,
@@ -117,18 +118,75 @@ impl SeriesStats {
             None => self.all_mono = false,
         }
         if let Some(prev) = self.previous {
-            if let Some(r) = prev.running.filter(|r| *r > 0.0) {
-                let dt_wall = sample.t_wall - prev.t_wall;
-                self.busy_running_dt_wall += r * dt_wall;
-                self.busy_dt_wall += dt_wall;
-                if let (Some(a), Some(b)) = (prev.t_mono_ns, sample.t_mono_ns) {
-                    let dt = (b - a) as f64 / 1e9;
-                    self.busy_running_dt_mono += r * dt;
-                    self.busy_dt_mono += dt;
-                }
+            self.accumulate_pair(&prev, sample);
+        }
+        self.first.get_or_insert(*sample);
+        self.previous = Some(*sample);
+    }
+
+    /// Busy time between two consecutive samples (the first had requests running).
+    fn accumulate_pair(&mut self, prev: &SeriesSample, sample: &SeriesSample) {
+        if let Some(r) = prev.running.filter(|r| *r > 0.0) {
+            let dt_wall = sample.t_wall - prev.t_wall;
+            self.busy_running_dt_wall += r * dt_wall;
+            self.busy_dt_wall += dt_wall;
+            if let (Some(a), Some(b)) = (prev.t_mono_ns, sample.t_mono_ns) {
+                let dt = (b - a) as f64 / 1e9;
+                self.busy_running_dt_mono += r * dt;
+                self.busy_dt_mono += dt;
             }
         }
-        self.previous = Some(*sample);
+    }
+
+    /// Joins the statistics of two consecutive stretches of one recording (`self` first),
+    /// as if every sample had been pushed into one: a reader can fold the two halves of a
+    /// file on two cores.
+    pub fn merge(mut self, right: SeriesStats) -> SeriesStats {
+        if right.samples == 0 {
+            return self;
+        }
+        if self.samples == 0 {
+            return right;
+        }
+        if let (Some(prev), Some(first)) = (self.previous, right.first) {
+            self.accumulate_pair(&prev, &first);
+        }
+        let max = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(x), Some(y)) => Some(x.max(y)),
+            (x, y) => x.or(y),
+        };
+        self.samples += right.samples;
+        self.running_readings += right.running_readings;
+        self.peak_running = max(self.peak_running, right.peak_running);
+        self.peak_in_flight = max(self.peak_in_flight, right.peak_in_flight);
+        self.paused_readings += right.paused_readings;
+        self.paused_nonzero += right.paused_nonzero;
+        self.paused_max = self.paused_max.max(right.paused_max);
+        self.first_preemptions = self.first_preemptions.or(right.first_preemptions);
+        self.last_preemptions = right.last_preemptions.or(self.last_preemptions);
+        self.last_t_wall = right.last_t_wall.or(self.last_t_wall);
+        self.first_t_mono_ns = self.first_t_mono_ns.or(right.first_t_mono_ns);
+        self.last_t_mono_ns = right.last_t_mono_ns.or(self.last_t_mono_ns);
+        self.all_mono &= right.all_mono;
+        self.kv_distinct.extend(right.kv_distinct);
+        let offset = self.busy_index;
+        for (key, pair) in right.busy_pairs {
+            let shifted = PairStat {
+                count: pair.count,
+                first_index: pair.first_index + offset,
+            };
+            self.busy_pairs
+                .entry(key)
+                .and_modify(|p| p.count += shifted.count)
+                .or_insert(shifted);
+        }
+        self.busy_index += right.busy_index;
+        self.busy_running_dt_mono += right.busy_running_dt_mono;
+        self.busy_dt_mono += right.busy_dt_mono;
+        self.busy_running_dt_wall += right.busy_running_dt_wall;
+        self.busy_dt_wall += right.busy_dt_wall;
+        self.previous = right.previous;
+        self
     }
 
     /// The number of distinct non-zero KV readings.
@@ -732,6 +790,46 @@ mod tests {
         assert_eq!(blocks, Some(84));
         let (r, _) = null_block(&VLLM, &stats, &cache_info_snapshot(&[86]));
         assert_eq!(r.status, Status::Fail);
+    }
+
+    #[test]
+    fn merging_halves_equals_one_pass() {
+        let samples: Vec<SeriesSample> = (0..40)
+            .map(|i| SeriesSample {
+                t_wall: 100.0 + i as f64 * 0.25,
+                t_mono_ns: Some(1_000_000_000 + i * 250_000_000),
+                running: Some(((i * 7) % 11) as f64),
+                waiting: Some(((i * 3) % 5) as f64),
+                kv_usage: Some(((i * 5) % 43) as f64 / 42.0),
+                preemptions: Some((i / 4) as f64),
+                paused: (i % 9 == 0).then_some((i % 3) as f64),
+                ..SeriesSample::default()
+            })
+            .collect();
+        let mut whole = SeriesStats::new();
+        samples.iter().for_each(|s| whole.push(s));
+        let key = |s: &SeriesStats| {
+            format!(
+                "{} {:?} {:?} {} {} {:?} {:?} {:?} {:?} {:?} {:?}",
+                s.samples,
+                s.peak_running,
+                s.peak_in_flight,
+                s.paused_nonzero,
+                s.distinct_kv_readings(),
+                s.preemptions_seen(),
+                s.busy_mean_running(),
+                s.busy_seconds(),
+                s.span_s(),
+                falling_ceiling(&VLLM, s, Some(42)).evidence,
+                s.infer_usable_blocks(),
+            )
+        };
+        for split in 0..=samples.len() {
+            let (mut a, mut b) = (SeriesStats::new(), SeriesStats::new());
+            samples[..split].iter().for_each(|s| a.push(s));
+            samples[split..].iter().for_each(|s| b.push(s));
+            assert_eq!(key(&a.merge(b)), key(&whole), "split at {split}");
+        }
     }
 
     #[test]
