@@ -43,15 +43,16 @@ sys.exit(0 if same else 1)
 PY
 
 echo "== time: series on 345,600 samples"
-hyperfine --warmup 1 --runs "${RUNS:-10}" --export-json "$OUT/series.json" \
-  -n rust "$RS ${ARGS[*]} > /dev/null; true" \
-  -n python "$PY ${ARGS[*]} > /dev/null; true"
+# -N: no shell in between; -i: a failed tripwire exits 1, which is the expected answer.
+hyperfine -N -i --warmup 1 --runs "${RUNS:-10}" --export-json "$OUT/series.json" \
+  -n rust "$RS ${ARGS[*]}" \
+  -n python "$PY ${ARGS[*]}"
 
 echo "== time: --version"
 hyperfine --warmup 3 --runs "${RUNS:-30}" -N --export-json "$OUT/version.json" \
   -n rust "$RS --version" -n python "$PY --version"
 
-rss() { /usr/bin/time -f '%M' "$@" 2>&1 >/dev/null | tail -1; }
+rss() { { /usr/bin/time -f '%M' "$@" 2>&1 >/dev/null || true; } | tail -1; }
 RS_KB=$(rss "$RS" "${ARGS[@]}")
 PY_KB=$(rss "$PY" "${ARGS[@]}")
 

@@ -505,41 +505,32 @@ fn fast_sample(bytes: &[u8]) -> Option<SeriesSample> {
             return None;
         }
         i = skip_ws(i + 1);
-        let value_start = i;
-        while i < bytes.len() && !matches!(bytes[i], b',' | b'}') && !bytes[i].is_ascii_whitespace()
-        {
-            i += 1;
-        }
-        let raw = &bytes[value_start..i];
-        if key == b"t_mono_ns" {
-            sample.t_mono_ns = match raw {
-                b"null" => None,
-                _ => Some(match parse_json_integer(raw) {
-                    Some(n) => n,
-                    None => parse_json_number(raw)? as i64,
-                }),
-            };
-        } else {
-            let value: Option<f64> = if raw == b"null" {
-                None
-            } else {
-                Some(parse_json_number(raw)?)
-            };
-            match key {
-                b"t_wall" => {
-                    sample.t_wall = value?;
-                    have_wall = true;
-                }
-                b"running" => sample.running = value,
-                b"waiting" => sample.waiting = value,
-                b"kv_usage" => sample.kv_usage = value,
-                b"preemptions" => sample.preemptions = value,
-                b"generation_tokens" => sample.generation_tokens = value,
-                b"prompt_tokens" => sample.prompt_tokens = value,
-                b"paused" => sample.paused = value,
-                b"schema" => return None,
-                _ => {}
+        let (value, end) = scan_value(bytes, i)?;
+        i = end;
+        let number = match value {
+            Scanned::Null => None,
+            Scanned::Number(f, _) => Some(f),
+        };
+        match key {
+            b"t_wall" => {
+                sample.t_wall = number?;
+                have_wall = true;
             }
+            b"t_mono_ns" => {
+                sample.t_mono_ns = match value {
+                    Scanned::Null => None,
+                    Scanned::Number(f, integer) => Some(integer.unwrap_or(f as i64)),
+                }
+            }
+            b"running" => sample.running = number,
+            b"waiting" => sample.waiting = number,
+            b"kv_usage" => sample.kv_usage = number,
+            b"preemptions" => sample.preemptions = number,
+            b"generation_tokens" => sample.generation_tokens = number,
+            b"prompt_tokens" => sample.prompt_tokens = number,
+            b"paused" => sample.paused = number,
+            b"schema" => return None,
+            _ => {}
         }
         i = skip_ws(i);
         match bytes.get(i) {
@@ -554,54 +545,83 @@ fn fast_sample(bytes: &[u8]) -> Option<SeriesSample> {
     (skip_ws(i) == bytes.len() && have_wall).then_some(sample)
 }
 
-/// A JSON number. A plain decimal whose digits, read as one integer, stay below 2^53 (the
-/// shape recorders write: `0.0`, `22.0`, `1790470252.238873`) is converted exactly by one
-/// division by a power of ten, which is correctly rounded because both operands are exact;
-/// anything else goes to the standard library's parser.
-fn parse_json_number(raw: &[u8]) -> Option<f64> {
+/// A value the fast path read: `null`, or a number (with its integer value when it was
+/// written as an integer).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Scanned {
+    Null,
+    Number(f64, Option<i64>),
+}
+
+/// Reads a `null` or a number starting at `start` and returns it with the index just past
+/// it. A plain decimal whose digits, read as one integer, stay below 2^53 (the shape
+/// recorders write: `0.0`, `22.0`, `1790470252.238873`) is converted exactly by one
+/// division by a power of ten, which is correctly rounded because both operands are
+/// exact; any other number goes to the standard library's parser. `None` for anything
+/// else (a string, `true`), which sends the line to the full JSON parser.
+fn scan_value(bytes: &[u8], start: usize) -> Option<(Scanned, usize)> {
     const POW10: [f64; 23] = [
         1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
         1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
     ];
-    let (negative, digits) = match raw.first()? {
-        b'-' => (true, &raw[1..]),
-        _ => (false, raw),
-    };
-    let mut i = 0;
+    if bytes[start..].starts_with(b"null") {
+        return Some((Scanned::Null, start + 4));
+    }
+    let is_delimiter =
+        |b: Option<&u8>| matches!(b, None | Some(b',' | b'}' | b' ' | b'\t' | b'\r' | b'\n'));
+    let negative = bytes.get(start) == Some(&b'-');
+    let mut i = start + usize::from(negative);
+    let integer_start = i;
     let mut mantissa: u64 = 0;
-    while i < digits.len() && digits[i].is_ascii_digit() && i < 19 {
-        mantissa = mantissa * 10 + u64::from(digits[i] - b'0');
+    while i < bytes.len() && bytes[i].is_ascii_digit() && i - integer_start < 19 {
+        mantissa = mantissa * 10 + u64::from(bytes[i] - b'0');
         i += 1;
     }
-    let integer_digits = i;
+    let integer_digits = i - integer_start;
+    if integer_digits == 0 {
+        return None;
+    }
     let mut fraction_digits = 0;
-    if integer_digits > 0 && i < digits.len() && digits[i] == b'.' {
+    let mut plain = true;
+    let is_integer = bytes.get(i) != Some(&b'.');
+    if !is_integer {
         i += 1;
-        while i < digits.len()
-            && digits[i].is_ascii_digit()
-            && integer_digits + fraction_digits < 19
+        while i < bytes.len() && bytes[i].is_ascii_digit() && integer_digits + fraction_digits < 19
         {
-            mantissa = mantissa * 10 + u64::from(digits[i] - b'0');
+            mantissa = mantissa * 10 + u64::from(bytes[i] - b'0');
             i += 1;
             fraction_digits += 1;
         }
-        if fraction_digits == 0 {
-            i = usize::MAX;
-        }
+        plain = fraction_digits > 0;
     }
-    if i == digits.len()
-        && integer_digits > 0
-        && mantissa < (1 << 53)
-        && fraction_digits < POW10.len()
+    if plain && is_delimiter(bytes.get(i)) && mantissa < (1 << 53) && fraction_digits < POW10.len()
     {
         let value = mantissa as f64 / POW10[fraction_digits];
-        return Some(if negative { -value } else { value });
+        let signed = |m: u64| if negative { -(m as i64) } else { m as i64 };
+        return Some((
+            Scanned::Number(
+                if negative { -value } else { value },
+                is_integer.then(|| signed(mantissa)),
+            ),
+            i,
+        ));
     }
-    let first = *raw.first()?;
-    if !(first == b'-' || first.is_ascii_digit()) {
-        return None;
+    let mut end = i;
+    while !is_delimiter(bytes.get(end)) {
+        end += 1;
     }
-    std::str::from_utf8(raw).ok()?.parse().ok()
+    let raw = &bytes[start..end];
+    let value: f64 = std::str::from_utf8(raw).ok()?.parse().ok()?;
+    Some((Scanned::Number(value, parse_json_integer(raw)), end))
+}
+
+/// A whole JSON number (what [`scan_value`] reads, when it is all of `raw`).
+#[cfg(test)]
+fn parse_json_number(raw: &[u8]) -> Option<f64> {
+    match scan_value(raw, 0)? {
+        (Scanned::Number(f, _), end) if end == raw.len() => Some(f),
+        _ => None,
+    }
 }
 
 /// A JSON integer of at most 18 digits, read straight from the bytes.
