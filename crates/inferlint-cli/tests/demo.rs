@@ -58,3 +58,14 @@ fn the_demo_report_in_the_terminal() {
     no_panic(&out);
     insta::assert_snapshot!("demo_report_terminal", stdout(&out));
 }
+
+/// The README shows the demo's output; it must be what the command prints.
+#[test]
+fn the_readme_shows_the_demo_as_it_is() {
+    let out = inferlint(&fixtures(), &["report", "demo"]);
+    let readme = std::fs::read_to_string(fixtures().join("../README.md")).unwrap();
+    assert!(
+        readme.contains(&stdout(&out)),
+        "README.md's demo output is stale: paste the output of `inferlint report fixtures/demo`"
+    );
+}
