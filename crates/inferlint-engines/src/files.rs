@@ -5,7 +5,7 @@
 //! schema strings and field names, so either tool reads the other's recordings.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use inferlint_core::model::{BenchResult, SeriesHeader, SeriesSample, Snapshot};
@@ -185,35 +185,15 @@ pub struct SeriesSummary {
 /// at a time, so a day-long recording reads in constant memory.
 pub fn read_series(
     path: &Path,
-    mut on_sample: impl FnMut(&SeriesSample),
+    on_sample: impl FnMut(&SeriesSample),
 ) -> Result<SeriesSummary, FileError> {
-    let file = File::open(path).map_err(|e| FileError::io(path, e))?;
-    let mut reader = BufReader::with_capacity(1 << 16, file);
-    let mut summary = SeriesSummary::default();
-    let mut line = Vec::with_capacity(256);
-    let mut lines = 0usize;
-    loop {
-        line.clear();
-        let n = reader
-            .read_until(b'\n', &mut line)
-            .map_err(|e| FileError::io(path, e))?;
-        if n == 0 {
-            break;
-        }
-        lines += 1;
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        match parse_series_bytes(&line) {
-            SeriesLine::Header(h) => summary.header = Some(h),
-            SeriesLine::Sample(s) => {
-                summary.samples += 1;
-                on_sample(&s);
-            }
-            SeriesLine::Skipped => summary.skipped += 1,
-        }
-    }
-    check_series_summary(path, &summary, lines)?;
+    let chunk = fold_stretch(path, 0, u64::MAX, on_sample)?;
+    let summary = SeriesSummary {
+        header: chunk.header,
+        samples: chunk.samples,
+        skipped: chunk.skipped,
+    };
+    check_series_summary(path, &summary, chunk.lines)?;
     Ok(summary)
 }
 

@@ -21,20 +21,10 @@ pub struct Restart {
 pub fn restart_between(before: &Snapshot, after: &Snapshot) -> Option<Restart> {
     let mut moved = 0usize;
     let mut example: Option<(&str, f64, f64)> = None;
-    for old in before.metrics.samples() {
-        if !old.name.ends_with("_created") {
-            continue;
-        }
-        let Some(new) = after
-            .metrics
-            .series(&old.name)
-            .find(|s| s.labels == old.labels)
-        else {
-            continue;
-        };
-        if new.value != old.value && !(new.value.is_nan() && old.value.is_nan()) {
+    for (name, old, new) in paired(before, after, "_created") {
+        if new != old && !(new.is_nan() && old.is_nan()) {
             moved += 1;
-            example.get_or_insert((old.name.as_str(), old.value, new.value));
+            example.get_or_insert((name, old, new));
         }
     }
     if let Some((name, old, new)) = example {
@@ -51,35 +41,41 @@ pub fn restart_between(before: &Snapshot, after: &Snapshot) -> Option<Restart> {
             evidence,
         });
     }
-    for old in before.metrics.samples() {
-        if !old.name.ends_with("_total") {
-            continue;
-        }
-        let Some(new) = after
-            .metrics
-            .series(&old.name)
-            .find(|s| s.labels == old.labels)
-        else {
-            continue;
-        };
-        if new.value < old.value {
-            let mut evidence = Evidence::new();
-            evidence.insert("restarted".into(), json!(true));
-            evidence.insert("counter".into(), json!(old.name));
-            evidence.insert("before".into(), json!(old.value));
-            evidence.insert("after".into(), json!(new.value));
-            return Some(Restart {
-                message: format!(
-                    "{} went down ({} -> {}); counters only reset on restart",
-                    old.name,
-                    fmt::g(old.value),
-                    fmt::g(new.value)
-                ),
-                evidence,
-            });
-        }
-    }
-    None
+    let (name, old, new) = paired(before, after, "_total").find(|(_, old, new)| new < old)?;
+    let mut evidence = Evidence::new();
+    evidence.insert("restarted".into(), json!(true));
+    evidence.insert("counter".into(), json!(name));
+    evidence.insert("before".into(), json!(old));
+    evidence.insert("after".into(), json!(new));
+    Some(Restart {
+        message: format!(
+            "{name} went down ({} -> {}); counters only reset on restart",
+            fmt::g(old),
+            fmt::g(new)
+        ),
+        evidence,
+    })
+}
+
+/// Every sample whose name ends in `suffix`, with its value before and after, where the
+/// after snapshot has the same name and labels.
+fn paired<'a>(
+    before: &'a Snapshot,
+    after: &'a Snapshot,
+    suffix: &'a str,
+) -> impl Iterator<Item = (&'a str, f64, f64)> + 'a {
+    before
+        .metrics
+        .samples()
+        .iter()
+        .filter(move |old| old.name.ends_with(suffix))
+        .filter_map(move |old| {
+            let new = after
+                .metrics
+                .series(&old.name)
+                .find(|s| s.labels == old.labels)?;
+            Some((old.name.as_str(), old.value, new.value))
+        })
 }
 
 /// The value of a counter in one snapshot, with the witness rule: SGLang writes its
