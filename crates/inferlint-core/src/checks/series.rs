@@ -458,8 +458,9 @@ pub fn not_applicable_t14(engine: &EngineDescriptor) -> CheckResult {
     .with("engine", engine.key)
 }
 
-/// How many requests of the sample's size fit in the cache.
-fn ceiling(running: f64, usage: f64, usable_blocks: Option<u64>) -> i64 {
+/// How many requests of the sample's size fit in the cache: with the usable block count,
+/// `(blocks × running) // blocks_in_use`; without it, `floor(running / usage)`.
+pub fn ceiling(running: f64, usage: f64, usable_blocks: Option<u64>) -> i64 {
     if let Some(b) = usable_blocks {
         let blocks_in_use = fmt::round_half_even(usage * b as f64) as i64;
         if blocks_in_use > 0 {

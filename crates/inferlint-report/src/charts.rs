@@ -1,0 +1,673 @@
+//! "What the server did": the charts, each with its data table in a `<details>`.
+//!
+//! Time charts draw the [`Timeline`]'s points: a step line through every sample, or, for a
+//! downsampled recording, a band from each stretch's lowest to its highest reading. The
+//! page's script adds a read-out under each time chart (pointer or arrow keys); the SVG
+//! and the tables stand on their own without it.
+
+use inferlint_core::fmt;
+use inferlint_core::insights::counter_summary;
+use inferlint_core::model::BootFacts;
+use inferlint_core::run::Run;
+use inferlint_core::{Engine, Tripwire};
+use maud::{html, Markup};
+
+use crate::sections::{block_tokens, evidence_f64, find};
+use crate::svg::{area_path, gauge_path, marker_path, time_ticks, y_axis, Frame, WIDTH};
+use crate::timeline::{Range, Stretch, Timeline};
+use crate::words::{count, duration, moment, thousands};
+use crate::Report;
+
+/// The chart's wording for an engine whose gauges move only when a request completes.
+fn lag_note(report: &Report) -> Option<String> {
+    report.run.engine.gauges_lag.then(|| {
+        format!(
+            "{} updates these readings only when a request completes, so they can miss what happened in between.",
+            report.run.engine.name
+        )
+    })
+}
+
+pub fn what_the_server_did(report: &Report) -> Markup {
+    let cache = cache_figure(report);
+    let Some(timeline) = report.timeline.filter(|t| !t.points.is_empty()) else {
+        return html! {
+            section #server-did aria-labelledby="did-h" {
+                h2 #did-h { "What the server did" }
+                @if let Some(c) = cache { (c) }
+                p.muted { "No recording of the run was given (run.series.jsonl, made by inferlint watch or xray), so there is nothing to draw over time." }
+            }
+        };
+    };
+    let tput = if report.run.engine.tokens_at_finish {
+        None
+    } else {
+        tokens_figure(report, timeline)
+    };
+    let no_gauges = !timeline.has(|p| p.running) && !timeline.has(|p| p.waiting);
+    html! {
+        section #server-did aria-labelledby="did-h" {
+            h2 #did-h { "What the server did" }
+            @if no_gauges {
+                p.note {
+                    "The recording has no running or waiting readings, so there is no chart of requests over time."
+                    @if let Some(hint) = report.run.engine.gauges_hint { " " (hint) "." }
+                }
+            }
+            p.muted.hint { "Hover over a chart, or focus it and use the arrow keys, to read any moment. Each chart has its numbers below it." }
+            @if let Some(c) = cache { (c) }
+            @if !no_gauges { (requests_figure(report, timeline)) }
+            (kv_figure(report, timeline))
+            @match tput {
+                Some(f) => (f),
+                None => {
+                    @if report.run.engine.tokens_at_finish {
+                        p.note #tput-note {
+                            (tput_note(report))
+                        }
+                    }
+                },
+            }
+            (levels_figure(timeline))
+        }
+    }
+}
+
+fn tput_note(report: &Report) -> String {
+    let engine = report.run.engine;
+    format!(
+        "No output-tokens-per-second chart: {} adds a request's tokens to its counter when the request finishes, not as they are made, so the counter moves in jumps and a per-second rate would show when requests ended rather than how fast tokens came.",
+        engine.name
+    )
+}
+
+/// The caption under a data table's summary.
+fn table_summary(timeline: &Timeline) -> String {
+    if timeline.downsampled() || timeline.row_step_s > timeline.setup.interval_s.unwrap_or(0.0) {
+        format!(
+            "Show the numbers, every {}",
+            moment_step(timeline.row_step_s)
+        )
+    } else {
+        "Show the numbers".to_owned()
+    }
+}
+
+/// Says how the table and the chart relate to the samples.
+fn table_caption(timeline: &Timeline) -> String {
+    let mut text = format!(
+        "One row per {} of the run: the lowest and highest reading in it (one number when they agree), from {}.",
+        moment_step(timeline.row_step_s),
+        count(timeline.samples as f64, "reading")
+    );
+    if let Some(b) = timeline.bucket_s {
+        text.push_str(&format!(
+            " Downsampled: the chart draws {} stretches of {} each, keeping each stretch's lowest and highest reading, so no peak and no preemption is lost.",
+            timeline.points.len(),
+            duration(b)
+        ));
+    }
+    text
+}
+
+fn moment_step(seconds: f64) -> String {
+    if seconds < 60.0 {
+        format!("{} s", fmt::g(seconds))
+    } else if seconds < 3600.0 {
+        format!("{} min", fmt::g(seconds / 60.0))
+    } else {
+        format!("{} h", fmt::g(seconds / 3600.0))
+    }
+}
+
+fn range_text(r: Option<Range>, scale: f64, decimals: usize) -> String {
+    match r {
+        None => "\u{2013}".into(),
+        Some(r) => {
+            let (lo, hi) = (r.min * scale, r.max * scale);
+            let f = |v: f64| format!("{v:.decimals$}");
+            if f(lo) == f(hi) {
+                f(lo)
+            } else {
+                format!("{}\u{2013}{}", f(lo), f(hi))
+            }
+        }
+    }
+}
+
+fn row_label(row: &Stretch, step: f64, span: f64) -> String {
+    let start = (row.t_first / step).floor() * step;
+    format!(
+        "{}\u{2013}{}",
+        moment(start, span),
+        moment(start + step, span)
+    )
+}
+
+/// The x axis and the horizontal grid of a time chart.
+fn axes(frame: &Frame, span: f64, y_ticks: &[f64], y_label: impl Fn(f64) -> String) -> Markup {
+    html! {
+        g.axis aria-hidden="true" {
+            @for v in y_ticks {
+                line.grid x1=(frame.left) x2=(WIDTH - frame.right) y1=(fmt1(frame.y(*v))) y2=(fmt1(frame.y(*v))) {}
+                text.ylabel x=(frame.left - 6.0) y=(fmt1(frame.y(*v) + 4.0)) { (y_label(*v)) }
+            }
+            @for t in time_ticks(span) {
+                text.xlabel x=(fmt1(frame.x(t))) y=(fmt1(frame.height - 8.0)) { (moment(t, span)) }
+            }
+            line.base x1=(frame.left) x2=(WIDTH - frame.right) y1=(frame.baseline()) y2=(frame.baseline()) {}
+        }
+    }
+}
+
+fn fmt1(v: f64) -> String {
+    format!("{v:.1}")
+}
+
+/// Preemption markers along the top of a time chart, one per point that gained any.
+fn markers(report: &Report, frame: &Frame, timeline: &Timeline) -> Markup {
+    let word = report.run.engine.preemption_word;
+    let span = timeline.span_s();
+    html! {
+        g.markers {
+            @for p in timeline.points.iter().filter(|p| p.preemptions > 0.0) {
+                path.mark d=(marker_path(frame.x(p.t_last), frame.top - 2.0)) data-n=(fmt::g(p.preemptions)) {
+                    title {
+                        (thousands(p.preemptions)) " " (word) (fmt::plural(p.preemptions))
+                        @if moment(p.t_first, span) != moment(p.t_last, span) {
+                            " between " (moment(p.t_first, span)) " and " (moment(p.t_last, span))
+                        } @else {
+                            " at " (moment(p.t_last, span))
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The frame of a time chart: its plot area, its read-out and its keyboard focus.
+fn plot(id: &str, label: &str, frame: &Frame, timeline: &Timeline, inner: Markup) -> Markup {
+    html! {
+        div.plot tabindex="0" role="group" aria-label=(label) data-chart=(id)
+            data-left=(frame.left) data-width=(frame.plot_width()) data-span=(timeline.span_s()) {
+            svg viewBox=(frame.view_box()) role="img" aria-label=(label) {
+                (inner)
+                line.cursor x1="0" x2="0" y1=(frame.top) y2=(frame.baseline()) visibility="hidden" {}
+            }
+        }
+        output.readout aria-live="polite" { "Hover over the chart, or focus it and use the arrow keys, to read any moment." }
+    }
+}
+
+fn legend(items: &[(&str, &str)]) -> Markup {
+    html! {
+        ul.legend {
+            @for (class, text) in items {
+                li { svg.key viewBox="0 0 24 10" aria-hidden="true" { line class=(*class) x1="1" x2="23" y1="5" y2="5" {} } " " (*text) }
+            }
+        }
+    }
+}
+
+fn requests_figure(report: &Report, timeline: &Timeline) -> Markup {
+    let requested = report.run.requested.map(|n| n as f64);
+    let band = timeline.downsampled();
+    let top = [
+        timeline.peak(|p| p.running),
+        timeline.peak(|p| p.waiting),
+        timeline.peak(|p| p.fit_in_cache),
+        requested,
+    ]
+    .into_iter()
+    .flatten()
+    .fold(1.0, f64::max);
+    let (y_max, y_ticks) = y_axis(top * 1.05);
+    let frame = Frame::time(260.0, timeline.span_s(), y_max);
+    let has_fit = timeline.has(|p| p.fit_in_cache);
+    let mut legend_items = vec![("s-running", "running"), ("s-waiting", "waiting")];
+    if has_fit {
+        legend_items.push(("s-fit", "fit in the cache"));
+    }
+    if requested.is_some() {
+        legend_items.push(("s-requested", "asked for"));
+    }
+    let mut caption =
+        String::from("Requests the server was running and those waiting in its queue.");
+    if has_fit {
+        caption.push_str(" The dotted line is how many requests of the sizes running then fit in the cache, read while the cache was at least 90% full.");
+    }
+    if timeline.preemptions > 0.0 {
+        caption.push_str(&format!(
+            " Triangles mark {}: {} in the recording.",
+            report.run.engine.preemption_words(2.0),
+            thousands(timeline.preemptions)
+        ));
+    }
+    if let Some(note) = lag_note(report) {
+        caption.push(' ');
+        caption.push_str(&note);
+    }
+    let label = "Requests over time: running, waiting, and how many fit in the cache";
+    let inner = html! {
+        (axes(&frame, timeline.span_s(), &y_ticks, fmt::g))
+        @if let Some(n) = requested {
+            line.s-requested x1=(frame.left) x2=(WIDTH - frame.right) y1=(fmt1(frame.y(n))) y2=(fmt1(frame.y(n))) {}
+            text.linelabel x=(WIDTH - frame.right - 4.0) y=(fmt1(frame.y(n) - 5.0)) { "asked for: " (fmt::g(n)) }
+        }
+        path.s-waiting.band[band] d=(gauge_path(&frame, &timeline.points, |p| p.waiting, band)) {}
+        path.s-running.band[band] d=(gauge_path(&frame, &timeline.points, |p| p.running, band)) {}
+        @if has_fit {
+            path.s-fit d=(gauge_path(&frame, &timeline.points, |p| p.fit_in_cache.map(|r| Range { last: r.min, ..r }), false)) {}
+        }
+        (markers(report, &frame, timeline))
+    };
+    let span = timeline.span_s();
+    html! {
+        figure.chart #fig-requests {
+            figcaption { h3 { "Requests over time" } p { (caption) } }
+            (legend(&legend_items))
+            (plot("requests", label, &frame, timeline, inner))
+            details.data {
+                summary { (table_summary(timeline)) }
+                table {
+                    caption { (table_caption(timeline)) }
+                    thead { tr {
+                        th scope="col" { "Time" } th scope="col" { "Running" } th scope="col" { "Waiting" }
+                        @if has_fit { th scope="col" { "Fit in the cache" } }
+                        th scope="col" { (crate::sections::preemption_heading(report.run.engine.preemption_word)) }
+                    } }
+                    tbody {
+                        @for row in &timeline.rows {
+                            tr {
+                                th scope="row" { (row_label(row, timeline.row_step_s, span)) }
+                                td { (range_text(row.running, 1.0, 0)) }
+                                td { (range_text(row.waiting, 1.0, 0)) }
+                                @if has_fit { td { (range_text(row.fit_in_cache, 1.0, 0)) } }
+                                td { (if row.preemptions > 0.0 { thousands(row.preemptions) } else { String::new() }) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn kv_figure(report: &Report, timeline: &Timeline) -> Markup {
+    if !timeline.has(|p| p.kv_usage) {
+        return html! {};
+    }
+    let frame = Frame::time(200.0, timeline.span_s(), 100.0);
+    let percent = |p: &Stretch| {
+        p.kv_usage.map(|r| Range {
+            min: r.min * 100.0,
+            max: r.max * 100.0,
+            last: r.last * 100.0,
+        })
+    };
+    let band = timeline.downsampled();
+    let mut caption = String::from("How full the KV cache was, from the server's gauge.");
+    let pool_words = report.run.engine.kv_usage_pool_words;
+    if pool_words != "the cache" {
+        caption.push_str(&format!(
+            " {} measures {pool_words}.",
+            report.run.engine.name
+        ));
+    }
+    if band {
+        caption.push_str(" The shaded area reaches each stretch's highest reading; the line under it is the lowest.");
+    }
+    if let Some(note) = lag_note(report) {
+        caption.push(' ');
+        caption.push_str(&note);
+    }
+    let label = "KV cache in use, percent over time";
+    let inner = html! {
+        (axes(&frame, timeline.span_s(), &[0.0, 25.0, 50.0, 75.0, 100.0], |v| format!("{}%", fmt::g(v))))
+        path.s-kv.area d=(area_path(&frame, &timeline.points, percent)) {}
+        @if band {
+            path.s-kv.low d=(gauge_path(&frame, &timeline.points, |p| percent(p).map(|r| Range { last: r.min, ..r }), false)) {}
+        }
+        (markers(report, &frame, timeline))
+    };
+    let span = timeline.span_s();
+    html! {
+        figure.chart #fig-kv {
+            figcaption { h3 { "KV cache in use" } p { (caption) } }
+            (plot("kv", label, &frame, timeline, inner))
+            details.data {
+                summary { (table_summary(timeline)) }
+                table {
+                    caption { (table_caption(timeline)) }
+                    thead { tr { th scope="col" { "Time" } th scope="col" { "KV cache in use (%)" } } }
+                    tbody {
+                        @for row in &timeline.rows {
+                            tr { th scope="row" { (row_label(row, timeline.row_step_s, span)) } td { (range_text(row.kv_usage, 100.0, 1)) } }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn tokens_figure(report: &Report, timeline: &Timeline) -> Option<Markup> {
+    if !timeline.has_rate() {
+        return None;
+    }
+    let top = timeline.peak(|p| p.tokens_per_s).unwrap_or(1.0);
+    let (y_max, y_ticks) = y_axis(top * 1.05);
+    let frame = Frame::time(200.0, timeline.span_s(), y_max);
+    let band = timeline.downsampled();
+    let mut caption = String::from("Output tokens per second, from the server's token counter over the second before each reading.");
+    let t10 = find(report.results, Tripwire::T10);
+    if let Some(rate) = evidence_f64(t10, "rate_per_s") {
+        caption.push_str(&format!(" Over the whole run: {rate:.2} tokens/s (T10)."));
+    }
+    let label = "Output tokens per second over time";
+    let inner = html! {
+        (axes(&frame, timeline.span_s(), &y_ticks, fmt::thousands_f))
+        path.s-tput.band[band] d=(gauge_path(&frame, &timeline.points, |p| p.tokens_per_s, band)) {}
+    };
+    let span = timeline.span_s();
+    Some(html! {
+        figure.chart #fig-tput {
+            figcaption { h3 { "Output tokens per second" } p { (caption) } }
+            (plot("tput", label, &frame, timeline, inner))
+            details.data {
+                summary { (table_summary(timeline)) }
+                table {
+                    caption { (table_caption(timeline)) }
+                    thead { tr { th scope="col" { "Time" } th scope="col" { "Output tokens/s" } } }
+                    tbody {
+                        @for row in &timeline.rows {
+                            tr { th scope="row" { (row_label(row, timeline.row_step_s, span)) } td { (range_text(row.tokens_per_s, 1.0, 0)) } }
+                        }
+                    }
+                }
+            }
+        }
+    })
+}
+
+fn levels_figure(timeline: &Timeline) -> Markup {
+    let levels = &timeline.seconds_at_level;
+    if levels.is_empty() {
+        return html! {};
+    }
+    let total: f64 = levels.iter().map(|(_, s)| s).sum();
+    let max_level = levels.iter().map(|(l, _)| *l).max().unwrap_or(0).max(1);
+    let top = levels.iter().map(|(_, s)| *s).fold(0.0, f64::max);
+    let (y_max, y_ticks) = y_axis(top * 1.05);
+    let mut frame = Frame::time(220.0, (max_level + 1) as f64, y_max);
+    frame.left = 64.0;
+    let slot = frame.plot_width() / (max_level + 1) as f64;
+    let label_every = ((max_level + 1) as f64 / 16.0).ceil().max(1.0) as i64;
+    let busiest = levels
+        .iter()
+        .filter(|(l, _)| *l > 0)
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    html! {
+        figure.chart #fig-levels {
+            figcaption {
+                h3 { "How many requests ran at once, and for how long" }
+                p {
+                    "Seconds of the recording spent at each number of running requests."
+                    @if let Some((level, seconds)) = busiest {
+                        (format!(" While busy, the server spent the most time, {}, with {level} running.", duration(*seconds)))
+                    }
+                }
+            }
+            div.plot.static {
+                svg viewBox=(frame.view_box()) role="img" aria-label="Seconds spent at each number of running requests" {
+                    g.axis aria-hidden="true" {
+                        @for v in &y_ticks {
+                            line.grid x1=(frame.left) x2=(WIDTH - frame.right) y1=(fmt1(frame.y(*v))) y2=(fmt1(frame.y(*v))) {}
+                            text.ylabel x=(frame.left - 6.0) y=(fmt1(frame.y(*v) + 4.0)) { (fmt::g(*v)) " s" }
+                        }
+                        @for level in (0..=max_level).filter(|l| l % label_every == 0) {
+                            text.xlabel x=(fmt1(frame.left + (level as f64 + 0.5) * slot)) y=(fmt1(frame.height - 8.0)) { (level) }
+                        }
+                        line.base x1=(frame.left) x2=(WIDTH - frame.right) y1=(frame.baseline()) y2=(frame.baseline()) {}
+                    }
+                    @for (level, seconds) in levels {
+                        rect.bar x=(fmt1(frame.left + *level as f64 * slot + slot * 0.1)) width=(fmt1(slot * 0.8))
+                            y=(fmt1(frame.y(*seconds))) height=(fmt1(frame.baseline() - frame.y(*seconds))) {
+                            title { (level) " running: " (duration(*seconds)) }
+                        }
+                    }
+                }
+            }
+            p.axis-note { "Running requests \u{2192}" }
+            details.data {
+                summary { "Show the numbers" }
+                table {
+                    caption { "Each reading's number of running requests, held until the next reading." }
+                    thead { tr { th scope="col" { "Running" } th scope="col" { "Seconds" } th scope="col" { "Share of the recording" } } }
+                    tbody {
+                        @for (level, seconds) in levels {
+                            tr {
+                                th scope="row" { (level) }
+                                td { (format!("{seconds:.2}")) }
+                                td { (if total > 0.0 { fmt::percent(seconds / total, 1) } else { String::new() }) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The numbers behind "the cache against the load", the same arithmetic as core's cache
+/// sentence, drawn only when core wrote that sentence.
+struct CacheLoad {
+    pool: f64,
+    requests: u64,
+    per_request: f64,
+    allocated: f64,
+    block: Option<u64>,
+}
+
+fn cache_load(run: &Run, has_sentence: bool) -> Option<CacheLoad> {
+    if !has_sentence {
+        return None;
+    }
+    let boot = run.last_boot()?;
+    let pool = boot.kv_pool_tokens? as f64;
+    let summary = match (&run.before, &run.after) {
+        (Some(b), Some(a)) => counter_summary(run.engine, b, a),
+        _ => None,
+    };
+    let bench = run.bench.as_ref().map(|(_, b)| b);
+    let finished = summary
+        .as_ref()
+        .and_then(|s| s.finished)
+        .or_else(|| bench.and_then(|b| b.completed).map(|c| c as f64))
+        .filter(|f| *f >= 1.0);
+    let requests = match (run.requested, finished) {
+        (Some(n), Some(f)) => n.min(f.trunc() as u64),
+        (Some(n), None) => n,
+        _ => return None,
+    };
+    let per_request = summary
+        .as_ref()
+        .and_then(|s| s.tokens_per_request())
+        .or_else(|| {
+            let b = bench?;
+            let completed = b.completed.filter(|c| *c > 0)?;
+            Some((b.total_input_tokens? + b.total_output_tokens?) as f64 / completed as f64)
+        })?;
+    let block = block_tokens(boot).filter(|_| {
+        boot.page_size.is_some()
+            || boot.attention_block_size.is_some()
+            || run.engine.engine == Engine::Vllm
+    });
+    let allocated = match block {
+        Some(b) => (per_request / b as f64).ceil() * b as f64,
+        None => per_request,
+    };
+    (requests > 0 && pool > 0.0 && allocated > 0.0).then_some(CacheLoad {
+        pool,
+        requests,
+        per_request,
+        allocated,
+        block,
+    })
+}
+
+fn cache_figure(report: &Report) -> Option<Markup> {
+    let has_sentence = report.insights.iter().any(|i| i.key == "cache");
+    let c = cache_load(report.run, has_sentence)?;
+    let need = c.requests as f64 * c.allocated;
+    let fit = (c.pool / c.allocated).floor();
+    let scale_max = need.max(c.pool);
+    let (left, right) = (200.0, 24.0);
+    let width = WIDTH - left - right;
+    let x = |v: f64| left + v / scale_max * width;
+    let caption_end = if need > c.pool {
+        format!("{} of them fit.", fmt::g(fit.min(c.requests as f64)))
+    } else {
+        format!("{} tokens to spare.", fmt::thousands_f(c.pool - need))
+    };
+    let block_words = match c.block {
+        Some(b) if c.allocated != c.per_request => format!(
+            ", rounded up to whole {}-token blocks: {}",
+            b,
+            fmt::thousands_f(c.allocated)
+        ),
+        _ => String::new(),
+    };
+    let per = if c.per_request.fract() == 0.0 {
+        ""
+    } else {
+        "about "
+    };
+    Some(html! {
+        figure.chart #fig-cache {
+            figcaption {
+                h3 { "The KV cache and the load" }
+                p {
+                    "The cache holds " (fmt::thousands_f(c.pool)) " tokens. Each of the " (c.requests)
+                    " requests the load kept open needs " (per) (fmt::thousands_f(c.per_request)) " tokens to run to its end"
+                    (block_words) "; together " (fmt::thousands_f(need)) ". " (caption_end)
+                }
+            }
+            div.plot.static {
+                svg viewBox={"0 0 " (WIDTH) " 110"} role="img" aria-label={"KV pool " (fmt::thousands_f(c.pool)) " tokens against the load's " (fmt::thousands_f(need)) " tokens"} {
+                    text.barlabel x=(left - 8.0) y="34" { "KV pool" }
+                    rect.bar.pool x=(left) y="18" width=(fmt1(x(c.pool) - left)) height="24" {}
+                    text.barlabel x=(left - 8.0) y="82" { (c.requests) " requests" }
+                    rect.bar.load x=(left) y="66" width=(fmt1(x(need) - left)) height="24" {}
+                    @if c.requests <= 128 {
+                        @for i in 1..c.requests {
+                            line.sep x1=(fmt1(x(i as f64 * c.allocated))) x2=(fmt1(x(i as f64 * c.allocated))) y1="66" y2="90" {}
+                        }
+                    }
+                    line.limit x1=(fmt1(x(c.pool))) x2=(fmt1(x(c.pool))) y1="10" y2="100" {}
+                }
+            }
+            details.data {
+                summary { "Show the numbers" }
+                table {
+                    tbody {
+                        tr { th scope="row" { "KV pool (tokens)" } td { (fmt::thousands_f(c.pool)) } }
+                        tr { th scope="row" { "Requests kept open" } td { (c.requests) } }
+                        tr { th scope="row" { "Tokens per request (prompt and output)" } td { (format!("{:.1}", c.per_request)) } }
+                        @if let Some(b) = c.block { tr { th scope="row" { "Block size (tokens)" } td { (b) } } }
+                        tr { th scope="row" { "Tokens held per request, whole blocks" } td { (fmt::thousands_f(c.allocated)) } }
+                        tr { th scope="row" { "The load, all requests at full length" } td { (fmt::thousands_f(need)) } }
+                        tr { th scope="row" { "Requests that fit at full length" } td { (fmt::g(fit)) } }
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// GPU memory at start-up, when the log gave at least two of its parts.
+pub fn memory(boot: &BootFacts) -> Markup {
+    let parts: Vec<(&str, f64)> = [
+        ("Model weights", boot.model_load_gib),
+        ("KV cache", boot.available_kv_cache_gib),
+        (
+            "CUDA graphs",
+            boot.cudagraph_actual_gib.or(boot.cudagraph_estimated_gib),
+        ),
+        ("Activation peak", boot.peak_activation_gib),
+    ]
+    .into_iter()
+    .filter_map(|(n, v)| v.filter(|v| v.is_finite() && *v >= 0.0).map(|v| (n, v)))
+    .collect();
+    if parts.len() < 2 {
+        return html! {};
+    }
+    bars(
+        "fig-memory",
+        "GPU memory at start-up",
+        "What the server set aside on the GPU, as its start-up log says, in GiB.",
+        &parts
+            .iter()
+            .map(|(n, v)| ((*n).to_owned(), *v))
+            .collect::<Vec<_>>(),
+        |v| format!("{v:.2} GiB"),
+    )
+}
+
+/// The KV pool of each boot, when two or more boot logs gave one.
+pub fn pools(run: &Run) -> Markup {
+    let pools: Vec<(String, f64)> = run
+        .boots
+        .iter()
+        .filter_map(|(label, b)| b.kv_pool_tokens.map(|p| (label.clone(), p as f64)))
+        .collect();
+    if pools.len() < 2 {
+        return html! {};
+    }
+    bars(
+        "fig-pools",
+        "KV pool per boot",
+        "The KV pool each start of the server set aside (T4 compares them).",
+        &pools,
+        |v| format!("{} tokens", fmt::thousands_f(v)),
+    )
+}
+
+fn bars(
+    id: &str,
+    title: &str,
+    caption: &str,
+    items: &[(String, f64)],
+    label: impl Fn(f64) -> String,
+) -> Markup {
+    let (left, right, row) = (220.0, 150.0, 34.0);
+    let height = items.len() as f64 * row + 16.0;
+    let top = items.iter().map(|(_, v)| *v).fold(0.0, f64::max).max(1e-9);
+    let width = WIDTH - left - right;
+    html! {
+        figure.chart id=(id) {
+            figcaption { h3 { (title) } p { (caption) } }
+            div.plot.static {
+                svg viewBox={"0 0 " (WIDTH) " " (height)} role="img" aria-label=(title) {
+                    @for (i, (name, v)) in items.iter().enumerate() {
+                        @let y = 8.0 + i as f64 * row;
+                        text.barlabel x=(left - 8.0) y=(fmt1(y + 18.0)) { (name) }
+                        rect.bar x=(left) y=(fmt1(y)) width=(fmt1(v / top * width)) height="24" {}
+                        text.barvalue x=(fmt1(left + v / top * width + 6.0)) y=(fmt1(y + 18.0)) { (label(*v)) }
+                    }
+                }
+            }
+            details.data {
+                summary { "Show the numbers" }
+                table {
+                    tbody {
+                        @for (name, v) in items {
+                            tr { th scope="row" { (name) } td { (label(*v)) } }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

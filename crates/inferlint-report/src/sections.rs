@@ -1,0 +1,1112 @@
+//! The report's prose sections: the head, what limited the run, what happened, the
+//! results, the server that ran, the tripwire guide and the footer.
+
+use inferlint_core::catalogue;
+use inferlint_core::checks::counters::restart_between;
+use inferlint_core::fmt;
+use inferlint_core::insights::{counter_summary, CounterSummary};
+use inferlint_core::model::{BootFacts, PyValue};
+use inferlint_core::{CheckResult, Engine, Status, Tripwire};
+use maud::{html, Markup};
+use serde_json::Value;
+
+use crate::words::{
+    and_list, count, duration, stamp_span_s, stamp_time, status_class, status_icon, status_meaning,
+    thousands, utc, STATUSES,
+};
+use crate::{charts, Report};
+
+/// The first result for a tripwire.
+pub fn find(results: &[CheckResult], tripwire: Tripwire) -> Option<&CheckResult> {
+    results.iter().find(|r| r.tripwire == tripwire)
+}
+
+/// A number from a result's evidence.
+pub fn evidence_f64(result: Option<&CheckResult>, key: &str) -> Option<f64> {
+    result?.evidence.get(key).and_then(Value::as_f64)
+}
+
+/// The status badge: icon and word, never colour alone.
+pub fn badge(status: Status) -> Markup {
+    html! {
+        span class={"status " (status_class(status))} {
+            span.icon aria-hidden="true" { (status_icon(status)) }
+            " " (status.human())
+        }
+    }
+}
+
+/// The last part of a model path: `/root/models/Qwen3-8B` -> `Qwen3-8B`.
+pub fn model_name(boot: &BootFacts) -> Option<&str> {
+    let model = boot
+        .model
+        .as_deref()
+        .or_else(|| boot.setting("model_path").and_then(PyValue::as_str))
+        .or_else(|| boot.setting("model").and_then(PyValue::as_str))?;
+    let trimmed = model.trim_end_matches('/');
+    Some(trimmed.rsplit('/').next().unwrap_or(trimmed)).filter(|m| !m.is_empty())
+}
+
+/// The engine's word for a preemption, capitalised and plural: `Preemptions`.
+pub fn preemption_heading(word: &str) -> String {
+    let mut chars = word.chars();
+    match chars.next() {
+        Some(first) => format!("{}{}s", first.to_uppercase(), chars.as_str()),
+        None => String::new(),
+    }
+}
+
+/// `preempted`, `retracted`, `paused`.
+fn preempted_verb(word: &str) -> String {
+    if let Some(stem) = word.strip_suffix("ion") {
+        format!("{stem}ed")
+    } else if word.ends_with('e') {
+        format!("{word}d")
+    } else {
+        format!("{word}ed")
+    }
+}
+
+/// The counter facts between the two readings: `Ok(None)` without both readings,
+/// `Err(())` when the server restarted between them.
+fn summary(report: &Report) -> Result<Option<CounterSummary>, ()> {
+    match (&report.run.before, &report.run.after) {
+        (Some(before), Some(after)) => counter_summary(report.run.engine, before, after)
+            .map(Some)
+            .ok_or(()),
+        _ => Ok(None),
+    }
+}
+
+fn restarted(report: &Report) -> bool {
+    match (&report.run.before, &report.run.after) {
+        (Some(b), Some(a)) => restart_between(b, a).is_some(),
+        _ => false,
+    }
+}
+
+pub fn header(report: &Report, title: &str) -> Markup {
+    let run = report.run;
+    let boot = run.last_boot();
+    let mut meta: Vec<String> = Vec::new();
+    match boot.and_then(|b| b.version.as_deref()) {
+        Some(v) => meta.push(format!("{} {v}", run.engine.name)),
+        None => meta.push(run.engine.name.to_owned()),
+    }
+    if let Some(model) = boot.and_then(model_name) {
+        meta.push(model.to_owned());
+    }
+    if let Some(pool) = boot.and_then(|b| b.kv_pool_tokens) {
+        meta.push(format!("{}-token KV pool", fmt::thousands(pool as i64)));
+    }
+    if let Some(n) = run.requested {
+        meta.push(format!("concurrency asked for: {n}"));
+    }
+    let untested = boot.and_then(|b| {
+        let version = b.version.as_deref()?;
+        run.engine.untested_version_note(version)
+    });
+    html! {
+        header.top {
+            div.brand {
+                span.logo aria-hidden="true" { "\u{2301}" }
+                span { "inferlint report" }
+                button #theme-toggle type="button" aria-pressed="false" {
+                    "Dark"
+                }
+            }
+            h1 { (title) }
+            p.meta { (meta.join(" \u{b7} ")) }
+            @if let Some(note) = untested {
+                p.note role="note" { (note) }
+            }
+            nav aria-label="Sections" {
+                a href="#limits" { "What limited this run" }
+                a href="#happened" { "What happened" }
+                a href="#results" { "Results" }
+                a href="#server-did" { "What the server did" }
+                @if report.timeline.is_some() {
+                    a href="#replay" { "KV replay" }
+                }
+                a href="#server" { "The server" }
+                a href="#guide" { "The 15 tripwires" }
+            }
+        }
+    }
+}
+
+pub fn what_limited(report: &Report) -> Markup {
+    html! {
+        section #limits aria-labelledby="limits-h" {
+            h2 #limits-h { "What limited this run" }
+            @if report.insights.is_empty() {
+                @if restarted(report) {
+                    p { "The server restarted between the before and the after reading, so its counters say nothing about this run, and nothing can be said about what limited it." }
+                } @else {
+                    p.muted { "Nothing to say: the files given do not hold the numbers these findings need (the server's counters before and after, the concurrency asked for, or a recording)." }
+                }
+            } @else {
+                ul.insights {
+                    @for insight in report.insights {
+                        li class={"insight " (if insight.limit { "limit" } else { "ok" })} {
+                            span.icon aria-hidden="true" {
+                                (if insight.limit { "\u{25B2}" } else { "\u{2714}" })
+                            }
+                            span.visually-hidden {
+                                (if insight.limit { "A limit: " } else { "Fine: " })
+                            }
+                            span { strong { (insight.title) "." } " " (insight.text) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The plain-English account of the run.
+fn story(report: &Report, summary: Option<&CounterSummary>) -> Vec<String> {
+    let run = report.run;
+    let results = report.results;
+    let mut sentences = Vec::new();
+    if let Some(f) = run.last_boot().and_then(|b| b.failure.as_ref()) {
+        let mut text = format!(
+            "The server failed during {} ({})",
+            f.phase.word(),
+            f.kind.replace('_', " ")
+        );
+        if let Some(detail) = &f.detail {
+            text.push_str(": ");
+            text.push_str(detail.trim_end_matches('.'));
+        }
+        text.push('.');
+        sentences.push(text);
+    }
+    let t10 = find(results, Tripwire::T10);
+    let span = evidence_f64(t10, "span_s").or_else(|| report.timeline.map(|t| t.span_s()));
+    match (run.requested, span) {
+        (Some(n), Some(s)) => sentences.push(format!(
+            "The load tool kept {n} requests open for {}.",
+            duration(s)
+        )),
+        (None, Some(s)) => sentences.push(format!("The run lasted {}.", duration(s))),
+        _ => {}
+    }
+    if let Some(s) = summary {
+        if let Some(finished) = s.finished {
+            let errors = errors(s, report);
+            let mut text = format!("The server finished {}", count(finished, "request"));
+            match errors {
+                Some(0.0) => text.push_str(" with no errors"),
+                Some(e) => text.push_str(&format!(" ({} ended in an error)", thousands(e))),
+                None => {}
+            }
+            if let Some(tokens) = s.output_tokens {
+                text.push_str(&format!(
+                    " and generated {} tokens",
+                    thousands(tokens.round())
+                ));
+            }
+            text.push('.');
+            sentences.push(text);
+        }
+    }
+    let t8 = find(results, Tripwire::T8);
+    if let (Some(r), Some(peak)) = (t8, evidence_f64(t8, "peak_running")) {
+        match r.status {
+            Status::Fail => {
+                let mut text = format!("But it never worked on more than {} at once", fmt::g(peak));
+                if let Some(q) = summary.and_then(|s| s.mean_queue_s) {
+                    text.push_str(&format!(
+                        ": the others waited in its queue, {q:.1} s on average before a request started"
+                    ));
+                }
+                text.push('.');
+                sentences.push(text);
+            }
+            Status::Pass => sentences.push(format!(
+                "It ran {} requests at once, as many as the load asked for.",
+                fmt::g(peak)
+            )),
+            _ => {}
+        }
+    }
+    let t1 = find(results, Tripwire::T1);
+    let word = run.engine.preemption_word;
+    if let Some(k) = evidence_f64(t1, "preemptions") {
+        if k > 0.0 {
+            let logged = if run.engine.logs_each_eviction {
+                format!("{} logs each one", run.engine.name)
+            } else {
+                format!(
+                    "{} writes no log line for this, so only its counter shows it",
+                    run.engine.name
+                )
+            };
+            sentences.push(format!(
+                "To make room it {} {} running request{}, which then started over; {logged}.",
+                preempted_verb(word),
+                thousands(k),
+                fmt::plural(k)
+            ));
+        } else if t1.is_some_and(|r| r.status == Status::Pass) {
+            sentences.push(format!("It {} no running request.", preempted_verb(word)));
+        }
+    }
+    sentences
+}
+
+/// Requests that ended in an error: the `error` and `abort` finish reasons where the
+/// engine counts reasons, else the load tool's failed count.
+fn errors(s: &CounterSummary, report: &Report) -> Option<f64> {
+    if !s.finished_by_reason.is_empty() {
+        return Some(
+            s.finished_by_reason
+                .iter()
+                .filter(|(reason, _)| reason == "error" || reason == "abort")
+                .map(|(_, n)| n)
+                .sum(),
+        );
+    }
+    report
+        .run
+        .bench
+        .as_ref()
+        .and_then(|(_, b)| b.failed)
+        .map(|f| f as f64)
+}
+
+struct Tile {
+    label: String,
+    value: String,
+    sub: Option<String>,
+    status: Option<Status>,
+}
+
+fn tiles(report: &Report) -> Vec<Tile> {
+    let run = report.run;
+    let results = report.results;
+    let mut tiles = Vec::new();
+    let t8 = find(results, Tripwire::T8);
+    if let Some(peak) = evidence_f64(t8, "peak_running") {
+        let requested = evidence_f64(t8, "requested");
+        tiles.push(Tile {
+            label: "Ran at once".into(),
+            value: match requested {
+                Some(n) => format!("{} of {}", fmt::g(peak), fmt::g(n)),
+                None => fmt::g(peak),
+            },
+            sub: Some("the most running requests the recording shows".into()),
+            status: t8.map(|r| r.status),
+        });
+    } else if let Some(peak) = run.series.as_ref().and_then(|s| s.peak_running) {
+        tiles.push(Tile {
+            label: "Ran at once".into(),
+            value: fmt::g(peak),
+            sub: Some("at most; the concurrency asked for is not known".into()),
+            status: None,
+        });
+    }
+    let t1 = find(results, Tripwire::T1);
+    if let Some(r) = t1 {
+        let k = evidence_f64(t1, "preemptions");
+        tiles.push(Tile {
+            label: preemption_heading(run.engine.preemption_word),
+            value: k.map_or_else(|| "?".into(), thousands),
+            sub: Some(if run.engine.logs_each_eviction {
+                format!("{} logs each one", run.engine.name)
+            } else {
+                "the server log mentions none".into()
+            }),
+            status: Some(r.status),
+        });
+    }
+    let t10 = find(results, Tripwire::T10);
+    if let Some(rate) = evidence_f64(t10, "rate_per_s") {
+        let mut sub = String::new();
+        if let Some(span) = evidence_f64(t10, "span_s") {
+            sub.push_str(&format!("over {span:.3} s"));
+        }
+        if let (Some(naive), Some(error)) = (
+            evidence_f64(t10, "integer_second_rate_per_s"),
+            evidence_f64(t10, "integer_second_error"),
+        ) {
+            sub.push_str(&format!(
+                "; a whole-second timer would say {naive:.2} ({})",
+                fmt::signed_percent(error, 2)
+            ));
+        }
+        if let Some(client) = run.bench.as_ref().and_then(|(_, b)| b.output_throughput) {
+            sub.push_str(&format!(
+                "; the load tool measured {} over its own span",
+                fmt::thousands_f(client)
+            ));
+        }
+        tiles.push(Tile {
+            label: "Output tokens per second".into(),
+            value: format!("{rate:.2}"),
+            sub: Some(sub),
+            status: t10.map(|r| r.status),
+        });
+    }
+    if let Some((_, bench)) = &run.bench {
+        if let Some(median) = bench.median_ttft_ms {
+            tiles.push(Tile {
+                label: "Time to first token, median".into(),
+                value: inferlint_core::insights::format_duration_ms(median),
+                sub: bench.p99_ttft_ms.map(|p| {
+                    format!(
+                        "p99 {}; from the load tool's result file",
+                        inferlint_core::insights::format_duration_ms(p)
+                    )
+                }),
+                status: None,
+            });
+        }
+    }
+    let t14 = find(results, Tripwire::T14);
+    if let Some(usable) = evidence_f64(t14, "inferred_usable_blocks") {
+        let mut sub = String::new();
+        if let Some(reported) = evidence_f64(t14, "reported_num_gpu_blocks") {
+            let held = reported - usable;
+            sub.push_str(&format!(
+                "{} reported, {} held back",
+                thousands(reported),
+                if held == 1.0 {
+                    "one".to_owned()
+                } else {
+                    thousands(held)
+                }
+            ));
+        }
+        if let Some(block) = run.last_boot().and_then(block_tokens) {
+            sub.push_str(&format!(
+                "; {} tokens per block",
+                fmt::thousands(block as i64)
+            ));
+        }
+        tiles.push(Tile {
+            label: "Usable KV blocks".into(),
+            value: thousands(usable),
+            sub: Some(sub),
+            status: t14.map(|r| r.status),
+        });
+    }
+    tiles
+}
+
+/// The KV block size in tokens: the page size, else the attention block size, else
+/// vLLM's default.
+pub fn block_tokens(boot: &BootFacts) -> Option<u64> {
+    boot.page_size
+        .or(boot.attention_block_size)
+        .or_else(|| {
+            (boot.engine == Some(Engine::Vllm) || boot.engine.is_none())
+                .then_some(inferlint_core::checks::boot::DEFAULT_BLOCK_SIZE)
+        })
+        .filter(|b| *b > 0)
+}
+
+/// Why a tripwire is not among the results, with the verb for one or several.
+fn missing_reason(
+    tripwire: Tripwire,
+    engine: &inferlint_core::EngineDescriptor,
+) -> (&'static str, String, String) {
+    let n = tripwire.number();
+    let pair = |key: &'static str, one: &str, many: &str| (key, one.to_owned(), many.to_owned());
+    match n {
+        1 | 10 => pair(
+            "readings",
+            "needs before and after readings",
+            "need before and after readings",
+        ),
+        2 | 3 => pair("cleanup", "runs at clean-up", "run at clean-up"),
+        4 | 11 => pair(
+            "boots",
+            "needs two or more boot logs",
+            "need two or more boot logs",
+        ),
+        5 | 6 | 12 => pair("boot", "needs a boot log", "need a boot log"),
+        7 => pair("live", "needs a live server", "need a live server"),
+        8 => pair(
+            "requested",
+            "needs a recording and the concurrency asked for",
+            "need a recording and the concurrency asked for",
+        ),
+        9 => pair("recording", "needs a recording", "need a recording"),
+        13 => pair("rule", "a rule for test scripts", "rules for test scripts"),
+        14 if engine.cache_info.is_none() => (
+            "engine",
+            format!("does not apply to {}", engine.name),
+            format!("do not apply to {}", engine.name),
+        ),
+        14 => pair(
+            "after",
+            "needs a recording and an after reading",
+            "need a recording and an after reading",
+        ),
+        _ => pair(
+            "result",
+            "needs the load tool's result file",
+            "need the load tool's result file",
+        ),
+    }
+}
+
+/// `8 of 15. Not here: T2 and T3 (run at clean-up), ...`
+pub fn tripwires_checked(report: &Report) -> String {
+    let ran: Vec<Tripwire> = Tripwire::all()
+        .filter(|t| {
+            report
+                .results
+                .iter()
+                .any(|r| r.tripwire == *t && r.status != Status::NotApplicable)
+        })
+        .collect();
+    // Groups in the order of their first tripwire.
+    let mut groups: Vec<(&str, Vec<Tripwire>, String, String)> = Vec::new();
+    for t in Tripwire::all().filter(|t| !ran.contains(t)) {
+        let (key, one, many) = missing_reason(t, report.run.engine);
+        match groups.iter_mut().find(|g| g.0 == key) {
+            Some(g) => g.1.push(t),
+            None => groups.push((key, vec![t], one, many)),
+        }
+    }
+    let parts: Vec<String> = groups
+        .iter()
+        .map(|(_, ids, one, many)| {
+            let names: Vec<String> = ids.iter().map(ToString::to_string).collect();
+            let reason = if ids.len() == 1 { one } else { many };
+            format!("{} ({reason})", and_list(&names))
+        })
+        .collect();
+    if parts.is_empty() {
+        format!("{} of 15.", ran.len())
+    } else {
+        format!("{} of 15. Not here: {}", ran.len(), parts.join(", "))
+    }
+}
+
+/// `32: 32 reached their token limit, no errors`.
+fn finished_text(s: &CounterSummary) -> Option<String> {
+    let finished = s.finished?;
+    if s.finished_by_reason.is_empty() {
+        return Some(thousands(finished));
+    }
+    let mut parts = Vec::new();
+    let mut errors_seen = false;
+    for (reason, n) in &s.finished_by_reason {
+        let n = *n;
+        if reason == "error" {
+            errors_seen = true;
+            parts.push(if n == 0.0 {
+                "no errors".to_owned()
+            } else {
+                format!("{} ended in an error", thousands(n))
+            });
+            continue;
+        }
+        if n == 0.0 {
+            continue;
+        }
+        let what = match reason.as_str() {
+            "length" => "reached their token limit".to_owned(),
+            "stop" => "stopped at an end token".to_owned(),
+            "abort" => "were aborted".to_owned(),
+            "repetition" => "were stopped for repeating".to_owned(),
+            other => format!("finished as {other}"),
+        };
+        parts.push(format!("{} {what}", thousands(n)));
+    }
+    if !errors_seen {
+        parts.push("errors not counted".into());
+    }
+    Some(format!("{}: {}", thousands(finished), parts.join(", ")))
+}
+
+fn per_request(total: f64, finished: Option<f64>) -> String {
+    match finished.filter(|f| *f > 0.0) {
+        Some(f) => format!(
+            "{} ({} per request)",
+            thousands(total.round()),
+            fmt::thousands_f(total / f)
+        ),
+        None => thousands(total.round()),
+    }
+}
+
+pub fn what_happened(report: &Report) -> Markup {
+    let run = report.run;
+    let summary_result = summary(report);
+    let summary = summary_result.as_ref().ok().and_then(Option::as_ref);
+    let is_restart = summary_result.is_err();
+    let story = if is_restart {
+        vec!["The server restarted between the before and the after reading, so its counters say nothing about this run.".to_owned()]
+    } else {
+        story(report, summary)
+    };
+    let tiles = tiles(report);
+    let t10 = find(report.results, Tripwire::T10);
+    let boot = run.last_boot();
+    let boot_s = boot.and_then(|b| {
+        let (first, ready) = (b.first_stamp.as_deref()?, b.ready_stamp.as_deref()?);
+        Some((stamp_span_s(first, ready)?, first, ready))
+    });
+    let clock = match (
+        run.before.as_ref().and_then(|b| b.t_wall),
+        run.after.as_ref().and_then(|a| a.t_wall),
+    ) {
+        (Some(a), Some(b)) => match (utc(a), utc(b)) {
+            (Some(from), Some(to)) => Some(format!("from {from} to {to}")),
+            _ => None,
+        },
+        _ => None,
+    };
+    let address = report.series_url.map(str::to_owned).or_else(|| {
+        run.after
+            .as_ref()
+            .map(|a| a.url.clone())
+            .filter(|u| !u.starts_with("file:"))
+    });
+    html! {
+        section #happened aria-labelledby="happened-h" {
+            h2 #happened-h { "What happened" }
+            @if !story.is_empty() {
+                p.lede { (story.join(" ")) }
+            }
+            @if !tiles.is_empty() {
+                ul.tiles {
+                    @for tile in &tiles {
+                        li.tile {
+                            span.label { (tile.label) }
+                            span.value { (tile.value) }
+                            @if let Some(sub) = &tile.sub {
+                                span.sub { (sub) }
+                            }
+                            @if let Some(status) = tile.status {
+                                (badge(status))
+                            }
+                        }
+                    }
+                }
+            }
+            div.facts {
+                div {
+                    h3 { "The test" }
+                    dl {
+                        @if let Some(span) = evidence_f64(t10, "span_s") {
+                            dt { "Measured time" }
+                            dd {
+                                (format!("{span:.3} s"))
+                                @if let Some(u) = evidence_f64(t10, "span_uncertainty_s") {
+                                    (format!(" \u{b1} {u:.3} s"))
+                                }
+                                " between the before and the after reading"
+                            }
+                        }
+                        @if let Some(clock) = &clock {
+                            dt { "Clock time" }
+                            dd { (clock) }
+                        }
+                        @if let Some((seconds, first, ready)) = boot_s {
+                            dt { "Server start-up" }
+                            dd { (format!("{seconds:.1} s ({} to {})", stamp_time(first), stamp_time(ready))) " by its log" }
+                        }
+                        @if is_restart {
+                            dt { "Counters" }
+                            dd { "not comparable: the server restarted between the readings" }
+                        }
+                        @if let Some(s) = summary {
+                            @if let Some(text) = finished_text(s) {
+                                dt { "Requests finished" }
+                                dd { (text) }
+                            }
+                            @if let Some(out) = s.output_tokens {
+                                dt { "Output tokens" }
+                                dd { (per_request(out, s.finished)) }
+                            }
+                            @if let Some(prompt) = s.prompt_tokens {
+                                dt { "Prompt tokens" }
+                                dd { (per_request(prompt, s.finished)) }
+                            }
+                            @if let Some(e2e) = s.mean_e2e_s {
+                                dt { "Mean time per request" }
+                                dd { (format!("{e2e:.1} s")) }
+                            }
+                            @if let Some(ttft) = s.mean_ttft_s {
+                                dt { "Mean wait for the first token" }
+                                dd {
+                                    (format!("{ttft:.1} s"))
+                                    @if let Some(q) = s.mean_queue_s {
+                                        (format!(", {q:.1} s of it in the queue"))
+                                    }
+                                }
+                            }
+                        }
+                        @if summary.is_none() && !is_restart {
+                            dt { "Counters" }
+                            dd.muted { "no before and after readings, so no counts" }
+                        }
+                    }
+                }
+                div {
+                    h3 { "The setup" }
+                    dl {
+                        dt { "Concurrency asked for" }
+                        dd {
+                            @match run.requested {
+                                Some(n) => (n),
+                                None => span.muted { "not known (give --requested, or the load tool's result file)" },
+                            }
+                        }
+                        dt { "Requests sent by" }
+                        dd {
+                            @match &run.bench {
+                                Some((name, bench)) => {
+                                    @match &bench.backend {
+                                        Some(backend) => { "a load tool with backend " code { (backend) } ", result file " code { (name) } }
+                                        None => { "a load tool, result file " code { (name) } }
+                                    }
+                                },
+                                None => span.muted { "a load tool that left no result file here" },
+                            }
+                        }
+                        @if let Some(t) = report.timeline {
+                            dt { "Recording" }
+                            dd {
+                                (count(t.samples as f64, "reading"))
+                                @if let Some(i) = t.setup.interval_s {
+                                    (format!(", every {} s", fmt::g(i)))
+                                }
+                                @if let Some(b) = t.bucket_s {
+                                    (format!("; the charts draw {} stretches of {}, each with its lowest and highest reading", t.points.len(), duration(b)))
+                                }
+                            }
+                        }
+                        @if let Some(address) = &address {
+                            dt { "Server address" }
+                            dd { code { (address) } }
+                        }
+                        @if !report.made_from.is_empty() {
+                            dt { "Made from" }
+                            dd { (report.made_from.join(", ")) }
+                        }
+                        dt { "Tripwires checked" }
+                        dd { (tripwires_checked(report)) }
+                    }
+                }
+            }
+            details.glossary {
+                summary { "Words used in this report" }
+                dl {
+                    dt { "KV cache" }
+                    dd { "The GPU memory where the server keeps each request's working notes (its keys and values) while it answers. It is handed out in blocks of a fixed number of tokens." }
+                    dt { "KV pool" }
+                    dd { "How many tokens the KV cache holds in all, as the server's start-up log says." }
+                    dt { "Running, waiting" }
+                    dd { "Requests the server is working on, and requests it has accepted but not started: they wait in its queue." }
+                    dt { "Concurrency" }
+                    dd { "How many requests run at once. The load tool sets how many it keeps open; the server decides how many of them run." }
+                    dt { (preemption_heading(run.engine.preemption_word)) }
+                    dd { "When the cache is full, the server evicts a running request, frees its blocks and later starts it over, redoing its work." }
+                    dt { "Fit in the cache" }
+                    dd { "How many requests of the sizes running at that moment the cache could hold, from the share of the cache each running request held. It falls as answers grow." }
+                    dt { "Time to first token" }
+                    dd { "From sending a request to receiving its first output token: time in the queue plus the prompt's processing." }
+                }
+            }
+        }
+    }
+}
+
+/// The note under the result counts.
+fn status_note(report: &Report) -> Option<String> {
+    let failed: Vec<&CheckResult> = report
+        .results
+        .iter()
+        .filter(|r| r.status == Status::Fail)
+        .collect();
+    if failed.is_empty() {
+        return None;
+    }
+    let mut server_failed: Vec<String> = failed
+        .iter()
+        .filter(|r| r.tripwire == Tripwire::T7 || r.tripwire == Tripwire::T12)
+        .map(|r| r.tripwire.to_string())
+        .collect();
+    server_failed.sort_by_key(|t| t.trim_start_matches('T').parse::<u8>().unwrap_or(0));
+    server_failed.dedup();
+    if !server_failed.is_empty() {
+        return Some(format!(
+            "{}: the server itself failed. Read the finding below before any number from this run.",
+            and_list(&server_failed)
+        ));
+    }
+    let mut note = "The server worked; the failed tripwires are about the measurement: a number from this run does not mean what it seems.".to_owned();
+    if let Ok(Some(s)) = summary(report) {
+        if let Some(finished) = s.finished {
+            match errors(&s, report) {
+                Some(0.0) => note.push_str(&format!(
+                    " The server finished {} with no errors.",
+                    count(finished, "request")
+                )),
+                _ => note.push_str(&format!(
+                    " The server finished {}.",
+                    count(finished, "request")
+                )),
+            }
+        }
+    }
+    Some(note)
+}
+
+fn evidence_value(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Null => "none".into(),
+        Value::Number(n) => match n.as_f64() {
+            Some(f) if n.is_f64() => fmt::g(f),
+            _ => n.to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
+fn finding(result: &CheckResult, index: usize, engine: Engine, full: bool) -> Markup {
+    let info = catalogue::get(result.tripwire);
+    let note = info
+        .engine_notes
+        .iter()
+        .find(|(e, _)| *e == engine)
+        .map(|(_, n)| *n);
+    html! {
+        article class={"finding " (status_class(result.status))} id={"finding-" (index)} {
+            h3 {
+                (badge(result.status))
+                " "
+                span.tw { (result.tripwire.to_string()) }
+                " " (info.name)
+            }
+            p.message { (result.message) }
+            @if full {
+                p.why { strong { "Why it matters: " } (info.why) }
+                @if let Some(note) = note {
+                    p.why { strong { "On " (engine.name()) ": " } (note) }
+                }
+            }
+            @if !result.evidence.is_empty() {
+                details.evidence {
+                    summary { "Evidence" }
+                    dl {
+                        @for (key, value) in &result.evidence {
+                            dt { (key) }
+                            dd { (evidence_value(value)) }
+                        }
+                    }
+                }
+            }
+            p.check { "Check: " code { (info.command) } }
+        }
+    }
+}
+
+pub fn results(report: &Report) -> Markup {
+    let mut ordered: Vec<(usize, &CheckResult)> = report.results.iter().enumerate().collect();
+    ordered.sort_by_key(|(i, r)| (r.status, r.tripwire.number(), *i));
+    let count_of = |s: Status| report.results.iter().filter(|r| r.status == s).count();
+    let (full, folded): (Vec<_>, Vec<_>) = ordered
+        .iter()
+        .partition(|(_, r)| matches!(r.status, Status::Fail | Status::Warn | Status::Unknown));
+    let passed = count_of(Status::Pass);
+    let not_applicable = count_of(Status::NotApplicable);
+    let engine = report.run.engine.engine;
+    let mut fold_line = if full.is_empty() && passed > 0 {
+        format!("All {passed} checks passed")
+    } else {
+        format!("{passed} passed")
+    };
+    match not_applicable {
+        0 => {}
+        1 => fold_line.push_str(&format!("; 1 does not apply to {}", report.run.engine.name)),
+        n => fold_line.push_str(&format!("; {n} do not apply to {}", report.run.engine.name)),
+    }
+    html! {
+        section #results aria-labelledby="results-h" {
+            h2 #results-h { "Results" }
+            @if report.results.is_empty() {
+                p { "No check could run on the files given." }
+            } @else {
+                p.chips {
+                    @for status in STATUSES {
+                        @let n = count_of(status);
+                        @if n > 0 || (status != Status::NotApplicable && status != Status::Unknown) {
+                            span class={"chip " (status_class(status))} {
+                                span.icon aria-hidden="true" { (status_icon(status)) }
+                                " " (n) " " (status.human())
+                            }
+                        }
+                    }
+                }
+                @if let Some(note) = status_note(report) {
+                    p.status-note { (note) }
+                }
+                details.glossary {
+                    summary { "What the verdicts mean" }
+                    table {
+                        thead { tr { th scope="col" { "Verdict" } th scope="col" { "What it means" } th scope="col" { "What to do" } } }
+                        tbody {
+                            @for status in STATUSES {
+                                @let (meaning, todo) = status_meaning(status);
+                                tr {
+                                    th scope="row" { (badge(status)) }
+                                    td { (meaning) }
+                                    td { (todo) }
+                                }
+                            }
+                        }
+                    }
+                }
+                @for (i, r) in &full {
+                    (finding(r, *i, engine, true))
+                }
+                @if !folded.is_empty() {
+                    details.passed {
+                        summary { (fold_line) }
+                        @for (i, r) in &folded {
+                            (finding(r, *i, engine, false))
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn gib(v: f64) -> String {
+    format!("{v:.2} GiB")
+}
+
+fn setting_text(v: &PyValue) -> String {
+    match v {
+        PyValue::Str(s) | PyValue::Raw(s) => s.clone(),
+        other => other.canonical(),
+    }
+}
+
+/// SGLang's settings worth showing (its server args list every setting).
+const SGLANG_SETTINGS: [&str; 15] = [
+    "attention_backend",
+    "chunked_prefill_size",
+    "context_length",
+    "disable_cuda_graph",
+    "disable_radix_cache",
+    "kv_cache_dtype",
+    "mamba_full_memory_ratio",
+    "max_mamba_cache_size",
+    "max_queued_requests",
+    "max_running_requests",
+    "max_total_tokens",
+    "mem_fraction_static",
+    "page_size",
+    "schedule_policy",
+    "speculative_algorithm",
+];
+
+fn main_settings(boot: &BootFacts) -> Vec<(String, String)> {
+    if let Some(args) = &boot.non_default_args {
+        return args
+            .iter()
+            .filter(|(k, _)| k.as_str() != "model" && k.as_str() != "model_tag")
+            .map(|(k, v)| (k.clone(), setting_text(v)))
+            .collect();
+    }
+    if let Some(args) = &boot.server_args {
+        if boot.engine == Some(Engine::Sglang) {
+            return SGLANG_SETTINGS
+                .iter()
+                .filter_map(|k| args.get(*k).map(|v| ((*k).to_owned(), setting_text(v))))
+                .collect();
+        }
+        return args
+            .iter()
+            .take(20)
+            .map(|(k, v)| (k.clone(), setting_text(v)))
+            .collect();
+    }
+    Vec::new()
+}
+
+pub fn server(report: &Report) -> Markup {
+    let run = report.run;
+    let engine = run.engine;
+    let Some(boot) = run.last_boot() else {
+        return html! {
+            section #server aria-labelledby="server-h" {
+                h2 #server-h { "The server that ran" }
+                p.muted { "No boot log was given, so nothing is known about how the server set itself up." }
+            }
+        };
+    };
+    let label = run.boots.last().map(|(l, _)| l.as_str()).unwrap_or("");
+    let block = match (boot.page_size, boot.attention_block_size) {
+        (Some(p), _) => format!("{} tokens (page size)", fmt::thousands(p as i64)),
+        (None, Some(b)) => format!("{} tokens", fmt::thousands(b as i64)),
+        (None, None) if engine.engine == Engine::Vllm && boot.ready() => {
+            "16 tokens (default)".into()
+        }
+        _ => "not in the log".into(),
+    };
+    let settings = main_settings(boot);
+    html! {
+        section #server aria-labelledby="server-h" {
+            h2 #server-h { "The server that ran" }
+            @if run.boots.len() > 1 {
+                p { "From the last of " (run.boots.len()) " boot logs, " code { (label) } ", the one that covers the run." }
+            }
+            dl.server-facts {
+                dt { (engine.name) }
+                dd {
+                    @match &boot.version {
+                        Some(v) => (v),
+                        None => span.muted { "version not in the log" },
+                    }
+                }
+                @if let Some(model) = model_name(boot) {
+                    dt { "Model" }
+                    dd { (model) }
+                }
+                dt { "KV pool" }
+                dd {
+                    @match boot.kv_pool_tokens {
+                        Some(p) => (format!("{} tokens", fmt::thousands(p as i64))),
+                        None => span.muted { "not in the log" },
+                    }
+                }
+                dt { "Attention block" }
+                dd { (block) }
+                @if !boot.selected_backends.is_empty() {
+                    dt { "Attention backend" }
+                    dd {
+                        (boot.selected_backends.join(", "))
+                        @match &boot.requested_backend {
+                            Some(r) => { " (asked for " (r) ")" },
+                            None => { " (chosen by " (engine.name) ")" },
+                        }
+                    }
+                }
+                @if !boot.drafter_backends.is_empty() {
+                    dt { "Draft model's backend" }
+                    dd { (boot.drafter_backends.join(", ")) }
+                }
+                @if let Some(kv) = boot.available_kv_cache_gib {
+                    dt { "KV cache memory" }
+                    dd { (gib(kv)) }
+                }
+                @if let Some(graphs) = boot.cudagraphs {
+                    dt { "CUDA graphs" }
+                    dd {
+                        (if graphs { "on" } else { "off" })
+                        @if let Some(g) = boot.cudagraph_actual_gib.or(boot.cudagraph_estimated_gib) {
+                            ", " (gib(g))
+                        }
+                    }
+                }
+                @if let Some(c) = boot.max_concurrency {
+                    dt { "Max concurrency at start-up" }
+                    dd {
+                        (fmt::g(c))
+                        @if let Some(len) = boot.max_concurrency_request_len {
+                            (format!(" requests of {} tokens", fmt::thousands(len as i64)))
+                        }
+                        ", as the log says"
+                    }
+                }
+                @if let Some(cap) = boot.running_cap {
+                    dt { "Running limit" }
+                    dd {
+                        (cap)
+                        @if let Some(reason) = &boot.running_cap_reason {
+                            ", lowered because of the " (reason)
+                        }
+                    }
+                }
+                @if let Some(load) = boot.model_load_gib {
+                    dt { "Model load" }
+                    dd {
+                        (gib(load))
+                        @if let Some(s) = boot.model_load_s { (format!(" in {s:.1} s")) }
+                    }
+                }
+                @if let Some(f) = &boot.failure {
+                    dt { "Failure" }
+                    dd {
+                        strong { (f.kind) } " during " (f.phase.word()) ", line " (f.lineno)
+                        @if let Some(detail) = &f.detail { ": " (detail) }
+                        br;
+                        code.logline { (f.line) }
+                    }
+                }
+                @if !boot.unparsed.is_empty() {
+                    dt { "Lines not understood" }
+                    dd {
+                        (boot.unparsed.len()) " recognised line(s) in an unknown format"
+                        ul {
+                            @for u in boot.unparsed.iter().take(10) {
+                                li { "line " (u.lineno) " (" (u.field) "): " code.logline { (u.text) } }
+                            }
+                        }
+                    }
+                }
+                @if !settings.is_empty() {
+                    dt { "Main settings" }
+                    dd {
+                        ul.settings {
+                            @for (k, v) in &settings {
+                                li { code { (k) } " = " code { (v) } }
+                            }
+                        }
+                    }
+                }
+            }
+            (charts::memory(boot))
+            (charts::pools(run))
+        }
+    }
+}
+
+pub fn guide(report: &Report) -> Markup {
+    let engine = report.run.engine.engine;
+    html! {
+        section #guide aria-labelledby="guide-h" {
+            h2 #guide-h { "The 15 tripwires" }
+            p { "Grouped by when in a test each applies. Open one for what goes wrong, why it changes the numbers, what differs on " (engine.name()) " where something does, and the command that checks it." }
+            @for (stage, tripwires) in catalogue::stages() {
+                h3 { (stage) }
+                @for t in tripwires.iter() {
+                    @let info = catalogue::get(*t);
+                    details.tripwire {
+                        summary { span.tw { (info.tripwire.to_string()) } " " (info.name) }
+                        p { (info.what) }
+                        p { strong { "Why it changes the numbers: " } (info.why) }
+                        @for (e, note) in info.engine_notes {
+                            @if *e == engine {
+                                p { strong { "On " (e.name()) ": " } (note) }
+                            }
+                        }
+                        p { "Check: " code { (info.command) } }
+                    }
+                }
+            }
+        }
+    }
+}
+
+pub fn footer(report: &Report) -> Markup {
+    html! {
+        footer {
+            p {
+                "Written by " (report.generator) ". This page is one file: it needs no network and loads nothing."
+            }
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! The demo run that ships in `fixtures/demo`, read and checked as the command would, and
+//! a report of it.
+
+use std::path::{Path, PathBuf};
+
+use inferlint_core::insights::{what_limited, Insight};
+use inferlint_core::run::{check_run, Run};
+use inferlint_core::{CheckResult, SeriesSample};
+use inferlint_engines::{bootlog, files};
+use inferlint_report::{usable_blocks, Report, Timeline};
+
+pub fn demo_folder() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/demo")
+}
+
+/// Every sample of the demo recording.
+pub fn demo_samples() -> Vec<SeriesSample> {
+    let mut samples = Vec::new();
+    files::read_series(&demo_folder().join("run.series.jsonl"), |s| {
+        samples.push(*s)
+    })
+    .unwrap();
+    samples
+}
+
+/// A checked run with its verdicts, insights and timeline.
+#[derive(Debug)]
+pub struct Checked {
+    pub run: Run,
+    pub results: Vec<CheckResult>,
+    pub insights: Vec<Insight>,
+    pub timeline: Option<Timeline>,
+    pub made_from: Vec<String>,
+}
+
+impl Checked {
+    pub fn new(run: Run, samples: &[SeriesSample]) -> Checked {
+        let results = check_run(&run);
+        let insights = what_limited(&run, &results);
+        let timeline =
+            Timeline::from_samples(run.engine, usable_blocks(&results), Some(0.25), samples);
+        Checked {
+            run,
+            results,
+            insights,
+            timeline,
+            made_from: vec!["boot.log".into(), "run.series.jsonl".into()],
+        }
+    }
+
+    pub fn render(&self) -> String {
+        inferlint_report::render(&Report {
+            run: &self.run,
+            results: &self.results,
+            insights: &self.insights,
+            timeline: self.timeline.as_ref(),
+            series_url: Some("http://127.0.0.1:8000"),
+            title: None,
+            made_from: &self.made_from,
+            generator: "inferlint (test)",
+        })
+    }
+}
+
+/// The demo run as `inferlint report fixtures/demo` reads it.
+pub fn demo() -> Checked {
+    let dir = demo_folder();
+    let text = std::fs::read_to_string(dir.join("boot.log")).unwrap();
+    let boot = bootlog::parse_boot_log(&text, None);
+    let engine = boot
+        .engine
+        .unwrap_or(inferlint_core::Engine::Vllm)
+        .descriptor();
+    let samples = demo_samples();
+    let mut stats = inferlint_core::checks::series::SeriesStats::new();
+    for s in &samples {
+        stats.push(s);
+    }
+    let bench = files::read_bench_result(&dir.join("bench.json")).unwrap();
+    let run = Run {
+        engine,
+        boots: vec![("boot.log".into(), boot)],
+        before: Some(files::read_snapshot(&dir.join("before.snapshot.json")).unwrap()),
+        after: Some(files::read_snapshot(&dir.join("after.snapshot.json")).unwrap()),
+        series: Some(stats),
+        requested: bench.max_concurrency.map(|c| c as u64),
+        bench: Some(("bench.json".into(), bench)),
+        expected_extra_requests: 0,
+    };
+    Checked::new(run, &samples)
+}
+
+/// A day at 4 Hz: the demo recording repeated end to end, its counters carried on, to
+/// `count` samples (as `cargo xtask bigseries` builds one from a recording).
+pub fn day_of_samples(count: usize) -> Vec<SeriesSample> {
+    let one = demo_samples();
+    let first = one[0];
+    let last = one[one.len() - 1];
+    let period_s = last.t_wall - first.t_wall + 0.25;
+    let mut out = Vec::with_capacity(count);
+    let mut copy = 0.0;
+    while out.len() < count {
+        for s in &one {
+            if out.len() == count {
+                break;
+            }
+            let offset = |v: Option<f64>, end: Option<f64>| match (v, end) {
+                (Some(v), Some(e)) => Some(v + copy * e),
+                (v, _) => v,
+            };
+            out.push(SeriesSample {
+                t_wall: s.t_wall + copy * period_s,
+                t_mono_ns: s.t_mono_ns.map(|m| m + (copy * period_s * 1e9) as i64),
+                preemptions: offset(s.preemptions, last.preemptions),
+                generation_tokens: offset(s.generation_tokens, last.generation_tokens),
+                prompt_tokens: offset(s.prompt_tokens, last.prompt_tokens),
+                ..*s
+            });
+        }
+        copy += 1.0;
+    }
+    out
+}

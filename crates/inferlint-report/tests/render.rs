@@ -1,0 +1,237 @@
+//! The demo run's report: well-formed, holding every verdict and insight, loading nothing,
+//! and drawing what its data says.
+
+use inferlint_core::Status;
+use inferlint_report::{policy, SCRIPT, STYLE};
+use serde_json::Value;
+
+use crate::common::demo;
+use crate::wellformed::{check, Page};
+
+/// Text as maud writes it into the page.
+pub fn escaped(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// The JSON the page's script reads.
+pub fn data_block(page: &Page) -> Value {
+    let (_, _, text) = page
+        .raw
+        .iter()
+        .find(|(name, attrs, _)| {
+            name == "script"
+                && attrs
+                    .iter()
+                    .any(|(k, v)| k == "type" && v == "application/json")
+        })
+        .expect("a JSON data block");
+    serde_json::from_str(text).expect("the data block is JSON")
+}
+
+#[test]
+fn the_demo_report_is_well_formed_and_holds_every_verdict() {
+    let checked = demo();
+    let html = checked.render();
+    let page = check(&html).unwrap_or_else(|e| panic!("not well-formed: {e}"));
+    assert!(checked.results.len() >= 9, "the demo runs nine checks");
+    for r in &checked.results {
+        assert!(
+            html.contains(&escaped(&r.message)),
+            "{} message missing: {}",
+            r.tripwire,
+            r.message
+        );
+    }
+    for status in [Status::Fail, Status::Warn, Status::Pass] {
+        assert!(html.contains(status.human()), "{status:?}");
+    }
+    // Sections in the order the issue gives.
+    let order = [
+        "id=\"limits\"",
+        "id=\"happened\"",
+        "id=\"results\"",
+        "id=\"server-did\"",
+        "id=\"replay\"",
+        "id=\"server\"",
+        "id=\"guide\"",
+    ];
+    let positions: Vec<usize> = order
+        .iter()
+        .map(|id| html.find(id).unwrap_or_else(|| panic!("no {id}")))
+        .collect();
+    assert!(positions.windows(2).all(|w| w[0] < w[1]), "{positions:?}");
+    // Failures first, then warnings, then the passes folded away.
+    let t1 = html.find("finding fail").unwrap();
+    let t9 = html.find("finding warn").unwrap();
+    let passed = html.find("6 passed").unwrap();
+    assert!(t1 < t9 && t9 < passed);
+    assert_eq!(
+        page.count("figure"),
+        6,
+        "cache, requests, KV, tokens/s, levels, GPU memory"
+    );
+    assert_eq!(
+        page.count("table"),
+        7,
+        "one per figure, and the verdict glossary"
+    );
+}
+
+#[test]
+fn what_limited_the_run_comes_first_as_core_wrote_it() {
+    let checked = demo();
+    let html = checked.render();
+    let limits = html.find("id=\"limits\"").unwrap();
+    let happened = html.find("id=\"happened\"").unwrap();
+    let mut last = limits;
+    assert_eq!(checked.insights.len(), 3);
+    for insight in &checked.insights {
+        let at = html[last..]
+            .find(&escaped(&insight.text))
+            .map(|p| p + last)
+            .unwrap_or_else(|| panic!("missing: {}", insight.text));
+        assert!(at < happened);
+        last = at;
+    }
+}
+
+#[test]
+fn the_page_loads_nothing_and_names_its_own_script_and_style() {
+    let html = demo().render();
+    let page = check(&html).unwrap();
+    let csp = page
+        .attributes
+        .iter()
+        .find(|(el, k, v)| el == "meta" && k == "http-equiv" && v == "Content-Security-Policy")
+        .map(|_| {
+            let start = html.find("Content-Security-Policy\" content=\"").unwrap() + 34;
+            html[start..start + html[start..].find('"').unwrap()].to_owned()
+        })
+        .expect("a CSP meta element");
+    assert_eq!(csp.replace("&#39;", "'"), policy(STYLE, SCRIPT));
+    assert!(csp.starts_with("default-src 'none'"));
+    let styles: Vec<&String> = page
+        .raw
+        .iter()
+        .filter(|(n, _, _)| n == "style")
+        .map(|(_, _, t)| t)
+        .collect();
+    assert_eq!(styles, [STYLE], "one style sheet, the hashed one");
+    let code: Vec<&String> = page
+        .raw
+        .iter()
+        .filter(|(n, attrs, _)| n == "script" && attrs.is_empty())
+        .map(|(_, _, t)| t)
+        .collect();
+    assert_eq!(code, [SCRIPT], "one script, the hashed one");
+    for (element, key, value) in &page.attributes {
+        if key == "href" || key == "src" || key == "action" {
+            assert!(
+                value.starts_with('#') || value.starts_with("data:"),
+                "<{element} {key}={value:?}> would load or leave the page"
+            );
+        }
+        assert!(
+            !key.starts_with("on"),
+            "an inline handler: <{element} {key}>"
+        );
+        assert_ne!(
+            key, "style",
+            "an inline style on <{element}>; the policy refuses it"
+        );
+    }
+    for forbidden in ["@import", "url(", "http:", "https:"] {
+        assert!(
+            !STYLE.contains(forbidden),
+            "the style sheet has {forbidden}"
+        );
+    }
+    for forbidden in [
+        "fetch(",
+        "XMLHttpRequest",
+        "import(",
+        "eval(",
+        "innerHTML",
+        "http:",
+        "https:",
+    ] {
+        assert!(!SCRIPT.contains(forbidden), "the script has {forbidden}");
+    }
+}
+
+/// Inline code could end its element early; the constants must never hold an ending.
+#[test]
+fn the_script_and_style_cannot_end_their_elements_early() {
+    for (name, text) in [("style", STYLE), ("script", SCRIPT)] {
+        let lower = text.to_ascii_lowercase();
+        for bad in ["</style", "</script", "<!--"] {
+            assert!(!lower.contains(bad), "{name} holds {bad}");
+        }
+    }
+}
+
+#[test]
+fn the_data_and_the_charts_agree_with_the_recording() {
+    let checked = demo();
+    let html = checked.render();
+    let page = check(&html).unwrap();
+    let data = data_block(&page);
+    let timeline = checked.timeline.as_ref().unwrap();
+    assert_eq!(data["t"].as_array().unwrap().len(), timeline.points.len());
+    assert_eq!(
+        data["running"]["v"].as_array().unwrap().len(),
+        timeline.points.len(),
+        "a short recording keeps every sample"
+    );
+    let preempted: f64 = data["pre"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .sum();
+    assert_eq!(preempted, 56.0, "the demo's series counter gained 56");
+    // Each chart's markers add up to the same count.
+    for figure in ["fig-requests", "fig-kv"] {
+        let start = html.find(&format!("id=\"{figure}\"")).unwrap();
+        let end = start + html[start..].find("</figure>").unwrap();
+        let marked: f64 = html[start..end]
+            .split("data-n=\"")
+            .skip(1)
+            .map(|s| s[..s.find('"').unwrap()].parse::<f64>().unwrap())
+            .sum();
+        assert_eq!(marked, 56.0, "{figure}");
+    }
+    // The replay's blocks in use: kv_usage x usable blocks, rounded.
+    let used = data["used"].as_array().unwrap();
+    for (p, u) in timeline.points.iter().zip(used) {
+        if let (Some(kv), Some(u)) = (p.kv_usage, u.as_f64()) {
+            assert_eq!(u, (kv.last * 160.0).round(), "at {}", p.t_first);
+        }
+    }
+    assert_eq!(data["cells"], 160);
+    assert_eq!(data["blocks"], true);
+}
+
+#[test]
+fn the_tripwires_checked_and_those_not_here() {
+    let html = demo().render();
+    assert!(
+        html.contains("9 of 15. Not here: T2 and T3 (run at clean-up), T4 and T11 (need two or more boot logs), T7 (needs a live server), T13 (a rule for test scripts)"),
+        "tripwires-checked line"
+    );
+}
+
+#[test]
+fn a_report_without_a_recording_says_so() {
+    let mut checked = demo();
+    checked.run.series = None;
+    checked.timeline = None;
+    checked.results = inferlint_core::run::check_run(&checked.run);
+    let html = checked.render();
+    check(&html).unwrap();
+    assert!(html.contains("No recording of the run was given"));
+    assert!(!html.contains("id=\"replay\""));
+}

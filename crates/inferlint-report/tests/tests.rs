@@ -1,0 +1,17 @@
+//! Integration tests of the report crate, on the demo run in `fixtures/demo` and on runs
+//! built in code.
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test that cannot read its own inputs should stop there"
+)]
+
+/// Reading and checking the demo run, and rendering it.
+mod common;
+/// Escaping: a run whose logs, model name and file names carry markup; nothing runs.
+mod hostile;
+/// A day-long recording: downsampled, small, and nothing lost.
+mod long_run;
+/// The demo report: well-formed, every verdict, self-contained, its data and charts.
+mod render;
+/// The small HTML checker the tests use (also included by the command's tests).
+mod wellformed;
