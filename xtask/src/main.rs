@@ -1,5 +1,6 @@
 //! Project chores: `cargo xtask docs` regenerates docs/tripwires.md from the catalogue,
-//! `cargo xtask demo` regenerates the synthetic demo run in fixtures/demo, and
+//! `cargo xtask demo` regenerates the synthetic demo run in fixtures/demo,
+//! `cargo xtask regen-fixtures` the simulated run folders in fixtures/sim, and
 //! `cargo xtask bigseries OUT` builds the day-long series the benchmark reads.
 //!
 //! Generated files are checked for freshness by this crate's tests, which fail with the
@@ -7,6 +8,7 @@
 
 mod bigseries;
 mod demo;
+mod regen;
 
 use std::path::{Path, PathBuf};
 
@@ -22,6 +24,7 @@ fn main() -> Result<()> {
             }
             Ok(())
         }
+        Some("regen-fixtures") => regen::run(&root(), args.get(1).is_some_and(|a| a == "--check")),
         Some("bigseries") => {
             let out = args
                 .get(1)
@@ -36,7 +39,7 @@ fn main() -> Result<()> {
                 .unwrap_or(345_600);
             bigseries::build(&source, Path::new(out), samples)
         }
-        _ => bail!("usage: cargo xtask docs | demo | bigseries OUT [SOURCE] [SAMPLES]"),
+        _ => bail!("usage: cargo xtask docs | demo | regen-fixtures [--check] | bigseries OUT [SOURCE] [SAMPLES]"),
     }
 }
 
@@ -99,6 +102,11 @@ mod tests {
     #[test]
     fn tripwire_docs_are_fresh() {
         ensure_fresh(&root().join("docs/tripwires.md"), &docs(), "docs");
+    }
+
+    #[test]
+    fn simulated_fixtures_are_fresh() {
+        regen::run(&root(), true).unwrap();
     }
 
     #[test]

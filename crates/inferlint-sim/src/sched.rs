@@ -1,0 +1,642 @@
+//! The scheduler models: pure, deterministic, step-based. No wall clock is read here;
+//! time is the sum of modelled step durations, so the same inputs give the same run.
+//!
+//! One [`Scheduler`] holds the requests, the KV pool and the counters. Each call to
+//! [`Scheduler::step`] is one engine iteration: make room for the running requests (the
+//! engine's eviction rule), admit waiting requests (the engine's admission rule), then
+//! every running request generates one token. The engine differences are in
+//! [`EngineModel`]; everything else is shared.
+
+use std::collections::VecDeque;
+
+use inferlint_core::Engine;
+
+/// vLLM's paged KV cache. A plain model has one KV cache group; a hybrid
+/// attention/Mamba model has several attention groups plus fixed state blocks per request,
+/// which is why the recorded 27B hybrid run held four 784-token blocks per short request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VllmConfig {
+    pub block_size: u64,
+    /// As `vllm:cache_config_info` reports it; one block is the reserved null block.
+    pub num_gpu_blocks: u64,
+    /// Attention groups: each holds ceil(tokens / block_size) blocks per request.
+    pub kv_groups: u64,
+    /// Blocks a request holds whatever its length (Mamba state groups of hybrid models).
+    pub state_blocks_per_request: u64,
+    pub max_num_seqs: usize,
+    /// `--max-num-queued-reqs`: a request arriving when this many are in flight is rejected.
+    pub max_num_queued_reqs: Option<usize>,
+    /// The most tokens of one request prefilled in one step. A recomputed request then
+    /// takes the blocks of its first chunk and asks for the rest a step later, when
+    /// another request may have taken them, so it is preempted again. Calibrated (not
+    /// read from vLLM) against the recorded hybrid run's preemption count.
+    pub prefill_chunk_tokens: Option<u64>,
+}
+
+/// SGLang's token pool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SglangConfig {
+    pub max_total_num_tokens: u64,
+    pub page_size: u64,
+    /// `--max-running-requests`.
+    pub max_running_requests: usize,
+    /// Hybrid models: the Mamba state slots, which lower the running limit when fewer.
+    pub mamba_slots: Option<usize>,
+    /// The share of each request's remaining output reserved at admission. 1.0 reserves
+    /// all of it (what the recorded live run shows: 5 of 10 allowed ran, the pool holds 5
+    /// full answers); lower values admit more and lead to retractions.
+    pub new_token_ratio: f64,
+}
+
+impl SglangConfig {
+    /// The running limit after the hybrid lowering.
+    pub fn running_cap(&self) -> usize {
+        self.mamba_slots.map_or(self.max_running_requests, |m| {
+            m.min(self.max_running_requests)
+        })
+    }
+}
+
+/// TensorRT-LLM's capacity scheduler policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CapacityPolicy {
+    /// Admit only what fits with its whole output; nothing is ever paused.
+    GuaranteedNoEvict,
+    /// Admit while the current tokens fit; pause (and later recompute) when full.
+    MaxUtilization,
+}
+
+impl CapacityPolicy {
+    pub fn name(self) -> &'static str {
+        match self {
+            CapacityPolicy::GuaranteedNoEvict => "GUARANTEED_NO_EVICT",
+            CapacityPolicy::MaxUtilization => "MAX_UTILIZATION",
+        }
+    }
+}
+
+/// TensorRT-LLM's paged KV pool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrtllmConfig {
+    pub tokens_per_block: u64,
+    pub blocks: u64,
+    pub max_num_requests: usize,
+    pub policy: CapacityPolicy,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum EngineModel {
+    Vllm(VllmConfig),
+    Sglang(SglangConfig),
+    Trtllm(TrtllmConfig),
+}
+
+impl EngineModel {
+    pub fn engine(&self) -> Engine {
+        match self {
+            EngineModel::Vllm(_) => Engine::Vllm,
+            EngineModel::Sglang(_) => Engine::Sglang,
+            EngineModel::Trtllm(_) => Engine::Trtllm,
+        }
+    }
+
+    /// Pool units (blocks or tokens) that the KV usage gauge divides by.
+    pub fn usable_units(&self) -> u64 {
+        match self {
+            EngineModel::Vllm(c) => c.num_gpu_blocks.saturating_sub(1),
+            EngineModel::Sglang(c) => c.max_total_num_tokens,
+            EngineModel::Trtllm(c) => c.blocks,
+        }
+    }
+
+    /// Units a request holds with `tokens` tokens of KV.
+    pub fn units_for(&self, tokens: u64) -> u64 {
+        match self {
+            EngineModel::Vllm(c) => {
+                c.kv_groups * tokens.div_ceil(c.block_size) + c.state_blocks_per_request
+            }
+            EngineModel::Sglang(c) => tokens.div_ceil(c.page_size) * c.page_size,
+            EngineModel::Trtllm(c) => tokens.div_ceil(c.tokens_per_block),
+        }
+    }
+
+    fn running_cap(&self) -> usize {
+        match self {
+            EngineModel::Vllm(c) => c.max_num_seqs,
+            EngineModel::Sglang(c) => c.running_cap(),
+            EngineModel::Trtllm(c) => c.max_num_requests,
+        }
+    }
+}
+
+/// How long one iteration takes: a fixed cost, a cost per running request and a cost per
+/// prefilled token (new prompts and recomputed requests).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepCost {
+    pub fixed_s: f64,
+    pub per_running_s: f64,
+    pub per_prefill_token_s: f64,
+}
+
+impl StepCost {
+    pub fn step_s(&self, running: usize, prefill_tokens: u64) -> f64 {
+        self.fixed_s
+            + self.per_running_s * running as f64
+            + self.per_prefill_token_s * prefill_tokens as f64
+    }
+}
+
+/// One request's life, in simulated seconds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub id: u64,
+    pub prompt: u64,
+    pub output: u64,
+    pub generated: u64,
+    /// Tokens whose KV is computed (0 after an eviction: it is recomputed).
+    pub computed: u64,
+    /// Units held now.
+    pub units: u64,
+    pub arrived_at: f64,
+    pub first_scheduled_at: Option<f64>,
+    pub first_token_at: Option<f64>,
+    pub finished_at: Option<f64>,
+    pub rejected: bool,
+    /// Times it was preempted, retracted or paused.
+    pub evictions: u32,
+}
+
+/// Something an engine writes to its log, with the step time it happened at.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// SGLang: `KV cache pool is full. Retract requests.`
+    Retracted {
+        count: u32,
+        ratio_from: f64,
+        ratio_to: f64,
+    },
+    /// TensorRT-LLM: `MaxUtilizationScheduler: request ID N -> pause`.
+    Paused { request_id: u64 },
+    /// A request finished (the access-log line).
+    Finished { request_id: u64 },
+    /// A request was refused at arrival (admission control).
+    Rejected { request_id: u64 },
+}
+
+/// The gauges and counters after one step (or at the start).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct State {
+    pub t: f64,
+    pub running: usize,
+    pub waiting: usize,
+    pub used_units: u64,
+    /// Running requests during the step, before finished ones left.
+    pub scheduled: usize,
+    pub used_units_scheduled: u64,
+    /// Requests paused in this step (TensorRT-LLM's gauge).
+    pub paused: usize,
+    /// Whether a request finished in this step (TensorRT-LLM updates its gauges then).
+    pub completed_in_step: bool,
+    pub evictions: u64,
+    pub prompt_tokens: u64,
+    pub generated_tokens: u64,
+    pub finished: u64,
+    /// Output and prompt tokens of finished requests (engines that count at finish).
+    pub finished_output_tokens: u64,
+    pub finished_prompt_tokens: u64,
+    pub rejected: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Scheduler {
+    pub model: EngineModel,
+    pub cost: StepCost,
+    pub requests: Vec<Request>,
+    waiting: VecDeque<usize>,
+    running: Vec<usize>,
+    used_units: u64,
+    sglang_ratio: f64,
+    state: State,
+    pub events: Vec<(f64, Event)>,
+}
+
+impl Scheduler {
+    pub fn new(model: EngineModel, cost: StepCost) -> Scheduler {
+        let sglang_ratio = match &model {
+            EngineModel::Sglang(c) => c.new_token_ratio,
+            _ => 1.0,
+        };
+        Scheduler {
+            model,
+            cost,
+            requests: Vec::new(),
+            waiting: VecDeque::new(),
+            running: Vec::new(),
+            used_units: 0,
+            sglang_ratio,
+            state: State::default(),
+            events: Vec::new(),
+        }
+    }
+
+    pub fn now(&self) -> f64 {
+        self.state.t
+    }
+
+    pub fn state(&self) -> State {
+        self.state
+    }
+
+    pub fn is_idle(&self) -> bool {
+        self.waiting.is_empty() && self.running.is_empty()
+    }
+
+    /// Moves the clock forward while idle (time passes between requests).
+    pub fn advance_idle(&mut self, to: f64) {
+        if self.is_idle() && to > self.state.t {
+            self.state.t = to;
+        }
+    }
+
+    /// A request arrives. Returns its index, or `None` when admission control rejects it.
+    pub fn submit(&mut self, prompt: u64, output: u64) -> Option<usize> {
+        let index = self.requests.len();
+        let in_flight = self.running.len() + self.waiting.len();
+        // A request that could never fit is refused, as the engines refuse one longer
+        // than the pool; otherwise it would wait for ever.
+        let never_fits = self.model.units_for(prompt + output.max(1)) > self.model.usable_units();
+        let rejected = never_fits
+            || match &self.model {
+                EngineModel::Vllm(c) => c.max_num_queued_reqs.is_some_and(|l| in_flight >= l),
+                _ => false,
+            };
+        self.requests.push(Request {
+            id: index as u64,
+            prompt,
+            output: output.max(1),
+            generated: 0,
+            computed: 0,
+            units: 0,
+            arrived_at: self.state.t,
+            first_scheduled_at: None,
+            first_token_at: None,
+            finished_at: None,
+            rejected,
+            evictions: 0,
+        });
+        if rejected {
+            self.state.rejected += 1;
+            self.events.push((
+                self.state.t,
+                Event::Rejected {
+                    request_id: index as u64,
+                },
+            ));
+            return None;
+        }
+        self.waiting.push_back(index);
+        self.state.waiting = self.waiting.len();
+        Some(index)
+    }
+
+    /// Tokens of KV this request computes in its next step: the rest of its prompt (and,
+    /// after an eviction, of its output so far), in chunks where the engine chunks; else
+    /// the one token sampled last.
+    fn step_tokens(&self, index: usize) -> u64 {
+        let r = &self.requests[index];
+        let target = r.prompt + r.generated;
+        let rest = target - r.computed;
+        match &self.model {
+            EngineModel::Vllm(VllmConfig {
+                prefill_chunk_tokens: Some(chunk),
+                ..
+            }) => rest.min(*chunk),
+            _ => rest,
+        }
+    }
+
+    /// Tokens of KV this request holds after its next step.
+    fn tokens_needed(&self, index: usize) -> u64 {
+        self.requests[index].computed + self.step_tokens(index)
+    }
+
+    fn evict(&mut self, victim: usize) {
+        self.running.retain(|&i| i != victim);
+        self.used_units -= self.requests[victim].units;
+        self.requests[victim].units = 0;
+        self.requests[victim].computed = 0;
+        self.requests[victim].evictions += 1;
+        self.waiting.push_front(victim);
+        self.state.evictions += 1;
+    }
+
+    /// Room for every running request's next token, by the engine's eviction rule.
+    /// Returns how many were evicted.
+    fn make_room(&mut self) -> u32 {
+        let usable = self.model.usable_units();
+        let mut evicted = 0u32;
+        match self.model.clone() {
+            EngineModel::Vllm(_) => {
+                // Oldest first; without a free block the newest running request is
+                // preempted, possibly the one asking.
+                let mut i = 0;
+                while i < self.running.len() {
+                    let id = self.running[i];
+                    let need = self.model.units_for(self.tokens_needed(id));
+                    let mut self_preempted = false;
+                    while need > self.requests[id].units + (usable - self.used_units) {
+                        let victim = *self.running.last().expect("the asker is running");
+                        self.evict(victim);
+                        evicted += 1;
+                        if victim == id {
+                            self_preempted = true;
+                            break;
+                        }
+                    }
+                    if !self_preempted {
+                        self.used_units += need - self.requests[id].units;
+                        self.requests[id].units = need;
+                        i += 1;
+                    }
+                }
+            }
+            EngineModel::Sglang(c) => {
+                let growth = |s: &Scheduler| -> u64 {
+                    s.running
+                        .iter()
+                        .map(|&i| s.model.units_for(s.tokens_needed(i)) - s.requests[i].units)
+                        .sum()
+                };
+                while !self.running.is_empty() && growth(self) > usable - self.used_units {
+                    // SGLang retracts the requests with the least output so far first.
+                    let victim = *self
+                        .running
+                        .iter()
+                        .rev()
+                        .min_by_key(|&&i| self.requests[i].generated)
+                        .expect("not empty");
+                    self.evict(victim);
+                    evicted += 1;
+                }
+                if evicted > 0 {
+                    let from = self.sglang_ratio;
+                    self.sglang_ratio = (from + 0.1).min(1.0).max(c.new_token_ratio);
+                    self.events.push((
+                        self.state.t,
+                        Event::Retracted {
+                            count: evicted,
+                            ratio_from: from,
+                            ratio_to: self.sglang_ratio,
+                        },
+                    ));
+                }
+                for i in self.running.clone() {
+                    let need = self.model.units_for(self.tokens_needed(i));
+                    self.used_units += need - self.requests[i].units;
+                    self.requests[i].units = need;
+                }
+            }
+            EngineModel::Trtllm(c) => {
+                let mut i = 0;
+                while i < self.running.len() {
+                    let id = self.running[i];
+                    let need = self.model.units_for(self.tokens_needed(id));
+                    let mut self_paused = false;
+                    if c.policy == CapacityPolicy::MaxUtilization {
+                        while need > self.requests[id].units + (usable - self.used_units) {
+                            let victim = *self.running.last().expect("the asker is running");
+                            self.evict(victim);
+                            evicted += 1;
+                            self.events.push((
+                                self.state.t,
+                                Event::Paused {
+                                    request_id: self.requests[victim].id,
+                                },
+                            ));
+                            if victim == id {
+                                self_paused = true;
+                                break;
+                            }
+                        }
+                    }
+                    if !self_paused {
+                        self.used_units += need - self.requests[id].units;
+                        self.requests[id].units = need;
+                        i += 1;
+                    }
+                }
+            }
+        }
+        evicted
+    }
+
+    /// Units the running requests will still take (admission rules that reserve).
+    fn reserved_growth(&self) -> u64 {
+        match &self.model {
+            EngineModel::Sglang(_) => self
+                .running
+                .iter()
+                .map(|&i| {
+                    let r = &self.requests[i];
+                    ((r.output - r.generated) as f64 * self.sglang_ratio).ceil() as u64
+                })
+                .sum(),
+            EngineModel::Trtllm(c) if c.policy == CapacityPolicy::GuaranteedNoEvict => self
+                .running
+                .iter()
+                .map(|&i| {
+                    let r = &self.requests[i];
+                    self.model.units_for(r.prompt + r.output) - r.units
+                })
+                .sum(),
+            _ => 0,
+        }
+    }
+
+    /// Units a waiting request needs to be admitted (now plus any reservation).
+    fn admission_need(&self, index: usize) -> u64 {
+        let r = &self.requests[index];
+        let now = self.model.units_for(self.tokens_needed(index));
+        match &self.model {
+            EngineModel::Sglang(_) => {
+                now + ((r.output - r.generated) as f64 * self.sglang_ratio).ceil() as u64
+            }
+            EngineModel::Trtllm(c) if c.policy == CapacityPolicy::GuaranteedNoEvict => {
+                self.model.units_for(r.prompt + r.output)
+            }
+            _ => now,
+        }
+    }
+
+    /// One engine iteration. Returns the state after it, or `None` when there was nothing
+    /// to do.
+    pub fn step(&mut self) -> Option<State> {
+        if self.is_idle() {
+            return None;
+        }
+        let evicted = self.make_room();
+        // vLLM admits nothing in a step that preempted; the others try again at once.
+        let may_admit = !(evicted > 0 && matches!(self.model, EngineModel::Vllm(_)));
+        let mut prefill_tokens = 0;
+        if may_admit {
+            let usable = self.model.usable_units();
+            let cap = self.model.running_cap();
+            while self.running.len() < cap {
+                let Some(&id) = self.waiting.front() else {
+                    break;
+                };
+                let reserved = self.reserved_growth();
+                let free = usable - self.used_units;
+                if self.admission_need(id) > free.saturating_sub(reserved) {
+                    break;
+                }
+                self.waiting.pop_front();
+                let units = self.model.units_for(self.tokens_needed(id));
+                self.used_units += units;
+                let now = self.state.t;
+                let r = &mut self.requests[id];
+                r.units = units;
+                if r.first_scheduled_at.is_none() {
+                    // The prompt counter counts a prompt once; recomputing an evicted
+                    // request's KV is not new prompt.
+                    r.first_scheduled_at = Some(now);
+                    self.state.prompt_tokens += r.prompt;
+                }
+                self.running.push(id);
+            }
+        }
+        let paused = match &self.model {
+            EngineModel::Trtllm(_) => evicted as usize,
+            _ => 0,
+        };
+        self.state.scheduled = self.running.len();
+        self.state.used_units_scheduled = self.used_units;
+        let step_tokens: Vec<u64> = self.running.iter().map(|&i| self.step_tokens(i)).collect();
+        prefill_tokens += step_tokens.iter().filter(|&&n| n > 1).sum::<u64>();
+        self.state.t += self.cost.step_s(self.running.len(), prefill_tokens);
+        let now = self.state.t;
+        let mut still = Vec::with_capacity(self.running.len());
+        let mut completed = false;
+        for (&id, n) in self.running.iter().zip(step_tokens) {
+            let r = &mut self.requests[id];
+            r.computed += n;
+            if r.computed < r.prompt + r.generated {
+                // A chunk of a longer prefill: no token sampled yet.
+                still.push(id);
+                continue;
+            }
+            r.generated += 1;
+            self.state.generated_tokens += 1;
+            r.first_token_at.get_or_insert(now);
+            if r.generated >= r.output {
+                r.finished_at = Some(now);
+                self.used_units -= r.units;
+                r.units = 0;
+                self.state.finished += 1;
+                self.state.finished_output_tokens += r.output;
+                self.state.finished_prompt_tokens += r.prompt;
+                self.events
+                    .push((now, Event::Finished { request_id: r.id }));
+                completed = true;
+            } else {
+                still.push(id);
+            }
+        }
+        self.running = still;
+        self.state.running = self.running.len();
+        self.state.waiting = self.waiting.len();
+        self.state.used_units = self.used_units;
+        self.state.paused = paused;
+        self.state.completed_in_step = completed;
+        Some(self.state)
+    }
+}
+
+/// A closed-loop load: `requests` in all, at most `concurrency` outstanding, each with the
+/// same prompt and output lengths (what `vllm bench serve --ignore-eos` sends).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Load {
+    pub requests: usize,
+    pub concurrency: usize,
+    pub prompt: u64,
+    pub output: u64,
+    /// One untimed request first, as `vllm bench serve`'s initial test run.
+    pub initial_test: bool,
+}
+
+/// What a whole load did: every state after each step, and the requests of the timed run.
+#[derive(Debug, Clone)]
+pub struct LoadRun {
+    pub timeline: Vec<State>,
+    pub scheduler: Scheduler,
+    /// Indexes into `scheduler.requests` of the timed run's requests, in sending order.
+    pub timed: Vec<usize>,
+    /// Simulated time the timed run started and ended.
+    pub start_s: f64,
+    pub end_s: f64,
+}
+
+impl LoadRun {
+    pub fn peak_running(&self) -> usize {
+        self.timeline.iter().map(|s| s.running).max().unwrap_or(0)
+    }
+
+    pub fn evictions(&self) -> u64 {
+        self.timeline.last().map_or(0, |s| s.evictions)
+    }
+
+    /// The state at simulated time `t` (after the last step that ended by then).
+    pub fn state_at(&self, t: f64) -> State {
+        let i = self.timeline.partition_point(|s| s.t <= t);
+        self.timeline[i.saturating_sub(1)]
+    }
+}
+
+/// Runs a load to the end on a fresh scheduler.
+pub fn run_load(model: EngineModel, cost: StepCost, load: Load) -> LoadRun {
+    let mut s = Scheduler::new(model, cost);
+    let mut timeline = vec![s.state()];
+    let drain = |s: &mut Scheduler, timeline: &mut Vec<State>| {
+        while let Some(state) = s.step() {
+            timeline.push(state);
+        }
+    };
+    if load.initial_test {
+        s.submit(load.prompt, load.output);
+        drain(&mut s, &mut timeline);
+        // The client's pause between its test request and the timed run.
+        let t = s.now() + 0.05;
+        s.advance_idle(t);
+        timeline.push(s.state());
+    }
+    let start_s = s.now();
+    let mut timed = Vec::with_capacity(load.requests);
+    let mut sent = 0;
+    let mut outstanding = 0usize;
+    loop {
+        while sent < load.requests && outstanding < load.concurrency {
+            let index = s.requests.len();
+            timed.push(index);
+            sent += 1;
+            if s.submit(load.prompt, load.output).is_some() {
+                outstanding += 1;
+            }
+        }
+        let before = s.state().finished;
+        match s.step() {
+            Some(state) => {
+                timeline.push(state);
+                outstanding -= (state.finished - before) as usize;
+            }
+            None => break,
+        }
+    }
+    let end_s = s.now();
+    LoadRun {
+        timeline,
+        scheduler: s,
+        timed,
+        start_s,
+        end_s,
+    }
+}

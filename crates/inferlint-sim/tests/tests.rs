@@ -1,0 +1,10 @@
+//! Tests of the simulated engine.
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test that cannot read its own inputs should stop there"
+)]
+
+/// The scheduler models against what the recorded runs show.
+mod calibration;
+/// Simulated run folders: deterministic, marked as simulated, readable by our parsers.
+mod runfolder;
