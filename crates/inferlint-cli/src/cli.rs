@@ -16,7 +16,12 @@ Check a saved run:
   rate         Output tokens per second, and what a whole-second timer says (T10)
   series       Check a recording (T14 T9 T8)
 
+The GPU:
+  gpu-inspect  Show the GPUs and check that no server process holds one (T2)
+  teardown     Stop every inference server process and wait for a clear card (T2 T3)
+
 Learn:
+  demo         Write a simulated run folder and check it
   explain      Explain a tripwire (T1-T15, or a name such as falling-ceiling)
   help         Print this message or the help of the given command
 
@@ -99,6 +104,16 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         boot_log: Option<PathBuf>,
     },
+    /// Show the GPUs and check that no server process holds one (T2)
+    GpuInspect(GpuInspectArgs),
+    /// Stop every inference server process and wait for a clear card (T2 T3)
+    Teardown(TeardownArgs),
+    /// Write a simulated run folder and check it
+    Demo {
+        /// Where the run folder goes (default: a new folder `inferlint-demo` here)
+        #[arg(short = 'o', long = "out", value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
     /// Explain a tripwire (T1-T15, or a name such as falling-ceiling)
     Explain {
         /// Tripwire codes or names; all fifteen when none
@@ -138,6 +153,35 @@ pub struct ReportArgs {
     pub title: Option<String>,
 }
 
+#[derive(Debug, Args)]
+pub struct GpuInspectArgs {
+    /// A card is clear when no GPU uses more than this many MiB
+    #[arg(long, default_value_t = 800, value_name = "MIB")]
+    pub max_used_mib: u64,
+    /// Clear readings in a row needed
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub consecutive: u32,
+    /// Seconds to wait for a clear card (0: one reading)
+    #[arg(long, default_value_t = 10.0, value_name = "S")]
+    pub timeout: f64,
+}
+
+#[derive(Debug, Args)]
+pub struct TeardownArgs {
+    /// Only list what would be stopped
+    #[arg(long)]
+    pub dry_run: bool,
+    /// A card is clear when no GPU uses more than this many MiB
+    #[arg(long, default_value_t = 800, value_name = "MIB")]
+    pub max_used_mib: u64,
+    /// Clear readings in a row needed
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub consecutive: u32,
+    /// Seconds to wait for a clear card after the processes are stopped
+    #[arg(long, default_value_t = 120.0, value_name = "S")]
+    pub timeout: f64,
+}
+
 /// Every command name, for "did you mean".
 pub const COMMANDS: &[&str] = &[
     "report",
@@ -146,6 +190,9 @@ pub const COMMANDS: &[&str] = &[
     "preemption",
     "rate",
     "series",
+    "gpu-inspect",
+    "teardown",
+    "demo",
     "explain",
     "help",
 ];

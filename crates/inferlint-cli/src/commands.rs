@@ -72,6 +72,9 @@ pub fn dispatch(cli: &Cli) -> Result<ExitCode, CliError> {
             finish(&results, g.json, g.strict)
         }
         Command::Report(args) => report(&mut choice, args, g.json, g.strict),
+        Command::GpuInspect(args) => crate::gpu::gpu_inspect(&choice, args, g.json, g.strict),
+        Command::Teardown(args) => crate::gpu::teardown(&choice, args, g.json, g.strict),
+        Command::Demo { out } => crate::demo::demo(out.as_deref(), g.json, g.strict),
         Command::Explain { ids } => explain(&choice, ids),
     }
 }
@@ -242,7 +245,7 @@ fn boot_facts_text(facts: &BootFacts) -> String {
     text
 }
 
-fn report(
+pub(crate) fn report(
     choice: &mut EngineChoice,
     args: &ReportArgs,
     json: bool,
@@ -324,22 +327,40 @@ fn report(
         requested,
     };
     let results = run::check_run(&run);
+    let limits = insights::what_limited(&run, &results);
+    // The HTML report is written first, so that the count line can say where it went.
+    let destination =
+        crate::report_html::Destination::new(args.run.as_deref(), args.out.as_deref());
+    let inputs = crate::report_html::Inputs {
+        run: &run,
+        results: &results,
+        insights: &limits,
+        series: series_path.as_deref(),
+        made_from: crate::report_html::made_from(
+            &found.boot_logs,
+            [
+                before_path.as_deref(),
+                after_path.as_deref(),
+                series_path.as_deref(),
+                bench_path.as_deref(),
+            ],
+        ),
+        title: args.title.as_deref(),
+    };
+    let written = crate::report_html::write(&destination, &inputs);
     if json {
         print(&output::results_text(&results, true))?;
     } else {
         let mut text = output::results_text(&results, false);
-        text.push_str(&insights::terminal_lines(&insights::what_limited(
-            &run, &results,
-        )));
+        text.push_str(&insights::terminal_lines(&limits));
         text.push_str(&count_line(&results));
+        if let Ok(Some(path)) = &written {
+            text.push_str(&format!(" -> {}", shown(path)));
+        }
         text.push('\n');
         print(&text)?;
     }
-    if args.out.is_some() || args.run.is_some() {
-        eprintln!(
-            "note: this version prints the verdicts only; the HTML report is not written yet"
-        );
-    }
+    written?;
     Ok(ExitCode::for_results(&results, strict))
 }
 

@@ -4,9 +4,12 @@
 mod app;
 mod cli;
 mod commands;
+mod demo;
 mod engine_choice;
 mod exit;
+mod gpu;
 mod output;
+mod report_html;
 mod suggest;
 
 fn main() {

@@ -16,3 +16,10 @@ mod demo;
 mod expected;
 /// Minimal edits of real recordings that make each check fire.
 mod mutations;
+
+/// inferlint demo from an empty folder.
+mod demo_command;
+/// inferlint gpu-inspect and teardown against real process trees.
+mod gpu;
+/// report.html: well-formed, self-contained, escaped.
+mod report_html;

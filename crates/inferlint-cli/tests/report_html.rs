@@ -1,0 +1,598 @@
+//! report.html as the command writes it: where it goes, that every recording's report is
+//! well-formed and holds each verdict, a redacted snapshot of the demo's, a hostile run
+//! whose markup stays text, and the page in headless Chromium (no script error, the
+//! replay steps, a chart reads out).
+//!
+//! The browser tests need Debian's `chromium` (`.ci/run` installs it): in CI a missing
+//! browser fails them; elsewhere they are skipped with a note.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::{
+    copy_tree, fixtures, inferlint, json_results, no_panic, recorded, stderr, stdout,
+};
+
+#[path = "../../inferlint-report/tests/wellformed.rs"]
+mod wellformed;
+
+/// Text as the report escapes it.
+fn escaped(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn status_word(json_word: &str) -> &'static str {
+    match json_word {
+        "pass" => "Pass",
+        "warn" => "Warning",
+        "fail" => "Tripwire failed",
+        "unknown" => "Can't tell",
+        _ => "Does not apply",
+    }
+}
+
+/// Runs `report ARGS --json -o OUT` and returns the results and the page.
+fn report(cwd: &Path, args: &[&str], out: &Path) -> (Vec<Value>, String) {
+    let mut all: Vec<&str> = vec!["report"];
+    all.extend_from_slice(args);
+    let out_arg = out.to_str().unwrap();
+    all.extend_from_slice(&["--json", "-o", out_arg]);
+    let o = inferlint(cwd, &all);
+    no_panic(&o);
+    let results = json_results(&o);
+    let html = std::fs::read_to_string(out)
+        .unwrap_or_else(|e| panic!("{args:?}: no report at {out_arg}: {e}\n{}", stderr(&o)));
+    (results, html)
+}
+
+/// Asserts the page is well-formed and holds every verdict's status and message.
+fn holds_every_verdict(name: &str, results: &[Value], html: &str) {
+    if let Err(e) = wellformed::check(html) {
+        panic!("{name}: not well-formed: {e}");
+    }
+    for r in results {
+        let message = r["message"].as_str().unwrap();
+        assert!(
+            html.contains(&escaped(message)),
+            "{name}: {} message missing: {message}",
+            r["tripwire"]
+        );
+        assert!(html.contains(status_word(r["status"].as_str().unwrap())));
+    }
+}
+
+/// The report of every recording the spec lists.
+#[test]
+fn every_recording_gives_a_well_formed_report_with_each_verdict() {
+    let Some(dir) = recorded() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let runs: &[&[&str]] = &[
+        &["sglang-0.5/capped"],
+        &["sglang-0.5/live"],
+        &["sglang-0.5/qwen3-8b"],
+        &["trtllm-1.3/no-iter-stats"],
+        &["trtllm-1.3/qwen3-8b"],
+        &["vllm-0.28/live", "--requested", "32"],
+        &["vllm-0.28/xray"],
+        &["vllm-0.30/live"],
+        &["--boot-log", "vllm-0.28/boot_fail_accelerator.log"],
+        &["--boot-log", "vllm-0.28/boot_spec_backend_override.log"],
+        &[
+            "--boot-log",
+            "vllm-0.28/boot_pool_level_hi.log",
+            "--boot-log",
+            "vllm-0.28/boot_pool_level_lo.log",
+        ],
+        &[
+            "--boot-log",
+            "trtllm-1.3/qwen3-8b/boot.log",
+            "--boot-log",
+            "trtllm-1.3/qwen3-8b-start2/boot.log",
+        ],
+        &[
+            "--series",
+            "vllm-0.28/series/ladder.series.jsonl",
+            "--after",
+            "vllm-0.28/series/ladder_snapshot.prom",
+            "--requested",
+            "32",
+        ],
+        &[
+            "--before",
+            "vllm-0.28/metrics/restart_before.prom",
+            "--after",
+            "vllm-0.28/metrics/restart_after.prom",
+        ],
+    ];
+    for (i, args) in runs.iter().enumerate() {
+        let out = tmp.path().join(format!("{i}.html"));
+        let (results, html) = report(&dir, args, &out);
+        assert!(!results.is_empty(), "{args:?}: no results");
+        holds_every_verdict(&format!("{args:?}"), &results, &html);
+    }
+}
+
+/// The recorded vLLM 0.28 run, with the facts the spec's report asserts.
+#[test]
+fn the_live_vllm_report_says_what_happened() {
+    let Some(dir) = recorded() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run.html");
+    let o = inferlint(
+        &dir,
+        &[
+            "report",
+            "vllm-0.28/live",
+            "--requested",
+            "32",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(out.exists());
+    assert!(stdout(&o).ends_with(&format!(
+        "8 checks (4 pass, 2 warn, 2 tripwire-failed) -> {}\n",
+        out.display()
+    )));
+    let html = std::fs::read_to_string(&out).unwrap();
+    assert!(html.len() > 50_000);
+    for text in [
+        "The load tool kept 32 requests open for 1 min 34 s.",
+        "finished 32 requests with no errors and generated 32,000 tokens",
+        "never worked on more than 10 at once",
+        "32,000 (1,000 per request)",
+        "32: 32 reached their token limit, no errors",
+        "8 of 15. Not here: T2 and T3 (run at clean-up), T4 and T11 (need two or more boot logs), T7 (needs a live server), T13 (a rule for test scripts), T15 (needs the load tool's result file)",
+        "boot.log, before.snapshot.json, after.snapshot.json, run.series.jsonl",
+        "124.0 s (17:48:43 to 17:50:47)",
+        "Why only 10?",
+    ] {
+        assert!(html.contains(text), "missing: {text}");
+    }
+    // The preemption markers of each chart add up to the counter's 22.
+    for figure in ["fig-requests", "fig-kv"] {
+        let start = html.find(&format!("id=\"{figure}\"")).unwrap();
+        let end = start + html[start..].find("</figure>").unwrap();
+        let marked: f64 = html[start..end]
+            .split("data-n=\"")
+            .skip(1)
+            .map(|s| s[..s.find('"').unwrap()].parse::<f64>().unwrap())
+            .sum();
+        assert_eq!(marked, 22.0, "{figure}");
+    }
+}
+
+/// Engine wording: SGLang's cache figure and its N/A, TensorRT-LLM's title and missing
+/// tokens-per-second chart, and a boot failure.
+#[test]
+fn each_engine_is_worded_as_its_own() {
+    let Some(dir) = recorded() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let (results, sglang) = report(&dir, &["sglang-0.5/qwen3-8b"], &tmp.path().join("s.html"));
+    let passed = results.iter().filter(|r| r["status"] == "pass").count();
+    assert!(sglang.contains(&format!(
+        "{passed} passed; 1 does not apply to SGLang</summary>"
+    )));
+    assert!(sglang.contains("29 of them fit."));
+    assert!(sglang.contains("id=\"fig-cache\""));
+    assert!(sglang.contains("id=\"fig-memory\""));
+    assert!(!sglang.contains("id=\"fig-tput\""));
+    let (_, capped) = report(&dir, &["sglang-0.5/capped"], &tmp.path().join("c.html"));
+    assert!(capped.contains("T14 (does not apply to SGLang)"));
+    assert!(capped.contains("<dt>SGLang</dt>"));
+    let (_, trt) = report(&dir, &["trtllm-1.3/qwen3-8b"], &tmp.path().join("t.html"));
+    assert!(trt.contains("<title>TensorRT-LLM 1.3.0rc29 run"));
+    assert!(!trt.contains("id=\"fig-tput\""));
+    assert!(trt.contains("No output-tokens-per-second chart: TensorRT-LLM adds"));
+    assert!(trt.contains("updates these readings only when a request completes"));
+    let (_, failed) = report(
+        &dir,
+        &["--boot-log", "vllm-0.28/boot_fail_accelerator.log"],
+        &tmp.path().join("f.html"),
+    );
+    assert!(failed.contains("T12: the server itself failed."));
+}
+
+/// A copy of the demo run folder, without a report from an earlier run of the tests.
+fn demo_copy(to: &Path) {
+    copy_tree(&fixtures().join("demo"), to);
+    let _ = std::fs::remove_file(to.join("report.html"));
+}
+
+/// Where the report goes: `-o` (parents created), the run folder, or nowhere.
+#[test]
+fn the_report_goes_where_it_is_asked_to() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    demo_copy(&run);
+
+    let o = inferlint(tmp.path(), &["report", "run"]);
+    assert_eq!(o.status.code(), Some(1), "report follows the exit rule");
+    assert!(
+        stdout(&o).ends_with(" -> run/report.html\n"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(run.join("report.html").is_file());
+
+    let o = inferlint(tmp.path(), &["report", "run", "-o", "a/b/c.html"]);
+    assert!(stdout(&o).ends_with(" -> a/b/c.html\n"));
+    assert!(tmp.path().join("a/b/c.html").is_file(), "parents are made");
+
+    // --json prints the same results and still writes the page.
+    std::fs::remove_file(run.join("report.html")).unwrap();
+    let o = inferlint(tmp.path(), &["report", "run", "--json"]);
+    assert_eq!(json_results(&o).len(), 9);
+    assert!(run.join("report.html").is_file());
+
+    // Only files and no -o: no page, and a note that says how to get one.
+    let o = inferlint(
+        tmp.path(),
+        &[
+            "report",
+            "--boot-log",
+            "run/boot.log",
+            "--series",
+            "run/run.series.jsonl",
+        ],
+    );
+    assert!(!stdout(&o).contains(" -> "));
+    assert!(stderr(&o).contains("give -o FILE"));
+    assert!(!tmp.path().join("report.html").exists());
+
+    // No temporary file is left behind.
+    let leftovers: Vec<PathBuf> = std::fs::read_dir(&run)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+/// A run folder kept read-only (as the recordings are) is left as it was, even when the
+/// test runs as root: the verdicts print, a note says where the page did not go.
+#[cfg(unix)]
+#[test]
+fn a_read_only_run_folder_is_left_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    demo_copy(&run);
+    std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let o = inferlint(tmp.path(), &["report", "run"]);
+    std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(o.status.code(), Some(1), "the verdicts still decide");
+    assert!(stdout(&o).ends_with("9 checks (6 pass, 1 warn, 2 tripwire-failed)\n"));
+    assert!(stderr(&o).contains("read-only"), "{}", stderr(&o));
+    assert!(!run.join("report.html").exists());
+
+    // An -o that cannot be written is an error.
+    let o = inferlint(tmp.path(), &["report", "run", "-o", "run/boot.log/x.html"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("cannot write the report"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// The lines that change between builds: the version in the page, and the inline style,
+/// script, data and drawings (their own tests cover them), so the snapshot keeps the
+/// words and the tables. A newline goes before each block so that a diff reads.
+fn redacted(html: &str) -> String {
+    fn cut(text: &str, open: &str, close: &str, with: &str) -> String {
+        let mut out = String::new();
+        let mut rest = text;
+        while let Some(start) = rest.find(open) {
+            let Some(end) = rest[start + open.len()..].find(close) else {
+                break;
+            };
+            out.push_str(&rest[..start + open.len()]);
+            out.push_str(with);
+            rest = &rest[start + open.len() + end..];
+        }
+        out.push_str(rest);
+        out
+    }
+    let mut text = html.replace(env!("CARGO_PKG_VERSION"), "[version]");
+    text = cut(&text, "<style>", "</style>", "[style]");
+    text = cut(&text, "<script>", "</script>", "[script]");
+    text = cut(&text, "id=\"report-data\">", "</script>", "[data]");
+    text = cut(
+        &text,
+        "Content-Security-Policy\" content=\"",
+        "\"",
+        "[policy]",
+    );
+    text = cut(&text, "<svg viewBox=\"0 0 960", "</svg>", "[drawing]");
+    text = cut(
+        &text,
+        "<section id=\"guide\"",
+        "</section>",
+        ">[the catalogue]",
+    );
+    for tag in [
+        "<section", "<h1", "<h2", "<h3", "<p", "<li", "<tr", "<dt", "<article", "<figure",
+        "<details", "<table", "<div", "<nav", "<header", "<footer", "<ul", "<dl", "<canvas",
+        "<output", "<script", "<main", "<body", "<head",
+    ] {
+        text = text.replace(tag, &format!("\n{tag}"));
+    }
+    text
+}
+
+#[test]
+fn the_demo_report_snapshot() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("demo.html");
+    let (_, html) = report(&fixtures(), &["demo"], &out);
+    insta::assert_snapshot!("demo_report_html", redacted(&html));
+}
+
+/// A model name and a log line that carry `<script>` and `onerror`.
+/// The model name has no `/` (the report shows a path's last part) and no quote (the log
+/// prints it inside a Python literal); an unclosed `<script>` would swallow the page.
+const MODEL: &str =
+    "<script>document.documentElement.dataset.pwned=1;<img src=x onerror=document.documentElement.dataset.pwned=2>";
+const LOG_LINE: &str = "RuntimeError: <script>document.documentElement.dataset.pwned=3</script><img src=x onerror=document.documentElement.dataset.pwned=4>";
+
+/// The demo run with the model name and a failing log line replaced by markup.
+fn hostile_run(tmp: &Path) -> PathBuf {
+    let run = tmp.join("hostile");
+    demo_copy(&run);
+    let log = std::fs::read_to_string(run.join("boot.log")).unwrap();
+    let mut log = log.replace("demo-model", MODEL);
+    log.push_str(&format!(
+        "(EngineCore pid=4180) ERROR 11-30 00:02:00 [core.py:1] {LOG_LINE}\n"
+    ));
+    std::fs::write(run.join("boot.log"), log).unwrap();
+    run
+}
+
+#[test]
+fn a_hostile_model_name_and_log_line_stay_text() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = hostile_run(tmp.path());
+    let out = tmp.path().join("hostile.html");
+    let (results, html) = report(tmp.path(), &[run.to_str().unwrap()], &out);
+    holds_every_verdict("hostile", &results, &html);
+    let page = wellformed::check(&html).unwrap();
+    assert_eq!(page.count("script"), 2, "the data block and our script");
+    assert_eq!(page.count("img"), 0);
+    for (element, key, _) in &page.attributes {
+        assert!(!key.starts_with("on"), "<{element} {key}>");
+    }
+    assert!(!html.contains("<script>document"));
+    assert!(
+        html.contains(&escaped(MODEL)),
+        "the model name is shown, as text"
+    );
+    assert!(
+        html.contains("&lt;script&gt;document.documentElement.dataset.pwned=3&lt;/script&gt;"),
+        "the log line is shown, as text"
+    );
+    if let Some(browser) = Browser::find() {
+        let dom = browser.dump_dom(&out, "test");
+        assert!(!dom.contains("data-pwned"), "a script from the run ran");
+        assert_clean(&dom);
+    }
+}
+
+/// Headless Chromium, when this machine has it.
+struct Browser {
+    program: PathBuf,
+}
+
+impl Browser {
+    /// The browser, or `None` (a note) outside CI; in CI a missing browser fails.
+    fn find() -> Option<Browser> {
+        let program = PathBuf::from("chromium");
+        let works = Command::new(&program)
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if works {
+            return Some(Browser { program });
+        }
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "chromium must be installed in CI (.ci/run installs Debian's package)"
+        );
+        eprintln!("skipped: no chromium on this machine (apt-get install chromium)");
+        None
+    }
+
+    /// Runs the browser on a page with the flags every call shares, killing it after a
+    /// minute. Its output goes to files: a page's DOM is larger than a pipe holds.
+    fn run(&self, page: &Path, hash: &str, extra: &[String]) -> Output {
+        let profile = tempfile::tempdir().unwrap();
+        let stdout_path = profile.path().join("stdout");
+        let stderr_path = profile.path().join("stderr");
+        let url = format!("file://{}#{hash}", page.canonicalize().unwrap().display());
+        let mut child = Command::new(&self.program)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+                "--hide-scrollbars",
+            ])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .args(extra)
+            .arg(url)
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&stdout_path).unwrap())
+            .stderr(std::fs::File::create(&stderr_path).unwrap())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("chromium did not finish within a minute");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        Output {
+            status,
+            stdout: std::fs::read(&stdout_path).unwrap(),
+            stderr: std::fs::read(&stderr_path).unwrap(),
+        }
+    }
+
+    /// The page's DOM after its script ran (and 3 s of virtual time for its timers).
+    fn dump_dom(&self, page: &Path, hash: &str) -> String {
+        let out = self.run(
+            page,
+            hash,
+            &["--virtual-time-budget=3000".into(), "--dump-dom".into()],
+        );
+        let dom = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            dom.contains("<html"),
+            "no DOM: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        dom
+    }
+}
+
+/// The `<html ...>` start tag of a dumped DOM, where the page's script leaves its marks.
+fn html_tag(dom: &str) -> &str {
+    let start = dom.find("<html").unwrap();
+    &dom[start..start + dom[start..].find('>').unwrap()]
+}
+
+fn attribute<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
+    let key = format!("{name}=\"");
+    let start = tag.find(&key)? + key.len();
+    Some(&tag[start..start + tag[start..].find('"')?])
+}
+
+/// No script error and no refused resource, and the self-test ran to its end.
+fn assert_clean(dom: &str) {
+    let tag = html_tag(dom);
+    assert_eq!(attribute(tag, "data-script-error"), None, "{tag}");
+    assert_eq!(attribute(tag, "data-test-ready"), Some("1"), "{tag}");
+}
+
+/// The demo's first reading with requests waiting, as the replay should show it.
+fn first_waiting_reading() -> (usize, f64, f64, f64) {
+    let text = std::fs::read_to_string(fixtures().join("demo/run.series.jsonl")).unwrap();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v.get("t_wall").is_some())
+        .enumerate()
+        .find(|(_, v)| v["waiting"].as_f64().unwrap() > 0.0)
+        .map(|(i, v)| {
+            (
+                i,
+                v["running"].as_f64().unwrap(),
+                v["waiting"].as_f64().unwrap(),
+                (v["kv_usage"].as_f64().unwrap() * 160.0).round(),
+            )
+        })
+        .unwrap()
+}
+
+/// The demo's report in Chromium: no error, the replay steps to the right reading, a
+/// chart reads out the right value, Play moves, and the page draws (a screenshot).
+#[test]
+fn the_report_works_in_a_browser() {
+    let Some(browser) = Browser::find() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("demo.html");
+    report(&fixtures(), &["demo"], &out);
+    let dom = browser.dump_dom(&out, "test");
+    assert_clean(&dom);
+    let tag = html_tag(&dom);
+
+    let (frame, running, waiting, used) = first_waiting_reading();
+    let replay = attribute(tag, "data-test-replay").expect("the replay stepped");
+    assert_eq!(
+        replay,
+        format!(
+            "frame={frame};running={running};waiting={waiting};used={used};each={}",
+            (used / running * 10.0).round() / 10.0
+        ),
+        "{tag}"
+    );
+    let played: usize = attribute(tag, "data-test-played").unwrap().parse().unwrap();
+    assert!(played > 0, "Play did not move the replay");
+
+    // End, then one step left: the second-to-last reading of the recording.
+    let chart = attribute(tag, "data-test-chart").expect("the chart read out");
+    let text = std::fs::read_to_string(fixtures().join("demo/run.series.jsonl")).unwrap();
+    let samples: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v.get("t_wall").is_some())
+        .collect();
+    let second_last = &samples[samples.len() - 2];
+    assert!(
+        chart.starts_with(&format!("index={};At ", samples.len() - 2)),
+        "{chart}"
+    );
+    let running_then = second_last["running"].as_f64().unwrap();
+    assert!(
+        chart.contains(&format!(": {running_then} running")),
+        "{chart}"
+    );
+
+    for (theme, name) in [("light", "light.png"), ("dark", "dark.png")] {
+        let shot = tmp.path().join(name);
+        let o = browser.run(
+            &out,
+            theme,
+            &[
+                format!("--screenshot={}", shot.display()),
+                "--window-size=1200,2400".into(),
+            ],
+        );
+        let size = std::fs::metadata(&shot).map(|m| m.len()).unwrap_or(0);
+        assert!(
+            size > 50_000,
+            "{theme}: no screenshot\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
+/// The recorded vLLM run in the browser: the replay shows 10 running and 22 waiting
+/// holding 40 of the 42 usable blocks, as the tutorial says.
+#[test]
+fn the_live_replay_in_a_browser() {
+    let Some(dir) = recorded() else { return };
+    let Some(browser) = Browser::find() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("live.html");
+    report(&dir, &["vllm-0.28/live", "--requested", "32"], &out);
+    let dom = browser.dump_dom(&out, "test");
+    assert_clean(&dom);
+    let replay = attribute(html_tag(&dom), "data-test-replay")
+        .unwrap()
+        .to_owned();
+    assert!(
+        replay.ends_with(";running=10;waiting=22;used=40;each=4"),
+        "{replay}"
+    );
+}
