@@ -373,6 +373,34 @@ pub fn serving_lines(
     lines
 }
 
+/// One uvicorn access line as the engine's HTTP server prints it (vLLM prefixes its API
+/// server's process, SGLang its time stamp, TensorRT-LLM nothing), written at Unix time
+/// `wall` for a request from `client`.
+pub fn access_line(
+    model: &EngineModel,
+    info: &BootInfo,
+    wall: f64,
+    client: std::net::SocketAddr,
+    request: &str,
+    status: u16,
+) -> String {
+    let reason = match status {
+        200 => "OK",
+        400 => "Bad Request",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        500 => "Internal Server Error",
+        503 => "Service Unavailable",
+        _ => "",
+    };
+    let access = format!("INFO:     {client} - \"{request} HTTP/1.1\" {status} {reason}");
+    match model {
+        EngineModel::Vllm(_) => format!("(APIServer pid={}) {access}", info.pid),
+        EngineModel::Sglang(_) => format!("{} {access}", sglang_stamp(wall)),
+        EngineModel::Trtllm(_) => access,
+    }
+}
+
 /// A number with thousands commas, as vLLM prints pool sizes.
 pub fn thousands(n: u64) -> String {
     let s = n.to_string();

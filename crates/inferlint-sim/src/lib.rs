@@ -11,5 +11,7 @@
 pub mod bootlog;
 pub mod cases;
 pub mod expo;
+pub mod load;
 pub mod runfolder;
 pub mod sched;
+pub mod server;

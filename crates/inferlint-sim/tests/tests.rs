@@ -8,3 +8,5 @@
 mod calibration;
 /// Simulated run folders: deterministic, marked as simulated, readable by our parsers.
 mod runfolder;
+/// The HTTP server over real sockets, its faults, and the load generator against it.
+mod server;

@@ -1,0 +1,1129 @@
+//! The simulated engine as an HTTP server: the scheduler model of [`crate::sched`] paced
+//! in real time, behind the endpoints and formats of the real engine.
+//!
+//! One thread per server, with its own single-threaded tokio runtime, so a test or the
+//! live recorder can start one without an async context. Three kinds of task share one
+//! [`Sim`] behind a mutex that is never held across an `.await`:
+//! - the **driver** steps the scheduler. It applies a step at once but *publishes* it only
+//!   when the real clock reaches the step's end (simulated seconds divided by `speed`):
+//!   `/metrics` and the waiting requests see published states only, so a scrape never
+//!   shows the future;
+//! - the **accept loop**, one task per connection (hyper's HTTP/1.1 connection, no
+//!   framework);
+//! - one task per streamed answer, turning published progress into SSE chunks.
+//!
+//! Times inside the exposition (histograms) are simulated seconds; time stamps
+//! (`*_created`, log lines) are the real wall clock.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Limited};
+use hyper::body::{Body, Frame, Incoming};
+use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use inferlint_core::Engine;
+use serde_json::{json, Value};
+use tokio::sync::{mpsc, watch, Notify};
+
+use crate::bootlog::{self, BootInfo, SIMULATED_LINE};
+use crate::expo::{self, MetricsState};
+use crate::runfolder::Case;
+use crate::sched::{
+    CapacityPolicy, EngineModel, Event, Load, Scheduler, SglangConfig, State, StepCost,
+    TrtllmConfig, VllmConfig,
+};
+
+/// The served model name of [`ServerConfig::new`]'s cases.
+pub const DEFAULT_MODEL_NAME: &str = "sim-model";
+
+/// Answers `max_tokens` when a request does not say (vLLM's default for completions).
+const DEFAULT_MAX_TOKENS: u64 = 16;
+
+/// The largest request body read.
+const MAX_BODY_BYTES: usize = 8 << 20;
+
+/// What goes wrong on request, to test the tools that watch a server.
+#[derive(Default, Clone, Debug)]
+pub struct Faults {
+    /// On the Nth completion request (counting from 1) the server stops answering: it
+    /// closes its listener and every open connection, that request's included, as a
+    /// process that died would. `ServerHandle::boot_log` still answers.
+    pub die_on_request: Option<u32>,
+    /// Once N completion requests have finished, the server restarts at its next idle
+    /// moment (at once when none is in flight): the scheduler, every counter and the
+    /// `*_created` stamps start again, and the boot lines are printed again. Once only.
+    pub restart_after_requests: Option<u32>,
+    /// Accept connections but never answer anything.
+    pub hang: bool,
+    /// Wait this long before answering the metrics paths.
+    pub slow_metrics_ms: Option<u64>,
+    /// The metrics paths answer 404 (SGLang started without `--enable-metrics`).
+    pub no_metrics: bool,
+    /// Completions answer 200 with no text and `completion_tokens` 0, at once.
+    pub empty_completions: bool,
+}
+
+/// What to simulate and how fast.
+///
+/// `case` supplies the scheduler model, the step cost and the boot facts
+/// (`case.boot.served_model_name` is the model name served, `case.boot.max_model_len`
+/// the longest prompt plus answer accepted); `case.load` and `case.seed` are not used.
+/// The boot log's port, pid and times are the real ones.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub case: Case,
+    /// Simulated seconds per real second.
+    pub speed: f64,
+    pub faults: Faults,
+    /// 0 picks any free port.
+    pub port: u16,
+}
+
+impl ServerConfig {
+    /// A small, fast server of `engine`: a pool of eight 256-token requests, a 2,048-token
+    /// context, the model name `sim-model`, speed 50, no faults, any free port.
+    pub fn new(engine: Engine) -> ServerConfig {
+        ServerConfig {
+            case: small_case(engine),
+            speed: 50.0,
+            faults: Faults::default(),
+            port: 0,
+        }
+    }
+}
+
+/// The case behind [`ServerConfig::new`].
+pub fn small_case(engine: Engine) -> Case {
+    let model = match engine {
+        // 128 usable 16-token blocks; plain attention (one group, no state blocks).
+        Engine::Vllm => EngineModel::Vllm(VllmConfig {
+            block_size: 16,
+            num_gpu_blocks: 129,
+            kv_groups: 1,
+            state_blocks_per_request: 0,
+            max_num_seqs: 256,
+            max_num_queued_reqs: None,
+            prefill_chunk_tokens: None,
+        }),
+        Engine::Sglang => EngineModel::Sglang(SglangConfig {
+            max_total_num_tokens: 2048,
+            page_size: 1,
+            max_running_requests: 32,
+            mamba_slots: None,
+            new_token_ratio: 0.7,
+        }),
+        Engine::Trtllm => EngineModel::Trtllm(TrtllmConfig {
+            tokens_per_block: 32,
+            blocks: 64,
+            max_num_requests: 32,
+            policy: CapacityPolicy::GuaranteedNoEvict,
+        }),
+    };
+    Case {
+        name: match engine {
+            Engine::Vllm => "serve-vllm",
+            Engine::Sglang => "serve-sglang",
+            Engine::Trtllm => "serve-trtllm",
+        },
+        model,
+        cost: StepCost {
+            fixed_s: 0.015,
+            per_running_s: 0.0005,
+            per_prefill_token_s: 0.000_02,
+        },
+        load: Load {
+            requests: 8,
+            concurrency: 8,
+            prompt: 32,
+            output: 32,
+            initial_test: true,
+        },
+        seed: 0,
+        boot: BootInfo {
+            model_path: "/models/sim-model".to_owned(),
+            served_model_name: DEFAULT_MODEL_NAME.to_owned(),
+            pid: 0,
+            port: 0,
+            start_wall: 0.0,
+            ready_after_s: 2.0,
+            max_model_len: 2048,
+        },
+    }
+}
+
+/// A running server. Dropping it (or [`ServerHandle::shutdown`]) stops the server and
+/// waits for its thread.
+pub struct ServerHandle {
+    pub addr: SocketAddr,
+    /// `http://127.0.0.1:PORT`.
+    pub base_url: String,
+    shared: Arc<Shared>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for ServerHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerHandle")
+            .field("addr", &self.addr)
+            .field("engine", &self.shared.engine)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServerHandle {
+    /// What the server printed so far: the simulated mark, the boot lines in the engine's
+    /// shapes ending with its ready line, then access lines and the engine's serving lines
+    /// (SGLang's retractions, TensorRT-LLM's pauses), one per line.
+    pub fn boot_log(&self) -> String {
+        let sim = self.shared.lock();
+        let mut text = String::new();
+        for line in &sim.log {
+            text.push_str(line);
+            text.push('\n');
+        }
+        text
+    }
+
+    /// Whether the server stopped answering ([`Faults::die_on_request`]).
+    pub fn is_dead(&self) -> bool {
+        *self.shared.dead.borrow()
+    }
+
+    /// Stops the server and waits for its thread.
+    pub fn shutdown(self) {
+        drop(self);
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Starts a server on 127.0.0.1 on its own thread; returns once it listens.
+pub fn spawn(config: ServerConfig) -> std::io::Result<ServerHandle> {
+    if !(config.speed.is_finite() && config.speed > 0.0) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("speed must be a positive number, not {}", config.speed),
+        ));
+    }
+    let std_listener =
+        std::net::TcpListener::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, config.port))?;
+    std_listener.set_nonblocking(true)?;
+    let addr = std_listener.local_addr()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let shared = Arc::new(Shared::new(config, addr.port()));
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<std::io::Result<()>>();
+    let task_shared = Arc::clone(&shared);
+    let thread = std::thread::Builder::new()
+        .name(format!("inferlint-sim-{}", addr.port()))
+        .spawn(move || {
+            runtime.block_on(async move {
+                let listener = match tokio::net::TcpListener::from_std(std_listener) {
+                    Ok(l) => l,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                tokio::spawn(drive(Arc::clone(&task_shared)));
+                tokio::spawn(accept_loop(listener, Arc::clone(&task_shared)));
+                let _ = ready_tx.send(Ok(()));
+                let _ = stop_rx.await;
+            });
+            // Dropping the runtime here cancels every task and closes every socket.
+        })?;
+    match ready_rx.recv() {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            let _ = thread.join();
+            return Err(e);
+        }
+        Err(_) => {
+            let _ = thread.join();
+            return Err(std::io::Error::other(
+                "the server thread ended before listening",
+            ));
+        }
+    }
+    Ok(ServerHandle {
+        addr,
+        base_url: format!("http://{addr}"),
+        shared,
+        stop: Some(stop_tx),
+        thread: Some(thread),
+    })
+}
+
+/// A request's progress as the driver publishes it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Progress {
+    generated: u64,
+    finished: bool,
+}
+
+/// The server's one piece of mutable state.
+struct Sim {
+    scheduler: Scheduler,
+    /// The last state whose end the real clock has reached.
+    published: State,
+    /// TensorRT-LLM's gauges: the last published step in which a request completed.
+    lagging_gauges: State,
+    /// Real instant of simulated time 0 (moves on restart).
+    origin: Instant,
+    /// Unix seconds the counters were created (moves on restart).
+    created: f64,
+    waiters: HashMap<usize, watch::Sender<Progress>>,
+    events_published: usize,
+    completion_requests: u32,
+    finished_since_start: u64,
+    restarted: bool,
+    /// TensorRT-LLM's iteration statistics since the last read of its JSON `/metrics`.
+    iterations: Vec<Value>,
+    iteration: u64,
+    log: Vec<String>,
+    next_id: u64,
+}
+
+struct Shared {
+    engine: Engine,
+    model: EngineModel,
+    cost: StepCost,
+    boot: BootInfo,
+    speed: f64,
+    faults: Faults,
+    sim: Mutex<Sim>,
+    /// Wakes the driver when a request arrives.
+    wake: Notify,
+    /// Set once the server "dies".
+    dead: watch::Sender<bool>,
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+impl Shared {
+    fn new(config: ServerConfig, port: u16) -> Shared {
+        let ServerConfig {
+            case,
+            speed,
+            faults,
+            ..
+        } = config;
+        let now = unix_now();
+        let mut boot = case.boot.clone();
+        boot.port = port;
+        boot.pid = std::process::id();
+        boot.start_wall = now - boot.ready_after_s;
+        let mut log = vec![SIMULATED_LINE.to_owned()];
+        log.extend(
+            bootlog::boot_lines(&case.model, &boot)
+                .into_iter()
+                .map(|(_, l)| l),
+        );
+        Shared {
+            engine: case.model.engine(),
+            sim: Mutex::new(Sim {
+                scheduler: Scheduler::new(case.model.clone(), case.cost),
+                published: State::default(),
+                lagging_gauges: State::default(),
+                origin: Instant::now(),
+                created: now,
+                waiters: HashMap::new(),
+                events_published: 0,
+                completion_requests: 0,
+                finished_since_start: 0,
+                restarted: false,
+                iterations: Vec::new(),
+                iteration: 0,
+                log,
+                next_id: 0,
+            }),
+            model: case.model,
+            cost: case.cost,
+            boot,
+            speed,
+            faults,
+            wake: Notify::new(),
+            dead: watch::channel(false).0,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Sim> {
+        // A panic in one handler must not take the other requests down with it.
+        self.sim.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn sim_now(&self, sim: &Sim) -> f64 {
+        sim.origin.elapsed().as_secs_f64() * self.speed
+    }
+
+    async fn wait_dead(&self) {
+        let mut rx = self.dead.subscribe();
+        let _ = rx.wait_for(|dead| *dead).await;
+    }
+
+    fn die(&self) {
+        self.dead.send_replace(true);
+    }
+
+    fn log_access(&self, client: SocketAddr, request: &str, status: StatusCode) {
+        let line = bootlog::access_line(
+            &self.model,
+            &self.boot,
+            unix_now(),
+            client,
+            request,
+            status.as_u16(),
+        );
+        self.lock().log.push(line);
+    }
+}
+
+/// Steps the scheduler and publishes each step when the real clock reaches its end.
+async fn drive(shared: Arc<Shared>) {
+    loop {
+        let stepped = {
+            let mut sim = shared.lock();
+            sim.scheduler.step().map(|state| (state, sim.origin))
+        };
+        let Some((state, origin)) = stepped else {
+            shared.wake.notified().await;
+            continue;
+        };
+        let due = origin + Duration::from_secs_f64(state.t / shared.speed);
+        tokio::time::sleep_until(due.into()).await;
+        publish(&shared, state);
+        // At high speeds many steps are already due; let the handlers run between them.
+        tokio::task::yield_now().await;
+    }
+}
+
+/// Makes a step visible: gauges, the engine's log lines, the requests' progress, and a
+/// pending restart.
+fn publish(shared: &Shared, state: State) {
+    let mut guard = shared.lock();
+    let sim = &mut *guard;
+    sim.published = state;
+    if state.completed_in_step {
+        sim.lagging_gauges = State {
+            running: state.scheduled,
+            used_units: state.used_units_scheduled,
+            ..state
+        };
+    }
+    let wall = unix_now();
+    let new_events: Vec<(f64, Event)> = sim.scheduler.events[sim.events_published..].to_vec();
+    sim.events_published = sim.scheduler.events.len();
+    for (_, event) in new_events {
+        match event {
+            Event::Retracted { .. } | Event::Paused { .. } => {
+                let lines =
+                    bootlog::serving_lines(&shared.model, &shared.boot, &[(0.0, event)], wall);
+                sim.log.extend(lines.into_iter().map(|(_, l)| l));
+            }
+            Event::Finished { .. } => sim.finished_since_start += 1,
+            Event::Rejected { .. } => {}
+        }
+    }
+    let requests = &sim.scheduler.requests;
+    sim.waiters.retain(|&index, tx| {
+        let r = &requests[index];
+        let now = Progress {
+            generated: r.generated,
+            finished: r.finished_at.is_some(),
+        };
+        tx.send_if_modified(|p| {
+            let changed = *p != now;
+            *p = now;
+            changed
+        });
+        !now.finished
+    });
+    if shared.engine == Engine::Trtllm {
+        sim.iteration += 1;
+        let usable = shared.model.usable_units();
+        let EngineModel::Trtllm(c) = &shared.model else {
+            unreachable!("the engine is TensorRT-LLM")
+        };
+        let stats = json!({
+            "timestamp": format!("{wall:.3}"),
+            "iter": sim.iteration,
+            "iterLatencyMS": (shared.cost.step_s(state.scheduled, 0) * 1000.0),
+            "numActiveRequests": state.scheduled,
+            "numQueuedRequests": state.waiting,
+            "numCompletedRequests": u64::from(state.completed_in_step),
+            "maxNumActiveRequests": c.max_num_requests,
+            "kvCacheStats": {
+                "maxNumBlocks": usable,
+                "freeNumBlocks": usable - state.used_units,
+                "usedNumBlocks": state.used_units,
+                "tokensPerBlock": c.tokens_per_block,
+            },
+        });
+        sim.iterations.push(stats);
+        // The real server keeps a bounded queue of iteration statistics.
+        if sim.iterations.len() > 1000 {
+            sim.iterations.remove(0);
+        }
+    }
+    let restart_due = shared
+        .faults
+        .restart_after_requests
+        .is_some_and(|n| sim.finished_since_start >= u64::from(n));
+    if restart_due && !sim.restarted && sim.scheduler.is_idle() {
+        restart(shared, sim);
+    }
+}
+
+/// A new server process in place of the old: fresh scheduler, counters and `*_created`,
+/// and its boot lines again.
+fn restart(shared: &Shared, sim: &mut Sim) {
+    sim.restarted = true;
+    sim.scheduler = Scheduler::new(shared.model.clone(), shared.cost);
+    sim.published = State::default();
+    sim.lagging_gauges = State::default();
+    sim.origin = Instant::now();
+    sim.events_published = 0;
+    sim.finished_since_start = 0;
+    sim.iterations.clear();
+    sim.waiters.clear();
+    let now = unix_now();
+    // Two stamps a few milliseconds apart must still differ.
+    sim.created = now.max(sim.created + 0.001);
+    let mut boot = shared.boot.clone();
+    boot.start_wall = now;
+    boot.ready_after_s = 0.0;
+    sim.log.extend(
+        bootlog::boot_lines(&shared.model, &boot)
+            .into_iter()
+            .map(|(_, l)| l),
+    );
+}
+
+async fn accept_loop(listener: tokio::net::TcpListener, shared: Arc<Shared>) {
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = shared.wait_dead() => break,
+        };
+        let Ok((stream, peer)) = accepted else {
+            // Out of file descriptors, say: try again a little later.
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        };
+        let shared = Arc::clone(&shared);
+        tokio::spawn(async move {
+            if shared.faults.hang {
+                // Hold the connection open, read nothing, answer nothing.
+                shared.wait_dead().await;
+                drop(stream);
+                return;
+            }
+            let service_shared = Arc::clone(&shared);
+            let service = hyper::service::service_fn(move |request| {
+                let shared = Arc::clone(&service_shared);
+                async move { Ok::<_, Infallible>(handle(shared, peer, request).await) }
+            });
+            let connection = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service);
+            tokio::select! {
+                _ = connection => {}
+                () = shared.wait_dead() => {}
+            }
+        });
+    }
+    // The listener is dropped here: later connections are refused.
+}
+
+/// A response body: all at once, or SSE chunks as a task sends them.
+#[derive(Debug)]
+pub enum SimBody {
+    Full(Option<Bytes>),
+    Channel(mpsc::Receiver<Bytes>),
+}
+
+impl Body for SimBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        match self.get_mut() {
+            SimBody::Full(data) => Poll::Ready(data.take().map(|d| Ok(Frame::data(d)))),
+            SimBody::Channel(rx) => rx.poll_recv(cx).map(|d| d.map(|d| Ok(Frame::data(d)))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(self, SimBody::Full(None))
+    }
+}
+
+fn respond(
+    status: StatusCode,
+    content_type: &'static str,
+    body: impl Into<Bytes>,
+) -> Response<SimBody> {
+    let mut response = Response::new(SimBody::Full(Some(body.into())));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
+}
+
+fn json_response(status: StatusCode, value: &Value) -> Response<SimBody> {
+    respond(status, "application/json", value.to_string())
+}
+
+/// An error in the shape vLLM's OpenAI server answers.
+fn openai_error(status: StatusCode, message: &str) -> Response<SimBody> {
+    let kind = match status {
+        StatusCode::NOT_FOUND => "NotFoundError",
+        StatusCode::SERVICE_UNAVAILABLE => "ServiceUnavailableError",
+        _ => "BadRequestError",
+    };
+    json_response(
+        status,
+        &json!({"object": "error", "message": message, "type": kind, "param": null, "code": status.as_u16()}),
+    )
+}
+
+fn not_found() -> Response<SimBody> {
+    json_response(StatusCode::NOT_FOUND, &json!({"detail": "Not Found"}))
+}
+
+async fn handle(
+    shared: Arc<Shared>,
+    peer: SocketAddr,
+    request: Request<Incoming>,
+) -> Response<SimBody> {
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let line = format!(
+        "{method} {}",
+        request
+            .uri()
+            .path_and_query()
+            .map_or(path.as_str(), |p| p.as_str())
+    );
+    let d = shared.engine.descriptor();
+    let response = match (method.clone(), path.as_str()) {
+        (Method::GET, "/health") => respond(StatusCode::OK, "application/json", Bytes::new()),
+        (Method::GET, "/v1/models") => models(&shared),
+        (Method::GET, "/version") if shared.engine == Engine::Vllm => {
+            json_response(StatusCode::OK, &json!({"version": "0.28.0"}))
+        }
+        (Method::GET, "/get_server_info") if shared.engine == Engine::Sglang => {
+            server_info(&shared)
+        }
+        (Method::GET, p) if p == d.metrics_path => metrics(&shared).await,
+        // TensorRT-LLM's `/metrics` answers its iteration statistics as JSON.
+        (Method::GET, "/metrics") if shared.engine == Engine::Trtllm => {
+            iteration_stats(&shared).await
+        }
+        (Method::POST, "/v1/completions") => complete(&shared, request, false).await,
+        (Method::POST, "/v1/chat/completions") => complete(&shared, request, true).await,
+        (_, "/health" | "/v1/models" | "/v1/completions" | "/v1/chat/completions") => {
+            json_response(
+                StatusCode::METHOD_NOT_ALLOWED,
+                &json!({"detail": "Method Not Allowed"}),
+            )
+        }
+        _ => not_found(),
+    };
+    shared.log_access(peer, &line, response.status());
+    response
+}
+
+fn models(shared: &Shared) -> Response<SimBody> {
+    let created = unix_now().floor() as u64;
+    json_response(
+        StatusCode::OK,
+        &json!({
+            "object": "list",
+            "data": [{
+                "id": shared.boot.served_model_name,
+                "object": "model",
+                "created": created,
+                "owned_by": shared.engine.key(),
+                "root": shared.boot.model_path,
+                "parent": null,
+                "max_model_len": shared.boot.max_model_len,
+            }],
+        }),
+    )
+}
+
+fn server_info(shared: &Shared) -> Response<SimBody> {
+    let EngineModel::Sglang(c) = &shared.model else {
+        return not_found();
+    };
+    json_response(
+        StatusCode::OK,
+        &json!({
+            "model_path": shared.boot.model_path,
+            "served_model_name": shared.boot.served_model_name,
+            "port": shared.boot.port,
+            "max_total_num_tokens": c.max_total_num_tokens,
+            "max_running_requests": c.running_cap(),
+            "page_size": c.page_size,
+            "context_length": shared.boot.max_model_len,
+            "enable_metrics": !shared.faults.no_metrics,
+            "version": "0.5.20",
+        }),
+    )
+}
+
+async fn slow_metrics(shared: &Shared) {
+    if let Some(ms) = shared.faults.slow_metrics_ms {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
+}
+
+async fn metrics(shared: &Shared) -> Response<SimBody> {
+    slow_metrics(shared).await;
+    if shared.faults.no_metrics {
+        return not_found();
+    }
+    let state = metrics_state(shared, &shared.lock());
+    respond(
+        StatusCode::OK,
+        "text/plain; version=0.0.4; charset=utf-8",
+        expo::exposition(shared.engine, &state),
+    )
+}
+
+async fn iteration_stats(shared: &Shared) -> Response<SimBody> {
+    slow_metrics(shared).await;
+    if shared.faults.no_metrics {
+        return not_found();
+    }
+    // The real endpoint hands out what it collected since the last read.
+    let stats = std::mem::take(&mut shared.lock().iterations);
+    json_response(StatusCode::OK, &Value::Array(stats))
+}
+
+/// The gauges and counters at the last published step.
+fn metrics_state(shared: &Shared, sim: &Sim) -> MetricsState {
+    let d = shared.engine.descriptor();
+    let now = sim.published;
+    let gauges = if d.gauges_lag {
+        sim.lagging_gauges
+    } else {
+        now
+    };
+    let usage = gauges.used_units as f64 / shared.model.usable_units().max(1) as f64;
+    let kv_usage = match shared.engine {
+        Engine::Sglang => (usage * 100.0).round() / 100.0,
+        _ => usage,
+    };
+    let (generation_tokens, prompt_tokens) = if d.tokens_at_finish {
+        (now.finished_output_tokens, now.finished_prompt_tokens)
+    } else {
+        (now.generated_tokens, now.prompt_tokens)
+    };
+    let mut m = MetricsState {
+        model_name: shared.boot.served_model_name.clone(),
+        pid: shared.boot.pid,
+        created: sim.created,
+        running: gauges.running as f64,
+        waiting: gauges.waiting as f64,
+        kv_usage,
+        evictions: now.evictions,
+        paused: gauges.paused as f64,
+        generation_tokens,
+        prompt_tokens,
+        finished: now.finished,
+        ..MetricsState::default()
+    };
+    match &shared.model {
+        EngineModel::Vllm(c) => {
+            m.block_size = c.block_size;
+            m.num_gpu_blocks = c.num_gpu_blocks;
+        }
+        EngineModel::Sglang(c) => m.pool_tokens = c.max_total_num_tokens,
+        EngineModel::Trtllm(c) => {
+            m.block_size = c.tokens_per_block;
+            m.pool_blocks = c.blocks;
+            m.used_blocks = gauges.used_units;
+        }
+    }
+    for r in &sim.scheduler.requests {
+        if let (Some(finished), Some(first), Some(scheduled)) =
+            (r.finished_at, r.first_token_at, r.first_scheduled_at)
+        {
+            if finished <= now.t {
+                m.e2e.push(finished - r.arrived_at);
+                m.ttft.push(first - r.arrived_at);
+                m.queue.push(scheduled - r.arrived_at);
+            }
+        }
+    }
+    m
+}
+
+/// A rough token count: words, at least one.
+pub fn rough_tokens(text: &str) -> u64 {
+    (text.split_whitespace().count() as u64).max(1)
+}
+
+/// The prompt of a completion or chat request, as text.
+fn prompt_text(body: &Value, chat: bool) -> Option<String> {
+    if chat {
+        let messages = body.get("messages")?.as_array()?;
+        let mut text = String::new();
+        for m in messages {
+            match m.get("content") {
+                Some(Value::String(s)) => text.push_str(s),
+                Some(Value::Array(parts)) => {
+                    for p in parts {
+                        if let Some(s) = p.get("text").and_then(Value::as_str) {
+                            text.push_str(s);
+                            text.push(' ');
+                        }
+                    }
+                }
+                _ => {}
+            }
+            text.push(' ');
+        }
+        Some(text)
+    } else {
+        match body.get("prompt")? {
+            Value::String(s) => Some(s.clone()),
+            Value::Array(items) => Some(
+                items
+                    .iter()
+                    .map(|v| match v {
+                        Value::String(s) => s.clone(),
+                        // A list of token ids: one word per id.
+                        other => "t ".repeat(other.as_array().map_or(1, Vec::len)),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ),
+            _ => None,
+        }
+    }
+}
+
+const WORDS: [&str; 12] = [
+    " the",
+    " sky",
+    " is",
+    " clear",
+    " and",
+    " the",
+    " wind",
+    " is",
+    " calm",
+    " today",
+    ",",
+    " simulated",
+];
+
+/// The text of generated tokens `from..to`.
+fn generated_text(from: u64, to: u64) -> String {
+    (from..to)
+        .map(|k| WORDS[(k % WORDS.len() as u64) as usize])
+        .collect()
+}
+
+/// Everything a completion answer needs besides its text.
+struct Answer {
+    id: String,
+    created: u64,
+    model: String,
+    chat: bool,
+    prompt_tokens: u64,
+    include_usage: bool,
+}
+
+impl Answer {
+    fn usage(&self, completion_tokens: u64) -> Value {
+        json!({
+            "prompt_tokens": self.prompt_tokens,
+            "total_tokens": self.prompt_tokens + completion_tokens,
+            "completion_tokens": completion_tokens,
+        })
+    }
+
+    fn whole(&self, text: &str, completion_tokens: u64) -> Value {
+        let finish = if completion_tokens == 0 {
+            "stop"
+        } else {
+            "length"
+        };
+        let choice = if self.chat {
+            json!({"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": null, "finish_reason": finish, "stop_reason": null})
+        } else {
+            json!({"index": 0, "text": text, "logprobs": null, "finish_reason": finish, "stop_reason": null})
+        };
+        json!({
+            "id": self.id,
+            "object": if self.chat { "chat.completion" } else { "text_completion" },
+            "created": self.created,
+            "model": self.model,
+            "choices": [choice],
+            "usage": self.usage(completion_tokens),
+        })
+    }
+
+    fn chunk(&self, text: &str, finish_reason: Option<&str>) -> Bytes {
+        let choice = if self.chat {
+            json!({"index": 0, "delta": {"content": text}, "logprobs": null, "finish_reason": finish_reason})
+        } else {
+            json!({"index": 0, "text": text, "logprobs": null, "finish_reason": finish_reason})
+        };
+        self.event(&json!({
+            "id": self.id,
+            "object": if self.chat { "chat.completion.chunk" } else { "text_completion" },
+            "created": self.created,
+            "model": self.model,
+            "choices": [choice],
+        }))
+    }
+
+    fn usage_chunk(&self, completion_tokens: u64) -> Bytes {
+        self.event(&json!({
+            "id": self.id,
+            "object": if self.chat { "chat.completion.chunk" } else { "text_completion" },
+            "created": self.created,
+            "model": self.model,
+            "choices": [],
+            "usage": self.usage(completion_tokens),
+        }))
+    }
+
+    fn event(&self, value: &Value) -> Bytes {
+        Bytes::from(format!("data: {value}\n\n"))
+    }
+}
+
+fn sse_response(rx: mpsc::Receiver<Bytes>) -> Response<SimBody> {
+    let mut response = Response::new(SimBody::Channel(rx));
+    response.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream; charset=utf-8"),
+    );
+    response
+}
+
+async fn complete(shared: &Shared, request: Request<Incoming>, chat: bool) -> Response<SimBody> {
+    let ordinal = {
+        let mut sim = shared.lock();
+        sim.completion_requests += 1;
+        sim.completion_requests
+    };
+    if shared.faults.die_on_request == Some(ordinal) {
+        // The process is gone: this request never gets an answer, and the connection
+        // tasks drop their sockets.
+        shared.die();
+        std::future::pending::<()>().await;
+    }
+    let bytes = match Limited::new(request.into_body(), MAX_BODY_BYTES)
+        .collect()
+        .await
+    {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) => {
+            return openai_error(
+                StatusCode::BAD_REQUEST,
+                &format!("could not read the request body: {e}"),
+            )
+        }
+    };
+    let body: Value = match serde_json::from_slice(&bytes) {
+        Ok(v @ Value::Object(_)) => v,
+        Ok(_) => {
+            return openai_error(
+                StatusCode::BAD_REQUEST,
+                "the request body is not a JSON object",
+            )
+        }
+        Err(e) => {
+            return openai_error(
+                StatusCode::BAD_REQUEST,
+                &format!("the request body is not JSON: {e}"),
+            )
+        }
+    };
+    let served = &shared.boot.served_model_name;
+    if let Some(model) = body.get("model").and_then(Value::as_str) {
+        if model != served {
+            return openai_error(
+                StatusCode::NOT_FOUND,
+                &format!("The model `{model}` does not exist."),
+            );
+        }
+    }
+    let Some(prompt) = prompt_text(&body, chat) else {
+        let field = if chat { "messages" } else { "prompt" };
+        return openai_error(
+            StatusCode::BAD_REQUEST,
+            &format!("the request has no {field}"),
+        );
+    };
+    let prompt_tokens = rough_tokens(&prompt);
+    let max_tokens = body
+        .get("max_tokens")
+        .or_else(|| body.get("max_completion_tokens"))
+        .and_then(Value::as_u64)
+        .unwrap_or(DEFAULT_MAX_TOKENS);
+    let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    let include_usage = body
+        .pointer("/stream_options/include_usage")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let id = {
+        let mut sim = shared.lock();
+        sim.next_id += 1;
+        sim.next_id
+    };
+    let answer = Answer {
+        id: format!("{}-{id:x}", if chat { "chatcmpl" } else { "cmpl" }),
+        created: unix_now().floor() as u64,
+        model: served.clone(),
+        chat,
+        prompt_tokens,
+        include_usage,
+    };
+    if shared.faults.empty_completions {
+        if !stream {
+            return json_response(StatusCode::OK, &answer.whole("", 0));
+        }
+        let (tx, rx) = mpsc::channel::<Bytes>(4);
+        let mut events = vec![answer.chunk("", Some("stop"))];
+        if answer.include_usage {
+            events.push(answer.usage_chunk(0));
+        }
+        events.push(Bytes::from_static(b"data: [DONE]\n\n"));
+        tokio::spawn(async move {
+            for event in events {
+                if tx.send(event).await.is_err() {
+                    return;
+                }
+            }
+        });
+        return sse_response(rx);
+    }
+    if prompt_tokens + max_tokens > shared.boot.max_model_len {
+        return openai_error(
+            StatusCode::BAD_REQUEST,
+            &format!(
+                "This model's maximum context length is {} tokens. However, you requested {} tokens ({prompt_tokens} in the messages, {max_tokens} in the completion).",
+                shared.boot.max_model_len,
+                prompt_tokens + max_tokens
+            ),
+        );
+    }
+    let mut progress = {
+        let mut guard = shared.lock();
+        let sim = &mut *guard;
+        if sim.scheduler.is_idle() {
+            let now = shared.sim_now(sim);
+            sim.scheduler.advance_idle(now);
+        }
+        let Some(index) = sim.scheduler.submit(prompt_tokens, max_tokens) else {
+            let fits = shared.model.units_for(prompt_tokens + max_tokens.max(1))
+                <= shared.model.usable_units();
+            return if fits {
+                openai_error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the server is overloaded: too many queued requests",
+                )
+            } else {
+                openai_error(
+                    StatusCode::BAD_REQUEST,
+                    "the request is longer than the whole KV cache",
+                )
+            };
+        };
+        let (tx, rx) = watch::channel(Progress::default());
+        sim.waiters.insert(index, tx);
+        rx
+    };
+    shared.wake.notify_one();
+    if !stream {
+        return match progress.wait_for(|p| p.finished).await {
+            Ok(p) => {
+                let p = *p;
+                json_response(
+                    StatusCode::OK,
+                    &answer.whole(&generated_text(0, p.generated), p.generated),
+                )
+            }
+            Err(_) => openai_error(StatusCode::INTERNAL_SERVER_ERROR, "the request was aborted"),
+        };
+    }
+    let (tx, rx) = mpsc::channel::<Bytes>(64);
+    tokio::spawn(async move {
+        if chat {
+            let first = answer.event(&json!({
+                "id": answer.id, "object": "chat.completion.chunk", "created": answer.created,
+                "model": answer.model,
+                "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": null, "finish_reason": null}],
+            }));
+            if tx.send(first).await.is_err() {
+                return;
+            }
+        }
+        let mut sent = 0u64;
+        let mut closed = false;
+        loop {
+            let p = *progress.borrow_and_update();
+            while sent < p.generated {
+                if tx
+                    .send(answer.chunk(&generated_text(sent, sent + 1), None))
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+                sent += 1;
+            }
+            if p.finished {
+                let _ = tx.send(answer.chunk("", Some("length"))).await;
+                if answer.include_usage {
+                    let _ = tx.send(answer.usage_chunk(sent)).await;
+                }
+                let _ = tx.send(Bytes::from_static(b"data: [DONE]\n\n")).await;
+                return;
+            }
+            if closed {
+                // Aborted (a restart): end the stream without [DONE].
+                return;
+            }
+            if progress.changed().await.is_err() {
+                closed = true;
+            }
+        }
+    });
+    sse_response(rx)
+}

@@ -1,0 +1,406 @@
+//! The simulated server over real HTTP on 127.0.0.1, and the load generator against it.
+//! Every server is stopped by its handle's `Drop`, on every path; every wait is bounded.
+
+use std::time::Duration;
+
+use inferlint_core::{Engine, MetricSet};
+use inferlint_engines::{bootlog, detect, files, prom};
+use inferlint_sim::load::{self, LoadConfig, LoadError};
+use inferlint_sim::server::{self, Faults, ServerConfig, ServerHandle};
+use serde_json::Value;
+
+const TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A fast server: a thousand simulated seconds per real second.
+fn start(engine: Engine, faults: Faults) -> ServerHandle {
+    let mut config = ServerConfig::new(engine);
+    config.speed = 1000.0;
+    config.faults = faults;
+    server::spawn(config).unwrap()
+}
+
+fn get(handle: &ServerHandle, path: &str) -> load::HttpReply {
+    load::get(&format!("{}{path}", handle.base_url), TIMEOUT).unwrap()
+}
+
+fn post(handle: &ServerHandle, path: &str, body: &str) -> Result<load::HttpReply, LoadError> {
+    load::fetch(
+        "POST",
+        &format!("{}{path}", handle.base_url),
+        Some(body),
+        TIMEOUT,
+    )
+}
+
+fn scrape(handle: &ServerHandle, engine: Engine) -> MetricSet {
+    let reply = get(handle, engine.descriptor().metrics_path);
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    prom::parse(&reply.body).unwrap()
+}
+
+fn small_load() -> LoadConfig {
+    LoadConfig {
+        model: None,
+        requests: 8,
+        concurrency: 8,
+        prompt_tokens: 24,
+        output_tokens: 20,
+        timeout_s: 30.0,
+    }
+}
+
+#[test]
+fn each_engine_serves_its_metrics_under_its_own_names() {
+    for engine in Engine::ALL {
+        let handle = start(engine, Faults::default());
+        let metrics = scrape(&handle, engine);
+        assert_eq!(
+            detect::engine_from_metric_names(metrics.names()),
+            Some(engine)
+        );
+        let d = engine.descriptor();
+        for name in [d.running, d.waiting, d.kv_usage, d.request_success] {
+            assert!(metrics.has(name), "{engine}: no {name}");
+        }
+        let text = get(&handle, d.metrics_path).body;
+        assert!(text.starts_with("# simulated by inferlint-sim"), "{engine}");
+        if engine == Engine::Vllm {
+            let info = metrics.info("vllm:cache_config_info").unwrap();
+            assert!(info
+                .iter()
+                .any(|(k, v)| k == "num_gpu_blocks" && v == "129"));
+            assert!(metrics.has("vllm:request_success_created"));
+        }
+    }
+}
+
+#[test]
+fn tensorrt_llm_answers_json_at_metrics_and_text_at_prometheus_metrics() {
+    let handle = start(Engine::Trtllm, Faults::default());
+    let json = get(&handle, "/metrics");
+    assert!(json.body.trim_start().starts_with('['), "{}", json.body);
+    serde_json::from_str::<Vec<Value>>(&json.body).unwrap();
+    let text = get(&handle, "/prometheus/metrics");
+    assert!(!text.body.trim_start().starts_with(['[', '{']));
+    prom::parse(&text.body).unwrap();
+    // After a request, the JSON holds the iterations it took.
+    post(
+        &handle,
+        "/v1/completions",
+        r#"{"prompt": "a b c", "max_tokens": 4}"#,
+    )
+    .unwrap();
+    let stats: Vec<Value> = serde_json::from_str(&get(&handle, "/metrics").body).unwrap();
+    assert!(!stats.is_empty());
+    assert!(stats[0].pointer("/kvCacheStats/maxNumBlocks").is_some());
+}
+
+#[test]
+fn models_health_and_both_completion_endpoints_answer_like_openai() {
+    for engine in Engine::ALL {
+        let handle = start(engine, Faults::default());
+        assert_eq!(get(&handle, "/health").status, 200);
+        let models: Value = serde_json::from_str(&get(&handle, "/v1/models").body).unwrap();
+        assert_eq!(models["object"], "list");
+        assert_eq!(models["data"][0]["id"], "sim-model");
+        assert_eq!(models["data"][0]["object"], "model");
+
+        let reply = post(
+            &handle,
+            "/v1/completions",
+            r#"{"model": "sim-model", "prompt": "Write one sentence about the weather.", "max_tokens": 16, "temperature": 0.0}"#,
+        )
+        .unwrap();
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        let v: Value = serde_json::from_str(&reply.body).unwrap();
+        assert!(!v["choices"][0]["text"].as_str().unwrap().is_empty());
+        assert_eq!(v["usage"]["completion_tokens"], 16);
+        assert_eq!(v["usage"]["prompt_tokens"], 6);
+
+        let reply = post(
+            &handle,
+            "/v1/chat/completions",
+            r#"{"messages": [{"role": "user", "content": "hello there"}], "max_tokens": 5}"#,
+        )
+        .unwrap();
+        let v: Value = serde_json::from_str(&reply.body).unwrap();
+        assert!(!v["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap()
+            .is_empty());
+        assert_eq!(v["usage"]["completion_tokens"], 5);
+
+        let reply = post(
+            &handle,
+            "/v1/chat/completions",
+            r#"{"messages": [{"role": "user", "content": "hi"}], "max_tokens": 3, "stream": true}"#,
+        )
+        .unwrap();
+        let data: Vec<&str> = reply
+            .body
+            .split("\n\n")
+            .filter_map(|e| e.strip_prefix("data: "))
+            .collect();
+        assert_eq!(data.last(), Some(&"[DONE]"), "{}", reply.body);
+        let content: String = data[..data.len() - 1]
+            .iter()
+            .map(|d| serde_json::from_str::<Value>(d).unwrap())
+            .filter_map(|v| {
+                v["choices"][0]["delta"]["content"]
+                    .as_str()
+                    .map(str::to_owned)
+            })
+            .collect();
+        assert_eq!(content.split_whitespace().count(), 3, "{content:?}");
+
+        let wrong = post(
+            &handle,
+            "/v1/completions",
+            r#"{"model": "other", "prompt": "x", "max_tokens": 1}"#,
+        )
+        .unwrap();
+        assert_eq!(wrong.status, 404);
+        let too_long = post(
+            &handle,
+            "/v1/completions",
+            r#"{"prompt": "x", "max_tokens": 100000}"#,
+        )
+        .unwrap();
+        assert_eq!(too_long.status, 400);
+    }
+}
+
+#[test]
+fn a_load_is_counted_by_the_server_with_its_test_request() {
+    for engine in Engine::ALL {
+        let handle = start(engine, Faults::default());
+        let d = engine.descriptor();
+        let before = scrape(&handle, engine);
+        let result = load::run(&handle.base_url, small_load()).unwrap();
+        let after = scrape(&handle, engine);
+        assert_eq!(result.completed(), 8, "{engine}: {:?}", result.requests);
+        assert!(result.log.contains("Initial test run completed."));
+        let finished =
+            after.total(d.request_success).unwrap() - before.total(d.request_success).unwrap();
+        assert_eq!(finished, 8.0 + 1.0, "{engine}");
+        let generated =
+            after.total(d.generation_tokens).unwrap() - before.total(d.generation_tokens).unwrap();
+        assert_eq!(generated, 9.0 * 20.0, "{engine}");
+
+        let json = serde_json::to_string_pretty(&result.to_json()).unwrap();
+        let bench = files::parse_bench_result(&json).unwrap();
+        assert_eq!(bench.completed, Some(8));
+        assert_eq!(bench.failed, Some(0));
+        assert_eq!(bench.num_prompts, Some(8));
+        assert_eq!(bench.max_concurrency, Some(8));
+        assert_eq!(bench.total_input_tokens, Some(8 * 24));
+        assert_eq!(bench.total_output_tokens, Some(8 * 20));
+        assert_eq!(bench.backend.as_deref(), Some("openai"));
+        for field in [
+            bench.duration,
+            bench.output_throughput,
+            bench.mean_ttft_ms,
+            bench.median_ttft_ms,
+            bench.p99_ttft_ms,
+            bench.mean_tpot_ms,
+        ] {
+            assert!(field.is_some_and(f64::is_finite), "{engine}: {json}");
+        }
+    }
+}
+
+#[test]
+fn the_boot_log_reads_completely_and_reaches_ready() {
+    for engine in Engine::ALL {
+        let handle = start(engine, Faults::default());
+        load::run(&handle.base_url, small_load()).unwrap();
+        get(&handle, engine.descriptor().metrics_path);
+        let log = handle.boot_log();
+        assert!(log.starts_with("# simulated by inferlint-sim"));
+        assert_eq!(detect::engine_from_log(&log), Some(engine), "{log}");
+        let facts = bootlog::parse_boot_log(&log, Some(engine));
+        assert!(facts.unparsed.is_empty(), "{engine}: {:?}", facts.unparsed);
+        assert!(facts.ready_lineno.is_some(), "{engine}: no ready line");
+        assert!(facts.kv_pool_tokens.is_some(), "{engine}: no pool");
+        assert!(
+            log.contains(r#""POST /v1/completions HTTP/1.1" 200 OK"#),
+            "{log}"
+        );
+        if engine == Engine::Trtllm {
+            assert_eq!(facts.served_in_log, Some(9), "{log}");
+        }
+    }
+}
+
+/// An overload: the pool holds far less than the requests need, so the engines evict,
+/// and what they log about it still reads.
+#[test]
+fn an_overloaded_server_evicts_and_its_log_still_reads() {
+    let overload = LoadConfig {
+        requests: 16,
+        concurrency: 16,
+        prompt_tokens: 100,
+        output_tokens: 200,
+        ..small_load()
+    };
+    let handle = start(Engine::Vllm, Faults::default());
+    let result = load::run(&handle.base_url, overload.clone()).unwrap();
+    assert_eq!(result.completed(), 16);
+    let metrics = scrape(&handle, Engine::Vllm);
+    assert!(metrics.total("vllm:num_preemptions_total").unwrap() > 0.0);
+
+    let mut config = ServerConfig::new(Engine::Trtllm);
+    config.speed = 1000.0;
+    if let inferlint_sim::sched::EngineModel::Trtllm(c) = &mut config.case.model {
+        c.policy = inferlint_sim::sched::CapacityPolicy::MaxUtilization;
+    }
+    for handle in [
+        start(Engine::Sglang, Faults::default()),
+        server::spawn(config).unwrap(),
+    ] {
+        let result = load::run(&handle.base_url, overload.clone()).unwrap();
+        assert_eq!(result.completed(), 16);
+        let facts = bootlog::parse_boot_log(&handle.boot_log(), None);
+        assert!(facts.unparsed.is_empty(), "{:?}", facts.unparsed);
+    }
+}
+
+#[test]
+fn a_server_that_dies_on_the_second_request_stops_answering() {
+    let faults = Faults {
+        die_on_request: Some(2),
+        ..Faults::default()
+    };
+    let handle = start(Engine::Vllm, faults);
+    let body = r#"{"prompt": "one two", "max_tokens": 2}"#;
+    assert_eq!(post(&handle, "/v1/completions", body).unwrap().status, 200);
+    assert!(!handle.is_dead());
+    let second = post(&handle, "/v1/completions", body);
+    assert!(second.is_err(), "{second:?}");
+    assert!(handle.is_dead());
+    // The listener is closed: later requests cannot even connect.
+    for path in ["/health", "/metrics"] {
+        let later = load::get(&format!("{}{path}", handle.base_url), TIMEOUT);
+        let message = later.unwrap_err().to_string();
+        assert!(message.contains("connect"), "{message}");
+    }
+    // The load tool reports the failure instead of waiting.
+    let err = load::run(&handle.base_url, small_load()).unwrap_err();
+    assert!(matches!(err, LoadError::Models { .. }), "{err}");
+}
+
+#[test]
+fn without_metrics_the_metrics_path_answers_404() {
+    let faults = Faults {
+        no_metrics: true,
+        ..Faults::default()
+    };
+    let handle = start(Engine::Sglang, faults);
+    assert_eq!(get(&handle, "/metrics").status, 404);
+    assert_eq!(get(&handle, "/health").status, 200);
+}
+
+#[test]
+fn slow_metrics_miss_a_short_timeout_and_arrive_within_a_long_one() {
+    let faults = Faults {
+        slow_metrics_ms: Some(1000),
+        ..Faults::default()
+    };
+    let handle = start(Engine::Vllm, faults);
+    let url = format!("{}/metrics", handle.base_url);
+    let short = load::get(&url, Duration::from_millis(50));
+    assert!(short.is_err(), "{short:?}");
+    assert_eq!(load::get(&url, TIMEOUT).unwrap().status, 200);
+    // Only the metrics are slow.
+    assert_eq!(
+        load::get(
+            &format!("{}/health", handle.base_url),
+            Duration::from_millis(500)
+        )
+        .unwrap()
+        .status,
+        200
+    );
+}
+
+#[test]
+fn a_restart_resets_the_counters_and_moves_the_created_stamps() {
+    let faults = Faults {
+        restart_after_requests: Some(2),
+        ..Faults::default()
+    };
+    let handle = start(Engine::Vllm, faults);
+    let created = |m: &MetricSet| m.total("vllm:request_success_created").unwrap();
+    let body = r#"{"prompt": "one two", "max_tokens": 3}"#;
+    post(&handle, "/v1/completions", body).unwrap();
+    let before = scrape(&handle, Engine::Vllm);
+    assert_eq!(before.total("vllm:request_success_total"), Some(1.0));
+    post(&handle, "/v1/completions", body).unwrap();
+    let after = scrape(&handle, Engine::Vllm);
+    assert_eq!(after.total("vllm:request_success_total"), Some(0.0));
+    assert_eq!(after.total("vllm:generation_tokens_total"), Some(0.0));
+    assert!(created(&after) > created(&before));
+    // The new process printed its boot lines again.
+    assert_eq!(
+        handle
+            .boot_log()
+            .matches("Application startup complete.")
+            .count(),
+        2
+    );
+    // And it serves on.
+    post(&handle, "/v1/completions", body).unwrap();
+    let later = scrape(&handle, Engine::Vllm);
+    assert_eq!(later.total("vllm:request_success_total"), Some(1.0));
+}
+
+#[test]
+fn empty_completions_fail_the_load_tools_test_request() {
+    let faults = Faults {
+        empty_completions: true,
+        ..Faults::default()
+    };
+    let handle = start(Engine::Vllm, faults);
+    let reply = post(
+        &handle,
+        "/v1/completions",
+        r#"{"prompt": "Write one sentence about the weather.", "max_tokens": 16}"#,
+    )
+    .unwrap();
+    assert_eq!(reply.status, 200);
+    let v: Value = serde_json::from_str(&reply.body).unwrap();
+    assert_eq!(v["choices"][0]["text"], "");
+    assert_eq!(v["usage"]["completion_tokens"], 0);
+    let err = load::run(&handle.base_url, small_load()).unwrap_err();
+    assert!(err.to_string().contains("empty completion"), "{err}");
+}
+
+#[test]
+fn a_hung_server_accepts_but_never_answers() {
+    let faults = Faults {
+        hang: true,
+        ..Faults::default()
+    };
+    let handle = start(Engine::Vllm, faults);
+    let reply = load::get(
+        &format!("{}/health", handle.base_url),
+        Duration::from_millis(200),
+    );
+    let message = reply.unwrap_err().to_string();
+    assert!(message.contains("no answer within"), "{message}");
+    // Dropping the handle still stops it.
+    handle.shutdown();
+}
+
+#[test]
+fn a_load_against_nothing_fails_quickly() {
+    // A port that was free a moment ago: nothing listens there now.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let err = load::run(&format!("http://127.0.0.1:{port}"), small_load()).unwrap_err();
+    assert!(matches!(err, LoadError::Models { .. }), "{err}");
+    assert!(load::run("https://127.0.0.1:1", small_load()).is_err());
+}
