@@ -17,7 +17,7 @@ pub fn build(source: &Path, out: &Path, samples: usize) -> Result<()> {
         match files::parse_series_line(line) {
             SeriesLine::Header(h) => header = Some(h),
             SeriesLine::Sample(s) => base.push(s),
-            SeriesLine::Skipped => {}
+            SeriesLine::Marker | SeriesLine::Skipped => {}
         }
     }
     if base.len() < 2 {

@@ -16,6 +16,11 @@ Check a saved run:
   rate         Output tokens per second, and what a whole-second timer says (T10)
   series       Check a recording (T14 T9 T8)
 
+Record a server yourself:
+  snapshot     Save the server's counters, with the time, to a file
+  watch        Record the server on a fixed schedule while a load runs
+  probe        Send one request, then several at once; is the server still up? (T7)
+
 The GPU:
   gpu-inspect  Show the GPUs and check that no server process holds one (T2)
   teardown     Stop every inference server process and wait for a clear card (T2 T3)
@@ -104,6 +109,45 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         boot_log: Option<PathBuf>,
     },
+    /// Save the server's counters, with the time, to a file
+    Snapshot {
+        /// The server's address, e.g. http://127.0.0.1:8000
+        #[arg(value_name = "URL")]
+        url: String,
+        /// The snapshot file to write
+        #[arg(short = 'o', long = "out", value_name = "FILE", required = true)]
+        out: PathBuf,
+    },
+    /// Record the server on a fixed schedule while a load runs
+    Watch {
+        /// The server's address, e.g. http://127.0.0.1:8000
+        #[arg(value_name = "URL")]
+        url: String,
+        /// The series file to write (one line per sample)
+        #[arg(short = 'o', long = "out", value_name = "FILE", required = true)]
+        out: PathBuf,
+        /// Seconds between samples (0.05 or more)
+        #[arg(long, default_value_t = 0.5, value_name = "S")]
+        interval: f64,
+        /// Stop after this many seconds (default: at Ctrl-C or SIGTERM)
+        #[arg(long, value_name = "S")]
+        duration: Option<f64>,
+    },
+    /// Send one request, then several at once; is the server still up? (T7)
+    Probe {
+        /// The server's address, e.g. http://127.0.0.1:8000
+        #[arg(value_name = "URL")]
+        url: String,
+        /// The model to ask (default: the first that /v1/models lists)
+        #[arg(long, value_name = "M")]
+        model: Option<String>,
+        /// Requests sent at once after the first
+        #[arg(long, default_value_t = 8, value_name = "N")]
+        concurrency: u32,
+        /// Tokens each request asks for
+        #[arg(long, default_value_t = 16, value_name = "N")]
+        max_tokens: u32,
+    },
     /// Show the GPUs and check that no server process holds one (T2)
     GpuInspect(GpuInspectArgs),
     /// Stop every inference server process and wait for a clear card (T2 T3)
@@ -190,6 +234,9 @@ pub const COMMANDS: &[&str] = &[
     "preemption",
     "rate",
     "series",
+    "snapshot",
+    "watch",
+    "probe",
     "gpu-inspect",
     "teardown",
     "demo",

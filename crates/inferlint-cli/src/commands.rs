@@ -72,6 +72,19 @@ pub fn dispatch(cli: &Cli) -> Result<ExitCode, CliError> {
             finish(&results, g.json, g.strict)
         }
         Command::Report(args) => report(&mut choice, args, g.json, g.strict),
+        Command::Snapshot { url, out } => crate::live::snapshot(&choice, url, out),
+        Command::Watch {
+            url,
+            out,
+            interval,
+            duration,
+        } => crate::live::watch(&choice, url, out, *interval, *duration),
+        Command::Probe {
+            url,
+            model,
+            concurrency,
+            max_tokens,
+        } => crate::live::probe(g, url, model.as_deref(), *concurrency, *max_tokens),
         Command::GpuInspect(args) => crate::gpu::gpu_inspect(&choice, args, g.json, g.strict),
         Command::Teardown(args) => crate::gpu::teardown(&choice, args, g.json, g.strict),
         Command::Demo { out } => crate::demo::demo(out.as_deref(), g.json, g.strict),
@@ -124,6 +137,13 @@ fn load_series(choice: &mut EngineChoice, path: &Path) -> Result<SeriesStats, Cl
     )?;
     let engine = summary.header.as_ref().and_then(|h| h.engine);
     choice.input(&shown(path), engine)?;
+    if summary.markers > 0 {
+        eprintln!(
+            "note: {}: {} gap or restart record(s): the recorder missed readings there, so a peak may be missing",
+            shown(path),
+            summary.markers
+        );
+    }
     if summary.skipped > 0 {
         eprintln!(
             "note: {}: {} line(s) skipped (not a sample; a recorder killed mid-write leaves a cut-off last line)",

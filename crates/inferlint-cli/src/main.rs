@@ -8,6 +8,7 @@ mod demo;
 mod engine_choice;
 mod exit;
 mod gpu;
+mod live;
 mod output;
 mod report_html;
 mod suggest;

@@ -21,5 +21,7 @@ mod mutations;
 mod demo_command;
 /// inferlint gpu-inspect and teardown against real process trees.
 mod gpu;
+/// Recording a live server.
+mod live;
 /// report.html: well-formed, self-contained, escaped.
 mod report_html;

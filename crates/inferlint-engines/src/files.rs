@@ -167,6 +167,9 @@ pub fn snapshot_json(snapshot: &Snapshot) -> String {
 pub enum SeriesLine {
     Header(SeriesHeader),
     Sample(SeriesSample),
+    /// A recorder's record of a failed scrape (`gap`) or of a server restart (`restart`):
+    /// a time, but no reading.
+    Marker,
     /// A line that is not a sample: not JSON, not an object, or no usable `t_wall`
     /// (a cut-off last line from a killed recorder lands here).
     Skipped,
@@ -178,6 +181,8 @@ pub struct SeriesSummary {
     /// The last header line seen (a recorder that never scraped writes it at the end).
     pub header: Option<SeriesHeader>,
     pub samples: usize,
+    /// Gap and restart records.
+    pub markers: usize,
     pub skipped: usize,
 }
 
@@ -191,6 +196,7 @@ pub fn read_series(
     let summary = SeriesSummary {
         header: chunk.header,
         samples: chunk.samples,
+        markers: chunk.markers,
         skipped: chunk.skipped,
     };
     check_series_summary(path, &summary, chunk.lines)?;
@@ -202,6 +208,7 @@ pub fn read_series(
 struct ChunkSummary {
     header: Option<SeriesHeader>,
     samples: usize,
+    markers: usize,
     skipped: usize,
     lines: usize,
 }
@@ -278,6 +285,7 @@ pub fn fold_series_in<A: Send>(
             summary.header = chunk.header;
         }
         summary.samples += chunk.samples;
+        summary.markers += chunk.markers;
         summary.skipped += chunk.skipped;
         lines += chunk.lines;
     }
@@ -316,6 +324,7 @@ fn fold_stretch(
                 summary.samples += 1;
                 on_sample(&s);
             }
+            SeriesLine::Marker => summary.markers += 1,
             SeriesLine::Skipped => summary.skipped += 1,
         }
     };
@@ -414,6 +423,10 @@ pub fn parse_series_bytes(line: &[u8]) -> SeriesLine {
     };
     if object.contains_key("schema") {
         return SeriesLine::Header(header_from(&object));
+    }
+    // A recorder's gap and restart records carry times but no reading: never a sample.
+    if object.contains_key("gap") || object.contains_key("restart") {
+        return SeriesLine::Marker;
     }
     let Some(t_wall) = object.get("t_wall").and_then(Value::as_f64) else {
         return SeriesLine::Skipped;
@@ -865,6 +878,27 @@ pub fn discover_run(dir: &Path) -> Result<RunFiles, FileError> {
             })
     };
     Ok(files)
+}
+
+#[cfg(test)]
+mod marker_tests {
+    use super::{parse_series_line, SeriesLine};
+
+    /// Guards against reading a recorder's gap or restart record as a sample whose
+    /// every value is missing.
+    #[test]
+    fn gap_and_restart_records_are_not_samples() {
+        for line in [
+            r#"{"gap": "connection refused", "t_wall": 1790470252.25, "t_mono_ns": 5}"#,
+            r#"{"restart": "vllm:num_preemptions_total went down", "t_wall": 1.0, "t_mono_ns": 9}"#,
+        ] {
+            assert_eq!(parse_series_line(line), SeriesLine::Marker, "{line}");
+        }
+        assert!(matches!(
+            parse_series_line(r#"{"t_wall": 1.0, "t_mono_ns": 9, "running": 2.0}"#),
+            SeriesLine::Sample(_)
+        ));
+    }
 }
 
 #[cfg(test)]

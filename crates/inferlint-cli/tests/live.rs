@@ -1,0 +1,831 @@
+//! snapshot, watch and probe against the simulated engine's HTTP server
+//! (`inferlint_sim::server`), on 127.0.0.1 only. Every server is stopped when its handle
+//! drops and every `watch` we start is killed by its guard, on every path; every wait is
+//! bounded.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use inferlint_core::Engine;
+use inferlint_engines::files;
+use inferlint_sim::load;
+use inferlint_sim::server::{self, Faults, ServerConfig, ServerHandle};
+use serde_json::Value;
+
+use crate::common::{inferlint, inferlint_env, json_results, no_panic, stderr, stdout};
+
+fn sim(engine: Engine) -> ServerHandle {
+    server::spawn(ServerConfig::new(engine)).unwrap()
+}
+
+fn sim_with(engine: Engine, faults: Faults) -> ServerHandle {
+    let mut config = ServerConfig::new(engine);
+    config.faults = faults;
+    server::spawn(config).unwrap()
+}
+
+fn wall_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+/// A port where nothing listens (bound, then let go).
+fn closed_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// One completion, as a load tool would send it; the answer does not matter.
+fn one_completion(base: &str) {
+    let _ = load::fetch(
+        "POST",
+        &format!("{base}/v1/completions"),
+        Some(r#"{"model": "sim-model", "prompt": "a b c", "max_tokens": 4}"#),
+        Duration::from_secs(10),
+    );
+}
+
+/// A `watch` running in the background, killed when dropped.
+struct Background {
+    child: Option<Child>,
+}
+
+impl Background {
+    fn watch(dir: &Path, args: &[&str]) -> Background {
+        let child = Command::new(env!("CARGO_BIN_EXE_inferlint"))
+            .current_dir(dir)
+            .arg("watch")
+            .args(args)
+            .env_remove("INFERLINT_ENGINE")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        Background { child: Some(child) }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+
+    fn signal(&self, name: &str) {
+        let ok = Command::new("kill")
+            .args([&format!("-{name}"), &self.pid().to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill -{name} failed");
+    }
+
+    /// Waits for the process to end, at most `limit`; kills it if it does not.
+    fn wait(mut self, limit: Duration) -> (ExitStatus, String, String) {
+        let mut child = self.child.take().unwrap();
+        let deadline = Instant::now() + limit;
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("watch did not end within {limit:?}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let (mut out, mut err) = (String::new(), String::new());
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        (status, out, err)
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Waits until a file holds at least `n` lines (at most 20 s).
+fn wait_for_lines(path: &Path, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if std::fs::read_to_string(path).is_ok_and(|t| t.lines().count() >= n) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("{} never reached {n} lines", path.display());
+}
+
+/// Every line of a series file as JSON (a cut-off last line is left out).
+fn records(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn samples_in(path: &Path) -> usize {
+    files::read_series(path, |_| {}).unwrap().samples
+}
+
+fn temp() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+// ---- snapshot ----
+
+#[test]
+fn snapshot_writes_the_schema_and_midpoint_clocks() {
+    let server = sim(Engine::Vllm);
+    let dir = temp();
+    let out = dir.path().join("sub/before.json");
+    let wall_before = wall_now();
+    let o = inferlint(
+        dir.path(),
+        &["snapshot", &server.base_url, "-o", "sub/before.json"],
+    );
+    let wall_after = wall_now();
+    no_panic(&o);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let line = stdout(&o);
+    assert!(
+        line.contains(" samples, scrape ") && line.trim_end().ends_with("-> sub/before.json"),
+        "{line}"
+    );
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(v["schema"], "inferlint.snapshot/1");
+    assert_eq!(v["url"], format!("{}/metrics", server.base_url));
+    let t_wall = v["t_wall"].as_f64().unwrap();
+    assert!(wall_before <= t_wall && t_wall <= wall_after, "{t_wall}");
+    assert!(v["t_mono_ns"].as_i64().unwrap() > 0);
+    assert!(v["latency_s"].as_f64().unwrap() >= 0.0);
+    let snap = files::read_snapshot(&out).unwrap();
+    assert!(snap.metrics.has("vllm:num_requests_running"));
+    // Nothing but the snapshot is left in the folder (the temporary file was renamed).
+    let names: Vec<_> = std::fs::read_dir(dir.path().join("sub"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["before.json"]);
+}
+
+#[test]
+fn tensorrt_llm_metrics_are_read_at_prometheus_metrics() {
+    let server = sim(Engine::Trtllm);
+    let dir = temp();
+    let o = inferlint(dir.path(), &["snapshot", &server.base_url, "-o", "s.json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let snap = files::read_snapshot(&dir.path().join("s.json")).unwrap();
+    assert_eq!(snap.url, format!("{}/prometheus/metrics", server.base_url));
+    assert!(snap.metrics.names().any(|n| n.starts_with("trtllm_")));
+    // watch remembers the path: every sample reads.
+    let o = inferlint(
+        dir.path(),
+        &[
+            "watch",
+            &server.base_url,
+            "-o",
+            "t.jsonl",
+            "--interval",
+            "0.05",
+            "--duration",
+            "0.5",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let recs = records(&dir.path().join("t.jsonl"));
+    assert_eq!(recs[0]["engine"], "trtllm");
+    assert!(recs.iter().all(|r| r.get("gap").is_none()), "{recs:?}");
+    assert!(recs[1].get("paused").is_some() && recs[1].get("preemptions").is_none());
+}
+
+#[test]
+fn no_metrics_is_a_clear_error_and_no_file() {
+    let server = sim_with(
+        Engine::Sglang,
+        Faults {
+            no_metrics: true,
+            ..Faults::default()
+        },
+    );
+    let dir = temp();
+    for command in ["snapshot", "watch"] {
+        let o = inferlint(dir.path(), &[command, &server.base_url, "-o", "x"]);
+        no_panic(&o);
+        assert_eq!(o.status.code(), Some(2));
+        let err = stderr(&o);
+        assert!(
+            err.starts_with(&format!(
+                "inferlint: no vLLM, SGLang or TensorRT-LLM metrics at {} (",
+                server.base_url
+            )),
+            "{err}"
+        );
+        assert!(err.contains("HTTP 404"), "{err}");
+        assert!(
+            err.contains("): for vLLM, vLLM serves them at /metrics without a flag; check that the address is the server's; for SGLang, start SGLang with --enable-metrics; for TensorRT-LLM, put 'return_perf_metrics: true'"),
+            "{err}"
+        );
+        assert!(stdout(&o).is_empty());
+        assert!(!dir.path().join("x").exists());
+    }
+    // With the engine named, only its hint.
+    let o = inferlint_env(
+        dir.path(),
+        &["snapshot", &server.base_url, "-o", "x"],
+        &[("INFERLINT_ENGINE", "sglang")],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o)
+            .trim_end()
+            .ends_with("): start SGLang with --enable-metrics"),
+        "{}",
+        stderr(&o)
+    );
+    // Nothing listening at all.
+    let url = format!("http://127.0.0.1:{}", closed_port());
+    let o = inferlint(dir.path(), &["snapshot", &url, "-o", "x"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("connection refused"), "{}", stderr(&o));
+    assert!(!dir.path().join("x").exists());
+}
+
+#[test]
+fn a_server_of_another_engine_than_the_one_named_is_refused() {
+    let server = sim(Engine::Sglang);
+    let dir = temp();
+    let o = inferlint(
+        dir.path(),
+        &[
+            "--engine",
+            "vllm",
+            "snapshot",
+            &server.base_url,
+            "-o",
+            "x.json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o).trim_end(),
+        format!(
+            "inferlint: --engine vllm, but the server at {} runs SGLang. Check the server address or the file, or name the engine it came from.",
+            server.base_url
+        )
+    );
+    assert!(!dir.path().join("x.json").exists());
+    let o = inferlint_env(
+        dir.path(),
+        &["watch", &server.base_url, "-o", "x.jsonl"],
+        &[("INFERLINT_ENGINE", "trtllm")],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).starts_with("inferlint: INFERLINT_ENGINE=trtllm, but the server at "));
+    assert!(!dir.path().join("x.jsonl").exists());
+}
+
+// ---- watch ----
+
+/// A simulated run recorded as the tutorial records one, then checked.
+#[test]
+fn a_recorded_simulated_run_checks_as_its_setup_implies() {
+    // In real time (speed 1), so that the run lasts long enough to be sampled.
+    let mut config = ServerConfig::new(Engine::Vllm);
+    config.speed = 1.0;
+    let server = server::spawn(config).unwrap();
+    let dir = temp();
+    let base = server.base_url.clone();
+    let o = inferlint(dir.path(), &["snapshot", &base, "-o", "before.json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let watch = Background::watch(
+        dir.path(),
+        &[&base, "-o", "run.series.jsonl", "--interval", "0.05"],
+    );
+    wait_for_lines(&dir.path().join("run.series.jsonl"), 3);
+    let result = load::run(&base, load::LoadConfig::default()).unwrap();
+    assert_eq!(result.failed(), 0);
+    std::thread::sleep(Duration::from_millis(300));
+    let o = inferlint(dir.path(), &["snapshot", &base, "-o", "after.json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    watch.signal("TERM");
+    let (status, out, err) = watch.wait(Duration::from_secs(10));
+    assert_eq!(status.code(), Some(0), "{err}");
+    // (A loaded test machine may add "(N gap(s), ...)".)
+    assert!(out.contains(" samples -> run.series.jsonl"), "{out}");
+
+    // Nine requests of 32 + 32 tokens fit the 128 blocks of 16 at once: no preemption,
+    // 8 running at the peak, the block count read from the after snapshot.
+    let o = inferlint(
+        dir.path(),
+        &[
+            "--json",
+            "preemption",
+            "before.json",
+            "after.json",
+            "--series",
+            "run.series.jsonl",
+        ],
+    );
+    let r = json_results(&o);
+    assert_eq!(
+        (r[0]["tripwire"].as_str(), r[0]["status"].as_str()),
+        (Some("T1"), Some("pass")),
+        "{r:?}"
+    );
+    let o = inferlint(dir.path(), &["--json", "rate", "before.json", "after.json"]);
+    let r = json_results(&o);
+    assert_eq!(r[0]["tripwire"], "T10");
+    assert_ne!(r[0]["status"], "unknown", "{r:?}");
+    let o = inferlint(
+        dir.path(),
+        &[
+            "--json",
+            "series",
+            "run.series.jsonl",
+            "--snapshot",
+            "after.json",
+            "--requested",
+            "8",
+        ],
+    );
+    no_panic(&o);
+    assert!(!stderr(&o).contains("skipped"), "{}", stderr(&o));
+    let r = json_results(&o);
+    let status_of = |t: &str| {
+        r.iter()
+            .find(|x| x["tripwire"] == t)
+            .map(|x| x["status"].as_str().unwrap().to_owned())
+    };
+    assert_eq!(status_of("T14").as_deref(), Some("pass"), "{r:?}");
+    assert_eq!(status_of("T8").as_deref(), Some("pass"), "{r:?}");
+}
+
+#[test]
+fn watch_with_a_duration_writes_a_header_and_samples_series_reads() {
+    let server = sim(Engine::Sglang);
+    let dir = temp();
+    let o = inferlint(
+        dir.path(),
+        &[
+            "watch",
+            &server.base_url,
+            "-o",
+            "w/s.jsonl",
+            "--interval",
+            "0.05",
+            "--duration",
+            "1",
+        ],
+    );
+    no_panic(&o);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let path = dir.path().join("w/s.jsonl");
+    let recs = records(&path);
+    assert_eq!(recs[0]["schema"], "inferlint.series/1");
+    assert_eq!(recs[0]["engine"], "sglang");
+    assert_eq!(recs[0]["interval_s"], 0.05);
+    assert_eq!(recs[0]["url"], server.base_url.as_str());
+    // About 20 slots in a second; a loaded test machine may miss a few.
+    let n = samples_in(&path);
+    assert!((5..=21).contains(&n), "{n} samples");
+    assert!(stdout(&o).starts_with(&format!("{n} samples -> w/s.jsonl")));
+    // Samples are on the monotonic clock, in order, never all-null.
+    let monos: Vec<i64> = recs[1..]
+        .iter()
+        .filter_map(|r| r["t_mono_ns"].as_i64())
+        .collect();
+    assert!(monos.windows(2).all(|w| w[0] < w[1]));
+    let o = inferlint(dir.path(), &["series", "w/s.jsonl"]);
+    no_panic(&o);
+    assert!(stdout(&o).contains("[ T9]"), "{}", stdout(&o));
+    assert!(stderr(&o).is_empty(), "{}", stderr(&o));
+}
+
+#[test]
+fn watch_refuses_an_interval_below_50_ms() {
+    let o = inferlint(
+        Path::new("."),
+        &["watch", "127.0.0.1:1", "-o", "x", "--interval", "0.01"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--interval 0.01"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_watch_killed_with_sigkill_leaves_a_file_that_reads() {
+    let server = sim(Engine::Vllm);
+    let dir = temp();
+    let path = dir.path().join("k.jsonl");
+    let watch = Background::watch(
+        dir.path(),
+        &[&server.base_url, "-o", "k.jsonl", "--interval", "0.05"],
+    );
+    wait_for_lines(&path, 6);
+    watch.signal("KILL");
+    let (status, _, _) = watch.wait(Duration::from_secs(10));
+    assert!(!status.success());
+    assert!(samples_in(&path) >= 5);
+    let o = inferlint(dir.path(), &["series", "k.jsonl"]);
+    no_panic(&o);
+    assert!(stdout(&o).contains("[ T9]"));
+    // A cut-off last line, as a kill during a write leaves it, still reads.
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, &text[..text.len() - 20]).unwrap();
+    assert!(samples_in(&path) >= 4);
+}
+
+#[test]
+fn sigterm_closes_the_file_and_exits_0() {
+    let server = sim(Engine::Vllm);
+    let dir = temp();
+    let path = dir.path().join("t.jsonl");
+    let watch = Background::watch(
+        dir.path(),
+        &[&server.base_url, "-o", "t.jsonl", "--interval", "0.05"],
+    );
+    wait_for_lines(&path, 3);
+    watch.signal("TERM");
+    let (status, out, err) = watch.wait(Duration::from_secs(10));
+    assert_eq!(status.code(), Some(0), "{err}");
+    let n = samples_in(&path);
+    assert!(out.starts_with(&format!("{n} samples -> t.jsonl")), "{out}");
+    // Not a terminal: no status line.
+    assert!(!err.contains("running"), "{err}");
+    assert!(std::fs::read_to_string(&path).unwrap().ends_with('\n'));
+}
+
+#[test]
+fn a_server_that_dies_mid_watch_leaves_gaps_not_zeros_and_watch_goes_on() {
+    let server = sim_with(
+        Engine::Vllm,
+        Faults {
+            die_on_request: Some(1),
+            ..Faults::default()
+        },
+    );
+    let dir = temp();
+    let path = dir.path().join("d.jsonl");
+    let watch = Background::watch(
+        dir.path(),
+        &[
+            &server.base_url,
+            "-o",
+            "d.jsonl",
+            "--interval",
+            "0.1",
+            "--duration",
+            "2",
+        ],
+    );
+    wait_for_lines(&path, 3);
+    one_completion(&server.base_url);
+    assert!(server.is_dead());
+    let (status, _, err) = watch.wait(Duration::from_secs(15));
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert!(err.contains("scrape failed: "), "{err}");
+    let recs = records(&path);
+    // It kept going until the duration, not until the server died: the gaps reach
+    // to within a slot or two of the end of the 2 s.
+    let span = recs.last().unwrap()["t_mono_ns"].as_i64().unwrap()
+        - recs[1]["t_mono_ns"].as_i64().unwrap();
+    assert!(span >= 1_700_000_000, "{recs:?}");
+    let first_gap = recs
+        .iter()
+        .position(|r| r.get("gap").is_some())
+        .expect("a gap record");
+    let gaps = &recs[first_gap..];
+    assert!(gaps.len() >= 5, "{gaps:?}");
+    for g in gaps {
+        assert!(g["gap"].as_str().unwrap().contains("/metrics"), "{g}");
+        assert!(g["t_wall"].as_f64().unwrap() > 1e9);
+        assert!(g["t_mono_ns"].as_i64().unwrap() > 0);
+    }
+    // Every sample read is a real one: none after the death, none all-null.
+    let mut samples = vec![];
+    files::read_series(&path, |s| samples.push(*s)).unwrap();
+    assert_eq!(samples.len(), first_gap - 1);
+    assert!(samples
+        .iter()
+        .all(|s| s.running.is_some() && s.generation_tokens.is_some()));
+}
+
+#[test]
+fn a_restart_is_marked_and_recording_goes_on() {
+    let server = sim_with(
+        Engine::Vllm,
+        Faults {
+            restart_after_requests: Some(1),
+            ..Faults::default()
+        },
+    );
+    let dir = temp();
+    let path = dir.path().join("r.jsonl");
+    let watch = Background::watch(
+        dir.path(),
+        &[
+            &server.base_url,
+            "-o",
+            "r.jsonl",
+            "--interval",
+            "0.05",
+            "--duration",
+            "2.5",
+        ],
+    );
+    wait_for_lines(&path, 3);
+    one_completion(&server.base_url);
+    let (status, out, err) = watch.wait(Duration::from_secs(15));
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert!(out.contains("(1 restart(s))"), "{out}");
+    assert!(err.contains("note: the server restarted ("), "{err}");
+    let recs = records(&path);
+    let at = recs
+        .iter()
+        .position(|r| r.get("restart").is_some())
+        .expect("a restart record");
+    assert!(recs[at]["t_wall"].as_f64().unwrap() > 1e9);
+    assert!(
+        recs[at + 1..].iter().any(|r| r.get("running").is_some()),
+        "samples after it"
+    );
+}
+
+/// The server goes away for 3 s and a new one comes up on the same port.
+#[test]
+fn a_server_down_for_3_s_gives_gaps_then_samples_again() {
+    let server = sim(Engine::Vllm);
+    let port = server.addr.port();
+    let base = server.base_url.clone();
+    let dir = temp();
+    let path = dir.path().join("g.jsonl");
+    let watch = Background::watch(
+        dir.path(),
+        &[
+            &base,
+            "-o",
+            "g.jsonl",
+            "--interval",
+            "0.25",
+            "--duration",
+            "6",
+        ],
+    );
+    wait_for_lines(&path, 3);
+    drop(server);
+    std::thread::sleep(Duration::from_secs(3));
+    let mut config = ServerConfig::new(Engine::Vllm);
+    config.port = port;
+    let again = server::spawn(config).unwrap();
+    let (status, _, err) = watch.wait(Duration::from_secs(20));
+    drop(again);
+    assert_eq!(status.code(), Some(0), "{err}");
+    let recs = records(&path);
+    let kinds: Vec<&str> = recs[1..]
+        .iter()
+        .map(|r| {
+            if r.get("gap").is_some() {
+                "gap"
+            } else if r.get("restart").is_some() {
+                "restart"
+            } else {
+                "sample"
+            }
+        })
+        .collect();
+    let first_gap = kinds.iter().position(|k| *k == "gap").expect("gaps");
+    let restart = kinds
+        .iter()
+        .position(|k| *k == "restart")
+        .expect("a restart");
+    assert!(first_gap < restart, "{kinds:?}");
+    assert!(
+        kinds[first_gap..restart].iter().all(|k| *k == "gap"),
+        "{kinds:?}"
+    );
+    // About 12 slots in 3 s at 0.25 s.
+    assert!(restart - first_gap >= 8, "{kinds:?}");
+    assert_eq!(kinds.get(restart + 1), Some(&"sample"), "{kinds:?}");
+}
+
+/// A server that stops answering /metrics: each scrape waits for its timeout, and the
+/// end of the duration still ends the recording, with the lost slot on record.
+#[test]
+fn a_server_that_hangs_on_metrics_ends_with_a_gap_on_time() {
+    let server = sim(Engine::Vllm);
+    let port = server.addr.port();
+    let base = server.base_url.clone();
+    let dir = temp();
+    let path = dir.path().join("h.jsonl");
+    let watch = Background::watch(
+        dir.path(),
+        &[
+            &base,
+            "-o",
+            "h.jsonl",
+            "--interval",
+            "0.1",
+            "--duration",
+            "3",
+        ],
+    );
+    wait_for_lines(&path, 3);
+    drop(server);
+    let mut config = ServerConfig::new(Engine::Vllm);
+    config.port = port;
+    config.faults.hang = true;
+    let hanging = server::spawn(config).unwrap();
+    let (status, _, err) = watch.wait(Duration::from_secs(20));
+    drop(hanging);
+    assert_eq!(status.code(), Some(0), "{err}");
+    let recs = records(&path);
+    let last = recs.last().unwrap();
+    assert!(
+        last["gap"]
+            .as_str()
+            .unwrap()
+            .contains("when recording ended"),
+        "{last}"
+    );
+}
+
+#[test]
+fn slow_scrapes_skip_their_slots_and_say_so() {
+    let server = sim_with(
+        Engine::Vllm,
+        Faults {
+            slow_metrics_ms: Some(180),
+            ..Faults::default()
+        },
+    );
+    let dir = temp();
+    let o = inferlint(
+        dir.path(),
+        &[
+            "watch",
+            &server.base_url,
+            "-o",
+            "s.jsonl",
+            "--interval",
+            "0.1",
+            "--duration",
+            "1.5",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let recs = records(&dir.path().join("s.jsonl"));
+    let missed: Vec<&str> = recs
+        .iter()
+        .filter_map(|r| r["gap"].as_str())
+        .filter(|g| g.contains("slot(s) missed"))
+        .collect();
+    assert!(!missed.is_empty(), "{recs:?}");
+    // Samples land on slots of the schedule: whole multiples of 0.1 s apart, give or
+    // take their own latency (not asserted as a duration: just that none is between).
+    let monos: Vec<i64> = recs
+        .iter()
+        .filter(|r| r.get("running").is_some())
+        .filter_map(|r| r["t_mono_ns"].as_i64())
+        .collect();
+    assert!(monos.len() >= 3);
+}
+
+// ---- probe ----
+
+fn probe(url: &str, extra: &[&str]) -> (Option<i32>, String, String) {
+    let mut args = vec!["probe", url];
+    args.extend_from_slice(extra);
+    let o = inferlint(Path::new("."), &args);
+    no_panic(&o);
+    (o.status.code(), stdout(&o), stderr(&o))
+}
+
+#[test]
+fn probe_passes_a_healthy_server() {
+    for engine in [Engine::Vllm, Engine::Sglang, Engine::Trtllm] {
+        let server = sim(engine);
+        let (code, out, err) = probe(&server.base_url, &[]);
+        assert_eq!(
+            out, "[ T7] PASS  1 + 8 concurrent requests served, server alive\n",
+            "{err}"
+        );
+        assert_eq!(code, Some(0));
+    }
+    let server = sim(Engine::Vllm);
+    let (code, out, _) = probe(
+        &server.base_url,
+        &["--json", "--concurrency", "3", "--model", "sim-model"],
+    );
+    assert_eq!(code, Some(0));
+    let r: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        r[0]["message"],
+        "1 + 3 concurrent requests served, server alive"
+    );
+    assert_eq!(r[0]["evidence"]["model"], "sim-model");
+    assert_eq!(r[0]["evidence"]["burst"]["failed"], 0);
+    assert_eq!(r[0]["evidence"]["alive_after"], true);
+}
+
+#[test]
+fn probe_fails_a_server_that_dies_on_its_first_request() {
+    let server = sim_with(
+        Engine::Vllm,
+        Faults {
+            die_on_request: Some(1),
+            ..Faults::default()
+        },
+    );
+    let (code, out, _) = probe(&server.base_url, &["--json"]);
+    assert_eq!(code, Some(1));
+    let r: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(r[0]["status"], "fail");
+    assert!(
+        r[0]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("first request failed: "),
+        "{out}"
+    );
+    assert_eq!(r[0]["evidence"]["alive_after"], false);
+}
+
+#[test]
+fn probe_fails_a_server_that_dies_on_its_fourth_request() {
+    let server = sim_with(
+        Engine::Sglang,
+        Faults {
+            die_on_request: Some(4),
+            ..Faults::default()
+        },
+    );
+    let (code, out, _) = probe(&server.base_url, &[]);
+    assert_eq!(code, Some(1));
+    // The first passed; the burst's third request (the fourth in all) killed it, and
+    // every request still open died with it.
+    assert!(out.starts_with("[ T7] TRIPWIRE-FAILED  "), "{out}");
+    assert!(out.contains("/8 burst requests failed"), "{out}");
+    assert!(out.contains("server is dead after it"), "{out}");
+}
+
+#[test]
+fn probe_fails_empty_completions() {
+    let server = sim_with(
+        Engine::Trtllm,
+        Faults {
+            empty_completions: true,
+            ..Faults::default()
+        },
+    );
+    let (code, out, _) = probe(&server.base_url, &[]);
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        out,
+        "[ T7] TRIPWIRE-FAILED  first request failed: empty completion\n"
+    );
+}
+
+#[test]
+fn probe_with_nothing_listening_cannot_list_models() {
+    let url = format!("http://127.0.0.1:{}", closed_port());
+    let (code, out, _) = probe(&url, &[]);
+    assert_eq!(code, Some(1));
+    assert!(
+        out.starts_with("[ T7] TRIPWIRE-FAILED  cannot list models: "),
+        "{out}"
+    );
+    assert!(out.contains("connection refused"), "{out}");
+    let (code, out, _) = probe(&url, &["--model", "m"]);
+    assert_eq!(code, Some(1));
+    assert!(
+        out.contains("first request failed: connection refused"),
+        "{out}"
+    );
+}
+
+#[test]
+fn probe_takes_no_engine() {
+    let (code, _, err) = probe("127.0.0.1:1", &["--engine", "vllm"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("probe takes no --engine"), "{err}");
+}

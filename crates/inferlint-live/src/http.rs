@@ -1,0 +1,242 @@
+//! A small HTTP/1 client: plain TCP, keep-alive, a connect timeout and a deadline for the
+//! whole answer. It reads no proxy variables: a server on 127.0.0.1 is always asked
+//! directly, whatever `HTTP_PROXY` says.
+
+use std::error::Error as _;
+use std::fmt;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::{Method, Request, StatusCode, Uri};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+
+/// How long a TCP connection may take to open.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// The largest answer read: a /metrics page is tens of kilobytes.
+const BODY_LIMIT: usize = 256 << 20;
+
+/// A server's base address, `http://host:port` with an optional path prefix and no
+/// trailing slash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BaseUrl(String);
+
+impl BaseUrl {
+    /// Reads what the user typed: `http://127.0.0.1:8000`, `127.0.0.1:8000/`,
+    /// `localhost:30000`. Only plain `http` is spoken.
+    pub fn parse(text: &str) -> Result<BaseUrl, String> {
+        let trimmed = text.trim();
+        let with_scheme = if trimmed.contains("://") {
+            trimmed.to_owned()
+        } else {
+            format!("http://{trimmed}")
+        };
+        let uri: Uri = with_scheme
+            .parse()
+            .map_err(|e| format!("'{trimmed}' is not a server address ({e})"))?;
+        match uri.scheme_str() {
+            Some("http") => {}
+            Some(other) => {
+                return Err(format!(
+                    "'{trimmed}': only http:// is supported, not {other}://"
+                ))
+            }
+            None => return Err(format!("'{trimmed}' is not a server address")),
+        }
+        if uri.host().is_none_or(str::is_empty) {
+            return Err(format!("'{trimmed}' names no host"));
+        }
+        if uri.query().is_some() {
+            return Err(format!(
+                "'{trimmed}': give the server's address without a query"
+            ));
+        }
+        Ok(BaseUrl(with_scheme.trim_end_matches('/').to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The address of `path` (which starts with `/`) on this server.
+    pub fn join(&self, path: &str) -> String {
+        format!("{}{path}", self.0)
+    }
+}
+
+impl fmt::Display for BaseUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Why a request got no answer. The text reads after "failed:" and is short enough for
+/// a gap record.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HttpError {
+    #[error("connection refused")]
+    Refused,
+    #[error("timed out after {0}")]
+    TimedOut(String),
+    #[error("{0}")]
+    Other(String),
+}
+
+/// An answer: the status and the whole body.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub status: StatusCode,
+    pub body: Bytes,
+}
+
+impl Answer {
+    /// `HTTP 404 Not Found`.
+    pub fn status_text(&self) -> String {
+        format!(
+            "HTTP {} {}",
+            self.status.as_u16(),
+            self.status.canonical_reason().unwrap_or("")
+        )
+        .trim_end()
+        .to_owned()
+    }
+}
+
+/// The client. Cloning it shares its pool of open connections.
+#[derive(Debug, Clone)]
+pub struct HttpClient {
+    client: Client<HttpConnector, Full<Bytes>>,
+}
+
+impl Default for HttpClient {
+    fn default() -> Self {
+        HttpClient::new()
+    }
+}
+
+impl HttpClient {
+    /// Must be called inside a tokio runtime.
+    pub fn new() -> HttpClient {
+        let mut connector = HttpConnector::new();
+        connector.set_connect_timeout(Some(CONNECT_TIMEOUT));
+        connector.set_nodelay(true);
+        connector.enforce_http(true);
+        let client = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(Duration::from_secs(30))
+            .build(connector);
+        HttpClient { client }
+    }
+
+    pub async fn get(&self, url: &str, timeout: Duration) -> Result<Answer, HttpError> {
+        self.send(Method::GET, url, None, timeout).await
+    }
+
+    /// POSTs a JSON body.
+    pub async fn post_json(
+        &self,
+        url: &str,
+        body: String,
+        timeout: Duration,
+    ) -> Result<Answer, HttpError> {
+        self.send(Method::POST, url, Some(body), timeout).await
+    }
+
+    async fn send(
+        &self,
+        method: Method,
+        url: &str,
+        json: Option<String>,
+        timeout: Duration,
+    ) -> Result<Answer, HttpError> {
+        let uri: Uri = url
+            .parse()
+            .map_err(|e| HttpError::Other(format!("bad address {url}: {e}")))?;
+        let mut request = Request::builder().method(method).uri(uri);
+        if json.is_some() {
+            request = request.header(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        }
+        let request = request
+            .body(Full::new(Bytes::from(json.unwrap_or_default())))
+            .map_err(|e| HttpError::Other(e.to_string()))?;
+        let exchange = async {
+            let response = self.client.request(request).await.map_err(describe)?;
+            let status = response.status();
+            let body = Limited::new(response.into_body(), BODY_LIMIT)
+                .collect()
+                .await
+                .map_err(|e| HttpError::Other(format!("reading the answer: {e}")))?
+                .to_bytes();
+            Ok(Answer { status, body })
+        };
+        match tokio::time::timeout(timeout, exchange).await {
+            Ok(result) => result,
+            Err(_) => Err(HttpError::TimedOut(seconds(timeout))),
+        }
+    }
+}
+
+/// `10 s`, `0.5 s`.
+fn seconds(d: Duration) -> String {
+    format!("{} s", d.as_secs_f64())
+}
+
+/// The most useful words in a client error: the operating system's, when there is one.
+fn describe(error: hyper_util::client::legacy::Error) -> HttpError {
+    let mut source = error.source();
+    let mut deepest = None;
+    while let Some(e) = source {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            return match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => HttpError::Refused,
+                std::io::ErrorKind::TimedOut => HttpError::TimedOut(seconds(CONNECT_TIMEOUT)),
+                _ => HttpError::Other(io.to_string()),
+            };
+        }
+        deepest = Some(e.to_string());
+        source = e.source();
+    }
+    HttpError::Other(deepest.unwrap_or_else(|| error.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_urls() {
+        let b = BaseUrl::parse("127.0.0.1:8000/").expect("reads");
+        assert_eq!(b.as_str(), "http://127.0.0.1:8000");
+        assert_eq!(b.join("/metrics"), "http://127.0.0.1:8000/metrics");
+        assert_eq!(
+            BaseUrl::parse(" http://gpu-box:30000 ")
+                .expect("reads")
+                .as_str(),
+            "http://gpu-box:30000"
+        );
+        assert!(BaseUrl::parse("https://x:1")
+            .unwrap_err()
+            .contains("only http://"));
+        assert!(BaseUrl::parse("http://").is_err());
+    }
+
+    #[test]
+    fn nothing_listening_is_refused() {
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
+            l.local_addr().expect("has an address").port()
+        };
+        let rt = crate::runtime().expect("runtime");
+        let result = rt.block_on(async {
+            HttpClient::new()
+                .get(
+                    &format!("http://127.0.0.1:{port}/metrics"),
+                    Duration::from_secs(5),
+                )
+                .await
+        });
+        assert_eq!(result.unwrap_err(), HttpError::Refused);
+    }
+}

@@ -1,0 +1,359 @@
+//! The sampler behind `watch`: one scrape per slot of an absolute schedule, each turned
+//! into a series line and written as soon as it is taken.
+//!
+//! Besides the header and the samples, a recording holds two kinds of record that are
+//! not samples (our series reader skips both, by their key):
+//! - `{"gap": "REASON", "t_wall": ..., "t_mono_ns": ...}`: a scrape that failed (when it
+//!   was tried and why) or slots skipped because a scrape ran past them. A failed scrape
+//!   is never written as zeros.
+//! - `{"restart": "WHAT MOVED", "t_wall": ..., "t_mono_ns": ...}`: between the last good
+//!   scrape and this one a counter went down or a `*_created` stamp moved; recording
+//!   goes on, and the samples after it belong to the new process.
+
+use std::future::Future;
+use std::io::{self, Write};
+use std::time::Duration;
+
+use inferlint_core::checks::counters;
+use inferlint_core::model::{SeriesHeader, SeriesSample, Snapshot};
+use inferlint_core::Engine;
+use inferlint_engines::{files, record};
+use serde_json::Value;
+
+use crate::clock;
+use crate::schedule::Schedule;
+use crate::scrape::{Scrape, Scraper};
+
+/// The shortest interval `watch` takes.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(50);
+
+/// The last stretch of each wait is slept on the thread, not on tokio's timer, whose
+/// one-millisecond wheel wakes up to a millisecond late.
+const FINE_SLEEP: Duration = Duration::from_millis(2);
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct WatchOptions {
+    pub interval: Duration,
+    /// Stop after this long; `None` runs until `stop` resolves.
+    pub duration: Option<Duration>,
+}
+
+/// What the recording holds so far (the status line shows it).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Progress {
+    pub samples: u64,
+    pub gaps: u64,
+    pub restarts: u64,
+    /// Slots that passed unsampled (failed scrapes and overruns).
+    pub missed_slots: u64,
+    pub running: Option<f64>,
+    pub waiting: Option<f64>,
+    pub kv_usage: Option<f64>,
+    /// The engine's preemption counter (or TensorRT-LLM's paused gauge, below) since
+    /// the first sample, across restarts.
+    pub preemptions: Option<f64>,
+    pub paused: Option<f64>,
+}
+
+/// Something the caller may want to show as it happens.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Event<'a> {
+    Sample,
+    /// A failed scrape, with the reason written to the file.
+    Gap(&'a str),
+    /// Slots skipped because a scrape ran past them.
+    Missed(&'a str),
+    Restart(&'a str),
+}
+
+/// A gap record's line.
+pub fn gap_json(reason: &str, t_wall: f64, t_mono_ns: i64) -> String {
+    marker_json("gap", reason, t_wall, t_mono_ns)
+}
+
+/// A restart record's line.
+pub fn restart_json(what: &str, t_wall: f64, t_mono_ns: i64) -> String {
+    marker_json("restart", what, t_wall, t_mono_ns)
+}
+
+/// `{"KEY": "TEXT", "t_wall": ..., "t_mono_ns": ...}`, spaced as the sample lines are.
+fn marker_json(key: &str, text: &str, t_wall: f64, t_mono_ns: i64) -> String {
+    format!(
+        "{{\"{key}\": {}, \"t_wall\": {}, \"t_mono_ns\": {t_mono_ns}}}",
+        Value::from(text),
+        Value::from((t_wall * 1e6).round() / 1e6)
+    )
+}
+
+/// Counts preemptions across restarts: each process's counter from where we first saw
+/// it (the first sample, or zero after a restart).
+#[derive(Debug, Default)]
+struct PreemptionTally {
+    before_this_process: f64,
+    base: Option<f64>,
+    latest: Option<f64>,
+}
+
+impl PreemptionTally {
+    fn push(&mut self, value: Option<f64>) {
+        if let Some(v) = value {
+            self.base.get_or_insert(v);
+            self.latest = Some(v);
+        }
+    }
+
+    fn restarted(&mut self) {
+        if let (Some(base), Some(latest)) = (self.base, self.latest) {
+            self.before_this_process += latest - base;
+        }
+        self.base = Some(0.0);
+        self.latest = None;
+    }
+
+    fn so_far(&self) -> Option<f64> {
+        match (self.base, self.latest) {
+            (Some(base), Some(latest)) => Some(self.before_this_process + latest - base),
+            _ => None,
+        }
+    }
+}
+
+/// Writes one line and pushes it to the file at once: a recorder killed after this
+/// returns has lost nothing, and one killed during it loses at most this line.
+fn put(out: &mut impl Write, line: &str) -> io::Result<()> {
+    let mut bytes = Vec::with_capacity(line.len() + 1);
+    bytes.extend_from_slice(line.as_bytes());
+    bytes.push(b'\n');
+    out.write_all(&bytes)?;
+    out.flush()
+}
+
+/// Maps the monotonic clock onto tokio's, whose instants cannot be built from numbers.
+#[derive(Debug, Clone, Copy)]
+struct Timebase {
+    instant: tokio::time::Instant,
+    mono_ns: i64,
+}
+
+impl Timebase {
+    fn now() -> Timebase {
+        Timebase {
+            instant: tokio::time::Instant::now(),
+            mono_ns: clock::monotonic_ns(),
+        }
+    }
+
+    fn instant(&self, mono_ns: i64) -> tokio::time::Instant {
+        let delta = mono_ns - self.mono_ns;
+        if delta >= 0 {
+            self.instant + Duration::from_nanos(delta as u64)
+        } else {
+            self.instant
+                .checked_sub(Duration::from_nanos(delta.unsigned_abs()))
+                .unwrap_or(self.instant)
+        }
+    }
+}
+
+/// Waits until the monotonic clock reads `due_ns`: on tokio's timer (where a stop can
+/// interrupt it) until shortly before, then a short sleep on the thread for the rest.
+async fn sleep_until_mono(timebase: &Timebase, due_ns: i64) {
+    let coarse = due_ns - FINE_SLEEP.as_nanos() as i64;
+    if clock::monotonic_ns() < coarse {
+        tokio::time::sleep_until(timebase.instant(coarse)).await;
+    }
+    let left = due_ns - clock::monotonic_ns();
+    if left > 0 {
+        std::thread::sleep(Duration::from_nanos(left as u64));
+    }
+}
+
+/// Records a series: the header and `first` (the scrape that found the engine, taken
+/// as slot 0), then one scrape per slot until the duration ends or `stop` resolves.
+/// Returns what was recorded; an error only when the file cannot be written.
+pub async fn watch<W: Write>(
+    scraper: &mut Scraper,
+    first: Scrape,
+    engine: Engine,
+    options: &WatchOptions,
+    out: &mut W,
+    stop: impl Future<Output = ()>,
+    mut on_event: impl FnMut(Event<'_>, &Progress),
+) -> io::Result<Progress> {
+    tokio::pin!(stop);
+    let descriptor = engine.descriptor();
+    let interval_ns = i64::try_from(options.interval.as_nanos()).unwrap_or(i64::MAX);
+    let schedule = Schedule::new(first.requested_ns, interval_ns);
+    let end_ns = options.duration.map(|d| {
+        first
+            .requested_ns
+            .saturating_add(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+    });
+    let timebase = Timebase::now();
+    // Wall time of a monotonic reading, for records of slots nobody scraped.
+    let (wall0, mono0) = (first.stamp.t_wall, first.stamp.t_mono_ns);
+    let wall_of = |mono_ns: i64| wall0 + (mono_ns - mono0) as f64 / 1e9;
+
+    let header = SeriesHeader {
+        url: Some(scraper.base().to_string()),
+        interval_s: Some(options.interval.as_secs_f64()),
+        engine: Some(engine),
+        unknown_engine: None,
+    };
+    put(out, &files::series_header_json(&header))?;
+
+    let mut progress = Progress::default();
+    let mut tally = PreemptionTally::default();
+    let record_sample = |scrape: &Scrape,
+                         progress: &mut Progress,
+                         tally: &mut PreemptionTally,
+                         out: &mut W|
+     -> io::Result<SeriesSample> {
+        let sample = record::sample_from_metrics(
+            descriptor,
+            &scrape.snapshot.metrics,
+            scrape.stamp.t_wall,
+            Some(scrape.stamp.t_mono_ns),
+        );
+        put(out, &files::series_sample_json(engine, &sample))?;
+        tally.push(sample.preemptions);
+        progress.samples += 1;
+        progress.running = sample.running;
+        progress.waiting = sample.waiting;
+        progress.kv_usage = sample.kv_usage;
+        progress.preemptions = tally.so_far();
+        progress.paused = sample.paused;
+        Ok(sample)
+    };
+
+    record_sample(&first, &mut progress, &mut tally, out)?;
+    on_event(Event::Sample, &progress);
+    let mut last_good: Snapshot = first.snapshot;
+    let mut slot = 0u64;
+    let mut last_attempt_took_ns = 0i64;
+
+    loop {
+        let now = clock::monotonic_ns();
+        let next = schedule.next_after(slot, now);
+        if next.missed > 0 {
+            let reason = format!(
+                "{} slot(s) missed: the scrape took {:.3} s",
+                next.missed,
+                last_attempt_took_ns as f64 / 1e9
+            );
+            let due = schedule.due_ns(slot + 1);
+            put(out, &gap_json(&reason, wall_of(due), due))?;
+            progress.gaps += 1;
+            progress.missed_slots += next.missed;
+            on_event(Event::Missed(&reason), &progress);
+        }
+        slot = next.slot;
+        if !schedule.due_before(slot, end_ns) {
+            break;
+        }
+        tokio::select! {
+            () = sleep_until_mono(&timebase, schedule.due_ns(slot)) => {}
+            () = &mut stop => break,
+        }
+        let before = clock::now();
+        let end_of_run = async {
+            match end_ns {
+                Some(end) => tokio::time::sleep_until(timebase.instant(end)).await,
+                None => std::future::pending().await,
+            }
+        };
+        let attempt = tokio::select! {
+            result = scraper.scrape() => Some(result),
+            () = end_of_run => None,
+            () = &mut stop => None,
+        };
+        let after = clock::now();
+        last_attempt_took_ns = after.mono_ns - before.mono_ns;
+        let stamp = clock::midpoint(before, after);
+        match attempt {
+            Some(Ok(scrape)) => {
+                if let Some(restart) = counters::restart_between(&last_good, &scrape.snapshot) {
+                    put(
+                        out,
+                        &restart_json(
+                            &restart.message,
+                            scrape.stamp.t_wall,
+                            scrape.stamp.t_mono_ns,
+                        ),
+                    )?;
+                    progress.restarts += 1;
+                    tally.restarted();
+                    on_event(Event::Restart(&restart.message), &progress);
+                }
+                record_sample(&scrape, &mut progress, &mut tally, out)?;
+                on_event(Event::Sample, &progress);
+                last_good = scrape.snapshot;
+            }
+            Some(Err(error)) => {
+                let reason = error.to_string();
+                put(out, &gap_json(&reason, stamp.t_wall, stamp.t_mono_ns))?;
+                progress.gaps += 1;
+                progress.missed_slots += 1;
+                on_event(Event::Gap(&reason), &progress);
+            }
+            None => {
+                // The run ended (or was stopped) while the server had not answered: the
+                // slot is lost, and the file says so.
+                let reason = format!(
+                    "no answer from {} after {:.3} s when recording ended",
+                    scraper.base(),
+                    last_attempt_took_ns as f64 / 1e9
+                );
+                put(out, &gap_json(&reason, stamp.t_wall, stamp.t_mono_ns))?;
+                progress.gaps += 1;
+                progress.missed_slots += 1;
+                on_event(Event::Gap(&reason), &progress);
+                break;
+            }
+        }
+    }
+    Ok(progress)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use inferlint_engines::files::{parse_series_line, SeriesLine};
+
+    #[test]
+    fn gap_and_restart_records_are_not_samples() {
+        let gap = gap_json(
+            "http://127.0.0.1:1/metrics: connection refused",
+            1790470252.238873,
+            42,
+        );
+        assert_eq!(
+            gap,
+            "{\"gap\": \"http://127.0.0.1:1/metrics: connection refused\", \"t_wall\": 1790470252.238873, \"t_mono_ns\": 42}"
+        );
+        assert_eq!(parse_series_line(&gap), SeriesLine::Marker);
+        let restart = restart_json("vllm:num_preemptions_total went down (3 -> 0)", 5.0, 7);
+        assert_eq!(parse_series_line(&restart), SeriesLine::Marker);
+        let v: Value = serde_json::from_str(&restart).expect("valid JSON");
+        assert_eq!(
+            v["restart"],
+            "vllm:num_preemptions_total went down (3 -> 0)"
+        );
+        assert_eq!(v["t_mono_ns"], 7);
+    }
+
+    #[test]
+    fn preemptions_add_up_across_a_restart() {
+        let mut t = PreemptionTally::default();
+        t.push(Some(10.0));
+        t.push(Some(14.0));
+        assert_eq!(t.so_far(), Some(4.0));
+        t.restarted();
+        assert_eq!(t.so_far(), None);
+        t.push(Some(3.0));
+        assert_eq!(t.so_far(), Some(7.0));
+        let mut none = PreemptionTally::default();
+        none.push(None);
+        assert_eq!(none.so_far(), None);
+    }
+}
