@@ -8,6 +8,9 @@ pub const HELP_TEMPLATE: &str = "\
 {about-with-newline}
 {usage-heading} {usage}
 
+Run and check a benchmark:
+  xray         Start the server, check it, record it while your load runs, stop it
+
 Check a saved run:
   report       Check every file of a run and say what limited it
   check-log    Check one or more boot logs (T12 T5 T6; T4 T11 with two or more)
@@ -63,6 +66,8 @@ pub struct GlobalArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Start the server, check it, record it while your load runs, stop it
+    Xray(XrayArgs),
     /// Check every file of a run and say what limited it
     Report(ReportArgs),
     /// Check one or more boot logs (T12 T5 T6; T4 T11 with two or more)
@@ -167,6 +172,43 @@ pub enum Command {
 }
 
 #[derive(Debug, Args)]
+pub struct XrayArgs {
+    /// The run folder (default: a new folder xray-YYYYmmdd-HHMMSS here)
+    #[arg(short = 'o', long = "out", value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// The command that starts the server, in quotes (split like a shell would, no shell)
+    #[arg(long, value_name = "CMD")]
+    pub serve: Option<String>,
+    /// The server's address (default: from --serve's --host and --port, else the engine's port)
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// The boot log of a server already running (with --url)
+    #[arg(long, value_name = "FILE")]
+    pub boot_log: Option<PathBuf>,
+    /// The concurrency the load asks for (default: the load command's --max-concurrency)
+    #[arg(long, value_name = "N")]
+    pub requested: Option<u64>,
+    /// Seconds between samples of the recording
+    #[arg(long, default_value_t = 0.25, value_name = "S")]
+    pub interval: f64,
+    /// Seconds to wait for the server to be ready
+    #[arg(long, default_value_t = 900.0, value_name = "S")]
+    pub ready_timeout: f64,
+    /// Send no probe requests before the load (T7)
+    #[arg(long)]
+    pub no_probe: bool,
+    /// The server uses no NVIDIA GPU on this machine (simulated or remote): no GPU gate (T2)
+    #[arg(long)]
+    pub no_gpu: bool,
+    /// A title for the report
+    #[arg(long)]
+    pub title: Option<String>,
+    /// The load command, after --
+    #[arg(last = true, value_name = "LOAD")]
+    pub load: Vec<String>,
+}
+
+#[derive(Debug, Args)]
 pub struct ReportArgs {
     /// A run folder (xray's), whose files are found by name
     #[arg(value_name = "RUN")]
@@ -228,6 +270,7 @@ pub struct TeardownArgs {
 
 /// Every command name, for "did you mean".
 pub const COMMANDS: &[&str] = &[
+    "xray",
     "report",
     "check-log",
     "boot-facts",

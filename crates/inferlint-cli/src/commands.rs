@@ -71,6 +71,7 @@ pub fn dispatch(cli: &Cli) -> Result<ExitCode, CliError> {
                 run::series_checks(engine, &stats, after.as_ref(), *requested, facts.as_ref());
             finish(&results, g.json, g.strict)
         }
+        Command::Xray(args) => crate::xray::xray(&mut choice, args, g.json, g.strict),
         Command::Report(args) => report(&mut choice, args, g.json, g.strict),
         Command::Snapshot { url, out } => crate::live::snapshot(&choice, url, out),
         Command::Watch {
@@ -102,11 +103,15 @@ fn print(text: &str) -> Result<(), CliError> {
     output::print(text).map_err(|e| CliError::usage(format!("cannot write the output: {e}")))
 }
 
-fn shown(path: &Path) -> String {
+pub(crate) fn shown(path: &Path) -> String {
     path.display().to_string()
 }
 
-fn load_snapshot(choice: &mut EngineChoice, path: &Path, what: &str) -> Result<Snapshot, CliError> {
+pub(crate) fn load_snapshot(
+    choice: &mut EngineChoice,
+    path: &Path,
+    what: &str,
+) -> Result<Snapshot, CliError> {
     let snapshot = files::read_snapshot(path)?;
     choice.input(
         what,
@@ -126,7 +131,7 @@ fn load_snapshots(
     ))
 }
 
-fn load_series(choice: &mut EngineChoice, path: &Path) -> Result<SeriesStats, CliError> {
+pub(crate) fn load_series(choice: &mut EngineChoice, path: &Path) -> Result<SeriesStats, CliError> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let (stats, summary) = files::fold_series(
         path,
@@ -154,7 +159,7 @@ fn load_series(choice: &mut EngineChoice, path: &Path) -> Result<SeriesStats, Cl
     Ok(stats)
 }
 
-fn load_boot(choice: &mut EngineChoice, path: &Path) -> Result<BootFacts, CliError> {
+pub(crate) fn load_boot(choice: &mut EngineChoice, path: &Path) -> Result<BootFacts, CliError> {
     let text = files::read_lossy(path)?;
     let from_log = detect::engine_from_log(&text);
     choice.input(&shown(path), from_log)?;

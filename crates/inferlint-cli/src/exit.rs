@@ -12,6 +12,8 @@ pub enum ExitCode {
     /// A tripwire could not decide, an input came from another engine than the one named,
     /// an input is unusable, or the command line is wrong.
     Undecided = 2,
+    /// `xray` was stopped by SIGINT or SIGTERM (Ctrl-C); the server it started was stopped.
+    Interrupted = 130,
 }
 
 impl ExitCode {

@@ -35,7 +35,7 @@ fn rule(max_used_mib: u64, consecutive: u32, timeout: f64) -> Result<ClearRule, 
     })
 }
 
-fn machine(what: &str) -> Result<Machine, CliError> {
+pub(crate) fn machine(what: &str) -> Result<Machine, CliError> {
     let readings = std::env::var_os(READINGS_VAR)
         .filter(|v| !v.is_empty())
         .map(PathBuf::from);

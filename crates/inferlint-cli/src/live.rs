@@ -218,7 +218,7 @@ impl StatusLine {
 }
 
 /// `412 samples  running 8  waiting 2  KV 41%  preemptions 3  gaps 0`.
-fn status_text(p: &Progress) -> String {
+pub(crate) fn status_text(p: &Progress) -> String {
     let number = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.0}"));
     let kv = p
         .kv_usage

@@ -12,6 +12,7 @@ mod live;
 mod output;
 mod report_html;
 mod suggest;
+mod xray;
 
 fn main() {
     let code = app::run(std::env::args_os().collect());

@@ -25,3 +25,5 @@ mod gpu;
 mod live;
 /// report.html: well-formed, self-contained, escaped.
 mod report_html;
+/// xray end to end against the simulated server.
+mod xray;

@@ -101,7 +101,7 @@ const MODULES: &[(Engine, &str)] = &[
 /// `sglang serve ...`, or `python -m vllm.entrypoints...` (also after `env X=1`, or as a
 /// path). `None` when it names none, or its quotes do not balance.
 pub fn engine_from_command(command: &str) -> Option<Engine> {
-    let words = shell_split(command)?;
+    let words = crate::loadcmd::shell_words(command)?;
     let names: Vec<&str> = words
         .iter()
         .map(|w| w.rsplit(['/', '\\']).next().unwrap_or(w))
@@ -129,68 +129,6 @@ pub fn engine_from_command(command: &str) -> Option<Engine> {
         }
     }
     None
-}
-
-/// POSIX-shell word splitting: blanks separate words, `'...'` is literal, `"..."` keeps
-/// `\"`, `\\`, `\$` and `` \` `` escapes, a bare `\` escapes the next character. `None`
-/// when a quote is left open or the command ends in a lone backslash.
-fn shell_split(command: &str) -> Option<Vec<String>> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
-    let mut chars = command.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            ' ' | '\t' | '\n' | '\r' => {
-                if in_word {
-                    words.push(std::mem::take(&mut word));
-                    in_word = false;
-                }
-            }
-            '\'' => {
-                in_word = true;
-                loop {
-                    match chars.next()? {
-                        '\'' => break,
-                        other => word.push(other),
-                    }
-                }
-            }
-            '"' => {
-                in_word = true;
-                loop {
-                    match chars.next()? {
-                        '"' => break,
-                        '\\' => {
-                            let escaped = chars.next()?;
-                            if !matches!(escaped, '"' | '\\' | '$' | '`' | '\n') {
-                                word.push('\\');
-                            }
-                            if escaped != '\n' {
-                                word.push(escaped);
-                            }
-                        }
-                        other => word.push(other),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                let escaped = chars.next()?;
-                if escaped != '\n' {
-                    word.push(escaped);
-                }
-            }
-            other => {
-                in_word = true;
-                word.push(other);
-            }
-        }
-    }
-    if in_word {
-        words.push(word);
-    }
-    Some(words)
 }
 
 /// The engine whose metric-name prefix most names carry; ties go to vLLM, then SGLang,
@@ -269,7 +207,7 @@ mod tests {
     #[test]
     fn shell_words() {
         assert_eq!(
-            shell_split(r#"a 'b c' "d \"e\"" f\ g"#),
+            crate::loadcmd::shell_words(r#"a 'b c' "d \"e\"" f\ g"#),
             Some(vec![
                 "a".into(),
                 "b c".into(),
@@ -277,7 +215,7 @@ mod tests {
                 "f g".into()
             ])
         );
-        assert_eq!(shell_split("trailing \\"), None);
+        assert_eq!(crate::loadcmd::shell_words("trailing \\"), None);
     }
 
     #[test]

@@ -9,5 +9,6 @@
 pub mod bootlog;
 pub mod detect;
 pub mod files;
+pub mod loadcmd;
 pub mod prom;
 pub mod record;

@@ -15,6 +15,7 @@
 pub mod clear;
 pub mod gpu;
 pub mod inspect;
+pub mod listen;
 pub mod nvml;
 pub mod pids;
 pub mod procs;

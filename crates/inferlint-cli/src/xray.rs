@@ -1,0 +1,1359 @@
+//! `xray`: the whole routine in one command. Start the server (or attach to one), check
+//! that the server answering is the one started (T13), check its boot log, probe it,
+//! record it while the user's own load runs, check the run, stop the server.
+//!
+//! This is glue: every decision comes from the library crates. The checks at the end are
+//! made from the files written into the run folder, exactly as `inferlint report DIR`
+//! makes them, so the folder reads back to the same verdicts.
+//!
+//! Stopping the server on every path is the point of this module. The server runs in a
+//! process group of its own; [`ServerGuard`] stops the whole group when it is dropped
+//! (normal end, an early stop, an error inside inferlint, a panic), and a thread waiting
+//! on inferlint-live's signal handlers turns SIGINT and SIGTERM into a clean stop: the
+//! load is ended, the run so far is checked and saved, the server is stopped, and the
+//! command exits 130. A second signal, or a clean stop that takes too long, stops the
+//! server at once and exits.
+
+use std::fs::{self, File};
+use std::io::{self, IsTerminal, Read, Write};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Poll, Waker};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant, SystemTime};
+
+use inferlint_core::status::{count_line, CheckResult, Status, Tripwire};
+use inferlint_core::{contract, insights, run, Engine};
+use inferlint_engines::loadcmd::{self, LoadPlan};
+use inferlint_engines::{detect, files};
+use inferlint_live::probe::{self, ProbeOptions};
+use inferlint_live::watch::{self, WatchOptions, MIN_INTERVAL};
+use inferlint_live::{scrape, BaseUrl, HttpClient, Recorder, Scraper};
+
+use crate::cli::XrayArgs;
+use crate::commands::{load_boot, load_series, load_snapshot, shown};
+use crate::engine_choice::EngineChoice;
+use crate::exit::{CliError, ExitCode};
+use crate::output;
+
+/// The line every engine prints once it serves.
+const READY_LINE: &str = "Application startup complete";
+/// How often the boot log and `/health` are read while the server starts. Shorter than
+/// the Python tool's 2 s: a simulated server is ready in a fraction of a second.
+const READY_POLL: Duration = Duration::from_millis(250);
+const HEALTH_TIMEOUT: Duration = Duration::from_secs(5);
+/// SIGTERM to the group, then this long before SIGKILL; then this long for the kill.
+const STOP_GRACE: Duration = Duration::from_secs(30);
+const KILL_WAIT: Duration = Duration::from_secs(10);
+/// After SIGINT or SIGTERM the clean stop (after snapshot, checks, report) may take this
+/// long; then the server is stopped at once and xray exits.
+const CLEAN_STOP_LIMIT: Duration = Duration::from_secs(60);
+/// After SIGINT or SIGTERM the load command gets this long to end before SIGKILL.
+const LOAD_STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// Why the run stopped before its end.
+#[derive(Debug)]
+enum Stop {
+    /// A step failed: the message, and the exit status it calls for.
+    Problem(String, ExitCode),
+    Interrupted,
+}
+
+fn problem(message: impl Into<String>) -> Stop {
+    Stop::Problem(message.into(), ExitCode::TripwireFailed)
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// What the signal thread and the main thread share.
+#[derive(Debug, Default)]
+struct Shared {
+    /// 1 once SIGINT or SIGTERM arrived.
+    signal: AtomicI32,
+    server: Mutex<Option<ServerProcess>>,
+    load_pid: Mutex<Option<u32>>,
+}
+
+impl Shared {
+    fn interrupted(&self) -> bool {
+        self.signal.load(Ordering::SeqCst) != 0
+    }
+}
+
+/// The started server: its first process leads its own process group.
+#[derive(Debug)]
+struct ServerProcess {
+    child: Child,
+}
+
+/// Stops the server's process group when dropped, whatever path leads there.
+#[derive(Debug)]
+struct ServerGuard(Arc<Shared>);
+
+impl Drop for ServerGuard {
+    fn drop(&mut self) {
+        stop_server(&self.0);
+    }
+}
+
+/// SIGTERM to the group, a grace period, SIGKILL to the group. Returns how it ended, or
+/// `None` when there was no server to stop (already stopped). Safe to call twice.
+fn stop_server(shared: &Shared) -> Option<String> {
+    let mut server = lock(&shared.server).take()?;
+    // The leader may have ended already; its group may not have.
+    let ended = match server.child.try_wait() {
+        Ok(Some(status)) => match status.code() {
+            Some(code) => format!("the server had exited with code {code}; "),
+            None => "the server had been killed by a signal; ".to_owned(),
+        },
+        _ => String::new(),
+    };
+    Some(format!("{ended}{}", stop_group(&mut server.child)))
+}
+
+#[cfg(unix)]
+fn stop_group(child: &mut Child) -> String {
+    use nix::sys::signal::{killpg, Signal};
+    use nix::unistd::Pid;
+    let Ok(pgid) = i32::try_from(child.id()) else {
+        return "no process group to stop".to_owned();
+    };
+    let group = Pid::from_raw(pgid);
+    let _ = killpg(group, Signal::SIGTERM);
+    if group_gone(child, pgid, STOP_GRACE) {
+        return "the server's process group stopped on SIGTERM".to_owned();
+    }
+    let _ = killpg(group, Signal::SIGKILL);
+    if group_gone(child, pgid, KILL_WAIT) {
+        format!(
+            "the server's process group did not stop within {} s of SIGTERM and was killed",
+            STOP_GRACE.as_secs()
+        )
+    } else {
+        format!(
+            "processes of the server's group {pgid} still alive {} s after SIGKILL",
+            KILL_WAIT.as_secs()
+        )
+    }
+}
+
+#[cfg(not(unix))]
+fn stop_group(child: &mut Child) -> String {
+    let _ = child.kill();
+    let _ = child.wait();
+    "killed".to_owned()
+}
+
+/// Waits until no live process is left in the group (zombies of processes that init
+/// has not reaped yet do not count). The leader is reaped here.
+#[cfg(unix)]
+fn group_gone(child: &mut Child, pgid: i32, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        let _ = child.try_wait();
+        if !group_alive(pgid) {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn group_alive(pgid: i32) -> bool {
+    match inferlint_gpu::procs::read_process_table() {
+        Ok(table) => table
+            .iter()
+            .any(|p| i64::from(p.pgid) == i64::from(pgid) && p.is_alive()),
+        Err(_) => killpg_alive(pgid),
+    }
+}
+
+#[cfg(all(unix, not(target_os = "linux")))]
+fn group_alive(pgid: i32) -> bool {
+    killpg_alive(pgid)
+}
+
+#[cfg(unix)]
+fn killpg_alive(pgid: i32) -> bool {
+    use nix::errno::Errno;
+    use nix::sys::signal::killpg;
+    use nix::unistd::Pid;
+    !matches!(killpg(Pid::from_raw(pgid), None), Err(Errno::ESRCH))
+}
+
+/// Waits for SIGINT and SIGTERM on a thread of its own, through inferlint-live's
+/// handlers. Not `sigwait` with the signals blocked: a blocked mask is inherited by the
+/// server and the load command, which then could not be stopped with SIGTERM. A handler,
+/// unlike a mask, is reset to the default when a child starts its program. Returns once
+/// the handlers are installed.
+fn catch_signals(shared: &Arc<Shared>) -> Result<(), CliError> {
+    let cannot = |e: String| CliError::usage(format!("cannot catch Ctrl-C: {e}"));
+    let (installed, ready) = std::sync::mpsc::channel();
+    let shared = Arc::clone(shared);
+    thread::Builder::new()
+        .name("xray-signals".into())
+        .spawn(move || {
+            let runtime = match inferlint_live::runtime() {
+                Ok(runtime) => runtime,
+                Err(e) => {
+                    let _ = installed.send(Err(e.to_string()));
+                    return;
+                }
+            };
+            let mut first = true;
+            loop {
+                let signal = {
+                    let _inside = runtime.enter();
+                    inferlint_live::interrupted()
+                };
+                if first {
+                    let _ = installed.send(Ok(()));
+                    first = false;
+                }
+                runtime.block_on(signal);
+                on_signal(&shared);
+            }
+        })
+        .map_err(|e| cannot(e.to_string()))?;
+    ready
+        .recv()
+        .map_err(|e| cannot(e.to_string()))?
+        .map_err(cannot)
+}
+
+fn on_signal(shared: &Arc<Shared>) {
+    let first = shared
+        .signal
+        .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
+        .is_ok();
+    if !first {
+        // A second Ctrl-C: no more waiting.
+        eprintln!("inferlint: stopping the server now");
+        stop_server(shared);
+        std::process::exit(ExitCode::Interrupted.code());
+    }
+    eprintln!("inferlint: interrupted; ending the load, saving the run, stopping the server (again to stop at once)");
+    if let Some(pid) = *lock(&shared.load_pid) {
+        terminate(pid);
+    }
+    let shared = Arc::clone(shared);
+    let _ = thread::Builder::new()
+        .name("xray-deadline".into())
+        .spawn(move || {
+            thread::sleep(CLEAN_STOP_LIMIT);
+            // Once the server is being stopped or gone, the clean stop is past the part
+            // that matters (the clear-card wait may take longer): let it finish.
+            if lock(&shared.server).is_none() {
+                return;
+            }
+            eprintln!(
+                "inferlint: no clean stop after {} s; stopping the server now",
+                CLEAN_STOP_LIMIT.as_secs()
+            );
+            stop_server(&shared);
+            std::process::exit(ExitCode::Interrupted.code());
+        });
+}
+
+/// SIGTERM to one process (the load command).
+#[cfg(unix)]
+fn terminate(pid: u32) {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    if let Ok(pid) = i32::try_from(pid) {
+        if pid > 1 {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn terminate(_pid: u32) {}
+
+/// A stop request for the recorder thread: a future that resolves once `stop` is called.
+#[derive(Debug, Default)]
+struct StopFlag {
+    state: Mutex<(bool, Option<Waker>)>,
+}
+
+impl StopFlag {
+    fn stop(&self) {
+        let mut state = lock(&self.state);
+        state.0 = true;
+        if let Some(waker) = state.1.take() {
+            waker.wake();
+        }
+    }
+
+    fn stopped(self: Arc<Self>) -> impl std::future::Future<Output = ()> {
+        std::future::poll_fn(move |cx| {
+            let mut state = lock(&self.state);
+            if state.0 {
+                Poll::Ready(())
+            } else {
+                state.1 = Some(cx.waker().clone());
+                Poll::Pending
+            }
+        })
+    }
+}
+
+/// Prints a line; a closed stdout must not stop xray before the server is stopped.
+fn say(text: &str) {
+    let _ = output::print(&format!("{text}\n"));
+}
+
+fn say_results(results: &[CheckResult]) {
+    let _ = output::print(&output::results_text(results, false));
+}
+
+/// The folder name when `-o` is not given: `xray-YYYYmmdd-HHMMSS` (UTC).
+fn default_folder() -> PathBuf {
+    let secs = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    PathBuf::from(folder_name(secs))
+}
+
+/// `xray-YYYYmmdd-HHMMSS` for seconds since 1970 (UTC).
+fn folder_name(unix_secs: u64) -> String {
+    let days = i64::try_from(unix_secs / 86_400).unwrap_or(0);
+    let rest = unix_secs % 86_400;
+    // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "xray-{year:04}{month:02}{day:02}-{:02}{:02}{:02}",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}
+
+/// The socket addresses of a base URL's host and port.
+fn socket_addrs(base: &BaseUrl) -> Vec<SocketAddr> {
+    let text = base.as_str();
+    let (default_port, rest) = match text.split_once("://") {
+        Some(("https", rest)) => (443, rest),
+        Some((_, rest)) => (80, rest),
+        None => (80, text),
+    };
+    let authority = rest.split('/').next().unwrap_or(rest);
+    let with_port = if authority.ends_with(']') || !authority.contains(':') {
+        format!("{authority}:{default_port}")
+    } else {
+        authority.to_owned()
+    };
+    with_port
+        .to_socket_addrs()
+        .map(Iterator::collect)
+        .unwrap_or_default()
+}
+
+/// Whether anything accepts a TCP connection at the address.
+fn something_answers(addrs: &[SocketAddr]) -> bool {
+    addrs
+        .iter()
+        .any(|a| TcpStream::connect_timeout(a, Duration::from_secs(1)).is_ok())
+}
+
+/// Everything one xray run knows and has found so far.
+#[derive(Debug)]
+struct Xray<'a> {
+    args: &'a XrayArgs,
+    strict: bool,
+    dir: PathBuf,
+    base: BaseUrl,
+    /// The engine from --engine or the --serve command, before the server is asked.
+    engine: Option<Engine>,
+    shared: Arc<Shared>,
+    started: Instant,
+    terminal: bool,
+    /// Every result, in the order they were made.
+    results: Vec<CheckResult>,
+    load_plan: LoadPlan,
+    load_failed: bool,
+    load_started: Option<SystemTime>,
+    boot_checked: bool,
+}
+
+pub fn xray(
+    choice: &mut EngineChoice,
+    args: &XrayArgs,
+    json: bool,
+    strict: bool,
+) -> Result<ExitCode, CliError> {
+    if json {
+        // The stages stream lines while the run goes on; the JSON results are the file.
+        return Err(CliError::usage(
+            "xray takes no --json: it writes every result to DIR/results.json",
+        ));
+    }
+    if args.load.is_empty() {
+        return Err(CliError::usage(
+            "give the load command after --, e.g. inferlint xray -o run/ --serve \"vllm serve MODEL\" -- vllm bench serve --model MODEL ...",
+        ));
+    }
+    if !args.interval.is_finite() || args.interval < MIN_INTERVAL.as_secs_f64() {
+        return Err(CliError::usage(format!(
+            "--interval {}: give seconds, {} or more",
+            args.interval,
+            MIN_INTERVAL.as_secs_f64()
+        )));
+    }
+    if !args.ready_timeout.is_finite() || args.ready_timeout <= 0.0 {
+        return Err(CliError::usage(format!(
+            "--ready-timeout {}: give a number of seconds above 0",
+            args.ready_timeout
+        )));
+    }
+    let serve_words = match &args.serve {
+        Some(command) => {
+            let words = loadcmd::shell_words(command)
+                .ok_or_else(|| CliError::usage("--serve: a quote is left open"))?;
+            if loadcmd::program(&words).is_none() {
+                return Err(CliError::usage("--serve names no command to start"));
+            }
+            Some(words)
+        }
+        None => None,
+    };
+    let from_command = args.serve.as_deref().and_then(detect::engine_from_command);
+    let named = choice.named.map(|(engine, _)| engine);
+    if let (Some(named), Some(command)) = (named, from_command) {
+        if named != command {
+            return Err(CliError::usage(format!(
+                "the engine named is {}, but the --serve command is {}'s",
+                named.name(),
+                command.name()
+            )));
+        }
+    }
+    let engine = named.or(from_command);
+    let url = match (&args.url, &serve_words) {
+        (Some(url), _) => url.clone(),
+        (None, words) => loadcmd::serve_url(
+            words.as_deref().unwrap_or_default(),
+            engine.unwrap_or(Engine::Vllm),
+        ),
+    };
+    let base = BaseUrl::parse(&url).map_err(CliError::usage)?;
+    let dir = args.out.clone().unwrap_or_else(default_folder);
+    fs::create_dir_all(&dir)
+        .map_err(|e| CliError::usage(format!("cannot create {}: {e}", shown(&dir))))?;
+    let shared = Arc::new(Shared::default());
+    catch_signals(&shared)?;
+
+    match (named, from_command) {
+        (Some(e), _) => say(&format!("== engine: {}", e.name())),
+        (None, Some(e)) => say(&format!(
+            "== engine: {} (from the --serve command)",
+            e.name()
+        )),
+        (None, None) => {}
+    }
+    let load_plan = loadcmd::plan_load(&args.load, &dir);
+    let mut xray = Xray {
+        args,
+        strict,
+        dir,
+        base,
+        engine,
+        shared: Arc::clone(&shared),
+        started: Instant::now(),
+        terminal: io::stdout().is_terminal(),
+        results: Vec::new(),
+        load_plan,
+        load_failed: false,
+        load_started: None,
+        boot_checked: false,
+    };
+    // The guard exists before the server does: whatever happens below, including an
+    // error returned with `?`, its drop stops the server.
+    let guard = ServerGuard(Arc::clone(&shared));
+    let outcome = xray.stages(choice, serve_words.as_deref());
+    let ended = xray.finish(choice, outcome);
+    drop(guard);
+    ended
+}
+
+impl Xray<'_> {
+    fn stage(&self, text: &str) {
+        if self.terminal {
+            say(&format!(
+                "== {text}  ({:.1} s)",
+                self.started.elapsed().as_secs_f64()
+            ));
+        } else {
+            say(&format!("== {text}"));
+        }
+    }
+
+    fn record(&mut self, result: CheckResult) {
+        say_results(std::slice::from_ref(&result));
+        self.results.push(result);
+    }
+
+    fn check_interrupt(&self) -> Result<(), Stop> {
+        if self.shared.interrupted() {
+            Err(Stop::Interrupted)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn boot_log_path(&self) -> Option<PathBuf> {
+        if self.args.serve.is_some() {
+            Some(self.dir.join("boot.log"))
+        } else {
+            self.args.boot_log.clone()
+        }
+    }
+
+    /// Everything up to and including the load. Returns why it stopped early, if it did.
+    fn stages(
+        &mut self,
+        choice: &mut EngineChoice,
+        serve_words: Option<&[String]>,
+    ) -> Result<(), Stop> {
+        let recorder =
+            Recorder::new().map_err(|e| problem(format!("cannot start the HTTP client: {e}")))?;
+        let health =
+            health_checker().map_err(|e| problem(format!("cannot start the HTTP client: {e}")))?;
+        if let Some(words) = serve_words {
+            self.start_server(words, &health)?;
+        } else {
+            if !health(&self.base) {
+                return Err(problem(format!(
+                    "no server answers at {}",
+                    self.base.join("/health")
+                )));
+            }
+            self.record(CheckResult::new(
+                Tripwire::T13,
+                Status::NotApplicable,
+                format!(
+                    "xray did not start the server at {} (--url without --serve), so there is no started server to compare it with",
+                    self.base
+                ),
+            ));
+        }
+        self.check_interrupt()?;
+        self.identify(&recorder)?;
+        self.boot_stage(choice)?;
+        self.check_interrupt()?;
+        if !self.args.no_probe {
+            self.stage("probe: one request, then 8 at once");
+            let report = recorder.probe(&self.base, &ProbeOptions::default());
+            self.record(probe::verdict(&report));
+            self.check_interrupt()?;
+            if let Some(message) = self.server_exited() {
+                return Err(problem(format!("{message} during the probe")));
+            }
+        }
+        self.snapshot(&recorder, "before.snapshot.json")?;
+        self.load()
+    }
+
+    fn start_server(
+        &mut self,
+        words: &[String],
+        health: &dyn Fn(&BaseUrl) -> bool,
+    ) -> Result<(), Stop> {
+        if !cfg!(target_os = "linux") {
+            return Err(problem(
+                "--serve needs Linux (or WSL): stopping the server reads /proc",
+            ));
+        }
+        let addrs = socket_addrs(&self.base);
+        if something_answers(&addrs) {
+            self.record(CheckResult::new(
+                Tripwire::T13,
+                Status::Fail,
+                format!(
+                    "something already answers at {}: a server left from an earlier run would be measured instead of the one xray starts; stop it first (inferlint teardown), or give --url to check it as it is",
+                    self.base
+                ),
+            ));
+            return Err(problem(
+                "the server's address is taken; xray started nothing and stopped nothing",
+            ));
+        }
+        self.gpu_gate()?;
+        self.check_interrupt()?;
+        let boot_path = self.dir.join("boot.log");
+        self.stage(&format!(
+            "start the server (output in {})",
+            shown(&boot_path)
+        ));
+        let program = loadcmd::program(words).ok_or_else(|| problem("--serve names no command"))?;
+        let log = File::create(&boot_path)
+            .map_err(|e| problem(format!("cannot write {}: {e}", shown(&boot_path))))?;
+        let log_err = log
+            .try_clone()
+            .map_err(|e| problem(format!("cannot write {}: {e}", shown(&boot_path))))?;
+        let mut command = Command::new(&program.program);
+        command
+            .args(&program.args)
+            .envs(program.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log_err);
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::CommandExt;
+            // Its own process group: Ctrl-C in the terminal does not reach it, and the
+            // stop reaches every process it starts.
+            command.process_group(0);
+        }
+        let child = command
+            .spawn()
+            .map_err(|e| problem(format!("cannot start {}: {e}", program.program)))?;
+        let pid = child.id();
+        *lock(&self.shared.server) = Some(ServerProcess { child });
+        self.wait_ready(&boot_path, health)?;
+        say(&format!(
+            "server ready after {:.1} s (pid {pid})",
+            self.started.elapsed().as_secs_f64()
+        ));
+        self.check_owner(pid, &addrs)
+    }
+
+    /// T2 before the start, or why it does not apply.
+    fn gpu_gate(&mut self) -> Result<(), Stop> {
+        self.stage("is the GPU free?");
+        if self.args.no_gpu {
+            self.record(CheckResult::new(
+                Tripwire::T2,
+                Status::NotApplicable,
+                "--no-gpu: the server uses no NVIDIA GPU on this machine, so there is no card to check",
+            ));
+            return Ok(());
+        }
+        let result = free_card().map_err(|e| problem(e.message))?;
+        let status = result.status;
+        self.record(result);
+        match status {
+            Status::Pass => Ok(()),
+            // A gate that cannot tell must not let a server start: a card still held by
+            // an earlier server would make this run measure less memory than it should.
+            Status::Unknown => Err(Stop::Problem(
+                "cannot tell whether the GPU is free; start no server on it (--no-gpu if the server uses none)".to_owned(),
+                ExitCode::Undecided,
+            )),
+            _ => Err(problem("the GPU is not free; start no server on it")),
+        }
+    }
+
+    fn wait_ready(
+        &mut self,
+        boot_path: &Path,
+        health: &dyn Fn(&BaseUrl) -> bool,
+    ) -> Result<(), Stop> {
+        let begun = Instant::now();
+        let limit = Duration::from_secs_f64(self.args.ready_timeout);
+        let mut logged_ready = false;
+        loop {
+            self.check_interrupt()?;
+            if let Some(message) = self.server_exited() {
+                return Err(problem(format!("{message} before it was ready")));
+            }
+            if !logged_ready {
+                logged_ready = fs::read(boot_path)
+                    .map(|b| String::from_utf8_lossy(&b).contains(READY_LINE))
+                    .unwrap_or(false);
+            }
+            if logged_ready && health(&self.base) {
+                return Ok(());
+            }
+            if begun.elapsed() >= limit {
+                return Err(problem(format!(
+                    "the server was not ready after {} s",
+                    self.args.ready_timeout
+                )));
+            }
+            thread::sleep(READY_POLL);
+        }
+    }
+
+    /// T13 after the start: the listening socket belongs to the started process or one
+    /// of its descendants.
+    fn check_owner(&mut self, pid: u32, addrs: &[SocketAddr]) -> Result<(), Stop> {
+        let result = owner_result(&self.base, pid, addrs);
+        let failed = result.status == Status::Fail;
+        self.record(result);
+        if failed {
+            return Err(problem(
+                "the server that answers is not the one xray started",
+            ));
+        }
+        Ok(())
+    }
+
+    /// `the server exited with code N` once the started server has ended.
+    fn server_exited(&self) -> Option<String> {
+        let status = lock(&self.shared.server)
+            .as_mut()
+            .and_then(|s| s.child.try_wait().ok().flatten())?;
+        Some(match status.code() {
+            Some(code) => format!("the server exited with code {code}"),
+            None => "the server was killed by a signal".to_owned(),
+        })
+    }
+
+    /// The first scrape: the server's metrics, and the engine they belong to.
+    fn identify(&mut self, recorder: &Recorder) -> Result<(), Stop> {
+        let mut scraper = recorder.scraper(self.base.clone());
+        let (_, engine) = recorder
+            .first_scrape(&mut scraper)
+            .map_err(|e| problem(e.message(self.engine)))?;
+        match self.engine {
+            Some(expected) if expected != engine => {
+                return Err(Stop::Problem(
+                    format!(
+                        "the engine named is {}, but the server at {} is {}'s",
+                        expected.name(),
+                        self.base,
+                        engine.name()
+                    ),
+                    ExitCode::Undecided,
+                ))
+            }
+            Some(_) => {}
+            None => say(&format!("== engine: {} (from its metrics)", engine.name())),
+        }
+        self.engine = Some(engine);
+        Ok(())
+    }
+
+    fn boot_stage(&mut self, choice: &mut EngineChoice) -> Result<(), Stop> {
+        let Some(path) = self.boot_log_path() else {
+            return Ok(());
+        };
+        self.stage("boot log");
+        self.boot_checked = true;
+        let facts = load_boot(choice, &path).map_err(|e| Stop::Problem(e.message, e.code))?;
+        let results = run::check_logs(&[(String::new(), facts)]);
+        for r in results {
+            self.record(r);
+        }
+        Ok(())
+    }
+
+    fn snapshot(&mut self, recorder: &Recorder, name: &str) -> Result<(), Stop> {
+        let path = self.dir.join(name);
+        let mut scraper = recorder.scraper(self.base.clone());
+        let (scrape, _) = recorder
+            .first_scrape(&mut scraper)
+            .map_err(|e| problem(format!("cannot take {name}: {}", e.message(self.engine))))?;
+        fs::write(&path, files::snapshot_json(&scrape.snapshot))
+            .map_err(|e| problem(format!("cannot write {}: {e}", shown(&path))))?;
+        Ok(())
+    }
+
+    /// The recorder in the background, the load in the foreground, then the after
+    /// snapshot whatever the load did.
+    fn load(&mut self) -> Result<(), Stop> {
+        let engine = self.engine.unwrap_or(Engine::Vllm);
+        let stop = Arc::new(StopFlag::default());
+        let live = Arc::new(Mutex::new(LiveLine::new()));
+        let recorder = start_watch(
+            self.base.clone(),
+            engine,
+            Duration::from_secs_f64(self.args.interval),
+            self.dir.join("run.series.jsonl"),
+            Arc::clone(&stop),
+            Arc::clone(&live),
+        );
+        self.stage(&format!("load: {}", self.load_plan.words.join(" ")));
+        self.load_started = Some(SystemTime::now());
+        let load = run_load(
+            &self.load_plan.words,
+            &self.dir.join("load.log"),
+            &self.shared,
+            &live,
+        );
+        lock(&live).clear();
+        let after = Recorder::new()
+            .map_err(|e| problem(format!("cannot start the HTTP client: {e}")))
+            .and_then(|r| self.snapshot(&r, "after.snapshot.json"));
+        stop.stop();
+        match recorder.join() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => eprintln!("inferlint: the recording of {} failed: {e}", self.base),
+            Err(_) => eprintln!("inferlint: the recording of {} failed", self.base),
+        }
+        match load {
+            Ok(0) => {}
+            Ok(code) => {
+                self.load_failed = true;
+                say(&format!("the load command exited with code {code}"));
+            }
+            Err(e) => {
+                self.load_failed = true;
+                say(&format!("the load command failed: {e}"));
+            }
+        }
+        self.check_interrupt()?;
+        after
+    }
+
+    /// The result file the load tool wrote, if any.
+    fn bench_path(&self) -> Option<PathBuf> {
+        if let Some(file) = &self.load_plan.result_file {
+            return file.is_file().then(|| file.clone());
+        }
+        let dir = self.load_plan.result_dir_newest.as_ref()?;
+        let since = self.load_started?;
+        fs::read_dir(dir)
+            .ok()?
+            .flatten()
+            .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+            .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+            .filter(|(modified, _)| *modified >= since)
+            .max()
+            .map(|(_, path)| path)
+    }
+
+    /// The checks, the stop, the report and results.json: on every path.
+    fn finish(
+        &mut self,
+        choice: &mut EngineChoice,
+        outcome: Result<(), Stop>,
+    ) -> Result<ExitCode, CliError> {
+        let mut stop_code = None;
+        match &outcome {
+            Ok(()) => {}
+            Err(Stop::Problem(message, code)) => {
+                say(&format!("stopped early: {message}"));
+                stop_code = Some(*code);
+            }
+            Err(Stop::Interrupted) => say("stopped early: interrupted"),
+        }
+        // A server that exited or timed out before it was ready still gets its boot log
+        // checked, so that the failure is classified.
+        if !self.boot_checked && self.boot_log_path().is_some_and(|p| p.is_file()) {
+            if let Err(Stop::Problem(message, _)) = self.boot_stage(choice) {
+                eprintln!("inferlint: {message}");
+            }
+        }
+        let assembled = self.assemble(choice);
+        let checks: Vec<CheckResult> = match &assembled {
+            Ok(Some((_, results, _))) => ordered_run_checks(results),
+            _ => Vec::new(),
+        };
+        if !checks.is_empty() {
+            self.stage("checks");
+            for r in checks {
+                self.record(r);
+            }
+        }
+        if lock(&self.shared.server).is_some() {
+            self.stage("stop the server");
+            if let Some(how) = stop_server(&self.shared) {
+                say(&how);
+            }
+            if !self.args.no_gpu {
+                match clear_card_after_stop() {
+                    Ok(r) => self.record(r),
+                    Err(e) => eprintln!("inferlint: {}", e.message),
+                }
+            }
+        }
+        let mut report_path = None;
+        if let Ok(Some((run, run_results, paths))) = &assembled {
+            let limits = insights::what_limited(run, run_results);
+            if !limits.is_empty() {
+                self.stage("what limited this run");
+                for insight in &limits {
+                    say(&format!("- {}. {}", insight.title, insight.text));
+                }
+            }
+            let mut shown_results = run_results.clone();
+            for tripwire in [Tripwire::T13, Tripwire::T7, Tripwire::T2] {
+                if let Some(last) = self.results.iter().rev().find(|r| r.tripwire == tripwire) {
+                    shown_results.push(last.clone());
+                }
+            }
+            let destination = crate::report_html::Destination::Asked(self.dir.join("report.html"));
+            let inputs = crate::report_html::Inputs {
+                run,
+                results: &shown_results,
+                insights: &limits,
+                series: paths.series.as_deref(),
+                made_from: crate::report_html::made_from(
+                    &paths.boot_logs,
+                    [
+                        paths.before.as_deref(),
+                        paths.after.as_deref(),
+                        paths.series.as_deref(),
+                        paths.bench.as_deref(),
+                    ],
+                ),
+                title: self.args.title.as_deref(),
+            };
+            match crate::report_html::write(&destination, &inputs) {
+                Ok(path) => report_path = path,
+                Err(e) => eprintln!("inferlint: {}", e.message),
+            }
+        }
+        if let Err(e) = &assembled {
+            eprintln!("inferlint: cannot check the run folder: {}", e.message);
+        }
+        let results_path = self.dir.join("results.json");
+        if let Err(e) = fs::write(&results_path, contract::results_json(&self.results)) {
+            eprintln!("inferlint: cannot write {}: {e}", shown(&results_path));
+        }
+        say(&count_line(&self.results));
+        if let Some(path) = report_path {
+            say(&format!("report: {}", shown(&path)));
+        }
+        say(&format!("files:  {}", shown(&self.dir)));
+        let code = if self.shared.interrupted() {
+            ExitCode::Interrupted
+        } else if let Some(code) = stop_code {
+            code
+        } else if self.load_failed {
+            ExitCode::TripwireFailed
+        } else {
+            ExitCode::for_results(&self.results, self.strict)
+        };
+        Ok(code)
+    }
+
+    /// The run as `report DIR` reads it from the folder; `None` when the folder holds no
+    /// boot log and not both snapshots.
+    fn assemble(
+        &self,
+        choice: &mut EngineChoice,
+    ) -> Result<Option<(run::Run, Vec<CheckResult>, files::RunFiles)>, CliError> {
+        let mut found = files::discover_run(&self.dir)?;
+        if let Some(path) = &self.args.boot_log {
+            if self.args.serve.is_none() {
+                found.boot_logs = vec![path.clone()];
+            }
+        }
+        if let Some(bench) = self.bench_path() {
+            found.bench = Some(bench);
+        }
+        if found.boot_logs.is_empty() && (found.before.is_none() || found.after.is_none()) {
+            return Ok(None);
+        }
+        let mut boots = Vec::new();
+        for path in &found.boot_logs {
+            boots.push((String::new(), load_boot(choice, path)?));
+        }
+        let before = found
+            .before
+            .as_deref()
+            .map(|p| load_snapshot(choice, p, "the snapshots"))
+            .transpose()?;
+        let after = found
+            .after
+            .as_deref()
+            .map(|p| load_snapshot(choice, p, "the snapshots"))
+            .transpose()?;
+        let series = found
+            .series
+            .as_deref()
+            .map(|p| load_series(choice, p))
+            .transpose()?;
+        let bench = found
+            .bench
+            .as_deref()
+            .map(|p| files::read_bench_result(p).map(|b| (shown(p), b)))
+            .transpose()?;
+        // As `report DIR` does, so that the folder reads back to the same verdicts.
+        let expected_extra_requests = match &found.load_log {
+            Some(p) => files::untimed_requests(&files::read_lossy(p)?),
+            None => 0,
+        };
+        let requested = self
+            .args
+            .requested
+            .or(self.load_plan.max_concurrency)
+            .or_else(|| {
+                bench
+                    .as_ref()
+                    .and_then(|(_, b)| b.max_concurrency)
+                    .and_then(|c| u64::try_from(c).ok())
+            });
+        let engine = self.engine.unwrap_or_else(|| choice.resolve());
+        let run = run::Run {
+            engine: engine.descriptor(),
+            boots,
+            before,
+            after,
+            series,
+            bench,
+            expected_extra_requests,
+            requested,
+        };
+        let results = run::check_run(&run);
+        Ok(Some((run, results, found)))
+    }
+}
+
+/// The run checks xray prints under `== checks`, in the tutorial's order: T1, T10, T14,
+/// T9, T8, then T15 (the boot checks were printed with the boot log).
+fn ordered_run_checks(results: &[CheckResult]) -> Vec<CheckResult> {
+    let mut checks: Vec<CheckResult> = results
+        .iter()
+        .filter(|r| matches!(r.tripwire.number(), 1 | 10 | 14 | 9 | 8))
+        .cloned()
+        .collect();
+    checks.extend(
+        results
+            .iter()
+            .filter(|r| r.tripwire == Tripwire::T15)
+            .cloned(),
+    );
+    checks
+}
+
+#[cfg(target_os = "linux")]
+fn owner_result(base: &BaseUrl, pid: u32, addrs: &[SocketAddr]) -> CheckResult {
+    use inferlint_gpu::listen::{descendants, port_owner, PortOwner};
+    let Some(port) = addrs.first().map(SocketAddr::port) else {
+        return CheckResult::new(
+            Tripwire::T13,
+            Status::Unknown,
+            format!("cannot tell which process serves {base}: its address does not resolve"),
+        );
+    };
+    let table = match inferlint_gpu::procs::read_process_table() {
+        Ok(table) => table,
+        Err(e) => {
+            return CheckResult::new(
+                Tripwire::T13,
+                Status::Unknown,
+                format!("cannot tell which process serves {base}: {e}"),
+            )
+        }
+    };
+    let ours = descendants(&table, pid);
+    match port_owner(port, &ours) {
+        Some(PortOwner::Ours(owner)) => CheckResult::new(
+            Tripwire::T13,
+            Status::Pass,
+            format!("the server at {base} is the one xray started (pid {owner})"),
+        )
+        .with("pid", owner)
+        .with("port", port),
+        Some(PortOwner::Other) => CheckResult::new(
+            Tripwire::T13,
+            Status::Fail,
+            format!(
+                "the server at {base} is not the one xray started (pid {pid}): another process holds port {port}"
+            ),
+        )
+        .with("port", port),
+        Some(PortOwner::NotListening) => CheckResult::new(
+            Tripwire::T13,
+            Status::Unknown,
+            format!(
+                "cannot tell which process serves {base}: no socket listens on port {port} on this machine"
+            ),
+        ),
+        None => CheckResult::new(
+            Tripwire::T13,
+            Status::Unknown,
+            "cannot tell which process serves the address: /proc/net/tcp cannot be read",
+        ),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn owner_result(base: &BaseUrl, _pid: u32, _addrs: &[SocketAddr]) -> CheckResult {
+    CheckResult::new(
+        Tripwire::T13,
+        Status::Unknown,
+        format!("cannot tell which process serves {base}: that needs Linux's /proc"),
+    )
+}
+
+/// A blocking `GET /health` (200 or not) on a small runtime of its own.
+fn health_checker() -> io::Result<impl Fn(&BaseUrl) -> bool> {
+    let runtime = inferlint_live::runtime()?;
+    let client = {
+        let _inside = runtime.enter();
+        HttpClient::new()
+    };
+    Ok(move |base: &BaseUrl| {
+        runtime
+            .block_on(client.get(&base.join("/health"), HEALTH_TIMEOUT))
+            .is_ok_and(|answer| answer.status.as_u16() == 200)
+    })
+}
+
+/// T2 before a server starts: gpu-inspect's free-card check (10 s at most).
+fn free_card() -> Result<CheckResult, CliError> {
+    let mut machine = crate::gpu::machine("xray's free-card check")?;
+    let mut shown = |text: &str| {
+        if !text.is_empty() {
+            let _ = output::print(text);
+        }
+    };
+    Ok(inferlint_gpu::inspect::gpu_inspect(
+        &mut machine,
+        inferlint_gpu::ClearRule::gate(),
+        &mut shown,
+    ))
+}
+
+/// T2 after the server is stopped: wait for a clear card as teardown does.
+fn clear_card_after_stop() -> Result<CheckResult, CliError> {
+    let mut machine = crate::gpu::machine("xray's clear-card wait")?;
+    Ok(match machine.processes.as_mut() {
+        Err(e) => CheckResult::new(Tripwire::T2, Status::Unknown, e.to_string()),
+        Ok(processes) => {
+            inferlint_gpu::wait::wait_for_clear_card(
+                inferlint_gpu::clear::Asker::Teardown,
+                inferlint_gpu::ClearRule::teardown(),
+                processes.as_mut(),
+                machine.gpus.as_mut(),
+                machine.clock.as_mut(),
+            )
+            .result
+        }
+    })
+}
+
+/// Records the server into `path` on its own thread until `stop` is called.
+fn start_watch(
+    base: BaseUrl,
+    engine: Engine,
+    interval: Duration,
+    path: PathBuf,
+    stop: Arc<StopFlag>,
+    live: Arc<Mutex<LiveLine>>,
+) -> JoinHandle<Result<(), String>> {
+    thread::spawn(move || {
+        let runtime = inferlint_live::runtime().map_err(|e| e.to_string())?;
+        let client = {
+            let _inside = runtime.enter();
+            HttpClient::new()
+        };
+        let mut scraper = Scraper::new(client, base);
+        let mut file =
+            File::create(&path).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        let options = WatchOptions {
+            interval,
+            duration: None,
+        };
+        runtime.block_on(async {
+            let (first, _) = scrape::first_scrape(&mut scraper)
+                .await
+                .map_err(|e| e.message(Some(engine)))?;
+            watch::watch(
+                &mut scraper,
+                first,
+                engine,
+                &options,
+                &mut file,
+                stop.stopped(),
+                |_, progress| lock(&live).progress = Some(progress.clone()),
+            )
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))
+        })?;
+        file.sync_all()
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    })
+}
+
+/// The live status line under the load's own output, on a terminal (stderr): the
+/// recorder's latest reading. It is drawn only where the load's output ends a line, and
+/// cleared before the load writes again, so the two never mix on one line.
+#[derive(Debug)]
+struct LiveLine {
+    terminal: bool,
+    shown: bool,
+    at_line_start: bool,
+    progress: Option<watch::Progress>,
+}
+
+impl LiveLine {
+    fn new() -> LiveLine {
+        LiveLine {
+            terminal: io::stderr().is_terminal(),
+            shown: false,
+            at_line_start: true,
+            progress: None,
+        }
+    }
+
+    fn clear(&mut self) {
+        if self.shown {
+            let mut err = io::stderr().lock();
+            let _ = write!(err, "\r\x1b[K");
+            let _ = err.flush();
+            self.shown = false;
+        }
+    }
+
+    fn draw(&mut self) {
+        if !self.terminal || !self.at_line_start {
+            return;
+        }
+        if let Some(progress) = &self.progress {
+            let mut err = io::stderr().lock();
+            let _ = write!(err, "\r\x1b[K{}", crate::live::status_text(progress));
+            let _ = err.flush();
+            self.shown = true;
+        }
+    }
+}
+
+/// Copies one output stream of the load to the terminal and to load.log.
+fn copy_output(
+    mut from: impl Read + Send + 'static,
+    log: Arc<Mutex<File>>,
+    live: Arc<Mutex<LiveLine>>,
+    to_stderr: bool,
+) -> JoinHandle<()> {
+    thread::spawn(move || {
+        let mut buffer = [0u8; 8192];
+        loop {
+            let n = match from.read(&mut buffer) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => n,
+            };
+            let chunk = &buffer[..n];
+            // Held while writing, so that the status line is never drawn mid-chunk.
+            let mut live = lock(&live);
+            live.clear();
+            live.at_line_start = chunk.ends_with(b"\n");
+            if to_stderr {
+                let mut err = io::stderr().lock();
+                let _ = err.write_all(chunk).and_then(|()| err.flush());
+            } else {
+                let mut out = io::stdout().lock();
+                let _ = out.write_all(chunk).and_then(|()| out.flush());
+            }
+            let _ = lock(&log).write_all(chunk);
+        }
+    })
+}
+
+/// Runs the load command, its output shown and saved. Returns its exit code (128 + the
+/// signal for a killed one) or why it could not run.
+fn run_load(
+    words: &[String],
+    log_path: &Path,
+    shared: &Shared,
+    live: &Arc<Mutex<LiveLine>>,
+) -> Result<i32, String> {
+    let program = loadcmd::program(words).ok_or("no command after --")?;
+    let log =
+        File::create(log_path).map_err(|e| format!("cannot write {}: {e}", log_path.display()))?;
+    let log = Arc::new(Mutex::new(log));
+    let mut child = Command::new(&program.program)
+        .args(&program.args)
+        .envs(program.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", program.program))?;
+    *lock(&shared.load_pid) = Some(child.id());
+    let mut copiers = Vec::new();
+    if let Some(out) = child.stdout.take() {
+        copiers.push(copy_output(out, Arc::clone(&log), Arc::clone(live), false));
+    }
+    if let Some(err) = child.stderr.take() {
+        copiers.push(copy_output(err, Arc::clone(&log), Arc::clone(live), true));
+    }
+    let mut interrupted_at: Option<Instant> = None;
+    let mut drawn = Instant::now();
+    let status = loop {
+        if drawn.elapsed() >= Duration::from_millis(500) {
+            lock(live).draw();
+            drawn = Instant::now();
+        }
+        match child.try_wait() {
+            Ok(Some(status)) => break Ok(status),
+            Ok(None) => {}
+            Err(e) => break Err(e.to_string()),
+        }
+        if shared.interrupted() {
+            // The signal thread sends SIGTERM to a load it knows of; one started just
+            // after the signal gets it here.
+            let since = *interrupted_at.get_or_insert_with(|| {
+                terminate(child.id());
+                Instant::now()
+            });
+            if since.elapsed() >= LOAD_STOP_GRACE {
+                let _ = child.kill();
+            }
+        }
+        thread::sleep(Duration::from_millis(50));
+    };
+    *lock(&shared.load_pid) = None;
+    for copier in copiers {
+        let _ = copier.join();
+    }
+    let status = status?;
+    Ok(status.code().unwrap_or_else(|| {
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::ExitStatusExt;
+            128 + status.signal().unwrap_or(0)
+        }
+        #[cfg(not(unix))]
+        {
+            1
+        }
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_folder_is_named_by_the_utc_time() {
+        assert_eq!(folder_name(0), "xray-19700101-000000");
+        assert_eq!(folder_name(1_700_000_000), "xray-20231114-221320");
+        assert_eq!(folder_name(951_825_600), "xray-20000229-120000");
+    }
+
+    #[test]
+    fn run_checks_print_in_the_tutorial_order() {
+        let results: Vec<CheckResult> = [15, 12, 1, 10, 14, 9, 8]
+            .into_iter()
+            .filter_map(Tripwire::new)
+            .map(|t| CheckResult::new(t, Status::Pass, ""))
+            .collect();
+        let order: Vec<u8> = ordered_run_checks(&results)
+            .iter()
+            .map(|r| r.tripwire.number())
+            .collect();
+        assert_eq!(order, [1, 10, 14, 9, 8, 15]);
+    }
+
+    #[test]
+    fn a_url_resolves_to_its_host_and_port() {
+        let base = BaseUrl::parse("http://127.0.0.1:18000").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            socket_addrs(&base),
+            [SocketAddr::from(([127, 0, 0, 1], 18000))]
+        );
+    }
+}

@@ -1,0 +1,590 @@
+//! `inferlint xray` end to end, with `inferlint-sim serve` as the server and
+//! `inferlint-sim load` (or a plain command) as the load, on 127.0.0.1 only.
+//!
+//! Each test gives its server a port of its own; the port is the marker by which the
+//! test finds every process it caused, and each test asserts that none is left.
+
+#![cfg(target_os = "linux")]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::{inferlint, no_panic, stderr, stdout};
+
+/// The simulated server's binary: built beside `inferlint` (same target folder), once.
+fn sim() -> &'static Path {
+    static SIM: OnceLock<PathBuf> = OnceLock::new();
+    SIM.get_or_init(|| {
+        let inferlint = PathBuf::from(env!("CARGO_BIN_EXE_inferlint"));
+        let sim =
+            inferlint.with_file_name(format!("inferlint-sim{}", std::env::consts::EXE_SUFFIX));
+        if !sim.is_file() {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let built = Command::new(cargo)
+                .args(["build", "-p", "inferlint-sim", "--bin", "inferlint-sim"])
+                .status()
+                .expect("cargo runs");
+            assert!(built.success(), "cannot build inferlint-sim");
+        }
+        sim
+    })
+}
+
+/// A port nobody listens on right now.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn serve(port: u16, extra: &str) -> String {
+    format!(
+        "{} serve --engine vllm --port {port} {extra}",
+        sim().display()
+    )
+}
+
+fn url(port: u16) -> String {
+    format!("http://127.0.0.1:{port}")
+}
+
+/// Live processes (not zombies) whose command line mentions the port: the simulated
+/// server and load of one test.
+fn processes_of(port: u16) -> Vec<String> {
+    let marker = port.to_string();
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        let argv: Vec<String> = cmdline
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        let is_sim = argv.first().is_some_and(|a| a.ends_with("inferlint-sim"));
+        let mentions = argv.iter().any(|a| a == &marker || a.contains(&url(port)));
+        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| {
+                s.rsplit_once(')')
+                    .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+            })
+            .unwrap_or(true);
+        if is_sim && mentions && !zombie {
+            found.push(format!("{pid}: {}", argv.join(" ")));
+        }
+    }
+    found
+}
+
+/// Asserts that no process of the test is left (a moment is allowed for the kernel to
+/// reap what was just stopped).
+fn assert_none_left(port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let left = processes_of(port);
+        if left.is_empty() {
+            return;
+        }
+        assert!(Instant::now() < deadline, "processes left: {left:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Starts xray with a pinned environment; its output goes to files in `dir`'s parent.
+fn start_xray(cwd: &Path, args: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_inferlint"))
+        .current_dir(cwd)
+        .arg("xray")
+        .args(args)
+        .env_remove("INFERLINT_ENGINE")
+        .env("COLUMNS", "88")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits for xray with a bound; a run that hangs is killed and fails the test.
+fn finish(mut child: Child) -> Output {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "xray did not end in 120 s:\n{}\n{}",
+                stdout(&out),
+                stderr(&out)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn xray(cwd: &Path, args: &[&str]) -> Output {
+    let out = finish(start_xray(cwd, args));
+    no_panic(&out);
+    out
+}
+
+fn code(out: &Output) -> Option<i32> {
+    out.status.code()
+}
+
+fn shown(out: &Output) -> String {
+    format!("stdout:\n{}\nstderr:\n{}", stdout(out), stderr(out))
+}
+
+/// `(tripwire, status)` of every result in a JSON array.
+fn verdicts(results: &[Value]) -> Vec<(String, String)> {
+    results
+        .iter()
+        .map(|r| {
+            (
+                r["tripwire"].as_str().unwrap().to_owned(),
+                r["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn results_json(dir: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(dir.join("results.json")).unwrap();
+    serde_json::from_str::<Vec<Value>>(&text).unwrap()
+}
+
+fn status_of(results: &[Value], tripwire: &str) -> Option<String> {
+    results
+        .iter()
+        .rev()
+        .find(|r| r["tripwire"] == tripwire)
+        .map(|r| r["status"].as_str().unwrap().to_owned())
+}
+
+/// A simulated server the test starts itself (for the taken port and --url).
+struct OwnServer(Child);
+
+impl OwnServer {
+    fn start(port: u16) -> OwnServer {
+        let child = Command::new(sim())
+            .args(["serve", "--engine", "vllm", "--port", &port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let server = OwnServer(child);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "the simulated server did not start"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        server
+    }
+
+    fn alive(&mut self) -> bool {
+        self.0.try_wait().unwrap().is_none()
+    }
+}
+
+impl Drop for OwnServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The headline: a simulated vLLM that preempts. Every file lands in the folder, the
+/// checks fail where the recordings' run failed, the server is stopped, and `report DIR`
+/// reads the folder back to the same verdicts.
+#[test]
+fn a_preempting_run_is_checked_saved_and_stopped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let load = format!(
+        "{} load {} --num-prompts 32 --max-concurrency 32 --input-len 88 --output-len 1000 --result-file run/bench.json",
+        sim().display(),
+        url(port)
+    );
+    let serve = format!(
+        "{} serve --case vllm-hybrid --port {port} --speed 200",
+        sim().display()
+    );
+    let mut args = vec![
+        "-o",
+        "run",
+        "--engine",
+        "vllm",
+        "--no-gpu",
+        "--requested",
+        "32",
+        "--serve",
+        &serve,
+        "--",
+    ];
+    args.extend(load.split(' '));
+    let out = xray(tmp.path(), &args);
+    assert_eq!(code(&out), Some(1), "{}", shown(&out));
+    let text = stdout(&out);
+    for line in [
+        "== engine: vLLM",
+        "== is the GPU free?",
+        "[ T2] N/A  --no-gpu",
+        "== start the server (output in run/boot.log)",
+        &format!(
+            "[T13] PASS  the server at {} is the one xray started (pid ",
+            url(port)
+        ),
+        "== boot log",
+        "== probe: one request, then 8 at once",
+        "[ T7] PASS",
+        "== load: ",
+        "== checks",
+        "[ T1] TRIPWIRE-FAILED",
+        "[ T8] TRIPWIRE-FAILED  requested 32 concurrent",
+        "[T15] PASS",
+        "== stop the server",
+        "== what limited this run",
+        "report: run/report.html",
+        "files:  run",
+    ] {
+        assert!(text.contains(line), "missing {line:?}\n{}", shown(&out));
+    }
+    let dir = tmp.path().join("run");
+    for file in [
+        "boot.log",
+        "before.snapshot.json",
+        "after.snapshot.json",
+        "run.series.jsonl",
+        "load.log",
+        "bench.json",
+        "report.html",
+        "results.json",
+    ] {
+        assert!(dir.join(file).is_file(), "no {file} in the run folder");
+    }
+    assert_none_left(port);
+
+    let saved = results_json(&dir);
+    assert_eq!(status_of(&saved, "T13").as_deref(), Some("pass"));
+    assert_eq!(status_of(&saved, "T1").as_deref(), Some("fail"));
+    // report DIR reads the folder back to the same verdicts for every check it makes.
+    let report = inferlint(
+        tmp.path(),
+        &["report", "run", "--json", "--requested", "32"],
+    );
+    assert_eq!(code(&report), Some(1), "{}", shown(&report));
+    let read_back = verdicts(&crate::common::json_results(&report));
+    assert!(!read_back.is_empty());
+    for (tripwire, status) in &read_back {
+        assert_eq!(
+            status_of(&saved, tripwire).as_ref(),
+            Some(status),
+            "{tripwire} differs between xray and report"
+        );
+    }
+}
+
+/// Ctrl-C during the load: the load ends, the server is stopped, exit 130.
+#[test]
+fn sigint_during_the_load_stops_the_server() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let serve = serve(port, "");
+    let target = url(port);
+    let sim_path = sim().display().to_string();
+    let child = start_xray(
+        tmp.path(),
+        &[
+            "-o",
+            "run",
+            "--engine",
+            "vllm",
+            "--no-gpu",
+            "--no-probe",
+            "--serve",
+            &serve,
+            "--",
+            &sim_path,
+            "load",
+            &target,
+            "--num-prompts",
+            "100000",
+            "--max-concurrency",
+            "1",
+            "--timeout",
+            "100",
+        ],
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !tmp.path().join("run/load.log").is_file() {
+        assert!(Instant::now() < deadline, "the load never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    signal(&child, nix::sys::signal::Signal::SIGINT);
+    let out = finish(child);
+    no_panic(&out);
+    assert_eq!(code(&out), Some(130), "{}", shown(&out));
+    assert!(
+        stdout(&out).contains("== stop the server"),
+        "{}",
+        shown(&out)
+    );
+    assert!(tmp.path().join("run/results.json").is_file());
+    assert_none_left(port);
+}
+
+/// SIGTERM while the server boots (it never answers): stopped, exit 130.
+#[test]
+fn sigterm_during_boot_stops_the_server() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let serve = serve(port, "--hang");
+    let child = start_xray(
+        tmp.path(),
+        &[
+            "-o", "run", "--engine", "vllm", "--no-gpu", "--serve", &serve, "--", "true",
+        ],
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while processes_of(port).is_empty() {
+        assert!(Instant::now() < deadline, "the server never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    signal(&child, nix::sys::signal::Signal::SIGTERM);
+    let out = finish(child);
+    no_panic(&out);
+    assert_eq!(code(&out), Some(130), "{}", shown(&out));
+    assert_none_left(port);
+}
+
+fn signal(child: &Child, signal: nix::sys::signal::Signal) {
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
+    nix::sys::signal::kill(pid, signal).unwrap();
+}
+
+/// A server that never gets ready: stopped after --ready-timeout, its boot log checked.
+#[test]
+fn a_server_that_never_gets_ready_is_stopped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let serve = serve(port, "--hang");
+    let out = xray(
+        tmp.path(),
+        &[
+            "-o",
+            "run",
+            "--engine",
+            "vllm",
+            "--no-gpu",
+            "--ready-timeout",
+            "2",
+            "--serve",
+            &serve,
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(code(&out), Some(1), "{}", shown(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("the server was not ready after 2 s"),
+        "{}",
+        shown(&out)
+    );
+    assert!(text.contains("== boot log"), "{}", shown(&out));
+    assert!(text.contains("== stop the server"), "{}", shown(&out));
+    assert!(!tmp.path().join("run/load.log").exists(), "the load ran");
+    assert_none_left(port);
+}
+
+/// A server that dies on the probe's first request: T7 fails, the run stops early.
+#[test]
+fn a_server_that_dies_on_the_probe() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let serve = serve(port, "--die-on-request 1");
+    let out = xray(
+        tmp.path(),
+        &[
+            "-o", "run", "--engine", "vllm", "--no-gpu", "--serve", &serve, "--", "true",
+        ],
+    );
+    assert_eq!(code(&out), Some(1), "{}", shown(&out));
+    assert!(
+        stdout(&out).contains("[ T7] TRIPWIRE-FAILED  first request failed"),
+        "{}",
+        shown(&out)
+    );
+    let saved = results_json(&tmp.path().join("run"));
+    assert_eq!(status_of(&saved, "T7").as_deref(), Some("fail"));
+    assert_none_left(port);
+}
+
+/// A load command that fails: exit 1, the after snapshot still taken, server stopped.
+#[test]
+fn a_failing_load_still_saves_the_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let serve = serve(port, "");
+    let out = xray(
+        tmp.path(),
+        &[
+            "-o",
+            "run",
+            "--engine",
+            "vllm",
+            "--no-gpu",
+            "--no-probe",
+            "--serve",
+            &serve,
+            "--",
+            "false",
+        ],
+    );
+    assert_eq!(code(&out), Some(1), "{}", shown(&out));
+    assert!(
+        stdout(&out).contains("the load command exited with code 1"),
+        "{}",
+        shown(&out)
+    );
+    assert!(tmp.path().join("run/after.snapshot.json").is_file());
+    assert_none_left(port);
+}
+
+/// A port already served by another server: T13 fails, nothing is started or stopped.
+#[test]
+fn a_taken_port_fails_t13_and_touches_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut other = OwnServer::start(port);
+    let serve = serve(port, "");
+    let out = xray(
+        tmp.path(),
+        &[
+            "-o", "run", "--engine", "vllm", "--no-gpu", "--serve", &serve, "--", "true",
+        ],
+    );
+    assert_eq!(code(&out), Some(1), "{}", shown(&out));
+    assert!(
+        stdout(&out).contains(&format!(
+            "[T13] TRIPWIRE-FAILED  something already answers at {}",
+            url(port)
+        )),
+        "{}",
+        shown(&out)
+    );
+    assert!(
+        !tmp.path().join("run/boot.log").exists(),
+        "a server was started"
+    );
+    assert!(!stdout(&out).contains("== stop the server"));
+    assert!(other.alive(), "the other server was stopped");
+    assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
+    let saved = results_json(&tmp.path().join("run"));
+    assert_eq!(status_of(&saved, "T13").as_deref(), Some("fail"));
+    drop(other);
+    assert_none_left(port);
+}
+
+/// --url without --serve: the server is checked as it is and left running.
+#[test]
+fn url_without_serve_stops_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut server = OwnServer::start(port);
+    let target = url(port);
+    let out = xray(
+        tmp.path(),
+        &[
+            "-o",
+            "run",
+            "--url",
+            &target,
+            "--no-probe",
+            "--",
+            "sleep",
+            "0.5",
+        ],
+    );
+    assert_ne!(code(&out), Some(130), "{}", shown(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("== engine: vLLM (from its metrics)"),
+        "{}",
+        shown(&out)
+    );
+    assert!(!text.contains("== stop the server"), "{}", shown(&out));
+    assert!(server.alive(), "xray stopped a server it did not start");
+    let saved = results_json(&tmp.path().join("run"));
+    assert_eq!(status_of(&saved, "T13").as_deref(), Some("not_applicable"));
+    assert!(tmp.path().join("run/after.snapshot.json").is_file());
+    drop(server);
+    assert_none_left(port);
+}
+
+/// The engine named and the --serve command's disagree: stop before anything starts.
+#[test]
+fn an_engine_mismatch_starts_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = xray(
+        tmp.path(),
+        &[
+            "-o",
+            "run",
+            "--engine",
+            "sglang",
+            "--serve",
+            "vllm serve some-model",
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(code(&out), Some(2), "{}", shown(&out));
+    assert!(
+        stderr(&out).contains("the engine named is SGLang, but the --serve command is vLLM's"),
+        "{}",
+        shown(&out)
+    );
+    assert!(!tmp.path().join("run").exists());
+}
+
+/// No load command after `--`: a usage error.
+#[test]
+fn no_load_command_is_a_usage_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = xray(tmp.path(), &["-o", "run", "--no-gpu"]);
+    assert_eq!(code(&out), Some(2), "{}", shown(&out));
+    assert!(stderr(&out).contains("give the load command after --"));
+    let out = xray(tmp.path(), &["-o", "run", "--json", "--", "true"]);
+    assert_eq!(code(&out), Some(2), "{}", shown(&out));
+    assert!(stderr(&out).contains("results.json"));
+    assert!(!tmp.path().join("run").exists());
+}
