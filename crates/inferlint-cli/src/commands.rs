@@ -308,49 +308,15 @@ pub(crate) fn report(
         ));
     }
 
-    let shown_logs: Vec<String> = found.boot_logs.iter().map(|p| shown(p)).collect();
-    let labels = boot::labels_for(&shown_logs.iter().map(String::as_str).collect::<Vec<_>>());
-    let mut boots = Vec::new();
-    for (path, label) in found.boot_logs.iter().zip(labels) {
-        boots.push((label, load_boot(choice, path)?));
-    }
-    let before = before_path
-        .as_deref()
-        .map(|p| load_snapshot(choice, p, "the snapshots"))
-        .transpose()?;
-    let after = after_path
-        .as_deref()
-        .map(|p| load_snapshot(choice, p, "the snapshots"))
-        .transpose()?;
-    let series = series_path
-        .as_deref()
-        .map(|p| load_series(choice, p))
-        .transpose()?;
-    let bench = bench_path
-        .as_deref()
-        .map(|p| files::read_bench_result(p).map(|b| (shown(p), b)))
-        .transpose()?;
-    let expected_extra_requests = match &found.load_log {
-        Some(p) => files::untimed_requests(&files::read_lossy(p)?),
-        None => 0,
+    let paths = files::RunFiles {
+        boot_logs: found.boot_logs.clone(),
+        before: before_path.clone(),
+        after: after_path.clone(),
+        series: series_path.clone(),
+        bench: bench_path.clone(),
+        load_log: found.load_log.clone(),
     };
-    let requested = args.requested.or_else(|| {
-        bench
-            .as_ref()
-            .and_then(|(_, b)| b.max_concurrency)
-            .and_then(|c| u64::try_from(c).ok())
-    });
-    let engine: Engine = choice.resolve();
-    let run = Run {
-        engine: engine.descriptor(),
-        boots,
-        before,
-        after,
-        series,
-        bench,
-        expected_extra_requests,
-        requested,
-    };
+    let run = assemble_run(choice, &paths, args.requested, None)?;
     let results = run::check_run(&run);
     let limits = insights::what_limited(&run, &results);
     // The HTML report is written first, so that the count line can say where it went.
@@ -387,6 +353,65 @@ pub(crate) fn report(
     }
     written?;
     Ok(ExitCode::for_results(&results, strict))
+}
+
+/// Reads a run's files into the run model, as `report` and xray both need it: boot logs
+/// labelled by their shortest distinct paths, every input checked against the engine
+/// named, the untimed requests the load tool announced in `load.log`, and the requested
+/// concurrency (given, else the result file's `max_concurrency`).
+pub(crate) fn assemble_run(
+    choice: &mut EngineChoice,
+    paths: &files::RunFiles,
+    requested: Option<u64>,
+    engine: Option<Engine>,
+) -> Result<Run, CliError> {
+    let shown_logs: Vec<String> = paths.boot_logs.iter().map(|p| shown(p)).collect();
+    let labels = boot::labels_for(&shown_logs.iter().map(String::as_str).collect::<Vec<_>>());
+    let mut boots = Vec::new();
+    for (path, label) in paths.boot_logs.iter().zip(labels) {
+        boots.push((label, load_boot(choice, path)?));
+    }
+    let before = paths
+        .before
+        .as_deref()
+        .map(|p| load_snapshot(choice, p, "the snapshots"))
+        .transpose()?;
+    let after = paths
+        .after
+        .as_deref()
+        .map(|p| load_snapshot(choice, p, "the snapshots"))
+        .transpose()?;
+    let series = paths
+        .series
+        .as_deref()
+        .map(|p| load_series(choice, p))
+        .transpose()?;
+    let bench = paths
+        .bench
+        .as_deref()
+        .map(|p| files::read_bench_result(p).map(|b| (shown(p), b)))
+        .transpose()?;
+    let expected_extra_requests = match &paths.load_log {
+        Some(p) => files::untimed_requests(&files::read_lossy(p)?),
+        None => 0,
+    };
+    let requested = requested.or_else(|| {
+        bench
+            .as_ref()
+            .and_then(|(_, b)| b.max_concurrency)
+            .and_then(|c| u64::try_from(c).ok())
+    });
+    let engine = engine.unwrap_or_else(|| choice.resolve());
+    Ok(Run {
+        engine: engine.descriptor(),
+        boots,
+        before,
+        after,
+        series,
+        bench,
+        expected_extra_requests,
+        requested,
+    })
 }
 
 fn explain(choice: &EngineChoice, ids: &[String]) -> Result<ExitCode, CliError> {

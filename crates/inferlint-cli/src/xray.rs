@@ -34,7 +34,7 @@ use inferlint_live::watch::{self, WatchOptions, MIN_INTERVAL};
 use inferlint_live::{scrape, BaseUrl, HttpClient, Recorder, Scraper};
 
 use crate::cli::XrayArgs;
-use crate::commands::{load_boot, load_series, load_snapshot, shown};
+use crate::commands::{assemble_run, load_boot, shown};
 use crate::engine_choice::EngineChoice;
 use crate::exit::{CliError, ExitCode};
 use crate::output;
@@ -954,56 +954,8 @@ impl Xray<'_> {
         if found.boot_logs.is_empty() && (found.before.is_none() || found.after.is_none()) {
             return Ok(None);
         }
-        let mut boots = Vec::new();
-        for path in &found.boot_logs {
-            boots.push((String::new(), load_boot(choice, path)?));
-        }
-        let before = found
-            .before
-            .as_deref()
-            .map(|p| load_snapshot(choice, p, "the snapshots"))
-            .transpose()?;
-        let after = found
-            .after
-            .as_deref()
-            .map(|p| load_snapshot(choice, p, "the snapshots"))
-            .transpose()?;
-        let series = found
-            .series
-            .as_deref()
-            .map(|p| load_series(choice, p))
-            .transpose()?;
-        let bench = found
-            .bench
-            .as_deref()
-            .map(|p| files::read_bench_result(p).map(|b| (shown(p), b)))
-            .transpose()?;
-        // As `report DIR` does, so that the folder reads back to the same verdicts.
-        let expected_extra_requests = match &found.load_log {
-            Some(p) => files::untimed_requests(&files::read_lossy(p)?),
-            None => 0,
-        };
-        let requested = self
-            .args
-            .requested
-            .or(self.load_plan.max_concurrency)
-            .or_else(|| {
-                bench
-                    .as_ref()
-                    .and_then(|(_, b)| b.max_concurrency)
-                    .and_then(|c| u64::try_from(c).ok())
-            });
-        let engine = self.engine.unwrap_or_else(|| choice.resolve());
-        let run = run::Run {
-            engine: engine.descriptor(),
-            boots,
-            before,
-            after,
-            series,
-            bench,
-            expected_extra_requests,
-            requested,
-        };
+        let requested = self.args.requested.or(self.load_plan.max_concurrency);
+        let run = assemble_run(choice, &found, requested, self.engine)?;
         let results = run::check_run(&run);
         Ok(Some((run, results, found)))
     }
