@@ -37,6 +37,25 @@ pub struct MetricsState {
     pub used_blocks: u64,
 }
 
+impl MetricsState {
+    /// The pool's size (and, for TensorRT-LLM, its blocks in use) as the engine reports it.
+    pub fn set_pool(&mut self, model: &crate::sched::EngineModel, used_units: u64) {
+        use crate::sched::EngineModel;
+        match model {
+            EngineModel::Vllm(c) => {
+                self.block_size = c.block_size;
+                self.num_gpu_blocks = c.num_gpu_blocks;
+            }
+            EngineModel::Sglang(c) => self.pool_tokens = c.max_total_num_tokens,
+            EngineModel::Trtllm(c) => {
+                self.block_size = c.tokens_per_block;
+                self.pool_blocks = c.blocks;
+                self.used_blocks = used_units;
+            }
+        }
+    }
+}
+
 /// A number as Python's prometheus_client writes it (`floatToGoString`).
 pub fn go_float(v: f64) -> String {
     if v.is_nan() {

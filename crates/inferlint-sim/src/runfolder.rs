@@ -185,18 +185,7 @@ fn metrics_state(case: &Case, run: &LoadRun, t: f64, histograms: bool) -> Metric
         finished: now.finished,
         ..MetricsState::default()
     };
-    match &case.model {
-        EngineModel::Vllm(c) => {
-            m.block_size = c.block_size;
-            m.num_gpu_blocks = c.num_gpu_blocks;
-        }
-        EngineModel::Sglang(c) => m.pool_tokens = c.max_total_num_tokens,
-        EngineModel::Trtllm(c) => {
-            m.block_size = c.tokens_per_block;
-            m.pool_blocks = c.blocks;
-            m.used_blocks = gauges.used_units;
-        }
-    }
+    m.set_pool(&case.model, gauges.used_units);
     if histograms {
         for r in &run.scheduler.requests {
             if let (Some(f), Some(first), Some(sched)) =

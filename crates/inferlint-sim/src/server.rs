@@ -762,18 +762,7 @@ fn metrics_state(shared: &Shared, sim: &Sim) -> MetricsState {
         finished: now.finished,
         ..MetricsState::default()
     };
-    match &shared.model {
-        EngineModel::Vllm(c) => {
-            m.block_size = c.block_size;
-            m.num_gpu_blocks = c.num_gpu_blocks;
-        }
-        EngineModel::Sglang(c) => m.pool_tokens = c.max_total_num_tokens,
-        EngineModel::Trtllm(c) => {
-            m.block_size = c.tokens_per_block;
-            m.pool_blocks = c.blocks;
-            m.used_blocks = gauges.used_units;
-        }
-    }
+    m.set_pool(&shared.model, gauges.used_units);
     for r in &sim.scheduler.requests {
         if let (Some(finished), Some(first), Some(scheduled)) =
             (r.finished_at, r.first_token_at, r.first_scheduled_at)
