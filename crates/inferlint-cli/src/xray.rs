@@ -390,6 +390,9 @@ struct Xray<'a> {
     load_failed: bool,
     load_started: Option<SystemTime>,
     boot_checked: bool,
+    /// The version the server reports (`/version`, `/get_server_info`): SGLang prints
+    /// none in its log.
+    server_version: Option<String>,
 }
 
 pub fn xray(
@@ -482,6 +485,7 @@ pub fn xray(
         load_failed: false,
         load_started: None,
         boot_checked: false,
+        server_version: None,
     };
     // The guard exists before the server does: whatever happens below, including an
     // error returned with `?`, its drop stops the server.
@@ -747,7 +751,16 @@ impl Xray<'_> {
         };
         self.stage("boot log");
         self.boot_checked = true;
-        let facts = load_boot(choice, &path).map_err(|e| Stop::Problem(e.message, e.code))?;
+        let mut facts = load_boot(choice, &path).map_err(|e| Stop::Problem(e.message, e.code))?;
+        if facts.version.is_none() {
+            self.server_version = server_version(&self.base);
+            if let (Some(engine), Some(version)) = (facts.engine, &self.server_version) {
+                if let Some(note) = engine.descriptor().untested_version_note(version) {
+                    eprintln!("note: {note}");
+                }
+            }
+            facts.version.clone_from(&self.server_version);
+        }
         let results = run::check_logs(&[(String::new(), facts)]);
         for r in results {
             self.record(r);
@@ -955,7 +968,12 @@ impl Xray<'_> {
             return Ok(None);
         }
         let requested = self.args.requested.or(self.load_plan.max_concurrency);
-        let run = assemble_run(choice, &found, requested, self.engine)?;
+        let mut run = assemble_run(choice, &found, requested, self.engine)?;
+        if let Some((_, facts)) = run.boots.last_mut() {
+            if facts.version.is_none() {
+                facts.version.clone_from(&self.server_version);
+            }
+        }
         let results = run::check_run(&run);
         Ok(Some((run, results, found)))
     }
@@ -1050,6 +1068,29 @@ fn health_checker() -> io::Result<impl Fn(&BaseUrl) -> bool> {
         runtime
             .block_on(client.get(&base.join("/health"), HEALTH_TIMEOUT))
             .is_ok_and(|answer| answer.status.as_u16() == 200)
+    })
+}
+
+/// The version a server reports about itself: `/version`, else `/get_server_info`, each a
+/// JSON object with a `version` string. `None` when neither answers so.
+fn server_version(base: &BaseUrl) -> Option<String> {
+    let runtime = inferlint_live::runtime().ok()?;
+    let client = {
+        let _inside = runtime.enter();
+        HttpClient::new()
+    };
+    ["/version", "/get_server_info"].iter().find_map(|path| {
+        let answer = runtime
+            .block_on(client.get(&base.join(path), HEALTH_TIMEOUT))
+            .ok()?;
+        if answer.status.as_u16() != 200 {
+            return None;
+        }
+        let value: serde_json::Value = serde_json::from_slice(answer.body.as_ref()).ok()?;
+        value
+            .get("version")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned)
     })
 }
 

@@ -588,3 +588,37 @@ fn no_load_command_is_a_usage_error() {
     assert!(stderr(&out).contains("results.json"));
     assert!(!tmp.path().join("run").exists());
 }
+
+/// SGLang prints no version in its log; xray asks the server (`/get_server_info`), so
+/// the report's head and the results name it.
+#[test]
+fn sglang_version_comes_from_the_server() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let serve = format!(
+        "{} serve --engine sglang --port {port} --speed 200",
+        sim().display()
+    );
+    let load = format!(
+        "{} load {} --num-prompts 4 --max-concurrency 4 --input-len 16 --output-len 32",
+        sim().display(),
+        url(port)
+    );
+    let mut args = vec![
+        "-o",
+        "run",
+        "--no-gpu",
+        "--no-probe",
+        "--requested",
+        "4",
+        "--serve",
+        &serve,
+        "--",
+    ];
+    args.extend(load.split(' '));
+    let out = xray(tmp.path(), &args);
+    assert!(matches!(code(&out), Some(0..=2)), "{}", shown(&out));
+    let page = std::fs::read_to_string(tmp.path().join("run/report.html")).unwrap();
+    assert!(page.contains("0.5.20"), "the report names SGLang's version");
+    assert_none_left(port);
+}
