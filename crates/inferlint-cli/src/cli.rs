@@ -189,6 +189,9 @@ pub struct XrayArgs {
     #[arg(long, value_name = "N")]
     pub requested: Option<u64>,
     /// Seconds between samples of the recording
+    /// The load tool's result file, for a load tool xray does not know (T15)
+    #[arg(long, value_name = "FILE")]
+    pub bench_result: Option<PathBuf>,
     #[arg(long, default_value_t = 0.25, value_name = "S")]
     pub interval: f64,
     /// Seconds to wait for the server to be ready

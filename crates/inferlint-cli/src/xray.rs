@@ -828,6 +828,9 @@ impl Xray<'_> {
 
     /// The result file the load tool wrote, if any.
     fn bench_path(&self) -> Option<PathBuf> {
+        if let Some(file) = &self.args.bench_result {
+            return file.is_file().then(|| file.clone());
+        }
         if let Some(file) = &self.load_plan.result_file {
             return file.is_file().then(|| file.clone());
         }

@@ -600,10 +600,11 @@ fn sglang_version_comes_from_the_server() {
         sim().display()
     );
     let load = format!(
-        "{} load {} --num-prompts 4 --max-concurrency 4 --input-len 16 --output-len 32",
+        "{} load {} --num-prompts 4 --max-concurrency 4 --input-len 16 --output-len 32 --result-file elsewhere.json",
         sim().display(),
         url(port)
     );
+    // An unknown load tool's result file, outside the run folder, named with --bench-result.
     let mut args = vec![
         "-o",
         "run",
@@ -611,6 +612,8 @@ fn sglang_version_comes_from_the_server() {
         "--no-probe",
         "--requested",
         "4",
+        "--bench-result",
+        "elsewhere.json",
         "--serve",
         &serve,
         "--",
@@ -620,5 +623,10 @@ fn sglang_version_comes_from_the_server() {
     assert!(matches!(code(&out), Some(0..=2)), "{}", shown(&out));
     let page = std::fs::read_to_string(tmp.path().join("run/report.html")).unwrap();
     assert!(page.contains("0.5.20"), "the report names SGLang's version");
+    let results = results_json(&tmp.path().join("run"));
+    assert!(
+        status_of(&results, "T15").is_some(),
+        "T15 from --bench-result: {results:?}"
+    );
     assert_none_left(port);
 }
