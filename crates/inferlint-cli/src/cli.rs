@@ -295,9 +295,11 @@ inferlint checks an inference benchmark run against what the server itself recor
 its boot log, its counters before and after, and a recording made during the load.
 
 Start here:
+  inferlint demo                           write a simulated run and check it (no GPU needed)
+  inferlint xray -o run/ --serve \"vllm serve MODEL\" -- vllm bench serve ...
+                                           the whole routine: start, check, record, report, stop
   inferlint report run/                    check a run folder and say what limited it
   inferlint check-log boot.log             how the server set itself up (T12 T5 T6)
-  inferlint preemption before.json after.json
   inferlint series run.series.jsonl --snapshot after.json --requested 32
   inferlint explain T9                     what a tripwire catches and why it matters
 
