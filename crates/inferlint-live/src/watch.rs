@@ -241,8 +241,10 @@ pub async fn watch<W: Write>(
                 next.missed,
                 last_attempt_took_ns as f64 / 1e9
             );
-            let due = schedule.due_ns(slot + 1);
-            put(out, &gap_json(&reason, wall_of(due), due))?;
+            // Stamped when it is written, not at the first missed slot: the overrunning
+            // sample before it may be stamped later than that slot, and a recording's
+            // records must stay in time order.
+            put(out, &gap_json(&reason, wall_of(now), now))?;
             progress.gaps += 1;
             progress.missed_slots += next.missed;
             on_event(Event::Missed(&reason), &progress);
