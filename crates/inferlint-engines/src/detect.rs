@@ -75,12 +75,9 @@ fn is_name_char(c: char) -> bool {
 fn marker_in(text: &str, marker: Marker) -> bool {
     match marker {
         Marker::Text(m) => text.contains(m),
-        Marker::WordStart(m) => text.match_indices(m).any(|(at, _)| {
-            text[..at]
-                .chars()
-                .next_back()
-                .is_none_or(|c| !is_name_char(c))
-        }),
+        Marker::WordStart(m) => text
+            .match_indices(m)
+            .any(|(at, _)| crate::bootlog::scan::word_start(text, at)),
         Marker::Word(m) => text.match_indices(m).any(|(at, _)| {
             let before = text[..at].chars().next_back();
             let after = text[at + m.len()..].chars().next();

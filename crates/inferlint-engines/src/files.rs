@@ -139,25 +139,11 @@ pub fn snapshot_json(snapshot: &Snapshot) -> String {
     let mut object = Map::new();
     object.insert("schema".into(), SNAPSHOT_SCHEMA.into());
     object.insert("url".into(), snapshot.url.clone().into());
-    object.insert(
-        "t_wall".into(),
-        snapshot.t_wall.map_or(Value::Null, Value::from),
-    );
-    object.insert(
-        "t_mono_ns".into(),
-        snapshot.t_mono_ns.map_or(Value::Null, Value::from),
-    );
-    object.insert(
-        "latency_s".into(),
-        snapshot.latency_s.map_or(Value::Null, Value::from),
-    );
+    object.insert("t_wall".into(), snapshot.t_wall.into());
+    object.insert("t_mono_ns".into(), snapshot.t_mono_ns.into());
+    object.insert("latency_s".into(), snapshot.latency_s.into());
     object.insert("text".into(), snapshot.text.clone().into());
-    let mut out = Vec::new();
-    let formatter = serde_json::ser::PrettyFormatter::with_indent(b" ");
-    let mut ser = serde_json::Serializer::with_formatter(&mut out, formatter);
-    serde::Serialize::serialize(&Value::Object(object), &mut ser)
-        .expect("serialising a JSON value to memory cannot fail");
-    let mut text = String::from_utf8(out).expect("serde_json writes UTF-8");
+    let mut text = inferlint_core::contract::to_indent1(&Value::Object(object));
     text.push('\n');
     text
 }
@@ -224,16 +210,14 @@ pub fn fold_series<A: Send>(
     push: impl Fn(&mut A, &SeriesSample) + Sync,
     merge: impl Fn(A, A) -> A,
 ) -> Result<(A, SeriesSummary), FileError> {
-    let len = std::fs::metadata(path)
-        .map_err(|e| FileError::io(path, e))?
-        .len();
+    let len = file_len(path)?;
     // Small files are not worth a thread.
     let stretches = if len < (4 << 20) {
         1
     } else {
         threads.clamp(1, 16)
     };
-    fold_series_in(path, stretches, init, push, merge)
+    fold_series_of_len(path, len, stretches, init, push, merge)
 }
 
 /// [`fold_series`] with the number of stretches given (one thread each), whatever the
@@ -245,9 +229,26 @@ pub fn fold_series_in<A: Send>(
     push: impl Fn(&mut A, &SeriesSample) + Sync,
     merge: impl Fn(A, A) -> A,
 ) -> Result<(A, SeriesSummary), FileError> {
-    let len = std::fs::metadata(path)
+    fold_series_of_len(path, file_len(path)?, stretches, init, push, merge)
+}
+
+/// The length of a file in bytes.
+fn file_len(path: &Path) -> Result<u64, FileError> {
+    Ok(std::fs::metadata(path)
         .map_err(|e| FileError::io(path, e))?
-        .len();
+        .len())
+}
+
+/// [`fold_series_in`] for a file already known to be `len` bytes long, so a caller that
+/// read the length to choose `stretches` does not read it again.
+fn fold_series_of_len<A: Send>(
+    path: &Path,
+    len: u64,
+    stretches: usize,
+    init: impl Fn() -> A + Sync,
+    push: impl Fn(&mut A, &SeriesSample) + Sync,
+    merge: impl Fn(A, A) -> A,
+) -> Result<(A, SeriesSummary), FileError> {
     let chunks = stretches.max(1) as u64;
     let bounds: Vec<(u64, u64)> = (0..chunks)
         .map(|i| (len * i / chunks, len * (i + 1) / chunks))
@@ -636,14 +637,8 @@ fn parse_json_integer(raw: &[u8]) -> Option<i64> {
 pub fn series_header_json(header: &SeriesHeader) -> String {
     let mut object = Map::new();
     object.insert("schema".into(), SERIES_SCHEMA.into());
-    object.insert(
-        "url".into(),
-        header.url.clone().map_or(Value::Null, Value::from),
-    );
-    object.insert(
-        "interval_s".into(),
-        header.interval_s.map_or(Value::Null, Value::from),
-    );
+    object.insert("url".into(), header.url.clone().into());
+    object.insert("interval_s".into(), header.interval_s.into());
     if let Some(engine) = header.engine {
         object.insert("engine".into(), engine.key().into());
     }
@@ -658,13 +653,10 @@ pub fn series_sample_json(engine: Engine, sample: &SeriesSample) -> String {
         "t_wall".into(),
         Value::from((sample.t_wall * 1e6).round() / 1e6),
     );
-    object.insert(
-        "t_mono_ns".into(),
-        sample.t_mono_ns.map_or(Value::Null, Value::from),
-    );
+    object.insert("t_mono_ns".into(), sample.t_mono_ns.into());
     let d = engine.descriptor();
     let mut put = |key: &str, v: Option<f64>| {
-        object.insert(key.into(), v.map_or(Value::Null, Value::from));
+        object.insert(key.into(), v.into());
     };
     put("running", sample.running);
     put("waiting", sample.waiting);
@@ -792,10 +784,7 @@ fn leading_number(text: &str) -> Option<u64> {
 /// Reads a text file that may hold invalid UTF-8 (a boot log with a cut multi-byte
 /// character), replacing what it cannot decode.
 pub fn read_lossy(path: &Path) -> Result<String, FileError> {
-    let mut bytes = Vec::new();
-    File::open(path)
-        .and_then(|mut f| f.read_to_end(&mut bytes))
-        .map_err(|e| FileError::io(path, e))?;
+    let bytes = std::fs::read(path).map_err(|e| FileError::io(path, e))?;
     Ok(match String::from_utf8(bytes) {
         Ok(s) => s,
         Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),

@@ -8,8 +8,7 @@
 //! usage series never make the sample fail.
 
 use inferlint_core::checks::counters;
-use inferlint_core::model::Snapshot;
-use inferlint_core::{EngineDescriptor, MetricSet, SeriesSample};
+use inferlint_core::{EngineDescriptor, MetricSet, Sample, SeriesSample};
 
 /// Builds the series sample of one scrape.
 pub fn sample_from_metrics(
@@ -18,14 +17,6 @@ pub fn sample_from_metrics(
     t_wall: f64,
     t_mono_ns: Option<i64>,
 ) -> SeriesSample {
-    let snapshot_like = Snapshot {
-        url: String::new(),
-        t_wall: None,
-        t_mono_ns: None,
-        latency_s: None,
-        text: String::new(),
-        metrics: metrics.clone(),
-    };
     SeriesSample {
         t_wall,
         t_mono_ns,
@@ -34,7 +25,7 @@ pub fn sample_from_metrics(
         kv_usage: kv_usage(engine, metrics),
         preemptions: engine
             .preemption_counter
-            .and_then(|c| counters::counter_value(engine, &snapshot_like, c)),
+            .and_then(|c| counters::counter_value_in(engine, metrics, c)),
         generation_tokens: metrics.total(engine.generation_tokens),
         prompt_tokens: metrics.total(engine.prompt_tokens),
         paused: engine.paused_gauge.and_then(|g| metrics.total(g)),
@@ -49,19 +40,16 @@ pub fn kv_usage(engine: &EngineDescriptor, metrics: &MetricSet) -> Option<f64> {
         [one] => Some(one.value),
         several => {
             // Weight each engine's usage by its usable blocks when every engine says.
-            let blocks = |labels: &[(String, String)]| -> Option<f64> {
+            let blocks = |usage: &Sample| -> Option<f64> {
                 let info_name = engine.cache_info?;
-                let id = labels
-                    .iter()
-                    .find(|(k, _)| k == "engine")
-                    .map(|(_, v)| v.as_str());
+                let id = usage.label("engine");
                 let info = metrics
                     .series(info_name)
                     .find(|s| s.label("engine") == id)?;
                 let n: f64 = info.label("num_gpu_blocks")?.parse().ok()?;
                 (n > 1.0).then_some(n - 1.0)
             };
-            let weights: Option<Vec<f64>> = several.iter().map(|s| blocks(&s.labels)).collect();
+            let weights: Option<Vec<f64>> = several.iter().map(|s| blocks(s)).collect();
             match weights {
                 Some(w) => {
                     let total: f64 = w.iter().sum();

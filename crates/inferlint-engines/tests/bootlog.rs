@@ -12,16 +12,16 @@ use inferlint_core::checks::boot;
 use inferlint_core::model::{BootFacts, Phase, PyValue};
 use inferlint_core::{CheckResult, Engine, Status};
 use inferlint_engines::bootlog::parse_boot_log;
-use inferlint_engines::detect;
+use inferlint_engines::{detect, files};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
 // ---------------------------------------------------------------------------------------
 // Helpers
 
+/// A recorded log read as the CLI reads it, invalid UTF-8 replaced.
 fn read(dir: &Path, rel: &str) -> String {
-    let bytes = std::fs::read(dir.join(rel)).unwrap_or_else(|e| panic!("read {rel}: {e}"));
-    String::from_utf8_lossy(&bytes).into_owned()
+    files::read_lossy(&dir.join(rel)).unwrap_or_else(|e| panic!("read {rel}: {e}"))
 }
 
 fn facts(dir: &Path, rel: &str) -> BootFacts {

@@ -5,6 +5,7 @@ use serde_json::json;
 
 use crate::engine::EngineDescriptor;
 use crate::fmt;
+use crate::metrics::MetricSet;
 use crate::model::Snapshot;
 use crate::status::Evidence;
 
@@ -78,15 +79,18 @@ fn paired<'a>(
         })
 }
 
-/// The value of a counter in one snapshot, with the witness rule: SGLang writes its
+/// The value of a counter in one snapshot, with the witness rule of [`counter_value_in`].
+pub fn counter_value(engine: &EngineDescriptor, snapshot: &Snapshot, name: &str) -> Option<f64> {
+    counter_value_in(engine, &snapshot.metrics, name)
+}
+
+/// The value of a counter in one scrape, with the witness rule: SGLang writes its
 /// retraction counter only after the first retraction, so when the counter is missing
 /// but its witness gauge is there, the counter reads as 0.
-pub fn counter_value(engine: &EngineDescriptor, snapshot: &Snapshot, name: &str) -> Option<f64> {
-    snapshot.metrics.total(name).or_else(|| {
+pub fn counter_value_in(engine: &EngineDescriptor, metrics: &MetricSet, name: &str) -> Option<f64> {
+    metrics.total(name).or_else(|| {
         let witnessed = engine.preemption_counter == Some(name)
-            && engine
-                .preemption_witness
-                .is_some_and(|w| snapshot.metrics.has(w));
+            && engine.preemption_witness.is_some_and(|w| metrics.has(w));
         witnessed.then_some(0.0)
     })
 }

@@ -8,8 +8,6 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use serde_json::{json, Value};
-
 use crate::engine::EngineDescriptor;
 use crate::fmt;
 use crate::model::{BootFacts, SeriesSample, Snapshot};
@@ -551,18 +549,12 @@ pub fn falling_ceiling(
     let mut result = t9(status, message)
         .with("ceiling_min", lo)
         .with("ceiling_max", hi)
-        .with(
-            "ceiling_at_fullest",
-            fullest.map_or(Value::Null, |c| json!(c)),
-        )
+        .with("ceiling_at_fullest", fullest)
         .with("share_min", share_min)
         .with("share_max", share_max)
         .with("samples", samples)
         .with("basis", basis)
-        .with(
-            "usable_blocks",
-            usable_blocks.map_or(Value::Null, |b| json!(b)),
-        );
+        .with("usable_blocks", usable_blocks);
     if let Some(b) = usable_blocks {
         result = result
             .with("blocks_per_request_min", share_min * b as f64)
@@ -583,12 +575,11 @@ pub fn concurrency(
 ) -> CheckResult {
     let t8 = |status, message: String| CheckResult::new(Tripwire::T8, status, message);
     let n = requested as f64;
-    let opt = |v: Option<f64>| v.map_or(Value::Null, |v| json!(v));
     let with_evidence = |r: CheckResult| {
         let mut r = r
             .with("requested", requested)
-            .with("peak_running", opt(stats.peak_running))
-            .with("peak_in_flight", opt(stats.peak_in_flight));
+            .with("peak_running", stats.peak_running)
+            .with("peak_in_flight", stats.peak_in_flight);
         if let Some(f) = boot {
             if let Some(c) = f.max_concurrency {
                 r = r.with("boot_line_max_concurrency", c);

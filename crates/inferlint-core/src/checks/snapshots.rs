@@ -1,8 +1,6 @@
 //! Checks on a before and an after snapshot: T1 (silent preemption), T10 (integer-second
 //! timing) and T15 (client and server counts disagree).
 
-use serde_json::{json, Value};
-
 use super::counters::{counter_delta, restart_between};
 use super::series::SeriesStats;
 use crate::engine::EngineDescriptor;
@@ -370,7 +368,7 @@ pub fn rate(
     )
     .with("tokens", tokens)
     .with("span_s", span.seconds)
-    .with("span_uncertainty_s", opt(span.uncertainty_s))
+    .with("span_uncertainty_s", span.uncertainty_s)
     .with("rate_per_s", rate);
     if let (Some(a), Some(b)) = (before.t_wall, after.t_wall) {
         let integer_span = b.trunc() as i64 - a.trunc() as i64;
@@ -388,10 +386,6 @@ pub fn rate(
         }
     }
     result
-}
-
-fn opt(value: Option<f64>) -> Value {
-    value.map_or(Value::Null, |v| json!(v))
 }
 
 /// T15: the load tool's own counts against the server's.
@@ -417,8 +411,8 @@ pub fn client_server(
             Status::Unknown,
             "a server counter is missing from a snapshot".into(),
         )
-        .with("server_finished", opt(finished))
-        .with("server_output_tokens", opt(output));
+        .with("server_finished", finished)
+        .with("server_output_tokens", output);
     };
     if !server_finished.is_finite() || !server_output.is_finite() {
         return t15(
@@ -439,10 +433,7 @@ pub fn client_server(
     let extra_tokens = server_output - client_output as f64;
     let evidence = |r: CheckResult| {
         r.with("client_completed", completed)
-            .with(
-                "client_failed",
-                bench.failed.map_or(Value::Null, |f| json!(f)),
-            )
+            .with("client_failed", bench.failed)
             .with("client_output_tokens", client_output)
             .with("server_finished", server_finished)
             .with("server_output_tokens", server_output)

@@ -15,7 +15,7 @@
 mod classify;
 mod lines;
 pub mod pyliteral;
-mod scan;
+pub(crate) mod scan;
 mod sglang;
 mod trtllm;
 mod vllm;
