@@ -169,7 +169,22 @@ pub(crate) fn load_boot(choice: &mut EngineChoice, path: &Path) -> Result<BootFa
     Ok(facts)
 }
 
-fn note_version(facts: &BootFacts) {
+/// Each boot log, labelled by the shortest part of its path that tells it from the others.
+fn load_boots(
+    choice: &mut EngineChoice,
+    logs: &[PathBuf],
+) -> Result<Vec<(String, BootFacts)>, CliError> {
+    let shown_logs: Vec<String> = logs.iter().map(|p| shown(p)).collect();
+    let labels = boot::labels_for(&shown_logs.iter().map(String::as_str).collect::<Vec<_>>());
+    logs.iter()
+        .zip(labels)
+        .map(|(path, label)| Ok((label, load_boot(choice, path)?)))
+        .collect()
+}
+
+/// A note on stderr when the boot facts name an engine version inferlint was not tested
+/// against (the version the log gave, or the one xray asked the server for).
+pub(crate) fn note_version(facts: &BootFacts) {
     if let (Some(engine), Some(version)) = (facts.engine, &facts.version) {
         if let Some(note) = engine.descriptor().untested_version_note(version) {
             eprintln!("note: {note}");
@@ -183,12 +198,7 @@ fn check_log(
     json: bool,
     strict: bool,
 ) -> Result<ExitCode, CliError> {
-    let mut boots = Vec::new();
-    let shown_paths: Vec<String> = logs.iter().map(|p| shown(p)).collect();
-    let labels = boot::labels_for(&shown_paths.iter().map(String::as_str).collect::<Vec<_>>());
-    for (path, label) in logs.iter().zip(labels) {
-        boots.push((label, load_boot(choice, path)?));
-    }
+    let boots = load_boots(choice, logs)?;
     let results = run::check_logs(&boots);
     finish(&results, json, strict)
 }
@@ -365,12 +375,7 @@ pub(crate) fn assemble_run(
     requested: Option<u64>,
     engine: Option<Engine>,
 ) -> Result<Run, CliError> {
-    let shown_logs: Vec<String> = paths.boot_logs.iter().map(|p| shown(p)).collect();
-    let labels = boot::labels_for(&shown_logs.iter().map(String::as_str).collect::<Vec<_>>());
-    let mut boots = Vec::new();
-    for (path, label) in paths.boot_logs.iter().zip(labels) {
-        boots.push((label, load_boot(choice, path)?));
-    }
+    let boots = load_boots(choice, &paths.boot_logs)?;
     let before = paths
         .before
         .as_deref()

@@ -34,7 +34,7 @@ use inferlint_live::watch::{self, WatchOptions, MIN_INTERVAL};
 use inferlint_live::{scrape, BaseUrl, HttpClient, Recorder, Scraper};
 
 use crate::cli::XrayArgs;
-use crate::commands::{assemble_run, load_boot, shown};
+use crate::commands::{assemble_run, load_boot, note_version, shown};
 use crate::engine_choice::EngineChoice;
 use crate::exit::{CliError, ExitCode};
 use crate::output;
@@ -754,12 +754,8 @@ impl Xray<'_> {
         let mut facts = load_boot(choice, &path).map_err(|e| Stop::Problem(e.message, e.code))?;
         if facts.version.is_none() {
             self.server_version = server_version(&self.base);
-            if let (Some(engine), Some(version)) = (facts.engine, &self.server_version) {
-                if let Some(note) = engine.descriptor().untested_version_note(version) {
-                    eprintln!("note: {note}");
-                }
-            }
             facts.version.clone_from(&self.server_version);
+            note_version(&facts);
         }
         let results = run::check_logs(&[(String::new(), facts)]);
         for r in results {

@@ -4,7 +4,7 @@
 //! bounded.
 
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -475,31 +475,46 @@ fn sigterm_closes_the_file_and_exits_0() {
     assert!(std::fs::read_to_string(&path).unwrap().ends_with('\n'));
 }
 
-#[test]
-fn a_server_that_dies_mid_watch_leaves_gaps_not_zeros_and_watch_goes_on() {
-    let server = sim_with(
-        Engine::Vllm,
-        Faults {
-            die_on_request: Some(1),
-            ..Faults::default()
-        },
-    );
+/// A vLLM simulator with `faults`, watched into `name` every `interval` s for `duration`
+/// s, sent one completion (which sets a request-counted fault off) once the recording has
+/// begun.
+fn watch_through_one_completion(
+    faults: Faults,
+    name: &str,
+    interval: &str,
+    duration: &str,
+) -> (ServerHandle, tempfile::TempDir, PathBuf, Background) {
+    let server = sim_with(Engine::Vllm, faults);
     let dir = temp();
-    let path = dir.path().join("d.jsonl");
+    let path = dir.path().join(name);
     let watch = Background::watch(
         dir.path(),
         &[
             &server.base_url,
             "-o",
-            "d.jsonl",
+            name,
             "--interval",
-            "0.1",
+            interval,
             "--duration",
-            "2",
+            duration,
         ],
     );
     wait_for_lines(&path, 3);
     one_completion(&server.base_url);
+    (server, dir, path, watch)
+}
+
+#[test]
+fn a_server_that_dies_mid_watch_leaves_gaps_not_zeros_and_watch_goes_on() {
+    let (server, _dir, path, watch) = watch_through_one_completion(
+        Faults {
+            die_on_request: Some(1),
+            ..Faults::default()
+        },
+        "d.jsonl",
+        "0.1",
+        "2",
+    );
     assert!(server.is_dead());
     let (status, _, err) = watch.wait(Duration::from_secs(15));
     assert_eq!(status.code(), Some(0), "{err}");
@@ -532,29 +547,15 @@ fn a_server_that_dies_mid_watch_leaves_gaps_not_zeros_and_watch_goes_on() {
 
 #[test]
 fn a_restart_is_marked_and_recording_goes_on() {
-    let server = sim_with(
-        Engine::Vllm,
+    let (_server, _dir, path, watch) = watch_through_one_completion(
         Faults {
             restart_after_requests: Some(1),
             ..Faults::default()
         },
+        "r.jsonl",
+        "0.05",
+        "2.5",
     );
-    let dir = temp();
-    let path = dir.path().join("r.jsonl");
-    let watch = Background::watch(
-        dir.path(),
-        &[
-            &server.base_url,
-            "-o",
-            "r.jsonl",
-            "--interval",
-            "0.05",
-            "--duration",
-            "2.5",
-        ],
-    );
-    wait_for_lines(&path, 3);
-    one_completion(&server.base_url);
     let (status, out, err) = watch.wait(Duration::from_secs(15));
     assert_eq!(status.code(), Some(0), "{err}");
     assert!(out.contains("(1 restart(s))"), "{out}");

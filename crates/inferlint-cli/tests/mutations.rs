@@ -340,6 +340,21 @@ fn served_line_numbers(run: &Path) -> Vec<usize> {
         .collect()
 }
 
+/// `preemption` on a run folder's snapshots, with its boot log for the pauses that
+/// TensorRT-LLM only logs.
+fn preemption_with_boot_log(run: &Path) -> (Vec<Value>, i32) {
+    run_json(
+        run,
+        &[
+            "preemption",
+            "before.snapshot.json",
+            "after.snapshot.json",
+            "--boot-log",
+            "boot.log",
+        ],
+    )
+}
+
 #[test]
 fn trtllm_pauses_during_the_run_fail_t1() {
     let Some((_tmp, run)) = copy_run("trtllm-1.3/qwen3-8b") else {
@@ -348,16 +363,7 @@ fn trtllm_pauses_during_the_run_fail_t1() {
     let served = served_line_numbers(&run);
     // Just before the last answer of the run: a run request was paused.
     insert_pause(&run, served[served.len() - 2]);
-    let (results, code) = run_json(
-        &run,
-        &[
-            "preemption",
-            "before.snapshot.json",
-            "after.snapshot.json",
-            "--boot-log",
-            "boot.log",
-        ],
-    );
+    let (results, code) = preemption_with_boot_log(&run);
     assert_eq!(results[0]["status"], "fail");
     assert_eq!(
         results[0]["message"],
@@ -374,16 +380,7 @@ fn trtllm_pauses_of_the_probe_are_not_the_runs() {
     let served = served_line_numbers(&run);
     // Among the probe's nine answers, before the before snapshot: not the run's.
     insert_pause(&run, served[3]);
-    let (results, code) = run_json(
-        &run,
-        &[
-            "preemption",
-            "before.snapshot.json",
-            "after.snapshot.json",
-            "--boot-log",
-            "boot.log",
-        ],
-    );
+    let (results, code) = preemption_with_boot_log(&run);
     assert_eq!(results[0]["status"], "pass", "{results:?}");
     assert!(results[0]["message"]
         .as_str()
@@ -402,16 +399,7 @@ fn trtllm_log_cut_before_the_run_ended_cant_tell() {
     let log = std::fs::read_to_string(run.join("boot.log")).unwrap();
     let cut: Vec<&str> = log.lines().take(served[20]).collect();
     std::fs::write(run.join("boot.log"), cut.join("\n") + "\n").unwrap();
-    let (results, code) = run_json(
-        &run,
-        &[
-            "preemption",
-            "before.snapshot.json",
-            "after.snapshot.json",
-            "--boot-log",
-            "boot.log",
-        ],
-    );
+    let (results, code) = preemption_with_boot_log(&run);
     assert_eq!(results[0]["status"], "unknown");
     assert!(results[0]["message"]
         .as_str()

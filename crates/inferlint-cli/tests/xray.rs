@@ -157,6 +157,12 @@ fn shown(out: &Output) -> String {
     format!("stdout:\n{}\nstderr:\n{}", stdout(out), stderr(out))
 }
 
+/// Fails, showing everything xray printed, when its stdout lacks `text`.
+#[track_caller]
+fn assert_says(out: &Output, text: &str) {
+    assert!(stdout(out).contains(text), "{}", shown(out));
+}
+
 /// `(tripwire, status)` of every result in a JSON array.
 fn verdicts(results: &[Value]) -> Vec<(String, String)> {
     results
@@ -351,11 +357,7 @@ fn sigint_during_the_load_stops_the_server() {
     let out = finish(child);
     no_panic(&out);
     assert_eq!(code(&out), Some(130), "{}", shown(&out));
-    assert!(
-        stdout(&out).contains("== stop the server"),
-        "{}",
-        shown(&out)
-    );
+    assert_says(&out, "== stop the server");
     assert!(tmp.path().join("run/results.json").is_file());
     assert_none_left(port);
 }
@@ -438,11 +440,7 @@ fn a_server_that_dies_on_the_probe() {
         ],
     );
     assert_eq!(code(&out), Some(1), "{}", shown(&out));
-    assert!(
-        stdout(&out).contains("[ T7] TRIPWIRE-FAILED  first request failed"),
-        "{}",
-        shown(&out)
-    );
+    assert_says(&out, "[ T7] TRIPWIRE-FAILED  first request failed");
     let saved = results_json(&tmp.path().join("run"));
     assert_eq!(status_of(&saved, "T7").as_deref(), Some("fail"));
     assert_none_left(port);
@@ -470,11 +468,7 @@ fn a_failing_load_still_saves_the_run() {
         ],
     );
     assert_eq!(code(&out), Some(1), "{}", shown(&out));
-    assert!(
-        stdout(&out).contains("the load command exited with code 1"),
-        "{}",
-        shown(&out)
-    );
+    assert_says(&out, "the load command exited with code 1");
     assert!(tmp.path().join("run/after.snapshot.json").is_file());
     assert_none_left(port);
 }
@@ -493,13 +487,12 @@ fn a_taken_port_fails_t13_and_touches_nothing() {
         ],
     );
     assert_eq!(code(&out), Some(1), "{}", shown(&out));
-    assert!(
-        stdout(&out).contains(&format!(
+    assert_says(
+        &out,
+        &format!(
             "[T13] TRIPWIRE-FAILED  something already answers at {}",
             url(port)
-        )),
-        "{}",
-        shown(&out)
+        ),
     );
     assert!(
         !tmp.path().join("run/boot.log").exists(),

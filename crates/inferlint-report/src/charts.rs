@@ -331,23 +331,11 @@ fn kv_figure(report: &Report, timeline: &Timeline) -> Markup {
         }
         (markers(report, &frame, timeline))
     };
-    let span = timeline.span_s();
     html! {
         figure.chart #fig-kv {
             figcaption { h3 { "KV cache in use" } p { (caption) } }
             (plot("kv", label, &frame, timeline, inner))
-            details.data {
-                summary { (table_summary(timeline)) }
-                table {
-                    caption { (table_caption(timeline)) }
-                    thead { tr { th scope="col" { "Time" } th scope="col" { "KV cache in use (%)" } } }
-                    tbody {
-                        @for row in &timeline.rows {
-                            tr { th scope="row" { (row_label(row, timeline.row_step_s, span)) } td { (range_text(row.kv_usage, 100.0, 1)) } }
-                        }
-                    }
-                }
-            }
+            (one_column_table(timeline, "KV cache in use (%)", |row| range_text(row.kv_usage, 100.0, 1)))
         }
     }
 }
@@ -370,25 +358,37 @@ fn tokens_figure(report: &Report, timeline: &Timeline) -> Option<Markup> {
         (axes(&frame, timeline.span_s(), &y_ticks, fmt::thousands_f))
         path.s-tput.band[band] d=(gauge_path(&frame, &timeline.points, |p| p.tokens_per_s, band)) {}
     };
-    let span = timeline.span_s();
     Some(html! {
         figure.chart #fig-tput {
             figcaption { h3 { "Output tokens per second" } p { (caption) } }
             (plot("tput", label, &frame, timeline, inner))
-            details.data {
-                summary { (table_summary(timeline)) }
-                table {
-                    caption { (table_caption(timeline)) }
-                    thead { tr { th scope="col" { "Time" } th scope="col" { "Output tokens/s" } } }
-                    tbody {
-                        @for row in &timeline.rows {
-                            tr { th scope="row" { (row_label(row, timeline.row_step_s, span)) } td { (range_text(row.tokens_per_s, 1.0, 0)) } }
-                        }
+            (one_column_table(timeline, "Output tokens/s", |row| range_text(row.tokens_per_s, 1.0, 0)))
+        }
+    })
+}
+
+/// The data table under a chart that draws one reading: a row per stretch of the run,
+/// its time and `cell` of it under `heading`.
+fn one_column_table(
+    timeline: &Timeline,
+    heading: &str,
+    cell: impl Fn(&Stretch) -> String,
+) -> Markup {
+    let span = timeline.span_s();
+    html! {
+        details.data {
+            summary { (table_summary(timeline)) }
+            table {
+                caption { (table_caption(timeline)) }
+                thead { tr { th scope="col" { "Time" } th scope="col" { (heading) } } }
+                tbody {
+                    @for row in &timeline.rows {
+                        tr { th scope="row" { (row_label(row, timeline.row_step_s, span)) } td { (cell(row)) } }
                     }
                 }
             }
         }
-    })
+    }
 }
 
 fn levels_figure(timeline: &Timeline) -> Markup {
