@@ -3,6 +3,7 @@
 //! warnings, TensorRT-LLM's pause lines).
 
 use crate::sched::{EngineModel, Event};
+use inferlint_core::fmt::thousands;
 
 /// The first line of every simulated log.
 pub const SIMULATED_LINE: &str =
@@ -170,8 +171,8 @@ pub fn boot_lines(model: &EngineModel, info: &BootInfo) -> Vec<Line> {
                 "kv_cache_utils.py:1869",
                 &format!(
                     "GPU KV cache size: {} tokens, Maximum concurrency for {} tokens per request: {:.2}x",
-                    thousands(pool_tokens),
-                    thousands(info.max_model_len),
+                    thousands(pool_tokens as i64),
+                    thousands(info.max_model_len as i64),
                     concurrency
                 ),
             ));
@@ -399,17 +400,4 @@ pub fn access_line(
         EngineModel::Sglang(_) => format!("{} {access}", sglang_stamp(wall)),
         EngineModel::Trtllm(_) => access,
     }
-}
-
-/// A number with thousands commas, as vLLM prints pool sizes.
-pub fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }

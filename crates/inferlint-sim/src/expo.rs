@@ -2,6 +2,8 @@
 //! tables in `inferlint_core::engine`), labels, `*_created` stamps (vLLM) and vLLM's
 //! `cache_config_info`. Numbers are written as the Python client writes them.
 
+use crate::bootlog::BootInfo;
+use crate::sched::{EngineModel, Request, State};
 use inferlint_core::Engine;
 
 /// The first line of every simulated exposition.
@@ -38,9 +40,60 @@ pub struct MetricsState {
 }
 
 impl MetricsState {
+    /// What a server of `model` shows without its histograms: counters as of `now`, gauges
+    /// as of `gauges` (TensorRT-LLM's trail behind; the other engines pass `now` again).
+    /// The simulated server and the simulated run folders both build their state here.
+    pub fn at(
+        model: &EngineModel,
+        boot: &BootInfo,
+        created: f64,
+        now: State,
+        gauges: State,
+    ) -> MetricsState {
+        let engine = model.engine();
+        let d = engine.descriptor();
+        let usage = gauges.used_units as f64 / model.usable_units().max(1) as f64;
+        let kv_usage = match engine {
+            Engine::Sglang => (usage * 100.0).round() / 100.0,
+            _ => usage,
+        };
+        let (generation_tokens, prompt_tokens) = if d.tokens_at_finish {
+            (now.finished_output_tokens, now.finished_prompt_tokens)
+        } else {
+            (now.generated_tokens, now.prompt_tokens)
+        };
+        let mut m = MetricsState {
+            model_name: boot.served_model_name.clone(),
+            pid: boot.pid,
+            created,
+            running: gauges.running as f64,
+            waiting: gauges.waiting as f64,
+            kv_usage,
+            evictions: now.evictions,
+            paused: gauges.paused as f64,
+            generation_tokens,
+            prompt_tokens,
+            finished: now.finished,
+            ..MetricsState::default()
+        };
+        m.set_pool(model, gauges.used_units);
+        m
+    }
+
+    /// Adds a finished request's end-to-end, first-token and queue times to the
+    /// histograms.
+    pub fn observe(&mut self, r: &Request) {
+        if let (Some(finished), Some(first), Some(scheduled)) =
+            (r.finished_at, r.first_token_at, r.first_scheduled_at)
+        {
+            self.e2e.push(finished - r.arrived_at);
+            self.ttft.push(first - r.arrived_at);
+            self.queue.push(scheduled - r.arrived_at);
+        }
+    }
+
     /// The pool's size (and, for TensorRT-LLM, its blocks in use) as the engine reports it.
-    pub fn set_pool(&mut self, model: &crate::sched::EngineModel, used_units: u64) {
-        use crate::sched::EngineModel;
+    pub fn set_pool(&mut self, model: &EngineModel, used_units: u64) {
         match model {
             EngineModel::Vllm(c) => {
                 self.block_size = c.block_size;
@@ -99,6 +152,11 @@ impl Writer {
     fn family(&mut self, name: &str, kind: &str, help: &str) {
         self.text
             .push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
+    }
+    /// A counter family with its one sample.
+    fn counter(&mut self, name: &str, help: &str, labels: &[(&str, String)], value: u64) {
+        self.family(name, "counter", help);
+        self.sample(name, labels, value as f64);
     }
     fn sample(&mut self, name: &str, labels: &[(&str, String)], value: f64) {
         let mut sorted: Vec<&(&str, String)> = labels.iter().collect();
@@ -177,8 +235,7 @@ pub fn exposition(engine: Engine, m: &MetricsState) -> String {
                 m.kv_usage,
             );
             let counter = |w: &mut Writer, name: &str, help: &str, v: u64| {
-                w.family(name, "counter", help);
-                w.sample(name, &base, v as f64);
+                w.counter(name, help, &base, v);
                 created(w, name, help, &base);
             };
             if let Some(p) = d.preemption_counter {
@@ -306,33 +363,31 @@ pub fn exposition(engine: Engine, m: &MetricsState) -> String {
             }
             // SGLang creates its retraction counter at the first retraction.
             if let (Some(counter), true) = (d.preemption_counter, m.evictions > 0) {
-                w.family(
+                w.counter(
                     counter,
-                    "counter",
                     "Total number of retracted requests due to kvcache full.",
+                    &sched,
+                    m.evictions,
                 );
-                w.sample(counter, &sched, m.evictions as f64);
             }
-            for (name, help, v) in [
-                (
-                    d.prompt_tokens,
-                    "Number of prefill tokens processed.",
-                    m.prompt_tokens,
-                ),
-                (
-                    d.generation_tokens,
-                    "Number of generation tokens processed.",
-                    m.generation_tokens,
-                ),
-                (
-                    d.request_success,
-                    "Number of requests processed.",
-                    m.finished,
-                ),
-            ] {
-                w.family(name, "counter", help);
-                w.sample(name, &client, v as f64);
-            }
+            w.counter(
+                d.prompt_tokens,
+                "Number of prefill tokens processed.",
+                &client,
+                m.prompt_tokens,
+            );
+            w.counter(
+                d.generation_tokens,
+                "Number of generation tokens processed.",
+                &client,
+                m.generation_tokens,
+            );
+            w.counter(
+                d.request_success,
+                "Number of requests processed.",
+                &client,
+                m.finished,
+            );
             w.histogram(
                 d.ttft_histogram,
                 "Histogram of time to first token in seconds.",
@@ -401,31 +456,24 @@ pub fn exposition(engine: Engine, m: &MetricsState) -> String {
             if let Some(paused) = d.paused_gauge {
                 gauge(&mut w, paused, "Number of paused requests", m.paused);
             }
-            w.family(
+            w.counter(
                 d.request_success,
-                "counter",
                 "Count of successfully processed requests",
-            );
-            w.sample(
-                d.request_success,
                 &with(&counters, &[("finished_reason", "length")]),
-                m.finished as f64,
+                m.finished,
             );
-            for (name, help, v) in [
-                (
-                    d.prompt_tokens,
-                    "Number of prefill tokens processed",
-                    m.prompt_tokens,
-                ),
-                (
-                    d.generation_tokens,
-                    "Number of generation tokens processed",
-                    m.generation_tokens,
-                ),
-            ] {
-                w.family(name, "counter", help);
-                w.sample(name, &counters, v as f64);
-            }
+            w.counter(
+                d.prompt_tokens,
+                "Number of prefill tokens processed",
+                &counters,
+                m.prompt_tokens,
+            );
+            w.counter(
+                d.generation_tokens,
+                "Number of generation tokens processed",
+                &counters,
+                m.generation_tokens,
+            );
             w.histogram(
                 d.e2e_latency_histogram,
                 "Histogram of end to end request latency in seconds",

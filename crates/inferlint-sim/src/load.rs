@@ -18,7 +18,7 @@ use hyper::{Method, Request};
 use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 
-use crate::runfolder::{mean, percentile, round};
+use crate::runfolder::{round, LatencySummary};
 
 /// What to send.
 #[derive(Debug, Clone, PartialEq)]
@@ -119,6 +119,7 @@ impl LoadResult {
             .iter()
             .map(|r| r.error.as_deref().unwrap_or(""))
             .collect();
+        let summary = LatencySummary::of(&ttft, &tpot);
         json!({
             "note": "written by inferlint-sim load, not vllm bench serve; the field names are vllm bench serve's",
             "backend": "openai",
@@ -138,12 +139,12 @@ impl LoadResult {
             "request_throughput": round(completed as f64 / duration, 6),
             "output_throughput": round(output as f64 / duration, 6),
             "total_token_throughput": round((input + output) as f64 / duration, 6),
-            "mean_ttft_ms": round(mean(&ttft), 6),
-            "median_ttft_ms": round(percentile(&ttft, 50.0), 6),
-            "p99_ttft_ms": round(percentile(&ttft, 99.0), 6),
-            "mean_tpot_ms": round(mean(&tpot), 6),
-            "median_tpot_ms": round(percentile(&tpot, 50.0), 6),
-            "p99_tpot_ms": round(percentile(&tpot, 99.0), 6),
+            "mean_ttft_ms": summary.mean_ttft_ms,
+            "median_ttft_ms": summary.median_ttft_ms,
+            "p99_ttft_ms": summary.p99_ttft_ms,
+            "mean_tpot_ms": summary.mean_tpot_ms,
+            "median_tpot_ms": summary.median_tpot_ms,
+            "p99_tpot_ms": summary.p99_tpot_ms,
             "errors": errors,
         })
     }

@@ -3,7 +3,7 @@
 //! network and no clock: a case and its seed decide every byte.
 
 use inferlint_core::model::Snapshot;
-use inferlint_core::{Engine, MetricSet, SeriesHeader};
+use inferlint_core::{MetricSet, SeriesHeader};
 use inferlint_engines::{files, prom, record};
 
 use crate::bootlog::{self, BootInfo, SIMULATED_LINE};
@@ -137,8 +137,7 @@ impl Timing {
 
 /// The gauges and counters a server would show at simulated time `t` of the load.
 fn metrics_state(case: &Case, run: &LoadRun, t: f64, histograms: bool) -> MetricsState {
-    let engine = case.model.engine();
-    let d = engine.descriptor();
+    let d = case.model.engine().descriptor();
     let now = if t < 0.0 {
         State::default()
     } else {
@@ -151,51 +150,17 @@ fn metrics_state(case: &Case, run: &LoadRun, t: f64, histograms: bool) -> Metric
             .iter()
             .rev()
             .find(|s| s.completed_in_step)
-            .map(|s| State {
-                running: s.scheduled,
-                used_units: s.used_units_scheduled,
-                ..*s
-            })
+            .map(|s| s.gauges_at_completion())
             .unwrap_or_default()
     } else {
         now
     };
-    let usable = case.model.usable_units();
-    let usage = gauges.used_units as f64 / usable as f64;
-    let kv_usage = match engine {
-        Engine::Sglang => (usage * 100.0).round() / 100.0,
-        _ => usage,
-    };
-    let (generation, prompt) = if d.tokens_at_finish {
-        (now.finished_output_tokens, now.finished_prompt_tokens)
-    } else {
-        (now.generated_tokens, now.prompt_tokens)
-    };
-    let mut m = MetricsState {
-        model_name: case.boot.served_model_name.clone(),
-        pid: case.boot.pid,
-        created: case.boot.start_wall + 61.25,
-        running: gauges.running as f64,
-        waiting: gauges.waiting as f64,
-        kv_usage,
-        evictions: now.evictions,
-        paused: gauges.paused as f64,
-        generation_tokens: generation,
-        prompt_tokens: prompt,
-        finished: now.finished,
-        ..MetricsState::default()
-    };
-    m.set_pool(&case.model, gauges.used_units);
+    let created = case.boot.start_wall + 61.25;
+    let mut m = MetricsState::at(&case.model, &case.boot, created, now, gauges);
     if histograms {
         for r in &run.scheduler.requests {
-            if let (Some(f), Some(first), Some(sched)) =
-                (r.finished_at, r.first_token_at, r.first_scheduled_at)
-            {
-                if f <= t {
-                    m.e2e.push(f - r.arrived_at);
-                    m.ttft.push(first - r.arrived_at);
-                    m.queue.push(sched - r.arrived_at);
-                }
+            if r.finished_at.is_some_and(|finished| finished <= t) {
+                m.observe(r);
             }
         }
     }
@@ -278,6 +243,32 @@ pub(crate) fn mean(v: &[f64]) -> f64 {
     }
 }
 
+/// TTFT and TPOT as `vllm bench serve` sums them up: mean, median and p99, in
+/// milliseconds rounded to six places. The simulated run and the load generator both write
+/// these fields.
+pub(crate) struct LatencySummary {
+    pub mean_ttft_ms: f64,
+    pub median_ttft_ms: f64,
+    pub p99_ttft_ms: f64,
+    pub mean_tpot_ms: f64,
+    pub median_tpot_ms: f64,
+    pub p99_tpot_ms: f64,
+}
+
+impl LatencySummary {
+    /// `ttft_ms` and `tpot_ms` sorted ascending.
+    pub(crate) fn of(ttft_ms: &[f64], tpot_ms: &[f64]) -> LatencySummary {
+        LatencySummary {
+            mean_ttft_ms: round(mean(ttft_ms), 6),
+            median_ttft_ms: round(percentile(ttft_ms, 50.0), 6),
+            p99_ttft_ms: round(percentile(ttft_ms, 99.0), 6),
+            mean_tpot_ms: round(mean(tpot_ms), 6),
+            median_tpot_ms: round(percentile(tpot_ms, 50.0), 6),
+            p99_tpot_ms: round(percentile(tpot_ms, 99.0), 6),
+        }
+    }
+}
+
 /// What the load tool measured, in `vllm bench serve`'s field names.
 fn bench(case: &Case, run: &LoadRun) -> (String, String) {
     let requests: Vec<&sched::Request> = run
@@ -315,6 +306,7 @@ fn bench(case: &Case, run: &LoadRun) -> (String, String) {
         .filter_map(|r| Some(round(r.finished_at? - r.arrived_at, 6)))
         .collect();
     let model = &case.boot.model_path;
+    let summary = LatencySummary::of(&ttft, &tpot);
     let value = serde_json::json!({
         "note": "simulated by inferlint-sim: not a real benchmark; the field names are vllm bench serve's",
         "date": "20261201-120000",
@@ -337,12 +329,12 @@ fn bench(case: &Case, run: &LoadRun) -> (String, String) {
         "output_throughput": round(output as f64 / duration, 6),
         "total_token_throughput": round((input + output) as f64 / duration, 6),
         "latencies": latencies,
-        "mean_ttft_ms": round(mean(&ttft), 6),
-        "median_ttft_ms": round(percentile(&ttft, 50.0), 6),
-        "p99_ttft_ms": round(percentile(&ttft, 99.0), 6),
-        "mean_tpot_ms": round(mean(&tpot), 6),
-        "median_tpot_ms": round(percentile(&tpot, 50.0), 6),
-        "p99_tpot_ms": round(percentile(&tpot, 99.0), 6),
+        "mean_ttft_ms": summary.mean_ttft_ms,
+        "median_ttft_ms": summary.median_ttft_ms,
+        "p99_ttft_ms": summary.p99_ttft_ms,
+        "mean_tpot_ms": summary.mean_tpot_ms,
+        "median_tpot_ms": summary.median_tpot_ms,
+        "p99_tpot_ms": summary.p99_tpot_ms,
     });
     let mut json = serde_json::to_string_pretty(&value).expect("plain JSON");
     json.push('\n');

@@ -207,6 +207,18 @@ pub struct State {
     pub rejected: u64,
 }
 
+impl State {
+    /// TensorRT-LLM's gauges as a step that completed a request leaves them: they still
+    /// count the requests scheduled in that step, the finished ones among them.
+    pub fn gauges_at_completion(self) -> State {
+        State {
+            running: self.scheduled,
+            used_units: self.used_units_scheduled,
+            ..self
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Scheduler {
     pub model: EngineModel,

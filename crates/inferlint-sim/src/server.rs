@@ -295,7 +295,10 @@ struct Sim {
     waiters: HashMap<usize, watch::Sender<Progress>>,
     events_published: usize,
     completion_requests: u32,
-    finished_since_start: u64,
+    /// Indices of the requests whose finish has been published since the (re)start, in
+    /// request order: a scrape's latency histograms read these rather than every request
+    /// the server has seen, in the order a scan of all requests would meet them.
+    finished: Vec<usize>,
     restarted: bool,
     /// TensorRT-LLM's iteration statistics since the last read of its JSON `/metrics`.
     iterations: Vec<Value>,
@@ -354,7 +357,7 @@ impl Shared {
                 waiters: HashMap::new(),
                 events_published: 0,
                 completion_requests: 0,
-                finished_since_start: 0,
+                finished: Vec::new(),
                 restarted: false,
                 iterations: Vec::new(),
                 iteration: 0,
@@ -428,11 +431,7 @@ fn publish(shared: &Shared, state: State) {
     let sim = &mut *guard;
     sim.published = state;
     if state.completed_in_step {
-        sim.lagging_gauges = State {
-            running: state.scheduled,
-            used_units: state.used_units_scheduled,
-            ..state
-        };
+        sim.lagging_gauges = state.gauges_at_completion();
     }
     let wall = unix_now();
     let new_events: Vec<(f64, Event)> = sim.scheduler.events[sim.events_published..].to_vec();
@@ -444,7 +443,11 @@ fn publish(shared: &Shared, state: State) {
                     bootlog::serving_lines(&shared.model, &shared.boot, &[(0.0, event)], wall);
                 sim.log.extend(lines.into_iter().map(|(_, l)| l));
             }
-            Event::Finished { .. } => sim.finished_since_start += 1,
+            Event::Finished { request_id } => {
+                let index = request_id as usize;
+                let at = sim.finished.partition_point(|&i| i < index);
+                sim.finished.insert(at, index);
+            }
             Event::Rejected { .. } => {}
         }
     }
@@ -492,7 +495,7 @@ fn publish(shared: &Shared, state: State) {
     let restart_due = shared
         .faults
         .restart_after_requests
-        .is_some_and(|n| sim.finished_since_start >= u64::from(n));
+        .is_some_and(|n| sim.finished.len() as u64 >= u64::from(n));
     if restart_due && !sim.restarted && sim.scheduler.is_idle() {
         restart(shared, sim);
     }
@@ -507,7 +510,7 @@ fn restart(shared: &Shared, sim: &mut Sim) {
     sim.lagging_gauges = State::default();
     sim.origin = Instant::now();
     sim.events_published = 0;
-    sim.finished_since_start = 0;
+    sim.finished.clear();
     sim.iterations.clear();
     sim.waiters.clear();
     let now = unix_now();
@@ -738,41 +741,11 @@ fn metrics_state(shared: &Shared, sim: &Sim) -> MetricsState {
     } else {
         now
     };
-    let usage = gauges.used_units as f64 / shared.model.usable_units().max(1) as f64;
-    let kv_usage = match shared.engine {
-        Engine::Sglang => (usage * 100.0).round() / 100.0,
-        _ => usage,
-    };
-    let (generation_tokens, prompt_tokens) = if d.tokens_at_finish {
-        (now.finished_output_tokens, now.finished_prompt_tokens)
-    } else {
-        (now.generated_tokens, now.prompt_tokens)
-    };
-    let mut m = MetricsState {
-        model_name: shared.boot.served_model_name.clone(),
-        pid: shared.boot.pid,
-        created: sim.created,
-        running: gauges.running as f64,
-        waiting: gauges.waiting as f64,
-        kv_usage,
-        evictions: now.evictions,
-        paused: gauges.paused as f64,
-        generation_tokens,
-        prompt_tokens,
-        finished: now.finished,
-        ..MetricsState::default()
-    };
-    m.set_pool(&shared.model, gauges.used_units);
-    for r in &sim.scheduler.requests {
-        if let (Some(finished), Some(first), Some(scheduled)) =
-            (r.finished_at, r.first_token_at, r.first_scheduled_at)
-        {
-            if finished <= now.t {
-                m.e2e.push(finished - r.arrived_at);
-                m.ttft.push(first - r.arrived_at);
-                m.queue.push(scheduled - r.arrived_at);
-            }
-        }
+    let mut m = MetricsState::at(&shared.model, &shared.boot, sim.created, now, gauges);
+    // A published finish is at or before `now.t`: it was stamped with the end of the
+    // step whose publication recorded it.
+    for &index in &sim.finished {
+        m.observe(&sim.scheduler.requests[index]);
     }
     m
 }
