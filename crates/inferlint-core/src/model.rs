@@ -184,9 +184,9 @@ pub struct Failure {
     pub phase: Phase,
     /// 1-based line number of the line that shows it.
     pub lineno: usize,
-    /// That line, stripped of its prefix, at most 300 characters.
+    /// That line, stripped of its prefix, whole (the engine's advice is often at its end).
     pub line: String,
-    /// The cause in a few words, at most 200 characters.
+    /// The cause: the exception's message or the phrase that names it, whole.
     pub detail: Option<String>,
 }
 

@@ -13,11 +13,13 @@
 use inferlint_core::model::{Failure, Phase};
 
 use super::lines::Line;
-use super::scan::truncate;
-use super::MAX_LINE_CHARS;
+use super::scan::truncate_at_word;
 
-/// Longest cause kept in a failure's detail.
-const MAX_DETAIL_CHARS: usize = 200;
+/// Longest failure line and cause kept. Engines put their advice at the end of the line
+/// that names the failure (`Try: (1) reduce --max-running-requests, ...`, `Raise
+/// --mem-fraction-static above 0.790 ...`), so the line is kept whole; this bound only
+/// guards against a log that holds megabytes on one line, far beyond any engine's message.
+const MAX_FAILURE_CHARS: usize = 4000;
 
 /// How far above an `AssertionError` to look for the `assert ...` source line.
 const ASSERT_LOOKBACK: usize = 3;
@@ -152,9 +154,9 @@ pub(crate) fn classify(lines: &[Line<'_>], ready: Option<usize>) -> Option<Failu
             Phase::Boot
         },
         lineno: i + 1,
-        line: truncate(text, MAX_LINE_CHARS),
+        line: truncate_at_word(text, MAX_FAILURE_CHARS),
         detail: detail
-            .map(|d| truncate(d.trim(), MAX_DETAIL_CHARS))
+            .map(|d| truncate_at_word(d.trim(), MAX_FAILURE_CHARS))
             .filter(|d| !d.is_empty()),
     })
 }

@@ -88,6 +88,44 @@ pub fn parse_boot_log(text: &str, engine_hint: Option<Engine>) -> BootFacts {
     parse.facts
 }
 
+/// Why a text is not a server's boot log, if it is not: in words that follow "X is not a
+/// server log: ". A boot log is text that holds at least one line a server writes (an
+/// engine's marker, a setting, a stamped line, the ready line, or a failure the
+/// classifier names); anything else would be read as a log without a failure and pass
+/// T12 on nothing.
+pub fn not_a_boot_log(text: &str, facts: &BootFacts) -> Option<&'static str> {
+    if text.trim().is_empty() {
+        return Some("it is empty");
+    }
+    // Text has no NUL byte; invalid UTF-8 was read as U+FFFD, which a log in any
+    // language has none of.
+    let replaced = text.chars().filter(|c| *c == '\u{fffd}').count();
+    if text.contains('\0') || replaced * 100 > text.chars().count() {
+        return Some("it is a binary file, not text");
+    }
+    let first = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    let json_document = (first.starts_with('{') || first.starts_with('['))
+        && (serde_json::from_str::<serde_json::Value>(text).is_ok()
+            || serde_json::from_str::<serde_json::Value>(first).is_ok());
+    if json_document {
+        return Some("it holds JSON (a snapshot, a recording or a result file?), not log lines");
+    }
+    let recognised = crate::detect::engine_from_log(text).is_some()
+        || facts.ready()
+        || facts.failure.is_some()
+        || !facts.unparsed.is_empty()
+        || facts.version.is_some()
+        || facts.config_args().is_some()
+        || facts.kv_pool_tokens.is_some()
+        || !facts.processes.is_empty()
+        || facts.first_stamp.is_some();
+    (!recognised).then_some("no line in it is one a vLLM, SGLang or TensorRT-LLM server writes")
+}
+
 /// A recognised line whose value could not be read.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Unreadable;

@@ -73,6 +73,17 @@ pub(crate) fn truncate(text: &str, max: usize) -> String {
     }
 }
 
+/// `text` cut to at most `max` characters, at the end of a word, with `…` when cut: a
+/// reader sees that something was left out, and no word is cut in two.
+pub(crate) fn truncate_at_word(text: &str, max: usize) -> String {
+    let Some((end, _)) = text.char_indices().nth(max) else {
+        return text.to_owned();
+    };
+    let head = &text[..end];
+    let cut = head.rfind(char::is_whitespace).unwrap_or(head.len());
+    format!("{}…", head[..cut].trim_end())
+}
+
 /// Rounds away the float noise a sum of printed decimals picks up (1.73 + 0.01).
 pub(crate) fn tidy_sum(value: f64) -> f64 {
     (value * 1e9).round() / 1e9
