@@ -108,7 +108,7 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         snapshot: Option<PathBuf>,
         /// The concurrency the load asked for (T8)
-        #[arg(long, value_name = "N")]
+        #[arg(long, value_name = "N", value_parser = requested_concurrency)]
         requested: Option<u64>,
         /// The boot log, for the server's own limits (T8)
         #[arg(long, value_name = "FILE")]
@@ -186,7 +186,7 @@ pub struct XrayArgs {
     #[arg(long, value_name = "FILE")]
     pub boot_log: Option<PathBuf>,
     /// The concurrency the load asks for (default: the load command's --max-concurrency)
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = requested_concurrency)]
     pub requested: Option<u64>,
     /// Seconds between samples of the recording
     /// The load tool's result file, for a load tool xray does not know (T15)
@@ -235,7 +235,7 @@ pub struct ReportArgs {
     #[arg(long, value_name = "FILE")]
     pub bench_result: Option<PathBuf>,
     /// The concurrency the load asked for (default: the result file's max_concurrency)
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = requested_concurrency)]
     pub requested: Option<u64>,
     /// A title for the report
     #[arg(long)]
@@ -306,3 +306,15 @@ Start here:
 Name your engine once with INFERLINT_ENGINE=vllm|sglang|trtllm (or --engine);
 inputs from another engine are then refused. 'inferlint --help' lists every command.
 ";
+
+/// `--requested N`: a load keeps at least one request open, so 0 is no concurrency at all
+/// (and would let any server pass T8).
+fn requested_concurrency(text: &str) -> Result<u64, String> {
+    match text.trim().parse::<u64>() {
+        Ok(0) => Err("give the concurrency the load asked for, 1 or more".to_owned()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!(
+            "'{text}' is not a whole number of requests (1 or more)"
+        )),
+    }
+}

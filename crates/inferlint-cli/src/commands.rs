@@ -2,11 +2,12 @@
 
 use std::path::{Path, PathBuf};
 
+use inferlint_core::checks::counters::out_of_order;
 use inferlint_core::checks::series::SeriesStats;
 use inferlint_core::checks::{boot, snapshots};
 use inferlint_core::model::{BootFacts, Snapshot};
 use inferlint_core::run::{self, Run};
-use inferlint_core::status::{count_line, CheckResult};
+use inferlint_core::status::{any_verdict, count_line, CheckResult, Status};
 use inferlint_core::{catalogue, contract, insights, Engine};
 use inferlint_engines::{bootlog, detect, files};
 
@@ -125,10 +126,30 @@ fn load_snapshots(
     before: &Path,
     after: &Path,
 ) -> Result<(Snapshot, Snapshot), CliError> {
-    Ok((
+    let snapshots = (
         load_snapshot(choice, before, "the snapshots")?,
         load_snapshot(choice, after, "the snapshots")?,
-    ))
+    );
+    in_order(&snapshots.0, before, &snapshots.1, after)?;
+    Ok(snapshots)
+}
+
+/// Refuses two snapshots given in the wrong order: every counter would seem to go down
+/// and be read as a restart.
+fn in_order(
+    before: &Snapshot,
+    before_path: &Path,
+    after: &Snapshot,
+    after_path: &Path,
+) -> Result<(), CliError> {
+    match out_of_order(before, after) {
+        Some(reason) => Err(CliError::usage(format!(
+            "{} (before) and {} (after): {reason}; give the earlier snapshot first",
+            shown(before_path),
+            shown(after_path)
+        ))),
+        None => Ok(()),
+    }
 }
 
 pub(crate) fn load_series(choice: &mut EngineChoice, path: &Path) -> Result<SeriesStats, CliError> {
@@ -165,6 +186,12 @@ pub(crate) fn load_boot(choice: &mut EngineChoice, path: &Path) -> Result<BootFa
     choice.input(&shown(path), from_log)?;
     let hint = choice.named.map(|(e, _)| e);
     let facts = bootlog::parse_boot_log(&text, hint);
+    if let Some(why) = bootlog::not_a_boot_log(&text, &facts) {
+        return Err(CliError::usage(format!(
+            "{} is not a server log: {why}",
+            shown(path)
+        )));
+    }
     note_version(&facts);
     Ok(facts)
 }
@@ -328,6 +355,9 @@ pub(crate) fn report(
     };
     let run = assemble_run(choice, &paths, args.requested, None)?;
     let results = run::check_run(&run);
+    if !any_verdict(&results) {
+        return Err(CliError::usage(nothing_checked(&paths, &results)));
+    }
     let limits = insights::what_limited(&run, &results);
     // The HTML report is written first, so that the count line can say where it went.
     let destination =
@@ -362,7 +392,55 @@ pub(crate) fn report(
         print(&text)?;
     }
     written?;
-    Ok(ExitCode::for_results(&results, strict))
+    Ok(run_exit(&run, &results, strict))
+}
+
+/// The exit status of a whole run: the results' (a failed tripwire, a warning under
+/// `--strict`, a Can't tell), except that a run that was not a benchmark never exits 0
+/// (its load-dependent tripwires were not checked) but 2, or 1 when a tripwire failed.
+pub(crate) fn run_exit(run: &Run, results: &[CheckResult], strict: bool) -> ExitCode {
+    match ExitCode::for_results(results, strict) {
+        ExitCode::Passed if run::not_a_benchmark(run).is_some() => ExitCode::Undecided,
+        code => code,
+    }
+}
+
+/// The one-line error when no check could run: the files given and what the checks need.
+fn nothing_checked(paths: &files::RunFiles, results: &[CheckResult]) -> String {
+    let given: Vec<String> = paths
+        .boot_logs
+        .iter()
+        .chain(&paths.before)
+        .chain(&paths.after)
+        .chain(&paths.series)
+        .chain(&paths.bench)
+        .map(|p| shown(p))
+        .collect();
+    let mut needs: Vec<(String, Vec<String>)> = Vec::new();
+    for r in results.iter().filter(|r| r.status == Status::NotChecked) {
+        let what = r.message.trim_start_matches("needs ").to_owned();
+        match needs.iter_mut().find(|(m, _)| *m == what) {
+            Some((_, ids)) => ids.push(r.tripwire.to_string()),
+            None => needs.push((what, vec![r.tripwire.to_string()])),
+        }
+    }
+    let needs: Vec<String> = needs
+        .iter()
+        .map(|(what, ids)| match ids.split_last() {
+            Some((last, [])) => format!("{last} needs {what}"),
+            Some((last, rest)) => format!("{} and {last} need {what}", rest.join(", ")),
+            None => String::new(),
+        })
+        .collect();
+    format!(
+        "no check could run on {}: {}",
+        if given.is_empty() {
+            "nothing".to_owned()
+        } else {
+            given.join(", ")
+        },
+        needs.join("; ")
+    )
 }
 
 /// Reads a run's files into the run model, as `report` and xray both need it: boot logs
@@ -400,11 +478,16 @@ pub(crate) fn assemble_run(
         Some(p) => files::untimed_requests(&files::read_lossy(p)?),
         None => 0,
     };
+    if let (Some(b), Some(a), Some(bp), Some(ap)) = (&before, &after, &paths.before, &paths.after) {
+        in_order(b, bp, a, ap)?;
+    }
+    // A result file written without a concurrency limit says 0 or nothing: no number.
     let requested = requested.or_else(|| {
         bench
             .as_ref()
             .and_then(|(_, b)| b.max_concurrency)
             .and_then(|c| u64::try_from(c).ok())
+            .filter(|c| *c > 0)
     });
     let engine = engine.unwrap_or_else(|| choice.resolve());
     Ok(Run {
@@ -416,6 +499,7 @@ pub(crate) fn assemble_run(
         bench,
         expected_extra_requests,
         requested,
+        load_failure: None,
     })
 }
 

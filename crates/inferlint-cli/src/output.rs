@@ -14,15 +14,11 @@ pub fn print(text: &str) -> io::Result<()> {
     }
 }
 
-/// The results as terminal lines, or as the `--json` array.
+/// The results as terminal lines (each verdict with its advice under it), or as the
+/// `--json` array.
 pub fn results_text(results: &[CheckResult], json: bool) -> String {
     if json {
         return contract::results_json(results);
     }
-    let mut text = String::new();
-    for r in results {
-        text.push_str(&r.terminal_line());
-        text.push('\n');
-    }
-    text
+    results.iter().map(CheckResult::terminal_block).collect()
 }

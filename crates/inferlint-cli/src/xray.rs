@@ -34,7 +34,7 @@ use inferlint_live::watch::{self, WatchOptions, MIN_INTERVAL};
 use inferlint_live::{scrape, BaseUrl, HttpClient, Recorder, Scraper};
 
 use crate::cli::XrayArgs;
-use crate::commands::{assemble_run, load_boot, note_version, shown};
+use crate::commands::{assemble_run, load_boot, note_version, run_exit, shown};
 use crate::engine_choice::EngineChoice;
 use crate::exit::{CliError, ExitCode};
 use crate::output;
@@ -387,7 +387,11 @@ struct Xray<'a> {
     /// Every result, in the order they were made.
     results: Vec<CheckResult>,
     load_plan: LoadPlan,
-    load_failed: bool,
+    /// Why the load command failed, when it did: the run is then not a benchmark.
+    load_failure: Option<String>,
+    /// Why the started server never came up (it could not be started, or it exited
+    /// before it was ready): T12 fails with it when the log names no cause.
+    start_failure: Option<String>,
     load_started: Option<SystemTime>,
     boot_checked: bool,
     /// The version the server reports (`/version`, `/get_server_info`): SGLang prints
@@ -482,7 +486,8 @@ pub fn xray(
         terminal: io::stdout().is_terminal(),
         results: Vec::new(),
         load_plan,
-        load_failed: false,
+        load_failure: None,
+        start_failure: None,
         load_started: None,
         boot_checked: false,
         server_version: None,
@@ -625,9 +630,16 @@ impl Xray<'_> {
             // stop reaches every process it starts.
             command.process_group(0);
         }
-        let child = command
-            .spawn()
-            .map_err(|e| problem(format!("cannot start {}: {e}", program.program)))?;
+        let child = match command.spawn() {
+            Ok(child) => child,
+            Err(e) => {
+                let cause = format!("{}: {}", program.program, spawn_error(&e));
+                self.start_failure = Some(cause.clone());
+                self.boot_checked = true;
+                self.record(inferlint_core::checks::boot::start_failure(&cause));
+                return Err(problem(format!("cannot start {cause}")));
+            }
+        };
         let pid = child.id();
         *lock(&self.shared.server) = Some(ServerProcess { child });
         self.wait_ready(&boot_path, health)?;
@@ -675,7 +687,9 @@ impl Xray<'_> {
         loop {
             self.check_interrupt()?;
             if let Some(message) = self.server_exited() {
-                return Err(problem(format!("{message} before it was ready")));
+                let cause = format!("{message} before it was ready");
+                self.start_failure = Some(cause.clone());
+                return Err(problem(cause));
             }
             if !logged_ready {
                 logged_ready = fs::read(boot_path)
@@ -715,6 +729,9 @@ impl Xray<'_> {
             .as_mut()
             .and_then(|s| s.child.try_wait().ok().flatten())?;
         Some(match status.code() {
+            // The shell's and env's codes for a program that could not be run.
+            Some(127) => "the server exited with code 127 (command not found)".to_owned(),
+            Some(126) => "the server exited with code 126 (not executable)".to_owned(),
             Some(code) => format!("the server exited with code {code}"),
             None => "the server was killed by a signal".to_owned(),
         })
@@ -751,13 +768,41 @@ impl Xray<'_> {
         };
         self.stage("boot log");
         self.boot_checked = true;
-        let mut facts = load_boot(choice, &path).map_err(|e| Stop::Problem(e.message, e.code))?;
-        if facts.version.is_none() {
+        let mut facts = match load_boot(choice, &path) {
+            Ok(facts) => facts,
+            // A server that never came up can leave an empty log, or one with a line of
+            // its shell's; the cause is then what xray saw, not what the log says.
+            Err(e) => match self.start_failure.clone() {
+                Some(cause) => {
+                    let last = last_line(&path);
+                    let mut result = inferlint_core::checks::boot::start_failure(&cause);
+                    if let Some(line) = last {
+                        result = result.with("line", line);
+                    }
+                    self.record(result);
+                    return Ok(());
+                }
+                None => return Err(Stop::Problem(e.message, e.code)),
+            },
+        };
+        if facts.version.is_none() && self.start_failure.is_none() {
             self.server_version = server_version(&self.base);
             facts.version.clone_from(&self.server_version);
             note_version(&facts);
         }
-        let results = run::check_logs(&[(String::new(), facts)]);
+        let mut results = run::check_logs(&[(String::new(), facts)]);
+        // A server that exited before it was ready failed, whatever its log shows: a
+        // log that names no cause must not pass T12.
+        if let Some(cause) = &self.start_failure {
+            for r in &mut results {
+                if r.tripwire == Tripwire::T12 && r.status == Status::Pass {
+                    *r = inferlint_core::checks::boot::start_failure(cause);
+                    if let Some(line) = last_line(&path) {
+                        *r = r.clone().with("line", line);
+                    }
+                }
+            }
+        }
         for r in results {
             self.record(r);
         }
@@ -807,16 +852,13 @@ impl Xray<'_> {
             Ok(Err(e)) => eprintln!("inferlint: the recording of {} failed: {e}", self.base),
             Err(_) => eprintln!("inferlint: the recording of {} failed", self.base),
         }
-        match load {
-            Ok(0) => {}
-            Ok(code) => {
-                self.load_failed = true;
-                say(&format!("the load command exited with code {code}"));
-            }
-            Err(e) => {
-                self.load_failed = true;
-                say(&format!("the load command failed: {e}"));
-            }
+        self.load_failure = match load {
+            Ok(0) => None,
+            Ok(code) => Some(format!("the load command exited with code {code}")),
+            Err(e) => Some(format!("the load command failed: {e}")),
+        };
+        if let Some(failure) = &self.load_failure {
+            say(failure);
         }
         self.check_interrupt()?;
         after
@@ -940,10 +982,18 @@ impl Xray<'_> {
             ExitCode::Interrupted
         } else if let Some(code) = stop_code {
             code
-        } else if self.load_failed {
-            ExitCode::TripwireFailed
         } else {
-            ExitCode::for_results(&self.results, self.strict)
+            match &assembled {
+                Ok(Some((run, _, _))) => run_exit(run, &self.results, self.strict),
+                // A failed load with no run to check is still not a benchmark.
+                _ if self.load_failure.is_some() => {
+                    match ExitCode::for_results(&self.results, self.strict) {
+                        ExitCode::Passed => ExitCode::Undecided,
+                        code => code,
+                    }
+                }
+                _ => ExitCode::for_results(&self.results, self.strict),
+            }
         };
         Ok(code)
     }
@@ -967,7 +1017,14 @@ impl Xray<'_> {
             return Ok(None);
         }
         let requested = self.args.requested.or(self.load_plan.max_concurrency);
-        let mut run = assemble_run(choice, &found, requested, self.engine)?;
+        let mut run = match assemble_run(choice, &found, requested, self.engine) {
+            Ok(run) => run,
+            // A server that never came up can leave a log that is no server log; T12
+            // already says why, and there is no run to check.
+            Err(_) if self.start_failure.is_some() => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        run.load_failure.clone_from(&self.load_failure);
         if let Some((_, facts)) = run.boots.last_mut() {
             if facts.version.is_none() {
                 facts.version.clone_from(&self.server_version);
@@ -976,6 +1033,25 @@ impl Xray<'_> {
         let results = run::check_run(&run);
         Ok(Some((run, results, found)))
     }
+}
+
+/// Why a program could not be started, in a shell's words where there is one.
+fn spawn_error(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::NotFound => "command not found".to_owned(),
+        io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
+        _ => e.to_string(),
+    }
+}
+
+/// The last non-empty line of a file, for a log that names no cause.
+fn last_line(path: &Path) -> Option<String> {
+    let bytes = fs::read(path).ok()?;
+    String::from_utf8_lossy(&bytes)
+        .lines()
+        .map(str::trim)
+        .rfind(|l| !l.is_empty())
+        .map(str::to_owned)
 }
 
 /// The run checks xray prints under `== checks`, in the tutorial's order: T1, T10, T14,

@@ -28,6 +28,37 @@ const DELIBERATE: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// Cases where the established tool cuts a failure's cause at 200 characters and its
+/// line at 300, mid-word, and with them the engine's own advice at the end of the line
+/// (`Try: (1) reduce --max-running-requ`). We keep both whole: our message and line must
+/// continue theirs.
+const UNCUT: &[&str] = &["sglang-0.5-fail-mamba", "sglang-0.5-fail-mem"];
+
+/// Our `--json` (contract version 2) adds `not_checked` entries, after every verdict,
+/// for tripwires whose input was missing; the established tool leaves them out. A script
+/// that keeps the statuses it knows sees exactly its verdicts, which is what is compared.
+fn verdicts_only(results: &[Value], name: &str) -> Vec<Value> {
+    let first_not_checked = results
+        .iter()
+        .position(|r| r["status"] == "not_checked")
+        .unwrap_or(results.len());
+    assert!(
+        results[first_not_checked..]
+            .iter()
+            .all(|r| r["status"] == "not_checked"),
+        "{name}: a verdict follows a not_checked entry"
+    );
+    results[..first_not_checked].to_vec()
+}
+
+/// Ours equals theirs, or (for the cases in [`UNCUT`]) continues it.
+fn same_text(name: &str, theirs: &Value, ours: &Value) -> bool {
+    match (theirs.as_str(), ours.as_str()) {
+        (Some(t), Some(o)) if UNCUT.contains(&name) => o.starts_with(t),
+        _ => theirs == ours,
+    }
+}
+
 fn close(a: f64, b: f64, key: &str) -> bool {
     let tolerance = if key.contains("rate") {
         0.01
@@ -80,7 +111,7 @@ fn check_case(name: &str) {
     }
     let out = inferlint(&dir, &args);
     no_panic(&out);
-    let ours = json_results(&out);
+    let ours = verdicts_only(&json_results(&out), name);
     let theirs = expected["results"].as_array().unwrap();
     assert_eq!(
         ours.iter()
@@ -101,14 +132,17 @@ fn check_case(name: &str) {
         match deliberate {
             Some((_, _, message)) => assert_eq!(o["message"], *message, "{name} {tripwire}"),
             None => {
-                assert_eq!(
-                    o["message"], t["message"],
-                    "{name} {tripwire}: message differs"
+                assert!(
+                    same_text(name, &t["message"], &o["message"]),
+                    "{name} {tripwire}: message differs\n ours: {}\ntheirs: {}",
+                    o["message"],
+                    t["message"]
                 );
                 for (key, value) in t["evidence"].as_object().unwrap() {
                     let mine = o["evidence"].get(key).unwrap_or(&Value::Null);
                     assert!(
-                        same_value(value, mine, key),
+                        same_value(value, mine, key)
+                            || (key == "line" && same_text(name, value, mine)),
                         "{name} {tripwire}: evidence {key} is {mine}, expected {value}"
                     );
                 }

@@ -14,6 +14,8 @@ mod common;
 mod demo;
 /// One test per case in the established tool's expected verdicts (spec/expected).
 mod expected;
+/// Missing, empty and wrong-kind input: not-checked lists, refusals, not a benchmark.
+mod missing_input;
 /// Minimal edits of real recordings that make each check fire.
 mod mutations;
 

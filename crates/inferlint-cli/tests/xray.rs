@@ -446,9 +446,12 @@ fn a_server_that_dies_on_the_probe() {
     assert_none_left(port);
 }
 
-/// A load command that fails: exit 1, the after snapshot still taken, server stopped.
+/// A load command that fails before it sends a request: the run is not a benchmark.
+/// xray says so and exits 2; T8 gives no verdict on a load that never ran (it used to
+/// fail: "requested 8 concurrent, server never ran more than 0"). The after snapshot is
+/// still taken and the server stopped, and `report DIR` reads the folder the same way.
 #[test]
-fn a_failing_load_still_saves_the_run() {
+fn a_failing_load_is_not_a_benchmark() {
     let tmp = tempfile::tempdir().unwrap();
     let port = free_port();
     let serve = serve(port, "");
@@ -461,15 +464,92 @@ fn a_failing_load_still_saves_the_run() {
             "vllm",
             "--no-gpu",
             "--no-probe",
+            "--requested",
+            "8",
             "--serve",
             &serve,
             "--",
             "false",
         ],
     );
-    assert_eq!(code(&out), Some(1), "{}", shown(&out));
+    assert_eq!(code(&out), Some(2), "{}", shown(&out));
     assert_says(&out, "the load command exited with code 1");
-    assert!(tmp.path().join("run/after.snapshot.json").is_file());
+    assert_says(&out, "This run was not a benchmark");
+    assert!(
+        !stdout(&out).contains("server never ran more than 0"),
+        "{}",
+        shown(&out)
+    );
+    let run = tmp.path().join("run");
+    assert!(run.join("after.snapshot.json").is_file());
+    let saved = results_json(&run);
+    assert_eq!(status_of(&saved, "T8").as_deref(), Some("not_checked"));
+    assert_none_left(port);
+    // The folder alone: the server finished no request between the readings.
+    let again = inferlint(tmp.path(), &["report", "run", "--requested", "8", "--json"]);
+    no_panic(&again);
+    assert_eq!(again.status.code(), Some(2), "{}", shown(&again));
+    let results: Vec<Value> = serde_json::from_str(&stdout(&again)).unwrap();
+    let t8 = results.iter().find(|r| r["tripwire"] == "T8").unwrap();
+    assert_eq!(t8["status"], "not_checked");
+    assert!(t8["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("not a benchmark: the server finished no request"));
+}
+
+/// A server whose program is not installed never started: T12 fails with the cause
+/// (it used to pass: the empty boot log showed no failure).
+#[test]
+fn a_server_that_cannot_start_fails_t12_with_the_cause() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let missing = format!("inferlint-no-such-engine-{port} serve m");
+    let out = xray(
+        tmp.path(),
+        &[
+            "-o",
+            "run",
+            "--engine",
+            "vllm",
+            "--no-gpu",
+            "--url",
+            &url(port),
+            "--serve",
+            &missing,
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(code(&out), Some(1), "{}", shown(&out));
+    assert_says(
+        &out,
+        &format!("[T12] TRIPWIRE-FAILED  could not start: inferlint-no-such-engine-{port}: command not found"),
+    );
+    assert!(!stdout(&out).contains("[T12] PASS"), "{}", shown(&out));
+    // Through a shell, the same server exits 127 before it is ready.
+    let through_shell = format!("sh -c 'inferlint-no-such-engine-{port} serve m'");
+    let out = xray(
+        tmp.path(),
+        &[
+            "-o",
+            "run2",
+            "--engine",
+            "vllm",
+            "--no-gpu",
+            "--url",
+            &url(port),
+            "--serve",
+            &through_shell,
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(code(&out), Some(1), "{}", shown(&out));
+    assert_says(
+        &out,
+        "[T12] TRIPWIRE-FAILED  could not start: the server exited with code 127 (command not found) before it was ready",
+    );
     assert_none_left(port);
 }
 

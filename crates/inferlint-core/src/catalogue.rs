@@ -6,8 +6,11 @@
 //! `docs/tripwires.md` is generated from it by [`tripwires_markdown`] (`cargo xtask docs`),
 //! so the terminal, the report and the docs cannot drift apart.
 
+use serde_json::Value;
+
 use crate::engine::Engine;
-use crate::status::{Status, Tripwire};
+use crate::fmt;
+use crate::status::{CheckResult, Status, Tripwire};
 
 /// One tripwire as a user meets it.
 #[derive(Debug)]
@@ -116,6 +119,77 @@ pub fn render_explain(info: &TripwireInfo, only_engine: Option<Engine>, width: u
         out.push_str(&format!("{INDENT}Check:\n{INDENT}  {}\n", info.command));
     }
     out
+}
+
+/// "Why it matters" for one result, in the run's own numbers. The catalogue's `why` is
+/// written for every run, and some of it uses the recorded runs' numbers as examples
+/// ("if the server never ran more than 10 of 32"); beside a finding those would read as
+/// this run's. So where a finding's evidence holds the numbers they are used, and where it
+/// does not the text speaks of no number at all.
+pub fn why_in_run(result: &CheckResult) -> String {
+    let number = |key: &str| result.evidence.get(key).and_then(Value::as_f64);
+    let failed = result.status == Status::Fail;
+    match result.tripwire.number() {
+        1 => match number("preemptions").filter(|k| failed && *k > 0.0) {
+            Some(k) => format!(
+                "Each of the {} evictions repeated prefill work and stalled the evicted request, so throughput, time per output token and tail latency were measured on a server that spent part of the run redoing work. Such a run shows the memory pressure of its setup rather than the engine's steady speed, and is not comparable with a run that did not preempt.",
+                fmt::thousands_f(k)
+            ),
+            None => get(result.tripwire).why.to_owned(),
+        },
+        5 => {
+            let block = number("block_size").map_or_else(
+                || "block size".to_owned(),
+                |b| format!("{}-token block size", fmt::thousands_f(b)),
+            );
+            format!(
+                "KV memory is handed out in whole blocks, so a request holds a multiple of the {block}. Fewer requests fit than the pool size divided by the request length suggests, capacity falls in large steps as answers grow (T9), and a pool quoted in tokens overstates what the load can use."
+            )
+        }
+        8 => match (number("requested"), number("peak_running")) {
+            (Some(n), Some(peak)) if failed => {
+                let (n, peak) = (fmt::g(n), fmt::g(peak));
+                format!(
+                    "Results are reported and compared by concurrency. The server never ran more than {peak} of {n}, so this run measured concurrency {peak} behind a queue: time to first token includes the wait in the queue, the speed per request is that of a batch of {peak}, and a curve of throughput against concurrency flattens for a reason that has nothing to do with the engine's batching."
+                )
+            }
+            _ => "Results are reported and compared by concurrency. If the server runs fewer requests at once than the load keeps open, the run measures that lower concurrency behind a queue: time to first token includes the wait in the queue, the speed per request is that of the smaller batch, and a curve of throughput against concurrency flattens for a reason that has nothing to do with the engine's batching.".to_owned(),
+        },
+        9 => match (number("ceiling_min"), number("ceiling_max")) {
+            (Some(lo), Some(hi)) if lo < hi => format!(
+                "A single maximum-concurrency figure describes one moment of the run: here between {} and {} requests fit as answers grew, so more ran early and fewer late, and the mix of the two set throughput and latency. Runs with different output lengths are not comparable at the same nominal concurrency.",
+                fmt::g(lo),
+                fmt::g(hi)
+            ),
+            _ => get(result.tripwire).why.to_owned(),
+        },
+        10 => match (
+            number("span_s"),
+            number("integer_second_span_s"),
+            number("integer_second_error"),
+        ) {
+            (Some(span), Some(whole), Some(error)) => format!(
+                "On a short run a truncated second is a large error: this run's {span:.2} s read as {} s would change the rate by {}, and on a 10-second run the error can reach 10%. Differences between versions or settings smaller than that are noise.",
+                fmt::g(whole),
+                fmt::signed_percent(error, 2)
+            ),
+            _ => "On a short run a truncated second is a large error: on a 10-second run it can reach 10%. Differences between versions or settings smaller than that are noise.".to_owned(),
+        },
+        14 => {
+            let usable = number("inferred_usable_blocks");
+            let reported = number("reported_num_gpu_blocks");
+            let example = match (usable, reported) {
+                (Some(u), Some(r)) if result.status == Status::Pass => {
+                    format!(": here {} usable, not {}", fmt::thousands_f(u), fmt::thousands_f(r))
+                }
+                _ => String::new(),
+            };
+            format!(
+                "Capacity worked out from the block count in the boot log is one block too high{example}, and with large blocks on a small pool one block is a large share. The check also guards the meaning of the usage gauge that T9 and the report rely on: a different denominator means the gauge changed in this version or the recording came from another start."
+            )
+        }
+        _ => get(result.tripwire).why.to_owned(),
+    }
 }
 
 /// Greedy word wrap: every line starts with `indent` and stays within `width` characters,
@@ -907,6 +981,49 @@ static CATALOGUE: [TripwireInfo; 15] = [
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Beside a finding, "why it matters" speaks of this run's numbers, never of the
+    /// recorded runs' examples.
+    #[test]
+    fn why_in_run_uses_the_runs_own_numbers() {
+        let capped = CheckResult::new(
+            Tripwire::T8,
+            Status::Fail,
+            "requested 32 concurrent, server never ran more than 1",
+        )
+        .with("requested", 32)
+        .with("peak_running", 1.0);
+        let why = why_in_run(&capped);
+        assert!(why.contains("never ran more than 1 of 32"), "{why}");
+        assert!(!why.contains("10 of 32"), "{why}");
+        let unknown = CheckResult::new(Tripwire::T8, Status::Unknown, "lagging gauge")
+            .with("requested", 64)
+            .with("peak_running", 32.0);
+        let why = why_in_run(&unknown);
+        assert!(!why.chars().any(|c| c.is_ascii_digit()), "{why}");
+        let t10 = CheckResult::new(Tripwire::T10, Status::Pass, "rate")
+            .with("span_s", 119.554)
+            .with("integer_second_span_s", 119)
+            .with("integer_second_error", 0.0046);
+        assert!(why_in_run(&t10)
+            .contains("this run's 119.55 s read as 119 s would change the rate by +0.46%"));
+        let t14 = CheckResult::new(Tripwire::T14, Status::Pass, "gauge")
+            .with("reported_num_gpu_blocks", 48)
+            .with("inferred_usable_blocks", 47);
+        assert!(why_in_run(&t14).contains("here 47 usable, not 48"));
+        // Generic text holds no example number where the evidence has none.
+        for t in [5, 8, 10, 14] {
+            let bare = CheckResult::new(Tripwire::new(t).unwrap(), Status::Unknown, "");
+            let why = why_in_run(&bare);
+            assert!(
+                !why.contains("93")
+                    && !why.contains("784")
+                    && !why.contains(" 42 ")
+                    && !why.contains("10 of 32"),
+                "T{t}: {why}"
+            );
+        }
+    }
 
     #[test]
     fn fifteen_entries_in_order_with_unique_slugs() {

@@ -3,8 +3,20 @@
 //!
 //! Version 1 is the shape the established Python tool prints: a JSON array (indent 1) of
 //! `{"tripwire", "status", "message", "evidence"}` objects, status one of `pass`, `warn`,
-//! `fail`, `unknown`, `not_applicable`. A change that removes or renames a key or a status
-//! word bumps [`JSON_CONTRACT_VERSION`].
+//! `fail`, `unknown`, `not_applicable`.
+//!
+//! Version 2 keeps that array, its order and every key, so that a script written for the
+//! established tool reads it unchanged, and adds:
+//! - a fifth key, `advice`: an array of strings, what to change in the engine's own
+//!   setting names and the run's numbers (empty when the run gives none);
+//! - a sixth status word, `not_checked`: a tripwire the command covers but could not
+//!   check because an input was missing. Such entries come after every verdict; their
+//!   `message` says what is needed and `evidence.needs` names the inputs. They change
+//!   neither the exit status nor a count of verdicts, so a script that keeps only the
+//!   statuses it knows sees exactly the verdicts the established tool would print.
+//!
+//! A change that removes or renames a key or a status word, or adds a status word, bumps
+//! [`JSON_CONTRACT_VERSION`].
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -12,7 +24,7 @@ use serde_json::{Map, Value};
 use crate::status::CheckResult;
 
 /// The version of the `--json` result shape.
-pub const JSON_CONTRACT_VERSION: u32 = 1;
+pub const JSON_CONTRACT_VERSION: u32 = 2;
 
 #[derive(Serialize)]
 struct JsonResult<'a> {
@@ -20,17 +32,24 @@ struct JsonResult<'a> {
     status: &'static str,
     message: &'a str,
     evidence: &'a Map<String, Value>,
+    advice: &'a [String],
 }
 
-/// The results as the `--json` array, with a trailing newline.
+/// The results as the `--json` array, with a trailing newline. Not-checked entries are
+/// moved after every verdict (keeping their order), as the contract promises.
 pub fn results_json(results: &[CheckResult]) -> String {
-    let items: Vec<JsonResult<'_>> = results
+    let (verdicts, not_checked): (Vec<&CheckResult>, Vec<&CheckResult>) = results
         .iter()
+        .partition(|r| r.status != crate::status::Status::NotChecked);
+    let items: Vec<JsonResult<'_>> = verdicts
+        .into_iter()
+        .chain(not_checked)
         .map(|r| JsonResult {
             tripwire: r.tripwire.to_string(),
             status: r.status.json_word(),
             message: &r.message,
             evidence: &r.evidence,
+            advice: &r.advice,
         })
         .collect();
     let mut text = to_indent1(&items);
@@ -59,12 +78,55 @@ mod tests {
         let r = CheckResult::new(Tripwire::T1, Status::NotApplicable, "m").with("preemptions", 2.0);
         let v: Value = serde_json::from_str(&results_json(&[r])).unwrap();
         let o = v[0].as_object().unwrap();
+        // The established tool's four keys first and in its order; version 2 adds one.
         assert_eq!(
             o.keys().collect::<Vec<_>>(),
-            ["tripwire", "status", "message", "evidence"]
+            ["tripwire", "status", "message", "evidence", "advice"]
         );
         assert_eq!(o["tripwire"], "T1");
         assert_eq!(o["status"], "not_applicable");
         assert_eq!(o["evidence"]["preemptions"], 2.0);
+        assert_eq!(o["advice"], serde_json::json!([]));
+        assert_eq!(JSON_CONTRACT_VERSION, 2);
+    }
+
+    /// A script written for the established tool keeps the statuses it knows; what it
+    /// keeps must be exactly the verdicts, in their order, never a not-checked entry.
+    #[test]
+    fn not_checked_entries_follow_every_verdict() {
+        let mut fail = CheckResult::new(Tripwire::T8, Status::Fail, "held back");
+        fail.advice.push("raise --max-num-seqs to 32".into());
+        let results = [
+            CheckResult::new(Tripwire::T12, Status::Pass, "no failure in log"),
+            CheckResult::not_checked(
+                Tripwire::T15,
+                "needs the load tool's result file",
+                &["bench_result"],
+            ),
+            fail,
+        ];
+        let v: Value = serde_json::from_str(&results_json(&results)).unwrap();
+        let items = v.as_array().unwrap();
+        let pairs: Vec<(&str, &str)> = items
+            .iter()
+            .map(|r| {
+                (
+                    r["tripwire"].as_str().unwrap(),
+                    r["status"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            pairs,
+            [("T12", "pass"), ("T8", "fail"), ("T15", "not_checked")]
+        );
+        assert_eq!(items[1]["advice"][0], "raise --max-num-seqs to 32");
+        assert_eq!(items[2]["evidence"]["needs"][0], "bench_result");
+        let known = ["pass", "warn", "fail", "unknown", "not_applicable"];
+        let kept = items
+            .iter()
+            .filter(|r| known.contains(&r["status"].as_str().unwrap()))
+            .count();
+        assert_eq!(kept, 2);
     }
 }

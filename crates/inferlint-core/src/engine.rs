@@ -134,6 +134,59 @@ pub struct EngineDescriptor {
     pub gauges_hint: Option<&'static str>,
     /// The flag that caps how many requests run at once.
     pub running_cap_flag: &'static str,
+    /// The settings advice names, as a user of this engine writes them.
+    pub tuning: Tuning,
+}
+
+/// One engine setting as advice names it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Setting {
+    /// How a user writes it: a command-line flag (`--gpu-memory-utilization`), or a key
+    /// of the `--config` YAML file (`kv_cache_config.free_gpu_memory_fraction`).
+    pub written: &'static str,
+    /// The name under which the boot log prints its value (`gpu_memory_utilization`).
+    pub key: &'static str,
+    /// The engine's default, where it is a fixed number.
+    pub default: Option<f64>,
+    /// Set in the `--config` YAML file rather than on the command line.
+    pub yaml: bool,
+}
+
+impl Setting {
+    /// `` `--max-num-seqs` ``, or `` `max_batch_size` in the --config YAML ``.
+    pub fn shown(&self) -> String {
+        if self.yaml {
+            format!("`{}` in the --config YAML", self.written)
+        } else {
+            format!("`{}`", self.written)
+        }
+    }
+}
+
+/// What makes an engine admit only requests it will not have to evict.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum NoEviction {
+    /// Nothing but a lower running limit (vLLM): admit only as many as fit at full length.
+    LowerRunningLimit,
+    /// A number to raise: the higher, the fewer requests admitted at once.
+    Raise(Setting),
+    /// A setting to give a value.
+    Set {
+        setting: Setting,
+        value: &'static str,
+    },
+}
+
+/// The settings that size an engine's KV cache and its running batch, as data, so that
+/// advice names each engine's own (vLLM and SGLang flags, TensorRT-LLM YAML keys).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tuning {
+    /// The share of GPU memory that sets the KV cache's size.
+    pub memory_fraction: Setting,
+    /// The most requests run at once.
+    pub max_running: Setting,
+    /// How to stop evictions (preemptions, retractions, pauses) at the source.
+    pub no_eviction: NoEviction,
 }
 
 impl EngineDescriptor {
@@ -196,6 +249,21 @@ pub static VLLM: EngineDescriptor = EngineDescriptor {
         "vLLM serves them at /metrics without a flag; check that the address is the server's",
     gauges_hint: None,
     running_cap_flag: "--max-num-seqs",
+    tuning: Tuning {
+        memory_fraction: Setting {
+            written: "--gpu-memory-utilization",
+            key: "gpu_memory_utilization",
+            default: Some(0.9),
+            yaml: false,
+        },
+        max_running: Setting {
+            written: "--max-num-seqs",
+            key: "max_num_seqs",
+            default: None,
+            yaml: false,
+        },
+        no_eviction: NoEviction::LowerRunningLimit,
+    },
 };
 
 pub static SGLANG: EngineDescriptor = EngineDescriptor {
@@ -230,6 +298,28 @@ pub static SGLANG: EngineDescriptor = EngineDescriptor {
     metrics_hint: "start SGLang with --enable-metrics",
     gauges_hint: None,
     running_cap_flag: "--max-running-requests",
+    tuning: Tuning {
+        memory_fraction: Setting {
+            written: "--mem-fraction-static",
+            key: "mem_fraction_static",
+            default: None,
+            yaml: false,
+        },
+        max_running: Setting {
+            written: "--max-running-requests",
+            key: "max_running_requests",
+            default: None,
+            yaml: false,
+        },
+        // SGLang's tuning guide: frequent retractions call for a higher
+        // `--schedule-conservativeness` (1.0 by default).
+        no_eviction: NoEviction::Raise(Setting {
+            written: "--schedule-conservativeness",
+            key: "schedule_conservativeness",
+            default: Some(1.0),
+            yaml: false,
+        }),
+    },
 };
 
 pub static TRTLLM: EngineDescriptor = EngineDescriptor {
@@ -264,6 +354,31 @@ pub static TRTLLM: EngineDescriptor = EngineDescriptor {
     metrics_hint: "put 'return_perf_metrics: true' and 'enable_iter_perf_stats: true' in the YAML file given to trtllm-serve --config; it then serves them at /prometheus/metrics",
     gauges_hint: Some("TensorRT-LLM serves its running, waiting and KV gauges only with 'enable_iter_perf_stats: true' in the YAML file given to trtllm-serve --config"),
     running_cap_flag: "--max-running-requests",
+    tuning: Tuning {
+        memory_fraction: Setting {
+            written: "kv_cache_config.free_gpu_memory_fraction",
+            key: "free_gpu_memory_fraction",
+            default: Some(0.9),
+            yaml: true,
+        },
+        max_running: Setting {
+            written: "max_batch_size",
+            key: "max_batch_size",
+            default: None,
+            yaml: true,
+        },
+        // Under MAX_UTILIZATION the scheduler pauses running requests when the cache
+        // fills; GUARANTEED_NO_EVICT admits a request only when its whole output fits.
+        no_eviction: NoEviction::Set {
+            setting: Setting {
+                written: "scheduler_config.capacity_scheduler_policy",
+                key: "capacity_scheduler_policy",
+                default: None,
+                yaml: true,
+            },
+            value: "GUARANTEED_NO_EVICT",
+        },
+    },
 };
 
 #[cfg(test)]

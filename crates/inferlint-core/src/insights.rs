@@ -1,27 +1,31 @@
-//! "What limited this run": at most three plain sentences that say what held a run back,
-//! printed by `report` after the verdict lines and shown first in the HTML report.
+//! "What limited this run": plain sentences that say what held a run back, printed by
+//! `report` after the verdict lines and shown first in the HTML report.
 //!
 //! The verdicts say what went wrong with the measurement; these sentences say what the
-//! numbers mean for the load: whether the KV cache could hold it, whether the server ran
-//! as many requests at once as the load sent, how long requests waited to start, and how
-//! many were busy on average. Each sentence is either a limit (something held the run
-//! back) or an ok finding; both are returned, in the order cache (or concurrency),
-//! waiting, pace.
+//! numbers mean for the load. They lead with the consequence of every failed tripwire,
+//! in order of how much it changes the numbers: a server that failed (no number from the
+//! run describes the engine), another server or other traffic (the numbers describe
+//! another load), an attention backend other than the one asked for (another kernel),
+//! the load against the cache (the concurrency measured, and work repeated by
+//! preemption), a usage gauge whose meaning changed. Then come the ok findings and the
+//! rest: whether the cache held the load, how long requests waited to start, which
+//! throughput is the run's, and how many requests were busy on average.
 //!
 //! Counters compared across a restart mean nothing, so a run whose server restarted
-//! between its two readings gets no sentences at all.
+//! between its two readings gets no sentences at all; a run that was not a benchmark gets
+//! one sentence saying so.
 
 use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::checks::boot::DEFAULT_BLOCK_SIZE;
-use crate::checks::counters::{counter_delta, histogram_mean, restart_between};
+use crate::advice::{block_size, hybrid, preempted};
+use crate::checks::counters::{counter_delta, histogram_mean, out_of_order, restart_between};
 use crate::checks::series::cap_reason;
-use crate::engine::{Engine, EngineDescriptor};
+use crate::engine::EngineDescriptor;
 use crate::fmt;
 use crate::model::{BenchResult, BootFacts, Snapshot};
-use crate::run::Run;
+use crate::run::{not_a_benchmark, Run};
 use crate::status::{CheckResult, Status, Tripwire};
 
 /// The label vLLM and TensorRT-LLM put on their success counter.
@@ -30,10 +34,6 @@ const FINISHED_REASON_LABEL: &str = "finished_reason";
 /// The finish reasons in the order a report lists them; reasons outside this list follow
 /// in alphabetical order, so a new one is shown rather than dropped.
 const FINISHED_REASONS: &[&str] = &["length", "stop", "repetition", "abort", "error"];
-
-/// A model whose attention block is larger than this pads its KV pages to a Mamba (or
-/// linear-attention) state, so tokens-per-request arithmetic says nothing about it.
-const HYBRID_BLOCK_ABOVE: u64 = 64;
 
 /// A run kept its requests busy when this share of the load ran on average.
 const BUSY_SHARE: f64 = 0.9;
@@ -49,7 +49,8 @@ const LONG_WAIT_MS: f64 = 2000.0;
 pub struct Insight {
     /// True for a limit (something held the run back); false for an ok finding.
     pub limit: bool,
-    /// `cache`, `concurrency`, `waiting` or `pace`.
+    /// `benchmark`, `server`, `traffic`, `backend`, `cache`, `concurrency`, `preemption`,
+    /// `gauge`, `waiting`, `throughput` or `pace`.
     pub key: &'static str,
     pub title: String,
     pub text: String,
@@ -112,7 +113,7 @@ pub fn counter_summary(
     before: &Snapshot,
     after: &Snapshot,
 ) -> Option<CounterSummary> {
-    if restart_between(before, after).is_some() {
+    if restart_between(before, after).is_some() || out_of_order(before, after).is_some() {
         return None;
     }
     let delta = |name: &str| counter_delta(engine, before, after, name);
@@ -167,9 +168,20 @@ fn finished_by_reason(name: &str, before: &Snapshot, after: &Snapshot) -> Vec<(S
         .collect()
 }
 
-/// What limited the run, in order: the cache sentence (or, without one, the concurrency
-/// sentence), then waiting, then pace. At most three; none after a restart.
+/// What limited the run: every failed tripwire's consequence first, most consequential
+/// first, then whether the cache held the load, waiting, and throughput with pace. None
+/// after a restart; one sentence for a run that was not a benchmark.
 pub fn what_limited(run: &Run, results: &[CheckResult]) -> Vec<Insight> {
+    if let Some(reason) = not_a_benchmark(run) {
+        return vec![Insight::limit(
+            "benchmark",
+            "This run was not a benchmark",
+            format!(
+                "{}, so no number from it describes a load. Make the load send its requests, then run it again.",
+                capitalised(&reason)
+            ),
+        )];
+    }
     let summary = match (&run.before, &run.after) {
         (Some(before), Some(after)) => match counter_summary(run.engine, before, after) {
             Some(summary) => Some(summary),
@@ -178,11 +190,103 @@ pub fn what_limited(run: &Run, results: &[CheckResult]) -> Vec<Insight> {
         _ => None,
     };
     let load = Load::new(run, results, summary);
-    let first = load.cache().or_else(|| load.concurrency());
-    [first, load.waiting(), load.pace()]
-        .into_iter()
-        .flatten()
-        .collect()
+    let failed = |tripwire: Tripwire| {
+        results
+            .iter()
+            .find(|r| r.tripwire == tripwire && r.status == Status::Fail)
+    };
+    let mut insights = Vec::new();
+    insights.extend(server_failed(results));
+    insights.extend(failed(Tripwire::T13).map(|r| {
+        Insight::limit(
+            "server",
+            "Another server answered",
+            format!(
+                "{}. Every number from this run may belong to that server, not to the one the setup describes.",
+                capitalised(&r.message)
+            ),
+        )
+    }));
+    insights.extend(failed(Tripwire::T15).map(|r| {
+        Insight::limit(
+            "traffic",
+            "The load tool and the server counted different runs",
+            format!(
+                "{}. The load tool's latencies and the server's counters then describe a mixed load, not this one.",
+                capitalised(&r.message)
+            ),
+        )
+    }));
+    insights.extend(failed(Tripwire::T6).map(|r| {
+        Insight::limit(
+            "backend",
+            "The run used another attention backend than the one asked for",
+            format!(
+                "{}. Its numbers measure that backend's kernels, not the ones its label names.",
+                capitalised(&r.message)
+            ),
+        )
+    }));
+    let cache = load.cache();
+    let (cache_limit, cache_ok) = match cache {
+        Some(c) if c.limit => (Some(c), None),
+        other => (None, other),
+    };
+    // The cache and concurrency sentences name the preemptions too; without either, the
+    // preemptions get a sentence of their own.
+    match cache_limit.or_else(|| load.concurrency()) {
+        Some(limit) => insights.push(limit),
+        None => insights.extend(load.preemption()),
+    }
+    insights.extend(failed(Tripwire::T14).map(|r| {
+        Insight::limit(
+            "gauge",
+            "The KV usage gauge does not mean what it should",
+            format!(
+                "{}. The charts and the ceiling (T9) read that gauge, so take them as approximate.",
+                capitalised(&r.message)
+            ),
+        )
+    }));
+    insights.extend(cache_ok);
+    insights.extend(load.waiting());
+    match load.pace(results) {
+        Some(pace) => insights.push(pace),
+        None => insights.extend(
+            load.throughput(results)
+                .map(|text| Insight::ok("throughput", "Which throughput is the run's", text)),
+        ),
+    }
+    insights
+}
+
+/// The server failed (T12 before it was ready, T7 after): no number describes it.
+fn server_failed(results: &[CheckResult]) -> Option<Insight> {
+    let r = results.iter().find(|r| {
+        r.status == Status::Fail && (r.tripwire == Tripwire::T12 || r.tripwire == Tripwire::T7)
+    })?;
+    let when = if r.tripwire == Tripwire::T7 {
+        "after it was ready"
+    } else {
+        "before it was ready"
+    };
+    Some(Insight::limit(
+        "server",
+        format!("The server failed {when}"),
+        format!(
+            "{}. Requests sent to it failed or never ran, so no number from this run describes the engine: fix the cause and run again.",
+            capitalised(&r.message)
+        ),
+    ))
+}
+
+/// The text with its first letter in upper case, for a message that starts a sentence.
+fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
 }
 
 /// The terminal block `report` prints after the verdict lines; empty without insights.
@@ -273,24 +377,15 @@ impl<'a> Load<'a> {
         }
     }
 
-    /// The KV block size requests are allocated in: the page size, else the attention
-    /// block size, else the engine's default where it has one.
+    /// The KV block size requests are allocated in.
     fn block_size(&self) -> Option<u64> {
-        let boot = self.boot?;
-        boot.page_size
-            .or(boot.attention_block_size)
-            .or_else(|| default_block_size(self.engine))
-            .filter(|b| *b > 0)
+        block_size(self.engine, self.boot?)
     }
 
-    /// A hybrid (attention plus Mamba) model: its cache holds per-request state as well
-    /// as tokens, so the tokens-per-request arithmetic does not describe it.
+    /// A hybrid (attention plus Mamba) model: the tokens-per-request arithmetic does not
+    /// describe its cache.
     fn hybrid(&self) -> bool {
-        self.boot.is_some_and(|b| {
-            b.running_cap_reason.is_some()
-                || b.attention_block_size
-                    .is_some_and(|s| s > HYBRID_BLOCK_ABOVE)
-        })
+        self.boot.is_some_and(hybrid)
     }
 
     /// Whether the cache could hold every request of the load at full length.
@@ -370,10 +465,20 @@ impl<'a> Load<'a> {
     fn preempted_requests(&self, count: f64) -> String {
         format!(
             "{} {} running request{}",
-            preempted_verb(self.engine.preemption_word),
+            preempted(self.engine),
             fmt::g(count),
             fmt::plural(count)
         )
+    }
+
+    /// T1 failed and no cache or concurrency sentence said so: what the evictions did.
+    fn preemption(&self) -> Option<Insight> {
+        let k = self.preempted?;
+        Some(Insight::limit(
+            "preemption",
+            format!("The server {}", self.preempted_requests(k)),
+            "Each was evicted from the KV cache and later recomputed from its prompt, so throughput, time per output token and tail latency include repeated work: the run shows its memory pressure, not the engine's steady speed.",
+        ))
     }
 
     /// The server ran fewer at once than the load sent (T8 failed).
@@ -478,17 +583,94 @@ impl<'a> Load<'a> {
     }
 
     /// How many of the open requests were busy on average: from the recording where it
-    /// can say, else from the load tool's throughput and time per output token.
-    fn pace(&self) -> Option<Insight> {
+    /// can say, else from the load tool's throughput and time per output token. Where
+    /// the load tool measured a throughput, the sentence says which number is the run's.
+    fn pace(&self, results: &[CheckResult]) -> Option<Insight> {
         let n = self.open?;
         match self.busy_mean_running {
-            Some(average) => Some(self.pace_from_recording(n, average)),
-            None => self.pace_from_client(n),
+            Some(average) => Some(self.pace_from_recording(n, average, results)),
+            None => self.pace_from_client(n, results),
         }
     }
 
-    fn pace_from_recording(&self, n: u64, average: f64) -> Insight {
-        let client_rate = self.bench.and_then(|b| b.output_throughput);
+    /// Which throughput to publish: the load tool's, over its own timed requests; and
+    /// why T10's differs (the span between the readings holds time and requests the
+    /// load tool did not time).
+    fn throughput(&self, results: &[CheckResult]) -> Option<String> {
+        let bench = self.bench?;
+        let rate = bench
+            .output_throughput
+            .filter(|r| r.is_finite() && *r > 0.0)?;
+        let mut text = format!(
+            "The run's throughput is the load tool's {} output tokens/s",
+            fmt::thousands_f(rate)
+        );
+        match (bench.completed, bench.duration) {
+            (Some(done), Some(seconds)) if seconds > 0.0 => text.push_str(&format!(
+                ", over its {done} timed request{} in {seconds:.1} s",
+                fmt::plural(done as f64)
+            )),
+            (Some(done), _) => text.push_str(&format!(
+                ", over its {done} timed request{}",
+                fmt::plural(done as f64)
+            )),
+            _ => {}
+        }
+        text.push('.');
+        let t10 = results
+            .iter()
+            .find(|r| r.tripwire == Tripwire::T10 && r.status == Status::Pass);
+        let number = |key: &str| {
+            t10.and_then(|r| r.evidence.get(key))
+                .and_then(Value::as_f64)
+        };
+        let (Some(server_rate), Some(span)) = (number("rate_per_s"), number("span_s")) else {
+            return Some(text);
+        };
+        text.push_str(&format!(
+            " T10's {server_rate:.2} tokens/s is the server's count over the {span:.1} s between the two readings"
+        ));
+        let mut reasons = Vec::new();
+        if let Some(seconds) = bench.duration.filter(|d| span - d >= 0.05) {
+            reasons.push(format!(
+                "{:.1} s the load tool did not time (its start, warm-up and wind-down)",
+                span - seconds
+            ));
+        }
+        let extra_tokens = match (number("tokens"), bench.total_output_tokens) {
+            (Some(server), Some(client)) => server - client as f64,
+            _ => 0.0,
+        };
+        if extra_tokens >= 1.0 {
+            let extra_requests = results
+                .iter()
+                .find(|r| r.tripwire == Tripwire::T15)
+                .and_then(|r| r.evidence.get("extra_requests"))
+                .and_then(Value::as_f64)
+                .filter(|n| *n >= 1.0);
+            reasons.push(match extra_requests {
+                Some(k) => format!(
+                    "{} output tokens of {} untimed request{} (test or warm-up)",
+                    fmt::thousands_f(extra_tokens),
+                    fmt::g(k),
+                    fmt::plural(k)
+                ),
+                None => format!(
+                    "{} output tokens the load tool did not count",
+                    fmt::thousands_f(extra_tokens)
+                ),
+            });
+        }
+        if reasons.is_empty() {
+            text.push_str(", not over the load tool's own timing.");
+        } else {
+            text.push_str(&format!(", which also hold {}.", reasons.join(" and ")));
+        }
+        Some(text)
+    }
+
+    fn pace_from_recording(&self, n: u64, average: f64, results: &[CheckResult]) -> Insight {
+        let client_rate = self.throughput(results);
         let server_rate = match (
             self.summary.as_ref().and_then(|s| s.output_tokens),
             self.busy_seconds,
@@ -497,9 +679,8 @@ impl<'a> Load<'a> {
             _ => None,
         };
         let text = match (client_rate, server_rate) {
-            (Some(rate), _) => format!(
-                "The load kept {n} requests open; the server's recording shows {average:.1} running on average while it was busy. The load tool measured {} output tokens/s over the whole run.",
-                fmt::thousands_f(rate)
+            (Some(throughput), _) => format!(
+                "The load kept {n} requests open; the server's recording shows {average:.1} running on average while it was busy. {throughput}"
             ),
             (None, Some(rate)) => format!(
                 "The load kept {n} requests open; while the server was busy, its recording shows {average:.1} running on average and {} output tokens/s.",
@@ -514,7 +695,7 @@ impl<'a> Load<'a> {
 
     /// Without a usable recording: requests part-way through their output, on average,
     /// are the output rate times the time each output token took (Little's law).
-    fn pace_from_client(&self, n: u64) -> Option<Insight> {
+    fn pace_from_client(&self, n: u64, results: &[CheckResult]) -> Option<Insight> {
         let rate = self.bench?.output_throughput?;
         let tpot_ms = self
             .bench
@@ -524,9 +705,12 @@ impl<'a> Load<'a> {
         let tpot_s = tpot_ms / 1000.0;
         let average = (rate * tpot_s).min(n as f64);
         let rate_text = fmt::thousands_f(rate);
-        let mut text = format!(
-            "The load tool measured {rate_text} output tokens/s over the whole run. From its first token to its last, a request took {tpot_ms:.1} ms per token (TPOT), so on average {average:.1} of the {n} requests the load kept open were in that stretch ({rate_text} x {tpot_s:.4} s), including any paused mid-output."
-        );
+        let mut text = self.throughput(results).unwrap_or_else(|| {
+            format!("The load tool measured {rate_text} output tokens/s over the whole run.")
+        });
+        text.push_str(&format!(
+            " From its first token to its last, a request took {tpot_ms:.1} ms per token (TPOT), so on average {average:.1} of the {n} requests the load kept open were in that stretch ({rate_text} x {tpot_s:.4} s), including any paused mid-output."
+        ));
         if self.engine.gauges_lag {
             text.push_str(&format!(
                 " {} updates its running gauge only when a request completes, so the recording does not give the number running.",
@@ -565,25 +749,6 @@ fn pace_insight(n: u64, average: f64, doing: &str, text: String) -> Insight {
             ),
             text,
         )
-    }
-}
-
-/// The block size an engine uses when its log prints none. Only vLLM leaves it out (its
-/// default is [`DEFAULT_BLOCK_SIZE`]); SGLang and TensorRT-LLM print their page size.
-// The engine tables have no field for this yet; it belongs there.
-fn default_block_size(engine: &EngineDescriptor) -> Option<u64> {
-    (engine.engine == Engine::Vllm).then_some(DEFAULT_BLOCK_SIZE)
-}
-
-/// The engine's word for a preemption as a past-tense verb: `preemption` -> `preempted`,
-/// `retraction` -> `retracted`, `pause` -> `paused`.
-fn preempted_verb(word: &str) -> String {
-    if let Some(stem) = word.strip_suffix("ion") {
-        format!("{stem}ed")
-    } else if word.ends_with('e') {
-        format!("{word}d")
-    } else {
-        format!("{word}ed")
     }
 }
 
@@ -694,6 +859,7 @@ mod tests {
             bench: bench.map(|b| ("bench.json".into(), b)),
             expected_extra_requests: 0,
             requested: Some(32),
+            load_failure: None,
         }
     }
 
@@ -904,6 +1070,128 @@ mod tests {
         );
     }
 
+    /// Without the concurrency asked for there is no cache or concurrency sentence, but
+    /// T1 still failed: its consequence must lead, not vanish behind the queue.
+    #[test]
+    fn a_failed_preemption_check_leads_without_the_concurrency_asked_for() {
+        let mut run = vllm_028_live();
+        run.requested = None;
+        let results = check_run(&run);
+        assert!(results
+            .iter()
+            .any(|r| r.tripwire == Tripwire::T1 && r.status == Status::Fail));
+        let insights = what_limited(&run, &results);
+        assert_eq!(
+            titles_and_texts(&insights)[0],
+            (
+                true,
+                "preemption",
+                "The server preempted 22 running requests",
+                "Each was evicted from the KV cache and later recomputed from its prompt, so throughput, time per output token and tail latency include repeated work: the run shows its memory pressure, not the engine's steady speed."
+            )
+        );
+        assert_eq!(insights[1].key, "waiting");
+    }
+
+    /// Every failed tripwire's consequence comes first, the most consequential first:
+    /// a failed server, then other traffic, then the load against the cache.
+    #[test]
+    fn failed_tripwires_lead_in_order_of_consequence() {
+        let run = vllm_028_live();
+        let results = vec![
+            CheckResult::new(Tripwire::T8, Status::Fail, "held back").with("peak_running", 10.0),
+            CheckResult::new(
+                Tripwire::T15,
+                Status::Fail,
+                "the server finished 2 more requests than the load tool sent; other traffic shared the server during the run",
+            ),
+            CheckResult::new(
+                Tripwire::T7,
+                Status::Fail,
+                "cuda_error during serving: an illegal memory access was encountered",
+            ),
+            CheckResult::new(Tripwire::T1, Status::Fail, "22").with("preemptions", 22.0),
+        ];
+        let keys: Vec<&str> = what_limited(&run, &results).iter().map(|i| i.key).collect();
+        assert_eq!(
+            keys,
+            ["server", "traffic", "concurrency", "waiting", "pace"]
+        );
+        let first = &what_limited(&run, &results)[0];
+        assert_eq!(first.title, "The server failed after it was ready");
+        assert!(first
+            .text
+            .starts_with("Cuda_error during serving: an illegal memory access"));
+    }
+
+    /// A run whose server finished nothing between its readings measured no load: one
+    /// sentence says so, and none describes a load that did not happen.
+    #[test]
+    fn a_run_that_finished_nothing_is_not_a_benchmark() {
+        let idle: Vec<Counter> = vllm_028_live_counters()
+            .into_iter()
+            .map(|c| Counter {
+                after: c.before.unwrap_or(c.after),
+                ..c
+            })
+            .collect();
+        let mut run = vllm_028_live();
+        let (before, after) = readings(&idle);
+        run.before = Some(before);
+        run.after = Some(after);
+        let insights = insights_of(&run);
+        assert_eq!(insights.len(), 1);
+        assert_eq!(insights[0].key, "benchmark");
+        assert_eq!(
+            insights[0].text,
+            "The server finished no request between the before and the after reading, so no number from it describes a load. Make the load send its requests, then run it again."
+        );
+        let mut failed = vllm_028_live();
+        failed.load_failure = Some("the load command exited with code 1".into());
+        assert!(insights_of(&failed)[0]
+            .text
+            .starts_with("The load command exited with code 1, so"));
+    }
+
+    /// The load tool's rate is the run's; T10's differs because the span between the
+    /// readings holds time the load tool did not time and its untimed requests' tokens.
+    #[test]
+    fn throughput_names_the_runs_number_and_why_t10_differs() {
+        let mut run = vllm_028_live();
+        let mut counters = vllm_028_live_counters();
+        for c in &mut counters {
+            if c.name == VLLM.generation_tokens {
+                c.after += 1000.0;
+            }
+            if c.name == VLLM.request_success && c.labels == [("finished_reason", "length")] {
+                c.after += 1.0;
+            }
+        }
+        let (mut before, mut after) = readings(&counters);
+        before.t_mono_ns = Some(0);
+        after.t_mono_ns = Some(115_800_000_000);
+        run.before = Some(before);
+        run.after = Some(after);
+        run.expected_extra_requests = 1;
+        run.bench = Some((
+            "bench.json".into(),
+            BenchResult {
+                completed: Some(32),
+                total_input_tokens: Some(2816),
+                total_output_tokens: Some(32000),
+                output_throughput: Some(322.9),
+                duration: Some(99.1),
+                ..BenchResult::default()
+            },
+        ));
+        let pace = insights_of(&run).pop().expect("a pace sentence");
+        assert!(
+            pace.text.ends_with("The run's throughput is the load tool's 323 output tokens/s, over its 32 timed requests in 99.1 s. T10's 284.97 tokens/s is the server's count over the 115.8 s between the two readings, which also hold 16.7 s the load tool did not time (its start, warm-up and wind-down) and 1,000 output tokens of 1 untimed request (test or warm-up)."),
+            "{}",
+            pace.text
+        );
+    }
+
     #[test]
     fn terminal_lines_match_the_tutorial() {
         let lines = terminal_lines(&insights_of(&vllm_028_live()));
@@ -939,7 +1227,7 @@ mod tests {
                     true,
                     "pace",
                     "On average 17 of 32 requests ran at once",
-                    "The load kept 32 requests open; the server's recording shows 16.8 running on average while it was busy. The load tool measured 799 output tokens/s over the whole run."
+                    "The load kept 32 requests open; the server's recording shows 16.8 running on average while it was busy. The run's throughput is the load tool's 799 output tokens/s, over its 32 timed requests."
                 ),
             ]
         );
@@ -969,7 +1257,7 @@ mod tests {
                     false,
                     "pace",
                     "The run kept its requests busy",
-                    "The load tool measured 1,389 output tokens/s over the whole run. From its first token to its last, a request took 22.4 ms per token (TPOT), so on average 31.2 of the 32 requests the load kept open were in that stretch (1,389 x 0.0224 s), including any paused mid-output. TensorRT-LLM updates its running gauge only when a request completes, so the recording does not give the number running."
+                    "The run's throughput is the load tool's 1,389 output tokens/s, over its 32 timed requests. From its first token to its last, a request took 22.4 ms per token (TPOT), so on average 31.2 of the 32 requests the load kept open were in that stretch (1,389 x 0.0224 s), including any paused mid-output. TensorRT-LLM updates its running gauge only when a request completes, so the recording does not give the number running."
                 ),
             ]
         );
@@ -1022,7 +1310,7 @@ mod tests {
                     true,
                     "pace",
                     "On average 1 of 32 requests ran at once",
-                    "The load kept 32 requests open; the server's recording shows 1.0 running on average while it was busy. The load tool measured 54 output tokens/s over the whole run."
+                    "The load kept 32 requests open; the server's recording shows 1.0 running on average while it was busy. The run's throughput is the load tool's 54 output tokens/s, over its 32 timed requests."
                 ),
             ]
         );
@@ -1171,8 +1459,8 @@ mod tests {
 
     #[test]
     fn preemption_words_as_verbs() {
-        assert_eq!(preempted_verb(VLLM.preemption_word), "preempted");
-        assert_eq!(preempted_verb(SGLANG.preemption_word), "retracted");
-        assert_eq!(preempted_verb(TRTLLM.preemption_word), "paused");
+        assert_eq!(preempted(&VLLM), "preempted");
+        assert_eq!(preempted(&SGLANG), "retracted");
+        assert_eq!(preempted(&TRTLLM), "paused");
     }
 }

@@ -8,6 +8,7 @@
 //! function that a benchmark harness can call directly, and lets a new engine be added by
 //! writing a table.
 
+pub mod advice;
 pub mod catalogue;
 pub mod checks;
 pub mod contract;

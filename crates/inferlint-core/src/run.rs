@@ -1,11 +1,29 @@
 //! A whole run checked at once: which checks apply to what is present, in the order the
 //! `report` command and xray print them.
+//!
+//! Nothing vanishes: a tripwire the run's files could answer but whose input is missing
+//! comes back as [`Status::NotChecked`] naming what it needs, after every verdict. A run
+//! whose load sent no request (or failed) is "not a benchmark": its load-dependent
+//! tripwires are not checked, rather than judged on a run that did not happen.
 
+use crate::checks::counters::{counter_delta, out_of_order, restart_between};
 use crate::checks::series::SeriesStats;
 use crate::checks::{boot, series, snapshots};
 use crate::engine::EngineDescriptor;
 use crate::model::{BenchResult, BootFacts, Snapshot};
-use crate::status::{CheckResult, Status};
+use crate::status::{CheckResult, Status, Tripwire};
+
+/// The inputs a not-checked tripwire can name, as `evidence.needs` spells them.
+pub mod input {
+    pub const BOOT_LOG: &str = "boot_log";
+    pub const BEFORE: &str = "before";
+    pub const AFTER: &str = "after";
+    pub const SERIES: &str = "series";
+    pub const BENCH_RESULT: &str = "bench_result";
+    pub const REQUESTED: &str = "requested";
+    /// A load that sent requests: the run was not a benchmark.
+    pub const LOAD: &str = "load";
+}
 
 /// Whatever a run left, already read. Every part is optional.
 #[derive(Debug)]
@@ -22,6 +40,9 @@ pub struct Run {
     pub expected_extra_requests: u64,
     /// The concurrency the load asked for.
     pub requested: Option<u64>,
+    /// Why the load command failed (`the load command exited with code 1`), when the
+    /// caller ran it and it did.
+    pub load_failure: Option<String>,
 }
 
 impl Run {
@@ -81,16 +102,160 @@ pub fn series_checks(
         results.push(t14);
     }
     results.push(series::falling_ceiling(engine, stats, usable_blocks));
-    if let Some(n) = requested {
-        results.push(series::concurrency(engine, stats, n, boot));
+    match requested {
+        Some(0) => results.push(
+            CheckResult::new(
+                Tripwire::T8,
+                Status::Unknown,
+                "the concurrency asked for is 0; a load keeps at least 1 request open",
+            )
+            .with("requested", 0),
+        ),
+        Some(n) => results.push(series::concurrency(engine, stats, n, boot)),
+        None => results.push(CheckResult::not_checked(
+            Tripwire::T8,
+            "needs the concurrency the load asked for (--requested N, or the load tool's result file)",
+            &[input::REQUESTED],
+        )),
+    }
+    if engine.cache_info.is_some() && after.is_none() {
+        results.push(CheckResult::not_checked(
+            Tripwire::T14,
+            "needs the after reading, whose cache info holds the block count",
+            &[input::AFTER],
+        ));
     }
     results
 }
 
+/// Why the run is not a benchmark, if it is not: the load command failed, the load
+/// tool's result counts no completed request, or the server finished none between its
+/// readings (or, without readings, its recording shows none running).
+pub fn not_a_benchmark(run: &Run) -> Option<String> {
+    if let Some(failure) = &run.load_failure {
+        return Some(failure.clone());
+    }
+    if let Some((name, bench)) = &run.bench {
+        if bench.completed == Some(0) {
+            return Some(format!(
+                "the load tool's result file {name} counts no completed request"
+            ));
+        }
+    }
+    if let (Some(before), Some(after)) = (&run.before, &run.after) {
+        // Readings that cannot be compared say nothing here; their checks say why.
+        if restart_between(before, after).is_some() || out_of_order(before, after).is_some() {
+            return None;
+        }
+        let finished = counter_delta(run.engine, before, after, run.engine.request_success);
+        return (finished == Some(0.0)).then(|| {
+            "the server finished no request between the before and the after reading".to_owned()
+        });
+    }
+    // A lagging gauge can miss every request; only a live one shows that none ran.
+    let stats = run.series.as_ref().filter(|_| !run.engine.gauges_lag)?;
+    let idle = stats.running_readings > 0
+        && stats.peak_running == Some(0.0)
+        && stats.peak_in_flight.is_none_or(|p| p <= 0.0);
+    idle.then(|| "the recording shows no request running or waiting".to_owned())
+}
+
 /// Every check the run's files allow, in report order: boot checks, T15, T1, T10, then
-/// the series checks.
+/// the series checks; then each tripwire a missing input left unchecked, saying what it
+/// needs. Each result carries the advice the run's numbers give.
 pub fn check_run(run: &Run) -> Vec<CheckResult> {
+    let mut results = run_checks(run);
+    crate::advice::attach(run, &mut results);
+    results
+}
+
+fn run_checks(run: &Run) -> Vec<CheckResult> {
     let mut results = check_logs(&run.boots);
+    let mut missing = Vec::new();
+    if run.boots.is_empty() {
+        for tripwire in [Tripwire::T12, Tripwire::T5, Tripwire::T6] {
+            missing.push(CheckResult::not_checked(
+                tripwire,
+                "needs the server's boot log",
+                &[input::BOOT_LOG],
+            ));
+        }
+    }
+    if let Some(reason) = not_a_benchmark(run) {
+        for tripwire in [
+            Tripwire::T15,
+            Tripwire::T1,
+            Tripwire::T10,
+            Tripwire::T14,
+            Tripwire::T9,
+            Tripwire::T8,
+        ] {
+            if tripwire == Tripwire::T14 && run.engine.cache_info.is_none() {
+                results.push(series::not_applicable_t14(run.engine));
+                continue;
+            }
+            missing.push(
+                CheckResult::not_checked(
+                    tripwire,
+                    format!("not a benchmark: {reason}"),
+                    &[input::LOAD],
+                )
+                .with("not_a_benchmark", reason.as_str()),
+            );
+        }
+        results.extend(missing);
+        return results;
+    }
+    let readings = match (&run.before, &run.after) {
+        (Some(_), Some(_)) => None,
+        (Some(_), None) => Some(("needs the after reading too", vec![input::AFTER])),
+        (None, Some(_)) => Some(("needs the before reading too", vec![input::BEFORE])),
+        (None, None) => Some((
+            "needs the before and after readings",
+            vec![input::BEFORE, input::AFTER],
+        )),
+    };
+    match (&run.bench, &readings) {
+        (None, _) => missing.push(CheckResult::not_checked(
+            Tripwire::T15,
+            "needs the load tool's result file",
+            &[input::BENCH_RESULT],
+        )),
+        (Some(_), Some((needs, inputs))) => {
+            missing.push(CheckResult::not_checked(Tripwire::T15, *needs, inputs));
+        }
+        (Some(_), None) => {}
+    }
+    if let Some((needs, inputs)) = &readings {
+        for tripwire in [Tripwire::T1, Tripwire::T10] {
+            missing.push(CheckResult::not_checked(tripwire, *needs, inputs));
+        }
+    }
+    if run.series.is_none() {
+        if run.engine.cache_info.is_none() {
+            results.push(series::not_applicable_t14(run.engine));
+        } else {
+            missing.push(CheckResult::not_checked(
+                Tripwire::T14,
+                "needs a recording of the run",
+                &[input::SERIES],
+            ));
+        }
+        missing.push(CheckResult::not_checked(
+            Tripwire::T9,
+            "needs a recording of the run",
+            &[input::SERIES],
+        ));
+        let (needs, inputs): (&str, &[&str]) = if run.requested.is_some() {
+            ("needs a recording of the run", &[input::SERIES])
+        } else {
+            (
+                "needs a recording of the run and the concurrency the load asked for (--requested N, or the load tool's result file)",
+                &[input::SERIES, input::REQUESTED],
+            )
+        };
+        missing.push(CheckResult::not_checked(Tripwire::T8, needs, inputs));
+    }
     if let (Some(before), Some(after)) = (&run.before, &run.after) {
         if let Some((name, bench)) = &run.bench {
             results.push(snapshots::client_server(
@@ -112,13 +277,183 @@ pub fn check_run(run: &Run) -> Vec<CheckResult> {
         results.push(snapshots::rate(run.engine, before, after, None));
     }
     if let Some(stats) = &run.series {
-        results.extend(series_checks(
+        let from_series = series_checks(
             run.engine,
             stats,
             run.after.as_ref(),
             run.requested,
             run.last_boot(),
-        ));
+        );
+        for r in from_series {
+            if r.status == Status::NotChecked {
+                missing.push(r);
+            } else {
+                results.push(r);
+            }
+        }
     }
+    results.extend(missing);
     results
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{SGLANG, VLLM};
+    use crate::metrics::{MetricSet, Sample};
+    use crate::model::SeriesSample;
+
+    fn snapshot(t_mono_s: f64, finished: f64, tokens: f64) -> Snapshot {
+        let sample = |name: &str, value: f64| Sample {
+            name: name.to_owned(),
+            labels: Vec::new(),
+            value,
+            timestamp_ms: None,
+        };
+        Snapshot {
+            url: "http://127.0.0.1:8000/metrics".into(),
+            t_wall: Some(1_700_000_000.0 + t_mono_s),
+            t_mono_ns: Some((t_mono_s * 1e9) as i64),
+            latency_s: Some(0.002),
+            text: String::new(),
+            metrics: MetricSet::new(vec![
+                sample(VLLM.request_success, finished),
+                sample(VLLM.generation_tokens, tokens),
+                sample(VLLM.prompt_tokens, finished * 88.0),
+                sample(VLLM.preemption_counter.unwrap_or_default(), 0.0),
+            ]),
+        }
+    }
+
+    fn recording() -> SeriesStats {
+        let mut stats = SeriesStats::new();
+        for (i, running) in [0.0, 10.0, 10.0, 6.0, 0.0].into_iter().enumerate() {
+            stats.push(&SeriesSample {
+                t_wall: 1_700_000_001.0 + i as f64,
+                t_mono_ns: Some((1.0 + i as f64) as i64 * 1_000_000_000),
+                running: Some(running),
+                waiting: Some(0.0),
+                kv_usage: Some(if running > 0.0 { 0.95 } else { 0.0 }),
+                ..SeriesSample::default()
+            });
+        }
+        stats
+    }
+
+    fn run(engine: &'static EngineDescriptor) -> Run {
+        Run {
+            engine,
+            boots: Vec::new(),
+            before: Some(snapshot(0.0, 10.0, 100.0)),
+            after: Some(snapshot(100.0, 42.0, 32_100.0)),
+            series: Some(recording()),
+            bench: None,
+            expected_extra_requests: 0,
+            requested: None,
+            load_failure: None,
+        }
+    }
+
+    fn status_of(results: &[CheckResult], tripwire: Tripwire) -> Vec<(Status, String)> {
+        results
+            .iter()
+            .filter(|r| r.tripwire == tripwire)
+            .map(|r| (r.status, r.message.clone()))
+            .collect()
+    }
+
+    /// Without the result file, the boot log and the concurrency asked for, the checks
+    /// that need them are listed as not checked (they used to vanish), after the verdicts.
+    #[test]
+    fn missing_inputs_are_listed_as_not_checked() {
+        let results = check_run(&run(&VLLM));
+        for (tripwire, needs) in [
+            (Tripwire::T15, "needs the load tool's result file"),
+            (Tripwire::T12, "needs the server's boot log"),
+            (
+                Tripwire::T8,
+                "needs the concurrency the load asked for (--requested N, or the load tool's result file)",
+            ),
+        ] {
+            let found = status_of(&results, tripwire);
+            assert_eq!(found.len(), 1, "{tripwire}: {results:#?}");
+            assert_eq!(found[0].0, Status::NotChecked);
+            assert_eq!(found[0].1, needs);
+        }
+        let first = results
+            .iter()
+            .position(|r| r.status == Status::NotChecked)
+            .expect("not-checked entries");
+        assert!(results[first..]
+            .iter()
+            .all(|r| r.status == Status::NotChecked));
+        let t14 = series_checks(&VLLM, &recording(), None, Some(32), None);
+        assert_eq!(
+            status_of(&t14, Tripwire::T14),
+            [(
+                Status::NotChecked,
+                "needs the after reading, whose cache info holds the block count".to_owned()
+            )]
+        );
+        // SGLang has no null block: T14 does not apply, with or without a recording.
+        let mut sglang = run(&SGLANG);
+        sglang.series = None;
+        let t14 = status_of(&check_run(&sglang), Tripwire::T14);
+        assert_eq!(t14[0].0, Status::NotApplicable);
+    }
+
+    /// A load that failed, or that the server finished nothing of, is not a benchmark:
+    /// no verdict on the tripwires that need a load (T8 used to fail on it).
+    #[test]
+    fn a_run_without_a_load_is_not_a_benchmark() {
+        let mut failed = run(&VLLM);
+        failed.requested = Some(8);
+        failed.load_failure = Some("the load command exited with code 1".into());
+        let results = check_run(&failed);
+        let t8 = status_of(&results, Tripwire::T8);
+        assert_eq!(
+            t8,
+            [(
+                Status::NotChecked,
+                "not a benchmark: the load command exited with code 1".to_owned()
+            )]
+        );
+        let mut idle = run(&VLLM);
+        idle.requested = Some(8);
+        idle.after = Some(snapshot(100.0, 10.0, 100.0));
+        assert_eq!(
+            not_a_benchmark(&idle).as_deref(),
+            Some("the server finished no request between the before and the after reading")
+        );
+        assert!(check_run(&idle)
+            .iter()
+            .filter(|r| [Tripwire::T1, Tripwire::T8, Tripwire::T10].contains(&r.tripwire))
+            .all(|r| r.status == Status::NotChecked));
+        assert_eq!(not_a_benchmark(&run(&VLLM)), None);
+    }
+
+    /// Snapshots in the wrong order are said to be, from their clocks, rather than read
+    /// as a restart (every counter seems to go down).
+    #[test]
+    fn swapped_snapshots_are_named_from_their_clocks() {
+        let mut swapped = run(&VLLM);
+        std::mem::swap(&mut swapped.before, &mut swapped.after);
+        let results = check_run(&swapped);
+        for tripwire in [Tripwire::T1, Tripwire::T10] {
+            let found = status_of(&results, tripwire);
+            assert_eq!(found[0].0, Status::Unknown, "{tripwire}");
+            assert_eq!(
+                found[0].1,
+                "the before reading was taken 100.0 s after the after reading: the snapshots are in the wrong order"
+            );
+        }
+    }
+
+    /// A concurrency of 0 is no concurrency: it used to pass T8 against any server.
+    #[test]
+    fn a_requested_concurrency_of_zero_is_not_a_pass() {
+        let results = series_checks(&VLLM, &recording(), None, Some(0), None);
+        let t8 = status_of(&results, Tripwire::T8);
+        assert_eq!(t8[0].0, Status::Unknown);
+    }
 }

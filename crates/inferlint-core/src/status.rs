@@ -9,6 +9,11 @@ use serde_json::{Map, Value};
 pub type Evidence = Map<String, Value>;
 
 /// What a check concluded. `Unknown` is "Can't tell": it never counts as a pass.
+///
+/// `NotChecked` is no verdict at all: the tripwire applies to the run, but an input it
+/// needs was not given (the message says which). It is listed so that a check never
+/// vanishes silently from the results; like `NotApplicable` it does not change the exit
+/// status on its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Status {
     Fail,
@@ -16,6 +21,7 @@ pub enum Status {
     Unknown,
     Pass,
     NotApplicable,
+    NotChecked,
 }
 
 impl Status {
@@ -27,7 +33,14 @@ impl Status {
             Status::Fail => "fail",
             Status::Unknown => "unknown",
             Status::NotApplicable => "not_applicable",
+            Status::NotChecked => "not_checked",
         }
+    }
+
+    /// Whether this is a verdict on the run (pass, warn, fail, can't tell): neither "does
+    /// not apply" nor "not checked".
+    pub fn is_verdict(self) -> bool {
+        !matches!(self, Status::NotApplicable | Status::NotChecked)
     }
 
     /// Parses the `--json` word back.
@@ -38,6 +51,7 @@ impl Status {
             "fail" => Status::Fail,
             "unknown" => Status::Unknown,
             "not_applicable" => Status::NotApplicable,
+            "not_checked" => Status::NotChecked,
             _ => return None,
         })
     }
@@ -50,6 +64,7 @@ impl Status {
             Status::Fail => "TRIPWIRE-FAILED",
             Status::Unknown => "????",
             Status::NotApplicable => "N/A",
+            Status::NotChecked => "NOT-CHECKED",
         }
     }
 
@@ -61,6 +76,7 @@ impl Status {
             Status::Fail => "Tripwire failed",
             Status::Unknown => "Can't tell",
             Status::NotApplicable => "Does not apply",
+            Status::NotChecked => "Not checked",
         }
     }
 }
@@ -127,6 +143,10 @@ pub struct CheckResult {
     /// Extra words shown on a terminal line but not in `--json` (T10's integer-second
     /// comparison), so that JSON messages stay identical to the established tool's.
     pub terminal_suffix: Option<String>,
+    /// What to change, in the run's own numbers and the engine's own setting names, when
+    /// the run gives them (`raise --gpu-memory-utilization above 0.93 ...`). Kept apart
+    /// from the message so that messages stay comparable with the established tool's.
+    pub advice: Vec<String>,
 }
 
 impl CheckResult {
@@ -137,7 +157,19 @@ impl CheckResult {
             message: message.into(),
             evidence: Evidence::new(),
             terminal_suffix: None,
+            advice: Vec::new(),
         }
+    }
+
+    /// A tripwire that applies to the run but could not be checked: `needs` says what
+    /// was missing (`needs the load tool's result file`), `inputs` names each missing
+    /// input for scripts (`bench_result`).
+    pub fn not_checked(
+        tripwire: Tripwire,
+        needs: impl Into<String>,
+        inputs: &[&str],
+    ) -> CheckResult {
+        CheckResult::new(tripwire, Status::NotChecked, needs).with("needs", inputs.to_vec())
     }
 
     /// Adds one evidence entry (builder style).
@@ -170,7 +202,23 @@ impl CheckResult {
         }
         line
     }
+
+    /// The terminal line, then one indented `advice:` line per piece of advice.
+    pub fn terminal_block(&self) -> String {
+        let mut text = self.terminal_line();
+        text.push('\n');
+        for advice in &self.advice {
+            text.push_str(ADVICE_INDENT);
+            text.push_str("advice: ");
+            text.push_str(advice);
+            text.push('\n');
+        }
+        text
+    }
 }
+
+/// Advice lines start under the status label, past the `[ T1] ` column.
+const ADVICE_INDENT: &str = "      ";
 
 /// How a set of results maps onto the process exit status: one table for every command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -197,11 +245,13 @@ impl Outcome {
 }
 
 /// The count line: `8 checks (4 pass, 2 warn, 2 tripwire-failed)`, plus `; 1 does not
-/// apply` when some results do not apply to the engine.
+/// apply` when some results do not apply to the engine and `; 2 not checked` when some
+/// lacked an input.
 pub fn count_line(results: &[CheckResult]) -> String {
     let count = |s: Status| results.iter().filter(|r| r.status == s).count();
     let not_applicable = count(Status::NotApplicable);
-    let checked = results.len() - not_applicable;
+    let not_checked = count(Status::NotChecked);
+    let checked = results.len() - not_applicable - not_checked;
     let parts: Vec<String> = [
         (Status::Pass, "pass"),
         (Status::Warn, "warn"),
@@ -224,7 +274,16 @@ pub fn count_line(results: &[CheckResult]) -> String {
         1 => line.push_str("; 1 does not apply"),
         n => line.push_str(&format!("; {n} do not apply")),
     }
+    if not_checked > 0 {
+        line.push_str(&format!("; {not_checked} not checked"));
+    }
     line
+}
+
+/// Whether any result is a verdict on the run. Without one, the inputs allowed no check
+/// at all, and a command must not answer as if the run had passed.
+pub fn any_verdict(results: &[CheckResult]) -> bool {
+    results.iter().any(|r| r.status.is_verdict())
 }
 
 #[cfg(test)]
@@ -289,6 +348,41 @@ mod tests {
         assert_eq!(
             Outcome::of(&[mk(Status::NotApplicable)], true),
             Outcome::Passed
+        );
+    }
+
+    #[test]
+    fn not_checked_is_counted_apart_and_never_a_verdict() {
+        let mk = |s| CheckResult::new(Tripwire::T1, s, "");
+        let results = [
+            mk(Status::Pass),
+            CheckResult::not_checked(
+                Tripwire::T15,
+                "needs the load tool's result file",
+                &["bench_result"],
+            ),
+        ];
+        assert_eq!(count_line(&results), "1 check (1 pass); 1 not checked");
+        assert_eq!(Outcome::of(&results, true), Outcome::Passed);
+        assert!(any_verdict(&results));
+        assert!(!any_verdict(&results[1..]));
+        assert_eq!(
+            results[1].terminal_line(),
+            "[T15] NOT-CHECKED  needs the load tool's result file"
+        );
+        assert_eq!(
+            Status::from_json_word("not_checked"),
+            Some(Status::NotChecked)
+        );
+    }
+
+    #[test]
+    fn advice_prints_under_its_verdict() {
+        let mut r = CheckResult::new(Tripwire::T8, Status::Fail, "held back");
+        r.advice.push("raise --max-num-seqs to 32".into());
+        assert_eq!(
+            r.terminal_block(),
+            "[ T8] TRIPWIRE-FAILED  held back\n      advice: raise --max-num-seqs to 32\n"
         );
     }
 

@@ -1103,3 +1103,77 @@ fn sglang_retraction_warnings_are_summed() {
     );
     assert_eq!(quiet.retractions_in_log, None);
 }
+
+/// The advice an engine prints at the end of its failure line stays whole in the cause
+/// and the line (both used to be cut, at 200 and 300 characters, mid-word).
+#[test]
+fn a_failures_engine_advice_is_kept_whole() {
+    let advice = "Based on the available memory, the estimated maximum model length is 8160. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.";
+    let line = format!(
+        "{PREFIX}ValueError: To serve at least one request with the models's max seq len (16384), (2.25 GiB KV cache is needed, which is larger than the available KV cache memory (1.12 GiB). {advice}"
+    );
+    let failure = parse_boot_log(&format!("{line}\n"), Some(Engine::Vllm))
+        .failure
+        .expect("a failure");
+    assert_eq!(failure.kind, "kv_cache_too_small");
+    let detail = failure.detail.expect("a cause");
+    assert!(detail.len() > 300 && detail.ends_with(advice), "{detail}");
+    assert!(failure.line.ends_with(advice), "{}", failure.line);
+    let Some(dir) = common_recorded() else { return };
+    let facts = facts(&dir, "sglang-0.5/boot_fail_mamba_state.log");
+    let detail = facts.failure.and_then(|f| f.detail).expect("a cause");
+    assert!(
+        detail.ends_with(
+            "(3) reduce --speculative-num-draft-tokens, or (4) use GPUs with more memory."
+        ),
+        "{detail}"
+    );
+}
+
+/// Every boot log the engines write, failed or not, is a server log; a text none of
+/// them writes is not.
+#[test]
+fn every_engines_boot_log_is_a_server_log() {
+    use inferlint_engines::bootlog::not_a_boot_log;
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+    let mut logs = vec![fixtures.join("demo/boot.log")];
+    for entry in std::fs::read_dir(fixtures.join("sim")).expect("fixtures/sim") {
+        let path = entry.expect("entry").path().join("boot.log");
+        if path.is_file() {
+            logs.push(path);
+        }
+    }
+    if let Some(dir) = common_recorded() {
+        for engine in ["vllm-0.28", "vllm-0.30", "sglang-0.5", "trtllm-1.3"] {
+            for entry in std::fs::read_dir(dir.join(engine)).expect("recordings") {
+                let path = entry.expect("entry").path();
+                if path.is_dir() {
+                    logs.push(path.join("boot.log"));
+                } else if path.extension().is_some_and(|e| e == "log") {
+                    logs.push(path);
+                }
+            }
+        }
+    }
+    for path in logs.iter().filter(|p| p.is_file()) {
+        let text = files::read_lossy(path).expect("read");
+        let facts = parse_boot_log(&text, None);
+        assert_eq!(not_a_boot_log(&text, &facts), None, "{}", path.display());
+    }
+    // One line of a Python traceback is a failed start, hence a server log.
+    let traceback =
+        "Traceback (most recent call last):\nModuleNotFoundError: No module named 'vllm'\n";
+    assert_eq!(
+        not_a_boot_log(traceback, &parse_boot_log(traceback, None)),
+        None
+    );
+    for (text, why) in [
+        ("", "it is empty"),
+        ("{\"schema\": \"inferlint.snapshot/1\"}", "it holds JSON"),
+        ("hello\0world", "it is a binary file"),
+        ("bash: vllm: command not found\n", "no line in it"),
+    ] {
+        let found = not_a_boot_log(text, &parse_boot_log(text, None)).unwrap_or("none");
+        assert!(found.starts_with(why), "{text:?}: {found}");
+    }
+}

@@ -66,6 +66,7 @@ fn bench(c: &mut Criterion) {
         bench: None,
         expected_extra_requests: 0,
         requested: Some(32),
+        load_failure: None,
     };
     let results = check_run(&run);
     let insights = inferlint_core::insights::what_limited(&run, &results);

@@ -68,9 +68,23 @@ pub fn what_the_server_did(report: &Report) -> Markup {
                     }
                 },
             }
-            (levels_figure(timeline))
+            @if report.run.engine.gauges_lag {
+                p.note #levels-note { (levels_note(report)) }
+            } @else {
+                (levels_figure(timeline))
+            }
         }
     }
+}
+
+/// Why a lagging engine's recording gets no "how long at each number running" chart: its
+/// gauge holds a value from the last completion until the next, so the seconds at each
+/// level would be the gauge's, not the server's.
+fn levels_note(report: &Report) -> String {
+    format!(
+        "No chart of how long the server ran each number of requests: {} updates its running gauge only when a request completes, so the time between readings would be counted at a number the server may no longer have been running.",
+        report.run.engine.name
+    )
 }
 
 fn tput_note(report: &Report) -> String {

@@ -35,7 +35,30 @@ fn cells_in_use(p: &Stretch, cells: u64) -> Option<f64> {
         .map(|r| round_half_even(r.last.clamp(0.0, 1.0) * cells as f64))
 }
 
+/// Whether the replay is drawn: a recording with running and KV readings, from an engine
+/// whose gauges show what happened. A lagging gauge (updated only when a request
+/// completes) would replay stale numbers as if they were the cache's state.
+pub fn shown(report: &Report) -> bool {
+    !report.run.engine.gauges_lag
+        && report
+            .timeline
+            .is_some_and(|t| !t.points.is_empty() && t.has(|p| p.running) && t.has(|p| p.kv_usage))
+}
+
 pub fn section(report: &Report) -> Markup {
+    if report.run.engine.gauges_lag && report.timeline.is_some() {
+        return html! {
+            section #replay aria-labelledby="replay-h" {
+                h2 #replay-h { "The KV cache, replayed" }
+                p.note {
+                    "No replay: " (report.run.engine.name) " updates its running and KV gauges only when a request completes, so a replay would show stale readings as the cache's state. The charts above label those readings as such."
+                }
+            }
+        };
+    }
+    if !shown(report) {
+        return html! {};
+    }
     let Some(timeline) = report
         .timeline
         .filter(|t| !t.points.is_empty() && t.has(|p| p.running) && t.has(|p| p.kv_usage))
@@ -103,12 +126,6 @@ pub fn section(report: &Report) -> Markup {
         intro.push(format!(
             "The recording gives the share of {} in use, not a block count this report can trust, so each square below is one percent of it.",
             report.run.engine.kv_usage_pool_words
-        ));
-    }
-    if report.run.engine.gauges_lag {
-        intro.push(format!(
-            "{} updates its gauges only when a request completes, so the replay shows the readings it gave, which can miss what happened in between.",
-            report.run.engine.name
         ));
     }
     intro.push("Press Play to replay the recorded run, or move the slider through it (it takes the arrow keys).".to_owned());

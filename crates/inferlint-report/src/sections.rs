@@ -1,6 +1,7 @@
 //! The report's prose sections: the head, what limited the run, what happened, the
 //! results, the server that ran, the tripwire guide and the footer.
 
+use inferlint_core::advice::preempted;
 use inferlint_core::catalogue;
 use inferlint_core::checks::counters::restart_between;
 use inferlint_core::fmt;
@@ -53,17 +54,6 @@ pub fn preemption_heading(word: &str) -> String {
     match chars.next() {
         Some(first) => format!("{}{}s", first.to_uppercase(), chars.as_str()),
         None => String::new(),
-    }
-}
-
-/// `preempted`, `retracted`, `paused`.
-fn preempted_verb(word: &str) -> String {
-    if let Some(stem) = word.strip_suffix("ion") {
-        format!("{stem}ed")
-    } else if word.ends_with('e') {
-        format!("{word}d")
-    } else {
-        format!("{word}ed")
     }
 }
 
@@ -232,7 +222,6 @@ fn story(report: &Report, summary: Option<&CounterSummary>) -> Vec<String> {
         }
     }
     let t1 = find(results, Tripwire::T1);
-    let word = run.engine.preemption_word;
     if let Some(k) = evidence_f64(t1, "preemptions") {
         if k > 0.0 {
             let logged = if run.engine.logs_each_eviction {
@@ -245,12 +234,12 @@ fn story(report: &Report, summary: Option<&CounterSummary>) -> Vec<String> {
             };
             sentences.push(format!(
                 "To make room it {} {} running request{}, which then started over; {logged}.",
-                preempted_verb(word),
+                preempted(run.engine),
                 thousands(k),
                 fmt::plural(k)
             ));
         } else if t1.is_some_and(|r| r.status == Status::Pass) {
-            sentences.push(format!("It {} no running request.", preempted_verb(word)));
+            sentences.push(format!("It {} no running request.", preempted(run.engine)));
         }
     }
     sentences
@@ -453,20 +442,35 @@ fn missing_reason(
     }
 }
 
-/// `8 of 15. Not here: T2 and T3 (run at clean-up), ...`
+/// `8 of 15. Not here: T2 and T3 (run at clean-up), ...`. A tripwire core listed as
+/// not checked is named with what core said it needs.
 pub fn tripwires_checked(report: &Report) -> String {
     let ran: Vec<Tripwire> = Tripwire::all()
         .filter(|t| {
             report
                 .results
                 .iter()
-                .any(|r| r.tripwire == *t && r.status != Status::NotApplicable)
+                .any(|r| r.tripwire == *t && r.status.is_verdict())
         })
         .collect();
     // Groups in the order of their first tripwire.
-    let mut groups: Vec<(&str, Vec<Tripwire>, String, String)> = Vec::new();
+    let mut groups: Vec<(String, Vec<Tripwire>, String, String)> = Vec::new();
     for t in Tripwire::all().filter(|t| !ran.contains(t)) {
-        let (key, one, many) = missing_reason(t, report.run.engine);
+        let not_checked = report
+            .results
+            .iter()
+            .find(|r| r.tripwire == t && r.status == Status::NotChecked);
+        let (key, one, many) = match not_checked {
+            Some(r) => (
+                r.message.clone(),
+                r.message.clone(),
+                r.message.replacen("needs ", "need ", 1),
+            ),
+            None => {
+                let (key, one, many) = missing_reason(t, report.run.engine);
+                (key.to_owned(), one, many)
+            }
+        };
         match groups.iter_mut().find(|g| g.0 == key) {
             Some(g) => g.1.push(t),
             None => groups.push((key, vec![t], one, many)),
@@ -788,8 +792,11 @@ fn finding(result: &CheckResult, index: usize, engine: Engine, full: bool) -> Ma
                 " " (info.name)
             }
             p.message { (result.message) }
+            @for advice in &result.advice {
+                p.advice { strong { "What to change: " } (advice) }
+            }
             @if full {
-                p.why { strong { "Why it matters: " } (info.why) }
+                p.why { strong { "Why it matters: " } (catalogue::why_in_run(result)) }
                 @if let Some(note) = note {
                     p.why { strong { "On " (engine.name()) ": " } (note) }
                 }
@@ -819,6 +826,7 @@ pub fn results(report: &Report) -> Markup {
         .partition(|(_, r)| matches!(r.status, Status::Fail | Status::Warn | Status::Unknown));
     let passed = count_of(Status::Pass);
     let not_applicable = count_of(Status::NotApplicable);
+    let not_checked = count_of(Status::NotChecked);
     let engine = report.run.engine.engine;
     let mut fold_line = if full.is_empty() && passed > 0 {
         format!("All {passed} checks passed")
@@ -830,6 +838,9 @@ pub fn results(report: &Report) -> Markup {
         1 => fold_line.push_str(&format!("; 1 does not apply to {}", report.run.engine.name)),
         n => fold_line.push_str(&format!("; {n} do not apply to {}", report.run.engine.name)),
     }
+    if not_checked > 0 {
+        fold_line.push_str(&format!("; {not_checked} not checked"));
+    }
     html! {
         section #results aria-labelledby="results-h" {
             h2 #results-h { "Results" }
@@ -839,7 +850,7 @@ pub fn results(report: &Report) -> Markup {
                 p.chips {
                     @for status in STATUSES {
                         @let n = count_of(status);
-                        @if n > 0 || (status != Status::NotApplicable && status != Status::Unknown) {
+                        @if n > 0 || !matches!(status, Status::NotApplicable | Status::Unknown | Status::NotChecked) {
                             span class={"chip " (status_class(status))} {
                                 span.icon aria-hidden="true" { (status_icon(status)) }
                                 " " (n) " " (status.human())

@@ -82,6 +82,7 @@ pub fn status_class(status: Status) -> &'static str {
         Status::Unknown => "unknown",
         Status::Pass => "pass",
         Status::NotApplicable => "na",
+        Status::NotChecked => "notchecked",
     }
 }
 
@@ -93,16 +94,18 @@ pub fn status_icon(status: Status) -> &'static str {
         Status::Unknown => "?",              // a question mark
         Status::Pass => "\u{2714}",          // heavy check mark
         Status::NotApplicable => "\u{2013}", // en dash
+        Status::NotChecked => "\u{2205}",    // empty set
     }
 }
 
 /// Every status, in the order results are listed.
-pub const STATUSES: [Status; 5] = [
+pub const STATUSES: [Status; 6] = [
     Status::Fail,
     Status::Warn,
     Status::Unknown,
     Status::Pass,
     Status::NotApplicable,
+    Status::NotChecked,
 ];
 
 /// What a status means and what to do, for the report's glossary.
@@ -131,6 +134,11 @@ pub fn status_meaning(status: Status) -> (&'static str, &'static str) {
         Status::NotApplicable => (
             "The tripwire is about a behaviour this engine does not have.",
             "Nothing.",
+        ),
+        Status::NotChecked => (
+            "The tripwire applies to this run, but a file or number it needs was not given; \
+             the finding says which. It is not a pass.",
+            "Give what it needs and make the report again.",
         ),
     }
 }

@@ -64,27 +64,44 @@ impl Checked {
 
 /// The demo run as `inferlint report fixtures/demo` reads it.
 pub fn demo() -> Checked {
-    let dir = demo_folder();
+    folder(&demo_folder())
+}
+
+/// A simulated run folder of `fixtures/sim` (each engine's own formats).
+pub fn sim(name: &str) -> Checked {
+    folder(&demo_folder().join("../sim").join(name))
+}
+
+/// A run folder as `inferlint report DIR` reads it; the result file is optional.
+pub fn folder(dir: &Path) -> Checked {
     let text = std::fs::read_to_string(dir.join("boot.log")).unwrap();
     let boot = bootlog::parse_boot_log(&text, None);
     let engine = boot
         .engine
         .unwrap_or(inferlint_core::Engine::Vllm)
         .descriptor();
-    let samples = demo_samples();
+    let mut samples = Vec::new();
+    files::read_series(&dir.join("run.series.jsonl"), |s| samples.push(*s)).unwrap();
     let mut stats = inferlint_core::checks::series::SeriesStats::new();
     for s in &samples {
         stats.push(s);
     }
-    let bench = files::read_bench_result(&dir.join("bench.json")).unwrap();
+    let bench = dir
+        .join("bench.json")
+        .is_file()
+        .then(|| files::read_bench_result(&dir.join("bench.json")).unwrap());
     let run = Run {
         engine,
         boots: vec![("boot.log".into(), boot)],
         before: Some(files::read_snapshot(&dir.join("before.snapshot.json")).unwrap()),
         after: Some(files::read_snapshot(&dir.join("after.snapshot.json")).unwrap()),
         series: Some(stats),
-        requested: bench.max_concurrency.map(|c| c as u64),
-        bench: Some(("bench.json".into(), bench)),
+        requested: bench
+            .as_ref()
+            .and_then(|b| b.max_concurrency)
+            .map(|c| c as u64),
+        load_failure: None,
+        bench: bench.map(|b| ("bench.json".into(), b)),
         expected_extra_requests: 0,
     };
     Checked::new(run, &samples)

@@ -235,3 +235,60 @@ fn a_report_without_a_recording_says_so() {
     assert!(html.contains("No recording of the run was given"));
     assert!(!html.contains("id=\"replay\""));
 }
+
+/// The finding's "why it matters" speaks of this run's numbers: under "never ran more
+/// than 1" (a recorded SGLang run) it used to read the catalogue's fixed example "If the
+/// server never ran more than 10 of 32". The simulated SGLang run here ran 5 of 32. The
+/// finding also says what to change.
+#[test]
+fn a_finding_says_why_and_what_to_change_in_the_runs_numbers() {
+    let html = crate::common::sim("sglang-capped").render();
+    let start = html
+        .find("<span class=\"tw\">T8</span>")
+        .expect("a T8 finding");
+    let end = start + html[start..].find("</article>").expect("its end");
+    let finding = &html[start..end];
+    assert!(
+        finding
+            .contains("The server never ran more than 5 of 32, so this run measured concurrency 5"),
+        "{finding}"
+    );
+    assert!(!finding.contains("10 of 32"), "{finding}");
+    assert!(finding.contains("What to change: </strong>"), "{finding}");
+    assert!(finding.contains("--mem-fraction-static"), "{finding}");
+}
+
+/// TensorRT-LLM's gauges move only when a request completes: the page neither replays
+/// them as the cache's state nor counts seconds at each number running from them (it
+/// used to say "30.7 s with 8 running" and "8 running, holding 0").
+#[test]
+fn a_lagging_gauge_is_never_drawn_as_what_happened() {
+    let checked = crate::common::sim("trtllm-max-utilization");
+    assert!(checked.run.engine.gauges_lag);
+    let html = checked.render();
+    assert!(!html.contains("id=\"fig-levels\""), "levels figure drawn");
+    assert!(html.contains("id=\"levels-note\""));
+    assert!(html.contains(
+        "No replay: TensorRT-LLM updates its running and KV gauges only when a request completes"
+    ));
+    assert!(!html.contains("id=\"replay-play\""), "replay drawn");
+    assert!(!html.contains("with 8 running"));
+    // The time charts stay, labelled.
+    assert!(html.contains("updates these readings only when a request completes"));
+}
+
+/// A tripwire core could not check is shown as not checked, with what it needs.
+#[test]
+fn not_checked_tripwires_say_what_they_need() {
+    let mut run = demo().run;
+    run.bench = None;
+    run.requested = None;
+    let checked = crate::common::Checked::new(run, &crate::common::demo_samples());
+    let html = checked.render();
+    assert!(
+        html.contains("T15 (needs the load tool's result file)"),
+        "T15 not named"
+    );
+    assert!(html.contains("2 not checked"), "fold line");
+    assert!(html.contains(Status::NotChecked.human()));
+}

@@ -39,6 +39,19 @@ pub fn failure_check(facts: &BootFacts) -> CheckResult {
     .with("line", failure.line.as_str())
 }
 
+/// T12 for a server that never came up and whose log names no cause: it could not be
+/// started at all (`vllm: command not found`), or it exited before it was ready. A
+/// caller that started the server knows this; the log alone may be empty.
+pub fn start_failure(cause: &str) -> CheckResult {
+    CheckResult::new(
+        Tripwire::T12,
+        Status::Fail,
+        format!("could not start: {cause}"),
+    )
+    .with("kind", "start_failure")
+    .with("phase", "boot")
+}
+
 /// T12 Can't tell when the log had lines the parser recognised but could not read: a
 /// release changed a line's shape, and a fact may be missing because of it.
 pub fn unparsed_check(facts: &BootFacts) -> Option<CheckResult> {

@@ -1,5 +1,5 @@
 //! Counter arithmetic shared by T1, T10 and T15: deltas between two snapshots, the
-//! SGLang witness rule, and restart detection.
+//! SGLang witness rule, and restart and order detection.
 
 use serde_json::json;
 
@@ -56,6 +56,54 @@ pub fn restart_between(before: &Snapshot, after: &Snapshot) -> Option<Restart> {
         ),
         evidence,
     })
+}
+
+/// Why the before reading cannot have come first: it was taken after the after reading
+/// (the files were given in the wrong order). `None` when the order is right or cannot be
+/// told.
+///
+/// The clocks decide when the snapshots carry them: the monotonic clock when both have
+/// it, but only where the wall clocks, if present, agree in direction (two readings from
+/// different host boots have unrelated monotonic clocks). Bare Prometheus text has no
+/// clock; then a counter that went down while every `*_created` stamp stayed the same
+/// means one process read twice, in the wrong order: a restart would have moved them.
+pub fn out_of_order(before: &Snapshot, after: &Snapshot) -> Option<String> {
+    let wall = match (before.t_wall, after.t_wall) {
+        (Some(a), Some(b)) if a.is_finite() && b.is_finite() => Some(b - a),
+        _ => None,
+    };
+    let mono = match (before.t_mono_ns, after.t_mono_ns) {
+        (Some(a), Some(b)) => Some((b - a) as f64 / 1e9),
+        _ => None,
+    };
+    let earlier_by = match (mono, wall) {
+        (Some(m), Some(w)) if m < 0.0 && w < 0.0 => Some(-m),
+        (Some(_), Some(_)) => None,
+        (Some(m), None) if m < 0.0 => Some(-m),
+        (None, Some(w)) if w < 0.0 => Some(-w),
+        _ => None,
+    };
+    if let Some(seconds) = earlier_by {
+        return Some(format!(
+            "the before reading was taken {seconds:.1} s after the after reading: the snapshots are in the wrong order"
+        ));
+    }
+    if mono.is_some() || wall.is_some() {
+        return None;
+    }
+    let stamps: Vec<(f64, f64)> = paired(before, after, "_created")
+        .map(|(_, old, new)| (old, new))
+        .collect();
+    let same_process = !stamps.is_empty() && stamps.iter().all(|(old, new)| old == new);
+    let went_down = paired(before, after, "_total").find(|(_, old, new)| new < old);
+    match went_down {
+        Some((name, old, new)) if same_process => Some(format!(
+            "{name} went down ({} -> {}) while the server's start stamps (*_created) stayed the same: the snapshots are in the wrong order",
+            fmt::g(old),
+            fmt::g(new)
+        )),
+        _ => None,
+    }
 }
 
 /// Every sample whose name ends in `suffix`, with its value before and after, where the

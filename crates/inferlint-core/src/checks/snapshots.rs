@@ -1,7 +1,7 @@
 //! Checks on a before and an after snapshot: T1 (silent preemption), T10 (integer-second
 //! timing) and T15 (client and server counts disagree).
 
-use super::counters::{counter_delta, restart_between};
+use super::counters::{counter_delta, out_of_order, restart_between};
 use super::series::SeriesStats;
 use crate::engine::EngineDescriptor;
 use crate::fmt;
@@ -21,6 +21,9 @@ pub fn preemption(
     boot: Option<&BootFacts>,
 ) -> CheckResult {
     let t1 = |status, message: String| CheckResult::new(Tripwire::T1, status, message);
+    if let Some(order) = out_of_order(before, after) {
+        return t1(Status::Unknown, order).with("swapped", true);
+    }
     if let Some(counter) = engine.preemption_counter {
         if let Some(restart) = restart_between(before, after) {
             return t1(Status::Fail, restart.message).with_evidence(restart.evidence);
@@ -329,6 +332,9 @@ pub fn rate(
 ) -> CheckResult {
     let t10 = |status, message: String| CheckResult::new(Tripwire::T10, status, message);
     let counter = counter.unwrap_or(engine.generation_tokens);
+    if let Some(order) = out_of_order(before, after) {
+        return t10(Status::Unknown, order).with("swapped", true);
+    }
     if let Some(restart) = restart_between(before, after) {
         return t10(Status::Unknown, restart.message).with_evidence(restart.evidence);
     }
@@ -401,6 +407,9 @@ pub fn client_server(
     expected_extra: u64,
 ) -> CheckResult {
     let t15 = |status, message: String| CheckResult::new(Tripwire::T15, status, message);
+    if let Some(order) = out_of_order(before, after) {
+        return t15(Status::Unknown, order).with("swapped", true);
+    }
     if let Some(restart) = restart_between(before, after) {
         return t15(Status::Unknown, restart.message).with_evidence(restart.evidence);
     }

@@ -1,0 +1,575 @@
+//! What to change: advice attached to each finding, in the engine's own setting names
+//! (from its [`Tuning`] table) and, where the run gives them, the run's own numbers.
+//!
+//! Advice is only given where a setting changes the outcome and the direction is known:
+//! a KV cache too small for the load (more memory for the cache, or a lower load), a
+//! running limit below the load (raise it), evictions (stop them at admission), and a
+//! ceiling that moved (cap the running limit where it was lowest). Findings with no
+//! setting behind them (a restart, other traffic, a gauge that changed meaning) get none:
+//! their message says what to do.
+
+use serde_json::Value;
+
+use crate::checks::boot::DEFAULT_BLOCK_SIZE;
+use crate::engine::{Engine, EngineDescriptor, NoEviction, Setting};
+use crate::fmt;
+use crate::insights::counter_summary;
+use crate::model::{BootFacts, PyValue};
+use crate::run::Run;
+use crate::status::{CheckResult, Status, Tripwire};
+
+/// A model whose attention block is larger than this pads its KV pages to a Mamba (or
+/// linear-attention) state, so tokens-per-request arithmetic says nothing about it.
+pub const HYBRID_BLOCK_ABOVE: u64 = 64;
+
+/// What the KV cache is counted in.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Unit {
+    /// Usable blocks (T14) of this many tokens, with each request's share measured by T9.
+    Blocks {
+        usable: u64,
+        block_tokens: Option<u64>,
+    },
+    /// The pool in tokens from the boot log, each request holding its prompt and output
+    /// rounded up to whole blocks.
+    Tokens { pool: u64 },
+}
+
+/// How the load compares with the KV cache.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Capacity {
+    /// Requests the load kept open at once.
+    pub requested: u64,
+    pub unit: Unit,
+    /// Units one request holds when it starts, and at full length.
+    pub per_request_start: f64,
+    pub per_request_full: f64,
+    /// How many such requests fit at once when they start, and at full length.
+    pub fit_start: u64,
+    pub fit_full: u64,
+    /// GiB the engine gave its KV cache, when the boot log says.
+    pub kv_gib: Option<f64>,
+}
+
+impl Capacity {
+    /// The cache in the unit's words: `42 usable blocks of 784 tokens`, `the
+    /// 32,096-token pool`.
+    fn cache_words(&self) -> String {
+        match self.unit {
+            Unit::Blocks {
+                usable,
+                block_tokens: Some(b),
+            } => format!(
+                "{usable} usable blocks of {} tokens",
+                fmt::thousands(b as i64)
+            ),
+            Unit::Blocks { usable, .. } => format!("{usable} usable blocks"),
+            Unit::Tokens { pool } => format!("the {}-token pool", fmt::thousands(pool as i64)),
+        }
+    }
+
+    /// `4 blocks`, `1,088 tokens`.
+    fn amount(&self, units: f64) -> String {
+        match self.unit {
+            Unit::Blocks { .. } => {
+                // T9 measures a share averaged over the running requests, so a count of
+                // blocks can come out between two whole numbers.
+                let rounded = (units * 10.0).round() / 10.0;
+                let about = if rounded.fract() == 0.0 { "" } else { "about " };
+                format!("{about}{} block{}", fmt::g(rounded), fmt::plural(units))
+            }
+            Unit::Tokens { .. } => format!("{} tokens", fmt::thousands_f(units)),
+        }
+    }
+
+    fn have(&self) -> f64 {
+        match self.unit {
+            Unit::Blocks { usable, .. } => usable as f64,
+            Unit::Tokens { pool } => pool as f64,
+        }
+    }
+
+    /// ` to give the KV cache about 4.3 GiB more than its 2.09 GiB`, when the memory it
+    /// has is known and more is needed for `need` units.
+    fn more_memory(&self, need: f64) -> String {
+        match self.kv_gib.filter(|g| *g > 0.0) {
+            Some(gib) if need > self.have() => format!(
+                " to give the KV cache about {:.1} GiB more than its {gib:.2} GiB",
+                gib * (need / self.have() - 1.0)
+            ),
+            _ => String::new(),
+        }
+    }
+}
+
+/// The load against the cache, from T14's usable blocks and T9's measured share per
+/// request where they passed, else from the boot log's pool and the tokens each request
+/// held. `None` when the numbers are not there, or for a hybrid model whose pool is
+/// shared with per-request state (tokens say nothing about it).
+pub fn capacity(run: &Run, results: &[CheckResult]) -> Option<Capacity> {
+    let requested = run.requested.filter(|n| *n > 0)?;
+    let boot = run.last_boot();
+    let kv_gib = boot.and_then(|b| b.available_kv_cache_gib);
+    let evidence = |tripwire: Tripwire, key: &str| {
+        results
+            .iter()
+            .find(|r| r.tripwire == tripwire && r.status.is_verdict())
+            .and_then(|r| r.evidence.get(key))
+            .and_then(Value::as_f64)
+    };
+    let measured = (
+        evidence(Tripwire::T9, "usable_blocks"),
+        evidence(Tripwire::T9, "blocks_per_request_min"),
+        evidence(Tripwire::T9, "blocks_per_request_max"),
+        evidence(Tripwire::T9, "ceiling_min"),
+        evidence(Tripwire::T9, "ceiling_max"),
+    );
+    if !run.engine.gauges_lag {
+        if let (Some(usable), Some(start), Some(full), Some(lo), Some(hi)) = measured {
+            if usable > 0.0 && start > 0.0 {
+                return Some(Capacity {
+                    requested,
+                    unit: Unit::Blocks {
+                        usable: usable as u64,
+                        block_tokens: boot.and_then(|b| block_size(run.engine, b)),
+                    },
+                    per_request_start: start,
+                    per_request_full: full,
+                    fit_start: hi.max(0.0) as u64,
+                    fit_full: lo.max(0.0) as u64,
+                    kv_gib,
+                });
+            }
+        }
+    }
+    let boot = boot.filter(|b| !hybrid(b))?;
+    let pool = boot.kv_pool_tokens.filter(|p| *p > 0)?;
+    let (prompt, total) = tokens_per_request(run)?;
+    let round_up = |tokens: f64| match block_size(run.engine, boot) {
+        Some(block) => (tokens / block as f64).ceil() * block as f64,
+        None => tokens,
+    };
+    let (start, full) = (round_up(prompt + 1.0), round_up(total));
+    if full <= 0.0 {
+        return None;
+    }
+    Some(Capacity {
+        requested,
+        unit: Unit::Tokens { pool },
+        per_request_start: start,
+        per_request_full: full,
+        fit_start: (pool as f64 / start).floor() as u64,
+        fit_full: (pool as f64 / full).floor() as u64,
+        kv_gib,
+    })
+}
+
+/// Prompt tokens and prompt-plus-output tokens per request: from the server's counters,
+/// else from the load tool's result file.
+pub fn tokens_per_request(run: &Run) -> Option<(f64, f64)> {
+    let from_server = match (&run.before, &run.after) {
+        (Some(before), Some(after)) => counter_summary(run.engine, before, after).and_then(|s| {
+            let finished = s.finished.filter(|f| *f > 0.0)?;
+            let prompt = s.prompt_tokens? / finished;
+            Some((prompt, prompt + s.output_tokens? / finished))
+        }),
+        _ => None,
+    };
+    from_server.or_else(|| {
+        let (_, b) = run.bench.as_ref()?;
+        let completed = b.completed.filter(|c| *c > 0)? as f64;
+        let prompt = b.total_input_tokens? as f64 / completed;
+        Some((prompt, prompt + b.total_output_tokens? as f64 / completed))
+    })
+}
+
+/// The KV block size requests are allocated in: the page size, else the attention
+/// block size, else vLLM's default (the only engine that prints none).
+pub fn block_size(engine: &EngineDescriptor, boot: &BootFacts) -> Option<u64> {
+    boot.page_size
+        .or(boot.attention_block_size)
+        .or_else(|| (engine.engine == Engine::Vllm).then_some(DEFAULT_BLOCK_SIZE))
+        .filter(|b| *b > 0)
+}
+
+/// A hybrid (attention plus Mamba) model: its cache holds per-request state as well as
+/// tokens, so the tokens-per-request arithmetic does not describe it.
+pub fn hybrid(boot: &BootFacts) -> bool {
+    boot.running_cap_reason.is_some()
+        || boot
+            .attention_block_size
+            .is_some_and(|s| s > HYBRID_BLOCK_ABOVE)
+}
+
+/// Attaches each result's advice.
+pub fn attach(run: &Run, results: &mut [CheckResult]) {
+    let capacity = capacity(run, results);
+    let advice: Vec<Vec<String>> = results
+        .iter()
+        .map(|r| advice_for(run, r, capacity.as_ref()))
+        .collect();
+    for (result, advice) in results.iter_mut().zip(advice) {
+        result.advice = advice;
+    }
+}
+
+/// The advice for one result.
+pub fn advice_for(run: &Run, result: &CheckResult, capacity: Option<&Capacity>) -> Vec<String> {
+    let engine = run.engine;
+    let boot = run.last_boot();
+    let number = |key: &str| result.evidence.get(key).and_then(Value::as_f64);
+    match (result.tripwire, result.status) {
+        (Tripwire::T8, Status::Fail) => {
+            let (Some(requested), Some(peak)) = (number("requested"), number("peak_running"))
+            else {
+                return Vec::new();
+            };
+            concurrency_advice(engine, boot, requested as u64, peak, capacity)
+                .into_iter()
+                .collect()
+        }
+        (Tripwire::T1, Status::Fail) if number("preemptions").is_none_or(|k| k > 0.0) => {
+            vec![eviction_advice(engine, boot, capacity)]
+        }
+        (Tripwire::T9, Status::Warn) if !engine.gauges_lag => {
+            let (Some(lo), Some(hi)) = (number("ceiling_min"), number("ceiling_max")) else {
+                return Vec::new();
+            };
+            vec![format!(
+                "for one concurrency through the whole run, cap {} at {}, the most that fit when the cache was fullest; otherwise report this run's concurrency as {} to {}",
+                engine.tuning.max_running.shown(),
+                fmt::g(lo),
+                fmt::g(lo),
+                fmt::g(hi)
+            )]
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// A setting's value as the boot log printed it.
+fn printed(boot: Option<&BootFacts>, setting: &Setting) -> Option<String> {
+    match boot.and_then(|b| b.setting(setting.key)) {
+        Some(PyValue::Int(i)) => Some(i.to_string()),
+        Some(PyValue::Float(f)) => Some(fmt::g(*f)),
+        Some(v) if !v.is_none() => v.as_str().map(|s| s.trim_matches('\'').to_owned()),
+        _ => None,
+    }
+}
+
+/// A setting's value as the boot log printed it, else the engine's default.
+fn current(boot: Option<&BootFacts>, setting: &Setting) -> Option<String> {
+    printed(boot, setting).or_else(|| setting.default.map(fmt::g))
+}
+
+/// `raise `--gpu-memory-utilization` above 0.93`, `... above 0.9 (its default)` when the
+/// log printed no value (vLLM prints only the settings that differ from the default), or
+/// without a value when neither is known.
+fn raise(boot: Option<&BootFacts>, setting: &Setting) -> String {
+    match (printed(boot, setting), setting.default) {
+        (Some(value), _) => format!("raise {} above {value}", setting.shown()),
+        (None, Some(default)) => format!(
+            "raise {} above {} (its default)",
+            setting.shown(),
+            fmt::g(default)
+        ),
+        (None, None) => format!("raise {}", setting.shown()),
+    }
+}
+
+/// Why the server ran fewer at once than the load sent, and what to change: a running
+/// limit below the load, else a KV cache too small for it.
+fn concurrency_advice(
+    engine: &EngineDescriptor,
+    boot: Option<&BootFacts>,
+    requested: u64,
+    peak: f64,
+    capacity: Option<&Capacity>,
+) -> Option<String> {
+    let tuning = &engine.tuning;
+    if let Some(cap) = boot.and_then(|b| b.running_cap).filter(|c| *c < requested) {
+        if peak >= cap as f64 {
+            let facts = boot?;
+            return Some(match (&facts.running_cap_reason, facts.requested_running) {
+                (Some(reason), Some(asked)) if asked > cap => format!(
+                    "{} lowered its running limit to {cap} because of the {reason}: {} to give it room, or ask for {cap}",
+                    engine.name,
+                    raise(boot, &tuning.memory_fraction)
+                ),
+                _ => format!(
+                    "raise {} from {cap} to {requested}, or ask for {cap}",
+                    tuning.max_running.shown()
+                ),
+            });
+        }
+    }
+    let c = capacity?;
+    let (fit, per_request, when) = match c.unit {
+        Unit::Blocks { .. } => (c.fit_start, c.per_request_start, "when they start"),
+        Unit::Tokens { .. } => (c.fit_full, c.per_request_full, "at full length"),
+    };
+    if fit >= requested {
+        return None;
+    }
+    let need = requested as f64 * per_request;
+    Some(format!(
+        "{} hold{} at most {fit} of these requests ({} each {when}); {requested} need about {}: {}{}, or ask for {fit}",
+        c.cache_words(),
+        if matches!(c.unit, Unit::Tokens { .. }) { "s" } else { "" },
+        c.amount(per_request),
+        c.amount(need),
+        raise(boot, &tuning.memory_fraction),
+        c.more_memory(need)
+    ))
+}
+
+/// How to stop evictions, in the engine's own setting, with the run's numbers when the
+/// load is known against the cache.
+fn eviction_advice(
+    engine: &EngineDescriptor,
+    boot: Option<&BootFacts>,
+    capacity: Option<&Capacity>,
+) -> String {
+    let tuning = &engine.tuning;
+    let fits = capacity.filter(|c| c.fit_full < c.requested && c.fit_full > 0);
+    let full_length = |c: &Capacity| {
+        format!(
+            "{} of these requests fit at full length ({} each)",
+            c.fit_full,
+            c.amount(c.per_request_full)
+        )
+    };
+    match tuning.no_eviction {
+        NoEviction::LowerRunningLimit => match fits {
+            Some(c) => format!(
+                "{}: lower {} to {} so that none is {}, or {}{}",
+                full_length(c),
+                tuning.max_running.shown(),
+                c.fit_full,
+                preempted(engine),
+                raise(boot, &tuning.memory_fraction),
+                c.more_memory(c.requested as f64 * c.per_request_full)
+            ),
+            None => format!(
+                "lower {} to the number of requests that fit at full length, or {}",
+                tuning.max_running.shown(),
+                raise(boot, &tuning.memory_fraction)
+            ),
+        },
+        NoEviction::Raise(setting) => {
+            let mut text = format!(
+                "{} so that {} admits fewer requests at once",
+                raise(boot, &setting),
+                engine.name
+            );
+            match fits {
+                Some(c) => text.push_str(&format!(
+                    ", or lower {} to {}: {}",
+                    tuning.max_running.shown(),
+                    c.fit_full,
+                    full_length(c)
+                )),
+                None => text.push_str(&format!(", or {}", raise(boot, &tuning.memory_fraction))),
+            }
+            text
+        }
+        NoEviction::Set { setting, value } => {
+            let mut text = format!("set {} to {value}", setting.shown());
+            if let Some(now) = current(boot, &setting).filter(|now| now != value) {
+                text.push_str(&format!(" (this run used {now})"));
+            }
+            text.push_str(": a request then starts only when its whole output fits");
+            if let Some(c) = fits {
+                text.push_str(&format!("; {}", full_length(c)));
+            }
+            text
+        }
+    }
+}
+
+/// `preempted`, `retracted`, `paused`: the engine's word as a past participle.
+pub fn preempted(engine: &EngineDescriptor) -> String {
+    let word = engine.preemption_word;
+    if let Some(stem) = word.strip_suffix("ion") {
+        format!("{stem}ed")
+    } else if word.ends_with('e') {
+        format!("{word}d")
+    } else {
+        format!("{word}ed")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{SGLANG, TRTLLM, VLLM};
+    use crate::model::{BenchResult, Settings};
+
+    fn run(engine: &'static EngineDescriptor, boot: BootFacts, bench: Option<BenchResult>) -> Run {
+        Run {
+            engine,
+            boots: vec![("boot.log".into(), boot)],
+            before: None,
+            after: None,
+            series: None,
+            bench: bench.map(|b| ("bench.json".into(), b)),
+            expected_extra_requests: 0,
+            requested: Some(32),
+            load_failure: None,
+        }
+    }
+
+    fn settings(pairs: &[(&str, PyValue)]) -> Option<Settings> {
+        Some(
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), v.clone()))
+                .collect(),
+        )
+    }
+
+    fn t8(peak: f64) -> CheckResult {
+        CheckResult::new(Tripwire::T8, Status::Fail, "held back")
+            .with("requested", 32)
+            .with("peak_running", peak)
+    }
+
+    fn advice(run: &Run, results: &[CheckResult]) -> Vec<Vec<String>> {
+        let mut results = results.to_vec();
+        attach(run, &mut results);
+        results.into_iter().map(|r| r.advice).collect()
+    }
+
+    /// vLLM with a hybrid model: the usable blocks (T14) and each request's share of them
+    /// (T9) give how many fit and how much more KV memory the load needs.
+    #[test]
+    fn vllm_kv_limited_concurrency_names_the_memory_flag_and_the_numbers() {
+        let boot = BootFacts {
+            attention_block_size: Some(784),
+            kv_pool_tokens: Some(26093),
+            available_kv_cache_gib: Some(2.09),
+            non_default_args: settings(&[("gpu_memory_utilization", PyValue::Float(0.93))]),
+            ..BootFacts::default()
+        };
+        let t9 = CheckResult::new(Tripwire::T9, Status::Warn, "moved")
+            .with("ceiling_min", 7)
+            .with("ceiling_max", 10)
+            .with("usable_blocks", 42)
+            .with("blocks_per_request_min", 4.0)
+            .with("blocks_per_request_max", 6.0);
+        let t1 = CheckResult::new(Tripwire::T1, Status::Fail, "22").with("preemptions", 22.0);
+        let all = advice(&run(&VLLM, boot, None), &[t8(10.0), t9, t1]);
+        assert_eq!(
+            all[0],
+            ["42 usable blocks of 784 tokens hold at most 10 of these requests (4 blocks each when they start); 32 need about 128 blocks: raise `--gpu-memory-utilization` above 0.93 to give the KV cache about 4.3 GiB more than its 2.09 GiB, or ask for 10"]
+        );
+        assert_eq!(
+            all[1],
+            ["for one concurrency through the whole run, cap `--max-num-seqs` at 7, the most that fit when the cache was fullest; otherwise report this run's concurrency as 7 to 10"]
+        );
+        assert_eq!(
+            all[2],
+            ["7 of these requests fit at full length (6 blocks each): lower `--max-num-seqs` to 7 so that none is preempted, or raise `--gpu-memory-utilization` above 0.93 to give the KV cache about 7.5 GiB more than its 2.09 GiB"]
+        );
+    }
+
+    /// SGLang with a plain model: the pool in tokens against each request's prompt and
+    /// output, at full length (SGLang reserves a request's output when it admits it).
+    #[test]
+    fn sglang_kv_limited_concurrency_counts_tokens() {
+        let boot = BootFacts {
+            page_size: Some(1),
+            kv_pool_tokens: Some(32096),
+            available_kv_cache_gib: Some(4.4),
+            server_args: settings(&[
+                ("mem_fraction_static", PyValue::Float(0.88)),
+                ("schedule_conservativeness", PyValue::Float(1.0)),
+            ]),
+            ..BootFacts::default()
+        };
+        let bench = BenchResult {
+            completed: Some(32),
+            total_input_tokens: Some(2816),
+            total_output_tokens: Some(32000),
+            ..BenchResult::default()
+        };
+        let t1 = CheckResult::new(Tripwire::T1, Status::Fail, "3").with("preemptions", 3.0);
+        let all = advice(&run(&SGLANG, boot, Some(bench)), &[t8(29.0), t1]);
+        assert_eq!(
+            all[0],
+            ["the 32,096-token pool holds at most 29 of these requests (1,088 tokens each at full length); 32 need about 34,816 tokens: raise `--mem-fraction-static` above 0.88 to give the KV cache about 0.4 GiB more than its 4.40 GiB, or ask for 29"]
+        );
+        assert_eq!(
+            all[1],
+            ["raise `--schedule-conservativeness` above 1 so that SGLang admits fewer requests at once, or lower `--max-running-requests` to 29: 29 of these requests fit at full length (1,088 tokens each)"]
+        );
+    }
+
+    /// A running limit below the load: raise it, or, where the engine lowered it itself,
+    /// give what it lowered it for more room.
+    #[test]
+    fn a_running_limit_names_its_own_setting() {
+        let capped = BootFacts {
+            running_cap: Some(1),
+            running_cap_reason: Some("mamba state cache".into()),
+            requested_running: Some(32),
+            server_args: settings(&[("mem_fraction_static", PyValue::Float(0.88))]),
+            ..BootFacts::default()
+        };
+        assert_eq!(
+            advice(&run(&SGLANG, capped, None), &[t8(1.0)])[0],
+            ["SGLang lowered its running limit to 1 because of the mamba state cache: raise `--mem-fraction-static` above 0.88 to give it room, or ask for 1"]
+        );
+        let limited = BootFacts {
+            running_cap: Some(16),
+            ..BootFacts::default()
+        };
+        assert_eq!(
+            advice(&run(&TRTLLM, limited.clone(), None), &[t8(16.0)])[0],
+            ["raise `max_batch_size` in the --config YAML from 16 to 32, or ask for 16"]
+        );
+        assert_eq!(
+            advice(&run(&VLLM, limited, None), &[t8(16.0)])[0],
+            ["raise `--max-num-seqs` from 16 to 32, or ask for 16"]
+        );
+    }
+
+    /// TensorRT-LLM pauses requests only under MAX_UTILIZATION: the advice names the
+    /// YAML key and the policy this run used.
+    #[test]
+    fn trtllm_pauses_name_the_scheduler_policy() {
+        let boot = BootFacts {
+            server_args: settings(&[(
+                "capacity_scheduler_policy",
+                PyValue::Str("MAX_UTILIZATION".into()),
+            )]),
+            ..BootFacts::default()
+        };
+        let t1 = CheckResult::new(Tripwire::T1, Status::Fail, "13 paused").with("preemptions", 13);
+        assert_eq!(
+            advice(&run(&TRTLLM, boot, None), &[t1])[0],
+            ["set `scheduler_config.capacity_scheduler_policy` in the --config YAML to GUARANTEED_NO_EVICT (this run used MAX_UTILIZATION): a request then starts only when its whole output fits"]
+        );
+    }
+
+    /// Advice only where a setting changes the outcome: none on a pass, none for a
+    /// lagging gauge's ceiling, none without the numbers a limit needs.
+    #[test]
+    fn no_advice_without_a_finding_or_its_numbers() {
+        let boot = BootFacts::default();
+        let results = [
+            CheckResult::new(Tripwire::T8, Status::Pass, "reached")
+                .with("requested", 32)
+                .with("peak_running", 32.0),
+            CheckResult::new(Tripwire::T8, Status::Unknown, "lagging")
+                .with("requested", 32)
+                .with("peak_running", 8.0),
+            CheckResult::new(Tripwire::T9, Status::Warn, "moved")
+                .with("ceiling_min", 1)
+                .with("ceiling_max", 3),
+            t8(10.0),
+        ];
+        let all = advice(&run(&TRTLLM, boot, None), &results);
+        assert!(all.iter().all(Vec::is_empty), "{all:?}");
+    }
+}
