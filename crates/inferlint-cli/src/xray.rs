@@ -574,6 +574,12 @@ impl Xray<'_> {
             if let Some(message) = self.server_exited() {
                 return Err(problem(format!("{message} during the probe")));
             }
+        } else {
+            self.record(CheckResult::not_checked(
+                Tripwire::T7,
+                "needs the probe, which --no-probe left out",
+                &["probe"],
+            ));
         }
         self.snapshot(&recorder, "before.snapshot.json")?;
         self.load()

@@ -262,6 +262,12 @@ pub fn tripwires_markdown() -> String {
             "The tripwire is about a behaviour this engine does not have. Does not change \
              the exit status.",
         ),
+        (
+            Status::NotChecked,
+            "No verdict: the tripwire applies to the run, but a file or number it needs was \
+             not given, and the line says which. Never a pass; does not change the exit \
+             status on its own.",
+        ),
     ] {
         md.push_str(&format!(
             "| {} | `{}` | {} |\n",

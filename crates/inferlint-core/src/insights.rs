@@ -274,14 +274,17 @@ fn server_failed(results: &[CheckResult]) -> Option<Insight> {
         "server",
         format!("The server failed {when}"),
         format!(
-            "{}. Requests sent to it failed or never ran, so no number from this run describes the engine: fix the cause and run again.",
-            capitalised(&r.message)
+            "{}: {}. Requests sent to it failed or never ran, so no number from this run describes the engine: fix the cause and run again.",
+            r.tripwire,
+            r.message.trim_end_matches('.')
         ),
     ))
 }
 
-/// The text with its first letter in upper case, for a message that starts a sentence.
+/// The text with its first letter in upper case and no closing full stop, for a message
+/// that starts a sentence the caller ends.
 fn capitalised(text: &str) -> String {
+    let text = text.trim_end_matches('.');
     let mut chars = text.chars();
     match chars.next() {
         Some(first) => first.to_uppercase().chain(chars).collect(),
@@ -1121,7 +1124,7 @@ mod tests {
         assert_eq!(first.title, "The server failed after it was ready");
         assert!(first
             .text
-            .starts_with("Cuda_error during serving: an illegal memory access"));
+            .starts_with("T7: cuda_error during serving: an illegal memory access"));
     }
 
     /// A run whose server finished nothing between its readings measured no load: one

@@ -285,7 +285,14 @@ fn tiles(report: &Report) -> Vec<Tile> {
                 Some(n) => format!("{} of {}", fmt::g(peak), fmt::g(n)),
                 None => fmt::g(peak),
             },
-            sub: Some("the most running requests the recording shows".into()),
+            sub: Some(if run.engine.gauges_lag {
+                format!(
+                    "the most running requests the recording shows; {} updates that gauge only when a request completes",
+                    run.engine.name
+                )
+            } else {
+                "the most running requests the recording shows".into()
+            }),
             status: t8.map(|r| r.status),
         });
     } else if let Some(peak) = run.series.as_ref().and_then(|s| s.peak_running) {
