@@ -914,7 +914,24 @@ impl Xray<'_> {
         }
         let assembled = self.assemble(choice);
         let checks: Vec<CheckResult> = match &assembled {
-            Ok(Some((_, results, _))) => ordered_run_checks(results),
+            Ok(Some((_, results, _))) => {
+                let mut checks = ordered_run_checks(results);
+                // What the run could not check and xray has not said yet (the boot
+                // checks of an attached server given no --boot-log).
+                let said: Vec<Tripwire> = self
+                    .results
+                    .iter()
+                    .chain(&checks)
+                    .map(|r| r.tripwire)
+                    .collect();
+                checks.extend(
+                    results
+                        .iter()
+                        .filter(|r| r.status == Status::NotChecked && !said.contains(&r.tripwire))
+                        .cloned(),
+                );
+                checks
+            }
             _ => Vec::new(),
         };
         if !checks.is_empty() {

@@ -618,6 +618,13 @@ fn url_without_serve_stops_nothing() {
     assert!(server.alive(), "xray stopped a server it did not start");
     let saved = results_json(&tmp.path().join("run"));
     assert_eq!(status_of(&saved, "T13").as_deref(), Some("not_applicable"));
+    // Nothing vanishes: no probe, no boot log, and a load that sent no request.
+    assert_eq!(status_of(&saved, "T7").as_deref(), Some("not_checked"));
+    assert_eq!(status_of(&saved, "T12").as_deref(), Some("not_checked"));
+    assert_eq!(status_of(&saved, "T8").as_deref(), Some("not_checked"));
+    assert_says(&out, "[T12] NOT-CHECKED  needs the server's boot log");
+    assert_says(&out, "This run was not a benchmark");
+    assert_eq!(code(&out), Some(2), "{}", shown(&out));
     assert!(tmp.path().join("run/after.snapshot.json").is_file());
     drop(server);
     assert_none_left(port);
