@@ -504,52 +504,41 @@ fn a_failing_load_is_not_a_benchmark() {
 fn a_server_that_cannot_start_fails_t12_with_the_cause() {
     let tmp = tempfile::tempdir().unwrap();
     let port = free_port();
-    let missing = format!("inferlint-no-such-engine-{port} serve m");
-    let out = xray(
-        tmp.path(),
-        &[
-            "-o",
-            "run",
-            "--engine",
-            "vllm",
-            "--no-gpu",
-            "--url",
-            &url(port),
-            "--serve",
-            &missing,
-            "--",
-            "true",
-        ],
-    );
-    assert_eq!(code(&out), Some(1), "{}", shown(&out));
-    assert_says(
-        &out,
-        &format!("[T12] TRIPWIRE-FAILED  could not start: inferlint-no-such-engine-{port}: command not found"),
-    );
-    assert!(!stdout(&out).contains("[T12] PASS"), "{}", shown(&out));
-    // Through a shell, the same server exits 127 before it is ready.
-    let through_shell = format!("sh -c 'inferlint-no-such-engine-{port} serve m'");
-    let out = xray(
-        tmp.path(),
-        &[
-            "-o",
-            "run2",
-            "--engine",
-            "vllm",
-            "--no-gpu",
-            "--url",
-            &url(port),
-            "--serve",
-            &through_shell,
-            "--",
-            "true",
-        ],
-    );
-    assert_eq!(code(&out), Some(1), "{}", shown(&out));
-    assert_says(
-        &out,
-        "[T12] TRIPWIRE-FAILED  could not start: the server exited with code 127 (command not found) before it was ready",
-    );
+    let missing = format!("inferlint-no-such-engine-{port}");
+    let cases = [
+        // Started directly, the program is not found.
+        (
+            format!("{missing} serve m"),
+            format!("could not start: {missing}: command not found"),
+        ),
+        // Through a shell, the same server exits 127 before it is ready.
+        (
+            format!("sh -c '{missing} serve m'"),
+            "could not start: the server exited with code 127 (command not found) before it was ready".to_owned(),
+        ),
+    ];
+    for (i, (serve, cause)) in cases.iter().enumerate() {
+        let dir = format!("run{i}");
+        let out = xray(
+            tmp.path(),
+            &[
+                "-o",
+                &dir,
+                "--engine",
+                "vllm",
+                "--no-gpu",
+                "--url",
+                &url(port),
+                "--serve",
+                serve,
+                "--",
+                "true",
+            ],
+        );
+        assert_eq!(code(&out), Some(1), "{}", shown(&out));
+        assert_says(&out, &format!("[T12] TRIPWIRE-FAILED  {cause}"));
+        assert!(!stdout(&out).contains("[T12] PASS"), "{}", shown(&out));
+    }
     assert_none_left(port);
 }
 

@@ -68,14 +68,7 @@ pub fn restart_between(before: &Snapshot, after: &Snapshot) -> Option<Restart> {
 /// clock; then a counter that went down while every `*_created` stamp stayed the same
 /// means one process read twice, in the wrong order: a restart would have moved them.
 pub fn out_of_order(before: &Snapshot, after: &Snapshot) -> Option<String> {
-    let wall = match (before.t_wall, after.t_wall) {
-        (Some(a), Some(b)) if a.is_finite() && b.is_finite() => Some(b - a),
-        _ => None,
-    };
-    let mono = match (before.t_mono_ns, after.t_mono_ns) {
-        (Some(a), Some(b)) => Some((b - a) as f64 / 1e9),
-        _ => None,
-    };
+    let (mono, wall) = clock_deltas(before, after);
     let earlier_by = match (mono, wall) {
         (Some(m), Some(w)) if m < 0.0 && w < 0.0 => Some(-m),
         (Some(_), Some(_)) => None,
@@ -104,6 +97,20 @@ pub fn out_of_order(before: &Snapshot, after: &Snapshot) -> Option<String> {
         )),
         _ => None,
     }
+}
+
+/// Seconds from the before to the after reading on the monotonic and on the wall clock,
+/// each where both readings carry it.
+pub fn clock_deltas(before: &Snapshot, after: &Snapshot) -> (Option<f64>, Option<f64>) {
+    let mono = match (before.t_mono_ns, after.t_mono_ns) {
+        (Some(a), Some(b)) => Some((b - a) as f64 / 1e9),
+        _ => None,
+    };
+    let wall = match (before.t_wall, after.t_wall) {
+        (Some(a), Some(b)) if a.is_finite() && b.is_finite() => Some(b - a),
+        _ => None,
+    };
+    (mono, wall)
 }
 
 /// Every sample whose name ends in `suffix`, with its value before and after, where the

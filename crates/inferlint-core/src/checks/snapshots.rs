@@ -1,7 +1,7 @@
 //! Checks on a before and an after snapshot: T1 (silent preemption), T10 (integer-second
 //! timing) and T15 (client and server counts disagree).
 
-use super::counters::{counter_delta, out_of_order, restart_between};
+use super::counters::{clock_deltas, counter_delta, out_of_order, restart_between};
 use super::series::SeriesStats;
 use crate::engine::EngineDescriptor;
 use crate::fmt;
@@ -296,14 +296,7 @@ pub fn span_between(before: &Snapshot, after: &Snapshot) -> Result<Span, String>
         (Some(a), Some(b)) => Some((a + b) / 2.0),
         _ => None,
     };
-    let wall = match (before.t_wall, after.t_wall) {
-        (Some(a), Some(b)) if a.is_finite() && b.is_finite() => Some(b - a),
-        _ => None,
-    };
-    let mono = match (before.t_mono_ns, after.t_mono_ns) {
-        (Some(a), Some(b)) => Some((b - a) as f64 / 1e9),
-        _ => None,
-    };
+    let (mono, wall) = clock_deltas(before, after);
     let seconds = match (mono, wall) {
         (Some(m), Some(w)) if (m - w).abs() > 1.0 => {
             return Err(format!(
