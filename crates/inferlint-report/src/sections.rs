@@ -334,7 +334,7 @@ fn tiles(report: &Report) -> Vec<Tile> {
         }
         if let Some(client) = run.bench.as_ref().and_then(|(_, b)| b.output_throughput) {
             sub.push_str(&format!(
-                "; the load tool measured {} over its own span",
+                "; the run's throughput is the load tool's {}, over its own timed requests",
                 fmt::thousands_f(client)
             ));
         }
