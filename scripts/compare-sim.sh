@@ -18,8 +18,11 @@ import json, sys
 text = sys.stdin.read()
 data = json.loads(text)
 results = data if isinstance(data, list) else data.get("results", [])
+# Ours lists tripwires it could not check (status not_checked, --json contract 2); the
+# Python tool leaves them out, so only verdicts are compared.
 for r in sorted(results, key=lambda r: r["tripwire"]):
-    print(r["tripwire"], r["status"].lower())
+    if r["status"] != "not_checked":
+        print(r["tripwire"], r["status"].lower())
 '
 }
 status=0
