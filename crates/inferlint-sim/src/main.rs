@@ -14,15 +14,18 @@ use inferlint_sim::server::{self, ServerConfig};
 const USAGE: &str = "usage:
   inferlint-sim write DIR
   inferlint-sim serve --engine vllm|sglang|trtllm [--port N] [--speed X] [--case NAME]
+                      [--served-model-name NAME]
                       [--die-on-request N] [--restart-after-requests N] [--hang]
                       [--slow-metrics-ms MS] [--no-metrics] [--empty-completions]
+                      [--error-every N]
   inferlint-sim load URL [--num-prompts N] [--max-concurrency C] [--input-len P]
                       [--output-len O] [--model M] [--timeout S] [--result-file F]
 
 serve prints the boot log (ending with the ready line), then an access line per request;
 SIGINT or SIGTERM stop it. --case NAME serves one of the run-folder cases
 (vllm-hybrid, sglang-capped, trtllm-no-evict, trtllm-max-utilization) instead of a small
-default. load sends one untimed test request, then N streamed completions, C at a time.";
+default. --served-model-name is the only model name completions accept (others: 404).
+--error-every N answers 500 to every Nth completion request. load sends one untimed test request, then N streamed completions, C at a time.";
 
 /// Exit statuses, in one place.
 const EXIT_OK: u8 = 0;
@@ -145,6 +148,8 @@ fn serve(args: &[String]) -> u8 {
             "die-on-request",
             "restart-after-requests",
             "slow-metrics-ms",
+            "served-model-name",
+            "error-every",
         ],
     ) {
         Ok(f) => f,
@@ -243,6 +248,16 @@ fn serve_config(flags: &Flags) -> Result<ServerConfig, String> {
             return Err("--speed must be a positive number".into());
         }
         config.speed = speed;
+    }
+    if let Some(name) = flags.value("served-model-name") {
+        if name.is_empty() {
+            return Err("--served-model-name must not be empty".into());
+        }
+        config.case.boot.served_model_name = name.to_owned();
+    }
+    config.faults.error_every = flags.number("error-every")?;
+    if config.faults.error_every == Some(0) {
+        return Err("--error-every must be at least 1".into());
     }
     config.faults.die_on_request = flags.number("die-on-request")?;
     config.faults.restart_after_requests = flags.number("restart-after-requests")?;

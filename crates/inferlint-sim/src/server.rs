@@ -69,6 +69,10 @@ pub struct Faults {
     pub no_metrics: bool,
     /// Completions answer 200 with no text and `completion_tokens` 0, at once.
     pub empty_completions: bool,
+    /// Every Nth completion request (counting from 1: the Nth, the 2Nth, ...) answers 500
+    /// at once, before it reaches the scheduler, as a request that fails in the API server
+    /// does: no engine counter counts it. Load tools then have some failed requests.
+    pub error_every: Option<u32>,
 }
 
 /// What to simulate and how fast.
@@ -609,6 +613,7 @@ fn openai_error(status: StatusCode, message: &str) -> Response<SimBody> {
     let kind = match status {
         StatusCode::NOT_FOUND => "NotFoundError",
         StatusCode::SERVICE_UNAVAILABLE => "ServiceUnavailableError",
+        StatusCode::INTERNAL_SERVER_ERROR => "InternalServerError",
         _ => "BadRequestError",
     };
     json_response(
@@ -795,6 +800,9 @@ fn prompt_text(body: &Value, chat: bool) -> Option<String> {
     }
 }
 
+/// The generated tokens, in turn. Each is one whitespace-separated word, so a client that
+/// counts the words of an answer (or tokenizes it with a word-level tokenizer split on
+/// whitespace) counts the tokens the server generated.
 const WORDS: [&str; 12] = [
     " the",
     " sky",
@@ -806,8 +814,8 @@ const WORDS: [&str; 12] = [
     " is",
     " calm",
     " today",
-    ",",
     " simulated",
+    " run",
 ];
 
 /// The text of generated tokens `from..to`.
@@ -944,6 +952,16 @@ async fn complete(shared: &Shared, request: Request<Incoming>, chat: bool) -> Re
                 &format!("The model `{model}` does not exist."),
             );
         }
+    }
+    if shared
+        .faults
+        .error_every
+        .is_some_and(|n| n > 0 && ordinal % n == 0)
+    {
+        return openai_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("simulated internal error (completion request {ordinal})"),
+        );
     }
     let Some(prompt) = prompt_text(&body, chat) else {
         let field = if chat { "messages" } else { "prompt" };

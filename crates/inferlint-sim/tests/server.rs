@@ -404,3 +404,89 @@ fn a_load_against_nothing_fails_quickly() {
     assert!(matches!(err, LoadError::Models { .. }), "{err}");
     assert!(load::run("https://127.0.0.1:1", small_load()).is_err());
 }
+
+#[test]
+fn an_answer_has_one_word_per_generated_token() {
+    // Load tools that count an answer's tokens themselves split it into words (or use a
+    // word-level tokenizer); a token without a space before it would merge two words.
+    let handle = start(Engine::Vllm, Faults::default());
+    for max_tokens in [1, 11, 12, 30] {
+        let reply = post(
+            &handle,
+            "/v1/completions",
+            &format!(r#"{{"prompt": "a b c", "max_tokens": {max_tokens}}}"#),
+        )
+        .unwrap();
+        let v: Value = serde_json::from_str(&reply.body).unwrap();
+        let text = v["choices"][0]["text"].as_str().unwrap();
+        assert_eq!(v["usage"]["completion_tokens"], max_tokens);
+        assert_eq!(
+            text.split_whitespace().count() as u64,
+            max_tokens,
+            "{text:?}"
+        );
+    }
+}
+
+#[test]
+fn the_served_model_name_is_the_one_model_accepted() {
+    let mut config = ServerConfig::new(Engine::Sglang);
+    config.speed = 1000.0;
+    config.case.boot.served_model_name = "/tmp/tok/word-level".to_owned();
+    let handle = server::spawn(config).unwrap();
+    let models: Value = serde_json::from_str(&get(&handle, "/v1/models").body).unwrap();
+    assert_eq!(models["data"][0]["id"], "/tmp/tok/word-level");
+    let ok = post(
+        &handle,
+        "/v1/chat/completions",
+        r#"{"model": "/tmp/tok/word-level", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}"#,
+    )
+    .unwrap();
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    let v: Value = serde_json::from_str(&ok.body).unwrap();
+    assert_eq!(v["model"], "/tmp/tok/word-level");
+    let wrong = post(
+        &handle,
+        "/v1/completions",
+        r#"{"model": "sim-model", "prompt": "x", "max_tokens": 1}"#,
+    )
+    .unwrap();
+    assert_eq!(wrong.status, 404, "{}", wrong.body);
+    let v: Value = serde_json::from_str(&wrong.body).unwrap();
+    assert_eq!(v["message"], "The model `sim-model` does not exist.");
+}
+
+#[test]
+fn error_every_fails_every_nth_completion_and_no_engine_counter_sees_it() {
+    for engine in Engine::ALL {
+        let faults = Faults {
+            error_every: Some(3),
+            ..Faults::default()
+        };
+        let handle = start(engine, faults);
+        let d = engine.descriptor();
+        let before = scrape(&handle, engine);
+        let mut statuses = Vec::new();
+        for stream in [false, true, false, false, true, false, false] {
+            let reply = post(
+                &handle,
+                "/v1/completions",
+                &format!(r#"{{"prompt": "a b c d", "max_tokens": 4, "stream": {stream}}}"#),
+            )
+            .unwrap();
+            if reply.status == 500 {
+                let v: Value = serde_json::from_str(&reply.body).unwrap();
+                assert_eq!(v["type"], "InternalServerError", "{engine}");
+                assert_eq!(v["code"], 500, "{engine}");
+            }
+            statuses.push(reply.status);
+        }
+        assert_eq!(statuses, [200, 200, 500, 200, 200, 500, 200], "{engine}");
+        let after = scrape(&handle, engine);
+        let finished =
+            after.total(d.request_success).unwrap() - before.total(d.request_success).unwrap();
+        assert_eq!(finished, 5.0, "{engine}");
+        let prompt = after.total(d.prompt_tokens).unwrap() - before.total(d.prompt_tokens).unwrap();
+        assert_eq!(prompt, 5.0 * 4.0, "{engine}");
+    }
+}
