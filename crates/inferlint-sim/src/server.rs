@@ -47,6 +47,9 @@ pub const DEFAULT_MODEL_NAME: &str = "sim-model";
 /// Answers `max_tokens` when a request does not say (vLLM's default for completions).
 const DEFAULT_MAX_TOKENS: u64 = 16;
 
+/// Answers `max_new_tokens` when a `/generate` request does not say (SGLang's default).
+const SGLANG_DEFAULT_MAX_NEW_TOKENS: u64 = 128;
+
 /// The largest request body read.
 const MAX_BODY_BYTES: usize = 8 << 20;
 
@@ -647,7 +650,8 @@ async fn handle(
         (Method::GET, "/version") if shared.engine == Engine::Vllm => {
             json_response(StatusCode::OK, &json!({"version": "0.28.0"}))
         }
-        (Method::GET, "/get_server_info") if shared.engine == Engine::Sglang => {
+        // `/server_info` is the newer name; SGLang's benchmark client asks it.
+        (Method::GET, "/get_server_info" | "/server_info") if shared.engine == Engine::Sglang => {
             server_info(&shared)
         }
         (Method::GET, p) if p == d.metrics_path => metrics(&shared).await,
@@ -655,8 +659,12 @@ async fn handle(
         (Method::GET, "/metrics") if shared.engine == Engine::Trtllm => {
             iteration_stats(&shared).await
         }
-        (Method::POST, "/v1/completions") => complete(&shared, request, false).await,
-        (Method::POST, "/v1/chat/completions") => complete(&shared, request, true).await,
+        (Method::POST, "/v1/completions") => complete(&shared, request, Api::Completions).await,
+        (Method::POST, "/v1/chat/completions") => complete(&shared, request, Api::Chat).await,
+        // SGLang's native API, the default of its own benchmark client.
+        (Method::POST, "/generate") if shared.engine == Engine::Sglang => {
+            complete(&shared, request, Api::Generate).await
+        }
         (_, "/health" | "/v1/models" | "/v1/completions" | "/v1/chat/completions") => {
             json_response(
                 StatusCode::METHOD_NOT_ALLOWED,
@@ -760,9 +768,29 @@ pub fn rough_tokens(text: &str) -> u64 {
     (text.split_whitespace().count() as u64).max(1)
 }
 
-/// The prompt of a completion or chat request, as text.
-fn prompt_text(body: &Value, chat: bool) -> Option<String> {
-    if chat {
+/// The API a completion request came through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Api {
+    /// OpenAI `/v1/completions`.
+    Completions,
+    /// OpenAI `/v1/chat/completions`.
+    Chat,
+    /// SGLang's native `/generate`: `text` or `input_ids`, `sampling_params`, and answers
+    /// with `meta_info` (a streamed chunk carries the whole text so far).
+    Generate,
+}
+
+/// The prompt of a request, as text.
+fn prompt_text(body: &Value, api: Api) -> Option<String> {
+    if api == Api::Generate {
+        return match (body.get("text"), body.get("input_ids")) {
+            (Some(Value::String(s)), _) => Some(s.clone()),
+            // Token ids: one word per id.
+            (_, Some(Value::Array(ids))) => Some("t ".repeat(ids.len())),
+            _ => None,
+        };
+    }
+    if api == Api::Chat {
         let messages = body.get("messages")?.as_array()?;
         let mut text = String::new();
         for m in messages {
@@ -830,7 +858,7 @@ struct Answer {
     id: String,
     created: u64,
     model: String,
-    chat: bool,
+    api: Api,
     prompt_tokens: u64,
     include_usage: bool,
 }
@@ -844,20 +872,47 @@ impl Answer {
         })
     }
 
+    /// SGLang's `meta_info` of a `/generate` answer.
+    fn meta_info(&self, completion_tokens: u64, finished: bool) -> Value {
+        let finish = if !finished {
+            Value::Null
+        } else if completion_tokens == 0 {
+            json!({"type": "stop", "matched": null})
+        } else {
+            json!({"type": "length", "length": completion_tokens})
+        };
+        json!({
+            "id": self.id,
+            "finish_reason": finish,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "cached_tokens": 0,
+        })
+    }
+
+    /// A streamed `/generate` chunk: the whole text so far.
+    fn generate_chunk(&self, text: &str, completion_tokens: u64, finished: bool) -> Bytes {
+        self.event(&json!({"text": text, "meta_info": self.meta_info(completion_tokens, finished)}))
+    }
+
     fn whole(&self, text: &str, completion_tokens: u64) -> Value {
+        if self.api == Api::Generate {
+            return json!({"text": text, "meta_info": self.meta_info(completion_tokens, true)});
+        }
         let finish = if completion_tokens == 0 {
             "stop"
         } else {
             "length"
         };
-        let choice = if self.chat {
+        let chat = self.api == Api::Chat;
+        let choice = if chat {
             json!({"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": null, "finish_reason": finish, "stop_reason": null})
         } else {
             json!({"index": 0, "text": text, "logprobs": null, "finish_reason": finish, "stop_reason": null})
         };
         json!({
             "id": self.id,
-            "object": if self.chat { "chat.completion" } else { "text_completion" },
+            "object": if chat { "chat.completion" } else { "text_completion" },
             "created": self.created,
             "model": self.model,
             "choices": [choice],
@@ -866,14 +921,15 @@ impl Answer {
     }
 
     fn chunk(&self, text: &str, finish_reason: Option<&str>) -> Bytes {
-        let choice = if self.chat {
+        let chat = self.api == Api::Chat;
+        let choice = if chat {
             json!({"index": 0, "delta": {"content": text}, "logprobs": null, "finish_reason": finish_reason})
         } else {
             json!({"index": 0, "text": text, "logprobs": null, "finish_reason": finish_reason})
         };
         self.event(&json!({
             "id": self.id,
-            "object": if self.chat { "chat.completion.chunk" } else { "text_completion" },
+            "object": if chat { "chat.completion.chunk" } else { "text_completion" },
             "created": self.created,
             "model": self.model,
             "choices": [choice],
@@ -883,7 +939,7 @@ impl Answer {
     fn usage_chunk(&self, completion_tokens: u64) -> Bytes {
         self.event(&json!({
             "id": self.id,
-            "object": if self.chat { "chat.completion.chunk" } else { "text_completion" },
+            "object": if self.api == Api::Chat { "chat.completion.chunk" } else { "text_completion" },
             "created": self.created,
             "model": self.model,
             "choices": [],
@@ -905,7 +961,7 @@ fn sse_response(rx: mpsc::Receiver<Bytes>) -> Response<SimBody> {
     response
 }
 
-async fn complete(shared: &Shared, request: Request<Incoming>, chat: bool) -> Response<SimBody> {
+async fn complete(shared: &Shared, request: Request<Incoming>, api: Api) -> Response<SimBody> {
     let ordinal = {
         let mut sim = shared.lock();
         sim.completion_requests += 1;
@@ -963,19 +1019,28 @@ async fn complete(shared: &Shared, request: Request<Incoming>, chat: bool) -> Re
             &format!("simulated internal error (completion request {ordinal})"),
         );
     }
-    let Some(prompt) = prompt_text(&body, chat) else {
-        let field = if chat { "messages" } else { "prompt" };
+    let Some(prompt) = prompt_text(&body, api) else {
+        let field = match api {
+            Api::Completions => "prompt",
+            Api::Chat => "messages",
+            Api::Generate => "text or input_ids",
+        };
         return openai_error(
             StatusCode::BAD_REQUEST,
             &format!("the request has no {field}"),
         );
     };
     let prompt_tokens = rough_tokens(&prompt);
-    let max_tokens = body
-        .get("max_tokens")
-        .or_else(|| body.get("max_completion_tokens"))
-        .and_then(Value::as_u64)
-        .unwrap_or(DEFAULT_MAX_TOKENS);
+    let max_tokens = if api == Api::Generate {
+        body.pointer("/sampling_params/max_new_tokens")
+            .and_then(Value::as_u64)
+            .unwrap_or(SGLANG_DEFAULT_MAX_NEW_TOKENS)
+    } else {
+        body.get("max_tokens")
+            .or_else(|| body.get("max_completion_tokens"))
+            .and_then(Value::as_u64)
+            .unwrap_or(DEFAULT_MAX_TOKENS)
+    };
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let include_usage = body
         .pointer("/stream_options/include_usage")
@@ -987,10 +1052,14 @@ async fn complete(shared: &Shared, request: Request<Incoming>, chat: bool) -> Re
         sim.next_id
     };
     let answer = Answer {
-        id: format!("{}-{id:x}", if chat { "chatcmpl" } else { "cmpl" }),
+        id: match api {
+            Api::Completions => format!("cmpl-{id:x}"),
+            Api::Chat => format!("chatcmpl-{id:x}"),
+            Api::Generate => format!("{id:032x}"),
+        },
         created: unix_now().floor() as u64,
         model: served.clone(),
-        chat,
+        api,
         prompt_tokens,
         include_usage,
     };
@@ -999,7 +1068,11 @@ async fn complete(shared: &Shared, request: Request<Incoming>, chat: bool) -> Re
             return json_response(StatusCode::OK, &answer.whole("", 0));
         }
         let (tx, rx) = mpsc::channel::<Bytes>(4);
-        let mut events = vec![answer.chunk("", Some("stop"))];
+        let mut events = vec![if api == Api::Generate {
+            answer.generate_chunk("", 0, true)
+        } else {
+            answer.chunk("", Some("stop"))
+        }];
         if answer.include_usage {
             events.push(answer.usage_chunk(0));
         }
@@ -1064,7 +1137,7 @@ async fn complete(shared: &Shared, request: Request<Incoming>, chat: bool) -> Re
     }
     let (tx, rx) = mpsc::channel::<Bytes>(64);
     tokio::spawn(async move {
-        if chat {
+        if api == Api::Chat {
             let first = answer.event(&json!({
                 "id": answer.id, "object": "chat.completion.chunk", "created": answer.created,
                 "model": answer.model,
@@ -1079,14 +1152,20 @@ async fn complete(shared: &Shared, request: Request<Incoming>, chat: bool) -> Re
         loop {
             let p = *progress.borrow_and_update();
             while sent < p.generated {
-                if tx
-                    .send(answer.chunk(&generated_text(sent, sent + 1), None))
-                    .await
-                    .is_err()
-                {
+                let event = if api == Api::Generate {
+                    let last = p.finished && sent + 1 == p.generated;
+                    answer.generate_chunk(&generated_text(0, sent + 1), sent + 1, last)
+                } else {
+                    answer.chunk(&generated_text(sent, sent + 1), None)
+                };
+                if tx.send(event).await.is_err() {
                     return;
                 }
                 sent += 1;
+            }
+            if p.finished && api == Api::Generate {
+                let _ = tx.send(Bytes::from_static(b"data: [DONE]\n\n")).await;
+                return;
             }
             if p.finished {
                 let _ = tx.send(answer.chunk("", Some("length"))).await;

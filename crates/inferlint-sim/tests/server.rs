@@ -490,3 +490,57 @@ fn error_every_fails_every_nth_completion_and_no_engine_counter_sees_it() {
         assert_eq!(prompt, 5.0 * 4.0, "{engine}");
     }
 }
+
+#[test]
+fn sglang_answers_its_native_generate_and_server_info() {
+    let handle = start(Engine::Sglang, Faults::default());
+    let reply = post(
+        &handle,
+        "/generate",
+        r#"{"text": "one two three", "sampling_params": {"max_new_tokens": 5, "ignore_eos": true}}"#,
+    )
+    .unwrap();
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let v: Value = serde_json::from_str(&reply.body).unwrap();
+    assert_eq!(v["text"].as_str().unwrap().split_whitespace().count(), 5);
+    assert_eq!(v["meta_info"]["prompt_tokens"], 3);
+    assert_eq!(v["meta_info"]["completion_tokens"], 5);
+    assert_eq!(v["meta_info"]["finish_reason"]["type"], "length");
+
+    // Streamed: each chunk holds the whole text so far and the count so far; the last
+    // token's chunk says why it finished, then [DONE].
+    let reply = post(
+        &handle,
+        "/generate",
+        r#"{"input_ids": [5, 6, 7, 8], "sampling_params": {"max_new_tokens": 4}, "stream": true}"#,
+    )
+    .unwrap();
+    let data: Vec<&str> = reply
+        .body
+        .split("\n\n")
+        .filter_map(|e| e.strip_prefix("data: "))
+        .collect();
+    assert_eq!(data.last(), Some(&"[DONE]"), "{}", reply.body);
+    let chunks: Vec<Value> = data[..data.len() - 1]
+        .iter()
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    assert_eq!(chunks.len(), 4);
+    for (k, c) in chunks.iter().enumerate() {
+        let n = k as u64 + 1;
+        assert_eq!(c["meta_info"]["completion_tokens"], n);
+        assert_eq!(c["meta_info"]["prompt_tokens"], 4);
+        assert_eq!(
+            c["text"].as_str().unwrap().split_whitespace().count() as u64,
+            n
+        );
+        assert_eq!(c["meta_info"]["finish_reason"].is_null(), n < 4, "{c}");
+    }
+
+    let info: Value = serde_json::from_str(&get(&handle, "/server_info").body).unwrap();
+    assert_eq!(info["max_total_num_tokens"], 2048);
+    // Only SGLang has the native API.
+    let vllm = start(Engine::Vllm, Faults::default());
+    let reply = post(&vllm, "/generate", r#"{"text": "x"}"#).unwrap();
+    assert_eq!(reply.status, 404);
+}
