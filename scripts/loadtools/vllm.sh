@@ -5,6 +5,7 @@
 #   concurrent-16          32 random prompts of 32 tokens, 32 output tokens, 16 at once
 #   concurrent-16-detailed the same with --save-detailed (per-request arrays)
 #   some-errored-detailed  the same, the server answering 500 to every 5th request
+#   all-failed-detailed    every request answered 500 (the engine is dead)
 # Usage: scripts/loadtools/vllm.sh   (see common.sh for the environment)
 source "$(dirname "$0")/common.sh"
 VERSION=0.33.0
@@ -34,3 +35,7 @@ made "$VERSION" "the same normal run with --save-detailed: bench.json also holds
 prepare vllm some-errored-detailed
 run_vllm "--error-every 5" --save-detailed
 made "$VERSION" "a run with failed requests: the server answers 500 to every 5th completion request (inferlint-sim --error-every 5); vLLM counts them in failed and keeps each one's error text with --save-detailed"
+
+prepare vllm all-failed-detailed
+run_vllm "--error-from 1" --save-detailed
+made "$VERSION" "every request fails: the server answers 500 to every completion request (inferlint-sim --error-from 1, as an API server whose engine died). vLLM 0.33 sends no test request by default (--ready-check-timeout-sec 0: 'Skipping endpoint ready check.')"

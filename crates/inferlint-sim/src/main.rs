@@ -17,7 +17,7 @@ const USAGE: &str = "usage:
                       [--served-model-name NAME]
                       [--die-on-request N] [--restart-after-requests N] [--hang]
                       [--slow-metrics-ms MS] [--no-metrics] [--empty-completions]
-                      [--error-every N]
+                      [--error-every N] [--error-from N]
   inferlint-sim load URL [--num-prompts N] [--max-concurrency C] [--input-len P]
                       [--output-len O] [--model M] [--timeout S] [--result-file F]
 
@@ -25,7 +25,8 @@ serve prints the boot log (ending with the ready line), then an access line per 
 SIGINT or SIGTERM stop it. --case NAME serves one of the run-folder cases
 (vllm-hybrid, sglang-capped, trtllm-no-evict, trtllm-max-utilization) instead of a small
 default. --served-model-name is the only model name completions accept (others: 404).
---error-every N answers 500 to every Nth completion request. load sends one untimed test request, then N streamed completions, C at a time.";
+--error-every N answers 500 to every Nth completion request, --error-from N to every one
+from the Nth on. load sends one untimed test request, then N streamed completions, C at a time.";
 
 /// Exit statuses, in one place.
 const EXIT_OK: u8 = 0;
@@ -150,6 +151,7 @@ fn serve(args: &[String]) -> u8 {
             "slow-metrics-ms",
             "served-model-name",
             "error-every",
+            "error-from",
         ],
     ) {
         Ok(f) => f,
@@ -256,8 +258,9 @@ fn serve_config(flags: &Flags) -> Result<ServerConfig, String> {
         config.case.boot.served_model_name = name.to_owned();
     }
     config.faults.error_every = flags.number("error-every")?;
-    if config.faults.error_every == Some(0) {
-        return Err("--error-every must be at least 1".into());
+    config.faults.error_from = flags.number("error-from")?;
+    if config.faults.error_every == Some(0) || config.faults.error_from == Some(0) {
+        return Err("--error-every and --error-from count from 1".into());
     }
     config.faults.die_on_request = flags.number("die-on-request")?;
     config.faults.restart_after_requests = flags.number("restart-after-requests")?;

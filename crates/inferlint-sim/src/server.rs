@@ -76,6 +76,9 @@ pub struct Faults {
     /// at once, before it reaches the scheduler, as a request that fails in the API server
     /// does: no engine counter counts it. Load tools then have some failed requests.
     pub error_every: Option<u32>,
+    /// Every completion request from the Nth on (counting from 1) answers 500 at once, as
+    /// an API server whose engine died does while it still accepts connections.
+    pub error_from: Option<u32>,
 }
 
 /// What to simulate and how fast.
@@ -1009,11 +1012,11 @@ async fn complete(shared: &Shared, request: Request<Incoming>, api: Api) -> Resp
             );
         }
     }
-    if shared
+    let every = shared
         .faults
         .error_every
-        .is_some_and(|n| n > 0 && ordinal % n == 0)
-    {
+        .is_some_and(|n| n > 0 && ordinal % n == 0);
+    if every || shared.faults.error_from.is_some_and(|n| ordinal >= n) {
         return openai_error(
             StatusCode::INTERNAL_SERVER_ERROR,
             &format!("simulated internal error (completion request {ordinal})"),

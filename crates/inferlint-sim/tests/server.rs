@@ -544,3 +544,28 @@ fn sglang_answers_its_native_generate_and_server_info() {
     let reply = post(&vllm, "/generate", r#"{"text": "x"}"#).unwrap();
     assert_eq!(reply.status, 404);
 }
+
+#[test]
+fn error_from_fails_every_completion_from_the_nth_on() {
+    let faults = Faults {
+        error_from: Some(3),
+        ..Faults::default()
+    };
+    let handle = start(Engine::Vllm, faults);
+    let statuses: Vec<u16> = (0..5)
+        .map(|_| {
+            post(
+                &handle,
+                "/v1/completions",
+                r#"{"prompt": "a b", "max_tokens": 2}"#,
+            )
+            .unwrap()
+            .status
+        })
+        .collect();
+    assert_eq!(statuses, [200, 200, 500, 500, 500]);
+    // The server itself still answers.
+    assert_eq!(get(&handle, "/health").status, 200);
+    let metrics = scrape(&handle, Engine::Vllm);
+    assert_eq!(metrics.total("vllm:request_success_total"), Some(2.0));
+}
