@@ -124,3 +124,15 @@ made() {
     done)
   } > "$dir/MADE.md"
 }
+
+# standin_case FORMAT ENGINE "SERVE-ARGS" "WHAT" "HOW": a run whose load is standin.py
+# writing FORMAT's files (a tool that cannot run here), MADE.md saying so.
+standin_case() {
+  local format="$1" engine="$2" serve="$3" what="$4" how="$5"
+  shift 5
+  xray 8 "--engine $engine --speed 1 $serve" \
+    python3 "$ROOT/scripts/loadtools/standin.py" --format "$format" --url "$URL" \
+    --model "$MODEL" --tokenizer "$TOK" --num-prompts 32 --concurrency 8 \
+    --input-len 32 --output-len 32 "$@"
+  made "(not run: $how)" "$what" "ALL of the tool's files: the tool could not run here ($how), so scripts/loadtools/standin.py sent the load for real and wrote its own measurements in the tool's file layout and field names, as read from the tool's source (see docs/loadtools.md). The server's files (boot.log, snapshots, series) are real recordings of that load"
+}
