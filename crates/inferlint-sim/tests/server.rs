@@ -38,6 +38,19 @@ fn scrape(handle: &ServerHandle, engine: Engine) -> MetricSet {
     prom::parse(&reply.body).unwrap()
 }
 
+/// The events of a streamed answer, which must end with `[DONE]`.
+fn sse_events(body: &str) -> Vec<Value> {
+    let data: Vec<&str> = body
+        .split("\n\n")
+        .filter_map(|e| e.strip_prefix("data: "))
+        .collect();
+    assert_eq!(data.last(), Some(&"[DONE]"), "{body}");
+    data[..data.len() - 1]
+        .iter()
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect()
+}
+
 fn small_load() -> LoadConfig {
     LoadConfig {
         model: None,
@@ -136,15 +149,8 @@ fn models_health_and_both_completion_endpoints_answer_like_openai() {
             r#"{"messages": [{"role": "user", "content": "hi"}], "max_tokens": 3, "stream": true}"#,
         )
         .unwrap();
-        let data: Vec<&str> = reply
-            .body
-            .split("\n\n")
-            .filter_map(|e| e.strip_prefix("data: "))
-            .collect();
-        assert_eq!(data.last(), Some(&"[DONE]"), "{}", reply.body);
-        let content: String = data[..data.len() - 1]
-            .iter()
-            .map(|d| serde_json::from_str::<Value>(d).unwrap())
+        let content: String = sse_events(&reply.body)
+            .into_iter()
             .filter_map(|v| {
                 v["choices"][0]["delta"]["content"]
                     .as_str()
@@ -515,16 +521,7 @@ fn sglang_answers_its_native_generate_and_server_info() {
         r#"{"input_ids": [5, 6, 7, 8], "sampling_params": {"max_new_tokens": 4}, "stream": true}"#,
     )
     .unwrap();
-    let data: Vec<&str> = reply
-        .body
-        .split("\n\n")
-        .filter_map(|e| e.strip_prefix("data: "))
-        .collect();
-    assert_eq!(data.last(), Some(&"[DONE]"), "{}", reply.body);
-    let chunks: Vec<Value> = data[..data.len() - 1]
-        .iter()
-        .map(|d| serde_json::from_str(d).unwrap())
-        .collect();
+    let chunks = sse_events(&reply.body);
     assert_eq!(chunks.len(), 4);
     for (k, c) in chunks.iter().enumerate() {
         let n = k as u64 + 1;
