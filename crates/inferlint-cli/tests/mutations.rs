@@ -321,14 +321,28 @@ fn t9_passes_when_the_ceiling_holds() {
 }
 
 /// Inserts a TensorRT-LLM pause line after line `after_line` (1-based) of the boot log.
-fn insert_pause(run: &Path, after_line: usize) {
+/// Inserts pause lines, as TensorRT-LLM's executor writes them, after line `after_line`.
+fn insert_pauses(run: &Path, after_line: usize, pauses: &[String]) {
     let log = std::fs::read_to_string(run.join("boot.log")).unwrap();
     let mut lines: Vec<&str> = log.lines().collect();
-    lines.insert(
-        after_line,
-        "[10/01/2026-01:44:00] [TRT-LLM] [I] MaxUtilizationScheduler: request ID 7 -> pause",
-    );
+    for (i, pause) in pauses.iter().enumerate() {
+        lines.insert(after_line + i, pause);
+    }
     std::fs::write(run.join("boot.log"), lines.join("\n") + "\n").unwrap();
+}
+
+/// A pause line of the Python executor: stamped in the server's local time.
+fn stamped_pause(stamp: &str, request_id: u64) -> String {
+    format!("[{stamp}] [TRT-LLM] [I] MaxUtilizationScheduler: request ID {request_id} -> pause")
+}
+
+/// Shrinks the KV cache the boot log reports, so that the run's 32 requests of 1,088
+/// tokens no longer fit (20,960 tokens hold 19 at full length).
+fn shrink_cache(run: &Path) {
+    let log = std::fs::read_to_string(run.join("boot.log")).unwrap();
+    let edited = log.replace("paged KV cache (37760)", "paged KV cache (20960)");
+    assert_ne!(edited, log);
+    std::fs::write(run.join("boot.log"), edited).unwrap();
 }
 
 fn served_line_numbers(run: &Path) -> Vec<usize> {
@@ -356,38 +370,117 @@ fn preemption_with_boot_log(run: &Path) -> (Vec<Value>, i32) {
 }
 
 #[test]
-fn trtllm_pauses_during_the_run_fail_t1() {
+fn trtllm_pauses_flushed_after_the_runs_access_lines_count() {
+    // The executor and the HTTP server write through their own buffers: the run's pause
+    // lines land below its last access line. The cache could not hold the run, the probe
+    // could not fill it, nothing was answered after the run, and the stamps fall inside
+    // it: all 13 are the run's, wherever they sit.
     let Some((_tmp, run)) = copy_run("trtllm-1.3/qwen3-8b") else {
         return;
     };
+    shrink_cache(&run);
     let served = served_line_numbers(&run);
-    // Just before the last answer of the run: a run request was paused.
-    insert_pause(&run, served[served.len() - 2]);
+    let pauses: Vec<String> = (0..13)
+        .map(|i| stamped_pause("10/01/2026-01:44:12", 72 - i))
+        .collect();
+    insert_pauses(&run, *served.last().unwrap(), &pauses);
     let (results, code) = preemption_with_boot_log(&run);
-    assert_eq!(results[0]["status"], "fail");
+    assert_eq!(results[0]["status"], "fail", "{results:?}");
     assert_eq!(
         results[0]["message"],
-        "1 request paused for recompute during the run, from the server log (TensorRT-LLM counts none)"
+        "13 requests paused for recompute during the run, from the server log (TensorRT-LLM counts none)"
     );
+    assert_eq!(results[0]["evidence"]["log_clock_offset_s"], -7 * 3600);
     assert_eq!(code, 1);
 }
 
 #[test]
-fn trtllm_pauses_of_the_probe_are_not_the_runs() {
+fn trtllm_unstamped_pauses_after_the_run_count_by_the_cache_alone() {
+    // The C++ scheduler's lines carry no time stamp: the cache arithmetic alone places
+    // them in the run.
     let Some((_tmp, run)) = copy_run("trtllm-1.3/qwen3-8b") else {
         return;
     };
+    shrink_cache(&run);
     let served = served_line_numbers(&run);
-    // Among the probe's nine answers, before the before snapshot: not the run's.
-    insert_pause(&run, served[3]);
+    let pauses: Vec<String> = (0..3)
+        .map(|i| {
+            format!(
+                "[TensorRT-LLM][INFO] MaxUtilizationScheduler: request ID {} -> pause",
+                60 - i
+            )
+        })
+        .collect();
+    insert_pauses(&run, *served.last().unwrap() + 1, &pauses);
+    let (results, code) = preemption_with_boot_log(&run);
+    assert_eq!(results[0]["status"], "fail", "{results:?}");
+    assert_eq!(results[0]["evidence"]["paused_in_log"], 3);
+    assert_eq!(code, 1);
+}
+
+#[test]
+fn trtllm_pause_of_a_probe_request_is_left_out_by_its_id() {
+    // A cache of 20 blocks the probe's nine requests could fill, and a pause of request
+    // 35: the executor numbers requests from max_batch_size (32), so ids 32 to 40 were
+    // the probe's.
+    let Some((_tmp, run)) = copy_run("trtllm-1.3/qwen3-8b") else {
+        return;
+    };
+    let log = std::fs::read_to_string(run.join("boot.log")).unwrap();
+    std::fs::write(
+        run.join("boot.log"),
+        log.replace("paged KV cache (37760)", "paged KV cache (640)"),
+    )
+    .unwrap();
+    let served = served_line_numbers(&run);
+    insert_pauses(
+        &run,
+        served[3],
+        &["[TensorRT-LLM][INFO] MaxUtilizationScheduler: request ID 35 -> pause".to_owned()],
+    );
     let (results, code) = preemption_with_boot_log(&run);
     assert_eq!(results[0]["status"], "pass", "{results:?}");
     assert!(results[0]["message"]
         .as_str()
         .unwrap()
-        .ends_with("; 1 pause outside the run (a probe, a warm-up) left out"));
+        .ends_with("; 1 pause outside the run left out (by request id)"));
     assert_eq!(results[0]["evidence"]["paused_outside_run"], 1);
     assert_eq!(code, 0);
+}
+
+#[test]
+fn trtllm_pause_nothing_could_cause_cant_tell() {
+    // The recorded cache holds the probe and the whole run at full length, and no
+    // request was answered after the run: a pause line in this log contradicts the
+    // arithmetic, so T1 cannot vouch for the run either way.
+    let Some((_tmp, run)) = copy_run("trtllm-1.3/qwen3-8b") else {
+        return;
+    };
+    let served = served_line_numbers(&run);
+    insert_pauses(&run, served[3], &[stamped_pause("10/01/2026-01:44:12", 50)]);
+    let (results, code) = preemption_with_boot_log(&run);
+    assert_eq!(results[0]["status"], "unknown", "{results:?}");
+    assert_eq!(code, 2);
+}
+
+#[test]
+fn trtllm_log_cut_inside_a_pause_line_cant_tell() {
+    let Some((_tmp, run)) = copy_run("trtllm-1.3/qwen3-8b") else {
+        return;
+    };
+    let log = std::fs::read_to_string(run.join("boot.log")).unwrap();
+    std::fs::write(
+        run.join("boot.log"),
+        format!("{log}[10/01/2026-01:44:28] [TRT-LLM] [I] MaxUtilizationScheduler: request ID 4"),
+    )
+    .unwrap();
+    let (results, code) = preemption_with_boot_log(&run);
+    assert_eq!(results[0]["status"], "unknown", "{results:?}");
+    assert!(results[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("cut pause line"));
+    assert_eq!(code, 2);
 }
 
 #[test]

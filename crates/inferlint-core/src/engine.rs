@@ -136,6 +136,11 @@ pub struct EngineDescriptor {
     pub running_cap_flag: &'static str,
     /// The settings advice names, as a user of this engine writes them.
     pub tuning: Tuning,
+    /// The executor numbers the requests it receives consecutively from its
+    /// `max_batch_size` (ids below it are its own warm-up's dummy requests), so a logged
+    /// request id says which request it was. TensorRT-LLM 1.x's PyTorch executor:
+    /// `ExecutorRequestQueue.next_request_id = max_batch_size`.
+    pub request_ids_start_at_max_batch_size: bool,
 }
 
 /// One engine setting as advice names it.
@@ -264,6 +269,7 @@ pub static VLLM: EngineDescriptor = EngineDescriptor {
         },
         no_eviction: NoEviction::LowerRunningLimit,
     },
+    request_ids_start_at_max_batch_size: false,
 };
 
 pub static SGLANG: EngineDescriptor = EngineDescriptor {
@@ -320,6 +326,7 @@ pub static SGLANG: EngineDescriptor = EngineDescriptor {
             yaml: false,
         }),
     },
+    request_ids_start_at_max_batch_size: false,
 };
 
 pub static TRTLLM: EngineDescriptor = EngineDescriptor {
@@ -379,6 +386,7 @@ pub static TRTLLM: EngineDescriptor = EngineDescriptor {
             value: "GUARANTEED_NO_EVICT",
         },
     },
+    request_ids_start_at_max_batch_size: true,
 };
 
 #[cfg(test)]

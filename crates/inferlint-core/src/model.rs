@@ -159,6 +159,29 @@ pub struct UnparsedLine {
     pub text: String,
 }
 
+/// One `request ID N -> pause` a TensorRT-LLM log shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct LoggedPause {
+    /// 1-based line number.
+    pub lineno: usize,
+    /// The executor's request id.
+    pub request_id: u64,
+    /// The line's time stamp as [`LogClock`] reads it, when the line carries one.
+    pub logged_at: Option<i64>,
+}
+
+/// The dated stamps of a log, as seconds since 1970 read as if the stamps were UTC.
+/// Engines stamp local time without a zone: these line up the log with itself, and with
+/// another clock only through an offset that must be found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct LogClock {
+    pub earliest: i64,
+    pub latest: i64,
+    /// The HTTP server's `Shutting down` line is in the log and dated lines follow it, so
+    /// the latest stamp was written after the server stopped answering.
+    pub stamped_after_shutdown: bool,
+}
+
 /// When a failure happened relative to the ready line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -246,9 +269,16 @@ pub struct BootFacts {
     /// TensorRT-LLM: the line number of each answered request, in log order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub served_lines: Vec<usize>,
-    /// TensorRT-LLM: the line number of each pause.
+    /// TensorRT-LLM: each pause the log shows, in log order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub pause_lines: Vec<usize>,
+    pub pause_lines: Vec<LoggedPause>,
+    /// TensorRT-LLM: lines holding part of a pause line that cannot be read whole (a log
+    /// cut mid-line, or two processes' output spliced inside a line).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pause_fragments: Vec<usize>,
+    /// The span of the log's dated time stamps, where its lines carry a year.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_clock: Option<LogClock>,
     /// Process names seen in line prefixes (`APIServer`, `EngineCore`).
     pub processes: Vec<String>,
     /// `MM-DD HH:MM:SS` of the first stamped line and of the last stamped line at or

@@ -80,22 +80,10 @@ pub fn preemption(
             .with("engine", engine.key)
             .with("series", gauge)
     };
-    if let Some(facts) = boot {
-        if let (Some(pauses), Some(served)) = (facts.pauses, facts.served_in_log) {
-            return match log_window(engine, before, after, facts) {
-                LogWindow::Run(w) => pauses_in_run(engine, &w, base),
-                LogWindow::TooShort { needed } => base(
-                    Status::Unknown,
-                    format!(
-                        "the server log has {served} answered requests, fewer than the {needed} the server had finished by the after snapshot, so it does not cover the run; {} counts no pauses, so save its log until after the run",
-                        engine.name
-                    ),
-                )
-                .with("served_in_log", served)
-                .with("finished_by_after", needed),
-                LogWindow::Unknown => pauses_in_whole_log(engine, pauses, served, base),
-            };
-        }
+    if let Some(result) =
+        boot.and_then(|facts| super::pauses::from_log(engine, before, after, facts))
+    {
+        return result;
     }
     let readings = series.map_or(0, |s| s.paused_readings);
     if readings == 0 {
@@ -143,143 +131,6 @@ pub fn preemption(
         ),
     )
     .with("readings", readings)
-}
-
-/// Where the run the snapshots bracket lies in a TensorRT-LLM log.
-#[derive(Debug, Clone, PartialEq)]
-enum LogWindow {
-    Run(RunWindow),
-    /// The log ends before the requests the after snapshot counted.
-    TooShort {
-        needed: u64,
-    },
-    /// No request counter in the snapshots: the log cannot be lined up with them.
-    Unknown,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-struct RunWindow {
-    served_in_run: u64,
-    served_outside: u64,
-    pauses_in_run: u64,
-    pauses_outside: u64,
-}
-
-/// Lines the log up with the snapshots: the server had answered `b` requests at the before
-/// snapshot and `a` at the after one, so the run's requests are answered lines `b+1..=a`.
-/// A pause of a run request comes after the last answer before the run and before the
-/// last answer of the run; pauses elsewhere belong to a probe, a warm-up or another run.
-fn log_window(
-    engine: &EngineDescriptor,
-    before: &Snapshot,
-    after: &Snapshot,
-    facts: &BootFacts,
-) -> LogWindow {
-    let (Some(b), Some(a)) = (
-        before.metrics.total(engine.request_success),
-        after.metrics.total(engine.request_success),
-    ) else {
-        return LogWindow::Unknown;
-    };
-    if !(a.is_finite() && b.is_finite()) || a < b || b < 0.0 {
-        return LogWindow::Unknown;
-    }
-    let (b, a) = (b as usize, a as usize);
-    if facts.served_lines.len() < a {
-        return LogWindow::TooShort { needed: a as u64 };
-    }
-    let start = if b == 0 { 0 } else { facts.served_lines[b - 1] };
-    let end = if a == 0 {
-        start
-    } else {
-        facts.served_lines[a - 1]
-    };
-    let in_run = facts
-        .pause_lines
-        .iter()
-        .filter(|&&l| l > start && l <= end)
-        .count() as u64;
-    LogWindow::Run(RunWindow {
-        served_in_run: (a - b) as u64,
-        served_outside: (facts.served_lines.len() - (a - b)) as u64,
-        pauses_in_run: in_run,
-        pauses_outside: facts.pause_lines.len() as u64 - in_run,
-    })
-}
-
-fn pauses_in_run(
-    engine: &EngineDescriptor,
-    w: &RunWindow,
-    base: impl Fn(Status, String) -> CheckResult,
-) -> CheckResult {
-    let result = if w.pauses_in_run > 0 {
-        let mut message = format!(
-            "{} request{} paused for recompute during the run, from the server log ({} counts none)",
-            w.pauses_in_run,
-            fmt::plural(w.pauses_in_run as f64),
-            engine.name
-        );
-        if w.pauses_outside > 0 {
-            message.push_str(&format!(
-                "; {} more outside the run (a probe, a warm-up) left out",
-                w.pauses_outside
-            ));
-        }
-        base(Status::Fail, message)
-    } else {
-        let mut message = format!(
-            "no pause in the server log during the run, which covers its {} answered requests",
-            w.served_in_run
-        );
-        if w.served_outside > 0 {
-            message.push_str(&format!(
-                " ({} answered outside the run, such as a probe's, left out)",
-                w.served_outside
-            ));
-        }
-        if w.pauses_outside > 0 {
-            message.push_str(&format!(
-                "; {} pause{} outside the run (a probe, a warm-up) left out",
-                w.pauses_outside,
-                fmt::plural(w.pauses_outside as f64)
-            ));
-        }
-        base(Status::Pass, message)
-    };
-    result
-        .with("paused_in_log", w.pauses_in_run)
-        .with("served_in_log", w.served_in_run)
-        .with("paused_outside_run", w.pauses_outside)
-        .with("served_outside_run", w.served_outside)
-        .with("preemptions", w.pauses_in_run)
-}
-
-/// Without counters to line the log up with, every pause in the log counts.
-fn pauses_in_whole_log(
-    engine: &EngineDescriptor,
-    pauses: u64,
-    served: u64,
-    base: impl Fn(Status, String) -> CheckResult,
-) -> CheckResult {
-    let result = if pauses > 0 {
-        base(
-            Status::Fail,
-            format!(
-                "{pauses} request{} paused for recompute during the run, from the server log ({} counts none)",
-                fmt::plural(pauses as f64),
-                engine.name
-            ),
-        )
-    } else {
-        base(
-            Status::Pass,
-            format!("no pause in the server log, which covers {served} answered requests"),
-        )
-    };
-    result
-        .with("paused_in_log", pauses)
-        .with("served_in_log", served)
-        .with("preemptions", pauses)
 }
 
 /// The span between two snapshots and how sure we are of it.

@@ -76,6 +76,54 @@ impl<'a> Line<'a> {
             ),
         })
     }
+
+    /// The time stamp as seconds since 1970-01-01 00:00:00 read as if the stamp were UTC,
+    /// where it carries a year (SGLang, TensorRT-LLM). Engines stamp local time without a
+    /// zone, so this lines stamps up with each other, not with another host's clock.
+    pub fn naive_seconds(&self) -> Option<i64> {
+        let text = self.clean.as_bytes();
+        let number = |at: usize, n: usize| -> Option<i64> {
+            let digits = text.get(at..at + n)?;
+            digits.iter().try_fold(0i64, |v, d| {
+                d.is_ascii_digit().then(|| v * 10 + i64::from(d - b'0'))
+            })
+        };
+        let (year, month, day, time_at) = match self.stamp? {
+            Stamp::MonthDay(_) => return None,
+            Stamp::IsoDate(at) => (
+                number(at, 4)?,
+                number(at + 5, 2)?,
+                number(at + 8, 2)?,
+                at + 11,
+            ),
+            Stamp::SlashDate(at) => (
+                number(at + 6, 4)?,
+                number(at, 2)?,
+                number(at + 3, 2)?,
+                at + 11,
+            ),
+        };
+        if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
+            return None;
+        }
+        let (h, m, s) = (
+            number(time_at, 2)?,
+            number(time_at + 3, 2)?,
+            number(time_at + 6, 2)?,
+        );
+        Some(days_from_civil(year, month, day) * 86_400 + h * 3600 + m * 60 + s)
+    }
+}
+
+/// Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
 }
 
 /// Splits a whole log into lines the way Python reads a text file: `\n`, `\r\n` and a
@@ -287,6 +335,13 @@ mod tests {
         let t = Line::new("[10/01/2026-01:43:33] [TRT-LLM] [I] [_torch] max_num_requests=32");
         assert_eq!(t.body(), "[_torch] max_num_requests=32");
         assert_eq!(t.stamp().as_deref(), Some("10-01 01:43:33"));
+        // 2026-10-01 01:43:33 read as UTC.
+        assert_eq!(t.naive_seconds(), Some(1_790_819_013));
+        assert_eq!(s.naive_seconds(), Some(1_790_815_067));
+        assert_eq!(
+            Line::new("INFO 09-05 23:33:11 [a.py:1] x").naive_seconds(),
+            None
+        );
         assert_eq!(
             Line::new("[TensorRT-LLM] TensorRT LLM version: 1.3.0rc29").body(),
             "TensorRT LLM version: 1.3.0rc29"

@@ -24,7 +24,7 @@ use std::sync::OnceLock;
 
 use inferlint_core::engine::Engine;
 use inferlint_core::fmt;
-use inferlint_core::model::{BootFacts, PyValue, Settings, UnparsedLine};
+use inferlint_core::model::{BootFacts, LogClock, PyValue, Settings, UnparsedLine};
 use memchr::memmem::Finder;
 
 use self::lines::Line;
@@ -46,7 +46,9 @@ pub fn parse_boot_log(text: &str, engine_hint: Option<Engine>) -> BootFacts {
     parse.facts.line_count = lines.len();
 
     let mut last_stamp: Option<usize> = None;
+    let mut clock = ClockScan::default();
     for (index, line) in lines.iter().enumerate() {
+        clock.see(line);
         if let Some(process) = line.process() {
             if !parse.facts.processes.iter().any(|p| p == process) {
                 parse.facts.processes.push(process.to_owned());
@@ -82,6 +84,7 @@ pub fn parse_boot_log(text: &str, engine_hint: Option<Engine>) -> BootFacts {
             }
         }
     }
+    parse.facts.log_clock = clock.finish();
     (table.finish)(&mut parse);
     let ready_index = parse.facts.ready_lineno.map(|n| n - 1);
     parse.facts.failure = classify::classify(&lines, ready_index);
@@ -124,6 +127,39 @@ pub fn not_a_boot_log(text: &str, facts: &BootFacts) -> Option<&'static str> {
         || !facts.processes.is_empty()
         || facts.first_stamp.is_some();
     (!recognised).then_some("no line in it is one a vLLM, SGLang or TensorRT-LLM server writes")
+}
+
+/// The span of a log's dated stamps, and whether dated lines follow the HTTP server's
+/// shutdown. Lines of several processes interleave in a merged log, so the span is the
+/// minimum and maximum stamp, not the first and the last line's.
+#[derive(Debug, Default)]
+struct ClockScan {
+    earliest: Option<i64>,
+    latest: Option<i64>,
+    shutting_down: bool,
+    stamped_after_shutdown: bool,
+}
+
+impl ClockScan {
+    fn see(&mut self, line: &Line<'_>) {
+        if let Some(t) = line.naive_seconds() {
+            self.earliest = Some(self.earliest.map_or(t, |e| e.min(t)));
+            self.latest = Some(self.latest.map_or(t, |l| l.max(t)));
+            self.stamped_after_shutdown |= self.shutting_down;
+        }
+        // uvicorn's own line when the HTTP server stops: `INFO:     Shutting down`.
+        if line.body().ends_with("INFO:     Shutting down") {
+            self.shutting_down = true;
+        }
+    }
+
+    fn finish(self) -> Option<LogClock> {
+        Some(LogClock {
+            earliest: self.earliest?,
+            latest: self.latest?,
+            stamped_after_shutdown: self.stamped_after_shutdown,
+        })
+    }
 }
 
 /// A recognised line whose value could not be read.

@@ -1,7 +1,7 @@
 //! TensorRT-LLM's boot-log lines (1.3). It sizes its KV cache twice (a dry run, then the
 //! real pool), so those facts take the last value without calling it a conflict.
 
-use inferlint_core::model::{PyValue, Settings};
+use inferlint_core::model::{LoggedPause, PyValue, Settings};
 
 use super::lines::Line;
 use super::scan::{after, f64_with_unit, u64_after, word_start};
@@ -173,36 +173,119 @@ fn setting(line: &str, key: &str) -> Option<PyValue> {
 }
 
 /// Counts what the whole log says about serving: INFO lines, answered requests, pauses.
-/// Also keeps the line numbers of answered requests and of pauses, so that T1 can count
-/// only the pauses of the run the snapshots bracket (not a probe's or a warm-up's).
+/// Also keeps the line numbers of answered requests and each pause with its request id,
+/// so that T1 can place pauses inside or outside the run the snapshots bracket.
+///
+/// In a merged log the executor's lines and the HTTP server's access lines come from
+/// different processes with their own output buffers, so a pause line can sit anywhere
+/// relative to the access lines; where a chunk of one process's output lands inside
+/// another's line, the pause line is cut. Such pieces are kept as fragments: a pause
+/// that cannot be read must never read as no pause.
 pub(super) fn on_line(p: &mut Parse, line: &Line<'_>, lineno: usize) {
     let clean = line.clean.as_ref();
-    if !p.info_lines && clean.contains("[TRT-LLM] [I]") {
+    if !p.info_lines && (clean.contains("[TRT-LLM] [I]") || clean.contains("[TensorRT-LLM][INFO]"))
+    {
         p.info_lines = true;
     }
     if super::classify::is_served_request(clean) {
         p.served += 1;
         p.facts.served_lines.push(lineno);
     }
-    let pauses = count_pauses(clean);
-    p.pauses += pauses;
-    for _ in 0..pauses {
-        p.facts.pause_lines.push(lineno);
+    // A stamp dates a pause only when the pause is the line's own text, not a piece of
+    // another process's output spliced after someone else's prefix.
+    let own_stamp = line
+        .body()
+        .starts_with(SCHEDULER)
+        .then(|| line.naive_seconds())
+        .flatten();
+    for request_id in pause_ids(clean) {
+        p.pauses += 1;
+        p.facts.pause_lines.push(LoggedPause {
+            lineno,
+            request_id,
+            logged_at: own_stamp,
+        });
+    }
+    if has_pause_fragment(clean) {
+        p.facts.pause_fragments.push(lineno);
     }
 }
 
-/// `request ID 17 -> pause` occurrences in a line.
-fn count_pauses(line: &str) -> u64 {
-    let mut count = 0;
+/// The scheduler that pauses requests (the only one that does), as its lines start.
+const SCHEDULER: &str = "MaxUtilizationScheduler";
+
+/// The request ids of the `request ID 17 -> pause` occurrences in a line.
+fn pause_ids(line: &str) -> Vec<u64> {
+    let mut ids = Vec::new();
     let mut rest = line;
     while let Some(at) = rest.find("request ID ") {
         rest = &rest[at + "request ID ".len()..];
         let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
         if digits > 0 && rest[digits..].starts_with(" -> pause") {
-            count += 1;
+            if let Ok(id) = rest[..digits].parse() {
+                ids.push(id);
+            }
         }
     }
-    count
+    ids
+}
+
+/// The shapes a `MaxUtilizationScheduler` message takes (TensorRT-LLM's capacity
+/// scheduler: the pause at INFO, the rest at DEBUG). After the scheduler's name, a
+/// complete line continues with one of these, where `#` stands for a number.
+const SCHEDULER_SHAPES: &[&str] = &[
+    ": request ID # -> pause",
+    ": request ID # -> start",
+    ": request ID # required blocks",
+    ": request ID # cannot / should not be scheduled",
+    ": request ID # required peft pages",
+    ": scheduling request ID #",
+    ": scheduled ",
+];
+
+/// Whether a line holds a piece of a scheduler line that cannot be read whole.
+fn has_pause_fragment(line: &str) -> bool {
+    let mut rest = line;
+    while let Some(at) = rest.find(SCHEDULER) {
+        rest = &rest[at + SCHEDULER.len()..];
+        if !SCHEDULER_SHAPES
+            .iter()
+            .any(|shape| matches_shape(rest, shape))
+        {
+            return true;
+        }
+    }
+    // The second half of a cut pause line: ` -> pause` without its request id.
+    let mut rest = line;
+    while let Some(at) = rest.find(" -> pause") {
+        let before = &rest[..at];
+        let digits = before.bytes().rev().take_while(u8::is_ascii_digit).count();
+        if digits == 0 || !before[..before.len() - digits].ends_with("request ID ") {
+            return true;
+        }
+        rest = &rest[at + " -> pause".len()..];
+    }
+    // The first half cut before the scheduler's name was whole: the line ends in a
+    // proper prefix of it right after the logger's level tag.
+    ["[I] ", "[INFO] "].iter().any(|tag| {
+        line.rfind(tag).is_some_and(|at| {
+            let tail = &line[at + tag.len()..];
+            tail.len() >= 3 && tail.len() < SCHEDULER.len() && SCHEDULER.starts_with(tail)
+        })
+    })
+}
+
+/// Whether `text` starts with `shape`, where `#` matches one or more digits.
+fn matches_shape(text: &str, shape: &str) -> bool {
+    let (head, tail) = shape.split_once('#').unwrap_or((shape, ""));
+    let Some(rest) = text.strip_prefix(head) else {
+        return false;
+    };
+    if !shape.contains('#') {
+        return true;
+    }
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    digits > 0 && rest[digits..].starts_with(tail)
 }
 
 /// Facts that follow once every line was read.
@@ -255,12 +338,43 @@ mod tests {
     #[test]
     fn pause_lines() {
         assert_eq!(
-            count_pauses("MaxUtilizationScheduler: request ID 12 -> pause"),
-            1
+            pause_ids("MaxUtilizationScheduler: request ID 12 -> pause"),
+            [12]
         );
+        assert!(pause_ids("request ID x -> pause request ID 3 -> resume").is_empty());
+        // Two processes' chunks spliced into one line: both pieces still read.
         assert_eq!(
-            count_pauses("request ID x -> pause request ID 3 -> resume"),
-            0
+            pause_ids("INFO:     127.0.0.1:1 - \"POST /v1/completions HTTP/1.1\" 200 OK[TensorRT-LLM][INFO] MaxUtilizationScheduler: request ID 40 -> pause"),
+            [40]
         );
+    }
+
+    #[test]
+    fn cut_pause_lines_are_fragments() {
+        let whole =
+            "[10/01/2026-01:44:00] [TRT-LLM] [I] MaxUtilizationScheduler: request ID 45 -> pause";
+        assert!(!has_pause_fragment(whole));
+        assert!(!has_pause_fragment(
+            "[TensorRT-LLM][INFO] MaxUtilizationScheduler: request ID 45 -> pause"
+        ));
+        assert!(!has_pause_fragment(
+            "[TensorRT-LLM][DEBUG] MaxUtilizationScheduler: scheduling request ID 45"
+        ));
+        // Cut at every point inside the scheduler's text: each piece is a fragment.
+        let start = whole.find("Max").unwrap();
+        for cut in start + 3..whole.len() {
+            let (head, tail) = whole.split_at(cut);
+            assert!(has_pause_fragment(head), "head {head:?}");
+            let spliced = format!("INFO:     127.0.0.1:1 - \"GET /metrics HTTP/1.1\" 200 OK{tail}");
+            if tail.contains(" -> pause") || tail.contains(SCHEDULER) {
+                assert!(
+                    has_pause_fragment(&spliced) || pause_ids(&spliced) == [45],
+                    "tail {tail:?}"
+                );
+            }
+        }
+        assert!(!has_pause_fragment(
+            "INFO:     Application startup complete."
+        ));
     }
 }
