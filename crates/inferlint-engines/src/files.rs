@@ -704,12 +704,14 @@ pub fn read_bench_result(path: &Path) -> Result<BenchResult, FileError> {
     parse_bench_result(&text).map_err(|m| FileError::invalid(path, m))
 }
 
-/// Parses a result file's contents.
+/// Parses a result file's contents. The load tools are Python programs and write JSON
+/// with Python's `NaN` and `Infinity` (see [`crate::pyjson`]); such a value reads as
+/// missing, never as a number.
 pub fn parse_bench_result(text: &str) -> Result<BenchResult, String> {
     if text.trim().is_empty() {
         return Err("empty file".into());
     }
-    let value: Value = match serde_json::from_str(text) {
+    let value: Value = match crate::pyjson::from_str(text) {
         Ok(v) => v,
         Err(_) => {
             let last = text
@@ -717,7 +719,7 @@ pub fn parse_bench_result(text: &str) -> Result<BenchResult, String> {
                 .rev()
                 .find(|l| !l.trim().is_empty())
                 .unwrap_or("");
-            serde_json::from_str(last)
+            crate::pyjson::from_str(last)
                 .map_err(|e| format!("not a load tool result: bad JSON ({e})"))?
         }
     };

@@ -3,7 +3,8 @@
 //! Key design decision: parsing never fails silently and never guesses. Our own Prometheus
 //! parser ([`prom`]) reads names with `:` that generic parsers drop; the boot-log parsers
 //! ([`bootlog`]) return what they understood plus every line they recognised but could not
-//! read; file readers ([`files`]) accept a series whose last line a killed recorder cut off.
+//! read; file readers ([`files`]) accept a series whose last line a killed recorder cut off,
+//! and the load tools' JSON as Python writes it ([`pyjson`]).
 //! This crate does no network and no GPU work.
 
 pub mod bootlog;
@@ -11,4 +12,5 @@ pub mod detect;
 pub mod files;
 pub mod loadcmd;
 pub mod prom;
+pub mod pyjson;
 pub mod record;

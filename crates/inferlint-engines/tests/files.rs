@@ -157,6 +157,24 @@ fn bench_results_json_and_json_lines() {
     assert!(files::parse_bench_result("{\"completed\": 3").is_err());
 }
 
+/// SGLang's `python -m sglang.bench_serving` appends one `json.dumps` line per run: a run
+/// without `--request-rate` stores `Infinity`, and the statistics of an empty list `NaN`.
+#[test]
+fn sglang_bench_serving_lines_with_python_floats_read() {
+    let first = r#"{"backend": "sglang", "dataset_name": "random", "request_rate": Infinity, "max_concurrency": 32, "duration": 40.0, "completed": 1, "total_input_tokens": 88, "total_output_tokens": 1, "std_itl_ms": NaN, "mean_itl_ms": NaN, "mean_ttft_ms": 12.5}"#;
+    let second = r#"{"backend": "sglang", "dataset_name": "random", "request_rate": Infinity, "max_concurrency": 32, "duration": 40.04, "completed": 32, "total_input_tokens": 2816, "total_output_tokens": 32000, "std_itl_ms": 2.31, "mean_ttft_ms": NaN, "p99_ttft_ms": -Infinity}"#;
+    let b = files::parse_bench_result(&format!("{first}\n{second}\n")).unwrap();
+    assert_eq!(
+        (b.completed, b.total_output_tokens, b.max_concurrency),
+        (Some(32), Some(32000), Some(32))
+    );
+    // A statistic that is not a number reads as missing, never as a value.
+    assert_eq!((b.mean_ttft_ms, b.p99_ttft_ms), (None, None));
+    assert_eq!(b.duration, Some(40.04));
+    let single = files::parse_bench_result(first).unwrap();
+    assert_eq!(single.completed, Some(1));
+}
+
 #[test]
 fn untimed_requests_from_the_load_log() {
     assert_eq!(
