@@ -2,6 +2,7 @@
 //! [`EngineDescriptor`]; checks read the table instead of branching on the engine, so a new
 //! engine (or a renamed metric) is a table edit.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
 
@@ -136,6 +137,8 @@ pub struct EngineDescriptor {
     pub running_cap_flag: &'static str,
     /// The settings advice names, as a user of this engine writes them.
     pub tuning: Tuning,
+    /// Metrics this engine's other releases serve under another name.
+    pub renamed_metrics: &'static [MetricRename],
     /// The executor numbers the requests it receives consecutively from its
     /// `max_batch_size` (ids below it are its own warm-up's dummy requests), so a logged
     /// request id says which request it was. TensorRT-LLM 1.x's PyTorch executor:
@@ -221,6 +224,72 @@ impl EngineDescriptor {
     }
 }
 
+/// A metric that one release renamed. By vLLM's rule a metric deprecated in X.Y is hidden
+/// in X.Y+1 (shown again with `--show-hidden-metrics-for-version=X.Y`) and removed in
+/// X.Y+2: releases up to `hidden_in` serve the old name, releases from `deprecated_in`
+/// the current one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MetricRename {
+    /// The name without the suffixes Prometheus adds (`_total`, `_bucket`, ...).
+    pub old: &'static str,
+    pub current: &'static str,
+    pub deprecated_in: &'static str,
+    pub hidden_in: &'static str,
+}
+
+/// The suffixes a metric's samples carry: a gauge none, a counter `_total` and
+/// `_created`, a histogram `_bucket`, `_sum`, `_count` and `_created`.
+const SAMPLE_SUFFIXES: &[&str] = &["", "_total", "_created", "_bucket", "_sum", "_count"];
+
+/// vLLM's renames (`vllm/v1/metrics/loggers.py`: "Deprecated in 0.9 - Renamed as ...").
+pub static VLLM_RENAMES: &[MetricRename] = &[
+    MetricRename {
+        old: "vllm:gpu_cache_usage_perc",
+        current: "vllm:kv_cache_usage_perc",
+        deprecated_in: "0.9",
+        hidden_in: "0.10",
+    },
+    MetricRename {
+        old: "vllm:gpu_prefix_cache_queries",
+        current: "vllm:prefix_cache_queries",
+        deprecated_in: "0.9",
+        hidden_in: "0.10",
+    },
+    MetricRename {
+        old: "vllm:gpu_prefix_cache_hits",
+        current: "vllm:prefix_cache_hits",
+        deprecated_in: "0.9",
+        hidden_in: "0.10",
+    },
+    MetricRename {
+        old: "vllm:time_per_output_token_seconds",
+        current: "vllm:inter_token_latency_seconds",
+        deprecated_in: "0.11",
+        hidden_in: "0.12",
+    },
+];
+
+/// Makes each renamed metric answer under its current name in a scrape that has only
+/// the old one. Names carry their engine's prefix, so every engine's renames apply to any
+/// scrape without mixing engines; a scrape serving both names keeps the current one.
+pub(crate) fn alias_renamed_metrics(by_name: &mut HashMap<String, Vec<usize>>) {
+    for rename in Engine::ALL
+        .iter()
+        .flat_map(|e| e.descriptor().renamed_metrics)
+    {
+        for suffix in SAMPLE_SUFFIXES {
+            let current = format!("{}{suffix}", rename.current);
+            if by_name.contains_key(&current) {
+                continue;
+            }
+            if let Some(rows) = by_name.get(&format!("{}{suffix}", rename.old)) {
+                let rows = rows.clone();
+                by_name.insert(current, rows);
+            }
+        }
+    }
+}
+
 pub static VLLM: EngineDescriptor = EngineDescriptor {
     engine: Engine::Vllm,
     key: "vllm",
@@ -269,6 +338,7 @@ pub static VLLM: EngineDescriptor = EngineDescriptor {
         },
         no_eviction: NoEviction::LowerRunningLimit,
     },
+    renamed_metrics: VLLM_RENAMES,
     request_ids_start_at_max_batch_size: false,
 };
 
@@ -326,6 +396,9 @@ pub static SGLANG: EngineDescriptor = EngineDescriptor {
             yaml: false,
         }),
     },
+    // No rename of the metrics read here is known in SGLang's releases. Its retraction
+    // counter came after the retraction gauge: T1's witness rule handles that.
+    renamed_metrics: &[],
     request_ids_start_at_max_batch_size: false,
 };
 
@@ -386,6 +459,8 @@ pub static TRTLLM: EngineDescriptor = EngineDescriptor {
             value: "GUARANTEED_NO_EVICT",
         },
     },
+    // No rename of the trtllm_ metrics read here is known.
+    renamed_metrics: &[],
     request_ids_start_at_max_batch_size: true,
 };
 

@@ -56,6 +56,7 @@ impl MetricSet {
         for (i, s) in samples.iter().enumerate() {
             by_name.entry(s.name.clone()).or_default().push(i);
         }
+        crate::engine::alias_renamed_metrics(&mut by_name);
         MetricSet { samples, by_name }
     }
 
@@ -155,5 +156,24 @@ mod tests {
         assert_eq!(m.total_matching("a", &[("engine", "1")]), Some(2.0));
         assert_eq!(m.total("b"), None);
         assert!(m.single("a").is_err());
+    }
+
+    #[test]
+    fn an_older_releases_name_answers_for_the_current_one() {
+        // vLLM before 0.10 served the KV gauge and the prefix-cache counters under their
+        // old names only.
+        let old = MetricSet::new(vec![
+            s("vllm:gpu_cache_usage_perc", &[], 0.5),
+            s("vllm:gpu_prefix_cache_queries_total", &[], 10.0),
+        ]);
+        assert_eq!(old.total("vllm:kv_cache_usage_perc"), Some(0.5));
+        assert_eq!(old.total("vllm:prefix_cache_queries_total"), Some(10.0));
+        // During the deprecation both are served: the current name keeps its own value.
+        let both = MetricSet::new(vec![
+            s("vllm:gpu_cache_usage_perc", &[], 0.4),
+            s("vllm:kv_cache_usage_perc", &[], 0.5),
+        ]);
+        assert_eq!(both.total("vllm:kv_cache_usage_perc"), Some(0.5));
+        assert_eq!(both.names().count(), 2);
     }
 }

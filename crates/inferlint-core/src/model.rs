@@ -264,7 +264,7 @@ pub struct BootFacts {
     pub pauses: Option<u64>,
     /// SGLang: requests retracted, summed over its `Retract requests.` warnings.
     pub retractions_in_log: Option<u64>,
-    /// TensorRT-LLM: answered HTTP requests in the log.
+    /// SGLang and TensorRT-LLM: answered HTTP requests in the log.
     pub served_in_log: Option<u64>,
     /// TensorRT-LLM: the line number of each answered request, in log order.
     #[serde(skip_serializing_if = "Vec::is_empty")]

@@ -50,6 +50,11 @@ pub fn preemption(
             .with("engine", engine.key)
             .with("series", counter);
         }
+        if n == 0.0 && after.metrics.total(counter).is_none() {
+            if let Some(unsure) = witnessed_zero(engine, counter, after, boot) {
+                return unsure;
+            }
+        }
         let result = if n > 0.0 {
             let mut message = format!(
                 "{} {} during the run",
@@ -131,6 +136,59 @@ pub fn preemption(
         ),
     )
     .with("readings", readings)
+}
+
+/// A zero read through the witness rule (the counter is absent, its witness gauge is
+/// there), or why it cannot be trusted.
+///
+/// SGLang writes its retraction counter at the first retraction, and serves the witness
+/// gauge from the start; but releases from mid-2025 served the gauge
+/// (`sglang:num_retracted_reqs`, added first) before the counter existed at all. The
+/// scrape does not say which release served it, so the missing counter means "none" only
+/// when a second fact agrees: the server log covers the run's answers and shows no
+/// retraction (SGLang logs each one: `KV cache pool is full. Retract requests.`).
+fn witnessed_zero(
+    engine: &EngineDescriptor,
+    counter: &str,
+    after: &Snapshot,
+    boot: Option<&BootFacts>,
+) -> Option<CheckResult> {
+    let unknown = |message: String| {
+        CheckResult::new(Tripwire::T1, Status::Unknown, message)
+            .with("engine", engine.key)
+            .with("series", counter)
+    };
+    let word = engine.preemption_word;
+    if let Some(witness) = engine.preemption_witness {
+        if let Some(now) = after.metrics.total(witness).filter(|v| *v > 0.0) {
+            return Some(unknown(format!(
+                "{counter} is absent, but {witness} reads {} in the after snapshot: requests were {word}ed, how many is unknown",
+                fmt::g(now)
+            )));
+        }
+    }
+    let finished = after.metrics.total(engine.request_success);
+    let covered = boot
+        .and_then(|f| f.served_in_log)
+        .zip(finished)
+        .is_some_and(|(served, finished)| served as f64 >= finished);
+    let logged = boot.and_then(|f| f.retractions_in_log).unwrap_or(0);
+    if !covered {
+        return Some(unknown(format!(
+            "{counter} is absent: {} writes it at the first {word} on releases that have it, but earlier releases serve only the gauge; the server log, saved until after the run, would show each {word}",
+            engine.name
+        )));
+    }
+    if logged > 0 {
+        return Some(
+            unknown(format!(
+                "{counter} is absent, yet the server log shows {logged} {}: the two disagree",
+                engine.preemption_words(logged as f64)
+            ))
+            .with("retractions_in_log", logged),
+        );
+    }
+    None
 }
 
 /// The span between two snapshots and how sure we are of it.
@@ -342,4 +400,92 @@ pub fn client_server(
         ));
     }
     evidence(t15(Status::Pass, message))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::SGLANG;
+    use crate::metrics::{MetricSet, Sample};
+
+    fn snapshot(samples: &[(&str, f64)]) -> Snapshot {
+        Snapshot {
+            url: String::new(),
+            t_wall: None,
+            t_mono_ns: None,
+            latency_s: None,
+            text: String::new(),
+            metrics: MetricSet::new(
+                samples
+                    .iter()
+                    .map(|(name, value)| Sample {
+                        name: (*name).into(),
+                        labels: Vec::new(),
+                        value: *value,
+                        timestamp_ms: None,
+                    })
+                    .collect(),
+            ),
+        }
+    }
+
+    fn sglang_log(served: u64, retractions: Option<u64>) -> BootFacts {
+        BootFacts {
+            served_in_log: Some(served),
+            retractions_in_log: retractions,
+            ..BootFacts::default()
+        }
+    }
+
+    /// The recorded SGLang 0.5.20 shape: the retraction gauge, no counter.
+    fn witnessed(gauge: f64) -> (Snapshot, Snapshot) {
+        (
+            snapshot(&[
+                ("sglang:num_retracted_reqs", 0.0),
+                ("sglang:num_requests_total", 10.0),
+            ]),
+            snapshot(&[
+                ("sglang:num_retracted_reqs", gauge),
+                ("sglang:num_requests_total", 42.0),
+            ]),
+        )
+    }
+
+    #[test]
+    fn a_missing_retraction_counter_passes_only_with_the_log_agreeing() {
+        let (before, after) = witnessed(0.0);
+        let with_log = preemption(&SGLANG, &before, &after, None, Some(&sglang_log(44, None)));
+        assert_eq!(
+            (with_log.status, with_log.message.as_str()),
+            (Status::Pass, "no retractions")
+        );
+        // Releases that served only the gauge never write the counter: alone, the gauge
+        // proves nothing.
+        let alone = preemption(&SGLANG, &before, &after, None, None);
+        assert_eq!(alone.status, Status::Unknown, "{}", alone.message);
+        // A log that stops before the run's answers does not cover it.
+        let short = preemption(&SGLANG, &before, &after, None, Some(&sglang_log(12, None)));
+        assert_eq!(short.status, Status::Unknown, "{}", short.message);
+        // The log's retraction lines and the missing counter disagree.
+        let logged = preemption(
+            &SGLANG,
+            &before,
+            &after,
+            None,
+            Some(&sglang_log(44, Some(3))),
+        );
+        assert_eq!(logged.status, Status::Unknown, "{}", logged.message);
+        assert!(
+            logged.message.contains("3 retractions"),
+            "{}",
+            logged.message
+        );
+    }
+
+    #[test]
+    fn a_nonzero_retraction_gauge_is_never_no_retraction() {
+        let (before, after) = witnessed(2.0);
+        let r = preemption(&SGLANG, &before, &after, None, Some(&sglang_log(44, None)));
+        assert_eq!(r.status, Status::Unknown, "{}", r.message);
+    }
 }

@@ -214,7 +214,7 @@ impl Table {
             Engine::Sglang => Table {
                 rules: sglang::RULES,
                 finders: &finders[1],
-                on_line: None,
+                on_line: Some(sglang::on_line),
                 finish: sglang::finish,
             },
             Engine::Trtllm => Table {
@@ -240,7 +240,7 @@ pub(crate) struct Parse {
     pub default_backend: Option<String>,
     /// TensorRT-LLM: INFO lines are in the log, so pauses would be logged.
     pub info_lines: bool,
-    /// TensorRT-LLM: answered HTTP requests.
+    /// SGLang and TensorRT-LLM: answered HTTP requests.
     pub served: u64,
     /// TensorRT-LLM: `request ID n -> pause` lines.
     pub pauses: u64,

@@ -3,6 +3,7 @@
 
 use inferlint_core::model::{PyValue, Settings};
 
+use super::lines::Line;
 use super::scan::{after, f64_with_unit, tidy_sum, u64_after, word_after};
 use super::{pyliteral, LineAt, Parse, Rule, Unreadable};
 
@@ -149,7 +150,16 @@ fn setting_u64(args: &Settings, key: &str) -> Option<u64> {
 }
 
 /// Facts that follow from `server_args` once every line was read.
+/// Counts the answered requests: whether the log covers a run is judged by them (a log
+/// that holds the run's answers also holds its `Retract requests.` lines).
+pub(super) fn on_line(p: &mut Parse, line: &Line<'_>, _lineno: usize) {
+    if super::classify::is_served_request(line.clean.as_ref()) {
+        p.served += 1;
+    }
+}
+
 pub(super) fn finish(p: &mut Parse) {
+    p.facts.served_in_log = Some(p.served);
     let facts = &mut p.facts;
     let Some(args) = &facts.server_args else {
         return;
