@@ -137,6 +137,8 @@ pub struct EngineDescriptor {
     pub running_cap_flag: &'static str,
     /// The settings advice names, as a user of this engine writes them.
     pub tuning: Tuning,
+    /// Where the engine counts requests it aborted or cancelled rather than finished.
+    pub aborted_requests: &'static [AbortedCounter],
     /// Metrics this engine's other releases serve under another name.
     pub renamed_metrics: &'static [MetricRename],
     /// The executor numbers the requests it receives consecutively from its
@@ -222,6 +224,14 @@ impl EngineDescriptor {
             )
         })
     }
+}
+
+/// A counter of aborted requests: all of a metric, or its series with one
+/// `finished_reason`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AbortedCounter {
+    pub name: &'static str,
+    pub reason: Option<&'static str>,
 }
 
 /// A metric that one release renamed. By vLLM's rule a metric deprecated in X.Y is hidden
@@ -338,6 +348,11 @@ pub static VLLM: EngineDescriptor = EngineDescriptor {
         },
         no_eviction: NoEviction::LowerRunningLimit,
     },
+    // `FinishReason.ABORT` is counted in the success counter under its own reason.
+    aborted_requests: &[AbortedCounter {
+        name: "vllm:request_success_total",
+        reason: Some("abort"),
+    }],
     renamed_metrics: VLLM_RENAMES,
     request_ids_start_at_max_batch_size: false,
 };
@@ -396,6 +411,10 @@ pub static SGLANG: EngineDescriptor = EngineDescriptor {
             yaml: false,
         }),
     },
+    aborted_requests: &[AbortedCounter {
+        name: "sglang:num_aborted_requests_total",
+        reason: None,
+    }],
     // No rename of the metrics read here is known in SGLang's releases. Its retraction
     // counter came after the retraction gauge: T1's witness rule handles that.
     renamed_metrics: &[],
@@ -459,6 +478,18 @@ pub static TRTLLM: EngineDescriptor = EngineDescriptor {
             value: "GUARANTEED_NO_EVICT",
         },
     },
+    // The success counter's `finished_reason` is the request's finish reason, which is
+    // `cancelled` or `timeout` for a request that did not finish on its own.
+    aborted_requests: &[
+        AbortedCounter {
+            name: "trtllm_request_success_total",
+            reason: Some("cancelled"),
+        },
+        AbortedCounter {
+            name: "trtllm_request_success_total",
+            reason: Some("timeout"),
+        },
+    ],
     // No rename of the trtllm_ metrics read here is known.
     renamed_metrics: &[],
     request_ids_start_at_max_batch_size: true,

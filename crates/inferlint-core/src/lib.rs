@@ -12,6 +12,7 @@ pub mod advice;
 pub mod catalogue;
 pub mod checks;
 pub mod contract;
+pub mod crosscheck;
 pub mod engine;
 pub mod fmt;
 pub mod insights;

@@ -161,8 +161,9 @@ pub fn not_a_benchmark(run: &Run) -> Option<String> {
 }
 
 /// Every check the run's files allow, in report order: boot checks, T15, T1, T10, then
-/// the series checks; then each tripwire a missing input left unchecked, saying what it
-/// needs. Each result carries the advice the run's numbers give.
+/// the series checks; the cross-checks, which make a verdict that two facts of the run
+/// contradict Can't tell; then each tripwire a missing input left unchecked, saying what
+/// it needs. Each result carries the advice the run's numbers give.
 pub fn check_run(run: &Run) -> Vec<CheckResult> {
     let mut results = run_checks(run);
     crate::advice::attach(run, &mut results);
@@ -292,6 +293,7 @@ fn run_checks(run: &Run) -> Vec<CheckResult> {
             }
         }
     }
+    crate::crosscheck::apply(run, &mut results);
     results.extend(missing);
     results
 }

@@ -26,6 +26,37 @@ struct PairStat {
     first_index: usize,
 }
 
+/// A counter's readings in a series: the first and the last (time, value), and whether it
+/// ever went down between two consecutive readings (it only resets on restart).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CounterTrack {
+    pub first: Option<(f64, f64)>,
+    pub last: Option<(f64, f64)>,
+    pub went_down: bool,
+}
+
+impl CounterTrack {
+    fn push(&mut self, t_wall: f64, value: f64) {
+        if self.last.is_some_and(|(_, last)| value < last) {
+            self.went_down = true;
+        }
+        self.first.get_or_insert((t_wall, value));
+        self.last = Some((t_wall, value));
+    }
+
+    fn merge(self, right: CounterTrack) -> CounterTrack {
+        let dropped_between = matches!(
+            (self.last, right.first),
+            (Some((_, left)), Some((_, first))) if first < left
+        );
+        CounterTrack {
+            first: self.first.or(right.first),
+            last: right.last.or(self.last),
+            went_down: self.went_down || right.went_down || dropped_between,
+        }
+    }
+}
+
 /// Everything the series checks and the report's summary need, folded one sample at a
 /// time.
 #[derive(Debug, Clone, Default)]
@@ -46,6 +77,10 @@ pub struct SeriesStats {
     pub last_t_mono_ns: Option<i64>,
     /// Whether every sample had a monotonic clock.
     pub all_mono: bool,
+    /// The preemption counter's readings, for comparison with the snapshots'.
+    pub preemption_track: CounterTrack,
+    /// The generation-token counter's readings.
+    pub generation_track: CounterTrack,
     /// Distinct non-zero KV readings in (0, 1], as bits.
     kv_distinct: BTreeSet<u64>,
     /// Busy samples (running > 0, usage > 0) by distinct (running, usage).
@@ -89,6 +124,10 @@ impl SeriesStats {
         if let Some(p) = sample.preemptions.filter(|p| !p.is_nan()) {
             self.first_preemptions.get_or_insert(p);
             self.last_preemptions = Some(p);
+            self.preemption_track.push(sample.t_wall, p);
+        }
+        if let Some(g) = sample.generation_tokens.filter(|g| g.is_finite()) {
+            self.generation_track.push(sample.t_wall, g);
         }
         if let Some(u) = sample.kv_usage.filter(|u| *u > 0.0 && *u <= 1.0) {
             self.kv_distinct.insert(u.to_bits());
@@ -166,6 +205,8 @@ impl SeriesStats {
         self.first_t_mono_ns = self.first_t_mono_ns.or(right.first_t_mono_ns);
         self.last_t_mono_ns = right.last_t_mono_ns.or(self.last_t_mono_ns);
         self.all_mono &= right.all_mono;
+        self.preemption_track = self.preemption_track.merge(right.preemption_track);
+        self.generation_track = self.generation_track.merge(right.generation_track);
         self.kv_distinct.extend(right.kv_distinct);
         let offset = self.busy_index;
         for (key, pair) in right.busy_pairs {
@@ -794,6 +835,7 @@ mod tests {
                 waiting: Some(((i * 3) % 5) as f64),
                 kv_usage: Some(((i * 5) % 43) as f64 / 42.0),
                 preemptions: Some((i / 4) as f64),
+                generation_tokens: Some(((i * 13) % 17) as f64),
                 paused: (i % 9 == 0).then_some((i % 3) as f64),
                 ..SeriesSample::default()
             })
@@ -802,7 +844,7 @@ mod tests {
         samples.iter().for_each(|s| whole.push(s));
         let key = |s: &SeriesStats| {
             format!(
-                "{} {:?} {:?} {} {} {:?} {:?} {:?} {:?} {:?} {:?}",
+                "{} {:?} {:?} {} {} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
                 s.samples,
                 s.peak_running,
                 s.peak_in_flight,
@@ -814,6 +856,8 @@ mod tests {
                 s.span_s(),
                 falling_ceiling(&VLLM, s, Some(42)).evidence,
                 s.infer_usable_blocks(),
+                s.preemption_track,
+                s.generation_track,
             )
         };
         for split in 0..=samples.len() {
