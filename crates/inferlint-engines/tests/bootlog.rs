@@ -966,6 +966,33 @@ fn classifier_forgives_errors_the_server_served_past() {
     );
 }
 
+/// Two processes write a merged log through their own buffers: an access line below an
+/// error may have been written before it and flushed late. Where both carry a time stamp,
+/// the later time wins over the lower position.
+#[test]
+fn classifier_does_not_forgive_an_error_for_an_answer_flushed_late() {
+    let ready = "[2026-10-01 01:17:51] INFO:     Application startup complete.";
+    let error = "[2026-10-01 01:20:51] RuntimeError: the scheduler died";
+    let answered = |stamp: &str| {
+        format!(
+            r#"[2026-10-01 {stamp}] INFO:     127.0.0.1:1 - "POST /v1/completions HTTP/1.1" 200 OK"#
+        )
+    };
+    let early = answered("01:20:40");
+    let failure = classify(&[ready, error, &early]).expect("an answer from before the error");
+    assert_eq!(
+        (failure.0.as_str(), failure.1),
+        ("runtime_error", Phase::Serving)
+    );
+    let later = answered("01:20:54");
+    assert_eq!(classify(&[ready, error, &early, &later]), None);
+    // Without stamps on both lines, the position is all there is.
+    assert_eq!(
+        classify(&[ready, "RuntimeError: the scheduler died", &early]),
+        None
+    );
+}
+
 #[test]
 fn classifier_skips_announced_harmless_tracebacks() {
     let lines = [

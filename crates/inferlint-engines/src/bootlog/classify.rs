@@ -115,15 +115,17 @@ pub(crate) fn classify(lines: &[Line<'_>], ready: Option<usize>) -> Option<Failu
         }
     };
     let start = ready.map_or(0, |r| r + 1).min(cut);
-    let last_serving = if ready.is_some() {
-        (start..cut).rev().find(|&i| kept_serving(body(i)))
-    } else {
-        None
-    };
+    let served_after = ServedAfter::scan(
+        lines,
+        start,
+        cut,
+        |i| kept_serving(body(i)),
+        ready.is_some(),
+    );
 
     let mut best: Option<(usize, usize)> = None;
     for i in start..cut {
-        if last_serving.is_some_and(|s| s > i) {
+        if served_after.kept_serving_after(i, lines[i].stamp().as_deref()) {
             continue;
         }
         let text = body(i);
@@ -159,6 +161,69 @@ pub(crate) fn classify(lines: &[Line<'_>], ready: Option<usize>) -> Option<Failu
             .map(|d| truncate_at_word(d.trim(), MAX_FAILURE_CHARS))
             .filter(|d| !d.is_empty()),
     })
+}
+
+/// For each line, whether a later line shows the server still serving.
+///
+/// Several processes write a merged log through their own buffers, so a line below
+/// another may have been written before it. A serving line below a failure is taken as
+/// "served after it" unless both carry a time stamp and the serving line's is earlier:
+/// then it was only flushed late, and the failure stands.
+struct ServedAfter {
+    /// Per line: whether an unstamped serving line follows it.
+    unstamped: Vec<bool>,
+    /// Per line: the latest stamp of a serving line after it.
+    latest: Vec<Option<String>>,
+    start: usize,
+}
+
+impl ServedAfter {
+    fn scan(
+        lines: &[Line<'_>],
+        start: usize,
+        cut: usize,
+        serving: impl Fn(usize) -> bool,
+        ready: bool,
+    ) -> ServedAfter {
+        let len = cut.saturating_sub(start);
+        let mut unstamped = vec![false; len + 1];
+        let mut latest: Vec<Option<String>> = vec![None; len + 1];
+        if ready {
+            for i in (start..cut).rev() {
+                let k = i - start;
+                unstamped[k] = unstamped[k + 1];
+                latest[k] = latest[k + 1].clone();
+                if i + 1 < cut && serving(i + 1) {
+                    match lines[i + 1].stamp() {
+                        None => unstamped[k] = true,
+                        Some(stamp) => {
+                            if latest[k].as_ref().is_none_or(|l| stamp > *l) {
+                                latest[k] = Some(stamp);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        ServedAfter {
+            unstamped,
+            latest,
+            start,
+        }
+    }
+
+    /// Whether the server answered after line `i` (stamped `stamp`, `MM-DD HH:MM:SS`).
+    fn kept_serving_after(&self, i: usize, stamp: Option<&str>) -> bool {
+        let k = i - self.start;
+        if self.unstamped[k] {
+            return true;
+        }
+        match (&self.latest[k], stamp) {
+            (None, _) => false,
+            (Some(_), None) => true,
+            (Some(latest), Some(at)) => latest.as_str() >= at,
+        }
+    }
 }
 
 /// Lines inside harmless tracebacks the engine announces itself.
