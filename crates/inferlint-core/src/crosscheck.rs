@@ -23,6 +23,8 @@
 //!   log says the server runs at once.
 //! - [`log_counts_more_than_the_counter`]: the server log shows more retractions than its
 //!   counter ever counted.
+//! - [`log_stopped_before_the_run`]: the server log's shutdown came before the after
+//!   snapshot was read, under every time zone.
 
 use serde_json::json;
 
@@ -59,7 +61,7 @@ pub struct Contradiction {
 /// Runs every rule and makes each affected verdict Can't tell. Returns the contradictions
 /// found, in rule order.
 pub fn apply(run: &Run, results: &mut [CheckResult]) -> Vec<Contradiction> {
-    let rules: [fn(&Run, &[CheckResult]) -> Option<Contradiction>; 7] = [
+    let rules: [fn(&Run, &[CheckResult]) -> Option<Contradiction>; 8] = [
         cache_must_have_overflowed,
         series_counters_disagree,
         aborted_requests_moved,
@@ -67,6 +69,7 @@ pub fn apply(run: &Run, results: &mut [CheckResult]) -> Vec<Contradiction> {
         load_outlasted_the_snapshots,
         peak_above_the_servers_cap,
         log_counts_more_than_the_counter,
+        log_stopped_before_the_run,
     ];
     let found: Vec<Contradiction> = rules.iter().filter_map(|rule| rule(run, results)).collect();
     for contradiction in &found {
@@ -450,6 +453,40 @@ pub fn log_counts_more_than_the_counter(
             run.engine.preemption_words(logged as f64)
         ),
         undermines_failure: false,
+    })
+}
+
+/// The server log's clock against the snapshots'.
+///
+/// A log that shows its HTTP server shutting down was written by a server that stopped
+/// after answering the after snapshot. When no time zone puts its stamps around the
+/// snapshots (see [`crate::checks::pauses::clock_fit`]), the log is of another start of
+/// the server, and what T1 read in it (its pauses, its retractions, the requests it
+/// answered) is not about this run.
+pub fn log_stopped_before_the_run(run: &Run, results: &[CheckResult]) -> Option<Contradiction> {
+    if !vouches(results, Tripwire::T1) {
+        return None;
+    }
+    let (before, after) = (run.before.as_ref()?, run.after.as_ref()?);
+    let (label, boot) = run.boots.last()?;
+    let clock = boot.log_clock?;
+    if crate::checks::pauses::clock_fit(&clock, before, after)
+        != crate::checks::pauses::ClockFit::Nowhere
+    {
+        return None;
+    }
+    Some(Contradiction {
+        rule: "log_stopped_before_the_run",
+        affected: vec![Tripwire::T1],
+        first: format!(
+            "{label} shows the server shutting down, {} s after its first line",
+            clock.latest - clock.earliest
+        ),
+        second: format!(
+            "the snapshots were read {:.1} s apart, later than its last line under every time zone: the log is of another start of the server, or its host's clock disagrees with the snapshots'",
+            after.t_wall? - before.t_wall?
+        ),
+        undermines_failure: true,
     })
 }
 
@@ -914,6 +951,36 @@ mod tests {
         };
         let mut results = vec![result(Tripwire::T1, Status::Pass, "no retractions")];
         assert!(apply(&earlier, &mut results).is_empty());
+    }
+
+    #[test]
+    fn a_log_of_another_start_of_the_server() {
+        let boot = |earliest: f64, latest: f64| BootFacts {
+            log_clock: Some(crate::model::LogClock {
+                earliest: earliest as i64,
+                latest: latest as i64,
+                stamped_after_shutdown: true,
+            }),
+            ..BootFacts::default()
+        };
+        // The log's server booted at 1000 and stopped at 1100; the run began at 2000.
+        let run = Run {
+            boots: vec![("boot.log".into(), boot(1000.0, 1100.0))],
+            before: Some(trtllm_counters(2000.0, 9.0, 63.0, 144.0)),
+            after: Some(trtllm_counters(2030.0, 41.0, 2879.0, 32_144.0)),
+            ..run(&TRTLLM)
+        };
+        let mut results = vec![result(Tripwire::T1, Status::Pass, "no pause")];
+        apply(&run, &mut results);
+        assert_eq!(results[0].status, Status::Unknown);
+        assert!(results[0].message.contains("another start of the server"));
+        // The same log around the run: no clash.
+        let around = Run {
+            boots: vec![("boot.log".into(), boot(1900.0, 2031.0))],
+            ..run
+        };
+        let mut results = vec![result(Tripwire::T1, Status::Pass, "no pause")];
+        assert!(apply(&around, &mut results).is_empty());
     }
 
     #[test]

@@ -424,26 +424,52 @@ fn cannot_fill(tokens: f64, requests: u64, pool_tokens: u64, block: u64) -> bool
     needed <= (pool_tokens as f64 / block).floor()
 }
 
-/// The log's stamps minus UTC, in seconds, when the snapshots pin it down.
+/// How the log's clock lines up with the snapshots'.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClockFit {
+    /// Exactly one zone fits: the log's stamps minus UTC, in seconds.
+    Offset(i64),
+    /// Several zones fit, or the log gives no bound after the run.
+    Unknown,
+    /// No zone fits: the log's server stopped before the after snapshot was read, or its
+    /// clock and the snapshots' disagree.
+    Nowhere,
+}
+
+/// Lines the log's clock up with the snapshots'.
 ///
 /// Engines stamp local time without a zone. The earliest stamp was written before the
 /// before snapshot (the server booted first); when the HTTP server's shutdown is in the
 /// log with dated lines after it, the latest stamp was written after the after snapshot
 /// (the server answered that reading before it stopped). Zones are whole quarter hours
-/// from UTC, so when exactly one quarter-hour offset fits both bounds, it is the log's.
-fn clock_offset(clock: &LogClock, before: &Snapshot, after: &Snapshot) -> Option<i64> {
-    if !clock.stamped_after_shutdown {
-        return None;
-    }
-    let (before_t, after_t) = (before.t_wall?, after.t_wall?);
-    if !(before_t.is_finite() && after_t.is_finite()) || after_t < before_t {
-        return None;
+/// from UTC, so the offsets that fit both bounds are the candidates.
+pub fn clock_fit(clock: &LogClock, before: &Snapshot, after: &Snapshot) -> ClockFit {
+    let (Some(before_t), Some(after_t)) = (before.t_wall, after.t_wall) else {
+        return ClockFit::Unknown;
+    };
+    if !clock.stamped_after_shutdown
+        || !(before_t.is_finite() && after_t.is_finite())
+        || after_t < before_t
+    {
+        return ClockFit::Unknown;
     }
     let low = clock.earliest as f64 - before_t - CLOCK_TOLERANCE_S;
     let high = clock.latest as f64 + 1.0 - after_t + CLOCK_TOLERANCE_S;
     let first = (low / ZONE_STEP_S as f64).ceil() as i64;
     let last = (high / ZONE_STEP_S as f64).floor() as i64;
-    (first == last).then_some(first * ZONE_STEP_S)
+    match last - first {
+        0 => ClockFit::Offset(first * ZONE_STEP_S),
+        n if n < 0 => ClockFit::Nowhere,
+        _ => ClockFit::Unknown,
+    }
+}
+
+/// The log's stamps minus UTC, when exactly one zone fits.
+fn clock_offset(clock: &LogClock, before: &Snapshot, after: &Snapshot) -> Option<i64> {
+    match clock_fit(clock, before, after) {
+        ClockFit::Offset(offset) => Some(offset),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -649,8 +675,13 @@ mod tests {
         );
         // A log that spans hours fits many zones.
         assert_eq!(
-            clock_offset(&clock(BEFORE_T - 7200.0, AFTER_T + 1.0), &before, &after),
-            None
+            clock_fit(&clock(BEFORE_T - 7200.0, AFTER_T + 1.0), &before, &after),
+            ClockFit::Unknown
+        );
+        // A log whose server stopped ten minutes before the run began fits none.
+        assert_eq!(
+            clock_fit(&clock(BEFORE_T - 700.0, BEFORE_T - 600.0), &before, &after),
+            ClockFit::Nowhere
         );
     }
 
