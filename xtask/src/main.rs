@@ -1,6 +1,7 @@
 //! Project chores: `cargo xtask docs` regenerates docs/tripwires.md from the catalogue,
 //! `cargo xtask demo` regenerates the synthetic demo run in fixtures/demo,
-//! `cargo xtask regen-fixtures` the simulated run folders in fixtures/sim, and
+//! `cargo xtask regen-fixtures` the simulated run folders in fixtures/sim,
+//! `cargo xtask variants` the format variants of the recordings in fixtures/variants, and
 //! `cargo xtask bigseries OUT` builds the day-long series the benchmark reads.
 //!
 //! Generated files are checked for freshness by this crate's tests, which fail with the
@@ -9,6 +10,7 @@
 mod bigseries;
 mod demo;
 mod regen;
+mod variants;
 
 use std::path::{Path, PathBuf};
 
@@ -25,6 +27,7 @@ fn main() -> Result<()> {
             Ok(())
         }
         Some("regen-fixtures") => regen::run(&root(), args.get(1).is_some_and(|a| a == "--check")),
+        Some("variants") => variants::run(&root(), args.get(1).is_some_and(|a| a == "--check")),
         Some("bigseries") => {
             let out = args
                 .get(1)
@@ -39,7 +42,7 @@ fn main() -> Result<()> {
                 .unwrap_or(345_600);
             bigseries::build(&source, Path::new(out), samples)
         }
-        _ => bail!("usage: cargo xtask docs | demo | regen-fixtures [--check] | bigseries OUT [SOURCE] [SAMPLES]"),
+        _ => bail!("usage: cargo xtask docs | demo | regen-fixtures [--check] | variants [--check] | bigseries OUT [SOURCE] [SAMPLES]"),
     }
 }
 
@@ -107,6 +110,21 @@ mod tests {
     #[test]
     fn simulated_fixtures_are_fresh() {
         regen::run(&root(), true).unwrap();
+    }
+
+    /// The variants are made from the recordings: with them, the committed corpus must be
+    /// what the generator makes; in CI they must be there.
+    #[test]
+    fn format_variants_are_fresh() {
+        if variants::recorded().is_none() {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "INFERLINT_RECORDED must point at the recordings in CI"
+            );
+            eprintln!("skipped: INFERLINT_RECORDED is not set to the recordings folder");
+            return;
+        }
+        variants::run(&root(), true).unwrap();
     }
 
     #[test]

@@ -18,6 +18,8 @@ mod expected;
 mod missing_input;
 /// Minimal edits of real recordings that make each check fire.
 mod mutations;
+/// The format variants of the recordings in fixtures/variants, each with its verdicts.
+mod variants;
 
 /// inferlint demo from an empty folder.
 mod demo_command;

@@ -365,16 +365,22 @@ static CATALOGUE: [TripwireInfo; 15] = [
                 "Called a retraction. When its KV pool is full, SGLang retracts running \
                  requests, logs a warning (`KV cache pool is full. Retract \
                  requests.`) and counts them in `sglang:num_retracted_requests_total`. That \
-                 counter is written only after the first retraction, so a snapshot without \
-                 it reads as zero when the gauge `sglang:num_retracted_reqs` is present; \
-                 with neither, T1 says Can't tell.",
+                 counter is written only after the first retraction, and releases from \
+                 mid-2025 served the gauge `sglang:num_retracted_reqs` before the counter \
+                 existed: a snapshot without the counter reads as zero only when the gauge \
+                 is there and the server log, covering the run's answers, shows no \
+                 retraction; otherwise T1 says Can't tell.",
             ),
             (
                 Engine::Trtllm,
                 "Called a pause, and never counted: TensorRT-LLM pauses requests for \
                  recompute and logs each pause at INFO level (`request ID N -> pause`), \
                  so T1 counts them from the server log saved until after the run: pass it \
-                 with `--boot-log boot.log`. \
+                 with `--boot-log boot.log`. The executor and the HTTP server write that \
+                 log through their own buffers, so a pause line's place among the access \
+                 lines says nothing: a pause is left out of the run only when the cache \
+                 arithmetic, its request id or its time stamp proves it outside; otherwise \
+                 it counts or T1 says Can't tell. \
                  Without that log T1 falls back to the gauge `trtllm_num_paused_requests` \
                  in the recording, which can show that pauses happened but not how many.",
             ),
@@ -390,7 +396,10 @@ static CATALOGUE: [TripwireInfo; 15] = [
             (
                 Status::Unknown,
                 "the counter is missing from a snapshot, or on TensorRT-LLM there is neither \
-                 a server log covering the run nor a recording that rules pauses out.",
+                 a server log covering the run nor a recording that rules pauses out, or \
+                 the log shows pauses that cannot be placed inside or outside the run, or \
+                 two facts of the run contradict each other (a cache too small for the \
+                 load and no pause found, a log of another start of the server).",
             ),
             (
                 Status::Pass,

@@ -12,8 +12,8 @@
 //! - [`cache_must_have_overflowed`]: the KV arithmetic says requests must have been paused
 //!   or retracted, while T1, whose "none" rests on a log or on a counter's absence, found
 //!   none.
-//! - [`series_counters_disagree`]: a counter read later in the series or the snapshots is
-//!   lower than one read earlier.
+//! - [`series_counters_disagree`], [`series_tokens_disagree`]: a counter read later in
+//!   the series or the snapshots is lower than one read earlier.
 //! - [`aborted_requests_moved`]: the server's finished count disagrees with (or matches)
 //!   the load tool's while its abort counter moved, so the comparison says nothing.
 //! - [`series_outside_the_run`]: the series was recorded outside the snapshots' window.
@@ -25,6 +25,8 @@
 //!   counter ever counted.
 //! - [`log_stopped_before_the_run`]: the server log's shutdown came before the after
 //!   snapshot was read, under every time zone.
+//! - [`log_of_another_process`]: the snapshots' metrics name server processes the log
+//!   never mentions.
 
 use serde_json::json;
 
@@ -61,15 +63,17 @@ pub struct Contradiction {
 /// Runs every rule and makes each affected verdict Can't tell. Returns the contradictions
 /// found, in rule order.
 pub fn apply(run: &Run, results: &mut [CheckResult]) -> Vec<Contradiction> {
-    let rules: [fn(&Run, &[CheckResult]) -> Option<Contradiction>; 8] = [
+    let rules: [fn(&Run, &[CheckResult]) -> Option<Contradiction>; 10] = [
         cache_must_have_overflowed,
         series_counters_disagree,
+        series_tokens_disagree,
         aborted_requests_moved,
         series_outside_the_run,
         load_outlasted_the_snapshots,
         peak_above_the_servers_cap,
         log_counts_more_than_the_counter,
         log_stopped_before_the_run,
+        log_of_another_process,
     ];
     let found: Vec<Contradiction> = rules.iter().filter_map(|rule| rule(run, results)).collect();
     for contradiction in &found {
@@ -94,7 +98,7 @@ fn undermine(result: &mut CheckResult, c: &Contradiction) {
         "message": result.message,
     });
     result.status = Status::Unknown;
-    result.message = format!("{}, but {}: the two disagree", c.first, c.second);
+    result.message = format!("{}, but {}; the two disagree", c.first, c.second);
     result.terminal_suffix = None;
     result.evidence.insert(
         "contradiction".into(),
@@ -181,7 +185,7 @@ pub fn cache_must_have_overflowed(run: &Run, results: &[CheckResult]) -> Option<
         affected: vec![Tripwire::T1],
         first: format!("T1 found no {}s ({})", engine.preemption_word, t1.message),
         second: format!(
-            "the cache holds {} tokens, {fit} requests of about {} tokens at full length, and {how} {ran} at once: some must have been {}",
+            "the cache holds {} tokens, {fit} requests of about {} tokens at full length, and {how} {ran} at once, so some must have been {}",
             fmt::thousands(pool as i64),
             fmt::thousands_f(per_request),
             past_tense(engine.preemption_word)
@@ -207,7 +211,7 @@ struct Reading {
     source: &'static str,
 }
 
-/// A later reading of a counter lower than an earlier one.
+/// A later reading of the preemption counter lower than an earlier one.
 ///
 /// The series is recorded between (or around) the two snapshots from the same server;
 /// a counter only ever goes up, so of any two readings the later is never lower. When it
@@ -215,83 +219,94 @@ struct Reading {
 /// was edited, and the counts built on either cannot be trusted.
 pub fn series_counters_disagree(run: &Run, results: &[CheckResult]) -> Option<Contradiction> {
     let series = run.series.as_ref()?;
+    counter_disagrees(
+        run,
+        results,
+        run.engine.preemption_counter?,
+        &series.preemption_track,
+        vec![Tripwire::T1],
+    )
+}
+
+/// The same for the generation-token counter, on which T10 and T15 rest.
+pub fn series_tokens_disagree(run: &Run, results: &[CheckResult]) -> Option<Contradiction> {
+    let series = run.series.as_ref()?;
+    counter_disagrees(
+        run,
+        results,
+        run.engine.generation_tokens,
+        &series.generation_track,
+        vec![Tripwire::T10, Tripwire::T15],
+    )
+}
+
+fn counter_disagrees(
+    run: &Run,
+    results: &[CheckResult],
+    counter: &str,
+    track: &crate::checks::series::CounterTrack,
+    affected: Vec<Tripwire>,
+) -> Option<Contradiction> {
     let (before, after) = (run.before.as_ref()?, run.after.as_ref()?);
     let engine = run.engine;
-    let tracks = [
-        (
-            engine.preemption_counter,
-            &series.preemption_track,
-            vec![Tripwire::T1],
-        ),
-        (
-            Some(engine.generation_tokens),
-            &series.generation_track,
-            vec![Tripwire::T10, Tripwire::T15],
-        ),
-    ];
-    for (counter, track, affected) in tracks {
-        let Some(counter) = counter else { continue };
-        if !affected.iter().any(|t| find(results, *t).is_some()) {
-            continue;
-        }
-        if track.went_down {
-            return Some(Contradiction {
-                rule: "series_counters_disagree",
-                affected,
-                first: format!("the snapshots' {counter} moved forward"),
-                second:
-                    "the series saw it go down during the run (a restart the snapshots do not show)"
-                        .into(),
-                undermines_failure: true,
+    if !affected.iter().any(|t| find(results, *t).is_some()) {
+        return None;
+    }
+    if track.went_down {
+        return Some(Contradiction {
+            rule: "series_counters_disagree",
+            affected,
+            first: format!("the snapshots' {counter} moved forward"),
+            second:
+                "the series saw it go down during the run (a restart the snapshots do not show)"
+                    .into(),
+            undermines_failure: true,
+        });
+    }
+    let mut readings = Vec::new();
+    for (snapshot, source) in [
+        (before, "the before snapshot"),
+        (after, "the after snapshot"),
+    ] {
+        if let (Some(t), Some(v)) = (snapshot.t_wall, counter_value(engine, snapshot, counter)) {
+            readings.push(Reading {
+                t_wall: t,
+                value: v,
+                source,
             });
         }
-        let mut readings = Vec::new();
-        for (snapshot, source) in [
-            (before, "the before snapshot"),
-            (after, "the after snapshot"),
-        ] {
-            if let (Some(t), Some(v)) = (snapshot.t_wall, counter_value(engine, snapshot, counter))
-            {
-                readings.push(Reading {
-                    t_wall: t,
-                    value: v,
-                    source,
-                });
-            }
+    }
+    for (point, source) in [
+        (track.first, "the series' first reading"),
+        (track.last, "the series' last reading"),
+    ] {
+        if let Some((t, v)) = point {
+            readings.push(Reading {
+                t_wall: t,
+                value: v,
+                source,
+            });
         }
-        for (point, source) in [
-            (track.first, "the series' first reading"),
-            (track.last, "the series' last reading"),
-        ] {
-            if let Some((t, v)) = point {
-                readings.push(Reading {
-                    t_wall: t,
-                    value: v,
-                    source,
+    }
+    for earlier in &readings {
+        for later in &readings {
+            if later.t_wall >= earlier.t_wall + ORDER_TOLERANCE_S && later.value < earlier.value {
+                return Some(Contradiction {
+                    rule: "series_counters_disagree",
+                    affected,
+                    first: format!(
+                        "{} reads {counter} = {}",
+                        earlier.source,
+                        fmt::g(earlier.value)
+                    ),
+                    second: format!(
+                        "{}, taken {:.1} s later, reads {} (a counter never goes down)",
+                        later.source,
+                        later.t_wall - earlier.t_wall,
+                        fmt::g(later.value)
+                    ),
+                    undermines_failure: true,
                 });
-            }
-        }
-        for earlier in &readings {
-            for later in &readings {
-                if later.t_wall >= earlier.t_wall + ORDER_TOLERANCE_S && later.value < earlier.value
-                {
-                    return Some(Contradiction {
-                        rule: "series_counters_disagree",
-                        affected,
-                        first: format!(
-                            "{} reads {counter} = {}",
-                            earlier.source,
-                            fmt::g(earlier.value)
-                        ),
-                        second: format!(
-                            "{}, taken {:.1} s later, reads {} (a counter never goes down)",
-                            later.source,
-                            later.t_wall - earlier.t_wall,
-                            fmt::g(later.value)
-                        ),
-                        undermines_failure: true,
-                    });
-                }
             }
         }
     }
@@ -483,8 +498,51 @@ pub fn log_stopped_before_the_run(run: &Run, results: &[CheckResult]) -> Option<
             clock.latest - clock.earliest
         ),
         second: format!(
-            "the snapshots were read {:.1} s apart, later than its last line under every time zone: the log is of another start of the server, or its host's clock disagrees with the snapshots'",
+            "the snapshots were read {:.1} s apart, later than its last line under every time zone, so the log is of another start of the server or its host's clock disagrees with the snapshots'",
             after.t_wall? - before.t_wall?
+        ),
+        undermines_failure: true,
+    })
+}
+
+/// The process ids the snapshots' metrics carry against those the server log names.
+///
+/// TensorRT-LLM and SGLang label some metrics with the serving process's `pid`, and
+/// their logs name their processes' ids (`[startup][pid=1739]`). When the snapshots name
+/// processes and the log names others only, the log is of another start of the server,
+/// and what T1 read in it is not about this run.
+pub fn log_of_another_process(run: &Run, results: &[CheckResult]) -> Option<Contradiction> {
+    if !vouches(results, Tripwire::T1) {
+        return None;
+    }
+    let (label, boot) = run.boots.last()?;
+    if boot.pids.is_empty() {
+        return None;
+    }
+    let mut served_by: Vec<u64> = [run.before.as_ref(), run.after.as_ref()]
+        .into_iter()
+        .flatten()
+        .flat_map(|s| s.metrics.samples())
+        .filter_map(|s| s.label("pid")?.parse().ok())
+        .collect();
+    served_by.sort_unstable();
+    served_by.dedup();
+    if served_by.is_empty() || served_by.iter().any(|p| boot.pids.contains(p)) {
+        return None;
+    }
+    let list = |pids: &[u64]| {
+        pids.iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    Some(Contradiction {
+        rule: "log_of_another_process",
+        affected: vec![Tripwire::T1],
+        first: format!("the snapshots were served by process {}", list(&served_by)),
+        second: format!(
+            "{label} names processes {} only, so it is the log of another start of the server",
+            list(&boot.pids)
         ),
         undermines_failure: true,
     })
@@ -598,7 +656,7 @@ mod tests {
         );
         assert!(results[0]
             .message
-            .contains("32 at once: some must have been paused"));
+            .contains("32 at once, so some must have been paused"));
         assert_eq!(
             results[0].evidence["contradiction"]["was"]["status"],
             "pass"
@@ -981,6 +1039,44 @@ mod tests {
         };
         let mut results = vec![result(Tripwire::T1, Status::Pass, "no pause")];
         assert!(apply(&around, &mut results).is_empty());
+    }
+
+    #[test]
+    fn a_log_naming_other_processes_than_the_metrics() {
+        let boot = |pids: Vec<u64>| BootFacts {
+            pids,
+            ..BootFacts::default()
+        };
+        let counters = |t| {
+            snapshot(
+                t,
+                vec![sample(
+                    "trtllm_kv_cache_max_blocks",
+                    &[("pid", "1739")],
+                    1180.0,
+                )],
+            )
+        };
+        let run = Run {
+            boots: vec![("boot.log".into(), boot(vec![693, 866]))],
+            before: Some(counters(100.0)),
+            after: Some(counters(130.0)),
+            ..run(&TRTLLM)
+        };
+        let mut results = vec![result(Tripwire::T1, Status::Pass, "no pause")];
+        apply(&run, &mut results);
+        assert_eq!(results[0].status, Status::Unknown);
+        assert!(
+            results[0].message.contains("served by process 1739"),
+            "{}",
+            results[0].message
+        );
+        let same = Run {
+            boots: vec![("boot.log".into(), boot(vec![1739, 1896]))],
+            ..run
+        };
+        let mut results = vec![result(Tripwire::T1, Status::Pass, "no pause")];
+        assert!(apply(&same, &mut results).is_empty());
     }
 
     #[test]

@@ -281,6 +281,9 @@ pub struct BootFacts {
     pub log_clock: Option<LogClock>,
     /// Process names seen in line prefixes (`APIServer`, `EngineCore`).
     pub processes: Vec<String>,
+    /// Process ids the log names (`(APIServer pid=723)`, `[pid=1739]`), sorted.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pids: Vec<u64>,
     /// `MM-DD HH:MM:SS` of the first stamped line and of the last stamped line at or
     /// before the ready line.
     pub first_stamp: Option<String>,

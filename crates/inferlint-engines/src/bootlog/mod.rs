@@ -47,8 +47,10 @@ pub fn parse_boot_log(text: &str, engine_hint: Option<Engine>) -> BootFacts {
 
     let mut last_stamp: Option<usize> = None;
     let mut clock = ClockScan::default();
+    let mut pids = std::collections::BTreeSet::new();
     for (index, line) in lines.iter().enumerate() {
         clock.see(line);
+        pids.extend(scan::pids(&line.clean));
         if let Some(process) = line.process() {
             if !parse.facts.processes.iter().any(|p| p == process) {
                 parse.facts.processes.push(process.to_owned());
@@ -85,6 +87,7 @@ pub fn parse_boot_log(text: &str, engine_hint: Option<Engine>) -> BootFacts {
         }
     }
     parse.facts.log_clock = clock.finish();
+    parse.facts.pids = pids.into_iter().collect();
     (table.finish)(&mut parse);
     let ready_index = parse.facts.ready_lineno.map(|n| n - 1);
     parse.facts.failure = classify::classify(&lines, ready_index);

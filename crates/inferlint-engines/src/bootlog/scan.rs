@@ -130,3 +130,15 @@ mod tests {
         assert!(!word_start("pysglang.x", 2));
     }
 }
+
+/// The process ids a line names as `pid=N` (`(APIServer pid=723)`, `[startup][pid=1739]`).
+pub(crate) fn pids(line: &str) -> impl Iterator<Item = u64> + '_ {
+    line.match_indices("pid=").filter_map(move |(at, _)| {
+        if !word_start(line, at) {
+            return None;
+        }
+        let digits: &str = &line[at + 4..];
+        let end = digits.bytes().take_while(u8::is_ascii_digit).count();
+        digits[..end].parse().ok()
+    })
+}
