@@ -27,6 +27,8 @@
 //!   snapshot was read, under every time zone.
 //! - [`log_of_another_process`]: the snapshots' metrics name server processes the log
 //!   never mentions.
+//! - [`tokens_still_running`]: T10 measured tokens an engine counts at finish while the
+//!   after snapshot shows requests still running.
 
 use serde_json::json;
 
@@ -63,7 +65,7 @@ pub struct Contradiction {
 /// Runs every rule and makes each affected verdict Can't tell. Returns the contradictions
 /// found, in rule order.
 pub fn apply(run: &Run, results: &mut [CheckResult]) -> Vec<Contradiction> {
-    let rules: [fn(&Run, &[CheckResult]) -> Option<Contradiction>; 10] = [
+    let rules: [fn(&Run, &[CheckResult]) -> Option<Contradiction>; 11] = [
         cache_must_have_overflowed,
         series_counters_disagree,
         series_tokens_disagree,
@@ -74,6 +76,7 @@ pub fn apply(run: &Run, results: &mut [CheckResult]) -> Vec<Contradiction> {
         log_counts_more_than_the_counter,
         log_stopped_before_the_run,
         log_of_another_process,
+        tokens_still_running,
     ];
     let found: Vec<Contradiction> = rules.iter().filter_map(|rule| rule(run, results)).collect();
     for contradiction in &found {
@@ -545,6 +548,39 @@ pub fn log_of_another_process(run: &Run, results: &[CheckResult]) -> Option<Cont
             list(&boot.pids)
         ),
         undermines_failure: true,
+    })
+}
+
+/// T10's token count against the requests still running at the after snapshot.
+///
+/// SGLang counts a request's generated tokens when it finishes. A request still running at
+/// the after snapshot generated tokens during the run that the counter does not hold yet,
+/// so the rate T10 measured is short by an unknown amount. (TensorRT-LLM counts the same
+/// way, but its running gauge shows the state at the last completion, so it cannot say
+/// whether anything was still running.)
+pub fn tokens_still_running(run: &Run, results: &[CheckResult]) -> Option<Contradiction> {
+    let engine = run.engine;
+    if !vouches(results, Tripwire::T10) || !engine.tokens_at_finish || engine.gauges_lag {
+        return None;
+    }
+    let running = run
+        .after
+        .as_ref()?
+        .metrics
+        .total(engine.running)
+        .filter(|r| *r >= 1.0)?;
+    let t10 = find(results, Tripwire::T10)?;
+    Some(Contradiction {
+        rule: "tokens_still_running",
+        affected: vec![Tripwire::T10],
+        first: format!("T10 measured {}", t10.message),
+        second: format!(
+            "the after snapshot shows {} request{} still running, whose tokens {} counts only when they finish",
+            fmt::g(running),
+            fmt::plural(running),
+            engine.name
+        ),
+        undermines_failure: false,
     })
 }
 
@@ -1077,6 +1113,44 @@ mod tests {
         };
         let mut results = vec![result(Tripwire::T1, Status::Pass, "no pause")];
         assert!(apply(&same, &mut results).is_empty());
+    }
+
+    #[test]
+    fn sglang_tokens_of_requests_still_running_are_not_counted_yet() {
+        let after =
+            |running: f64| snapshot(130.0, vec![sample("sglang:num_running_reqs", &[], running)]);
+        let sglang = Run {
+            after: Some(after(3.0)),
+            ..run(&SGLANG)
+        };
+        let mut results = vec![result(
+            Tripwire::T10,
+            Status::Pass,
+            "642.10 tokens/s over 49.836s",
+        )];
+        apply(&sglang, &mut results);
+        assert_eq!(results[0].status, Status::Unknown);
+        assert!(
+            results[0].message.contains("3 requests still running"),
+            "{}",
+            results[0].message
+        );
+        let idle = Run {
+            after: Some(after(0.0)),
+            ..sglang
+        };
+        let mut results = vec![result(Tripwire::T10, Status::Pass, "rate")];
+        assert!(apply(&idle, &mut results).is_empty());
+        // vLLM counts tokens as they are generated.
+        let vllm = Run {
+            after: Some(snapshot(
+                130.0,
+                vec![sample("vllm:num_requests_running", &[], 3.0)],
+            )),
+            ..run(&VLLM)
+        };
+        let mut results = vec![result(Tripwire::T10, Status::Pass, "rate")];
+        assert!(apply(&vllm, &mut results).is_empty());
     }
 
     #[test]

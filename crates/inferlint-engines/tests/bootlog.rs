@@ -1024,7 +1024,25 @@ fn empty_log() {
     );
     let results = per_log(&f);
     let statuses: Vec<Status> = results.iter().map(|r| r.status).collect();
-    assert_eq!(statuses, [Status::Pass, Status::Unknown, Status::Unknown]);
+    // No ready line and no failure: the log does not say how the boot ended.
+    assert_eq!(
+        statuses,
+        [Status::Unknown, Status::Unknown, Status::Unknown]
+    );
+}
+
+#[test]
+fn a_log_cut_before_ready_does_not_pass_t12() {
+    let f = parse_boot_log(
+        "(APIServer pid=1) INFO 09-05 10:57:48 [api_server.py:1] vLLM API server version 0.28.0\n\
+         (EngineCore pid=2) INFO 09-05 10:57:58 [core.py:1] Loading weights",
+        None,
+    );
+    let t12 = &per_log(&f)[0];
+    assert_eq!(t12.status, Status::Unknown, "{}", t12.message);
+    assert!(t12
+        .message
+        .contains("ends before the server said it was ready"));
 }
 
 #[test]

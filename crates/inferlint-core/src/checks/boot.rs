@@ -19,8 +19,20 @@ const VOLATILE_SETTINGS: &[&str] = &["random_seed"];
 
 /// T7 or T12 from the failure the classifier found: T12 PASS when there is none, T7 FAIL
 /// when the server failed after it was ready, T12 FAIL when it failed before.
+///
+/// A log that shows no failure but ends before the server said it was ready (uvicorn's
+/// `Application startup complete`, which all three engines print) does not say how the
+/// boot ended: it was copied too early, or the process died without a word.
 pub fn failure_check(facts: &BootFacts) -> CheckResult {
     let Some(failure) = &facts.failure else {
+        if !facts.ready() {
+            return CheckResult::new(
+                Tripwire::T12,
+                Status::Unknown,
+                "no failure in log, but it ends before the server said it was ready (Application startup complete): how the boot ended is not in it",
+            )
+            .with("lines", facts.line_count);
+        }
         return CheckResult::new(Tripwire::T12, Status::Pass, "no failure in log");
     };
     let tripwire = match failure.phase {
