@@ -33,7 +33,7 @@
 use serde_json::json;
 
 use crate::checks::counters::counter_value;
-use crate::engine::{Engine, EngineDescriptor};
+use crate::engine::EngineDescriptor;
 use crate::fmt;
 use crate::insights::counter_summary;
 use crate::model::{BootFacts, Snapshot};
@@ -62,10 +62,13 @@ pub struct Contradiction {
     pub undermines_failure: bool,
 }
 
+/// A cross-check: the contradiction it finds in a run and its results, if any.
+pub type Rule = fn(&Run, &[CheckResult]) -> Option<Contradiction>;
+
 /// Runs every rule and makes each affected verdict Can't tell. Returns the contradictions
 /// found, in rule order.
 pub fn apply(run: &Run, results: &mut [CheckResult]) -> Vec<Contradiction> {
-    let rules: [fn(&Run, &[CheckResult]) -> Option<Contradiction>; 11] = [
+    let rules: [Rule; 11] = [
         cache_must_have_overflowed,
         series_counters_disagree,
         series_tokens_disagree,
@@ -126,9 +129,10 @@ fn vouches(results: &[CheckResult], tripwire: Tripwire) -> bool {
 /// vLLM's counter counts each preemption, so a bound on lengths does not overrule it.
 ///
 /// How many ran at once: the series' peak (a lower bound even where the gauge lags), and
-/// on TensorRT-LLM under `MAX_UTILIZATION`, whose scheduler admits every request whose next
-/// step fits, every open request up to the running cap. Under `GUARANTEED_NO_EVICT` it
-/// admits only requests whose whole output fits, so no pause is needed.
+/// on an engine that evicts only under one setting (TensorRT-LLM's `MAX_UTILIZATION`),
+/// whose scheduler then admits every request whose next step fits, every open request up
+/// to the running cap. Under its other settings (`GUARANTEED_NO_EVICT`) it admits only
+/// requests whose whole output fits, so no pause is needed.
 pub fn cache_must_have_overflowed(run: &Run, results: &[CheckResult]) -> Option<Contradiction> {
     if !vouches(results, Tripwire::T1) {
         return None;
@@ -164,19 +168,16 @@ pub fn cache_must_have_overflowed(run: &Run, results: &[CheckResult]) -> Option<
         .as_ref()
         .and_then(|s| s.peak_running)
         .map_or(0, |p| p.max(0.0) as u64);
-    let mut how = "the recording shows";
-    if engine.engine == Engine::Trtllm {
-        let policy = boot
-            .setting("capacity_scheduler_policy")
-            .and_then(|v| v.as_str());
-        if policy != Some("MAX_UTILIZATION") {
+    let mut how = "the recording shows".to_owned();
+    if let Some((setting, evicting)) = engine.evicts_only_with {
+        if boot.setting(setting).and_then(|v| v.as_str()) != Some(evicting) {
             return None;
         }
         let cap = boot.running_cap.or(boot.requested_running).unwrap_or(open);
         let admitted = open.min(cap);
         if admitted > ran {
             ran = admitted;
-            how = "MAX_UTILIZATION admits every request whose next step fits, so it ran";
+            how = format!("{evicting} admits every request whose next step fits, so it ran");
         }
     }
     if ran <= fit {

@@ -137,6 +137,11 @@ pub struct EngineDescriptor {
     pub running_cap_flag: &'static str,
     /// The settings advice names, as a user of this engine writes them.
     pub tuning: Tuning,
+    /// The setting and value under which the engine evicts running requests at all, where
+    /// it evicts only under one: there its scheduler admits every waiting request whose
+    /// next step fits (up to the running cap), and evicts when they grow. Under any other
+    /// value it admits a request only when its whole output fits, and never evicts.
+    pub evicts_only_with: Option<(&'static str, &'static str)>,
     /// Where the engine counts requests it aborted or cancelled rather than finished.
     pub aborted_requests: &'static [AbortedCounter],
     /// Metrics this engine's other releases serve under another name.
@@ -348,6 +353,7 @@ pub static VLLM: EngineDescriptor = EngineDescriptor {
         },
         no_eviction: NoEviction::LowerRunningLimit,
     },
+    evicts_only_with: None,
     // `FinishReason.ABORT` is counted in the success counter under its own reason.
     aborted_requests: &[AbortedCounter {
         name: "vllm:request_success_total",
@@ -411,6 +417,7 @@ pub static SGLANG: EngineDescriptor = EngineDescriptor {
             yaml: false,
         }),
     },
+    evicts_only_with: None,
     aborted_requests: &[AbortedCounter {
         name: "sglang:num_aborted_requests_total",
         reason: None,
@@ -478,6 +485,9 @@ pub static TRTLLM: EngineDescriptor = EngineDescriptor {
             value: "GUARANTEED_NO_EVICT",
         },
     },
+    // MaxUtilizationScheduler pauses; GuaranteedNoEvictScheduler (the default) and the
+    // static batch scheduler reserve a request's whole output before starting it.
+    evicts_only_with: Some(("capacity_scheduler_policy", "MAX_UTILIZATION")),
     // The success counter's `finished_reason` is the request's finish reason, which is
     // `cancelled` or `timeout` for a request that did not finish on its own.
     aborted_requests: &[

@@ -447,8 +447,7 @@ pub fn clock_fit(clock: &LogClock, before: &Snapshot, after: &Snapshot) -> Clock
     let (Some(before_t), Some(after_t)) = (before.t_wall, after.t_wall) else {
         return ClockFit::Unknown;
     };
-    if !clock.stamped_after_shutdown
-        || !(before_t.is_finite() && after_t.is_finite())
+    if !(clock.stamped_after_shutdown && before_t.is_finite() && after_t.is_finite())
         || after_t < before_t
     {
         return ClockFit::Unknown;

@@ -124,8 +124,8 @@ pub(crate) fn classify(lines: &[Line<'_>], ready: Option<usize>) -> Option<Failu
     );
 
     let mut best: Option<(usize, usize)> = None;
-    for i in start..cut {
-        if served_after.kept_serving_after(i, lines[i].stamp().as_deref()) {
+    for (i, line) in lines.iter().enumerate().take(cut).skip(start) {
+        if served_after.kept_serving_after(i, || line.stamp()) {
             continue;
         }
         let text = body(i);
@@ -212,16 +212,16 @@ impl ServedAfter {
         }
     }
 
-    /// Whether the server answered after line `i` (stamped `stamp`, `MM-DD HH:MM:SS`).
-    fn kept_serving_after(&self, i: usize, stamp: Option<&str>) -> bool {
+    /// Whether the server answered after line `i`, whose stamp (`MM-DD HH:MM:SS`) `stamp`
+    /// gives when it is needed.
+    fn kept_serving_after(&self, i: usize, stamp: impl FnOnce() -> Option<String>) -> bool {
         let k = i - self.start;
         if self.unstamped[k] {
             return true;
         }
-        match (&self.latest[k], stamp) {
-            (None, _) => false,
-            (Some(_), None) => true,
-            (Some(latest), Some(at)) => latest.as_str() >= at,
+        match &self.latest[k] {
+            None => false,
+            Some(latest) => stamp().is_none_or(|at| *latest >= at),
         }
     }
 }

@@ -98,6 +98,18 @@ pub(crate) fn word_start(text: &str, at: usize) -> bool {
             .is_none_or(|c| !(c.is_alphanumeric() || c == '_'))
 }
 
+/// The process ids a line names as `pid=N` (`(APIServer pid=723)`, `[startup][pid=1739]`).
+pub(crate) fn pids(line: &str) -> impl Iterator<Item = u64> + '_ {
+    line.match_indices("pid=").filter_map(move |(at, _)| {
+        if !word_start(line, at) {
+            return None;
+        }
+        let digits: &str = &line[at + 4..];
+        let end = digits.bytes().take_while(u8::is_ascii_digit).count();
+        digits[..end].parse().ok()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,18 +139,10 @@ mod tests {
         assert_eq!(truncate("héllo", 2), "hé");
         assert_eq!(tidy_sum(1.73 + 0.01), 1.74);
         assert!(word_start("a sglang.x", 2));
+        assert_eq!(
+            pids("(APIServer pid=723) x [warmup][pid=1896] ppid=4 pid=").collect::<Vec<_>>(),
+            [723, 1896]
+        );
         assert!(!word_start("pysglang.x", 2));
     }
-}
-
-/// The process ids a line names as `pid=N` (`(APIServer pid=723)`, `[startup][pid=1739]`).
-pub(crate) fn pids(line: &str) -> impl Iterator<Item = u64> + '_ {
-    line.match_indices("pid=").filter_map(move |(at, _)| {
-        if !word_start(line, at) {
-            return None;
-        }
-        let digits: &str = &line[at + 4..];
-        let end = digits.bytes().take_while(u8::is_ascii_digit).count();
-        digits[..end].parse().ok()
-    })
 }
