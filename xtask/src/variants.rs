@@ -29,13 +29,46 @@ struct Variant {
     /// The command, run in the variant's folder (`--json` is added by the test).
     args: &'static [&'static str],
     /// (tripwire, status) in output order.
-    expected: &'static [(&'static str, &'static str)],
+    expected: Verdicts,
     exit_code: i32,
     /// The folder's files from the source folder's.
     build: fn(&Source) -> Result<Files>,
 }
 
 type Files = Vec<(String, Vec<u8>)>;
+
+/// (tripwire, status) pairs, in output order.
+type Verdicts = Vec<(&'static str, &'static str)>;
+
+/// The recorded TensorRT-LLM run's report verdicts, with T1's as given.
+fn trtllm_report(t1: &'static str) -> Verdicts {
+    vec![
+        ("T12", "pass"),
+        ("T5", "pass"),
+        ("T6", "pass"),
+        ("T15", "pass"),
+        ("T1", t1),
+        ("T10", "pass"),
+        ("T14", "not_applicable"),
+        ("T9", "pass"),
+        ("T8", "pass"),
+    ]
+}
+
+/// The recorded vLLM 0.28 xray run's report verdicts.
+fn vllm_xray_report() -> Verdicts {
+    vec![
+        ("T12", "pass"),
+        ("T5", "warn"),
+        ("T6", "pass"),
+        ("T15", "pass"),
+        ("T1", "fail"),
+        ("T10", "pass"),
+        ("T14", "pass"),
+        ("T9", "warn"),
+        ("T8", "fail"),
+    ]
+}
 
 /// A recorded run folder, read.
 struct Source {
@@ -50,6 +83,16 @@ impl Source {
 
     fn text(&self, name: &str) -> Result<String> {
         String::from_utf8(self.bytes(name)?).with_context(|| format!("{name} is not UTF-8"))
+    }
+
+    /// Every file of the folder, with `name` taken from another recorded folder.
+    fn with_file_of(&self, other: &str, name: &str) -> Result<Files> {
+        let mut files = self.all_but(&[])?;
+        let other = Source {
+            dir: self.dir.join(other),
+        };
+        replace(&mut files, name, other.bytes(name)?);
+        Ok(files)
     }
 
     /// Every file of the folder but the ones named.
@@ -114,6 +157,14 @@ fn max_utilization_log(source: &Source) -> Result<String> {
     edit(&log, "paged KV cache (37760)", "paged KV cache (20960)")
 }
 
+/// The folder's files and the lines of its MAX_UTILIZATION log (see
+/// [`max_utilization_log`]), for a variant to change further.
+fn max_utilization_lines(source: &Source) -> Result<(Files, Vec<String>)> {
+    let files = source.all_but(&[])?;
+    let log = max_utilization_log(source)?;
+    Ok((files, log.lines().map(str::to_owned).collect()))
+}
+
 /// The request ids of the run's requests that MAX_UTILIZATION paused, newest first (it
 /// pauses the last started request). The executor numbers requests from max_batch_size
 /// (32); the probe took 32 to 40, the run 41 to 72.
@@ -138,7 +189,7 @@ fn variants() -> Vec<Variant> {
             situation: "The load ran with SGLang's own client, `python -m sglang.bench_serving --output-file bench.jsonl` without `--request-rate`. It appends one `json.dumps` line per run: `\"request_rate\": Infinity`, and `NaN` for statistics of an empty list (the earlier one-request smoke run has no inter-token gaps).",
             why: "The file is valid Python JSON; the run's line carries the same counts as the recording's own result, so every verdict is the recording's.",
             args: REPORT,
-            expected: &[
+            expected: vec![
                 ("T12", "pass"),
                 ("T5", "pass"),
                 ("T6", "pass"),
@@ -225,22 +276,10 @@ fn variants() -> Vec<Variant> {
             situation: "TensorRT-LLM under MAX_UTILIZATION with a KV cache of 20,960 tokens ran 32 requests of 1,088 tokens and paused 13 of them. The executor and the HTTP server write the merged log through their own buffers: the executor's pause lines reached the file after the run's last access line.",
             why: "The probe's 9 requests (207 tokens) could not fill the cache and nothing was answered after the after snapshot, so every pause is the run's wherever its line sits: T1 fails with 13. The other verdicts are the recording's.",
             args: REPORT,
-            expected: &[
-                ("T12", "pass"),
-                ("T5", "pass"),
-                ("T6", "pass"),
-                ("T15", "pass"),
-                ("T1", "fail"),
-                ("T10", "pass"),
-                ("T14", "not_applicable"),
-                ("T9", "pass"),
-                ("T8", "pass"),
-            ],
+            expected: trtllm_report("fail"),
             exit_code: 1,
             build: |s| {
-                let mut files = s.all_but(&[])?;
-                let log = max_utilization_log(s)?;
-                let mut lines: Vec<String> = log.lines().map(str::to_owned).collect();
+                let (mut files, mut lines) = max_utilization_lines(s)?;
                 let at = last_answer(&lines.iter().map(String::as_str).collect::<Vec<_>>())?;
                 for (i, id) in paused_ids().enumerate() {
                     lines.insert(at + 1 + i, pause_line(id));
@@ -255,17 +294,7 @@ fn variants() -> Vec<Variant> {
             situation: "The same MAX_UTILIZATION run whose executor was killed before its buffered output reached the log: the log shows no pause at all.",
             why: "The log alone would pass T1; the cache arithmetic (19 fit, MAX_UTILIZATION ran all 32) says requests must have been paused. The two disagree, so T1 cannot tell.",
             args: REPORT,
-            expected: &[
-                ("T12", "pass"),
-                ("T5", "pass"),
-                ("T6", "pass"),
-                ("T15", "pass"),
-                ("T1", "unknown"),
-                ("T10", "pass"),
-                ("T14", "not_applicable"),
-                ("T9", "pass"),
-                ("T8", "pass"),
-            ],
+            expected: trtllm_report("unknown"),
             exit_code: 2,
             build: |s| {
                 let mut files = s.all_but(&[])?;
@@ -279,17 +308,7 @@ fn variants() -> Vec<Variant> {
             situation: "The log of the MAX_UTILIZATION run copied while the executor was still writing: the copy ends in the middle of its first pause line, before the server's shutdown.",
             why: "A pause line whose request cannot be read is never no pause: T1 cannot tell.",
             args: REPORT,
-            expected: &[
-                ("T12", "pass"),
-                ("T5", "pass"),
-                ("T6", "pass"),
-                ("T15", "pass"),
-                ("T1", "unknown"),
-                ("T10", "pass"),
-                ("T14", "not_applicable"),
-                ("T9", "pass"),
-                ("T8", "pass"),
-            ],
+            expected: trtllm_report("unknown"),
             exit_code: 2,
             build: |s| {
                 let mut files = s.all_but(&[])?;
@@ -310,22 +329,10 @@ fn variants() -> Vec<Variant> {
             situation: "The MAX_UTILIZATION run's log written by two processes into one file without line buffering: chunks of executor output land in the middle of access lines, so pause lines are glued to access lines, and one pause line is split by an access line.",
             why: "Twelve pause lines read whole (glued or not) and are the run's: T1 fails; the split one is reported as a cut line that could not be read.",
             args: REPORT,
-            expected: &[
-                ("T12", "pass"),
-                ("T5", "pass"),
-                ("T6", "pass"),
-                ("T15", "pass"),
-                ("T1", "fail"),
-                ("T10", "pass"),
-                ("T14", "not_applicable"),
-                ("T9", "pass"),
-                ("T8", "pass"),
-            ],
+            expected: trtllm_report("fail"),
             exit_code: 1,
             build: |s| {
-                let mut files = s.all_but(&[])?;
-                let log = max_utilization_log(s)?;
-                let mut lines: Vec<String> = log.lines().map(str::to_owned).collect();
+                let (mut files, mut lines) = max_utilization_lines(s)?;
                 let answers: Vec<usize> = lines
                     .iter()
                     .enumerate()
@@ -354,26 +361,9 @@ fn variants() -> Vec<Variant> {
             situation: "The run folder holds the boot log of an earlier start of the same server (same probe, same 32 requests), not of the start that served the snapshots.",
             why: "The log answers as many requests as the run and shows no pause, so T1 alone would pass; but its processes (693, 866) are not the one whose metrics the snapshots read (1739). T1 cannot tell; the boot checks describe the log they read.",
             args: REPORT,
-            expected: &[
-                ("T12", "pass"),
-                ("T5", "pass"),
-                ("T6", "pass"),
-                ("T15", "pass"),
-                ("T1", "unknown"),
-                ("T10", "pass"),
-                ("T14", "not_applicable"),
-                ("T9", "pass"),
-                ("T8", "pass"),
-            ],
+            expected: trtllm_report("unknown"),
             exit_code: 2,
-            build: |s| {
-                let mut files = s.all_but(&[])?;
-                let other = Source {
-                    dir: s.dir.join("../qwen3-8b-start2"),
-                };
-                replace(&mut files, "boot.log", other.bytes("boot.log")?);
-                Ok(files)
-            },
+            build: |s| s.with_file_of("../qwen3-8b-start2", "boot.log"),
         },
         Variant {
             name: "vllm-crlf-and-colour",
@@ -381,17 +371,7 @@ fn variants() -> Vec<Variant> {
             situation: "vLLM's log captured through a terminal (`script`, a container log viewer): CRLF line ends, the process prefix and the level coloured with ANSI escape codes.",
             why: "Line ends and colour carry no fact: every verdict is the recording's.",
             args: REPORT,
-            expected: &[
-                ("T12", "pass"),
-                ("T5", "warn"),
-                ("T6", "pass"),
-                ("T15", "pass"),
-                ("T1", "fail"),
-                ("T10", "pass"),
-                ("T14", "pass"),
-                ("T9", "warn"),
-                ("T8", "fail"),
-            ],
+            expected: vllm_xray_report(),
             exit_code: 1,
             build: |s| {
                 let mut files = s.all_but(&[])?;
@@ -411,17 +391,7 @@ fn variants() -> Vec<Variant> {
             situation: "vLLM's API server and engine core write the merged log through their own buffers: each engine-core line reaches the file up to eight lines later than it was written.",
             why: "The facts a boot log gives do not depend on the order of two processes' lines: every verdict is the recording's.",
             args: REPORT,
-            expected: &[
-                ("T12", "pass"),
-                ("T5", "warn"),
-                ("T6", "pass"),
-                ("T15", "pass"),
-                ("T1", "fail"),
-                ("T10", "pass"),
-                ("T14", "pass"),
-                ("T9", "warn"),
-                ("T8", "fail"),
-            ],
+            expected: vllm_xray_report(),
             exit_code: 1,
             build: |s| {
                 let mut files = s.all_but(&[])?;
@@ -436,17 +406,7 @@ fn variants() -> Vec<Variant> {
             situation: "vLLM's log copied while the server was still answering the run: the copy ends in the middle of an access line, before the shutdown.",
             why: "The log still shows the boot and the serving; the counts come from the snapshots: every verdict is the recording's.",
             args: REPORT,
-            expected: &[
-                ("T12", "pass"),
-                ("T5", "warn"),
-                ("T6", "pass"),
-                ("T15", "pass"),
-                ("T1", "fail"),
-                ("T10", "pass"),
-                ("T14", "pass"),
-                ("T9", "warn"),
-                ("T8", "fail"),
-            ],
+            expected: vllm_xray_report(),
             exit_code: 1,
             build: |s| {
                 let mut files = s.all_but(&[])?;
@@ -466,7 +426,7 @@ fn variants() -> Vec<Variant> {
             situation: "The run folder holds a series recorded during another run (of another start of the server, days earlier) instead of this run's.",
             why: "The series lies outside the snapshots' window and its counters are higher than the before snapshot's: the verdicts built on it (T14, T9, T8) and on the counters it contradicts (T1; T10 and T15 rest on the token counter) cannot tell.",
             args: REPORT,
-            expected: &[
+            expected: vec![
                 ("T12", "pass"),
                 ("T5", "warn"),
                 ("T6", "pass"),
@@ -478,14 +438,7 @@ fn variants() -> Vec<Variant> {
                 ("T8", "unknown"),
             ],
             exit_code: 2,
-            build: |s| {
-                let mut files = s.all_but(&[])?;
-                let other = Source {
-                    dir: s.dir.join("../live"),
-                };
-                replace(&mut files, "run.series.jsonl", other.bytes("run.series.jsonl")?);
-                Ok(files)
-            },
+            build: |s| s.with_file_of("../live", "run.series.jsonl"),
         },
         Variant {
             name: "sglang-retraction-gauge-without-log",
@@ -493,7 +446,7 @@ fn variants() -> Vec<Variant> {
             situation: "An SGLang run saved without its server log. The after snapshot has the retraction gauge but no retraction counter, as every SGLang release since mid-2025 serves it: those that have the counter write it at the first retraction, earlier ones never do.",
             why: "Without the log's `Retract requests.` lines nothing tells the two apart: T1 cannot tell. The other verdicts need no log and are the recording's; the boot checks are listed as not checked.",
             args: REPORT,
-            expected: &[
+            expected: vec![
                 ("T15", "pass"),
                 ("T1", "unknown"),
                 ("T10", "pass"),

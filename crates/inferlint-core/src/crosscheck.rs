@@ -590,30 +590,35 @@ mod tests {
     use super::*;
     use crate::checks::series::SeriesStats;
     use crate::engine::{SGLANG, TRTLLM, VLLM};
-    use crate::metrics::{MetricSet, Sample};
+    use crate::metrics::Sample;
     use crate::model::{BenchResult, PyValue, SeriesSample, Settings};
-
-    fn sample(name: &str, labels: &[(&str, &str)], value: f64) -> Sample {
-        Sample {
-            name: name.into(),
-            labels: labels
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                .collect(),
-            value,
-            timestamp_ms: None,
-        }
-    }
+    use crate::testing::{assert_unknown_saying, sample, trtllm_counters};
 
     fn snapshot(t_wall: f64, samples: Vec<Sample>) -> Snapshot {
-        Snapshot {
-            url: String::new(),
-            t_wall: Some(t_wall),
-            t_mono_ns: Some((t_wall * 1e9) as i64),
-            latency_s: Some(0.004),
-            text: String::new(),
-            metrics: MetricSet::new(samples),
-        }
+        crate::testing::snapshot(Some(t_wall), samples)
+    }
+
+    /// The verdict the rules leave of one result of the run.
+    fn after_rules(run: &Run, tripwire: Tripwire, status: Status, message: &str) -> CheckResult {
+        let mut results = vec![result(tripwire, status, message)];
+        apply(run, &mut results);
+        results.remove(0)
+    }
+
+    /// Whether no rule found anything to say about one result of the run.
+    fn untouched(run: &Run, tripwire: Tripwire, status: Status, message: &str) -> bool {
+        let mut results = vec![result(tripwire, status, message)];
+        apply(run, &mut results).is_empty()
+    }
+
+    /// Asserts every one of the results became Can't tell, the first naming `words`.
+    fn assert_all_undermined(run: &Run, mut results: Vec<CheckResult>, words: &str) {
+        apply(run, &mut results);
+        assert!(
+            results.iter().all(|r| r.status == Status::Unknown),
+            "{results:?}"
+        );
+        assert!(results[0].message.contains(words), "{}", results[0].message);
     }
 
     fn result(tripwire: Tripwire, status: Status, message: &str) -> CheckResult {
@@ -632,22 +637,6 @@ mod tests {
             requested: None,
             load_failure: None,
         }
-    }
-
-    /// 32 requests of 88 + 1,000 tokens on TensorRT-LLM: the counters of the run.
-    fn trtllm_counters(t_wall: f64, finished: f64, prompt: f64, generated: f64) -> Snapshot {
-        snapshot(
-            t_wall,
-            vec![
-                sample(
-                    "trtllm_request_success_total",
-                    &[("finished_reason", "length")],
-                    finished,
-                ),
-                sample("trtllm_prompt_tokens_total", &[], prompt),
-                sample("trtllm_generation_tokens_total", &[], generated),
-            ],
-        )
     }
 
     fn trtllm_run(pool: u64, policy: &str) -> Run {
@@ -734,8 +723,12 @@ mod tests {
             ..SeriesSample::default()
         });
         run.series = Some(stats);
-        let mut results = vec![result(Tripwire::T1, Status::Pass, "no preemptions")];
-        assert!(apply(&run, &mut results).is_empty());
+        assert!(untouched(
+            &run,
+            Tripwire::T1,
+            Status::Pass,
+            "no preemptions"
+        ));
     }
 
     #[test]
@@ -770,13 +763,9 @@ mod tests {
             requested: Some(32),
             ..run(&SGLANG)
         };
-        let mut results = vec![result(Tripwire::T1, Status::Pass, "no retractions")];
-        apply(&run, &mut results);
-        assert_eq!(results[0].status, Status::Unknown);
-        assert!(
-            results[0].message.contains("some must have been retracted"),
-            "{}",
-            results[0].message
+        assert_unknown_saying(
+            &after_rules(&run, Tripwire::T1, Status::Pass, "no retractions"),
+            "some must have been retracted",
         );
     }
 
@@ -847,17 +836,16 @@ mod tests {
             ])),
             ..run(&VLLM)
         };
-        let mut results = vec![result(Tripwire::T10, Status::Pass, "rate")];
-        apply(&run, &mut results);
-        assert_eq!(results[0].status, Status::Unknown);
-        assert!(results[0].message.contains("go down"));
+        assert_unknown_saying(
+            &after_rules(&run, Tripwire::T10, Status::Pass, "rate"),
+            "go down",
+        );
         // Consistent readings leave the verdict alone.
         let fine = Run {
             series: Some(series_of(&[(101.0, 0.0, 10.0), (120.0, 0.0, 20_000.0)])),
             ..run
         };
-        let mut results = vec![result(Tripwire::T10, Status::Pass, "rate")];
-        assert!(apply(&fine, &mut results).is_empty());
+        assert!(untouched(&fine, Tripwire::T10, Status::Pass, "rate"));
     }
 
     #[test]
@@ -884,26 +872,21 @@ mod tests {
             after: Some(counters(130.0, 30.0, 2.0)),
             ..run(&VLLM)
         };
-        let mut results = vec![result(
-            Tripwire::T15,
-            Status::Fail,
-            "the server finished 2 more requests than the load tool sent",
-        )];
-        apply(&run, &mut results);
-        assert_eq!(results[0].status, Status::Unknown);
-        assert!(
-            results[0].message.contains("the server aborted 2 requests"),
-            "{}",
-            results[0].message
+        assert_unknown_saying(
+            &after_rules(
+                &run,
+                Tripwire::T15,
+                Status::Fail,
+                "the server finished 2 more requests than the load tool sent",
+            ),
+            "the server aborted 2 requests",
         );
         // No abort: the failure stands.
         let quiet = Run {
             after: Some(counters(130.0, 32.0, 0.0)),
             ..run
         };
-        let mut results = vec![result(Tripwire::T15, Status::Fail, "2 more")];
-        assert!(apply(&quiet, &mut results).is_empty());
-        assert_eq!(results[0].status, Status::Fail);
+        assert!(untouched(&quiet, Tripwire::T15, Status::Fail, "2 more"));
     }
 
     #[test]
@@ -943,19 +926,15 @@ mod tests {
             series: Some(series_of(&[(100.0, 0.0, 0.0), (130.0, 0.0, 100.0)])),
             ..run(&VLLM)
         };
-        let mut results = vec![
-            result(Tripwire::T8, Status::Pass, "reached 32 running"),
-            result(Tripwire::T9, Status::Warn, "ceiling moved"),
-            result(Tripwire::T14, Status::Fail, "mismatch"),
-        ];
-        apply(&run, &mut results);
-        assert!(
-            results.iter().all(|r| r.status == Status::Unknown),
-            "{results:?}"
+        assert_all_undermined(
+            &run,
+            vec![
+                result(Tripwire::T8, Status::Pass, "reached 32 running"),
+                result(Tripwire::T9, Status::Warn, "ceiling moved"),
+                result(Tripwire::T14, Status::Fail, "mismatch"),
+            ],
+            "ends 870.0 s before the before snapshot",
         );
-        assert!(results[0]
-            .message
-            .contains("ends 870.0 s before the before snapshot"));
     }
 
     #[test]
@@ -970,25 +949,25 @@ mod tests {
             bench: Some(("bench.json".into(), bench.clone())),
             ..run(&VLLM)
         };
-        let mut results = vec![
-            result(Tripwire::T1, Status::Pass, "no preemptions"),
-            result(Tripwire::T10, Status::Pass, "rate"),
-            result(Tripwire::T15, Status::Pass, "agree"),
-        ];
-        apply(&run, &mut results);
-        assert!(
-            results.iter().all(|r| r.status == Status::Unknown),
-            "{results:?}"
+        assert_all_undermined(
+            &run,
+            vec![
+                result(Tripwire::T1, Status::Pass, "no preemptions"),
+                result(Tripwire::T10, Status::Pass, "rate"),
+                result(Tripwire::T15, Status::Pass, "agree"),
+            ],
+            "bench.json says the load ran for 95.0 s",
         );
-        assert!(results[0]
-            .message
-            .contains("bench.json says the load ran for 95.0 s"));
         let bracketed = Run {
             after: Some(vllm_counters(196.0, 0.0, 32_000.0)),
             ..run
         };
-        let mut results = vec![result(Tripwire::T1, Status::Pass, "no preemptions")];
-        assert!(apply(&bracketed, &mut results).is_empty());
+        assert!(untouched(
+            &bracketed,
+            Tripwire::T1,
+            Status::Pass,
+            "no preemptions"
+        ));
     }
 
     #[test]
@@ -1008,10 +987,10 @@ mod tests {
             series: Some(stats),
             ..run(&SGLANG)
         };
-        let mut results = vec![result(Tripwire::T8, Status::Pass, "reached 32 running")];
-        apply(&run, &mut results);
-        assert_eq!(results[0].status, Status::Unknown);
-        assert!(results[0].message.contains("at most 10 requests at once"));
+        assert_unknown_saying(
+            &after_rules(&run, Tripwire::T8, Status::Pass, "reached 32 running"),
+            "at most 10 requests at once",
+        );
     }
 
     #[test]
@@ -1032,20 +1011,22 @@ mod tests {
             after: Some(counters(130.0, 2.0)),
             ..run(&SGLANG)
         };
-        let mut results = vec![result(Tripwire::T1, Status::Pass, "no retractions")];
-        apply(&run, &mut results);
-        assert_eq!(results[0].status, Status::Unknown);
-        assert!(results[0]
-            .message
-            .contains("the server log shows 7 retractions"));
+        assert_unknown_saying(
+            &after_rules(&run, Tripwire::T1, Status::Pass, "no retractions"),
+            "the server log shows 7 retractions",
+        );
         // Retractions before the run are in the log and in the counter's total: no clash.
         let earlier = Run {
             after: Some(counters(130.0, 7.0)),
             before: Some(counters(100.0, 7.0)),
             ..run
         };
-        let mut results = vec![result(Tripwire::T1, Status::Pass, "no retractions")];
-        assert!(apply(&earlier, &mut results).is_empty());
+        assert!(untouched(
+            &earlier,
+            Tripwire::T1,
+            Status::Pass,
+            "no retractions"
+        ));
     }
 
     #[test]
@@ -1065,17 +1046,16 @@ mod tests {
             after: Some(trtllm_counters(2030.0, 41.0, 2879.0, 32_144.0)),
             ..run(&TRTLLM)
         };
-        let mut results = vec![result(Tripwire::T1, Status::Pass, "no pause")];
-        apply(&run, &mut results);
-        assert_eq!(results[0].status, Status::Unknown);
-        assert!(results[0].message.contains("another start of the server"));
+        assert_unknown_saying(
+            &after_rules(&run, Tripwire::T1, Status::Pass, "no pause"),
+            "another start of the server",
+        );
         // The same log around the run: no clash.
         let around = Run {
             boots: vec![("boot.log".into(), boot(1900.0, 2031.0))],
             ..run
         };
-        let mut results = vec![result(Tripwire::T1, Status::Pass, "no pause")];
-        assert!(apply(&around, &mut results).is_empty());
+        assert!(untouched(&around, Tripwire::T1, Status::Pass, "no pause"));
     }
 
     #[test]
@@ -1100,20 +1080,15 @@ mod tests {
             after: Some(counters(130.0)),
             ..run(&TRTLLM)
         };
-        let mut results = vec![result(Tripwire::T1, Status::Pass, "no pause")];
-        apply(&run, &mut results);
-        assert_eq!(results[0].status, Status::Unknown);
-        assert!(
-            results[0].message.contains("served by process 1739"),
-            "{}",
-            results[0].message
+        assert_unknown_saying(
+            &after_rules(&run, Tripwire::T1, Status::Pass, "no pause"),
+            "served by process 1739",
         );
         let same = Run {
             boots: vec![("boot.log".into(), boot(vec![1739, 1896]))],
             ..run
         };
-        let mut results = vec![result(Tripwire::T1, Status::Pass, "no pause")];
-        assert!(apply(&same, &mut results).is_empty());
+        assert!(untouched(&same, Tripwire::T1, Status::Pass, "no pause"));
     }
 
     #[test]
@@ -1124,24 +1099,20 @@ mod tests {
             after: Some(after(3.0)),
             ..run(&SGLANG)
         };
-        let mut results = vec![result(
-            Tripwire::T10,
-            Status::Pass,
-            "642.10 tokens/s over 49.836s",
-        )];
-        apply(&sglang, &mut results);
-        assert_eq!(results[0].status, Status::Unknown);
-        assert!(
-            results[0].message.contains("3 requests still running"),
-            "{}",
-            results[0].message
+        assert_unknown_saying(
+            &after_rules(
+                &sglang,
+                Tripwire::T10,
+                Status::Pass,
+                "642.10 tokens/s over 49.836s",
+            ),
+            "3 requests still running",
         );
         let idle = Run {
             after: Some(after(0.0)),
             ..sglang
         };
-        let mut results = vec![result(Tripwire::T10, Status::Pass, "rate")];
-        assert!(apply(&idle, &mut results).is_empty());
+        assert!(untouched(&idle, Tripwire::T10, Status::Pass, "rate"));
         // vLLM counts tokens as they are generated.
         let vllm = Run {
             after: Some(snapshot(
@@ -1150,8 +1121,7 @@ mod tests {
             )),
             ..run(&VLLM)
         };
-        let mut results = vec![result(Tripwire::T10, Status::Pass, "rate")];
-        assert!(apply(&vllm, &mut results).is_empty());
+        assert!(untouched(&vllm, Tripwire::T10, Status::Pass, "rate"));
     }
 
     #[test]

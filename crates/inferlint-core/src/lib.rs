@@ -20,6 +20,8 @@ pub mod metrics;
 pub mod model;
 pub mod run;
 pub mod status;
+#[cfg(test)]
+mod testing;
 
 pub use engine::{Engine, EngineDescriptor};
 pub use metrics::{MetricSet, Sample};

@@ -475,28 +475,9 @@ fn clock_offset(clock: &LogClock, before: &Snapshot, after: &Snapshot) -> Option
 mod tests {
     use super::*;
     use crate::engine::TRTLLM;
-    use crate::metrics::{MetricSet, Sample};
+    use crate::testing::assert_unknown_saying;
 
-    fn snapshot(t_wall: f64, finished: f64, prompt: f64, generated: f64) -> Snapshot {
-        let sample = |name: &str, value: f64| Sample {
-            name: name.into(),
-            labels: Vec::new(),
-            value,
-            timestamp_ms: None,
-        };
-        Snapshot {
-            url: String::new(),
-            t_wall: Some(t_wall),
-            t_mono_ns: None,
-            latency_s: Some(0.004),
-            text: String::new(),
-            metrics: MetricSet::new(vec![
-                sample("trtllm_request_success_total", finished),
-                sample("trtllm_prompt_tokens_total", prompt),
-                sample("trtllm_generation_tokens_total", generated),
-            ]),
-        }
-    }
+    use crate::testing::trtllm_counters as snapshot;
 
     /// The shape of an xray run on TensorRT-LLM 1.3: a probe of 9 short requests, then 32
     /// requests of 88 + 1,000 tokens. `pool` is the KV cache in tokens (32 per block).
@@ -603,12 +584,7 @@ mod tests {
         // answered after the run, and yet the log shows a pause: it cannot be placed.
         let (before, after) = run_snapshots();
         let r = from_log(&TRTLLM, &before, &after, &log(37_760, &[(50, None)], 41)).unwrap();
-        assert_eq!(r.status, Status::Unknown, "{}", r.message);
-        assert!(
-            r.message.contains("the log's facts about them disagree"),
-            "{}",
-            r.message
-        );
+        assert_unknown_saying(&r, "the log's facts about them disagree");
     }
 
     #[test]
@@ -643,12 +619,7 @@ mod tests {
         let mut facts = log(20_960, &[], 41);
         facts.pause_fragments = vec![612];
         let r = from_log(&TRTLLM, &before, &after, &facts).unwrap();
-        assert_eq!(r.status, Status::Unknown, "{}", r.message);
-        assert!(
-            r.message.contains("1 line holds a cut pause line"),
-            "{}",
-            r.message
-        );
+        assert_unknown_saying(&r, "1 line holds a cut pause line");
     }
 
     #[test]

@@ -406,28 +406,8 @@ pub fn client_server(
 mod tests {
     use super::*;
     use crate::engine::SGLANG;
-    use crate::metrics::{MetricSet, Sample};
-
-    fn snapshot(samples: &[(&str, f64)]) -> Snapshot {
-        Snapshot {
-            url: String::new(),
-            t_wall: None,
-            t_mono_ns: None,
-            latency_s: None,
-            text: String::new(),
-            metrics: MetricSet::new(
-                samples
-                    .iter()
-                    .map(|(name, value)| Sample {
-                        name: (*name).into(),
-                        labels: Vec::new(),
-                        value: *value,
-                        timestamp_ms: None,
-                    })
-                    .collect(),
-            ),
-        }
-    }
+    use crate::testing::assert_unknown_saying;
+    use crate::testing::plain_snapshot as snapshot;
 
     fn sglang_log(served: u64, retractions: Option<u64>) -> BootFacts {
         BootFacts {
@@ -474,12 +454,7 @@ mod tests {
             None,
             Some(&sglang_log(44, Some(3))),
         );
-        assert_eq!(logged.status, Status::Unknown, "{}", logged.message);
-        assert!(
-            logged.message.contains("3 retractions"),
-            "{}",
-            logged.message
-        );
+        assert_unknown_saying(&logged, "3 retractions");
     }
 
     #[test]
