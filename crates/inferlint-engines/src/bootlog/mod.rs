@@ -115,8 +115,7 @@ pub fn not_a_boot_log(text: &str, facts: &BootFacts) -> Option<&'static str> {
         .find(|l| !l.is_empty())
         .unwrap_or("");
     let json_document = (first.starts_with('{') || first.starts_with('['))
-        && (crate::pyjson::from_str(text).is_ok()
-            || crate::pyjson::from_str(first).is_ok());
+        && (crate::pyjson::from_str(text).is_ok() || crate::pyjson::from_str(first).is_ok());
     if json_document {
         return Some("it holds JSON (a snapshot, a recording or a result file?), not log lines");
     }
