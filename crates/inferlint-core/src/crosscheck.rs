@@ -36,7 +36,7 @@ use crate::checks::counters::counter_value;
 use crate::engine::EngineDescriptor;
 use crate::fmt;
 use crate::insights::counter_summary;
-use crate::model::{BootFacts, Snapshot};
+use crate::model::{BootFacts, PyValue, Snapshot};
 use crate::run::Run;
 use crate::status::{CheckResult, Status, Tripwire};
 
@@ -162,7 +162,8 @@ pub fn cache_must_have_overflowed(run: &Run, results: &[CheckResult]) -> Option<
     let per_request = summary.tokens_per_request().filter(|t| *t > 0.0)?;
     let open = run.requested?.min(finished.trunc() as u64);
     let allocated = (per_request / block as f64).ceil() * block as f64;
-    let fit = (pool as f64 / allocated).floor() as u64;
+    // Each data-parallel copy holds its own pool of this size.
+    let fit = (pool as f64 / allocated).floor() as u64 * copies(engine, boot)?;
     let mut ran = run
         .series
         .as_ref()
@@ -433,7 +434,8 @@ pub fn peak_above_the_servers_cap(run: &Run, results: &[CheckResult]) -> Option<
     }
     let peak = run.series.as_ref()?.peak_running?;
     let boot: &BootFacts = run.last_boot()?;
-    let cap = boot.running_cap?;
+    // Data-parallel copies each run up to the cap, and the recording sums them.
+    let cap = boot.running_cap? * copies(run.engine, boot)?;
     (peak > cap as f64).then(|| Contradiction {
         rule: "peak_above_the_servers_cap",
         affected: vec![Tripwire::T8],
@@ -441,6 +443,21 @@ pub fn peak_above_the_servers_cap(run: &Run, results: &[CheckResult]) -> Option<
         second: format!("the series shows {} running", fmt::g(peak)),
         undermines_failure: false,
     })
+}
+
+/// How many copies of its scheduler the server ran (data parallelism), each with its own
+/// cache and running cap; `None` when a setting says there are several but not how many.
+fn copies(engine: &EngineDescriptor, boot: &BootFacts) -> Option<u64> {
+    let mut copies = 1;
+    for setting in engine.parallel_copies {
+        match boot.setting(setting) {
+            None => {}
+            Some(PyValue::Int(n)) if *n >= 1 => copies *= *n as u64,
+            Some(value) if !value.is_truthy() => {}
+            Some(_) => return None,
+        }
+    }
+    Some(copies)
 }
 
 /// The server log's retraction lines against the retraction counter.
@@ -591,7 +608,7 @@ mod tests {
     use crate::checks::series::SeriesStats;
     use crate::engine::{SGLANG, TRTLLM, VLLM};
     use crate::metrics::Sample;
-    use crate::model::{BenchResult, PyValue, SeriesSample, Settings};
+    use crate::model::{BenchResult, SeriesSample, Settings};
     use crate::testing::{assert_unknown_saying, sample, trtllm_counters};
 
     fn snapshot(t_wall: f64, samples: Vec<Sample>) -> Snapshot {
@@ -991,6 +1008,17 @@ mod tests {
             &after_rules(&run, Tripwire::T8, Status::Pass, "reached 32 running"),
             "at most 10 requests at once",
         );
+        // Four data-parallel copies of 10 each run 32 together.
+        let mut settings = Settings::new();
+        settings.insert("dp_size".into(), PyValue::Int(4));
+        let mut parallel = run;
+        parallel.boots[0].1.server_args = Some(settings);
+        assert!(untouched(
+            &parallel,
+            Tripwire::T8,
+            Status::Pass,
+            "reached 32 running"
+        ));
     }
 
     #[test]

@@ -142,6 +142,10 @@ pub struct EngineDescriptor {
     /// next step fits (up to the running cap), and evicts when they grow. Under any other
     /// value it admits a request only when its whole output fits, and never evicts.
     pub evicts_only_with: Option<(&'static str, &'static str)>,
+    /// Settings that run several copies of the scheduler, each with its own running cap
+    /// (data parallelism): an integer multiplies the cap; any other value set makes the
+    /// total unknown.
+    pub parallel_copies: &'static [&'static str],
     /// Where the engine counts requests it aborted or cancelled rather than finished.
     pub aborted_requests: &'static [AbortedCounter],
     /// Metrics this engine's other releases serve under another name.
@@ -354,6 +358,7 @@ pub static VLLM: EngineDescriptor = EngineDescriptor {
         no_eviction: NoEviction::LowerRunningLimit,
     },
     evicts_only_with: None,
+    parallel_copies: &["data_parallel_size"],
     // `FinishReason.ABORT` is counted in the success counter under its own reason.
     aborted_requests: &[AbortedCounter {
         name: "vllm:request_success_total",
@@ -418,6 +423,7 @@ pub static SGLANG: EngineDescriptor = EngineDescriptor {
         }),
     },
     evicts_only_with: None,
+    parallel_copies: &["dp_size"],
     aborted_requests: &[AbortedCounter {
         name: "sglang:num_aborted_requests_total",
         reason: None,
@@ -488,6 +494,8 @@ pub static TRTLLM: EngineDescriptor = EngineDescriptor {
     // MaxUtilizationScheduler pauses; GuaranteedNoEvictScheduler (the default) and the
     // static batch scheduler reserve a request's whole output before starting it.
     evicts_only_with: Some(("capacity_scheduler_policy", "MAX_UTILIZATION")),
+    // Attention data parallelism gives each rank its own `max_num_requests`.
+    parallel_copies: &["enable_attention_dp"],
     // The success counter's `finished_reason` is the request's finish reason, which is
     // `cancelled` or `timeout` for a request that did not finish on its own.
     aborted_requests: &[
