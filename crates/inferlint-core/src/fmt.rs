@@ -154,3 +154,68 @@ mod tests {
         assert_eq!(signed_percent(-0.0040149, 2), "-0.40%");
     }
 }
+
+/// Whether a character reorders the text around it: Unicode's bidirectional controls
+/// (the marks, embeddings, overrides and isolates). A right-to-left override in a model
+/// name or a log line would make the rest of a line read backwards.
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(
+        c,
+        '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'
+    )
+}
+
+/// Whether a character must not reach a terminal as it is: a C0 control other than a
+/// newline or a tab (escape sequences start with ESC, `\r` rewrites the line), DEL, a
+/// C1 control (some terminals read U+009B as the start of an escape sequence) or a
+/// bidirectional control.
+pub fn is_unsafe_for_terminal(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t') || is_bidi_control(c)
+}
+
+/// The escape shown in place of a character kept from a terminal or a page: `\x1b` for
+/// an ASCII control, `\u{202e}` for any other.
+pub fn visible_escape(c: char) -> String {
+    if c.is_ascii() {
+        format!("\\x{:02x}", c as u32)
+    } else {
+        format!("\\u{{{:x}}}", c as u32)
+    }
+}
+
+/// Text as a terminal may show it: every character [`is_unsafe_for_terminal`] replaced by
+/// its [`visible_escape`], so that text from a server, a log or a file cannot move the
+/// cursor, set the window title, clear the screen or reverse a line.
+pub fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(is_unsafe_for_terminal) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if is_unsafe_for_terminal(c) {
+            out.push_str(&visible_escape(c));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod escape_tests {
+    use super::*;
+
+    /// Guards the terminal against a server's error body that sets the window title and
+    /// clears the screen, and against a right-to-left override.
+    #[test]
+    fn control_and_bidi_characters_are_shown_as_escapes() {
+        assert_eq!(
+            terminal_safe("a\u{1b}]0;owned\u{7}\u{1b}[2Jb\r\n\tc\u{202e}d\u{9b}"),
+            "a\\x1b]0;owned\\x07\\x1b[2Jb\\x0d\n\tc\\u{202e}d\\u{9b}"
+        );
+        assert!(matches!(
+            terminal_safe("plain é text\n"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+    }
+}

@@ -51,6 +51,74 @@ pub struct SeriesSample {
     pub paused: Option<f64>,
 }
 
+/// The largest whole number an `f64` holds exactly: a count above it cannot be a count
+/// anything recorded.
+pub const MAX_EXACT_COUNT: f64 = 9_007_199_254_740_992.0;
+
+/// The latest wall time a reading may carry, in Unix seconds (about the year 5100): a
+/// recording stamped later than that was not made by a clock.
+pub const MAX_WALL_TIME: f64 = 1e11;
+
+impl SeriesSample {
+    /// Why this reading cannot be what it claims, if it cannot: a wall time that is not
+    /// a time; a count of requests (running, waiting, paused) that is not a whole number
+    /// from 0 up; a counter that is negative or not finite; a KV usage outside 0 to 1
+    /// (with a note when it reads as a percent written where the fraction belongs). The
+    /// text names the field and its value, e.g. `running is inf, which no count of
+    /// requests can be`.
+    pub fn impossible_reading(&self) -> Option<String> {
+        if !(0.0..MAX_WALL_TIME).contains(&self.t_wall) {
+            return Some(format!(
+                "t_wall is {}, which is no Unix time in seconds",
+                self.t_wall
+            ));
+        }
+        let counts = [
+            ("running", self.running),
+            ("waiting", self.waiting),
+            ("paused", self.paused),
+        ];
+        for (name, value) in counts {
+            if let Some(v) = value {
+                if !(v.is_finite() && (0.0..=MAX_EXACT_COUNT).contains(&v) && v.fract() == 0.0) {
+                    return Some(format!(
+                        "{name} is {v}, which no count of requests can be (a whole number from 0 up)"
+                    ));
+                }
+            }
+        }
+        let counters = [
+            ("preemptions", self.preemptions),
+            ("generation_tokens", self.generation_tokens),
+            ("prompt_tokens", self.prompt_tokens),
+        ];
+        for (name, value) in counters {
+            if let Some(v) = value {
+                if !(v.is_finite() && v >= 0.0) {
+                    return Some(format!(
+                        "{name} is {v}, which no counter can be (a finite number from 0 up)"
+                    ));
+                }
+            }
+        }
+        if let Some(u) = self.kv_usage {
+            // A weighted mean over data-parallel engines can land a rounding error above 1.
+            if !(u.is_finite() && (-1e-9..=1.0 + 1e-9).contains(&u)) {
+                let mut message =
+                    format!("kv_usage is {u}, which no share of the cache can be (0 to 1)");
+                if u > 1.0 && u <= 100.0 {
+                    message.push_str(&format!(
+                        "; it reads as a percent ({u}%) written where the fraction ({}) belongs",
+                        u / 100.0
+                    ));
+                }
+                return Some(message);
+            }
+        }
+        None
+    }
+}
+
 /// The load tool's saved result (all three engines' clients use vLLM's field names).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct BenchResult {

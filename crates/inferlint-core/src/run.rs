@@ -91,6 +91,24 @@ pub fn series_checks(
     boot: Option<&BootFacts>,
 ) -> Vec<CheckResult> {
     let mut results = Vec::new();
+    if let Some(refused) = &stats.refused {
+        // A recording holding a reading that cannot be: no check of it may pass.
+        let unknown = |tripwire| {
+            CheckResult::new(tripwire, Status::Unknown, refused.message())
+                .with("refused_line", refused.line)
+                .with("refused_lines", refused.count)
+        };
+        if engine.cache_info.is_none() {
+            results.push(series::not_applicable_t14(engine));
+        } else if after.is_some() {
+            results.push(unknown(Tripwire::T14));
+        }
+        results.push(unknown(Tripwire::T9));
+        if requested.is_some() {
+            results.push(unknown(Tripwire::T8));
+        }
+        return results;
+    }
     let mut usable_blocks = None;
     if engine.cache_info.is_none() {
         results.push(series::not_applicable_t14(engine));

@@ -141,9 +141,18 @@ pub fn counter_value(engine: &EngineDescriptor, snapshot: &Snapshot, name: &str)
 
 /// The value of a counter in one scrape, with the witness rule: SGLang writes its
 /// retraction counter only after the first retraction, so when the counter is missing
-/// but its witness gauge is there, the counter reads as 0.
+/// but its witness gauge is there, the counter reads as 0. A total no counter can hold
+/// (negative, infinite or not a number) reads as NaN, which every check refuses, so that
+/// `-5` before and `-5` after never make "no preemptions".
 pub fn counter_value_in(engine: &EngineDescriptor, metrics: &MetricSet, name: &str) -> Option<f64> {
-    metrics.total(name).or_else(|| {
+    let possible = |v: f64| {
+        if v.is_finite() && v >= 0.0 {
+            v
+        } else {
+            f64::NAN
+        }
+    };
+    metrics.total(name).map(possible).or_else(|| {
         let witnessed = engine.preemption_counter == Some(name)
             && engine.preemption_witness.is_some_and(|w| metrics.has(w));
         witnessed.then_some(0.0)

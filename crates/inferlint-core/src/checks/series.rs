@@ -20,6 +20,35 @@ pub const MAX_BLOCKS: u64 = 65_536;
 /// T14 trusts an inferred denominator only with this many distinct readings.
 pub const MIN_DISTINCT_READINGS: usize = 5;
 
+/// A line of the recording the reader refused: a reading that cannot be (a count that is
+/// infinite, a KV usage above 1), time that went back, or a second header. The samples
+/// around it may be fine, but the recording is not what it claims, so every check of it
+/// answers Can't tell, naming the first such line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefusedReading {
+    /// The 1-based line in the file.
+    pub line: usize,
+    /// What is wrong, e.g. `running is inf, which no count of requests can be`.
+    pub what: String,
+    /// How many lines were refused in all.
+    pub count: usize,
+}
+
+impl RefusedReading {
+    /// `line 12 of the recording: running is inf, ...; the recording cannot be trusted`.
+    pub fn message(&self) -> String {
+        let more = match self.count.saturating_sub(1) {
+            0 => String::new(),
+            1 => " (and 1 more such line)".to_owned(),
+            n => format!(" (and {n} more such lines)"),
+        };
+        format!(
+            "line {} of the recording: {}{more}; a recording that holds what cannot be is not trusted",
+            self.line, self.what
+        )
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 struct PairStat {
     count: usize,
@@ -81,6 +110,8 @@ pub struct SeriesStats {
     pub preemption_track: CounterTrack,
     /// The generation-token counter's readings.
     pub generation_track: CounterTrack,
+    /// The first line the reader refused, if any: the checks then say Can't tell.
+    pub refused: Option<RefusedReading>,
     /// Distinct non-zero KV readings in (0, 1], as bits.
     kv_distinct: BTreeSet<u64>,
     /// Busy samples (running > 0, usage > 0) by distinct (running, usage).
@@ -207,6 +238,7 @@ impl SeriesStats {
         self.all_mono &= right.all_mono;
         self.preemption_track = self.preemption_track.merge(right.preemption_track);
         self.generation_track = self.generation_track.merge(right.generation_track);
+        self.refused = self.refused.or(right.refused);
         self.kv_distinct.extend(right.kv_distinct);
         let offset = self.busy_index;
         for (key, pair) in right.busy_pairs {

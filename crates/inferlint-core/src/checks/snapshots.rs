@@ -24,6 +24,9 @@ pub fn preemption(
     if let Some(order) = out_of_order(before, after) {
         return t1(Status::Unknown, order).with("swapped", true);
     }
+    if let Some(message) = no_window(before, after) {
+        return t1(Status::Unknown, message).with("engine", engine.key);
+    }
     if let Some(counter) = engine.preemption_counter {
         if let Some(restart) = restart_between(before, after) {
             return t1(Status::Fail, restart.message).with_evidence(restart.evidence);
@@ -43,7 +46,7 @@ pub fn preemption(
             return t1(
                 Status::Unknown,
                 format!(
-                    "{counter} is not a number in a snapshot; {}s cannot be ruled out",
+                    "{counter} is not a count in a snapshot (negative, infinite or not a number); {}s cannot be ruled out",
                     engine.preemption_word
                 ),
             )
@@ -89,6 +92,9 @@ pub fn preemption(
         boot.and_then(|facts| super::pauses::from_log(engine, before, after, facts))
     {
         return result;
+    }
+    if let Some(refused) = series.and_then(|s| s.refused.as_ref()) {
+        return base(Status::Unknown, refused.message()).with("refused_line", refused.line);
     }
     let readings = series.map_or(0, |s| s.paused_readings);
     if readings == 0 {
@@ -191,6 +197,16 @@ fn witnessed_zero(
     None
 }
 
+/// Why two snapshots enclose no run, when their clocks say so: read at the same moment
+/// (the same snapshot given twice). Nothing counted over no time can rule anything out.
+/// Snapshots in the wrong order are [`out_of_order`]'s.
+fn no_window(before: &Snapshot, after: &Snapshot) -> Option<String> {
+    let span = span_between(before, after).ok()?;
+    (span.seconds == 0.0).then(|| {
+        "the two snapshots were read at the same moment, so no run lies between them (the same snapshot given twice?); give the one taken before the run and the one taken after".into()
+    })
+}
+
 /// The span between two snapshots and how sure we are of it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Span {
@@ -251,7 +267,7 @@ pub fn rate(
     if !tokens.is_finite() {
         return t10(
             Status::Unknown,
-            format!("{counter} is not a number in a snapshot"),
+            format!("{counter} is not a count in a snapshot (negative, infinite or not a number)"),
         )
         .with("counter", counter);
     }
@@ -328,7 +344,8 @@ pub fn client_server(
     if !server_finished.is_finite() || !server_output.is_finite() {
         return t15(
             Status::Unknown,
-            "a server counter is not a number in a snapshot".into(),
+            "a server counter is not a count in a snapshot (negative, infinite or not a number)"
+                .into(),
         );
     }
     let (Some(completed), Some(client_output)) = (bench.completed, bench.total_output_tokens)
