@@ -8,8 +8,9 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
-use inferlint_core::model::{BenchResult, SeriesHeader, SeriesSample, Snapshot};
-use inferlint_core::Engine;
+use inferlint_core::checks::series::{RefusedReading, SeriesStats};
+use inferlint_core::model::{BenchResult, BootFacts, SeriesHeader, SeriesSample, Snapshot};
+use inferlint_core::{Engine, MetricSet};
 use serde_json::{Map, Value};
 
 use crate::prom;
@@ -47,20 +48,162 @@ impl FileError {
     }
 }
 
-fn read_text(path: &Path) -> Result<String, FileError> {
-    let bytes = std::fs::read(path).map_err(|e| FileError::io(path, e))?;
+/// The largest snapshot file read: a scrape is tens of kilobytes, and the recorder
+/// refuses a body above [`crate::prom::MAX_BODY_BYTES`]; its JSON escaping adds a little.
+pub const MAX_SNAPSHOT_BYTES: u64 = 128 << 20;
+/// The largest load-tool result file read: a summary is kilobytes; one with every
+/// request's timings can reach hundreds of megabytes.
+pub const MAX_RESULT_BYTES: u64 = 1 << 30;
+/// The longest series line read: a sample is about 250 bytes. A longer line is skipped
+/// without being held.
+pub const MAX_SERIES_LINE_BYTES: usize = 64 << 10;
+
+/// `1.5 GiB`, `128 MiB`, `900 bytes`.
+pub fn size_text(bytes: u64) -> String {
+    const UNITS: [(&str, u64); 3] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
+    for (unit, size) in UNITS {
+        if bytes >= size {
+            let value = bytes as f64 / size as f64;
+            return if value.fract() == 0.0 {
+                format!("{value:.0} {unit}")
+            } else {
+                format!("{value:.1} {unit}")
+            };
+        }
+    }
+    format!("{bytes} bytes")
+}
+
+/// What a path names when it is not a regular file, in words.
+fn kind_of(meta: &std::fs::Metadata) -> &'static str {
+    let kind = meta.file_type();
+    if kind.is_dir() {
+        return "a folder";
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_fifo() {
+            return "a pipe (FIFO)";
+        }
+        if kind.is_char_device() {
+            return "a character device";
+        }
+        if kind.is_block_device() {
+            return "a block device";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+    }
+    "not a regular file"
+}
+
+/// Opens an input: a regular file, or a link to one (followed). A pipe, a device, a
+/// socket or a folder is refused before anything is read: a pipe without a writer would
+/// block every command, and `/dev/zero` never ends. On Unix the file is opened without
+/// blocking, so even a pipe put in its place after a check cannot hang the open. Returns
+/// the file and its length.
+pub fn open_input(path: &Path) -> Result<(File, u64), FileError> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits());
+    }
+    let file = options.open(path).map_err(|e| FileError::io(path, e))?;
+    let meta = file.metadata().map_err(|e| FileError::io(path, e))?;
+    if !meta.is_file() {
+        let kind = kind_of(&meta);
+        let hint = if meta.is_dir() {
+            ""
+        } else {
+            "; save what it gives to a file first (series reads standard input as -)"
+        };
+        return Err(FileError::invalid(
+            path,
+            format!("{kind}, not a regular file{hint}"),
+        ));
+    }
+    Ok((file, meta.len()))
+}
+
+/// Reads a whole input of at most `limit` bytes; `what` names it in the error
+/// (`a snapshot file`).
+fn read_bounded(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>, FileError> {
+    let (file, len) = open_input(path)?;
+    let too_big = |size: u64| {
+        FileError::invalid(
+            path,
+            format!(
+                "{}, more than the {} {what} can be",
+                size_text(size),
+                size_text(limit)
+            ),
+        )
+    };
+    if len > limit {
+        return Err(too_big(len));
+    }
+    let mut bytes = Vec::with_capacity(len as usize);
+    // A file still growing is read no further than the bound.
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| FileError::io(path, e))?;
+    if bytes.len() as u64 > limit {
+        return Err(too_big(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
+fn read_text(path: &Path, limit: u64, what: &str) -> Result<String, FileError> {
+    let bytes = read_bounded(path, limit, what)?;
     String::from_utf8(bytes).map_err(|_| FileError::invalid(path, "not UTF-8 text"))
 }
 
 /// Reads a snapshot: our JSON (which must carry the snapshot schema), or bare Prometheus
 /// text, which reads as a snapshot without clocks.
 pub fn read_snapshot(path: &Path) -> Result<Snapshot, FileError> {
-    let text = read_text(path)?;
-    parse_snapshot(&text, path)
+    read_snapshot_noted(path).map(|(snapshot, _)| snapshot)
+}
+
+/// [`read_snapshot`], with a note when metrics lines were skipped (`3 lines skipped
+/// (line 17: not UTF-8 text)`): a damaged line loses that line, not the file.
+pub fn read_snapshot_noted(path: &Path) -> Result<(Snapshot, Option<String>), FileError> {
+    let bytes = read_bounded(path, MAX_SNAPSHOT_BYTES, "a snapshot file")?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(FileError::invalid(path, "empty file"));
+    }
+    let json = bytes
+        .iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|b| *b == b'{');
+    if json {
+        let text =
+            String::from_utf8(bytes).map_err(|_| FileError::invalid(path, "not UTF-8 text"))?;
+        return parse_snapshot_noted(&text, path);
+    }
+    // Bare exposition text: a line that is not UTF-8 is one skipped line.
+    let exposition = prom::read(&bytes)
+        .map_err(|e| FileError::invalid(path, format!("not Prometheus text: {e}")))?;
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    };
+    bare_snapshot(text, exposition, path)
 }
 
 /// Parses a snapshot file's contents; `path` names it in errors.
 pub fn parse_snapshot(text: &str, path: &Path) -> Result<Snapshot, FileError> {
+    parse_snapshot_noted(text, path).map(|(snapshot, _)| snapshot)
+}
+
+/// [`parse_snapshot`], with the note of skipped metrics lines.
+pub fn parse_snapshot_noted(
+    text: &str,
+    path: &Path,
+) -> Result<(Snapshot, Option<String>), FileError> {
     if text.trim().is_empty() {
         return Err(FileError::invalid(path, "empty file"));
     }
@@ -91,8 +234,13 @@ pub fn parse_snapshot(text: &str, path: &Path) -> Result<Snapshot, FileError> {
         let Some(body) = object.get("text").and_then(Value::as_str) else {
             return Err(FileError::invalid(path, "snapshot has no text"));
         };
-        let metrics = prom::parse(body)
+        // The text is a scrape as a server served it: a damaged line is skipped and
+        // counted, as the recorder that took it would have.
+        let exposition = prom::read(body.as_bytes())
             .map_err(|e| FileError::invalid(path, format!("metrics text, {e}")))?;
+        let note = exposition
+            .skipped_note()
+            .map(|n| format!("metrics text: {n}"));
         let t_wall = object
             .get("t_wall")
             .and_then(Value::as_f64)
@@ -101,7 +249,7 @@ pub fn parse_snapshot(text: &str, path: &Path) -> Result<Snapshot, FileError> {
             v.as_i64()
                 .or_else(|| v.as_f64().filter(|f| f.is_finite()).map(|f| f as i64))
         });
-        return Ok(Snapshot {
+        let snapshot = Snapshot {
             url: object
                 .get("url")
                 .and_then(Value::as_str)
@@ -111,26 +259,46 @@ pub fn parse_snapshot(text: &str, path: &Path) -> Result<Snapshot, FileError> {
             t_mono_ns,
             latency_s: object.get("latency_s").and_then(Value::as_f64),
             text: body.to_owned(),
-            metrics,
-        });
+            metrics: MetricSet::new(exposition.samples),
+        };
+        return Ok((snapshot, note));
     }
-    let metrics = prom::parse(text)
+    let exposition = prom::read(text.as_bytes())
         .map_err(|e| FileError::invalid(path, format!("not Prometheus text: {e}")))?;
-    if metrics.is_empty() {
+    bare_snapshot(text.to_owned(), exposition, path)
+}
+
+/// A snapshot of bare exposition text, without clocks. A file in which not one sample line
+/// reads is not Prometheus text at all, and is refused naming its first bad line.
+fn bare_snapshot(
+    text: String,
+    exposition: prom::Exposition,
+    path: &Path,
+) -> Result<(Snapshot, Option<String>), FileError> {
+    let read_whole = exposition.read > exposition.skipped;
+    if let Some(first) = exposition.problems.first().filter(|_| !read_whole) {
+        return Err(FileError::invalid(
+            path,
+            format!("not Prometheus text: {first}"),
+        ));
+    }
+    if exposition.samples.is_empty() {
         return Err(FileError::invalid(path, "no metric samples"));
     }
+    let note = exposition.skipped_note();
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    Ok(Snapshot {
+    let snapshot = Snapshot {
         url: format!("file:{name}"),
         t_wall: None,
         t_mono_ns: None,
         latency_s: None,
-        text: text.to_owned(),
-        metrics,
-    })
+        text,
+        metrics: MetricSet::new(exposition.samples),
+    };
+    Ok((snapshot, note))
 }
 
 /// A snapshot as the JSON our files and the Python tool's share (indent 1, trailing
@@ -166,37 +334,130 @@ pub enum SeriesLine {
 pub struct SeriesSummary {
     /// The last header line seen (a recorder that never scraped writes it at the end).
     pub header: Option<SeriesHeader>,
+    /// Samples read and passed on (refused ones not included).
     pub samples: usize,
     /// Gap and restart records.
     pub markers: usize,
+    /// Lines that are not samples: not JSON, not an object, no usable `t_wall`, or
+    /// longer than [`MAX_SERIES_LINE_BYTES`] (a cut-off last line lands here).
     pub skipped: usize,
+    /// The first line refused, if any: a reading that cannot be, time going back, or a
+    /// second header (two recordings in one file). Refused samples are not passed on.
+    pub refused: Option<RefusedReading>,
 }
 
 /// Streams a series file: calls `on_sample` for each sample in order, holding one line
-/// at a time, so a day-long recording reads in constant memory.
+/// at a time, so a day-long recording reads in constant memory. A sample that cannot be
+/// (see [`SeriesSummary::refused`]) is not passed on.
 pub fn read_series(
     path: &Path,
     on_sample: impl FnMut(&SeriesSample),
 ) -> Result<SeriesSummary, FileError> {
-    let chunk = fold_stretch(path, 0, u64::MAX, on_sample)?;
-    let summary = SeriesSummary {
-        header: chunk.header,
-        samples: chunk.samples,
-        markers: chunk.markers,
-        skipped: chunk.skipped,
-    };
-    check_series_summary(path, &summary, chunk.lines)?;
-    Ok(summary)
+    let (file, _) = open_input(path)?;
+    let chunk = fold_lines(path, file, false, 0, u64::MAX, on_sample)?;
+    finish_summary(path, vec![chunk])
 }
 
-/// What one stretch of a series file held.
+/// Streams a series from any reader (standard input for `series -`), read to its end
+/// once; `name` names it in errors.
+pub fn read_series_from(
+    name: &Path,
+    reader: impl Read,
+    on_sample: impl FnMut(&SeriesSample),
+) -> Result<SeriesSummary, FileError> {
+    let chunk = fold_lines(name, reader, false, 0, u64::MAX, on_sample)?;
+    finish_summary(name, vec![chunk])
+}
+
+/// Folds a whole series into [`SeriesStats`] (on up to `threads` threads for a large
+/// file), with the first refused line, if any, in the statistics: every check of the
+/// recording then answers Can't tell, naming it.
+pub fn read_series_stats(
+    path: &Path,
+    threads: usize,
+) -> Result<(SeriesStats, SeriesSummary), FileError> {
+    let (mut stats, summary) = fold_series(
+        path,
+        threads,
+        SeriesStats::new,
+        |stats, s| stats.push(s),
+        SeriesStats::merge,
+    )?;
+    stats.refused.clone_from(&summary.refused);
+    Ok((stats, summary))
+}
+
+/// [`read_series_stats`] for a reader, read once in order.
+pub fn read_series_stats_from(
+    name: &Path,
+    reader: impl Read,
+) -> Result<(SeriesStats, SeriesSummary), FileError> {
+    let mut stats = SeriesStats::new();
+    let summary = read_series_from(name, reader, |s| stats.push(s))?;
+    stats.refused.clone_from(&summary.refused);
+    Ok((stats, summary))
+}
+
+/// A sample's clocks and line, to check that time goes forward.
+#[derive(Debug, Clone, Copy)]
+struct Stamp {
+    line: usize,
+    t_wall: f64,
+    t_mono_ns: Option<i64>,
+}
+
+impl Stamp {
+    fn of(line: usize, s: &SeriesSample) -> Stamp {
+        Stamp {
+            line,
+            t_wall: s.t_wall,
+            t_mono_ns: s.t_mono_ns,
+        }
+    }
+
+    /// Why `self` cannot follow `earlier` in one recording: its monotonic clock does
+    /// not move forward (when both have one; the wall clock may step), else its wall
+    /// clock goes back.
+    fn goes_back_from(&self, earlier: &Stamp) -> Option<String> {
+        let (what, back) = match (earlier.t_mono_ns, self.t_mono_ns) {
+            (Some(a), Some(b)) => ("t_mono_ns", (b <= a).then(|| format!("{a} -> {b}"))),
+            _ => (
+                "t_wall",
+                (self.t_wall < earlier.t_wall)
+                    .then(|| format!("{} -> {}", earlier.t_wall, self.t_wall)),
+            ),
+        };
+        back.map(|change| {
+            format!(
+                "{what} does not move forward from line {} ({change}): two recordings in one file, or lines out of order",
+                earlier.line
+            )
+        })
+    }
+}
+
+/// What one stretch of a series file held. Line numbers are the stretch's own, from 1.
 #[derive(Debug, Default)]
 struct ChunkSummary {
     header: Option<SeriesHeader>,
+    /// The lines of the first two headers.
+    header_lines: Vec<usize>,
     samples: usize,
     markers: usize,
     skipped: usize,
     lines: usize,
+    /// The first refused line and why, and how many were.
+    refused: Option<(usize, String)>,
+    refused_count: usize,
+    first_sample: Option<Stamp>,
+    last_sample: Option<Stamp>,
+}
+
+impl ChunkSummary {
+    fn refuse(&mut self, line: usize, why: String) {
+        self.refused_count += 1;
+        self.refused.get_or_insert((line, why));
+    }
 }
 
 /// Folds a series file into an accumulator on up to `threads` threads: the file is cut
@@ -210,7 +471,7 @@ pub fn fold_series<A: Send>(
     push: impl Fn(&mut A, &SeriesSample) + Sync,
     merge: impl Fn(A, A) -> A,
 ) -> Result<(A, SeriesSummary), FileError> {
-    let len = file_len(path)?;
+    let (_, len) = open_input(path)?;
     // Small files are not worth a thread.
     let stretches = if len < (4 << 20) {
         1
@@ -229,14 +490,8 @@ pub fn fold_series_in<A: Send>(
     push: impl Fn(&mut A, &SeriesSample) + Sync,
     merge: impl Fn(A, A) -> A,
 ) -> Result<(A, SeriesSummary), FileError> {
-    fold_series_of_len(path, file_len(path)?, stretches, init, push, merge)
-}
-
-/// The length of a file in bytes.
-fn file_len(path: &Path) -> Result<u64, FileError> {
-    Ok(std::fs::metadata(path)
-        .map_err(|e| FileError::io(path, e))?
-        .len())
+    let (_, len) = open_input(path)?;
+    fold_series_of_len(path, len, stretches, init, push, merge)
 }
 
 /// [`fold_series_in`] for a file already known to be `len` bytes long, so a caller that
@@ -274,25 +529,87 @@ fn fold_series_of_len<A: Send>(
             .collect()
     });
     let mut total: Option<A> = None;
-    let mut summary = SeriesSummary::default();
-    let mut lines = 0;
+    let mut chunks = Vec::with_capacity(results.len());
     for result in results {
         let (acc, chunk) = result?;
         total = Some(match total {
             None => acc,
             Some(left) => merge(left, acc),
         });
+        chunks.push(chunk);
+    }
+    let total = total.unwrap_or_else(&init);
+    let summary = finish_summary(path, chunks)?;
+    Ok((total, summary))
+}
+
+/// Joins the stretches' summaries in file order: their counts, their line numbers made
+/// the file's, and the checks that cross a boundary (time going forward, one header).
+fn finish_summary(path: &Path, chunks: Vec<ChunkSummary>) -> Result<SeriesSummary, FileError> {
+    let mut summary = SeriesSummary::default();
+    let mut lines = 0;
+    let mut refused: Option<(usize, String)> = None;
+    let mut refused_count = 0;
+    let mut header_lines: Vec<usize> = Vec::new();
+    let mut last: Option<Stamp> = None;
+    for chunk in chunks {
+        let offset = lines;
         if chunk.header.is_some() {
             summary.header = chunk.header;
         }
+        header_lines.extend(chunk.header_lines.iter().map(|l| l + offset));
         summary.samples += chunk.samples;
         summary.markers += chunk.markers;
         summary.skipped += chunk.skipped;
+        if let (Some(earlier), Some(first)) = (last, chunk.first_sample) {
+            let earlier = Stamp {
+                line: earlier.line,
+                ..earlier
+            };
+            let first = Stamp {
+                line: first.line + offset,
+                ..first
+            };
+            if let Some(why) = first.goes_back_from(&earlier) {
+                refused_count += 1;
+                if refused.as_ref().is_none_or(|(line, _)| first.line < *line) {
+                    refused = Some((first.line, why));
+                }
+            }
+        }
+        if let Some((line, why)) = chunk.refused {
+            refused_count += chunk.refused_count;
+            if refused.as_ref().is_none_or(|(l, _)| line + offset < *l) {
+                refused = Some((line + offset, why));
+            }
+        }
+        if let Some(l) = chunk.last_sample {
+            last = Some(Stamp {
+                line: l.line + offset,
+                ..l
+            });
+        }
         lines += chunk.lines;
     }
-    let total = total.unwrap_or_else(&init);
+    if let Some(&second) = header_lines.get(1) {
+        refused_count += header_lines.len() - 1;
+        if refused.as_ref().is_none_or(|(line, _)| second < *line) {
+            refused = Some((
+                second,
+                format!(
+                    "a second header line (the first is line {}): two recordings in one file",
+                    header_lines[0]
+                ),
+            ));
+        }
+    }
+    summary.refused = refused.map(|(line, what)| RefusedReading {
+        line,
+        what,
+        count: refused_count,
+    });
     check_series_summary(path, &summary, lines)?;
-    Ok((total, summary))
+    Ok(summary)
 }
 
 /// Folds the lines that start in `[start, end)` of a file.
@@ -300,12 +617,11 @@ fn fold_stretch(
     path: &Path,
     start: u64,
     end: u64,
-    mut on_sample: impl FnMut(&SeriesSample),
+    on_sample: impl FnMut(&SeriesSample),
 ) -> Result<ChunkSummary, FileError> {
     use std::io::{Seek, SeekFrom};
     let io = |e| FileError::io(path, e);
-    let mut file = File::open(path).map_err(io)?;
-    let mut summary = ChunkSummary::default();
+    let (mut file, _) = open_input(path)?;
     // A stretch that starts inside a line leaves that line to the stretch before it.
     let mut skipping = false;
     if start > 0 {
@@ -314,14 +630,52 @@ fn fold_stretch(
         file.read_exact(&mut byte).map_err(io)?;
         skipping = byte[0] != b'\n';
     }
-    let mut handle = |line: &[u8], summary: &mut ChunkSummary| {
+    fold_lines(path, file, skipping, start, end, on_sample)
+}
+
+/// Reads lines from `reader` (positioned at byte `start` of its file) until one starts at
+/// or after `end`, and folds each. `skipping` drops the partial line it starts in. A line
+/// longer than [`MAX_SERIES_LINE_BYTES`] is counted as skipped without being held.
+fn fold_lines(
+    path: &Path,
+    mut reader: impl Read,
+    mut skipping: bool,
+    start: u64,
+    end: u64,
+    mut on_sample: impl FnMut(&SeriesSample),
+) -> Result<ChunkSummary, FileError> {
+    let io = |e| FileError::io(path, e);
+    let mut summary = ChunkSummary::default();
+    // `None` is a line too long to hold.
+    let mut handle = |line: Option<&[u8]>, summary: &mut ChunkSummary| {
         summary.lines += 1;
+        let line_number = summary.lines;
+        let Some(line) = line.filter(|l| l.len() <= MAX_SERIES_LINE_BYTES) else {
+            summary.skipped += 1;
+            return;
+        };
         if line.iter().all(u8::is_ascii_whitespace) {
             return;
         }
         match parse_series_bytes(line) {
-            SeriesLine::Header(h) => summary.header = Some(h),
+            SeriesLine::Header(h) => {
+                summary.header = Some(h);
+                if summary.header_lines.len() < 2 {
+                    summary.header_lines.push(line_number);
+                }
+            }
             SeriesLine::Sample(s) => {
+                if let Some(why) = s.impossible_reading() {
+                    summary.refuse(line_number, why);
+                    return;
+                }
+                let stamp = Stamp::of(line_number, &s);
+                if let Some(why) = summary.last_sample.and_then(|l| stamp.goes_back_from(&l)) {
+                    summary.refuse(line_number, why);
+                    return;
+                }
+                summary.first_sample.get_or_insert(stamp);
+                summary.last_sample = Some(stamp);
                 summary.samples += 1;
                 on_sample(&s);
             }
@@ -331,9 +685,15 @@ fn fold_stretch(
     };
     let mut buf = vec![0u8; 1 << 20];
     let mut pending: Vec<u8> = Vec::new();
+    // The line being read is already longer than any line kept: drop it to its end.
+    let mut overlong = false;
     let mut pos = start;
     loop {
-        let n = file.read(&mut buf).map_err(io)?;
+        let n = match reader.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io(e)),
+        };
         if n == 0 {
             break;
         }
@@ -355,11 +715,14 @@ fn fold_stretch(
         }
         while let Some(j) = memchr::memchr(b'\n', &data[i..]) {
             let line_end = i + j;
-            if pending.is_empty() {
-                handle(&data[i..line_end], &mut summary);
+            if overlong {
+                handle(None, &mut summary);
+                overlong = false;
+            } else if pending.is_empty() {
+                handle(Some(&data[i..line_end]), &mut summary);
             } else {
                 pending.extend_from_slice(&data[i..line_end]);
-                handle(&pending, &mut summary);
+                handle(Some(&pending), &mut summary);
                 pending.clear();
             }
             i = line_end + 1;
@@ -368,12 +731,20 @@ fn fold_stretch(
                 return Ok(summary);
             }
         }
-        pending.extend_from_slice(&data[i..]);
+        if !overlong {
+            pending.extend_from_slice(&data[i..]);
+            if pending.len() > MAX_SERIES_LINE_BYTES {
+                overlong = true;
+                pending = Vec::new();
+            }
+        }
         pos += n as u64;
     }
-    if !pending.is_empty() && !skipping {
+    if overlong {
+        handle(None, &mut summary);
+    } else if !pending.is_empty() && !skipping {
         // The last line, without a newline: a recorder killed mid-write leaves one.
-        handle(&pending, &mut summary);
+        handle(Some(&pending), &mut summary);
     }
     Ok(summary)
 }
@@ -700,7 +1071,7 @@ fn python_style_json(value: &Value) -> String {
 /// Reads the load tool's result: one JSON object, or JSON lines of which the last
 /// non-empty one is the run (SGLang's client appends a line per run).
 pub fn read_bench_result(path: &Path) -> Result<BenchResult, FileError> {
-    let text = read_text(path)?;
+    let text = read_text(path, MAX_RESULT_BYTES, "a result file")?;
     parse_bench_result(&text).map_err(|m| FileError::invalid(path, m))
 }
 
@@ -755,19 +1126,112 @@ pub fn parse_bench_result(text: &str) -> Result<BenchResult, String> {
 /// Requests the load tool sent outside its timed run (a test request, warm-up), as its
 /// console output announces them. The server finished these too, so T15 expects them.
 pub fn untimed_requests(load_log: &str) -> u64 {
+    load_log.lines().map(untimed_in_line).sum()
+}
+
+/// [`untimed_requests`] of a console log file, read line by line.
+pub fn untimed_requests_in(path: &Path) -> Result<u64, FileError> {
+    let (file, _) = open_input(path)?;
     let mut extra = 0u64;
-    for line in load_log.lines() {
-        if line.contains("Initial test run completed.") {
-            extra += 1;
-        }
-        if let Some(n) = number_after(line, "Warming up with ") {
-            extra += n;
-        }
-        if let Some(rest) = line.split("Warmup completed with ").nth(1) {
-            extra += leading_number(rest).unwrap_or(1);
-        }
+    for_each_log_line(path, file, |line| {
+        extra = extra.saturating_add(untimed_in_line(line));
+    })?;
+    Ok(extra)
+}
+
+/// The untimed requests one console line announces.
+fn untimed_in_line(line: &str) -> u64 {
+    let mut extra = 0u64;
+    if line.contains("Initial test run completed.") {
+        extra += 1;
+    }
+    if let Some(n) = number_after(line, "Warming up with ") {
+        extra = extra.saturating_add(n);
+    }
+    if let Some(rest) = line.split("Warmup completed with ").nth(1) {
+        extra = extra.saturating_add(leading_number(rest).unwrap_or(1));
     }
     extra
+}
+
+/// The longest log line read; the rest of a longer one is dropped. Engines' lines are
+/// under a few kilobytes; TensorRT-LLM's settings line reaches tens.
+pub const MAX_LOG_LINE_BYTES: usize = 1 << 20;
+
+/// Calls `on_line` for each line of a log as it is read, in constant memory: `\n`,
+/// `\r\n` and a bare `\r` end a line (as Python reads text), a final line break starts
+/// no empty line, bytes that are not UTF-8 are replaced, and a line longer than
+/// [`MAX_LOG_LINE_BYTES`] is cut there. `path` names the file in errors.
+pub fn for_each_log_line(
+    path: &Path,
+    mut reader: impl Read,
+    mut on_line: impl FnMut(&str),
+) -> Result<(), FileError> {
+    let mut buf = vec![0u8; 1 << 16];
+    let mut line: Vec<u8> = Vec::new();
+    // The last line ended with `\r`: a `\n` right after it belongs to that break.
+    let mut after_cr = false;
+    let mut emit = |line: &mut Vec<u8>| {
+        on_line(&String::from_utf8_lossy(line));
+        line.clear();
+    };
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(FileError::io(path, e)),
+        };
+        if n == 0 {
+            break;
+        }
+        let mut data = &buf[..n];
+        if after_cr && data.first() == Some(&b'\n') {
+            data = &data[1..];
+        }
+        after_cr = false;
+        while let Some(at) = memchr::memchr2(b'\n', b'\r', data) {
+            let room = MAX_LOG_LINE_BYTES.saturating_sub(line.len());
+            line.extend_from_slice(&data[..at.min(room)]);
+            emit(&mut line);
+            let mut next = at + 1;
+            if data[at] == b'\r' {
+                match data.get(at + 1) {
+                    Some(b'\n') => next += 1,
+                    Some(_) => {}
+                    None => after_cr = true,
+                }
+            }
+            data = &data[next..];
+        }
+        let room = MAX_LOG_LINE_BYTES.saturating_sub(line.len());
+        line.extend_from_slice(&data[..data.len().min(room)]);
+    }
+    if !line.is_empty() {
+        emit(&mut line);
+    }
+    Ok(())
+}
+
+/// Reads a boot log file line by line (see [`for_each_log_line`]) into its facts, in the
+/// memory of a few lines whatever its size. The engine is the one the log's first
+/// 200,000 characters name, else `hint`. Returns the facts and the engine the log named.
+pub fn read_boot_log(
+    path: &Path,
+    hint: Option<Engine>,
+) -> Result<(BootFacts, Option<Engine>), FileError> {
+    let (mut file, _) = open_input(path)?;
+    // Enough bytes for the characters the engine is told from (at most four bytes each).
+    let mut head = Vec::new();
+    (&mut file)
+        .take(800_000)
+        .read_to_end(&mut head)
+        .map_err(|e| FileError::io(path, e))?;
+    let from_log = crate::detect::engine_from_log(&String::from_utf8_lossy(&head));
+    let mut reader = crate::bootlog::BootLogReader::new(from_log.or(hint));
+    for_each_log_line(path, head.as_slice().chain(file), |line| {
+        reader.push_line(line);
+    })?;
+    Ok((reader.finish(), from_log))
 }
 
 fn number_after(line: &str, anchor: &str) -> Option<u64> {
@@ -781,16 +1245,6 @@ fn leading_number(text: &str) -> Option<u64> {
         .take_while(char::is_ascii_digit)
         .collect();
     digits.parse().ok()
-}
-
-/// Reads a text file that may hold invalid UTF-8 (a boot log with a cut multi-byte
-/// character), replacing what it cannot decode.
-pub fn read_lossy(path: &Path) -> Result<String, FileError> {
-    let bytes = std::fs::read(path).map_err(|e| FileError::io(path, e))?;
-    Ok(match String::from_utf8(bytes) {
-        Ok(s) => s,
-        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-    })
 }
 
 /// The files of a run folder, found by name.
@@ -819,10 +1273,14 @@ impl RunFiles {
 /// `bench.json`/`bench.jsonl` else any other JSON file that reads as a load tool result;
 /// `load.log`.
 pub fn discover_run(dir: &Path) -> Result<RunFiles, FileError> {
+    // A link is followed, so a recording linked into the folder is read like any other.
+    // Only folders are passed over: a link that leads nowhere, a pipe or a device with a
+    // run file's name is kept, so that reading it fails with a clear error instead of the
+    // file quietly missing from the report.
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .map_err(|e| FileError::io(dir, e))?
         .filter_map(|e| e.ok())
-        .filter(|e| e.file_type().map(|t| t.is_file()).unwrap_or(false))
+        .filter(|e| !std::fs::metadata(e.path()).is_ok_and(|m| m.is_dir()))
         .filter_map(|e| e.file_name().into_string().ok())
         .collect();
     names.sort();

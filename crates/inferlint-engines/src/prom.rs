@@ -6,7 +6,10 @@
 //! blank lines and `#` lines (HELP, TYPE, comments) are skipped and OpenMetrics `# EOF` ends
 //! the text; a sample is a name, optional `{labels}`, a value and an optional integer
 //! timestamp in milliseconds; an OpenMetrics exemplar (` # {trace_id="x"} 1.0`) after them
-//! is ignored. A malformed sample line is an error naming its 1-based line, never a panic.
+//! is ignored. [`parse`] makes a malformed sample line an error naming its 1-based line;
+//! [`read`], which recorders use, skips and counts it (never a panic either way). Both
+//! refuse more than [`MAX_SAMPLES`] samples, so a hostile server cannot make a scrape
+//! take more memory than a few times its body.
 //!
 //! The parser scans bytes rather than running a regex: a vLLM scrape is about 50 KB and 430
 //! samples, and a `watch` loop reads one every half second. It allocates only the strings
@@ -15,6 +18,19 @@
 use std::fmt::Write as _;
 
 use inferlint_core::{MetricSet, Sample};
+
+/// The largest body a scrape reads and the largest exposition parsed: a vLLM scrape is
+/// about 50 KB.
+pub const MAX_BODY_BYTES: usize = 64 << 20;
+/// The most samples one exposition may hold: a vLLM scrape has about 430, one of eight
+/// data-parallel engines a few thousand.
+pub const MAX_SAMPLES: usize = 250_000;
+/// The most labels one sample may carry.
+pub const MAX_LABELS: usize = 64;
+/// The longest label value kept.
+pub const MAX_LABEL_VALUE_BYTES: usize = 16 << 10;
+/// How many skipped lines are kept with their reason (all are counted).
+const KEPT_PROBLEMS: usize = 10;
 
 /// A sample line that does not follow the exposition format.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -26,34 +42,153 @@ pub struct ParseError {
     pub message: String,
 }
 
-/// Parses a whole exposition into a [`MetricSet`] indexed by name.
+/// An exposition read line by line: the samples, and the lines that could not be read.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Exposition {
+    pub samples: Vec<Sample>,
+    /// Sample lines read whole (the samples less the stand-ins of skipped lines).
+    pub read: usize,
+    /// Sample lines skipped, in all.
+    pub skipped: usize,
+    /// The first few skipped lines, with why.
+    pub problems: Vec<ParseError>,
+}
+
+impl Exposition {
+    /// `2 lines skipped (line 17: not UTF-8 text; ...)`, or `None` when none was.
+    pub fn skipped_note(&self) -> Option<String> {
+        if self.skipped == 0 {
+            return None;
+        }
+        let reasons: Vec<String> = self
+            .problems
+            .iter()
+            .take(3)
+            .map(|p| p.to_string())
+            .collect();
+        let more = if self.skipped > reasons.len() {
+            "; ..."
+        } else {
+            ""
+        };
+        Some(format!(
+            "{} line{} skipped ({}{more})",
+            self.skipped,
+            if self.skipped == 1 { "" } else { "s" },
+            reasons.join("; ")
+        ))
+    }
+}
+
+/// Parses a whole exposition into a [`MetricSet`] indexed by name; the first line that
+/// cannot be read is an error.
 pub fn parse(text: &str) -> Result<MetricSet, ParseError> {
     parse_samples(text).map(MetricSet::new)
 }
 
-/// Parses a whole exposition into its samples, in the order of the text.
+/// Parses a whole exposition into its samples, in the order of the text; the first line
+/// that cannot be read is an error.
 pub fn parse_samples(text: &str) -> Result<Vec<Sample>, ParseError> {
+    let exposition = read(text.as_bytes())?;
+    match exposition.problems.into_iter().next() {
+        Some(problem) => Err(problem),
+        None => Ok(exposition.samples),
+    }
+}
+
+/// Reads an exposition as a recorder must: a sample line that cannot be read (bad syntax,
+/// bytes that are not UTF-8, a label too long) is skipped and counted, never fatal, so
+/// one damaged line does not lose a whole scrape. When its metric name can still be read,
+/// the metric gets a sample with no labels and a NaN value in its place: a sum over the
+/// metric's series is then NaN, and no check can pass on a total that lost a part. An
+/// exposition with more than [`MAX_SAMPLES`] samples is an error (on the line past the
+/// cap), so memory stays within a bound whatever a server sends.
+pub fn read(bytes: &[u8]) -> Result<Exposition, ParseError> {
     // A vLLM scrape holds one sample per ~115 bytes; guessing low only costs a regrowth.
-    let mut samples = Vec::with_capacity(text.len() / 128);
-    for (index, raw_line) in text.split('\n').enumerate() {
-        let line = raw_line.trim();
-        if line.is_empty() {
+    let mut exposition = Exposition {
+        samples: Vec::with_capacity((bytes.len() / 128).min(MAX_SAMPLES)),
+        ..Exposition::default()
+    };
+    for (index, raw_line) in bytes.split(|b| *b == b'\n').enumerate() {
+        let line_number = index + 1;
+        // Trimmed as `str::trim` does when the line is text; a line that is not UTF-8 is
+        // trimmed of ASCII whitespace only, to tell a comment from a sample.
+        let text = std::str::from_utf8(raw_line).ok().map(str::trim);
+        let trimmed = text.map_or_else(|| trim_ascii(raw_line), str::as_bytes);
+        if trimmed.is_empty() {
             continue;
         }
-        if let Some(comment) = line.strip_prefix('#') {
+        if trimmed[0] == b'#' {
             // OpenMetrics ends the exposition with `# EOF`; anything after it is not ours.
-            if comment.trim() == "EOF" {
+            if trim_ascii(&trimmed[1..]) == b"EOF" {
                 break;
             }
             continue;
         }
-        let sample = parse_sample_line(line).map_err(|message| ParseError {
-            line: index + 1,
-            message,
-        })?;
-        samples.push(sample);
+        if exposition.samples.len() >= MAX_SAMPLES {
+            return Err(ParseError {
+                line: line_number,
+                message: format!(
+                    "more than {} samples, the most one scrape may hold",
+                    inferlint_core::fmt::thousands(MAX_SAMPLES as i64)
+                ),
+            });
+        }
+        let parsed = match text {
+            Some(line) => parse_sample_line(line),
+            None => Err("not UTF-8 text".to_owned()),
+        };
+        match parsed {
+            Ok(sample) => {
+                exposition.samples.push(sample);
+                exposition.read += 1;
+            }
+            Err(message) => {
+                exposition.skipped += 1;
+                if exposition.problems.len() < KEPT_PROBLEMS {
+                    exposition.problems.push(ParseError {
+                        line: line_number,
+                        message,
+                    });
+                }
+                if let Some(name) = readable_name(trimmed) {
+                    exposition.samples.push(Sample {
+                        name: name.to_owned(),
+                        labels: Vec::new(),
+                        value: f64::NAN,
+                        timestamp_ms: None,
+                    });
+                }
+            }
+        }
     }
-    Ok(samples)
+    Ok(exposition)
+}
+
+/// The metric name at the start of a line that could not be read, when the name itself
+/// is whole: followed by a blank or a `{`.
+fn readable_name(line: &[u8]) -> Option<&str> {
+    let end = scan_while(line, 0, is_metric_name_byte);
+    let whole =
+        end > 0 && !line[0].is_ascii_digit() && matches!(line.get(end), Some(b' ' | b'\t' | b'{'));
+    // Name bytes are ASCII, so the slice is UTF-8.
+    whole
+        .then(|| std::str::from_utf8(&line[..end]).ok())
+        .flatten()
+}
+
+/// The bytes without leading and trailing ASCII whitespace (as `str::trim` does for the
+/// characters an exposition uses).
+fn trim_ascii(bytes: &[u8]) -> &[u8] {
+    let start = bytes
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(bytes.len());
+    let end = bytes
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map_or(start, |i| i + 1);
+    &bytes[start..end]
 }
 
 /// Appends one sample in exposition syntax, with a trailing newline.
@@ -204,6 +339,9 @@ fn parse_label_set(
             ));
         }
         let label_name = &line[pos..label_end];
+        if labels.len() >= MAX_LABELS {
+            return Err(format!("more than {MAX_LABELS} labels for {metric}"));
+        }
         pos = skip_blanks(bytes, label_end);
         if bytes.get(pos) != Some(&b'=') {
             return Err(format!("missing '=' after label {label_name} of {metric}"));
@@ -214,6 +352,12 @@ fn parse_label_set(
         }
         let (label_value, after_quote) = parse_label_value(line, pos + 1)
             .ok_or_else(|| format!("unterminated value for label {label_name} of {metric}"))?;
+        if label_value.len() > MAX_LABEL_VALUE_BYTES {
+            return Err(format!(
+                "label {label_name} of {metric} is longer than {} KiB",
+                MAX_LABEL_VALUE_BYTES >> 10
+            ));
+        }
         labels.push((label_name.to_owned(), label_value));
         pos = skip_blanks(bytes, after_quote);
         match bytes.get(pos) {

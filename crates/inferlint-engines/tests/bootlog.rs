@@ -19,13 +19,17 @@ use serde_json::{json, Value};
 // ---------------------------------------------------------------------------------------
 // Helpers
 
-/// A recorded log read as the CLI reads it, invalid UTF-8 replaced.
+/// A recorded log's text, invalid UTF-8 replaced (for tests that edit it).
 fn read(dir: &Path, rel: &str) -> String {
-    files::read_lossy(&dir.join(rel)).unwrap_or_else(|e| panic!("read {rel}: {e}"))
+    let bytes = std::fs::read(dir.join(rel)).unwrap_or_else(|e| panic!("read {rel}: {e}"));
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
+/// A recorded log's facts, read from the file line by line as the CLI reads it.
 fn facts(dir: &Path, rel: &str) -> BootFacts {
-    parse_boot_log(&read(dir, rel), None)
+    files::read_boot_log(&dir.join(rel), None)
+        .unwrap_or_else(|e| panic!("read {rel}: {e}"))
+        .0
 }
 
 /// The expected-verdicts folder beside the recordings.
@@ -626,6 +630,21 @@ fn every_log_is_detected_as_its_folders_engine() {
     }
 }
 
+/// Guards the line-by-line file reader against reading a log differently from the
+/// whole text in memory: same facts, same failure, same engine, on every recorded log.
+#[test]
+fn a_log_read_from_its_file_line_by_line_reads_as_its_whole_text() {
+    let Some(dir) = common_recorded() else { return };
+    for folder in ["vllm-0.28", "vllm-0.30", "sglang-0.5", "trtllm-1.3"] {
+        for log in logs_under(&dir.join(folder)) {
+            let text = read(&dir, &log);
+            let (streamed, engine) = files::read_boot_log(&dir.join(&log), None).unwrap();
+            assert_eq!(engine, detect::engine_from_log(&text), "{log}");
+            assert_eq!(streamed, parse_boot_log(&text, None), "{log}");
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Checks fired on minimal edits of recorded logs
 
@@ -1201,7 +1220,7 @@ fn every_engines_boot_log_is_a_server_log() {
         }
     }
     for path in logs.iter().filter(|p| p.is_file()) {
-        let text = files::read_lossy(path).expect("read");
+        let text = String::from_utf8_lossy(&std::fs::read(path).expect("read")).into_owned();
         let facts = parse_boot_log(&text, None);
         assert_eq!(not_a_boot_log(&text, &facts), None, "{}", path.display());
     }

@@ -74,6 +74,34 @@ const KV_TOO_SMALL: &[&str] = &[
     "KV cache is needed, which is larger than the available KV cache memory",
 ];
 
+/// Words one of which every line a rule matches holds: "rror" is in every `...Error`
+/// (the exception rules want a name that ends in `Error` or `Exception`) and in
+/// `CUDA error` and `fatal error`; the rest are the other rules' phrases.
+const RULE_WORDS: [&str; 10] = [
+    "rror",
+    "Exception",
+    "ptxas",
+    "nvcc",
+    "cannot find",
+    "inja",
+    "out of memory",
+    "No available memory",
+    "KV cache",
+    "CUDA compiler",
+];
+
+/// Whether any rule could match a line: a cheap test that passes every line a rule
+/// matches, so that the rules (a dozen searches each) run only on the few that might. A
+/// log is read line by line, so every line of a long serving log comes through here.
+fn might_match(body: &str) -> bool {
+    static FINDERS: std::sync::OnceLock<Vec<memchr::memmem::Finder<'static>>> =
+        std::sync::OnceLock::new();
+    FINDERS
+        .get_or_init(|| RULE_WORDS.iter().map(memchr::memmem::Finder::new).collect())
+        .iter()
+        .any(|f| f.find(body.as_bytes()).is_some())
+}
+
 /// Whether a raw log line is an answered request: `"POST /path HTTP/1.1" 200`.
 pub(crate) fn is_served_request(line: &str) -> bool {
     let mut rest = line;
@@ -100,151 +128,190 @@ fn kept_serving(body: &str) -> bool {
     body.starts_with("Prefill batch") || body.starts_with("Decode batch") || is_served_request(body)
 }
 
-/// The line (0-based index) where the log's failure shows, with the rule it matched.
-pub(crate) fn classify(lines: &[Line<'_>], ready: Option<usize>) -> Option<Failure> {
-    let cut = lines
-        .iter()
-        .position(|l| l.clean.contains("[shutdown]"))
-        .unwrap_or(lines.len());
-    let ignored = ignored_lines(&lines[..cut]);
-    let body = |i: usize| -> &str {
-        if ignored[i] {
-            ""
-        } else {
-            lines[i].body()
-        }
-    };
-    let start = ready.map_or(0, |r| r + 1).min(cut);
-    let served_after = ServedAfter::scan(
-        lines,
-        start,
-        cut,
-        |i| kept_serving(body(i)),
-        ready.is_some(),
-    );
+/// The failure a log shows, found line by line in bounded memory.
+///
+/// The rules above pick, among the lines that count, the one whose best matching rule
+/// ranks highest (the first such line on a tie). Lines up to the ready line do not count
+/// (when there is one), nor does anything from the first `[shutdown]` line on. After the
+/// ready line, a line showing the server still serving makes the lines above it not count,
+/// unless both carry a time stamp and the serving line's is earlier: several processes
+/// write a merged log through their own buffers, so such a serving line was only flushed
+/// late, and the failure above it stands.
+///
+/// Read line by line, a candidate cannot know whether a serving line will come after it.
+/// So each rule keeps a short chain of candidates in file order whose stamps rise: a later
+/// candidate with an earlier (or no) stamp can never outlive the one before it, and is
+/// not kept. A serving line drops, from the front of each chain, every candidate it
+/// counts as served after. At the end the best rule's first candidate is the failure.
+#[derive(Debug)]
+pub(crate) struct Classifier {
+    /// The index of the first `[shutdown]` line.
+    cut: Option<usize>,
+    /// Inside a traceback the engine calls harmless.
+    in_block: bool,
+    ready: Option<usize>,
+    /// The bodies of the last [`FRAME_LOOKBACK`] lines, oldest first ("" for an ignored
+    /// line), each cut at [`KEPT_BYTES`].
+    window: std::collections::VecDeque<String>,
+    /// Per rule, the candidates that may still win, in file order.
+    chains: Vec<Vec<Candidate>>,
+}
 
-    let mut best: Option<(usize, usize)> = None;
-    for (i, line) in lines.iter().enumerate().take(cut).skip(start) {
-        if served_after.kept_serving_after(i, || line.stamp()) {
-            continue;
-        }
-        let text = body(i);
-        if text.is_empty() {
-            continue;
-        }
-        let limit = best.map_or(RULES.len(), |(rule, _)| rule);
-        if let Some(rule) = RULES[..limit].iter().position(|(_, test)| test(text)) {
-            best = Some((rule, i));
-            if rule == 0 {
-                break;
-            }
+/// The most candidates one rule keeps: only a log of many failures of one kind, each
+/// later than the last, interleaved with serving lines, could need more.
+const CHAIN: usize = 8;
+
+/// How much of a line a candidate keeps: the failure keeps at most
+/// [`MAX_FAILURE_CHARS`] characters of it.
+const KEPT_BYTES: usize = 16 << 10;
+
+impl Default for Classifier {
+    fn default() -> Classifier {
+        Classifier {
+            cut: None,
+            in_block: false,
+            ready: None,
+            window: std::collections::VecDeque::new(),
+            chains: (0..RULES.len()).map(|_| Vec::new()).collect(),
         }
     }
-    let (rule, i) = best?;
-    let text = body(i);
-    let detail = detail(rule, text, |back| {
-        (1..=back)
-            .filter_map(|k| i.checked_sub(k))
-            .map(body)
-            .collect()
-    });
-    Some(Failure {
-        kind: RULES[rule].0.to_owned(),
-        phase: if ready.is_some_and(|r| i > r) {
-            Phase::Serving
-        } else {
-            Phase::Boot
-        },
-        lineno: i + 1,
-        line: truncate_at_word(text, MAX_FAILURE_CHARS),
-        detail: detail
-            .map(|d| truncate_at_word(d.trim(), MAX_FAILURE_CHARS))
-            .filter(|d| !d.is_empty()),
-    })
 }
 
-/// For each line, whether a later line shows the server still serving.
-///
-/// Several processes write a merged log through their own buffers, so a line below
-/// another may have been written before it. A serving line below a failure is taken as
-/// "served after it" unless both carry a time stamp and the serving line's is earlier:
-/// then it was only flushed late, and the failure stands.
-struct ServedAfter {
-    /// Per line: whether an unstamped serving line follows it.
-    unstamped: Vec<bool>,
-    /// Per line: the latest stamp of a serving line after it.
-    latest: Vec<Option<String>>,
-    start: usize,
+/// A line that may be the failure: its index, time stamp, body and the bodies above it,
+/// nearest first.
+#[derive(Debug)]
+struct Candidate {
+    index: usize,
+    stamp: Option<String>,
+    text: String,
+    above: Vec<String>,
 }
 
-impl ServedAfter {
-    fn scan(
-        lines: &[Line<'_>],
-        start: usize,
-        cut: usize,
-        serving: impl Fn(usize) -> bool,
-        ready: bool,
-    ) -> ServedAfter {
-        let len = cut.saturating_sub(start);
-        let mut unstamped = vec![false; len + 1];
-        let mut latest: Vec<Option<String>> = vec![None; len + 1];
+/// `text` cut to at most `max` bytes, on a character boundary.
+fn kept(text: &str, max: usize) -> &str {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+impl Classifier {
+    /// The line at `index` (0-based); `ready` when it is the log's ready line.
+    pub(crate) fn push(&mut self, index: usize, line: &Line<'_>, ready: bool) {
+        if self.cut.is_some() {
+            return;
+        }
+        if line.clean.contains("[shutdown]") {
+            self.cut = Some(index);
+            return;
+        }
+        let raw = line.body();
+        let ignored = self.ignored(raw);
+        let body = if ignored { "" } else { raw };
         if ready {
-            for i in (start..cut).rev() {
-                let k = i - start;
-                unstamped[k] = unstamped[k + 1];
-                latest[k] = latest[k + 1].clone();
-                if i + 1 < cut && serving(i + 1) {
-                    match lines[i + 1].stamp() {
-                        None => unstamped[k] = true,
-                        Some(stamp) => {
-                            if latest[k].as_ref().is_none_or(|l| stamp > *l) {
-                                latest[k] = Some(stamp);
-                            }
-                        }
-                    }
+            self.ready = Some(index);
+            self.chains.iter_mut().for_each(Vec::clear);
+        } else {
+            if self.ready.is_some() && kept_serving(body) {
+                self.served(line.stamp());
+            }
+            if !body.is_empty() && might_match(body) {
+                if let Some(rule) = RULES.iter().position(|(_, test)| test(body)) {
+                    self.offer(rule, index, line, body);
                 }
             }
         }
-        ServedAfter {
-            unstamped,
-            latest,
-            start,
+        let mut slot = if self.window.len() >= FRAME_LOOKBACK {
+            self.window.pop_front().unwrap_or_default()
+        } else {
+            String::new()
+        };
+        slot.clear();
+        slot.push_str(kept(body, KEPT_BYTES));
+        self.window.push_back(slot);
+    }
+
+    /// A serving line stamped `stamp`: the candidates it was written after no longer count.
+    fn served(&mut self, stamp: Option<String>) {
+        for chain in &mut self.chains {
+            let gone = chain
+                .iter()
+                .take_while(|c| match (&stamp, &c.stamp) {
+                    (Some(serving), Some(at)) => serving >= at,
+                    _ => true,
+                })
+                .count();
+            chain.drain(..gone);
         }
     }
 
-    /// Whether the server answered after line `i`, whose stamp (`MM-DD HH:MM:SS`) `stamp`
-    /// gives when it is needed.
-    fn kept_serving_after(&self, i: usize, stamp: impl FnOnce() -> Option<String>) -> bool {
-        let k = i - self.start;
-        if self.unstamped[k] {
+    /// Keeps a line that matched `rule` when it may still win.
+    fn offer(&mut self, rule: usize, index: usize, line: &Line<'_>, body: &str) {
+        let chain = &mut self.chains[rule];
+        let stamp = line.stamp();
+        let useful = match (chain.last(), &stamp) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            (Some(last), Some(at)) => last.stamp.as_ref().is_none_or(|l| at > l),
+        };
+        if useful && chain.len() < CHAIN {
+            chain.push(Candidate {
+                index,
+                stamp,
+                text: kept(body, KEPT_BYTES).to_owned(),
+                above: self.window.iter().rev().cloned().collect(),
+            });
+        }
+    }
+
+    /// Whether a line is inside a harmless traceback the engine announces itself.
+    fn ignored(&mut self, body: &str) -> bool {
+        if !self.in_block && body.starts_with("[start of ") && body.contains("traceback]") {
+            self.in_block = true;
+        }
+        if self.in_block {
+            if body.starts_with("[end of ") && body.contains("traceback]") {
+                self.in_block = false;
+            }
             return true;
         }
-        match &self.latest[k] {
-            None => false,
-            Some(latest) => stamp().is_none_or(|at| *latest >= at),
-        }
+        body.starts_with("Ignore import error")
     }
-}
 
-/// Lines inside harmless tracebacks the engine announces itself.
-fn ignored_lines(lines: &[Line<'_>]) -> Vec<bool> {
-    let mut ignored = vec![false; lines.len()];
-    let mut in_block = false;
-    for (i, line) in lines.iter().enumerate() {
-        let body = line.body();
-        if !in_block && body.starts_with("[start of ") && body.contains("traceback]") {
-            in_block = true;
-        }
-        if in_block {
-            ignored[i] = true;
-            if body.starts_with("[end of ") && body.contains("traceback]") {
-                in_block = false;
+    /// The failure, given the index of the log's ready line (which may lie past the
+    /// first `[shutdown]`, where nothing counts).
+    pub(crate) fn finish(self, ready: Option<usize>) -> Option<Failure> {
+        if let (Some(r), Some(cut)) = (ready, self.cut) {
+            if r >= cut {
+                return None;
             }
-        } else if body.starts_with("Ignore import error") {
-            ignored[i] = true;
         }
+        let (rule, candidate) = self
+            .chains
+            .into_iter()
+            .enumerate()
+            .find_map(|(rule, chain)| chain.into_iter().next().map(|c| (rule, c)))?;
+        let Candidate {
+            index, text, above, ..
+        } = candidate;
+        let detail = detail(rule, &text, |back| {
+            above.iter().take(back).map(String::as_str).collect()
+        });
+        Some(Failure {
+            kind: RULES[rule].0.to_owned(),
+            phase: if ready.is_some_and(|r| index > r) {
+                Phase::Serving
+            } else {
+                Phase::Boot
+            },
+            lineno: index + 1,
+            line: truncate_at_word(&text, MAX_FAILURE_CHARS),
+            detail: detail
+                .map(|d| truncate_at_word(d.trim(), MAX_FAILURE_CHARS))
+                .filter(|d| !d.is_empty()),
+        })
     }
-    ignored
 }
 
 /// The cause in a few words, for the rule a line matched. `above(n)` gives the `n` lines
@@ -412,6 +479,44 @@ mod tests {
             Some("Unsupported gpu architecture 'compute_120'")
         );
         assert_eq!(ptxas_fatal("ptxas info: fatal errors: none"), None);
+    }
+
+    /// Guards the prefilter: a line any rule matches must pass it, or its failure would
+    /// go unclassified.
+    #[test]
+    fn every_rule_example_passes_the_prefilter() {
+        let examples = [
+            "nvcc error: CUDA compiler and CUDA toolkit headers are incompatible",
+            "ptxas /tmp/a.ptx, line 9; fatal   : Unsupported .version 9.4",
+            "nvcc fatal   : Unsupported gpu architecture 'compute_120'",
+            "/usr/bin/ld: cannot find -lcudart: No such file or directory",
+            "ninja: build stopped: subcommand failed.",
+            "RuntimeError: Ninja build failed",
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+            "something CUDA out of memory",
+            "No available memory for the cache blocks. Try increasing",
+            "To serve at least one request 2 GiB KV cache is needed, which is larger than the available KV cache memory",
+            "torch.AcceleratorError: CUDA error: an illegal memory access",
+            "CUDA error: an illegal memory access was encountered",
+            "AssertionError",
+            "ValueError: unsupported quantization",
+            "RuntimeError: something else",
+            "KeyError: 'model.layers.0.weight'",
+            "Exception: x",
+            "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue.",
+            "EngineCore encountered a fatal error.",
+        ];
+        for line in examples {
+            assert!(
+                RULES.iter().any(|(_, test)| test(line)),
+                "no rule matches {line}"
+            );
+            assert!(might_match(line), "{line}");
+        }
+        assert!(!might_match("iteration 123: 8 requests, 32 tokens"));
+        assert!(!might_match(
+            "INFO:     127.0.0.1:5 - \"GET /health HTTP/1.1\" 200 OK"
+        ));
     }
 
     #[test]

@@ -48,6 +48,17 @@ impl<'a> Line<'a> {
         }
     }
 
+    /// The same line, owning its text, to be kept after the text it was read from is
+    /// gone (a log read line by line keeps one line back).
+    pub fn into_owned(self) -> Line<'static> {
+        Line {
+            clean: Cow::Owned(self.clean.into_owned()),
+            body: self.body,
+            process: self.process,
+            stamp: self.stamp,
+        }
+    }
+
     /// The line without its prefix, trimmed.
     pub fn body(&self) -> &str {
         &self.clean[self.body.clone()]
@@ -129,23 +140,30 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
 /// Splits a whole log into lines the way Python reads a text file: `\n`, `\r\n` and a
 /// bare `\r` (a progress bar redrawing itself) each end a line, and a final line break
 /// does not start an empty line. Line numbers in facts count these lines.
-pub(crate) fn split(text: &str) -> Vec<Line<'_>> {
+pub(crate) fn split(text: &str) -> impl Iterator<Item = &str> {
     let bytes = text.as_bytes();
-    let mut lines = Vec::new();
     let mut start = 0;
-    while let Some(offset) = memchr::memchr2(b'\n', b'\r', &bytes[start..]) {
-        let end = start + offset;
-        lines.push(Line::new(&text[start..end]));
-        start = if bytes[end] == b'\r' && bytes.get(end + 1) == Some(&b'\n') {
-            end + 2
-        } else {
-            end + 1
-        };
-    }
-    if start < bytes.len() {
-        lines.push(Line::new(&text[start..]));
-    }
-    lines
+    std::iter::from_fn(move || {
+        if start >= bytes.len() {
+            return None;
+        }
+        let line_start = start;
+        match memchr::memchr2(b'\n', b'\r', &bytes[start..]) {
+            Some(offset) => {
+                let end = start + offset;
+                start = if bytes[end] == b'\r' && bytes.get(end + 1) == Some(&b'\n') {
+                    end + 2
+                } else {
+                    end + 1
+                };
+                Some(&text[line_start..end])
+            }
+            None => {
+                start = bytes.len();
+                Some(&text[line_start..])
+            }
+        }
+    })
 }
 
 /// Removes ANSI escape sequences (`ESC [ ... letter` and two-byte `ESC x`).
@@ -362,7 +380,9 @@ mod tests {
     #[test]
     fn splitting() {
         let bodies = |text: &str| -> Vec<String> {
-            split(text).iter().map(|l| l.body().to_owned()).collect()
+            split(text)
+                .map(|l| Line::new(l).body().to_owned())
+                .collect()
         };
         assert!(bodies("").is_empty());
         assert_eq!(bodies("a\n"), ["a"]);

@@ -39,59 +39,122 @@ const READY_LINE: &str = "Application startup complete";
 /// `engine_hint`, else unknown (and the log is read with vLLM's table). Never fails: what
 /// could not be read is in `unparsed`.
 pub fn parse_boot_log(text: &str, engine_hint: Option<Engine>) -> BootFacts {
-    let engine = crate::detect::engine_from_log(text).or(engine_hint);
-    let lines = lines::split(text);
-    let table = Table::of(engine.unwrap_or(Engine::Vllm));
-    let mut parse = Parse::new(engine);
-    parse.facts.line_count = lines.len();
+    let mut reader = BootLogReader::new(crate::detect::engine_from_log(text).or(engine_hint));
+    for line in lines::split(text) {
+        reader.push_line(line);
+    }
+    reader.finish()
+}
 
-    let mut last_stamp: Option<usize> = None;
-    let mut clock = ClockScan::default();
-    let mut pids = std::collections::BTreeSet::new();
-    for (index, line) in lines.iter().enumerate() {
-        clock.see(line);
-        pids.extend(scan::pids(&line.clean));
+/// A boot log read one line at a time, so that a log of gigabytes (a TensorRT-LLM INFO
+/// log kept until after the run) is read in the memory of a few lines: each line is read
+/// when the next one arrives (a reader may look at the line after its own), and the
+/// failure classifier keeps only its best candidate so far. [`parse_boot_log`] is this
+/// over a whole text; `files::read_boot_log` is this over a file.
+pub struct BootLogReader {
+    parse: Parse,
+    table: Table,
+    /// The line before the one pushed last, not read yet.
+    held: Option<Line<'static>>,
+    /// How many lines were read.
+    read: usize,
+    last_stamp: Option<String>,
+    clock: ClockScan,
+    /// Every process id the lines name.
+    pids: std::collections::BTreeSet<u64>,
+    classifier: classify::Classifier,
+}
+
+impl std::fmt::Debug for BootLogReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BootLogReader")
+            .field("engine", &self.parse.facts.engine)
+            .field("read", &self.read)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BootLogReader {
+    /// A reader of a log of `engine` (the one its markers name, or the one the user
+    /// named); `None` reads it with vLLM's table and names no engine.
+    pub fn new(engine: Option<Engine>) -> BootLogReader {
+        BootLogReader {
+            parse: Parse::new(engine),
+            table: Table::of(engine.unwrap_or(Engine::Vllm)),
+            held: None,
+            read: 0,
+            last_stamp: None,
+            clock: ClockScan::default(),
+            pids: std::collections::BTreeSet::new(),
+            classifier: classify::Classifier::default(),
+        }
+    }
+
+    /// The next line, without its line break.
+    pub fn push_line(&mut self, raw: &str) {
+        let line = Line::new(raw);
+        if let Some(previous) = self.held.take() {
+            self.read_line(&previous, Some(&line));
+        }
+        self.held = Some(line.into_owned());
+    }
+
+    /// Every fact the log gave, with the failure it shows.
+    pub fn finish(mut self) -> BootFacts {
+        if let Some(last) = self.held.take() {
+            self.read_line(&last, None);
+        }
+        self.parse.facts.line_count = self.read;
+        self.parse.facts.log_clock = std::mem::take(&mut self.clock).finish();
+        self.parse.facts.pids = std::mem::take(&mut self.pids).into_iter().collect();
+        (self.table.finish)(&mut self.parse);
+        let ready_index = self.parse.facts.ready_lineno.map(|n| n - 1);
+        self.parse.facts.failure = self.classifier.finish(ready_index);
+        self.parse.facts
+    }
+
+    fn read_line(&mut self, line: &Line<'_>, next: Option<&Line<'_>>) {
+        let index = self.read;
+        self.read += 1;
+        self.clock.see(line);
+        self.pids.extend(scan::pids(&line.clean));
+        let parse = &mut self.parse;
         if let Some(process) = line.process() {
             if !parse.facts.processes.iter().any(|p| p == process) {
                 parse.facts.processes.push(process.to_owned());
             }
         }
         if line.has_stamp() {
+            let stamp = line.stamp();
             if parse.facts.first_stamp.is_none() {
-                parse.facts.first_stamp = line.stamp();
+                parse.facts.first_stamp.clone_from(&stamp);
             }
-            last_stamp = Some(index);
+            self.last_stamp = stamp;
         }
-        if let Some(on_line) = table.on_line {
-            on_line(&mut parse, line, index + 1);
+        if let Some(on_line) = self.table.on_line {
+            on_line(parse, line, index + 1);
         }
         let body = line.body();
+        let ready =
+            !body.is_empty() && parse.facts.ready_lineno.is_none() && body.contains(READY_LINE);
+        self.classifier.push(index, line, ready);
         if body.is_empty() {
-            continue;
+            return;
         }
-        if parse.facts.ready_lineno.is_none() && body.contains(READY_LINE) {
+        if ready {
             parse.facts.ready_lineno = Some(index + 1);
-            parse.facts.ready_stamp = last_stamp.and_then(|i| lines[i].stamp());
+            parse.facts.ready_stamp.clone_from(&self.last_stamp);
         }
-        for (rule, finder) in table.rules.iter().zip(table.finders) {
+        for (rule, finder) in self.table.rules.iter().zip(self.table.finders) {
             if finder.find(body.as_bytes()).is_none() {
                 continue;
             }
-            let at = LineAt {
-                body,
-                next: lines.get(index + 1),
-            };
-            if (rule.read)(&mut parse, &at).is_err() {
+            let at = LineAt { body, next };
+            if (rule.read)(parse, &at).is_err() {
                 parse.unparsed(rule.field, index + 1, body);
             }
         }
     }
-    parse.facts.log_clock = clock.finish();
-    parse.facts.pids = pids.into_iter().collect();
-    (table.finish)(&mut parse);
-    let ready_index = parse.facts.ready_lineno.map(|n| n - 1);
-    parse.facts.failure = classify::classify(&lines, ready_index);
-    parse.facts
 }
 
 /// Why a text is not a server's boot log, if it is not: in words that follow "X is not a
