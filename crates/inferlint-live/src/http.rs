@@ -7,8 +7,9 @@ use std::fmt;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
-use hyper::header::{HeaderValue, CONTENT_TYPE};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Body as _;
+use hyper::header::{HeaderValue, CONTENT_TYPE, LOCATION};
 use hyper::{Method, Request, StatusCode, Uri};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
@@ -16,8 +17,9 @@ use hyper_util::rt::TokioExecutor;
 
 /// How long a TCP connection may take to open.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-/// The largest answer read: a /metrics page is tens of kilobytes.
-const BODY_LIMIT: usize = 256 << 20;
+/// The largest answer read: a /metrics page is tens of kilobytes. A larger answer is
+/// refused as soon as it passes the bound, so it never takes more memory than that.
+pub const BODY_LIMIT: usize = inferlint_engines::prom::MAX_BODY_BYTES;
 
 /// A server's base address, `http://host:port` with an optional path prefix and no
 /// trailing slash.
@@ -81,15 +83,19 @@ pub enum HttpError {
     Refused,
     #[error("timed out after {0}")]
     TimedOut(String),
+    #[error("the answer is larger than {0}, the most read")]
+    TooLarge(String),
     #[error("{0}")]
     Other(String),
 }
 
-/// An answer: the status and the whole body.
+/// An answer: the status, where a redirect points, and the whole body.
 #[derive(Debug, Clone)]
 pub struct Answer {
     pub status: StatusCode,
-    pub body: Bytes,
+    /// The `Location` header, when there is one.
+    pub location: Option<String>,
+    pub body: Vec<u8>,
 }
 
 impl Answer {
@@ -164,18 +170,48 @@ impl HttpClient {
         let exchange = async {
             let response = self.client.request(request).await.map_err(describe)?;
             let status = response.status();
-            let body = Limited::new(response.into_body(), BODY_LIMIT)
-                .collect()
-                .await
-                .map_err(|e| HttpError::Other(format!("reading the answer: {e}")))?
-                .to_bytes();
-            Ok(Answer { status, body })
+            let location = response
+                .headers()
+                .get(LOCATION)
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+            let body = read_body(response.into_body()).await?;
+            Ok(Answer {
+                status,
+                location,
+                body,
+            })
         };
         match tokio::time::timeout(timeout, exchange).await {
             Ok(result) => result,
             Err(_) => Err(HttpError::TimedOut(seconds(timeout))),
         }
     }
+}
+
+/// Reads a whole body into one buffer, frame by frame, refusing it once it passes
+/// [`BODY_LIMIT`]: a body is held once, never also as a list of frames and a copy.
+async fn read_body(mut body: hyper::body::Incoming) -> Result<Vec<u8>, HttpError> {
+    let too_large = || HttpError::TooLarge(format!("{} MiB", BODY_LIMIT >> 20));
+    let mut bytes = Vec::new();
+    // A size the server announced (Content-Length) is refused before a byte is read, and
+    // otherwise saves the buffer its regrowths.
+    if let Some(announced) = body.size_hint().exact() {
+        let announced = usize::try_from(announced).unwrap_or(usize::MAX);
+        if announced > BODY_LIMIT {
+            return Err(too_large());
+        }
+        bytes.reserve_exact(announced);
+    }
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| HttpError::Other(format!("reading the answer: {e}")))?;
+        if let Ok(data) = frame.into_data() {
+            if bytes.len() + data.len() > BODY_LIMIT {
+                return Err(too_large());
+            }
+            bytes.extend_from_slice(&data);
+        }
+    }
+    Ok(bytes)
 }
 
 /// `10 s`, `0.5 s`.

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use inferlint_core::model::Snapshot;
-use inferlint_core::Engine;
+use inferlint_core::{Engine, MetricSet};
 use inferlint_engines::{detect, prom};
 
 use crate::clock::{self, Stamp};
@@ -20,17 +20,48 @@ pub const SCRAPE_TIMEOUT: Duration = Duration::from_secs(10);
 const METRICS_PATH: &str = "/metrics";
 const TRT_METRICS_PATH: &str = "/prometheus/metrics";
 
-/// A scrape that gave no metrics. The text reads after "scrape failed:".
+/// A scrape that gave no metrics, named by its real cause. The text reads after
+/// "scrape failed:".
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ScrapeError {
     #[error("{url}: {error}")]
     Http { url: String, error: HttpError },
-    #[error("{url}: {status}")]
-    Status { url: String, status: String },
+    /// An answer other than 200 (or a redirect); `detail` is the start of its body.
+    #[error("{url}: {status}{detail}")]
+    Status {
+        url: String,
+        status: String,
+        detail: String,
+    },
+    #[error(
+        "{url}: {status} to {location}; give the address the server itself serves its metrics at"
+    )]
+    Redirect {
+        url: String,
+        status: String,
+        location: String,
+    },
     #[error("{url} answers JSON, and so does {fallback}")]
     OnlyJson { url: String, fallback: String },
     #[error("{url}: not Prometheus text ({message})")]
     NotPrometheus { url: String, message: String },
+}
+
+impl ScrapeError {
+    /// Whether the failure looks like metrics that are switched off or asked for at the
+    /// wrong address (nothing listens, a 404, JSON only), where the engine's hint on
+    /// turning its metrics on helps. A body too large, an error status, a redirect or a
+    /// page that is not Prometheus text is its own cause, and the hint would mislead.
+    pub fn calls_for_the_hint(&self) -> bool {
+        match self {
+            ScrapeError::Http { error, .. } => {
+                matches!(error, HttpError::Refused | HttpError::TimedOut(_))
+            }
+            ScrapeError::Status { status, .. } => status.starts_with("HTTP 404"),
+            ScrapeError::OnlyJson { .. } => true,
+            ScrapeError::Redirect { .. } | ScrapeError::NotPrometheus { .. } => false,
+        }
+    }
 }
 
 /// One scrape: the address read, the text as served, its metrics and its clocks.
@@ -41,6 +72,9 @@ pub struct Scrape {
     /// The monotonic clock just before the request that returned the text.
     pub requested_ns: i64,
     pub snapshot: Snapshot,
+    /// The lines of the page that could not be read, when any were: `2 lines skipped
+    /// (line 17: not UTF-8 text)`.
+    pub skipped: Option<String>,
 }
 
 impl Scrape {
@@ -115,10 +149,27 @@ impl Scraper {
             url: url.clone(),
             error,
         })?;
+        if answer.status.is_redirection() {
+            return Err(ScrapeError::Redirect {
+                url,
+                status: answer.status_text(),
+                location: answer.location.clone().unwrap_or_else(|| "nowhere".into()),
+            });
+        }
         if answer.status != hyper::StatusCode::OK {
+            let excerpt: String = String::from_utf8_lossy(&answer.body)
+                .trim()
+                .chars()
+                .take(200)
+                .collect();
             return Err(ScrapeError::Status {
                 url,
                 status: answer.status_text(),
+                detail: if excerpt.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({excerpt})")
+                },
             });
         }
         Ok((answer, clock::midpoint(before, after), url))
@@ -133,15 +184,25 @@ fn looks_like_json(body: &[u8]) -> bool {
     )
 }
 
+/// Reads a page line by line: a line that cannot be read (bad syntax, a byte that is not
+/// UTF-8) is skipped and counted, never the whole scrape; only a page past the sample
+/// cap, or one of which not a single line reads, is refused.
 fn parse(url: String, answer: Answer, stamp: Stamp) -> Result<Scrape, ScrapeError> {
-    let text = String::from_utf8(answer.body.to_vec()).map_err(|_| ScrapeError::NotPrometheus {
+    let not_prometheus = |message: String| ScrapeError::NotPrometheus {
         url: url.clone(),
-        message: "not UTF-8".into(),
-    })?;
-    let metrics = prom::parse(&text).map_err(|e| ScrapeError::NotPrometheus {
-        url: url.clone(),
-        message: e.to_string(),
-    })?;
+        message,
+    };
+    let exposition = prom::read(&answer.body).map_err(|e| not_prometheus(e.to_string()))?;
+    if exposition.read == 0 {
+        if let Some(first) = exposition.problems.first() {
+            return Err(not_prometheus(first.to_string()));
+        }
+    }
+    let skipped = exposition.skipped_note();
+    let text = match String::from_utf8(answer.body) {
+        Ok(text) => text,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    };
     let requested_ns = stamp.t_mono_ns - (stamp.latency_s * 5e8).round() as i64;
     Ok(Scrape {
         requested_ns,
@@ -151,10 +212,11 @@ fn parse(url: String, answer: Answer, stamp: Stamp) -> Result<Scrape, ScrapeErro
             t_mono_ns: Some(stamp.t_mono_ns),
             latency_s: Some(stamp.latency_s),
             text,
-            metrics,
+            metrics: MetricSet::new(exposition.samples),
         },
         url,
         stamp,
+        skipped,
     })
 }
 
@@ -165,12 +227,19 @@ pub struct NoMetrics {
     pub base: BaseUrl,
     /// What went wrong, in a few words.
     pub error: String,
+    /// Whether the engines' hints on turning their metrics on fit the failure (see
+    /// [`ScrapeError::calls_for_the_hint`]).
+    pub hint: bool,
 }
 
 impl NoMetrics {
     /// `no vLLM, SGLang or TensorRT-LLM metrics at URL (ERR): HINT`, with the named
-    /// engine's hint or all three.
+    /// engine's hint or all three; `cannot read the metrics at URL: ERR` when the failure
+    /// has a cause of its own (a body too large, an error status, a redirect).
     pub fn message(&self, named: Option<Engine>) -> String {
+        if !self.hint {
+            return format!("cannot read the metrics at {}: {}", self.base, self.error);
+        }
         let hint = match named {
             Some(engine) => engine.descriptor().metrics_hint.to_owned(),
             None => [Engine::Vllm, Engine::Sglang, Engine::Trtllm]
@@ -189,18 +258,27 @@ impl NoMetrics {
 /// The first scrape of a recording, which must find some engine's metrics.
 pub async fn first_scrape(scraper: &mut Scraper) -> Result<(Scrape, Engine), NoMetrics> {
     let base = scraper.base().clone();
-    let no_metrics = |error: String| NoMetrics { base, error };
+    let no_metrics = |error: String, hint: bool| NoMetrics { base, error, hint };
     let scrape = match scraper.scrape().await {
         Ok(s) => s,
-        Err(e) => return Err(no_metrics(e.to_string())),
+        Err(e) => return Err(no_metrics(e.to_string(), e.calls_for_the_hint())),
     };
     match scrape.engine() {
         Some(engine) => Ok((scrape, engine)),
-        None => Err(no_metrics(format!(
-            "{} serves {} samples, none named vllm:, sglang: or trtllm_",
-            scrape.url,
-            scrape.snapshot.metrics.len()
-        ))),
+        None => {
+            let skipped = scrape
+                .skipped
+                .as_deref()
+                .map_or(String::new(), |s| format!("; {s}"));
+            Err(no_metrics(
+                format!(
+                    "{} serves {} samples, none named vllm:, sglang: or trtllm_{skipped}",
+                    scrape.url,
+                    scrape.snapshot.metrics.len()
+                ),
+                true,
+            ))
+        }
     }
 }
 
@@ -221,6 +299,7 @@ mod tests {
         let n = NoMetrics {
             base: BaseUrl::parse("127.0.0.1:1").expect("reads"),
             error: "connection refused".into(),
+            hint: true,
         };
         assert_eq!(
             n.message(Some(Engine::Sglang)),

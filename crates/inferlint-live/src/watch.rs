@@ -26,6 +26,14 @@ use crate::scrape::{Scrape, Scraper};
 
 /// The shortest interval `watch` takes.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(50);
+/// The longest interval `watch` takes: an hour between readings records nothing a check
+/// could use.
+pub const MAX_INTERVAL: Duration = Duration::from_secs(3600);
+/// The longest `--duration`: 30 days, longer than any benchmark run.
+pub const MAX_DURATION: Duration = Duration::from_secs(30 * 86_400);
+/// Above this share of failed scrapes `watch` ends with a non-zero status: the recording
+/// has too many holes for a peak to be trusted (see [`Progress::too_many_failed`]).
+pub const MAX_FAILED_SHARE: f64 = 0.1;
 
 /// The last stretch of each wait is slept on the thread, not on tokio's timer, whose
 /// one-millisecond wheel wakes up to a millisecond late.
@@ -42,6 +50,12 @@ pub struct WatchOptions {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Progress {
     pub samples: u64,
+    /// Scrapes tried, the first one included (a slot skipped by an overrun is not tried).
+    pub attempts: u64,
+    /// Scrapes that failed (no answer, an error status, a body that could not be read).
+    pub failed: u64,
+    /// Scrapes read with some of their lines skipped (not UTF-8, bad syntax).
+    pub damaged: u64,
     pub gaps: u64,
     pub restarts: u64,
     /// Slots that passed unsampled (failed scrapes and overruns).
@@ -55,6 +69,13 @@ pub struct Progress {
     pub paused: Option<f64>,
 }
 
+impl Progress {
+    /// Whether more than [`MAX_FAILED_SHARE`] of the scrapes tried failed.
+    pub fn too_many_failed(&self) -> bool {
+        self.attempts > 0 && self.failed as f64 > MAX_FAILED_SHARE * self.attempts as f64
+    }
+}
+
 /// Something the caller may want to show as it happens.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Event<'a> {
@@ -64,6 +85,9 @@ pub enum Event<'a> {
     /// Slots skipped because a scrape ran past them.
     Missed(&'a str),
     Restart(&'a str),
+    /// The first scrape with lines that could not be read, and what they were; later
+    /// ones are only counted ([`Progress::damaged`]).
+    Skipped(&'a str),
 }
 
 /// A gap record's line.
@@ -209,6 +233,9 @@ pub async fn watch<W: Write>(
                          tally: &mut PreemptionTally,
                          out: &mut W|
      -> io::Result<SeriesSample> {
+        if scrape.skipped.is_some() {
+            progress.damaged += 1;
+        }
         let sample = record::sample_from_metrics(
             descriptor,
             &scrape.snapshot.metrics,
@@ -226,8 +253,14 @@ pub async fn watch<W: Write>(
         Ok(sample)
     };
 
+    progress.attempts += 1;
     record_sample(&first, &mut progress, &mut tally, out)?;
     on_event(Event::Sample, &progress);
+    let mut noted_skipped = false;
+    if let Some(note) = &first.skipped {
+        on_event(Event::Skipped(note), &progress);
+        noted_skipped = true;
+    }
     let mut last_good: Snapshot = first.snapshot;
     let mut slot = 0u64;
     let mut last_attempt_took_ns = 0i64;
@@ -270,6 +303,8 @@ pub async fn watch<W: Write>(
             () = &mut stop => None,
         };
         let after = clock::now();
+        // A scrape the end of the recording cut short is not counted as tried.
+        progress.attempts += u64::from(attempt.is_some());
         last_attempt_took_ns = after.mono_ns - before.mono_ns;
         let stamp = clock::midpoint(before, after);
         match attempt {
@@ -289,11 +324,16 @@ pub async fn watch<W: Write>(
                 }
                 record_sample(&scrape, &mut progress, &mut tally, out)?;
                 on_event(Event::Sample, &progress);
+                if let (Some(note), false) = (&scrape.skipped, noted_skipped) {
+                    on_event(Event::Skipped(note), &progress);
+                    noted_skipped = true;
+                }
                 last_good = scrape.snapshot;
             }
             Some(Err(error)) => {
                 let reason = error.to_string();
                 put(out, &gap_json(&reason, stamp.t_wall, stamp.t_mono_ns))?;
+                progress.failed += 1;
                 progress.gaps += 1;
                 progress.missed_slots += 1;
                 on_event(Event::Gap(&reason), &progress);

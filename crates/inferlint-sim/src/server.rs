@@ -79,6 +79,18 @@ pub struct Faults {
     /// Every completion request from the Nth on (counting from 1) answers 500 at once, as
     /// an API server whose engine died does while it still accepts connections.
     pub error_from: Option<u32>,
+    /// Completions answer HTTP 500 with this body (a hostile server's escape sequences,
+    /// say).
+    pub completion_error_body: Option<String>,
+    /// The metrics paths answer this status (500, say) with a short error body.
+    pub metrics_status: Option<u16>,
+    /// The metrics paths answer `302 Found` with this `Location`.
+    pub metrics_redirect: Option<String>,
+    /// The metrics page carries one extra sample line with a byte that is not UTF-8.
+    pub metrics_bad_byte: bool,
+    /// The metrics page is padded with comment lines to at least this many bytes (a body
+    /// too large to read).
+    pub metrics_padding_bytes: Option<usize>,
 }
 
 /// What to simulate and how fast.
@@ -730,11 +742,37 @@ async fn metrics(shared: &Shared) -> Response<SimBody> {
     if shared.faults.no_metrics {
         return not_found();
     }
+    if let Some(code) = shared.faults.metrics_status {
+        let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        return respond(status, "text/plain", "metrics are not available\n");
+    }
+    if let Some(location) = &shared.faults.metrics_redirect {
+        let mut response = respond(StatusCode::FOUND, "text/plain", Bytes::new());
+        if let Ok(value) = HeaderValue::from_str(location) {
+            response
+                .headers_mut()
+                .insert(hyper::header::LOCATION, value);
+        }
+        return response;
+    }
     let state = metrics_state(shared, &shared.lock());
+    let text = expo::exposition(shared.engine, &state);
+    let mut body = Vec::with_capacity(text.len());
+    if shared.faults.metrics_bad_byte {
+        // One sample line whose label value holds a byte no UTF-8 text can.
+        body.extend_from_slice(b"sim_damaged_line{label=\"a\xffb\"} 1\n");
+    }
+    body.extend_from_slice(text.as_bytes());
+    if let Some(bytes) = shared.faults.metrics_padding_bytes {
+        let line = format!("# {}\n", "x".repeat(1021));
+        while body.len() < bytes {
+            body.extend_from_slice(line.as_bytes());
+        }
+    }
     respond(
         StatusCode::OK,
         "text/plain; version=0.0.4; charset=utf-8",
-        expo::exposition(shared.engine, &state),
+        body,
     )
 }
 
@@ -1066,6 +1104,13 @@ async fn complete(shared: &Shared, request: Request<Incoming>, api: Api) -> Resp
         prompt_tokens,
         include_usage,
     };
+    if let Some(error) = &shared.faults.completion_error_body {
+        return respond(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "text/plain",
+            error.clone(),
+        );
+    }
     if shared.faults.empty_completions {
         if !stream {
             return json_response(StatusCode::OK, &answer.whole("", 0));
