@@ -219,11 +219,14 @@
     var towerWidth = Math.max(2, slot - Math.min(8, slot * 0.25));
     ctx.fillStyle = muted;
     ctx.fillText(f.running > 0 ? 'Running: ' + f.running + ', ' + round(each, 1) + ' each' : 'Running: none', 10, 16);
-    for (var i = 0; i < f.running; i++) {
+    /* No loop runs as long as a number from the recording says: at most one tower per
+       two pixels of width, and at most one block per pixel of height. */
+    var towers = Math.min(f.running, Math.floor((W - 20) / 2));
+    for (var i = 0; i < towers; i++) {
       var x = 10 + i * slot;
       ctx.globalAlpha = i % 2 === 0 ? 1 : 0.7;
       ctx.fillStyle = running;
-      var whole = Math.floor(each);
+      var whole = Math.min(Math.floor(each), towerBase - towerTop);
       for (var b = 0; b < whole; b++) {
         ctx.fillRect(x, towerBase - (b + 1) * unit + 1, towerWidth, Math.max(1, unit - 2));
       }

@@ -440,7 +440,9 @@ fn levels_figure(timeline: &Timeline) -> Markup {
                             line.grid x1=(frame.left) x2=(WIDTH - frame.right) y1=(fmt1(frame.y(*v))) y2=(fmt1(frame.y(*v))) {}
                             text.ylabel x=(frame.left - 6.0) y=(fmt1(frame.y(*v) + 4.0)) { (fmt::g(*v)) " s" }
                         }
-                        @for level in (0..=max_level).filter(|l| l % label_every == 0) {
+                        // Stepped, not filtered: a level read from the recording
+                        // never sets how long a loop runs.
+                        @for level in (0..=max_level).step_by(label_every as usize) {
                             text.xlabel x=(fmt1(frame.left + (level as f64 + 0.5) * slot)) y=(fmt1(frame.height - 8.0)) { (level) }
                         }
                         line.base x1=(frame.left) x2=(WIDTH - frame.right) y1=(frame.baseline()) y2=(frame.baseline()) {}

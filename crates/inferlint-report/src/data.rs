@@ -27,6 +27,13 @@ impl ScriptJson {
                 '&' => out.push_str("\\u0026"),
                 '\u{2028}' => out.push_str("\\u2028"),
                 '\u{2029}' => out.push_str("\\u2029"),
+                // Shown, not obeyed: the page's script puts this text into the page,
+                // where a right-to-left override would reverse what follows it. A JSON
+                // `\\` keeps the escape's backslash as text.
+                ch if inferlint_core::fmt::is_bidi_control(ch) => {
+                    out.push('\\');
+                    out.push_str(&inferlint_core::fmt::visible_escape(ch));
+                }
                 _ => out.push(ch),
             }
         }

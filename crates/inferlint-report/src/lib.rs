@@ -116,7 +116,27 @@ pub fn render(report: &Report) -> String {
             }
         }
     };
-    page.into_string()
+    bidi_shown(page.into_string())
+}
+
+/// The page with every bidirectional control character (a right-to-left override in a
+/// model name, a log line or a file name) written as its escape, `\u{202e}`, so that it
+/// is seen and reverses nothing. The script's data escaped its own already
+/// ([`data::ScriptJson`]); the style sheet and the script are ours and hold none, so
+/// what is left is text and attribute values, where the escape is plain text.
+fn bidi_shown(page: String) -> String {
+    if !page.chars().any(inferlint_core::fmt::is_bidi_control) {
+        return page;
+    }
+    let mut out = String::with_capacity(page.len() + 64);
+    for c in page.chars() {
+        if inferlint_core::fmt::is_bidi_control(c) {
+            out.push_str(&inferlint_core::fmt::visible_escape(c));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// An inline SVG favicon (a tripwire across a gauge), as a data URI.

@@ -147,11 +147,13 @@ impl TimelineSetup {
     /// [`MAX_ROWS`] rows.
     pub fn row_step_s(&self) -> f64 {
         let wanted = self.span_s / MAX_ROWS as f64;
+        // Past the longest round step (a recording of years, or a damaged clock), the
+        // step is the span's own share: the table never has more than MAX_ROWS + 1 rows.
         ROW_STEPS
             .iter()
             .copied()
             .find(|s| *s >= wanted)
-            .unwrap_or(ROW_STEPS[ROW_STEPS.len() - 1])
+            .unwrap_or(wanted)
     }
 }
 
