@@ -7,8 +7,17 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use inferlint_core::SeriesSample;
 use inferlint_engines::files::{self, SeriesLine};
+use inferlint_engines::output;
 
-pub fn build(source: &Path, out: &Path, samples: usize) -> Result<()> {
+pub fn build(source: &Path, out: &Path, samples: usize, force: bool) -> Result<()> {
+    // OUT is a path the user gave: an existing file is kept unless --force, and the
+    // source is never written over.
+    let rule = output::Rule {
+        force,
+        reads: &[(source, "the source recording")],
+        ours: None,
+    };
+    output::check(out, &rule)?;
     let text = std::fs::read_to_string(source)
         .with_context(|| format!("cannot read {}", source.display()))?;
     let mut header = None;
@@ -41,7 +50,7 @@ pub fn build(source: &Path, out: &Path, samples: usize) -> Result<()> {
     let d_pre = counter_step(|s| s.preemptions);
     let d_gen = counter_step(|s| s.generation_tokens);
     let d_prompt = counter_step(|s| s.prompt_tokens);
-    let mut out_file = BufWriter::new(std::fs::File::create(out)?);
+    let mut out_file = BufWriter::new(output::create_stream(out, &rule)?);
     writeln!(out_file, "{}", files::series_header_json(&header))?;
     for i in 0..samples {
         let lap = (i / base.len()) as f64;

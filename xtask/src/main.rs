@@ -29,9 +29,11 @@ fn main() -> Result<()> {
         Some("regen-fixtures") => regen::run(&root(), args.get(1).is_some_and(|a| a == "--check")),
         Some("variants") => variants::run(&root(), args.get(1).is_some_and(|a| a == "--check")),
         Some("bigseries") => {
+            let force = args.iter().any(|a| a == "--force");
+            let args: Vec<&String> = args.iter().filter(|a| *a != "--force").collect();
             let out = args
                 .get(1)
-                .context("usage: cargo xtask bigseries OUT [SOURCE] [SAMPLES]")?;
+                .context("usage: cargo xtask bigseries OUT [SOURCE] [SAMPLES] [--force]")?;
             let source = args.get(2).map(PathBuf::from).unwrap_or_else(|| {
                 root().join("../shared/recorded/vllm-0.28/live/run.series.jsonl")
             });
@@ -40,9 +42,9 @@ fn main() -> Result<()> {
                 .map(|s| s.parse())
                 .transpose()?
                 .unwrap_or(345_600);
-            bigseries::build(&source, Path::new(out), samples)
+            bigseries::build(&source, Path::new(out), samples, force)
         }
-        _ => bail!("usage: cargo xtask docs | demo | regen-fixtures [--check] | variants [--check] | bigseries OUT [SOURCE] [SAMPLES]"),
+        _ => bail!("usage: cargo xtask docs | demo | regen-fixtures [--check] | variants [--check] | bigseries OUT [SOURCE] [SAMPLES] [--force]"),
     }
 }
 
@@ -125,6 +127,27 @@ mod tests {
             return;
         }
         variants::run(&root(), true).unwrap();
+    }
+
+    /// `bigseries OUT` replaced whatever was at OUT, its source included.
+    #[test]
+    fn bigseries_keeps_an_existing_file_and_its_source() {
+        let tmp = tempfile::tempdir().unwrap();
+        let source = root().join("fixtures/demo/run.series.jsonl");
+        let out = tmp.path().join("big.jsonl");
+        std::fs::write(&out, "mine").unwrap();
+        let refused = bigseries::build(&source, &out, 10, false).unwrap_err();
+        assert!(refused.to_string().contains("exists"), "{refused}");
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "mine");
+        bigseries::build(&source, &out, 10, true).unwrap();
+        assert_eq!(std::fs::read_to_string(&out).unwrap().lines().count(), 11);
+        let copy = tmp.path().join("source.jsonl");
+        std::fs::copy(&source, &copy).unwrap();
+        let refused = bigseries::build(&copy, &copy, 10, true).unwrap_err();
+        assert!(
+            refused.to_string().contains("the source recording"),
+            "{refused}"
+        );
     }
 
     #[test]

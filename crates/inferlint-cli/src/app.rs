@@ -6,6 +6,7 @@ use clap::Parser;
 
 use crate::cli::{Cli, COMMANDS, START_HERE};
 use crate::exit::{CliError, ExitCode};
+use crate::output::eprint_line;
 use crate::{commands, output, suggest};
 
 /// Runs one command line and returns its exit status; every error is printed here.
@@ -23,7 +24,7 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
                 message.push_str(&format!(" Did you mean '{close}'?"));
             }
             message.push_str(" 'inferlint --help' lists them.");
-            eprintln!("{message}");
+            eprint_line!("{message}");
             return ExitCode::Undecided;
         }
     }
@@ -43,7 +44,7 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
     match commands::dispatch(&cli) {
         Ok(code) => code,
         Err(CliError { code, message }) => {
-            eprintln!("inferlint: {message}");
+            eprint_line!("inferlint: {message}");
             code
         }
     }

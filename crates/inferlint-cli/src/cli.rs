@@ -119,24 +119,30 @@ pub enum Command {
         /// The server's address, e.g. http://127.0.0.1:8000
         #[arg(value_name = "URL")]
         url: String,
-        /// The snapshot file to write
+        /// The snapshot file to write (an existing file is refused)
         #[arg(short = 'o', long = "out", value_name = "FILE", required = true)]
         out: PathBuf,
+        /// Replace an existing FILE
+        #[arg(long)]
+        force: bool,
     },
     /// Record the server on a fixed schedule while a load runs
     Watch {
         /// The server's address, e.g. http://127.0.0.1:8000
         #[arg(value_name = "URL")]
         url: String,
-        /// The series file to write (one line per sample)
+        /// The series file to write (one line per sample; an existing file is refused)
         #[arg(short = 'o', long = "out", value_name = "FILE", required = true)]
         out: PathBuf,
-        /// Seconds between samples (0.05 or more)
+        /// Seconds between samples (0.05 to 3600)
         #[arg(long, default_value_t = 0.5, value_name = "S")]
         interval: f64,
-        /// Stop after this many seconds (default: at Ctrl-C or SIGTERM)
+        /// Stop after this many seconds, at most 30 days (default: at Ctrl-C or SIGTERM)
         #[arg(long, value_name = "S")]
         duration: Option<f64>,
+        /// Replace an existing FILE (never one another recorder is writing)
+        #[arg(long)]
+        force: bool,
     },
     /// Send one request, then several at once; is the server still up? (T7)
     Probe {
@@ -146,10 +152,10 @@ pub enum Command {
         /// The model to ask (default: the first that /v1/models lists)
         #[arg(long, value_name = "M")]
         model: Option<String>,
-        /// Requests sent at once after the first
+        /// Requests sent at once after the first (1 to 256)
         #[arg(long, default_value_t = 8, value_name = "N")]
         concurrency: u32,
-        /// Tokens each request asks for
+        /// Tokens each request asks for (1 to 4096)
         #[arg(long, default_value_t = 16, value_name = "N")]
         max_tokens: u32,
     },
@@ -162,6 +168,9 @@ pub enum Command {
         /// Where the run folder goes (default: a new folder `inferlint-demo` here)
         #[arg(short = 'o', long = "out", value_name = "DIR")]
         out: Option<PathBuf>,
+        /// Write into DIR even if it holds other files (files of the same name are replaced)
+        #[arg(long)]
+        force: bool,
     },
     /// Explain a tripwire (T1-T15, or a name such as falling-ceiling)
     Explain {
@@ -173,9 +182,12 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct XrayArgs {
-    /// The run folder (default: a new folder xray-YYYYmmdd-HHMMSS here)
+    /// The run folder, new or empty (default: a new folder xray-YYYYmmdd-HHMMSS here)
     #[arg(short = 'o', long = "out", value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Use DIR even if it holds an earlier run: its files are moved into DIR/earlier-TIME/
+    #[arg(long)]
+    pub force: bool,
     /// The command that starts the server, in quotes (split like a shell would, no shell)
     #[arg(long, value_name = "CMD")]
     pub serve: Option<String>,
@@ -188,13 +200,13 @@ pub struct XrayArgs {
     /// The concurrency the load asks for (default: the load command's --max-concurrency)
     #[arg(long, value_name = "N", value_parser = requested_concurrency)]
     pub requested: Option<u64>,
-    /// Seconds between samples of the recording
     /// The load tool's result file, for a load tool xray does not know (T15)
     #[arg(long, value_name = "FILE")]
     pub bench_result: Option<PathBuf>,
+    /// Seconds between samples of the recording (0.05 to 3600)
     #[arg(long, default_value_t = 0.25, value_name = "S")]
     pub interval: f64,
-    /// Seconds to wait for the server to be ready
+    /// Seconds to wait for the server to be ready (at most a day)
     #[arg(long, default_value_t = 900.0, value_name = "S")]
     pub ready_timeout: f64,
     /// Send no probe requests before the load (T7)
@@ -216,9 +228,13 @@ pub struct ReportArgs {
     /// A run folder (xray's), whose files are found by name
     #[arg(value_name = "RUN")]
     pub run: Option<PathBuf>,
-    /// Where the HTML report goes (default RUN/report.html)
+    /// Where the HTML report goes (default RUN/report.html); an existing file is replaced
+    /// only when it is a report inferlint wrote
     #[arg(short = 'o', long = "out", value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Replace an existing report file whatever wrote it (never a file the report reads)
+    #[arg(long)]
+    pub force: bool,
     /// Boot logs (repeatable)
     #[arg(long = "boot-log", value_name = "FILE")]
     pub boot_logs: Vec<PathBuf>,

@@ -9,12 +9,13 @@ use inferlint_core::model::{BootFacts, Snapshot};
 use inferlint_core::run::{self, Run};
 use inferlint_core::status::{any_verdict, count_line, CheckResult, Status};
 use inferlint_core::{catalogue, contract, insights, Engine};
-use inferlint_engines::{bootlog, detect, files};
+use inferlint_engines::{detect, files};
 
 use crate::cli::{Cli, Command, ReportArgs};
 use crate::engine_choice::EngineChoice;
 use crate::exit::{CliError, ExitCode};
 use crate::output;
+use crate::output::eprint_line;
 
 pub fn dispatch(cli: &Cli) -> Result<ExitCode, CliError> {
     let g = &cli.global;
@@ -74,13 +75,14 @@ pub fn dispatch(cli: &Cli) -> Result<ExitCode, CliError> {
         }
         Command::Xray(args) => crate::xray::xray(&mut choice, args, g.json, g.strict),
         Command::Report(args) => report(&mut choice, args, g.json, g.strict),
-        Command::Snapshot { url, out } => crate::live::snapshot(&choice, url, out),
+        Command::Snapshot { url, out, force } => crate::live::snapshot(&choice, url, out, *force),
         Command::Watch {
             url,
             out,
             interval,
             duration,
-        } => crate::live::watch(&choice, url, out, *interval, *duration),
+            force,
+        } => crate::live::watch(&choice, url, out, *interval, *duration, *force),
         Command::Probe {
             url,
             model,
@@ -89,7 +91,7 @@ pub fn dispatch(cli: &Cli) -> Result<ExitCode, CliError> {
         } => crate::live::probe(g, url, model.as_deref(), *concurrency, *max_tokens),
         Command::GpuInspect(args) => crate::gpu::gpu_inspect(&choice, args, g.json, g.strict),
         Command::Teardown(args) => crate::gpu::teardown(&choice, args, g.json, g.strict),
-        Command::Demo { out } => crate::demo::demo(out.as_deref(), g.json, g.strict),
+        Command::Demo { out, force } => crate::demo::demo(out.as_deref(), *force, g.json, g.strict),
         Command::Explain { ids } => explain(&choice, ids),
     }
 }
@@ -105,6 +107,9 @@ fn print(text: &str) -> Result<(), CliError> {
 }
 
 pub(crate) fn shown(path: &Path) -> String {
+    if path.as_os_str() == STDIN {
+        return "standard input".into();
+    }
     path.display().to_string()
 }
 
@@ -113,7 +118,10 @@ pub(crate) fn load_snapshot(
     path: &Path,
     what: &str,
 ) -> Result<Snapshot, CliError> {
-    let snapshot = files::read_snapshot(path)?;
+    let (snapshot, skipped) = files::read_snapshot_noted(path)?;
+    if let Some(skipped) = skipped {
+        eprint_line!("note: {}: {skipped}", shown(path));
+    }
     choice.input(
         what,
         detect::engine_from_metric_names(snapshot.metrics.names()),
@@ -130,6 +138,7 @@ fn load_snapshots(
         load_snapshot(choice, before, "the snapshots")?,
         load_snapshot(choice, after, "the snapshots")?,
     );
+    refuse_one_file_twice(before, after)?;
     in_order(&snapshots.0, before, &snapshots.1, after)?;
     Ok(snapshots)
 }
@@ -152,26 +161,40 @@ fn in_order(
     }
 }
 
+/// The before and the after snapshot must be two readings: one file given as both holds
+/// no run between them, and nothing counted over no time can pass.
+pub(crate) fn refuse_one_file_twice(before: &Path, after: &Path) -> Result<(), CliError> {
+    if inferlint_engines::output::same_file(before, after) {
+        return Err(CliError::usage(format!(
+            "{} is given as both the before and the after snapshot; give the one taken before the run and the one taken after",
+            shown(before)
+        )));
+    }
+    Ok(())
+}
+
+/// The path that names standard input where a command reads a stream (`series -`).
+pub(crate) const STDIN: &str = "-";
+
 pub(crate) fn load_series(choice: &mut EngineChoice, path: &Path) -> Result<SeriesStats, CliError> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let (stats, summary) = files::fold_series(
-        path,
-        threads,
-        SeriesStats::new,
-        |stats, s| stats.push(s),
-        SeriesStats::merge,
-    )?;
+    let (stats, summary) = if path.as_os_str() == STDIN {
+        // A pipe is read once, in order, to its end.
+        files::read_series_stats_from(Path::new("standard input"), std::io::stdin().lock())?
+    } else {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        files::read_series_stats(path, threads)?
+    };
     let engine = summary.header.as_ref().and_then(|h| h.engine);
     choice.input(&shown(path), engine)?;
     if summary.markers > 0 {
-        eprintln!(
+        eprint_line!(
             "note: {}: {} gap or restart record(s): the recorder missed readings there, so a peak may be missing",
             shown(path),
             summary.markers
         );
     }
     if summary.skipped > 0 {
-        eprintln!(
+        eprint_line!(
             "note: {}: {} line(s) skipped (not a sample; a recorder killed mid-write leaves a cut-off last line)",
             shown(path),
             summary.skipped
@@ -181,17 +204,16 @@ pub(crate) fn load_series(choice: &mut EngineChoice, path: &Path) -> Result<Seri
 }
 
 pub(crate) fn load_boot(choice: &mut EngineChoice, path: &Path) -> Result<BootFacts, CliError> {
-    let text = files::read_lossy(path)?;
-    let from_log = detect::engine_from_log(&text);
-    choice.input(&shown(path), from_log)?;
     let hint = choice.named.map(|(e, _)| e);
-    let facts = bootlog::parse_boot_log(&text, hint);
-    if let Some(why) = bootlog::not_a_boot_log(&text, &facts) {
+    let log = files::read_boot_log(path, hint)?;
+    choice.input(&shown(path), log.engine)?;
+    if let Some(why) = log.not_a_log {
         return Err(CliError::usage(format!(
             "{} is not a server log: {why}",
             shown(path)
         )));
     }
+    let facts = log.facts;
     note_version(&facts);
     Ok(facts)
 }
@@ -214,7 +236,7 @@ fn load_boots(
 pub(crate) fn note_version(facts: &BootFacts) {
     if let (Some(engine), Some(version)) = (facts.engine, &facts.version) {
         if let Some(note) = engine.descriptor().untested_version_note(version) {
-            eprintln!("note: {note}");
+            eprint_line!("note: {note}");
         }
     }
 }
@@ -353,6 +375,16 @@ pub(crate) fn report(
         bench: bench_path.clone(),
         load_log: found.load_log.clone(),
     };
+    // Where the report goes is settled before anything is read: never over an input,
+    // never over a file that is not an earlier report without --force.
+    let destination =
+        crate::report_html::Destination::new(args.run.as_deref(), args.out.as_deref());
+    let reads = inputs_of(&paths);
+    let overwrite = crate::report_html::Overwrite {
+        force: args.force,
+        reads: &reads,
+    };
+    let write_report = crate::report_html::check(&destination, &overwrite)?;
     let run = assemble_run(choice, &paths, args.requested, None)?;
     let results = run::check_run(&run);
     if !any_verdict(&results) {
@@ -360,8 +392,6 @@ pub(crate) fn report(
     }
     let limits = insights::what_limited(&run, &results);
     // The HTML report is written first, so that the count line can say where it went.
-    let destination =
-        crate::report_html::Destination::new(args.run.as_deref(), args.out.as_deref());
     let inputs = crate::report_html::Inputs {
         run: &run,
         results: &results,
@@ -378,7 +408,12 @@ pub(crate) fn report(
         ),
         title: args.title.as_deref(),
     };
-    let written = crate::report_html::write(&destination, &inputs);
+    let written = if write_report || destination == crate::report_html::Destination::Nowhere {
+        crate::report_html::write(&destination, &inputs, &overwrite)
+    } else {
+        // Refused above, with a note.
+        Ok(None)
+    };
     if json {
         print(&output::results_text(&results, true))?;
     } else {
@@ -443,6 +478,29 @@ fn nothing_checked(paths: &files::RunFiles, results: &[CheckResult]) -> String {
     )
 }
 
+/// Every file a run's check reads, with a few words naming each, so that no output is
+/// ever written over one.
+pub(crate) fn inputs_of(paths: &files::RunFiles) -> Vec<(&Path, &'static str)> {
+    let mut reads: Vec<(&Path, &'static str)> = paths
+        .boot_logs
+        .iter()
+        .map(|p| (p.as_path(), "a boot log"))
+        .collect();
+    let named = [
+        (&paths.before, "the before snapshot"),
+        (&paths.after, "the after snapshot"),
+        (&paths.series, "the recording"),
+        (&paths.bench, "the load tool's result"),
+        (&paths.load_log, "the load tool's log"),
+    ];
+    for (path, what) in named {
+        if let Some(path) = path {
+            reads.push((path.as_path(), what));
+        }
+    }
+    reads
+}
+
 /// Reads a run's files into the run model, as `report` and xray both need it: boot logs
 /// labelled by their shortest distinct paths, every input checked against the engine
 /// named, the untimed requests the load tool announced in `load.log`, and the requested
@@ -464,6 +522,9 @@ pub(crate) fn assemble_run(
         .as_deref()
         .map(|p| load_snapshot(choice, p, "the snapshots"))
         .transpose()?;
+    if let (Some(before), Some(after)) = (&paths.before, &paths.after) {
+        refuse_one_file_twice(before, after)?;
+    }
     let series = paths
         .series
         .as_deref()
@@ -475,7 +536,7 @@ pub(crate) fn assemble_run(
         .map(|p| files::read_bench_result(p).map(|b| (shown(p), b)))
         .transpose()?;
     let expected_extra_requests = match &paths.load_log {
-        Some(p) => files::untimed_requests(&files::read_lossy(p)?),
+        Some(p) => files::untimed_requests_in(p)?,
         None => 0,
     };
     if let (Some(b), Some(a), Some(bp), Some(ap)) = (&before, &after, &paths.before, &paths.after) {

@@ -3,12 +3,14 @@
 
 use std::path::{Path, PathBuf};
 
+use inferlint_engines::output::{self, Rule};
 use inferlint_sim::bootlog::SIMULATED_LINE;
 use inferlint_sim::runfolder;
 
 use crate::cli::ReportArgs;
 use crate::engine_choice::EngineChoice;
 use crate::exit::{CliError, ExitCode};
+use crate::output::eprint_line;
 
 const DEFAULT_DIR: &str = "inferlint-demo";
 
@@ -18,12 +20,14 @@ fn is_previous_demo(dir: &Path) -> bool {
         .is_ok_and(|text| text.lines().next() == Some(SIMULATED_LINE))
 }
 
-fn is_empty_dir(dir: &Path) -> bool {
-    std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_none())
-}
-
-pub fn demo(out: Option<&Path>, json: bool, strict: bool) -> Result<ExitCode, CliError> {
+pub fn demo(
+    out: Option<&Path>,
+    force: bool,
+    json: bool,
+    strict: bool,
+) -> Result<ExitCode, CliError> {
     let dir: PathBuf = out.map_or_else(|| PathBuf::from(DEFAULT_DIR), Path::to_path_buf);
+    let mut replace = force;
     if dir.exists() {
         if !dir.is_dir() {
             return Err(CliError::usage(format!(
@@ -31,9 +35,12 @@ pub fn demo(out: Option<&Path>, json: bool, strict: bool) -> Result<ExitCode, Cl
                 dir.display()
             )));
         }
-        if !is_empty_dir(&dir) && !is_previous_demo(&dir) {
+        if is_previous_demo(&dir) {
+            // Its files are our own earlier output: written again, in place.
+            replace = true;
+        } else if !output::is_empty_folder(&dir) && !force {
             return Err(CliError::usage(format!(
-                "{} is not empty and holds no earlier demo; give another folder with -o",
+                "{} is not empty and holds no earlier demo; give another folder with -o, or --force to write into it",
                 dir.display()
             )));
         }
@@ -41,12 +48,13 @@ pub fn demo(out: Option<&Path>, json: bool, strict: bool) -> Result<ExitCode, Cl
     std::fs::create_dir_all(&dir)
         .map_err(|e| CliError::usage(format!("failed to create {}: {e}", dir.display())))?;
     let case = runfolder::demo_case();
+    // Each file whole or not at all; a link in the folder is replaced, never followed.
+    let rule = Rule::force(replace);
     for (name, text) in runfolder::run_folder(&case) {
-        let path = dir.join(name);
-        std::fs::write(&path, text)
-            .map_err(|e| CliError::usage(format!("failed to write {}: {e}", path.display())))?;
+        output::write_file(&dir.join(name), text.as_bytes(), &rule)
+            .map_err(|e| CliError::usage(e.to_string()))?;
     }
-    eprintln!(
+    eprint_line!(
         "wrote a simulated vLLM run to {} (made by inferlint-sim, not a real server); checking it:",
         dir.display()
     );
@@ -60,6 +68,7 @@ pub fn demo(out: Option<&Path>, json: bool, strict: bool) -> Result<ExitCode, Cl
         bench_result: None,
         requested: None,
         title: None,
+        force: false,
     };
     let mut choice = EngineChoice::from_args(None)?;
     crate::commands::report(&mut choice, &args, json, strict)

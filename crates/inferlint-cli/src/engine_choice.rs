@@ -4,6 +4,7 @@
 use inferlint_core::Engine;
 
 use crate::exit::CliError;
+use crate::output::eprint_line;
 
 /// Where the named engine came from; it shapes the refusal message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,7 +97,7 @@ impl EngineChoice {
             return *engine;
         }
         for what in &self.unidentified {
-            eprintln!(
+            eprint_line!(
                 "note: {what} does not say which engine it came from; read as vLLM's (--engine or INFERLINT_ENGINE names it)"
             );
         }

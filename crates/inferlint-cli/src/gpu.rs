@@ -19,11 +19,7 @@ const READINGS_VAR: &str = "INFERLINT_NVML_READINGS";
 const SESSION_VAR: &str = "INFERLINT_SESSION_ONLY";
 
 fn rule(max_used_mib: u64, consecutive: u32, timeout: f64) -> Result<ClearRule, CliError> {
-    if !timeout.is_finite() || timeout < 0.0 {
-        return Err(CliError::usage(format!(
-            "--timeout {timeout} is not a number of seconds (0 or more)"
-        )));
-    }
+    crate::flags::seconds("--timeout", timeout, 0.0, crate::flags::MAX_CARD_TIMEOUT_S)?;
     if consecutive == 0 {
         return Err(CliError::usage("--consecutive must be at least 1"));
     }

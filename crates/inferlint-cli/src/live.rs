@@ -1,42 +1,36 @@
 //! `snapshot`, `watch` and `probe`: glue between the command line and inferlint-live.
 //! Files are written here; every request, clock and schedule lives in the library.
 
-use std::fs::{self, File};
 use std::io::{self, IsTerminal, Write};
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::Path;
 
-use inferlint_core::Engine;
+use inferlint_core::{fmt, Engine};
 use inferlint_engines::files;
+use inferlint_engines::output::{self, OutputError, Rule};
 use inferlint_live::probe::{self, ProbeOptions};
-use inferlint_live::watch::{Event, Progress, WatchOptions, MIN_INTERVAL};
+use inferlint_live::watch::{Event, Progress, WatchOptions, MAX_FAILED_SHARE};
 use inferlint_live::{BaseUrl, Recorder, Scrape, Scraper};
 
 use crate::cli::GlobalArgs;
 use crate::engine_choice::{EngineChoice, NamedBy};
 use crate::exit::{CliError, ExitCode};
-use crate::output;
+use crate::output::eprint_line;
+use crate::{flags, output as terminal};
 
 fn recorder() -> Result<Recorder, CliError> {
     Recorder::new().map_err(|e| CliError::usage(format!("cannot start the HTTP client: {e}")))
 }
 
 fn print(text: &str) -> Result<(), CliError> {
-    output::print(text).map_err(|e| CliError::usage(format!("cannot write the output: {e}")))
+    terminal::print(text).map_err(|e| CliError::usage(format!("cannot write the output: {e}")))
 }
 
 fn cannot_write(path: &Path, e: io::Error) -> CliError {
     CliError::usage(format!("cannot write {}: {e}", path.display()))
 }
 
-/// Creates the folders above an output file.
-fn make_parent(path: &Path) -> Result<(), CliError> {
-    match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => {
-            fs::create_dir_all(dir).map_err(|e| cannot_write(path, e))
-        }
-        _ => Ok(()),
-    }
+fn refused(e: OutputError) -> CliError {
+    CliError::usage(e.to_string())
 }
 
 /// The first scrape of `snapshot` and `watch`: it must find an engine's metrics, and
@@ -67,13 +61,29 @@ fn first_scrape(
     Ok((scraper, scrape, engine))
 }
 
-/// `snapshot URL -o FILE`: one scrape, written whole or not at all.
-pub fn snapshot(choice: &EngineChoice, url: &str, out: &Path) -> Result<ExitCode, CliError> {
+/// `snapshot URL -o FILE`: one scrape, written whole or not at all. An existing FILE is
+/// refused unless `force` (a second `snapshot -o before.json` would lose the reading
+/// taken before the run).
+pub fn snapshot(
+    choice: &EngineChoice,
+    url: &str,
+    out: &Path,
+    force: bool,
+) -> Result<ExitCode, CliError> {
+    let rule = Rule::force(force);
+    // Refused before the server is asked anything.
+    output::check(out, &rule).map_err(refused)?;
     let recorder = recorder()?;
     let (_, scrape, _) = first_scrape(choice, &recorder, url)?;
-    make_parent(out)?;
-    write_atomically(out, files::snapshot_json(&scrape.snapshot).as_bytes())
-        .map_err(|e| cannot_write(out, e))?;
+    if let Some(skipped) = &scrape.skipped {
+        eprint_line!("note: {}: {skipped}", scrape.url);
+    }
+    output::write_file(
+        out,
+        files::snapshot_json(&scrape.snapshot).as_bytes(),
+        &rule,
+    )
+    .map_err(refused)?;
     print(&format!(
         "{} samples, scrape {:.3}s -> {}\n",
         scrape.snapshot.metrics.len(),
@@ -83,56 +93,27 @@ pub fn snapshot(choice: &EngineChoice, url: &str, out: &Path) -> Result<ExitCode
     Ok(ExitCode::Passed)
 }
 
-/// Writes a temporary file beside `path`, then renames it over `path`: a reader sees
-/// the old file or the whole new one, never half of it.
-fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "snapshot".into());
-    let temporary: PathBuf = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    let written = (|| {
-        let mut file = File::create(&temporary)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        fs::rename(&temporary, path)
-    })();
-    if written.is_err() {
-        let _ = fs::remove_file(&temporary);
-    }
-    written
-}
-
 /// `watch URL -o FILE`: a series on a fixed schedule until the duration ends or a
-/// signal arrives.
+/// signal arrives. The file is created exclusively and locked while it is written;
+/// `force` replaces an existing one that no other recorder holds. Ends with exit 2 when
+/// more than [`MAX_FAILED_SHARE`] of the scrapes failed.
 pub fn watch(
     choice: &EngineChoice,
     url: &str,
     out: &Path,
     interval: f64,
     duration: Option<f64>,
+    force: bool,
 ) -> Result<ExitCode, CliError> {
-    if !interval.is_finite() || interval < MIN_INTERVAL.as_secs_f64() {
-        return Err(CliError::usage(format!(
-            "--interval {interval}: give seconds, {} or more",
-            MIN_INTERVAL.as_secs_f64()
-        )));
-    }
-    if let Some(d) = duration {
-        if !d.is_finite() || d <= 0.0 {
-            return Err(CliError::usage(format!(
-                "--duration {d}: give a number of seconds above 0"
-            )));
-        }
-    }
     let options = WatchOptions {
-        interval: Duration::from_secs_f64(interval),
-        duration: duration.map(Duration::from_secs_f64),
+        interval: flags::interval(interval)?,
+        duration: duration.map(flags::duration).transpose()?,
     };
+    let rule = Rule::force(force);
+    output::check(out, &rule).map_err(refused)?;
     let recorder = recorder()?;
     let (mut scraper, first, engine) = first_scrape(choice, &recorder, url)?;
-    make_parent(out)?;
-    let mut file = File::create(out).map_err(|e| cannot_write(out, e))?;
+    let mut file = output::create_stream(out, &rule).map_err(refused)?;
     let mut status = StatusLine::new(io::stderr().is_terminal());
     let progress = recorder
         .watch(
@@ -156,7 +137,22 @@ pub fn watch(
     if progress.restarts > 0 {
         line.push_str(&format!(" ({} restart(s))", progress.restarts));
     }
+    if progress.damaged > 0 {
+        line.push_str(&format!(
+            " ({} scrape(s) with unreadable lines)",
+            progress.damaged
+        ));
+    }
     print(&format!("{line}\n"))?;
+    if progress.too_many_failed() {
+        return Err(CliError::usage(format!(
+            "{} of {} scrapes failed, more than {}%: a peak can hide in the gaps of {}",
+            progress.failed,
+            progress.attempts,
+            MAX_FAILED_SHARE * 100.0,
+            out.display()
+        )));
+    }
     Ok(ExitCode::Passed)
 }
 
@@ -188,17 +184,26 @@ impl StatusLine {
             Event::Sample => {}
             Event::Gap(reason) => {
                 self.clear(&mut err);
-                let _ = writeln!(err, "scrape failed: {reason}");
+                let _ = writeln!(err, "scrape failed: {}", fmt::terminal_safe(reason));
             }
             Event::Missed(reason) => {
                 self.clear(&mut err);
-                let _ = writeln!(err, "gap: {reason}");
+                let _ = writeln!(err, "gap: {}", fmt::terminal_safe(reason));
+            }
+            Event::Skipped(what) => {
+                self.clear(&mut err);
+                let _ = writeln!(
+                    err,
+                    "note: {}; the rest of each scrape is recorded",
+                    fmt::terminal_safe(what)
+                );
             }
             Event::Restart(what) => {
                 self.clear(&mut err);
                 let _ = writeln!(
                     err,
-                    "note: the server restarted ({what}); recording goes on"
+                    "note: the server restarted ({}); recording goes on",
+                    fmt::terminal_safe(what)
                 );
             }
         }
@@ -254,12 +259,8 @@ pub fn probe(
             "probe takes no --engine: it sends the same requests to every engine",
         ));
     }
-    if concurrency == 0 {
-        return Err(CliError::usage("--concurrency must be at least 1"));
-    }
-    if max_tokens == 0 {
-        return Err(CliError::usage("--max-tokens must be at least 1"));
-    }
+    let concurrency = flags::count("--concurrency", concurrency, &flags::PROBE_CONCURRENCY)?;
+    let max_tokens = flags::count("--max-tokens", max_tokens, &flags::PROBE_MAX_TOKENS)?;
     let base = BaseUrl::parse(url).map_err(CliError::usage)?;
     let options = ProbeOptions {
         model: model.map(str::to_owned),
@@ -269,7 +270,7 @@ pub fn probe(
     };
     let report = recorder()?.probe(&base, &options);
     let results = [probe::verdict(&report)];
-    print(&output::results_text(&results, global.json))?;
+    print(&terminal::results_text(&results, global.json))?;
     Ok(ExitCode::for_results(&results, global.strict))
 }
 

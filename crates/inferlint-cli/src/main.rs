@@ -7,10 +7,12 @@ mod commands;
 mod demo;
 mod engine_choice;
 mod exit;
+mod flags;
 mod gpu;
 mod live;
 mod output;
 mod report_html;
+mod run_folder;
 mod suggest;
 mod xray;
 

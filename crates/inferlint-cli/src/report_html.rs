@@ -6,6 +6,10 @@
 //! is then rendered and written to a temporary file beside the target and renamed over
 //! it, so a reader never sees half a report and a failed write leaves the old one.
 //!
+//! What it may write over: nothing the report reads, `--force` or not; a report inferlint
+//! wrote (so `report RUN` again regenerates RUN/report.html); any other file only with
+//! `--force`, and a symbolic link is then replaced, never followed.
+//!
 //! Where it goes: `-o FILE` when given (parent folders created); else `RUN/report.html`
 //! for a run folder; else, with only files named, nowhere (a note says to give `-o`),
 //! because writing into whatever folder the command ran in would surprise. A run folder
@@ -13,16 +17,17 @@
 //! write anyway: recordings kept read-only stay as they were, and the note says so.
 
 use std::fs;
-use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use inferlint_core::insights::Insight;
 use inferlint_core::run::Run;
 use inferlint_core::status::CheckResult;
 use inferlint_engines::files;
+use inferlint_engines::output::{self, OutputError, Rule};
 use inferlint_report::{Report, Timeline, TimelineBuilder, TimelineSetup};
 
 use crate::exit::CliError;
+use crate::output::eprint_line;
 
 /// Where the report is to be written.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,17 +63,23 @@ pub struct Inputs<'a> {
 }
 
 /// The file names the report was made from, in the order boot logs, before, after,
-/// series, result file.
+/// series, result file. A file read through a symbolic link is named with where the
+/// link leads (`run.series.jsonl -> ../other/run.series.jsonl`), so the report says which
+/// file it read.
 pub fn made_from(boot_logs: &[PathBuf], others: [Option<&Path>; 4]) -> Vec<String> {
     boot_logs
         .iter()
         .map(PathBuf::as_path)
         .chain(others.into_iter().flatten())
         .map(|p| {
-            p.file_name().map_or_else(
+            let name = p.file_name().map_or_else(
                 || p.display().to_string(),
                 |n| n.to_string_lossy().into_owned(),
-            )
+            );
+            match fs::read_link(p) {
+                Ok(target) => format!("{name} -> {}", target.display()),
+                Err(_) => name,
+            }
         })
         .collect()
 }
@@ -107,39 +118,102 @@ pub fn render(inputs: &Inputs) -> Result<String, CliError> {
     Ok(inferlint_report::render(&report))
 }
 
+/// How a report may be written over what is already there.
+#[derive(Debug, Clone, Copy)]
+pub struct Overwrite<'a> {
+    /// `--force`: replace any file but an input.
+    pub force: bool,
+    /// Every file the report reads, with a few words naming each: never written over.
+    pub reads: &'a [(&'a Path, &'a str)],
+}
+
+impl Overwrite<'_> {
+    fn rule(&self) -> Rule<'_> {
+        Rule {
+            force: self.force,
+            reads: self.reads,
+            ours: Some(is_our_report),
+        }
+    }
+}
+
+/// Whether a file is a report inferlint wrote: it opens with the page's doctype and names
+/// inferlint as its generator in its head. Regenerating such a report loses nothing the
+/// run folder does not still hold, so `report RUN` twice replaces its own report; any
+/// other file needs `--force`.
+pub fn is_our_report(path: &Path) -> bool {
+    use std::io::Read;
+    let Ok(file) = fs::File::open(path) else {
+        return false;
+    };
+    let mut head = Vec::new();
+    if file.take(8 << 10).read_to_end(&mut head).is_err() {
+        return false;
+    }
+    let head = String::from_utf8_lossy(&head);
+    head.starts_with("<!DOCTYPE html>")
+        && head.contains("<meta name=\"generator\" content=\"inferlint ")
+}
+
+/// Checks, before anything is read or rendered, that the report may go where it is to
+/// go: an error when `-o` names a file it may not replace, a note (and no report) when a
+/// run folder's report.html is not ours. Returns whether to write it.
+pub fn check(destination: &Destination, overwrite: &Overwrite) -> Result<bool, CliError> {
+    match destination {
+        Destination::Nowhere => Ok(false),
+        Destination::Asked(path) => output::check(path, &overwrite.rule())
+            .map(|()| true)
+            .map_err(|e| cannot_write(path, e)),
+        Destination::RunFolder(path) => match output::check(path, &overwrite.rule()) {
+            Ok(()) => Ok(true),
+            Err(e) => {
+                eprint_line!("note: report.html not written: {e}; or give -o FILE");
+                Ok(false)
+            }
+        },
+    }
+}
+
 /// Writes the report where it should go. `Ok(Some(path))` when written; `Ok(None)` when
 /// it was not to be written, or a run folder could not take it (a note says why); an
 /// error only when `-o` named a file that could not be written.
-pub fn write(destination: &Destination, inputs: &Inputs) -> Result<Option<PathBuf>, CliError> {
+pub fn write(
+    destination: &Destination,
+    inputs: &Inputs,
+    overwrite: &Overwrite,
+) -> Result<Option<PathBuf>, CliError> {
     match destination {
         Destination::Nowhere => {
-            eprintln!("note: no report written: give -o FILE (or a run folder) to write one");
+            eprint_line!("note: no report written: give -o FILE (or a run folder) to write one");
             Ok(None)
         }
         Destination::Asked(path) => {
             let html = render(inputs)?;
-            write_atomically(path, &html).map_err(|e| {
-                CliError::usage(format!("cannot write the report {}: {e}", path.display()))
-            })?;
+            output::write_file(path, html.as_bytes(), &overwrite.rule())
+                .map_err(|e| cannot_write(path, e))?;
             Ok(Some(path.clone()))
         }
         Destination::RunFolder(path) => {
             let folder = path.parent().unwrap_or(Path::new("."));
             if marked_read_only(folder) {
-                eprintln!(
+                eprint_line!(
                     "note: report.html not written: {} is read-only; give -o FILE to write it elsewhere",
                     folder.display()
                 );
                 return Ok(None);
             }
             let html = render(inputs)?;
-            match write_atomically(path, &html) {
+            match output::write_file(path, html.as_bytes(), &overwrite.rule()) {
                 Ok(()) => Ok(Some(path.clone())),
-                Err(e) => {
-                    eprintln!(
-                        "note: report.html not written: {}: {e}; give -o FILE to write it elsewhere",
+                Err(OutputError::Io { source, .. }) => {
+                    eprint_line!(
+                        "note: report.html not written: {}: {source}; give -o FILE to write it elsewhere",
                         path.display()
                     );
+                    Ok(None)
+                }
+                Err(e) => {
+                    eprint_line!("note: report.html not written: {e}; or give -o FILE");
                     Ok(None)
                 }
             }
@@ -147,34 +221,19 @@ pub fn write(destination: &Destination, inputs: &Inputs) -> Result<Option<PathBu
     }
 }
 
+/// The error of an `-o` file that may not or cannot be written.
+fn cannot_write(path: &Path, e: OutputError) -> CliError {
+    CliError::usage(match e {
+        OutputError::Io { source, .. } => {
+            format!("cannot write the report {}: {source}", path.display())
+        }
+        other => other.to_string(),
+    })
+}
+
 /// A folder with no write permission bits at all.
 fn marked_read_only(folder: &Path) -> bool {
     fs::metadata(folder).is_ok_and(|m| m.permissions().readonly())
-}
-
-/// Writes `text` to a temporary file beside `path`, then renames it over `path`. Parent
-/// folders are created first.
-pub fn write_atomically(path: &Path, text: &str) -> io::Result<()> {
-    let parent = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
-        _ => PathBuf::from("."),
-    };
-    fs::create_dir_all(&parent)?;
-    let name = path.file_name().map_or_else(
-        || "report.html".into(),
-        |n| n.to_string_lossy().into_owned(),
-    );
-    let temporary = parent.join(format!(".{name}.{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut file = fs::File::create(&temporary)?;
-        file.write_all(text.as_bytes())?;
-        file.sync_all()?;
-        fs::rename(&temporary, path)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&temporary);
-    }
-    result
 }
 
 #[cfg(test)]

@@ -28,16 +28,19 @@ use std::time::{Duration, Instant, SystemTime};
 use inferlint_core::status::{count_line, CheckResult, Status, Tripwire};
 use inferlint_core::{contract, insights, run, Engine};
 use inferlint_engines::loadcmd::{self, LoadPlan};
+use inferlint_engines::output::Rule;
 use inferlint_engines::{detect, files};
 use inferlint_live::probe::{self, ProbeOptions};
-use inferlint_live::watch::{self, WatchOptions, MIN_INTERVAL};
+use inferlint_live::watch::{self, WatchOptions};
 use inferlint_live::{scrape, BaseUrl, HttpClient, Recorder, Scraper};
 
 use crate::cli::XrayArgs;
 use crate::commands::{assemble_run, load_boot, note_version, run_exit, shown};
 use crate::engine_choice::EngineChoice;
 use crate::exit::{CliError, ExitCode};
+use crate::flags;
 use crate::output;
+use crate::output::eprint_line;
 
 /// The line every engine prints once it serves.
 const READY_LINE: &str = "Application startup complete";
@@ -236,11 +239,11 @@ fn on_signal(shared: &Arc<Shared>) {
         .is_ok();
     if !first {
         // A second Ctrl-C: no more waiting.
-        eprintln!("inferlint: stopping the server now");
+        eprint_line!("inferlint: stopping the server now");
         stop_server(shared);
         std::process::exit(ExitCode::Interrupted.code());
     }
-    eprintln!("inferlint: interrupted; ending the load, saving the run, stopping the server (again to stop at once)");
+    eprint_line!("inferlint: interrupted; ending the load, saving the run, stopping the server (again to stop at once)");
     if let Some(pid) = *lock(&shared.load_pid) {
         terminate(pid);
     }
@@ -254,7 +257,7 @@ fn on_signal(shared: &Arc<Shared>) {
             if lock(&shared.server).is_none() {
                 return;
             }
-            eprintln!(
+            eprint_line!(
                 "inferlint: no clean stop after {} s; stopping the server now",
                 CLEAN_STOP_LIMIT.as_secs()
             );
@@ -324,7 +327,7 @@ fn default_folder() -> PathBuf {
 }
 
 /// `xray-YYYYmmdd-HHMMSS` for seconds since 1970 (UTC).
-fn folder_name(unix_secs: u64) -> String {
+pub(crate) fn folder_name(unix_secs: u64) -> String {
     let days = i64::try_from(unix_secs / 86_400).unwrap_or(0);
     let rest = unix_secs % 86_400;
     // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
@@ -416,19 +419,12 @@ pub fn xray(
             "give the load command after --, e.g. inferlint xray -o run/ --serve \"vllm serve MODEL\" -- vllm bench serve --model MODEL ...",
         ));
     }
-    if !args.interval.is_finite() || args.interval < MIN_INTERVAL.as_secs_f64() {
-        return Err(CliError::usage(format!(
-            "--interval {}: give seconds, {} or more",
-            args.interval,
-            MIN_INTERVAL.as_secs_f64()
-        )));
-    }
-    if !args.ready_timeout.is_finite() || args.ready_timeout <= 0.0 {
-        return Err(CliError::usage(format!(
-            "--ready-timeout {}: give a number of seconds above 0",
-            args.ready_timeout
-        )));
-    }
+    flags::interval(args.interval)?;
+    flags::positive_seconds(
+        "--ready-timeout",
+        args.ready_timeout,
+        flags::MAX_READY_TIMEOUT_S,
+    )?;
     let serve_words = match &args.serve {
         Some(command) => {
             let words = loadcmd::shell_words(command)
@@ -461,8 +457,18 @@ pub fn xray(
     };
     let base = BaseUrl::parse(&url).map_err(CliError::usage)?;
     let dir = args.out.clone().unwrap_or_else(default_folder);
-    fs::create_dir_all(&dir)
-        .map_err(|e| CliError::usage(format!("cannot create {}: {e}", shown(&dir))))?;
+    // One folder, one run: the files of an earlier one are never read as this one's.
+    let keep: Vec<&Path> = [args.boot_log.as_deref(), args.bench_result.as_deref()]
+        .into_iter()
+        .flatten()
+        .collect();
+    if let Some(aside) = crate::run_folder::prepare(&dir, args.force, &keep)? {
+        eprint_line!(
+            "note: {} held an earlier run; its files are now in {}",
+            shown(&dir),
+            shown(&aside)
+        );
+    }
     let shared = Arc::new(Shared::default());
     catch_signals(&shared)?;
 
@@ -617,8 +623,7 @@ impl Xray<'_> {
             shown(&boot_path)
         ));
         let program = loadcmd::program(words).ok_or_else(|| problem("--serve names no command"))?;
-        let log = File::create(&boot_path)
-            .map_err(|e| problem(format!("cannot write {}: {e}", shown(&boot_path))))?;
+        let log = create_new(&boot_path).map_err(|e| problem(e.to_string()))?;
         let log_err = log
             .try_clone()
             .map_err(|e| problem(format!("cannot write {}: {e}", shown(&boot_path))))?;
@@ -821,8 +826,12 @@ impl Xray<'_> {
         let (scrape, _) = recorder
             .first_scrape(&mut scraper)
             .map_err(|e| problem(format!("cannot take {name}: {}", e.message(self.engine))))?;
-        fs::write(&path, files::snapshot_json(&scrape.snapshot))
-            .map_err(|e| problem(format!("cannot write {}: {e}", shown(&path))))?;
+        inferlint_engines::output::write_file(
+            &path,
+            files::snapshot_json(&scrape.snapshot).as_bytes(),
+            &Rule::NEW,
+        )
+        .map_err(|e| problem(e.to_string()))?;
         Ok(())
     }
 
@@ -855,8 +864,8 @@ impl Xray<'_> {
         stop.stop();
         match recorder.join() {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => eprintln!("inferlint: the recording of {} failed: {e}", self.base),
-            Err(_) => eprintln!("inferlint: the recording of {} failed", self.base),
+            Ok(Err(e)) => eprint_line!("inferlint: the recording of {} failed: {e}", self.base),
+            Err(_) => eprint_line!("inferlint: the recording of {} failed", self.base),
         }
         self.load_failure = match load {
             Ok(0) => None,
@@ -870,16 +879,34 @@ impl Xray<'_> {
         after
     }
 
-    /// The result file the load tool wrote, if any.
+    /// The result file the load wrote, if any: only one written since the load started,
+    /// so that a file an earlier run left is never read as this run's.
     fn bench_path(&self) -> Option<PathBuf> {
+        // Two seconds' grace: some file systems keep modification times in whole (or
+        // even two) seconds.
+        let started = self.load_started?;
+        let since = started
+            .checked_sub(Duration::from_secs(2))
+            .unwrap_or(started);
+        let written_by_this_load = |file: &PathBuf| {
+            let fresh = fs::metadata(file)
+                .and_then(|m| m.modified())
+                .is_ok_and(|modified| modified >= since);
+            if file.is_file() && !fresh {
+                eprint_line!(
+                    "note: {} is older than this run's load, so it is not read as its result",
+                    shown(file)
+                );
+            }
+            fresh
+        };
         if let Some(file) = &self.args.bench_result {
-            return file.is_file().then(|| file.clone());
+            return Some(file.clone()).filter(written_by_this_load);
         }
         if let Some(file) = &self.load_plan.result_file {
-            return file.is_file().then(|| file.clone());
+            return Some(file.clone()).filter(written_by_this_load);
         }
         let dir = self.load_plan.result_dir_newest.as_ref()?;
-        let since = self.load_started?;
         fs::read_dir(dir)
             .ok()?
             .flatten()
@@ -909,7 +936,7 @@ impl Xray<'_> {
         // checked, so that the failure is classified.
         if !self.boot_checked && self.boot_log_path().is_some_and(|p| p.is_file()) {
             if let Err(Stop::Problem(message, _)) = self.boot_stage(choice) {
-                eprintln!("inferlint: {message}");
+                eprint_line!("inferlint: {message}");
             }
         }
         let assembled = self.assemble(choice);
@@ -948,7 +975,7 @@ impl Xray<'_> {
             if !self.args.no_gpu {
                 match clear_card_after_stop() {
                     Ok(r) => self.record(r),
-                    Err(e) => eprintln!("inferlint: {}", e.message),
+                    Err(e) => eprint_line!("inferlint: {}", e.message),
                 }
             }
         }
@@ -984,17 +1011,27 @@ impl Xray<'_> {
                 ),
                 title: self.args.title.as_deref(),
             };
-            match crate::report_html::write(&destination, &inputs) {
+            let reads = crate::commands::inputs_of(paths);
+            let overwrite = crate::report_html::Overwrite {
+                force: false,
+                reads: &reads,
+            };
+            match crate::report_html::write(&destination, &inputs, &overwrite) {
                 Ok(path) => report_path = path,
-                Err(e) => eprintln!("inferlint: {}", e.message),
+                Err(e) => eprint_line!("inferlint: {}", e.message),
             }
         }
         if let Err(e) = &assembled {
-            eprintln!("inferlint: cannot check the run folder: {}", e.message);
+            eprint_line!("inferlint: cannot check the run folder: {}", e.message);
         }
         let results_path = self.dir.join("results.json");
-        if let Err(e) = fs::write(&results_path, contract::results_json(&self.results)) {
-            eprintln!("inferlint: cannot write {}: {e}", shown(&results_path));
+        let results_json = output::json_safe(contract::results_json(&self.results));
+        if let Err(e) = inferlint_engines::output::write_file(
+            &results_path,
+            results_json.as_bytes(),
+            &Rule::NEW,
+        ) {
+            eprint_line!("inferlint: {e}");
         }
         say(&count_line(&self.results));
         if let Some(path) = report_path {
@@ -1225,6 +1262,24 @@ fn clear_card_after_stop() -> Result<CheckResult, CliError> {
     })
 }
 
+/// A file the run writes as it goes (the server's and the load's output), created new:
+/// never over a file or through a link left in the folder.
+fn create_new(path: &Path) -> Result<File, inferlint_engines::output::OutputError> {
+    fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::AlreadyExists => inferlint_engines::output::OutputError::Exists {
+                path: path.to_owned(),
+            },
+            _ => inferlint_engines::output::OutputError::Io {
+                path: path.to_owned(),
+                source: e,
+            },
+        })
+}
+
 /// Records the server into `path` on its own thread until `stop` is called.
 fn start_watch(
     base: BaseUrl,
@@ -1241,8 +1296,8 @@ fn start_watch(
             HttpClient::new()
         };
         let mut scraper = Scraper::new(client, base);
-        let mut file =
-            File::create(&path).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        let mut file = inferlint_engines::output::create_stream(&path, &Rule::NEW)
+            .map_err(|e| e.to_string())?;
         let options = WatchOptions {
             interval,
             duration: None,
@@ -1352,8 +1407,7 @@ fn run_load(
     live: &Arc<Mutex<LiveLine>>,
 ) -> Result<i32, String> {
     let program = loadcmd::program(words).ok_or("no command after --")?;
-    let log =
-        File::create(log_path).map_err(|e| format!("cannot write {}: {e}", log_path.display()))?;
+    let log = create_new(log_path).map_err(|e| e.to_string())?;
     let log = Arc::new(Mutex::new(log));
     let mut child = Command::new(&program.program)
         .args(&program.args)

@@ -517,8 +517,10 @@ fn a_server_that_dies_mid_watch_leaves_gaps_not_zeros_and_watch_goes_on() {
     );
     assert!(server.is_dead());
     let (status, _, err) = watch.wait(Duration::from_secs(15));
-    assert_eq!(status.code(), Some(0), "{err}");
+    // Most of the 2 s went unrecorded: the recording is kept, and the status says so.
+    assert_eq!(status.code(), Some(2), "{err}");
     assert!(err.contains("scrape failed: "), "{err}");
+    assert!(err.contains("scrapes failed, more than 10%"), "{err}");
     let recs = records(&path);
     // It kept going until the duration, not until the server died: the gaps reach
     // to within a slot or two of the end of the 2 s.
@@ -600,7 +602,9 @@ fn a_server_down_for_3_s_gives_gaps_then_samples_again() {
     let again = server::spawn(config).unwrap();
     let (status, _, err) = watch.wait(Duration::from_secs(20));
     drop(again);
-    assert_eq!(status.code(), Some(0), "{err}");
+    // Half the slots failed: more than the share a recording may lose.
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(err.contains("scrapes failed, more than 10%"), "{err}");
     let recs = records(&path);
     let kinds: Vec<&str> = recs[1..]
         .iter()
@@ -658,7 +662,13 @@ fn a_server_that_hangs_on_metrics_ends_with_a_gap_on_time() {
     let hanging = server::spawn(config).unwrap();
     let (status, _, err) = watch.wait(Duration::from_secs(20));
     drop(hanging);
-    assert_eq!(status.code(), Some(0), "{err}");
+    // A scrape that lands between the two servers is refused, and one failure in the
+    // few tries of 3 s is more than the share a recording may lose: the status says so.
+    match status.code() {
+        Some(0) => {}
+        Some(2) => assert!(err.contains("scrapes failed, more than 10%"), "{err}"),
+        other => panic!("exit {other:?}: {err}"),
+    }
     let recs = records(&path);
     let last = recs.last().unwrap();
     assert!(

@@ -14,12 +14,18 @@ mod common;
 mod demo;
 /// One test per case in the established tool's expected verdicts (spec/expected).
 mod expected;
+/// Inputs that are not what they claim, and values that would make work unbounded.
+mod hostile_input;
+/// Servers that answer badly or with hostile text.
+mod hostile_server;
 /// Missing, empty and wrong-kind input: not-checked lists, refusals, not a benchmark.
 mod missing_input;
 /// Minimal edits of real recordings that make each check fire.
 mod mutations;
 /// The format variants of the recordings in fixtures/variants, each with its verdicts.
 mod variants;
+/// Writers never replace an input or an earlier result.
+mod writers;
 
 /// inferlint demo from an empty folder.
 mod demo_command;

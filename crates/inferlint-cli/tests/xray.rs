@@ -699,3 +699,110 @@ fn sglang_version_comes_from_the_server() {
     );
     assert_none_left(port);
 }
+
+/// xray into an earlier run's folder wrote over its files and then read the old
+/// bench.json as this run's result, failing T15 on a mix of two runs. The folder is
+/// refused; with --force the earlier run moves aside whole, and no file older than this
+/// run's load is read as its result.
+#[test]
+fn an_earlier_runs_folder_is_never_mixed_with_a_new_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let serve = serve(port, "");
+    let run = tmp.path().join("run");
+    std::fs::create_dir(&run).unwrap();
+    let old_bench = r#"{"completed": 999, "total_output_tokens": 1, "max_concurrency": 4}"#;
+    std::fs::write(run.join("bench.json"), old_bench).unwrap();
+    std::fs::write(run.join("boot.log"), "the earlier run's log\n").unwrap();
+    let args = |extra: &[&'static str]| {
+        let mut args: Vec<String> = ["-o", "run", "--engine", "vllm", "--no-gpu", "--no-probe"]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
+        args.extend(extra.iter().map(|s| (*s).to_owned()));
+        args.extend([
+            "--serve".to_owned(),
+            serve.clone(),
+            "--".to_owned(),
+            "true".to_owned(),
+        ]);
+        args
+    };
+    let refused = xray(
+        tmp.path(),
+        &args(&[]).iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    assert_eq!(code(&refused), Some(2), "{}", shown(&refused));
+    assert!(
+        stderr(&refused).contains("run is not empty (an earlier run?)"),
+        "{}",
+        shown(&refused)
+    );
+    assert_eq!(
+        std::fs::read_to_string(run.join("bench.json")).unwrap(),
+        old_bench
+    );
+    assert_none_left(port);
+
+    let out = xray(
+        tmp.path(),
+        &args(&["--force"])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    assert!(matches!(code(&out), Some(0..=2)), "{}", shown(&out));
+    let aside: Vec<_> = std::fs::read_dir(&run)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("earlier-")
+        })
+        .collect();
+    assert_eq!(aside.len(), 1, "{aside:?}");
+    assert_eq!(
+        std::fs::read_to_string(aside[0].join("bench.json")).unwrap(),
+        old_bench
+    );
+    assert!(!run.join("bench.json").exists());
+    assert_ne!(
+        std::fs::read_to_string(run.join("boot.log")).unwrap(),
+        "the earlier run's log\n"
+    );
+    assert_eq!(
+        status_of(&results_json(&run), "T15"),
+        None,
+        "no old result read"
+    );
+    assert_none_left(port);
+
+    // A result file named with --bench-result that this run's load did not write.
+    std::fs::write(tmp.path().join("old.json"), old_bench).unwrap();
+    let an_hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(tmp.path().join("old.json"))
+        .unwrap()
+        .set_modified(an_hour_ago)
+        .unwrap();
+    let mut with_old = args(&[]);
+    with_old[1] = "run2".to_owned();
+    with_old.splice(2..2, ["--bench-result".to_owned(), "old.json".to_owned()]);
+    let out = xray(
+        tmp.path(),
+        &with_old.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    assert!(
+        stderr(&out).contains("old.json is older than this run's load"),
+        "{}",
+        shown(&out)
+    );
+    assert_eq!(
+        status_of(&results_json(&tmp.path().join("run2")), "T15"),
+        None
+    );
+    assert_none_left(port);
+}

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use inferlint_core::checks::boot;
 use inferlint_core::model::{BootFacts, Phase, PyValue};
 use inferlint_core::{CheckResult, Engine, Status};
-use inferlint_engines::bootlog::parse_boot_log;
+use inferlint_engines::bootlog::{not_a_boot_log, parse_boot_log};
 use inferlint_engines::{detect, files};
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -29,7 +29,7 @@ fn read(dir: &Path, rel: &str) -> String {
 fn facts(dir: &Path, rel: &str) -> BootFacts {
     files::read_boot_log(&dir.join(rel), None)
         .unwrap_or_else(|e| panic!("read {rel}: {e}"))
-        .0
+        .facts
 }
 
 /// The expected-verdicts folder beside the recordings.
@@ -638,9 +638,11 @@ fn a_log_read_from_its_file_line_by_line_reads_as_its_whole_text() {
     for folder in ["vllm-0.28", "vllm-0.30", "sglang-0.5", "trtllm-1.3"] {
         for log in logs_under(&dir.join(folder)) {
             let text = read(&dir, &log);
-            let (streamed, engine) = files::read_boot_log(&dir.join(&log), None).unwrap();
-            assert_eq!(engine, detect::engine_from_log(&text), "{log}");
-            assert_eq!(streamed, parse_boot_log(&text, None), "{log}");
+            let streamed = files::read_boot_log(&dir.join(&log), None).unwrap();
+            assert_eq!(streamed.engine, detect::engine_from_log(&text), "{log}");
+            let whole = parse_boot_log(&text, None);
+            assert_eq!(streamed.not_a_log, not_a_boot_log(&text, &whole), "{log}");
+            assert_eq!(streamed.facts, whole, "{log}");
         }
     }
 }
@@ -1198,7 +1200,6 @@ fn a_failures_engine_advice_is_kept_whole() {
 /// them writes is not.
 #[test]
 fn every_engines_boot_log_is_a_server_log() {
-    use inferlint_engines::bootlog::not_a_boot_log;
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
     let mut logs = vec![fixtures.join("demo/boot.log")];
     for entry in std::fs::read_dir(fixtures.join("sim")).expect("fixtures/sim") {

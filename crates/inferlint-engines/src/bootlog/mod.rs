@@ -62,6 +62,7 @@ pub struct BootLogReader {
     clock: ClockScan,
     /// Every process id the lines name.
     pids: std::collections::BTreeSet<u64>,
+    shape: LogShape,
     classifier: classify::Classifier,
 }
 
@@ -86,12 +87,14 @@ impl BootLogReader {
             last_stamp: None,
             clock: ClockScan::default(),
             pids: std::collections::BTreeSet::new(),
+            shape: LogShape::default(),
             classifier: classify::Classifier::default(),
         }
     }
 
     /// The next line, without its line break.
     pub fn push_line(&mut self, raw: &str) {
+        self.shape.push_line(raw);
         let line = Line::new(raw);
         if let Some(previous) = self.held.take() {
             self.read_line(&previous, Some(&line));
@@ -100,7 +103,13 @@ impl BootLogReader {
     }
 
     /// Every fact the log gave, with the failure it shows.
-    pub fn finish(mut self) -> BootFacts {
+    pub fn finish(self) -> BootFacts {
+        self.finish_with_shape().0
+    }
+
+    /// [`BootLogReader::finish`], with what the text looked like (see
+    /// [`not_a_boot_log_by_shape`]).
+    pub fn finish_with_shape(mut self) -> (BootFacts, LogShape) {
         if let Some(last) = self.held.take() {
             self.read_line(&last, None);
         }
@@ -110,7 +119,7 @@ impl BootLogReader {
         (self.table.finish)(&mut self.parse);
         let ready_index = self.parse.facts.ready_lineno.map(|n| n - 1);
         self.parse.facts.failure = self.classifier.finish(ready_index);
-        self.parse.facts
+        (self.parse.facts, self.shape)
     }
 
     fn read_line(&mut self, line: &Line<'_>, next: Option<&Line<'_>>) {
@@ -163,26 +172,32 @@ impl BootLogReader {
 /// classifier names); anything else would be read as a log without a failure and pass
 /// T12 on nothing.
 pub fn not_a_boot_log(text: &str, facts: &BootFacts) -> Option<&'static str> {
-    if text.trim().is_empty() {
+    not_a_boot_log_by_shape(
+        &LogShape::of_text(text),
+        crate::detect::engine_from_log(text).is_some(),
+        facts,
+    )
+}
+
+/// [`not_a_boot_log`] from what a log read line by line looked like, and whether its
+/// head names an engine.
+pub fn not_a_boot_log_by_shape(
+    shape: &LogShape,
+    names_an_engine: bool,
+    facts: &BootFacts,
+) -> Option<&'static str> {
+    if !shape.any_text {
         return Some("it is empty");
     }
     // Text has no NUL byte; invalid UTF-8 was read as U+FFFD, which a log in any
     // language has none of.
-    let replaced = text.chars().filter(|c| *c == '\u{fffd}').count();
-    if text.contains('\0') || replaced * 100 > text.chars().count() {
+    if shape.nul || shape.replaced * 100 > shape.chars {
         return Some("it is a binary file, not text");
     }
-    let first = text
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("");
-    let json_document = (first.starts_with('{') || first.starts_with('['))
-        && (crate::pyjson::from_str(text).is_ok() || crate::pyjson::from_str(first).is_ok());
-    if json_document {
+    if shape.json_document() {
         return Some("it holds JSON (a snapshot, a recording or a result file?), not log lines");
     }
-    let recognised = crate::detect::engine_from_log(text).is_some()
+    let recognised = names_an_engine
         || facts.ready()
         || facts.failure.is_some()
         || !facts.unparsed.is_empty()
@@ -224,6 +239,81 @@ impl ClockScan {
             latest: self.latest?,
             stamped_after_shutdown: self.stamped_after_shutdown,
         })
+    }
+}
+
+/// What a text looks like, gathered as it is read: enough to tell a server's log from a
+/// file of another kind without holding the text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LogShape {
+    /// Some character that is not whitespace.
+    any_text: bool,
+    nul: bool,
+    /// U+FFFD characters (bytes that were not UTF-8), and all characters.
+    replaced: usize,
+    chars: usize,
+    /// The first line that is not blank, trimmed; at most [`FIRST_LINE_KEPT`] bytes.
+    first_line: Option<String>,
+    /// The whole text is one JSON document.
+    whole_json: bool,
+}
+
+/// How much of a log's first line is kept to tell JSON from log lines.
+const FIRST_LINE_KEPT: usize = 1 << 20;
+
+impl LogShape {
+    /// The shape of a whole text.
+    pub fn of_text(text: &str) -> LogShape {
+        let mut shape = LogShape::default();
+        for line in text.lines() {
+            shape.push_line(line);
+        }
+        // Exact for a whole text: line breaks counted as they are.
+        shape.chars = text.chars().count();
+        shape.whole_json = shape.starts_like_json() && crate::pyjson::from_str(text).is_ok();
+        shape
+    }
+
+    /// The next line, without its line break (counted as one character).
+    pub fn push_line(&mut self, line: &str) {
+        self.nul |= line.contains('\0');
+        self.replaced += line.matches('\u{fffd}').count();
+        self.chars += line.chars().count() + 1;
+        let trimmed = line.trim();
+        if !trimmed.is_empty() {
+            self.any_text = true;
+            if self.first_line.is_none() {
+                let mut end = trimmed.len().min(FIRST_LINE_KEPT);
+                while !trimmed.is_char_boundary(end) {
+                    end -= 1;
+                }
+                self.first_line = Some(trimmed[..end].to_owned());
+            }
+        }
+    }
+
+    /// Whether the first line that is not blank opens a JSON object or array: only then
+    /// is the whole text worth parsing as JSON.
+    pub fn starts_like_json(&self) -> bool {
+        self.first_line
+            .as_deref()
+            .is_some_and(|l| l.starts_with('{') || l.starts_with('['))
+    }
+
+    /// Records that the whole text, parsed as it was read again, is one JSON document.
+    pub fn set_whole_json(&mut self, whole_json: bool) {
+        self.whole_json = whole_json;
+    }
+
+    /// A JSON document as Python writes it (`NaN` included): the whole text, or its
+    /// first line (JSON lines).
+    fn json_document(&self) -> bool {
+        self.starts_like_json()
+            && (self.whole_json
+                || self
+                    .first_line
+                    .as_deref()
+                    .is_some_and(|l| crate::pyjson::from_str(l).is_ok()))
     }
 }
 

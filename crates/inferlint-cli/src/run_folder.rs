@@ -1,0 +1,129 @@
+//! The folder a run is written into (`xray -o DIR`): new or empty, so that one folder
+//! never holds two runs. A boot log, before/after snapshots or a result file left by an
+//! earlier run would otherwise be read as this run's (an old `bench.json` checked against
+//! this run's counters fails T15 on a mix of two runs).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use inferlint_engines::output::same_file;
+
+use crate::exit::CliError;
+
+/// The start of the name of a folder an earlier run was moved into.
+const EARLIER: &str = "earlier-";
+
+/// Makes `dir` ready for a new run. A missing folder is created; an empty one is used.
+/// One holding other entries is refused, unless `force`, which moves every entry into a
+/// new `DIR/earlier-YYYYmmdd-HHMMSS/` (nothing is deleted) and returns that folder;
+/// folders an earlier `--force` made stay where they are.
+/// Entries that are the run's own named inputs (`keep`: an attached server's boot log, a
+/// result file given with `--bench-result`) are neither counted nor moved.
+pub fn prepare(dir: &Path, force: bool, keep: &[&Path]) -> Result<Option<PathBuf>, CliError> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(CliError::usage(format!(
+            "{} is a file, not a folder; give a folder with -o",
+            dir.display()
+        )));
+    }
+    fs::create_dir_all(dir)
+        .map_err(|e| CliError::usage(format!("cannot create {}: {e}", dir.display())))?;
+    let cannot_read =
+        |e: std::io::Error| CliError::usage(format!("cannot read {}: {e}", dir.display()));
+    let mut earlier: Vec<PathBuf> = Vec::new();
+    for entry in fs::read_dir(dir).map_err(cannot_read)? {
+        let path = entry.map_err(cannot_read)?.path();
+        // An earlier run already moved aside is kept beside the new one: a run's files
+        // are read from the folder itself, never from its subfolders.
+        let moved_aside = path.is_dir()
+            && path
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(EARLIER));
+        if !moved_aside && !keep.iter().any(|k| same_file(k, &path)) {
+            earlier.push(path);
+        }
+    }
+    if earlier.is_empty() {
+        return Ok(None);
+    }
+    if !force {
+        return Err(CliError::usage(format!(
+            "{} is not empty (an earlier run?); give a new folder with -o, or --force to move its files into {}/earlier-TIME/",
+            dir.display(),
+            dir.display()
+        )));
+    }
+    let aside = aside_folder(dir)?;
+    for path in earlier {
+        let Some(name) = path.file_name() else {
+            continue;
+        };
+        fs::rename(&path, aside.join(name)).map_err(|e| {
+            CliError::usage(format!(
+                "cannot move {} into {}: {e}",
+                path.display(),
+                aside.display()
+            ))
+        })?;
+    }
+    Ok(Some(aside))
+}
+
+/// A new folder `DIR/earlier-YYYYmmdd-HHMMSS` (with `-2`, `-3`… when taken).
+fn aside_folder(dir: &Path) -> Result<PathBuf, CliError> {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let stamp = crate::xray::folder_name(secs).replacen("xray-", EARLIER, 1);
+    for n in 1..100 {
+        let name = if n == 1 {
+            stamp.clone()
+        } else {
+            format!("{stamp}-{n}")
+        };
+        let path = dir.join(name);
+        match fs::create_dir(&path) {
+            Ok(()) => return Ok(path),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(CliError::usage(format!(
+                    "cannot create {}: {e}",
+                    path.display()
+                )))
+            }
+        }
+    }
+    Err(CliError::usage(format!(
+        "cannot create a folder for the earlier run in {}",
+        dir.display()
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_earlier_run_is_refused_then_moved_aside_whole() {
+        let tmp = tempfile::tempdir().expect("a temporary folder");
+        let dir = tmp.path().join("run");
+        assert_eq!(prepare(&dir, false, &[]).ok(), Some(None), "a new folder");
+        fs::write(dir.join("bench.json"), "{}").expect("writes");
+        fs::write(dir.join("boot.log"), "mine").expect("writes");
+        let boot = dir.join("boot.log");
+        let refused = prepare(&dir, false, &[]).expect_err("not empty");
+        assert!(
+            refused.message.contains("is not empty"),
+            "{}",
+            refused.message
+        );
+        let aside = prepare(&dir, true, &[&boot])
+            .expect("moved")
+            .expect("a folder for the earlier run");
+        assert!(aside.join("bench.json").is_file());
+        assert!(!dir.join("bench.json").exists());
+        assert!(boot.is_file(), "a named input stays where it is");
+        // Only the named input left: usable as it is.
+        assert_eq!(prepare(&dir, false, &[&boot]).ok(), Some(None));
+    }
+}
