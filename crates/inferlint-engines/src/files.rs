@@ -304,14 +304,26 @@ fn bare_snapshot(
 /// A snapshot as the JSON our files and the Python tool's share (indent 1, trailing
 /// newline).
 pub fn snapshot_json(snapshot: &Snapshot) -> String {
-    let mut object = Map::new();
-    object.insert("schema".into(), SNAPSHOT_SCHEMA.into());
-    object.insert("url".into(), snapshot.url.clone().into());
-    object.insert("t_wall".into(), snapshot.t_wall.into());
-    object.insert("t_mono_ns".into(), snapshot.t_mono_ns.into());
-    object.insert("latency_s".into(), snapshot.latency_s.into());
-    object.insert("text".into(), snapshot.text.clone().into());
-    let mut text = inferlint_core::contract::to_indent1(&Value::Object(object));
+    /// The file's fields in the file's order, borrowing the page: a scrape of tens of
+    /// megabytes is not copied into a JSON value before it is written.
+    #[derive(serde::Serialize)]
+    struct SnapshotFile<'a> {
+        schema: &'a str,
+        url: &'a str,
+        t_wall: Option<f64>,
+        t_mono_ns: Option<i64>,
+        latency_s: Option<f64>,
+        text: &'a str,
+    }
+    let file = SnapshotFile {
+        schema: SNAPSHOT_SCHEMA,
+        url: &snapshot.url,
+        t_wall: snapshot.t_wall,
+        t_mono_ns: snapshot.t_mono_ns,
+        latency_s: snapshot.latency_s,
+        text: &snapshot.text,
+    };
+    let mut text = inferlint_core::contract::to_indent1(&file);
     text.push('\n');
     text
 }

@@ -23,8 +23,9 @@ use inferlint_core::{MetricSet, Sample};
 /// about 50 KB.
 pub const MAX_BODY_BYTES: usize = 64 << 20;
 /// The most samples one exposition may hold: a vLLM scrape has about 430, one of eight
-/// data-parallel engines a few thousand.
-pub const MAX_SAMPLES: usize = 250_000;
+/// data-parallel engines a few thousand. A sample costs about half a kilobyte once read,
+/// so a page at both bounds takes a few hundred megabytes at most.
+pub const MAX_SAMPLES: usize = 100_000;
 /// The most labels one sample may carry.
 pub const MAX_LABELS: usize = 64;
 /// The longest label value kept.
@@ -303,6 +304,8 @@ fn parse_sample_line(line: &str) -> Result<Sample, String> {
     }
 
     labels.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    // Held for as long as the scrape is: no room for labels that never come.
+    labels.shrink_to_fit();
     if let Some(pair) = labels.windows(2).find(|pair| pair[0].0 == pair[1].0) {
         return Err(format!("duplicate label '{}' for {name}", pair[0].0));
     }
