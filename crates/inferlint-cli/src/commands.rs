@@ -260,7 +260,7 @@ fn boot_facts(
 ) -> Result<ExitCode, CliError> {
     let facts = load_boot(choice, log)?;
     let text = if json {
-        let mut t = contract::to_indent1(&facts);
+        let mut t = output::json_safe(contract::to_indent1(&facts));
         t.push('\n');
         t
     } else {

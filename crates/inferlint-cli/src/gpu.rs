@@ -89,7 +89,7 @@ pub fn teardown(
     let mut machine = machine("teardown")?;
     let outcome = teardown::teardown(&mut machine, &options, &mut streamed(json));
     if json {
-        print(&outcome.json())?;
+        print(&output::json_safe(outcome.json()))?;
     } else {
         print(&output::results_text(&outcome.results, false))?;
     }
