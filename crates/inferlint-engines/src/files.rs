@@ -1184,7 +1184,10 @@ pub fn for_each_log_line(
     // The last line ended with `\r`: a `\n` right after it belongs to that break.
     let mut after_cr = false;
     let mut emit = |line: &mut Vec<u8>| {
-        on_line(&String::from_utf8_lossy(line));
+        match std::str::from_utf8(line) {
+            Ok(text) => on_line(text),
+            Err(_) => on_line(&String::from_utf8_lossy(line)),
+        }
         line.clear();
     };
     loop {

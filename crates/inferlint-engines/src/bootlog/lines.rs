@@ -48,14 +48,31 @@ impl<'a> Line<'a> {
         }
     }
 
-    /// The same line, owning its text, to be kept after the text it was read from is
-    /// gone (a log read line by line keeps one line back).
-    pub fn into_owned(self) -> Line<'static> {
+    /// The same line, owning its text in `buffer` (cleared first), to be kept after the
+    /// text it was read from is gone: a log read line by line keeps one line back, and
+    /// reuses one allocation for every line.
+    pub fn into_owned_in(self, mut buffer: String) -> Line<'static> {
+        let clean = match self.clean {
+            Cow::Owned(text) => text,
+            Cow::Borrowed(text) => {
+                buffer.clear();
+                buffer.push_str(text);
+                buffer
+            }
+        };
         Line {
-            clean: Cow::Owned(self.clean.into_owned()),
+            clean: Cow::Owned(clean),
             body: self.body,
             process: self.process,
             stamp: self.stamp,
+        }
+    }
+
+    /// The text this line owns, for [`Line::into_owned_in`] to reuse.
+    pub fn into_buffer(self) -> String {
+        match self.clean {
+            Cow::Owned(text) => text,
+            Cow::Borrowed(_) => String::new(),
         }
     }
 

@@ -58,7 +58,8 @@ pub struct BootLogReader {
     held: Option<Line<'static>>,
     /// How many lines were read.
     read: usize,
-    last_stamp: Option<String>,
+    /// The text of the last line with a time stamp.
+    last_stamped: String,
     clock: ClockScan,
     /// Every process id the lines name.
     pids: std::collections::BTreeSet<u64>,
@@ -84,7 +85,7 @@ impl BootLogReader {
             table: Table::of(engine.unwrap_or(Engine::Vllm)),
             held: None,
             read: 0,
-            last_stamp: None,
+            last_stamped: String::new(),
             clock: ClockScan::default(),
             pids: std::collections::BTreeSet::new(),
             shape: LogShape::default(),
@@ -96,10 +97,14 @@ impl BootLogReader {
     pub fn push_line(&mut self, raw: &str) {
         self.shape.push_line(raw);
         let line = Line::new(raw);
-        if let Some(previous) = self.held.take() {
-            self.read_line(&previous, Some(&line));
-        }
-        self.held = Some(line.into_owned());
+        let buffer = match self.held.take() {
+            Some(previous) => {
+                self.read_line(&previous, Some(&line));
+                previous.into_buffer()
+            }
+            None => String::new(),
+        };
+        self.held = Some(line.into_owned_in(buffer));
     }
 
     /// Every fact the log gave, with the failure it shows.
@@ -134,11 +139,12 @@ impl BootLogReader {
             }
         }
         if line.has_stamp() {
-            let stamp = line.stamp();
             if parse.facts.first_stamp.is_none() {
-                parse.facts.first_stamp.clone_from(&stamp);
+                parse.facts.first_stamp = line.stamp();
             }
-            self.last_stamp = stamp;
+            // The text only: its stamp is formatted once, if the ready line comes.
+            self.last_stamped.clear();
+            self.last_stamped.push_str(&line.clean);
         }
         if let Some(on_line) = self.table.on_line {
             on_line(parse, line, index + 1);
@@ -152,7 +158,9 @@ impl BootLogReader {
         }
         if ready {
             parse.facts.ready_lineno = Some(index + 1);
-            parse.facts.ready_stamp.clone_from(&self.last_stamp);
+            parse.facts.ready_stamp = Some(&self.last_stamped)
+                .filter(|t| !t.is_empty())
+                .and_then(|t| Line::new(t).stamp());
         }
         for (rule, finder) in self.table.rules.iter().zip(self.table.finders) {
             if finder.find(body.as_bytes()).is_none() {
