@@ -87,12 +87,12 @@ fn one_snapshot_given_twice_is_no_window() {
             .contains("at the same moment"),
         "{t1}"
     );
-    // Swapped: the after one first.
+    // Swapped (the after one first) is refused too.
     let o = inferlint(
         tmp.path(),
         &["preemption", "run/after.snapshot.json", before, "--json"],
     );
-    assert_eq!(json_results(&o)[0]["status"], "unknown");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
 
 /// One line with `"running": 1e400` turned T8 from failed into `PASS reached inf

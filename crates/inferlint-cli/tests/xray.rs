@@ -772,10 +772,10 @@ fn an_earlier_runs_folder_is_never_mixed_with_a_new_run() {
         std::fs::read_to_string(run.join("boot.log")).unwrap(),
         "the earlier run's log\n"
     );
-    assert_eq!(
-        status_of(&results_json(&run), "T15"),
-        None,
-        "no old result read"
+    let t15 = status_of(&results_json(&run), "T15");
+    assert!(
+        !matches!(t15.as_deref(), Some("pass" | "fail")),
+        "no old result read: T15 {t15:?}"
     );
     assert_none_left(port);
 
@@ -800,9 +800,10 @@ fn an_earlier_runs_folder_is_never_mixed_with_a_new_run() {
         "{}",
         shown(&out)
     );
-    assert_eq!(
-        status_of(&results_json(&tmp.path().join("run2")), "T15"),
-        None
+    let t15 = status_of(&results_json(&tmp.path().join("run2")), "T15");
+    assert!(
+        !matches!(t15.as_deref(), Some("pass" | "fail")),
+        "T15 {t15:?}"
     );
     assert_none_left(port);
 }
