@@ -1,5 +1,6 @@
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -45,6 +46,45 @@ pub fn inferlint_env(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Output 
         cmd.env(k, v);
     }
     cmd.output().expect("the inferlint binary runs")
+}
+
+/// Starts `inferlint` in the background with the pinned environment, its output piped.
+pub fn spawn_inferlint(cwd: &Path, args: &[&str], stdin: Stdio) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_inferlint"))
+        .current_dir(cwd)
+        .args(args)
+        .env_remove("INFERLINT_ENGINE")
+        .env("COLUMNS", "88")
+        .stdin(stdin)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the inferlint binary runs")
+}
+
+/// Waits for a command at most `limit`: one that blocks (on a pipe, in a loop) is killed
+/// and fails the test instead of hanging it.
+pub fn finish_within(mut child: Child, limit: Duration) -> Output {
+    let deadline = Instant::now() + limit;
+    while child
+        .try_wait()
+        .expect("the child can be waited for")
+        .is_none()
+    {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the command did not end within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("the output can be read")
+}
+
+/// A copy of the demo run folder (fixtures/demo) at `to`, without a report.
+pub fn demo_copy(to: &Path) {
+    copy_tree(&fixtures().join("demo"), to);
+    let _ = std::fs::remove_file(to.join("report.html"));
 }
 
 pub fn stdout(o: &Output) -> String {

@@ -5,16 +5,13 @@
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{copy_tree, fixtures, inferlint, json_results, no_panic, stderr, stdout};
-
-fn demo_copy(to: &Path) {
-    copy_tree(&fixtures().join("demo"), to);
-    let _ = std::fs::remove_file(to.join("report.html"));
-}
+use crate::common::{
+    demo_copy, finish_within, inferlint, json_results, no_panic, spawn_inferlint, stderr, stdout,
+};
 
 fn result<'a>(results: &'a [Value], tripwire: &str) -> &'a Value {
     results
@@ -215,29 +212,7 @@ fn two_recordings_in_one_file_are_cant_tell() {
 /// Runs the command with stdin from `input`, waiting at most 30 s: a command that
 /// blocks on a pipe fails the test instead of hanging it.
 fn with_stdin(cwd: &Path, args: &[&str], input: Stdio) -> std::process::Output {
-    let child = Command::new(env!("CARGO_BIN_EXE_inferlint"))
-        .current_dir(cwd)
-        .args(args)
-        .env_remove("INFERLINT_ENGINE")
-        .stdin(input)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    finish_within(child, Duration::from_secs(30))
-}
-
-fn finish_within(mut child: std::process::Child, limit: Duration) -> std::process::Output {
-    let deadline = Instant::now() + limit;
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the command did not end within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().unwrap()
+    finish_within(spawn_inferlint(cwd, args, input), Duration::from_secs(30))
 }
 
 /// `series /dev/stdin` read the first line of a pipe and answered from it. `series -`
@@ -447,15 +422,7 @@ fn a_huge_but_whole_count_makes_no_long_loop() {
         "\"running\": 10.0",
         "\"running\": 1000000000000000.0",
     );
-    let child = Command::new(env!("CARGO_BIN_EXE_inferlint"))
-        .current_dir(tmp.path())
-        .args(["report", "run"])
-        .env_remove("INFERLINT_ENGINE")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_inferlint(tmp.path(), &["report", "run"], Stdio::null());
     let o = finish_within(child, Duration::from_secs(60));
     no_panic(&o);
     assert!(run.join("report.html").is_file(), "{}", stderr(&o));

@@ -10,7 +10,9 @@ use std::time::Duration;
 use inferlint_core::Engine;
 use inferlint_sim::server::{self, Faults, ServerConfig, ServerHandle};
 
-use crate::common::{copy_tree, fixtures, inferlint, json_results, no_panic, stderr, stdout};
+use crate::common::{
+    demo_copy, inferlint, json_results, no_panic, spawn_inferlint, stderr, stdout,
+};
 
 fn sim_with(faults: Faults) -> ServerHandle {
     let mut config = ServerConfig::new(Engine::Vllm);
@@ -57,8 +59,7 @@ fn a_servers_escape_sequences_reach_the_terminal_escaped() {
 fn log_text_is_escaped_on_the_terminal_and_in_the_report() {
     let tmp = tempfile::tempdir().unwrap();
     let run = tmp.path().join("run");
-    copy_tree(&fixtures().join("demo"), &run);
-    let _ = std::fs::remove_file(run.join("report.html"));
+    demo_copy(&run);
     let log = std::fs::read_to_string(run.join("boot.log")).unwrap();
     // The log parser drops colour codes (ESC [ ... m) itself; a BEL stays.
     let hostile = log.replace("demo-model", "demo\u{202e}ledom\u{7}");
@@ -87,6 +88,20 @@ fn log_text_is_escaped_on_the_terminal_and_in_the_report() {
         html.contains("demo\\u{202e}ledom"),
         "so does the model name"
     );
+}
+
+/// `watch URL -o w.jsonl` every 0.05 s for `seconds`.
+fn watch<'a>(url: &'a str, seconds: &'a str) -> [&'a str; 8] {
+    [
+        "watch",
+        url,
+        "-o",
+        "w.jsonl",
+        "--interval",
+        "0.05",
+        "--duration",
+        seconds,
+    ]
 }
 
 #[track_caller]
@@ -163,19 +178,7 @@ fn one_bad_byte_loses_one_line_not_the_scrape() {
     );
     assert!(saved.contains("vllm:num_requests_running"));
 
-    let o = inferlint(
-        tmp.path(),
-        &[
-            "watch",
-            &server.base_url,
-            "-o",
-            "w.jsonl",
-            "--interval",
-            "0.05",
-            "--duration",
-            "0.5",
-        ],
-    );
+    let o = inferlint(tmp.path(), &watch(&server.base_url, "0.5"));
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stderr(&o).contains("1 line skipped"), "{}", stderr(&o));
     assert!(
@@ -192,24 +195,11 @@ fn watch_fails_when_most_scrapes_failed() {
     let server = sim_with(Faults::default());
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("w.jsonl");
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_inferlint"))
-        .current_dir(tmp.path())
-        .args([
-            "watch",
-            &server.base_url,
-            "-o",
-            "w.jsonl",
-            "--interval",
-            "0.05",
-            "--duration",
-            "2",
-        ])
-        .env_remove("INFERLINT_ENGINE")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_inferlint(
+        tmp.path(),
+        &watch(&server.base_url, "2"),
+        std::process::Stdio::null(),
+    );
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while std::fs::read_to_string(&path).map_or(0, |t| t.lines().count()) < 2 {
         assert!(std::time::Instant::now() < deadline, "no sample");

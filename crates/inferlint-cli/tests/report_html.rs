@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::common::{
-    copy_tree, fixtures, inferlint, json_results, no_panic, recorded, stderr, stdout,
+    demo_copy, fixtures, inferlint, json_results, no_panic, recorded, stderr, stdout,
 };
 
 #[path = "../../inferlint-report/tests/wellformed.rs"]
@@ -201,12 +201,6 @@ fn each_engine_is_worded_as_its_own() {
         &tmp.path().join("f.html"),
     );
     assert!(failed.contains("T12: the server itself failed."));
-}
-
-/// A copy of the demo run folder, without a report from an earlier run of the tests.
-fn demo_copy(to: &Path) {
-    copy_tree(&fixtures().join("demo"), to);
-    let _ = std::fs::remove_file(to.join("report.html"));
 }
 
 /// Where the report goes: `-o` (parents created), the run folder, or nowhere.

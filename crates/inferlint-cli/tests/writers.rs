@@ -4,18 +4,13 @@
 //! a second recorder. Each test is named after the loss it guards against.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use inferlint_core::Engine;
 use inferlint_sim::server::{self, ServerConfig, ServerHandle};
 
-use crate::common::{copy_tree, fixtures, inferlint, no_panic, stderr, stdout};
-
-fn demo_copy(to: &Path) {
-    copy_tree(&fixtures().join("demo"), to);
-    let _ = std::fs::remove_file(to.join("report.html"));
-}
+use crate::common::{demo_copy, inferlint, no_panic, spawn_inferlint, stderr, stdout};
 
 fn sim() -> ServerHandle {
     server::spawn(ServerConfig::new(Engine::Vllm)).unwrap()
@@ -234,30 +229,17 @@ fn watch_refuses_an_existing_recording_and_a_link() {
         let target = tmp.path().join("precious.jsonl");
         std::fs::write(&target, "keep").unwrap();
         symlink(&target, &tmp.path().join("link.jsonl"));
-        let o = inferlint(
-            tmp.path(),
-            &[
-                "watch",
-                &server.base_url,
-                "-o",
-                "link.jsonl",
-                "--duration",
-                "0.2",
-            ],
-        );
+        let args = [
+            "watch",
+            &server.base_url,
+            "-o",
+            "link.jsonl",
+            "--duration",
+            "0.2",
+        ];
+        let o = inferlint(tmp.path(), &args);
         refused(&o, "link.jsonl is a symbolic link");
-        let o = inferlint(
-            tmp.path(),
-            &[
-                "watch",
-                &server.base_url,
-                "-o",
-                "link.jsonl",
-                "--duration",
-                "0.2",
-                "--force",
-            ],
-        );
+        let o = inferlint(tmp.path(), &[&args[..], &["--force"]].concat());
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
         assert_eq!(
             read(&target),
@@ -271,16 +253,9 @@ fn watch_refuses_an_existing_recording_and_a_link() {
 }
 
 fn watch_in_background(dir: &Path, url: &str, args: &[&str]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_inferlint"))
-        .current_dir(dir)
-        .args(["watch", url])
-        .args(args)
-        .env_remove("INFERLINT_ENGINE")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
+    let mut all = vec!["watch", url];
+    all.extend_from_slice(args);
+    spawn_inferlint(dir, &all, Stdio::null())
 }
 
 /// Two `watch -o same.jsonl` both exited 0 with their recordings interleaved in one
