@@ -375,6 +375,15 @@ pub(crate) fn report(
         bench: bench_path.clone(),
         load_log: found.load_log.clone(),
     };
+    if series_path
+        .as_deref()
+        .is_some_and(|p| p.as_os_str() == STDIN)
+    {
+        // The checks and the charts each read the recording: a stream can be read once.
+        return Err(CliError::usage(
+            "report reads the recording twice (the checks, then the charts): give it as a file, not as - (standard input)",
+        ));
+    }
     // Where the report goes is settled before anything is read: never over an input,
     // never over a file that is not an earlier report without --force.
     let destination =

@@ -15,9 +15,17 @@ use crate::output::eprint_line;
 const DEFAULT_DIR: &str = "inferlint-demo";
 
 /// Whether `dir` holds a run folder an earlier `inferlint demo` wrote (its boot log says so).
+/// Only the start of a regular file is read: a pipe or a device named boot.log is no demo.
 fn is_previous_demo(dir: &Path) -> bool {
-    std::fs::read_to_string(dir.join("boot.log"))
-        .is_ok_and(|text| text.lines().next() == Some(SIMULATED_LINE))
+    use std::io::Read;
+    let Ok((file, _)) = inferlint_engines::files::open_input(&dir.join("boot.log")) else {
+        return false;
+    };
+    let mut head = Vec::new();
+    if file.take(4096).read_to_end(&mut head).is_err() {
+        return false;
+    }
+    String::from_utf8_lossy(&head).lines().next() == Some(SIMULATED_LINE)
 }
 
 pub fn demo(

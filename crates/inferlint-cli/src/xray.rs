@@ -1104,9 +1104,15 @@ fn spawn_error(e: &io::Error) -> String {
     }
 }
 
-/// The last non-empty line of a file, for a log that names no cause.
+/// The last non-empty line of a file, for a log that names no cause. Only its last
+/// 64 KiB are read: a server's log can be gigabytes.
 fn last_line(path: &Path) -> Option<String> {
-    let bytes = fs::read(path).ok()?;
+    use std::io::{Seek, SeekFrom};
+    const TAIL: u64 = 64 << 10;
+    let (mut file, len) = files::open_input(path).ok()?;
+    file.seek(SeekFrom::Start(len.saturating_sub(TAIL))).ok()?;
+    let mut bytes = Vec::new();
+    file.take(TAIL).read_to_end(&mut bytes).ok()?;
     String::from_utf8_lossy(&bytes)
         .lines()
         .map(str::trim)
