@@ -1242,3 +1242,25 @@ fn every_engines_boot_log_is_a_server_log() {
         assert!(found.starts_with(why), "{text:?}: {found}");
     }
 }
+
+/// Guards the line-by-line classifier against losing a failure that a better-ranked one
+/// displaced: the later-ranked failure stamped after a serving line below it stands,
+/// while the better-ranked one stamped before that serving line no longer counts.
+#[test]
+fn a_failure_stamped_after_the_last_answer_stands_when_a_better_one_does_not() {
+    let log = "[2026-10-01 00:00:00] INFO:     Application startup complete.\n\
+               [2026-10-01 00:00:05] RuntimeError: the later failure\n\
+               [2026-10-01 00:00:01] ValueError: the earlier failure\n\
+               [2026-10-01 00:00:03] INFO:     127.0.0.1:1 - \"POST /v1/completions HTTP/1.1\" 200 OK\n";
+    let failure = parse_boot_log(log, Some(Engine::Sglang))
+        .failure
+        .expect("the later failure stands");
+    assert_eq!(failure.kind, "runtime_error");
+    assert_eq!(failure.lineno, 2);
+    // Without a stamp on the serving line, both were answered after: no failure.
+    let unstamped = log.replace("[2026-10-01 00:00:03] INFO:", "INFO:");
+    assert_eq!(
+        parse_boot_log(&unstamped, Some(Engine::Sglang)).failure,
+        None
+    );
+}
