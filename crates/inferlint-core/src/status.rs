@@ -81,7 +81,10 @@ impl Status {
     }
 }
 
-/// A tripwire id, T1 to T15.
+/// A tripwire id. Which ids exist is the catalogue's to say ([`crate::catalogue`]): an id
+/// is built from a number only when the catalogue has an entry for it. A new tripwire is
+/// added by writing its catalogue entry and a constant here for its check to name (a
+/// catalogue test holds every constant to an entry).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Tripwire(u8);
 
@@ -101,10 +104,15 @@ impl Tripwire {
     pub const T13: Tripwire = Tripwire(13);
     pub const T14: Tripwire = Tripwire(14);
     pub const T15: Tripwire = Tripwire(15);
+    pub const T18: Tripwire = Tripwire(18);
+    pub const T20: Tripwire = Tripwire(20);
 
-    /// Builds an id from its number; `None` outside 1..=15.
+    /// Builds an id from its number; `None` when the catalogue has no such tripwire.
     pub fn new(number: u8) -> Option<Tripwire> {
-        (1..=15).contains(&number).then_some(Tripwire(number))
+        crate::catalogue::all()
+            .iter()
+            .map(|info| info.tripwire)
+            .find(|t| t.0 == number)
     }
 
     pub fn number(self) -> u8 {
@@ -121,8 +129,30 @@ impl Tripwire {
         digits.parse::<u8>().ok().and_then(Tripwire::new)
     }
 
+    /// Every tripwire the catalogue has, in number order.
     pub fn all() -> impl Iterator<Item = Tripwire> {
-        (1..=15).map(Tripwire)
+        crate::catalogue::all().iter().map(|info| info.tripwire)
+    }
+
+    /// The ids as a reader names them: runs of consecutive numbers as ranges
+    /// (`T1-T15, T18, T20`).
+    pub fn all_named() -> String {
+        let numbers: Vec<u8> = Tripwire::all().map(Tripwire::number).collect();
+        let mut parts = Vec::new();
+        let mut i = 0;
+        while i < numbers.len() {
+            let mut j = i;
+            while j + 1 < numbers.len() && numbers[j + 1] == numbers[j] + 1 {
+                j += 1;
+            }
+            parts.push(if j > i {
+                format!("T{}-T{}", numbers[i], numbers[j])
+            } else {
+                format!("T{}", numbers[i])
+            });
+            i = j + 1;
+        }
+        parts.join(", ")
     }
 }
 
@@ -391,5 +421,25 @@ mod tests {
         assert_eq!(Tripwire::parse("t9"), Some(Tripwire::T9));
         assert_eq!(Tripwire::parse("T16"), None);
         assert_eq!(Tripwire::parse("x"), None);
+        assert_eq!(Tripwire::parse("T18"), Some(Tripwire::T18));
+        assert_eq!(Tripwire::parse("20"), Some(Tripwire::T20));
+    }
+
+    /// Ids come from the catalogue: a number it has no entry for is no tripwire, and the
+    /// list a reader sees names exactly its entries.
+    #[test]
+    fn ids_are_the_catalogues() {
+        assert_eq!(Tripwire::new(16), None);
+        assert_eq!(Tripwire::new(0), None);
+        assert_eq!(Tripwire::new(18), Some(Tripwire::T18));
+        let numbers: Vec<u8> = Tripwire::all().map(Tripwire::number).collect();
+        let mut sorted = numbers.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(
+            numbers, sorted,
+            "the catalogue is in number order, each id once"
+        );
+        assert_eq!(Tripwire::all_named(), "T1-T15, T18, T20");
     }
 }
