@@ -402,10 +402,15 @@ pub fn preempted(engine: &EngineDescriptor) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::client::{ClientAccount, LoadTool};
     use crate::engine::{SGLANG, TRTLLM, VLLM};
-    use crate::model::{BenchResult, Settings};
+    use crate::model::Settings;
 
-    fn run(engine: &'static EngineDescriptor, boot: BootFacts, bench: Option<BenchResult>) -> Run {
+    fn run(
+        engine: &'static EngineDescriptor,
+        boot: BootFacts,
+        bench: Option<ClientAccount>,
+    ) -> Run {
         Run {
             engine,
             boots: vec![("boot.log".into(), boot)],
@@ -487,11 +492,11 @@ mod tests {
             ]),
             ..BootFacts::default()
         };
-        let bench = BenchResult {
+        let bench = ClientAccount {
             completed: Some(32),
             total_input_tokens: Some(2816),
             total_output_tokens: Some(32000),
-            ..BenchResult::default()
+            ..ClientAccount::new(LoadTool::VllmBench)
         };
         let t1 = CheckResult::new(Tripwire::T1, Status::Fail, "3").with("preemptions", 3.0);
         let all = advice(&run(&SGLANG, boot, Some(bench)), &[t8(29.0), t1]);

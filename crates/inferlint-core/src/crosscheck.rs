@@ -606,9 +606,10 @@ pub fn tokens_still_running(run: &Run, results: &[CheckResult]) -> Option<Contra
 mod tests {
     use super::*;
     use crate::checks::series::SeriesStats;
+    use crate::client::{ClientAccount, LoadTool};
     use crate::engine::{SGLANG, TRTLLM, VLLM};
     use crate::metrics::Sample;
-    use crate::model::{BenchResult, SeriesSample, Settings};
+    use crate::model::{SeriesSample, Settings};
     use crate::testing::{assert_unknown_saying, sample, trtllm_counters};
 
     fn snapshot(t_wall: f64, samples: Vec<Sample>) -> Snapshot {
@@ -956,9 +957,9 @@ mod tests {
 
     #[test]
     fn a_load_longer_than_the_snapshots_span_was_not_bracketed() {
-        let bench = BenchResult {
+        let bench = ClientAccount {
             duration: Some(95.0),
-            ..BenchResult::default()
+            ..ClientAccount::new(LoadTool::VllmBench)
         };
         let run = Run {
             before: Some(vllm_counters(100.0, 0.0, 0.0)),

@@ -22,9 +22,10 @@ use serde_json::Value;
 use crate::advice::{block_size, hybrid, preempted};
 use crate::checks::counters::{counter_delta, histogram_mean, out_of_order, restart_between};
 use crate::checks::series::cap_reason;
+use crate::client::ClientAccount;
 use crate::engine::EngineDescriptor;
 use crate::fmt;
-use crate::model::{BenchResult, BootFacts, Snapshot};
+use crate::model::{BootFacts, Snapshot};
 use crate::run::{not_a_benchmark, Run};
 use crate::status::{CheckResult, Status, Tripwire};
 
@@ -317,7 +318,7 @@ pub fn format_duration_ms(ms: f64) -> String {
 struct Load<'a> {
     engine: &'static EngineDescriptor,
     boot: Option<&'a BootFacts>,
-    bench: Option<&'a BenchResult>,
+    bench: Option<&'a ClientAccount>,
     summary: Option<CounterSummary>,
     busy_mean_running: Option<f64>,
     busy_seconds: Option<f64>,
@@ -759,6 +760,7 @@ fn pace_insight(n: u64, average: f64, doing: &str, text: String) -> Insight {
 mod tests {
     use super::*;
     use crate::checks::series::SeriesStats;
+    use crate::client::LoadTool;
     use crate::engine::{SGLANG, TRTLLM, VLLM};
     use crate::metrics::{MetricSet, Sample};
     use crate::model::SeriesSample;
@@ -850,7 +852,7 @@ mod tests {
         boot: BootFacts,
         counters: &[Counter],
         series: SeriesStats,
-        bench: Option<BenchResult>,
+        bench: Option<ClientAccount>,
     ) -> Run {
         let (before, after) = readings(counters);
         Run {
@@ -970,7 +972,7 @@ mod tests {
             (3.1791137489999954, 761.5175347779998),
         );
         let series = recording(&[(0.0, 0.0), (0.25, 29.0), (14.167, 10.0), (39.089, 0.0)]);
-        let bench = BenchResult {
+        let bench = ClientAccount {
             completed: Some(32),
             failed: Some(0),
             total_input_tokens: Some(2816),
@@ -981,7 +983,7 @@ mod tests {
             p99_ttft_ms: Some(22121.087090780005),
             mean_ttft_ms: Some(2647.322880750001),
             mean_tpot_ms: Some(21.124663304554556),
-            ..BenchResult::default()
+            ..ClientAccount::new(LoadTool::VllmBench)
         };
         run(&SGLANG, boot, &counters, series, Some(bench))
     }
@@ -1022,7 +1024,7 @@ mod tests {
             (9.0, 41.0),
         ));
         let series = recording(&[(0.0, 0.0), (10.0, 32.0), (30.0, 12.0), (40.0, 0.0)]);
-        let bench = BenchResult {
+        let bench = ClientAccount {
             completed: Some(32),
             failed: Some(0),
             total_input_tokens: Some(2816),
@@ -1033,7 +1035,7 @@ mod tests {
             p99_ttft_ms: Some(599.0842861800087),
             mean_ttft_ms: Some(588.8253768437437),
             mean_tpot_ms: Some(22.430810995995994),
-            ..BenchResult::default()
+            ..ClientAccount::new(LoadTool::VllmBench)
         };
         run(&TRTLLM, boot, &counters, series, Some(bench))
     }
@@ -1178,13 +1180,13 @@ mod tests {
         run.expected_extra_requests = 1;
         run.bench = Some((
             "bench.json".into(),
-            BenchResult {
+            ClientAccount {
                 completed: Some(32),
                 total_input_tokens: Some(2816),
                 total_output_tokens: Some(32000),
                 output_throughput: Some(322.9),
                 duration: Some(99.1),
-                ..BenchResult::default()
+                ..ClientAccount::new(LoadTool::VllmBench)
             },
         ));
         let pace = insights_of(&run).pop().expect("a pace sentence");
@@ -1283,7 +1285,7 @@ mod tests {
             (18.60213458599992, 9729.852307343),
         );
         let series = recording(&[(0.0, 0.0), (0.25, 1.0), (585.25, 0.0)]);
-        let bench = BenchResult {
+        let bench = ClientAccount {
             completed: Some(32),
             total_input_tokens: Some(2979),
             total_output_tokens: Some(32000),
@@ -1291,7 +1293,7 @@ mod tests {
             median_ttft_ms: Some(285165.0006025),
             p99_ttft_ms: Some(564476.4005736001),
             mean_tpot_ms: Some(18.326818527871616),
-            ..BenchResult::default()
+            ..ClientAccount::new(LoadTool::VllmBench)
         };
         let insights = insights_of(&run(&SGLANG, boot, &counters, series, Some(bench)));
         assert_eq!(

@@ -1,5 +1,5 @@
 //! The pure heart of inferlint: the run model, the verdict type, the catalogue of the
-//! fifteen tripwires and every check as a function of the model.
+//! tripwires and every check as a function of the model.
 //!
 //! Key design decision: this crate does no I/O and knows no file format, no HTTP, no GPU
 //! and no HTML. Everything it needs arrives as plain data (parsed samples, boot facts,
@@ -11,6 +11,7 @@
 pub mod advice;
 pub mod catalogue;
 pub mod checks;
+pub mod client;
 pub mod contract;
 pub mod crosscheck;
 pub mod engine;
@@ -23,7 +24,8 @@ pub mod status;
 #[cfg(test)]
 mod testing;
 
+pub use client::{ClientAccount, LoadTool};
 pub use engine::{Engine, EngineDescriptor};
 pub use metrics::{MetricSet, Sample};
-pub use model::{BenchResult, BootFacts, SeriesHeader, SeriesSample, Snapshot};
+pub use model::{BootFacts, SeriesHeader, SeriesSample, Snapshot};
 pub use status::{CheckResult, Evidence, Status, Tripwire};

@@ -1,7 +1,8 @@
 //! The run model: what a server recorded about one benchmark run, as plain data.
 //!
 //! A run is whichever of these is present: boot logs (as [`BootFacts`]), a before and an
-//! after [`Snapshot`], a series of [`SeriesSample`]s, and the load tool's [`BenchResult`].
+//! after [`Snapshot`], a series of [`SeriesSample`]s, and the load tool's account
+//! ([`crate::client::ClientAccount`]).
 
 use std::collections::BTreeMap;
 
@@ -117,24 +118,6 @@ impl SeriesSample {
         }
         None
     }
-}
-
-/// The load tool's saved result (all three engines' clients use vLLM's field names).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct BenchResult {
-    pub completed: Option<i64>,
-    pub failed: Option<i64>,
-    pub total_input_tokens: Option<i64>,
-    pub total_output_tokens: Option<i64>,
-    pub duration: Option<f64>,
-    pub output_throughput: Option<f64>,
-    pub max_concurrency: Option<i64>,
-    pub num_prompts: Option<i64>,
-    pub backend: Option<String>,
-    pub mean_ttft_ms: Option<f64>,
-    pub median_ttft_ms: Option<f64>,
-    pub p99_ttft_ms: Option<f64>,
-    pub mean_tpot_ms: Option<f64>,
 }
 
 /// A value from a Python-literal dict in a boot log (`non-default args: {...}`).

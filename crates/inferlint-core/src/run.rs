@@ -9,8 +9,9 @@
 use crate::checks::counters::{counter_delta, out_of_order, restart_between};
 use crate::checks::series::SeriesStats;
 use crate::checks::{boot, series, snapshots};
+use crate::client::ClientAccount;
 use crate::engine::EngineDescriptor;
-use crate::model::{BenchResult, BootFacts, Snapshot};
+use crate::model::{BootFacts, Snapshot};
 use crate::status::{CheckResult, Status, Tripwire};
 
 /// The inputs a not-checked tripwire can name, as `evidence.needs` spells them.
@@ -35,7 +36,7 @@ pub struct Run {
     pub after: Option<Snapshot>,
     pub series: Option<SeriesStats>,
     /// The load tool's result and the name it is shown under.
-    pub bench: Option<(String, BenchResult)>,
+    pub bench: Option<(String, ClientAccount)>,
     /// Untimed requests the load tool announced (test request, warm-up).
     pub expected_extra_requests: u64,
     /// The concurrency the load asked for.

@@ -9,7 +9,8 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use inferlint_core::checks::series::{RefusedReading, SeriesStats};
-use inferlint_core::model::{BenchResult, BootFacts, SeriesHeader, SeriesSample, Snapshot};
+use inferlint_core::client::ClientAccount;
+use inferlint_core::model::{BootFacts, SeriesHeader, SeriesSample, Snapshot};
 use inferlint_core::{Engine, MetricSet};
 use serde_json::{Map, Value};
 
@@ -33,14 +34,14 @@ pub enum FileError {
 }
 
 impl FileError {
-    fn invalid(path: &Path, message: impl Into<String>) -> FileError {
+    pub(crate) fn invalid(path: &Path, message: impl Into<String>) -> FileError {
         FileError::Invalid {
             path: path.to_owned(),
             message: message.into(),
         }
     }
 
-    fn io(path: &Path, source: io::Error) -> FileError {
+    pub(crate) fn io(path: &Path, source: io::Error) -> FileError {
         FileError::Io {
             path: path.to_owned(),
             source,
@@ -131,7 +132,7 @@ pub fn open_input(path: &Path) -> Result<(File, u64), FileError> {
 
 /// Reads a whole input of at most `limit` bytes; `what` names it in the error
 /// (`a snapshot file`).
-fn read_bounded(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>, FileError> {
+pub(crate) fn read_bounded(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>, FileError> {
     let (file, len) = open_input(path)?;
     let too_big = |size: u64| {
         FileError::invalid(
@@ -155,11 +156,6 @@ fn read_bounded(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>, FileErro
         return Err(too_big(bytes.len() as u64));
     }
     Ok(bytes)
-}
-
-fn read_text(path: &Path, limit: u64, what: &str) -> Result<String, FileError> {
-    let bytes = read_bounded(path, limit, what)?;
-    String::from_utf8(bytes).map_err(|_| FileError::invalid(path, "not UTF-8 text"))
 }
 
 /// Reads a snapshot: our JSON (which must carry the snapshot schema), or bare Prometheus
@@ -1080,58 +1076,17 @@ fn python_style_json(value: &Value) -> String {
     String::from_utf8(out).expect("serde_json writes UTF-8")
 }
 
-/// Reads the load tool's result: one JSON object, or JSON lines of which the last
-/// non-empty one is the run (SGLang's client appends a line per run).
-pub fn read_bench_result(path: &Path) -> Result<BenchResult, FileError> {
-    let text = read_text(path, MAX_RESULT_BYTES, "a result file")?;
-    parse_bench_result(&text).map_err(|m| FileError::invalid(path, m))
+/// Reads the load tool's result file, whichever tool wrote it, with the files the tool
+/// writes beside it ([`crate::loadtools`]).
+pub fn read_bench_result(path: &Path) -> Result<ClientAccount, FileError> {
+    crate::loadtools::read_result(path)
 }
 
-/// Parses a result file's contents. The load tools are Python programs and write JSON
-/// with Python's `NaN` and `Infinity` (see [`crate::pyjson`]); such a value reads as
-/// missing, never as a number.
-pub fn parse_bench_result(text: &str) -> Result<BenchResult, String> {
-    if text.trim().is_empty() {
-        return Err("empty file".into());
-    }
-    let value: Value = match crate::pyjson::from_str(text) {
-        Ok(v) => v,
-        Err(_) => {
-            let last = text
-                .lines()
-                .rev()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("");
-            crate::pyjson::from_str(last)
-                .map_err(|e| format!("not a load tool result: bad JSON ({e})"))?
-        }
-    };
-    let Value::Object(object) = value else {
-        return Err("not a load tool result: not a JSON object".into());
-    };
-    // Numbers only: booleans are rejected, integers truncated.
-    let float = |key: &str| match object.get(key) {
-        Some(Value::Number(n)) => n.as_f64().filter(|f| f.is_finite()),
-        _ => None,
-    };
-    let int = |key: &str| float(key).map(|f| f.trunc() as i64);
-    Ok(BenchResult {
-        completed: int("completed"),
-        failed: int("failed"),
-        total_input_tokens: int("total_input_tokens"),
-        total_output_tokens: int("total_output_tokens"),
-        duration: float("duration"),
-        output_throughput: float("output_throughput"),
-        max_concurrency: int("max_concurrency"),
-        num_prompts: int("num_prompts"),
-        backend: object
-            .get("backend")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        mean_ttft_ms: float("mean_ttft_ms"),
-        median_ttft_ms: float("median_ttft_ms"),
-        p99_ttft_ms: float("p99_ttft_ms"),
-        mean_tpot_ms: float("mean_tpot_ms"),
+/// Reads a result file's contents alone: any load tool's, recognised by what it holds.
+pub fn parse_bench_result(text: &str) -> Result<ClientAccount, String> {
+    crate::loadtools::read_bytes_named("result", text.as_bytes()).map_err(|e| match e {
+        FileError::Invalid { message, .. } => message,
+        other => other.to_string(),
     })
 }
 
@@ -1315,8 +1270,8 @@ impl RunFiles {
 /// Finds a run's files in a folder the way xray names them, with looser fallbacks for
 /// folders laid out by hand: `boot.log` else the first `*boot*.log`; `before.snapshot.json`
 /// else `*before*.json`; likewise `after`; `run.series.jsonl` else `*.series.jsonl`;
-/// `bench.json`/`bench.jsonl` else any other JSON file that reads as a load tool result;
-/// `load.log`.
+/// the load tool's result, recognised by content in the folder or the folders its tools
+/// write into ([`crate::loadtools::find_result`]); `load.log`.
 pub fn discover_run(dir: &Path) -> Result<RunFiles, FileError> {
     // A link is followed, so a recording linked into the folder is read like any other.
     // Only folders are passed over: a link that leads nowhere, a pipe or a device with a
@@ -1352,25 +1307,7 @@ pub fn discover_run(dir: &Path) -> Result<RunFiles, FileError> {
         bench: None,
         load_log: has("load.log").then(|| dir.join("load.log")),
     };
-    files.bench = if has("bench.json") {
-        Some(dir.join("bench.json"))
-    } else if has("bench.jsonl") {
-        Some(dir.join("bench.jsonl"))
-    } else {
-        names
-            .iter()
-            .filter(|n| {
-                (n.ends_with(".json") || n.ends_with(".jsonl"))
-                    && !n.ends_with(".snapshot.json")
-                    && !n.ends_with(".series.jsonl")
-                    && n.as_str() != "results.json"
-            })
-            .map(|n| dir.join(n))
-            .find(|p| {
-                read_bench_result(p)
-                    .is_ok_and(|b| b.completed.is_some() && b.total_output_tokens.is_some())
-            })
-    };
+    files.bench = crate::loadtools::find_result(dir)?;
     Ok(files)
 }
 

@@ -11,6 +11,7 @@ pub mod bootlog;
 pub mod detect;
 pub mod files;
 pub mod loadcmd;
+pub mod loadtools;
 pub mod output;
 pub mod prom;
 pub mod pyjson;

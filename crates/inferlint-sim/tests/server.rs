@@ -197,7 +197,7 @@ fn a_load_is_counted_by_the_server_with_its_test_request() {
         let bench = files::parse_bench_result(&json).unwrap();
         assert_eq!(bench.completed, Some(8));
         assert_eq!(bench.failed, Some(0));
-        assert_eq!(bench.num_prompts, Some(8));
+        assert_eq!(bench.sent, Some(8));
         assert_eq!(bench.max_concurrency, Some(8));
         assert_eq!(bench.total_input_tokens, Some(8 * 24));
         assert_eq!(bench.total_output_tokens, Some(8 * 20));

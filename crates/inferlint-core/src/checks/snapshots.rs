@@ -3,9 +3,10 @@
 
 use super::counters::{clock_deltas, counter_delta, out_of_order, restart_between};
 use super::series::SeriesStats;
+use crate::client::ClientAccount;
 use crate::engine::EngineDescriptor;
 use crate::fmt;
-use crate::model::{BenchResult, BootFacts, Snapshot};
+use crate::model::{BootFacts, Snapshot};
 use crate::status::{CheckResult, Status, Tripwire};
 
 /// T1: requests preempted (retracted, paused) during the run.
@@ -320,7 +321,7 @@ pub fn client_server(
     engine: &EngineDescriptor,
     before: &Snapshot,
     after: &Snapshot,
-    bench: &BenchResult,
+    bench: &ClientAccount,
     result_file: &str,
     expected_extra: u64,
 ) -> CheckResult {

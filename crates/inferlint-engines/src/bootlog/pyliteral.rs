@@ -57,6 +57,53 @@ pub fn parse_value(text: &str) -> Result<PyValue, LiteralError> {
     Ok(value)
 }
 
+/// Reads `text` as a call with keyword arguments, as Python prints an
+/// `argparse.Namespace`: `Namespace(seed=0, model='m', rate=inf)`. Returns the callee's
+/// name and the arguments in printed order.
+pub fn parse_kwargs_call(text: &str) -> Result<(String, Vec<(String, PyValue)>), LiteralError> {
+    let mut reader = Reader {
+        text,
+        bytes: text.as_bytes(),
+        pos: 0,
+    };
+    reader.skip_ws();
+    let name = reader.identifier()?;
+    if reader.peek() != Some(b'(') {
+        return Err(reader.error());
+    }
+    reader.pos += 1;
+    let mut args = Vec::new();
+    loop {
+        reader.skip_ws();
+        if reader.peek() == Some(b')') {
+            reader.pos += 1;
+            break;
+        }
+        let key = reader.identifier()?;
+        reader.skip_ws();
+        if reader.peek() != Some(b'=') {
+            return Err(reader.error());
+        }
+        reader.pos += 1;
+        let value = reader.value(1)?;
+        args.push((key, value));
+        reader.skip_ws();
+        match reader.peek() {
+            Some(b',') => reader.pos += 1,
+            Some(b')') => {
+                reader.pos += 1;
+                break;
+            }
+            _ => return Err(reader.error()),
+        }
+    }
+    reader.skip_ws();
+    if reader.pos != reader.bytes.len() {
+        return Err(reader.error());
+    }
+    Ok((name, args))
+}
+
 /// A bare scalar as printed in `key=value` settings (`32`, `0.9`, `True`, `None`); any
 /// other text is kept raw.
 pub fn scalar(text: &str) -> PyValue {
@@ -111,6 +158,19 @@ impl Reader<'_> {
         while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
             self.pos += 1;
         }
+    }
+
+    /// A Python identifier (ASCII letters, digits and `_`, not starting with a digit).
+    fn identifier(&mut self) -> Result<String, LiteralError> {
+        let start = self.pos;
+        while matches!(self.peek(), Some(b) if b == b'_' || b.is_ascii_alphanumeric()) {
+            self.pos += 1;
+        }
+        let name = &self.text[start..self.pos];
+        if name.is_empty() || name.as_bytes()[0].is_ascii_digit() {
+            return Err(self.error());
+        }
+        Ok(name.to_owned())
     }
 
     fn value(&mut self, depth: usize) -> Result<PyValue, LiteralError> {
@@ -314,6 +374,26 @@ fn key_text(key: PyValue) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_an_argparse_namespace() {
+        let (name, args) = parse_kwargs_call(
+            "Namespace(fn=<function cmd at 0x7f>, num_prompts=32, rate=inf, bucket={(256, 256, 1): 0.5}, model='m, n', x=None)",
+        )
+        .unwrap();
+        assert_eq!(name, "Namespace");
+        let get = |k: &str| {
+            args.iter()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v.clone())
+        };
+        assert_eq!(get("num_prompts"), Some(PyValue::Int(32)));
+        assert_eq!(get("rate"), Some(PyValue::Raw("inf".into())));
+        assert_eq!(get("model"), Some(PyValue::Str("m, n".into())));
+        assert_eq!(get("x"), Some(PyValue::None));
+        assert_eq!(args.len(), 6);
+        assert!(parse_kwargs_call("Namespace(a=1, b=").is_err());
+    }
 
     #[test]
     fn reads_a_vllm_args_dict() {

@@ -1,0 +1,515 @@
+//! The load tool's account of a run: what the client says it sent, what came back and
+//! over what time, and each request where its files keep them.
+//!
+//! Every load tool's result files read into this one model ([`ClientAccount`]), so the
+//! checks that compare the client with the server (T15, T18, T20), the insights and the
+//! report never ask which tool wrote them. How the tools differ is data: one
+//! [`LoadToolInfo`] per tool, as the engines have their
+//! [`crate::engine::EngineDescriptor`]. A number a file does not give is `None`, never 0.
+
+use serde::Serialize;
+
+/// A load tool whose result files inferlint reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LoadTool {
+    /// `vllm bench serve` (and the engines' clients that kept its field names).
+    VllmBench,
+    /// SGLang's `python -m sglang.bench_serving` / `sglang.benchmark.serving`.
+    SglangBench,
+    /// TensorRT-LLM's `python -m tensorrt_llm.serve.scripts.benchmark_serving`.
+    TrtllmBench,
+    GuideLlm,
+    /// NVIDIA AIPerf.
+    AiPerf,
+    /// kubernetes-sigs inference-perf.
+    InferencePerf,
+    GenAiPerf,
+    LlmPerf,
+}
+
+impl LoadTool {
+    pub const ALL: [LoadTool; 8] = [
+        LoadTool::VllmBench,
+        LoadTool::SglangBench,
+        LoadTool::TrtllmBench,
+        LoadTool::GuideLlm,
+        LoadTool::AiPerf,
+        LoadTool::InferencePerf,
+        LoadTool::GenAiPerf,
+        LoadTool::LlmPerf,
+    ];
+
+    pub fn info(self) -> &'static LoadToolInfo {
+        LOAD_TOOLS
+            .iter()
+            .find(|info| info.tool == self)
+            .expect("every load tool has its table")
+    }
+
+    /// How a person names it: `vllm bench serve`, `GuideLLM`.
+    pub fn name(self) -> &'static str {
+        self.info().name
+    }
+}
+
+/// How a tool's result file counts the requests that failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureCounting {
+    /// The file holds a count of failed requests.
+    Counted,
+    /// Only the per-request records show them (a failed one carries its error), and only
+    /// when the tool was asked to keep them.
+    PerRequestOnly,
+    /// The file counts no failure at all.
+    NotCounted,
+}
+
+/// What one load tool writes and how, as data.
+#[derive(Debug)]
+pub struct LoadToolInfo {
+    pub tool: LoadTool,
+    /// A short key for scripts and evidence: `vllm-bench`, `guidellm`.
+    pub key: &'static str,
+    pub name: &'static str,
+    /// How its result file counts failed requests.
+    pub failures: FailureCounting,
+    /// What its throughput and latency figures count, in words after the tool's name.
+    pub headline: &'static str,
+    /// How to make it keep one record per request (with each failure's error), where a
+    /// setting does.
+    pub details_flag: Option<&'static str>,
+    /// How to make it ask for the whole output length (the server then ignores the
+    /// end-of-sequence token).
+    pub ignore_eos: &'static str,
+    /// How to give it the server's tokenizer.
+    pub tokenizer: &'static str,
+}
+
+static LOAD_TOOLS: [LoadToolInfo; 8] = [
+    LoadToolInfo {
+        tool: LoadTool::VllmBench,
+        key: "vllm-bench",
+        name: "vllm bench serve",
+        failures: FailureCounting::Counted,
+        headline: "counts only completed requests in its throughput and latency",
+        details_flag: Some("`--save-detailed`"),
+        ignore_eos: "`--ignore-eos`",
+        tokenizer: "`--tokenizer` with the server's model",
+    },
+    LoadToolInfo {
+        tool: LoadTool::SglangBench,
+        key: "sglang-bench",
+        name: "SGLang bench_serving",
+        failures: FailureCounting::PerRequestOnly,
+        headline: "counts only completed requests, in its counts as in its throughput and latency",
+        details_flag: Some("`--output-details`"),
+        ignore_eos: "leave out `--disable-ignore-eos`",
+        tokenizer: "`--tokenizer` with the server's model",
+    },
+    LoadToolInfo {
+        tool: LoadTool::TrtllmBench,
+        key: "trtllm-bench",
+        name: "TensorRT-LLM benchmark_serving",
+        failures: FailureCounting::PerRequestOnly,
+        headline: "counts only completed requests in its file, its throughput and its latency",
+        details_flag: Some("`--save-detailed`"),
+        ignore_eos: "`--ignore-eos`",
+        tokenizer: "`--tokenizer` with the server's model",
+    },
+    LoadToolInfo {
+        tool: LoadTool::GuideLlm,
+        key: "guidellm",
+        name: "GuideLLM",
+        failures: FailureCounting::Counted,
+        headline: "reports its latency and output throughput over successful requests",
+        details_flag: None,
+        ignore_eos: "synthetic data with `output_tokens` (it then sends `ignore_eos`)",
+        tokenizer: "`--tokenizer` (or `--processor`) with the server's model",
+    },
+    LoadToolInfo {
+        tool: LoadTool::AiPerf,
+        key: "aiperf",
+        name: "AIPerf",
+        failures: FailureCounting::Counted,
+        headline: "computes its request_count, latency and throughput over successful requests",
+        details_flag: None,
+        ignore_eos: "`--extra-inputs ignore_eos:true`",
+        tokenizer: "`--tokenizer` with the server's model",
+    },
+    LoadToolInfo {
+        tool: LoadTool::InferencePerf,
+        key: "inference-perf",
+        name: "inference-perf",
+        failures: FailureCounting::Counted,
+        headline: "reports its latency and throughput over successes only",
+        details_flag: Some("`report.request_lifecycle.per_request: true` in its config"),
+        ignore_eos: "`server.ignore_eos: true` in its config",
+        tokenizer: "`tokenizer.pretrained_model_name_or_path` in its config",
+    },
+    LoadToolInfo {
+        tool: LoadTool::GenAiPerf,
+        key: "genai-perf",
+        name: "GenAI-Perf",
+        failures: FailureCounting::NotCounted,
+        headline: "counts only successful requests in its request_count, latency and throughput",
+        details_flag: None,
+        ignore_eos: "`--extra-inputs ignore_eos:true`",
+        tokenizer: "`--tokenizer` with the server's model",
+    },
+    LoadToolInfo {
+        tool: LoadTool::LlmPerf,
+        key: "llmperf",
+        name: "LLMPerf",
+        failures: FailureCounting::Counted,
+        headline: "computes its statistics over successful requests only",
+        details_flag: None,
+        ignore_eos: "`--additional-sampling-params '{\"ignore_eos\": true}'`",
+        tokenizer: "nothing: it always counts tokens with its own Llama tokenizer",
+    },
+];
+
+/// How a request ended, as the load tool saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RequestOutcome {
+    Completed,
+    /// An error: an HTTP status, a timeout, a broken stream.
+    Failed,
+    /// Still in flight or cancelled when the tool stopped.
+    Incomplete,
+}
+
+/// The clock a file's per-request times are on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RequestClock {
+    /// Seconds since 1970 (`time.time()`).
+    Unix,
+    /// Seconds on the host's monotonic clock (`time.perf_counter()` on Linux), the clock
+    /// inferlint's snapshots and recordings also carry.
+    Monotonic,
+}
+
+/// One request as the load tool recorded it. Times are seconds on [`ClientAccount::clock`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ClientRequest {
+    pub outcome: Option<RequestOutcome>,
+    /// The error the tool recorded for a failed request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// When the tool meant to send it (its slot or its schedule), where it says.
+    pub scheduled_s: Option<f64>,
+    /// When it was sent.
+    pub sent_s: Option<f64>,
+    pub first_token_s: Option<f64>,
+    pub end_s: Option<f64>,
+    /// Time to first token, as the tool measured it.
+    pub ttft_s: Option<f64>,
+    /// End-to-end latency, as the tool measured it.
+    pub latency_s: Option<f64>,
+    /// Prompt tokens as the tool counted them (its tokenizer, or the usage it was given).
+    pub prompt_tokens: Option<u64>,
+    /// Output tokens as the tool counted them.
+    pub output_tokens: Option<u64>,
+    /// The usage the server's answer carried, where the tool kept it apart.
+    pub server_prompt_tokens: Option<u64>,
+    pub server_output_tokens: Option<u64>,
+    /// The output length the request asked for (`max_tokens`).
+    pub asked_output_tokens: Option<u64>,
+    /// Whether the request asked the server to ignore the end-of-sequence token.
+    pub ignore_eos: Option<bool>,
+}
+
+impl ClientRequest {
+    pub fn completed(&self) -> bool {
+        self.outcome == Some(RequestOutcome::Completed)
+    }
+
+    /// The first token's time: recorded, else sent + TTFT.
+    pub fn first_token_at(&self) -> Option<f64> {
+        self.first_token_s
+            .or_else(|| Some(self.sent_s? + self.ttft_s?))
+    }
+
+    /// The end's time: recorded, else sent + latency.
+    pub fn end_at(&self) -> Option<f64> {
+        self.end_s.or_else(|| Some(self.sent_s? + self.latency_s?))
+    }
+}
+
+/// Failed requests of one kind, as the tool worded the error.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FailureReason {
+    pub reason: String,
+    pub count: u64,
+}
+
+/// The lengths the run was set up with (its random or synthetic data).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Advertised {
+    pub input_tokens: Option<f64>,
+    pub output_tokens: Option<f64>,
+    /// The tool's own range setting, as it wrote it (its meaning is the tool's).
+    pub range_ratio: Option<f64>,
+    /// Whether requests asked the server to ignore the end-of-sequence token.
+    pub ignore_eos: Option<bool>,
+}
+
+/// What the timed span leaves out.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct TimedSpan {
+    /// Requests sent outside the timed span that the file itself counts (warm-up).
+    pub untimed_requests: Option<u64>,
+    /// Seconds of warm-up and cool-down the tool left out of its figures.
+    pub warmup_s: Option<f64>,
+    pub cooldown_s: Option<f64>,
+    /// The timed span's ends, on [`ClientAccount::clock`].
+    pub start_s: Option<f64>,
+    pub end_s: Option<f64>,
+}
+
+/// The load tool's own account of a run: one model whatever the tool.
+///
+/// The field names of the counts and figures the engines' clients share
+/// (`completed`, `failed`, `total_output_tokens`, `duration`, `output_throughput`,
+/// `max_concurrency`, the TTFT and TPOT statistics) are kept as `vllm bench serve`
+/// writes them, since T15 and the established tool speak of them so.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClientAccount {
+    pub tool: LoadTool,
+    pub tool_version: Option<String>,
+    /// Requests the timed run sent.
+    pub sent: Option<i64>,
+    /// Requests that came back whole.
+    pub completed: Option<i64>,
+    /// Requests that failed (an error answer, a timeout, a broken stream).
+    pub failed: Option<i64>,
+    /// Requests still in flight or cancelled when the tool stopped.
+    pub incomplete: Option<i64>,
+    /// The failed requests by the error the tool recorded.
+    pub failure_reasons: Vec<FailureReason>,
+    /// Prompt and output tokens of the completed requests, as the tool counted them.
+    pub total_input_tokens: Option<i64>,
+    pub total_output_tokens: Option<i64>,
+    /// The timed span, in seconds.
+    pub duration: Option<f64>,
+    pub span: TimedSpan,
+    /// Output tokens per second over the timed span, as the tool reports it.
+    pub output_throughput: Option<f64>,
+    /// The concurrency asked for.
+    pub max_concurrency: Option<i64>,
+    /// The request rate asked for (requests per second); `None` when unlimited or unsaid.
+    pub request_rate: Option<f64>,
+    /// The tool's backend or endpoint (`openai`, `sglang`, `/v1/chat/completions`).
+    pub backend: Option<String>,
+    pub mean_ttft_ms: Option<f64>,
+    pub median_ttft_ms: Option<f64>,
+    pub p99_ttft_ms: Option<f64>,
+    pub mean_tpot_ms: Option<f64>,
+    pub advertised: Advertised,
+    /// One record per request of the timed run, where the files keep them, in the order
+    /// the tool sent them when it says.
+    pub requests: Vec<ClientRequest>,
+    /// The clock of the records' times; `None` when they carry no time of day.
+    pub clock: Option<RequestClock>,
+    /// Every gap between two streamed tokens the records hold, in milliseconds.
+    pub inter_token_ms: Vec<f32>,
+    /// Benchmarks, stages or lines of the file summed into this account.
+    pub parts: usize,
+    /// What a reader should know about how the account was read.
+    pub notes: Vec<String>,
+}
+
+impl ClientAccount {
+    /// An account with nothing known but the tool.
+    pub fn new(tool: LoadTool) -> ClientAccount {
+        ClientAccount {
+            tool,
+            tool_version: None,
+            sent: None,
+            completed: None,
+            failed: None,
+            incomplete: None,
+            failure_reasons: Vec::new(),
+            total_input_tokens: None,
+            total_output_tokens: None,
+            duration: None,
+            span: TimedSpan::default(),
+            output_throughput: None,
+            max_concurrency: None,
+            request_rate: None,
+            backend: None,
+            mean_ttft_ms: None,
+            median_ttft_ms: None,
+            p99_ttft_ms: None,
+            mean_tpot_ms: None,
+            advertised: Advertised::default(),
+            requests: Vec::new(),
+            clock: None,
+            inter_token_ms: Vec::new(),
+            parts: 1,
+            notes: Vec::new(),
+        }
+    }
+
+    /// `GuideLLM 0.8.1`, or the name alone when the file does not say its version.
+    pub fn tool_label(&self) -> String {
+        match &self.tool_version {
+            Some(v) => format!("{} {v}", self.tool.name()),
+            None => self.tool.name().to_owned(),
+        }
+    }
+
+    /// Requests by outcome in the per-request records.
+    pub fn records_with(&self, outcome: RequestOutcome) -> usize {
+        self.requests
+            .iter()
+            .filter(|r| r.outcome == Some(outcome))
+            .count()
+    }
+
+    /// Failed requests: the file's count, else the records'.
+    pub fn failed_count(&self) -> Option<i64> {
+        self.failed.or_else(|| {
+            (!self.requests.is_empty()).then(|| self.records_with(RequestOutcome::Failed) as i64)
+        })
+    }
+
+    /// Incomplete requests: the file's count, else the records'.
+    pub fn incomplete_count(&self) -> Option<i64> {
+        self.incomplete.or_else(|| {
+            (!self.requests.is_empty())
+                .then(|| self.records_with(RequestOutcome::Incomplete) as i64)
+        })
+    }
+
+    /// Whether the account can show a failure at all: a count, or a record per request.
+    pub fn shows_failures(&self) -> bool {
+        self.failed.is_some() || !self.requests.is_empty()
+    }
+
+    /// Adds one failure reason (counting repeats).
+    pub fn add_failure_reason(&mut self, reason: &str, count: u64) {
+        let reason = one_line(reason, 200);
+        match self.failure_reasons.iter_mut().find(|r| r.reason == reason) {
+            Some(r) => r.count += count,
+            None => self.failure_reasons.push(FailureReason { reason, count }),
+        }
+    }
+
+    /// Fills the counts the records can give where the summary did not, and drops the
+    /// latency figures of a run with no completed request: tools write them as zeros
+    /// (or `NaN`), which measure nothing.
+    pub fn count_from_records(&mut self) {
+        self.fill_counts_from_records();
+        if self.completed == Some(0) {
+            self.mean_ttft_ms = None;
+            self.median_ttft_ms = None;
+            self.p99_ttft_ms = None;
+            self.mean_tpot_ms = None;
+        }
+    }
+
+    fn fill_counts_from_records(&mut self) {
+        if self.requests.is_empty() {
+            return;
+        }
+        let completed = self.records_with(RequestOutcome::Completed) as i64;
+        let failed = self.records_with(RequestOutcome::Failed) as i64;
+        let incomplete = self.records_with(RequestOutcome::Incomplete) as i64;
+        self.completed.get_or_insert(completed);
+        self.failed.get_or_insert(failed);
+        if self.incomplete.is_none() && incomplete > 0 {
+            self.incomplete = Some(incomplete);
+        }
+        self.sent.get_or_insert(self.requests.len() as i64);
+        if self.failure_reasons.is_empty() {
+            let errors: Vec<String> = self
+                .requests
+                .iter()
+                .filter(|r| r.outcome == Some(RequestOutcome::Failed))
+                .map(|r| r.error.clone().unwrap_or_else(|| "no error text".into()))
+                .collect();
+            for e in errors {
+                self.add_failure_reason(&e, 1);
+            }
+        }
+    }
+}
+
+/// The first line of a text, at most `max` characters: an error's text can be a whole
+/// traceback or an HTML page.
+pub fn one_line(text: &str, max: usize) -> String {
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    let mut out: String = line.chars().take(max).collect();
+    if line.chars().count() > max {
+        out.push('…');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tool_has_one_table_with_its_own_key() {
+        let mut keys: Vec<&str> = LoadTool::ALL.iter().map(|t| t.info().key).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        assert_eq!(keys.len(), LoadTool::ALL.len());
+        for tool in LoadTool::ALL {
+            assert_eq!(tool.info().tool, tool);
+        }
+    }
+
+    #[test]
+    fn records_fill_the_counts_a_summary_left_out() {
+        let mut account = ClientAccount::new(LoadTool::SglangBench);
+        account.completed = Some(2);
+        for (outcome, error) in [
+            (RequestOutcome::Completed, None),
+            (RequestOutcome::Failed, Some("Internal Server Error\nmore")),
+            (RequestOutcome::Completed, None),
+            (RequestOutcome::Failed, Some("Internal Server Error")),
+        ] {
+            account.requests.push(ClientRequest {
+                outcome: Some(outcome),
+                error: error.map(str::to_owned),
+                ..ClientRequest::default()
+            });
+        }
+        account.count_from_records();
+        assert_eq!(
+            (
+                account.sent,
+                account.completed,
+                account.failed,
+                account.incomplete
+            ),
+            (Some(4), Some(2), Some(2), None)
+        );
+        assert_eq!(
+            account.failure_reasons,
+            [FailureReason {
+                reason: "Internal Server Error".into(),
+                count: 2
+            }]
+        );
+    }
+
+    #[test]
+    fn an_error_is_kept_to_its_first_line() {
+        assert_eq!(
+            one_line("\n  Traceback (most recent call last):\n x", 9),
+            "Traceback…"
+        );
+        assert_eq!(one_line("", 9), "");
+    }
+}

@@ -1,0 +1,245 @@
+//! NVIDIA AIPerf's exports (`--artifact-dir`): `profile_export_aiperf.json`, the summary,
+//! and `profile_export.jsonl`, one record per request, warm-up included.
+//!
+//! In the summary every metric is `{unit, avg, p50, p99, ...}`. Careful with its names:
+//! `request_count` counts the successful requests, `error_request_count` the failed and
+//! `completed_request_count` every request that came back; `error_summary` lists the
+//! errors with counts. The warm-up phase (`input_config.phases[]` with
+//! `exclude_from_results`) is left out of every figure and summarised apart in
+//! `warmup_metrics`. A record carries `metadata.benchmark_phase`, nanosecond wall-clock
+//! times, its metrics (`time_to_first_token`, `input_sequence_length`, the server's
+//! `usage_prompt_tokens` and `usage_completion_tokens`, ...) and, for a failed request,
+//! `error` with its `code`, `type` and `message`.
+
+use std::path::Path;
+
+use inferlint_core::client::{
+    ClientAccount, ClientRequest, LoadTool, RequestClock, RequestOutcome,
+};
+use serde_json::Value;
+
+use super::{at, count, int, label, num, parse_json, shape, text, Companions, Role};
+use crate::files::FileError;
+
+pub(super) fn read(
+    path: &Path,
+    bytes: &[u8],
+    role: Role,
+    companions: &Companions,
+) -> Result<ClientAccount, FileError> {
+    match role {
+        Role::Summary | Role::Stage => {
+            let mut account = summary(path, bytes)?;
+            if let Some(records) = &companions.other {
+                let bytes = super::read_bytes(records)?;
+                let label = account.tool_label();
+                read_records(records, &bytes, &label, &mut account)?;
+            }
+            Ok(account)
+        }
+        Role::Requests => {
+            let mut account = match &companions.other {
+                Some(summary_path) => summary(summary_path, &super::read_bytes(summary_path)?)?,
+                None => ClientAccount::new(LoadTool::AiPerf),
+            };
+            let label = label(LoadTool::AiPerf, account.tool_version.as_deref());
+            read_records(path, bytes, &label, &mut account)?;
+            Ok(account)
+        }
+    }
+}
+
+fn summary(path: &Path, bytes: &[u8]) -> Result<ClientAccount, FileError> {
+    let version = super::string_field(bytes, "aiperf_version");
+    let tool_label = label(LoadTool::AiPerf, version.as_deref());
+    let root = parse_json(path, bytes, &tool_label)?;
+    if !root.is_object() {
+        return Err(shape(path, &tool_label, "not a JSON object"));
+    }
+    let avg = |metric: &str| num(at(&root, &[metric, "avg"]));
+    let Some(successful) = avg("request_count") else {
+        return Err(shape(path, &tool_label, "no 'request_count.avg'"));
+    };
+    let mut account = ClientAccount::new(LoadTool::AiPerf);
+    account.tool_version = version;
+    account.completed = Some(successful as i64);
+    // Absent when no request failed.
+    account.failed = Some(avg("error_request_count").map_or(0, |f| f as i64));
+    let came_back = avg("completed_request_count").map(|c| c as i64);
+    let phases = at(&root, &["input_config", "phases"]).and_then(Value::as_array);
+    let profiling = phases.and_then(|p| {
+        p.iter().find(|ph| {
+            !ph.get("exclude_from_results")
+                .and_then(Value::as_bool)
+                .unwrap_or(false)
+        })
+    });
+    let target = profiling.and_then(|p| int(p.get("requests")));
+    account.sent = target.or(came_back);
+    if let (Some(target), Some(back)) = (target, came_back) {
+        if back < target {
+            account.incomplete = Some(target - back);
+        }
+    }
+    if root.get("was_cancelled").and_then(Value::as_bool) == Some(true) {
+        account
+            .notes
+            .push("AIPerf says the run was cancelled before its end".into());
+    }
+    if let Some(errors) = root.get("error_summary").and_then(Value::as_array) {
+        for e in errors {
+            let details = e.get("error_details");
+            let code = int(details.and_then(|d| d.get("code")));
+            let kind = text(details.and_then(|d| d.get("type")));
+            let reason = match (code, kind) {
+                (Some(c), Some(k)) => format!("{c} {k}"),
+                (Some(c), None) => format!("HTTP {c}"),
+                (None, Some(k)) => k,
+                (None, None) => text(details.and_then(|d| d.get("message")))
+                    .unwrap_or_else(|| "unnamed error".into()),
+            };
+            account.add_failure_reason(&reason, count(e.get("count")).unwrap_or(1));
+        }
+    }
+    account.total_input_tokens = avg("total_isl").map(|t| t as i64);
+    account.total_output_tokens = avg("total_osl")
+        .or_else(|| avg("total_output_tokens"))
+        .map(|t| t as i64);
+    account.duration = avg("benchmark_duration");
+    account.output_throughput = avg("output_token_throughput");
+    account.mean_ttft_ms = avg("time_to_first_token");
+    account.median_ttft_ms = num(at(&root, &["time_to_first_token", "p50"]));
+    account.p99_ttft_ms = num(at(&root, &["time_to_first_token", "p99"]));
+    account.mean_tpot_ms = avg("inter_token_latency");
+    if let Some(phase) = profiling {
+        match text(phase.get("type")).as_deref() {
+            Some("concurrency") => account.max_concurrency = int(phase.get("concurrency")),
+            Some(_) => {
+                account.request_rate =
+                    num(phase.get("request_rate")).or_else(|| num(phase.get("rate")));
+                account.max_concurrency = int(phase.get("concurrency"));
+            }
+            None => {}
+        }
+    }
+    let warmup_requests = num(at(&root, &["warmup_metrics", "request_count", "avg"]))
+        .map(|n| n as u64)
+        .or_else(|| {
+            phases?
+                .iter()
+                .filter(|p| p.get("exclude_from_results").and_then(Value::as_bool) == Some(true))
+                .map(|p| count(p.get("requests")))
+                .sum()
+        });
+    account.span.untimed_requests = warmup_requests;
+    account.backend = text(at(&root, &["input_config", "endpoint", "type"]));
+    if let Some(datasets) = at(&root, &["input_config", "datasets"]).and_then(Value::as_array) {
+        if let [dataset] = datasets.as_slice() {
+            if text(dataset.get("type")).as_deref() == Some("synthetic") {
+                account.advertised.input_tokens = num(at(dataset, &["prompts", "isl", "mean"]));
+                account.advertised.output_tokens = num(at(dataset, &["prompts", "osl", "mean"]));
+            }
+        }
+    }
+    account.advertised.ignore_eos =
+        at(&root, &["input_config", "endpoint", "extra", "ignore_eos"]).and_then(Value::as_bool);
+    Ok(account)
+}
+
+/// The per-request records: JSON lines, the warm-up's counted apart.
+fn read_records(
+    path: &Path,
+    bytes: &[u8],
+    tool_label: &str,
+    account: &mut ClientAccount,
+) -> Result<(), FileError> {
+    let content = std::str::from_utf8(bytes)
+        .map_err(|_| FileError::invalid(path, format!("{tool_label} records: not UTF-8 text")))?;
+    let lines: Vec<&str> = content.lines().filter(|l| !l.trim().is_empty()).collect();
+    let mut warmup = 0u64;
+    account.clock = Some(RequestClock::Unix);
+    for (i, line) in lines.iter().enumerate() {
+        let record = match crate::pyjson::from_str(line) {
+            Ok(v) => v,
+            // A recorder killed mid-write leaves its last line cut.
+            Err(e) if e.is_eof() && i + 1 == lines.len() => {
+                account
+                    .notes
+                    .push(format!("{}: the last record is cut off", path.display()));
+                break;
+            }
+            Err(e) => {
+                return Err(FileError::invalid(
+                    path,
+                    format!("{tool_label} records, bad JSON on line {} ({e})", i + 1),
+                ))
+            }
+        };
+        let Some(metadata) = record.get("metadata").filter(|m| m.is_object()) else {
+            return Err(shape(
+                path,
+                tool_label,
+                format!("record {} has no 'metadata'", i + 1),
+            ));
+        };
+        if text(metadata.get("benchmark_phase")).as_deref() == Some("warmup") {
+            warmup += 1;
+            continue;
+        }
+        let metric = |key: &str| num(at(&record, &["metrics", key, "value"]));
+        let ns = |key: &str| num(metadata.get(key)).map(|n| n / 1e9);
+        let error = record.get("error").filter(|e| !e.is_null());
+        let cancelled = metadata.get("was_cancelled").and_then(Value::as_bool) == Some(true);
+        let outcome = if error.is_some() {
+            RequestOutcome::Failed
+        } else if cancelled {
+            RequestOutcome::Incomplete
+        } else {
+            RequestOutcome::Completed
+        };
+        let sent = ns("request_start_ns");
+        let ttft_s = metric("time_to_first_token").map(|ms| ms / 1000.0);
+        let reason = error.map(|e| {
+            let code = int(e.get("code"));
+            let kind = text(e.get("type"));
+            match (code, kind) {
+                (Some(c), Some(k)) => format!("{c} {k}"),
+                (_, Some(k)) => k,
+                _ => text(e.get("message")).unwrap_or_else(|| "unnamed error".into()),
+            }
+        });
+        if outcome == RequestOutcome::Completed {
+            if let Some(gaps) =
+                at(&record, &["metrics", "inter_chunk_latency", "value"]).and_then(Value::as_array)
+            {
+                account
+                    .inter_token_ms
+                    .extend(gaps.iter().filter_map(|g| num(Some(g))).map(|g| g as f32));
+            }
+        }
+        account.requests.push(ClientRequest {
+            outcome: Some(outcome),
+            error: reason,
+            scheduled_s: ns("credit_issued_ns"),
+            sent_s: sent,
+            first_token_s: sent.zip(ttft_s).map(|(s, t)| s + t),
+            end_s: (outcome == RequestOutcome::Completed)
+                .then(|| ns("request_end_ns"))
+                .flatten(),
+            ttft_s,
+            latency_s: metric("request_latency").map(|ms| ms / 1000.0),
+            prompt_tokens: metric("input_sequence_length")
+                .or_else(|| metric("error_isl"))
+                .map(|t| t as u64),
+            output_tokens: metric("output_sequence_length").map(|t| t as u64),
+            server_prompt_tokens: metric("usage_prompt_tokens").map(|t| t as u64),
+            server_output_tokens: metric("usage_completion_tokens").map(|t| t as u64),
+            asked_output_tokens: None,
+            ignore_eos: None,
+        });
+    }
+    if account.span.untimed_requests.is_none() && warmup > 0 {
+        account.span.untimed_requests = Some(warmup);
+    }
+    Ok(())
+}

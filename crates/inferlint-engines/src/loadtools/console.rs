@@ -1,0 +1,163 @@
+//! What a load tool printed while it ran (xray keeps it in `load.log`).
+//!
+//! The engines' own clients print their settings first, as Python prints an
+//! `argparse.Namespace`: `Namespace(..., num_prompts=32, random_input_len=32, ...)`. Their
+//! result files leave some of it out (SGLang writes no request count at all), so the
+//! settings fill what the file did not say, and never override what it did.
+
+use inferlint_core::client::{one_line, ClientAccount, LoadTool};
+use inferlint_core::model::PyValue;
+
+use crate::bootlog::pyliteral;
+
+/// The last settings line a client printed (`Namespace(...)`), as key and value pairs.
+pub fn namespace_settings(log: &str) -> Option<Vec<(String, PyValue)>> {
+    log.lines().rev().find_map(|line| {
+        let start = line.find("Namespace(")?;
+        pyliteral::parse_kwargs_call(line[start..].trim_end())
+            .ok()
+            .map(|(_, args)| args)
+    })
+}
+
+/// [`complete_from_console`] from a console log file, read line by line in bounded
+/// memory ([`crate::files::for_each_log_line`]).
+pub fn complete_from_console_file(
+    account: &mut ClientAccount,
+    path: &std::path::Path,
+) -> Result<(), crate::files::FileError> {
+    if !prints_settings(account) {
+        return Ok(());
+    }
+    let (file, _) = crate::files::open_input(path)?;
+    let mut last = None;
+    crate::files::for_each_log_line(path, file, |line| {
+        if line.contains("Namespace(") {
+            last = Some(line.to_owned());
+        }
+    })?;
+    if let Some(line) = last {
+        complete_from_console(account, &line);
+    }
+    Ok(())
+}
+
+/// Whether the account's tool prints its settings as a `Namespace(...)` line: the
+/// engines' own clients do.
+fn prints_settings(account: &ClientAccount) -> bool {
+    matches!(
+        account.tool,
+        LoadTool::VllmBench | LoadTool::SglangBench | LoadTool::TrtllmBench
+    )
+}
+
+/// Fills the account's request count and advertised lengths from the settings the tool
+/// printed, where the result file did not give them. Only the engines' own clients print
+/// such a line; another tool's account is left as it is.
+pub fn complete_from_console(account: &mut ClientAccount, log: &str) {
+    if !prints_settings(account) {
+        return;
+    }
+    let Some(settings) = namespace_settings(log) else {
+        return;
+    };
+    let get = |key: &str| settings.iter().find(|(k, _)| k == key).map(|(_, v)| v);
+    let number = |key: &str| match get(key)? {
+        PyValue::Int(i) => Some(*i as f64),
+        PyValue::Float(f) => Some(*f),
+        PyValue::Str(s) | PyValue::Raw(s) => s.parse::<f64>().ok().filter(|f| f.is_finite()),
+        _ => None,
+    };
+    if account.sent.is_none() {
+        account.sent = number("num_prompts").map(|n| n as i64);
+    }
+    let dataset = get("dataset_name").and_then(PyValue::as_str).unwrap_or("");
+    if dataset.starts_with("random") {
+        let advertised = &mut account.advertised;
+        advertised.input_tokens = advertised
+            .input_tokens
+            .or_else(|| number("random_input_len"));
+        advertised.output_tokens = advertised
+            .output_tokens
+            .or_else(|| number("random_output_len"));
+        advertised.range_ratio = advertised
+            .range_ratio
+            .or_else(|| number("random_range_ratio"));
+    }
+    if account.advertised.ignore_eos.is_none() {
+        account.advertised.ignore_eos = match (get("ignore_eos"), get("disable_ignore_eos")) {
+            (Some(PyValue::Bool(b)), _) => Some(*b),
+            // SGLang sends ignore_eos unless told not to.
+            (None, Some(PyValue::Bool(disabled))) => Some(!disabled),
+            _ => None,
+        };
+    }
+}
+
+/// An error as a person reads it: the HTTP status an exception's text names (`404 Not
+/// Found` from `HTTPStatusError("Client error '404 Not Found' for url ...")`), else its
+/// first line.
+pub fn short_error(text: &str) -> String {
+    let bytes = text.as_bytes();
+    for (i, window) in bytes.windows(5).enumerate() {
+        let status = &window[..3];
+        if window[3] == b' '
+            && status.iter().all(u8::is_ascii_digit)
+            && matches!(status[0], b'4' | b'5')
+            && (i == 0 || !bytes[i - 1].is_ascii_alphanumeric())
+            && window[4].is_ascii_uppercase()
+        {
+            let rest = &text[i..];
+            let end = rest
+                .find(['\'', '"', '\n', ',', '(', ')'])
+                .unwrap_or(rest.len());
+            return rest[..end].trim().to_owned();
+        }
+    }
+    // `Internal Server Error: {"object": "error", ...}`: the reason before the body, so
+    // that requests failed the same way count as one reason.
+    let line = one_line(text, 200);
+    match line.find(": {") {
+        Some(i) if i > 0 => line[..i].trim().to_owned(),
+        _ => line,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_http_status_is_the_reason() {
+        assert_eq!(
+            short_error("HTTPStatusError(\"Client error '404 Not Found' for url 'http://x/v1'\")"),
+            "404 Not Found"
+        );
+        assert_eq!(
+            short_error("Internal Server Error"),
+            "Internal Server Error"
+        );
+        assert_eq!(
+            short_error("500 Internal Server Error"),
+            "500 Internal Server Error"
+        );
+        assert_eq!(short_error("read 1500 Bytes"), "read 1500 Bytes");
+        assert_eq!(
+            short_error("Internal Server Error: {\"object\":\"error\",\"code\":500}"),
+            "Internal Server Error"
+        );
+    }
+
+    #[test]
+    fn settings_fill_what_the_file_left_out() {
+        let log = "noise\nNamespace(backend='sglang', num_prompts=32, dataset_name='random', random_input_len=32, random_output_len=64, random_range_ratio=1.0, disable_ignore_eos=False, request_rate=inf)\n";
+        let mut account = ClientAccount::new(LoadTool::SglangBench);
+        complete_from_console(&mut account, log);
+        assert_eq!(account.sent, Some(32));
+        assert_eq!(account.advertised.output_tokens, Some(64.0));
+        assert_eq!(account.advertised.ignore_eos, Some(true));
+        let mut other = ClientAccount::new(LoadTool::GuideLlm);
+        complete_from_console(&mut other, log);
+        assert_eq!(other.sent, None);
+    }
+}

@@ -1,0 +1,225 @@
+//! GenAI-Perf's exports (`artifacts/<model>-<service>-<endpoint>-<load>/`):
+//! `profile_export_genai_perf.json`, the summary, and `profile_export.json`,
+//! perf_analyzer's record of every request.
+//!
+//! The summary has each metric as `{unit, avg, p50, p99, ...}` (`request_count`,
+//! `time_to_first_token`, `output_sequence_length`, ...) and `input_config`, the
+//! command's options; it counts no failed request. The export holds
+//! `experiments[].requests[]` with the send `timestamp` and each streamed chunk's
+//! `response_timestamps` in wall-clock nanoseconds, the request body as sent
+//! (`request_inputs.payload`) and each chunk as received (`response_outputs`), whose last
+//! event carries the server's usage when the body asked for it. Neither file records the
+//! tool's version.
+
+use std::path::Path;
+
+use inferlint_core::client::{
+    ClientAccount, ClientRequest, LoadTool, RequestClock, RequestOutcome,
+};
+use serde_json::Value;
+
+use super::{asked, at, body, count, int, num, parse_json, shape, text, Companions, Role};
+use crate::files::FileError;
+
+const TOOL: &str = "GenAI-Perf (version not recorded)";
+
+pub(super) fn read(
+    path: &Path,
+    bytes: &[u8],
+    role: Role,
+    companions: &Companions,
+) -> Result<ClientAccount, FileError> {
+    let (summary_path, export_path) = match role {
+        Role::Summary | Role::Stage => (Some(path), companions.other.as_deref()),
+        Role::Requests => (companions.other.as_deref(), Some(path)),
+    };
+    let mut account = match summary_path {
+        Some(p) if p == path => summary(p, bytes)?,
+        Some(p) => summary(p, &super::read_bytes(p)?)?,
+        None => ClientAccount::new(LoadTool::GenAiPerf),
+    };
+    if let Some(export) = export_path {
+        let owned;
+        let bytes = if export == path {
+            bytes
+        } else {
+            owned = super::read_bytes(export)?;
+            &owned
+        };
+        read_export(export, bytes, &mut account)?;
+    }
+    Ok(account)
+}
+
+fn summary(path: &Path, bytes: &[u8]) -> Result<ClientAccount, FileError> {
+    let root = parse_json(path, bytes, TOOL)?;
+    let avg = |metric: &str| num(at(&root, &[metric, "avg"]));
+    let Some(requests) = avg("request_count") else {
+        return Err(shape(path, TOOL, "no 'request_count.avg'"));
+    };
+    let mut account = ClientAccount::new(LoadTool::GenAiPerf);
+    account.completed = Some(requests as i64);
+    let config = root.get("input_config");
+    let option = |key: &str| config.and_then(|c| c.get(key));
+    account.sent = int(option("request_count"));
+    if let Some(osl) = avg("output_sequence_length") {
+        account.total_output_tokens = Some((osl * requests).round() as i64);
+    }
+    if let Some(isl) = avg("input_sequence_length") {
+        account.total_input_tokens = Some((isl * requests).round() as i64);
+    }
+    if let Some(rate) = avg("request_throughput").filter(|r| *r > 0.0) {
+        account.duration = Some(requests / rate);
+    }
+    account.output_throughput = avg("output_token_throughput");
+    account.mean_ttft_ms = avg("time_to_first_token");
+    account.median_ttft_ms = num(at(&root, &["time_to_first_token", "p50"]));
+    account.p99_ttft_ms = num(at(&root, &["time_to_first_token", "p99"]));
+    account.mean_tpot_ms = avg("inter_token_latency");
+    account.max_concurrency = int(option("concurrency"));
+    account.request_rate = num(option("request_rate"));
+    account.backend = text(option("endpoint_type"));
+    account.advertised.input_tokens = num(option("synthetic_input_tokens_mean"));
+    account.advertised.output_tokens = num(option("output_tokens_mean"));
+    account.advertised.ignore_eos = config
+        .and_then(|c| at(c, &["extra_inputs", "ignore_eos"]))
+        .and_then(Value::as_bool);
+    account.notes.push(
+        "GenAI-Perf's summary counts no failed request; the totals of tokens are its mean lengths times its request count"
+            .into(),
+    );
+    Ok(account)
+}
+
+fn read_export(path: &Path, bytes: &[u8], account: &mut ClientAccount) -> Result<(), FileError> {
+    let root = parse_json(path, bytes, TOOL)?;
+    let Some(experiments) = root.get("experiments").and_then(Value::as_array) else {
+        return Err(shape(path, TOOL, "no 'experiments' list"));
+    };
+    account.clock = Some(RequestClock::Unix);
+    for (e, experiment) in experiments.iter().enumerate() {
+        if account.max_concurrency.is_none()
+            && text(at(experiment, &["experiment", "mode"])).as_deref() == Some("concurrency")
+        {
+            account.max_concurrency = int(at(experiment, &["experiment", "value"]));
+        }
+        if let Some([start, end]) = experiment
+            .get("window_boundaries")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+        {
+            let (start, end) = (num(Some(start)), num(Some(end)));
+            account.span.start_s = start.map(|s| s / 1e9);
+            account.span.end_s = end.map(|s| s / 1e9);
+        }
+        let Some(requests) = experiment.get("requests").and_then(Value::as_array) else {
+            return Err(shape(
+                path,
+                TOOL,
+                format!("experiments[{e}] has no 'requests' list"),
+            ));
+        };
+        for item in requests {
+            account
+                .requests
+                .push(request(item, &mut account.inter_token_ms));
+        }
+    }
+    Ok(())
+}
+
+fn request(item: &Value, gaps: &mut Vec<f32>) -> ClientRequest {
+    let sent = num(item.get("timestamp")).map(|ns| ns / 1e9);
+    let times: Vec<f64> = item
+        .get("response_timestamps")
+        .and_then(Value::as_array)
+        .map(|t| {
+            t.iter()
+                .filter_map(|v| num(Some(v)))
+                .map(|ns| ns / 1e9)
+                .collect()
+        })
+        .unwrap_or_default();
+    let events: Vec<String> = item
+        .get("response_outputs")
+        .and_then(Value::as_array)
+        .map(|o| o.iter().filter_map(|r| text(r.get("response"))).collect())
+        .unwrap_or_default();
+    let payload = body(at(item, &["request_inputs", "payload"]));
+    let (asked_output, ignore_eos) = payload.as_ref().map_or((None, None), asked);
+    // perf_analyzer's record of a failed request is not known here: a request with no
+    // answer at all, or an answer that is an error object, is taken as failed.
+    let error = events.iter().find_map(|e| {
+        let json: Value = serde_json::from_str(e.trim().trim_start_matches("data:").trim()).ok()?;
+        json.get("error")
+            .map(|err| text(err.get("message")).unwrap_or_else(|| err.to_string()))
+            .or_else(|| {
+                (json.get("object").and_then(Value::as_str) == Some("error"))
+                    .then(|| text(json.get("message")).unwrap_or_else(|| "error".into()))
+            })
+    });
+    let usage = events.iter().rev().find_map(|e| {
+        let json: Value = serde_json::from_str(e.trim().trim_start_matches("data:").trim()).ok()?;
+        json.get("usage").filter(|u| u.is_object()).cloned()
+    });
+    let outcome = if error.is_some() || times.is_empty() {
+        RequestOutcome::Failed
+    } else {
+        RequestOutcome::Completed
+    };
+    // Token times: the chunks that carried text (the last ones may carry only the
+    // finish reason, the usage and `[DONE]`).
+    let token_times: Vec<f64> = times
+        .iter()
+        .zip(events.iter().chain(std::iter::repeat(&String::new())))
+        .filter(|(_, e)| carries_text(e))
+        .map(|(t, _)| *t)
+        .collect();
+    if outcome == RequestOutcome::Completed {
+        gaps.extend(
+            token_times
+                .windows(2)
+                .map(|w| ((w[1] - w[0]) * 1000.0) as f32),
+        );
+    }
+    let first = token_times.first().copied().or(times.first().copied());
+    ClientRequest {
+        outcome: Some(outcome),
+        error: (outcome == RequestOutcome::Failed)
+            .then(|| error.unwrap_or_else(|| "no answer".into())),
+        scheduled_s: None,
+        sent_s: sent,
+        first_token_s: first,
+        end_s: times.last().copied(),
+        ttft_s: sent.zip(first).map(|(s, f)| f - s),
+        latency_s: sent.zip(times.last().copied()).map(|(s, e)| e - s),
+        prompt_tokens: None,
+        // The tool counts tokens with its tokenizer into the summary only; a chunk may hold
+        // several tokens, so the chunks are no count.
+        output_tokens: None,
+        server_prompt_tokens: usage.as_ref().and_then(|u| count(u.get("prompt_tokens"))),
+        server_output_tokens: usage
+            .as_ref()
+            .and_then(|u| count(u.get("completion_tokens"))),
+        asked_output_tokens: asked_output,
+        ignore_eos,
+    }
+}
+
+/// Whether a streamed event carries generated text.
+fn carries_text(event: &str) -> bool {
+    let Ok(json) = serde_json::from_str::<Value>(event.trim().trim_start_matches("data:").trim())
+    else {
+        return false;
+    };
+    json.get("choices")
+        .and_then(Value::as_array)
+        .and_then(|c| c.first())
+        .is_some_and(|choice| {
+            let text = choice
+                .get("text")
+                .or_else(|| at(choice, &["delta", "content"]))
+                .and_then(Value::as_str);
+            text.is_some_and(|t| !t.is_empty())
+        })
+}

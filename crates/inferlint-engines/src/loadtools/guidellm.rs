@@ -1,0 +1,267 @@
+//! GuideLLM's JSON report (`--output kind=json`, by default `benchmarks.json`).
+//!
+//! One object: `metadata` (with `guidellm_version`), `config`, and `benchmarks`, one per
+//! strategy it ran (a sweep gives several). Each benchmark counts its requests in
+//! `metrics.request_totals` (`successful`, `errored`, `incomplete`, `total`; older
+//! releases in `run_stats.requests_made`), sums their tokens in
+//! `metrics.prompt_token_count` and `output_token_count` per outcome, and keeps each
+//! request under `requests.successful`, `errored` and `incomplete` with wall-clock
+//! timings. Its warm-up and cool-down are left out of those lists and figures.
+
+use std::path::Path;
+
+use inferlint_core::client::{
+    ClientAccount, ClientRequest, LoadTool, RequestClock, RequestOutcome,
+};
+use serde_json::Value;
+
+use super::{asked, at, body, count, int, label, num, parse_json, shape, text};
+use crate::files::FileError;
+
+pub(super) fn read(path: &Path, bytes: &[u8]) -> Result<ClientAccount, FileError> {
+    // Read from the raw text, so that a cut-off file's error still names the version.
+    let version = super::string_field(bytes, "guidellm_version");
+    let tool_label = label(LoadTool::GuideLlm, version.as_deref());
+    let root = parse_json(path, bytes, &tool_label)?;
+    let Some(benchmarks) = root.get("benchmarks").and_then(Value::as_array) else {
+        return Err(shape(path, &tool_label, "no 'benchmarks' list"));
+    };
+    if benchmarks.is_empty() {
+        return Err(shape(path, &tool_label, "the 'benchmarks' list is empty"));
+    }
+    let mut account = ClientAccount::new(LoadTool::GuideLlm);
+    account.tool_version = version;
+    account.parts = benchmarks.len();
+    account.clock = Some(RequestClock::Unix);
+    let mut concurrency: Vec<Option<i64>> = Vec::new();
+    let mut rates: Vec<Option<f64>> = Vec::new();
+    let mut duration = 0.0;
+    let mut durations_known = true;
+    for (i, bench) in benchmarks.iter().enumerate() {
+        let where_ = |what: &str| format!("benchmarks[{i}] {what}");
+        let totals = at(bench, &["metrics", "request_totals"])
+            .or_else(|| at(bench, &["scheduler_metrics", "requests_made"]))
+            .or_else(|| at(bench, &["run_stats", "requests_made"]))
+            .filter(|t| t.is_object());
+        let Some(requests) = bench.get("requests").filter(|r| r.is_object()) else {
+            return Err(shape(path, &tool_label, where_("has no 'requests' object")));
+        };
+        let lists: Vec<(&str, RequestOutcome)> = vec![
+            ("successful", RequestOutcome::Completed),
+            ("errored", RequestOutcome::Failed),
+            ("incomplete", RequestOutcome::Incomplete),
+        ];
+        let mut records = 0usize;
+        for (key, outcome) in &lists {
+            match requests.get(*key) {
+                None | Some(Value::Null) => {}
+                Some(Value::Array(items)) => {
+                    records += items.len();
+                    for item in items {
+                        account.requests.push(request(item, *outcome));
+                    }
+                }
+                Some(_) => {
+                    return Err(shape(
+                        path,
+                        &tool_label,
+                        where_(&format!("'requests.{key}' is not a list")),
+                    ))
+                }
+            }
+        }
+        let n = |key: &str| totals.and_then(|t| int(t.get(key)));
+        if totals.is_none() {
+            if records == 0 {
+                return Err(shape(
+                    path,
+                    &tool_label,
+                    where_("has neither request totals nor request records"),
+                ));
+            }
+            account.notes.push(format!(
+                "benchmarks[{i}] has no request totals: counted from its records"
+            ));
+            continue;
+        }
+        add(&mut account.completed, n("successful"));
+        add(&mut account.failed, n("errored"));
+        add(&mut account.incomplete, n("incomplete"));
+        let total = n("total").or_else(|| {
+            Some(n("successful")? + n("errored").unwrap_or(0) + n("incomplete").unwrap_or(0))
+        });
+        add(&mut account.sent, total);
+        if let (Some(total), true) = (total, records > 0) {
+            if (records as i64) < total {
+                account.notes.push(format!(
+                    "benchmarks[{i}] keeps {records} of its {total} requests (a sample)"
+                ));
+            }
+        }
+        let tokens = |metric: &str| int(at(bench, &["metrics", metric, "successful", "total_sum"]));
+        add(
+            &mut account.total_input_tokens,
+            tokens("prompt_token_count"),
+        );
+        add(
+            &mut account.total_output_tokens,
+            tokens("output_token_count"),
+        );
+        match num(bench.get("duration")) {
+            Some(d) => duration += d,
+            None => durations_known = false,
+        }
+        add_f(
+            &mut account.span.warmup_s,
+            num(bench.get("warmup_duration")),
+        );
+        add_f(
+            &mut account.span.cooldown_s,
+            num(bench.get("cooldown_duration")),
+        );
+        let start = num(bench.get("start_time"));
+        let end = num(bench.get("end_time"));
+        account.span.start_s = min_of(account.span.start_s, start);
+        account.span.end_s = max_of(account.span.end_s, end);
+        // Requests the scheduler processed beyond those the benchmark counts were its
+        // warm-up and cool-down.
+        let processed = int(at(bench, &["scheduler_state", "processed_requests"]));
+        if let (Some(processed), Some(total)) = (processed, total) {
+            if processed > total {
+                let untimed = account.span.untimed_requests.unwrap_or(0);
+                account.span.untimed_requests = Some(untimed + (processed - total) as u64);
+            }
+        }
+        let strategy = bench
+            .get("config")
+            .and_then(|c| c.get("strategy"))
+            .or_else(|| at(bench, &["args", "strategy"]));
+        let (c, r) = strategy.map_or((None, None), requested);
+        concurrency.push(c);
+        rates.push(r);
+        if benchmarks.len() == 1 {
+            let stat = |metric: &str, key: &[&str]| {
+                let mut keys = vec!["metrics", metric, "successful"];
+                keys.extend_from_slice(key);
+                num(at(bench, &keys))
+            };
+            account.mean_ttft_ms = stat("time_to_first_token_ms", &["mean"]);
+            account.median_ttft_ms = stat("time_to_first_token_ms", &["median"]);
+            account.p99_ttft_ms = stat("time_to_first_token_ms", &["percentiles", "p99"]);
+            account.mean_tpot_ms = stat("time_per_output_token_ms", &["mean"]);
+            account.output_throughput = stat("output_tokens_per_second", &["mean"]);
+        }
+    }
+    if durations_known {
+        account.duration = Some(duration);
+    }
+    if benchmarks.len() > 1 {
+        account.notes.push(format!(
+            "{} benchmarks (a sweep) summed into one account",
+            benchmarks.len()
+        ));
+        if let (Some(tokens), Some(d)) = (account.total_output_tokens, account.duration) {
+            account.output_throughput = (d > 0.0).then(|| tokens as f64 / d);
+        }
+    }
+    account.max_concurrency = same(&concurrency);
+    account.request_rate = same(&rates);
+    // 0.8 keeps the command's settings under `config.spec`.
+    let spec = at(&root, &["config", "spec"]).or_else(|| root.get("config"));
+    account.backend = spec
+        .and_then(|s| text(at(s, &["backend", "request_format"])))
+        .or_else(|| text(at(&benchmarks[0], &["config", "backend", "request_format"])));
+    if let Some(data) = spec.and_then(|s| s.get("data")).and_then(Value::as_array) {
+        if let [first] = data.as_slice() {
+            if text(first.get("kind")).as_deref() == Some("synthetic_text") {
+                account.advertised.input_tokens = num(first.get("prompt_tokens"));
+                account.advertised.output_tokens = num(first.get("output_tokens"));
+            }
+        }
+    }
+    let asks: Vec<Option<bool>> = account.requests.iter().map(|r| r.ignore_eos).collect();
+    account.advertised.ignore_eos = same(&asks);
+    Ok(account)
+}
+
+/// The concurrency or rate a benchmark's strategy asked for.
+fn requested(strategy: &Value) -> (Option<i64>, Option<f64>) {
+    match text(strategy.get("type_")).as_deref() {
+        Some("synchronous") => (Some(1), None),
+        Some("concurrent") => (
+            int(strategy.get("streams")).or_else(|| int(strategy.get("max_concurrency"))),
+            None,
+        ),
+        Some("throughput") => (int(strategy.get("max_concurrency")), None),
+        Some("constant" | "poisson" | "async_constant" | "async_poisson") => {
+            (None, num(strategy.get("rate")))
+        }
+        _ => (None, None),
+    }
+}
+
+fn request(item: &Value, outcome: RequestOutcome) -> ClientRequest {
+    let timing = |key: &str| num(at(item, &["info", "timings", key]));
+    let sent = timing("request_start")
+        .or_else(|| num(item.get("request_start_time")))
+        .or_else(|| num(item.get("start_time")));
+    let first = timing("first_token_iteration").or_else(|| num(item.get("first_token_time")));
+    let end = timing("request_end")
+        .or_else(|| num(item.get("request_end_time")))
+        .or_else(|| num(item.get("end_time")))
+        .or_else(|| timing("resolve_end"));
+    let (asked_output, ignore_eos) = body(item.get("request_args"))
+        .and_then(|args| args.get("body").cloned())
+        .map_or((None, None), |b| asked(&b));
+    let error = text(at(item, &["info", "error"])).or_else(|| text(item.get("error")));
+    ClientRequest {
+        outcome: Some(outcome),
+        error: (outcome != RequestOutcome::Completed)
+            .then(|| error.map(|e| super::console::short_error(&e)))
+            .flatten(),
+        scheduled_s: timing("scheduled_at"),
+        sent_s: sent,
+        first_token_s: first,
+        end_s: end,
+        ttft_s: num(item.get("time_to_first_token_ms")).map(|ms| ms / 1000.0),
+        latency_s: num(item.get("request_latency")),
+        prompt_tokens: count(item.get("prompt_tokens")),
+        output_tokens: count(item.get("output_tokens")),
+        server_prompt_tokens: None,
+        server_output_tokens: None,
+        asked_output_tokens: asked_output,
+        ignore_eos,
+    }
+}
+
+fn add(total: &mut Option<i64>, part: Option<i64>) {
+    if let Some(p) = part {
+        *total = Some(total.unwrap_or(0) + p);
+    }
+}
+
+fn add_f(total: &mut Option<f64>, part: Option<f64>) {
+    if let Some(p) = part {
+        *total = Some(total.unwrap_or(0.0) + p);
+    }
+}
+
+fn min_of(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+fn max_of(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The one value every part shares, or `None`.
+pub(super) fn same<T: PartialEq + Copy>(values: &[Option<T>]) -> Option<T> {
+    let first = values.first().copied().flatten()?;
+    values.iter().all(|v| *v == Some(first)).then_some(first)
+}

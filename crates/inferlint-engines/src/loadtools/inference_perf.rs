@@ -1,0 +1,177 @@
+//! kubernetes-sigs inference-perf's lifecycle reports, in the folder its config names
+//! (`storage.local_storage.path`).
+//!
+//! `summary_lifecycle_metrics.json` (and one `stage_N_lifecycle_metrics.json` per load
+//! stage) hold `load_summary.count` (requests sent), `successes` and `failures`, each with
+//! a `count` and distributions; `successes.prompt_tokens` and `output_tokens` are the
+//! server's usage where it sent one, `output_len` the tool's own count of the answer, and
+//! `failures.by_label` the errors by status. `per_request_lifecycle_metrics.json` (with
+//! `report.request_lifecycle.per_request: true`) is a list of `{start_time, end_time,
+//! request, response, info, error}` on the host's monotonic clock. The file records no
+//! version of the tool.
+
+use std::path::Path;
+
+use inferlint_core::client::{
+    ClientAccount, ClientRequest, LoadTool, RequestClock, RequestOutcome,
+};
+use serde_json::Value;
+
+use super::{asked, at, body, count, int, num, parse_json, shape, text, Companions, Role};
+use crate::files::FileError;
+
+const TOOL: &str = "inference-perf (version not recorded)";
+
+pub(super) fn read(
+    path: &Path,
+    bytes: &[u8],
+    role: Role,
+    companions: &Companions,
+) -> Result<ClientAccount, FileError> {
+    let (summary_path, records_path) = match role {
+        // A stage's report has the summary's shape, for its stage alone.
+        Role::Summary | Role::Stage => (Some(path), companions.other.as_deref()),
+        Role::Requests => (companions.other.as_deref(), Some(path)),
+    };
+    let mut account = match summary_path {
+        Some(p) if p == path => summary(p, bytes)?,
+        Some(p) => summary(p, &super::read_bytes(p)?)?,
+        None => ClientAccount::new(LoadTool::InferencePerf),
+    };
+    // The summary says nothing of the load asked for: each stage's report does.
+    let mut levels = Vec::new();
+    for stage in &companions.stages {
+        let Ok(bytes) = super::read_bytes(stage) else {
+            continue;
+        };
+        if let Ok(value) = parse_json(stage, &bytes, TOOL) {
+            levels.push((
+                int(at(&value, &["load_summary", "concurrency"])),
+                num(at(&value, &["load_summary", "requested_rate"])),
+            ));
+        }
+    }
+    if !levels.is_empty() {
+        let concurrency: Vec<Option<i64>> = levels.iter().map(|l| l.0).collect();
+        account.max_concurrency = super::guidellm::same(&concurrency);
+        if account.max_concurrency.is_none() {
+            let rates: Vec<Option<f64>> = levels.iter().map(|l| l.1).collect();
+            account.request_rate = super::guidellm::same(&rates);
+        }
+        account.parts = levels.len();
+    }
+    if let Some(records) = records_path {
+        let owned;
+        let bytes = if records == path {
+            bytes
+        } else {
+            owned = super::read_bytes(records)?;
+            &owned
+        };
+        read_records(records, bytes, &mut account)?;
+    }
+    Ok(account)
+}
+
+fn summary(path: &Path, bytes: &[u8]) -> Result<ClientAccount, FileError> {
+    let root = parse_json(path, bytes, TOOL)?;
+    let Some(sent) = int(at(&root, &["load_summary", "count"])) else {
+        return Err(shape(path, TOOL, "no 'load_summary.count'"));
+    };
+    let successes = root.get("successes").filter(|s| s.is_object());
+    let failures = root.get("failures").filter(|s| s.is_object());
+    let (Some(successes), Some(failures)) = (successes, failures) else {
+        return Err(shape(path, TOOL, "no 'successes' or no 'failures' object"));
+    };
+    let mut account = ClientAccount::new(LoadTool::InferencePerf);
+    account.sent = Some(sent);
+    account.completed = int(successes.get("count"));
+    account.failed = int(failures.get("count"));
+    if let Some(labels) = failures.get("by_label").and_then(Value::as_object) {
+        for (label, entry) in labels {
+            account.add_failure_reason(label, count(entry.get("count")).unwrap_or(1));
+        }
+    }
+    account.total_input_tokens = int(at(successes, &["prompt_tokens", "total"]));
+    account.total_output_tokens = int(at(successes, &["output_tokens", "total"]));
+    account.duration = num(root.get("benchmark_time_seconds"));
+    account.output_throughput = num(at(successes, &["throughput", "output_tokens_per_sec"]));
+    let latency = |metric: &str, stat: &str| {
+        num(at(successes, &["latency", metric, stat])).map(|s| s * 1000.0)
+    };
+    account.mean_ttft_ms = latency("time_to_first_token", "mean");
+    account.median_ttft_ms = latency("time_to_first_token", "median");
+    account.p99_ttft_ms = latency("time_to_first_token", "p99");
+    account.mean_tpot_ms = latency("time_per_output_token", "mean");
+    Ok(account)
+}
+
+fn read_records(path: &Path, bytes: &[u8], account: &mut ClientAccount) -> Result<(), FileError> {
+    let root = parse_json(path, bytes, TOOL)?;
+    let Some(items) = root.as_array() else {
+        return Err(shape(path, TOOL, "the per-request report is not a list"));
+    };
+    account.clock = Some(RequestClock::Monotonic);
+    let mut asks = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        if !item.is_object() {
+            return Err(shape(
+                path,
+                TOOL,
+                format!("request {} is not an object", i + 1),
+            ));
+        }
+        let error = item.get("error").filter(|e| !e.is_null());
+        let outcome = if error.is_some() {
+            RequestOutcome::Failed
+        } else {
+            RequestOutcome::Completed
+        };
+        let token_times: Vec<f64> = at(item, &["info", "response_metrics", "output_token_times"])
+            .and_then(Value::as_array)
+            .map(|t| t.iter().filter_map(|v| num(Some(v))).collect())
+            .unwrap_or_default();
+        if outcome == RequestOutcome::Completed {
+            account.inter_token_ms.extend(
+                token_times
+                    .windows(2)
+                    .map(|w| ((w[1] - w[0]) * 1000.0) as f32),
+            );
+        }
+        let sent = num(item.get("start_time"));
+        let (asked_output, ignore_eos) =
+            body(item.get("request")).map_or((None, None), |b| asked(&b));
+        asks.push(ignore_eos);
+        let usage = |key: &str| count(at(item, &["info", "response_metrics", "server_usage", key]));
+        account.requests.push(ClientRequest {
+            outcome: Some(outcome),
+            error: error.map(|e| {
+                text(e.get("error_type"))
+                    .or_else(|| text(e.get("error_msg")))
+                    .unwrap_or_else(|| "unnamed error".into())
+            }),
+            scheduled_s: None,
+            sent_s: sent,
+            first_token_s: token_times.first().copied(),
+            end_s: num(item.get("end_time")),
+            ttft_s: sent.zip(token_times.first().copied()).map(|(s, f)| f - s),
+            latency_s: sent.zip(num(item.get("end_time"))).map(|(s, e)| e - s),
+            prompt_tokens: count(at(item, &["info", "input_tokens"])),
+            output_tokens: count(at(item, &["info", "response_metrics", "output_tokens"])),
+            server_prompt_tokens: usage("prompt_tokens"),
+            server_output_tokens: usage("completion_tokens"),
+            asked_output_tokens: asked_output,
+            ignore_eos,
+        });
+    }
+    account.advertised.ignore_eos = super::guidellm::same(&asks);
+    if let Some(total) = account.sent {
+        if (items.len() as i64) != total {
+            account.notes.push(format!(
+                "the per-request report holds {} requests, the summary {total}",
+                items.len()
+            ));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,188 @@
+//! LLMPerf's results (`--results-dir`): `{name}_summary.json` and
+//! `{name}_individual_responses.json`.
+//!
+//! The summary is flat: `results_num_requests_started`, `results_num_completed_requests`,
+//! `results_number_errors`, `results_error_code_frequency` (a Python dict written as a
+//! string, `"{500: 6}"`), the statistics as `results_<metric>_mean`,
+//! `results_<metric>_quantiles_p50`, ... over successful requests only (`NaN` when there
+//! were none), `num_concurrent_requests`, the asked `mean_input_tokens` and
+//! `mean_output_tokens`, and `version`, the date of its result format. LLMPerf stops at
+//! `--max-num-completed-requests` or its timeout and drops the requests still in flight:
+//! started minus completed minus errors. The individual responses are a list of
+//! `{error_code, error_msg, ttft_s, end_to_end_latency_s, inter_token_latency_s,
+//! number_input_tokens, number_output_tokens, ...}` with no time of day.
+
+use std::path::Path;
+
+use inferlint_core::client::{ClientAccount, ClientRequest, LoadTool, RequestOutcome};
+use serde_json::Value;
+
+use super::{count, int, num, parse_json, shape, text, Companions, Role};
+use crate::files::FileError;
+
+pub(super) fn read(
+    path: &Path,
+    bytes: &[u8],
+    role: Role,
+    companions: &Companions,
+) -> Result<ClientAccount, FileError> {
+    let (summary_path, records_path) = match role {
+        Role::Summary | Role::Stage => (Some(path), companions.other.as_deref()),
+        Role::Requests => (companions.other.as_deref(), Some(path)),
+    };
+    let mut account = match summary_path {
+        Some(p) if p == path => summary(p, bytes)?,
+        Some(p) => summary(p, &super::read_bytes(p)?)?,
+        None => ClientAccount::new(LoadTool::LlmPerf),
+    };
+    if let Some(records) = records_path {
+        let owned;
+        let bytes = if records == path {
+            bytes
+        } else {
+            owned = super::read_bytes(records)?;
+            &owned
+        };
+        read_records(records, bytes, &mut account)?;
+    }
+    Ok(account)
+}
+
+fn tool_label(version: Option<&str>) -> String {
+    match version {
+        Some(v) => format!("LLMPerf (result format {v})"),
+        None => "LLMPerf (version not recorded)".into(),
+    }
+}
+
+fn summary(path: &Path, bytes: &[u8]) -> Result<ClientAccount, FileError> {
+    let version = super::string_field(bytes, "version");
+    let label = tool_label(version.as_deref());
+    let root = parse_json(path, bytes, &label)?;
+    let get = |key: &str| root.get(key);
+    let Some(completed) = int(get("results_num_completed_requests")) else {
+        return Err(shape(path, &label, "no 'results_num_completed_requests'"));
+    };
+    let mut account = ClientAccount::new(LoadTool::LlmPerf);
+    account.tool_version = version;
+    account.completed = Some(completed);
+    account.sent = int(get("results_num_requests_started"));
+    account.failed = int(get("results_number_errors"));
+    if let (Some(sent), Some(failed)) = (account.sent, account.failed) {
+        let dropped = sent - completed - failed;
+        if dropped > 0 {
+            account.incomplete = Some(dropped);
+        }
+    }
+    if let Some(frequency) = text(get("results_error_code_frequency")) {
+        for (code, n) in error_codes(&frequency) {
+            account.add_failure_reason(&format!("HTTP {code}"), n);
+        }
+    }
+    account.max_concurrency = int(get("num_concurrent_requests"));
+    account.output_throughput = num(get("results_mean_output_throughput_token_per_s"));
+    let ms = |key: &str| num(get(key)).map(|s| s * 1000.0);
+    account.mean_ttft_ms = ms("results_ttft_s_mean");
+    account.median_ttft_ms = ms("results_ttft_s_quantiles_p50");
+    account.p99_ttft_ms = ms("results_ttft_s_quantiles_p99");
+    account.mean_tpot_ms = ms("results_inter_token_latency_s_mean");
+    let per_minute = num(get("results_num_completed_requests_per_min")).filter(|r| *r > 0.0);
+    account.duration = per_minute.map(|r| completed as f64 / r * 60.0);
+    if let Some(mean) = num(get("results_number_output_tokens_mean")) {
+        account.total_output_tokens = Some((mean * completed as f64).round() as i64);
+    }
+    if let Some(mean) = num(get("results_number_input_tokens_mean")) {
+        account.total_input_tokens = Some((mean * completed as f64).round() as i64);
+    }
+    account.advertised.input_tokens = num(get("mean_input_tokens"));
+    account.advertised.output_tokens = num(get("mean_output_tokens"));
+    account.advertised.ignore_eos =
+        get("additional_sampling_params_ignore_eos").and_then(Value::as_bool);
+    Ok(account)
+}
+
+/// `{500: 6, 429: 2}` as LLMPerf writes its error codes' counts.
+fn error_codes(text: &str) -> Vec<(String, u64)> {
+    text.trim()
+        .trim_start_matches('{')
+        .trim_end_matches('}')
+        .split(',')
+        .filter_map(|pair| {
+            let (code, n) = pair.split_once(':')?;
+            let code = code.trim().trim_matches(['\'', '"']).to_owned();
+            let n = n.trim().parse().ok()?;
+            (!code.is_empty()).then_some((code, n))
+        })
+        .collect()
+}
+
+fn read_records(path: &Path, bytes: &[u8], account: &mut ClientAccount) -> Result<(), FileError> {
+    let label = tool_label(account.tool_version.as_deref());
+    let root = parse_json(path, bytes, &label)?;
+    let Some(items) = root.as_array() else {
+        return Err(shape(
+            path,
+            &label,
+            "the individual responses are not a list",
+        ));
+    };
+    let mut output = 0i64;
+    let mut input = 0i64;
+    for (i, item) in items.iter().enumerate() {
+        if !item.is_object() {
+            return Err(shape(
+                path,
+                &label,
+                format!("response {} is not an object", i + 1),
+            ));
+        }
+        let code = item.get("error_code").filter(|c| !c.is_null());
+        let outcome = if code.is_some() {
+            RequestOutcome::Failed
+        } else {
+            RequestOutcome::Completed
+        };
+        let completed = outcome == RequestOutcome::Completed;
+        let request = ClientRequest {
+            outcome: Some(outcome),
+            error: code.map(|c| {
+                let message = text(item.get("error_msg")).unwrap_or_default();
+                let code = match c {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                format!("HTTP {code} {message}").trim().to_owned()
+            }),
+            ttft_s: completed.then(|| num(item.get("ttft_s"))).flatten(),
+            latency_s: completed
+                .then(|| num(item.get("end_to_end_latency_s")))
+                .flatten(),
+            prompt_tokens: count(item.get("number_input_tokens")),
+            output_tokens: count(item.get("number_output_tokens")),
+            ..ClientRequest::default()
+        };
+        if completed {
+            output += request.output_tokens.unwrap_or(0) as i64;
+            input += request.prompt_tokens.unwrap_or(0) as i64;
+        }
+        account.requests.push(request);
+    }
+    // The records' sums are exact where the summary gave only means.
+    account.total_output_tokens = Some(output);
+    account.total_input_tokens = Some(input);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_codes_from_a_python_dict_string() {
+        assert_eq!(
+            error_codes("{500: 6, '429': 2}"),
+            [("500".to_owned(), 6), ("429".to_owned(), 2)]
+        );
+        assert!(error_codes("{}").is_empty());
+    }
+}

@@ -1,0 +1,186 @@
+//! The engines' own clients: `vllm bench serve`, SGLang's `bench_serving` and
+//! TensorRT-LLM's `benchmark_serving`. All three write vLLM's field names (the other two
+//! began as copies of vLLM's client), each with its own additions:
+//!
+//! - vLLM: one JSON object with `num_prompts`, `completed` and `failed`; with
+//!   `--save-detailed`, arrays of one entry per request in send order (`input_lens`,
+//!   `output_lens`, `ttfts`, `itls`, `latencies`, `start_times`, `queue_times`,
+//!   `errors`), `start_times` read from `time.perf_counter()`;
+//! - SGLang: one JSON line appended per run (the last is the run), `completed` only, no
+//!   failed count; `--output-details` adds `input_lens`, `output_lens`, `ttfts`, `itls`
+//!   and `errors`;
+//! - TensorRT-LLM: vLLM's old object without `failed`, with `e2els` for latencies and
+//!   the key `request_goodput:`.
+//!
+//! A failed request is the one whose `errors` entry is not empty.
+
+use std::path::Path;
+
+use inferlint_core::client::{
+    ClientAccount, ClientRequest, LoadTool, RequestClock, RequestOutcome,
+};
+use serde_json::{Map, Value};
+
+use super::{count, int, label, num, parse_json, shape, text};
+use crate::files::FileError;
+
+pub(super) fn read(path: &Path, bytes: &[u8], tool: LoadTool) -> Result<ClientAccount, FileError> {
+    let tool_label = label(tool, None);
+    let (root, lines) = parse_object_or_last_line(path, bytes, &tool_label)?;
+    let Value::Object(object) = root else {
+        return Err(shape(path, &tool_label, "not a JSON object"));
+    };
+    let mut account = ClientAccount::new(tool);
+    if lines > 1 {
+        account.notes.push(format!(
+            "the file holds {lines} runs, one line each; the last is read"
+        ));
+    }
+    let get = |key: &str| object.get(key);
+    account.sent = int(get("num_prompts"));
+    account.completed = int(get("completed"));
+    account.failed = int(get("failed"));
+    account.total_input_tokens = int(get("total_input_tokens"));
+    account.total_output_tokens = int(get("total_output_tokens"));
+    account.duration = num(get("duration"));
+    account.output_throughput = num(get("output_throughput"));
+    account.max_concurrency = int(get("max_concurrency"));
+    // `"inf"` (vLLM) and `Infinity` (SGLang) mean no rate limit: no number.
+    account.request_rate = num(get("request_rate"));
+    account.backend = text(get("backend"));
+    account.mean_ttft_ms = num(get("mean_ttft_ms"));
+    account.median_ttft_ms = num(get("median_ttft_ms"));
+    account.p99_ttft_ms = num(get("p99_ttft_ms"));
+    account.mean_tpot_ms = num(get("mean_tpot_ms"));
+    if text(get("dataset_name")).is_some_and(|d| d.starts_with("random")) {
+        account.advertised.input_tokens = num(get("random_input_len"));
+        account.advertised.output_tokens = num(get("random_output_len"));
+        account.advertised.range_ratio = num(get("random_range_ratio"));
+    }
+    read_records(path, &object, &tool_label, &mut account)?;
+    Ok(account)
+}
+
+/// The whole file as one JSON value, else its last non-empty line (SGLang appends one line
+/// per run), with the number of lines the file holds.
+fn parse_object_or_last_line(
+    path: &Path,
+    bytes: &[u8],
+    tool_label: &str,
+) -> Result<(Value, usize), FileError> {
+    let whole = parse_json(path, bytes, tool_label);
+    if let Ok(value) = whole {
+        return Ok((value, 1));
+    }
+    let text = String::from_utf8_lossy(bytes);
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    if lines.len() > 1 {
+        let last = lines.last().copied().unwrap_or("");
+        if let Ok(value) = parse_json(path, last.as_bytes(), tool_label) {
+            return Ok((value, lines.len()));
+        }
+        return parse_json(path, last.as_bytes(), &format!("{tool_label}, last line"))
+            .map(|v| (v, lines.len()));
+    }
+    whole.map(|v| (v, 1))
+}
+
+/// The per-request arrays, when the tool was asked to keep them.
+fn read_records(
+    path: &Path,
+    object: &Map<String, Value>,
+    tool_label: &str,
+    account: &mut ClientAccount,
+) -> Result<(), FileError> {
+    let Some(errors) = object.get("errors") else {
+        return Ok(());
+    };
+    let Some(errors) = errors.as_array() else {
+        return Err(shape(path, tool_label, "'errors' is not a list"));
+    };
+    let n = errors.len();
+    let list = |key: &str| -> Result<Option<&Vec<Value>>, FileError> {
+        match object.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Array(items)) if items.len() == n => Ok(Some(items)),
+            Some(Value::Array(items)) => Err(shape(
+                path,
+                tool_label,
+                format!(
+                    "per-request lists of different lengths: '{key}' has {}, 'errors' {n}",
+                    items.len()
+                ),
+            )),
+            Some(_) => Err(shape(path, tool_label, format!("'{key}' is not a list"))),
+        }
+    };
+    let input_lens = list("input_lens")?;
+    let output_lens = list("output_lens")?;
+    let ttfts = list("ttfts")?;
+    let itls = list("itls")?;
+    let latencies = match list("latencies")? {
+        Some(l) => Some(l),
+        None => list("e2els")?,
+    };
+    let start_times = list("start_times")?;
+    let queue_times = list("queue_times")?;
+    for (i, error) in errors.iter().enumerate() {
+        let error = error.as_str().unwrap_or("").trim();
+        let completed = error.is_empty();
+        let mut request = ClientRequest {
+            outcome: Some(if completed {
+                RequestOutcome::Completed
+            } else {
+                RequestOutcome::Failed
+            }),
+            error: (!completed).then(|| super::console::short_error(error)),
+            prompt_tokens: count(at(input_lens, i)),
+            output_tokens: count(at(output_lens, i)),
+            ..ClientRequest::default()
+        };
+        // A failed request's timings are zeros the tool filled in, not measurements.
+        if completed {
+            request.ttft_s = num(at(ttfts, i));
+            request.latency_s = num(at(latencies, i));
+            if let Some(gaps) = at(itls, i).and_then(Value::as_array) {
+                let gaps: Vec<f64> = gaps.iter().filter_map(|g| num(Some(g))).collect();
+                account
+                    .inter_token_ms
+                    .extend(gaps.iter().map(|g| (g * 1000.0) as f32));
+            }
+        }
+        if let Some(sent) = num(at(start_times, i)) {
+            request.sent_s = Some(sent);
+            request.scheduled_s = num(at(queue_times, i)).map(|q| sent - q);
+            account.clock = Some(RequestClock::Monotonic);
+        }
+        account.requests.push(request);
+    }
+    Ok(())
+}
+
+/// The `i`th entry of a per-request list, when the file has the list.
+fn at(list: Option<&Vec<Value>>, i: usize) -> Option<&Value> {
+    list.and_then(|l| l.get(i))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_line_of_appended_runs_is_the_run() {
+        let text = "{\"completed\": 3, \"backend\": \"sglang\", \"request_rate\": Infinity}\n{\"completed\": 5, \"backend\": \"sglang\", \"request_rate\": Infinity}\n";
+        let account = read(Path::new("b.jsonl"), text.as_bytes(), LoadTool::SglangBench).unwrap();
+        assert_eq!(account.completed, Some(5));
+        assert_eq!(account.request_rate, None);
+        assert_eq!(account.notes.len(), 1);
+    }
+
+    #[test]
+    fn lists_of_different_lengths_are_refused() {
+        let text = r#"{"completed": 1, "errors": ["", ""], "ttfts": [0.1]}"#;
+        let e = read(Path::new("b.json"), text.as_bytes(), LoadTool::VllmBench).unwrap_err();
+        assert!(e.to_string().contains("'ttfts' has 1, 'errors' 2"), "{e}");
+    }
+}
