@@ -9,7 +9,7 @@ use inferlint_core::model::{BootFacts, Snapshot};
 use inferlint_core::run::{self, Run};
 use inferlint_core::status::{any_verdict, count_line, CheckResult, Status};
 use inferlint_core::{catalogue, contract, insights, Engine};
-use inferlint_engines::{detect, files};
+use inferlint_engines::{detect, files, loadtools};
 
 use crate::cli::{Cli, Command, ReportArgs};
 use crate::engine_choice::EngineChoice;
@@ -539,14 +539,23 @@ pub(crate) fn assemble_run(
         .as_deref()
         .map(|p| load_series(choice, p))
         .transpose()?;
-    let bench = paths
+    let mut bench = paths
         .bench
         .as_deref()
         .map(|p| files::read_bench_result(p).map(|b| (shown(p), b)))
         .transpose()?;
-    let expected_extra_requests = match &paths.load_log {
-        Some(p) => files::untimed_requests_in(p)?,
-        None => 0,
+    if let (Some((_, account)), Some(log)) = (bench.as_mut(), paths.load_log.as_deref()) {
+        loadtools::console::complete_from_console_file(account, log)?;
+    }
+    // The untimed requests the result file itself counts (AIPerf's warm-up), else those
+    // the tool announced on its console.
+    let expected_extra_requests = match (
+        bench.as_ref().and_then(|(_, b)| b.span.untimed_requests),
+        &paths.load_log,
+    ) {
+        (Some(n), _) => n,
+        (None, Some(p)) => files::untimed_requests_in(p)?,
+        (None, None) => 0,
     };
     if let (Some(b), Some(a), Some(bp), Some(ap)) = (&before, &after, &paths.before, &paths.after) {
         in_order(b, bp, a, ap)?;
@@ -586,7 +595,8 @@ fn explain(choice: &EngineChoice, ids: &[String]) -> Result<ExitCode, CliError> 
             .map(|id| {
                 catalogue::find(id).ok_or_else(|| {
                     CliError::usage(format!(
-                        "unknown tripwire: {id} (known: T1-T15, or a name such as silent-preemption)"
+                        "unknown tripwire: {id} (known: {}, or a name such as silent-preemption)",
+                        inferlint_core::Tripwire::all_named()
                     ))
                 })
             })

@@ -1121,19 +1121,17 @@ fn last_line(path: &Path) -> Option<String> {
 }
 
 /// The run checks xray prints under `== checks`, in the tutorial's order: T1, T10, T14,
-/// T9, T8, then T15 (the boot checks were printed with the boot log).
+/// T9, T8, then the load tool's account against the server's (T15, T18, T20); the boot
+/// checks were printed with the boot log.
 fn ordered_run_checks(results: &[CheckResult]) -> Vec<CheckResult> {
     let mut checks: Vec<CheckResult> = results
         .iter()
         .filter(|r| matches!(r.tripwire.number(), 1 | 10 | 14 | 9 | 8))
         .cloned()
         .collect();
-    checks.extend(
-        results
-            .iter()
-            .filter(|r| r.tripwire == Tripwire::T15)
-            .cloned(),
-    );
+    for tripwire in [Tripwire::T15, Tripwire::T18, Tripwire::T20] {
+        checks.extend(results.iter().filter(|r| r.tripwire == tripwire).cloned());
+    }
     checks
 }
 
@@ -1487,7 +1485,7 @@ mod tests {
 
     #[test]
     fn run_checks_print_in_the_tutorial_order() {
-        let results: Vec<CheckResult> = [15, 12, 1, 10, 14, 9, 8]
+        let results: Vec<CheckResult> = [15, 20, 18, 12, 1, 10, 14, 9, 8]
             .into_iter()
             .filter_map(Tripwire::new)
             .map(|t| CheckResult::new(t, Status::Pass, ""))
@@ -1496,7 +1494,7 @@ mod tests {
             .iter()
             .map(|r| r.tripwire.number())
             .collect();
-        assert_eq!(order, [1, 10, 14, 9, 8, 15]);
+        assert_eq!(order, [1, 10, 14, 9, 8, 15, 18, 20]);
     }
 
     #[test]

@@ -89,7 +89,15 @@ fn without_the_result_file_t8_and_t15_are_listed_as_not_checked() {
         text.contains("[T15] NOT-CHECKED  needs the load tool's result file"),
         "{text}"
     );
-    assert!(text.contains("; 2 not checked -> "), "{text}");
+    for tripwire in ["T18", "T20"] {
+        assert!(
+            text.contains(&format!(
+                "[{tripwire}] NOT-CHECKED  needs the load tool's result file"
+            )),
+            "{text}"
+        );
+    }
+    assert!(text.contains("; 4 not checked -> "), "{text}");
 }
 
 /// `series` without `--requested` or `--snapshot` lists T8 and T14 as not checked.
@@ -256,8 +264,9 @@ fn a_result_file_without_a_concurrency_limit_gives_no_t8_verdict() {
     }
 }
 
-/// A load tool that completed no request made no benchmark: `report` says so, exits 2,
-/// and gives no verdict on the load-dependent tripwires.
+/// A load tool that completed no request made no benchmark: `report` says so and gives
+/// no verdict on the load-dependent tripwires; the requests it sent and never completed
+/// fail T18, so it exits 1.
 #[test]
 fn a_result_file_with_no_completed_request_is_not_a_benchmark() {
     let tmp = sim_run("vllm-hybrid", &[]);
@@ -268,10 +277,16 @@ fn a_result_file_with_no_completed_request_is_not_a_benchmark() {
     std::fs::write(&bench_path, bench.to_string()).unwrap();
     let out = inferlint(tmp.path(), &["report", "run"]);
     no_panic(&out);
-    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     let text = stdout(&out);
     assert!(
         text.contains("[ T8] NOT-CHECKED  not a benchmark: the load tool's result file"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "[T18] TRIPWIRE-FAILED  every request failed: vllm bench serve completed none of the"
+        ),
         "{text}"
     );
     assert!(text.contains("This run was not a benchmark."), "{text}");

@@ -321,21 +321,7 @@ fn counter_disagrees(
 /// The aborted requests between two snapshots, over every abort counter the engine has
 /// that either snapshot serves; `None` when neither serves one.
 fn aborted_between(engine: &EngineDescriptor, before: &Snapshot, after: &Snapshot) -> Option<f64> {
-    let mut total = None;
-    for counter in engine.aborted_requests {
-        let read = |s: &Snapshot| match counter.reason {
-            Some(reason) => s
-                .metrics
-                .total_matching(counter.name, &[("finished_reason", reason)]),
-            None => s.metrics.total(counter.name),
-        };
-        let Some(later) = read(after) else { continue };
-        // A series created during the run (TensorRT-LLM creates one per reason lazily)
-        // counted from zero.
-        let earlier = read(before).unwrap_or(0.0);
-        *total.get_or_insert(0.0) += later - earlier;
-    }
-    total
+    crate::checks::ledger::failed_between(engine, before, after, crate::engine::FailedKind::Aborted)
 }
 
 /// T15 against the server's abort counter.

@@ -146,8 +146,6 @@ pub struct EngineDescriptor {
     /// (data parallelism): an integer multiplies the cap; any other value set makes the
     /// total unknown.
     pub parallel_copies: &'static [&'static str],
-    /// Where the engine counts requests it aborted or cancelled rather than finished.
-    pub aborted_requests: &'static [AbortedCounter],
     /// Metrics this engine's other releases serve under another name.
     pub renamed_metrics: &'static [MetricRename],
     /// The executor numbers the requests it receives consecutively from its
@@ -155,6 +153,28 @@ pub struct EngineDescriptor {
     /// request id says which request it was. TensorRT-LLM 1.x's PyTorch executor:
     /// `ExecutorRequestQueue.next_request_id = max_batch_size`.
     pub request_ids_start_at_max_batch_size: bool,
+    /// Where the engine counts requests it aborted, cancelled or ended with an error
+    /// rather than finished: T18's ledger reads them all, the cross-check on T15 the
+    /// aborted ones.
+    pub failed_requests: &'static [FailedRequests],
+}
+
+/// How an engine counts a request that did not finish on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailedKind {
+    /// Aborted or cancelled: a client that went away, a timeout.
+    Aborted,
+    /// Answered with an error.
+    Errored,
+}
+
+/// A counter of requests that ended without finishing: all of a metric's series, or those
+/// with one label value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FailedRequests {
+    pub name: &'static str,
+    pub label: Option<(&'static str, &'static str)>,
+    pub kind: FailedKind,
 }
 
 /// One engine setting as advice names it.
@@ -233,14 +253,6 @@ impl EngineDescriptor {
             )
         })
     }
-}
-
-/// A counter of aborted requests: all of a metric, or its series with one
-/// `finished_reason`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AbortedCounter {
-    pub name: &'static str,
-    pub reason: Option<&'static str>,
 }
 
 /// A metric that one release renamed. By vLLM's rule a metric deprecated in X.Y is hidden
@@ -359,13 +371,23 @@ pub static VLLM: EngineDescriptor = EngineDescriptor {
     },
     evicts_only_with: None,
     parallel_copies: &["data_parallel_size"],
-    // `FinishReason.ABORT` is counted in the success counter under its own reason.
-    aborted_requests: &[AbortedCounter {
-        name: "vllm:request_success_total",
-        reason: Some("abort"),
-    }],
     renamed_metrics: VLLM_RENAMES,
     request_ids_start_at_max_batch_size: false,
+    // vLLM's `FinishReason` (`vllm/v1/engine/__init__.py`): `abort` for a request the
+    // client dropped, `error` for one ended by an internal error (answered 500); both are
+    // counted in the success counter under their own reason.
+    failed_requests: &[
+        FailedRequests {
+            name: "vllm:request_success_total",
+            label: Some(("finished_reason", "abort")),
+            kind: FailedKind::Aborted,
+        },
+        FailedRequests {
+            name: "vllm:request_success_total",
+            label: Some(("finished_reason", "error")),
+            kind: FailedKind::Errored,
+        },
+    ],
 };
 
 pub static SGLANG: EngineDescriptor = EngineDescriptor {
@@ -424,14 +446,17 @@ pub static SGLANG: EngineDescriptor = EngineDescriptor {
     },
     evicts_only_with: None,
     parallel_copies: &["dp_size"],
-    aborted_requests: &[AbortedCounter {
-        name: "sglang:num_aborted_requests_total",
-        reason: None,
-    }],
     // No rename of the metrics read here is known in SGLang's releases. Its retraction
     // counter came after the retraction gauge: T1's witness rule handles that.
     renamed_metrics: &[],
     request_ids_start_at_max_batch_size: false,
+    // SGLang's metrics collector counts aborted requests apart; its request counter has
+    // no reason label.
+    failed_requests: &[FailedRequests {
+        name: "sglang:num_aborted_requests_total",
+        label: None,
+        kind: FailedKind::Aborted,
+    }],
 };
 
 pub static TRTLLM: EngineDescriptor = EngineDescriptor {
@@ -496,21 +521,29 @@ pub static TRTLLM: EngineDescriptor = EngineDescriptor {
     evicts_only_with: Some(("capacity_scheduler_policy", "MAX_UTILIZATION")),
     // Attention data parallelism gives each rank its own `max_num_requests`.
     parallel_copies: &["enable_attention_dp"],
-    // The success counter's `finished_reason` is the request's finish reason, which is
-    // `cancelled` or `timeout` for a request that did not finish on its own.
-    aborted_requests: &[
-        AbortedCounter {
-            name: "trtllm_request_success_total",
-            reason: Some("cancelled"),
-        },
-        AbortedCounter {
-            name: "trtllm_request_success_total",
-            reason: Some("timeout"),
-        },
-    ],
     // No rename of the trtllm_ metrics read here is known.
     renamed_metrics: &[],
     request_ids_start_at_max_batch_size: true,
+    // `tensorrt_llm/metrics/collector.py`: the success counter's `finished_reason` is the
+    // request's finish reason (`cancelled`, `timeout` for one that did not finish on its
+    // own), and `trtllm_request_error_total` counts HTTP errors by `http_code`.
+    failed_requests: &[
+        FailedRequests {
+            name: "trtllm_request_success_total",
+            label: Some(("finished_reason", "cancelled")),
+            kind: FailedKind::Aborted,
+        },
+        FailedRequests {
+            name: "trtllm_request_success_total",
+            label: Some(("finished_reason", "timeout")),
+            kind: FailedKind::Aborted,
+        },
+        FailedRequests {
+            name: "trtllm_request_error_total",
+            label: None,
+            kind: FailedKind::Errored,
+        },
+    ],
 };
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ pub mod fmt;
 pub mod insights;
 pub mod metrics;
 pub mod model;
+pub mod requests;
 pub mod run;
 pub mod status;
 #[cfg(test)]

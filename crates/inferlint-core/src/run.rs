@@ -7,11 +7,13 @@
 //! tripwires are not checked, rather than judged on a run that did not happen.
 
 use crate::checks::counters::{counter_delta, out_of_order, restart_between};
+use crate::checks::ledger::{self, LedgerInputs, ServerOutcomes};
 use crate::checks::series::SeriesStats;
 use crate::checks::{boot, series, snapshots};
 use crate::client::ClientAccount;
 use crate::engine::EngineDescriptor;
 use crate::model::{BootFacts, Snapshot};
+use crate::requests::{self, RequestTimeline};
 use crate::status::{CheckResult, Status, Tripwire};
 
 /// The inputs a not-checked tripwire can name, as `evidence.needs` spells them.
@@ -50,6 +52,29 @@ impl Run {
     /// The boot log that covers the run: the last one given.
     pub fn last_boot(&self) -> Option<&BootFacts> {
         self.boots.last().map(|(_, f)| f)
+    }
+
+    /// The server's account of the run from its counters, or why the snapshots give none;
+    /// `None` without both snapshots.
+    pub fn server_outcomes(&self) -> Option<Result<ServerOutcomes, String>> {
+        let (before, after) = (self.before.as_ref()?, self.after.as_ref()?);
+        Some(ledger::server_outcomes(self.engine, before, after))
+    }
+
+    /// The load tool's requests lined up with the recording, or why they cannot be;
+    /// `None` without a result file or a recording.
+    pub fn request_timeline(&self) -> Option<Result<RequestTimeline, String>> {
+        let (_, account) = self.bench.as_ref()?;
+        let series = self.series.as_ref()?;
+        if account.requests.is_empty() {
+            return None;
+        }
+        Some(requests::line_up(
+            account,
+            series,
+            self.before.as_ref(),
+            self.after.as_ref(),
+        ))
     }
 }
 
@@ -179,14 +204,33 @@ pub fn not_a_benchmark(run: &Run) -> Option<String> {
     idle.then(|| "the recording shows no request running or waiting".to_owned())
 }
 
-/// Every check the run's files allow, in report order: boot checks, T15, T1, T10, then
-/// the series checks; the cross-checks, which make a verdict that two facts of the run
-/// contradict Can't tell; then each tripwire a missing input left unchecked, saying what
-/// it needs. Each result carries the advice the run's numbers give.
+/// Every check the run's files allow, in report order: boot checks, T15, T18, T20, T1,
+/// T10, then the series checks; the cross-checks, which make a verdict that two facts of
+/// the run contradict Can't tell; then each tripwire a missing input left unchecked,
+/// saying what it needs. Each result carries the advice the run's numbers give.
 pub fn check_run(run: &Run) -> Vec<CheckResult> {
     let mut results = run_checks(run);
     crate::advice::attach(run, &mut results);
     results
+}
+
+/// T18 on the run: the load tool's account against the server's counters and the
+/// recording.
+fn dropped_failures(run: &Run) -> CheckResult {
+    let (name, account) = run.bench.as_ref().expect("called with a result file");
+    let server = run.server_outcomes();
+    let stopped = match (run.series.as_ref(), run.request_timeline()) {
+        (Some(series), Some(Ok(timeline))) => ledger::stopped_generating(series, &timeline, None),
+        _ => None,
+    };
+    ledger::dropped_failures(&LedgerInputs {
+        engine: run.engine,
+        account,
+        result_file: name,
+        server: server.as_ref(),
+        stopped,
+        untimed: run.expected_extra_requests,
+    })
 }
 
 fn run_checks(run: &Run) -> Vec<CheckResult> {
@@ -202,8 +246,13 @@ fn run_checks(run: &Run) -> Vec<CheckResult> {
         }
     }
     if let Some(reason) = not_a_benchmark(run) {
+        // A load whose requests all failed is T18's to judge, not a reason to skip it.
+        if run.bench.is_some() {
+            results.push(dropped_failures(run));
+        }
         for tripwire in [
             Tripwire::T15,
+            Tripwire::T20,
             Tripwire::T1,
             Tripwire::T10,
             Tripwire::T14,
@@ -236,11 +285,15 @@ fn run_checks(run: &Run) -> Vec<CheckResult> {
         )),
     };
     match (&run.bench, &readings) {
-        (None, _) => missing.push(CheckResult::not_checked(
-            Tripwire::T15,
-            "needs the load tool's result file",
-            &[input::BENCH_RESULT],
-        )),
+        (None, _) => {
+            for tripwire in [Tripwire::T15, Tripwire::T18, Tripwire::T20] {
+                missing.push(CheckResult::not_checked(
+                    tripwire,
+                    "needs the load tool's result file",
+                    &[input::BENCH_RESULT],
+                ));
+            }
+        }
         (Some(_), Some((needs, inputs))) => {
             missing.push(CheckResult::not_checked(Tripwire::T15, *needs, inputs));
         }
@@ -287,6 +340,28 @@ fn run_checks(run: &Run) -> Vec<CheckResult> {
                 run.expected_extra_requests,
             ));
         }
+    }
+    if let Some((name, bench)) = &run.bench {
+        results.push(dropped_failures(run));
+        let server = run.server_outcomes();
+        let server_ok = server.as_ref().and_then(|s| s.as_ref().ok());
+        if ledger::lengths_comparable(bench, server_ok) {
+            results.push(ledger::length_mismatch(bench, name, server_ok));
+        } else {
+            let needs = match &server {
+                Some(Err(why)) => format!(
+                    "needs the server's counters, which cannot be compared here ({why}), or a result file that keeps each answer's usage"
+                ),
+                _ => "needs the before and after readings, or a result file that keeps each answer's usage".to_owned(),
+            };
+            missing.push(CheckResult::not_checked(
+                Tripwire::T20,
+                needs,
+                &[input::BEFORE, input::AFTER],
+            ));
+        }
+    }
+    if let (Some(before), Some(after)) = (&run.before, &run.after) {
         results.push(snapshots::preemption(
             run.engine,
             before,

@@ -6,5 +6,7 @@ mod bootlog;
 mod common;
 /// Snapshot, series and result files: reading, writing, damaged input.
 mod files;
+/// Every load tool's result files, real and damaged.
+mod loadtools;
 /// Our Prometheus text parser on real scrapes and generated expositions.
 mod prom;

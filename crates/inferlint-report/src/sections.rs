@@ -119,7 +119,7 @@ pub fn header(report: &Report, title: &str) -> Markup {
                     a href="#replay" { "KV replay" }
                 }
                 a href="#server" { "The server" }
-                a href="#guide" { "The 15 tripwires" }
+                a href="#guide" { "The " (inferlint_core::catalogue::all().len()) " tripwires" }
             }
         }
     }
@@ -449,7 +449,8 @@ fn missing_reason(
     }
 }
 
-/// `8 of 15. Not here: T2 and T3 (run at clean-up), ...`. A tripwire core listed as
+/// `8 of 17. Not here: T2 and T3 (run at clean-up), ...` (of every tripwire the catalogue
+/// has). A tripwire core listed as
 /// not checked is named with what core said it needs.
 pub fn tripwires_checked(report: &Report) -> String {
     let ran: Vec<Tripwire> = Tripwire::all()
@@ -491,10 +492,11 @@ pub fn tripwires_checked(report: &Report) -> String {
             format!("{} ({reason})", and_list(&names))
         })
         .collect();
+    let of = inferlint_core::catalogue::all().len();
     if parts.is_empty() {
-        format!("{} of 15.", ran.len())
+        format!("{} of {of}.", ran.len())
     } else {
-        format!("{} of 15. Not here: {}", ran.len(), parts.join(", "))
+        format!("{} of {of}. Not here: {}", ran.len(), parts.join(", "))
     }
 }
 
@@ -1096,7 +1098,7 @@ pub fn guide(report: &Report) -> Markup {
     let engine = report.run.engine.engine;
     html! {
         section #guide aria-labelledby="guide-h" {
-            h2 #guide-h { "The 15 tripwires" }
+            h2 #guide-h { "The " (inferlint_core::catalogue::all().len()) " tripwires" }
             p { "Grouped by when in a test each applies. Open one for what goes wrong, why it changes the numbers, what differs on " (engine.name()) " where something does, and the command that checks it." }
             @for (stage, tripwires) in catalogue::stages() {
                 h3 { (stage) }

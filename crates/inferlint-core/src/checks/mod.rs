@@ -2,6 +2,8 @@
 //!
 //! - [`boot`]: T4, T5, T6, T7/T12 and T11, from boot facts.
 //! - [`counters`]: counter deltas and restart detection shared by T1, T10 and T15.
+//! - [`ledger`]: T18 and T20, the load tool's account against the server's counters and
+//!   its recording.
 //! - [`snapshots`]: T1, T10 and T15, from a before and an after snapshot; [`pauses`]
 //!   places the pauses of a TensorRT-LLM log inside or outside the run for T1.
 //! - [`series`]: T8, T9 and T14, from a series folded into [`series::SeriesStats`] one
@@ -9,6 +11,7 @@
 
 pub mod boot;
 pub mod counters;
+pub mod ledger;
 pub mod pauses;
 pub mod series;
 pub mod snapshots;

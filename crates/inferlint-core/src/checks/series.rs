@@ -112,6 +112,13 @@ pub struct SeriesStats {
     pub generation_track: CounterTrack,
     /// The first line the reader refused, if any: the checks then say Can't tell.
     pub refused: Option<RefusedReading>,
+    /// The generation-token counter's first reading: (value, t_wall, t_mono_ns).
+    first_generation: Option<(f64, f64, Option<i64>)>,
+    /// Its last reading.
+    last_generation: Option<f64>,
+    /// The sample at which the generation counter last rose: (t_wall, t_mono_ns). After it
+    /// the engine generated nothing the recording saw.
+    pub generation_last_rise: Option<(f64, Option<i64>)>,
     /// Distinct non-zero KV readings in (0, 1], as bits.
     kv_distinct: BTreeSet<u64>,
     /// Busy samples (running > 0, usage > 0) by distinct (running, usage).
@@ -159,6 +166,12 @@ impl SeriesStats {
         }
         if let Some(g) = sample.generation_tokens.filter(|g| g.is_finite()) {
             self.generation_track.push(sample.t_wall, g);
+            if self.last_generation.is_some_and(|previous| g > previous) {
+                self.generation_last_rise = Some((sample.t_wall, sample.t_mono_ns));
+            }
+            self.first_generation
+                .get_or_insert((g, sample.t_wall, sample.t_mono_ns));
+            self.last_generation = Some(g);
         }
         if let Some(u) = sample.kv_usage.filter(|u| *u > 0.0 && *u <= 1.0) {
             self.kv_distinct.insert(u.to_bits());
@@ -239,6 +252,17 @@ impl SeriesStats {
         self.preemption_track = self.preemption_track.merge(right.preemption_track);
         self.generation_track = self.generation_track.merge(right.generation_track);
         self.refused = self.refused.or(right.refused);
+        // A rise between the last reading on the left and the first on the right.
+        if let (Some(left), Some((first, t_wall, t_mono))) =
+            (self.last_generation, right.first_generation)
+        {
+            if first > left {
+                self.generation_last_rise = Some((t_wall, t_mono));
+            }
+        }
+        self.generation_last_rise = right.generation_last_rise.or(self.generation_last_rise);
+        self.first_generation = self.first_generation.or(right.first_generation);
+        self.last_generation = right.last_generation.or(self.last_generation);
         self.kv_distinct.extend(right.kv_distinct);
         let offset = self.busy_index;
         for (key, pair) in right.busy_pairs {
@@ -500,6 +524,30 @@ pub fn null_block(
                     )),
                     Some(n),
                 )
+            } else if reported > engines && n > 1 && expected % n == 0 {
+                // The gauge is used blocks / usable blocks. When every reading happens to
+                // hold a multiple of (expected / n) blocks (identical requests running in
+                // step), the readings sit on a coarser grid of 1/n: a divisor of the
+                // usable count, which fits it. Only a grid that does not divide it
+                // contradicts the null block (and one that divides the reported count
+                // instead is the gauge without it); gcd(R, R - 1) = 1, so no grid above 1
+                // fits both.
+                let result = t14(
+                    Status::Pass,
+                    format!(
+                        "gauge denominator fits {expected} = {reported_words}: every reading is a multiple of 1/{n}, and {n} divides {expected}, not {reported}"
+                    ),
+                )
+                .with("reported_num_gpu_blocks", reported)
+                .with("inferred_usable_blocks", expected)
+                .with("reading_grid", n)
+                .with("distinct_readings", stats.distinct_kv_readings());
+                let result = if engines > 1 {
+                    result.with("engines", engines)
+                } else {
+                    result
+                };
+                (result, Some(expected))
             } else {
                 (
                     evidence(t14(
@@ -840,6 +888,52 @@ mod tests {
         }
     }
 
+    /// vLLM's gauge is used blocks / (num_gpu_blocks - 1). Eight identical requests
+    /// running in step each hold the same number of blocks, so every reading is a multiple
+    /// of 8/128 = 1/16: a divisor of the usable count, not a contradiction of it (T14
+    /// failed such a run, "gauge denominator is 64, expected 128").
+    #[test]
+    fn readings_on_a_coarser_grid_that_divides_the_usable_blocks_pass() {
+        let num_gpu_blocks = 129u64;
+        let usable = (num_gpu_blocks - 1) as f64;
+        let mut stats = SeriesStats::new();
+        // 8 requests of 16-token blocks, 32 prompt tokens growing to 96: 2 to 6 blocks
+        // each; fewer running as the last ones finish.
+        for (running, blocks_each) in [
+            (8.0, 2.0),
+            (8.0, 3.0),
+            (8.0, 4.0),
+            (8.0, 5.0),
+            (8.0, 6.0),
+            (4.0, 6.0),
+        ] {
+            let used = running * blocks_each;
+            stats.push(&sample(running, 0.0, used / usable));
+        }
+        let (r, blocks) = null_block(&VLLM, &stats, &cache_info_snapshot(&[num_gpu_blocks]));
+        assert_eq!(r.status, Status::Pass, "{}", r.message);
+        assert_eq!(blocks, Some(128), "T9 uses the usable count, not the grid");
+        assert_eq!(r.evidence["inferred_usable_blocks"], 128);
+        assert_eq!(r.evidence["reading_grid"], 16);
+        assert!(r.message.contains("divides 128, not 129"), "{}", r.message);
+
+        // The same load on a gauge without the null block (used / num_gpu_blocks) gives
+        // readings on a grid that divides 129, not 128: a real contradiction.
+        let mut old = SeriesStats::new();
+        for k in [3.0, 10.0, 17.0, 41.0, 60.0, 84.0, 100.0] {
+            old.push(&sample(4.0, 0.0, k / num_gpu_blocks as f64));
+        }
+        let (r, _) = null_block(&VLLM, &old, &cache_info_snapshot(&[num_gpu_blocks]));
+        assert_eq!(r.status, Status::Fail, "{}", r.message);
+        // And a recording of another start with 96 usable blocks does not fit either.
+        let mut other = SeriesStats::new();
+        for k in [5.0, 7.0, 11.0, 13.0, 29.0, 31.0] {
+            other.push(&sample(4.0, 0.0, k / 96.0));
+        }
+        let (r, _) = null_block(&VLLM, &other, &cache_info_snapshot(&[num_gpu_blocks]));
+        assert_eq!(r.status, Status::Fail, "{}", r.message);
+    }
+
     #[test]
     fn t14_on_data_parallel_engines_expects_one_null_block_each() {
         let mut stats = SeriesStats::new();
@@ -876,7 +970,7 @@ mod tests {
         samples.iter().for_each(|s| whole.push(s));
         let key = |s: &SeriesStats| {
             format!(
-                "{} {:?} {:?} {} {} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
+                "{} {:?} {:?} {} {} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
                 s.samples,
                 s.peak_running,
                 s.peak_in_flight,
@@ -890,6 +984,7 @@ mod tests {
                 s.infer_usable_blocks(),
                 s.preemption_track,
                 s.generation_track,
+                s.generation_last_rise,
             )
         };
         for split in 0..=samples.len() {

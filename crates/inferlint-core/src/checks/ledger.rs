@@ -1,0 +1,749 @@
+//! The ledger: the load tool's account of the run against the server's counters and its
+//! recording. T18 (failures left out) and T20 (request lengths as advertised).
+//!
+//! Three accounts of one run:
+//! - the client's: what the load tool's files say it sent, what completed, failed or was
+//!   left incomplete, and each request where it kept them ([`ClientAccount`]);
+//! - the server's counters between the snapshots: requests finished (by reason where the
+//!   engine says), aborted and answered with an error (the engine table's
+//!   [`FailedRequests`](crate::engine::FailedRequests)), prompt and output tokens;
+//! - the recording: when the engine last generated a token.
+//!
+//! The established tool's T15 compares the first two on completed requests and output
+//! tokens only, and stays as it is. T18 asks whether failures are left out of the run's
+//! figures; T20 whether the lengths the run names are the lengths the server processed.
+
+use serde_json::{json, Value};
+
+use super::counters::{counter_delta, out_of_order, restart_between};
+use super::series::SeriesStats;
+use crate::client::{ClientAccount, FailureCounting, RequestOutcome};
+use crate::engine::{EngineDescriptor, FailedKind};
+use crate::fmt;
+use crate::model::Snapshot;
+use crate::requests::RequestTimeline;
+use crate::status::{CheckResult, Status, Tripwire};
+
+/// What the server's counters say about the run, between the two snapshots.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ServerOutcomes {
+    /// Requests it finished, every reason counted.
+    pub finished: f64,
+    /// Requests it aborted, over every abort counter the scrapes serve; `None` when they
+    /// serve none.
+    pub aborted: Option<f64>,
+    /// Requests it ended with an error.
+    pub errored: Option<f64>,
+    pub prompt_tokens: Option<f64>,
+    pub output_tokens: Option<f64>,
+}
+
+/// The server's account of the run, or why the snapshots give none.
+pub fn server_outcomes(
+    engine: &EngineDescriptor,
+    before: &Snapshot,
+    after: &Snapshot,
+) -> Result<ServerOutcomes, String> {
+    if let Some(order) = out_of_order(before, after) {
+        return Err(order);
+    }
+    if let Some(restart) = restart_between(before, after) {
+        return Err(restart.message);
+    }
+    let finished = counter_delta(engine, before, after, engine.request_success)
+        .filter(|f| f.is_finite())
+        .ok_or_else(|| format!("{} is missing from a snapshot", engine.request_success))?;
+    let aborted = failed_between(engine, before, after, FailedKind::Aborted);
+    let errored = failed_between(engine, before, after, FailedKind::Errored);
+    let delta = |name| counter_delta(engine, before, after, name).filter(|v| v.is_finite());
+    Ok(ServerOutcomes {
+        finished,
+        aborted,
+        errored,
+        prompt_tokens: delta(engine.prompt_tokens),
+        output_tokens: delta(engine.generation_tokens),
+    })
+}
+
+/// Requests of one kind that did not finish between two snapshots, over every counter of
+/// that kind the engine has ([`EngineDescriptor::failed_requests`]) that the after
+/// snapshot serves; `None` when it serves none. A labelled series is created at its first
+/// request (TensorRT-LLM creates one per reason lazily), so one absent before counts from
+/// zero.
+pub fn failed_between(
+    engine: &EngineDescriptor,
+    before: &Snapshot,
+    after: &Snapshot,
+    kind: FailedKind,
+) -> Option<f64> {
+    let mut total = None;
+    for counter in engine.failed_requests.iter().filter(|c| c.kind == kind) {
+        let read = |s: &Snapshot| match counter.label {
+            Some((key, value)) => s.metrics.total_matching(counter.name, &[(key, value)]),
+            None => s.metrics.total(counter.name),
+        };
+        let Some(later) = read(after).filter(|v| v.is_finite()) else {
+            continue;
+        };
+        let earlier = read(before).filter(|v| v.is_finite()).unwrap_or(0.0);
+        *total.get_or_insert(0.0) += (later - earlier).max(0.0);
+    }
+    total
+}
+
+/// Seconds after the engine's last generated token beyond which a request the load tool
+/// counted as completed cannot have been served by it: two recording intervals and a
+/// scrape's latency.
+fn stop_tolerance(interval_s: Option<f64>) -> f64 {
+    2.0 * interval_s.unwrap_or(0.5).max(0.1) + 0.5
+}
+
+/// The engine stopped generating while the load tool still counted successes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StoppedGenerating {
+    /// Seconds into the recording of the engine's last generated token.
+    pub last_token_s: f64,
+    /// Requests the tool counted as completed that ended after that (with the tolerance).
+    pub completed_after: usize,
+}
+
+/// Completed requests that ended after the engine's last token, from the lined-up
+/// timeline; `None` when the recording cannot say (no generation counter, no rise, or no
+/// sample after the requests ended).
+pub fn stopped_generating(
+    series: &SeriesStats,
+    timeline: &RequestTimeline,
+    interval_s: Option<f64>,
+) -> Option<StoppedGenerating> {
+    let (rise_wall, rise_mono) = series.generation_last_rise?;
+    let last_token_s = match (rise_mono, series.first_t_mono_ns) {
+        (Some(m), Some(first)) if series.all_mono => (m - first) as f64 / 1e9,
+        _ => rise_wall - series.first_t_wall?,
+    };
+    let tolerance = stop_tolerance(interval_s);
+    let completed_after = timeline
+        .requests
+        .iter()
+        .filter(|r| r.outcome == Some(RequestOutcome::Completed))
+        .filter_map(|r| r.end)
+        // The recording must cover the request's end to say the engine was idle then.
+        .filter(|end| *end <= timeline.span_s)
+        .filter(|end| *end > last_token_s + tolerance)
+        .count();
+    Some(StoppedGenerating {
+        last_token_s,
+        completed_after,
+    })
+}
+
+/// T18's inputs beside the account.
+#[derive(Debug, Clone, Copy)]
+pub struct LedgerInputs<'a> {
+    pub engine: &'static EngineDescriptor,
+    pub account: &'a ClientAccount,
+    /// The name the result file is shown under.
+    pub result_file: &'a str,
+    /// The server's account, or why the snapshots give none; `None` without snapshots.
+    pub server: Option<&'a Result<ServerOutcomes, String>>,
+    pub stopped: Option<StoppedGenerating>,
+    /// Untimed requests (test, warm-up) the server also served.
+    pub untimed: u64,
+}
+
+/// T18: failures the run's figures leave out.
+pub fn dropped_failures(inputs: &LedgerInputs) -> CheckResult {
+    let account = inputs.account;
+    let info = account.tool.info();
+    let tool = account.tool_label();
+    let t18 = |status, message: String| {
+        CheckResult::new(Tripwire::T18, status, message)
+            .with("tool", info.key)
+            .with("tool_version", account.tool_version.clone())
+            .with("result_file", inputs.result_file)
+    };
+    let completed = account.completed.filter(|c| *c >= 0);
+    let failed = account.failed_count().unwrap_or(0).max(0);
+    let incomplete = account.incomplete_count().unwrap_or(0).max(0);
+    let sent = account.sent.filter(|s| *s >= 0);
+    // Requests sent but neither completed nor counted as failed or incomplete: a tool
+    // that counts no failure drops them from its counts.
+    let unaccounted = match (sent, completed) {
+        (Some(s), Some(c)) => (s - c - failed - incomplete).max(0),
+        _ => 0,
+    };
+    let empty_records = account
+        .requests
+        .iter()
+        .filter(|r| r.completed())
+        .filter(|r| r.output_tokens == Some(0) && r.server_output_tokens.is_none_or(|t| t == 0))
+        .count() as i64;
+    let empty = if account.requests.is_empty() {
+        match (completed, account.total_output_tokens) {
+            (Some(c), Some(0)) if c > 0 => c,
+            _ => 0,
+        }
+    } else {
+        empty_records
+    };
+    let server = inputs.server.and_then(|s| s.as_ref().ok());
+    let server_unusable = inputs.server.and_then(|s| s.as_ref().err());
+    let aborted = server.and_then(|s| s.aborted).unwrap_or(0.0);
+    let errored = server.and_then(|s| s.errored).unwrap_or(0.0);
+    let short = match (server, completed) {
+        (Some(s), Some(c)) => (c as f64 + inputs.untimed as f64 - s.finished.trunc()).max(0.0),
+        _ => 0.0,
+    };
+    let server_empty = match (server, completed) {
+        (Some(s), Some(c)) if c > 0 && s.finished > 0.0 => s.output_tokens == Some(0.0),
+        _ => false,
+    };
+    let stopped = inputs.stopped.filter(|s| s.completed_after > 0);
+
+    let reasons: Vec<Value> = account
+        .failure_reasons
+        .iter()
+        .map(|r| json!([r.reason, r.count]))
+        .collect();
+    let evidence = |r: CheckResult| {
+        r.with("sent", sent)
+            .with("completed", completed)
+            .with("client_failed", failed)
+            .with("client_incomplete", incomplete)
+            .with("client_unaccounted", unaccounted)
+            .with("client_empty", empty)
+            .with("failure_reasons", reasons.clone())
+            .with("failures_counted", failure_counting_word(account))
+            .with("server_finished", server.map(|s| s.finished))
+            .with("server_aborted", server.and_then(|s| s.aborted))
+            .with("server_errored", server.and_then(|s| s.errored))
+            .with("server_short", short)
+            .with("untimed_requests", inputs.untimed)
+            .with("last_token_s", inputs.stopped.map(|s| s.last_token_s))
+            .with(
+                "completed_after_last_token",
+                stopped.map(|s| s.completed_after),
+            )
+    };
+
+    let mut accounts = Vec::new();
+    let mut parts = Vec::new();
+    let client_failures = failed + incomplete + unaccounted;
+    let total = sent.or_else(|| Some(completed? + failed + incomplete));
+    if completed == Some(0) && client_failures > 0 {
+        let sent_words = match total {
+            Some(t) => format!("none of the {t} requests it sent"),
+            None => "no request".to_owned(),
+        };
+        parts.push(format!(
+            "every request failed: {tool} completed {sent_words}{}, yet wrote its result as for a finished run",
+            reason_words(account)
+        ));
+        accounts.push("client");
+    } else {
+        if failed > 0 {
+            let of = total.map_or(String::new(), |t| format!(" of {t}"));
+            parts.push(format!(
+                "{failed}{of} request{} failed{}",
+                fmt::plural(failed as f64),
+                reason_words(account)
+            ));
+            accounts.push("client");
+        }
+        if incomplete > 0 {
+            parts.push(format!(
+                "{incomplete} {} still in flight or cancelled when the tool stopped",
+                if incomplete == 1 { "was" } else { "were" }
+            ));
+            accounts.push("client");
+        }
+        if unaccounted > 0 {
+            parts.push(format!(
+                "{unaccounted} of the {} requests it sent {} neither completed nor counted as failed",
+                sent.unwrap_or(0),
+                if unaccounted == 1 { "is" } else { "are" }
+            ));
+            accounts.push("client");
+        }
+    }
+    if empty > 0 {
+        parts.push(format!(
+            "{empty} request{} counted as completed returned no output token",
+            fmt::plural(empty as f64)
+        ));
+        accounts.push("client");
+    }
+    if aborted > 0.0 {
+        parts.push(format!(
+            "the server aborted {} request{}",
+            fmt::g(aborted),
+            fmt::plural(aborted)
+        ));
+        accounts.push("server");
+    }
+    if errored > 0.0 {
+        parts.push(format!(
+            "the server ended {} request{} with an error",
+            fmt::g(errored),
+            fmt::plural(errored)
+        ));
+        accounts.push("server");
+    }
+    if short > 0.0 {
+        parts.push(format!(
+            "the server finished {} fewer request{} than {tool} counted as completed",
+            fmt::g(short),
+            fmt::plural(short)
+        ));
+        accounts.push("server");
+    }
+    if server_empty {
+        parts.push("the server generated no token at all".into());
+        accounts.push("server");
+    }
+    if let Some(s) = stopped {
+        parts.push(format!(
+            "the engine generated its last token {:.1} s into the recording, yet {tool} counted {} request{} as completed after that",
+            s.last_token_s,
+            s.completed_after,
+            fmt::plural(s.completed_after as f64)
+        ));
+        accounts.push("series");
+    }
+    accounts.dedup();
+    if !parts.is_empty() {
+        let tail = match completed {
+            Some(c) if c > 0 => format!("; {} {} (here {c})", info.name, info.headline),
+            _ => String::new(),
+        };
+        let mut message = parts.join("; ");
+        message.push_str(&tail);
+        let mut result = evidence(t18(Status::Fail, message));
+        result = result.with("accounts", accounts);
+        return result;
+    }
+
+    // No failure anywhere: a pass needs an account that could have shown one.
+    let client_can_show = account.shows_failures() || sent.is_some();
+    if !client_can_show {
+        let server_words = match (server, server_unusable) {
+            (Some(s), _) if s.aborted.is_some() => {
+                " The server counted no abort, but a request refused before it reached the engine (a wrong model name, a prompt too long) is in none of its counters."
+            }
+            _ => "",
+        };
+        return evidence(t18(
+            Status::Unknown,
+            format!(
+                "{tool}'s result counts {} completed and no failed request, and keeps no record of each request: failures cannot be seen{}",
+                completed.map_or("its".into(), |c| c.to_string()),
+                server_words.trim_end_matches('.')
+            ),
+        ));
+    }
+    let what = match (sent, completed) {
+        (Some(s), Some(c)) if s == c => format!("all {c} requests {tool} sent completed"),
+        (_, Some(c)) => format!("{tool} counted {c} completed requests and no failure"),
+        _ => format!("{tool} counted no failure"),
+    };
+    let server_words = match (server, server_unusable) {
+        (Some(s), _) => match (s.aborted, s.errored) {
+            (None, None) => {
+                "the server serves no counter of aborted or failed requests to compare".to_owned()
+            }
+            _ => "the server counted no abort or error".to_owned(),
+        },
+        (None, Some(why)) => format!("the server's counters cannot be compared ({why})"),
+        (None, None) => "no server readings to compare".to_owned(),
+    };
+    evidence(t18(Status::Pass, format!("{what}; {server_words}")))
+}
+
+/// ` (6 × 500 Internal Server Error)`: the reasons, most frequent first, at most three.
+fn reason_words(account: &ClientAccount) -> String {
+    let mut reasons = account.failure_reasons.clone();
+    if reasons.is_empty() {
+        return String::new();
+    }
+    reasons.sort_by_key(|r| std::cmp::Reverse(r.count));
+    let shown: Vec<String> = reasons
+        .iter()
+        .take(3)
+        .map(|r| format!("{} × {}", r.count, r.reason))
+        .collect();
+    let more = if reasons.len() > 3 {
+        format!(", and {} other reasons", reasons.len() - 3)
+    } else {
+        String::new()
+    };
+    format!(" ({}{more})", shown.join(", "))
+}
+
+fn failure_counting_word(account: &ClientAccount) -> &'static str {
+    match account.tool.info().failures {
+        FailureCounting::Counted => "counted",
+        FailureCounting::PerRequestOnly => "per_request_only",
+        FailureCounting::NotCounted => "not_counted",
+    }
+}
+
+/// Per request differences smaller than this many tokens are noise (a BOS token, a
+/// tokenizer's word boundary).
+const TOKEN_SLACK: f64 = 2.0;
+/// T20 warns above this relative difference and fails above [`LENGTH_FAIL`].
+pub const LENGTH_WARN: f64 = 0.05;
+pub const LENGTH_FAIL: f64 = 0.25;
+
+/// One comparison of lengths T20 makes.
+#[derive(Debug, Clone, PartialEq)]
+struct Comparison {
+    /// `prompt` or `output`.
+    side: &'static str,
+    /// What is compared with the server: `client` (the tool's own count) or `asked`.
+    against: &'static str,
+    /// Tokens per request the other account names.
+    theirs: f64,
+    /// Tokens per request the server (or, without it, the tool) counted.
+    reference: f64,
+    /// Whether `reference` is the server's count.
+    server: bool,
+}
+
+impl Comparison {
+    /// The reference count over the one compared with it: how far what the server did is
+    /// from what was counted or asked (0.61 when requests stopped at 61% of the asked
+    /// length).
+    fn ratio(&self) -> f64 {
+        if self.theirs > 0.0 {
+            self.reference / self.theirs
+        } else if self.reference > 0.0 {
+            f64::INFINITY
+        } else {
+            1.0
+        }
+    }
+
+    /// The relative difference, or 0 when the two differ by no more than a token or two.
+    fn deviation(&self) -> f64 {
+        if (self.theirs - self.reference).abs() <= TOKEN_SLACK {
+            0.0
+        } else {
+            (self.ratio() - 1.0).abs()
+        }
+    }
+
+    fn json(&self) -> Value {
+        json!({
+            "side": self.side,
+            "against": self.against,
+            "theirs_per_request": self.theirs,
+            "reference_per_request": self.reference,
+            "reference_is_server": self.server,
+            "ratio": self.ratio(),
+        })
+    }
+}
+
+/// The server's prompt and output tokens per request: the usage its answers carried
+/// where the tool kept it, else its counters over the requests it finished.
+fn server_lengths(
+    account: &ClientAccount,
+    server: Option<&ServerOutcomes>,
+) -> Option<(Option<f64>, Option<f64>, &'static str)> {
+    let completed: Vec<_> = account.requests.iter().filter(|r| r.completed()).collect();
+    let mean = |values: Vec<u64>| {
+        (!values.is_empty()).then(|| values.iter().sum::<u64>() as f64 / values.len() as f64)
+    };
+    let prompt = mean(
+        completed
+            .iter()
+            .filter_map(|r| r.server_prompt_tokens)
+            .collect(),
+    );
+    let output = mean(
+        completed
+            .iter()
+            .filter_map(|r| r.server_output_tokens)
+            .collect(),
+    );
+    if prompt.is_some() || output.is_some() {
+        return Some((prompt, output, "usage"));
+    }
+    let s = server.filter(|s| s.finished > 0.0)?;
+    Some((
+        s.prompt_tokens.map(|p| p / s.finished),
+        s.output_tokens.map(|o| o / s.finished),
+        "counters",
+    ))
+}
+
+/// The tool's own counts per completed request.
+fn client_lengths(account: &ClientAccount) -> (Option<f64>, Option<f64>) {
+    let completed = account.completed.filter(|c| *c > 0).map(|c| c as f64);
+    let per = |total: Option<i64>| Some(total? as f64 / completed?);
+    (
+        per(account.total_input_tokens),
+        per(account.total_output_tokens),
+    )
+}
+
+/// What the run asked for per request: its advertised lengths, else (for output, when it
+/// asked the server to ignore the end-of-sequence token) each request's `max_tokens`.
+fn asked_lengths(account: &ClientAccount) -> (Option<f64>, Option<f64>) {
+    let input = account.advertised.input_tokens;
+    let output = account.advertised.output_tokens.or_else(|| {
+        let asked: Vec<u64> = account
+            .requests
+            .iter()
+            .filter(|r| r.completed() && r.ignore_eos == Some(true))
+            .filter_map(|r| r.asked_output_tokens)
+            .collect();
+        (!asked.is_empty()).then(|| asked.iter().sum::<u64>() as f64 / asked.len() as f64)
+    });
+    (input, output)
+}
+
+/// Whether T20 has anything to compare: the server's side, or lengths the run asked for
+/// against the tool's own counts.
+pub fn lengths_comparable(account: &ClientAccount, server: Option<&ServerOutcomes>) -> bool {
+    if server_lengths(account, server).is_some() {
+        return true;
+    }
+    let (ci, co) = client_lengths(account);
+    let (ai, ao) = asked_lengths(account);
+    (ci.is_some() && ai.is_some()) || (co.is_some() && ao.is_some())
+}
+
+/// T20: the lengths the server processed against what the load tool counted, sent and
+/// asked for.
+pub fn length_mismatch(
+    account: &ClientAccount,
+    result_file: &str,
+    server: Option<&ServerOutcomes>,
+) -> CheckResult {
+    let tool = account.tool_label();
+    let info = account.tool.info();
+    let t20 = |status, message: String| {
+        CheckResult::new(Tripwire::T20, status, message)
+            .with("tool", info.key)
+            .with("result_file", result_file)
+    };
+    let (client_in, client_out) = client_lengths(account);
+    let (asked_in, asked_out) = asked_lengths(account);
+    let server_side = server_lengths(account, server);
+    let mut comparisons = Vec::new();
+    let mut push = |side, against, theirs: Option<f64>, reference: Option<f64>, server: bool| {
+        if let (Some(theirs), Some(reference)) = (theirs, reference) {
+            if theirs.is_finite() && reference.is_finite() {
+                comparisons.push(Comparison {
+                    side,
+                    against,
+                    theirs,
+                    reference,
+                    server,
+                });
+            }
+        }
+    };
+    match server_side {
+        Some((server_in, server_out, _)) => {
+            push("prompt", "client", client_in, server_in, true);
+            push("prompt", "asked", asked_in, server_in, true);
+            push("output", "client", client_out, server_out, true);
+            push("output", "asked", asked_out, server_out, true);
+        }
+        None => {
+            push("prompt", "asked", asked_in, client_in, false);
+            push("output", "asked", asked_out, client_out, false);
+        }
+    }
+    let source = server_side.map(|(_, _, s)| s);
+    let evidence = |r: CheckResult| {
+        r.with(
+            "comparisons",
+            comparisons.iter().map(Comparison::json).collect::<Vec<_>>(),
+        )
+        .with("server_source", source)
+        .with("client_prompt_per_request", client_in)
+        .with("client_output_per_request", client_out)
+        .with("asked_prompt_per_request", asked_in)
+        .with("asked_output_per_request", asked_out)
+        .with("advertised_range_ratio", account.advertised.range_ratio)
+        .with("ignore_eos", account.advertised.ignore_eos)
+        .with("requests_differing", per_request_differences(account))
+    };
+    let Some(worst) = comparisons
+        .iter()
+        .max_by(|a, b| a.deviation().total_cmp(&b.deviation()))
+    else {
+        return evidence(t20(
+            Status::Unknown,
+            format!(
+                "nothing to compare: neither the server's counts nor {tool}'s counts and asked lengths are there"
+            ),
+        ));
+    };
+    let deviation = worst.deviation();
+    let status = if deviation > LENGTH_FAIL {
+        Status::Fail
+    } else if deviation > LENGTH_WARN {
+        Status::Warn
+    } else {
+        Status::Pass
+    };
+    let message = if status == Status::Pass {
+        agreement_words(&comparisons, server_side.is_some(), &tool)
+    } else {
+        let mut m = difference_words(worst, &tool);
+        let differing = per_request_differences(account);
+        if let Some(d) = differing.as_object().filter(|d| d.contains_key("requests")) {
+            if let (Some(n), Some(of)) = (d["requests"].as_u64(), d["of"].as_u64()) {
+                if n > 0 {
+                    m.push_str(&format!("; {n} of {of} requests differ"));
+                    if let (Some(lo), Some(hi)) = (d["ratio_min"].as_f64(), d["ratio_max"].as_f64())
+                    {
+                        m.push_str(&format!(" ({lo:.2}x to {hi:.2}x)"));
+                    }
+                }
+            }
+        }
+        m
+    };
+    evidence(t20(status, message))
+        .with("worst_side", worst.side)
+        .with("worst_against", worst.against)
+        .with("worst_ratio", worst.ratio())
+}
+
+fn per_request(n: f64) -> String {
+    if (n - n.round()).abs() < 0.05 {
+        fmt::thousands_f(n)
+    } else {
+        format!("{n:.1}")
+    }
+}
+
+/// The sentence for the worst difference, with its likely cause.
+fn difference_words(c: &Comparison, tool: &str) -> String {
+    let ratio = c.ratio();
+    let whose = if c.server { "the server" } else { tool };
+    let (theirs, reference) = (per_request(c.theirs), per_request(c.reference));
+    let more = ratio > 1.0;
+    let cause = match (c.side, c.against, more) {
+        ("prompt", "client", false) => "the tool's tokenizer is not the server's",
+        ("prompt", "client", true) => {
+            "the server counts tokens the tool does not (a chat template, special tokens), or its tokenizer is not the server's"
+        }
+        ("prompt", "asked", false) => {
+            "lengths were drawn below the one named (a range ratio), or the tool's tokenizer is not the server's"
+        }
+        ("prompt", "asked", true) => {
+            "the server counts more than the lengths named (a chat template, special tokens, or text that does not tokenize back to the tokens it was made from)"
+        }
+        ("output", "client", _) => "the tool counts output tokens with another tokenizer than the server",
+        ("output", "asked", false) => "requests stopped early (at an end-of-sequence token)",
+        ("output", "asked", true) => "the server generated more than asked",
+        _ => "",
+    };
+    let theirs_words = match c.against {
+        "client" => format!("{tool} counted {theirs}"),
+        _ => format!("the run asked for {theirs}"),
+    };
+    format!(
+        "{} tokens per request: {theirs_words}, {whose} counted {reference} ({ratio:.2}x): {cause}",
+        c.side
+    )
+}
+
+fn agreement_words(comparisons: &[Comparison], server: bool, tool: &str) -> String {
+    let find = |side: &str| {
+        comparisons
+            .iter()
+            .find(|c| c.side == side)
+            .map(|c| c.reference)
+    };
+    let both = match (find("prompt"), find("output")) {
+        (Some(p), Some(o)) => format!(
+            "{} in and {} out per request",
+            per_request(p),
+            per_request(o)
+        ),
+        (Some(p), None) => format!("{} prompt tokens per request", per_request(p)),
+        (None, Some(o)) => format!("{} output tokens per request", per_request(o)),
+        (None, None) => String::new(),
+    };
+    let mut against: Vec<&str> = Vec::new();
+    for c in comparisons {
+        let word = if c.against == "client" {
+            "counted"
+        } else {
+            "asked for"
+        };
+        if !against.contains(&word) {
+            against.push(word);
+        }
+    }
+    let whose = if server { "the server" } else { tool };
+    format!(
+        "lengths as advertised: {whose} processed {both}, as {tool} {} (within 5%)",
+        against.join(" and ")
+    )
+}
+
+/// Per-request comparison where the records hold both the tool's count and the server's
+/// usage: how many requests differ, and the range of their ratios.
+fn per_request_differences(account: &ClientAccount) -> Value {
+    let pairs: Vec<(f64, f64)> = account
+        .requests
+        .iter()
+        .filter(|r| r.completed())
+        .flat_map(|r| {
+            [
+                (r.prompt_tokens, r.server_prompt_tokens),
+                (r.output_tokens, r.server_output_tokens),
+            ]
+        })
+        .filter_map(|(client, server)| Some((client? as f64, server? as f64)))
+        .collect();
+    if pairs.is_empty() {
+        return Value::Null;
+    }
+    let of = account.requests.iter().filter(|r| r.completed()).count();
+    let differing: Vec<f64> = pairs
+        .iter()
+        .filter(|(c, s)| (c - s).abs() > TOKEN_SLACK.max(s * LENGTH_WARN))
+        .map(|(c, s)| if *c > 0.0 { s / c } else { f64::INFINITY })
+        .collect();
+    let requests = {
+        // A request differs when either of its two counts does.
+        account
+            .requests
+            .iter()
+            .filter(|r| r.completed())
+            .filter(|r| {
+                [
+                    (r.prompt_tokens, r.server_prompt_tokens),
+                    (r.output_tokens, r.server_output_tokens),
+                ]
+                .iter()
+                .any(|(c, s)| match (c, s) {
+                    (Some(c), Some(s)) => {
+                        let (c, s) = (*c as f64, *s as f64);
+                        (c - s).abs() > TOKEN_SLACK.max(s * LENGTH_WARN)
+                    }
+                    _ => false,
+                })
+            })
+            .count()
+    };
+    let finite: Vec<f64> = differing
+        .iter()
+        .copied()
+        .filter(|r| r.is_finite())
+        .collect();
+    json!({
+        "requests": requests,
+        "of": of,
+        "ratio_min": finite.iter().copied().reduce(f64::min),
+        "ratio_max": finite.iter().copied().reduce(f64::max),
+    })
+}

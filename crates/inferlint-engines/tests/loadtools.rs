@@ -1,0 +1,513 @@
+//! Every load tool's real result files (fixtures/loadtools, see docs/loadtools.md) read
+//! into the client's account with the counts the tool wrote; cut-off, foreign and
+//! misshapen files give a one-line error that names the file and, where the start of the
+//! file shows it, the tool.
+
+use std::path::{Path, PathBuf};
+
+use inferlint_core::client::{ClientAccount, LoadTool, RequestClock};
+use inferlint_engines::loadtools::{self, identify, Role};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/loadtools")
+}
+
+/// What one fixture's account must say.
+struct Case {
+    folder: &'static str,
+    tool: LoadTool,
+    version: Option<&'static str>,
+    sent: Option<i64>,
+    completed: i64,
+    failed: Option<i64>,
+    /// Prompt and output tokens of the completed requests.
+    tokens: (i64, i64),
+    /// Per-request records, and how many of them completed.
+    records: (usize, usize),
+    concurrency: Option<i64>,
+    untimed: Option<u64>,
+    clock: Option<RequestClock>,
+    /// The failure reason the file gives, with its count.
+    reason: Option<(&'static str, u64)>,
+}
+
+const CASES: &[Case] = &[
+    Case {
+        folder: "vllm/concurrent-16",
+        tool: LoadTool::VllmBench,
+        version: None,
+        sent: Some(32),
+        completed: 32,
+        failed: Some(0),
+        tokens: (1024, 1024),
+        records: (0, 0),
+        concurrency: Some(16),
+        untimed: None,
+        clock: None,
+        reason: None,
+    },
+    Case {
+        folder: "vllm/some-errored-detailed",
+        tool: LoadTool::VllmBench,
+        version: None,
+        sent: Some(32),
+        completed: 26,
+        failed: Some(6),
+        tokens: (832, 832),
+        records: (32, 26),
+        concurrency: Some(16),
+        untimed: None,
+        clock: Some(RequestClock::Monotonic),
+        reason: Some(("Internal Server Error", 6)),
+    },
+    Case {
+        folder: "vllm/all-failed-detailed",
+        tool: LoadTool::VllmBench,
+        version: None,
+        sent: Some(32),
+        completed: 0,
+        failed: Some(32),
+        tokens: (0, 0),
+        records: (32, 0),
+        concurrency: Some(16),
+        untimed: None,
+        clock: Some(RequestClock::Monotonic),
+        reason: Some(("Internal Server Error", 32)),
+    },
+    Case {
+        folder: "sglang/concurrent-16",
+        tool: LoadTool::SglangBench,
+        version: None,
+        // SGLang's line holds no request count: its console says it.
+        sent: None,
+        completed: 32,
+        failed: None,
+        tokens: (1024, 1024),
+        records: (0, 0),
+        concurrency: Some(16),
+        untimed: None,
+        clock: None,
+        reason: None,
+    },
+    Case {
+        folder: "sglang/some-errored-details",
+        tool: LoadTool::SglangBench,
+        version: None,
+        sent: Some(32),
+        completed: 26,
+        failed: Some(6),
+        tokens: (832, 832),
+        records: (32, 26),
+        concurrency: Some(16),
+        untimed: None,
+        clock: None,
+        reason: Some(("Internal Server Error", 6)),
+    },
+    Case {
+        folder: "trtllm/some-errored-detailed",
+        tool: LoadTool::TrtllmBench,
+        version: None,
+        sent: Some(32),
+        completed: 26,
+        failed: Some(6),
+        tokens: (832, 832),
+        records: (32, 26),
+        concurrency: Some(8),
+        untimed: None,
+        clock: None,
+        reason: Some(("Internal Server Error", 6)),
+    },
+    Case {
+        folder: "guidellm/concurrent-8",
+        tool: LoadTool::GuideLlm,
+        version: Some("0.8.1"),
+        sent: Some(32),
+        completed: 32,
+        failed: Some(0),
+        tokens: (1024, 1024),
+        records: (32, 32),
+        concurrency: Some(8),
+        untimed: None,
+        clock: Some(RequestClock::Unix),
+        reason: None,
+    },
+    Case {
+        folder: "guidellm/some-errored",
+        tool: LoadTool::GuideLlm,
+        version: Some("0.8.1"),
+        sent: Some(32),
+        completed: 26,
+        failed: Some(6),
+        tokens: (832, 832),
+        records: (32, 26),
+        concurrency: Some(8),
+        untimed: None,
+        clock: Some(RequestClock::Unix),
+        reason: Some(("500 Internal Server Error", 6)),
+    },
+    Case {
+        folder: "guidellm/all-failed-404",
+        tool: LoadTool::GuideLlm,
+        version: Some("0.8.1"),
+        sent: Some(32),
+        completed: 0,
+        failed: Some(32),
+        tokens: (0, 0),
+        records: (32, 0),
+        concurrency: Some(8),
+        untimed: None,
+        clock: Some(RequestClock::Unix),
+        reason: Some(("404 Not Found", 32)),
+    },
+    Case {
+        folder: "aiperf/concurrency-8",
+        tool: LoadTool::AiPerf,
+        version: Some("0.13.0"),
+        sent: Some(32),
+        completed: 32,
+        failed: Some(0),
+        tokens: (1024, 1024),
+        records: (32, 32),
+        concurrency: Some(8),
+        untimed: Some(2),
+        clock: Some(RequestClock::Unix),
+        reason: None,
+    },
+    Case {
+        folder: "aiperf/some-errored",
+        tool: LoadTool::AiPerf,
+        version: Some("0.13.0"),
+        sent: Some(32),
+        completed: 26,
+        failed: Some(6),
+        tokens: (832, 832),
+        records: (32, 26),
+        concurrency: Some(8),
+        untimed: Some(2),
+        clock: Some(RequestClock::Unix),
+        reason: Some(("500 Internal Server Error", 6)),
+    },
+    Case {
+        folder: "inference-perf/concurrent-8",
+        tool: LoadTool::InferencePerf,
+        version: None,
+        sent: Some(32),
+        completed: 32,
+        failed: Some(0),
+        tokens: (1024, 1024),
+        records: (32, 32),
+        concurrency: Some(8),
+        untimed: None,
+        clock: Some(RequestClock::Monotonic),
+        reason: None,
+    },
+    Case {
+        folder: "inference-perf/some-errored",
+        tool: LoadTool::InferencePerf,
+        version: None,
+        sent: Some(32),
+        completed: 26,
+        failed: Some(6),
+        tokens: (832, 832),
+        records: (32, 26),
+        concurrency: Some(8),
+        untimed: None,
+        clock: Some(RequestClock::Monotonic),
+        reason: Some(("500 - Internal Server Error", 6)),
+    },
+    Case {
+        folder: "genai-perf/concurrency-8",
+        tool: LoadTool::GenAiPerf,
+        version: None,
+        sent: Some(32),
+        completed: 32,
+        // Its summary counts no failure; every record came back.
+        failed: Some(0),
+        tokens: (1024, 1024),
+        records: (32, 32),
+        concurrency: Some(8),
+        untimed: None,
+        clock: Some(RequestClock::Unix),
+        reason: None,
+    },
+    Case {
+        folder: "llmperf/some-errored",
+        tool: LoadTool::LlmPerf,
+        version: Some("2023-08-31"),
+        sent: Some(32),
+        completed: 26,
+        failed: Some(6),
+        tokens: (832, 832),
+        records: (32, 26),
+        concurrency: Some(8),
+        untimed: None,
+        clock: None,
+        reason: Some(("HTTP 500", 6)),
+    },
+    Case {
+        folder: "llmperf/all-failed",
+        tool: LoadTool::LlmPerf,
+        version: Some("2023-08-31"),
+        sent: Some(32),
+        completed: 0,
+        failed: Some(32),
+        tokens: (0, 0),
+        records: (32, 0),
+        concurrency: Some(8),
+        untimed: None,
+        clock: None,
+        reason: Some(("HTTP 500", 32)),
+    },
+];
+
+fn read_folder(folder: &str) -> (PathBuf, ClientAccount) {
+    let dir = fixtures().join(folder);
+    let path = loadtools::find_result(&dir)
+        .unwrap_or_else(|e| panic!("{folder}: {e}"))
+        .unwrap_or_else(|| panic!("{folder}: no result found"));
+    let account = loadtools::read_result(&path).unwrap_or_else(|e| panic!("{folder}: {e}"));
+    (path, account)
+}
+
+#[test]
+fn every_tools_real_files_read_with_the_counts_it_wrote() {
+    for case in CASES {
+        let (_, a) = read_folder(case.folder);
+        let f = case.folder;
+        assert_eq!(a.tool, case.tool, "{f}");
+        assert_eq!(a.tool_version.as_deref(), case.version, "{f}");
+        assert_eq!(a.sent, case.sent, "{f}: sent");
+        assert_eq!(a.completed, Some(case.completed), "{f}: completed");
+        assert_eq!(a.failed, case.failed, "{f}: failed");
+        assert_eq!(
+            (a.total_input_tokens, a.total_output_tokens),
+            (Some(case.tokens.0), Some(case.tokens.1)),
+            "{f}: tokens"
+        );
+        let completed = a.requests.iter().filter(|r| r.completed()).count();
+        assert_eq!((a.requests.len(), completed), case.records, "{f}: records");
+        assert_eq!(a.max_concurrency, case.concurrency, "{f}: concurrency");
+        assert_eq!(a.span.untimed_requests, case.untimed, "{f}: untimed");
+        assert_eq!(a.clock, case.clock, "{f}: clock");
+        match case.reason {
+            Some((reason, count)) => assert_eq!(
+                a.failure_reasons
+                    .iter()
+                    .map(|r| (r.reason.as_str(), r.count))
+                    .collect::<Vec<_>>(),
+                [(reason, count)],
+                "{f}: reasons"
+            ),
+            None => assert!(a.failure_reasons.is_empty(), "{f}: {:?}", a.failure_reasons),
+        }
+        assert!(
+            a.duration.is_some_and(|d| d > 0.0) || case.completed == 0,
+            "{f}: duration"
+        );
+        // A run with no completed request has no latency to report.
+        if case.completed == 0 {
+            assert_eq!((a.median_ttft_ms, a.p99_ttft_ms), (None, None), "{f}");
+        } else {
+            assert!(a.median_ttft_ms.is_some_and(|t| t > 0.0), "{f}: TTFT");
+        }
+    }
+}
+
+/// Each record's times are the tool's own: sent before first token before end, each
+/// completed one with a first token.
+#[test]
+fn records_keep_each_requests_times() {
+    for case in CASES
+        .iter()
+        .filter(|c| c.clock.is_some() && c.completed > 0)
+    {
+        let (_, a) = read_folder(case.folder);
+        for r in a.requests.iter().filter(|r| r.completed()) {
+            let (Some(sent), Some(first), Some(end)) = (r.sent_s, r.first_token_at(), r.end_at())
+            else {
+                panic!(
+                    "{}: a completed record without its times: {r:?}",
+                    case.folder
+                );
+            };
+            assert!(sent <= first && first <= end, "{}: {r:?}", case.folder);
+        }
+    }
+}
+
+/// The per-request file and the summary read as one account whichever of the two is
+/// named, and the tool's other output beside them (AIPerf's own scrape of /metrics, its
+/// per-phase copies, inference-perf's stage reports) is never taken for the result.
+#[test]
+fn a_summary_or_its_records_give_one_account() {
+    let pairs = [
+        (
+            "aiperf/some-errored/aiperf",
+            "profile_export_aiperf.json",
+            "profile_export.jsonl",
+        ),
+        (
+            "inference-perf/some-errored/inference-perf",
+            "summary_lifecycle_metrics.json",
+            "per_request_lifecycle_metrics.json",
+        ),
+        (
+            "llmperf/some-errored/result_outputs",
+            "sim-model_32_32_summary.json",
+            "sim-model_32_32_individual_responses.json",
+        ),
+        (
+            "genai-perf/concurrency-8/artifacts/sim-model-openai-completions-concurrency8",
+            "profile_export_genai_perf.json",
+            "profile_export.json",
+        ),
+    ];
+    for (dir, summary, records) in pairs {
+        let dir = fixtures().join(dir);
+        let a = loadtools::read_result(&dir.join(summary)).unwrap();
+        let b = loadtools::read_result(&dir.join(records)).unwrap();
+        assert_eq!(
+            (a.sent, a.completed, a.failed, a.requests.len()),
+            (b.sent, b.completed, b.failed, b.requests.len()),
+            "{}",
+            dir.display()
+        );
+    }
+    let aiperf = fixtures().join("aiperf/some-errored/aiperf");
+    for other in [
+        "server_metrics_export.json",
+        "inputs.json",
+        "phase_manifest.json",
+    ] {
+        let head = std::fs::read(aiperf.join(other)).unwrap();
+        assert_eq!(identify(&head), None, "{other}");
+    }
+    let found = loadtools::find_result(&fixtures().join("aiperf/some-errored")).unwrap();
+    assert_eq!(found, Some(aiperf.join("profile_export_aiperf.json")));
+    let stage = std::fs::read(
+        fixtures()
+            .join("inference-perf/some-errored/inference-perf/stage_0_lifecycle_metrics.json"),
+    )
+    .unwrap();
+    assert_eq!(identify(&stage).map(|k| k.role), Some(Role::Stage));
+}
+
+/// A file cut off mid-write (a tool killed, a copy interrupted) is refused in one line
+/// naming the file and, where its start shows it, the tool and version.
+#[test]
+fn a_cut_off_file_is_a_clear_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    for case in CASES {
+        let (path, _) = read_folder(case.folder);
+        let bytes = std::fs::read(&path).unwrap();
+        let cut = tmp.path().join(path.file_name().unwrap());
+        std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+        let e = loadtools::read_result(&cut)
+            .map(|a| format!("read as {a:?}"))
+            .unwrap_err_or_message(case.folder);
+        assert!(!e.contains('\n'), "{}: {e}", case.folder);
+        assert!(
+            e.contains(&cut.display().to_string()),
+            "{}: {e}",
+            case.folder
+        );
+        assert!(
+            e.contains("cut off") || e.contains("bad JSON"),
+            "{}: {e}",
+            case.folder
+        );
+        if let Some(v) = case.version {
+            assert!(e.contains(v), "{}: names the version: {e}", case.folder);
+        }
+        std::fs::remove_file(&cut).unwrap();
+    }
+}
+
+/// JSON of something else, text, binary and empty files are no result.
+#[test]
+fn a_foreign_file_is_a_clear_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cases: [(&str, &[u8], &str); 5] = [
+        (
+            "other.json",
+            br#"{"model": "m", "accuracy": 0.9}"#,
+            "JSON with none of the fields of",
+        ),
+        ("empty.json", b"", "empty file"),
+        ("text.json", b"Benchmarking complete\n", "not JSON"),
+        ("binary.json", &[0xff, 0xfe, 0x00, 0x01], "not UTF-8"),
+        ("list.json", b"[1, 2, 3]", "JSON with none of the fields of"),
+    ];
+    for (name, bytes, expected) in cases {
+        let path = tmp.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let e = loadtools::read_result(&path).unwrap_err().to_string();
+        assert!(e.contains(expected), "{name}: {e}");
+        assert!(e.starts_with(&path.display().to_string()), "{name}: {e}");
+        assert!(!e.contains('\n'), "{name}: {e}");
+    }
+}
+
+/// A file that is a known tool's but in a shape its reader does not know (another
+/// release, a hand edit) is an error naming the tool and its version, never read as a
+/// run with nothing in it.
+#[test]
+fn a_known_tools_file_in_an_unknown_shape_names_the_tool() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            r#"{"metadata": {"guidellm_version": "0.9.0"}, "benchmarks": [{"type_": "generative_benchmark", "metrics": {}}]}"#,
+            "GuideLLM 0.9.0 result in a shape this reader does not understand",
+        ),
+        (
+            r#"{"metadata": {"guidellm_version": "0.9.0"}, "runs": []}"#,
+            "GuideLLM 0.9.0 result in a shape this reader does not understand: no 'benchmarks' list",
+        ),
+        (
+            r#"{"schema_version": "2.0", "aiperf_version": "0.20.0", "request_throughput": {"avg": 1.0}}"#,
+            "AIPerf 0.20.0 result in a shape this reader does not understand: no 'request_count.avg'",
+        ),
+        (
+            r#"{"load_summary": {"sent": 32}, "successes": {}, "failures": {}}"#,
+            "inference-perf (version not recorded) result in a shape this reader does not understand",
+        ),
+        (
+            r#"{"version": "2025-01-01", "num_concurrent_requests": 8, "results_num_requests_started": 32}"#,
+            "LLMPerf (result format 2025-01-01) result in a shape this reader does not understand",
+        ),
+        (
+            r#"{"completed": 3, "total_output_tokens": 9, "errors": ["", ""], "ttfts": [0.1]}"#,
+            "vllm bench serve (version not recorded) result in a shape this reader does not understand",
+        ),
+    ];
+    for (i, (text, expected)) in cases.iter().enumerate() {
+        let path = tmp.path().join(format!("r{i}.json"));
+        std::fs::write(&path, text).unwrap();
+        let e = loadtools::read_result(&path).unwrap_err().to_string();
+        assert!(e.contains(expected), "{text}\n{e}");
+    }
+}
+
+/// The fuzzing entry point: bytes in, an account or an error out, never a panic.
+#[test]
+fn bytes_read_without_a_file() {
+    let bytes = std::fs::read(fixtures().join("vllm/some-errored-detailed/bench.json")).unwrap();
+    let a = loadtools::read_bytes_named("bench.json", &bytes).unwrap();
+    assert_eq!(a.failed, Some(6));
+    for cut in [0, 1, 7, bytes.len() / 3] {
+        assert!(loadtools::read_bytes_named("bench.json", &bytes[..cut]).is_err());
+    }
+}
+
+trait ErrOrMessage {
+    fn unwrap_err_or_message(self, what: &str) -> String;
+}
+
+impl ErrOrMessage for Result<String, inferlint_engines::files::FileError> {
+    fn unwrap_err_or_message(self, what: &str) -> String {
+        match self {
+            Ok(read) => panic!("{what}: a cut-off file {read}"),
+            Err(e) => e.to_string(),
+        }
+    }
+}
