@@ -18,6 +18,8 @@ mod expected;
 mod hostile_input;
 /// Servers that answer badly or with hostile text.
 mod hostile_server;
+/// The load tools' real runs: T15, T18 and T20, and edits that make T18 and T20 fire.
+mod ledger;
 /// Missing, empty and wrong-kind input: not-checked lists, refusals, not a benchmark.
 mod missing_input;
 /// Minimal edits of real recordings that make each check fire.

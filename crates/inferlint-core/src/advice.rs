@@ -243,6 +243,7 @@ pub fn advice_for(run: &Run, result: &CheckResult, capacity: Option<&Capacity>) 
                 fmt::g(hi)
             )]
         }
+        (Tripwire::T18 | Tripwire::T20, _) => crate::checks::ledger::advice(result),
         _ => Vec::new(),
     }
 }

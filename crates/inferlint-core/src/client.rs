@@ -47,6 +47,11 @@ impl LoadTool {
             .expect("every load tool has its table")
     }
 
+    /// The tool a key names (`guidellm`), as evidence records it.
+    pub fn from_key(key: &str) -> Option<LoadTool> {
+        LoadTool::ALL.into_iter().find(|t| t.info().key == key)
+    }
+
     /// How a person names it: `vllm bench serve`, `GuideLLM`.
     pub fn name(self) -> &'static str {
         self.info().name

@@ -220,7 +220,7 @@ fn dropped_failures(run: &Run) -> CheckResult {
     let (name, account) = run.bench.as_ref().expect("called with a result file");
     let server = run.server_outcomes();
     let stopped = match (run.series.as_ref(), run.request_timeline()) {
-        (Some(series), Some(Ok(timeline))) => ledger::stopped_generating(series, &timeline, None),
+        (Some(series), Some(Ok(timeline))) => ledger::stopped_generating(series, &timeline),
         _ => None,
     };
     ledger::dropped_failures(&LedgerInputs {

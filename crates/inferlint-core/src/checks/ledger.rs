@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 
 use super::counters::{counter_delta, out_of_order, restart_between};
 use super::series::SeriesStats;
-use crate::client::{ClientAccount, FailureCounting, RequestOutcome};
+use crate::client::{ClientAccount, FailureCounting, LoadTool, RequestOutcome};
 use crate::engine::{EngineDescriptor, FailedKind};
 use crate::fmt;
 use crate::model::Snapshot;
@@ -91,12 +91,10 @@ pub fn failed_between(
     total
 }
 
-/// Seconds after the engine's last generated token beyond which a request the load tool
-/// counted as completed cannot have been served by it: two recording intervals and a
-/// scrape's latency.
-fn stop_tolerance(interval_s: Option<f64>) -> f64 {
-    2.0 * interval_s.unwrap_or(0.5).max(0.1) + 0.5
-}
+/// Seconds after the sample that saw the generation counter's last rise within which a
+/// request can still end on tokens generated before it: the answer's delivery and the
+/// scrape's latency. No later sample saw a rise, so nothing was generated after it.
+const STOP_TOLERANCE_S: f64 = 0.5;
 
 /// The engine stopped generating while the load tool still counted successes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -113,14 +111,12 @@ pub struct StoppedGenerating {
 pub fn stopped_generating(
     series: &SeriesStats,
     timeline: &RequestTimeline,
-    interval_s: Option<f64>,
 ) -> Option<StoppedGenerating> {
     let (rise_wall, rise_mono) = series.generation_last_rise?;
     let last_token_s = match (rise_mono, series.first_t_mono_ns) {
         (Some(m), Some(first)) if series.all_mono => (m - first) as f64 / 1e9,
         _ => rise_wall - series.first_t_wall?,
     };
-    let tolerance = stop_tolerance(interval_s);
     let completed_after = timeline
         .requests
         .iter()
@@ -128,7 +124,7 @@ pub fn stopped_generating(
         .filter_map(|r| r.end)
         // The recording must cover the request's end to say the engine was idle then.
         .filter(|end| *end <= timeline.span_s)
-        .filter(|end| *end > last_token_s + tolerance)
+        .filter(|end| *end > last_token_s + STOP_TOLERANCE_S)
         .count();
     Some(StoppedGenerating {
         last_token_s,
@@ -302,7 +298,7 @@ pub fn dropped_failures(inputs: &LedgerInputs) -> CheckResult {
     }
     if let Some(s) = stopped {
         parts.push(format!(
-            "the engine generated its last token {:.1} s into the recording, yet {tool} counted {} request{} as completed after that",
+            "the server's token counter stopped {:.1} s into the recording, yet {tool} counted {} request{} as completed after that",
             s.last_token_s,
             s.completed_after,
             fmt::plural(s.completed_after as f64)
@@ -582,7 +578,8 @@ pub fn length_mismatch(
             ),
         ));
     };
-    let deviation = worst.deviation();
+    // The thresholds hold on the boundary whatever the floating-point rounding.
+    let deviation = worst.deviation() - 1e-9;
     let status = if deviation > LENGTH_FAIL {
         Status::Fail
     } else if deviation > LENGTH_WARN {
@@ -746,4 +743,284 @@ fn per_request_differences(account: &ClientAccount) -> Value {
         "ratio_min": finite.iter().copied().reduce(f64::min),
         "ratio_max": finite.iter().copied().reduce(f64::max),
     })
+}
+
+/// What to change after T18 or T20, from their evidence: the load tool's own setting that
+/// keeps what was missing, or the cause the failures' errors name.
+pub fn advice(result: &CheckResult) -> Vec<String> {
+    let text = |key: &str| result.evidence.get(key).and_then(Value::as_str);
+    let number = |key: &str| result.evidence.get(key).and_then(Value::as_f64);
+    let Some(tool) = text("tool").and_then(LoadTool::from_key) else {
+        return Vec::new();
+    };
+    let info = tool.info();
+    let mut advice = Vec::new();
+    match (result.tripwire, result.status) {
+        (Tripwire::T18, Status::Unknown) => {
+            if let Some(flag) = info.details_flag {
+                advice.push(format!(
+                    "run {} with {flag}: its file then keeps each request, and the error of each failed one",
+                    info.name
+                ));
+            }
+        }
+        (Tripwire::T18, Status::Fail) => {
+            let reasons: Vec<String> = result
+                .evidence
+                .get("failure_reasons")
+                .and_then(Value::as_array)
+                .map(|r| {
+                    r.iter()
+                        .filter_map(|pair| pair.get(0).and_then(Value::as_str))
+                        .map(str::to_lowercase)
+                        .collect()
+                })
+                .unwrap_or_default();
+            let any = |needles: &[&str]| {
+                reasons
+                    .iter()
+                    .any(|r| needles.iter().any(|n| r.contains(n)))
+            };
+            if any(&["404", "not found"]) {
+                advice.push(format!(
+                    "the server does not serve the model name {} sent (404): give it one of the names the server's /v1/models lists",
+                    info.name
+                ));
+            }
+            if any(&["400", "bad request"]) {
+                advice.push(
+                    "the server refused requests as invalid (400), often a prompt and output longer than its maximum model length: shorten them or raise the server's limit"
+                        .into(),
+                );
+            }
+            if any(&["429", "503", "too many"]) {
+                advice.push(
+                    "the server turned requests away (429, 503): lower the load, or raise the number of requests it queues"
+                        .into(),
+                );
+            }
+            if any(&["500", "internal server error"]) {
+                advice.push(
+                    "the server answered with internal errors (500): its log says why (T7, T12)"
+                        .into(),
+                );
+            }
+            if any(&["timeout", "timed out"]) {
+                advice.push(format!(
+                    "requests timed out: raise {}'s request timeout, or lower the load",
+                    info.name
+                ));
+            }
+            let accounts = result.evidence.get("accounts").and_then(Value::as_array);
+            let from = |account: &str| accounts.is_some_and(|a| a.iter().any(|v| v == account));
+            if from("series") || number("client_empty").is_some_and(|n| n > 0.0) {
+                advice.push(
+                    "the engine stopped answering with tokens: look in the server log for an error after its last answer (T7, T12)"
+                        .into(),
+                );
+            }
+            let failed = number("client_failed").unwrap_or(0.0)
+                + number("client_incomplete").unwrap_or(0.0)
+                + number("client_unaccounted").unwrap_or(0.0);
+            let completed = number("completed").unwrap_or(0.0);
+            if let (true, Some(sent)) = (failed > 0.0 && completed > 0.0, number("sent")) {
+                advice.push(format!(
+                    "report the run with its failures ({} of {} requests failed), or remove their cause and run it again",
+                    fmt::g(failed),
+                    fmt::g(sent)
+                ));
+            }
+        }
+        (Tripwire::T20, Status::Warn | Status::Fail) => {
+            let side = text("worst_side");
+            let against = text("worst_against");
+            let ratio = number("worst_ratio").unwrap_or(1.0);
+            match (side, against) {
+                (Some("prompt" | "output"), Some("client")) => advice.push(format!(
+                    "count tokens with the server's tokenizer: {}",
+                    info.tokenizer
+                )),
+                (Some("output"), Some("asked")) if ratio < 1.0 => {
+                    if result.evidence.get("ignore_eos").and_then(Value::as_bool) != Some(true) {
+                        advice.push(format!(
+                            "ask the server for the whole length ({}), or report the output length it generated",
+                            info.ignore_eos
+                        ));
+                    } else {
+                        advice.push(
+                            "the requests asked to ignore the end-of-sequence token and still stopped early: check the server's maximum model length and stop settings"
+                                .into(),
+                        );
+                    }
+                }
+                (Some("prompt"), Some("asked")) if ratio < 1.0 => advice.push(
+                    "draw fixed lengths (the tool's range ratio), or report the prompt length the server counted"
+                        .into(),
+                ),
+                (Some("prompt"), Some("asked")) => advice.push(
+                    "report the prompt length the server counted: it includes what the server adds to each prompt (a chat template)"
+                        .into(),
+                ),
+                _ => {}
+            }
+        }
+        _ => {}
+    }
+    advice
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::{ClientRequest, LoadTool};
+    use crate::engine::VLLM;
+
+    fn account(sent: i64, completed: i64, failed: Option<i64>) -> ClientAccount {
+        let mut a = ClientAccount::new(LoadTool::VllmBench);
+        a.sent = Some(sent);
+        a.completed = Some(completed);
+        a.failed = failed;
+        a.total_input_tokens = Some(completed * 100);
+        a.total_output_tokens = Some(completed * 200);
+        a
+    }
+
+    fn server(finished: f64, aborted: f64) -> Result<ServerOutcomes, String> {
+        Ok(ServerOutcomes {
+            finished,
+            aborted: Some(aborted),
+            errored: Some(0.0),
+            prompt_tokens: Some(finished * 100.0),
+            output_tokens: Some(finished * 200.0),
+        })
+    }
+
+    fn t18(
+        account: &ClientAccount,
+        server: Option<&Result<ServerOutcomes, String>>,
+    ) -> CheckResult {
+        dropped_failures(&LedgerInputs {
+            engine: &VLLM,
+            account,
+            result_file: "bench.json",
+            server,
+            stopped: None,
+            untimed: 0,
+        })
+    }
+
+    #[test]
+    fn a_clean_run_passes_and_says_which_accounts_agree() {
+        let r = t18(&account(32, 32, Some(0)), Some(&server(32.0, 0.0)));
+        assert_eq!(r.status, Status::Pass, "{}", r.message);
+        assert_eq!(
+            r.message,
+            "all 32 requests vllm bench serve sent completed; the server counted no abort or error"
+        );
+        let r = t18(&account(32, 32, Some(0)), None);
+        assert_eq!(r.status, Status::Pass);
+        assert!(
+            r.message.ends_with("no server readings to compare"),
+            "{}",
+            r.message
+        );
+    }
+
+    /// Each account alone is enough to fail: the client's count, the requests it sent but
+    /// never counted, and the server's abort counter.
+    #[test]
+    fn any_account_that_shows_a_failure_fails() {
+        let r = t18(&account(32, 30, Some(2)), Some(&server(30.0, 0.0)));
+        assert_eq!(r.status, Status::Fail);
+        assert!(
+            r.message.starts_with("2 of 32 requests failed;"),
+            "{}",
+            r.message
+        );
+        let r = t18(&account(32, 30, None), None);
+        assert_eq!(r.status, Status::Fail);
+        assert!(
+            r.message.starts_with(
+                "2 of the 32 requests it sent are neither completed nor counted as failed"
+            ),
+            "{}",
+            r.message
+        );
+        let r = t18(&account(32, 32, Some(0)), Some(&server(35.0, 3.0)));
+        assert_eq!(r.status, Status::Fail);
+        assert!(
+            r.message.starts_with("the server aborted 3 requests;"),
+            "{}",
+            r.message
+        );
+        // The server finished fewer than the tool counted: answers it never finished.
+        let r = t18(&account(32, 32, Some(0)), Some(&server(28.0, 0.0)));
+        assert_eq!(r.status, Status::Fail);
+        assert!(
+            r.message.starts_with(
+                "the server finished 4 fewer requests than vllm bench serve counted as completed"
+            ),
+            "{}",
+            r.message
+        );
+    }
+
+    /// A summary that counts no failure and no request sent can show none: Can't tell,
+    /// never a pass, even when the server's counters show no abort (a refused request
+    /// never reaches them).
+    #[test]
+    fn an_account_that_cannot_show_failures_is_cant_tell() {
+        let mut a = ClientAccount::new(LoadTool::SglangBench);
+        a.completed = Some(32);
+        let r = t18(&a, Some(&server(32.0, 0.0)));
+        assert_eq!(r.status, Status::Unknown, "{}", r.message);
+        // With the per-request records, it can.
+        a.requests = vec![ClientRequest {
+            outcome: Some(RequestOutcome::Completed),
+            output_tokens: Some(5),
+            ..ClientRequest::default()
+        }];
+        assert_eq!(t18(&a, Some(&server(32.0, 0.0))).status, Status::Pass);
+    }
+
+    #[test]
+    fn t20_thresholds_at_5_and_25_percent_with_two_tokens_of_slack() {
+        let run = |client_prompt: i64, server_prompt: f64| {
+            let mut a = account(10, 10, Some(0));
+            a.total_input_tokens = Some(client_prompt * 10);
+            let s = ServerOutcomes {
+                finished: 10.0,
+                aborted: Some(0.0),
+                errored: Some(0.0),
+                prompt_tokens: Some(server_prompt * 10.0),
+                output_tokens: Some(2000.0),
+            };
+            length_mismatch(&a, "bench.json", Some(&s)).status
+        };
+        assert_eq!(run(100, 100.0), Status::Pass);
+        assert_eq!(run(100, 105.0), Status::Pass, "5% exactly");
+        assert_eq!(run(100, 106.0), Status::Warn);
+        assert_eq!(run(100, 125.0), Status::Warn, "25% exactly");
+        assert_eq!(run(100, 126.0), Status::Fail);
+        assert_eq!(run(20, 22.0), Status::Pass, "2 tokens are noise");
+        assert_eq!(run(20, 23.0), Status::Warn);
+        assert_eq!(run(300, 100.0), Status::Fail, "three times the tokens");
+    }
+
+    #[test]
+    fn t20_needs_something_to_compare() {
+        let mut a = account(10, 10, Some(0));
+        assert!(!lengths_comparable(&a, None));
+        a.advertised.output_tokens = Some(200.0);
+        assert!(lengths_comparable(&a, None));
+        let r = length_mismatch(&a, "bench.json", None);
+        assert_eq!(r.status, Status::Pass, "{}", r.message);
+        a.advertised.output_tokens = Some(400.0);
+        let r = length_mismatch(&a, "bench.json", None);
+        assert_eq!(r.status, Status::Fail);
+        assert_eq!(
+            r.message,
+            "output tokens per request: the run asked for 400, vllm bench serve counted 200 (0.50x): requests stopped early (at an end-of-sequence token)"
+        );
+    }
 }
