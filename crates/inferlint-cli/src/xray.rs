@@ -29,7 +29,7 @@ use inferlint_core::status::{count_line, CheckResult, Status, Tripwire};
 use inferlint_core::{contract, insights, run, Engine};
 use inferlint_engines::loadcmd::{self, LoadPlan};
 use inferlint_engines::output::Rule;
-use inferlint_engines::{detect, files};
+use inferlint_engines::{detect, files, loadtools};
 use inferlint_live::probe::{self, ProbeOptions};
 use inferlint_live::watch::{self, WatchOptions};
 use inferlint_live::{scrape, BaseUrl, HttpClient, Recorder, Scraper};
@@ -906,15 +906,27 @@ impl Xray<'_> {
         if let Some(file) = &self.load_plan.result_file {
             return Some(file.clone()).filter(written_by_this_load);
         }
-        let dir = self.load_plan.result_dir_newest.as_ref()?;
-        fs::read_dir(dir)
-            .ok()?
-            .flatten()
-            .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
-            .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
-            .filter(|(modified, _)| *modified >= since)
-            .max()
-            .map(|(_, path)| path)
+        if let Some(dir) = &self.load_plan.result_dir_newest {
+            return fs::read_dir(dir)
+                .ok()?
+                .flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+                .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+                .filter(|(modified, _)| *modified >= since)
+                .max()
+                .map(|(_, path)| path);
+        }
+        // Another load tool writes into its own folder, which may hold earlier runs: the
+        // result written during this load. The run folder itself is searched anyway.
+        self.load_plan
+            .result_dirs
+            .iter()
+            .filter(|dir| dir.is_dir())
+            .find_map(|dir| {
+                loadtools::find_result_written_since(dir, since)
+                    .ok()
+                    .flatten()
+            })
     }
 
     /// The checks, the stop, the report and results.json: on every path.
@@ -961,6 +973,19 @@ impl Xray<'_> {
             }
             _ => Vec::new(),
         };
+        if let Ok(Some((run, _, _))) = &assembled {
+            match &run.bench {
+                Some((name, account)) => say(&format!(
+                    "load tool: {}, its result in {name}",
+                    account.tool_label()
+                )),
+                None if self.load_plan.tool.is_some() => say(&format!(
+                    "load tool: {}, but no result of it was found",
+                    self.load_plan.tool.map_or("", |t| t.name())
+                )),
+                None => {}
+            }
+        }
         if !checks.is_empty() {
             self.stage("checks");
             for r in checks {

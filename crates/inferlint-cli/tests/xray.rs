@@ -807,3 +807,64 @@ fn an_earlier_runs_folder_is_never_mixed_with_a_new_run() {
     );
     assert_none_left(port);
 }
+
+/// A load tool xray does not drive but knows (here a stand-in named `aiperf` that leaves
+/// AIPerf's real export files in the artifact folder its command names, outside the run
+/// folder): xray finds the result it wrote during the load, reads it, and names the tool
+/// on its terminal and in the report's head.
+#[test]
+fn another_load_tools_result_is_found_and_named() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let serve = serve(port, "");
+    let bin = tmp.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let tool = bin.join("aiperf");
+    let export = crate::common::fixtures().join("loadtools/aiperf/some-errored/aiperf");
+    std::fs::write(
+        &tool,
+        format!(
+            "#!/bin/sh\n# aiperf profile --url URL --artifact-dir DIR\nmkdir -p \"$5\"\ncp '{0}/profile_export_aiperf.json' '{0}/profile_export.jsonl' \"$5\"/\n",
+            export.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let tool = tool.display().to_string();
+    let target = url(port);
+    let out = xray(
+        tmp.path(),
+        &[
+            "-o",
+            "run",
+            "--engine",
+            "vllm",
+            "--no-gpu",
+            "--no-probe",
+            "--serve",
+            &serve,
+            "--",
+            &tool,
+            "profile",
+            "--url",
+            &target,
+            "--artifact-dir",
+            "art",
+        ],
+    );
+    assert_says(
+        &out,
+        "load tool: AIPerf 0.13.0, its result in art/profile_export_aiperf.json",
+    );
+    let run = tmp.path().join("run");
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(
+        html.contains("load: AIPerf 0.13.0"),
+        "the report's head names the tool"
+    );
+    let saved = results_json(&run);
+    // The export says 6 of 32 failed: T18 reads them from it.
+    assert_eq!(status_of(&saved, "T18").as_deref(), Some("fail"));
+    assert_none_left(port);
+}

@@ -1,11 +1,14 @@
 //! The command lines `inferlint xray` runs: the `--serve` command split into words, where
-//! that server will listen, and the load command, with the engines' own benchmark clients
-//! asked to save their result into the run folder.
+//! that server will listen, and the load command: which load tool it runs and where that
+//! tool writes its result, with the engines' own benchmark clients asked to save theirs
+//! into the run folder.
 //!
-//! Pure functions of the words: nothing here starts a process.
+//! Pure functions of the words (and, for inference-perf, of the config file the command
+//! names): nothing here starts a process.
 
 use std::path::{Path, PathBuf};
 
+use inferlint_core::client::LoadTool;
 use inferlint_core::Engine;
 
 /// POSIX-shell word splitting: blanks separate words, `'...'` is literal, `"..."` keeps
@@ -190,16 +193,64 @@ pub fn client(words: &[String]) -> Option<Client> {
     None
 }
 
+impl Client {
+    pub fn tool(self) -> LoadTool {
+        match self {
+            Client::Vllm => LoadTool::VllmBench,
+            Client::Sglang => LoadTool::SglangBench,
+            Client::Trtllm => LoadTool::TrtllmBench,
+        }
+    }
+}
+
+/// Which load tool a command runs: the engines' own clients, GuideLLM (`guidellm run` or
+/// `guidellm benchmark`), AIPerf (`aiperf profile`), GenAI-Perf (`genai-perf profile`),
+/// inference-perf (`inference-perf`, `python -m inference_perf`) or LLMPerf
+/// (`token_benchmark_ray.py`).
+pub fn tool(words: &[String]) -> Option<LoadTool> {
+    if let Some(client) = client(words) {
+        return Some(client.tool());
+    }
+    let names: Vec<&str> = words
+        .iter()
+        .map(|w| w.rsplit('/').next().unwrap_or(w))
+        .collect();
+    for (i, name) in names.iter().enumerate() {
+        let module = (*name == "-m")
+            .then(|| words.get(i + 1).map(String::as_str))
+            .flatten();
+        let found = match (*name, module) {
+            ("guidellm", _) | (_, Some("guidellm")) => Some(LoadTool::GuideLlm),
+            ("aiperf", _) | (_, Some("aiperf")) => Some(LoadTool::AiPerf),
+            ("genai-perf", _) | (_, Some("genai_perf")) => Some(LoadTool::GenAiPerf),
+            ("inference-perf", _) | (_, Some("inference_perf")) => Some(LoadTool::InferencePerf),
+            ("token_benchmark_ray.py", _) | (_, Some("token_benchmark_ray")) => {
+                Some(LoadTool::LlmPerf)
+            }
+            _ => None,
+        };
+        if found.is_some() {
+            return found;
+        }
+    }
+    None
+}
+
 /// The load command as xray runs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadPlan {
     pub words: Vec<String>,
+    /// The load tool it runs, when xray knows it.
+    pub tool: Option<LoadTool>,
     pub client: Option<Client>,
     /// Where the client's result will be, when that is known before it runs.
     pub result_file: Option<PathBuf>,
     /// `--save-result` without `--result-filename`: the newest `*.json` in this folder
     /// written during the load is the result.
     pub result_dir_newest: Option<PathBuf>,
+    /// Folders the tool writes its results into (its output or artifact folder), searched
+    /// after the load for a result written during it.
+    pub result_dirs: Vec<PathBuf>,
     /// `--max-concurrency N` (digits only).
     pub max_concurrency: Option<u64>,
 }
@@ -210,12 +261,15 @@ pub fn plan_load(words: &[String], dir: &Path) -> LoadPlan {
     let client = client(words);
     let mut plan = LoadPlan {
         words: words.to_vec(),
+        tool: tool(words),
         client,
         result_file: None,
         result_dir_newest: None,
+        result_dirs: Vec::new(),
         max_concurrency: None,
     };
     let Some(client) = client else {
+        plan.result_dirs = other_tools_output(words, plan.tool);
         return plan;
     };
     plan.max_concurrency = flag_value(words, "--max-concurrency")
@@ -255,6 +309,97 @@ pub fn plan_load(words: &[String], dir: &Path) -> LoadPlan {
         },
     }
     plan
+}
+
+/// Where a load tool other than the engines' clients writes its results, from its own
+/// flags (and defaults). xray runs these tools exactly as given: their options differ
+/// between releases, so it adds none.
+fn other_tools_output(words: &[String], tool: Option<LoadTool>) -> Vec<PathBuf> {
+    let path = |p: &str| PathBuf::from(p);
+    match tool {
+        // 0.8: `--output kind=json,path=FILE`; earlier: `--output-path FILE_OR_DIR`.
+        Some(LoadTool::GuideLlm) => {
+            let mut dirs = Vec::new();
+            for (i, word) in words.iter().enumerate() {
+                let value = match word.as_str() {
+                    "--output" | "--outputs" => words.get(i + 1).map(String::as_str),
+                    w => w
+                        .strip_prefix("--output=")
+                        .or_else(|| w.strip_prefix("--outputs=")),
+                };
+                if let Some(file) =
+                    value.and_then(|v| v.split(',').find_map(|kv| kv.strip_prefix("path=")))
+                {
+                    dirs.push(parent_or_self(file));
+                }
+            }
+            if let Some(p) =
+                flag_value(words, "--output-path").or_else(|| flag_value(words, "--output-dir"))
+            {
+                dirs.push(parent_or_self(p));
+            }
+            if dirs.is_empty() {
+                dirs.push(path("."));
+            }
+            dirs
+        }
+        Some(LoadTool::AiPerf | LoadTool::GenAiPerf) => vec![path(
+            flag_value(words, "--artifact-dir")
+                .or_else(|| flag_value(words, "--artifact-directory"))
+                .unwrap_or("artifacts"),
+        )],
+        Some(LoadTool::LlmPerf) => vec![path(flag_value(words, "--results-dir").unwrap_or("."))],
+        Some(LoadTool::InferencePerf) => {
+            let config = flag_value(words, "--config_file").or_else(|| flag_value(words, "-c"));
+            config
+                .and_then(|c| std::fs::read_to_string(c).ok())
+                .and_then(|yaml| local_storage_path(&yaml))
+                .map(PathBuf::from)
+                .into_iter()
+                .collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// A file's folder (a path ending in `.json`), else the path itself.
+fn parent_or_self(path: &str) -> PathBuf {
+    let p = PathBuf::from(path);
+    if path.ends_with(".json") || path.ends_with(".jsonl") {
+        match p.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.to_owned(),
+            _ => PathBuf::from("."),
+        }
+    } else {
+        p
+    }
+}
+
+/// `storage.local_storage.path` of an inference-perf config, read line by line: the key
+/// `path:` indented under `local_storage:`.
+pub fn local_storage_path(yaml: &str) -> Option<String> {
+    let mut inside: Option<usize> = None;
+    for line in yaml.lines() {
+        let indent = line.len() - line.trim_start().len();
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        match inside {
+            Some(level) if indent > level => {
+                if let Some(value) = trimmed.strip_prefix("path:") {
+                    let value = value.trim().trim_matches(['"', '\'']);
+                    return (!value.is_empty()).then(|| value.to_owned());
+                }
+            }
+            Some(_) => inside = None,
+            None => {}
+        }
+        if trimmed == "local_storage:" {
+            inside = Some(indent);
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -348,7 +493,53 @@ mod tests {
     fn other_tools_run_as_given() {
         let plan = plan_load(&words("my-load --max-concurrency 4"), Path::new("run"));
         assert_eq!(plan.client, None);
+        assert_eq!(plan.tool, None);
         assert_eq!(plan.max_concurrency, None);
         assert_eq!(plan.words, words("my-load --max-concurrency 4"));
+    }
+
+    /// The other load tools are named and their output folders found, and their commands
+    /// run exactly as given.
+    #[test]
+    fn other_load_tools_and_where_they_write() {
+        let dir = Path::new("run");
+        let cases: [(&str, LoadTool, &[&str]); 7] = [
+            (
+                "/v/bin/guidellm run --profile kind=concurrent,streams=8 --output kind=json,path=out/g.json",
+                LoadTool::GuideLlm,
+                &["out"],
+            ),
+            ("guidellm benchmark --target x --output-path results/", LoadTool::GuideLlm, &["results/"]),
+            ("aiperf profile --model m --artifact-dir run/aiperf", LoadTool::AiPerf, &["run/aiperf"]),
+            ("genai-perf profile -m m", LoadTool::GenAiPerf, &["artifacts"]),
+            ("python -m aiperf profile --artifact-dir=a", LoadTool::AiPerf, &["a"]),
+            (
+                "python token_benchmark_ray.py --model m --results-dir result_outputs",
+                LoadTool::LlmPerf,
+                &["result_outputs"],
+            ),
+            ("inference-perf --config_file /nonexistent.yml", LoadTool::InferencePerf, &[]),
+        ];
+        for (command, tool, dirs) in cases {
+            let plan = plan_load(&words(command), dir);
+            assert_eq!(plan.tool, Some(tool), "{command}");
+            assert_eq!(plan.words, words(command), "{command}");
+            let expected: Vec<PathBuf> = dirs.iter().map(PathBuf::from).collect();
+            assert_eq!(plan.result_dirs, expected, "{command}");
+        }
+        assert_eq!(
+            tool(&words("vllm bench serve --model m")),
+            Some(LoadTool::VllmBench)
+        );
+    }
+
+    #[test]
+    fn inference_perf_storage_path_from_its_config() {
+        let yaml = "load:\n  type: concurrent\nstorage:\n  local_storage:\n    path: /tmp/out/ip\n    report_file_prefix: null\nreport:\n  path: nope\n";
+        assert_eq!(local_storage_path(yaml).as_deref(), Some("/tmp/out/ip"));
+        assert_eq!(
+            local_storage_path("storage:\n  local_storage:\n  other: 1\npath: x\n"),
+            None
+        );
     }
 }

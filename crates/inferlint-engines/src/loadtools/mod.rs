@@ -313,6 +313,28 @@ pub fn find_result(dir: &Path) -> Result<Option<PathBuf>, FileError> {
     }
     let mut found: Vec<(usize, Kind, PathBuf)> = Vec::new();
     walk(dir, 0, &mut found);
+    nearest(dir, found)
+}
+
+/// [`find_result`] among the files written at or after `since`: a tool's output folder
+/// (`artifacts/`) keeps the results of earlier runs beside this one's.
+pub fn find_result_written_since(
+    dir: &Path,
+    since: std::time::SystemTime,
+) -> Result<Option<PathBuf>, FileError> {
+    let mut found: Vec<(usize, Kind, PathBuf)> = Vec::new();
+    walk(dir, 0, &mut found);
+    found.retain(|(_, _, p)| {
+        std::fs::metadata(p)
+            .and_then(|m| m.modified())
+            .is_ok_and(|m| m >= since)
+    });
+    nearest(dir, found)
+}
+
+/// The result nearest the top among those found: a summary before a stage report before
+/// per-request records; two tools' at the same depth is an error.
+fn nearest(dir: &Path, found: Vec<(usize, Kind, PathBuf)>) -> Result<Option<PathBuf>, FileError> {
     for role in [Role::Summary, Role::Stage, Role::Requests] {
         let Some(depth) = found
             .iter()
