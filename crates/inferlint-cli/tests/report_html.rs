@@ -118,6 +118,63 @@ fn every_recording_gives_a_well_formed_report_with_each_verdict() {
     }
 }
 
+/// Every load tool's run: a well-formed page that names the tool in its head, with each
+/// request drawn where the tool kept them (failed ones marked), lined up with the
+/// server's recording, and the spread of its times to first token.
+#[test]
+fn each_load_tools_run_gives_a_report_with_each_request() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs: &[(&str, &str, Option<usize>)] = &[
+        ("vllm/concurrent-16", "vllm bench serve", None),
+        ("vllm/some-errored-detailed", "vllm bench serve", Some(6)),
+        ("sglang/some-errored-details", "SGLang bench_serving", None),
+        (
+            "trtllm/some-errored-detailed",
+            "TensorRT-LLM benchmark_serving",
+            None,
+        ),
+        ("guidellm/some-errored", "GuideLLM 0.8.1", Some(6)),
+        ("guidellm/all-failed-404", "GuideLLM 0.8.1", Some(32)),
+        ("aiperf/some-errored", "AIPerf 0.13.0", Some(6)),
+        ("inference-perf/some-errored", "inference-perf", Some(6)),
+        ("genai-perf/concurrency-8", "GenAI-Perf", Some(0)),
+        ("llmperf/some-errored", "LLMPerf 2023-08-31", None),
+    ];
+    for (i, (case, tool, failed_drawn)) in runs.iter().enumerate() {
+        let out = tmp.path().join(format!("{i}.html"));
+        let dir = fixtures().join("loadtools").join(case);
+        let (results, html) = report(&dir, &[dir.to_str().unwrap()], &out);
+        holds_every_verdict(case, &results, &html);
+        assert!(
+            html.contains(&format!("load: {tool}")),
+            "{case}: head names the tool"
+        );
+        match failed_drawn {
+            // Requests with send times: drawn one row each, on the recording's axis.
+            Some(failed) => {
+                assert!(html.contains("id=\"fig-each-request\""), "{case}");
+                assert_eq!(
+                    html.matches("class=\"req fail\"").count(),
+                    *failed,
+                    "{case}"
+                );
+            }
+            None => assert!(!html.contains("id=\"fig-each-request\""), "{case}"),
+        }
+        let completed = results
+            .iter()
+            .find(|r| r["tripwire"] == "T18")
+            .and_then(|r| r["evidence"]["completed"].as_i64())
+            .unwrap_or(0);
+        let per_request = !case.ends_with("concurrent-16");
+        assert_eq!(
+            html.contains("id=\"fig-ttft\""),
+            per_request && completed > 0,
+            "{case}: TTFT histogram"
+        );
+    }
+}
+
 /// The recorded vLLM 0.28 run, with the facts the spec's report asserts.
 #[test]
 fn the_live_vllm_report_says_what_happened() {

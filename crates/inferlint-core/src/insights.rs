@@ -173,8 +173,31 @@ fn finished_by_reason(name: &str, before: &Snapshot, after: &Snapshot) -> Vec<(S
 /// first, then whether the cache held the load, waiting, and throughput with pace. None
 /// after a restart; one sentence for a run that was not a benchmark.
 pub fn what_limited(run: &Run, results: &[CheckResult]) -> Vec<Insight> {
+    let failed = |tripwire: Tripwire| {
+        results
+            .iter()
+            .find(|r| r.tripwire == tripwire && r.status == Status::Fail)
+    };
+    let failures_left_out = failed(Tripwire::T18).map(|r| {
+        let none_answered = r.evidence.get("completed").and_then(Value::as_i64) == Some(0);
+        Insight::limit(
+            "failures",
+            "Requests failed, and the figures leave them out",
+            if none_answered {
+                format!(
+                    "{}. Its figures measure nothing: fix the cause the errors name before running again.",
+                    capitalised(&r.message)
+                )
+            } else {
+                format!(
+                    "{}. The load tool's throughput and latency describe only the requests that were answered, not the load it was asked to send.",
+                    capitalised(&r.message)
+                )
+            },
+        )
+    });
     if let Some(reason) = not_a_benchmark(run) {
-        return vec![Insight::limit(
+        let mut insights = vec![Insight::limit(
             "benchmark",
             "This run was not a benchmark",
             format!(
@@ -182,6 +205,8 @@ pub fn what_limited(run: &Run, results: &[CheckResult]) -> Vec<Insight> {
                 capitalised(&reason)
             ),
         )];
+        insights.extend(failures_left_out);
+        return insights;
     }
     let summary = match (&run.before, &run.after) {
         (Some(before), Some(after)) => match counter_summary(run.engine, before, after) {
@@ -191,13 +216,9 @@ pub fn what_limited(run: &Run, results: &[CheckResult]) -> Vec<Insight> {
         _ => None,
     };
     let load = Load::new(run, results, summary);
-    let failed = |tripwire: Tripwire| {
-        results
-            .iter()
-            .find(|r| r.tripwire == tripwire && r.status == Status::Fail)
-    };
     let mut insights = Vec::new();
     insights.extend(server_failed(results));
+    insights.extend(failures_left_out);
     insights.extend(failed(Tripwire::T13).map(|r| {
         Insight::limit(
             "server",
@@ -214,6 +235,16 @@ pub fn what_limited(run: &Run, results: &[CheckResult]) -> Vec<Insight> {
             "The load tool and the server counted different runs",
             format!(
                 "{}. The load tool's latencies and the server's counters then describe a mixed load, not this one.",
+                capitalised(&r.message)
+            ),
+        )
+    }));
+    insights.extend(failed(Tripwire::T20).map(|r| {
+        Insight::limit(
+            "lengths",
+            "The requests were not the lengths the run names",
+            format!(
+                "{}. Its throughput and latency are those of the lengths the server processed.",
                 capitalised(&r.message)
             ),
         )
@@ -521,6 +552,9 @@ impl<'a> Load<'a> {
     /// How long requests waited for their first token: from the load tool's median and
     /// p99 when its result file has them, else from the server's mean queue time.
     fn waiting(&self) -> Option<Insight> {
+        if let Some(waves) = self.waves() {
+            return Some(waves);
+        }
         let from_client = self
             .bench
             .and_then(|b| Some((b.median_ttft_ms?, b.p99_ttft_ms?)));
@@ -573,6 +607,67 @@ impl<'a> Load<'a> {
                 "Half the requests got their first token within {median_text}, and the slowest (p99) within {p99_text}."
             ),
         ))
+    }
+
+    /// The requests in the order they were sent, in waves of the concurrency asked for:
+    /// when the first wave waited far longer for its first token than the rest (a server
+    /// not warmed up), or the later ones far longer than the first (a queue), one sentence
+    /// says so with each side's median.
+    fn waves(&self) -> Option<Insight> {
+        let account = self.bench?;
+        let wave = usize::try_from(self.requested?).ok().filter(|n| *n > 0)?;
+        let mut sent: Vec<(f64, f64)> = account
+            .requests
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.completed())
+            .filter_map(|(i, r)| {
+                let ttft = r.ttft_s.or_else(|| Some(r.first_token_at()? - r.sent_s?))?;
+                // Records without a send time keep the order the tool wrote them in.
+                Some((r.sent_s.unwrap_or(i as f64), ttft))
+            })
+            .collect();
+        if sent.len() <= wave || sent.len() < 4 {
+            return None;
+        }
+        sent.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let median = |values: &mut Vec<f64>| {
+            values.sort_by(f64::total_cmp);
+            let n = values.len();
+            if n % 2 == 1 {
+                values[n / 2]
+            } else {
+                (values[n / 2 - 1] + values[n / 2]) / 2.0
+            }
+        };
+        let mut first: Vec<f64> = sent[..wave].iter().map(|(_, t)| *t).collect();
+        let mut rest: Vec<f64> = sent[wave..].iter().map(|(_, t)| *t).collect();
+        let (k, m) = (first.len(), rest.len());
+        let (a, b) = (median(&mut first), median(&mut rest));
+        let (a_text, b_text) = (
+            format_duration_ms(a * 1000.0),
+            format_duration_ms(b * 1000.0),
+        );
+        let far = |long: f64, short: f64| long >= (3.0 * short).max(short + 1.0);
+        if far(a, b) {
+            return Some(Insight::limit(
+                "waiting",
+                "The first requests waited longest",
+                format!(
+                    "The first {k} requests waited {a_text} for their first token (median), the {m} sent after them {b_text}: the server was not warmed up when the load began, so the run's latency includes its start."
+                ),
+            ));
+        }
+        if far(b, a) {
+            return Some(Insight::limit(
+                "waiting",
+                "Later requests waited in the queue",
+                format!(
+                    "The first {k} requests got their first token within {a_text} (median); the {m} sent after them waited {b_text}: they queued until running requests ended."
+                ),
+            ));
+        }
+        None
     }
 
     /// The server's counters show that most of the time to first token was spent
@@ -1452,6 +1547,69 @@ mod tests {
         assert!(summary.finished_by_reason.is_empty());
         // The witness gauge stands in for the missing retraction counter.
         assert_eq!(summary.preemptions, Some(0.0));
+    }
+
+    /// Per-request records in send order: a first wave that waited far longer than the
+    /// rest (a server not warmed up), and later waves that queued behind the first.
+    #[test]
+    fn waves_of_requests_say_who_waited() {
+        use crate::client::{ClientRequest, RequestOutcome};
+        let account = |ttfts: &[f64]| {
+            let mut a = ClientAccount::new(LoadTool::VllmBench);
+            a.completed = Some(ttfts.len() as i64);
+            a.requests = ttfts
+                .iter()
+                .enumerate()
+                .map(|(i, t)| ClientRequest {
+                    outcome: Some(RequestOutcome::Completed),
+                    sent_s: Some(i as f64 * 0.01),
+                    ttft_s: Some(*t),
+                    ..ClientRequest::default()
+                })
+                .collect();
+            a
+        };
+        fn load(a: &ClientAccount, requested: u64) -> Load<'_> {
+            Load {
+                engine: &VLLM,
+                boot: None,
+                bench: Some(a),
+                summary: None,
+                busy_mean_running: None,
+                busy_seconds: None,
+                requested: Some(requested),
+                open: Some(requested),
+                tokens_per_request: None,
+                concurrency_failed: false,
+                peak_running: None,
+                preempted: None,
+            }
+        }
+        let mut cold = vec![40.0; 8];
+        cold.extend(vec![0.5; 24]);
+        let a = account(&cold);
+        let insight = load(&a, 8).waiting().unwrap();
+        assert_eq!(insight.title, "The first requests waited longest");
+        assert!(
+            insight.text.starts_with("The first 8 requests waited 40.0 s for their first token (median), the 24 sent after them 500 ms"),
+            "{}",
+            insight.text
+        );
+        let mut queued = vec![0.3; 8];
+        queued.extend(vec![12.0; 24]);
+        let a = account(&queued);
+        let insight = load(&a, 8).waiting().unwrap();
+        assert_eq!(insight.title, "Later requests waited in the queue");
+        assert!(
+            insight
+                .text
+                .contains("the 24 sent after them waited 12.0 s"),
+            "{}",
+            insight.text
+        );
+        // Even waits say nothing of waves.
+        let a = account(&[0.3; 32]);
+        assert!(load(&a, 8).waves().is_none());
     }
 
     #[test]

@@ -20,6 +20,8 @@ use crate::model::Snapshot;
 /// One request on the recording's axis: seconds from its first sample.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RequestTimes {
+    /// The request's place in the account's records.
+    pub index: usize,
     pub outcome: Option<RequestOutcome>,
     /// When the tool meant to send it (a slot freed, its schedule), where it says.
     pub scheduled: Option<f64>,
@@ -79,9 +81,11 @@ pub fn line_up(
     let mut requests: Vec<RequestTimes> = account
         .requests
         .iter()
-        .filter_map(|r| {
+        .enumerate()
+        .filter_map(|(index, r)| {
             let sent = to_axis(r.sent_s?);
             Some(RequestTimes {
+                index,
                 outcome: r.outcome,
                 scheduled: r.scheduled_s.map(&to_axis),
                 sent,

@@ -4,7 +4,7 @@
 //! Content-Security-Policy lets the page load nothing from anywhere. It opens with what
 //! limited the run, tells what happened in plain words, lists every verdict, draws what
 //! the server did (with a replay of the KV cache block by block), and ends with the
-//! server's start-up facts and a guide to the fifteen tripwires.
+//! server's start-up facts and a guide to the tripwires.
 //!
 //! Key design decision: the report computes no verdict. It shows the
 //! [`CheckResult`]s and the "what limited this run" [`Insight`]s that core produced, the
@@ -18,6 +18,7 @@ mod charts;
 mod csp;
 pub mod data;
 mod replay;
+mod requests;
 mod sections;
 mod svg;
 pub mod timeline;
@@ -105,6 +106,7 @@ pub fn render(report: &Report) -> String {
                     (sections::what_happened(report))
                     (sections::results(report))
                     (charts::what_the_server_did(report))
+                    (requests::section(report))
                     (replay::section(report))
                     (sections::server(report))
                     (sections::guide(report))

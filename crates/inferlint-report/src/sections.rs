@@ -89,6 +89,9 @@ pub fn header(report: &Report, title: &str) -> Markup {
     if let Some(pool) = boot.and_then(|b| b.kv_pool_tokens) {
         meta.push(format!("{}-token KV pool", fmt::thousands(pool as i64)));
     }
+    if let Some((_, account)) = &run.bench {
+        meta.push(format!("load: {}", account.tool_label()));
+    }
     if let Some(n) = run.requested {
         meta.push(format!("concurrency asked for: {n}"));
     }
@@ -115,6 +118,9 @@ pub fn header(report: &Report, title: &str) -> Markup {
                 a href="#happened" { "What happened" }
                 a href="#results" { "Results" }
                 a href="#server-did" { "What the server did" }
+                @if run.bench.as_ref().is_some_and(|(_, b)| !b.requests.is_empty()) {
+                    a href="#requests" { "Each request" }
+                }
                 @if report.timeline.is_some() {
                     a href="#replay" { "KV replay" }
                 }
@@ -182,6 +188,9 @@ fn story(report: &Report, summary: Option<&CounterSummary>) -> Vec<String> {
         (None, Some(s)) => sentences.push(format!("The run lasted {}.", duration(s))),
         _ => {}
     }
+    if let Some((_, account)) = &run.bench {
+        sentences.push(client_sentence(account));
+    }
     if let Some(s) = summary {
         if let Some(finished) = s.finished {
             let errors = errors(s, report);
@@ -243,6 +252,31 @@ fn story(report: &Report, summary: Option<&CounterSummary>) -> Vec<String> {
         }
     }
     sentences
+}
+
+/// The load tool's own account in one sentence: `GuideLLM 0.8.1 sent 32 requests: 26
+/// completed and 6 failed (500 Internal Server Error).`
+fn client_sentence(account: &inferlint_core::client::ClientAccount) -> String {
+    let tool = account.tool_label();
+    let completed = account.completed.unwrap_or(0).max(0);
+    let failed = account.failed_count().unwrap_or(0).max(0);
+    let incomplete = account.incomplete_count().unwrap_or(0).max(0);
+    let mut parts = vec![format!("{completed} completed")];
+    if failed > 0 {
+        let mut words = format!("{failed} failed");
+        if let Some(reason) = account.failure_reasons.iter().max_by_key(|r| r.count) {
+            words.push_str(&format!(" ({})", reason.reason));
+        }
+        parts.push(words);
+    }
+    if incomplete > 0 {
+        parts.push(format!("{incomplete} did not finish"));
+    }
+    let sent = match account.sent {
+        Some(n) => format!("sent {}", count(n as f64, "request")),
+        None => "counted its requests".to_owned(),
+    };
+    format!("{tool} {sent}: {}.", and_list(&parts))
 }
 
 /// Requests that ended in an error: the `error` and `abort` finish reasons where the
