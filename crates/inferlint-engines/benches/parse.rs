@@ -127,5 +127,42 @@ fn series_benches(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, prom_benches, series_benches);
+/// The load tools' result files: the largest real fixture (inference-perf's per-request
+/// report, which keeps every streamed chunk) read with its summary, and GuideLLM's report
+/// grown to 4,096 request records (its per-request records copied), read whole.
+fn loadtools_benches(c: &mut Criterion) {
+    use inferlint_engines::loadtools;
+
+    let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/loadtools");
+    let mut group = c.benchmark_group("loadtools");
+    group.sample_size(20);
+    let records = fixtures
+        .join("inference-perf/concurrent-8/inference-perf/per_request_lifecycle_metrics.json");
+    let bytes = std::fs::metadata(&records).map(|m| m.len()).unwrap_or(0);
+    group.throughput(Throughput::Bytes(bytes));
+    group.bench_function("inference_perf_32_requests", |b| {
+        b.iter(|| loadtools::read_result(black_box(&records)).expect("the fixture reads"))
+    });
+
+    let text = std::fs::read_to_string(fixtures.join("guidellm/concurrent-8/guidellm.json"))
+        .expect("the GuideLLM fixture ships with the repository");
+    let mut report: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    let successful = report["benchmarks"][0]["requests"]["successful"]
+        .as_array()
+        .cloned()
+        .expect("records");
+    let grown: Vec<serde_json::Value> = successful.iter().cycle().take(4096).cloned().collect();
+    report["benchmarks"][0]["requests"]["successful"] = serde_json::Value::from(grown);
+    let big = serde_json::to_vec(&report).expect("JSON");
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let path = dir.path().join("guidellm.json");
+    std::fs::write(&path, &big).expect("write the benchmark report");
+    group.throughput(Throughput::Bytes(big.len() as u64));
+    group.bench_function("guidellm_4096_requests", |b| {
+        b.iter(|| loadtools::read_result(black_box(&path)).expect("the grown report reads"))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, prom_benches, series_benches, loadtools_benches);
 criterion_main!(benches);
