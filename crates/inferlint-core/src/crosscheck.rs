@@ -233,7 +233,8 @@ pub fn series_counters_disagree(run: &Run, results: &[CheckResult]) -> Option<Co
     )
 }
 
-/// The same for the generation-token counter, on which T10 and T15 rest.
+/// The same for the generation-token counter, on which T10, T15 and T20 (the server's
+/// tokens per request) rest.
 pub fn series_tokens_disagree(run: &Run, results: &[CheckResult]) -> Option<Contradiction> {
     let series = run.series.as_ref()?;
     counter_disagrees(
@@ -241,7 +242,7 @@ pub fn series_tokens_disagree(run: &Run, results: &[CheckResult]) -> Option<Cont
         results,
         run.engine.generation_tokens,
         &series.generation_track,
-        vec![Tripwire::T10, Tripwire::T15],
+        vec![Tripwire::T10, Tripwire::T15, Tripwire::T20],
     )
 }
 
@@ -384,7 +385,8 @@ pub fn series_outside_the_run(run: &Run, results: &[CheckResult]) -> Option<Cont
 ///
 /// The snapshots are read before the load starts and after it ends, so the load tool's
 /// own timed span fits between them. When it does not, the snapshots missed part of the
-/// run, and every count between them (T1, T10, T15) misses it too.
+/// run, and every count between them (T1, T10, T15, and the server's side of T18 and
+/// T20) misses it too.
 pub fn load_outlasted_the_snapshots(run: &Run, results: &[CheckResult]) -> Option<Contradiction> {
     let (name, bench) = run.bench.as_ref()?;
     let duration = bench.duration.filter(|d| d.is_finite() && *d > 0.0)?;
@@ -395,10 +397,16 @@ pub fn load_outlasted_the_snapshots(run: &Run, results: &[CheckResult]) -> Optio
     if duration <= span + SPAN_TOLERANCE_S {
         return None;
     }
-    let affected: Vec<Tripwire> = [Tripwire::T1, Tripwire::T10, Tripwire::T15]
-        .into_iter()
-        .filter(|t| find(results, *t).is_some())
-        .collect();
+    let affected: Vec<Tripwire> = [
+        Tripwire::T1,
+        Tripwire::T10,
+        Tripwire::T15,
+        Tripwire::T18,
+        Tripwire::T20,
+    ]
+    .into_iter()
+    .filter(|t| find(results, *t).is_some())
+    .collect();
     (!affected.is_empty()).then(|| Contradiction {
         rule: "load_outlasted_the_snapshots",
         affected,
