@@ -18,38 +18,10 @@ use inferlint_core::client::{
 };
 use serde_json::Value;
 
-use super::{at, count, int, label, num, parse_json, shape, text, Companions, Role};
+use super::{at, count, int, label, num, parse_json, shape, text};
 use crate::files::FileError;
 
-pub(super) fn read(
-    path: &Path,
-    bytes: &[u8],
-    role: Role,
-    companions: &Companions,
-) -> Result<ClientAccount, FileError> {
-    match role {
-        Role::Summary | Role::Stage => {
-            let mut account = summary(path, bytes)?;
-            if let Some(records) = &companions.other {
-                let bytes = super::read_bytes(records)?;
-                let label = account.tool_label();
-                read_records(records, &bytes, &label, &mut account)?;
-            }
-            Ok(account)
-        }
-        Role::Requests => {
-            let mut account = match &companions.other {
-                Some(summary_path) => summary(summary_path, &super::read_bytes(summary_path)?)?,
-                None => ClientAccount::new(LoadTool::AiPerf),
-            };
-            let label = label(LoadTool::AiPerf, account.tool_version.as_deref());
-            read_records(path, bytes, &label, &mut account)?;
-            Ok(account)
-        }
-    }
-}
-
-fn summary(path: &Path, bytes: &[u8]) -> Result<ClientAccount, FileError> {
+pub(super) fn summary(path: &Path, bytes: &[u8]) -> Result<ClientAccount, FileError> {
     let version = super::string_field(bytes, "aiperf_version");
     let tool_label = label(LoadTool::AiPerf, version.as_deref());
     let root = parse_json(path, bytes, &tool_label)?;
@@ -147,12 +119,12 @@ fn summary(path: &Path, bytes: &[u8]) -> Result<ClientAccount, FileError> {
 }
 
 /// The per-request records: JSON lines, the warm-up's counted apart.
-fn read_records(
+pub(super) fn read_records(
     path: &Path,
     bytes: &[u8],
-    tool_label: &str,
     account: &mut ClientAccount,
 ) -> Result<(), FileError> {
+    let tool_label = &label(LoadTool::AiPerf, account.tool_version.as_deref());
     let content = std::str::from_utf8(bytes)
         .map_err(|_| FileError::invalid(path, format!("{tool_label} records: not UTF-8 text")))?;
     let lines: Vec<&str> = content.lines().filter(|l| !l.trim().is_empty()).collect();

@@ -18,40 +18,12 @@ use inferlint_core::client::{
 };
 use serde_json::Value;
 
-use super::{asked, at, body, count, int, num, parse_json, shape, text, Companions, Role};
+use super::{asked, at, body, count, int, num, parse_json, shape, text};
 use crate::files::FileError;
 
 const TOOL: &str = "GenAI-Perf (version not recorded)";
 
-pub(super) fn read(
-    path: &Path,
-    bytes: &[u8],
-    role: Role,
-    companions: &Companions,
-) -> Result<ClientAccount, FileError> {
-    let (summary_path, export_path) = match role {
-        Role::Summary | Role::Stage => (Some(path), companions.other.as_deref()),
-        Role::Requests => (companions.other.as_deref(), Some(path)),
-    };
-    let mut account = match summary_path {
-        Some(p) if p == path => summary(p, bytes)?,
-        Some(p) => summary(p, &super::read_bytes(p)?)?,
-        None => ClientAccount::new(LoadTool::GenAiPerf),
-    };
-    if let Some(export) = export_path {
-        let owned;
-        let bytes = if export == path {
-            bytes
-        } else {
-            owned = super::read_bytes(export)?;
-            &owned
-        };
-        read_export(export, bytes, &mut account)?;
-    }
-    Ok(account)
-}
-
-fn summary(path: &Path, bytes: &[u8]) -> Result<ClientAccount, FileError> {
+pub(super) fn summary(path: &Path, bytes: &[u8]) -> Result<ClientAccount, FileError> {
     let root = parse_json(path, bytes, TOOL)?;
     let avg = |metric: &str| num(at(&root, &[metric, "avg"]));
     let Some(requests) = avg("request_count") else {
@@ -91,7 +63,11 @@ fn summary(path: &Path, bytes: &[u8]) -> Result<ClientAccount, FileError> {
     Ok(account)
 }
 
-fn read_export(path: &Path, bytes: &[u8], account: &mut ClientAccount) -> Result<(), FileError> {
+pub(super) fn read_export(
+    path: &Path,
+    bytes: &[u8],
+    account: &mut ClientAccount,
+) -> Result<(), FileError> {
     let root = parse_json(path, bytes, TOOL)?;
     let Some(experiments) = root.get("experiments").and_then(Value::as_array) else {
         return Err(shape(path, TOOL, "no 'experiments' list"));

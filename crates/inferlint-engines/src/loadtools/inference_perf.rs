@@ -23,21 +23,16 @@ use crate::files::FileError;
 const TOOL: &str = "inference-perf (version not recorded)";
 
 pub(super) fn read(
-    path: &Path,
-    bytes: &[u8],
-    role: Role,
+    found: (&Path, &[u8], Role),
     companions: &Companions,
 ) -> Result<ClientAccount, FileError> {
-    let (summary_path, records_path) = match role {
-        // A stage's report has the summary's shape, for its stage alone.
-        Role::Summary | Role::Stage => (Some(path), companions.other.as_deref()),
-        Role::Requests => (companions.other.as_deref(), Some(path)),
-    };
-    let mut account = match summary_path {
-        Some(p) if p == path => summary(p, bytes)?,
-        Some(p) => summary(p, &super::read_bytes(p)?)?,
-        None => ClientAccount::new(LoadTool::InferencePerf),
-    };
+    let mut account = super::summary_then_records(
+        found,
+        companions,
+        LoadTool::InferencePerf,
+        summary,
+        read_records,
+    )?;
     // The summary says nothing of the load asked for: each stage's report does.
     let mut levels = Vec::new();
     for stage in &companions.stages {
@@ -59,16 +54,6 @@ pub(super) fn read(
             account.request_rate = super::guidellm::same(&rates);
         }
         account.parts = levels.len();
-    }
-    if let Some(records) = records_path {
-        let owned;
-        let bytes = if records == path {
-            bytes
-        } else {
-            owned = super::read_bytes(records)?;
-            &owned
-        };
-        read_records(records, bytes, &mut account)?;
     }
     Ok(account)
 }

@@ -17,36 +17,8 @@ use std::path::Path;
 use inferlint_core::client::{ClientAccount, ClientRequest, LoadTool, RequestOutcome};
 use serde_json::Value;
 
-use super::{count, int, num, parse_json, shape, text, Companions, Role};
+use super::{count, int, num, parse_json, shape, text};
 use crate::files::FileError;
-
-pub(super) fn read(
-    path: &Path,
-    bytes: &[u8],
-    role: Role,
-    companions: &Companions,
-) -> Result<ClientAccount, FileError> {
-    let (summary_path, records_path) = match role {
-        Role::Summary | Role::Stage => (Some(path), companions.other.as_deref()),
-        Role::Requests => (companions.other.as_deref(), Some(path)),
-    };
-    let mut account = match summary_path {
-        Some(p) if p == path => summary(p, bytes)?,
-        Some(p) => summary(p, &super::read_bytes(p)?)?,
-        None => ClientAccount::new(LoadTool::LlmPerf),
-    };
-    if let Some(records) = records_path {
-        let owned;
-        let bytes = if records == path {
-            bytes
-        } else {
-            owned = super::read_bytes(records)?;
-            &owned
-        };
-        read_records(records, bytes, &mut account)?;
-    }
-    Ok(account)
-}
 
 fn tool_label(version: Option<&str>) -> String {
     match version {
@@ -55,7 +27,7 @@ fn tool_label(version: Option<&str>) -> String {
     }
 }
 
-fn summary(path: &Path, bytes: &[u8]) -> Result<ClientAccount, FileError> {
+pub(super) fn summary(path: &Path, bytes: &[u8]) -> Result<ClientAccount, FileError> {
     let version = super::string_field(bytes, "version");
     let label = tool_label(version.as_deref());
     let root = parse_json(path, bytes, &label)?;
@@ -116,7 +88,11 @@ fn error_codes(text: &str) -> Vec<(String, u64)> {
         .collect()
 }
 
-fn read_records(path: &Path, bytes: &[u8], account: &mut ClientAccount) -> Result<(), FileError> {
+pub(super) fn read_records(
+    path: &Path,
+    bytes: &[u8],
+    account: &mut ClientAccount,
+) -> Result<(), FileError> {
     let label = tool_label(account.tool_version.as_deref());
     let root = parse_json(path, bytes, &label)?;
     let Some(items) = root.as_array() else {

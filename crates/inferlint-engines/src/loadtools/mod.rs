@@ -186,15 +186,34 @@ fn read_kind(
     kind: Kind,
     companions: &Companions,
 ) -> Result<ClientAccount, FileError> {
+    let found = (path, bytes, kind.role);
     let mut account = match kind.tool {
         LoadTool::VllmBench | LoadTool::SglangBench | LoadTool::TrtllmBench => {
             vllm::read(path, bytes, kind.tool)?
         }
         LoadTool::GuideLlm => guidellm::read(path, bytes)?,
-        LoadTool::AiPerf => aiperf::read(path, bytes, kind.role, companions)?,
-        LoadTool::InferencePerf => inference_perf::read(path, bytes, kind.role, companions)?,
-        LoadTool::GenAiPerf => genai_perf::read(path, bytes, kind.role, companions)?,
-        LoadTool::LlmPerf => llmperf::read(path, bytes, kind.role, companions)?,
+        LoadTool::AiPerf => summary_then_records(
+            found,
+            companions,
+            kind.tool,
+            aiperf::summary,
+            aiperf::read_records,
+        )?,
+        LoadTool::InferencePerf => inference_perf::read(found, companions)?,
+        LoadTool::GenAiPerf => summary_then_records(
+            found,
+            companions,
+            kind.tool,
+            genai_perf::summary,
+            genai_perf::read_export,
+        )?,
+        LoadTool::LlmPerf => summary_then_records(
+            found,
+            companions,
+            kind.tool,
+            llmperf::summary,
+            llmperf::read_records,
+        )?,
     };
     account.count_from_records();
     Ok(account)
@@ -401,6 +420,35 @@ fn walk(dir: &Path, depth: usize, found: &mut Vec<(usize, Kind, PathBuf)>) {
 /// or a folder is refused before anything is read.
 pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>, FileError> {
     crate::files::read_bounded(path, crate::files::MAX_RESULT_BYTES, "a result file")
+}
+
+/// A tool's result that comes as a summary and a per-request file, from whichever of the
+/// two was found: the summary read into an account (an empty one of `tool` without it),
+/// then the per-request file read into that account.
+pub(super) fn summary_then_records(
+    found: (&Path, &[u8], Role),
+    companions: &Companions,
+    tool: LoadTool,
+    summary: impl FnOnce(&Path, &[u8]) -> Result<ClientAccount, FileError>,
+    records: impl FnOnce(&Path, &[u8], &mut ClientAccount) -> Result<(), FileError>,
+) -> Result<ClientAccount, FileError> {
+    let (path, bytes, role) = found;
+    let (summary_path, records_path) = match role {
+        // A stage's report has the summary's shape, for its stage alone.
+        Role::Summary | Role::Stage => (Some(path), companions.other.as_deref()),
+        Role::Requests => (companions.other.as_deref(), Some(path)),
+    };
+    let mut account = match summary_path {
+        Some(p) if p == path => summary(p, bytes)?,
+        Some(p) => summary(p, &read_bytes(p)?)?,
+        None => ClientAccount::new(tool),
+    };
+    match records_path {
+        Some(p) if p == path => records(p, bytes, &mut account)?,
+        Some(p) => records(p, &read_bytes(p)?, &mut account)?,
+        None => {}
+    }
+    Ok(account)
 }
 
 /// Why a file is no result: empty, not text, not JSON, cut off, or JSON of something else.
