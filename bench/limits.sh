@@ -8,7 +8,8 @@
 #     with long labels (read: the worst the two bounds allow), and a 250 MB page
 #     (refused at 64 MiB), served by python3 -m http.server;
 #   - a 2 GB boot log (check-log reads it line by line);
-#   - a series with "running": 1e20 (report) and /dev/zero as a series.
+#   - a series with "running": 1e20 (report) and /dev/zero as a series;
+#   - a GuideLLM result grown to 16,384 request records, read whole (report).
 #
 # Needs: python3 and GNU time; about 2.5 GB of free disk in $TMPDIR for the log.
 set -euo pipefail
@@ -107,4 +108,18 @@ for i, l in enumerate(lines):
 open(p, "w").write("\n".join(lines))
 PY
 measure "report, running 1e20" "$RS" report "$RUN"
+
+echo "== a load tool's result"
+BIG="$WORK/guidellm"
+cp -r fixtures/loadtools/guidellm/concurrent-8 "$BIG"
+python3 - "$BIG/guidellm.json" <<'PY'
+import itertools, json, sys
+p = sys.argv[1]
+report = json.load(open(p))
+requests = report["benchmarks"][0]["requests"]
+requests["successful"] = list(itertools.islice(itertools.cycle(requests["successful"]), 16384))
+json.dump(report, open(p, "w"))
+PY
+size=$(du -m "$BIG/guidellm.json" | cut -f1)
+measure "report, 16,384 requests ($size MB)" "$RS" report "$BIG"
 measure "series /dev/zero" "$RS" series /dev/zero
