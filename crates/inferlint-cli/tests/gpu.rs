@@ -30,6 +30,23 @@ fn without_proc_both_commands_say_they_need_linux() {
     assert!(stdout(&o).contains("gpu-inspect's free-card check needs Linux"));
 }
 
+/// Runs inferlint as the only member of a new session (`setsid`), so that
+/// `INFERLINT_SESSION_ONLY` shows it no process but itself: the test harness's own session
+/// also holds the look-alike servers other tests start at the same time.
+#[cfg(target_os = "linux")]
+fn inferlint_alone(args: &[&str]) -> std::process::Output {
+    let mut cmd = std::process::Command::new("setsid");
+    cmd.current_dir(here())
+        .arg(env!("CARGO_BIN_EXE_inferlint"))
+        .args(args)
+        .env_remove("INFERLINT_ENGINE")
+        .env_remove("INFERLINT_NVML_READINGS")
+        .env("COLUMNS", "88")
+        .env(SCOPED.0, SCOPED.1)
+        .stdin(std::process::Stdio::null());
+    cmd.output().expect("setsid runs the inferlint binary")
+}
+
 /// Whether this machine has an NVIDIA kernel driver; the no-driver tests are skipped
 /// where it has one.
 #[cfg(target_os = "linux")]
@@ -44,7 +61,7 @@ fn gpu_inspect_without_a_driver_says_so_and_cannot_tell() {
         eprintln!("skipped: this machine has an NVIDIA driver");
         return;
     }
-    let o = inferlint_env(&here(), &["gpu-inspect"], &[SCOPED]);
+    let o = inferlint_alone(&["gpu-inspect"]);
     no_panic(&o);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let out = stdout(&o);
@@ -57,7 +74,7 @@ fn gpu_inspect_without_a_driver_says_so_and_cannot_tell() {
     );
     assert!(lines[1].ends_with(": no server process is alive, but the GPU memory cannot be read"));
 
-    let o = inferlint_env(&here(), &["gpu-inspect", "--json"], &[SCOPED]);
+    let o = inferlint_alone(&["gpu-inspect", "--json"]);
     assert_eq!(o.status.code(), Some(2));
     let results = json_results(&o);
     assert_eq!(results.len(), 1);
@@ -73,7 +90,7 @@ fn teardown_without_a_driver_or_a_server_cannot_tell() {
         eprintln!("skipped: this machine has an NVIDIA driver");
         return;
     }
-    let o = inferlint_env(&here(), &["teardown"], &[SCOPED]);
+    let o = inferlint_alone(&["teardown"]);
     no_panic(&o);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let out = stdout(&o);
@@ -82,11 +99,7 @@ fn teardown_without_a_driver_or_a_server_cannot_tell() {
         "{out}"
     );
 
-    let o = inferlint_env(
-        &here(),
-        &["teardown", "--dry-run", "--engine", "sglang"],
-        &[SCOPED],
-    );
+    let o = inferlint_alone(&["teardown", "--dry-run", "--engine", "sglang"]);
     assert_eq!(o.status.code(), Some(0));
     assert_eq!(stdout(&o), "no server processes found (SGLang)\n");
 }
