@@ -157,6 +157,49 @@ pub struct EngineDescriptor {
     /// rather than finished: T18's ledger reads them all, the cross-check on T15 the
     /// aborted ones.
     pub failed_requests: &'static [FailedRequests],
+    /// Where this engine states the setup facts `compare` sets side by side.
+    pub setup_sources: SetupSources,
+    /// The counters that tell how much of the prompts the prefix cache served.
+    pub prefix_cache: Option<PrefixCacheCounters>,
+}
+
+/// Where one fact of the server's setup is written: a setting in the boot log's settings
+/// dict, or a label of an info metric in a snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetupSource {
+    Setting(&'static str),
+    InfoLabel {
+        metric: &'static str,
+        label: &'static str,
+    },
+}
+
+/// The places each setup fact is read from, tried in order; empty when the engine writes
+/// it nowhere a run folder keeps.
+#[derive(Debug, Clone, Copy)]
+pub struct SetupSources {
+    pub kv_dtype: &'static [SetupSource],
+    pub max_model_len: &'static [SetupSource],
+    pub kv_blocks: &'static [SetupSource],
+    pub gpu: &'static [SetupSource],
+}
+
+/// What a prefix-cache counter counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CachedTokens {
+    /// Prompt tokens the cache served.
+    Hits,
+    /// Prompt tokens the cache did not serve.
+    Misses,
+}
+
+/// A counter of prompt tokens the prefix cache served (or missed), and the counter of all
+/// prompt tokens it is a share of.
+#[derive(Debug, Clone, Copy)]
+pub struct PrefixCacheCounters {
+    pub counter: &'static str,
+    pub counts: CachedTokens,
+    pub of: &'static str,
 }
 
 /// How an engine counts a request that did not finish on its own.
@@ -388,6 +431,28 @@ pub static VLLM: EngineDescriptor = EngineDescriptor {
             kind: FailedKind::Errored,
         },
     ],
+    setup_sources: SetupSources {
+        kv_dtype: &[
+            SetupSource::InfoLabel {
+                metric: "vllm:cache_config_info",
+                label: "cache_dtype",
+            },
+            SetupSource::Setting("kv_cache_dtype"),
+        ],
+        max_model_len: &[SetupSource::Setting("max_model_len")],
+        kv_blocks: &[SetupSource::InfoLabel {
+            metric: "vllm:cache_config_info",
+            label: "num_gpu_blocks",
+        }],
+        gpu: &[],
+    },
+    // Both count prompt tokens (vLLM's `PrefixCacheStats`: queries are tokens looked up,
+    // hits tokens found).
+    prefix_cache: Some(PrefixCacheCounters {
+        counter: "vllm:prefix_cache_hits_total",
+        counts: CachedTokens::Hits,
+        of: "vllm:prefix_cache_queries_total",
+    }),
 };
 
 pub static SGLANG: EngineDescriptor = EngineDescriptor {
@@ -457,6 +522,18 @@ pub static SGLANG: EngineDescriptor = EngineDescriptor {
         label: None,
         kind: FailedKind::Aborted,
     }],
+    setup_sources: SetupSources {
+        kv_dtype: &[SetupSource::Setting("kv_cache_dtype")],
+        max_model_len: &[SetupSource::Setting("context_length")],
+        kv_blocks: &[],
+        gpu: &[],
+    },
+    // SGLang observes each request's prompt tokens not served from its radix cache.
+    prefix_cache: Some(PrefixCacheCounters {
+        counter: "sglang:uncached_prompt_tokens_histogram_sum",
+        counts: CachedTokens::Misses,
+        of: "sglang:prompt_tokens_total",
+    }),
 };
 
 pub static TRTLLM: EngineDescriptor = EngineDescriptor {
@@ -544,6 +621,29 @@ pub static TRTLLM: EngineDescriptor = EngineDescriptor {
             kind: FailedKind::Errored,
         },
     ],
+    setup_sources: SetupSources {
+        kv_dtype: &[SetupSource::InfoLabel {
+            metric: "trtllm_kv_cache_config_info",
+            label: "cache_dtype",
+        }],
+        max_model_len: &[
+            SetupSource::Setting("max_seq_len"),
+            SetupSource::InfoLabel {
+                metric: "trtllm_model_config_info",
+                label: "max_model_len",
+            },
+        ],
+        kv_blocks: &[],
+        gpu: &[SetupSource::InfoLabel {
+            metric: "trtllm_model_config_info",
+            label: "gpu_type",
+        }],
+    },
+    prefix_cache: Some(PrefixCacheCounters {
+        counter: "trtllm_prompt_cached_tokens_total",
+        counts: CachedTokens::Hits,
+        of: "trtllm_prompt_tokens_total",
+    }),
 };
 
 #[cfg(test)]

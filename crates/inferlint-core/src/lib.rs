@@ -11,6 +11,7 @@
 pub mod advice;
 pub mod catalogue;
 pub mod checks;
+pub mod compare;
 pub mod client;
 pub mod contract;
 pub mod crosscheck;
@@ -19,6 +20,7 @@ pub mod fmt;
 pub mod insights;
 pub mod metrics;
 pub mod model;
+pub mod profile;
 pub mod requests;
 pub mod run;
 pub mod status;

@@ -1,0 +1,420 @@
+//! One checked run as `compare` and `sweep` see it: the facts of its setup, the shape of
+//! its load, what happened in it and the figures it measured, each `None` when the run's
+//! files do not say.
+//!
+//! A fact is read from the files only: the boot log's lines and settings, the info metrics
+//! of a snapshot, the load tool's result and the run's own verdicts. A missing fact stays
+//! missing: compare then says it cannot tell for that item, never that it is the same.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::checks::counters::{counter_delta, out_of_order, restart_between};
+use crate::client::ClientAccount;
+use crate::engine::{CachedTokens, SetupSource};
+use crate::model::{BootFacts, PyValue};
+use crate::run::{not_a_benchmark, Run};
+use crate::status::{CheckResult, Status, Tripwire};
+
+/// Everything compare and sweep read from one checked run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunProfile {
+    /// How the run is named (its folder).
+    pub label: String,
+    pub setup: Setup,
+    pub load: LoadShape,
+    pub happened: Happened,
+    pub figures: Figures,
+    /// Each tripwire's status word (`pass`, `fail`, ...), in the order the checks ran.
+    pub verdicts: Vec<(String, String)>,
+}
+
+/// The server's setup: what decides how many requests fit and how fast each step runs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Setup {
+    pub engine: String,
+    pub version: Option<String>,
+    pub model: Option<String>,
+    pub kv_pool_tokens: Option<u64>,
+    pub kv_blocks: Option<u64>,
+    pub block_size: Option<u64>,
+    pub attention_backend: Option<String>,
+    pub kv_dtype: Option<String>,
+    pub max_model_len: Option<u64>,
+    pub running_cap: Option<u64>,
+    pub gpu: Option<String>,
+}
+
+/// The load as it was asked for.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct LoadShape {
+    /// The load tool, without its version.
+    pub tool: Option<String>,
+    pub requested_concurrency: Option<u64>,
+    /// Requests per second asked for; `None` when unlimited or not said.
+    pub request_rate: Option<f64>,
+    /// Prompt tokens per request: the advertised length, else the mean the tool counted.
+    pub input_tokens: Option<f64>,
+    /// Output tokens per request, the same way.
+    pub output_tokens: Option<f64>,
+    /// Requests the timed run sent.
+    pub requests: Option<i64>,
+}
+
+/// What happened during the run, from the server's own account and the tool's.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Happened {
+    /// The most requests the server ran at once (the recording's peak, as T8 reads it).
+    pub peak_running: Option<f64>,
+    /// Requests running on average while the server was busy.
+    pub mean_running: Option<f64>,
+    /// Preemptions (retractions, pauses) during the run, as T1 counted them.
+    pub preemptions: Option<f64>,
+    /// The share of prompt tokens the prefix cache served, from the engine's counters.
+    pub prefix_cache_share: Option<f64>,
+    pub failed: Option<i64>,
+    pub completed: Option<i64>,
+    /// Untimed requests before the timed run (a test request, a warm-up).
+    pub untimed_requests: Option<u64>,
+    /// Seconds of warm-up the tool left out of its figures.
+    pub warmup_s: Option<f64>,
+    /// Why the run was not a benchmark, if it was not.
+    pub not_a_benchmark: Option<String>,
+}
+
+/// Whether a larger value of a figure is better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Better {
+    Higher,
+    Lower,
+}
+
+/// One measured figure of a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Figure {
+    /// `output_throughput`, `ttft_p50_ms`, ...
+    pub key: &'static str,
+    pub value: f64,
+    /// `load tool (summary)`, `load tool (per request)`, `server counters`.
+    pub source: &'static str,
+}
+
+/// The figures a run measured, in a fixed order.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Figures(pub Vec<Figure>);
+
+impl Figures {
+    pub fn get(&self, key: &str) -> Option<&Figure> {
+        self.0.iter().find(|f| f.key == key)
+    }
+}
+
+/// Every figure compare knows, its unit, its words and which way is better.
+pub const FIGURES: &[(&str, &str, &str, Better)] = &[
+    (
+        "output_throughput",
+        "tok/s",
+        "output throughput",
+        Better::Higher,
+    ),
+    (
+        "request_throughput",
+        "req/s",
+        "request throughput",
+        Better::Higher,
+    ),
+    ("ttft_mean_ms", "ms", "TTFT mean", Better::Lower),
+    ("ttft_p50_ms", "ms", "TTFT p50", Better::Lower),
+    ("ttft_p99_ms", "ms", "TTFT p99", Better::Lower),
+    ("tpot_mean_ms", "ms", "TPOT mean", Better::Lower),
+    ("tpot_p50_ms", "ms", "TPOT p50", Better::Lower),
+    ("tpot_p99_ms", "ms", "TPOT p99", Better::Lower),
+    ("itl_p50_ms", "ms", "ITL p50", Better::Lower),
+    ("itl_p99_ms", "ms", "ITL p99", Better::Lower),
+    ("e2e_p50_ms", "ms", "latency p50", Better::Lower),
+    ("e2e_p99_ms", "ms", "latency p99", Better::Lower),
+];
+
+/// The unit, words and direction of a figure.
+pub fn figure_info(key: &str) -> Option<(&'static str, &'static str, Better)> {
+    FIGURES
+        .iter()
+        .find(|(k, ..)| *k == key)
+        .map(|(_, unit, words, better)| (*unit, *words, *better))
+}
+
+impl RunProfile {
+    /// The profile of a checked run.
+    pub fn of(label: &str, run: &Run, results: &[CheckResult]) -> RunProfile {
+        let boot = run.last_boot();
+        let bench = run.bench.as_ref().map(|(_, b)| b);
+        RunProfile {
+            label: label.to_owned(),
+            setup: setup(run, boot),
+            load: load_shape(run, bench),
+            happened: happened(run, results, bench),
+            figures: figures(run, results, bench),
+            verdicts: results
+                .iter()
+                .map(|r| (r.tripwire.to_string(), r.status.json_word().to_owned()))
+                .collect(),
+        }
+    }
+
+    /// The status of one tripwire in this run, when it was among the results.
+    pub fn verdict(&self, tripwire: Tripwire) -> Option<Status> {
+        let id = tripwire.to_string();
+        self.verdicts
+            .iter()
+            .find(|(t, _)| *t == id)
+            .and_then(|(_, s)| Status::from_json_word(s))
+    }
+}
+
+/// The snapshot whose info metrics describe the server: the after reading, else the
+/// before one.
+fn info_label(run: &Run, metric: &str, label: &str) -> Option<String> {
+    [run.after.as_ref(), run.before.as_ref()]
+        .into_iter()
+        .flatten()
+        .find_map(|s| {
+            s.metrics
+                .info(metric)?
+                .iter()
+                .find(|(k, _)| k == label)
+                .map(|(_, v)| v.clone())
+        })
+        .filter(|v| !v.is_empty() && v != "None")
+}
+
+fn setting_text(value: &PyValue) -> Option<String> {
+    if value.is_none() {
+        return None;
+    }
+    Some(match value {
+        PyValue::Str(s) | PyValue::Raw(s) => s.clone(),
+        PyValue::Int(i) => i.to_string(),
+        other => other.canonical(),
+    })
+}
+
+fn from_sources(run: &Run, boot: Option<&BootFacts>, sources: &[SetupSource]) -> Option<String> {
+    sources.iter().find_map(|source| match source {
+        SetupSource::Setting(key) => boot.and_then(|b| b.setting(key)).and_then(setting_text),
+        SetupSource::InfoLabel { metric, label } => info_label(run, metric, label),
+    })
+}
+
+fn whole(text: Option<String>) -> Option<u64> {
+    text.and_then(|t| t.trim().parse::<u64>().ok())
+}
+
+fn setup(run: &Run, boot: Option<&BootFacts>) -> Setup {
+    let sources = &run.engine.setup_sources;
+    let block_size = boot
+        .and_then(|b| b.attention_block_size.or(b.page_size))
+        .or_else(|| whole(info_label(run, "vllm:cache_config_info", "block_size")));
+    let kv_pool_tokens = boot.and_then(|b| b.kv_pool_tokens);
+    let kv_blocks = whole(from_sources(run, boot, sources.kv_blocks)).or_else(|| {
+        // An engine that states no block count: its pool in blocks of its page size.
+        match (kv_pool_tokens, block_size) {
+            (Some(tokens), Some(size)) if size > 0 => Some(tokens / size),
+            _ => None,
+        }
+    });
+    let backends = boot.map(|b| b.selected_backends.join(", "));
+    Setup {
+        engine: run.engine.name.to_owned(),
+        version: boot.and_then(|b| b.version.clone()),
+        model: boot.and_then(|b| b.model.clone()),
+        kv_pool_tokens,
+        kv_blocks,
+        block_size,
+        attention_backend: backends.filter(|b| !b.is_empty()),
+        kv_dtype: from_sources(run, boot, sources.kv_dtype),
+        // vLLM states the length in its pool line ("Maximum concurrency for 16,384 tokens
+        // per request") even when max_model_len was not set by hand.
+        max_model_len: whole(from_sources(run, boot, sources.max_model_len))
+            .or_else(|| boot.and_then(|b| b.max_concurrency_request_len)),
+        running_cap: boot.and_then(|b| b.running_cap),
+        gpu: from_sources(run, boot, sources.gpu),
+    }
+}
+
+fn per_request(total: Option<i64>, completed: Option<i64>) -> Option<f64> {
+    match (total, completed) {
+        (Some(t), Some(c)) if c > 0 => Some(t as f64 / c as f64),
+        _ => None,
+    }
+}
+
+fn load_shape(run: &Run, bench: Option<&ClientAccount>) -> LoadShape {
+    LoadShape {
+        tool: bench.map(|b| b.tool.name().to_owned()),
+        requested_concurrency: run.requested,
+        request_rate: bench.and_then(|b| b.request_rate),
+        input_tokens: bench.and_then(|b| {
+            b.advertised
+                .input_tokens
+                .or_else(|| per_request(b.total_input_tokens, b.completed))
+        }),
+        output_tokens: bench.and_then(|b| {
+            b.advertised
+                .output_tokens
+                .or_else(|| per_request(b.total_output_tokens, b.completed))
+        }),
+        requests: bench.and_then(|b| b.sent.or(b.completed)),
+    }
+}
+
+fn evidence_f64(results: &[CheckResult], tripwire: Tripwire, key: &str) -> Option<f64> {
+    results
+        .iter()
+        .find(|r| r.tripwire == tripwire && r.status.is_verdict() && r.status != Status::Unknown)
+        .and_then(|r| r.evidence.get(key))
+        .and_then(Value::as_f64)
+}
+
+fn prefix_cache_share(run: &Run) -> Option<f64> {
+    let counters = run.engine.prefix_cache?;
+    let (before, after) = (run.before.as_ref()?, run.after.as_ref()?);
+    if restart_between(before, after).is_some() || out_of_order(before, after).is_some() {
+        return None;
+    }
+    let counted = counter_delta(run.engine, before, after, counters.counter)?;
+    let of = counter_delta(run.engine, before, after, counters.of)?;
+    if !(of > 0.0 && counted.is_finite() && counted >= 0.0) {
+        return None;
+    }
+    let hits = match counters.counts {
+        CachedTokens::Hits => counted,
+        CachedTokens::Misses => of - counted,
+    };
+    Some((hits / of).clamp(0.0, 1.0))
+}
+
+fn happened(run: &Run, results: &[CheckResult], bench: Option<&ClientAccount>) -> Happened {
+    let stats = run.series.as_ref().filter(|s| s.refused.is_none());
+    Happened {
+        peak_running: stats.and_then(|s| s.peak_running),
+        mean_running: stats.and_then(|s| s.busy_mean_running()),
+        preemptions: evidence_f64(results, Tripwire::T1, "preemptions"),
+        prefix_cache_share: prefix_cache_share(run),
+        failed: bench.and_then(ClientAccount::failed_count),
+        completed: bench.and_then(|b| b.completed),
+        untimed_requests: bench.map(|b| {
+            b.span
+                .untimed_requests
+                .unwrap_or(run.expected_extra_requests)
+        }),
+        warmup_s: bench.and_then(|b| b.span.warmup_s),
+        not_a_benchmark: not_a_benchmark(run),
+    }
+}
+
+/// numpy's default (linear) percentile of sorted values.
+pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = p / 100.0 * (sorted.len() - 1) as f64;
+    let (lo, hi) = (rank.floor() as usize, rank.ceil() as usize);
+    Some(sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - lo as f64))
+}
+
+fn sorted(values: impl Iterator<Item = f64>) -> Vec<f64> {
+    let mut v: Vec<f64> = values.filter(|x| x.is_finite()).collect();
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+fn figures(run: &Run, results: &[CheckResult], bench: Option<&ClientAccount>) -> Figures {
+    const SUMMARY: &str = "load tool (summary)";
+    const RECORDS: &str = "load tool (per request)";
+    let mut out = Vec::new();
+    let mut push = |key: &'static str, value: Option<f64>, source: &'static str| {
+        if let Some(value) = value.filter(|v| v.is_finite() && *v >= 0.0) {
+            if !out.iter().any(|f: &Figure| f.key == key) {
+                out.push(Figure { key, value, source });
+            }
+        }
+    };
+    // A run that was not a benchmark measured nothing worth comparing.
+    if not_a_benchmark(run).is_some() {
+        return Figures(out);
+    }
+    match bench {
+        Some(b) => {
+            let completed: Vec<_> = b.requests.iter().filter(|r| r.completed()).collect();
+            let ttft = sorted(completed.iter().filter_map(|r| r.ttft_s).map(|s| s * 1e3));
+            let e2e = sorted(completed.iter().filter_map(|r| r.latency_s).map(|s| s * 1e3));
+            let tpot = sorted(completed.iter().filter_map(|r| {
+                let out = r.output_tokens.or(r.server_output_tokens)?;
+                let generating = r.latency_s? - r.ttft_s?;
+                (out > 1).then(|| generating * 1e3 / (out - 1) as f64)
+            }));
+            let itl = sorted(b.inter_token_ms.iter().map(|&g| f64::from(g)));
+            let throughput = b.output_throughput.or_else(|| match (b.total_output_tokens, b.duration) {
+                (Some(t), Some(d)) if d > 0.0 => Some(t as f64 / d),
+                _ => None,
+            });
+            push("output_throughput", throughput, SUMMARY);
+            let request_rate = match (b.completed, b.duration) {
+                (Some(c), Some(d)) if d > 0.0 => Some(c as f64 / d),
+                _ => None,
+            };
+            push("request_throughput", request_rate, SUMMARY);
+            push("ttft_mean_ms", b.mean_ttft_ms, SUMMARY);
+            let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+            push("ttft_mean_ms", mean(&ttft), RECORDS);
+            push("ttft_p50_ms", b.median_ttft_ms, SUMMARY);
+            push("ttft_p50_ms", percentile(&ttft, 50.0), RECORDS);
+            push("ttft_p99_ms", b.p99_ttft_ms, SUMMARY);
+            push("ttft_p99_ms", percentile(&ttft, 99.0), RECORDS);
+            push("tpot_mean_ms", b.mean_tpot_ms, SUMMARY);
+            push("tpot_mean_ms", mean(&tpot), RECORDS);
+            push("tpot_p50_ms", percentile(&tpot, 50.0), RECORDS);
+            push("tpot_p99_ms", percentile(&tpot, 99.0), RECORDS);
+            push("itl_p50_ms", percentile(&itl, 50.0), RECORDS);
+            push("itl_p99_ms", percentile(&itl, 99.0), RECORDS);
+            push("e2e_p50_ms", percentile(&e2e, 50.0), RECORDS);
+            push("e2e_p99_ms", percentile(&e2e, 99.0), RECORDS);
+        }
+        None => {
+            // Without the load tool's file, the server's own count (T10) is the run's
+            // throughput; it includes what the tool would not have timed.
+            push(
+                "output_throughput",
+                evidence_f64(results, Tripwire::T10, "rate_per_s"),
+                "server counters",
+            );
+        }
+    }
+    let mut figures = Figures(out);
+    figures
+        .0
+        .sort_by_key(|f| FIGURES.iter().position(|(k, ..)| *k == f.key));
+    figures
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_are_numpys_linear_ones() {
+        let v = [1.0, 2.0, 3.0, 4.0];
+        assert_eq!(percentile(&v, 50.0), Some(2.5));
+        assert!((percentile(&v, 99.0).unwrap() - 3.97).abs() < 1e-12);
+        assert_eq!(percentile(&[], 50.0), None);
+    }
+
+    #[test]
+    fn every_figure_has_its_words() {
+        for (key, unit, words, _) in FIGURES {
+            assert!(!unit.is_empty() && !words.is_empty(), "{key}");
+            assert!(figure_info(key).is_some());
+        }
+    }
+}
