@@ -41,7 +41,33 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
             return code;
         }
     };
-    match commands::dispatch(&cli) {
+    output::set_colour(&cli.global.color, cli.global.json);
+    let name = commands::name(&cli.command);
+    if let Some(path) = &cli.global.junit {
+        let refused = if !crate::junit::CHECKING.contains(&name) {
+            Some(format!(
+                "--junit writes verdicts, and {name} gives none; it goes with {}",
+                crate::junit::CHECKING.join(", ")
+            ))
+        } else {
+            crate::junit::check(path).err().map(|e| e.message)
+        };
+        if let Some(message) = refused {
+            eprint_line!("inferlint: {message}");
+            return ExitCode::Undecided;
+        }
+    }
+    let outcome = commands::dispatch(&cli);
+    if let Some(path) = &cli.global.junit {
+        let error = outcome.as_ref().err().map(|e| e.message.as_str());
+        if let Err(e) = crate::junit::write(path, name, cli.global.strict, error) {
+            eprint_line!("inferlint: {}", e.message);
+            if outcome.is_ok() {
+                return ExitCode::Undecided;
+            }
+        }
+    }
+    match outcome {
         Ok(code) => code,
         Err(CliError { code, message }) => {
             eprint_line!("inferlint: {message}");

@@ -19,6 +19,10 @@ Check a saved run:
   rate         Output tokens per second, and what a whole-second timer says (T10)
   series       Check a recording (T14 T9 T8)
 
+Compare runs:
+  compare      Can two runs (or sets of repeats) be compared, and what moved
+  sweep        Runs of one setup at rising concurrency: where it stops following, the knee
+
 Record a server yourself:
   snapshot     Save the server's counters, with the time, to a file
   watch        Record the server on a fixed schedule while a load runs
@@ -32,6 +36,10 @@ Learn:
   demo         Write a simulated run folder and check it
   explain      Explain a tripwire (T1-T15, or a name such as falling-ceiling)
   help         Print this message or the help of the given command
+
+For scripts and shells:
+  schema       Print the JSON Schema of --json (results, compare or sweep)
+  completions  Print shell completions (bash, zsh, fish, powershell)
 
 Options:
 {options}{after-help}";
@@ -62,6 +70,12 @@ pub struct GlobalArgs {
     /// The engine the inputs must come from: vllm, sglang or trtllm (also INFERLINT_ENGINE)
     #[arg(long, global = true, value_name = "ENGINE")]
     pub engine: Option<String>,
+    /// Also write the verdicts as JUnit XML to FILE (one test case per tripwire)
+    #[arg(long, global = true, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Colour on a terminal: auto (not when piped or NO_COLOR is set), always or never
+    #[arg(long, global = true, value_name = "WHEN", default_value = "auto", value_parser = ["auto", "always", "never"])]
+    pub color: String,
 }
 
 #[derive(Debug, Subcommand)]
@@ -114,6 +128,10 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         boot_log: Option<PathBuf>,
     },
+    /// Can two runs (or sets of repeats) be compared, and what moved
+    Compare(CompareArgs),
+    /// Runs of one setup at rising concurrency: where it stops following, the knee
+    Sweep(SweepArgs),
     /// Save the server's counters, with the time, to a file
     Snapshot {
         /// The server's address, e.g. http://127.0.0.1:8000
@@ -178,6 +196,56 @@ pub enum Command {
         #[arg(value_name = "TRIPWIRE")]
         ids: Vec<String>,
     },
+    /// Print the JSON Schema of --json (results, compare or sweep)
+    Schema {
+        /// Which output: results (every checking command's --json), compare or sweep
+        #[arg(value_name = "OUTPUT", default_value = "results", value_parser = ["results", "compare", "sweep"])]
+        which: String,
+    },
+    /// Print shell completions (bash, zsh, fish, powershell)
+    Completions {
+        /// The shell: bash, zsh, fish or powershell
+        #[arg(value_name = "SHELL", value_parser = ["bash", "zsh", "fish", "powershell"])]
+        shell: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Run folders, or folders of repeats (each subfolder a run); the first is the baseline
+    #[arg(value_name = "RUN")]
+    pub runs: Vec<PathBuf>,
+    /// The baseline run (or folder of repeats); every RUN is compared with it
+    #[arg(long, value_name = "RUN")]
+    pub baseline: Option<PathBuf>,
+    /// Fail (exit 1) when throughput or a latency figure got worse by more than this, e.g. 5%
+    #[arg(long, value_name = "PCT", value_parser = margin)]
+    pub max_regression: Option<f64>,
+    /// Write the comparison as an HTML page to FILE
+    #[arg(short = 'o', long = "out", value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Replace an existing FILE whatever wrote it
+    #[arg(long)]
+    pub force: bool,
+    /// A title for the page
+    #[arg(long)]
+    pub title: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// Run folders of one setup at different loads, or one folder holding them
+    #[arg(value_name = "DIR", required = true)]
+    pub runs: Vec<PathBuf>,
+    /// Write the sweep as an HTML page (table and chart) to FILE
+    #[arg(short = 'o', long = "out", value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Replace an existing FILE whatever wrote it
+    #[arg(long)]
+    pub force: bool,
+    /// A title for the page
+    #[arg(long)]
+    pub title: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -256,6 +324,12 @@ pub struct ReportArgs {
     /// A title for the report
     #[arg(long)]
     pub title: Option<String>,
+    /// A run to hold this one to: exit 1 when a figure got worse by more than --max-regression
+    #[arg(long, value_name = "RUN")]
+    pub baseline: Option<PathBuf>,
+    /// With --baseline: the largest regression allowed, e.g. 5% (default 5%)
+    #[arg(long, value_name = "PCT", value_parser = margin, requires = "baseline")]
+    pub max_regression: Option<f64>,
 }
 
 #[derive(Debug, Args)]
@@ -303,6 +377,10 @@ pub const COMMANDS: &[&str] = &[
     "teardown",
     "demo",
     "explain",
+    "compare",
+    "sweep",
+    "schema",
+    "completions",
     "help",
 ];
 
@@ -322,6 +400,17 @@ Start here:
 Name your engine once with INFERLINT_ENGINE=vllm|sglang|trtllm (or --engine);
 inputs from another engine are then refused. 'inferlint --help' lists every command.
 ";
+
+/// `--max-regression 5%`: a percentage from 0 to 100, with or without the sign.
+fn margin(text: &str) -> Result<f64, String> {
+    let number = text.trim().trim_end_matches('%').trim();
+    match number.parse::<f64>() {
+        Ok(p) if p.is_finite() && (0.0..=100.0).contains(&p) => Ok(p / 100.0),
+        _ => Err(format!(
+            "'{text}' is not a percentage from 0 to 100 (e.g. 5%)"
+        )),
+    }
+}
 
 /// `--requested N`: a load keeps at least one request open, so 0 is no concurrency at all
 /// (and would let any server pass T8).

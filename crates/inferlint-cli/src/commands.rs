@@ -93,7 +93,74 @@ pub fn dispatch(cli: &Cli) -> Result<ExitCode, CliError> {
         Command::Teardown(args) => crate::gpu::teardown(&choice, args, g.json, g.strict),
         Command::Demo { out, force } => crate::demo::demo(out.as_deref(), *force, g.json, g.strict),
         Command::Explain { ids } => explain(&choice, ids),
+        Command::Compare(args) => {
+            crate::compare::compare_command(g.engine.as_deref(), args, g.json, g.strict)
+        }
+        Command::Sweep(args) => {
+            crate::compare::sweep_command(g.engine.as_deref(), args, g.json, g.strict)
+        }
+        Command::Schema { which } => schema(which),
+        Command::Completions { shell } => completions(shell),
     }
+}
+
+/// The command's name as typed, for `--junit` and its messages.
+pub fn name(command: &Command) -> &'static str {
+    match command {
+        Command::Xray(_) => "xray",
+        Command::Report(_) => "report",
+        Command::CheckLog { .. } => "check-log",
+        Command::BootFacts { .. } => "boot-facts",
+        Command::Preemption { .. } => "preemption",
+        Command::Rate { .. } => "rate",
+        Command::Series { .. } => "series",
+        Command::Compare(_) => "compare",
+        Command::Sweep(_) => "sweep",
+        Command::Snapshot { .. } => "snapshot",
+        Command::Watch { .. } => "watch",
+        Command::Probe { .. } => "probe",
+        Command::GpuInspect(_) => "gpu-inspect",
+        Command::Teardown(_) => "teardown",
+        Command::Demo { .. } => "demo",
+        Command::Explain { .. } => "explain",
+        Command::Schema { .. } => "schema",
+        Command::Completions { .. } => "completions",
+    }
+}
+
+fn schema(which: &str) -> Result<ExitCode, CliError> {
+    let schema = inferlint_core::schema::by_name(which).ok_or_else(|| {
+        CliError::usage(format!(
+            "no schema named '{which}' (known: {})",
+            inferlint_core::schema::NAMES.join(", ")
+        ))
+    })?;
+    let mut text = contract::to_indent1(&schema);
+    text.push('\n');
+    print(&text)?;
+    Ok(ExitCode::Passed)
+}
+
+fn completions(shell: &str) -> Result<ExitCode, CliError> {
+    use clap::CommandFactory;
+    use clap_complete::Shell;
+    let shell = match shell {
+        "bash" => Shell::Bash,
+        "zsh" => Shell::Zsh,
+        "fish" => Shell::Fish,
+        "powershell" => Shell::PowerShell,
+        other => {
+            return Err(CliError::usage(format!(
+                "no completions for '{other}' (bash, zsh, fish, powershell)"
+            )))
+        }
+    };
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "inferlint", &mut script);
+    // The script is ours, not text from a run: it goes out as it is (completions carry
+    // no control characters, and escaping would break none either).
+    print(&String::from_utf8_lossy(&script))?;
+    Ok(ExitCode::Passed)
 }
 
 /// Prints results and returns the exit status they call for.
@@ -436,7 +503,44 @@ pub(crate) fn report(
         print(&text)?;
     }
     written?;
-    Ok(run_exit(&run, &results, strict))
+    let code = run_exit(&run, &results, strict);
+    match &args.baseline {
+        Some(baseline) => {
+            let label = args
+                .run
+                .as_deref()
+                .map_or_else(|| "this run".to_owned(), shown);
+            let profile = inferlint_core::profile::RunProfile::of(&label, &run, &results);
+            let margin = args
+                .max_regression
+                .unwrap_or(crate::compare::DEFAULT_MARGIN);
+            let gate = crate::compare::baseline_gate(
+                choice.named.map(|(e, _)| e.key()),
+                baseline,
+                &profile,
+                margin,
+                json,
+                strict,
+            )?;
+            Ok(worst(code, gate))
+        }
+        None => Ok(code),
+    }
+}
+
+/// The more serious of two exit statuses: a failure, else a Can't tell, else a pass.
+pub(crate) fn worst(a: ExitCode, b: ExitCode) -> ExitCode {
+    let rank = |c: ExitCode| match c {
+        ExitCode::Passed => 0,
+        ExitCode::Undecided => 1,
+        ExitCode::TripwireFailed => 2,
+        ExitCode::Interrupted => 3,
+    };
+    if rank(b) > rank(a) {
+        b
+    } else {
+        a
+    }
 }
 
 /// The exit status of a whole run: the results' (a failed tripwire, a warning under

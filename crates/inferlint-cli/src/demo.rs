@@ -77,6 +77,8 @@ pub fn demo(
         requested: None,
         title: None,
         force: false,
+        baseline: None,
+        max_regression: None,
     };
     let mut choice = EngineChoice::from_args(None)?;
     crate::commands::report(&mut choice, &args, json, strict)

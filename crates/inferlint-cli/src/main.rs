@@ -4,11 +4,13 @@
 mod app;
 mod cli;
 mod commands;
+mod compare;
 mod demo;
 mod engine_choice;
 mod exit;
 mod flags;
 mod gpu;
+mod junit;
 mod live;
 mod output;
 mod report_html;

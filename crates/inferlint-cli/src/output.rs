@@ -8,14 +8,88 @@
 //! (`\u001b`), so a script reading it gets the same strings back.
 
 use std::io::{self, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use inferlint_core::status::CheckResult;
 use inferlint_core::{contract, fmt};
 
+/// Whether stdout gets colour: set once at the start from `--color`, `NO_COLOR`, whether
+/// stdout is a terminal and `--json` (never coloured).
+static COLOUR: AtomicBool = AtomicBool::new(false);
+
+/// Decides colour for this command. `auto` colours only a terminal, and only when
+/// `NO_COLOR` is unset or empty and `TERM` is not `dumb`; `always` colours a pipe too
+/// (for `less -R`); `--json` is never coloured, whatever was asked.
+pub fn set_colour(when: &str, json: bool) {
+    use std::io::IsTerminal;
+    let on = !json
+        && match when {
+            "always" => true,
+            "never" => false,
+            _ => {
+                io::stdout().is_terminal()
+                    && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                    && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
+            }
+        };
+    COLOUR.store(on, Ordering::Relaxed);
+}
+
+/// SGR codes of the words a line starts its verdict with.
+const COLOURS: &[(&str, &str)] = &[
+    ("TRIPWIRE-FAILED", "1;31"),
+    ("WARN", "33"),
+    ("????", "35"),
+    ("PASS", "32"),
+    ("N/A", "2"),
+    ("NOT-CHECKED", "2"),
+    ("DIFFERS", "1;31"),
+    ("CAN'T TELL", "35"),
+    ("same", "32"),
+    ("not recorded", "2"),
+    ("REGRESSION", "1;31"),
+];
+
+/// Colours the status word of each line that has one: `[ T1] TRIPWIRE-FAILED  ...`,
+/// compare's `  DIFFERS  ...` and the gate's `REGRESSION`. The text is already escaped, so
+/// the only escape sequences in the result are these.
+pub fn coloured(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 64);
+    for line in text.split_inclusive('\n') {
+        let start = if line.starts_with('[') {
+            line.find("] ").map(|i| i + 2)
+        } else if line.starts_with("  ") && !line.starts_with("   ") {
+            Some(2)
+        } else {
+            line.strip_prefix("gate: ").map(|_| 6)
+        };
+        let hit = start.and_then(|at| {
+            COLOURS
+                .iter()
+                .find(|(word, _)| line[at..].starts_with(&format!("{word} ")))
+                .map(|(word, code)| (at, *word, *code))
+        });
+        match hit {
+            Some((at, word, code)) => {
+                out.push_str(&line[..at]);
+                out.push_str(&format!("\x1b[{code}m{word}\x1b[0m"));
+                out.push_str(&line[at + word.len()..]);
+            }
+            None => out.push_str(line),
+        }
+    }
+    out
+}
+
 /// Writes text to stdout, control characters escaped. A broken pipe is not an error: the
 /// reader has what it wanted.
 pub fn print(text: &str) -> io::Result<()> {
-    let text = fmt::terminal_safe(text);
+    let safe = fmt::terminal_safe(text);
+    let text = if COLOUR.load(Ordering::Relaxed) {
+        std::borrow::Cow::Owned(coloured(&safe))
+    } else {
+        safe
+    };
     let mut out = io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
@@ -63,6 +137,7 @@ pub fn json_safe(json: String) -> String {
 /// The results as terminal lines (each verdict with its advice under it), or as the
 /// `--json` array.
 pub fn results_text(results: &[CheckResult], json: bool) -> String {
+    crate::junit::printed(results);
     if json {
         return json_safe(contract::results_json(results));
     }
@@ -72,6 +147,19 @@ pub fn results_text(results: &[CheckResult], json: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_status_words_are_coloured() {
+        let text = "[ T1] TRIPWIRE-FAILED  22 preemptions\n      advice: PASS on\n  DIFFERS      KV pool\n";
+        let c = coloured(text);
+        assert!(
+            c.starts_with("[ T1] \x1b[1;31mTRIPWIRE-FAILED\x1b[0m  22"),
+            "{c}"
+        );
+        assert!(c.contains("advice: PASS on"), "{c}");
+        assert!(c.contains("  \x1b[1;31mDIFFERS\x1b[0m      KV pool"), "{c}");
+        assert_eq!(c.matches('\x1b').count(), 4);
+    }
 
     #[test]
     fn json_keeps_its_meaning_and_loses_raw_controls() {

@@ -310,19 +310,43 @@ fn item(key: &'static str, group: &'static str, facts: Vec<Option<Fact>>) -> Ite
 fn gate_items(runs: &[&RunProfile]) -> Vec<Item> {
     let each = |f: &dyn Fn(&RunProfile) -> Option<Fact>| runs.iter().map(|r| f(r)).collect();
     vec![
-        item("engine", "setup", each(&|r| Some(Fact::Text(r.setup.engine.clone())))),
+        item(
+            "engine",
+            "setup",
+            each(&|r| Some(Fact::Text(r.setup.engine.clone()))),
+        ),
         item("version", "setup", each(&|r| text(&r.setup.version))),
         item("model", "setup", each(&|r| text(&r.setup.model))),
-        item("kv_pool_tokens", "setup", each(&|r| exact(r.setup.kv_pool_tokens))),
+        item(
+            "kv_pool_tokens",
+            "setup",
+            each(&|r| exact(r.setup.kv_pool_tokens)),
+        ),
         item("kv_blocks", "setup", each(&|r| exact(r.setup.kv_blocks))),
         item("block_size", "setup", each(&|r| exact(r.setup.block_size))),
-        item("attention_backend", "setup", each(&|r| text(&r.setup.attention_backend))),
+        item(
+            "attention_backend",
+            "setup",
+            each(&|r| text(&r.setup.attention_backend)),
+        ),
         item("kv_dtype", "setup", each(&|r| text(&r.setup.kv_dtype))),
-        item("max_model_len", "setup", each(&|r| exact(r.setup.max_model_len))),
-        item("running_cap", "setup", each(&|r| exact(r.setup.running_cap))),
+        item(
+            "max_model_len",
+            "setup",
+            each(&|r| exact(r.setup.max_model_len)),
+        ),
+        item(
+            "running_cap",
+            "setup",
+            each(&|r| exact(r.setup.running_cap)),
+        ),
         item("gpu", "setup", each(&|r| text(&r.setup.gpu))),
         item("tool", "load", each(&|r| text(&r.load.tool))),
-        item("requested_concurrency", "load", each(&|r| exact(r.load.requested_concurrency))),
+        item(
+            "requested_concurrency",
+            "load",
+            each(&|r| exact(r.load.requested_concurrency)),
+        ),
         item(
             "request_rate",
             "load",
@@ -333,8 +357,16 @@ fn gate_items(runs: &[&RunProfile]) -> Vec<Item> {
                 })
             }),
         ),
-        item("input_tokens", "load", each(&|r| length(r.load.input_tokens))),
-        item("output_tokens", "load", each(&|r| length(r.load.output_tokens))),
+        item(
+            "input_tokens",
+            "load",
+            each(&|r| length(r.load.input_tokens)),
+        ),
+        item(
+            "output_tokens",
+            "load",
+            each(&|r| length(r.load.output_tokens)),
+        ),
     ]
 }
 
@@ -462,14 +494,13 @@ fn run_items(runs: &[&RunProfile]) -> Vec<Item> {
         ),
         shown(
             "prefix_cache",
-            shares.iter().map(|s| s.map(|s| fmt::percent(s, 1))).collect(),
+            shares
+                .iter()
+                .map(|s| s.map(|s| fmt::percent(s, 1)))
+                .collect(),
             spread(&shares, 0.0, 0.01),
         ),
-        shown(
-            "failures",
-            failed_shown,
-            spread(&failures, 0.0, 0.5),
-        ),
+        shown("failures", failed_shown, spread(&failures, 0.0, 0.5)),
         shown(
             "warmup",
             warm_shown,
@@ -482,7 +513,11 @@ fn run_items(runs: &[&RunProfile]) -> Vec<Item> {
             spread(&requests, 0.0, 0.5),
         ),
         shown("benchmark", benchmark.clone(), differ_text(&benchmark)),
-        shown("tripwires", failed_tripwires.clone(), differ_text(&failed_tripwires)),
+        shown(
+            "tripwires",
+            failed_tripwires.clone(),
+            differ_text(&failed_tripwires),
+        ),
     ]
 }
 
@@ -540,9 +575,11 @@ fn moved(sides: &[Side]) -> Vec<Moved> {
                 Better::Higher => change < 0.0,
                 Better::Lower => change > 0.0,
             });
-            let noise = base.noise.into_iter().chain(figure.noise).fold(None, |a: Option<f64>, n| {
-                Some(a.map_or(n, |a| a.max(n)))
-            });
+            let noise = base
+                .noise
+                .into_iter()
+                .chain(figure.noise)
+                .fold(None, |a: Option<f64>, n| Some(a.map_or(n, |a| a.max(n))));
             figure.within_noise = noise.map(|n| change.abs() <= n);
         }
         out.push(Moved {
@@ -557,15 +594,14 @@ fn moved(sides: &[Side]) -> Vec<Moved> {
     out
 }
 
-/// Compares the sides: the first is the baseline. `strict` makes an item no run
-/// records a reason to say cannot tell.
-pub fn compare(sides: &[Side], strict: bool) -> Comparison {
-    let runs: Vec<&RunProfile> = sides.iter().flat_map(|s| s.runs.iter()).collect();
-    let items = gate_items(&runs);
+/// The verdict on a set of gate items: not comparable when one differs, cannot tell when
+/// one is recorded by some runs only (or, essential or under `strict`, by none); the
+/// reasons, and the items no run records.
+pub fn assess(items: &[Item], strict: bool) -> (Verdict, Vec<String>, Vec<String>) {
     let mut not_comparable = Vec::new();
     let mut cannot_tell = Vec::new();
     let mut reservations = Vec::new();
-    for item in &items {
+    for item in items {
         let values = || {
             item.values
                 .iter()
@@ -583,18 +619,32 @@ pub fn compare(sides: &[Side], strict: bool) -> Comparison {
                 item.words,
                 values()
             )),
-            ItemState::NotRecorded if ESSENTIAL.contains(&item.key) || strict => cannot_tell
-                .push(format!("no run records the {}", item.words)),
+            ItemState::NotRecorded if ESSENTIAL.contains(&item.key) || strict => {
+                cannot_tell.push(format!("no run records the {}", item.words));
+            }
             ItemState::NotRecorded => reservations.push(item.words.to_owned()),
         }
     }
-    let (verdict, reasons) = if !not_comparable.is_empty() {
-        (Verdict::NotComparable, not_comparable)
+    if !not_comparable.is_empty() {
+        (Verdict::NotComparable, not_comparable, reservations)
     } else if !cannot_tell.is_empty() {
-        (Verdict::CannotTell, cannot_tell)
+        (Verdict::CannotTell, cannot_tell, reservations)
     } else {
-        (Verdict::Comparable, Vec::new())
-    };
+        (Verdict::Comparable, Vec::new(), reservations)
+    }
+}
+
+/// The gate items (setup and load) of runs, in order.
+pub fn setup_and_load(runs: &[&RunProfile]) -> Vec<Item> {
+    gate_items(runs)
+}
+
+/// Compares the sides: the first is the baseline. `strict` makes an item no run
+/// records a reason to say cannot tell.
+pub fn compare(sides: &[Side], strict: bool) -> Comparison {
+    let runs: Vec<&RunProfile> = sides.iter().flat_map(|s| s.runs.iter()).collect();
+    let items = gate_items(&runs);
+    let (verdict, reasons, reservations) = assess(&items, strict);
     Comparison {
         schema: COMPARE_SCHEMA,
         verdict,
@@ -717,7 +767,12 @@ pub fn terminal_text(c: &Comparison) -> String {
             if s.runs.len() == 1 {
                 format!("{} = {}", s.label, s.runs[0])
             } else {
-                format!("{} = {} ({} runs)", s.label, s.runs.join(", "), s.runs.len())
+                format!(
+                    "{} = {} ({} runs)",
+                    s.label,
+                    s.runs.join(", "),
+                    s.runs.len()
+                )
             }
         })
         .collect();
@@ -749,7 +804,11 @@ pub fn terminal_text(c: &Comparison) -> String {
                     Some(f) => {
                         let mut s = format!("{} {}", side.label, figure_value(f.mean, m.unit));
                         if let Some(noise) = f.noise {
-                            s.push_str(&format!(" (±{} over {} runs)", fmt::percent(noise / 2.0, 1), f.runs));
+                            s.push_str(&format!(
+                                " (±{} over {} runs)",
+                                fmt::percent(noise / 2.0, 1),
+                                f.runs
+                            ));
                         }
                         if let Some(change) = f.change {
                             let word = match (f.worse, f.within_noise) {
@@ -774,10 +833,7 @@ pub fn terminal_text(c: &Comparison) -> String {
         Verdict::Comparable => {
             out.push_str("comparable");
             if !c.reservations.is_empty() {
-                out.push_str(&format!(
-                    " (no run records: {})",
-                    c.reservations.join(", ")
-                ));
+                out.push_str(&format!(" (no run records: {})", c.reservations.join(", ")));
             }
             out.push('\n');
         }
@@ -805,7 +861,7 @@ pub fn terminal_text(c: &Comparison) -> String {
 
 fn item_lines(out: &mut String, c: &Comparison, item: &Item) {
     out.push_str(&format!(
-        "  {:<12} {:<28} {}\n",
+        "  {:<12} {:<36} {}\n",
         item.state.label(),
         item.words,
         by_side(c, &item.values)
@@ -934,7 +990,11 @@ mod tests {
             ],
             false,
         );
-        let t = c.moved.iter().find(|m| m.key == "output_throughput").unwrap();
+        let t = c
+            .moved
+            .iter()
+            .find(|m| m.key == "output_throughput")
+            .unwrap();
         let a = t.sides[0].as_ref().unwrap();
         assert_eq!(a.mean, 315.0);
         assert!((a.noise.unwrap() - 30.0 / 315.0).abs() < 1e-12);

@@ -11,19 +11,22 @@
 pub mod advice;
 pub mod catalogue;
 pub mod checks;
-pub mod compare;
 pub mod client;
+pub mod compare;
 pub mod contract;
 pub mod crosscheck;
 pub mod engine;
 pub mod fmt;
 pub mod insights;
+pub mod junit;
 pub mod metrics;
 pub mod model;
 pub mod profile;
 pub mod requests;
 pub mod run;
+pub mod schema;
 pub mod status;
+pub mod sweep;
 #[cfg(test)]
 mod testing;
 

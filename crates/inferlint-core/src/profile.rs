@@ -348,17 +348,24 @@ fn figures(run: &Run, results: &[CheckResult], bench: Option<&ClientAccount>) ->
         Some(b) => {
             let completed: Vec<_> = b.requests.iter().filter(|r| r.completed()).collect();
             let ttft = sorted(completed.iter().filter_map(|r| r.ttft_s).map(|s| s * 1e3));
-            let e2e = sorted(completed.iter().filter_map(|r| r.latency_s).map(|s| s * 1e3));
+            let e2e = sorted(
+                completed
+                    .iter()
+                    .filter_map(|r| r.latency_s)
+                    .map(|s| s * 1e3),
+            );
             let tpot = sorted(completed.iter().filter_map(|r| {
                 let out = r.output_tokens.or(r.server_output_tokens)?;
                 let generating = r.latency_s? - r.ttft_s?;
                 (out > 1).then(|| generating * 1e3 / (out - 1) as f64)
             }));
             let itl = sorted(b.inter_token_ms.iter().map(|&g| f64::from(g)));
-            let throughput = b.output_throughput.or_else(|| match (b.total_output_tokens, b.duration) {
-                (Some(t), Some(d)) if d > 0.0 => Some(t as f64 / d),
-                _ => None,
-            });
+            let throughput =
+                b.output_throughput
+                    .or_else(|| match (b.total_output_tokens, b.duration) {
+                        (Some(t), Some(d)) if d > 0.0 => Some(t as f64 / d),
+                        _ => None,
+                    });
             push("output_throughput", throughput, SUMMARY);
             let request_rate = match (b.completed, b.duration) {
                 (Some(c), Some(d)) if d > 0.0 => Some(c as f64 / d),

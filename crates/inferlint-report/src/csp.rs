@@ -18,6 +18,15 @@ pub fn policy(style: &str, script: &str) -> String {
     )
 }
 
+/// The policy for a page with the one style sheet `style` and no script at all.
+pub fn policy_without_script(style: &str) -> String {
+    format!(
+        "default-src 'none'; style-src '{}'; script-src 'none'; img-src data:; \
+         base-uri 'none'; form-action 'none'",
+        source_hash(style)
+    )
+}
+
 /// The CSP source expression for inline content: `sha256-` and the base64 digest.
 pub fn source_hash(content: &str) -> String {
     format!("sha256-{}", base64(&sha256(content.as_bytes())))

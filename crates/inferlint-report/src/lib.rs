@@ -15,12 +15,15 @@
 //! without its script; the script adds the read-outs, the replay and the theme switch.
 
 mod charts;
+pub mod compare;
 mod csp;
 pub mod data;
+mod page;
 mod replay;
 mod requests;
 mod sections;
 mod svg;
+pub mod sweep;
 pub mod timeline;
 mod words;
 
@@ -30,7 +33,7 @@ use inferlint_core::{CheckResult, Status, Tripwire};
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 use serde_json::Value;
 
-pub use csp::{policy, source_hash};
+pub use csp::{policy, policy_without_script, source_hash};
 pub use timeline::{Timeline, TimelineBuilder, TimelineSetup};
 
 /// The page's style sheet (ours, constant).

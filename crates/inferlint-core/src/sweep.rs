@@ -1,0 +1,517 @@
+//! A sweep: runs of one setup at rising concurrency (or rate), read together.
+//!
+//! Three places are found. Where the concurrency the server reached stops following the
+//! one asked for (T8's rule: the most it ran at once, below the asked number; with a rate,
+//! requests finished per second below the asked rate). Where preemption starts (T1's
+//! count). And the knee of throughput against latency: each step from one run to the next
+//! is scored by its elasticity, `ln(throughput ratio) / ln(load ratio)`: 1 when
+//! throughput grows as fast as the load, 0 when it does not grow at all and the extra
+//! load only waits. The knee is the last run before the first step whose elasticity falls
+//! below one half: past it, doubling the load buys less than 1.41 times the throughput and
+//! the rest goes into latency. That is Little's law read backwards: in a closed loop,
+//! concurrency = throughput x latency, so what throughput does not take, latency does.
+//!
+//! The runs must be of one setup: the comparability gate of `compare` on every item but
+//! the swept one.
+
+use serde::Serialize;
+
+use crate::compare::{self, Item, Verdict};
+use crate::fmt;
+use crate::profile::RunProfile;
+
+/// The version of `sweep --json`'s shape.
+pub const SWEEP_SCHEMA: &str = "inferlint.sweep/1";
+
+/// Below this elasticity a step is past the knee.
+pub const KNEE_ELASTICITY: f64 = 0.5;
+
+/// With a rate, the load is followed while requests finish at this share of it.
+const RATE_FOLLOWED: f64 = 0.95;
+
+/// What the sweep raises from one run to the next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Axis {
+    Concurrency,
+    Rate,
+}
+
+impl Axis {
+    pub fn words(self) -> &'static str {
+        match self {
+            Axis::Concurrency => "concurrency asked",
+            Axis::Rate => "request rate asked (req/s)",
+        }
+    }
+}
+
+/// One run of the sweep.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Point {
+    pub label: String,
+    /// The concurrency or rate asked for.
+    pub asked: Option<f64>,
+    pub peak_running: Option<f64>,
+    pub mean_running: Option<f64>,
+    /// Requests finished per second, as the load tool timed them.
+    pub request_throughput: Option<f64>,
+    pub preemptions: Option<f64>,
+    pub output_throughput: Option<f64>,
+    /// Where the throughput comes from.
+    pub throughput_source: Option<&'static str>,
+    /// The latency plotted against throughput: TTFT p50, else the mean.
+    pub ttft_ms: Option<f64>,
+    pub tpot_ms: Option<f64>,
+    /// Whether the server followed the load asked for; `None` when it cannot be told.
+    pub follows: Option<bool>,
+    /// The elasticity of the step from the previous run to this one.
+    pub elasticity: Option<f64>,
+    /// Each tripwire's status word, in the order the checks ran.
+    pub verdicts: Vec<(String, String)>,
+}
+
+/// What the sweep says, and its exit status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// One setup, every run's load known: the places are what they are.
+    Found,
+    /// The runs differ in more than the swept load.
+    NotOneSetup,
+    /// A run's load or setup cannot be told.
+    CannotTell,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Sweep {
+    pub schema: &'static str,
+    pub axis: Option<Axis>,
+    /// In rising order of the load asked for.
+    pub points: Vec<Point>,
+    /// The gate on everything but the swept load.
+    pub setup: Vec<Item>,
+    pub one_setup: Verdict,
+    pub reasons: Vec<String>,
+    /// The first run the server did not follow.
+    pub stops_following: Option<String>,
+    /// The first run with a preemption.
+    pub preemption_starts: Option<String>,
+    /// The last run before throughput stopped growing with the load.
+    pub knee: Option<String>,
+    /// The findings in words.
+    pub findings: Vec<String>,
+    pub outcome: Outcome,
+}
+
+fn asked(run: &RunProfile, axis: Axis) -> Option<f64> {
+    match axis {
+        Axis::Concurrency => run.load.requested_concurrency.map(|c| c as f64),
+        Axis::Rate => run.load.request_rate,
+    }
+}
+
+fn figure(run: &RunProfile, key: &str) -> Option<f64> {
+    run.figures.get(key).map(|f| f.value)
+}
+
+fn follows(run: &RunProfile, axis: Axis, asked: Option<f64>) -> Option<bool> {
+    let asked = asked?;
+    match axis {
+        Axis::Concurrency => {
+            // T8 says Can't tell when the gauge lags (TensorRT-LLM): so does the sweep.
+            if run.verdict(crate::Tripwire::T8) == Some(crate::Status::Unknown) {
+                return None;
+            }
+            Some(run.happened.peak_running? >= asked)
+        }
+        Axis::Rate => Some(figure(run, "request_throughput")? >= RATE_FOLLOWED * asked),
+    }
+}
+
+fn verdict_words(point: &Point) -> String {
+    let of = |word: &str| -> Vec<&str> {
+        point
+            .verdicts
+            .iter()
+            .filter(|(_, s)| s == word)
+            .map(|(t, _)| t.as_str())
+            .collect()
+    };
+    let mut parts = Vec::new();
+    for (word, label) in [
+        ("fail", "failed"),
+        ("warn", "warn"),
+        ("unknown", "can't tell"),
+    ] {
+        let ids = of(word);
+        if !ids.is_empty() {
+            parts.push(format!("{label} {}", ids.join(" ")));
+        }
+    }
+    let passed = of("pass").len();
+    parts.push(format!("{passed} pass"));
+    parts.join("; ")
+}
+
+/// Reads the runs as one sweep.
+pub fn sweep(runs: Vec<RunProfile>, strict: bool) -> Sweep {
+    let by_concurrency = runs.iter().all(|r| r.load.requested_concurrency.is_some());
+    let by_rate = runs.iter().all(|r| r.load.request_rate.is_some());
+    let axis = if by_concurrency {
+        Some(Axis::Concurrency)
+    } else if by_rate {
+        Some(Axis::Rate)
+    } else {
+        None
+    };
+    let mut runs = runs;
+    if let Some(axis) = axis {
+        runs.sort_by(|a, b| {
+            asked(a, axis)
+                .unwrap_or(0.0)
+                .total_cmp(&asked(b, axis).unwrap_or(0.0))
+        });
+    }
+    let refs: Vec<&RunProfile> = runs.iter().collect();
+    let swept = match axis {
+        Some(Axis::Rate) => "request_rate",
+        _ => "requested_concurrency",
+    };
+    let setup: Vec<Item> = compare::setup_and_load(&refs)
+        .into_iter()
+        // The swept load differs by design; so does a rate left unsaid in a
+        // concurrency sweep.
+        .filter(|i| i.key != swept && !(i.key == "request_rate" && axis == Some(Axis::Concurrency)))
+        .collect();
+    let (mut one_setup, mut reasons, _) = compare::assess(&setup, strict);
+    if axis.is_none() {
+        one_setup = Verdict::CannotTell;
+        reasons.push(
+            "not every run says the concurrency asked for (give the load tool's result file), nor the rate"
+                .to_owned(),
+        );
+    }
+
+    let mut points: Vec<Point> = runs
+        .iter()
+        .map(|r| {
+            let asked = axis.and_then(|a| asked(r, a));
+            let throughput = r.figures.get("output_throughput");
+            Point {
+                label: r.label.clone(),
+                asked,
+                peak_running: r.happened.peak_running,
+                mean_running: r.happened.mean_running,
+                request_throughput: figure(r, "request_throughput"),
+                preemptions: r.happened.preemptions,
+                output_throughput: throughput.map(|f| f.value),
+                throughput_source: throughput.map(|f| f.source),
+                ttft_ms: figure(r, "ttft_p50_ms").or_else(|| figure(r, "ttft_mean_ms")),
+                tpot_ms: figure(r, "tpot_p50_ms").or_else(|| figure(r, "tpot_mean_ms")),
+                follows: axis.and_then(|a| follows(r, a, asked)),
+                elasticity: None,
+                verdicts: r.verdicts.clone(),
+            }
+        })
+        .collect();
+    // One source of throughput for every run, or no knee: a server count against a load
+    // tool's is not a step of the curve.
+    let one_source = points
+        .windows(2)
+        .all(|w| w[0].throughput_source == w[1].throughput_source);
+    for i in 1..points.len() {
+        let (prev, this) = (&points[i - 1], &points[i]);
+        let e = match (
+            prev.asked,
+            this.asked,
+            prev.output_throughput,
+            this.output_throughput,
+        ) {
+            (Some(x0), Some(x1), Some(t0), Some(t1))
+                if x1 > x0 && t0 > 0.0 && t1 > 0.0 && one_source =>
+            {
+                Some((t1 / t0).ln() / (x1 / x0).ln())
+            }
+            _ => None,
+        };
+        points[i].elasticity = e;
+    }
+
+    let mut findings = Vec::new();
+    let axis_words = axis.map_or("load", Axis::words);
+    let at = |p: &Point| p.asked.map_or_else(|| p.label.clone(), fmt::g);
+
+    let stops_following = points.iter().position(|p| p.follows == Some(false));
+    let unknown_follow = points.iter().any(|p| p.follows.is_none());
+    match stops_following {
+        Some(i) => {
+            let p = &points[i];
+            let ran = match axis {
+                Some(Axis::Rate) => format!(
+                    "requests finished at {} per second",
+                    p.request_throughput.map_or("?".into(), |r| format!("{r:.2}"))
+                ),
+                _ => format!(
+                    "the server ran at most {} at once",
+                    p.peak_running.map_or("?".into(), fmt::g)
+                ),
+            };
+            let followed = if i == 0 {
+                "the server never followed the load asked for".to_owned()
+            } else {
+                format!("the server followed the load up to {}", at(&points[i - 1]))
+            };
+            findings.push(format!("{followed}; at {} asked, {ran}", at(p)));
+        }
+        None if unknown_follow => findings.push(
+            "whether the server followed the load cannot be told for every run (no recording, or a gauge that moves only when a request completes)".into(),
+        ),
+        None => findings.push(format!(
+            "the server followed the load at every {axis_words} up to {}",
+            points.last().map_or(String::new(), at)
+        )),
+    }
+
+    let preemption_starts = points
+        .iter()
+        .position(|p| p.preemptions.is_some_and(|n| n > 0.0));
+    match preemption_starts {
+        Some(i) => findings.push(format!(
+            "preemption starts at {}: {} preemption{}{}",
+            at(&points[i]),
+            fmt::g(points[i].preemptions.unwrap_or(0.0)),
+            fmt::plural(points[i].preemptions.unwrap_or(0.0)),
+            if i > 0 {
+                format!(", none up to {}", at(&points[i - 1]))
+            } else {
+                String::new()
+            }
+        )),
+        None if points.iter().all(|p| p.preemptions.is_some()) => {
+            findings.push("no run preempted".into())
+        }
+        None => findings
+            .push("preemption cannot be told for every run (it needs both snapshots)".into()),
+    }
+
+    let first_flat = points
+        .iter()
+        .position(|p| p.elasticity.is_some_and(|e| e < KNEE_ELASTICITY));
+    let all_steps = points.iter().skip(1).all(|p| p.elasticity.is_some());
+    let knee = match first_flat {
+        Some(i) => {
+            let (k, p) = (&points[i - 1], &points[i]);
+            let mut text = format!(
+                "knee at {}: from {} to {} asked, throughput grew {:.2}x for {:.2}x the load (elasticity {:.2})",
+                at(k),
+                at(k),
+                at(p),
+                p.output_throughput.unwrap_or(0.0) / k.output_throughput.unwrap_or(1.0),
+                p.asked.unwrap_or(0.0) / k.asked.unwrap_or(1.0),
+                p.elasticity.unwrap_or(0.0)
+            );
+            if let (Some(l0), Some(l1)) = (k.ttft_ms, p.ttft_ms) {
+                if l0 > 0.0 {
+                    text.push_str(&format!(" while TTFT grew {:.1}x", l1 / l0));
+                }
+            }
+            findings.push(text);
+            Some(i - 1)
+        }
+        None if all_steps && points.len() >= 2 => {
+            findings.push(format!(
+                "no knee within the sweep: throughput still grew with the load at {}",
+                points.last().map_or(String::new(), at)
+            ));
+            None
+        }
+        None => {
+            findings.push(
+                "the knee cannot be told: not every run has its throughput from one source (the load tool's result file)".into(),
+            );
+            None
+        }
+    };
+
+    let outcome = match one_setup {
+        Verdict::Comparable => Outcome::Found,
+        Verdict::NotComparable => Outcome::NotOneSetup,
+        Verdict::CannotTell => Outcome::CannotTell,
+    };
+    Sweep {
+        schema: SWEEP_SCHEMA,
+        axis,
+        stops_following: stops_following.map(|i| points[i].label.clone()),
+        preemption_starts: preemption_starts.map(|i| points[i].label.clone()),
+        knee: knee.map(|i| points[i].label.clone()),
+        points,
+        setup,
+        one_setup,
+        reasons,
+        findings,
+        outcome,
+    }
+}
+
+/// The exit status's outcome.
+pub fn exit_word(s: &Sweep) -> Outcome {
+    s.outcome
+}
+
+fn cell(v: Option<f64>, decimals: usize) -> String {
+    v.map_or_else(|| "-".to_owned(), |v| format!("{v:.decimals$}"))
+}
+
+/// The sweep as terminal lines: one row per run, then the findings.
+pub fn terminal_text(s: &Sweep) -> String {
+    let mut out = String::new();
+    let first = s.points.first();
+    let what = first.map_or(String::new(), |p| p.label.clone());
+    out.push_str(&format!(
+        "sweep: {} runs by {} (first: {what})\n",
+        s.points.len(),
+        s.axis.map_or("an unknown load", Axis::words)
+    ));
+    out.push_str(&format!(
+        "  {:>8}  {:>14}  {:>11}  {:>12}  {:>10}  {:>10}  {}\n",
+        "asked",
+        "ran (peak/avg)",
+        "preemptions",
+        "output tok/s",
+        "TTFT ms",
+        "elasticity",
+        "verdicts"
+    ));
+    for p in &s.points {
+        let ran = match (p.peak_running, p.mean_running) {
+            (Some(peak), Some(mean)) => format!("{}/{mean:.1}", fmt::g(peak)),
+            (Some(peak), None) => fmt::g(peak),
+            _ => "-".to_owned(),
+        };
+        let marks = [
+            (s.knee.as_deref() == Some(p.label.as_str()), "knee"),
+            (
+                s.stops_following.as_deref() == Some(p.label.as_str()),
+                "not followed",
+            ),
+            (
+                s.preemption_starts.as_deref() == Some(p.label.as_str()),
+                "preemption starts",
+            ),
+        ];
+        let marks: Vec<&str> = marks.iter().filter(|(m, _)| *m).map(|(_, w)| *w).collect();
+        out.push_str(&format!(
+            "  {:>8}  {:>14}  {:>11}  {:>12}  {:>10}  {:>10}  {}{}\n",
+            p.asked.map_or("-".into(), fmt::g),
+            ran,
+            p.preemptions.map_or("-".into(), fmt::g),
+            cell(p.output_throughput, 1),
+            cell(p.ttft_ms, 1),
+            cell(p.elasticity, 2),
+            verdict_words(p),
+            if marks.is_empty() {
+                String::new()
+            } else {
+                format!("  <- {}", marks.join(", "))
+            }
+        ));
+    }
+    for f in &s.findings {
+        out.push_str(&format!("- {f}\n"));
+    }
+    match s.one_setup {
+        Verdict::Comparable => {
+            out.push_str("one setup: every run has the same setup and load but the swept one\n")
+        }
+        Verdict::NotComparable => {
+            out.push_str(&format!("not one setup: {}\n", s.reasons.join("; ")))
+        }
+        Verdict::CannotTell => out.push_str(&format!(
+            "cannot tell whether these runs are one setup: {}\n",
+            s.reasons.join("; ")
+        )),
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::{Figure, Figures, Happened, LoadShape, Setup};
+
+    fn run(c: u64, peak: f64, preemptions: f64, tput: f64, ttft: f64) -> RunProfile {
+        RunProfile {
+            label: format!("c{c}"),
+            setup: Setup {
+                engine: "vLLM".into(),
+                model: Some("m".into()),
+                kv_pool_tokens: Some(1000),
+                ..Setup::default()
+            },
+            load: LoadShape {
+                requested_concurrency: Some(c),
+                ..LoadShape::default()
+            },
+            happened: Happened {
+                peak_running: Some(peak),
+                preemptions: Some(preemptions),
+                ..Happened::default()
+            },
+            figures: Figures(vec![
+                Figure {
+                    key: "output_throughput",
+                    value: tput,
+                    source: "s",
+                },
+                Figure {
+                    key: "ttft_p50_ms",
+                    value: ttft,
+                    source: "s",
+                },
+            ]),
+            verdicts: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_three_places_are_found_in_any_order_given() {
+        let s = sweep(
+            vec![
+                run(32, 10.0, 40.0, 330.0, 9000.0),
+                run(4, 4.0, 0.0, 190.0, 100.0),
+                run(16, 10.0, 20.0, 325.0, 3000.0),
+                run(8, 8.0, 4.0, 320.0, 150.0),
+            ],
+            false,
+        );
+        assert_eq!(s.outcome, Outcome::Found);
+        let labels: Vec<&str> = s.points.iter().map(|p| p.label.as_str()).collect();
+        assert_eq!(labels, ["c4", "c8", "c16", "c32"]);
+        assert_eq!(s.knee.as_deref(), Some("c8"));
+        assert_eq!(s.stops_following.as_deref(), Some("c16"));
+        assert_eq!(s.preemption_starts.as_deref(), Some("c8"));
+    }
+
+    #[test]
+    fn throughput_that_keeps_growing_has_no_knee() {
+        let s = sweep(
+            vec![run(4, 4.0, 0.0, 100.0, 10.0), run(8, 8.0, 0.0, 195.0, 11.0)],
+            false,
+        );
+        assert_eq!(s.knee, None);
+        assert!(
+            s.findings.iter().any(|f| f.starts_with("no knee")),
+            "{:?}",
+            s.findings
+        );
+    }
+
+    #[test]
+    fn runs_of_two_setups_are_not_one_sweep() {
+        let mut other = run(8, 8.0, 0.0, 195.0, 11.0);
+        other.setup.kv_pool_tokens = Some(2000);
+        let s = sweep(vec![run(4, 4.0, 0.0, 100.0, 10.0), other], false);
+        assert_eq!(s.outcome, Outcome::NotOneSetup);
+    }
+}
