@@ -1,6 +1,7 @@
 //! Project chores: `cargo xtask docs` regenerates docs/tripwires.md from the catalogue,
 //! `cargo xtask demo` regenerates the synthetic demo run in fixtures/demo,
-//! `cargo xtask regen-fixtures` the simulated run folders in fixtures/sim,
+//! `cargo xtask regen-fixtures` the simulated run folders in fixtures/sim and the sweep in
+//! fixtures/sweep, `cargo xtask man` the man pages in docs/man,
 //! `cargo xtask variants` the format variants of the recordings in fixtures/variants, and
 //! `cargo xtask bigseries OUT` builds the day-long series the benchmark reads.
 //!
@@ -9,6 +10,7 @@
 
 mod bigseries;
 mod demo;
+mod man;
 mod regen;
 mod variants;
 
@@ -27,6 +29,7 @@ fn main() -> Result<()> {
             Ok(())
         }
         Some("regen-fixtures") => regen::run(&root(), args.get(1).is_some_and(|a| a == "--check")),
+        Some("man") => man::run(&root(), args.get(1).is_some_and(|a| a == "--check")),
         Some("variants") => variants::run(&root(), args.get(1).is_some_and(|a| a == "--check")),
         Some("bigseries") => {
             let force = args.iter().any(|a| a == "--force");
@@ -44,7 +47,7 @@ fn main() -> Result<()> {
                 .unwrap_or(345_600);
             bigseries::build(&source, Path::new(out), samples, force)
         }
-        _ => bail!("usage: cargo xtask docs | demo | regen-fixtures [--check] | variants [--check] | bigseries OUT [SOURCE] [SAMPLES] [--force]"),
+        _ => bail!("usage: cargo xtask docs | demo | regen-fixtures [--check] | man [--check] | variants [--check] | bigseries OUT [SOURCE] [SAMPLES] [--force]"),
     }
 }
 
@@ -107,6 +110,11 @@ mod tests {
     #[test]
     fn tripwire_docs_are_fresh() {
         ensure_fresh(&root().join("docs/tripwires.md"), &docs(), "docs");
+    }
+
+    #[test]
+    fn man_pages_are_fresh() {
+        man::run(&root(), true).unwrap();
     }
 
     #[test]

@@ -15,3 +15,4 @@ pub mod load;
 pub mod runfolder;
 pub mod sched;
 pub mod server;
+pub mod sweep;
