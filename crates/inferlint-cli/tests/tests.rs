@@ -10,6 +10,8 @@ mod bad_input;
 mod cli_surface;
 /// Running the binary, finding the recordings, comparing results.
 mod common;
+/// compare, sweep and the --baseline gate.
+mod compare;
 /// The demo run that ships in fixtures/, as the README runs it.
 mod demo;
 /// One test per case in the established tool's expected verdicts (spec/expected).
@@ -24,6 +26,8 @@ mod ledger;
 mod missing_input;
 /// Minimal edits of real recordings that make each check fire.
 mod mutations;
+/// --junit, schema, completions and colour.
+mod pipelines;
 /// The format variants of the recordings in fixtures/variants, each with its verdicts.
 mod variants;
 /// Writers never replace an input or an earlier result.

@@ -1,0 +1,391 @@
+//! `compare`, `sweep` and the `--baseline` gate, as a user runs them.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::common::{copy_tree, fixtures, inferlint, no_panic, recorded, stderr, stdout};
+
+fn json(o: &std::process::Output) -> Value {
+    serde_json::from_str(&stdout(o))
+        .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}\nstderr:\n{}", stdout(o), stderr(o)))
+}
+
+/// A copy of a fixture run, without an earlier report.
+fn copy_of(from: &Path, to: &Path) -> PathBuf {
+    copy_tree(from, to);
+    let _ = std::fs::remove_file(to.join("report.html"));
+    to.to_owned()
+}
+
+/// Scales a figure of a `vllm bench serve` result file (throughput down, latency up).
+fn scale_bench(run: &Path, key: &str, factor: f64) {
+    let path = run.join("bench.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let old = v[key].as_f64().unwrap();
+    v[key] = Value::from(old * factor);
+    std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+}
+
+fn item<'a>(c: &'a Value, key: &str) -> &'a Value {
+    c["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["key"] == key)
+        .unwrap_or_else(|| panic!("no item {key}"))
+}
+
+/// Done when: two recordings of different setups exit 1 with the differences named.
+#[test]
+fn recordings_of_different_setups_are_not_comparable_and_say_why() {
+    let Some(rec) = recorded() else { return };
+    let o = inferlint(&rec, &["compare", "vllm-0.28/xray", "vllm-0.30/live"]);
+    no_panic(&o);
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains("not comparable: engine version differs (0.28.0, 0.30.0); KV pool (tokens) differs (26,093, 29,127)"),
+        "{text}"
+    );
+    let o = inferlint(
+        &rec,
+        &["compare", "--json", "vllm-0.28/xray", "sglang-0.5/live"],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let c = json(&o);
+    assert_eq!(c["verdict"], "not_comparable");
+    assert_eq!(item(&c, "engine")["state"], "differs");
+    assert_eq!(
+        item(&c, "engine")["values"],
+        serde_json::json!(["vLLM", "SGLang"])
+    );
+    // SGLang's log does not say its version: one-sided, never "same".
+    assert_eq!(item(&c, "version")["state"], "one_sided");
+}
+
+/// Done when: a run and its copy exit 0, for every recorded run folder.
+#[test]
+fn every_recording_and_its_copy_are_comparable() {
+    let Some(rec) = recorded() else { return };
+    for run in [
+        "vllm-0.28/live",
+        "vllm-0.28/xray",
+        "vllm-0.30/live",
+        "sglang-0.5/live",
+        "sglang-0.5/capped",
+        "sglang-0.5/qwen3-8b",
+        "trtllm-1.3/qwen3-8b",
+        "trtllm-1.3/no-iter-stats",
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let copy = copy_of(&rec.join(run), &tmp.path().join("copy"));
+        let o = inferlint(&rec, &["compare", "--json", run, copy.to_str().unwrap()]);
+        no_panic(&o);
+        let c = json(&o);
+        assert_eq!(o.status.code(), Some(0), "{run}: {c:#}");
+        assert_eq!(c["verdict"], "comparable", "{run}");
+        for i in c["items"].as_array().unwrap() {
+            assert!(
+                ["same", "not_recorded"].contains(&i["state"].as_str().unwrap()),
+                "{run}: {i}"
+            );
+        }
+    }
+}
+
+#[test]
+fn fixture_runs_of_two_engines_are_not_comparable_and_a_copy_is() {
+    let sim = fixtures().join("sim");
+    let o = inferlint(&sim, &["compare", "vllm-hybrid", "sglang-capped"]);
+    no_panic(&o);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stdout(&o).contains("engine differs (vLLM, SGLang)"),
+        "{}",
+        stdout(&o)
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let copy = copy_of(&sim.join("vllm-hybrid"), &tmp.path().join("copy"));
+    let o = inferlint(&sim, &["compare", "vllm-hybrid", copy.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("\ncomparable (no run records: GPU"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+/// A fact one run records and the other does not is "cannot tell" (exit 2), never "same".
+#[test]
+fn a_fact_missing_on_one_side_is_cannot_tell() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = copy_of(&fixtures().join("sweep/c08"), &tmp.path().join("a"));
+    let b = copy_of(&fixtures().join("sweep/c08"), &tmp.path().join("b"));
+    std::fs::remove_file(b.join("boot.log")).unwrap();
+    let o = inferlint(tmp.path(), &["compare", "--json", "a", "b"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    let c = json(&o);
+    assert_eq!(c["verdict"], "cannot_tell");
+    assert_eq!(item(&c, "model")["state"], "one_sided");
+    assert_eq!(item(&c, "model")["values"][1], Value::Null);
+    let _ = a;
+}
+
+#[test]
+fn the_gate_fails_a_regression_past_the_margin_and_cannot_gate_other_setups() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_of(&fixtures().join("sweep/c08"), &tmp.path().join("base"));
+    let slower = copy_of(&fixtures().join("sweep/c08"), &tmp.path().join("slower"));
+    scale_bench(&slower, "output_throughput", 0.9);
+    let run = |args: &[&str]| inferlint(tmp.path(), args);
+    let o = run(&["compare", "base", "slower", "--max-regression", "5%"]);
+    no_panic(&o);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("gate: REGRESSION output throughput of B got worse by 10.0%"),
+        "{}",
+        stdout(&o)
+    );
+    let o = run(&[
+        "compare",
+        "--baseline",
+        "base",
+        "slower",
+        "--max-regression",
+        "12%",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    // Latency got worse: the gate reads the direction of each figure.
+    let later = copy_of(&fixtures().join("sweep/c08"), &tmp.path().join("later"));
+    scale_bench(&later, "p99_ttft_ms", 1.5);
+    let o = run(&["compare", "base", "later", "--max-regression", "5%"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stdout(&o).contains("TTFT p99 of B got worse by 50.0%"),
+        "{}",
+        stdout(&o)
+    );
+    // Another setup: cannot gate, exit 2.
+    let other = fixtures().join("sweep/c16");
+    let o = run(&[
+        "compare",
+        "base",
+        other.to_str().unwrap(),
+        "--max-regression",
+        "5%",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains(
+            "gate: cannot gate: the runs are not comparable: concurrency asked differs (8, 16)"
+        ),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn report_with_a_baseline_gates_the_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = copy_of(&fixtures().join("sweep/c04"), &tmp.path().join("base"));
+    let same = copy_of(&fixtures().join("sweep/c04"), &tmp.path().join("same"));
+    let o = inferlint(tmp.path(), &["report", "same", "--baseline", "base"]);
+    no_panic(&o);
+    // The run itself passes (a warning at most): the gate decides.
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("gate: no figure got worse by more than 5.0%"),
+        "{}",
+        stdout(&o)
+    );
+    scale_bench(&same, "output_throughput", 0.8);
+    let o = inferlint(
+        tmp.path(),
+        &[
+            "report",
+            "same",
+            "--baseline",
+            "base",
+            "--max-regression",
+            "10%",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    // --json keeps its array: the gate's words go to stderr.
+    let o = inferlint(
+        tmp.path(),
+        &["--json", "report", "same", "--baseline", "base"],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(serde_json::from_str::<Value>(&stdout(&o))
+        .unwrap()
+        .is_array());
+    assert!(stderr(&o).contains("gate: REGRESSION"), "{}", stderr(&o));
+    let o = inferlint(
+        tmp.path(),
+        &[
+            "report",
+            "same",
+            "--baseline",
+            fixtures().join("sim/sglang-capped").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(stdout(&o).contains("gate: cannot gate"), "{}", stdout(&o));
+    let _ = base;
+}
+
+/// A side given as a folder of repeats measures the run-to-run noise.
+#[test]
+fn repeats_per_side_give_the_noise() {
+    let tmp = tempfile::tempdir().unwrap();
+    let c08 = fixtures().join("sweep/c08");
+    for (name, factor) in [("a/r1", 0.97), ("a/r2", 1.03), ("b/r1", 1.01)] {
+        let run = copy_of(&c08, &tmp.path().join(name));
+        scale_bench(&run, "output_throughput", factor);
+    }
+    let o = inferlint(tmp.path(), &["compare", "--json", "a", "b"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let c = json(&o);
+    assert_eq!(c["sides"][0]["runs"].as_array().unwrap().len(), 2);
+    let throughput = c["moved"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["key"] == "output_throughput")
+        .unwrap();
+    let noise = throughput["sides"][0]["noise"].as_f64().unwrap();
+    assert!((noise - 0.06).abs() < 1e-6, "{noise}");
+    assert_eq!(throughput["sides"][1]["within_noise"], true);
+}
+
+/// Done when: the simulated sweep at 4, 8, 16 and 32 finds the knee the simulator put
+/// there, and the first preemption and shortfall.
+#[test]
+fn the_sweep_finds_the_places_the_simulator_put() {
+    let expected = inferlint_sim::sweep::expected();
+    let o = inferlint(&fixtures(), &["sweep", "--json", "sweep"]);
+    no_panic(&o);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let s = json(&o);
+    let label = |c: usize| format!("sweep/{}", inferlint_sim::sweep::folder(c));
+    assert_eq!(s["knee"], label(expected.knee).as_str());
+    assert_eq!(
+        s["preemption_starts"],
+        label(expected.preemption_starts).as_str()
+    );
+    assert_eq!(
+        s["stops_following"],
+        label(expected.stops_following).as_str()
+    );
+    assert_eq!(s["one_setup"], "comparable");
+    // One table: every run with its verdicts.
+    let o = inferlint(
+        &fixtures(),
+        &["sweep", "sweep/c32", "sweep/c04", "sweep/c16", "sweep/c08"],
+    );
+    let text = stdout(&o);
+    assert!(
+        text.contains(&format!("knee at {}", expected.knee)),
+        "{text}"
+    );
+    let rows: Vec<&str> = text.lines().filter(|l| l.contains(" pass")).collect();
+    assert_eq!(rows.len(), 4, "{text}");
+    assert!(rows[3].contains("failed T1 T8"), "{text}");
+}
+
+#[test]
+fn a_sweep_of_two_setups_says_so() {
+    let sim = fixtures().join("sim");
+    let o = inferlint(
+        &fixtures(),
+        &[
+            "sweep",
+            "sweep/c04",
+            sim.join("vllm-hybrid").to_str().unwrap(),
+        ],
+    );
+    no_panic(&o);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stdout(&o).contains("not one setup: "), "{}", stdout(&o));
+}
+
+/// The pages hold the findings, load nothing and run no script.
+#[test]
+fn the_pages_are_self_contained() {
+    let tmp = tempfile::tempdir().unwrap();
+    let page = tmp.path().join("c.html");
+    let o = inferlint(
+        &fixtures(),
+        &[
+            "compare",
+            "sim/vllm-hybrid",
+            "sim/sglang-capped",
+            "-o",
+            page.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let sweep_page = tmp.path().join("s.html");
+    let o2 = inferlint(
+        &fixtures(),
+        &["sweep", "sweep", "-o", sweep_page.to_str().unwrap()],
+    );
+    assert_eq!(o2.status.code(), Some(0), "{}", stderr(&o2));
+    for (path, must) in [
+        (&page, "engine differs (vLLM, SGLang)"),
+        (&sweep_page, "knee at 8"),
+    ] {
+        let html = std::fs::read_to_string(path).unwrap();
+        assert!(html.starts_with("<!DOCTYPE html>"));
+        assert!(
+            html.contains("script-src &#39;none&#39;") || html.contains("script-src 'none'"),
+            "{html}"
+        );
+        assert!(html.contains("default-src"));
+        assert!(!html.contains("<script"), "{}", path.display());
+        // Nothing is loaded: no address in a src or href (the SVG namespace of the
+        // inline favicon is a name, not a request).
+        for attr in ["src=\"http", "href=\"http", "url(http", "@import"] {
+            assert!(!html.contains(attr), "{}: {attr}", path.display());
+        }
+        assert!(html.contains(must), "{}", path.display());
+    }
+    assert!(std::fs::read_to_string(&sweep_page)
+        .unwrap()
+        .contains("<svg"));
+    // A second run replaces its own page; a foreign file needs --force.
+    let o = inferlint(
+        &fixtures(),
+        &["sweep", "sweep", "-o", sweep_page.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(0));
+    let foreign = tmp.path().join("notes.html");
+    std::fs::write(&foreign, "mine").unwrap();
+    let o = inferlint(
+        &fixtures(),
+        &["sweep", "sweep", "-o", foreign.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(std::fs::read_to_string(&foreign).unwrap(), "mine");
+}
+
+#[test]
+fn compare_refuses_what_is_not_two_runs() {
+    let o = inferlint(&fixtures(), &["compare", "sim/vllm-hybrid"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("give two runs or more"),
+        "{}",
+        stderr(&o)
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let o = inferlint(tmp.path(), &["compare", ".", "."]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).starts_with("inferlint: no run files in ."),
+        "{}",
+        stderr(&o)
+    );
+}
