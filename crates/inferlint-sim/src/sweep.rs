@@ -65,8 +65,7 @@ pub fn expected() -> Expected {
         started,
         knee: *CONCURRENCIES
             .iter()
-            .filter(|c| **c as u64 <= whole)
-            .last()
+            .rfind(|c| **c as u64 <= whole)
             .expect("the smallest load fits"),
         preemption_starts: first_above(whole),
         stops_following: first_above(started),
