@@ -221,10 +221,17 @@ pub struct CompareArgs {
     /// Fail (exit 1) when throughput or a latency figure got worse by more than this, e.g. 5%
     #[arg(long, value_name = "PCT", value_parser = margin)]
     pub max_regression: Option<f64>,
-    /// Write the comparison as an HTML page to FILE
+    #[command(flatten)]
+    pub page: PageArgs,
+}
+
+/// The HTML page `compare` and `sweep` write.
+#[derive(Debug, Args)]
+pub struct PageArgs {
+    /// Write an HTML page to FILE (an earlier page of ours is replaced)
     #[arg(short = 'o', long = "out", value_name = "FILE")]
     pub out: Option<PathBuf>,
-    /// Replace an existing FILE whatever wrote it
+    /// Replace an existing FILE whatever wrote it (never a file the runs are read from)
     #[arg(long)]
     pub force: bool,
     /// A title for the page
@@ -237,15 +244,8 @@ pub struct SweepArgs {
     /// Run folders of one setup at different loads, or one folder holding them
     #[arg(value_name = "DIR", required = true)]
     pub runs: Vec<PathBuf>,
-    /// Write the sweep as an HTML page (table and chart) to FILE
-    #[arg(short = 'o', long = "out", value_name = "FILE")]
-    pub out: Option<PathBuf>,
-    /// Replace an existing FILE whatever wrote it
-    #[arg(long)]
-    pub force: bool,
-    /// A title for the page
-    #[arg(long)]
-    pub title: Option<String>,
+    #[command(flatten)]
+    pub page: PageArgs,
 }
 
 #[derive(Debug, Args)]

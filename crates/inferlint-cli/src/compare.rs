@@ -198,10 +198,13 @@ pub(crate) fn compare_command(
         );
     }
     crate::junit::cases(inferlint_core::junit::comparison_cases(&comparison, strict));
-    if let Some(out) = &args.out {
-        let html =
-            inferlint_report::compare::render(&comparison, &generator(), args.title.as_deref());
-        write_page(out, &html, args.force, &inputs)?;
+    if let Some(out) = &args.page.out {
+        let html = inferlint_report::compare::render(
+            &comparison,
+            &generator(),
+            args.page.title.as_deref(),
+        );
+        write_page(out, &html, args.page.force, &inputs)?;
     }
     if json {
         let mut text = output::json_safe(inferlint_core::contract::to_indent1(&comparison));
@@ -209,7 +212,7 @@ pub(crate) fn compare_command(
         print(&text)?;
     } else {
         let mut text = compare::terminal_text(&comparison);
-        if let Some(out) = &args.out {
+        if let Some(out) = &args.page.out {
             text.push_str(&format!("-> {}\n", out.display()));
         }
         print(&text)?;
@@ -304,9 +307,10 @@ pub(crate) fn sweep_command(
         profiles.push(checked.profile);
     }
     let analysis = sweep::sweep(profiles, strict);
-    if let Some(out) = &args.out {
-        let html = inferlint_report::sweep::render(&analysis, &generator(), args.title.as_deref());
-        write_page(out, &html, args.force, &inputs)?;
+    if let Some(out) = &args.page.out {
+        let html =
+            inferlint_report::sweep::render(&analysis, &generator(), args.page.title.as_deref());
+        write_page(out, &html, args.page.force, &inputs)?;
     }
     if json {
         let mut text = output::json_safe(inferlint_core::contract::to_indent1(&analysis));
@@ -314,7 +318,7 @@ pub(crate) fn sweep_command(
         print(&text)?;
     } else {
         let mut text = sweep::terminal_text(&analysis);
-        if let Some(out) = &args.out {
+        if let Some(out) = &args.page.out {
             text.push_str(&format!("-> {}\n", out.display()));
         }
         print(&text)?;

@@ -6,39 +6,19 @@ use serde_json::Value;
 
 use crate::common::{fixtures, inferlint, inferlint_env, no_panic, recorded, stderr, stdout};
 
-/// Every run folder of the repository's fixtures.
-fn fixture_runs() -> Vec<PathBuf> {
-    let mut runs = Vec::new();
-    let mut walk = vec![fixtures()];
-    while let Some(dir) = walk.pop() {
+/// Every run folder under `root` (a folder holding a boot log or a recording), and every
+/// loose boot log (`boot*.log` beside other files).
+fn walk(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let (mut runs, mut logs) = (Vec::new(), Vec::new());
+    let mut folders = vec![root.to_owned()];
+    while let Some(dir) = folders.pop() {
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
             if path.is_dir() {
                 if path.join("boot.log").exists() || path.join("run.series.jsonl").exists() {
                     runs.push(path.clone());
                 }
-                walk.push(path);
-            }
-        }
-    }
-    runs.sort();
-    assert!(runs.len() > 30, "{runs:?}");
-    runs
-}
-
-/// Every run folder of the recordings, and every loose boot log.
-fn recorded_runs(rec: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
-    let mut runs = Vec::new();
-    let mut logs = Vec::new();
-    let mut walk = vec![rec.to_owned()];
-    while let Some(dir) = walk.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                if path.join("boot.log").exists() {
-                    runs.push(path.clone());
-                }
-                walk.push(path);
+                folders.push(path);
             } else if path.extension().is_some_and(|e| e == "log")
                 && path
                     .file_name()
@@ -51,6 +31,13 @@ fn recorded_runs(rec: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
     runs.sort();
     logs.sort();
     (runs, logs)
+}
+
+/// Every run folder of the repository's fixtures.
+fn fixture_runs() -> Vec<PathBuf> {
+    let runs = walk(&fixtures()).0;
+    assert!(runs.len() > 30, "{runs:?}");
+    runs
 }
 
 fn schema(name: &str) -> jsonschema::Validator {
@@ -98,7 +85,7 @@ fn the_schema_validates_report_json_of_every_fixture_and_recording() {
         assert_valid(&results, &run.display().to_string(), &o);
     }
     let Some(rec) = recorded() else { return };
-    let (runs, logs) = recorded_runs(&rec);
+    let (runs, logs) = walk(&rec);
     assert!(runs.len() >= 8, "{runs:?}");
     for run in runs {
         let o = report_json(tmp.path(), &run);
@@ -222,7 +209,7 @@ fn junit_holds_one_case_per_tripwire_and_reads_as_ci_reads_it() {
     let tmp = tempfile::tempdir().unwrap();
     let mut runs = fixture_runs();
     if let Some(rec) = recorded() {
-        runs.extend(recorded_runs(&rec).0);
+        runs.extend(walk(&rec).0);
     }
     for run in runs {
         let junit = tmp.path().join("junit.xml");
