@@ -89,6 +89,9 @@ pub fn teardown(
     let mut machine = machine("teardown")?;
     let outcome = teardown::teardown(&mut machine, &options, &mut streamed(json));
     if json {
+        // Its --json is a report of its own, not the results array: --junit still gets
+        // the results.
+        crate::junit::printed(&outcome.results);
         print(&output::json_safe(outcome.json()))?;
     } else {
         print(&output::results_text(&outcome.results, false))?;
