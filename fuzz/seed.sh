@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Seeds fuzz/corpus/TARGET/ for every target from the repository's fixtures and, when
+# INFERLINT_RECORDED points at them, the real recordings. The corpora stay out of git
+# (they are derived data, rebuilt in seconds); libFuzzer grows them from these seeds.
+#
+# Large files are cut into windows of a few dozen lines: libFuzzer mutates small inputs
+# far faster, and every line shape still appears in some window.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+sources=(../fixtures)
+if [ -n "${INFERLINT_RECORDED:-}" ] && [ -d "$INFERLINT_RECORDED" ]; then
+  sources+=("$INFERLINT_RECORDED")
+else
+  echo "seed: INFERLINT_RECORDED is not set; seeding from fixtures/ only" >&2
+fi
+
+files() { find "${sources[@]}" -type f "$@" | sort; }
+
+# window TARGET LINES FILE...: each file cut into windows of LINES lines.
+window() {
+  local target=$1 lines=$2
+  shift 2
+  mkdir -p "corpus/$target"
+  local n=0 file
+  for file in "$@"; do
+    n=$((n + 1))
+    split -l "$lines" -d -a 4 "$file" "corpus/$target/seed-$n-"
+  done
+}
+
+rm -rf corpus
+logs_of() { # engine folder pattern: every boot log of that engine
+  files -path "*$1*" \( -name '*boot*.log' -o -name 'run_*.log' \)
+}
+mapfile -t vllm_logs < <(logs_of vllm)
+mapfile -t sglang_logs < <(logs_of sglang)
+mapfile -t trtllm_logs < <(logs_of trtllm)
+mapfile -t failed_logs < <(files -name '*boot_fail*.log')
+mapfile -t series < <(files -name '*.series.jsonl')
+mapfile -t proms < <(files -name '*.prom')
+mapfile -t snapshots < <(files -name '*.snapshot.json')
+mapfile -t results < <(files -name 'bench.json*')
+mapfile -t load_logs < <(files -name 'load.log')
+
+window bootlog_vllm 40 "${vllm_logs[@]}"
+window bootlog_sglang 40 "${sglang_logs[@]}"
+window bootlog_trtllm 40 "${trtllm_logs[@]}"
+window failure_classifier 60 "${failed_logs[@]}"
+window prom_parse 60 "${proms[@]}"
+window load_log 40 "${load_logs[@]}"
+
+# Series lines: the header, a few samples and every gap or restart record of each file.
+mkdir -p corpus/series_line corpus/series_file
+n=0
+for file in "${series[@]}"; do
+  n=$((n + 1))
+  { head -n 4 "$file"; grep -E '"(gap|restart)"' "$file" | head -n 4 || true; tail -n 1 "$file"; } |
+    split -l 1 -d -a 3 - "corpus/series_line/seed-$n-"
+  # Whole-file windows, each led by the byte that sets the number of stretches.
+  split -l 30 -d -a 4 --filter='{ printf "\003"; cat; } > "$FILE"' "$file" "corpus/series_file/seed-$n-"
+done
+
+mkdir -p corpus/snapshot corpus/bench_result corpus/pyliteral
+cp_numbered() { local target=$1 n=0 file; shift; for file in "$@"; do n=$((n + 1)); cp "$file" "corpus/$target/seed-$n"; done; }
+cp_numbered snapshot "${snapshots[@]}"
+window snapshot 60 "${proms[@]}"
+cp_numbered bench_result "${results[@]}"
+
+# Python literals as the engines print them: vLLM's non-default args, SGLang's server
+# args and TensorRT-LLM's settings.
+n=0
+cat "${vllm_logs[@]}" "${sglang_logs[@]}" "${trtllm_logs[@]}" |
+  grep -oE '(non-default args: |server_args=|LLM Args: )[^ ].*' |
+  sed -E 's/^(non-default args: |server_args=|LLM Args: )//' | sort -u | head -n 40 |
+  while IFS= read -r literal; do
+    n=$((n + 1))
+    printf '%s' "$literal" > "corpus/pyliteral/seed-$n"
+  done
+
+for dir in corpus/*/; do
+  echo "seed: $(ls "$dir" | wc -l) inputs in $dir"
+done
