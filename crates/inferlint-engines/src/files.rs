@@ -902,7 +902,9 @@ fn fast_sample(bytes: &[u8]) -> Option<SeriesSample> {
             b"generation_tokens" => sample.generation_tokens = number,
             b"prompt_tokens" => sample.prompt_tokens = number,
             b"paused" => sample.paused = number,
-            b"schema" => return None,
+            // A header or a gap or restart record whatever its value: the full parser
+            // sorts those out (a `"gap": null` is a marker, never a sample).
+            b"schema" | b"gap" | b"restart" => return None,
             _ => {}
         }
         i = skip_ws(i);
@@ -1093,7 +1095,12 @@ pub fn parse_bench_result(text: &str) -> Result<ClientAccount, String> {
 /// Requests the load tool sent outside its timed run (a test request, warm-up), as its
 /// console output announces them. The server finished these too, so T15 expects them.
 pub fn untimed_requests(load_log: &str) -> u64 {
-    load_log.lines().map(untimed_in_line).sum()
+    // Saturating: a log that claims more warm-ups than a u64 holds says nothing a larger
+    // count would not, and must not wrap to a small one (nor panic in a debug build).
+    load_log
+        .lines()
+        .map(untimed_in_line)
+        .fold(0, u64::saturating_add)
 }
 
 /// [`untimed_requests`] of a console log file, read line by line.

@@ -89,6 +89,20 @@ fn fast_and_full_json_paths_agree() {
     }
 }
 
+/// Found by fuzzing (series_line): a gap or restart record whose value is a number or
+/// null took the fast path and read as a sample with no readings, so a failed scrape
+/// counted as a sample. The key makes the record, whatever its value.
+#[test]
+fn a_gap_or_restart_record_with_a_number_is_a_marker_not_a_sample() {
+    for line in [
+        r#"{"t_wall": 1790470252.25, "t_mono_ns": 5, "gap": null}"#,
+        r#"{"t_wall": 1790470252.25, "running": 32.0, "restart": 0.0}"#,
+        r#"{"gap": 1, "t_wall": 1.5}"#,
+    ] {
+        assert_eq!(files::parse_series_line(line), SeriesLine::Marker, "{line}");
+    }
+}
+
 #[test]
 fn series_lines_that_are_not_samples_are_skipped() {
     for line in [
@@ -192,6 +206,10 @@ fn untimed_requests_from_the_load_log() {
         2
     );
     assert_eq!(files::untimed_requests("nothing here"), 0);
+    // Found by fuzzing (load_log): counts past u64 panicked in a debug build and wrapped
+    // to a small number in a release build.
+    let huge = "Warming up with 18446744073709551615 requests...\n";
+    assert_eq!(files::untimed_requests(&huge.repeat(2)), u64::MAX);
     let Some(dir) = crate::common::recorded() else {
         return;
     };
