@@ -12,6 +12,7 @@
 //! binary runs on a machine without NVIDIA's driver and says so. Reading /proc and sending
 //! signals exist on Linux only; elsewhere both commands answer Can't tell with the reason.
 
+pub mod cgroup;
 pub mod clear;
 pub mod gpu;
 pub mod inspect;
@@ -23,6 +24,7 @@ pub mod recorded;
 pub mod servers;
 pub mod system;
 pub mod teardown;
+pub mod tree;
 pub mod wait;
 
 pub use clear::ClearRule;

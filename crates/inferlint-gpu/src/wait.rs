@@ -1,6 +1,7 @@
 //! Waiting for a clear card: take a reading (GPU memory and live server processes) every
 //! two seconds and fold it into [`ClearCardWatch`] until it decides.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use inferlint_core::{CheckResult, Status, Tripwire};
@@ -8,6 +9,7 @@ use inferlint_core::{CheckResult, Status, Tripwire};
 use crate::clear::{card_result, Asker, ClearCardWatch, ClearRule, GpuState, Reading};
 use crate::gpu::{GpuError, GpuReader, GpuSnapshot};
 use crate::pids::{gpu_holders, GpuHolder};
+use crate::procs::ProcessTable;
 use crate::servers::discover;
 use crate::system::{Clock, Processes};
 
@@ -28,6 +30,21 @@ pub fn wait_for_clear_card(
     gpus: &mut dyn GpuReader,
     clock: &mut dyn Clock,
 ) -> WaitOutcome {
+    wait_for_clear_card_with(asker, rule, processes, gpus, clock, &|_| Vec::new())
+}
+
+/// [`wait_for_clear_card`], counting as alive servers, besides every process that looks
+/// like one, the PIDs `also_alive` names in each reading: the processes a stop left of a
+/// tree we started, which need not look like a server at all (a daemonised helper still
+/// holding the card).
+pub fn wait_for_clear_card_with(
+    asker: Asker,
+    rule: ClearRule,
+    processes: &mut dyn Processes,
+    gpus: &mut dyn GpuReader,
+    clock: &mut dyn Clock,
+    also_alive: &dyn Fn(&ProcessTable) -> Vec<u32>,
+) -> WaitOutcome {
     let mut watch = ClearCardWatch::new(rule);
     let start = clock.elapsed();
     let timeout = seconds(rule.timeout_s, 0.0);
@@ -43,14 +60,17 @@ pub fn wait_for_clear_card(
                 }
             }
         };
-        let alive = discover(&table, processes.caller(), processes.scope())
+        let mut alive: BTreeSet<u32> = discover(&table, processes.caller(), processes.scope())
             .targets
-            .len();
+            .iter()
+            .map(|t| t.pid)
+            .collect();
+        alive.extend(also_alive(&table));
         let elapsed = clock.elapsed().saturating_sub(start);
         let reading = Reading {
             elapsed_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
             gpu: GpuState::of(&snapshot),
-            servers_alive: alive,
+            servers_alive: alive.len(),
         };
         if let Some(verdict) = watch.push(reading) {
             let holders = match &snapshot {

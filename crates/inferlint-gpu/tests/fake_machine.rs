@@ -337,3 +337,75 @@ fn without_proc_both_commands_say_why() {
         .starts_with("gpu-inspect's free-card check needs Linux"));
     assert!(world.borrow().signals.is_empty());
 }
+
+/// xray's clear-card wait after its stop: a daemon its server left (a helper that looks
+/// like no server, still alive) keeps the card from clearing, though the memory reads 0
+/// and no process looks like a server. Without it counted, the card would read clear.
+#[test]
+fn a_process_left_of_a_started_tree_keeps_the_card_from_clearing() {
+    use inferlint_gpu::clear::Asker;
+    use inferlint_gpu::tree::{still_alive, Member};
+    use inferlint_gpu::wait::{wait_for_clear_card, wait_for_clear_card_with};
+
+    let world = World::new();
+    add_process(
+        &world,
+        process(1, 0, "init", &["/sbin/init"]),
+        Answer::IgnoresTerm,
+    );
+    add_process(
+        &world,
+        process(401, 1, "inferlint", &["inferlint"]),
+        Answer::IgnoresTerm,
+    );
+    let daemon = process(700, 1, "sleep", &["sleep", "1000"]);
+    let left = [Member {
+        pid: daemon.pid,
+        start_time: daemon.start_time,
+    }];
+    add_process(&world, daemon, Answer::IgnoresTerm);
+    add_reading(&world, 0, card(0));
+    let rule = ClearRule {
+        timeout_s: 10.0,
+        ..ClearRule::teardown()
+    };
+
+    let mut m = machine(&world, 401);
+    let processes = m.processes.as_mut().unwrap();
+    let waited = wait_for_clear_card_with(
+        Asker::Teardown,
+        rule,
+        processes.as_mut(),
+        m.gpus.as_mut(),
+        m.clock.as_mut(),
+        &|table| still_alive(table, &left),
+    );
+    assert_eq!(
+        waited.result.status,
+        Status::Fail,
+        "{}",
+        waited.result.message
+    );
+    assert!(
+        waited.result.message.contains("1 server process alive"),
+        "{}",
+        waited.result.message
+    );
+
+    // The same machine without the tree's leftovers counted reads clear.
+    let mut m = machine(&world, 401);
+    let processes = m.processes.as_mut().unwrap();
+    let plain = wait_for_clear_card(
+        Asker::Teardown,
+        rule,
+        processes.as_mut(),
+        m.gpus.as_mut(),
+        m.clock.as_mut(),
+    );
+    assert_eq!(
+        plain.result.status,
+        Status::Pass,
+        "{}",
+        plain.result.message
+    );
+}
