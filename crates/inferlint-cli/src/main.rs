@@ -16,9 +16,15 @@ mod output;
 mod report_html;
 mod run_folder;
 mod suggest;
+mod supervise;
 mod xray;
 
 fn main() {
-    let code = app::run(std::env::args_os().collect());
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // xray starts the server and the load through this same binary (supervise.rs).
+    if let Some(code) = supervise::internal(&args) {
+        std::process::exit(code);
+    }
+    let code = app::run(args);
     std::process::exit(code.code());
 }

@@ -6,8 +6,9 @@
 //! made from the files written into the run folder, exactly as `inferlint report DIR`
 //! makes them, so the folder reads back to the same verdicts.
 //!
-//! Stopping the server on every path is the point of this module. The server runs in a
-//! process group of its own; [`ServerGuard`] stops the whole group when it is dropped
+//! Stopping the server on every path is the point of this module. The server runs under
+//! a supervisor (`supervise.rs`) that holds its whole tree, daemons included, and stops
+//! it should xray die; [`ServerGuard`] stops the whole tree when it is dropped
 //! (normal end, an early stop, an error inside inferlint, a panic), and a thread waiting
 //! on inferlint-live's signal handlers turns SIGINT and SIGTERM into a clean stop: the
 //! load is ended, the run so far is checked and saved, the server is stopped, and the
@@ -18,7 +19,7 @@ use std::fs::{self, File};
 use std::io::{self, IsTerminal, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Poll, Waker};
@@ -30,6 +31,7 @@ use inferlint_core::{contract, insights, run, Engine};
 use inferlint_engines::loadcmd::{self, LoadPlan};
 use inferlint_engines::output::Rule;
 use inferlint_engines::{detect, files, loadtools};
+use inferlint_gpu::tree::{Member, StopTimes};
 use inferlint_live::probe::{self, ProbeOptions};
 use inferlint_live::watch::{self, WatchOptions};
 use inferlint_live::{scrape, BaseUrl, HttpClient, Recorder, Scraper};
@@ -41,6 +43,7 @@ use crate::exit::{CliError, ExitCode};
 use crate::flags;
 use crate::output;
 use crate::output::eprint_line;
+use crate::supervise::{self, Ended, ServerSpec, Supervised};
 
 /// The line every engine prints once it serves.
 const READY_LINE: &str = "Application startup complete";
@@ -48,9 +51,13 @@ const READY_LINE: &str = "Application startup complete";
 /// the Python tool's 2 s: a simulated server is ready in a fraction of a second.
 const READY_POLL: Duration = Duration::from_millis(250);
 const HEALTH_TIMEOUT: Duration = Duration::from_secs(5);
-/// SIGTERM to the group, then this long before SIGKILL; then this long for the kill.
-const STOP_GRACE: Duration = Duration::from_secs(30);
-const KILL_WAIT: Duration = Duration::from_secs(10);
+/// SIGTERM to every process of the server, then this long before SIGKILL; then this long
+/// for the kill.
+const STOP_TIMES: StopTimes = StopTimes {
+    grace: Duration::from_secs(30),
+    kill_wait: Duration::from_secs(10),
+    poll: supervise::STOP_POLL,
+};
 /// After SIGINT or SIGTERM the clean stop (after snapshot, checks, report) may take this
 /// long; then the server is stopped at once and xray exits.
 const CLEAN_STOP_LIMIT: Duration = Duration::from_secs(60);
@@ -88,13 +95,13 @@ impl Shared {
     }
 }
 
-/// The started server: its first process leads its own process group.
+/// The started server, under its supervisor.
 #[derive(Debug)]
 struct ServerProcess {
-    child: Child,
+    server: Supervised,
 }
 
-/// Stops the server's process group when dropped, whatever path leads there.
+/// Stops the server's processes when dropped, whatever path leads there.
 #[derive(Debug)]
 struct ServerGuard(Arc<Shared>);
 
@@ -104,92 +111,63 @@ impl Drop for ServerGuard {
     }
 }
 
-/// SIGTERM to the group, a grace period, SIGKILL to the group. Returns how it ended, or
-/// `None` when there was no server to stop (already stopped). Safe to call twice.
-fn stop_server(shared: &Shared) -> Option<String> {
-    let mut server = lock(&shared.server).take()?;
-    // The leader may have ended already; its group may not have.
-    let ended = match server.child.try_wait() {
-        Ok(Some(status)) => match status.code() {
-            Some(code) => format!("the server had exited with code {code}; "),
-            None => "the server had been killed by a signal; ".to_owned(),
-        },
-        _ => String::new(),
-    };
-    Some(format!("{ended}{}", stop_group(&mut server.child)))
+/// How a stop ended: the line to print, and the processes still alive after it (the
+/// clear-card wait counts them).
+#[derive(Debug)]
+struct Stopped {
+    text: String,
+    survivors: Vec<Member>,
 }
 
-#[cfg(unix)]
-fn stop_group(child: &mut Child) -> String {
-    use nix::sys::signal::{killpg, Signal};
-    use nix::unistd::Pid;
-    let Ok(pgid) = i32::try_from(child.id()) else {
-        return "no process group to stop".to_owned();
+/// SIGTERM to every process of the server's tree, a grace period, SIGKILL to what is
+/// left. Returns how it ended, or `None` when there was no server to stop (already
+/// stopped). Safe to call twice.
+fn stop_server(shared: &Shared) -> Option<Stopped> {
+    let mut process = lock(&shared.server).take()?;
+    let server = &mut process.server;
+    // The first process may have ended already; its tree may not have.
+    let ended = match server.ended() {
+        Some(Ended::Code(code)) => format!("the server had exited with code {code}; "),
+        Some(Ended::Signal(_)) => "the server had been killed by a signal; ".to_owned(),
+        Some(Ended::SupervisorGone) => "the server's supervisor had ended; ".to_owned(),
+        None => String::new(),
     };
-    let group = Pid::from_raw(pgid);
-    let _ = killpg(group, Signal::SIGTERM);
-    if group_gone(child, pgid, STOP_GRACE) {
-        return "the server's process group stopped on SIGTERM".to_owned();
-    }
-    let _ = killpg(group, Signal::SIGKILL);
-    if group_gone(child, pgid, KILL_WAIT) {
+    let stop = server.stop(STOP_TIMES);
+    let how = server.containment().describe();
+    let text = if let Some(why) = &stop.unreadable {
+        format!("cannot see the server's processes to stop them ({why})")
+    } else if !stop.survivors.is_empty() {
+        let pids: Vec<String> = stop.survivors.iter().map(|m| m.pid.to_string()).collect();
         format!(
-            "the server's process group did not stop within {} s of SIGTERM and was killed",
-            STOP_GRACE.as_secs()
+            "{} process{} of the server still alive {} s after SIGKILL: pid {} ({how})",
+            pids.len(),
+            if pids.len() == 1 { "" } else { "es" },
+            STOP_TIMES.kill_wait.as_secs(),
+            pids.join(", ")
+        )
+    } else if stop.killed > 0 {
+        format!(
+            "the server's processes did not stop within {} s of SIGTERM; {} killed ({how})",
+            STOP_TIMES.grace.as_secs(),
+            count_of(stop.killed)
+        )
+    } else if stop.terminated > 0 {
+        format!(
+            "the server's processes stopped on SIGTERM: {} ({how})",
+            count_of(stop.terminated)
         )
     } else {
-        format!(
-            "processes of the server's group {pgid} still alive {} s after SIGKILL",
-            KILL_WAIT.as_secs()
-        )
-    }
+        format!("no process of the server was left to stop ({how})")
+    };
+    Some(Stopped {
+        text: format!("{ended}{text}"),
+        survivors: stop.survivors,
+    })
 }
 
-#[cfg(not(unix))]
-fn stop_group(child: &mut Child) -> String {
-    let _ = child.kill();
-    let _ = child.wait();
-    "killed".to_owned()
-}
-
-/// Waits until no live process is left in the group (zombies of processes that init
-/// has not reaped yet do not count). The leader is reaped here.
-#[cfg(unix)]
-fn group_gone(child: &mut Child, pgid: i32, limit: Duration) -> bool {
-    let deadline = Instant::now() + limit;
-    loop {
-        let _ = child.try_wait();
-        if !group_alive(pgid) {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        thread::sleep(Duration::from_millis(50));
-    }
-}
-
-#[cfg(target_os = "linux")]
-fn group_alive(pgid: i32) -> bool {
-    match inferlint_gpu::procs::read_process_table() {
-        Ok(table) => table
-            .iter()
-            .any(|p| i64::from(p.pgid) == i64::from(pgid) && p.is_alive()),
-        Err(_) => killpg_alive(pgid),
-    }
-}
-
-#[cfg(all(unix, not(target_os = "linux")))]
-fn group_alive(pgid: i32) -> bool {
-    killpg_alive(pgid)
-}
-
-#[cfg(unix)]
-fn killpg_alive(pgid: i32) -> bool {
-    use nix::errno::Errno;
-    use nix::sys::signal::killpg;
-    use nix::unistd::Pid;
-    !matches!(killpg(Pid::from_raw(pgid), None), Err(Errno::ESRCH))
+/// `1 process`, `3 processes`.
+fn count_of(n: usize) -> String {
+    format!("{n} process{}", if n == 1 { "" } else { "es" })
 }
 
 /// Waits for SIGINT and SIGTERM on a thread of its own, through inferlint-live's
@@ -624,25 +602,18 @@ impl Xray<'_> {
         ));
         let program = loadcmd::program(words).ok_or_else(|| problem("--serve names no command"))?;
         let log = create_new(&boot_path).map_err(|e| problem(e.to_string()))?;
-        let log_err = log
-            .try_clone()
-            .map_err(|e| problem(format!("cannot write {}: {e}", shown(&boot_path))))?;
-        let mut command = Command::new(&program.program);
-        command
-            .args(&program.args)
-            .envs(program.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(log_err);
-        #[cfg(unix)]
-        {
-            use std::os::unix::process::CommandExt;
-            // Its own process group: Ctrl-C in the terminal does not reach it, and the
-            // stop reaches every process it starts.
-            command.process_group(0);
-        }
-        let child = match command.spawn() {
-            Ok(child) => child,
+        // Under a supervisor, in a process group of its own (Ctrl-C in the terminal does
+        // not reach it) and a cgroup where the machine allows: the stop reaches every
+        // process it starts, and the server does not outlive xray.
+        let started = Supervised::start(ServerSpec {
+            program: &program.program,
+            args: &program.args,
+            env: &program.env,
+            log,
+            times: STOP_TIMES,
+        });
+        let server = match started {
+            Ok(server) => server,
             Err(e) => {
                 let cause = format!("{}: {}", program.program, spawn_error(&e));
                 self.start_failure = Some(cause.clone());
@@ -651,14 +622,14 @@ impl Xray<'_> {
                 return Err(problem(format!("cannot start {cause}")));
             }
         };
-        let pid = child.id();
-        *lock(&self.shared.server) = Some(ServerProcess { child });
+        let (pid, root) = (server.pid(), server.root_pid());
+        *lock(&self.shared.server) = Some(ServerProcess { server });
         self.wait_ready(&boot_path, health)?;
         say(&format!(
             "server ready after {:.1} s (pid {pid})",
             self.started.elapsed().as_secs_f64()
         ));
-        self.check_owner(pid, &addrs)
+        self.check_owner(root, pid, &addrs)
     }
 
     /// T2 before the start, or why it does not apply.
@@ -720,10 +691,10 @@ impl Xray<'_> {
         }
     }
 
-    /// T13 after the start: the listening socket belongs to the started process or one
-    /// of its descendants.
-    fn check_owner(&mut self, pid: u32, addrs: &[SocketAddr]) -> Result<(), Stop> {
-        let result = owner_result(&self.base, pid, addrs);
+    /// T13 after the start: the listening socket belongs to a process of the started
+    /// server's tree (everything below its supervisor, `root`).
+    fn check_owner(&mut self, root: u32, pid: u32, addrs: &[SocketAddr]) -> Result<(), Stop> {
+        let result = owner_result(&self.base, root, pid, addrs);
         let failed = result.status == Status::Fail;
         self.record(result);
         if failed {
@@ -736,15 +707,15 @@ impl Xray<'_> {
 
     /// `the server exited with code N` once the started server has ended.
     fn server_exited(&self) -> Option<String> {
-        let status = lock(&self.shared.server)
-            .as_mut()
-            .and_then(|s| s.child.try_wait().ok().flatten())?;
-        Some(match status.code() {
-            // The shell's and env's codes for a program that could not be run.
-            Some(127) => "the server exited with code 127 (command not found)".to_owned(),
-            Some(126) => "the server exited with code 126 (not executable)".to_owned(),
-            Some(code) => format!("the server exited with code {code}"),
-            None => "the server was killed by a signal".to_owned(),
+        let ended = lock(&self.shared.server).as_ref()?.server.ended()?;
+        Some(match ended {
+            // The shell's and env's codes for a program that could not be run (the
+            // trampoline that starts the server answers the same way).
+            Ended::Code(127) => "the server exited with code 127 (command not found)".to_owned(),
+            Ended::Code(126) => "the server exited with code 126 (not executable)".to_owned(),
+            Ended::Code(code) => format!("the server exited with code {code}"),
+            Ended::Signal(_) => "the server was killed by a signal".to_owned(),
+            Ended::SupervisorGone => "the server's supervisor ended".to_owned(),
         })
     }
 
@@ -994,11 +965,15 @@ impl Xray<'_> {
         }
         if lock(&self.shared.server).is_some() {
             self.stage("stop the server");
-            if let Some(how) = stop_server(&self.shared) {
-                say(&how);
-            }
+            let survivors = match stop_server(&self.shared) {
+                Some(stopped) => {
+                    say(&stopped.text);
+                    stopped.survivors
+                }
+                None => Vec::new(),
+            };
             if !self.args.no_gpu {
-                match clear_card_after_stop() {
+                match clear_card_after_stop(&survivors) {
                     Ok(r) => self.record(r),
                     Err(e) => eprint_line!("inferlint: {}", e.message),
                 }
@@ -1161,7 +1136,7 @@ fn ordered_run_checks(results: &[CheckResult]) -> Vec<CheckResult> {
 }
 
 #[cfg(target_os = "linux")]
-fn owner_result(base: &BaseUrl, pid: u32, addrs: &[SocketAddr]) -> CheckResult {
+fn owner_result(base: &BaseUrl, root: u32, pid: u32, addrs: &[SocketAddr]) -> CheckResult {
     use inferlint_gpu::listen::{descendants, port_owner, PortOwner};
     let Some(port) = addrs.first().map(SocketAddr::port) else {
         return CheckResult::new(
@@ -1180,7 +1155,7 @@ fn owner_result(base: &BaseUrl, pid: u32, addrs: &[SocketAddr]) -> CheckResult {
             )
         }
     };
-    let ours = descendants(&table, pid);
+    let ours = descendants(&table, root);
     match port_owner(port, &ours) {
         Some(PortOwner::Ours(owner)) => CheckResult::new(
             Tripwire::T13,
@@ -1213,7 +1188,7 @@ fn owner_result(base: &BaseUrl, pid: u32, addrs: &[SocketAddr]) -> CheckResult {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn owner_result(base: &BaseUrl, _pid: u32, _addrs: &[SocketAddr]) -> CheckResult {
+fn owner_result(base: &BaseUrl, _root: u32, _pid: u32, _addrs: &[SocketAddr]) -> CheckResult {
     CheckResult::new(
         Tripwire::T13,
         Status::Unknown,
@@ -1273,18 +1248,21 @@ fn free_card() -> Result<CheckResult, CliError> {
     ))
 }
 
-/// T2 after the server is stopped: wait for a clear card as teardown does.
-fn clear_card_after_stop() -> Result<CheckResult, CliError> {
+/// T2 after the server is stopped: wait for a clear card as teardown does, counting as
+/// alive servers, besides every process that looks like one, whatever the stop left of
+/// the server's tree (a daemon need not look like a server to hold the card).
+fn clear_card_after_stop(survivors: &[Member]) -> Result<CheckResult, CliError> {
     let mut machine = crate::gpu::machine("xray's clear-card wait")?;
     Ok(match machine.processes.as_mut() {
         Err(e) => CheckResult::new(Tripwire::T2, Status::Unknown, e.to_string()),
         Ok(processes) => {
-            inferlint_gpu::wait::wait_for_clear_card(
+            inferlint_gpu::wait::wait_for_clear_card_with(
                 inferlint_gpu::clear::Asker::Teardown,
                 inferlint_gpu::ClearRule::teardown(),
                 processes.as_mut(),
                 machine.gpus.as_mut(),
                 machine.clock.as_mut(),
+                &|table| inferlint_gpu::tree::still_alive(table, survivors),
             )
             .result
         }
@@ -1438,14 +1416,16 @@ fn run_load(
     let program = loadcmd::program(words).ok_or("no command after --")?;
     let log = create_new(log_path).map_err(|e| e.to_string())?;
     let log = Arc::new(Mutex::new(log));
-    let mut child = Command::new(&program.program)
+    // Through the trampoline, so that the load dies with xray.
+    let mut command = supervise::tied(&program.program, &program.env)
+        .map_err(|e| format!("cannot start {}: {e}", program.program))?;
+    command
         .args(&program.args)
-        .envs(program.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", program.program))?;
+        .stderr(Stdio::piped());
+    let mut child =
+        supervise::spawn(command).map_err(|e| format!("cannot start {}: {e}", program.program))?;
     *lock(&shared.load_pid) = Some(child.id());
     let mut copiers = Vec::new();
     if let Some(out) = child.stdout.take() {

@@ -43,3 +43,5 @@ mod live;
 mod report_html;
 /// xray end to end against the simulated server.
 mod xray;
+/// xray and the server's whole process tree: daemons, SIGTERM ignored, kill -9 of xray.
+mod xray_tree;

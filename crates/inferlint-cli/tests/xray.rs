@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::common::{inferlint, no_panic, stderr, stdout};
 
 /// The simulated server's binary: built beside `inferlint` (same target folder), once.
-fn sim() -> &'static Path {
+pub fn sim() -> &'static Path {
     static SIM: OnceLock<PathBuf> = OnceLock::new();
     SIM.get_or_init(|| {
         let inferlint = PathBuf::from(env!("CARGO_BIN_EXE_inferlint"));
@@ -35,13 +35,24 @@ fn sim() -> &'static Path {
     })
 }
 
-/// A port nobody listens on right now.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// A port nobody listens on right now, and never one handed to another test of this
+/// run: the tests run at once, and each one's port marks the processes it owns.
+pub fn free_port() -> u16 {
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 fn serve(port: u16, extra: &str) -> String {
@@ -51,7 +62,7 @@ fn serve(port: u16, extra: &str) -> String {
     )
 }
 
-fn url(port: u16) -> String {
+pub fn url(port: u16) -> String {
     format!("http://127.0.0.1:{port}")
 }
 
@@ -110,12 +121,18 @@ fn assert_none_left(port: u16) {
 
 /// Starts xray with a pinned environment; its output goes to files in `dir`'s parent.
 fn start_xray(cwd: &Path, args: &[&str]) -> Child {
+    start_xray_with(cwd, args, &[])
+}
+
+/// [`start_xray`] with more environment variables.
+pub fn start_xray_with(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_inferlint"))
         .current_dir(cwd)
         .arg("xray")
         .args(args)
         .env_remove("INFERLINT_ENGINE")
         .env("COLUMNS", "88")
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -124,7 +141,7 @@ fn start_xray(cwd: &Path, args: &[&str]) -> Child {
 }
 
 /// Waits for xray with a bound; a run that hangs is killed and fails the test.
-fn finish(mut child: Child) -> Output {
+pub fn finish(mut child: Child) -> Output {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         if child.try_wait().unwrap().is_some() {
@@ -153,7 +170,7 @@ fn code(out: &Output) -> Option<i32> {
     out.status.code()
 }
 
-fn shown(out: &Output) -> String {
+pub fn shown(out: &Output) -> String {
     format!("stdout:\n{}\nstderr:\n{}", stdout(out), stderr(out))
 }
 

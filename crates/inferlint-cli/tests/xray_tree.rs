@@ -1,0 +1,422 @@
+//! xray and the whole process tree of the server it starts, with real processes: a
+//! daemon that leaves the server's process group and parent (`setsid`, two forks), a
+//! server and a daemon that ignore SIGTERM, a daemon holding the server's port, and
+//! `kill -9` of xray itself. A bystander with the daemon's very command line, started
+//! by the test and not by xray, must survive every stop.
+//!
+//! Each test marks the processes it causes with numbers of its own (the port, `sleep`
+//! durations made from it) and asserts that none is left; a guard kills what is left on
+//! every path out, by PID, only processes whose command line carries those marks.
+
+#![cfg(target_os = "linux")]
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::{no_panic, stdout};
+use crate::xray::{finish, free_port, shown, sim, start_xray_with, url};
+
+/// `sleep` durations no other test uses: the port and a digit of the test's own.
+fn mark(port: u16, k: u32) -> String {
+    (7_000_000 + u64::from(port) * 10 + u64::from(k)).to_string()
+}
+
+/// What marks a test's processes: `sleep` durations of its own, and its port on our own
+/// binaries' command lines (the simulated server, xray's supervisor). Another
+/// checkout's tests may use the same port, never our binaries' paths.
+#[derive(Debug, Clone)]
+struct Marks {
+    port: String,
+    sleeps: Vec<String>,
+}
+
+impl Marks {
+    fn new(port: u16, sleeps: usize) -> Marks {
+        Marks {
+            port: port.to_string(),
+            sleeps: (1..=sleeps).map(|k| mark(port, k as u32)).collect(),
+        }
+    }
+
+    fn sleep(&self, k: usize) -> &str {
+        &self.sleeps[k - 1]
+    }
+
+    /// Whether a command line is one of the test's processes.
+    fn carried_by(&self, argv: &[String]) -> bool {
+        let words = || {
+            argv.iter()
+                .flat_map(|a| a.split([' ', ';', '&', '(', ')', '\'']))
+        };
+        let ours = [sim().to_path_buf(), env!("CARGO_BIN_EXE_inferlint").into()];
+        let our_binary = argv
+            .first()
+            .is_some_and(|a| ours.iter().any(|p| Path::new(a) == p));
+        words().any(|w| self.sleeps.iter().any(|m| m == w))
+            || (our_binary && words().any(|w| w == self.port))
+    }
+}
+
+/// Live processes (not zombies) of the test, with their command lines.
+fn marked(marks: &Marks) -> Vec<(u32, String)> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == std::process::id() {
+            continue;
+        }
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        let argv: Vec<String> = cmdline
+            .split(|b| *b == 0)
+            .filter(|a| !a.is_empty())
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| {
+                s.rsplit_once(')')
+                    .map(|(_, rest)| rest.trim_start().starts_with(['Z', 'X']))
+            })
+            .unwrap_or(true);
+        if marks.carried_by(&argv) && !zombie {
+            found.push((pid, argv.join(" ")));
+        }
+    }
+    found
+}
+
+/// Kills what is left of a test's processes when dropped, on every path out of the test.
+struct Cleanup {
+    marks: Marks,
+    /// The bystander, killed by its handle.
+    bystander: Option<Child>,
+}
+
+impl Drop for Cleanup {
+    /// Everything but xray's supervisors first: a supervisor whose xray is gone stops
+    /// what is left and removes its cgroup, which it could not do killed. Then whatever
+    /// is still there after a few seconds.
+    fn drop(&mut self) {
+        if let Some(mut child) = self.bystander.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let is_supervisor = |cmd: &str| cmd.contains(" __supervise ");
+        let kill = |pid: u32| {
+            if let Ok(pid) = i32::try_from(pid) {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+        };
+        for (pid, _) in marked(&self.marks)
+            .into_iter()
+            .filter(|(_, cmd)| !is_supervisor(cmd))
+        {
+            kill(pid);
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline && !marked(&self.marks).is_empty() {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        for (pid, _) in marked(&self.marks) {
+            kill(pid);
+        }
+    }
+}
+
+impl Cleanup {
+    fn new(marks: &Marks) -> Cleanup {
+        Cleanup {
+            marks: marks.clone(),
+            bystander: None,
+        }
+    }
+
+    /// Starts the bystander: `sleep MARK`, the daemon's own command line, not xray's.
+    fn start_bystander(&mut self, mark: &str) -> u32 {
+        let child = Command::new("sleep")
+            .arg(mark)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        self.bystander = Some(child);
+        pid
+    }
+
+    /// Asserts that, but for `except`, none of the test's processes is left (a moment is
+    /// allowed for the kernel to reap what was just stopped).
+    #[track_caller]
+    fn assert_none_left(&self, except: &[u32], within: Duration) {
+        let deadline = Instant::now() + within;
+        loop {
+            let left: Vec<(u32, String)> = marked(&self.marks)
+                .into_iter()
+                .filter(|(pid, _)| !except.contains(pid))
+                .collect();
+            if left.is_empty() {
+                return;
+            }
+            assert!(Instant::now() < deadline, "processes left: {left:?}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn bystander_alive(&mut self) -> bool {
+        self.bystander
+            .as_mut()
+            .is_some_and(|c| c.try_wait().unwrap().is_none())
+    }
+}
+
+/// The simulated vLLM on `port`, as a shell command line to prefix with what the test
+/// needs (the daemon is started before the server, so it runs at the first request).
+fn sim_serve(port: u16) -> String {
+    format!("{} serve --engine vllm --port {port}", sim().display())
+}
+
+/// A daemon the way daemons make themselves: a child that forks again and exits (the
+/// grandchild is orphaned), which then calls `setsid` (a session and group of its own).
+fn daemon(mark: &str) -> String {
+    format!("( (exec setsid sleep {mark}) & )")
+}
+
+fn run_xray(cwd: &Path, port: u16, serve: &str, load: &[&str], env: &[(&str, &str)]) -> Output {
+    let target = url(port);
+    let mut args = vec![
+        "-o",
+        "run",
+        "--engine",
+        "vllm",
+        "--no-gpu",
+        "--no-probe",
+        "--url",
+        &target,
+        "--serve",
+        serve,
+        "--",
+    ];
+    args.extend(load);
+    let out = finish(start_xray_with(cwd, &args, env));
+    no_panic(&out);
+    out
+}
+
+/// xray ran to its end: no load was sent (`true`), so some checks cannot tell, but
+/// nothing was interrupted or failed inside inferlint.
+#[track_caller]
+fn assert_ran(out: &Output) {
+    assert!(matches!(out.status.code(), Some(0..=2)), "{}", shown(out));
+}
+
+/// The line xray printed after `== stop the server`.
+fn stop_line(out: &Output) -> String {
+    let text = stdout(out);
+    let mut lines = text
+        .lines()
+        .skip_while(|l| !l.starts_with("== stop the server"));
+    lines.nth(1).unwrap_or_default().to_owned()
+}
+
+/// A server that starts a daemon (two forks and `setsid`: out of the server's process
+/// group and re-parented away from it) is stopped with the daemon; the bystander with
+/// the daemon's command line lives on. Where the machine allows, the tree is held in a
+/// cgroup; elsewhere by the subreaper (the next test forces that).
+#[test]
+fn a_daemon_the_server_starts_is_stopped_with_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let marks = Marks::new(port, 1);
+    let mut cleanup = Cleanup::new(&marks);
+    let bystander = cleanup.start_bystander(marks.sleep(1));
+    let serve = format!(
+        "sh -c '{}; exec {}'",
+        daemon(marks.sleep(1)),
+        sim_serve(port)
+    );
+    let out = run_xray(tmp.path(), port, &serve, &["true"], &[]);
+    assert_ran(&out);
+    let stopped = stop_line(&out);
+    assert!(
+        stopped.starts_with("the server's processes stopped on SIGTERM: 2 processes (tracked "),
+        "{}",
+        shown(&out)
+    );
+    cleanup.assert_none_left(&[bystander], Duration::from_secs(5));
+    assert!(cleanup.bystander_alive(), "the bystander was stopped");
+    let placement = inferlint_gpu::cgroup::own_placement();
+    eprintln!("stop: {stopped}\n(cgroup placement here: {placement:?})");
+}
+
+/// Without a cgroup (turned off here, as a read-only cgroupfs would), the subreaper
+/// alone still finds the daemon and stops it.
+#[test]
+fn without_a_cgroup_the_subreaper_still_stops_the_daemon() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let marks = Marks::new(port, 1);
+    let mut cleanup = Cleanup::new(&marks);
+    let bystander = cleanup.start_bystander(marks.sleep(1));
+    let serve = format!(
+        "sh -c '{}; exec {}'",
+        daemon(marks.sleep(1)),
+        sim_serve(port)
+    );
+    let out = run_xray(
+        tmp.path(),
+        port,
+        &serve,
+        &["true"],
+        &[("INFERLINT_CGROUP", "off")],
+    );
+    assert_ran(&out);
+    assert_eq!(
+        stop_line(&out),
+        "the server's processes stopped on SIGTERM: 2 processes (tracked as descendants of a subreaper; no cgroup: INFERLINT_CGROUP=off)",
+        "{}",
+        shown(&out)
+    );
+    cleanup.assert_none_left(&[bystander], Duration::from_secs(5));
+    assert!(cleanup.bystander_alive(), "the bystander was stopped");
+}
+
+/// A server whose first process ignores SIGTERM (a shell that traps it and waits), with
+/// a daemon that ignores it too: both get SIGKILL once the grace period ends.
+#[test]
+fn a_server_and_a_daemon_that_ignore_sigterm_are_killed_after_the_grace_period() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let marks = Marks::new(port, 2);
+    let cleanup = Cleanup::new(&marks);
+    // The shell ignores SIGTERM, and so does every program it starts (an ignored signal
+    // stays ignored across exec); the simulated server catches it and exits, after which
+    // the shell goes on to a sleep of its own.
+    let serve = format!(
+        "sh -c 'trap \"\" TERM; {}; {}; sleep {}'",
+        daemon(marks.sleep(1)),
+        sim_serve(port),
+        marks.sleep(2)
+    );
+    let started = Instant::now();
+    let out = run_xray(tmp.path(), port, &serve, &["true"], &[]);
+    assert_ran(&out);
+    assert_eq!(
+        stop_line(&out).split(" (tracked").next(),
+        Some("the server's processes did not stop within 30 s of SIGTERM; 3 processes killed"),
+        "{}",
+        shown(&out)
+    );
+    assert!(started.elapsed() >= Duration::from_secs(30));
+    cleanup.assert_none_left(&[], Duration::from_secs(5));
+}
+
+/// `kill -9` of xray while the server runs and the load waits: the supervisor sees its
+/// lifeline close and stops the server and its daemon; the load dies with xray (its
+/// parent-death signal). The bystander lives on.
+#[test]
+fn kill_9_of_xray_stops_the_server_its_daemon_and_the_load() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let marks = Marks::new(port, 2);
+    let mut cleanup = Cleanup::new(&marks);
+    let bystander = cleanup.start_bystander(marks.sleep(1));
+    let serve = format!(
+        "sh -c '{}; exec {}'",
+        daemon(marks.sleep(1)),
+        sim_serve(port)
+    );
+    let target = url(port);
+    let mut xray = start_xray_with(
+        tmp.path(),
+        &[
+            "-o",
+            "run",
+            "--engine",
+            "vllm",
+            "--no-gpu",
+            "--no-probe",
+            "--url",
+            &target,
+            "--serve",
+            &serve,
+            "--",
+            "sleep",
+            marks.sleep(2),
+        ],
+        &[],
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let load = format!("sleep {}", marks.sleep(2));
+    while marked(&marks).iter().all(|(_, cmd)| cmd != &load) {
+        assert!(
+            xray.try_wait().unwrap().is_none(),
+            "xray ended before the load started"
+        );
+        assert!(Instant::now() < deadline, "the load never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let daemons = format!("sleep {}", marks.sleep(1));
+    assert_eq!(
+        marked(&marks)
+            .iter()
+            .filter(|(_, cmd)| cmd == &daemons)
+            .count(),
+        2,
+        "the daemon and the bystander run"
+    );
+    xray.kill().unwrap();
+    xray.wait().unwrap();
+    cleanup.assert_none_left(&[bystander], Duration::from_secs(20));
+    assert!(cleanup.bystander_alive(), "the bystander was stopped");
+    let boot = std::fs::read_to_string(tmp.path().join("run/boot.log")).unwrap();
+    assert!(
+        boot.contains(
+            "inferlint: xray ended without stopping the server; stopped its 2 remaining processes"
+        ),
+        "{boot}"
+    );
+}
+
+/// T13 when the process holding the server's port is a daemon (re-parented away from the
+/// first process): it is still the server xray started, since it descends from the
+/// supervisor.
+#[test]
+fn t13_passes_when_a_daemon_of_the_server_holds_the_port() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let marks = Marks::new(port, 1);
+    let cleanup = Cleanup::new(&marks);
+    // The first process only waits; the server itself runs as a daemon.
+    let serve = format!(
+        "sh -c '( (exec setsid {}) & ); exec sleep {}'",
+        sim_serve(port),
+        marks.sleep(1)
+    );
+    let out = run_xray(tmp.path(), port, &serve, &["true"], &[]);
+    assert!(
+        stdout(&out).contains(&format!(
+            "[T13] PASS  the server at {} is the one xray started (pid ",
+            url(port)
+        )),
+        "{}",
+        shown(&out)
+    );
+    assert_ran(&out);
+    cleanup.assert_none_left(&[], Duration::from_secs(5));
+}
