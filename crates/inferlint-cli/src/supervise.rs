@@ -295,7 +295,7 @@ pub fn tied(program: &str, env: &[(String, String)]) -> io::Result<Command> {
             program: path.into_os_string(),
             ..InternalArgs::default()
         };
-        let mut command = Command::new(std::env::current_exe()?);
+        let mut command = this_binary();
         command.arg(EXEC).args(options.to_words());
         Ok(command)
     }
@@ -305,6 +305,19 @@ pub fn tied(program: &str, env: &[(String, String)]) -> io::Result<Command> {
         command.envs(env.iter().map(|(k, v)| (k, v)));
         Ok(command)
     }
+}
+
+/// A command that runs this very binary again. Through `/proc/self/exe`, which the child
+/// resolves to the file its parent runs even when that path was replaced or deleted
+/// since (a rebuild during a long run); argv[0] keeps the path a reader of `ps` knows.
+#[cfg(target_os = "linux")]
+fn this_binary() -> Command {
+    use std::os::unix::process::CommandExt;
+    let mut command = Command::new("/proc/self/exe");
+    if let Ok(path) = std::env::current_exe() {
+        command.arg0(path);
+    }
+    command
 }
 
 /// How the server's first process ended, as its supervisor saw it.
@@ -403,7 +416,7 @@ impl Supervised {
             program: path.into_os_string(),
             args: spec.args.iter().map(OsString::from).collect(),
         };
-        let mut command = Command::new(std::env::current_exe()?);
+        let mut command = this_binary();
         command
             .arg(SUPERVISE)
             .args(options.to_words())
@@ -796,14 +809,12 @@ mod linux {
             .as_fd_clone()
             .map(Stdio::from)
             .unwrap_or_else(|_| Stdio::null());
-        let started = std::env::current_exe().and_then(|exe| {
-            Command::new(exe)
-                .arg(EXEC)
-                .args(trampoline_args.to_words())
-                .stdin(Stdio::null())
-                .stdout(log)
-                .spawn()
-        });
+        let started = this_binary()
+            .arg(EXEC)
+            .args(trampoline_args.to_words())
+            .stdin(Stdio::null())
+            .stdout(log)
+            .spawn();
         let server = match started {
             Ok(child) => child.id(),
             Err(e) => {
