@@ -66,10 +66,8 @@ pub fn url(port: u16) -> String {
     format!("http://127.0.0.1:{port}")
 }
 
-/// Live processes (not zombies) whose command line mentions the port: the simulated
-/// server and load of one test.
-fn processes_of(port: u16) -> Vec<String> {
-    let marker = port.to_string();
+/// Every live process (not a zombie), with its argv, from /proc.
+pub fn live_processes() -> Vec<(u32, Vec<String>)> {
     let mut found = Vec::new();
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return found;
@@ -87,22 +85,36 @@ fn processes_of(port: u16) -> Vec<String> {
         };
         let argv: Vec<String> = cmdline
             .split(|b| *b == 0)
+            .filter(|a| !a.is_empty())
             .map(|a| String::from_utf8_lossy(a).into_owned())
             .collect();
-        let is_sim = argv.first().is_some_and(|a| a.ends_with("inferlint-sim"));
-        let mentions = argv.iter().any(|a| a == &marker || a.contains(&url(port)));
         let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
             .ok()
             .and_then(|s| {
                 s.rsplit_once(')')
-                    .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+                    .map(|(_, rest)| rest.trim_start().starts_with(['Z', 'X']))
             })
             .unwrap_or(true);
-        if is_sim && mentions && !zombie {
-            found.push(format!("{pid}: {}", argv.join(" ")));
+        if !zombie {
+            found.push((pid, argv));
         }
     }
     found
+}
+
+/// Live processes whose command line mentions the port: the simulated server and load
+/// of one test.
+fn processes_of(port: u16) -> Vec<String> {
+    let marker = port.to_string();
+    live_processes()
+        .into_iter()
+        .filter(|(_, argv)| {
+            let is_sim = argv.first().is_some_and(|a| a.ends_with("inferlint-sim"));
+            let mentions = argv.iter().any(|a| a == &marker || a.contains(&url(port)));
+            is_sim && mentions
+        })
+        .map(|(pid, argv)| format!("{pid}: {}", argv.join(" ")))
+        .collect()
 }
 
 /// Asserts that no process of the test is left (a moment is allowed for the kernel to

@@ -15,7 +15,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::{no_panic, stdout};
-use crate::xray::{finish, free_port, shown, sim, start_xray_with, url};
+use crate::xray::{finish, free_port, live_processes, shown, sim, start_xray_with, url};
 
 /// `sleep` durations no other test uses: the port and a digit of the test's own.
 fn mark(port: u16, k: u32) -> String {
@@ -60,41 +60,11 @@ impl Marks {
 
 /// Live processes (not zombies) of the test, with their command lines.
 fn marked(marks: &Marks) -> Vec<(u32, String)> {
-    let mut found = Vec::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return found;
-    };
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if pid == std::process::id() {
-            continue;
-        }
-        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
-            continue;
-        };
-        let argv: Vec<String> = cmdline
-            .split(|b| *b == 0)
-            .filter(|a| !a.is_empty())
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect();
-        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|s| {
-                s.rsplit_once(')')
-                    .map(|(_, rest)| rest.trim_start().starts_with(['Z', 'X']))
-            })
-            .unwrap_or(true);
-        if marks.carried_by(&argv) && !zombie {
-            found.push((pid, argv.join(" ")));
-        }
-    }
-    found
+    live_processes()
+        .into_iter()
+        .filter(|(pid, argv)| *pid != std::process::id() && marks.carried_by(argv))
+        .map(|(pid, argv)| (pid, argv.join(" ")))
+        .collect()
 }
 
 /// Kills what is left of a test's processes when dropped, on every path out of the test.
@@ -185,10 +155,41 @@ impl Cleanup {
     }
 }
 
+/// One test's folder, port and processes.
+struct Case {
+    tmp: tempfile::TempDir,
+    port: u16,
+    marks: Marks,
+    cleanup: Cleanup,
+}
+
+impl Case {
+    /// A case whose processes carry its port and `sleeps` sleep marks of its own.
+    fn new(sleeps: usize) -> Case {
+        let port = free_port();
+        let marks = Marks::new(port, sleeps);
+        Case {
+            tmp: tempfile::tempdir().unwrap(),
+            port,
+            cleanup: Cleanup::new(&marks),
+            marks,
+        }
+    }
+
+    fn xray(&self, serve: &str, load: &[&str], env: &[(&str, &str)]) -> Output {
+        run_xray(self.tmp.path(), self.port, serve, load, env)
+    }
+}
+
 /// The simulated vLLM on `port`, as a shell command line to prefix with what the test
 /// needs (the daemon is started before the server, so it runs at the first request).
 fn sim_serve(port: u16) -> String {
     format!("{} serve --engine vllm --port {port}", sim().display())
+}
+
+/// A shell that starts a daemon `sleep MARK`, then becomes the simulated server.
+fn daemon_then_server(port: u16, mark: &str) -> String {
+    format!("sh -c '{}; exec {}'", daemon(mark), sim_serve(port))
 }
 
 /// A daemon the way daemons make themselves: a child that forks again and exits (the
@@ -197,8 +198,9 @@ fn daemon(mark: &str) -> String {
     format!("( (exec setsid sleep {mark}) & )")
 }
 
-fn run_xray(cwd: &Path, port: u16, serve: &str, load: &[&str], env: &[(&str, &str)]) -> Output {
-    let target = url(port);
+/// xray's arguments for a test: the simulated vLLM at `target`, started with `serve`,
+/// no GPU, no probe, then the load.
+fn xray_args<'a>(target: &'a str, serve: &'a str, load: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec![
         "-o",
         "run",
@@ -207,13 +209,18 @@ fn run_xray(cwd: &Path, port: u16, serve: &str, load: &[&str], env: &[(&str, &st
         "--no-gpu",
         "--no-probe",
         "--url",
-        &target,
+        target,
         "--serve",
         serve,
         "--",
     ];
     args.extend(load);
-    let out = finish(start_xray_with(cwd, &args, env));
+    args
+}
+
+fn run_xray(cwd: &Path, port: u16, serve: &str, load: &[&str], env: &[(&str, &str)]) -> Output {
+    let target = url(port);
+    let out = finish(start_xray_with(cwd, &xray_args(&target, serve, load), env));
     no_panic(&out);
     out
 }
@@ -240,17 +247,11 @@ fn stop_line(out: &Output) -> String {
 /// cgroup; elsewhere by the subreaper (the next test forces that).
 #[test]
 fn a_daemon_the_server_starts_is_stopped_with_it() {
-    let tmp = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let marks = Marks::new(port, 1);
-    let mut cleanup = Cleanup::new(&marks);
-    let bystander = cleanup.start_bystander(marks.sleep(1));
-    let serve = format!(
-        "sh -c '{}; exec {}'",
-        daemon(marks.sleep(1)),
-        sim_serve(port)
-    );
-    let out = run_xray(tmp.path(), port, &serve, &["true"], &[]);
+    let mut case = Case::new(1);
+    let (port, marks) = (case.port, case.marks.clone());
+    let bystander = case.cleanup.start_bystander(marks.sleep(1));
+    let serve = daemon_then_server(port, marks.sleep(1));
+    let out = case.xray(&serve, &["true"], &[]);
     assert_ran(&out);
     let stopped = stop_line(&out);
     assert!(
@@ -258,8 +259,9 @@ fn a_daemon_the_server_starts_is_stopped_with_it() {
         "{}",
         shown(&out)
     );
-    cleanup.assert_none_left(&[bystander], Duration::from_secs(5));
-    assert!(cleanup.bystander_alive(), "the bystander was stopped");
+    case.cleanup
+        .assert_none_left(&[bystander], Duration::from_secs(5));
+    assert!(case.cleanup.bystander_alive(), "the bystander was stopped");
     let placement = inferlint_gpu::cgroup::own_placement();
     eprintln!("stop: {stopped}\n(cgroup placement here: {placement:?})");
 }
@@ -268,23 +270,11 @@ fn a_daemon_the_server_starts_is_stopped_with_it() {
 /// alone still finds the daemon and stops it.
 #[test]
 fn without_a_cgroup_the_subreaper_still_stops_the_daemon() {
-    let tmp = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let marks = Marks::new(port, 1);
-    let mut cleanup = Cleanup::new(&marks);
-    let bystander = cleanup.start_bystander(marks.sleep(1));
-    let serve = format!(
-        "sh -c '{}; exec {}'",
-        daemon(marks.sleep(1)),
-        sim_serve(port)
-    );
-    let out = run_xray(
-        tmp.path(),
-        port,
-        &serve,
-        &["true"],
-        &[("INFERLINT_CGROUP", "off")],
-    );
+    let mut case = Case::new(1);
+    let (port, marks) = (case.port, case.marks.clone());
+    let bystander = case.cleanup.start_bystander(marks.sleep(1));
+    let serve = daemon_then_server(port, marks.sleep(1));
+    let out = case.xray(&serve, &["true"], &[("INFERLINT_CGROUP", "off")]);
     assert_ran(&out);
     assert_eq!(
         stop_line(&out),
@@ -292,18 +282,17 @@ fn without_a_cgroup_the_subreaper_still_stops_the_daemon() {
         "{}",
         shown(&out)
     );
-    cleanup.assert_none_left(&[bystander], Duration::from_secs(5));
-    assert!(cleanup.bystander_alive(), "the bystander was stopped");
+    case.cleanup
+        .assert_none_left(&[bystander], Duration::from_secs(5));
+    assert!(case.cleanup.bystander_alive(), "the bystander was stopped");
 }
 
 /// A server whose first process ignores SIGTERM (a shell that traps it and waits), with
 /// a daemon that ignores it too: both get SIGKILL once the grace period ends.
 #[test]
 fn a_server_and_a_daemon_that_ignore_sigterm_are_killed_after_the_grace_period() {
-    let tmp = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let marks = Marks::new(port, 2);
-    let cleanup = Cleanup::new(&marks);
+    let case = Case::new(2);
+    let (port, marks) = (case.port, case.marks.clone());
     // The shell ignores SIGTERM, and so does every program it starts (an ignored signal
     // stays ignored across exec); the simulated server catches it and exits, after which
     // the shell goes on to a sleep of its own.
@@ -314,7 +303,7 @@ fn a_server_and_a_daemon_that_ignore_sigterm_are_killed_after_the_grace_period()
         marks.sleep(2)
     );
     let started = Instant::now();
-    let out = run_xray(tmp.path(), port, &serve, &["true"], &[]);
+    let out = case.xray(&serve, &["true"], &[]);
     assert_ran(&out);
     assert_eq!(
         stop_line(&out).split(" (tracked").next(),
@@ -323,7 +312,7 @@ fn a_server_and_a_daemon_that_ignore_sigterm_are_killed_after_the_grace_period()
         shown(&out)
     );
     assert!(started.elapsed() >= Duration::from_secs(30));
-    cleanup.assert_none_left(&[], Duration::from_secs(5));
+    case.cleanup.assert_none_left(&[], Duration::from_secs(5));
 }
 
 /// `kill -9` of xray while the server runs and the load waits: the supervisor sees its
@@ -331,34 +320,14 @@ fn a_server_and_a_daemon_that_ignore_sigterm_are_killed_after_the_grace_period()
 /// parent-death signal). The bystander lives on.
 #[test]
 fn kill_9_of_xray_stops_the_server_its_daemon_and_the_load() {
-    let tmp = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let marks = Marks::new(port, 2);
-    let mut cleanup = Cleanup::new(&marks);
-    let bystander = cleanup.start_bystander(marks.sleep(1));
-    let serve = format!(
-        "sh -c '{}; exec {}'",
-        daemon(marks.sleep(1)),
-        sim_serve(port)
-    );
+    let mut case = Case::new(2);
+    let (port, marks) = (case.port, case.marks.clone());
+    let bystander = case.cleanup.start_bystander(marks.sleep(1));
+    let serve = daemon_then_server(port, marks.sleep(1));
     let target = url(port);
     let mut xray = start_xray_with(
-        tmp.path(),
-        &[
-            "-o",
-            "run",
-            "--engine",
-            "vllm",
-            "--no-gpu",
-            "--no-probe",
-            "--url",
-            &target,
-            "--serve",
-            &serve,
-            "--",
-            "sleep",
-            marks.sleep(2),
-        ],
+        case.tmp.path(),
+        &xray_args(&target, &serve, &["sleep", marks.sleep(2)]),
         &[],
     );
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -382,9 +351,10 @@ fn kill_9_of_xray_stops_the_server_its_daemon_and_the_load() {
     );
     xray.kill().unwrap();
     xray.wait().unwrap();
-    cleanup.assert_none_left(&[bystander], Duration::from_secs(20));
-    assert!(cleanup.bystander_alive(), "the bystander was stopped");
-    let boot = std::fs::read_to_string(tmp.path().join("run/boot.log")).unwrap();
+    case.cleanup
+        .assert_none_left(&[bystander], Duration::from_secs(20));
+    assert!(case.cleanup.bystander_alive(), "the bystander was stopped");
+    let boot = std::fs::read_to_string(case.tmp.path().join("run/boot.log")).unwrap();
     assert!(
         boot.contains(
             "inferlint: xray ended without stopping the server; stopped its 2 remaining processes"
@@ -398,17 +368,15 @@ fn kill_9_of_xray_stops_the_server_its_daemon_and_the_load() {
 /// supervisor.
 #[test]
 fn t13_passes_when_a_daemon_of_the_server_holds_the_port() {
-    let tmp = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let marks = Marks::new(port, 1);
-    let cleanup = Cleanup::new(&marks);
+    let case = Case::new(1);
+    let (port, marks) = (case.port, case.marks.clone());
     // The first process only waits; the server itself runs as a daemon.
     let serve = format!(
         "sh -c '( (exec setsid {}) & ); exec sleep {}'",
         sim_serve(port),
         marks.sleep(1)
     );
-    let out = run_xray(tmp.path(), port, &serve, &["true"], &[]);
+    let out = case.xray(&serve, &["true"], &[]);
     assert!(
         stdout(&out).contains(&format!(
             "[T13] PASS  the server at {} is the one xray started (pid ",
@@ -418,5 +386,5 @@ fn t13_passes_when_a_daemon_of_the_server_holds_the_port() {
         shown(&out)
     );
     assert_ran(&out);
-    cleanup.assert_none_left(&[], Duration::from_secs(5));
+    case.cleanup.assert_none_left(&[], Duration::from_secs(5));
 }

@@ -350,6 +350,11 @@ mod tests {
         ignores_term: BTreeSet<u32>,
         /// PID -> a child it forks when it gets SIGTERM (once).
         forks_on_term: BTreeMap<u32, ProcessInfo>,
+        /// No signal ends anything (a process stuck in the kernel).
+        unkillable: bool,
+        /// This PID exits and goes to an unrelated process between the look and the
+        /// signal.
+        reused_at_signal: Option<u32>,
         signals: Vec<(u32, StopSignal)>,
     }
 
@@ -361,6 +366,8 @@ mod tests {
                 )),
                 ignores_term: BTreeSet::new(),
                 forks_on_term: BTreeMap::new(),
+                unkillable: false,
+                reused_at_signal: None,
                 signals: Vec::new(),
             }
         }
@@ -378,12 +385,18 @@ mod tests {
         }
         fn signal(&mut self, pid: u32, start_time: u64, signal: StopSignal) -> SignalOutcome {
             let mut table = self.table.borrow_mut();
+            if self.reused_at_signal == Some(pid) {
+                table.insert(pid, process(pid, 1, 500));
+            }
             match table.get(&pid) {
                 None => return SignalOutcome::Gone,
                 Some(p) if p.start_time != start_time => return SignalOutcome::Reused,
                 Some(_) => {}
             }
             self.signals.push((pid, signal));
+            if self.unkillable {
+                return SignalOutcome::Sent;
+            }
             if signal == StopSignal::Term {
                 if let Some(child) = self.forks_on_term.remove(&pid) {
                     table.insert(child.pid, child);
@@ -423,15 +436,20 @@ mod tests {
         poll: Duration::from_millis(100),
     };
 
+    /// Stops the tree of [`machine`] below its anchor, 30, on a clock that does not wait.
+    fn stop_anchored(fake: &mut Fake) -> TreeStop {
+        stop_tree(
+            &anchored(30, 7),
+            fake,
+            &mut FakeClock(Duration::ZERO),
+            TIMES,
+        )
+    }
+
     #[test]
     fn every_member_gets_sigterm_and_the_bystander_nothing() {
         let mut fake = Fake::new(machine());
-        let stop = stop_tree(
-            &anchored(30, 7),
-            &mut fake,
-            &mut FakeClock(Duration::ZERO),
-            TIMES,
-        );
+        let stop = stop_anchored(&mut fake);
         assert!(stop.complete(), "{stop:?}");
         assert_eq!(stop.terminated, 3);
         assert_eq!(stop.killed, 0);
@@ -459,12 +477,7 @@ mod tests {
         let mut fake = Fake::new(machine());
         fake.forks_on_term.insert(40, process(42, 40, 12));
         fake.ignores_term.insert(40);
-        let stop = stop_tree(
-            &anchored(30, 7),
-            &mut fake,
-            &mut FakeClock(Duration::ZERO),
-            TIMES,
-        );
+        let stop = stop_anchored(&mut fake);
         assert!(stop.complete(), "{stop:?}");
         assert!(fake.signals.contains(&(42, StopSignal::Term)));
     }
@@ -493,26 +506,8 @@ mod tests {
 
     #[test]
     fn a_process_that_never_dies_is_reported_as_a_survivor() {
-        struct Unkillable(Fake);
-        impl Processes for Unkillable {
-            fn table(&mut self) -> Result<ProcessTable, ProcError> {
-                self.0.table()
-            }
-            fn caller(&self) -> u32 {
-                20
-            }
-            fn scope(&self) -> Scope {
-                Scope::Everything
-            }
-            fn signal(&mut self, pid: u32, _start: u64, signal: StopSignal) -> SignalOutcome {
-                self.0.signals.push((pid, signal));
-                SignalOutcome::Sent
-            }
-            fn opens_nvidia_device(&self, _pid: u32) -> Option<bool> {
-                None
-            }
-        }
-        let mut stuck = Unkillable(Fake::new(machine()));
+        let mut stuck = Fake::new(machine());
+        stuck.unkillable = true;
         let mut clock = FakeClock(Duration::ZERO);
         let stop = stop_tree(&anchored(30, 7), &mut stuck, &mut clock, TIMES);
         assert_eq!(pids(&stop.survivors), [40, 41, 50]);
@@ -525,38 +520,11 @@ mod tests {
 
     #[test]
     fn a_reused_pid_is_never_signalled() {
-        let mut fake = Fake::new(machine());
+        let mut reusing = Fake::new(machine());
         // Between the look and the signal, 41 exits and its PID goes to someone else.
-        struct Reusing(Fake);
-        impl Processes for Reusing {
-            fn table(&mut self) -> Result<ProcessTable, ProcError> {
-                self.0.table()
-            }
-            fn caller(&self) -> u32 {
-                20
-            }
-            fn scope(&self) -> Scope {
-                Scope::Everything
-            }
-            fn signal(&mut self, pid: u32, start: u64, signal: StopSignal) -> SignalOutcome {
-                if pid == 41 {
-                    self.0.table.borrow_mut().insert(41, process(41, 1, 500));
-                }
-                self.0.signal(pid, start, signal)
-            }
-            fn opens_nvidia_device(&self, _pid: u32) -> Option<bool> {
-                None
-            }
-        }
-        fake.signals.clear();
-        let mut reusing = Reusing(fake);
-        let stop = stop_tree(
-            &anchored(30, 7),
-            &mut reusing,
-            &mut FakeClock(Duration::ZERO),
-            TIMES,
-        );
-        assert!(!reusing.0.signals.iter().any(|(pid, _)| *pid == 41));
+        reusing.reused_at_signal = Some(41);
+        let stop = stop_anchored(&mut reusing);
+        assert!(!reusing.signals.iter().any(|(pid, _)| *pid == 41));
         assert!(stop.complete(), "{stop:?}");
     }
 }
