@@ -1,31 +1,61 @@
-//! What every boot-log parse must hold, whatever the text: no panic, and every line
-//! number it reports lies inside the log, every kept text within its stated length.
+//! What every boot-log parse must hold, whatever the text: no panic; every line number it
+//! reports lies inside the log; an unparsed line's text stays within its bound; and the
+//! failure names the very line it points at (its text is on that line), cut only past
+//! the bound that guards against a megabyte line, with `…` where it was cut.
 
 use inferlint_core::Engine;
 use inferlint_engines::bootlog::parse_boot_log;
 
-/// Longest line text kept in an unparsed entry or a failure, and longest failure cause.
-const MAX_LINE_CHARS: usize = 300;
-const MAX_DETAIL_CHARS: usize = 200;
+/// Longest line text kept in an unparsed entry.
+const MAX_UNPARSED_CHARS: usize = 300;
+/// Longest failure line or cause kept, before the `…` that marks a cut.
+const MAX_FAILURE_CHARS: usize = 4000;
+
+/// The log's lines as the parser splits them: at `\n`, `\r\n` or a lone `\r`.
+fn lines(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(['\n', '\r']) {
+        out.push(&rest[..at]);
+        let skip = if rest[at..].starts_with("\r\n") { 2 } else { 1 };
+        rest = &rest[at + skip..];
+    }
+    if !rest.is_empty() {
+        out.push(rest);
+    }
+    out
+}
 
 pub fn check(data: &[u8], hint: Option<Engine>) {
     let text = String::from_utf8_lossy(data);
     let facts = parse_boot_log(&text, hint);
-    let lines = facts.line_count;
-    let inside = |n: usize| (1..=lines).contains(&n);
+    let raw = lines(&text);
+    let count = facts.line_count;
+    assert_eq!(count, raw.len(), "line count");
+    let inside = |n: usize| (1..=count).contains(&n);
     for entry in &facts.unparsed {
-        assert!(inside(entry.lineno), "unparsed line {} of {lines}", entry.lineno);
-        assert!(entry.text.chars().count() <= MAX_LINE_CHARS);
+        assert!(inside(entry.lineno), "unparsed line {} of {count}", entry.lineno);
+        assert!(entry.text.chars().count() <= MAX_UNPARSED_CHARS);
     }
     if let Some(n) = facts.ready_lineno {
-        assert!(inside(n), "ready line {n} of {lines}");
+        assert!(inside(n), "ready line {n} of {count}");
     }
     if let Some(failure) = &facts.failure {
-        assert!(inside(failure.lineno), "failure line {} of {lines}", failure.lineno);
+        assert!(inside(failure.lineno), "failure line {} of {count}", failure.lineno);
         assert!(!failure.kind.is_empty());
-        assert!(failure.line.chars().count() <= MAX_LINE_CHARS);
+        assert!(failure.line.chars().count() <= MAX_FAILURE_CHARS + 1);
         if let Some(detail) = &failure.detail {
-            assert!(detail.chars().count() <= MAX_DETAIL_CHARS, "{detail}");
+            assert!(detail.chars().count() <= MAX_FAILURE_CHARS + 1, "{detail}");
+        }
+        // Without escape sequences to strip, the kept text is on the line it names.
+        let line = raw[failure.lineno - 1];
+        let kept = failure.line.trim_end_matches('…');
+        if !line.contains('\u{1b}') {
+            assert!(
+                line.contains(kept),
+                "failure text {kept:?} is not on line {}: {line:?}",
+                failure.lineno
+            );
         }
     }
     serde_json::to_string(&facts).expect("boot facts serialise");
