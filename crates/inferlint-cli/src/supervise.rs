@@ -424,7 +424,10 @@ impl Supervised {
             .stdout(Stdio::piped())
             .stderr(spec.log)
             .process_group(0);
-        let mut supervisor = spawn(command)?;
+        // Not the server's own error: a missing supervisor must not read as a missing
+        // server program.
+        let mut supervisor = spawn(command)
+            .map_err(|e| io::Error::other(format!("cannot start its supervisor: {e}")))?;
         let remove_cgroup = || {
             if let Some(c) = &cgroup {
                 let _ = c.remove();
