@@ -388,3 +388,68 @@ fn t13_passes_when_a_daemon_of_the_server_holds_the_port() {
     assert_ran(&out);
     case.cleanup.assert_none_left(&[], Duration::from_secs(5));
 }
+
+/// The trampoline xray starts its children through (`inferlint __exec`) ties the program
+/// to the thread that started it: the program runs in the trampoline's place (same PID,
+/// its own argv), and dies when that thread ends. This is why xray starts its children
+/// from a thread that lives as long as it does.
+#[test]
+fn the_trampoline_ties_the_program_to_the_thread_that_started_it() {
+    let case = Case::new(1);
+    let marks = case.marks.clone();
+    let parent = std::process::id().to_string();
+    let mark = marks.sleep(1).to_owned();
+    let mut child = std::thread::spawn(move || {
+        let child = Command::new(env!("CARGO_BIN_EXE_inferlint"))
+            .args(["__exec", "--parent", &parent, "--", "/bin/sleep", &mark])
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let sleeping = format!("/bin/sleep {mark}");
+        while !live_processes()
+            .iter()
+            .any(|(p, argv)| *p == child.id() && argv.join(" ") == sleeping)
+        {
+            assert!(Instant::now() < deadline, "the program never ran");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // The thread ends here, its child still running.
+        child
+    })
+    .join()
+    .unwrap();
+    let pid = child.id();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while live_processes().iter().any(|(p, _)| *p == pid) {
+        assert!(
+            Instant::now() < deadline,
+            "the program outlived the thread that started it"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!child.wait().unwrap().success());
+    case.cleanup.assert_none_left(&[], Duration::from_secs(5));
+}
+
+/// A trampoline whose parent is not the process that asked for it (that process died,
+/// and the trampoline was re-parented) starts nothing: the program would run with no
+/// one left to stop it.
+#[test]
+fn the_trampoline_starts_nothing_for_a_parent_that_is_gone() {
+    let case = Case::new(1);
+    let out = Command::new(env!("CARGO_BIN_EXE_inferlint"))
+        .args([
+            "__exec",
+            "--parent",
+            "1",
+            "--",
+            "/bin/sleep",
+            case.marks.sleep(1),
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(126), "{}", shown(&out));
+    case.cleanup.assert_none_left(&[], Duration::from_secs(1));
+}
