@@ -29,7 +29,7 @@ window() {
   done
 }
 
-rm -rf corpus
+# Seeds are added beside what earlier runs grew (same names are overwritten).
 logs_of() { # engine folder pattern: every boot log of that engine
   files -path "*$1*" \( -name '*boot*.log' -o -name 'run_*.log' \)
 }
@@ -47,6 +47,13 @@ window bootlog_vllm 40 "${vllm_logs[@]}"
 window bootlog_sglang 40 "${sglang_logs[@]}"
 window bootlog_trtllm 40 "${trtllm_logs[@]}"
 window failure_classifier 60 "${failed_logs[@]}"
+# Log windows led by the bytes that choose the read sizes (3 sizes: 7, 64, 255 bytes).
+mkdir -p corpus/bootlog_file
+n=0
+for file in "${vllm_logs[@]}" "${sglang_logs[@]}" "${trtllm_logs[@]}"; do
+  n=$((n + 1))
+  split -l 40 -d -a 4 --filter='{ printf "\003\007\100\377"; cat; } > "$FILE"' "$file" "corpus/bootlog_file/seed-$n-"
+done
 window prom_parse 60 "${proms[@]}"
 window load_log 40 "${load_logs[@]}"
 

@@ -6,25 +6,14 @@
 use inferlint_core::Engine;
 use inferlint_engines::bootlog::parse_boot_log;
 
+#[path = "lines.rs"]
+mod lines;
+use lines::lines;
+
 /// Longest line text kept in an unparsed entry.
 const MAX_UNPARSED_CHARS: usize = 300;
 /// Longest failure line or cause kept, before the `…` that marks a cut.
 const MAX_FAILURE_CHARS: usize = 4000;
-
-/// The log's lines as the parser splits them: at `\n`, `\r\n` or a lone `\r`.
-fn lines(text: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut rest = text;
-    while let Some(at) = rest.find(['\n', '\r']) {
-        out.push(&rest[..at]);
-        let skip = if rest[at..].starts_with("\r\n") { 2 } else { 1 };
-        rest = &rest[at + skip..];
-    }
-    if !rest.is_empty() {
-        out.push(rest);
-    }
-    out
-}
 
 pub fn check(data: &[u8], hint: Option<Engine>) {
     let text = String::from_utf8_lossy(data);
