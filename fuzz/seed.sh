@@ -42,6 +42,10 @@ mapfile -t proms < <(files -name '*.prom')
 mapfile -t snapshots < <(files -name '*.snapshot.json')
 mapfile -t results < <(files -name 'bench.json*')
 mapfile -t load_logs < <(files -name 'load.log')
+# Every tool's result files (fixtures/loadtools holds real runs of each), but for the
+# recordings' own snapshots and series; the few over 100 kB are left to the mutator.
+mapfile -t tool_results < <(files -path '*loadtools*' \( -name '*.json' -o -name '*.jsonl' -o -name '*.csv' \) \
+  ! -name '*.snapshot.json' ! -name '*.series.jsonl' -size -100k)
 
 window bootlog_vllm 40 "${vllm_logs[@]}"
 window bootlog_sglang 40 "${sglang_logs[@]}"
@@ -73,6 +77,8 @@ cp_numbered() { local target=$1 n=0 file; shift; for file in "$@"; do n=$((n + 1
 cp_numbered snapshot "${snapshots[@]}"
 window snapshot 60 "${proms[@]}"
 cp_numbered bench_result "${results[@]}"
+mkdir -p corpus/loadtool_result
+cp_numbered loadtool_result "${tool_results[@]}" "${results[@]}"
 
 # Python literals as the engines print them: vLLM's non-default args, SGLang's server
 # args and TensorRT-LLM's settings.
