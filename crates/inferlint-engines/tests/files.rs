@@ -240,6 +240,48 @@ fn run_folders_are_found_by_name() {
     assert!(found.load_log.is_some());
 }
 
+/// Found by fuzzing (series_file): a sample whose time goes back, at the start of a
+/// stretch, was refused by one pass but passed on by its stretch (and the samples after
+/// it judged against it), so a file of 4 MiB or more, read on several threads, kept
+/// readings a small one would not. However the file is cut, the samples and the summary
+/// are one pass's.
+#[test]
+fn time_going_back_at_a_stretch_boundary_reads_as_in_one_pass() {
+    let lines = [
+        r#"{"t_wall": 100.0, "running": 1.0}"#,
+        r#"{"t_wall": 50.0, "running": 2.0}"#,
+        r#"{"t_wall": 60.0, "running": 3.0}"#,
+        r#"{"t_wall": 200.0, "running": 4.0}"#,
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("s.series.jsonl");
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let read = |stretches| {
+        files::fold_series_in(
+            &path,
+            stretches,
+            Vec::new,
+            |kept: &mut Vec<f64>, s| kept.push(s.t_wall),
+            |mut a, b| {
+                a.extend(b);
+                a
+            },
+        )
+        .unwrap()
+    };
+    let (kept, summary) = read(1);
+    assert_eq!(kept, [100.0, 200.0]);
+    let refused = summary.refused.as_ref().unwrap();
+    assert_eq!((refused.line, refused.count), (2, 2));
+    for stretches in 2..=8 {
+        assert_eq!(
+            read(stretches),
+            (kept.clone(), summary.clone()),
+            "{stretches} stretches"
+        );
+    }
+}
+
 #[test]
 fn folding_in_stretches_equals_one_pass() {
     use inferlint_core::checks::series::{falling_ceiling, SeriesStats};
