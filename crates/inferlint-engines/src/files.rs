@@ -363,7 +363,7 @@ pub fn read_series(
 ) -> Result<SeriesSummary, FileError> {
     let (file, _) = open_input(path)?;
     let chunk = fold_lines(path, file, false, 0, u64::MAX, on_sample)?;
-    finish_summary(path, vec![chunk]).map(|(summary, _)| summary)
+    finish_summary(path, vec![chunk])
 }
 
 /// Streams a series from any reader (standard input for `series -`), read to its end
@@ -374,7 +374,7 @@ pub fn read_series_from(
     on_sample: impl FnMut(&SeriesSample),
 ) -> Result<SeriesSummary, FileError> {
     let chunk = fold_lines(name, reader, false, 0, u64::MAX, on_sample)?;
-    finish_summary(name, vec![chunk]).map(|(summary, _)| summary)
+    finish_summary(name, vec![chunk])
 }
 
 /// Folds a whole series into [`SeriesStats`] (on up to `threads` threads for a large
@@ -547,12 +547,13 @@ fn fold_series_of_len<A: Send>(
         chunks.push(chunk);
     }
     let total = total.unwrap_or_else(&init);
-    let (summary, refused_at_a_boundary) = finish_summary(path, chunks)?;
-    if refused_at_a_boundary && stretches > 1 {
-        // A stretch's first sample went back in time from the stretch before: one pass
-        // refuses it (and judges every later sample against the last one it kept), but
-        // its stretch had already passed it on. Only one pass can say what to keep; a
-        // file this broken is rare, and it is read again, whole.
+    let summary = finish_summary(path, chunks)?;
+    if summary.refused.is_some() && stretches > 1 {
+        // Which samples one pass keeps after a refused line depends on every line before
+        // it (the last sample kept), and a stretch knows only its own: a first sample
+        // that went back in time from the stretch before was passed on, and a refusal's
+        // words name the stretch's line numbers. A file with a refused line is rare; it
+        // is read again, in one pass.
         return fold_series_of_len(path, len, 1, init, push, merge);
     }
     Ok((total, summary))
@@ -560,19 +561,13 @@ fn fold_series_of_len<A: Send>(
 
 /// Joins the stretches' summaries in file order: their counts, their line numbers made
 /// the file's, and the checks that cross a boundary (time going forward, one header).
-/// Also says whether a stretch's first sample was refused at its boundary (then the
-/// stretches kept a sample one pass would not have; see [`fold_series_of_len`]).
-fn finish_summary(
-    path: &Path,
-    chunks: Vec<ChunkSummary>,
-) -> Result<(SeriesSummary, bool), FileError> {
+fn finish_summary(path: &Path, chunks: Vec<ChunkSummary>) -> Result<SeriesSummary, FileError> {
     let mut summary = SeriesSummary::default();
     let mut lines = 0;
     let mut refused: Option<(usize, String)> = None;
     let mut refused_count = 0;
     let mut header_lines: Vec<usize> = Vec::new();
     let mut last: Option<Stamp> = None;
-    let mut refused_at_a_boundary = false;
     for chunk in chunks {
         let offset = lines;
         if chunk.header.is_some() {
@@ -592,7 +587,6 @@ fn finish_summary(
                 ..first
             };
             if let Some(why) = first.goes_back_from(&earlier) {
-                refused_at_a_boundary = true;
                 refused_count += 1;
                 if refused.as_ref().is_none_or(|(line, _)| first.line < *line) {
                     refused = Some((first.line, why));
@@ -631,7 +625,7 @@ fn finish_summary(
         count: refused_count,
     });
     check_series_summary(path, &summary, lines)?;
-    Ok((summary, refused_at_a_boundary))
+    Ok(summary)
 }
 
 /// Folds the lines that start in `[start, end)` of a file.

@@ -243,42 +243,58 @@ fn run_folders_are_found_by_name() {
 /// Found by fuzzing (series_file): a sample whose time goes back, at the start of a
 /// stretch, was refused by one pass but passed on by its stretch (and the samples after
 /// it judged against it), so a file of 4 MiB or more, read on several threads, kept
-/// readings a small one would not. However the file is cut, the samples and the summary
-/// are one pass's.
+/// readings a small one would not; and a refusal inside a stretch named the line it went
+/// back from by the stretch's count, not the file's. However the file is cut, the
+/// samples and the summary are one pass's.
 #[test]
 fn time_going_back_at_a_stretch_boundary_reads_as_in_one_pass() {
-    let lines = [
-        r#"{"t_wall": 100.0, "running": 1.0}"#,
-        r#"{"t_wall": 50.0, "running": 2.0}"#,
-        r#"{"t_wall": 60.0, "running": 3.0}"#,
-        r#"{"t_wall": 200.0, "running": 4.0}"#,
+    let sample = |t: f64| format!(r#"{{"t_wall": {t:.1}, "running": 1.0}}"#);
+    // (the times, the ones one pass keeps, the first refused line, how many, the line
+    // its time went back from)
+    let cases: [(&[f64], &[f64], usize, usize, usize); 2] = [
+        (&[100.0, 50.0, 60.0, 200.0], &[100.0, 200.0], 2, 2, 1),
+        (
+            &[100.0, 200.0, 300.0, 250.0],
+            &[100.0, 200.0, 300.0],
+            4,
+            1,
+            3,
+        ),
     ];
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("s.series.jsonl");
-    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-    let read = |stretches| {
-        files::fold_series_in(
-            &path,
-            stretches,
-            Vec::new,
-            |kept: &mut Vec<f64>, s| kept.push(s.t_wall),
-            |mut a, b| {
-                a.extend(b);
-                a
-            },
-        )
-        .unwrap()
-    };
-    let (kept, summary) = read(1);
-    assert_eq!(kept, [100.0, 200.0]);
-    let refused = summary.refused.as_ref().unwrap();
-    assert_eq!((refused.line, refused.count), (2, 2));
-    for stretches in 2..=8 {
-        assert_eq!(
-            read(stretches),
-            (kept.clone(), summary.clone()),
-            "{stretches} stretches"
+    for (times, kept_by_one_pass, line, count, from) in cases {
+        let text: String = times.iter().map(|&t| sample(t) + "\n").collect();
+        std::fs::write(&path, text).unwrap();
+        let read = |stretches| {
+            files::fold_series_in(
+                &path,
+                stretches,
+                Vec::new,
+                |kept: &mut Vec<f64>, s| kept.push(s.t_wall),
+                |mut a, b| {
+                    a.extend(b);
+                    a
+                },
+            )
+            .unwrap()
+        };
+        let (kept, summary) = read(1);
+        assert_eq!(kept, kept_by_one_pass);
+        let refused = summary.refused.as_ref().unwrap();
+        assert_eq!((refused.line, refused.count), (line, count));
+        assert!(
+            refused.what.contains(&format!("from line {from} ")),
+            "{}",
+            refused.what
         );
+        for stretches in 2..=8 {
+            assert_eq!(
+                read(stretches),
+                (kept.clone(), summary.clone()),
+                "{times:?} in {stretches} stretches"
+            );
+        }
     }
 }
 
