@@ -248,22 +248,34 @@ fn run_folders_are_found_by_name() {
 /// samples and the summary are one pass's.
 #[test]
 fn time_going_back_at_a_stretch_boundary_reads_as_in_one_pass() {
+    /// A file's sample times, the ones one pass keeps, and its first refused line, how
+    /// many were, and the line its time went back from.
+    struct Case {
+        times: &'static [f64],
+        kept_by_one_pass: &'static [f64],
+        refused: (usize, usize, usize),
+    }
     let sample = |t: f64| format!(r#"{{"t_wall": {t:.1}, "running": 1.0}}"#);
-    // (the times, the ones one pass keeps, the first refused line, how many, the line
-    // its time went back from)
-    let cases: [(&[f64], &[f64], usize, usize, usize); 2] = [
-        (&[100.0, 50.0, 60.0, 200.0], &[100.0, 200.0], 2, 2, 1),
-        (
-            &[100.0, 200.0, 300.0, 250.0],
-            &[100.0, 200.0, 300.0],
-            4,
-            1,
-            3,
-        ),
+    let cases = [
+        Case {
+            times: &[100.0, 50.0, 60.0, 200.0],
+            kept_by_one_pass: &[100.0, 200.0],
+            refused: (2, 2, 1),
+        },
+        Case {
+            times: &[100.0, 200.0, 300.0, 250.0],
+            kept_by_one_pass: &[100.0, 200.0, 300.0],
+            refused: (4, 1, 3),
+        },
     ];
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("s.series.jsonl");
-    for (times, kept_by_one_pass, line, count, from) in cases {
+    for case in cases {
+        let Case {
+            times,
+            kept_by_one_pass,
+            refused: (line, count, from),
+        } = case;
         let text: String = times.iter().map(|&t| sample(t) + "\n").collect();
         std::fs::write(&path, text).unwrap();
         let read = |stretches| {
