@@ -111,12 +111,13 @@ impl Drop for ServerGuard {
     }
 }
 
-/// How a stop ended: the line to print, and the processes still alive after it (the
-/// clear-card wait counts them).
+/// How a stop ended: the line to print, the processes still alive after it and the
+/// server's cgroup, if it had one (the clear-card wait counts what is alive in either).
 #[derive(Debug)]
 struct Stopped {
     text: String,
     survivors: Vec<Member>,
+    cgroup: Option<PathBuf>,
 }
 
 /// SIGTERM to every process of the server's tree, a grace period, SIGKILL to what is
@@ -134,6 +135,10 @@ fn stop_server(shared: &Shared) -> Option<Stopped> {
     };
     let stop = server.stop(STOP_TIMES);
     let how = server.containment().describe();
+    let cgroup = match server.containment() {
+        supervise::Containment::Cgroup(dir) => Some(dir.clone()),
+        supervise::Containment::Subreaper(_) => None,
+    };
     let text = if let Some(why) = &stop.unreadable {
         format!("cannot see the server's processes to stop them ({why})")
     } else if !stop.survivors.is_empty() {
@@ -162,6 +167,7 @@ fn stop_server(shared: &Shared) -> Option<Stopped> {
     Some(Stopped {
         text: format!("{ended}{text}"),
         survivors: stop.survivors,
+        cgroup,
     })
 }
 
@@ -965,15 +971,15 @@ impl Xray<'_> {
         }
         if lock(&self.shared.server).is_some() {
             self.stage("stop the server");
-            let survivors = match stop_server(&self.shared) {
+            let (survivors, cgroup) = match stop_server(&self.shared) {
                 Some(stopped) => {
                     say(&stopped.text);
-                    stopped.survivors
+                    (stopped.survivors, stopped.cgroup)
                 }
-                None => Vec::new(),
+                None => (Vec::new(), None),
             };
             if !self.args.no_gpu {
-                match clear_card_after_stop(&survivors) {
+                match clear_card_after_stop(&survivors, cgroup.as_deref()) {
                     Ok(r) => self.record(r),
                     Err(e) => eprint_line!("inferlint: {}", e.message),
                 }
@@ -1251,7 +1257,10 @@ fn free_card() -> Result<CheckResult, CliError> {
 /// T2 after the server is stopped: wait for a clear card as teardown does, counting as
 /// alive servers, besides every process that looks like one, whatever the stop left of
 /// the server's tree (a daemon need not look like a server to hold the card).
-fn clear_card_after_stop(survivors: &[Member]) -> Result<CheckResult, CliError> {
+fn clear_card_after_stop(
+    survivors: &[Member],
+    cgroup: Option<&Path>,
+) -> Result<CheckResult, CliError> {
     let mut machine = crate::gpu::machine("xray's clear-card wait")?;
     Ok(match machine.processes.as_mut() {
         Err(e) => CheckResult::new(Tripwire::T2, Status::Unknown, e.to_string()),
@@ -1262,11 +1271,38 @@ fn clear_card_after_stop(survivors: &[Member]) -> Result<CheckResult, CliError> 
                 processes.as_mut(),
                 machine.gpus.as_mut(),
                 machine.clock.as_mut(),
-                &|table| inferlint_gpu::tree::still_alive(table, survivors),
+                &|table| left_of_tree(table, survivors, cgroup),
             )
             .result
         }
     })
+}
+
+/// What is alive of the server's tree after its stop, in one look: the survivors the
+/// stop named and everything they started since, and every process still in the tree's
+/// cgroup (a stop that gave up leaves the cgroup in place, and a daemon a survivor starts
+/// is listed there wherever it is re-parented).
+fn left_of_tree(
+    table: &inferlint_gpu::procs::ProcessTable,
+    survivors: &[Member],
+    cgroup: Option<&Path>,
+) -> Vec<u32> {
+    let mut alive: std::collections::BTreeSet<u32> =
+        inferlint_gpu::tree::still_alive(table, survivors)
+            .into_iter()
+            .collect();
+    #[cfg(target_os = "linux")]
+    if let Some(dir) = cgroup {
+        let leftover = inferlint_gpu::tree::Contained {
+            anchor: None,
+            cgroup: Some(inferlint_gpu::cgroup::OwnCgroup::at(dir.to_path_buf())),
+        };
+        let members = inferlint_gpu::tree::members(table, &leftover, std::process::id());
+        alive.extend(members.iter().map(|m| m.pid));
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = cgroup;
+    alive.into_iter().collect()
 }
 
 /// A file the run writes as it goes (the server's and the load's output), created new:
@@ -1509,5 +1545,44 @@ mod tests {
             socket_addrs(&base),
             [SocketAddr::from(([127, 0, 0, 1], 18000))]
         );
+    }
+
+    /// After a stop that gave up, the clear-card wait counts what is alive in the
+    /// tree's cgroup as well as the survivors: a daemon a survivor started, re-parented
+    /// to init, is in no survivor's tree but still in the cgroup. A zombie holds nothing.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_process_left_in_the_cgroup_counts_in_the_clear_card_wait() {
+        use inferlint_gpu::procs::{ProcessInfo, ProcessTable};
+        let process = |pid: u32, ppid: u32, state: char| ProcessInfo {
+            pid,
+            ppid,
+            pgid: pid,
+            sid: pid,
+            state,
+            start_time: u64::from(pid),
+            comm: "x".into(),
+            argv: vec![format!("p{pid}")],
+        };
+        // 40 survived the stop; 500 (a daemon, re-parented to init) and 501 (a zombie)
+        // are in the cgroup; 600 is a bystander.
+        let table = ProcessTable::new([
+            process(1, 0, 'S'),
+            process(40, 1, 'D'),
+            process(500, 1, 'S'),
+            process(501, 1, 'Z'),
+            process(600, 1, 'S'),
+        ]);
+        let survivors = [Member {
+            pid: 40,
+            start_time: 40,
+        }];
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("cgroup.procs"), "40\n500\n501\n").unwrap();
+        assert_eq!(
+            left_of_tree(&table, &survivors, Some(dir.path())),
+            [40, 500]
+        );
+        assert_eq!(left_of_tree(&table, &survivors, None), [40]);
     }
 }

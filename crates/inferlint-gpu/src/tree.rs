@@ -222,12 +222,19 @@ impl TreeSource for Contained {
 }
 
 /// The members of `survivors` still alive in `table` (with the start times they were
-/// listed with): what keeps a card from clearing after a stop that gave up.
+/// listed with), and every live process below one of them: what keeps a card from
+/// clearing after a stop that gave up. A survivor the kernel would not let us signal
+/// still runs, and what it starts after the stop holds the card as well as it does.
 pub fn still_alive(table: &ProcessTable, survivors: &[Member]) -> Vec<u32> {
-    survivors
-        .iter()
-        .filter(|m| table.same_alive(m.pid, m.start_time).is_some())
-        .map(|m| m.pid)
+    let mut alive = BTreeSet::new();
+    for m in survivors {
+        if table.same_alive(m.pid, m.start_time).is_some() {
+            alive.extend(descendants(table, m.pid));
+        }
+    }
+    alive
+        .into_iter()
+        .filter(|&pid| table.get(pid).is_some_and(|p| p.is_alive()))
         .collect()
 }
 
@@ -516,6 +523,33 @@ mod tests {
         assert!(clock.0 < TIMES.grace + TIMES.kill_wait + Duration::from_secs(1));
         let table = machine();
         assert_eq!(still_alive(&table, &stop.survivors), [40, 41, 50]);
+    }
+
+    /// A survivor still runs after the stop and may start processes of its own (a
+    /// daemon's helper, a restarted worker): they hold the card too. A PID reused by a
+    /// process that is not the survivor lends nothing.
+    #[test]
+    fn what_a_survivor_starts_after_the_stop_counts_as_alive() {
+        // 50 survived; it then started 70, which started 71. 41's PID went to 99's child.
+        let table = ProcessTable::new([
+            process(1, 0, 1),
+            process(50, 30, 10),
+            process(70, 50, 20),
+            process(71, 70, 21),
+            process(99, 1, 22),
+            process(41, 99, 23),
+        ]);
+        let survivors = [
+            Member {
+                pid: 50,
+                start_time: 10,
+            },
+            Member {
+                pid: 41,
+                start_time: 9,
+            },
+        ];
+        assert_eq!(still_alive(&table, &survivors), [50, 70, 71]);
     }
 
     #[test]
