@@ -511,3 +511,84 @@ impl ErrOrMessage for Result<String, inferlint_engines::files::FileError> {
         }
     }
 }
+
+/// Found by fuzzing (loadtool_result): a gap between two tokens too large for the `f32`
+/// the account keeps it in (1e39 ms) was kept as infinite, and the profile's
+/// inter-token percentiles read `inf`. Every reader that keeps gaps leaves such a gap out
+/// and keeps the others.
+#[test]
+fn a_token_gap_too_large_to_keep_is_left_out_not_kept_as_infinite() {
+    use serde_json::Value;
+    /// A real file, and how to make one of its gaps 1e39 ms (its last text-carrying
+    /// token time, or one gap itself, far in the future).
+    struct Case {
+        file: &'static str,
+        edit: fn(&mut Value),
+    }
+    /// GenAI-Perf: the time of the request's last response that carries text.
+    fn last_token(request: &mut Value, huge: f64) {
+        let outputs = request["response_outputs"].as_array().unwrap();
+        let at = outputs
+            .iter()
+            .rposition(|o| {
+                let text = o["response"].as_str().unwrap();
+                text.contains(r#""text":""#) && !text.contains(r#""text":"""#)
+            })
+            .unwrap();
+        request["response_timestamps"][at] = huge.into();
+    }
+    let cases = [
+        Case {
+            file: "vllm/some-errored-detailed/bench.json",
+            edit: |v| v["itls"][0][0] = 1e36.into(),
+        },
+        Case {
+            file: "inference-perf/concurrent-8/inference-perf/per_request_lifecycle_metrics.json",
+            edit: |v| {
+                let times = &mut v[0]["info"]["response_metrics"]["output_token_times"];
+                let last = times.as_array().unwrap().len() - 1;
+                times[last] = 1e39.into();
+            },
+        },
+        Case {
+            file: "genai-perf/concurrency-8/artifacts/sim-model-openai-completions-concurrency8/profile_export.json",
+            edit: |v| last_token(&mut v["experiments"][0]["requests"][0], 1e45),
+        },
+    ];
+    let read = |name: &str, bytes: &[u8]| {
+        loadtools::read_bytes_named(name, bytes)
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+            .inter_token_ms
+    };
+    let mut checked: Vec<(String, Vec<u8>)> = cases
+        .iter()
+        .map(|case| {
+            let path = fixtures().join(case.file);
+            let mut json: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+            (case.edit)(&mut json);
+            (case.file.to_owned(), serde_json::to_vec(&json).unwrap())
+        })
+        .collect();
+    // AIPerf's records are JSON lines: the first completed record's first gap.
+    let records = "aiperf/concurrency-8/aiperf/profile_export.jsonl";
+    let text = std::fs::read_to_string(fixtures().join(records)).unwrap();
+    let key = r#""inter_chunk_latency":{"value":["#;
+    let profiling = text.find(r#""benchmark_phase":"profiling""#).unwrap();
+    let at = profiling + text[profiling..].find(key).unwrap() + key.len();
+    let edited = format!("{}1e39,{}", &text[..at], &text[at..]);
+    checked.push((records.to_owned(), edited.into_bytes()));
+    for (file, bytes) in checked {
+        let name = Path::new(&file).file_name().unwrap().to_str().unwrap();
+        let original = read(name, &std::fs::read(fixtures().join(&file)).unwrap());
+        let gaps = read(name, &bytes);
+        let infinite: Vec<&f32> = gaps.iter().filter(|g| !g.is_finite()).collect();
+        assert!(infinite.is_empty(), "{file}: {infinite:?}");
+        // The one impossible gap is gone (replaced, or added, in the edit); the rest stay.
+        let expected = if file.ends_with(".jsonl") {
+            original.len()
+        } else {
+            original.len() - 1
+        };
+        assert_eq!(gaps.len(), expected, "{file}");
+    }
+}

@@ -18,7 +18,7 @@ use inferlint_core::client::{
 };
 use serde_json::Value;
 
-use super::{at, count, int, label, num, parse_json, shape, text};
+use super::{at, count, extend_gaps, int, label, num, parse_json, shape, text};
 use crate::files::FileError;
 
 pub(super) fn summary(path: &Path, bytes: &[u8]) -> Result<ClientAccount, FileError> {
@@ -184,9 +184,10 @@ pub(super) fn read_records(
             if let Some(gaps) =
                 at(&record, &["metrics", "inter_chunk_latency", "value"]).and_then(Value::as_array)
             {
-                account
-                    .inter_token_ms
-                    .extend(gaps.iter().filter_map(|g| num(Some(g))).map(|g| g as f32));
+                extend_gaps(
+                    &mut account.inter_token_ms,
+                    gaps.iter().filter_map(|g| num(Some(g))),
+                );
             }
         }
         account.requests.push(ClientRequest {

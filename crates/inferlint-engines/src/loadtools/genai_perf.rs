@@ -18,7 +18,7 @@ use inferlint_core::client::{
 };
 use serde_json::Value;
 
-use super::{asked, at, body, count, int, num, parse_json, shape, text};
+use super::{asked, at, body, count, extend_gaps, int, num, parse_json, shape, text};
 use crate::files::FileError;
 
 const TOOL: &str = "GenAI-Perf (version not recorded)";
@@ -152,11 +152,7 @@ fn request(item: &Value, gaps: &mut Vec<f32>) -> ClientRequest {
         .map(|(t, _)| *t)
         .collect();
     if outcome == RequestOutcome::Completed {
-        gaps.extend(
-            token_times
-                .windows(2)
-                .map(|w| ((w[1] - w[0]) * 1000.0) as f32),
-        );
+        extend_gaps(gaps, token_times.windows(2).map(|w| (w[1] - w[0]) * 1000.0));
     }
     let first = token_times.first().copied().or(times.first().copied());
     ClientRequest {

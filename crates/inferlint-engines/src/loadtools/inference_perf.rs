@@ -17,7 +17,9 @@ use inferlint_core::client::{
 };
 use serde_json::Value;
 
-use super::{asked, at, body, count, int, num, parse_json, shape, text, Companions, Role};
+use super::{
+    asked, at, body, count, extend_gaps, int, num, parse_json, shape, text, Companions, Role,
+};
 use crate::files::FileError;
 
 const TOOL: &str = "inference-perf (version not recorded)";
@@ -117,10 +119,9 @@ fn read_records(path: &Path, bytes: &[u8], account: &mut ClientAccount) -> Resul
             .map(|t| t.iter().filter_map(|v| num(Some(v))).collect())
             .unwrap_or_default();
         if outcome == RequestOutcome::Completed {
-            account.inter_token_ms.extend(
-                token_times
-                    .windows(2)
-                    .map(|w| ((w[1] - w[0]) * 1000.0) as f32),
+            extend_gaps(
+                &mut account.inter_token_ms,
+                token_times.windows(2).map(|w| (w[1] - w[0]) * 1000.0),
             );
         }
         let sent = num(item.get("start_time"));

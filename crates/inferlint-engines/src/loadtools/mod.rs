@@ -543,6 +543,13 @@ pub(crate) fn at<'a>(value: &'a Value, keys: &[&str]) -> Option<&'a Value> {
     keys.iter().try_fold(value, |v, k| v.get(*k))
 }
 
+/// Gaps between tokens, in milliseconds, onto the account's list, which keeps them as
+/// `f32`: a gap `f32` cannot hold as a finite number (over about 3.4e38 ms, or one whose
+/// arithmetic overflowed) is no measurement and is left out, never kept as infinite.
+pub(crate) fn extend_gaps(gaps: &mut Vec<f32>, ms: impl IntoIterator<Item = f64>) {
+    gaps.extend(ms.into_iter().map(|g| g as f32).filter(|g| g.is_finite()));
+}
+
 /// A finite number (Python's `NaN` and `Infinity`, read as their words, are none).
 pub(crate) fn num(value: Option<&Value>) -> Option<f64> {
     match value? {

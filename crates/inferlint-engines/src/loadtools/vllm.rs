@@ -21,7 +21,7 @@ use inferlint_core::client::{
 };
 use serde_json::{Map, Value};
 
-use super::{count, int, label, num, parse_json, shape, text};
+use super::{count, extend_gaps, int, label, num, parse_json, shape, text};
 use crate::files::FileError;
 
 pub(super) fn read(path: &Path, bytes: &[u8], tool: LoadTool) -> Result<ClientAccount, FileError> {
@@ -143,10 +143,10 @@ fn read_records(
             request.ttft_s = num(at(ttfts, i));
             request.latency_s = num(at(latencies, i));
             if let Some(gaps) = at(itls, i).and_then(Value::as_array) {
-                let gaps: Vec<f64> = gaps.iter().filter_map(|g| num(Some(g))).collect();
-                account
-                    .inter_token_ms
-                    .extend(gaps.iter().map(|g| (g * 1000.0) as f32));
+                extend_gaps(
+                    &mut account.inter_token_ms,
+                    gaps.iter().filter_map(|g| num(Some(g))).map(|g| g * 1000.0),
+                );
             }
         }
         if let Some(sent) = num(at(start_times, i)) {
