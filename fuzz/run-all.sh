@@ -2,7 +2,8 @@
 # Runs every fuzz target, one at a time on one core, for SECONDS each (default 300), from
 # the seeded corpora (run seed.sh first), and prints per target the executions, the time
 # and whether it crashed. Logs go to fuzz/logs/TARGET.log, crashing inputs to
-# fuzz/artifacts/TARGET/. Needs cargo-fuzz and a nightly toolchain.
+# fuzz/artifacts/TARGET/; the corpus column counts the inputs in fuzz/corpus/TARGET/ after
+# the run. Needs cargo-fuzz and a nightly toolchain.
 #
 #   fuzz/seed.sh && fuzz/run-all.sh 300            # every target
 #   fuzz/run-all.sh 60 series_line snapshot        # some
@@ -19,7 +20,7 @@ if [ ${#targets[@]} -eq 0 ]; then
 fi
 cargo +nightly fuzz build -s none >/dev/null 2>&1 || { echo "the fuzz targets do not build"; exit 1; }
 mkdir -p logs
-printf '%-20s %12s %8s %s\n' target executions seconds result
+printf '%-20s %12s %8s %8s %s\n' target executions seconds corpus result
 status=0
 for target in "${targets[@]}"; do
   mkdir -p "corpus/$target"
@@ -36,6 +37,7 @@ for target in "${targets[@]}"; do
     result="CRASH: $(grep -m 1 -E 'panicked at|ERROR: libFuzzer' "logs/$target.log" | cut -c1-100)"
     status=1
   fi
-  printf '%-20s %12s %8s %s\n' "$target" "${runs:-?}" "$elapsed" "$result"
+  corpus=$(find "corpus/$target" -type f | wc -l)
+  printf '%-20s %12s %8s %8s %s\n' "$target" "${runs:-?}" "$elapsed" "$corpus" "$result"
 done
 exit $status
