@@ -369,6 +369,7 @@ fn series(sim: &Simulation) -> String {
         interval_s: Some(INTERVAL_S),
         engine: Some(Engine::Vllm),
         unknown_engine: None,
+        gpu: None,
     };
     let mut out = files::series_header_json(&header);
     out.push('\n');
@@ -398,7 +399,7 @@ fn series(sim: &Simulation) -> String {
             preemptions: Some(s.preemptions as f64),
             generation_tokens: Some((s.generated + PROBE_REQUESTS * PROBE_OUTPUT) as f64),
             prompt_tokens: Some((s.prompt + PROBE_REQUESTS * PROBE_PROMPT) as f64),
-            paused: None,
+            ..SeriesSample::default()
         };
         out.push_str(&files::series_sample_json(Engine::Vllm, &sample));
         out.push('\n');

@@ -34,7 +34,7 @@ The GPU:
 
 Learn:
   demo         Write a simulated run folder and check it
-  explain      Explain a tripwire (T1-T15, or a name such as falling-ceiling)
+  explain      Explain a tripwire (T1-T21, or a name such as falling-ceiling)
   help         Print this message or the help of the given command
 
 For scripts and shells:
@@ -145,23 +145,7 @@ pub enum Command {
         force: bool,
     },
     /// Record the server on a fixed schedule while a load runs
-    Watch {
-        /// The server's address, e.g. http://127.0.0.1:8000
-        #[arg(value_name = "URL")]
-        url: String,
-        /// The series file to write (one line per sample; an existing file is refused)
-        #[arg(short = 'o', long = "out", value_name = "FILE", required = true)]
-        out: PathBuf,
-        /// Seconds between samples (0.05 to 3600)
-        #[arg(long, default_value_t = 0.5, value_name = "S")]
-        interval: f64,
-        /// Stop after this many seconds, at most 30 days (default: at Ctrl-C or SIGTERM)
-        #[arg(long, value_name = "S")]
-        duration: Option<f64>,
-        /// Replace an existing FILE (never one another recorder is writing)
-        #[arg(long)]
-        force: bool,
-    },
+    Watch(WatchArgs),
     /// Send one request, then several at once; is the server still up? (T7)
     Probe {
         /// The server's address, e.g. http://127.0.0.1:8000
@@ -190,9 +174,9 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
-    /// Explain a tripwire (T1-T15, or a name such as falling-ceiling)
+    /// Explain a tripwire (T1-T21, or a name such as falling-ceiling)
     Explain {
-        /// Tripwire codes or names; all fifteen when none
+        /// Tripwire codes or names; every one when none
         #[arg(value_name = "TRIPWIRE")]
         ids: Vec<String>,
     },
@@ -249,6 +233,40 @@ pub struct SweepArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// The server's address, e.g. http://127.0.0.1:8000
+    #[arg(value_name = "URL")]
+    pub url: String,
+    /// The series file to write (one line per sample; an existing file is refused)
+    #[arg(short = 'o', long = "out", value_name = "FILE", required = true)]
+    pub out: PathBuf,
+    /// Seconds between samples (0.05 to 3600)
+    #[arg(long, default_value_t = 0.5, value_name = "S")]
+    pub interval: f64,
+    /// Stop after this many seconds, at most 30 days (default: at Ctrl-C or SIGTERM)
+    #[arg(long, value_name = "S")]
+    pub duration: Option<f64>,
+    /// Replace an existing FILE (never one another recorder is writing)
+    #[arg(long)]
+    pub force: bool,
+    /// The concurrency the load asks for: T8 and T17 are judged while the run goes on
+    #[arg(long, value_name = "N", value_parser = requested_concurrency)]
+    pub requested: Option<u64>,
+    /// The server's boot log, for its running cap (T8, T17)
+    #[arg(long, value_name = "FILE")]
+    pub boot_log: Option<PathBuf>,
+    /// Write each verdict that changes during the run to FILE, one JSON object a line
+    #[arg(long, value_name = "FILE")]
+    pub json_events: Option<PathBuf>,
+    /// The run is meant to reuse prompt prefixes: T16 does not warn about cache hits
+    #[arg(long)]
+    pub expect_cache_hits: bool,
+    /// Read no GPU beside the metrics (the server uses no NVIDIA GPU of this machine)
+    #[arg(long)]
+    pub no_gpu: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct XrayArgs {
     /// The run folder, new or empty (default: a new folder xray-YYYYmmdd-HHMMSS here)
     #[arg(short = 'o', long = "out", value_name = "DIR")]
@@ -280,9 +298,16 @@ pub struct XrayArgs {
     /// Send no probe requests before the load (T7)
     #[arg(long)]
     pub no_probe: bool,
-    /// The server uses no NVIDIA GPU on this machine (simulated or remote): no GPU gate (T2)
+    /// The server uses no NVIDIA GPU on this machine (simulated or remote): no GPU gate (T2),
+    /// no GPU readings in the recording (T21)
     #[arg(long)]
     pub no_gpu: bool,
+    /// The run is meant to reuse prompt prefixes: T16 does not warn about cache hits
+    #[arg(long)]
+    pub expect_cache_hits: bool,
+    /// Write each verdict that changes during the recording to FILE, one JSON object a line
+    #[arg(long, value_name = "FILE")]
+    pub json_events: Option<PathBuf>,
     /// A title for the report
     #[arg(long)]
     pub title: Option<String>,
@@ -321,6 +346,9 @@ pub struct ReportArgs {
     /// The concurrency the load asked for (default: the result file's max_concurrency)
     #[arg(long, value_name = "N", value_parser = requested_concurrency)]
     pub requested: Option<u64>,
+    /// The run is meant to reuse prompt prefixes: T16 does not warn about cache hits
+    #[arg(long)]
+    pub expect_cache_hits: bool,
     /// A title for the report
     #[arg(long)]
     pub title: Option<String>,

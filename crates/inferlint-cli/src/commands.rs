@@ -76,13 +76,7 @@ pub fn dispatch(cli: &Cli) -> Result<ExitCode, CliError> {
         Command::Xray(args) => crate::xray::xray(&mut choice, args, g.json, g.strict),
         Command::Report(args) => report(&mut choice, args, g.json, g.strict),
         Command::Snapshot { url, out, force } => crate::live::snapshot(&choice, url, out, *force),
-        Command::Watch {
-            url,
-            out,
-            interval,
-            duration,
-            force,
-        } => crate::live::watch(&choice, url, out, *interval, *duration, *force),
+        Command::Watch(args) => crate::live::watch(&mut choice, args),
         Command::Probe {
             url,
             model,
@@ -462,7 +456,13 @@ pub(crate) fn report(
     };
     let write_report = crate::report_html::check(&destination, &overwrite)?;
     let run = assemble_run(choice, &paths, args.requested, None)?;
-    let results = run::check_run(&run);
+    let results = run::check_run_with(
+        &run,
+        run::RunOptions {
+            expect_cache_hits: args.expect_cache_hits,
+            live_log: false,
+        },
+    );
     if !any_verdict(&results) {
         return Err(CliError::usage(nothing_checked(&paths, &results)));
     }

@@ -75,6 +75,7 @@ pub fn demo(
         series: None,
         bench_result: None,
         requested: None,
+        expect_cache_hits: false,
         title: None,
         force: false,
         baseline: None,

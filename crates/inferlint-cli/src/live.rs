@@ -1,6 +1,7 @@
 //! `snapshot`, `watch` and `probe`: glue between the command line and inferlint-live.
 //! Files are written here; every request, clock and schedule lives in the library.
 
+use std::cell::RefCell;
 use std::io::{self, IsTerminal, Write};
 use std::path::Path;
 
@@ -8,13 +9,15 @@ use inferlint_core::{fmt, Engine};
 use inferlint_engines::files;
 use inferlint_engines::output::{self, OutputError, Rule};
 use inferlint_live::probe::{self, ProbeOptions};
+use inferlint_live::verdicts::VerdictChange;
 use inferlint_live::watch::{Event, Progress, WatchOptions, MAX_FAILED_SHARE};
 use inferlint_live::{BaseUrl, Recorder, Scrape, Scraper};
 
-use crate::cli::GlobalArgs;
+use crate::cli::{GlobalArgs, WatchArgs};
 use crate::engine_choice::{EngineChoice, NamedBy};
 use crate::exit::{CliError, ExitCode};
 use crate::output::eprint_line;
+use crate::recorder::{LiveSetup, RecorderObserver, ServerRoot, Shown};
 use crate::{flags, output as terminal};
 
 fn recorder() -> Result<Recorder, CliError> {
@@ -95,37 +98,72 @@ pub fn snapshot(
 
 /// `watch URL -o FILE`: a series on a fixed schedule until the duration ends or a
 /// signal arrives. The file is created exclusively and locked while it is written;
-/// `force` replaces an existing one that no other recorder holds. Ends with exit 2 when
-/// more than [`MAX_FAILED_SHARE`] of the scrapes failed.
-pub fn watch(
-    choice: &EngineChoice,
-    url: &str,
-    out: &Path,
-    interval: f64,
-    duration: Option<f64>,
-    force: bool,
-) -> Result<ExitCode, CliError> {
+/// `force` replaces an existing one that no other recorder holds. Each sample carries a
+/// reading of the server's GPUs where they can be read; the mid-run verdicts are judged
+/// as samples arrive, shown in the status area, one log line per change and, with
+/// `--json-events`, written as JSON lines. Ends with exit 2 when more than
+/// [`MAX_FAILED_SHARE`] of the scrapes failed.
+pub fn watch(choice: &mut EngineChoice, args: &WatchArgs) -> Result<ExitCode, CliError> {
+    let out = args.out.as_path();
     let options = WatchOptions {
-        interval: flags::interval(interval)?,
-        duration: duration.map(flags::duration).transpose()?,
+        interval: flags::interval(args.interval)?,
+        duration: args.duration.map(flags::duration).transpose()?,
     };
-    let rule = Rule::force(force);
+    let rule = Rule::force(args.force);
     output::check(out, &rule).map_err(refused)?;
+    if let Some(events) = &args.json_events {
+        if output::same_file(events, out) || events == out {
+            return Err(CliError::usage(format!(
+                "--json-events {} is the recording itself: give another file",
+                events.display()
+            )));
+        }
+        output::check(events, &rule).map_err(refused)?;
+    }
+    let boot = args
+        .boot_log
+        .as_deref()
+        .map(|p| crate::commands::load_boot(choice, p))
+        .transpose()?;
     let recorder = recorder()?;
-    let (mut scraper, first, engine) = first_scrape(choice, &recorder, url)?;
+    let (mut scraper, first, engine) = first_scrape(choice, &recorder, &args.url)?;
     let mut file = output::create_stream(out, &rule).map_err(refused)?;
-    let mut status = StatusLine::new(io::stderr().is_terminal());
+    let events = args
+        .json_events
+        .as_deref()
+        .map(|p| output::create_stream(p, &rule))
+        .transpose()
+        .map_err(refused)?;
+    let (sampler, sampling, note) =
+        crate::recorder::gpu_sampler(args.no_gpu, ServerRoot::of_url(scraper.base()));
+    if let Some(note) = note {
+        eprint_line!("note: {note}");
+    }
+    let status = RefCell::new(StatusLine::new(io::stderr().is_terminal()));
+    let mut observer = RecorderObserver::new(
+        engine,
+        (sampler, sampling),
+        LiveSetup {
+            requested: args.requested,
+            boot,
+            expect_cache_hits: args.expect_cache_hits,
+            events,
+        },
+        Box::new(|shown| status.borrow_mut().shown(shown)),
+    );
     let progress = recorder
-        .watch(
+        .watch_observed(
             &mut scraper,
             first,
             engine,
             &options,
             &mut file,
-            |event, progress| status.show(event, progress),
+            |event, progress| status.borrow_mut().show(event, progress),
+            &mut observer,
         )
         .map_err(|e| cannot_write(out, e))?;
-    status.finish();
+    let ended = observer.finish();
+    status.borrow_mut().finish();
     file.sync_all().map_err(|e| cannot_write(out, e))?;
     let mut line = format!("{} samples -> {}", progress.samples, out.display());
     if progress.gaps > 0 {
@@ -144,6 +182,14 @@ pub fn watch(
         ));
     }
     print(&format!("{line}\n"))?;
+    let verdicts = observer.status_text();
+    if !verdicts.is_empty() {
+        print(&format!(
+            "verdicts at the end: {}\n",
+            fmt::terminal_safe(&verdicts)
+        ))?;
+    }
+    ended.map_err(CliError::usage)?;
     if progress.too_many_failed() {
         return Err(CliError::usage(format!(
             "{} of {} scrapes failed, more than {}%: a peak can hide in the gaps of {}",
@@ -156,70 +202,106 @@ pub fn watch(
     Ok(ExitCode::Passed)
 }
 
-/// The live status line on a terminal (stderr), and the gap and restart notes.
+/// The live status area on a terminal (stderr): the recorder's counts on one line, the
+/// verdicts and the limit on a second; the gap, restart and verdict notes above it.
 #[derive(Debug)]
 struct StatusLine {
     terminal: bool,
-    shown: bool,
+    /// Lines of the status area on the screen now.
+    shown: usize,
+    verdicts: String,
+    progress: Option<Progress>,
 }
 
 impl StatusLine {
     fn new(terminal: bool) -> StatusLine {
         StatusLine {
             terminal,
-            shown: false,
+            shown: 0,
+            verdicts: String::new(),
+            progress: None,
         }
     }
 
     fn clear(&mut self, err: &mut impl Write) {
-        if self.shown {
+        if self.shown > 0 {
             let _ = write!(err, "\r\x1b[K");
-            self.shown = false;
+            for _ in 1..self.shown {
+                let _ = write!(err, "\x1b[1A\r\x1b[K");
+            }
+            self.shown = 0;
+        }
+    }
+
+    fn draw(&mut self, err: &mut impl Write) {
+        if !self.terminal {
+            return;
+        }
+        let Some(counts) = self.progress.as_ref().map(status_text) else {
+            return;
+        };
+        self.clear(err);
+        let _ = write!(err, "{counts}");
+        self.shown = 1;
+        if !self.verdicts.is_empty() {
+            let _ = write!(err, "\n{}", fmt::terminal_safe(&self.verdicts));
+            self.shown = 2;
+        }
+        let _ = err.flush();
+    }
+
+    fn note(&mut self, line: &str) {
+        let mut err = io::stderr().lock();
+        self.clear(&mut err);
+        let _ = writeln!(err, "{line}");
+        self.draw(&mut err);
+    }
+
+    /// What the observer shows: a verdict that changed, or the verdicts now.
+    fn shown(&mut self, shown: Shown<'_>) {
+        match shown {
+            Shown::Change(change) => self.note(&change_line(change)),
+            Shown::Status(text) => self.verdicts = text,
         }
     }
 
     fn show(&mut self, event: Event<'_>, progress: &Progress) {
-        let mut err = io::stderr().lock();
+        self.progress = Some(progress.clone());
         match event {
             Event::Sample => {}
             Event::Gap(reason) => {
-                self.clear(&mut err);
-                let _ = writeln!(err, "scrape failed: {}", fmt::terminal_safe(reason));
+                self.note(&format!("scrape failed: {}", fmt::terminal_safe(reason)))
             }
-            Event::Missed(reason) => {
-                self.clear(&mut err);
-                let _ = writeln!(err, "gap: {}", fmt::terminal_safe(reason));
-            }
-            Event::Skipped(what) => {
-                self.clear(&mut err);
-                let _ = writeln!(
-                    err,
-                    "note: {}; the rest of each scrape is recorded",
-                    fmt::terminal_safe(what)
-                );
-            }
-            Event::Restart(what) => {
-                self.clear(&mut err);
-                let _ = writeln!(
-                    err,
-                    "note: the server restarted ({}); recording goes on",
-                    fmt::terminal_safe(what)
-                );
-            }
+            Event::Missed(reason) => self.note(&format!("gap: {}", fmt::terminal_safe(reason))),
+            Event::Skipped(what) => self.note(&format!(
+                "note: {}; the rest of each scrape is recorded",
+                fmt::terminal_safe(what)
+            )),
+            Event::Restart(what) => self.note(&format!(
+                "note: the server restarted ({}); recording goes on",
+                fmt::terminal_safe(what)
+            )),
         }
-        if self.terminal {
-            let _ = write!(err, "\r\x1b[K{}", status_text(progress));
-            let _ = err.flush();
-            self.shown = true;
-        }
+        let mut err = io::stderr().lock();
+        self.draw(&mut err);
     }
 
     fn finish(&mut self) {
-        if self.shown {
+        if self.shown > 0 {
             let _ = writeln!(io::stderr());
-            self.shown = false;
+            self.shown = 0;
         }
     }
+}
+
+/// The log line of a verdict that changed: `verdict: [ T8] TRIPWIRE-FAILED  requested 32
+/// concurrent, server never ran more than 10 (was PASS)`.
+pub(crate) fn change_line(change: &VerdictChange) -> String {
+    let mut line = format!("verdict: {}", change.result.terminal_line());
+    if let Some(previous) = change.previous {
+        line.push_str(&format!(" (was {})", previous.terminal_label()));
+    }
+    fmt::terminal_safe(&line).into_owned()
 }
 
 /// `412 samples  running 8  waiting 2  KV 41%  preemptions 3  gaps 0`.

@@ -13,6 +13,7 @@ mod gpu;
 mod junit;
 mod live;
 mod output;
+mod recorder;
 mod report_html;
 mod run_folder;
 mod suggest;

@@ -43,6 +43,7 @@ use crate::exit::{CliError, ExitCode};
 use crate::flags;
 use crate::output;
 use crate::output::eprint_line;
+use crate::recorder::{LiveSetup, RecorderObserver, ServerRoot, Shown};
 use crate::supervise::{self, Ended, ServerSpec, Supervised};
 
 /// The line every engine prints once it serves.
@@ -381,6 +382,8 @@ struct Xray<'a> {
     start_failure: Option<String>,
     load_started: Option<SystemTime>,
     boot_checked: bool,
+    /// What the boot log said, for the recording's live verdicts (the running cap).
+    boot_facts: Option<inferlint_core::model::BootFacts>,
     /// The version the server reports (`/version`, `/get_server_info`): SGLang prints
     /// none in its log.
     server_version: Option<String>,
@@ -480,6 +483,7 @@ pub fn xray(
         start_failure: None,
         load_started: None,
         boot_checked: false,
+        boot_facts: None,
         server_version: None,
     };
     // The guard exists before the server does: whatever happens below, including an
@@ -778,6 +782,7 @@ impl Xray<'_> {
             facts.version.clone_from(&self.server_version);
             note_version(&facts);
         }
+        self.boot_facts = Some(facts.clone());
         let mut results = run::check_logs(&[(String::new(), facts)]);
         // A server that exited before it was ready failed, whatever its log shows: a
         // log that names no cause must not pass T12.
@@ -818,6 +823,11 @@ impl Xray<'_> {
         let engine = self.engine.unwrap_or(Engine::Vllm);
         let stop = Arc::new(StopFlag::default());
         let live = Arc::new(Mutex::new(LiveLine::new()));
+        let server_root = match lock(&self.shared.server).as_ref() {
+            // The supervisor's tree: the server and whatever it started, daemons too.
+            Some(server) => ServerRoot::Pid(server.server.root_pid()),
+            None => ServerRoot::of_url(&self.base),
+        };
         let recorder = start_watch(
             self.base.clone(),
             engine,
@@ -825,6 +835,14 @@ impl Xray<'_> {
             self.dir.join("run.series.jsonl"),
             Arc::clone(&stop),
             Arc::clone(&live),
+            RecordingSetup {
+                requested: self.args.requested.or(self.load_plan.max_concurrency),
+                boot: self.boot_facts.clone(),
+                expect_cache_hits: self.args.expect_cache_hits,
+                events: self.args.json_events.clone(),
+                no_gpu: self.args.no_gpu,
+                server_root,
+            },
         );
         self.stage(&format!("load: {}", self.load_plan.words.join(" ")));
         self.load_started = Some(SystemTime::now());
@@ -1096,7 +1114,14 @@ impl Xray<'_> {
                 facts.version.clone_from(&self.server_version);
             }
         }
-        let results = run::check_run(&run);
+        let results = run::check_run_with(
+            &run,
+            run::RunOptions {
+                expect_cache_hits: self.args.expect_cache_hits,
+                // The server xray started is still running and writing its log.
+                live_log: self.args.serve.is_some() && lock(&self.shared.server).is_some(),
+            },
+        );
         Ok(Some((run, results, found)))
     }
 }
@@ -1126,16 +1151,22 @@ fn last_line(path: &Path) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// The run checks xray prints under `== checks`, in the tutorial's order: T1, T10, T14,
-/// T9, T8, then the load tool's account against the server's (T15, T18, T20); the boot
-/// checks were printed with the boot log.
+/// The run checks xray prints under `== checks`, in the tutorial's order: T1, T10, T16,
+/// T14, T9, T8, T17, then the load tool's account against the server's (T15, T18, T20),
+/// then T19 and T21; the boot checks were printed with the boot log.
 fn ordered_run_checks(results: &[CheckResult]) -> Vec<CheckResult> {
     let mut checks: Vec<CheckResult> = results
         .iter()
-        .filter(|r| matches!(r.tripwire.number(), 1 | 10 | 14 | 9 | 8))
+        .filter(|r| matches!(r.tripwire.number(), 1 | 10 | 16 | 14 | 9 | 8 | 17))
         .cloned()
         .collect();
-    for tripwire in [Tripwire::T15, Tripwire::T18, Tripwire::T20] {
+    for tripwire in [
+        Tripwire::T15,
+        Tripwire::T18,
+        Tripwire::T20,
+        Tripwire::T19,
+        Tripwire::T21,
+    ] {
         checks.extend(results.iter().filter(|r| r.tripwire == tripwire).cloned());
     }
     checks
@@ -1323,7 +1354,20 @@ fn create_new(path: &Path) -> Result<File, inferlint_engines::output::OutputErro
         })
 }
 
-/// Records the server into `path` on its own thread until `stop` is called.
+/// What xray's recording adds and judges besides the samples.
+#[derive(Debug)]
+struct RecordingSetup {
+    requested: Option<u64>,
+    boot: Option<inferlint_core::model::BootFacts>,
+    expect_cache_hits: bool,
+    /// `--json-events FILE`.
+    events: Option<PathBuf>,
+    no_gpu: bool,
+    server_root: ServerRoot,
+}
+
+/// Records the server into `path` on its own thread until `stop` is called, with the
+/// server's GPUs read beside each sample and the mid-run verdicts on the live line.
 fn start_watch(
     base: BaseUrl,
     engine: Engine,
@@ -1331,6 +1375,7 @@ fn start_watch(
     path: PathBuf,
     stop: Arc<StopFlag>,
     live: Arc<Mutex<LiveLine>>,
+    setup: RecordingSetup,
 ) -> JoinHandle<Result<(), String>> {
     thread::spawn(move || {
         let runtime = inferlint_live::runtime().map_err(|e| e.to_string())?;
@@ -1341,15 +1386,43 @@ fn start_watch(
         let mut scraper = Scraper::new(client, base);
         let mut file = inferlint_engines::output::create_stream(&path, &Rule::NEW)
             .map_err(|e| e.to_string())?;
+        let events = setup
+            .events
+            .as_deref()
+            .map(|p| inferlint_engines::output::create_stream(p, &Rule::NEW))
+            .transpose()
+            .map_err(|e| e.to_string())?;
         let options = WatchOptions {
             interval,
             duration: None,
         };
+        let (sampler, sampling, note) =
+            crate::recorder::gpu_sampler(setup.no_gpu, setup.server_root);
+        if let Some(note) = note {
+            lock(&live).note(&format!("note: {note}"));
+        }
+        let shown_live = Arc::clone(&live);
+        let mut observer = RecorderObserver::new(
+            engine,
+            (sampler, sampling),
+            LiveSetup {
+                requested: setup.requested,
+                boot: setup.boot,
+                expect_cache_hits: setup.expect_cache_hits,
+                events,
+            },
+            Box::new(move |shown| match shown {
+                Shown::Change(change) => {
+                    lock(&shown_live).note(&crate::live::change_line(change));
+                }
+                Shown::Status(text) => lock(&shown_live).verdicts = text,
+            }),
+        );
         runtime.block_on(async {
             let (first, _) = scrape::first_scrape(&mut scraper)
                 .await
                 .map_err(|e| e.message(Some(engine)))?;
-            watch::watch(
+            watch::watch_observed(
                 &mut scraper,
                 first,
                 engine,
@@ -1357,11 +1430,13 @@ fn start_watch(
                 &mut file,
                 stop.stopped(),
                 |_, progress| lock(&live).progress = Some(progress.clone()),
+                &mut observer,
             )
             .await
             .map(|_| ())
             .map_err(|e| format!("cannot write {}: {e}", path.display()))
         })?;
+        observer.finish()?;
         file.sync_all()
             .map_err(|e| format!("cannot write {}: {e}", path.display()))
     })
@@ -1376,6 +1451,8 @@ struct LiveLine {
     shown: bool,
     at_line_start: bool,
     progress: Option<watch::Progress>,
+    /// The mid-run verdicts and what limits the run now.
+    verdicts: String,
 }
 
 impl LiveLine {
@@ -1385,7 +1462,21 @@ impl LiveLine {
             shown: false,
             at_line_start: true,
             progress: None,
+            verdicts: String::new(),
         }
+    }
+
+    /// A line of its own (a verdict that changed, a note), printed where the load's
+    /// output has ended a line; held for the end of the load's line otherwise.
+    fn note(&mut self, line: &str) {
+        self.clear();
+        let mut err = io::stderr().lock();
+        if !self.at_line_start {
+            let _ = writeln!(err);
+            self.at_line_start = true;
+        }
+        let _ = writeln!(err, "{line}");
+        let _ = err.flush();
     }
 
     fn clear(&mut self) {
@@ -1403,7 +1494,12 @@ impl LiveLine {
         }
         if let Some(progress) = &self.progress {
             let mut err = io::stderr().lock();
-            let _ = write!(err, "\r\x1b[K{}", crate::live::status_text(progress));
+            let mut text = crate::live::status_text(progress);
+            if !self.verdicts.is_empty() {
+                text.push_str("  |  ");
+                text.push_str(&inferlint_core::fmt::terminal_safe(&self.verdicts));
+            }
+            let _ = write!(err, "\r\x1b[K{text}");
             let _ = err.flush();
             self.shown = true;
         }
@@ -1526,7 +1622,7 @@ mod tests {
 
     #[test]
     fn run_checks_print_in_the_tutorial_order() {
-        let results: Vec<CheckResult> = [15, 20, 18, 12, 1, 10, 14, 9, 8]
+        let results: Vec<CheckResult> = [21, 15, 20, 18, 12, 1, 10, 16, 14, 9, 8, 17, 19]
             .into_iter()
             .filter_map(Tripwire::new)
             .map(|t| CheckResult::new(t, Status::Pass, ""))
@@ -1535,7 +1631,7 @@ mod tests {
             .iter()
             .map(|r| r.tripwire.number())
             .collect();
-        assert_eq!(order, [1, 10, 14, 9, 8, 15, 18, 20]);
+        assert_eq!(order, [1, 10, 16, 14, 9, 8, 17, 15, 18, 20, 19, 21]);
     }
 
     #[test]

@@ -97,7 +97,13 @@ fn without_the_result_file_t8_and_t15_are_listed_as_not_checked() {
             "{text}"
         );
     }
-    assert!(text.contains("; 4 not checked -> "), "{text}");
+    // T17 needs the concurrency too; the simulated recording says it read no GPU (T21
+    // does not apply).
+    assert!(
+        text.contains("[T17] NOT-CHECKED  needs the concurrency the load asked for"),
+        "{text}"
+    );
+    assert!(text.contains("; 5 not checked -> "), "{text}");
 }
 
 /// `series` without `--requested` or `--snapshot` lists T8 and T14 as not checked.

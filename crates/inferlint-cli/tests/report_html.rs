@@ -194,7 +194,7 @@ fn the_live_vllm_report_says_what_happened() {
     );
     assert!(out.exists());
     assert!(stdout(&o).ends_with(&format!(
-        "8 checks (4 pass, 2 warn, 2 tripwire-failed); 3 not checked -> {}\n",
+        "11 checks (6 pass, 2 warn, 3 tripwire-failed); 4 not checked -> {}\n",
         out.display()
     )));
     let html = std::fs::read_to_string(&out).unwrap();
@@ -205,7 +205,7 @@ fn the_live_vllm_report_says_what_happened() {
         "never worked on more than 10 at once",
         "32,000 (1,000 per request)",
         "32: 32 reached their token limit, no errors",
-        "8 of 17. Not here: T2 and T3 (run at clean-up), T4 and T11 (need two or more boot logs), T7 (needs a live server), T13 (a rule for test scripts), T15, T18 and T20 (need the load tool's result file)",
+        "11 of 21. Not here: T2 and T3 (run at clean-up), T4 and T11 (need two or more boot logs), T7 (needs a live server), T13 (a rule for test scripts), T15, T18 and T20 (need the load tool's result file), T21 (needs GPU readings in the recording: record with inferlint watch or xray on the server's machine)",
         "boot.log, before.snapshot.json, after.snapshot.json, run.series.jsonl",
         "124.0 s (17:48:43 to 17:50:47)",
         "Why only 10?",
@@ -238,7 +238,7 @@ fn each_engine_is_worded_as_its_own() {
     let (results, sglang) = report(&dir, &["sglang-0.5/qwen3-8b"], &tmp.path().join("s.html"));
     let passed = results.iter().filter(|r| r["status"] == "pass").count();
     assert!(sglang.contains(&format!(
-        "{passed} passed; 1 does not apply to SGLang</summary>"
+        "{passed} passed; 1 does not apply to SGLang; 1 not checked</summary>"
     )));
     assert!(sglang.contains("29 of them fit."));
     assert!(sglang.contains("id=\"fig-cache\""));
@@ -283,7 +283,7 @@ fn the_report_goes_where_it_is_asked_to() {
     // --json prints the same results and still writes the page.
     std::fs::remove_file(run.join("report.html")).unwrap();
     let o = inferlint(tmp.path(), &["report", "run", "--json"]);
-    assert_eq!(json_results(&o).len(), 11);
+    assert_eq!(json_results(&o).len(), 15);
     assert!(run.join("report.html").is_file());
 
     // Only files and no -o: no page, and a note that says how to get one.
@@ -323,7 +323,8 @@ fn a_read_only_run_folder_is_left_alone() {
     let o = inferlint(tmp.path(), &["report", "run"]);
     std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o755)).unwrap();
     assert_eq!(o.status.code(), Some(1), "the verdicts still decide");
-    assert!(stdout(&o).ends_with("11 checks (8 pass, 1 warn, 2 tripwire-failed)\n"));
+    assert!(stdout(&o)
+        .ends_with("14 checks (9 pass, 1 warn, 2 tripwire-failed, 2 unknown); 1 not checked\n"));
     assert!(stderr(&o).contains("read-only"), "{}", stderr(&o));
     assert!(!run.join("report.html").exists());
 

@@ -4,9 +4,11 @@
 //! Advice is only given where a setting changes the outcome and the direction is known:
 //! a KV cache too small for the load (more memory for the cache, or a lower load), a
 //! running limit below the load (raise it), evictions (stop them at admission), and a
-//! ceiling that moved (cap the running limit where it was lowest). Findings with no
-//! setting behind them (a restart, other traffic, a gauge that changed meaning) get none:
-//! their message says what to do.
+//! ceiling that moved (cap the running limit where it was lowest), a prefix cache that
+//! served the run (the engine's switch for it), a client that kept fewer open (its own
+//! limits) and a cold engine (an untimed warm-up). Findings with no setting behind them (a
+//! restart, other traffic, a gauge that changed meaning, another tenant on the GPU) get
+//! none: their message says what to do.
 
 use serde_json::Value;
 
@@ -244,6 +246,27 @@ pub fn advice_for(run: &Run, result: &CheckResult, capacity: Option<&Capacity>) 
             )]
         }
         (Tripwire::T18 | Tripwire::T20, _) => crate::checks::ledger::advice(result),
+        (Tripwire::T16, Status::Warn) => engine
+            .prefix_cache
+            .map(|p| {
+                vec![format!(
+                    "measure fresh prompts: {}, or send prompts this server has not seen (another seed, a freshly started server); if the run is meant to reuse prefixes, say so with --expect-cache-hits",
+                    p.turn_off
+                )]
+            })
+            .unwrap_or_default(),
+        (Tripwire::T17, Status::Fail) => {
+            let Some(n) = number("requested") else {
+                return Vec::new();
+            };
+            vec![format!(
+                "make the load keep {} requests open (its workers, processes and connection limits must allow them), or report the run at the concurrency it had",
+                fmt::g(n)
+            )]
+        }
+        (Tripwire::T19, Status::Fail | Status::Warn) => vec![
+            "send untimed warm-up requests at the run's concurrency and lengths before the timed ones, so that the engine compiles what the run needs first".to_owned(),
+        ],
         _ => Vec::new(),
     }
 }
@@ -444,6 +467,37 @@ mod tests {
         let mut results = results.to_vec();
         attach(run, &mut results);
         results.into_iter().map(|r| r.advice).collect()
+    }
+
+    /// T16, T17 and T19 name what changes them: the engine's own switch for its prefix
+    /// cache, the load's limits, an untimed warm-up; T21 has no setting to give.
+    #[test]
+    fn the_new_traps_name_what_changes_them() {
+        let engines = [
+            (&VLLM, "--no-enable-prefix-caching"),
+            (&SGLANG, "--disable-radix-cache"),
+            (&TRTLLM, "enable_block_reuse: false"),
+        ];
+        for (engine, switch) in engines {
+            let r = run(engine, BootFacts::default(), None);
+            let warm_cache = CheckResult::new(Tripwire::T16, Status::Warn, "87%");
+            let a = advice(&r, &[warm_cache]);
+            assert!(a[0][0].contains(switch), "{}: {:?}", engine.name, a);
+        }
+        let r = run(&VLLM, BootFacts::default(), None);
+        let short = CheckResult::new(Tripwire::T17, Status::Fail, "8 of 32").with("requested", 32);
+        let cold = CheckResult::new(Tripwire::T19, Status::Fail, "compiled");
+        let shared = CheckResult::new(Tripwire::T21, Status::Fail, "tenant");
+        let a = advice(&r, &[short, cold, shared]);
+        assert!(
+            a[0][0].starts_with("make the load keep 32 requests open"),
+            "{a:?}"
+        );
+        assert!(
+            a[1][0].starts_with("send untimed warm-up requests"),
+            "{a:?}"
+        );
+        assert!(a[2].is_empty());
     }
 
     /// vLLM with a hybrid model: the usable blocks (T14) and each request's share of them

@@ -86,8 +86,12 @@ pub fn stages() -> &'static [(&'static str, &'static [Tripwire])] {
                 Tripwire::T10,
                 Tripwire::T14,
                 Tripwire::T15,
+                Tripwire::T16,
+                Tripwire::T17,
                 Tripwire::T18,
+                Tripwire::T19,
                 Tripwire::T20,
+                Tripwire::T21,
             ],
         ),
         ("Stopping the server", &[Tripwire::T2, Tripwire::T3]),
@@ -998,6 +1002,121 @@ static CATALOGUE: &[TripwireInfo] = &[
         ],
     },
     TripwireInfo {
+        tripwire: Tripwire::T16,
+        slug: "prefix-cache-hits",
+        name: "Prefix cache served the run",
+        what: "Every engine keeps the KV blocks of earlier prompts and reuses them for a \
+               prompt that starts the same way. A benchmark meant to measure fresh prompts \
+               can hit that cache: the same seed run twice against one server, a warm-up that \
+               sends the run's own prompts, a dataset whose prompts share a long system \
+               prompt. Repeating a random benchmark against a server with prefix caching on \
+               has inflated throughput by up to 86%. vLLM counts the prompt tokens new \
+               requests looked up in its prefix cache (`vllm:prefix_cache_queries_total`) and \
+               those the cache served (`vllm:prefix_cache_hits_total`). T16 takes the share \
+               the cache served over the run, from the counters between the snapshots (or \
+               the recording), and warns above 10% unless told the run is meant to reuse \
+               prefixes (`--expect-cache-hits`).",
+        why: "A prompt served from the cache is not prefilled: its time to first token is \
+              a lookup, and the prefill throughput counts tokens the GPU never computed. A \
+              run with a warm cache measures the cache, and its numbers cannot be compared \
+              with a run on fresh prompts, or repeated on a freshly started server.",
+        engine_notes: &[
+            (
+                Engine::Sglang,
+                "SGLang's radix cache counts the prompt tokens it served in \
+                 `sglang:cached_tokens_total`, beside `sglang:prompt_tokens_total`, when a \
+                 request finishes; it writes the cached counter only once a request had a \
+                 hit, so a snapshot without it (and with the prompt counter) reads as none \
+                 served. The gauge `sglang:cache_hit_rate` covers recent batches only and is \
+                 not used. `--disable-radix-cache` turns the cache off.",
+            ),
+            (
+                Engine::Trtllm,
+                "TensorRT-LLM counts the prompt tokens served from reused KV blocks in \
+                 `trtllm_prompt_cached_tokens_total` beside `trtllm_prompt_tokens_total`, \
+                 when a request finishes. Block reuse is on by default in the PyTorch \
+                 backend; `kv_cache_config.enable_block_reuse: false` in the `--config` YAML \
+                 turns it off.",
+            ),
+        ],
+        command: "inferlint report run/ [--expect-cache-hits]",
+        verdicts: &[
+            (
+                Status::Warn,
+                "the cache served more than 10% of the run's prompt tokens, and the run was \
+                 not said to reuse prefixes.",
+            ),
+            (
+                Status::Unknown,
+                "a counter is missing or the server restarted between the readings, or no \
+                 prompt token was counted.",
+            ),
+            (
+                Status::Pass,
+                "the cache served at most 10% of the prompt tokens, or the run is meant to \
+                 reuse prefixes.",
+            ),
+        ],
+    },
+    TripwireInfo {
+        tripwire: Tripwire::T17,
+        slug: "client-shortfall",
+        name: "Client kept fewer in flight than asked",
+        what: "T8 says the server never ran the concurrency asked for; it cannot tell a \
+               server that would not run more from a client that did not send more. Load \
+               tools fall short on their own side: GuideLLM has reported 128 concurrent \
+               requests while the server never saw more than 100 per worker, and \
+               inference-perf's observed concurrency has drifted from 45 to 74.5. A request \
+               the client sent is either running or waiting on the server, so running plus \
+               waiting is what the client had open. T17 fails when that stayed below the \
+               concurrency asked for while the server had room for more: nothing waited, \
+               the KV cache had room for another request (counted in blocks where the pool \
+               is paged: 93% of 42 blocks of 784 tokens is full), and fewer ran than the \
+               server's cap. Where the load tool keeps one record per request, those say how \
+               many it had open while it was still sending.",
+        why: "A run labelled with a concurrency it never had is compared with runs that had \
+              it. When the client, not the server, kept the load low, the server's speed at \
+              the labelled concurrency was never measured, and tuning the server (more \
+              memory, a higher running limit) changes nothing.",
+        engine_notes: &[
+            (
+                Engine::Sglang,
+                "SGLang's `sglang:num_queue_reqs` counts requests waiting in its scheduler; \
+                 its token pool (`sglang:token_usage`) is counted in tokens, so room for one \
+                 more is the share one running request holds.",
+            ),
+            (
+                Engine::Trtllm,
+                "TensorRT-LLM updates its running and waiting gauges only when a request \
+                 completes, so the recording can miss the requests in flight: without the \
+                 load tool's records a shortfall is Can't tell, never a failure.",
+            ),
+        ],
+        command: "inferlint report run/ --requested N",
+        verdicts: &[
+            (
+                Status::Fail,
+                "fewer requests than asked for were in flight while the server had room, or \
+                 the load sent fewer requests in all than it was to keep open.",
+            ),
+            (
+                Status::Warn,
+                "fewer were in flight, but the server was full whenever they were (a queue, \
+                 a full cache, its running cap): it would not have run more.",
+            ),
+            (
+                Status::Unknown,
+                "the recording has no running or waiting readings, the gauges lag \
+                 (TensorRT-LLM), or failed requests hide how many the client kept open.",
+            ),
+            (
+                Status::Pass,
+                "the load kept the concurrency asked for in flight, or it was paced at a \
+                 request rate and the concurrency was only its cap.",
+            ),
+        ],
+    },
+    TripwireInfo {
         tripwire: Tripwire::T18,
         slug: "dropped-failures",
         name: "Failures left out",
@@ -1060,6 +1179,66 @@ static CATALOGUE: &[TripwireInfo] = &[
         ],
     },
     TripwireInfo {
+        tripwire: Tripwire::T19,
+        slug: "cold-start",
+        name: "Cold engine",
+        what: "An engine compiles kernels and captures CUDA graphs at start-up, but not for \
+               every shape: the first requests of a new size can trigger a just-in-time \
+               compile, a lazily captured graph or an autotuner run, and a load that times \
+               its first requests pays for it. First-wave times to first token of 40 to 57 \
+               s against 1 s afterwards have been reported. vLLM's kernel JIT monitor logs \
+               `Triton kernel JIT compilation during inference` for each such compile. T19 \
+               fails when compile or graph-capture lines were logged inside the run's \
+               window (placed by their time stamps against the snapshots' clocks; a line \
+               that cannot be placed is Can't tell), or when the load tool's records show \
+               the first wave of requests far slower than the rest beyond what prefilling \
+               their own prompts explains, and warns when nothing warmed the engine before \
+               the timed requests (no request answered before the run, no untimed \
+               request).",
+        why: "Compile time inside the measured window lands on the first requests' time to \
+              first token and on the run's throughput: the tail latency and the averages \
+              describe start-up, and a second run of the same setup on the warm server \
+              gives other numbers.",
+        engine_notes: &[
+            (
+                Engine::Sglang,
+                "SGLang captures its CUDA graphs (`Capture cuda graph begin`, `... end`) \
+                 before the server is ready and sends itself a warm-up request; lines of \
+                 that kind after the ready line are placed against the run.",
+            ),
+            (
+                Engine::Trtllm,
+                "TensorRT-LLM runs its autotuner and captures CUDA graphs in warm-up passes \
+                 before the server is ready (`[warmup] ... cuda_graph_capture: start`); lines \
+                 of that kind after the ready line are placed against the run.",
+            ),
+        ],
+        command: "inferlint report run/",
+        verdicts: &[
+            (
+                Status::Fail,
+                "compile or graph-capture lines were logged during the run, or the first \
+                 wave waited far longer for its first token than the rest.",
+            ),
+            (
+                Status::Warn,
+                "nothing warmed the engine: the server had answered no request before the \
+                 run and the load sent no untimed request.",
+            ),
+            (
+                Status::Unknown,
+                "a compile line after the ready line cannot be placed inside or outside the \
+                 run (no time stamp, or the log's time zone cannot be found).",
+            ),
+            (
+                Status::Pass,
+                "the engine was warm (requests answered before the run, or an untimed \
+                 request), no compile line fell inside the run, and the first wave was no \
+                 slower than the rest.",
+            ),
+        ],
+    },
+    TripwireInfo {
         tripwire: Tripwire::T20,
         slug: "length-mismatch",
         name: "Request lengths as advertised",
@@ -1112,6 +1291,62 @@ static CATALOGUE: &[TripwireInfo] = &[
             (
                 Status::Pass,
                 "the server and the load tool agree within 5% on both lengths.",
+            ),
+        ],
+    },
+    TripwireInfo {
+        tripwire: Tripwire::T21,
+        slug: "gpu-contention",
+        name: "GPU shared or throttled",
+        what: "T2 checks that the card is free before a server starts; nothing stops \
+               another job from starting on it during the run, or the GPU from lowering its \
+               clocks for power or heat. `watch` and `xray` read NVML beside every sample \
+               and store the memory and compute share of processes that are not the \
+               server's on the server's GPUs, NVML's clock-event (throttle) reasons and the \
+               SM clock against its maximum. T21 judges the samples taken while requests \
+               ran: it fails when another process computed on the server's GPU or a \
+               thermal or hardware slowdown was active, and warns when another process \
+               only held memory or the power cap held the SM clock below 90% of its maximum \
+               in more than a tenth of the samples.",
+        why: "A GPU shared with another job, or running at a lowered clock, serves fewer \
+              tokens per second than the same GPU alone at full clock: the run measured the \
+              machine's other load or its cooling, not the engine, and does not repeat.",
+        engine_notes: &[
+            (
+                Engine::Sglang,
+                "Nothing differs: the readings are NVML's, whatever the engine. SGLang's \
+                 scheduler processes (`sglang::scheduler`) belong to the server.",
+            ),
+            (
+                Engine::Trtllm,
+                "Nothing differs: the readings are NVML's, whatever the engine. \
+                 TensorRT-LLM's MPI workers belong to the server.",
+            ),
+        ],
+        command: "inferlint watch URL -o run.series.jsonl  |  inferlint report run/",
+        verdicts: &[
+            (
+                Status::Fail,
+                "another process used the server's GPU while requests ran, or a thermal or \
+                 hardware slowdown held its clocks back.",
+            ),
+            (
+                Status::Warn,
+                "another process held memory on the server's GPU, or the power cap held the \
+                 SM clock below 90% of its maximum in more than a tenth of the readings.",
+            ),
+            (
+                Status::Unknown,
+                "the recorder was to read the GPUs but no reading was taken while requests \
+                 ran, or the server's processes could not be told from others.",
+            ),
+            (
+                Status::Pass,
+                "no other process on the server's GPUs and no slowdown while requests ran.",
+            ),
+            (
+                Status::NotApplicable,
+                "the recorder found no NVIDIA GPU: the server runs elsewhere or on none.",
             ),
         ],
     },
@@ -1193,8 +1428,12 @@ mod tests {
             Tripwire::T13,
             Tripwire::T14,
             Tripwire::T15,
+            Tripwire::T16,
+            Tripwire::T17,
             Tripwire::T18,
+            Tripwire::T19,
             Tripwire::T20,
+            Tripwire::T21,
         ] {
             assert_eq!(get(tripwire).tripwire, tripwire);
         }
@@ -1238,7 +1477,17 @@ mod tests {
             assert_eq!(find(text).map(|info| info.tripwire), t9, "{text}");
         }
         assert_eq!(find("t15").map(|i| i.tripwire), Some(Tripwire::T15));
-        assert!(find("T16").is_none());
+        assert!(find("T22").is_none());
+        assert_eq!(find("cold-start").map(|i| i.tripwire), Some(Tripwire::T19));
+        assert_eq!(find("T16").map(|i| i.slug), Some("prefix-cache-hits"));
+        assert_eq!(
+            find("client-shortfall").map(|i| i.tripwire),
+            Some(Tripwire::T17)
+        );
+        assert_eq!(
+            find("gpu-contention").map(|i| i.tripwire),
+            Some(Tripwire::T21)
+        );
         assert_eq!(
             find("dropped-failures").map(|i| i.tripwire),
             Some(Tripwire::T18)
@@ -1257,8 +1506,12 @@ mod tests {
             Tripwire::T8,
             Tripwire::T9,
             Tripwire::T14,
+            Tripwire::T16,
+            Tripwire::T17,
             Tripwire::T18,
+            Tripwire::T19,
             Tripwire::T20,
+            Tripwire::T21,
         ] {
             for engine in [Engine::Sglang, Engine::Trtllm] {
                 assert!(

@@ -24,9 +24,9 @@
 //! - [`log_counts_more_than_the_counter`]: the server log shows more retractions than its
 //!   counter ever counted.
 //! - [`log_stopped_before_the_run`]: the server log's shutdown came before the after
-//!   snapshot was read, under every time zone.
+//!   snapshot was read, under every time zone (T1 and T19 read that log).
 //! - [`log_of_another_process`]: the snapshots' metrics name server processes the log
-//!   never mentions.
+//!   never mentions (T1 and T19 read that log).
 //! - [`tokens_still_running`]: T10 measured tokens an engine counts at finish while the
 //!   after snapshot shows requests still running.
 
@@ -114,6 +114,19 @@ fn undermine(result: &mut CheckResult, c: &Contradiction) {
 
 fn find(results: &[CheckResult], tripwire: Tripwire) -> Option<&CheckResult> {
     results.iter().find(|r| r.tripwire == tripwire)
+}
+
+/// The verdicts a log of another start would make wrong: T1's where it vouches for the
+/// run (its pauses and retractions), T19's whatever it says (its compile lines).
+fn read_from_the_log(results: &[CheckResult]) -> Vec<Tripwire> {
+    let mut affected = Vec::new();
+    if vouches(results, Tripwire::T1) {
+        affected.push(Tripwire::T1);
+    }
+    if find(results, Tripwire::T19).is_some_and(|r| r.status.is_verdict()) {
+        affected.push(Tripwire::T19);
+    }
+    affected
 }
 
 fn vouches(results: &[CheckResult], tripwire: Tripwire) -> bool {
@@ -368,10 +381,16 @@ pub fn series_outside_the_run(run: &Run, results: &[CheckResult]) -> Option<Cont
     } else {
         return None;
     };
-    let affected: Vec<Tripwire> = [Tripwire::T8, Tripwire::T9, Tripwire::T14]
-        .into_iter()
-        .filter(|t| find(results, *t).is_some())
-        .collect();
+    let affected: Vec<Tripwire> = [
+        Tripwire::T8,
+        Tripwire::T9,
+        Tripwire::T14,
+        Tripwire::T17,
+        Tripwire::T21,
+    ]
+    .into_iter()
+    .filter(|t| find(results, *t).is_some())
+    .collect();
     (!affected.is_empty()).then(|| Contradiction {
         rule: "series_outside_the_run",
         affected,
@@ -401,7 +420,9 @@ pub fn load_outlasted_the_snapshots(run: &Run, results: &[CheckResult]) -> Optio
         Tripwire::T1,
         Tripwire::T10,
         Tripwire::T15,
+        Tripwire::T16,
         Tripwire::T18,
+        Tripwire::T19,
         Tripwire::T20,
     ]
     .into_iter()
@@ -494,7 +515,8 @@ pub fn log_counts_more_than_the_counter(
 /// the server, and what T1 read in it (its pauses, its retractions, the requests it
 /// answered) is not about this run.
 pub fn log_stopped_before_the_run(run: &Run, results: &[CheckResult]) -> Option<Contradiction> {
-    if !vouches(results, Tripwire::T1) {
+    let affected = read_from_the_log(results);
+    if affected.is_empty() {
         return None;
     }
     let (before, after) = (run.before.as_ref()?, run.after.as_ref()?);
@@ -507,7 +529,7 @@ pub fn log_stopped_before_the_run(run: &Run, results: &[CheckResult]) -> Option<
     }
     Some(Contradiction {
         rule: "log_stopped_before_the_run",
-        affected: vec![Tripwire::T1],
+        affected,
         first: format!(
             "{label} shows the server shutting down, {} s after its first line",
             clock.latest - clock.earliest
@@ -527,7 +549,8 @@ pub fn log_stopped_before_the_run(run: &Run, results: &[CheckResult]) -> Option<
 /// processes and the log names others only, the log is of another start of the server,
 /// and what T1 read in it is not about this run.
 pub fn log_of_another_process(run: &Run, results: &[CheckResult]) -> Option<Contradiction> {
-    if !vouches(results, Tripwire::T1) {
+    let affected = read_from_the_log(results);
+    if affected.is_empty() {
         return None;
     }
     let (label, boot) = run.boots.last()?;
@@ -553,7 +576,7 @@ pub fn log_of_another_process(run: &Run, results: &[CheckResult]) -> Option<Cont
     };
     Some(Contradiction {
         rule: "log_of_another_process",
-        affected: vec![Tripwire::T1],
+        affected,
         first: format!("the snapshots were served by process {}", list(&served_by)),
         second: format!(
             "{label} names processes {} only, so it is the log of another start of the server",

@@ -159,7 +159,8 @@ pub struct EngineDescriptor {
     pub failed_requests: &'static [FailedRequests],
     /// Where this engine states the setup facts `compare` sets side by side.
     pub setup_sources: SetupSources,
-    /// The counters that tell how much of the prompts the prefix cache served.
+    /// The counters of the prompt tokens the prefix cache served (T16, and the share
+    /// `compare` sets side by side).
     pub prefix_cache: Option<PrefixCacheCounters>,
 }
 
@@ -184,22 +185,44 @@ pub struct SetupSources {
     pub gpu: &'static [SetupSource],
 }
 
-/// What a prefix-cache counter counts.
+/// How an engine counts the prompt tokens its prefix cache served (T16), as data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CachedTokens {
-    /// Prompt tokens the cache served.
-    Hits,
-    /// Prompt tokens the cache did not serve.
-    Misses,
+pub struct PrefixCacheCounters {
+    /// Counter: prompt tokens the cache served.
+    pub hit_tokens: &'static str,
+    /// Counter: prompt tokens looked up in the cache, the share's denominator.
+    pub queried_tokens: &'static str,
+    /// The engine writes the hit counter only once a request had a hit: a scrape that has
+    /// the queried counter but not the hit counter read as 0 hits.
+    pub hits_written_at_first_hit: bool,
+    /// How a user turns the cache off, in the engine's own words.
+    pub turn_off: &'static str,
 }
 
-/// A counter of prompt tokens the prefix cache served (or missed), and the counter of all
-/// prompt tokens it is a share of.
-#[derive(Debug, Clone, Copy)]
-pub struct PrefixCacheCounters {
-    pub counter: &'static str,
-    pub counts: CachedTokens,
-    pub of: &'static str,
+impl PrefixCacheCounters {
+    /// The hit counter's value in one scrape, with the first-hit rule; NaN for a value no
+    /// counter can hold.
+    pub fn hits_in(&self, metrics: &crate::metrics::MetricSet) -> Option<f64> {
+        match metrics.total(self.hit_tokens) {
+            Some(v) => Some(possible_count(v)),
+            None => {
+                (self.hits_written_at_first_hit && metrics.has(self.queried_tokens)).then_some(0.0)
+            }
+        }
+    }
+
+    /// The queried counter's value in one scrape; NaN for a value no counter can hold.
+    pub fn queries_in(&self, metrics: &crate::metrics::MetricSet) -> Option<f64> {
+        metrics.total(self.queried_tokens).map(possible_count)
+    }
+}
+
+fn possible_count(v: f64) -> f64 {
+    if v.is_finite() && v >= 0.0 {
+        v
+    } else {
+        f64::NAN
+    }
 }
 
 /// How an engine counts a request that did not finish on its own.
@@ -446,12 +469,15 @@ pub static VLLM: EngineDescriptor = EngineDescriptor {
         }],
         gpu: &[],
     },
-    // Both count prompt tokens (vLLM's `PrefixCacheStats`: queries are tokens looked up,
-    // hits tokens found).
+    // `vllm/v1/metrics/loggers.py` and `stats.py`: prompt tokens new requests looked up
+    // in the prefix cache and those it served (a preempted request's second lookup is
+    // counted apart, `PrefixCacheStats.preempted_*`, and not exported); served as
+    // `gpu_prefix_cache_*` before 0.9, aliased above.
     prefix_cache: Some(PrefixCacheCounters {
-        counter: "vllm:prefix_cache_hits_total",
-        counts: CachedTokens::Hits,
-        of: "vllm:prefix_cache_queries_total",
+        hit_tokens: "vllm:prefix_cache_hits_total",
+        queried_tokens: "vllm:prefix_cache_queries_total",
+        hits_written_at_first_hit: false,
+        turn_off: "start vLLM with `--no-enable-prefix-caching`",
     }),
 };
 
@@ -528,11 +554,15 @@ pub static SGLANG: EngineDescriptor = EngineDescriptor {
         kv_blocks: &[],
         gpu: &[],
     },
-    // SGLang observes each request's prompt tokens not served from its radix cache.
+    // `sglang/srt/metrics/collector.py`: each finished request adds its prompt tokens to
+    // `prompt_tokens_total` and, only when it had some, its cached tokens to
+    // `cached_tokens_total` (labelled by `cache_source` in recent releases): the counter
+    // appears at the first hit.
     prefix_cache: Some(PrefixCacheCounters {
-        counter: "sglang:uncached_prompt_tokens_histogram_sum",
-        counts: CachedTokens::Misses,
-        of: "sglang:prompt_tokens_total",
+        hit_tokens: "sglang:cached_tokens_total",
+        queried_tokens: "sglang:prompt_tokens_total",
+        hits_written_at_first_hit: true,
+        turn_off: "start SGLang with `--disable-radix-cache`",
     }),
 };
 
@@ -639,10 +669,13 @@ pub static TRTLLM: EngineDescriptor = EngineDescriptor {
             label: "gpu_type",
         }],
     },
+    // `tensorrt_llm/metrics/collector.py`: per finished request, its prompt tokens and
+    // those served from the KV cache's reused blocks.
     prefix_cache: Some(PrefixCacheCounters {
-        counter: "trtllm_prompt_cached_tokens_total",
-        counts: CachedTokens::Hits,
-        of: "trtllm_prompt_tokens_total",
+        hit_tokens: "trtllm_prompt_cached_tokens_total",
+        queried_tokens: "trtllm_prompt_tokens_total",
+        hits_written_at_first_hit: false,
+        turn_off: "set `kv_cache_config.enable_block_reuse: false` in the --config YAML",
     }),
 };
 

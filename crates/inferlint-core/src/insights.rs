@@ -259,6 +259,53 @@ pub fn what_limited(run: &Run, results: &[CheckResult]) -> Vec<Insight> {
             ),
         )
     }));
+    insights.extend(failed(Tripwire::T19).map(|r| {
+        Insight::limit(
+            "cold",
+            "The engine was still warming up",
+            format!(
+                "{}. The first requests' times include that work, so the run's latency and throughput describe start-up as much as serving.",
+                capitalised(&r.message)
+            ),
+        )
+    }));
+    insights.extend(failed(Tripwire::T21).map(|r| {
+        Insight::limit(
+            "gpu",
+            "The GPU was shared or held back",
+            format!(
+                "{}. The run measured the machine's other load or its power and cooling, not the engine alone.",
+                capitalised(&r.message)
+            ),
+        )
+    }));
+    insights.extend(
+        results
+            .iter()
+            .find(|r| r.tripwire == Tripwire::T16 && r.status == Status::Warn)
+            .map(|r| {
+                Insight::limit(
+                    "prefix",
+                    "The prefix cache served the prompts",
+                    format!(
+                        "{}. Prefill throughput and time to first token are those of cached prompts.",
+                        capitalised(&r.message)
+                    ),
+                )
+            }),
+    );
+    // A client that kept fewer open than asked explains a low concurrency better than
+    // the server's limits do: the server had room.
+    let client_short = failed(Tripwire::T17).map(|r| {
+        Insight::limit(
+            "client",
+            "The load tool, not the server, kept fewer requests open",
+            format!(
+                "{}. This run measured the concurrency the client held, not the one it was asked for.",
+                capitalised(&r.message)
+            ),
+        )
+    });
     let cache = load.cache();
     let (cache_limit, cache_ok) = match cache {
         Some(c) if c.limit => (Some(c), None),
@@ -266,7 +313,7 @@ pub fn what_limited(run: &Run, results: &[CheckResult]) -> Vec<Insight> {
     };
     // The cache and concurrency sentences name the preemptions too; without either, the
     // preemptions get a sentence of their own.
-    match cache_limit.or_else(|| load.concurrency()) {
+    match cache_limit.or(client_short).or_else(|| load.concurrency()) {
         Some(limit) => insights.push(limit),
         None => insights.extend(load.preemption()),
     }

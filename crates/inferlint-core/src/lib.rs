@@ -19,6 +19,7 @@ pub mod engine;
 pub mod fmt;
 pub mod insights;
 pub mod junit;
+pub mod live;
 pub mod metrics;
 pub mod model;
 pub mod profile;

@@ -36,6 +36,96 @@ pub struct SeriesHeader {
     pub engine: Option<Engine>,
     /// An engine key the header named that is none of ours.
     pub unknown_engine: Option<String>,
+    /// Whether the recorder read the GPUs beside the metrics (`gpu` in the header); `None`
+    /// in recordings that do not say (the Python tool's, older ones of ours).
+    pub gpu: Option<GpuSampling>,
+}
+
+/// What a recorder said about the GPUs it read beside the metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GpuSampling {
+    /// Every sample carries a reading of the server's GPUs (NVML), where it could be taken.
+    Nvml,
+    /// The server uses no NVIDIA GPU the recorder could read: none on its machine, no
+    /// driver, or the user said so.
+    None,
+}
+
+impl GpuSampling {
+    /// The header's word: `nvml`, `none`.
+    pub fn key(self) -> &'static str {
+        match self {
+            GpuSampling::Nvml => "nvml",
+            GpuSampling::None => "none",
+        }
+    }
+
+    pub fn parse(word: &str) -> Option<GpuSampling> {
+        match word {
+            "nvml" => Some(GpuSampling::Nvml),
+            "none" => Some(GpuSampling::None),
+            _ => None,
+        }
+    }
+}
+
+/// One reading of the server's GPUs taken beside a series sample: who else uses them and
+/// whether their clocks were held back. Over several GPUs, memory and use of other
+/// processes are summed or the highest, the clock is the lowest (with that GPU's maximum),
+/// and the clock-event reasons are all those any GPU had. Every value is `None` where NVML
+/// could not say: never 0.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct GpuReading {
+    /// MiB held by processes that are not the server's, on the server's GPUs.
+    pub other_mib: Option<f64>,
+    /// The highest share of the streaming multiprocessors (percent) a process that is not
+    /// the server's used on one of the server's GPUs, over NVML's last sampling period.
+    pub other_util: Option<f64>,
+    /// The highest utilisation (percent) of one of the server's GPUs.
+    pub util: Option<f64>,
+    /// The clock-event (throttle) reasons NVML reported, as its bit mask.
+    pub throttle: Option<f64>,
+    /// The lowest SM clock of the server's GPUs, in MHz, and that GPU's maximum.
+    pub sm_mhz: Option<f64>,
+    pub sm_max_mhz: Option<f64>,
+}
+
+impl GpuReading {
+    /// Whether the reading holds anything.
+    pub fn is_empty(&self) -> bool {
+        *self == GpuReading::default()
+    }
+
+    /// Why this reading cannot be, if it cannot (see [`SeriesSample::impossible_reading`]).
+    fn impossible(&self) -> Option<String> {
+        let amounts = [
+            ("gpu_other_mib", self.other_mib, f64::INFINITY),
+            ("gpu_other_util", self.other_util, 100.0),
+            ("gpu_util", self.util, 100.0),
+            ("gpu_sm_mhz", self.sm_mhz, 100_000.0),
+            ("gpu_sm_max_mhz", self.sm_max_mhz, 100_000.0),
+        ];
+        for (name, value, most) in amounts {
+            if let Some(v) = value {
+                if !(v.is_finite() && (0.0..=most).contains(&v)) {
+                    return Some(format!(
+                        "{name} is {v}, which no GPU reading can be (0 to {})",
+                        crate::fmt::g(most)
+                    ));
+                }
+            }
+        }
+        if let Some(bits) = self.throttle {
+            if !(bits.is_finite() && bits >= 0.0 && bits.fract() == 0.0 && bits <= MAX_EXACT_COUNT)
+            {
+                return Some(format!(
+                    "gpu_throttle is {bits}, which is no bit mask of clock-event reasons"
+                ));
+            }
+        }
+        None
+    }
 }
 
 /// One reading of a series. Every value is `None` when the scrape lacked it: never 0.
@@ -50,6 +140,12 @@ pub struct SeriesSample {
     pub generation_tokens: Option<f64>,
     pub prompt_tokens: Option<f64>,
     pub paused: Option<f64>,
+    /// Prompt tokens the prefix cache served, and prompt tokens looked up in it (the
+    /// engine's counters, see [`crate::engine::PrefixCacheCounters`]).
+    pub prefix_hits: Option<f64>,
+    pub prefix_queries: Option<f64>,
+    /// The server's GPUs, where the recorder read them.
+    pub gpu: GpuReading,
 }
 
 /// The largest whole number an `f64` holds exactly: a count above it cannot be a count
@@ -92,6 +188,8 @@ impl SeriesSample {
             ("preemptions", self.preemptions),
             ("generation_tokens", self.generation_tokens),
             ("prompt_tokens", self.prompt_tokens),
+            ("prefix_cache_hits", self.prefix_hits),
+            ("prefix_cache_queries", self.prefix_queries),
         ];
         for (name, value) in counters {
             if let Some(v) = value {
@@ -116,7 +214,7 @@ impl SeriesSample {
                 return Some(message);
             }
         }
-        None
+        self.gpu.impossible()
     }
 }
 
@@ -220,6 +318,68 @@ pub struct LoggedPause {
     /// The line's time stamp as [`LogClock`] reads it, when the line carries one.
     pub logged_at: Option<i64>,
 }
+
+/// A line the engine writes when it compiles kernels or captures CUDA graphs, found after
+/// the ready line: work that belongs to start-up, done while requests were being served.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ServingCompile {
+    /// 1-based line number.
+    pub lineno: usize,
+    /// The line's time stamp, when it carries one.
+    pub logged_at: Option<LogTime>,
+    /// The line, stripped of its prefix, at most 200 characters.
+    pub text: String,
+}
+
+/// A log line's time stamp: local time without a zone, with the year where the engine
+/// prints one (vLLM's `09-30 20:47:14` has none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct LogTime {
+    pub year: Option<i32>,
+    pub month: u8,
+    pub day: u8,
+    pub second_of_day: u32,
+}
+
+impl LogTime {
+    /// Seconds since 1970 read as if the stamp were UTC (as [`LogClock`] reads stamps). A
+    /// stamp without a year takes the year that puts it nearest `near_utc`, a time it
+    /// was written close to (a reading of the same run).
+    pub fn naive_seconds(&self, near_utc: f64) -> i64 {
+        let at = |year: i64| {
+            days_from_civil(year, i64::from(self.month), i64::from(self.day)) * 86_400
+                + i64::from(self.second_of_day)
+        };
+        match self.year {
+            Some(year) => at(i64::from(year)),
+            None => {
+                let approx = 1970 + (near_utc / 31_556_952.0).floor() as i64;
+                (approx - 1..=approx + 1)
+                    .map(at)
+                    .min_by(|a, b| {
+                        (*a as f64 - near_utc)
+                            .abs()
+                            .total_cmp(&(*b as f64 - near_utc).abs())
+                    })
+                    .unwrap_or_else(|| at(approx))
+            }
+        }
+    }
+}
+
+/// Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
+pub fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// The most compile lines after the ready line a log keeps; the rest are only counted.
+pub const MAX_SERVING_COMPILES: usize = 64;
 
 /// The dated stamps of a log, as seconds since 1970 read as if the stamps were UTC.
 /// Engines stamp local time without a zone: these line up the log with itself, and with
@@ -339,12 +499,35 @@ pub struct BootFacts {
     /// before the ready line.
     pub first_stamp: Option<String>,
     pub ready_stamp: Option<String>,
+    /// The time stamps of the first stamped line, and of the last at or before the
+    /// ready line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_time: Option<LogTime>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ready_time: Option<LogTime>,
+    /// The time stamp of the last stamped line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_time: Option<LogTime>,
+    /// The 1-based line of the HTTP server's `Shutting down`: the log runs past the
+    /// moment the server stopped answering.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shutdown_lineno: Option<usize>,
+    /// Compile and graph-capture lines after the ready line (the first
+    /// [`MAX_SERVING_COMPILES`]), and how many there were in all.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub serving_compiles: Vec<ServingCompile>,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub serving_compiles_total: usize,
     pub unparsed: Vec<UnparsedLine>,
     /// Fields seen with several distinct values: every value, in order.
     pub conflicts: BTreeMap<String, Vec<String>>,
     pub failure: Option<Failure>,
     /// How many lines the log had.
     pub line_count: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl BootFacts {

@@ -9,9 +9,9 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::checks::counters::{counter_delta, out_of_order, restart_between};
+use crate::checks::counters::out_of_order;
 use crate::client::ClientAccount;
-use crate::engine::{CachedTokens, SetupSource};
+use crate::engine::SetupSource;
 use crate::model::{BootFacts, PyValue};
 use crate::run::{not_a_benchmark, Run};
 use crate::status::{CheckResult, Status, Tripwire};
@@ -276,22 +276,19 @@ fn evidence_f64(results: &[CheckResult], tripwire: Tripwire, key: &str) -> Optio
         .and_then(Value::as_f64)
 }
 
+/// The share of the run's prompt tokens the prefix cache served, from the same counters
+/// and deltas as T16 (one table of them, in the engine descriptors).
 fn prefix_cache_share(run: &Run) -> Option<f64> {
     let counters = run.engine.prefix_cache?;
     let (before, after) = (run.before.as_ref()?, run.after.as_ref()?);
-    if restart_between(before, after).is_some() || out_of_order(before, after).is_some() {
+    if out_of_order(before, after).is_some() {
         return None;
     }
-    let counted = counter_delta(run.engine, before, after, counters.counter)?;
-    let of = counter_delta(run.engine, before, after, counters.of)?;
-    if !(of > 0.0 && counted.is_finite() && counted >= 0.0) {
+    let d = crate::checks::prefix_cache::deltas_between(&counters, before, after).ok()?;
+    if !(d.queried > 0.0 && d.hits.is_finite() && d.hits >= 0.0) {
         return None;
     }
-    let hits = match counters.counts {
-        CachedTokens::Hits => counted,
-        CachedTokens::Misses => of - counted,
-    };
-    Some((hits / of).clamp(0.0, 1.0))
+    Some((d.hits / d.queried).clamp(0.0, 1.0))
 }
 
 fn happened(run: &Run, results: &[CheckResult], bench: Option<&ClientAccount>) -> Happened {

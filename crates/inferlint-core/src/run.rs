@@ -6,10 +6,12 @@
 //! whose load sent no request (or failed) is "not a benchmark": its load-dependent
 //! tripwires are not checked, rather than judged on a run that did not happen.
 
+use crate::checks::cold_start::{self, ColdStartInputs};
 use crate::checks::counters::{counter_delta, out_of_order, restart_between};
 use crate::checks::ledger::{self, LedgerInputs, ServerOutcomes};
 use crate::checks::series::SeriesStats;
-use crate::checks::{boot, series, snapshots};
+use crate::checks::shortfall::{self, ShortfallInputs};
+use crate::checks::{boot, contention, prefix_cache, series, snapshots};
 use crate::client::ClientAccount;
 use crate::engine::EngineDescriptor;
 use crate::model::{BootFacts, Snapshot};
@@ -26,6 +28,19 @@ pub mod input {
     pub const REQUESTED: &str = "requested";
     /// A load that sent requests: the run was not a benchmark.
     pub const LOAD: &str = "load";
+    /// NVML readings of the server's GPUs beside the recording's samples.
+    pub const GPU_READINGS: &str = "gpu_readings";
+}
+
+/// What the user said about how the run is meant to be read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunOptions {
+    /// The run is meant to reuse prompt prefixes (a multi-turn or shared-prefix workload):
+    /// T16 reports the cache's share without warning.
+    pub expect_cache_hits: bool,
+    /// The boot log is the live output of a server still running (xray checks before it
+    /// stops the server): everything logged until now is in it, so it covers the run.
+    pub live_log: bool,
 }
 
 /// Whatever a run left, already read. Every part is optional.
@@ -209,9 +224,101 @@ pub fn not_a_benchmark(run: &Run) -> Option<String> {
 /// the run contradict Can't tell; then each tripwire a missing input left unchecked,
 /// saying what it needs. Each result carries the advice the run's numbers give.
 pub fn check_run(run: &Run) -> Vec<CheckResult> {
-    let mut results = run_checks(run);
+    check_run_with(run, RunOptions::default())
+}
+
+/// [`check_run`] with what the user said about the run.
+pub fn check_run_with(run: &Run, options: RunOptions) -> Vec<CheckResult> {
+    let mut results = run_checks(run, options);
     crate::advice::attach(run, &mut results);
     results
+}
+
+/// T16, T17, T19 and T21, the traps only a whole run shows: verdicts go to `results`,
+/// tripwires whose input is missing to `missing`.
+fn whole_run_checks(
+    run: &Run,
+    options: RunOptions,
+    results: &mut Vec<CheckResult>,
+    missing: &mut Vec<CheckResult>,
+) {
+    match prefix_cache::prefix_cache(
+        run.engine,
+        run.before.as_ref(),
+        run.after.as_ref(),
+        run.series.as_ref(),
+        options.expect_cache_hits,
+    ) {
+        Some(r) => results.push(r),
+        None if run.engine.prefix_cache.is_some() => missing.push(CheckResult::not_checked(
+            Tripwire::T16,
+            "needs the before and after readings, or a recording of the run",
+            &[input::BEFORE, input::AFTER, input::SERIES],
+        )),
+        None => {}
+    }
+    let timeline = run.request_timeline().and_then(Result::ok);
+    let client = run.bench.as_ref().map(|(_, account)| account);
+    match (&run.series, run.requested) {
+        (Some(stats), Some(requested)) => results.push(shortfall::client_shortfall(
+            &ShortfallInputs {
+                engine: run.engine,
+                stats,
+                requested,
+                boot: run.last_boot(),
+                client,
+                timeline: timeline.as_ref(),
+            },
+        )),
+        (Some(_), None) => missing.push(CheckResult::not_checked(
+            Tripwire::T17,
+            "needs the concurrency the load asked for (--requested N, or the load tool's result file)",
+            &[input::REQUESTED],
+        )),
+        (None, requested) => missing.push(CheckResult::not_checked(
+            Tripwire::T17,
+            if requested.is_some() {
+                "needs a recording of the run"
+            } else {
+                "needs a recording of the run and the concurrency the load asked for (--requested N, or the load tool's result file)"
+            },
+            if requested.is_some() {
+                &[input::SERIES]
+            } else {
+                &[input::SERIES, input::REQUESTED]
+            },
+        )),
+    }
+    match cold_start::cold_start(&ColdStartInputs {
+        engine: run.engine,
+        boot: run.last_boot(),
+        before: run.before.as_ref(),
+        after: run.after.as_ref(),
+        client,
+        untimed: run.expected_extra_requests,
+        requested: run.requested,
+        live_log: options.live_log,
+    }) {
+        Some(r) => results.push(r),
+        None => missing.push(CheckResult::not_checked(
+            Tripwire::T19,
+            "needs the server's boot log, the before reading or the load tool's per-request records",
+            &[input::BOOT_LOG, input::BEFORE, input::BENCH_RESULT],
+        )),
+    }
+    match run.series.as_ref().map(contention::gpu_contention) {
+        Some(Some(r)) => results.push(r),
+        Some(None) => missing.push(CheckResult::not_checked(
+            Tripwire::T21,
+            "needs GPU readings in the recording: record with inferlint watch or xray on the server's machine",
+            &[input::GPU_READINGS],
+        )),
+        None => missing.push(CheckResult::not_checked(
+            Tripwire::T21,
+            "needs a recording with GPU readings (inferlint watch or xray on the server's machine)",
+            &[input::SERIES, input::GPU_READINGS],
+        )),
+    }
 }
 
 /// T18 on the run: the load tool's account against the server's counters and the
@@ -233,7 +340,7 @@ fn dropped_failures(run: &Run) -> CheckResult {
     })
 }
 
-fn run_checks(run: &Run) -> Vec<CheckResult> {
+fn run_checks(run: &Run, options: RunOptions) -> Vec<CheckResult> {
     let mut results = check_logs(&run.boots);
     let mut missing = Vec::new();
     if run.boots.is_empty() {
@@ -255,9 +362,13 @@ fn run_checks(run: &Run) -> Vec<CheckResult> {
             Tripwire::T20,
             Tripwire::T1,
             Tripwire::T10,
+            Tripwire::T16,
             Tripwire::T14,
             Tripwire::T9,
             Tripwire::T8,
+            Tripwire::T17,
+            Tripwire::T19,
+            Tripwire::T21,
         ] {
             if tripwire == Tripwire::T14 && run.engine.cache_info.is_none() {
                 results.push(series::not_applicable_t14(run.engine));
@@ -371,6 +482,17 @@ fn run_checks(run: &Run) -> Vec<CheckResult> {
         ));
         results.push(snapshots::rate(run.engine, before, after, None));
     }
+    let mut after_snapshots = Vec::new();
+    let mut after_series = Vec::new();
+    whole_run_checks(run, options, &mut after_series, &mut missing);
+    // T16 reads the snapshots' counters: it follows T10.
+    if let Some(at) = after_series
+        .iter()
+        .position(|r| r.tripwire == Tripwire::T16)
+    {
+        after_snapshots.push(after_series.remove(at));
+    }
+    results.append(&mut after_snapshots);
     if let Some(stats) = &run.series {
         let from_series = series_checks(
             run.engine,
@@ -387,6 +509,7 @@ fn run_checks(run: &Run) -> Vec<CheckResult> {
             }
         }
     }
+    results.append(&mut after_series);
     crate::crosscheck::apply(run, &mut results);
     results.extend(missing);
     results

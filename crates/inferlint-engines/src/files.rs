@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 
 use inferlint_core::checks::series::{RefusedReading, SeriesStats};
 use inferlint_core::client::ClientAccount;
-use inferlint_core::model::{BootFacts, SeriesHeader, SeriesSample, Snapshot};
+use inferlint_core::model::{
+    BootFacts, GpuReading, GpuSampling, SeriesHeader, SeriesSample, Snapshot,
+};
 use inferlint_core::{Engine, MetricSet};
 use serde_json::{Map, Value};
 
@@ -392,6 +394,7 @@ pub fn read_series_stats(
         SeriesStats::merge,
     )?;
     stats.refused.clone_from(&summary.refused);
+    stats.gpu_sampling = summary.header.as_ref().and_then(|h| h.gpu);
     Ok((stats, summary))
 }
 
@@ -403,6 +406,7 @@ pub fn read_series_stats_from(
     let mut stats = SeriesStats::new();
     let summary = read_series_from(name, reader, |s| stats.push(s))?;
     stats.refused.clone_from(&summary.refused);
+    stats.gpu_sampling = summary.header.as_ref().and_then(|h| h.gpu);
     Ok((stats, summary))
 }
 
@@ -832,8 +836,29 @@ pub fn parse_series_bytes(line: &[u8]) -> SeriesLine {
         generation_tokens: number("generation_tokens"),
         prompt_tokens: number("prompt_tokens"),
         paused: number("paused"),
+        prefix_hits: number(PREFIX_HITS),
+        prefix_queries: number(PREFIX_QUERIES),
+        gpu: GpuReading {
+            other_mib: number(GPU_OTHER_MIB),
+            other_util: number(GPU_OTHER_UTIL),
+            util: number(GPU_UTIL),
+            throttle: number(GPU_THROTTLE),
+            sm_mhz: number(GPU_SM_MHZ),
+            sm_max_mhz: number(GPU_SM_MAX_MHZ),
+        },
     })
 }
+
+/// The series keys of the prefix cache's counters and of the GPU readings. The Python
+/// inferlint reads a sample by the keys it knows and ignores these.
+pub const PREFIX_HITS: &str = "prefix_cache_hits";
+pub const PREFIX_QUERIES: &str = "prefix_cache_queries";
+pub const GPU_OTHER_MIB: &str = "gpu_other_mib";
+pub const GPU_OTHER_UTIL: &str = "gpu_other_util";
+pub const GPU_UTIL: &str = "gpu_util";
+pub const GPU_THROTTLE: &str = "gpu_throttle";
+pub const GPU_SM_MHZ: &str = "gpu_sm_mhz";
+pub const GPU_SM_MAX_MHZ: &str = "gpu_sm_max_mhz";
 
 fn header_from(object: &Map<String, Value>) -> SeriesHeader {
     let engine_key = object.get("engine").and_then(Value::as_str);
@@ -844,6 +869,10 @@ fn header_from(object: &Map<String, Value>) -> SeriesHeader {
         unknown_engine: engine_key
             .filter(|k| Engine::parse(k).is_none())
             .map(str::to_owned),
+        gpu: object
+            .get("gpu")
+            .and_then(Value::as_str)
+            .and_then(GpuSampling::parse),
     }
 }
 
@@ -910,6 +939,14 @@ fn fast_sample(bytes: &[u8]) -> Option<SeriesSample> {
             b"generation_tokens" => sample.generation_tokens = number,
             b"prompt_tokens" => sample.prompt_tokens = number,
             b"paused" => sample.paused = number,
+            b"prefix_cache_hits" => sample.prefix_hits = number,
+            b"prefix_cache_queries" => sample.prefix_queries = number,
+            b"gpu_other_mib" => sample.gpu.other_mib = number,
+            b"gpu_other_util" => sample.gpu.other_util = number,
+            b"gpu_util" => sample.gpu.util = number,
+            b"gpu_throttle" => sample.gpu.throttle = number,
+            b"gpu_sm_mhz" => sample.gpu.sm_mhz = number,
+            b"gpu_sm_max_mhz" => sample.gpu.sm_max_mhz = number,
             // A header or a gap or restart record whatever its value: the full parser
             // sorts those out (a `"gap": null` is a marker, never a sample).
             b"schema" | b"gap" | b"restart" => return None,
@@ -1031,6 +1068,9 @@ pub fn series_header_json(header: &SeriesHeader) -> String {
     if let Some(engine) = header.engine {
         object.insert("engine".into(), engine.key().into());
     }
+    if let Some(gpu) = header.gpu {
+        object.insert("gpu".into(), gpu.key().into());
+    }
     python_style_json(&Value::Object(object))
 }
 
@@ -1057,6 +1097,24 @@ pub fn series_sample_json(engine: Engine, sample: &SeriesSample) -> String {
     put("prompt_tokens", sample.prompt_tokens);
     if d.paused_gauge.is_some() {
         put("paused", sample.paused);
+    }
+    // Written where the scrape had them, so that recordings of servers (or simulations)
+    // that serve no prefix-cache counters read as they always did.
+    if d.prefix_cache.is_some() && (sample.prefix_hits.is_some() || sample.prefix_queries.is_some())
+    {
+        put(PREFIX_HITS, sample.prefix_hits);
+        put(PREFIX_QUERIES, sample.prefix_queries);
+    }
+    // A recorder that read the GPUs writes what it could; a reading that failed writes
+    // nothing, which reads back as no reading.
+    let g = &sample.gpu;
+    if !g.is_empty() {
+        put(GPU_OTHER_MIB, g.other_mib);
+        put(GPU_OTHER_UTIL, g.other_util);
+        put(GPU_UTIL, g.util);
+        put(GPU_THROTTLE, g.throttle);
+        put(GPU_SM_MHZ, g.sm_mhz);
+        put(GPU_SM_MAX_MHZ, g.sm_max_mhz);
     }
     python_style_json(&Value::Object(object))
 }

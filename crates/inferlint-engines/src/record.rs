@@ -29,6 +29,9 @@ pub fn sample_from_metrics(
         generation_tokens: metrics.total(engine.generation_tokens),
         prompt_tokens: metrics.total(engine.prompt_tokens),
         paused: engine.paused_gauge.and_then(|g| metrics.total(g)),
+        prefix_hits: engine.prefix_cache.and_then(|p| p.hits_in(metrics)),
+        prefix_queries: engine.prefix_cache.and_then(|p| p.queries_in(metrics)),
+        gpu: Default::default(),
     }
 }
 

@@ -133,9 +133,31 @@ pub enum GpuError {
     Recorded { path: String, detail: String },
 }
 
+/// What one GPU is doing at a moment: its load, its SM clock against the maximum, the
+/// reasons NVML gives for holding the clock back, and each process's share of its SM.
+/// Every fact is `None` where NVML cannot say.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct GpuActivity {
+    pub index: u32,
+    /// NVML's utilisation: the share of the last sample period a kernel ran, percent.
+    pub utilization_pct: Option<u32>,
+    pub sm_clock_mhz: Option<u32>,
+    pub sm_clock_max_mhz: Option<u32>,
+    /// NVML's clock-event (throttle) reasons, as its bit mask.
+    pub clock_event_reasons: Option<u64>,
+    /// (pid, SM percent) of each process NVML sampled since the last reading.
+    pub process_sm_pct: Option<Vec<(u32, u32)>>,
+}
+
 /// Takes one reading of every GPU. The binary uses NVML; tests replay recorded readings.
 pub trait GpuReader {
     fn read(&mut self) -> Result<GpuSnapshot, GpuError>;
+
+    /// What every GPU is doing (for T21). A reader that cannot tell answers an empty
+    /// list, and the readings then say nothing of clocks or load.
+    fn activity(&mut self) -> Result<Vec<GpuActivity>, GpuError> {
+        Ok(Vec::new())
+    }
 }
 
 /// A reader that always answers the same error: what the binary uses when NVML could not

@@ -14,6 +14,7 @@
 
 pub mod cgroup;
 pub mod clear;
+pub mod contention;
 pub mod gpu;
 pub mod inspect;
 pub mod listen;
@@ -28,5 +29,5 @@ pub mod tree;
 pub mod wait;
 
 pub use clear::ClearRule;
-pub use gpu::{GpuError, GpuReader, GpuSnapshot};
+pub use gpu::{GpuActivity, GpuError, GpuReader, GpuSnapshot};
 pub use system::Machine;

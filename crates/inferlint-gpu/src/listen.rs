@@ -99,10 +99,22 @@ mod linux {
         }
         Some(PortOwner::Other)
     }
+
+    /// The process that holds the socket listening on `port`, looked for among every
+    /// process this user may inspect. `None` when nothing listens or no visible process
+    /// holds it (another user's, another PID namespace's).
+    pub fn port_listener(port: u16) -> Option<u32> {
+        let table = crate::procs::read_process_table().ok()?;
+        let pids: BTreeSet<u32> = table.iter().map(|p| p.pid).collect();
+        match port_owner(port, &pids)? {
+            PortOwner::Ours(pid) => Some(pid),
+            _ => None,
+        }
+    }
 }
 
 #[cfg(target_os = "linux")]
-pub use linux::port_owner;
+pub use linux::{port_listener, port_owner};
 
 #[cfg(test)]
 mod tests {

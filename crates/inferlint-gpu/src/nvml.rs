@@ -5,15 +5,21 @@
 
 use std::fmt;
 
+use std::collections::HashMap;
+
+use nvml_wrapper::enum_wrappers::device::Clock;
 use nvml_wrapper::enums::device::UsedGpuMemory;
 use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::Nvml;
 
-use crate::gpu::{GpuDevice, GpuError, GpuMemory, GpuProcess, GpuReader, GpuSnapshot};
+use crate::gpu::{GpuActivity, GpuDevice, GpuError, GpuMemory, GpuProcess, GpuReader, GpuSnapshot};
 
-/// NVML, opened once and read as often as the clear-card wait needs.
+/// NVML, opened once and read as often as the clear-card wait or a recorder needs.
 pub struct NvmlReader {
     nvml: Nvml,
+    /// Per GPU, the time stamp of the last process-utilisation sample read, so that each
+    /// reading covers the time since the one before.
+    last_process_sample: HashMap<u32, u64>,
 }
 
 impl fmt::Debug for NvmlReader {
@@ -30,7 +36,10 @@ impl NvmlReader {
     /// driver is [`GpuError::NoDriver`]; anything else is [`GpuError::Nvml`].
     pub fn open() -> Result<NvmlReader, GpuError> {
         match Nvml::init() {
-            Ok(nvml) => Ok(NvmlReader { nvml }),
+            Ok(nvml) => Ok(NvmlReader {
+                nvml,
+                last_process_sample: HashMap::new(),
+            }),
             Err(e) => Err(open_error(e)),
         }
     }
@@ -79,7 +88,47 @@ impl NvmlReader {
     }
 }
 
+impl NvmlReader {
+    fn device_activity(&mut self, index: u32) -> Result<GpuActivity, NvmlError> {
+        let device = self.nvml.device_by_index(index)?;
+        let since = self.last_process_sample.get(&index).copied();
+        // Not every GPU samples per-process utilisation (NotSupported): then it is unknown.
+        let process_sm_pct = device.process_utilization_stats(since).ok().map(|samples| {
+            let mut by_pid: HashMap<u32, u32> = HashMap::new();
+            let mut latest = since.unwrap_or(0);
+            for s in samples {
+                latest = latest.max(s.timestamp);
+                let e = by_pid.entry(s.pid).or_insert(0);
+                *e = (*e).max(s.sm_util);
+            }
+            self.last_process_sample.insert(index, latest);
+            let mut list: Vec<(u32, u32)> = by_pid.into_iter().collect();
+            list.sort_unstable();
+            list
+        });
+        Ok(GpuActivity {
+            index,
+            utilization_pct: device.utilization_rates().ok().map(|u| u.gpu),
+            sm_clock_mhz: device.clock_info(Clock::SM).ok(),
+            sm_clock_max_mhz: device.max_clock_info(Clock::SM).ok(),
+            clock_event_reasons: device.current_throttle_reasons().ok().map(|r| r.bits()),
+            process_sm_pct,
+        })
+    }
+}
+
 impl GpuReader for NvmlReader {
+    fn activity(&mut self) -> Result<Vec<GpuActivity>, GpuError> {
+        let count = self.nvml.device_count().map_err(read_error)?;
+        (0..count)
+            .map(|index| {
+                self.device_activity(index).map_err(|e| GpuError::Nvml {
+                    detail: format!("GPU {index}: {e}"),
+                })
+            })
+            .collect()
+    }
+
     fn read(&mut self) -> Result<GpuSnapshot, GpuError> {
         let count = self.nvml.device_count().map_err(read_error)?;
         let mut devices = Vec::with_capacity(count as usize);

@@ -5,13 +5,20 @@
 //! such an object or `{"t_ms": …, "alive": …, "nvml": {…}}` as in the release timeline.
 //! The binary replays such a file instead of asking NVML when `INFERLINT_NVML_READINGS`
 //! names one (docs/gpu.md), so gpu-inspect and teardown can be shown and tested without a
-//! GPU.
+//! GPU. A file rewritten while it is replayed is read again from its first reading: that
+//! is how a simulated server changes the state of its card (another tenant arrives).
+//!
+//! Besides the probe's fields, a device may carry what T21 reads, in the words NVML uses:
+//! `"utilization": {"gpu": PERCENT}` (the probe writes it), `"clocks": {"sm": MHZ,
+//! "sm_max": MHZ}`, `"clocks_event_reasons": BITS` and `"process_utilization": [{"pid":
+//! PID, "sm": PERCENT}]`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use serde::Deserialize;
 
-use crate::gpu::{GpuDevice, GpuError, GpuMemory, GpuProcess, GpuReader, GpuSnapshot};
+use crate::gpu::{GpuActivity, GpuDevice, GpuError, GpuMemory, GpuProcess, GpuReader, GpuSnapshot};
 
 /// One recorded reading, with the timeline's extras where the file has them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,6 +28,8 @@ pub struct RecordedReading {
     /// Whether the engine process was alive at that moment (release timeline).
     pub alive: Option<bool>,
     pub snapshot: GpuSnapshot,
+    /// What the devices were doing, where the reading says.
+    pub activity: Vec<GpuActivity>,
 }
 
 #[derive(Deserialize)]
@@ -38,6 +47,27 @@ struct ProbeDevice {
     compute_capability: Option<String>,
     memory: Option<ProbeMemory>,
     compute_processes: Option<Vec<ProbeProcess>>,
+    utilization: Option<ProbeUtilization>,
+    clocks: Option<ProbeClocks>,
+    clocks_event_reasons: Option<u64>,
+    process_utilization: Option<Vec<ProbeProcessUtilization>>,
+}
+
+#[derive(Deserialize)]
+struct ProbeUtilization {
+    gpu: Option<u32>,
+}
+
+#[derive(Deserialize)]
+struct ProbeClocks {
+    sm: Option<u32>,
+    sm_max: Option<u32>,
+}
+
+#[derive(Deserialize)]
+struct ProbeProcessUtilization {
+    pid: u32,
+    sm: u32,
 }
 
 #[derive(Deserialize)]
@@ -59,6 +89,25 @@ struct TimelineLine {
     t_ms: Option<u64>,
     alive: Option<bool>,
     nvml: ProbeReading,
+}
+
+impl ProbeReading {
+    fn activity(&self) -> Vec<GpuActivity> {
+        self.devices
+            .iter()
+            .map(|d| GpuActivity {
+                index: d.index,
+                utilization_pct: d.utilization.as_ref().and_then(|u| u.gpu),
+                sm_clock_mhz: d.clocks.as_ref().and_then(|c| c.sm),
+                sm_clock_max_mhz: d.clocks.as_ref().and_then(|c| c.sm_max),
+                clock_event_reasons: d.clocks_event_reasons,
+                process_sm_pct: d
+                    .process_utilization
+                    .as_ref()
+                    .map(|list| list.iter().map(|p| (p.pid, p.sm)).collect()),
+            })
+            .collect()
+    }
 }
 
 impl From<ProbeReading> for GpuSnapshot {
@@ -128,6 +177,7 @@ fn parse_one(text: &str) -> Result<RecordedReading, String> {
         return Ok(RecordedReading {
             t_ms: line.t_ms,
             alive: line.alive,
+            activity: line.nvml.activity(),
             snapshot: line.nvml.into(),
         });
     }
@@ -135,6 +185,7 @@ fn parse_one(text: &str) -> Result<RecordedReading, String> {
     Ok(RecordedReading {
         t_ms: None,
         alive: None,
+        activity: probe.activity(),
         snapshot: probe.into(),
     })
 }
@@ -143,33 +194,109 @@ fn parse_one(text: &str) -> Result<RecordedReading, String> {
 #[derive(Debug, Clone)]
 pub struct ReplayReader {
     readings: Vec<GpuSnapshot>,
+    activity: Vec<Vec<GpuActivity>>,
     next: usize,
+    /// The file replayed, and what it looked like when read, to notice a rewrite.
+    source: Option<(PathBuf, FileVersion)>,
+}
+
+/// What tells one version of a file from the next: its size, modification time and
+/// inode (a file replaced by a rename has a new one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FileVersion {
+    len: u64,
+    modified: Option<SystemTime>,
+    inode: u64,
+}
+
+impl FileVersion {
+    fn of(path: &Path) -> Option<FileVersion> {
+        let meta = std::fs::metadata(path).ok()?;
+        #[cfg(unix)]
+        let inode = std::os::unix::fs::MetadataExt::ino(&meta);
+        #[cfg(not(unix))]
+        let inode = 0;
+        Some(FileVersion {
+            len: meta.len(),
+            modified: meta.modified().ok(),
+            inode,
+        })
+    }
 }
 
 impl ReplayReader {
     /// A reader over readings already in memory; at least one.
     pub fn new(readings: Vec<GpuSnapshot>) -> Option<ReplayReader> {
-        (!readings.is_empty()).then_some(ReplayReader { readings, next: 0 })
+        let activity = vec![Vec::new(); readings.len()];
+        (!readings.is_empty()).then_some(ReplayReader {
+            readings,
+            activity,
+            next: 0,
+            source: None,
+        })
+    }
+
+    /// A reader over recorded readings with what their devices were doing.
+    pub fn with_activity(readings: Vec<RecordedReading>) -> Option<ReplayReader> {
+        let activity = readings.iter().map(|r| r.activity.clone()).collect();
+        let mut reader = ReplayReader::new(readings.into_iter().map(|r| r.snapshot).collect())?;
+        reader.activity = activity;
+        Some(reader)
     }
 
     /// Reads a file of recorded readings.
     pub fn from_file(path: &Path) -> Result<ReplayReader, GpuError> {
-        let error = |detail: String| GpuError::Recorded {
-            path: path.display().to_string(),
-            detail,
-        };
-        let text = std::fs::read_to_string(path).map_err(|e| error(e.to_string()))?;
-        let readings = parse_readings(&text).map_err(error)?;
-        ReplayReader::new(readings.into_iter().map(|r| r.snapshot).collect())
-            .ok_or_else(|| error("no reading in the file".to_owned()))
+        let version = FileVersion::of(path);
+        let mut reader =
+            ReplayReader::with_activity(load(path)?).ok_or_else(|| GpuError::Recorded {
+                path: path.display().to_string(),
+                detail: "no reading in the file".to_owned(),
+            })?;
+        reader.source = version.map(|v| (path.to_owned(), v));
+        Ok(reader)
     }
+
+    /// Reads the file again when it was rewritten since, starting over at its first
+    /// reading. A rewrite that cannot be read keeps the readings there were.
+    fn follow(&mut self) {
+        let Some((path, version)) = &self.source else {
+            return;
+        };
+        let now = FileVersion::of(path);
+        if now.as_ref() == Some(version) || now.is_none() {
+            return;
+        }
+        if let Ok(readings) = load(path) {
+            if let Some(fresh) = ReplayReader::with_activity(readings) {
+                let path = path.clone();
+                *self = fresh;
+                self.source = now.map(|v| (path, v));
+            }
+        }
+    }
+}
+
+fn load(path: &Path) -> Result<Vec<RecordedReading>, GpuError> {
+    let error = |detail: String| GpuError::Recorded {
+        path: path.display().to_string(),
+        detail,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| error(e.to_string()))?;
+    parse_readings(&text).map_err(error)
 }
 
 impl GpuReader for ReplayReader {
     fn read(&mut self) -> Result<GpuSnapshot, GpuError> {
+        self.follow();
         let index = self.next.min(self.readings.len() - 1);
         self.next += 1;
         Ok(self.readings[index].clone())
+    }
+
+    /// The activity of the reading [`GpuReader::read`] returned last.
+    fn activity(&mut self) -> Result<Vec<GpuActivity>, GpuError> {
+        let index = self.next.saturating_sub(1).min(self.activity.len() - 1);
+        Ok(self.activity[index].clone())
     }
 }
 

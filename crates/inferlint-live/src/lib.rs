@@ -18,6 +18,7 @@ pub mod http;
 pub mod probe;
 pub mod schedule;
 pub mod scrape;
+pub mod verdicts;
 pub mod watch;
 
 use std::future::Future;
@@ -115,6 +116,31 @@ impl Recorder {
         };
         self.runtime.block_on(watch::watch(
             scraper, first, engine, options, out, stop, on_event,
+        ))
+    }
+
+    /// [`Recorder::watch`], with an observer that adds readings to each sample and sees
+    /// it (the GPUs, the live verdicts).
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "watch's inputs plus the observer; a struct would only rename them"
+    )]
+    pub fn watch_observed<W: std::io::Write>(
+        &self,
+        scraper: &mut Scraper,
+        first: Scrape,
+        engine: inferlint_core::Engine,
+        options: &watch::WatchOptions,
+        out: &mut W,
+        on_event: impl FnMut(watch::Event<'_>, &watch::Progress),
+        observer: &mut dyn watch::Observer,
+    ) -> std::io::Result<watch::Progress> {
+        let stop = {
+            let _inside = self.runtime.enter();
+            interrupted()
+        };
+        self.runtime.block_on(watch::watch_observed(
+            scraper, first, engine, options, out, stop, on_event, observer,
         ))
     }
 

@@ -15,7 +15,7 @@ use std::io::{self, Write};
 use std::time::Duration;
 
 use inferlint_core::checks::counters;
-use inferlint_core::model::{SeriesHeader, SeriesSample, Snapshot};
+use inferlint_core::model::{GpuReading, GpuSampling, SeriesHeader, SeriesSample, Snapshot};
 use inferlint_core::Engine;
 use inferlint_engines::{files, record};
 use serde_json::Value;
@@ -89,6 +89,29 @@ pub enum Event<'a> {
     /// ones are only counted ([`Progress::damaged`]).
     Skipped(&'a str),
 }
+
+/// What a recorder adds to each sample besides the metrics, and who sees each sample as
+/// it is taken. The recorder knows no GPU: the caller reads it ([`Observer::extra`]).
+pub trait Observer {
+    /// What the recording's header says of GPU readings; `None` writes nothing.
+    fn gpu_sampling(&self) -> Option<GpuSampling> {
+        None
+    }
+
+    /// Readings taken right after a scrape, stored in its sample.
+    fn extra(&mut self) -> GpuReading {
+        GpuReading::default()
+    }
+
+    /// Each sample as written, with the scrape it came from.
+    fn sampled(&mut self, _sample: &SeriesSample, _scrape: &Snapshot) {}
+}
+
+/// An observer that adds nothing and sees nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoObserver;
+
+impl Observer for NoObserver {}
 
 /// A gap record's line.
 pub fn gap_json(reason: &str, t_wall: f64, t_mono_ns: i64) -> String {
@@ -202,7 +225,35 @@ pub async fn watch<W: Write>(
     options: &WatchOptions,
     out: &mut W,
     stop: impl Future<Output = ()>,
+    on_event: impl FnMut(Event<'_>, &Progress),
+) -> io::Result<Progress> {
+    watch_observed(
+        scraper,
+        first,
+        engine,
+        options,
+        out,
+        stop,
+        on_event,
+        &mut NoObserver,
+    )
+    .await
+}
+
+/// [`watch`], with an [`Observer`] that adds readings to each sample and sees it.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the recorder's inputs, each of its own kind; a struct would only rename them"
+)]
+pub async fn watch_observed<W: Write>(
+    scraper: &mut Scraper,
+    first: Scrape,
+    engine: Engine,
+    options: &WatchOptions,
+    out: &mut W,
+    stop: impl Future<Output = ()>,
     mut on_event: impl FnMut(Event<'_>, &Progress),
+    observer: &mut dyn Observer,
 ) -> io::Result<Progress> {
     tokio::pin!(stop);
     let descriptor = engine.descriptor();
@@ -223,6 +274,7 @@ pub async fn watch<W: Write>(
         interval_s: Some(options.interval.as_secs_f64()),
         engine: Some(engine),
         unknown_engine: None,
+        gpu: observer.gpu_sampling(),
     };
     put(out, &files::series_header_json(&header))?;
 
@@ -231,18 +283,21 @@ pub async fn watch<W: Write>(
     let record_sample = |scrape: &Scrape,
                          progress: &mut Progress,
                          tally: &mut PreemptionTally,
-                         out: &mut W|
+                         out: &mut W,
+                         observer: &mut dyn Observer|
      -> io::Result<SeriesSample> {
         if scrape.skipped.is_some() {
             progress.damaged += 1;
         }
-        let sample = record::sample_from_metrics(
+        let mut sample = record::sample_from_metrics(
             descriptor,
             &scrape.snapshot.metrics,
             scrape.stamp.t_wall,
             Some(scrape.stamp.t_mono_ns),
         );
+        sample.gpu = observer.extra();
         put(out, &files::series_sample_json(engine, &sample))?;
+        observer.sampled(&sample, &scrape.snapshot);
         tally.push(sample.preemptions);
         progress.samples += 1;
         progress.running = sample.running;
@@ -254,7 +309,7 @@ pub async fn watch<W: Write>(
     };
 
     progress.attempts += 1;
-    record_sample(&first, &mut progress, &mut tally, out)?;
+    record_sample(&first, &mut progress, &mut tally, out, observer)?;
     on_event(Event::Sample, &progress);
     let mut noted_skipped = false;
     if let Some(note) = &first.skipped {
@@ -322,7 +377,7 @@ pub async fn watch<W: Write>(
                     tally.restarted();
                     on_event(Event::Restart(&restart.message), &progress);
                 }
-                record_sample(&scrape, &mut progress, &mut tally, out)?;
+                record_sample(&scrape, &mut progress, &mut tally, out, observer)?;
                 on_event(Event::Sample, &progress);
                 if let (Some(note), false) = (&scrape.skipped, noted_skipped) {
                     on_event(Event::Skipped(note), &progress);

@@ -445,10 +445,25 @@ fn missing_reason(
     let n = tripwire.number();
     let pair = |key: &'static str, one: &str, many: &str| (key, one.to_owned(), many.to_owned());
     match n {
-        1 | 10 => pair(
+        1 | 10 | 16 => pair(
             "readings",
             "needs before and after readings",
             "need before and after readings",
+        ),
+        17 => pair(
+            "requested",
+            "needs a recording and the concurrency asked for",
+            "need a recording and the concurrency asked for",
+        ),
+        19 => pair(
+            "cold",
+            "needs the boot log or the load tool's per-request records",
+            "need the boot log or the load tool's per-request records",
+        ),
+        21 => pair(
+            "gpu",
+            "needs GPU readings in the recording",
+            "need GPU readings in the recording",
         ),
         2 | 3 => pair("cleanup", "runs at clean-up", "run at clean-up"),
         4 | 11 => pair(

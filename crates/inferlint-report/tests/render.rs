@@ -66,7 +66,7 @@ fn the_demo_report_is_well_formed_and_holds_every_verdict() {
     // Failures first, then warnings, then the passes folded away.
     let t1 = html.find("finding fail").unwrap();
     let t9 = html.find("finding warn").unwrap();
-    let passed = html.find("8 passed").unwrap();
+    let passed = html.find("9 passed").unwrap();
     assert!(t1 < t9 && t9 < passed);
     assert_eq!(
         page.count("figure"),
@@ -219,7 +219,7 @@ fn the_data_and_the_charts_agree_with_the_recording() {
 fn the_tripwires_checked_and_those_not_here() {
     let html = demo().render();
     assert!(
-        html.contains("11 of 17. Not here: T2 and T3 (run at clean-up), T4 and T11 (need two or more boot logs), T7 (needs a live server), T13 (a rule for test scripts)"),
+        html.contains("14 of 21. Not here: T2 and T3 (run at clean-up), T4 and T11 (need two or more boot logs), T7 (needs a live server), T13 (a rule for test scripts), T21 (needs GPU readings in the recording"),
         "tripwires-checked line"
     );
 }
@@ -289,6 +289,6 @@ fn not_checked_tripwires_say_what_they_need() {
         html.contains("T15, T18 and T20 (need the load tool's result file)"),
         "T15, T18 and T20 not named"
     );
-    assert!(html.contains("4 not checked"), "fold line");
+    assert!(html.contains("6 not checked"), "fold line");
     assert!(html.contains(Status::NotChecked.human()));
 }

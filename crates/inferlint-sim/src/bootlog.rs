@@ -374,6 +374,49 @@ pub fn serving_lines(
     lines
 }
 
+/// What the HTTP server (uvicorn) prints when it is stopped with SIGINT or SIGTERM, at
+/// Unix time `wall`, in each engine's line shape.
+pub fn shutdown_lines(model: &EngineModel, info: &BootInfo, wall: f64) -> Vec<Line> {
+    [
+        "INFO:     Shutting down".to_owned(),
+        "INFO:     Waiting for application shutdown.".to_owned(),
+        "INFO:     Application shutdown complete.".to_owned(),
+        format!("INFO:     Finished server process [{}]", info.pid),
+    ]
+    .into_iter()
+    .map(|text| {
+        let line = match model {
+            EngineModel::Vllm(_) => format!("(APIServer pid={}) {text}", info.pid),
+            EngineModel::Sglang(_) => format!("{} {text}", sglang_stamp(wall)),
+            EngineModel::Trtllm(_) => text,
+        };
+        (wall, line)
+    })
+    .collect()
+}
+
+/// The line an engine writes when it compiles a kernel or captures a CUDA graph while it
+/// serves, at Unix time `wall`: vLLM's kernel JIT monitor, SGLang's graph capture,
+/// TensorRT-LLM's warm-up pass.
+pub fn compile_line(model: &EngineModel, info: &BootInfo, wall: f64) -> String {
+    match model {
+        EngineModel::Vllm(_) => format!(
+            "(EngineCore pid={}) WARNING {} [jit_monitor.py:141] Triton kernel JIT compilation during inference: _topk_topp_kernel. This causes a latency spike; consider extending warmup to cover this shape/config.",
+            info.pid + 79,
+            vllm_stamp(wall)
+        ),
+        EngineModel::Sglang(_) => format!(
+            "{} Capture cuda graph begin. This can take up to several minutes. avail mem=20.00 GB",
+            sglang_stamp(wall)
+        ),
+        EngineModel::Trtllm(_) => format!(
+            "{} [TRT-LLM] [I] [_torch] [warmup][pid={}][rank=0][purpose=final_executor][pass=2] cuda_graph_capture: start",
+            trt_stamp(wall),
+            info.pid
+        ),
+    }
+}
+
 /// One uvicorn access line as the engine's HTTP server prints it (vLLM prefixes its API
 /// server's process, SGLang its time stamp, TensorRT-LLM nothing), written at Unix time
 /// `wall` for a request from `client`.

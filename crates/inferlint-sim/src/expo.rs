@@ -25,6 +25,12 @@ pub struct MetricsState {
     pub paused: f64,
     pub generation_tokens: u64,
     pub prompt_tokens: u64,
+    /// Prompt tokens looked up in the prefix cache and those it served (vLLM counts at
+    /// admission, the others at finish).
+    pub prefix_queries: u64,
+    pub prefix_hits: u64,
+    /// Unix seconds the serving process started (vLLM's `process_start_time_seconds`).
+    pub process_start: f64,
     pub finished: u64,
     /// Observations, seconds.
     pub e2e: Vec<f64>,
@@ -57,10 +63,14 @@ impl MetricsState {
             Engine::Sglang => (usage * 100.0).round() / 100.0,
             _ => usage,
         };
-        let (generation_tokens, prompt_tokens) = if d.tokens_at_finish {
-            (now.finished_output_tokens, now.finished_prompt_tokens)
+        let (generation_tokens, prompt_tokens, prefix_hits) = if d.tokens_at_finish {
+            (
+                now.finished_output_tokens,
+                now.finished_prompt_tokens,
+                now.finished_prefix_hits,
+            )
         } else {
-            (now.generated_tokens, now.prompt_tokens)
+            (now.generated_tokens, now.prompt_tokens, now.prefix_hits)
         };
         let mut m = MetricsState {
             model_name: boot.served_model_name.clone(),
@@ -73,6 +83,9 @@ impl MetricsState {
             paused: gauges.paused as f64,
             generation_tokens,
             prompt_tokens,
+            prefix_queries: prompt_tokens,
+            prefix_hits,
+            process_start: boot.start_wall,
             finished: now.finished,
             ..MetricsState::default()
         };
@@ -203,6 +216,13 @@ pub fn exposition(engine: Engine, m: &MetricsState) -> String {
     };
     match engine {
         Engine::Vllm => {
+            // The Python client's process collector, in the API server that serves this.
+            w.family(
+                "process_start_time_seconds",
+                "gauge",
+                "Start time of the process since unix epoch in seconds.",
+            );
+            w.sample("process_start_time_seconds", &[], m.process_start);
             let base = vec![
                 ("engine", "0".to_owned()),
                 ("model_name", m.model_name.clone()),
@@ -258,6 +278,20 @@ pub fn exposition(engine: Engine, m: &MetricsState) -> String {
                 "Number of generation tokens processed.",
                 m.generation_tokens,
             );
+            if let Some(p) = d.prefix_cache {
+                counter(
+                    &mut w,
+                    p.queried_tokens,
+                    "Prefix cache queries, in terms of number of queried tokens.",
+                    m.prefix_queries,
+                );
+                counter(
+                    &mut w,
+                    p.hit_tokens,
+                    "Prefix cache hits, in terms of number of cached tokens.",
+                    m.prefix_hits,
+                );
+            }
             let help = "Count of successfully processed requests.";
             w.family(d.request_success, "counter", help);
             let reasons = ["stop", "length", "abort", "error", "repetition"];
@@ -382,6 +416,15 @@ pub fn exposition(engine: Engine, m: &MetricsState) -> String {
                 &client,
                 m.generation_tokens,
             );
+            // SGLang creates its cached-token counter at the first request with a hit.
+            if let (Some(p), true) = (d.prefix_cache, m.prefix_hits > 0) {
+                w.counter(
+                    p.hit_tokens,
+                    "Number of cached prompt tokens.",
+                    &client,
+                    m.prefix_hits,
+                );
+            }
             w.counter(
                 d.request_success,
                 "Number of requests processed.",
@@ -474,6 +517,14 @@ pub fn exposition(engine: Engine, m: &MetricsState) -> String {
                 &counters,
                 m.generation_tokens,
             );
+            if let Some(p) = d.prefix_cache {
+                w.counter(
+                    p.hit_tokens,
+                    "Process-lifetime total prompt tokens served from KV cache.",
+                    &counters,
+                    m.prefix_hits,
+                );
+            }
             w.histogram(
                 d.e2e_latency_histogram,
                 "Histogram of end to end request latency in seconds",

@@ -11,7 +11,9 @@
 pub mod bootlog;
 pub mod cases;
 pub mod expo;
+pub mod gpu;
 pub mod load;
+pub mod prefix;
 pub mod runfolder;
 pub mod sched;
 pub mod server;

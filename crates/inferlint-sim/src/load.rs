@@ -33,6 +33,17 @@ pub struct LoadConfig {
     pub output_tokens: u64,
     /// The whole run, test request included, ends by then; requests still open fail.
     pub timeout_s: f64,
+    /// Every request sends the same prompt (a benchmark repeated on one server, a dataset
+    /// of one prompt): the prefix cache serves all but the first.
+    pub repeat_prompt: bool,
+    /// The client keeps at most this many open, whatever `concurrency` says (a load tool
+    /// that falls short of its own setting); the result file still says `concurrency`.
+    pub open_limit: Option<usize>,
+    /// Send no untimed test request first (the engine is then cold for the timed ones).
+    pub no_test_request: bool,
+    /// Keep one record per request in the result file, as `vllm bench serve
+    /// --save-detailed` does (with each request's send time on the monotonic clock).
+    pub save_detailed: bool,
 }
 
 impl Default for LoadConfig {
@@ -44,6 +55,10 @@ impl Default for LoadConfig {
             prompt_tokens: 32,
             output_tokens: 32,
             timeout_s: 60.0,
+            repeat_prompt: false,
+            open_limit: None,
+            no_test_request: false,
+            save_detailed: false,
         }
     }
 }
@@ -59,6 +74,9 @@ pub struct RequestOutcome {
     pub latency_s: f64,
     /// `usage.completion_tokens` when the server sent it, else the chunks with text.
     pub output_tokens: u64,
+    /// When it was sent, seconds on the host's monotonic clock (as Python's
+    /// `time.perf_counter()` on Linux), where that clock can be read.
+    pub sent_mono_s: Option<f64>,
 }
 
 /// What a load run measured.
@@ -67,7 +85,8 @@ pub struct LoadResult {
     pub base_url: String,
     pub model: String,
     pub config: LoadConfig,
-    pub initial_test: RequestOutcome,
+    /// The untimed test request, unless it was skipped.
+    pub initial_test: Option<RequestOutcome>,
     /// The timed requests, in sending order.
     pub requests: Vec<RequestOutcome>,
     /// Seconds from the timed run's start to its last answer.
@@ -120,7 +139,7 @@ impl LoadResult {
             .map(|r| r.error.as_deref().unwrap_or(""))
             .collect();
         let summary = LatencySummary::of(&ttft, &tpot);
-        json!({
+        let mut value = json!({
             "note": "written by inferlint-sim load, not vllm bench serve; the field names are vllm bench serve's",
             "backend": "openai",
             "endpoint_type": "openai",
@@ -146,7 +165,21 @@ impl LoadResult {
             "median_tpot_ms": summary.median_tpot_ms,
             "p99_tpot_ms": summary.p99_tpot_ms,
             "errors": errors,
-        })
+        });
+        if self.config.save_detailed {
+            let done = |r: &RequestOutcome, v: Value| if r.ok { v } else { json!(0.0) };
+            let field = |f: &dyn Fn(&RequestOutcome) -> Value| -> Value {
+                Value::Array(self.requests.iter().map(f).collect())
+            };
+            value["input_lens"] = field(&|_| json!(self.config.prompt_tokens));
+            value["output_lens"] = field(&|r| json!(r.output_tokens));
+            value["ttfts"] = field(&|r| done(r, json!(r.ttft_s.unwrap_or(0.0))));
+            value["e2els"] = field(&|r| done(r, json!(r.latency_s)));
+            if self.requests.iter().all(|r| r.sent_mono_s.is_some()) {
+                value["start_times"] = field(&|r| json!(r.sent_mono_s));
+            }
+        }
+        value
     }
 
     /// `vllm bench serve`'s result block.
@@ -351,6 +384,36 @@ pub fn get(url: &str, timeout: Duration) -> Result<HttpReply, LoadError> {
 }
 
 /// A prompt of `words` words.
+/// The seconds of the host's monotonic clock (`CLOCK_MONOTONIC`, which Python's
+/// `time.perf_counter()` reads on Linux).
+#[cfg(unix)]
+fn monotonic_s() -> Option<f64> {
+    let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).ok()?;
+    Some(t.tv_sec() as f64 + t.tv_nsec() as f64 / 1e9)
+}
+
+#[cfg(not(unix))]
+fn monotonic_s() -> Option<f64> {
+    None
+}
+
+/// The prompt of request `index` (`None`: the test request). Each starts with its own
+/// word, as a random dataset's prompts differ from their first token, so the prefix cache
+/// serves none of it; with `repeat`, every one is the same.
+fn prompt_of(words: u64, index: Option<usize>, repeat: bool) -> String {
+    let text = prompt(words.saturating_sub(1));
+    let first = match (repeat, index) {
+        (true, _) => "same".to_owned(),
+        (false, Some(i)) => format!("r{i}"),
+        (false, None) => "test".to_owned(),
+    };
+    if words <= 1 {
+        first
+    } else {
+        format!("{first} {text}")
+    }
+}
+
 fn prompt(words: u64) -> String {
     const VOCABULARY: [&str; 8] = [
         "tell",
@@ -369,10 +432,15 @@ fn prompt(words: u64) -> String {
 }
 
 /// One streamed completion, as `vllm bench serve` sends it with `--ignore-eos`.
-async fn one_request(target: &Target, model: &str, config: &LoadConfig) -> RequestOutcome {
+async fn one_request(
+    target: &Target,
+    model: &str,
+    config: &LoadConfig,
+    index: Option<usize>,
+) -> RequestOutcome {
     let body = json!({
         "model": model,
-        "prompt": prompt(config.prompt_tokens),
+        "prompt": prompt_of(config.prompt_tokens, index, config.repeat_prompt),
         "temperature": 0.0,
         "max_tokens": config.output_tokens,
         "logprobs": null,
@@ -381,7 +449,10 @@ async fn one_request(target: &Target, model: &str, config: &LoadConfig) -> Reque
         "ignore_eos": true,
     });
     let start = Instant::now();
-    let mut outcome = RequestOutcome::default();
+    let mut outcome = RequestOutcome {
+        sent_mono_s: monotonic_s(),
+        ..RequestOutcome::default()
+    };
     let result = streamed(target, body.to_string(), start, &mut outcome).await;
     outcome.latency_s = start.elapsed().as_secs_f64();
     match result {
@@ -551,19 +622,25 @@ async fn run_async(
         "Namespace(backend='openai', base_url='{base_url}', endpoint='/v1/completions', dataset_name='random', model='{model}', num_prompts={}, max_concurrency={}, request_rate=inf, ignore_eos=True, random_input_len={}, random_output_len={})",
         config.requests, config.concurrency, config.prompt_tokens, config.output_tokens
     ));
-    say("Starting initial single prompt test run...");
-    let initial_test = tokio::time::timeout_at(deadline, one_request(target, &model, &config))
-        .await
-        .unwrap_or_else(|_| RequestOutcome {
-            error: Some("no answer before the timeout".into()),
-            ..RequestOutcome::default()
-        });
-    if !initial_test.ok {
-        let reason = initial_test.error.clone().unwrap_or_default();
-        say(&format!("Initial test run failed: {reason}"));
-        return Err(LoadError::InitialTest(reason));
-    }
-    say("Initial test run completed. Starting main benchmark run...");
+    let initial_test = if config.no_test_request {
+        say("Skipping initial test run. Starting main benchmark run...");
+        None
+    } else {
+        say("Starting initial single prompt test run...");
+        let test = tokio::time::timeout_at(deadline, one_request(target, &model, &config, None))
+            .await
+            .unwrap_or_else(|_| RequestOutcome {
+                error: Some("no answer before the timeout".into()),
+                ..RequestOutcome::default()
+            });
+        if !test.ok {
+            let reason = test.error.clone().unwrap_or_default();
+            say(&format!("Initial test run failed: {reason}"));
+            return Err(LoadError::InitialTest(reason));
+        }
+        say("Initial test run completed. Starting main benchmark run...");
+        Some(test)
+    };
     say("Traffic request rate: inf");
     say(&format!(
         "Maximum request concurrency: {}",
@@ -577,7 +654,10 @@ async fn run_async(
     let config = Arc::new(config);
     let model = Arc::new(model);
     let mut workers = Vec::new();
-    for _ in 0..config.concurrency.min(config.requests) {
+    let open = config
+        .open_limit
+        .map_or(config.concurrency, |l| l.clamp(1, config.concurrency));
+    for _ in 0..open.min(config.requests) {
         let (outcomes, next, config, model, target) = (
             Arc::clone(&outcomes),
             Arc::clone(&next),
@@ -592,14 +672,16 @@ async fn run_async(
                     return;
                 }
                 let sent = Instant::now();
-                let outcome =
-                    tokio::time::timeout_at(deadline, one_request(&target, &model, &config))
-                        .await
-                        .unwrap_or_else(|_| RequestOutcome {
-                            error: Some("no answer before the timeout".into()),
-                            latency_s: sent.elapsed().as_secs_f64(),
-                            ..RequestOutcome::default()
-                        });
+                let outcome = tokio::time::timeout_at(
+                    deadline,
+                    one_request(&target, &model, &config, Some(index)),
+                )
+                .await
+                .unwrap_or_else(|_| RequestOutcome {
+                    error: Some("no answer before the timeout".into()),
+                    latency_s: sent.elapsed().as_secs_f64(),
+                    ..RequestOutcome::default()
+                });
                 outcomes.lock().unwrap_or_else(PoisonError::into_inner)[index] = Some(outcome);
             }
         }));

@@ -17,16 +17,26 @@ const USAGE: &str = "usage:
                       [--served-model-name NAME]
                       [--die-on-request N] [--restart-after-requests N] [--hang]
                       [--slow-metrics-ms MS] [--no-metrics] [--empty-completions]
-                      [--error-every N] [--error-from N]
+                      [--error-every N] [--error-from N] [--cold-start-ms MS]
+                      [--gpu-readings FILE [--gpu-tenant-at-request N]]
   inferlint-sim load URL [--num-prompts N] [--max-concurrency C] [--input-len P]
                       [--output-len O] [--model M] [--timeout S] [--result-file F]
+                      [--repeat-prompt] [--open-limit N] [--no-test-request]
+                      [--save-detailed]
 
 serve prints the boot log (ending with the ready line), then an access line per request;
 SIGINT or SIGTERM stop it. --case NAME serves one of the run-folder cases
 (vllm-hybrid, sglang-capped, trtllm-no-evict, trtllm-max-utilization) instead of a small
 default. --served-model-name is the only model name completions accept (others: 404).
 --error-every N answers 500 to every Nth completion request, --error-from N to every one
-from the Nth on. load sends one untimed test request, then N streamed completions, C at a time.";
+from the Nth on. --cold-start-ms MS: the first time there is work, the engine compiles
+for MS milliseconds first and logs its compile line. --gpu-readings FILE writes the
+server's GPU as NVML readings for INFERLINT_NVML_READINGS; another process joins it at
+the Nth completion request with --gpu-tenant-at-request N.
+load sends one untimed test request (none with --no-test-request), then N streamed
+completions, C at a time (at most --open-limit at a time, while its result still says C);
+--repeat-prompt sends one prompt every time; --save-detailed keeps each request's
+record in the result file.";
 
 /// Exit statuses, in one place.
 const EXIT_OK: u8 = 0;
@@ -152,6 +162,9 @@ fn serve(args: &[String]) -> u8 {
             "served-model-name",
             "error-every",
             "error-from",
+            "cold-start-ms",
+            "gpu-readings",
+            "gpu-tenant-at-request",
         ],
     ) {
         Ok(f) => f,
@@ -214,6 +227,9 @@ fn serve(args: &[String]) -> u8 {
             }
         }
     });
+    if code == EXIT_OK {
+        handle.log_shutdown();
+    }
     print_new(&handle);
     handle.shutdown();
     code
@@ -268,14 +284,24 @@ fn serve_config(flags: &Flags) -> Result<ServerConfig, String> {
     config.faults.hang = flags.switch("hang");
     config.faults.no_metrics = flags.switch("no-metrics");
     config.faults.empty_completions = flags.switch("empty-completions");
+    config.faults.cold_start_ms = flags.number("cold-start-ms")?;
+    config.faults.gpu_readings = flags.value("gpu-readings").map(std::path::PathBuf::from);
+    config.faults.gpu_tenant_at_request = flags.number("gpu-tenant-at-request")?;
+    if config.faults.gpu_tenant_at_request.is_some() && config.faults.gpu_readings.is_none() {
+        return Err("--gpu-tenant-at-request needs --gpu-readings FILE".into());
+    }
+    if config.faults.gpu_tenant_at_request == Some(0) {
+        return Err("--gpu-tenant-at-request counts from 1".into());
+    }
     Ok(config)
 }
 
 fn load(args: &[String]) -> u8 {
     let flags = match parse_flags(
         args,
-        &[],
+        &["repeat-prompt", "no-test-request", "save-detailed"],
         &[
+            "open-limit",
             "num-prompts",
             "max-concurrency",
             "input-len",
@@ -341,5 +367,9 @@ fn load_config(flags: &Flags) -> Result<LoadConfig, String> {
             .number("output-len")?
             .unwrap_or(defaults.output_tokens),
         timeout_s: flags.number("timeout")?.unwrap_or(600.0),
+        repeat_prompt: flags.switch("repeat-prompt"),
+        open_limit: flags.number("open-limit")?,
+        no_test_request: flags.switch("no-test-request"),
+        save_detailed: flags.switch("save-detailed"),
     })
 }

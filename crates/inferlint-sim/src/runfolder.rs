@@ -193,6 +193,8 @@ fn series(case: &Case, run: &LoadRun, timing: &Timing, rng: &mut Rng) -> String 
         interval_s: Some(INTERVAL_S),
         engine: Some(engine),
         unknown_engine: None,
+        // A simulated server reads no GPU, and its recorder says so (T21 does not apply).
+        gpu: Some(inferlint_core::model::GpuSampling::None),
     };
     let mut out = files::series_header_json(&header);
     out.push('\n');
@@ -382,6 +384,12 @@ pub fn run_folder(case: &Case) -> Vec<(&'static str, String)> {
         &case.boot,
         &run.scheduler.events,
         timing.load_wall,
+    ));
+    // xray stops the server after its after snapshot: the log ends with the shutdown.
+    lines.extend(bootlog::shutdown_lines(
+        &case.model,
+        &case.boot,
+        timing.after_wall + 1.0,
     ));
     let mut log = format!("{SIMULATED_LINE}\n");
     for (_, line) in &lines {

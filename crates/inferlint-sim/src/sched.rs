@@ -164,6 +164,9 @@ pub struct Request {
     pub rejected: bool,
     /// Times it was preempted, retracted or paused.
     pub evictions: u32,
+    /// Prompt tokens the prefix cache held when it arrived: not computed at its first
+    /// admission.
+    pub cached: u64,
 }
 
 /// Something an engine writes to its log, with the step time it happened at.
@@ -205,6 +208,10 @@ pub struct State {
     pub finished_output_tokens: u64,
     pub finished_prompt_tokens: u64,
     pub rejected: u64,
+    /// Prompt tokens the prefix cache served: counted at a request's first admission
+    /// (vLLM) and at its finish (SGLang, TensorRT-LLM).
+    pub prefix_hits: u64,
+    pub finished_prefix_hits: u64,
 }
 
 impl State {
@@ -272,6 +279,11 @@ impl Scheduler {
 
     /// A request arrives. Returns its index, or `None` when admission control rejects it.
     pub fn submit(&mut self, prompt: u64, output: u64) -> Option<usize> {
+        self.submit_cached(prompt, output, 0)
+    }
+
+    /// A request arrives whose first `cached` prompt tokens the prefix cache holds.
+    pub fn submit_cached(&mut self, prompt: u64, output: u64, cached: u64) -> Option<usize> {
         let index = self.requests.len();
         let in_flight = self.running.len() + self.waiting.len();
         // A request that could never fit is refused, as the engines refuse one longer
@@ -295,6 +307,7 @@ impl Scheduler {
             finished_at: None,
             rejected,
             evictions: 0,
+            cached: cached.min(prompt.saturating_sub(1)),
         });
         if rejected {
             self.state.rejected += 1;
@@ -510,9 +523,11 @@ impl Scheduler {
                 r.units = units;
                 if r.first_scheduled_at.is_none() {
                     // The prompt counter counts a prompt once; recomputing an evicted
-                    // request's KV is not new prompt.
+                    // request's KV is not new prompt. Its cached prefix is not computed.
                     r.first_scheduled_at = Some(now);
                     self.state.prompt_tokens += r.prompt;
+                    self.state.prefix_hits += r.cached;
+                    r.computed = r.cached;
                 }
                 self.running.push(id);
             }
@@ -547,6 +562,7 @@ impl Scheduler {
                 self.state.finished += 1;
                 self.state.finished_output_tokens += r.output;
                 self.state.finished_prompt_tokens += r.prompt;
+                self.state.finished_prefix_hits += r.cached;
                 self.events
                     .push((now, Event::Finished { request_id: r.id }));
                 completed = true;

@@ -35,6 +35,7 @@ use tokio::sync::{mpsc, watch, Notify};
 
 use crate::bootlog::{self, BootInfo, SIMULATED_LINE};
 use crate::expo::{self, MetricsState};
+use crate::prefix::PrefixCache;
 use crate::runfolder::Case;
 use crate::sched::{
     CapacityPolicy, EngineModel, Event, Load, Scheduler, SglangConfig, State, StepCost,
@@ -91,6 +92,16 @@ pub struct Faults {
     /// The metrics page is padded with comment lines to at least this many bytes (a body
     /// too large to read).
     pub metrics_padding_bytes: Option<usize>,
+    /// A cold engine: the first time the server has requests to run, it compiles for this
+    /// many real milliseconds first (a kernel the engine did not build at start-up) and
+    /// logs the engine's compile line; every request waiting then waits that long more.
+    pub cold_start_ms: Option<u64>,
+    /// The server's GPU, as NVML readings in this file (see [`crate::gpu`]): written when
+    /// the server starts, and idle again when it stops.
+    pub gpu_readings: Option<std::path::PathBuf>,
+    /// With `gpu_readings`: another process starts on the GPU when the Nth completion
+    /// request arrives (counting from 1).
+    pub gpu_tenant_at_request: Option<u32>,
 }
 
 /// What to simulate and how fast.
@@ -215,6 +226,15 @@ impl ServerHandle {
         text
     }
 
+    /// Logs the HTTP server's shutdown, as a server stopped with SIGINT or SIGTERM does.
+    pub fn log_shutdown(&self) {
+        let lines = bootlog::shutdown_lines(&self.shared.model, &self.shared.boot, unix_now());
+        self.shared
+            .lock()
+            .log
+            .extend(lines.into_iter().map(|(_, l)| l));
+    }
+
     /// Whether the server stopped answering ([`Faults::die_on_request`]).
     pub fn is_dead(&self) -> bool {
         *self.shared.dead.borrow()
@@ -233,6 +253,10 @@ impl Drop for ServerHandle {
         }
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
+        }
+        // The card is idle once the server is gone.
+        if let Some(path) = &self.shared.faults.gpu_readings {
+            let _ = crate::gpu::write(path, &crate::gpu::reading(None, false));
         }
     }
 }
@@ -253,6 +277,9 @@ pub fn spawn(config: ServerConfig) -> std::io::Result<ServerHandle> {
         .enable_all()
         .build()?;
     let shared = Arc::new(Shared::new(config, addr.port()));
+    if let Some(path) = &shared.faults.gpu_readings {
+        crate::gpu::write(path, &crate::gpu::reading(Some(shared.boot.pid), false))?;
+    }
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let (ready_tx, ready_rx) = std::sync::mpsc::channel::<std::io::Result<()>>();
     let task_shared = Arc::clone(&shared);
@@ -327,6 +354,10 @@ struct Sim {
     iteration: u64,
     log: Vec<String>,
     next_id: u64,
+    /// The prefix cache of the server process.
+    prefix: PrefixCache,
+    /// The cold start's compile has happened (or none was asked for).
+    cold_done: bool,
 }
 
 struct Shared {
@@ -385,6 +416,8 @@ impl Shared {
                 iteration: 0,
                 log,
                 next_id: 0,
+                prefix: PrefixCache::new(block_tokens(&case.model)),
+                cold_done: false,
             }),
             model: case.model,
             cost: case.cost,
@@ -427,9 +460,41 @@ impl Shared {
     }
 }
 
+/// Tokens per block of the engine's prefix cache.
+fn block_tokens(model: &EngineModel) -> u64 {
+    match model {
+        EngineModel::Vllm(c) => c.block_size,
+        EngineModel::Sglang(c) => c.page_size,
+        EngineModel::Trtllm(c) => c.tokens_per_block,
+    }
+}
+
+/// The cold start: the first time there is work, the engine compiles first. Simulated
+/// time stands still meanwhile (every later step is due that much later).
+async fn cold_start(shared: &Shared) {
+    let Some(ms) = shared.faults.cold_start_ms else {
+        return;
+    };
+    let due = {
+        let mut sim = shared.lock();
+        let due = !sim.cold_done && !sim.scheduler.is_idle();
+        if due {
+            sim.cold_done = true;
+            let line = bootlog::compile_line(&shared.model, &shared.boot, unix_now());
+            sim.log.push(line);
+        }
+        due
+    };
+    if due {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        shared.lock().origin += Duration::from_millis(ms);
+    }
+}
+
 /// Steps the scheduler and publishes each step when the real clock reaches its end.
 async fn drive(shared: Arc<Shared>) {
     loop {
+        cold_start(&shared).await;
         let stepped = {
             let mut sim = shared.lock();
             sim.scheduler.step().map(|state| (state, sim.origin))
@@ -535,6 +600,7 @@ fn restart(shared: &Shared, sim: &mut Sim) {
     sim.finished.clear();
     sim.iterations.clear();
     sim.waiters.clear();
+    sim.prefix.clear();
     let now = unix_now();
     // Two stamps a few milliseconds apart must still differ.
     sim.created = now.max(sim.created + 0.001);
@@ -1008,6 +1074,14 @@ async fn complete(shared: &Shared, request: Request<Incoming>, api: Api) -> Resp
         sim.completion_requests += 1;
         sim.completion_requests
     };
+    if let (Some(path), Some(n)) = (
+        &shared.faults.gpu_readings,
+        shared.faults.gpu_tenant_at_request,
+    ) {
+        if ordinal == n {
+            let _ = crate::gpu::write(path, &crate::gpu::reading(Some(shared.boot.pid), true));
+        }
+    }
     if shared.faults.die_on_request == Some(ordinal) {
         // The process is gone: this request never gets an answer, and the connection
         // tasks drop their sockets.
@@ -1151,7 +1225,11 @@ async fn complete(shared: &Shared, request: Request<Incoming>, api: Api) -> Resp
             let now = shared.sim_now(sim);
             sim.scheduler.advance_idle(now);
         }
-        let Some(index) = sim.scheduler.submit(prompt_tokens, max_tokens) else {
+        let cached = sim.prefix.serve(&prompt);
+        let Some(index) = sim
+            .scheduler
+            .submit_cached(prompt_tokens, max_tokens, cached)
+        else {
             let fits = shared.model.units_for(prompt_tokens + max_tokens.max(1))
                 <= shared.model.usable_units();
             return if fits {

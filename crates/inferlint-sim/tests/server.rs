@@ -59,6 +59,7 @@ fn small_load() -> LoadConfig {
         prompt_tokens: 24,
         output_tokens: 20,
         timeout_s: 30.0,
+        ..LoadConfig::default()
     }
 }
 

@@ -8,10 +8,19 @@
 //!   places the pauses of a TensorRT-LLM log inside or outside the run for T1.
 //! - [`series`]: T8, T9 and T14, from a series folded into [`series::SeriesStats`] one
 //!   sample at a time, so a day-long recording never has to be held in memory.
+//! - [`prefix_cache`]: T16, the share of the prompt tokens the prefix cache served.
+//! - [`shortfall`]: T17, a client that kept fewer requests in flight than asked while the
+//!   server had room.
+//! - [`cold_start`]: T19, compile lines inside the run, a slow first wave, no warm-up.
+//! - [`contention`]: T21, other processes and held-back clocks on the server's GPUs.
 
 pub mod boot;
+pub mod cold_start;
+pub mod contention;
 pub mod counters;
 pub mod ledger;
 pub mod pauses;
+pub mod prefix_cache;
 pub mod series;
+pub mod shortfall;
 pub mod snapshots;

@@ -8,9 +8,11 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use crate::checks::contention::GpuStats;
+use crate::checks::shortfall::FlightStats;
 use crate::engine::EngineDescriptor;
 use crate::fmt;
-use crate::model::{BootFacts, SeriesSample, Snapshot};
+use crate::model::{BootFacts, GpuSampling, SeriesSample, Snapshot};
 use crate::status::{CheckResult, Status, Tripwire};
 
 /// KV usage at or above this counts as a full cache for T9.
@@ -110,6 +112,15 @@ pub struct SeriesStats {
     pub preemption_track: CounterTrack,
     /// The generation-token counter's readings.
     pub generation_track: CounterTrack,
+    /// The prefix cache's hit and queried counters' readings (T16).
+    pub prefix_hits_track: CounterTrack,
+    pub prefix_queries_track: CounterTrack,
+    /// Requests in flight against the room the server had, sample by sample (T17).
+    pub flight: FlightStats,
+    /// The GPU readings beside the samples (T21).
+    pub gpu: GpuStats,
+    /// What the recording's header said about GPU readings; set by the reader.
+    pub gpu_sampling: Option<GpuSampling>,
     /// The first line the reader refused, if any: the checks then say Can't tell.
     pub refused: Option<RefusedReading>,
     /// The generation-token counter's first reading: (value, t_wall, t_mono_ns).
@@ -173,6 +184,14 @@ impl SeriesStats {
                 .get_or_insert((g, sample.t_wall, sample.t_mono_ns));
             self.last_generation = Some(g);
         }
+        if let Some(h) = sample.prefix_hits.filter(|h| h.is_finite()) {
+            self.prefix_hits_track.push(sample.t_wall, h);
+        }
+        if let Some(q) = sample.prefix_queries.filter(|q| q.is_finite()) {
+            self.prefix_queries_track.push(sample.t_wall, q);
+        }
+        self.flight.push(sample);
+        self.gpu.push(sample);
         if let Some(u) = sample.kv_usage.filter(|u| *u > 0.0 && *u <= 1.0) {
             self.kv_distinct.insert(u.to_bits());
         }
@@ -251,6 +270,11 @@ impl SeriesStats {
         self.all_mono &= right.all_mono;
         self.preemption_track = self.preemption_track.merge(right.preemption_track);
         self.generation_track = self.generation_track.merge(right.generation_track);
+        self.prefix_hits_track = self.prefix_hits_track.merge(right.prefix_hits_track);
+        self.prefix_queries_track = self.prefix_queries_track.merge(right.prefix_queries_track);
+        self.flight.merge(right.flight);
+        self.gpu.merge(right.gpu);
+        self.gpu_sampling = self.gpu_sampling.or(right.gpu_sampling);
         self.refused = self.refused.or(right.refused);
         // A rise between the last reading on the left and the first on the right.
         if let (Some(left), Some((first, t_wall, t_mono))) =

@@ -105,6 +105,46 @@ impl<'a> Line<'a> {
         })
     }
 
+    /// The time stamp as it reads, with its year where it has one.
+    pub fn log_time(&self) -> Option<inferlint_core::model::LogTime> {
+        let text = self.clean.as_bytes();
+        let number = |at: usize, n: usize| -> Option<u32> {
+            let digits = text.get(at..at + n)?;
+            digits.iter().try_fold(0u32, |v, d| {
+                d.is_ascii_digit().then(|| v * 10 + u32::from(d - b'0'))
+            })
+        };
+        let (year, month, day, time_at) = match self.stamp? {
+            Stamp::MonthDay(at) => (None, number(at, 2)?, number(at + 3, 2)?, at + 6),
+            Stamp::IsoDate(at) => (
+                Some(number(at, 4)?),
+                number(at + 5, 2)?,
+                number(at + 8, 2)?,
+                at + 11,
+            ),
+            Stamp::SlashDate(at) => (
+                Some(number(at + 6, 4)?),
+                number(at, 2)?,
+                number(at + 3, 2)?,
+                at + 11,
+            ),
+        };
+        let (h, m, s) = (
+            number(time_at, 2)?,
+            number(time_at + 3, 2)?,
+            number(time_at + 6, 2)?,
+        );
+        if !(1..=12).contains(&month) || !(1..=31).contains(&day) || h > 23 || m > 59 || s > 60 {
+            return None;
+        }
+        Some(inferlint_core::model::LogTime {
+            year: year.map(|y| y as i32),
+            month: month as u8,
+            day: day as u8,
+            second_of_day: h * 3600 + m * 60 + s,
+        })
+    }
+
     /// The time stamp as seconds since 1970-01-01 00:00:00 read as if the stamp were UTC,
     /// where it carries a year (SGLang, TensorRT-LLM). Engines stamp local time without a
     /// zone, so this lines stamps up with each other, not with another host's clock.

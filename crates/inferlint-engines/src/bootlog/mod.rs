@@ -13,6 +13,7 @@
 //! After the lines are read, [`classify`] looks for the root cause of a failure.
 
 mod classify;
+mod compile;
 mod lines;
 pub mod pyliteral;
 pub(crate) mod scan;
@@ -24,7 +25,9 @@ use std::sync::OnceLock;
 
 use inferlint_core::engine::Engine;
 use inferlint_core::fmt;
-use inferlint_core::model::{BootFacts, LogClock, PyValue, Settings, UnparsedLine};
+use inferlint_core::model::{
+    BootFacts, LogClock, PyValue, ServingCompile, Settings, UnparsedLine, MAX_SERVING_COMPILES,
+};
 use memchr::memmem::Finder;
 
 use self::lines::Line;
@@ -65,6 +68,8 @@ pub struct BootLogReader {
     pids: std::collections::BTreeSet<u64>,
     shape: LogShape,
     classifier: classify::Classifier,
+    /// The engine whose compile lines are looked for after the ready line.
+    compile_engine: Engine,
 }
 
 impl std::fmt::Debug for BootLogReader {
@@ -90,6 +95,7 @@ impl BootLogReader {
             pids: std::collections::BTreeSet::new(),
             shape: LogShape::default(),
             classifier: classify::Classifier::default(),
+            compile_engine: engine.unwrap_or(Engine::Vllm),
         }
     }
 
@@ -138,9 +144,17 @@ impl BootLogReader {
                 parse.facts.processes.push(process.to_owned());
             }
         }
+        if line.body().ends_with("INFO:     Shutting down") && parse.facts.shutdown_lineno.is_none()
+        {
+            parse.facts.shutdown_lineno = Some(index + 1);
+        }
         if line.has_stamp() {
             if parse.facts.first_stamp.is_none() {
                 parse.facts.first_stamp = line.stamp();
+                parse.facts.first_time = line.log_time();
+            }
+            if let Some(t) = line.log_time() {
+                parse.facts.last_time = Some(t);
             }
             // The text only: its stamp is formatted once, if the ready line comes.
             self.last_stamped.clear();
@@ -158,9 +172,23 @@ impl BootLogReader {
         }
         if ready {
             parse.facts.ready_lineno = Some(index + 1);
-            parse.facts.ready_stamp = Some(&self.last_stamped)
+            let last = Some(&self.last_stamped)
                 .filter(|t| !t.is_empty())
-                .and_then(|t| Line::new(t).stamp());
+                .map(|t| Line::new(t));
+            parse.facts.ready_stamp = last.as_ref().and_then(Line::stamp);
+            parse.facts.ready_time = last.as_ref().and_then(Line::log_time);
+        } else if parse.facts.ready_lineno.is_some()
+            && compile::is_compile_line(self.compile_engine, body)
+        {
+            let facts = &mut parse.facts;
+            facts.serving_compiles_total += 1;
+            if facts.serving_compiles.len() < MAX_SERVING_COMPILES {
+                facts.serving_compiles.push(ServingCompile {
+                    lineno: index + 1,
+                    logged_at: line.log_time(),
+                    text: scan::truncate(body, 200),
+                });
+            }
         }
         for (rule, finder) in self.table.rules.iter().zip(self.table.finders) {
             if finder.find(body.as_bytes()).is_none() {
