@@ -663,45 +663,27 @@ impl<'a> Load<'a> {
     fn waves(&self) -> Option<Insight> {
         let account = self.bench?;
         let wave = usize::try_from(self.requested?).ok().filter(|n| *n > 0)?;
-        let mut sent: Vec<(f64, f64)> = account
-            .requests
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| r.completed())
-            .filter_map(|(i, r)| {
-                let ttft = r.ttft_s.or_else(|| Some(r.first_token_at()? - r.sent_s?))?;
-                // Records without a send time keep the order the tool wrote them in.
-                Some((r.sent_s.unwrap_or(i as f64), ttft))
-            })
-            .collect();
-        if sent.len() <= wave || sent.len() < 4 {
-            return None;
-        }
-        sent.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let median = |values: &mut Vec<f64>| {
-            values.sort_by(f64::total_cmp);
-            let n = values.len();
-            if n % 2 == 1 {
-                values[n / 2]
-            } else {
-                (values[n / 2 - 1] + values[n / 2]) / 2.0
-            }
-        };
-        let mut first: Vec<f64> = sent[..wave].iter().map(|(_, t)| *t).collect();
-        let mut rest: Vec<f64> = sent[wave..].iter().map(|(_, t)| *t).collect();
-        let (k, m) = (first.len(), rest.len());
-        let (a, b) = (median(&mut first), median(&mut rest));
+        let waits = crate::checks::cold_start::first_token_waits(account);
+        let w = crate::checks::cold_start::waves_of(&waits, wave)?;
+        let (k, m) = (w.first_size, waits.len() - w.first_size);
+        let (a, b) = (w.first_ttft_s, w.rest_ttft_s);
         let (a_text, b_text) = (
             format_duration_ms(a * 1000.0),
             format_duration_ms(b * 1000.0),
         );
         let far = |long: f64, short: f64| long >= (3.0 * short).max(short + 1.0);
         if far(a, b) {
+            // T19's rule: slower than their own prefill explains is a cold engine.
+            let cause = if w.cold() {
+                "the server was not warmed up when the load began, so the run's latency includes its start"
+            } else {
+                "sent together, they waited for each other's prefill"
+            };
             return Some(Insight::limit(
                 "waiting",
                 "The first requests waited longest",
                 format!(
-                    "The first {k} requests waited {a_text} for their first token (median), the {m} sent after them {b_text}: the server was not warmed up when the load began, so the run's latency includes its start."
+                    "The first {k} requests waited {a_text} for their first token (median), the {m} sent after them {b_text}: {cause}."
                 ),
             ));
         }

@@ -222,40 +222,47 @@ fn median(values: &mut [f64]) -> Option<f64> {
     })
 }
 
-/// The first wave (the first `wave` requests sent, at most half of them) against the
-/// rest, from each completed request's send time and time to first token.
-pub fn waves(client: &ClientAccount, wave: u64) -> Option<Waves> {
+/// Each completed request's time to first token, in the order the load tool sent them
+/// (its send times, else the order it wrote them in), with its prompt length where the
+/// record keeps it.
+pub fn first_token_waits(client: &ClientAccount) -> Vec<(f64, Option<u64>)> {
     let mut records: Vec<(f64, f64, Option<u64>)> = client
         .requests
         .iter()
-        .filter(|r| r.completed())
-        .filter_map(|r| {
-            let sent = r.sent_s?;
-            let ttft = r.first_token_at()? - sent;
-            (sent.is_finite() && ttft.is_finite() && ttft >= 0.0).then_some((
-                sent,
+        .enumerate()
+        .filter(|(_, r)| r.completed())
+        .filter_map(|(i, r)| {
+            let ttft = r.ttft_s.or_else(|| Some(r.first_token_at()? - r.sent_s?))?;
+            let order = r.sent_s.unwrap_or(i as f64);
+            (order.is_finite() && ttft.is_finite() && ttft >= 0.0).then_some((
+                order,
                 ttft,
                 r.prompt_tokens,
             ))
         })
         .collect();
-    if records.len() < 4 {
+    records.sort_by(|a, b| a.0.total_cmp(&b.0));
+    records.into_iter().map(|(_, t, p)| (t, p)).collect()
+}
+
+/// The first `first_size` requests against the rest, from [`first_token_waits`]; `None`
+/// with fewer than four requests or none after the first wave.
+pub fn waves_of(waits: &[(f64, Option<u64>)], first_size: usize) -> Option<Waves> {
+    if waits.len() < 4 || first_size == 0 || waits.len() <= first_size {
         return None;
     }
-    records.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let first_size = (wave.max(1) as usize).min(records.len() / 2);
-    let (first, rest) = records.split_at(first_size);
-    let first_ttft_s = median(&mut first.iter().map(|r| r.1).collect::<Vec<_>>())?;
-    let rest_ttft_s = median(&mut rest.iter().map(|r| r.1).collect::<Vec<_>>())?;
+    let (first, rest) = waits.split_at(first_size);
+    let first_ttft_s = median(&mut first.iter().map(|r| r.0).collect::<Vec<_>>())?;
+    let rest_ttft_s = median(&mut rest.iter().map(|r| r.0).collect::<Vec<_>>())?;
     // The rest's prefill rate (tokens per second of TTFT), and the time the first wave's
     // prompts would take at that rate, one after another.
     let burst_bound_s = (|| {
         let mut rates: Vec<f64> = rest
             .iter()
-            .map(|r| Some(r.2? as f64 / r.1.max(1e-3)))
+            .map(|r| Some(r.1? as f64 / r.0.max(1e-3)))
             .collect::<Option<_>>()?;
         let rate = median(&mut rates).filter(|r| *r > 0.0)?;
-        let tokens: u64 = first.iter().map(|r| r.2).sum::<Option<u64>>()?;
+        let tokens: u64 = first.iter().map(|r| r.1).sum::<Option<u64>>()?;
         Some(tokens as f64 / rate)
     })();
     Some(Waves {
@@ -264,6 +271,14 @@ pub fn waves(client: &ClientAccount, wave: u64) -> Option<Waves> {
         rest_ttft_s,
         burst_bound_s,
     })
+}
+
+/// The first wave (the first `wave` requests sent, at most half of them) against the
+/// rest, as T19 judges them.
+pub fn waves(client: &ClientAccount, wave: u64) -> Option<Waves> {
+    let waits = first_token_waits(client);
+    let first_size = (wave.max(1) as usize).min(waits.len() / 2);
+    waves_of(&waits, first_size)
 }
 
 /// Requests the server had finished at the before reading, where its counter says.
