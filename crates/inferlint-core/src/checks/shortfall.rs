@@ -250,11 +250,14 @@ pub fn client_shortfall(inputs: &ShortfallInputs<'_>) -> CheckResult {
             .with("request_rate", rate),
         );
     }
+    // What the load sent: its own count, else every request it accounts for. A file that
+    // counts no failure (SGLang's bench_serving without its details) cannot say.
     let sent = inputs
         .client
         .and_then(|c| {
-            c.sent
-                .or_else(|| Some(c.completed? + c.failed_count().unwrap_or(0)))
+            c.sent.or_else(|| {
+                Some(c.completed? + c.failed_count()? + c.incomplete_count().unwrap_or(0))
+            })
         })
         .filter(|s| *s >= 0);
     if let Some(sent) = sent.filter(|s| (*s as u64) < n) {
@@ -572,6 +575,24 @@ mod tests {
         });
         assert_eq!(r.status, Status::Fail, "{}", r.message);
         assert_eq!(r.evidence["client_most_open"], 1);
+    }
+
+    /// A result file that counts only completed requests (20 of 32 came back) cannot say
+    /// how many were sent: the failures it does not count were sent too.
+    #[test]
+    fn completed_alone_is_not_what_the_load_sent() {
+        let s = stats(&[sample(32.0, 0.0, 0.5)]);
+        let mut account = ClientAccount::new(LoadTool::SglangBench);
+        account.completed = Some(20);
+        let r = client_shortfall(&ShortfallInputs {
+            engine: &VLLM,
+            stats: &s,
+            requested: 32,
+            boot: None,
+            client: Some(&account),
+            timeline: None,
+        });
+        assert_eq!(r.status, Status::Pass, "{}", r.message);
     }
 
     #[test]
