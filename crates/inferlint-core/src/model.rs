@@ -545,3 +545,36 @@ impl BootFacts {
         self.config_args().and_then(|a| a.get(key))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The recorder's extra fields are held to what they can be, as the gauges are: a
+    /// reading that cannot be makes the recording untrusted, never a pass.
+    #[test]
+    fn gpu_and_prefix_readings_that_cannot_be_are_named() {
+        let sample = |gpu: GpuReading, hits: Option<f64>| SeriesSample {
+            t_wall: 1_700_000_000.0,
+            prefix_hits: hits,
+            gpu,
+            ..SeriesSample::default()
+        };
+        assert_eq!(sample(GpuReading::default(), Some(10.0)).impossible_reading(), None);
+        let busy = GpuReading {
+            util: Some(150.0),
+            ..GpuReading::default()
+        };
+        assert!(sample(busy, None)
+            .impossible_reading()
+            .is_some_and(|m| m.starts_with("gpu_util is 150")));
+        let bits = GpuReading {
+            throttle: Some(4.5),
+            ..GpuReading::default()
+        };
+        assert!(sample(bits, None).impossible_reading().is_some());
+        assert!(sample(GpuReading::default(), Some(-1.0))
+            .impossible_reading()
+            .is_some_and(|m| m.starts_with("prefix_cache_hits is -1")));
+    }
+}

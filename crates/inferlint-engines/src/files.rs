@@ -1444,4 +1444,44 @@ mod number_tests {
         assert_eq!(parse_json_number(b"-"), None);
         assert_eq!(parse_json_integer(b"12.5"), None);
     }
+
+    /// The recorder's extra keys read back as written, and a line without them reads as
+    /// before: no reading, never zeros.
+    #[test]
+    fn gpu_and_prefix_keys_round_trip() {
+        use super::{parse_series_line, SeriesLine};
+        use inferlint_core::model::{GpuReading, GpuSampling, SeriesHeader, SeriesSample};
+        use inferlint_core::Engine;
+        let sample = SeriesSample {
+            t_wall: 1_790_826_427.5,
+            t_mono_ns: Some(181_013_565_957),
+            running: Some(8.0),
+            prefix_hits: Some(80.0),
+            prefix_queries: Some(880.0),
+            gpu: GpuReading {
+                other_mib: Some(10_240.0),
+                other_util: Some(35.0),
+                util: Some(97.0),
+                throttle: Some(4.0),
+                sm_mhz: Some(1_500.0),
+                sm_max_mhz: Some(1_980.0),
+            },
+            ..SeriesSample::default()
+        };
+        let line = super::series_sample_json(Engine::Vllm, &sample);
+        assert_eq!(parse_series_line(&line), SeriesLine::Sample(sample));
+        let plain = "{\"t_wall\": 1.0, \"running\": 2.0}";
+        let SeriesLine::Sample(s) = parse_series_line(plain) else {
+            panic!("a sample")
+        };
+        assert!(s.gpu.is_empty() && s.prefix_hits.is_none());
+        let header = SeriesHeader {
+            gpu: Some(GpuSampling::Nvml),
+            ..SeriesHeader::default()
+        };
+        let SeriesLine::Header(h) = parse_series_line(&super::series_header_json(&header)) else {
+            panic!("a header")
+        };
+        assert_eq!(h.gpu, Some(GpuSampling::Nvml));
+    }
 }
