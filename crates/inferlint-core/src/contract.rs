@@ -15,7 +15,7 @@
 //!   neither the exit status nor a count of verdicts, so a script that keeps only the
 //!   statuses it knows sees exactly the verdicts the established tool would print.
 //!
-//! The `tripwire` values are the catalogue's ids: a new tripwire (T18, T20) adds entries
+//! The `tripwire` values are the catalogue's ids: a new tripwire (T16 to T21) adds entries
 //! with a new id and keeps every other entry as it was, so a script that keeps the ids it
 //! knows sees the same verdicts. A change that removes or renames a key or a status word,
 //! or adds a status word, bumps [`JSON_CONTRACT_VERSION`].

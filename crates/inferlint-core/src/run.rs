@@ -220,7 +220,7 @@ pub fn not_a_benchmark(run: &Run) -> Option<String> {
 }
 
 /// Every check the run's files allow, in report order: boot checks, T15, T18, T20, T1,
-/// T10, then the series checks; the cross-checks, which make a verdict that two facts of
+/// T10, T16, then the series checks, T17, T19 and T21; the cross-checks, which make a verdict that two facts of
 /// the run contradict Can't tell; then each tripwire a missing input left unchecked,
 /// saying what it needs. Each result carries the advice the run's numbers give.
 pub fn check_run(run: &Run) -> Vec<CheckResult> {

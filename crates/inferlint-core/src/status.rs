@@ -139,7 +139,7 @@ impl Tripwire {
     }
 
     /// The ids as a reader names them: runs of consecutive numbers as ranges
-    /// (`T1-T15, T18, T20`).
+    /// (`T1-T15, T18, T20` for a catalogue without T16, T17, T19 and T21).
     pub fn all_named() -> String {
         let numbers: Vec<u8> = Tripwire::all().map(Tripwire::number).collect();
         let mut parts = Vec::new();
