@@ -235,6 +235,10 @@ impl Observer for RecorderObserver<'_> {
             .unwrap_or_default()
     }
 
+    fn ended(&mut self, last: &Snapshot) {
+        self.verdicts.last_scrape(last);
+    }
+
     fn sampled(&mut self, sample: &SeriesSample, scrape: &Snapshot) {
         let changes = self.verdicts.push(sample, scrape);
         self.tell(&changes);

@@ -104,7 +104,7 @@ impl LiveVerdicts {
         self.stats.push(sample);
         self.last_sample = Some(*sample);
         if self.first.is_none() {
-            self.first = Some(snapshot.clone());
+            self.first = Some(without_text(snapshot));
         }
         let now = clock_s(sample);
         let due = self
@@ -113,9 +113,18 @@ impl LiveVerdicts {
         if !due {
             return Vec::new();
         }
-        self.latest = Some(snapshot.clone());
+        // Copied only when judged (without its text: the checks read the parsed metrics
+        // and the clocks), so that a sample costs the recorder the statistics alone.
+        self.latest = Some(without_text(snapshot));
         self.judged_at = Some(now);
         self.judge()
+    }
+
+    /// The recording's last scrape, for the last judgement.
+    pub fn last_scrape(&mut self, snapshot: &Snapshot) {
+        if self.last_sample.is_some() {
+            self.latest = Some(without_text(snapshot));
+        }
     }
 
     /// Judges once more with everything folded in (the recording ended).
@@ -190,6 +199,18 @@ impl LiveVerdicts {
     }
 }
 
+/// A copy of a scrape without the page's text, which no check reads.
+fn without_text(snapshot: &Snapshot) -> Snapshot {
+    Snapshot {
+        url: snapshot.url.clone(),
+        t_wall: snapshot.t_wall,
+        t_mono_ns: snapshot.t_mono_ns,
+        latency_s: snapshot.latency_s,
+        text: String::new(),
+        metrics: snapshot.metrics.clone(),
+    }
+}
+
 /// A sample's time in seconds: its monotonic clock, else its wall clock.
 fn clock_s(sample: &SeriesSample) -> f64 {
     sample.t_mono_ns.map_or(sample.t_wall, |ns| ns as f64 / 1e9)
@@ -256,5 +277,23 @@ mod tests {
             .as_str()
             .is_some_and(|t| t.starts_with('T')));
         assert!(live.status_text().contains("T1 TRIPWIRE-FAILED"));
+    }
+
+    /// The last judgement reads the recording's last scrape, not the one judged a moment
+    /// before it: a preemption between them is not lost.
+    #[test]
+    fn the_last_judgement_reads_the_last_scrape() {
+        let mut live = LiveVerdicts::new(Engine::Vllm, Some(2), None, false);
+        live.push(&sample(0.0, 2.0), &scrape(0.0, 0.0));
+        live.push(&sample(1.0, 2.0), &scrape(1.0, 0.0));
+        // Within the second: folded in, not judged.
+        live.push(&sample(1.5, 2.0), &scrape(1.5, 3.0));
+        live.last_scrape(&scrape(1.5, 3.0));
+        let last = live.finish();
+        assert!(
+            last.iter()
+                .any(|c| c.result.tripwire == Tripwire::T1 && c.result.status == Status::Fail),
+            "{last:#?}"
+        );
     }
 }

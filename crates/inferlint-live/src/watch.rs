@@ -105,6 +105,9 @@ pub trait Observer {
 
     /// Each sample as written, with the scrape it came from.
     fn sampled(&mut self, _sample: &SeriesSample, _scrape: &Snapshot) {}
+
+    /// The recording ended; `last` is its last good scrape.
+    fn ended(&mut self, _last: &Snapshot) {}
 }
 
 /// An observer that adds nothing and sees nothing.
@@ -409,6 +412,7 @@ pub async fn watch_observed<W: Write>(
             }
         }
     }
+    observer.ended(&last_good);
     Ok(progress)
 }
 
