@@ -174,7 +174,7 @@ impl LoadResult {
             value["input_lens"] = field(&|_| json!(self.config.prompt_tokens));
             value["output_lens"] = field(&|r| json!(r.output_tokens));
             value["ttfts"] = field(&|r| done(r, json!(r.ttft_s.unwrap_or(0.0))));
-            value["e2els"] = field(&|r| done(r, json!(r.latency_s)));
+            value["latencies"] = field(&|r| done(r, json!(r.latency_s)));
             if self.requests.iter().all(|r| r.sent_mono_s.is_some()) {
                 value["start_times"] = field(&|r| json!(r.sent_mono_s));
             }

@@ -17,7 +17,8 @@ const USAGE: &str = "usage:
                       [--served-model-name NAME]
                       [--die-on-request N] [--restart-after-requests N] [--hang]
                       [--slow-metrics-ms MS] [--no-metrics] [--empty-completions]
-                      [--error-every N] [--error-from N] [--cold-start-ms MS]
+                      [--error-every N] [--error-from N]
+                      [--cold-start-ms MS [--cold-start-at-request N]]
                       [--gpu-readings FILE [--gpu-tenant-at-request N]]
   inferlint-sim load URL [--num-prompts N] [--max-concurrency C] [--input-len P]
                       [--output-len O] [--model M] [--timeout S] [--result-file F]
@@ -29,8 +30,9 @@ SIGINT or SIGTERM stop it. --case NAME serves one of the run-folder cases
 (vllm-hybrid, sglang-capped, trtllm-no-evict, trtllm-max-utilization) instead of a small
 default. --served-model-name is the only model name completions accept (others: 404).
 --error-every N answers 500 to every Nth completion request, --error-from N to every one
-from the Nth on. --cold-start-ms MS: the first time there is work, the engine compiles
-for MS milliseconds first and logs its compile line. --gpu-readings FILE writes the
+from the Nth on. --cold-start-ms MS: the first time there is work (from the Nth
+completion request on, with --cold-start-at-request N), the engine compiles for MS
+milliseconds first and logs its compile line. --gpu-readings FILE writes the
 server's GPU as NVML readings for INFERLINT_NVML_READINGS; another process joins it at
 the Nth completion request with --gpu-tenant-at-request N.
 load sends one untimed test request (none with --no-test-request), then N streamed
@@ -163,6 +165,7 @@ fn serve(args: &[String]) -> u8 {
             "error-every",
             "error-from",
             "cold-start-ms",
+            "cold-start-at-request",
             "gpu-readings",
             "gpu-tenant-at-request",
         ],
@@ -285,6 +288,10 @@ fn serve_config(flags: &Flags) -> Result<ServerConfig, String> {
     config.faults.no_metrics = flags.switch("no-metrics");
     config.faults.empty_completions = flags.switch("empty-completions");
     config.faults.cold_start_ms = flags.number("cold-start-ms")?;
+    config.faults.cold_start_at_request = flags.number("cold-start-at-request")?;
+    if config.faults.cold_start_at_request.is_some() && config.faults.cold_start_ms.is_none() {
+        return Err("--cold-start-at-request needs --cold-start-ms MS".into());
+    }
     config.faults.gpu_readings = flags.value("gpu-readings").map(std::path::PathBuf::from);
     config.faults.gpu_tenant_at_request = flags.number("gpu-tenant-at-request")?;
     if config.faults.gpu_tenant_at_request.is_some() && config.faults.gpu_readings.is_none() {

@@ -92,10 +92,13 @@ pub struct Faults {
     /// The metrics page is padded with comment lines to at least this many bytes (a body
     /// too large to read).
     pub metrics_padding_bytes: Option<usize>,
-    /// A cold engine: the first time the server has requests to run, it compiles for this
-    /// many real milliseconds first (a kernel the engine did not build at start-up) and
-    /// logs the engine's compile line; every request waiting then waits that long more.
+    /// A cold engine: the first time the server has requests to run (from the Nth
+    /// completion request on, with `cold_start_at_request`), it compiles for this many
+    /// real milliseconds first (a kernel the engine did not build at start-up, for a shape
+    /// it meets then) and logs the engine's compile line; every request running or
+    /// waiting then waits that long more.
     pub cold_start_ms: Option<u64>,
+    pub cold_start_at_request: Option<u32>,
     /// The server's GPU, as NVML readings in this file (see [`crate::gpu`]): written when
     /// the server starts, and idle again when it stops.
     pub gpu_readings: Option<std::path::PathBuf>,
@@ -477,7 +480,8 @@ async fn cold_start(shared: &Shared) {
     };
     let due = {
         let mut sim = shared.lock();
-        let due = !sim.cold_done && !sim.scheduler.is_idle();
+        let at = shared.faults.cold_start_at_request.unwrap_or(1);
+        let due = !sim.cold_done && !sim.scheduler.is_idle() && sim.completion_requests >= at;
         if due {
             sim.cold_done = true;
             let line = bootlog::compile_line(&shared.model, &shared.boot, unix_now());

@@ -567,3 +567,106 @@ fn error_from_fails_every_completion_from_the_nth_on() {
     let metrics = scrape(&handle, Engine::Vllm);
     assert_eq!(metrics.total("vllm:request_success_total"), Some(2.0));
 }
+
+/// Each engine counts what its prefix cache served the way the real one does: a load
+/// that repeats its prompt is served all but the first one's blocks; one whose prompts
+/// differ from their first word is served nothing.
+#[test]
+fn the_prefix_cache_serves_repeated_prompts_only() {
+    for engine in Engine::ALL {
+        let cache = engine.descriptor().prefix_cache.unwrap();
+        for repeat in [false, true] {
+            let handle = start(engine, Faults::default());
+            let config = LoadConfig {
+                repeat_prompt: repeat,
+                ..small_load()
+            };
+            let result = load::run(&handle.base_url, config).unwrap();
+            assert_eq!(result.completed(), 8);
+            let m = scrape(&handle, engine);
+            let hits = cache.hits_in(&m).unwrap();
+            let queried = cache.queries_in(&m).unwrap();
+            // 9 prompts of 24 words (the test request and 8 timed).
+            assert_eq!(queried, 9.0 * 24.0, "{engine}");
+            if repeat {
+                let block = match engine {
+                    Engine::Vllm => 16.0,
+                    Engine::Sglang => 1.0,
+                    Engine::Trtllm => 32.0,
+                };
+                // All but the last token, in whole blocks: 16, 23 or none of a 24-word
+                // prompt.
+                let each = ((24.0 - 1.0) / block as f64).floor() * block;
+                assert_eq!(hits, 8.0 * each, "{engine}");
+            } else {
+                assert_eq!(hits, 0.0, "{engine}");
+            }
+        }
+    }
+}
+
+/// A load asked for 8 that keeps at most 2 open: the server never sees more, and the
+/// result file still says 8.
+#[test]
+fn a_load_can_keep_fewer_open_than_it_says() {
+    let handle = start(Engine::Vllm, Faults::default());
+    let config = LoadConfig {
+        open_limit: Some(2),
+        save_detailed: true,
+        ..small_load()
+    };
+    let result = load::run(&handle.base_url, config).unwrap();
+    let json = result.to_json();
+    assert_eq!(json["max_concurrency"], 8);
+    assert_eq!(json["ttfts"].as_array().unwrap().len(), 8);
+    // From its own records: never more than 2 open at once.
+    let starts = json["start_times"].as_array().unwrap();
+    let latencies = json["latencies"].as_array().unwrap();
+    let spans: Vec<(f64, f64)> = starts
+        .iter()
+        .zip(latencies)
+        .map(|(s, l)| {
+            let s = s.as_f64().unwrap();
+            (s, s + l.as_f64().unwrap())
+        })
+        .collect();
+    for &(at, _) in &spans {
+        let open = spans.iter().filter(|(s, e)| *s <= at && at < *e).count();
+        assert!(open <= 2, "{open} open at {at}: {spans:?}");
+    }
+    let log = handle.boot_log();
+    let facts = bootlog::parse_boot_log(&log, Some(Engine::Vllm));
+    assert!(facts.unparsed.is_empty(), "{:?}", facts.unparsed);
+}
+
+/// A cold engine logs its compile line once, when it first has work; a GPU file shows the
+/// server's process and, from the Nth request, a tenant; idle again after the stop.
+#[test]
+fn a_cold_start_and_a_gpu_tenant_on_request() {
+    let tmp = tempfile::tempdir().unwrap();
+    let readings = tmp.path().join("gpu.json");
+    let faults = Faults {
+        cold_start_ms: Some(200),
+        gpu_readings: Some(readings.clone()),
+        gpu_tenant_at_request: Some(3),
+        ..Faults::default()
+    };
+    let handle = start(Engine::Vllm, faults);
+    let first: Value = serde_json::from_str(&std::fs::read_to_string(&readings).unwrap()).unwrap();
+    assert_eq!(first["devices"][0]["compute_processes"].as_array().unwrap().len(), 1);
+    load::run(&handle.base_url, small_load()).unwrap();
+    let log = handle.boot_log();
+    let compiles = log
+        .lines()
+        .filter(|l| l.contains("JIT compilation during inference"))
+        .count();
+    assert_eq!(compiles, 1, "{log}");
+    let facts = bootlog::parse_boot_log(&log, Some(Engine::Vllm));
+    assert_eq!(facts.serving_compiles.len(), 1);
+    let during: Value =
+        serde_json::from_str(&std::fs::read_to_string(&readings).unwrap()).unwrap();
+    assert_eq!(during["devices"][0]["compute_processes"].as_array().unwrap().len(), 2);
+    handle.shutdown();
+    let after: Value = serde_json::from_str(&std::fs::read_to_string(&readings).unwrap()).unwrap();
+    assert!(after["devices"][0]["compute_processes"].as_array().unwrap().is_empty());
+}
