@@ -6,6 +6,8 @@
 
 /// Where the recordings are; a fake machine (processes, GPUs, clock) for the flows.
 mod common;
+/// T21's readings from the recorded H200 readings and edited copies, through GpuReader.
+mod contention;
 /// teardown and the gate on a fake machine: signals, the grace period, PID reuse, the wait.
 mod fake_machine;
 /// Real processes this test starts: /proc as read here, and signals by PID and start time.
