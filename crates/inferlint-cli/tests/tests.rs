@@ -28,6 +28,9 @@ mod missing_input;
 mod mutations;
 /// --junit, schema, completions and colour.
 mod pipelines;
+/// T16, T17, T19 and T21: silent on every real run without their trap, firing on edits
+/// of real recordings that give it.
+mod traps;
 /// The format variants of the recordings in fixtures/variants, each with its verdicts.
 mod variants;
 /// Writers never replace an input or an earlier result.
@@ -45,3 +48,5 @@ mod report_html;
 mod xray;
 /// xray and the server's whole process tree: daemons, SIGTERM ignored, kill -9 of xray.
 mod xray_tree;
+/// Each new trap made by the simulated server or load, caught by xray and live by watch.
+mod xray_traps;

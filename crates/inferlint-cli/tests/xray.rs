@@ -119,7 +119,7 @@ fn processes_of(port: u16) -> Vec<String> {
 
 /// Asserts that no process of the test is left (a moment is allowed for the kernel to
 /// reap what was just stopped).
-fn assert_none_left(port: u16) {
+pub fn assert_none_left(port: u16) {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let left = processes_of(port);
@@ -178,7 +178,7 @@ fn xray(cwd: &Path, args: &[&str]) -> Output {
     out
 }
 
-fn code(out: &Output) -> Option<i32> {
+pub fn code(out: &Output) -> Option<i32> {
     out.status.code()
 }
 
@@ -205,12 +205,12 @@ fn verdicts(results: &[Value]) -> Vec<(String, String)> {
         .collect()
 }
 
-fn results_json(dir: &Path) -> Vec<Value> {
+pub fn results_json(dir: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(dir.join("results.json")).unwrap();
     serde_json::from_str::<Vec<Value>>(&text).unwrap()
 }
 
-fn status_of(results: &[Value], tripwire: &str) -> Option<String> {
+pub fn status_of(results: &[Value], tripwire: &str) -> Option<String> {
     results
         .iter()
         .rev()
