@@ -2,6 +2,9 @@
 # Measures `inferlint watch` against the simulated engine while a load runs on the same
 # machine: how far the samples stray from their schedule, and what the recorder costs
 # in CPU. Usage: scripts/measure-watch.sh [SECONDS] [INTERVAL]   (default 60, 0.25)
+# WATCH_ARGS adds flags to watch: WATCH_ARGS="--requested 16" judges the mid-run
+# tripwires as samples arrive, the way the measurements in docs/recording.md were taken;
+# INFERLINT_NVML_READINGS=FILE replays GPU readings beside each sample (docs/gpu.md).
 # Builds release binaries first. Everything it starts is stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,7 +32,10 @@ for _ in $(seq "$(nproc)"); do ( end=$((SECONDS + secs + 5)); while [ $SECONDS -
 
 /usr/bin/time -f '%U user %S system %e elapsed' -o "$out/time.txt" \
   "$bin/inferlint" watch "http://127.0.0.1:$port" -o "$out/run.series.jsonl" \
-  --interval "$interval" --duration "$secs" >/dev/null
+  --interval "$interval" --duration "$secs" ${WATCH_ARGS:-} >/dev/null 2>"$out/watch.err"
+if [ -n "${WATCH_ARGS:-}" ]; then
+  grep -c '^verdict: ' "$out/watch.err" | sed 's/^/  verdict changes printed: /' || true
+fi
 read -r user _ sys _ elapsed _ <"$out/time.txt"
 echo "watch --interval $interval for $secs s under load:"
 echo "  CPU: ${user}s user + ${sys}s system over ${elapsed}s = $(python3 -c "print(f'{100*($user+$sys)/$elapsed:.2f}')")% of one core"
