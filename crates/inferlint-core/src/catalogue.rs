@@ -1026,8 +1026,10 @@ static CATALOGUE: &[TripwireInfo] = &[
                 "SGLang's radix cache counts the prompt tokens it served in \
                  `sglang:cached_tokens_total`, beside `sglang:prompt_tokens_total`, when a \
                  request finishes; it writes the cached counter only once a request had a \
-                 hit, so a snapshot without it (and with the prompt counter) reads as none \
-                 served. The gauge `sglang:cache_hit_rate` covers recent batches only and is \
+                 hit. Without it, the prompt tokens the cache did not serve \
+                 (`sglang:uncached_prompt_tokens_histogram_sum`, in recent releases) give \
+                 the served ones, and a snapshot with neither (and with the prompt counter) \
+                 reads as none served. The gauge `sglang:cache_hit_rate` covers recent batches only and is \
                  not used. `--disable-radix-cache` turns the cache off.",
             ),
             (

@@ -192,23 +192,38 @@ pub struct PrefixCacheCounters {
     pub hit_tokens: &'static str,
     /// Counter: prompt tokens looked up in the cache, the share's denominator.
     pub queried_tokens: &'static str,
+    /// Counter (a histogram's sum): prompt tokens the cache did not serve, where the
+    /// engine keeps one. Without the hit counter, hits are the queried tokens less these.
+    pub missed_tokens: Option<&'static str>,
     /// The engine writes the hit counter only once a request had a hit: a scrape that has
-    /// the queried counter but not the hit counter read as 0 hits.
+    /// the queried counter but neither the hit nor the missed counter reads as 0 hits.
     pub hits_written_at_first_hit: bool,
     /// How a user turns the cache off, in the engine's own words.
     pub turn_off: &'static str,
 }
 
 impl PrefixCacheCounters {
-    /// The hit counter's value in one scrape, with the first-hit rule; NaN for a value no
-    /// counter can hold.
+    /// The prompt tokens the cache served by one scrape: the hit counter, else the
+    /// queried tokens less the missed ones, else 0 by the first-hit rule; NaN for a value
+    /// no counter can hold.
     pub fn hits_in(&self, metrics: &crate::metrics::MetricSet) -> Option<f64> {
-        match metrics.total(self.hit_tokens) {
-            Some(v) => Some(possible_count(v)),
-            None => {
-                (self.hits_written_at_first_hit && metrics.has(self.queried_tokens)).then_some(0.0)
-            }
+        if let Some(v) = metrics.total(self.hit_tokens) {
+            return Some(possible_count(v));
         }
+        let queried = metrics.total(self.queried_tokens);
+        if let (Some(missed), Some(queried)) = (
+            self.missed_tokens.and_then(|m| metrics.total(m)),
+            queried,
+        ) {
+            let (missed, queried) = (possible_count(missed), possible_count(queried));
+            // More missed than looked up: the two do not count the same prompts.
+            return Some(if missed <= queried {
+                queried - missed
+            } else {
+                f64::NAN
+            });
+        }
+        (self.hits_written_at_first_hit && queried.is_some()).then_some(0.0)
     }
 
     /// The queried counter's value in one scrape; NaN for a value no counter can hold.
@@ -476,6 +491,7 @@ pub static VLLM: EngineDescriptor = EngineDescriptor {
     prefix_cache: Some(PrefixCacheCounters {
         hit_tokens: "vllm:prefix_cache_hits_total",
         queried_tokens: "vllm:prefix_cache_queries_total",
+        missed_tokens: None,
         hits_written_at_first_hit: false,
         turn_off: "start vLLM with `--no-enable-prefix-caching`",
     }),
@@ -557,10 +573,13 @@ pub static SGLANG: EngineDescriptor = EngineDescriptor {
     // `sglang/srt/metrics/collector.py`: each finished request adds its prompt tokens to
     // `prompt_tokens_total` and, only when it had some, its cached tokens to
     // `cached_tokens_total` (labelled by `cache_source` in recent releases): the counter
-    // appears at the first hit.
+    // appears at the first hit. Recent releases also observe each request's prompt tokens
+    // not served from the radix cache in `uncached_prompt_tokens_histogram`, there from
+    // the first request: before the first hit it says how many were served (none).
     prefix_cache: Some(PrefixCacheCounters {
         hit_tokens: "sglang:cached_tokens_total",
         queried_tokens: "sglang:prompt_tokens_total",
+        missed_tokens: Some("sglang:uncached_prompt_tokens_histogram_sum"),
         hits_written_at_first_hit: true,
         turn_off: "start SGLang with `--disable-radix-cache`",
     }),
@@ -674,6 +693,7 @@ pub static TRTLLM: EngineDescriptor = EngineDescriptor {
     prefix_cache: Some(PrefixCacheCounters {
         hit_tokens: "trtllm_prompt_cached_tokens_total",
         queried_tokens: "trtllm_prompt_tokens_total",
+        missed_tokens: None,
         hits_written_at_first_hit: false,
         turn_off: "set `kv_cache_config.enable_block_reuse: false` in the --config YAML",
     }),

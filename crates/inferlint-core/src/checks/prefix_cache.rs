@@ -263,6 +263,39 @@ mod tests {
         assert_eq!(r.status, Status::Unknown, "{}", r.message);
     }
 
+    /// SGLang's uncached-token histogram says how many were served before the first hit
+    /// wrote the cached counter (the recorded SGLang 0.5 qwen3-8b run: 2,885 prompt tokens,
+    /// 2,837 not cached, 48 cached), and a hit read from either source is the same.
+    #[test]
+    fn sglangs_uncached_tokens_count_the_hits_before_the_cached_counter_appears() {
+        let before = snapshot(&[
+            ("sglang:prompt_tokens_total", 69.0),
+            ("sglang:uncached_prompt_tokens_histogram_sum", 69.0),
+        ]);
+        let after = snapshot(&[
+            ("sglang:prompt_tokens_total", 2_885.0),
+            ("sglang:uncached_prompt_tokens_histogram_sum", 837.0),
+        ]);
+        let r = prefix_cache(&SGLANG, Some(&before), Some(&after), None, false).unwrap();
+        // 2,048 of the 2,816 looked up were served, though no cached counter was written.
+        assert_eq!(r.status, Status::Warn, "{}", r.message);
+        assert_eq!(r.evidence["hit_tokens"], 2_048.0);
+        let with_counter = snapshot(&[
+            ("sglang:prompt_tokens_total", 2_885.0),
+            ("sglang:uncached_prompt_tokens_histogram_sum", 2_837.0),
+            ("sglang:cached_tokens_total", 48.0),
+        ]);
+        let r = prefix_cache(&SGLANG, Some(&before), Some(&with_counter), None, false).unwrap();
+        assert_eq!(r.evidence["hit_tokens"], 48.0);
+        // More missed than looked up: not a count of the same prompts.
+        let odd = snapshot(&[
+            ("sglang:prompt_tokens_total", 2_885.0),
+            ("sglang:uncached_prompt_tokens_histogram_sum", 3_000.0),
+        ]);
+        let r = prefix_cache(&SGLANG, Some(&before), Some(&odd), None, false).unwrap();
+        assert_eq!(r.status, Status::Unknown, "{}", r.message);
+    }
+
     #[test]
     fn nothing_counted_is_not_a_pass() {
         let r = prefix_cache(
