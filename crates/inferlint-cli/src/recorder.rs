@@ -76,7 +76,7 @@ pub(crate) fn gpu_sampler(
     if root == ServerRoot::Elsewhere {
         return (
             None,
-            GpuSampling::None,
+            GpuSampling::Elsewhere,
             Some("the server is on another machine: its GPUs are not read (T21)".into()),
         );
     }

@@ -1339,8 +1339,9 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
             (
                 Status::Unknown,
-                "the recorder was to read the GPUs but no reading was taken while requests \
-                 ran, or the server's processes could not be told from others.",
+                "not sampled: the server was on another machine than the recorder; or the \
+                 recorder was to read the GPUs but no reading was taken while requests ran, \
+                 or the server's processes could not be told from others.",
             ),
             (
                 Status::Pass,
@@ -1348,7 +1349,8 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
             (
                 Status::NotApplicable,
-                "the recorder found no NVIDIA GPU: the server runs elsewhere or on none.",
+                "the recorder found no NVIDIA GPU on the server's machine, or was told the \
+                 server uses none.",
             ),
         ],
     },

@@ -50,14 +50,17 @@ pub enum GpuSampling {
     /// The server uses no NVIDIA GPU the recorder could read: none on its machine, no
     /// driver, or the user said so.
     None,
+    /// The server was on another machine: its GPUs, whatever they are, were not read.
+    Elsewhere,
 }
 
 impl GpuSampling {
-    /// The header's word: `nvml`, `none`.
+    /// The header's word: `nvml`, `none`, `elsewhere`.
     pub fn key(self) -> &'static str {
         match self {
             GpuSampling::Nvml => "nvml",
             GpuSampling::None => "none",
+            GpuSampling::Elsewhere => "elsewhere",
         }
     }
 
@@ -65,6 +68,7 @@ impl GpuSampling {
         match word {
             "nvml" => Some(GpuSampling::Nvml),
             "none" => Some(GpuSampling::None),
+            "elsewhere" => Some(GpuSampling::Elsewhere),
             _ => None,
         }
     }

@@ -172,6 +172,12 @@ pub fn gpu_contention(stats: &SeriesStats) -> Option<CheckResult> {
             "the recorder found no NVIDIA GPU to read: the server's GPUs were not on its machine, or it was told the server uses none".into(),
         ));
     }
+    if stats.gpu_sampling == Some(GpuSampling::Elsewhere) {
+        return Some(t21(
+            Status::Unknown,
+            "not sampled: the server was on another machine than the recorder, so its GPUs were not read; record with inferlint watch on the server's machine".into(),
+        ));
+    }
     if stats.gpu_sampling.is_none() && g.readings == 0 {
         return None;
     }
@@ -361,5 +367,16 @@ mod tests {
         assert_eq!(gpu_contention(&SeriesStats::new()), None);
         let r = gpu_contention(&stats(&[sample(8.0, GpuReading::default())])).unwrap();
         assert_eq!(r.status, Status::Unknown, "{}", r.message);
+    }
+
+    /// A server on another machine has GPUs the recorder could not read: not sampled is
+    /// Can't tell, never "does not apply".
+    #[test]
+    fn a_server_elsewhere_is_not_sampled_and_cant_tell() {
+        let mut elsewhere = SeriesStats::new();
+        elsewhere.gpu_sampling = Some(GpuSampling::Elsewhere);
+        let r = gpu_contention(&elsewhere).unwrap();
+        assert_eq!(r.status, Status::Unknown, "{}", r.message);
+        assert!(r.message.starts_with("not sampled: "), "{}", r.message);
     }
 }
