@@ -156,6 +156,44 @@ fn the_new_tripwires_fire_on_no_load_tools_run() {
     assert!(seen >= 20, "{seen} load tool runs");
 }
 
+/// The simulated runs (fixtures/sim, fixtures/sweep) have none of the four traps: their
+/// load sends prompts that differ from the first word, keeps its concurrency open, sends
+/// an untimed request first, and their server uses no GPU. Each new tripwire passes or
+/// does not apply there; none is Can't tell, since those folders hold every input.
+#[test]
+fn the_new_tripwires_pass_on_every_simulated_run() {
+    let mut seen = 0;
+    for set in ["sim", "sweep"] {
+        for run in std::fs::read_dir(fixtures().join(set)).unwrap() {
+            let run = run.unwrap().path();
+            if !run.is_dir() {
+                continue;
+            }
+            let tmp = tempfile::tempdir().unwrap();
+            let copy = tmp.path().join("run");
+            copy_tree(&run, &copy);
+            let (results, _) = report(&copy, &[]);
+            for tripwire in NEW {
+                let got = status(&results, tripwire);
+                let expected = if tripwire == "T21" {
+                    "not_applicable"
+                } else {
+                    "pass"
+                };
+                assert_eq!(
+                    got,
+                    expected,
+                    "{} {tripwire}: {}",
+                    run.display(),
+                    message(&results, tripwire)
+                );
+            }
+            seen += 1;
+        }
+    }
+    assert!(seen >= 8, "{seen} simulated runs");
+}
+
 /// T16 on each engine's recording: the cache's counter raised to most of the run's
 /// prompt tokens warns, unless the run is said to be meant to reuse prefixes.
 #[test]

@@ -169,7 +169,7 @@ pub fn gpu_contention(stats: &SeriesStats) -> Option<CheckResult> {
     if stats.gpu_sampling == Some(GpuSampling::None) {
         return Some(t21(
             Status::NotApplicable,
-            "the recorder found no NVIDIA GPU to read: the server's GPUs were not on its machine, or it was told the server uses none".into(),
+            "the recorder found no NVIDIA GPU on the server's machine, or it was told the server uses none".into(),
         ));
     }
     if stats.gpu_sampling == Some(GpuSampling::Elsewhere) {
