@@ -138,6 +138,13 @@ fn a_client_that_keeps_fewer_open_fails_t17() {
         final_status(&events(tmp.path()), "T17").as_deref(),
         Some("fail")
     );
+    // What limited the run names the client, and never says the load kept 8 open.
+    let said = crate::common::stdout(&out);
+    assert!(
+        said.contains("The load tool, not the server, kept fewer requests open"),
+        "{said}"
+    );
+    assert!(!said.contains("The load kept 8 requests open"), "{said}");
 }
 
 /// A cold engine: the second wave meets a kernel the engine did not compile at start-up

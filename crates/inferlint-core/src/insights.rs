@@ -409,6 +409,8 @@ struct Load<'a> {
     tokens_per_request: Option<f64>,
     /// T8 failed: the server ran fewer at once than requested.
     concurrency_failed: bool,
+    /// T17 failed: the client, not the server, kept fewer open than requested.
+    client_short: bool,
     peak_running: Option<f64>,
     /// Preemptions (retractions, pauses) from T1.
     preempted: Option<f64>,
@@ -452,6 +454,7 @@ impl<'a> Load<'a> {
             open,
             tokens_per_request,
             concurrency_failed: t8.is_some_and(|r| r.status == Status::Fail),
+            client_short: find(Tripwire::T17).is_some_and(|r| r.status == Status::Fail),
             peak_running: t8.and_then(|r| number(r, "peak_running")),
             preempted: find(Tripwire::T1)
                 .and_then(|r| number(r, "preemptions"))
@@ -508,7 +511,8 @@ impl<'a> Load<'a> {
             ));
         }
         let share = fmt::percent(need / pool as f64, 0);
-        if self.concurrency_failed {
+        // With T17 failed the client held requests back, which its own sentence says.
+        if self.concurrency_failed && !self.client_short {
             if let Some(held_back) = self.concurrency_text() {
                 return Some(Insight::limit(
                     "cache",
@@ -806,16 +810,22 @@ impl<'a> Load<'a> {
             (Some(tokens), Some(seconds)) if seconds > 0.0 => Some(tokens / seconds),
             _ => None,
         };
+        // A load that fell short (T17) was asked for n; it did not keep them open.
+        let kept = if self.client_short {
+            format!("The load was asked to keep {n} requests open")
+        } else {
+            format!("The load kept {n} requests open")
+        };
         let text = match (client_rate, server_rate) {
             (Some(throughput), _) => format!(
-                "The load kept {n} requests open; the server's recording shows {average:.1} running on average while it was busy. {throughput}"
+                "{kept}; the server's recording shows {average:.1} running on average while it was busy. {throughput}"
             ),
             (None, Some(rate)) => format!(
-                "The load kept {n} requests open; while the server was busy, its recording shows {average:.1} running on average and {} output tokens/s.",
+                "{kept}; while the server was busy, its recording shows {average:.1} running on average and {} output tokens/s.",
                 fmt::thousands_f(rate)
             ),
             (None, None) => format!(
-                "The load kept {n} requests open; the server's recording shows {average:.1} running on average while it was busy."
+                "{kept}; the server's recording shows {average:.1} running on average while it was busy."
             ),
         };
         pace_insight(n, average, "ran at once", text)
@@ -1095,7 +1105,23 @@ mod tests {
             (3.179106164999993, 85.99004242100007),
             (3.1791137489999954, 761.5175347779998),
         );
-        let series = recording(&[(0.0, 0.0), (0.25, 29.0), (14.167, 10.0), (39.089, 0.0)]);
+        // The recorded run queued the 3 that did not fit: the client had all 32 open (T17).
+        let mut series = SeriesStats::new();
+        for (seconds, running, waiting) in [
+            (0.0, 0.0, 0.0),
+            (0.25, 29.0, 3.0),
+            (14.167, 10.0, 0.0),
+            (39.089, 0.0, 0.0),
+        ] {
+            series.push(&SeriesSample {
+                t_wall: 1000.0 + seconds,
+                t_mono_ns: Some((seconds * 1e9) as i64),
+                running: Some(running),
+                waiting: Some(waiting),
+                kv_usage: Some(if running > 0.0 { 0.95 } else { 0.0 }),
+                ..SeriesSample::default()
+            });
+        }
         let bench = ClientAccount {
             completed: Some(32),
             failed: Some(0),
@@ -1610,6 +1636,7 @@ mod tests {
                 open: Some(requested),
                 tokens_per_request: None,
                 concurrency_failed: false,
+                client_short: false,
                 peak_running: None,
                 preempted: None,
             }
