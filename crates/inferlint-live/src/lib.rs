@@ -110,13 +110,15 @@ impl Recorder {
         out: &mut W,
         on_event: impl FnMut(watch::Event<'_>, &watch::Progress),
     ) -> std::io::Result<watch::Progress> {
-        let stop = {
-            let _inside = self.runtime.enter();
-            interrupted()
-        };
-        self.runtime.block_on(watch::watch(
-            scraper, first, engine, options, out, stop, on_event,
-        ))
+        self.watch_observed(
+            scraper,
+            first,
+            engine,
+            options,
+            out,
+            on_event,
+            &mut watch::NoObserver,
+        )
     }
 
     /// [`Recorder::watch`], with an observer that adds readings to each sample and sees

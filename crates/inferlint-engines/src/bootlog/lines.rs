@@ -179,19 +179,13 @@ impl<'a> Line<'a> {
             number(time_at + 3, 2)?,
             number(time_at + 6, 2)?,
         );
-        Some(days_from_civil(year, month, day) * 86_400 + h * 3600 + m * 60 + s)
+        Some(
+            inferlint_core::model::days_from_civil(year, month, day) * 86_400
+                + h * 3600
+                + m * 60
+                + s,
+        )
     }
-}
-
-/// Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 /// Splits a whole log into lines the way Python reads a text file: `\n`, `\r\n` and a
