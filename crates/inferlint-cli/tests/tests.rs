@@ -46,7 +46,7 @@ mod live;
 mod report_html;
 /// xray end to end against the simulated server.
 mod xray;
-/// xray and the server's whole process tree: daemons, SIGTERM ignored, kill -9 of xray.
-mod xray_tree;
 /// Each new trap made by the simulated server or load, caught by xray and live by watch.
 mod xray_traps;
+/// xray and the server's whole process tree: daemons, SIGTERM ignored, kill -9 of xray.
+mod xray_tree;

@@ -33,7 +33,14 @@ fn copy_run(run: &str) -> Option<(tempfile::TempDir, PathBuf)> {
 /// `report` on a folder: the results and the exit status.
 fn report(dir: &Path, extra: &[&str]) -> (Vec<Value>, i32) {
     let page = dir.join("report.html");
-    let mut args = vec!["report", ".", "--json", "--force", "-o", page.to_str().unwrap()];
+    let mut args = vec![
+        "report",
+        ".",
+        "--json",
+        "--force",
+        "-o",
+        page.to_str().unwrap(),
+    ];
     args.extend(extra);
     let out = inferlint(dir, &args);
     no_panic(&out);
@@ -200,8 +207,16 @@ fn the_new_tripwires_pass_on_every_simulated_run() {
 fn t16_fires_when_the_cache_served_the_run() {
     let cases: [(&str, &'static str, f64); 3] = [
         ("vllm-0.28/xray", "vllm:prefix_cache_hits_total", 2_464.0),
-        ("sglang-0.5/qwen3-8b", "sglang:cached_tokens_total", 2_048.0 + 48.0),
-        ("trtllm-1.3/qwen3-8b", "trtllm_prompt_cached_tokens_total", 2_006.0),
+        (
+            "sglang-0.5/qwen3-8b",
+            "sglang:cached_tokens_total",
+            2_048.0 + 48.0,
+        ),
+        (
+            "trtllm-1.3/qwen3-8b",
+            "trtllm_prompt_cached_tokens_total",
+            2_006.0,
+        ),
     ];
     for (run, counter, value) in cases {
         let Some((_tmp, dir)) = copy_run(run) else {
@@ -239,7 +254,12 @@ fn t17_tells_the_client_from_the_server() {
         }
     });
     let (results, _) = report(&dir, &[]);
-    assert_eq!(status(&results, "T17"), "warn", "{}", message(&results, "T17"));
+    assert_eq!(
+        status(&results, "T17"),
+        "warn",
+        "{}",
+        message(&results, "T17")
+    );
     assert!(message(&results, "T17").contains("no room for one more request"));
     edit_series(&dir.join("run.series.jsonl"), |s| {
         if let Some(u) = s.get("kv_usage").and_then(Value::as_f64) {
@@ -247,7 +267,12 @@ fn t17_tells_the_client_from_the_server() {
         }
     });
     let (results, code) = report(&dir, &[]);
-    assert_eq!(status(&results, "T17"), "fail", "{}", message(&results, "T17"));
+    assert_eq!(
+        status(&results, "T17"),
+        "fail",
+        "{}",
+        message(&results, "T17")
+    );
     assert!(message(&results, "T17").contains("the shortfall is the client's"));
     assert_eq!(code, 1);
 }
@@ -280,14 +305,29 @@ fn t19_places_compile_lines_against_the_run() {
     };
     with_line(&jit("20:13:00"));
     let (results, code) = report(&dir, &[]);
-    assert_eq!(status(&results, "T19"), "fail", "{}", message(&results, "T19"));
+    assert_eq!(
+        status(&results, "T19"),
+        "fail",
+        "{}",
+        message(&results, "T19")
+    );
     assert_eq!(code, 1);
     with_line(&jit("20:12:05"));
     let (results, _) = report(&dir, &[]);
-    assert_eq!(status(&results, "T19"), "pass", "{}", message(&results, "T19"));
+    assert_eq!(
+        status(&results, "T19"),
+        "pass",
+        "{}",
+        message(&results, "T19")
+    );
     with_line("Capturing CUDA graphs (decode, FULL):  29%|██▊       | 2/7");
     let (results, _) = report(&dir, &[]);
-    assert_eq!(status(&results, "T19"), "unknown", "{}", message(&results, "T19"));
+    assert_eq!(
+        status(&results, "T19"),
+        "unknown",
+        "{}",
+        message(&results, "T19")
+    );
 }
 
 /// An SGLang log has no process start time in its snapshots and no stamped line after
@@ -302,7 +342,12 @@ fn t19_a_line_it_cannot_place_is_cant_tell() {
     log.push_str("[2026-10-01 01:42:10] Capture cuda graph begin. This can take up to several minutes. avail mem=20.00 GB\n");
     std::fs::write(dir.join("boot.log"), log).unwrap();
     let (results, _) = report(&dir, &[]);
-    assert_eq!(status(&results, "T19"), "unknown", "{}", message(&results, "T19"));
+    assert_eq!(
+        status(&results, "T19"),
+        "unknown",
+        "{}",
+        message(&results, "T19")
+    );
     assert!(message(&results, "T19").contains("could not be placed"));
 }
 
@@ -312,7 +357,10 @@ fn t19_a_line_it_cannot_place_is_cant_tell() {
 fn t19_a_first_wave_far_slower_than_the_rest_fails() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("run");
-    copy_tree(&fixtures().join("loadtools/vllm/concurrent-16-detailed"), &dir);
+    copy_tree(
+        &fixtures().join("loadtools/vllm/concurrent-16-detailed"),
+        &dir,
+    );
     let bench = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -328,7 +376,12 @@ fn t19_a_first_wave_far_slower_than_the_rest_fails() {
     }
     std::fs::write(&bench, v.to_string()).unwrap();
     let (results, _) = report(&dir, &[]);
-    assert_eq!(status(&results, "T19"), "fail", "{}", message(&results, "T19"));
+    assert_eq!(
+        status(&results, "T19"),
+        "fail",
+        "{}",
+        message(&results, "T19")
+    );
     assert!(message(&results, "T19").contains("paid for a cold engine"));
 }
 
@@ -360,18 +413,33 @@ fn t21_judges_the_readings_stored_beside_the_samples() {
     let clean = serde_json::json!({"gpu_other_mib": 0.0, "gpu_other_util": 0.0, "gpu_util": 97.0,
         "gpu_throttle": 0.0, "gpu_sm_mhz": 1980.0, "gpu_sm_max_mhz": 1980.0});
     let results = with_readings("nvml", clean.clone());
-    assert_eq!(status(&results, "T21"), "pass", "{}", message(&results, "T21"));
+    assert_eq!(
+        status(&results, "T21"),
+        "pass",
+        "{}",
+        message(&results, "T21")
+    );
     let mut tenant = clean.clone();
     tenant["gpu_other_mib"] = Value::from(20_480.0);
     tenant["gpu_other_util"] = Value::from(35.0);
     let results = with_readings("nvml", tenant);
-    assert_eq!(status(&results, "T21"), "fail", "{}", message(&results, "T21"));
+    assert_eq!(
+        status(&results, "T21"),
+        "fail",
+        "{}",
+        message(&results, "T21")
+    );
     assert!(message(&results, "T21").contains("another process used up to 35%"));
     let mut hot = clean;
     hot["gpu_throttle"] = Value::from(64.0);
     hot["gpu_sm_mhz"] = Value::from(1100.0);
     let results = with_readings("nvml", hot);
-    assert_eq!(status(&results, "T21"), "fail", "{}", message(&results, "T21"));
+    assert_eq!(
+        status(&results, "T21"),
+        "fail",
+        "{}",
+        message(&results, "T21")
+    );
     assert!(message(&results, "T21").contains("hardware thermal slowdown"));
     let results = with_readings("none", Value::Null);
     assert_eq!(status(&results, "T21"), "not_applicable");

@@ -100,7 +100,11 @@ fn repeated_prompts_warm_the_prefix_cache() {
         final_status(&events(tmp.path()), "T16").as_deref(),
         Some("warn")
     );
-    assert!(stderr(&out).contains("verdict: [T16] WARN"), "{}", shown(&out));
+    assert!(
+        stderr(&out).contains("verdict: [T16] WARN"),
+        "{}",
+        shown(&out)
+    );
     // The same load with its own prompts: no warning.
     let tmp = tempfile::tempdir().unwrap();
     let port = free_port();
@@ -198,10 +202,8 @@ fn a_cold_first_wave_shows_in_the_records() {
         &["--no-gpu", "--no-probe", "--requested", "8"],
         &[],
     );
-    let report = crate::common::inferlint(
-        tmp.path(),
-        &["report", "run", "--json", "-o", "again.html"],
-    );
+    let report =
+        crate::common::inferlint(tmp.path(), &["report", "run", "--json", "-o", "again.html"]);
     let results = crate::common::json_results(&report);
     let t19 = results.iter().find(|r| r["tripwire"] == "T19").unwrap();
     assert!(
@@ -276,7 +278,10 @@ fn watch_shows_the_verdicts_live() {
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "the simulated server did not start");
+        assert!(
+            Instant::now() < deadline,
+            "the simulated server did not start"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     let load = Command::new(sim())
@@ -321,9 +326,21 @@ fn watch_shows_the_verdicts_live() {
     let _ = server.wait();
     assert_eq!(out.status.code(), Some(0), "{}", shown(&out));
     let events = events(tmp.path());
-    assert_eq!(final_status(&events, "T17").as_deref(), Some("fail"), "{events:?}");
-    assert_eq!(final_status(&events, "T16").as_deref(), Some("warn"), "{events:?}");
-    assert_eq!(final_status(&events, "T1").as_deref(), Some("pass"), "{events:?}");
+    assert_eq!(
+        final_status(&events, "T17").as_deref(),
+        Some("fail"),
+        "{events:?}"
+    );
+    assert_eq!(
+        final_status(&events, "T16").as_deref(),
+        Some("warn"),
+        "{events:?}"
+    );
+    assert_eq!(
+        final_status(&events, "T1").as_deref(),
+        Some("pass"),
+        "{events:?}"
+    );
     let err = stderr(&out);
     assert!(err.contains("verdict: [T17] TRIPWIRE-FAILED"), "{err}");
     // One log line per change, never one per sample.

@@ -211,10 +211,9 @@ impl PrefixCacheCounters {
             return Some(possible_count(v));
         }
         let queried = metrics.total(self.queried_tokens);
-        if let (Some(missed), Some(queried)) = (
-            self.missed_tokens.and_then(|m| metrics.total(m)),
-            queried,
-        ) {
+        if let (Some(missed), Some(queried)) =
+            (self.missed_tokens.and_then(|m| metrics.total(m)), queried)
+        {
             let (missed, queried) = (possible_count(missed), possible_count(queried));
             // More missed than looked up: the two do not count the same prompts.
             return Some(if missed <= queried {

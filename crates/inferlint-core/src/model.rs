@@ -564,7 +564,10 @@ mod tests {
             gpu,
             ..SeriesSample::default()
         };
-        assert_eq!(sample(GpuReading::default(), Some(10.0)).impossible_reading(), None);
+        assert_eq!(
+            sample(GpuReading::default(), Some(10.0)).impossible_reading(),
+            None
+        );
         let busy = GpuReading {
             util: Some(150.0),
             ..GpuReading::default()

@@ -73,10 +73,8 @@ fn the_sampler_follows_a_rewritten_file() {
     let path = tmp.path().join("readings.json");
     std::fs::write(&path, loaded(&dir).to_string()).unwrap();
     let reader = ReplayReader::from_file(&path).unwrap();
-    let mut sampler = ServerGpuSampler::new(
-        Box::new(reader),
-        Box::new(|| Some(BTreeSet::from([438]))),
-    );
+    let mut sampler =
+        ServerGpuSampler::new(Box::new(reader), Box::new(|| Some(BTreeSet::from([438]))));
     assert_eq!(sampler.sample().other_mib, Some(0.0));
     let mut v = loaded(&dir);
     v["devices"][0]["compute_processes"]

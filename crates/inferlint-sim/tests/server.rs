@@ -653,7 +653,13 @@ fn a_cold_start_and_a_gpu_tenant_on_request() {
     };
     let handle = start(Engine::Vllm, faults);
     let first: Value = serde_json::from_str(&std::fs::read_to_string(&readings).unwrap()).unwrap();
-    assert_eq!(first["devices"][0]["compute_processes"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        first["devices"][0]["compute_processes"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
     load::run(&handle.base_url, small_load()).unwrap();
     let log = handle.boot_log();
     let compiles = log
@@ -663,10 +669,18 @@ fn a_cold_start_and_a_gpu_tenant_on_request() {
     assert_eq!(compiles, 1, "{log}");
     let facts = bootlog::parse_boot_log(&log, Some(Engine::Vllm));
     assert_eq!(facts.serving_compiles.len(), 1);
-    let during: Value =
-        serde_json::from_str(&std::fs::read_to_string(&readings).unwrap()).unwrap();
-    assert_eq!(during["devices"][0]["compute_processes"].as_array().unwrap().len(), 2);
+    let during: Value = serde_json::from_str(&std::fs::read_to_string(&readings).unwrap()).unwrap();
+    assert_eq!(
+        during["devices"][0]["compute_processes"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
     handle.shutdown();
     let after: Value = serde_json::from_str(&std::fs::read_to_string(&readings).unwrap()).unwrap();
-    assert!(after["devices"][0]["compute_processes"].as_array().unwrap().is_empty());
+    assert!(after["devices"][0]["compute_processes"]
+        .as_array()
+        .unwrap()
+        .is_empty());
 }
