@@ -596,7 +596,7 @@ fn the_prefix_cache_serves_repeated_prompts_only() {
                 };
                 // All but the last token, in whole blocks: 16, 23 or none of a 24-word
                 // prompt.
-                let each = ((24.0 - 1.0) / block as f64).floor() * block;
+                let each = ((24.0_f64 - 1.0) / block).floor() * block;
                 assert_eq!(hits, 8.0 * each, "{engine}");
             } else {
                 assert_eq!(hits, 0.0, "{engine}");
