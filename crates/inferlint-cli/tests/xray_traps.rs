@@ -395,3 +395,106 @@ fn watch_never_writes_its_events_over_a_file() {
     );
     assert!(!tmp.path().join("same.jsonl").exists());
 }
+
+/// GPU readings that cannot be taken (here a readings file that is not there, as NVML
+/// failing on a machine with a driver): the recorder says so once, the header still says
+/// it was to read them, no sample holds a reading, and T21 is Can't tell, naming why,
+/// never a pass.
+#[test]
+fn readings_that_cannot_be_taken_leave_t21_cant_tell() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut server = Command::new(sim())
+        .args([
+            "serve",
+            "--engine",
+            "vllm",
+            "--port",
+            &port.to_string(),
+            "--speed",
+            "1",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "the simulated server did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Requests run while it records: T21 judges the samples taken while requests ran.
+    let load = Command::new(sim())
+        .args([
+            "load",
+            &url(port),
+            "--num-prompts",
+            "8",
+            "--max-concurrency",
+            "4",
+            "--output-len",
+            "100",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let missing = tmp.path().join("no-such-readings.json");
+    let out = inferlint_env(
+        tmp.path(),
+        &[
+            "watch",
+            &url(port),
+            "-o",
+            "run.series.jsonl",
+            "--interval",
+            "0.1",
+            "--duration",
+            "1",
+        ],
+        &[("INFERLINT_NVML_READINGS", missing.to_str().unwrap())],
+    );
+    let _ = finish(load);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(out.status.code(), Some(0), "{}", shown(&out));
+    assert!(
+        stderr(&out).contains("the recording has no GPU readings (T21)"),
+        "{}",
+        shown(&out)
+    );
+    let series = std::fs::read_to_string(tmp.path().join("run.series.jsonl")).unwrap();
+    let mut lines = series.lines();
+    assert!(
+        lines.next().unwrap().contains("\"gpu\": \"nvml\""),
+        "{series}"
+    );
+    assert!(lines.all(|l| !l.contains("gpu_")), "{series}");
+    let report = crate::common::inferlint(
+        tmp.path(),
+        &[
+            "report",
+            "--series",
+            "run.series.jsonl",
+            "--json",
+            "-o",
+            "r.html",
+        ],
+    );
+    let results = crate::common::json_results(&report);
+    let t21 = results.iter().find(|r| r["tripwire"] == "T21").unwrap();
+    assert_eq!(t21["status"], "unknown", "{t21}");
+    assert!(
+        t21["message"]
+            .as_str()
+            .unwrap()
+            .contains("no sample holds a reading"),
+        "{t21}"
+    );
+    assert_none_left(port);
+}
