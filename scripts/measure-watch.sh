@@ -3,7 +3,7 @@
 # machine: how far the samples stray from their schedule, and what the recorder costs
 # in CPU. Usage: scripts/measure-watch.sh [SECONDS] [INTERVAL]   (default 60, 0.25)
 # WATCH_ARGS adds flags to watch: WATCH_ARGS="--requested 16" judges the mid-run
-# tripwires as samples arrive, the way the measurements in docs/recording.md were taken;
+# tripwires as samples arrive, as the second set of measurements in docs/recording.md;
 # INFERLINT_NVML_READINGS=FILE replays GPU readings beside each sample (docs/gpu.md).
 # Builds release binaries first. Everything it starts is stopped on exit.
 set -euo pipefail
