@@ -110,10 +110,7 @@ fn edit_series(path: &Path, edit: impl Fn(&mut serde_json::Map<String, Value>)) 
 fn the_new_tripwires_fire_on_no_recording_without_their_trap() {
     let Some(dir) = recorded() else { return };
     for run in RECORDED_RUNS {
-        let tmp = tempfile::tempdir().unwrap();
-        let copy = tmp.path().join("run");
-        copy_tree(&dir.join(run), &copy);
-        let (results, _) = report(&copy, &[]);
+        let results = report_copy(&dir.join(run));
         for tripwire in NEW {
             let got = status(&results, tripwire);
             let has_trap = run.starts_with("vllm-0.28/") && tripwire == "T19";
@@ -139,28 +136,20 @@ fn the_new_tripwires_fire_on_no_recording_without_their_trap() {
 /// tripwires, and none fires.
 #[test]
 fn the_new_tripwires_fire_on_no_load_tools_run() {
-    let root = fixtures().join("loadtools");
-    let mut seen = 0;
-    for tool in std::fs::read_dir(&root).unwrap() {
-        for run in std::fs::read_dir(tool.unwrap().path()).unwrap() {
-            let run = run.unwrap().path();
-            let tmp = tempfile::tempdir().unwrap();
-            let copy = tmp.path().join("run");
-            copy_tree(&run, &copy);
-            let (results, _) = report(&copy, &[]);
-            for tripwire in NEW {
-                let got = status(&results, tripwire);
-                assert!(
-                    got != "fail" && got != "warn",
-                    "{} {tripwire}: {got}: {}",
-                    run.display(),
-                    message(&results, tripwire)
-                );
-            }
-            seen += 1;
+    let runs = run_folders(&fixtures().join("loadtools"));
+    assert!(runs.len() >= 20, "{} load tool runs", runs.len());
+    for run in runs {
+        let results = report_copy(&run);
+        for tripwire in NEW {
+            let got = status(&results, tripwire);
+            assert!(
+                got != "fail" && got != "warn",
+                "{} {tripwire}: {got}: {}",
+                run.display(),
+                message(&results, tripwire)
+            );
         }
     }
-    assert!(seen >= 20, "{seen} load tool runs");
 }
 
 /// The simulated runs (fixtures/sim, fixtures/sweep) have none of the four traps: their
@@ -169,36 +158,53 @@ fn the_new_tripwires_fire_on_no_load_tools_run() {
 /// does not apply there; none is Can't tell, since those folders hold every input.
 #[test]
 fn the_new_tripwires_pass_on_every_simulated_run() {
-    let mut seen = 0;
+    let mut runs = Vec::new();
     for set in ["sim", "sweep"] {
-        for run in std::fs::read_dir(fixtures().join(set)).unwrap() {
-            let run = run.unwrap().path();
-            if !run.is_dir() {
-                continue;
-            }
-            let tmp = tempfile::tempdir().unwrap();
-            let copy = tmp.path().join("run");
-            copy_tree(&run, &copy);
-            let (results, _) = report(&copy, &[]);
-            for tripwire in NEW {
-                let got = status(&results, tripwire);
-                let expected = if tripwire == "T21" {
-                    "not_applicable"
-                } else {
-                    "pass"
-                };
-                assert_eq!(
-                    got,
-                    expected,
-                    "{} {tripwire}: {}",
-                    run.display(),
-                    message(&results, tripwire)
-                );
-            }
-            seen += 1;
+        let folder = fixtures().join(set);
+        runs.extend(
+            std::fs::read_dir(&folder)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.is_dir()),
+        );
+    }
+    assert!(runs.len() >= 8, "{} simulated runs", runs.len());
+    for run in runs {
+        let results = report_copy(&run);
+        for tripwire in NEW {
+            let expected = if tripwire == "T21" {
+                "not_applicable"
+            } else {
+                "pass"
+            };
+            assert_eq!(
+                status(&results, tripwire),
+                expected,
+                "{} {tripwire}: {}",
+                run.display(),
+                message(&results, tripwire)
+            );
         }
     }
-    assert!(seen >= 8, "{seen} simulated runs");
+}
+
+/// The run folders one level below each folder of `root` (a tool's runs).
+fn run_folders(root: &Path) -> Vec<PathBuf> {
+    let mut runs = Vec::new();
+    for tool in std::fs::read_dir(root).unwrap() {
+        for run in std::fs::read_dir(tool.unwrap().path()).unwrap() {
+            runs.push(run.unwrap().path());
+        }
+    }
+    runs
+}
+
+/// `report` on a copy of a run folder: its results.
+fn report_copy(run: &Path) -> Vec<Value> {
+    let tmp = tempfile::tempdir().unwrap();
+    let copy = tmp.path().join("run");
+    copy_tree(run, &copy);
+    report(&copy, &[]).0
 }
 
 /// T16 on each engine's recording: the cache's counter raised to most of the run's

@@ -5,7 +5,7 @@
 #![cfg(target_os = "linux")]
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -80,6 +80,42 @@ fn final_status(events: &[(String, String)], tripwire: &str) -> Option<String> {
         .rev()
         .find(|(t, _)| t == tripwire)
         .map(|(_, s)| s.clone())
+}
+
+/// A simulated vLLM on `port` with `extra` on its command line, once it listens.
+fn serve_sim(port: u16, extra: &[&str]) -> Child {
+    let port_arg = port.to_string();
+    let mut args = vec!["serve", "--engine", "vllm", "--port", &port_arg];
+    args.extend(extra);
+    let server = quiet(&args);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "the simulated server did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    server
+}
+
+/// The simulated load against `port` with `args`.
+fn load_sim(port: u16, args: &[&str]) -> Child {
+    let url = url(port);
+    let mut all = vec!["load", url.as_str()];
+    all.extend(args);
+    quiet(&all)
+}
+
+/// The simulator with `args`, its output thrown away.
+fn quiet(args: &[&str]) -> Child {
+    Command::new(sim())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
 }
 
 /// Every request sends the same prompt: the simulated prefix cache serves all but the
@@ -269,25 +305,10 @@ fn another_tenant_on_the_gpu_fails_t21() {
 fn watch_shows_the_verdicts_live() {
     let tmp = tempfile::tempdir().unwrap();
     let port = free_port();
-    let mut server = Command::new(sim())
-        .args(["serve", "--engine", "vllm", "--port", &port.to_string()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "the simulated server did not start"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let load = Command::new(sim())
-        .args([
-            "load",
-            &url(port),
+    let mut server = serve_sim(port, &[]);
+    let load = load_sim(
+        port,
+        &[
             "--num-prompts",
             "24",
             "--max-concurrency",
@@ -297,12 +318,8 @@ fn watch_shows_the_verdicts_live() {
             "--repeat-prompt",
             "--output-len",
             "200",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        ],
+    );
     let out = inferlint_env(
         tmp.path(),
         &[
@@ -404,46 +421,19 @@ fn watch_never_writes_its_events_over_a_file() {
 fn readings_that_cannot_be_taken_leave_t21_cant_tell() {
     let tmp = tempfile::tempdir().unwrap();
     let port = free_port();
-    let mut server = Command::new(sim())
-        .args([
-            "serve",
-            "--engine",
-            "vllm",
-            "--port",
-            &port.to_string(),
-            "--speed",
-            "1",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "the simulated server did not start"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut server = serve_sim(port, &["--speed", "1"]);
     // Requests run while it records: T21 judges the samples taken while requests ran.
-    let load = Command::new(sim())
-        .args([
-            "load",
-            &url(port),
+    let load = load_sim(
+        port,
+        &[
             "--num-prompts",
             "8",
             "--max-concurrency",
             "4",
             "--output-len",
             "100",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        ],
+    );
     let missing = tmp.path().join("no-such-readings.json");
     let out = inferlint_env(
         tmp.path(),
