@@ -354,3 +354,78 @@ fn folding_in_stretches_equals_one_pass() {
         assert_eq!(summary.header, sequential.header);
     }
 }
+
+/// The recorder's extra keys fold the same in stretches as in one pass: T16's counters
+/// over the recording, T17's in-flight samples and T21's GPU readings, on the vLLM 0.28
+/// xray series with readings added (another process from the middle on).
+#[test]
+fn the_new_tripwires_fold_in_stretches_as_in_one_pass() {
+    use inferlint_core::checks::series::SeriesStats;
+    use inferlint_core::checks::shortfall::{client_shortfall, ShortfallInputs};
+    use inferlint_core::checks::{contention, prefix_cache};
+    let Some(dir) = crate::common::recorded() else {
+        return;
+    };
+    let original = std::fs::read_to_string(dir.join("vllm-0.28/xray/run.series.jsonl")).unwrap();
+    let mut text = String::new();
+    let lines: Vec<&str> = original.lines().collect();
+    for (i, line) in lines.iter().enumerate() {
+        let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let o = v.as_object_mut().unwrap();
+        if o.contains_key("schema") {
+            o.insert("gpu".into(), "nvml".into());
+        } else if o.contains_key("t_wall") {
+            let tenant = if i > lines.len() / 2 { 10_240.0 } else { 0.0 };
+            let extra = serde_json::json!({
+                "prefix_cache_hits": (i / 3) as f64,
+                "prefix_cache_queries": 63.0 + 7.0 * i as f64,
+                "gpu_other_mib": tenant, "gpu_other_util": tenant / 512.0,
+                "gpu_util": 97.0, "gpu_throttle": 0.0,
+                "gpu_sm_mhz": 1980.0 - (i % 7) as f64, "gpu_sm_max_mhz": 1980.0,
+            });
+            for (k, value) in extra.as_object().unwrap() {
+                o.insert(k.clone(), value.clone());
+            }
+        }
+        text.push_str(&v.to_string());
+        text.push('\n');
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("s.series.jsonl");
+    std::fs::write(&path, &text).unwrap();
+    let engine = Engine::Vllm.descriptor();
+    let key = |s: &SeriesStats| {
+        let t16 = prefix_cache::deltas_in_series(&engine.prefix_cache.unwrap(), s);
+        let t17 = client_shortfall(&ShortfallInputs {
+            engine,
+            stats: s,
+            requested: 32,
+            boot: None,
+            client: None,
+            timeline: None,
+        });
+        let t21 = contention::gpu_contention(s).unwrap();
+        format!(
+            "{t16:?} {:?} {} {:?} {} {:?}",
+            t17.status, t17.message, t21.status, t21.message, t21.evidence
+        )
+    };
+    let mut one = SeriesStats::new();
+    files::read_series(&path, |s| one.push(s)).unwrap();
+    assert!(
+        key(&one).contains("Fail"),
+        "the tenant fails T21: {}",
+        key(&one)
+    );
+    for stretches in 1..=9 {
+        let (stats, _) = files::fold_series_in(
+            &path,
+            stretches,
+            SeriesStats::new,
+            |a, s| a.push(s),
+            SeriesStats::merge,
+        )
+        .unwrap();
+        assert_eq!(key(&stats), key(&one), "{stretches} stretches");
+    }
+}
