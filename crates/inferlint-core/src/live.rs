@@ -10,7 +10,7 @@
 
 use crate::checks::series::{self, SeriesStats};
 use crate::checks::shortfall::{self, ShortfallInputs};
-use crate::checks::{contention, prefix_cache, snapshots};
+use crate::checks::{contention, counters, prefix_cache, snapshots};
 use crate::engine::EngineDescriptor;
 use crate::fmt;
 use crate::model::{BootFacts, SeriesSample, Snapshot};
@@ -39,6 +39,8 @@ pub struct LiveInputs<'a> {
     pub requested: Option<u64>,
     pub boot: Option<&'a BootFacts>,
     pub expect_cache_hits: bool,
+    /// The recording ended: nothing more will come to change a verdict.
+    pub ended: bool,
 }
 
 /// Every mid-run verdict the recording allows so far; a tripwire that does not apply or
@@ -111,15 +113,31 @@ fn load_checks(inputs: &LiveInputs<'_>, results: &mut Vec<CheckResult>) {
     }
     results.push(series::falling_ceiling(engine, stats, usable_blocks));
     if let Some(n) = requested {
-        results.push(series::concurrency(engine, stats, n, boot));
-        results.push(shortfall::client_shortfall(&ShortfallInputs {
+        let t8 = series::concurrency(engine, stats, n, boot);
+        let t17 = shortfall::client_shortfall(&ShortfallInputs {
             engine,
             stats,
             requested: n,
             boot,
             client: None,
             timeline: None,
-        }));
+        });
+        // "Fewer than N in flight" is a finding only once the load could have had them:
+        // a load sends an untimed request alone first and opens its N in a ramp. Until the
+        // server has finished N requests (one wave), a shortfall is held back, never shown
+        // as a pass; at the end of the recording it is shown whatever was finished.
+        // A counter the first scrape lacks had counted nothing yet (some engines write a
+        // series at its first request); without it in the latest, nothing is held back.
+        let finished = counters::counter_value(engine, latest, engine.request_success).map(|now| {
+            now - counters::counter_value(engine, inputs.first, engine.request_success)
+                .unwrap_or(0.0)
+        });
+        let wave_done = inputs.ended || finished.is_none_or(|f| f.is_nan() || f >= n as f64);
+        for r in [t8, t17] {
+            if wave_done || r.status == Status::Pass {
+                results.push(r);
+            }
+        }
     }
 }
 
@@ -264,6 +282,7 @@ mod tests {
             requested: Some(32),
             boot: None,
             expect_cache_hits: false,
+            ended: false,
         });
         let status = |t: Tripwire| results.iter().find(|r| r.tripwire == t).map(|r| r.status);
         assert_eq!(status(Tripwire::T1), Some(Status::Fail));
@@ -281,12 +300,58 @@ mod tests {
             requested: Some(32),
             boot: None,
             expect_cache_hits: false,
+            ended: false,
         });
         assert!(early.is_empty(), "{early:#?}");
         let order: Vec<Tripwire> = results.iter().map(|r| r.tripwire).collect();
         let mut sorted = order.clone();
         sorted.sort_by_key(|t| LIVE_TRIPWIRES.iter().position(|l| l == t));
         assert_eq!(order, sorted);
+    }
+
+    /// A load's untimed first request runs alone before the load opens its concurrency:
+    /// "never more than 1 of 32" is held back until the server finished a wave of 32
+    /// requests, or the recording ended.
+    #[test]
+    fn a_shortfall_waits_for_a_wave_of_requests() {
+        let with_finished = |finished: f64| {
+            let mut s = snapshot(0.0, 0.0, 63.0, 43);
+            let mut samples = s.metrics.samples().to_vec();
+            samples.push(Sample {
+                name: "vllm:request_success_total".into(),
+                labels: vec![("finished_reason".into(), "length".into())],
+                value: finished,
+                timestamp_ms: None,
+            });
+            s.metrics = MetricSet::new(samples);
+            s
+        };
+        let mut stats = SeriesStats::new();
+        stats.push(&sample(1.0, 0.0, 0.02));
+        let first = with_finished(0.0);
+        let judged = |latest: &Snapshot, ended: bool| {
+            let results = mid_run(&LiveInputs {
+                engine: &VLLM,
+                stats: &stats,
+                first: &first,
+                latest,
+                requested: Some(32),
+                boot: None,
+                expect_cache_hits: false,
+                ended,
+            });
+            let status = |t: Tripwire| results.iter().find(|r| r.tripwire == t).map(|r| r.status);
+            (status(Tripwire::T8), status(Tripwire::T17))
+        };
+        assert_eq!(judged(&with_finished(1.0), false), (None, None));
+        assert_eq!(
+            judged(&with_finished(32.0), false),
+            (Some(Status::Fail), Some(Status::Fail))
+        );
+        assert_eq!(
+            judged(&with_finished(1.0), true),
+            (Some(Status::Fail), Some(Status::Fail))
+        );
     }
 
     /// The example: a gauge at 93% with 784-token blocks is a full cache.

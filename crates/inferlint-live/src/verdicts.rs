@@ -64,6 +64,8 @@ pub struct LiveVerdicts {
     shown: BTreeMap<Tripwire, Status>,
     current: Vec<CheckResult>,
     limit: Option<String>,
+    /// The recording ended: the last judgement.
+    ended: bool,
 }
 
 impl LiveVerdicts {
@@ -86,6 +88,7 @@ impl LiveVerdicts {
             shown: BTreeMap::new(),
             current: Vec::new(),
             limit: None,
+            ended: false,
         }
     }
 
@@ -132,6 +135,7 @@ impl LiveVerdicts {
         if self.last_sample.is_none() {
             return Vec::new();
         }
+        self.ended = true;
         self.judge()
     }
 
@@ -150,6 +154,7 @@ impl LiveVerdicts {
             requested: self.requested,
             boot: self.boot.as_ref(),
             expect_cache_hits: self.expect_cache_hits,
+            ended: self.ended,
         });
         self.limit = live::limit_now(
             engine,
