@@ -68,6 +68,17 @@ fn message(results: &[Value], tripwire: &str) -> String {
         .to_owned()
 }
 
+/// Fails, with the tripwire's message, unless its status is `expected`.
+#[track_caller]
+fn assert_status(results: &[Value], tripwire: &str, expected: &str) {
+    assert_eq!(
+        status(results, tripwire),
+        expected,
+        "{tripwire}: {}",
+        message(results, tripwire)
+    );
+}
+
 /// Edits the metrics text inside a snapshot file, line by line.
 fn edit_snapshot(path: &Path, edit: impl Fn(&str) -> String) {
     let mut v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
@@ -260,12 +271,7 @@ fn t17_tells_the_client_from_the_server() {
         }
     });
     let (results, _) = report(&dir, &[]);
-    assert_eq!(
-        status(&results, "T17"),
-        "warn",
-        "{}",
-        message(&results, "T17")
-    );
+    assert_status(&results, "T17", "warn");
     assert!(message(&results, "T17").contains("no room for one more request"));
     edit_series(&dir.join("run.series.jsonl"), |s| {
         if let Some(u) = s.get("kv_usage").and_then(Value::as_f64) {
@@ -273,12 +279,7 @@ fn t17_tells_the_client_from_the_server() {
         }
     });
     let (results, code) = report(&dir, &[]);
-    assert_eq!(
-        status(&results, "T17"),
-        "fail",
-        "{}",
-        message(&results, "T17")
-    );
+    assert_status(&results, "T17", "fail");
     assert!(message(&results, "T17").contains("the shortfall is the client's"));
     assert_eq!(code, 1);
 }
@@ -311,29 +312,14 @@ fn t19_places_compile_lines_against_the_run() {
     };
     with_line(&jit("20:13:00"));
     let (results, code) = report(&dir, &[]);
-    assert_eq!(
-        status(&results, "T19"),
-        "fail",
-        "{}",
-        message(&results, "T19")
-    );
+    assert_status(&results, "T19", "fail");
     assert_eq!(code, 1);
     with_line(&jit("20:12:05"));
     let (results, _) = report(&dir, &[]);
-    assert_eq!(
-        status(&results, "T19"),
-        "pass",
-        "{}",
-        message(&results, "T19")
-    );
+    assert_status(&results, "T19", "pass");
     with_line("Capturing CUDA graphs (decode, FULL):  29%|██▊       | 2/7");
     let (results, _) = report(&dir, &[]);
-    assert_eq!(
-        status(&results, "T19"),
-        "unknown",
-        "{}",
-        message(&results, "T19")
-    );
+    assert_status(&results, "T19", "unknown");
 }
 
 /// An SGLang log has no process start time in its snapshots and no stamped line after
@@ -348,12 +334,7 @@ fn t19_a_line_it_cannot_place_is_cant_tell() {
     log.push_str("[2026-10-01 01:42:10] Capture cuda graph begin. This can take up to several minutes. avail mem=20.00 GB\n");
     std::fs::write(dir.join("boot.log"), log).unwrap();
     let (results, _) = report(&dir, &[]);
-    assert_eq!(
-        status(&results, "T19"),
-        "unknown",
-        "{}",
-        message(&results, "T19")
-    );
+    assert_status(&results, "T19", "unknown");
     assert!(message(&results, "T19").contains("could not be placed"));
 }
 
@@ -382,12 +363,7 @@ fn t19_a_first_wave_far_slower_than_the_rest_fails() {
     }
     std::fs::write(&bench, v.to_string()).unwrap();
     let (results, _) = report(&dir, &[]);
-    assert_eq!(
-        status(&results, "T19"),
-        "fail",
-        "{}",
-        message(&results, "T19")
-    );
+    assert_status(&results, "T19", "fail");
     assert!(message(&results, "T19").contains("paid for a cold engine"));
 }
 
@@ -419,33 +395,18 @@ fn t21_judges_the_readings_stored_beside_the_samples() {
     let clean = serde_json::json!({"gpu_other_mib": 0.0, "gpu_other_util": 0.0, "gpu_util": 97.0,
         "gpu_throttle": 0.0, "gpu_sm_mhz": 1980.0, "gpu_sm_max_mhz": 1980.0});
     let results = with_readings("nvml", clean.clone());
-    assert_eq!(
-        status(&results, "T21"),
-        "pass",
-        "{}",
-        message(&results, "T21")
-    );
+    assert_status(&results, "T21", "pass");
     let mut tenant = clean.clone();
     tenant["gpu_other_mib"] = Value::from(20_480.0);
     tenant["gpu_other_util"] = Value::from(35.0);
     let results = with_readings("nvml", tenant);
-    assert_eq!(
-        status(&results, "T21"),
-        "fail",
-        "{}",
-        message(&results, "T21")
-    );
+    assert_status(&results, "T21", "fail");
     assert!(message(&results, "T21").contains("another process used up to 35%"));
     let mut hot = clean;
     hot["gpu_throttle"] = Value::from(64.0);
     hot["gpu_sm_mhz"] = Value::from(1100.0);
     let results = with_readings("nvml", hot);
-    assert_eq!(
-        status(&results, "T21"),
-        "fail",
-        "{}",
-        message(&results, "T21")
-    );
+    assert_status(&results, "T21", "fail");
     assert!(message(&results, "T21").contains("hardware thermal slowdown"));
     let results = with_readings("none", Value::Null);
     assert_eq!(status(&results, "T21"), "not_applicable");
