@@ -427,6 +427,22 @@ mod tests {
         s
     }
 
+    fn with_client(
+        engine: &EngineDescriptor,
+        stats: &SeriesStats,
+        requested: u64,
+        client: &ClientAccount,
+    ) -> CheckResult {
+        client_shortfall(&ShortfallInputs {
+            engine,
+            stats,
+            requested,
+            boot: None,
+            client: Some(client),
+            timeline: None,
+        })
+    }
+
     fn check(stats: &SeriesStats, requested: u64) -> CheckResult {
         client_shortfall(&ShortfallInputs {
             engine: &VLLM,
@@ -484,14 +500,7 @@ mod tests {
         let s = stats(&[sample(3.0, 0.0, 0.1)]);
         let mut paced = ClientAccount::new(LoadTool::VllmBench);
         paced.request_rate = Some(2.0);
-        let r = client_shortfall(&ShortfallInputs {
-            engine: &VLLM,
-            stats: &s,
-            requested: 32,
-            boot: None,
-            client: Some(&paced),
-            timeline: None,
-        });
+        let r = with_client(&VLLM, &s, 32, &paced);
         assert_eq!(r.status, Status::Pass, "{}", r.message);
         let r = client_shortfall(&ShortfallInputs {
             engine: &TRTLLM,
@@ -512,14 +521,7 @@ mod tests {
         let mut failing = ClientAccount::new(LoadTool::VllmBench);
         failing.sent = Some(100);
         failing.failed = Some(40);
-        let r = client_shortfall(&ShortfallInputs {
-            engine: &VLLM,
-            stats: &s,
-            requested: 32,
-            boot: None,
-            client: Some(&failing),
-            timeline: None,
-        });
+        let r = with_client(&VLLM, &s, 32, &failing);
         assert_eq!(r.status, Status::Unknown, "{}", r.message);
     }
 
@@ -584,14 +586,7 @@ mod tests {
         let s = stats(&[sample(32.0, 0.0, 0.5)]);
         let mut account = ClientAccount::new(LoadTool::SglangBench);
         account.completed = Some(20);
-        let r = client_shortfall(&ShortfallInputs {
-            engine: &VLLM,
-            stats: &s,
-            requested: 32,
-            boot: None,
-            client: Some(&account),
-            timeline: None,
-        });
+        let r = with_client(&VLLM, &s, 32, &account);
         assert_eq!(r.status, Status::Pass, "{}", r.message);
     }
 
@@ -600,14 +595,7 @@ mod tests {
         let s = stats(&[sample(16.0, 0.0, 0.2)]);
         let mut account = ClientAccount::new(LoadTool::VllmBench);
         account.sent = Some(16);
-        let r = client_shortfall(&ShortfallInputs {
-            engine: &VLLM,
-            stats: &s,
-            requested: 32,
-            boot: None,
-            client: Some(&account),
-            timeline: None,
-        });
+        let r = with_client(&VLLM, &s, 32, &account);
         assert_eq!(r.status, Status::Fail, "{}", r.message);
         assert!(r.message.starts_with("the load sent 16 requests in all"));
     }
