@@ -107,6 +107,27 @@ fn load_sim(port: u16, args: &[&str]) -> Child {
     quiet(&all)
 }
 
+/// `watch` of the simulated server on `port` into `run.series.jsonl` every 0.1 s, with
+/// `extra` flags and `readings` as the GPU readings file (empty: the driver's).
+fn watch_beside(
+    cwd: &std::path::Path,
+    port: u16,
+    extra: &[&str],
+    readings: &str,
+) -> std::process::Output {
+    let url = url(port);
+    let mut args = vec![
+        "watch",
+        url.as_str(),
+        "-o",
+        "run.series.jsonl",
+        "--interval",
+        "0.1",
+    ];
+    args.extend(extra);
+    inferlint_env(cwd, &args, &[("INFERLINT_NVML_READINGS", readings)])
+}
+
 /// The simulator with `args`, its output thrown away.
 fn quiet(args: &[&str]) -> Child {
     Command::new(sim())
@@ -320,15 +341,10 @@ fn watch_shows_the_verdicts_live() {
             "200",
         ],
     );
-    let out = inferlint_env(
+    let out = watch_beside(
         tmp.path(),
+        port,
         &[
-            "watch",
-            &url(port),
-            "-o",
-            "run.series.jsonl",
-            "--interval",
-            "0.1",
             "--duration",
             "4",
             "--requested",
@@ -336,7 +352,7 @@ fn watch_shows_the_verdicts_live() {
             "--json-events",
             "events.jsonl",
         ],
-        &[("INFERLINT_NVML_READINGS", "")],
+        "",
     );
     let _ = finish(load);
     let _ = server.kill();
@@ -435,19 +451,11 @@ fn readings_that_cannot_be_taken_leave_t21_cant_tell() {
         ],
     );
     let missing = tmp.path().join("no-such-readings.json");
-    let out = inferlint_env(
+    let out = watch_beside(
         tmp.path(),
-        &[
-            "watch",
-            &url(port),
-            "-o",
-            "run.series.jsonl",
-            "--interval",
-            "0.1",
-            "--duration",
-            "1",
-        ],
-        &[("INFERLINT_NVML_READINGS", missing.to_str().unwrap())],
+        port,
+        &["--duration", "1"],
+        missing.to_str().unwrap(),
     );
     let _ = finish(load);
     let _ = server.kill();
