@@ -6,13 +6,13 @@ use std::path::Path;
 
 use inferlint_core::{fmt, Engine};
 use inferlint_engines::files;
+use inferlint_engines::load::{EngineChoice, Source};
 use inferlint_engines::output::{self, OutputError, Rule};
 use inferlint_live::probe::{self, ProbeOptions};
 use inferlint_live::watch::{Event, Progress, WatchOptions, MAX_FAILED_SHARE};
 use inferlint_live::{BaseUrl, Recorder, Scrape, Scraper};
 
 use crate::cli::GlobalArgs;
-use crate::engine_choice::{EngineChoice, NamedBy};
 use crate::exit::{CliError, ExitCode};
 use crate::output::eprint_line;
 use crate::{flags, output as terminal};
@@ -42,22 +42,10 @@ fn first_scrape(
 ) -> Result<(Scraper, Scrape, Engine), CliError> {
     let base = BaseUrl::parse(url).map_err(CliError::usage)?;
     let mut scraper = recorder.scraper(base.clone());
-    let named = choice.named.map(|(engine, _)| engine);
     let (scrape, engine) = recorder
         .first_scrape(&mut scraper)
-        .map_err(|e| CliError::usage(e.message(named)))?;
-    if let Some((named, by)) = choice.named {
-        if named != engine {
-            let prefix = match by {
-                NamedBy::Flag => format!("--engine {}", named.key()),
-                NamedBy::Environment => format!("INFERLINT_ENGINE={}", named.key()),
-            };
-            return Err(CliError::usage(format!(
-                "{prefix}, but the server at {base} runs {}. Check the server address or the file, or name the engine it came from.",
-                engine.name()
-            )));
-        }
-    }
+        .map_err(|e| CliError::usage(e.message(choice.named())))?;
+    choice.check(Source::Server(base.to_string()), engine)?;
     Ok((scraper, scrape, engine))
 }
 

@@ -28,6 +28,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use inferlint_core::status::{count_line, CheckResult, Status, Tripwire};
 use inferlint_core::{contract, insights, run, Engine};
+use inferlint_engines::load::{self, shown, EngineChoice, Source};
 use inferlint_engines::loadcmd::{self, LoadPlan};
 use inferlint_engines::output::Rule;
 use inferlint_engines::{detect, files, loadtools};
@@ -37,8 +38,7 @@ use inferlint_live::watch::{self, WatchOptions};
 use inferlint_live::{scrape, BaseUrl, HttpClient, Recorder, Scraper};
 
 use crate::cli::XrayArgs;
-use crate::commands::{assemble_run, load_boot, note_version, run_exit, shown};
-use crate::engine_choice::EngineChoice;
+use crate::commands::{noted, run_exit};
 use crate::exit::{CliError, ExitCode};
 use crate::flags;
 use crate::output;
@@ -421,15 +421,9 @@ pub fn xray(
         None => None,
     };
     let from_command = args.serve.as_deref().and_then(detect::engine_from_command);
-    let named = choice.named.map(|(engine, _)| engine);
-    if let (Some(named), Some(command)) = (named, from_command) {
-        if named != command {
-            return Err(CliError::usage(format!(
-                "the engine named is {}, but the --serve command is {}'s",
-                named.name(),
-                command.name()
-            )));
-        }
+    let named = choice.named();
+    if let Some(command) = from_command {
+        choice.check(Source::ServeCommand, command)?;
     }
     let engine = named.or(from_command);
     let url = match (&args.url, &serve_words) {
@@ -756,7 +750,7 @@ impl Xray<'_> {
         };
         self.stage("boot log");
         self.boot_checked = true;
-        let mut facts = match load_boot(choice, &path) {
+        let mut facts = match noted(choice, |c| load::load_boot(c, &path)) {
             Ok(facts) => facts,
             // A server that never came up can leave an empty log, or one with a line of
             // its shell's; the cause is then what xray saw, not what the log says.
@@ -776,7 +770,11 @@ impl Xray<'_> {
         if facts.version.is_none() && self.start_failure.is_none() {
             self.server_version = server_version(&self.base);
             facts.version.clone_from(&self.server_version);
-            note_version(&facts);
+            noted(choice, |c| {
+                c.note_version(&facts);
+                Ok(())
+            })
+            .map_err(|e| Stop::Problem(e.message, e.code))?;
         }
         let mut results = run::check_logs(&[(String::new(), facts)]);
         // A server that exited before it was ready failed, whatever its log shows: a
@@ -1017,7 +1015,7 @@ impl Xray<'_> {
                 ),
                 title: self.args.title.as_deref(),
             };
-            let reads = crate::commands::inputs_of(paths);
+            let reads = paths.inputs();
             let overwrite = crate::report_html::Overwrite {
                 force: false,
                 reads: &reads,
@@ -1083,7 +1081,9 @@ impl Xray<'_> {
             return Ok(None);
         }
         let requested = self.args.requested.or(self.load_plan.max_concurrency);
-        let mut run = match assemble_run(choice, &found, requested, self.engine) {
+        let mut run = match noted(choice, |c| {
+            load::load_run(c, &found, requested, self.engine)
+        }) {
             Ok(run) => run,
             // A server that never came up can leave a log that is no server log; T12
             // already says why, and there is no run to check.

@@ -667,7 +667,7 @@ fn an_engine_mismatch_starts_nothing() {
     );
     assert_eq!(code(&out), Some(2), "{}", shown(&out));
     assert!(
-        stderr(&out).contains("the engine named is SGLang, but the --serve command is vLLM's"),
+        stderr(&out).contains("--engine sglang, but the --serve command starts vLLM."),
         "{}",
         shown(&out)
     );

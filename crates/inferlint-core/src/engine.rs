@@ -16,7 +16,12 @@ pub enum Engine {
 }
 
 impl Engine {
+    /// Every engine, in the order they are listed to a user.
     pub const ALL: [Engine; 3] = [Engine::Vllm, Engine::Sglang, Engine::Trtllm];
+
+    /// The engine an input that does not say is read as: vLLM, whose formats the
+    /// established tool's files follow.
+    pub const DEFAULT: Engine = Engine::Vllm;
 
     pub fn descriptor(self) -> &'static EngineDescriptor {
         match self {

@@ -204,6 +204,36 @@ pub fn not_a_benchmark(run: &Run) -> Option<String> {
     idle.then(|| "the recording shows no request running or waiting".to_owned())
 }
 
+/// The one-line refusal when no check could run on the inputs `given` (as messages name
+/// them): which tripwires need what, from the not-checked results.
+pub fn nothing_checked(given: &[String], results: &[CheckResult]) -> String {
+    let mut needs: Vec<(String, Vec<String>)> = Vec::new();
+    for r in results.iter().filter(|r| r.status == Status::NotChecked) {
+        let what = r.message.trim_start_matches("needs ").to_owned();
+        match needs.iter_mut().find(|(m, _)| *m == what) {
+            Some((_, ids)) => ids.push(r.tripwire.to_string()),
+            None => needs.push((what, vec![r.tripwire.to_string()])),
+        }
+    }
+    let needs: Vec<String> = needs
+        .iter()
+        .map(|(what, ids)| match ids.split_last() {
+            Some((last, [])) => format!("{last} needs {what}"),
+            Some((last, rest)) => format!("{} and {last} need {what}", rest.join(", ")),
+            None => String::new(),
+        })
+        .collect();
+    format!(
+        "no check could run on {}: {}",
+        if given.is_empty() {
+            "nothing".to_owned()
+        } else {
+            given.join(", ")
+        },
+        needs.join("; ")
+    )
+}
+
 /// Every check the run's files allow, in report order: boot checks, T15, T18, T20, T1,
 /// T10, then the series checks; the cross-checks, which make a verdict that two facts of
 /// the run contradict Can't tell; then each tripwire a missing input left unchecked,

@@ -1274,6 +1274,31 @@ pub struct RunFiles {
 }
 
 impl RunFiles {
+    /// Every file a run's check reads, with a few words naming each (`the recording`), so
+    /// that no output is ever written over one.
+    pub fn inputs(&self) -> Vec<(&Path, &'static str)> {
+        let mut reads: Vec<(&Path, &'static str)> = self
+            .boot_logs
+            .iter()
+            .map(|p| (p.as_path(), "a boot log"))
+            .collect();
+        let named = [
+            (&self.before, "the before snapshot"),
+            (&self.after, "the after snapshot"),
+            (&self.series, "the recording"),
+            (&self.bench, "the load tool's result"),
+            (&self.load_log, "the load tool's log"),
+        ];
+        for (path, what) in named {
+            if let Some(path) = path {
+                reads.push((path.as_path(), what));
+            }
+        }
+        reads
+    }
+
+    /// Whether none of the files the checks read from the server is there (a result file
+    /// alone is no run).
     pub fn is_empty(&self) -> bool {
         self.boot_logs.is_empty()
             && self.before.is_none()

@@ -10,6 +10,7 @@
 pub mod bootlog;
 pub mod detect;
 pub mod files;
+pub mod load;
 pub mod loadcmd;
 pub mod loadtools;
 pub mod output;

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use inferlint_core::insights::{what_limited, Insight};
 use inferlint_core::run::{check_run, Run};
 use inferlint_core::{CheckResult, SeriesSample};
-use inferlint_engines::{bootlog, files};
+use inferlint_engines::files;
+use inferlint_engines::load::{self, EngineChoice};
 use inferlint_report::{usable_blocks, Report, Timeline};
 
 pub fn demo_folder() -> PathBuf {
@@ -72,38 +73,14 @@ pub fn sim(name: &str) -> Checked {
     folder(&demo_folder().join("../sim").join(name))
 }
 
-/// A run folder as `inferlint report DIR` reads it; the result file is optional.
+/// A run folder as `inferlint report DIR` reads it, through the one loader.
 pub fn folder(dir: &Path) -> Checked {
-    let text = std::fs::read_to_string(dir.join("boot.log")).unwrap();
-    let boot = bootlog::parse_boot_log(&text, None);
-    let engine = boot
-        .engine
-        .unwrap_or(inferlint_core::Engine::Vllm)
-        .descriptor();
+    let files = load::find_run(dir).unwrap();
+    let run = load::load_run(&mut EngineChoice::new(None), &files, None, None).unwrap();
     let mut samples = Vec::new();
-    files::read_series(&dir.join("run.series.jsonl"), |s| samples.push(*s)).unwrap();
-    let mut stats = inferlint_core::checks::series::SeriesStats::new();
-    for s in &samples {
-        stats.push(s);
+    if let Some(series) = &files.series {
+        files::read_series(series, |s| samples.push(*s)).unwrap();
     }
-    let bench = dir
-        .join("bench.json")
-        .is_file()
-        .then(|| files::read_bench_result(&dir.join("bench.json")).unwrap());
-    let run = Run {
-        engine,
-        boots: vec![("boot.log".into(), boot)],
-        before: Some(files::read_snapshot(&dir.join("before.snapshot.json")).unwrap()),
-        after: Some(files::read_snapshot(&dir.join("after.snapshot.json")).unwrap()),
-        series: Some(stats),
-        requested: bench
-            .as_ref()
-            .and_then(|b| b.max_concurrency)
-            .map(|c| c as u64),
-        load_failure: None,
-        bench: bench.map(|b| ("bench.json".into(), b)),
-        expected_extra_requests: 0,
-    };
     Checked::new(run, &samples)
 }
 
