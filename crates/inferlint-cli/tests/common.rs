@@ -81,9 +81,15 @@ pub fn finish_within(mut child: Child, limit: Duration) -> Output {
     child.wait_with_output().expect("the output can be read")
 }
 
-/// A copy of the demo run folder (fixtures/demo) at `to`, without a report.
+/// The run folder `inferlint demo` writes, as `cargo xtask regen-fixtures` keeps it in
+/// fixtures/sim.
+pub fn demo_folder() -> PathBuf {
+    fixtures().join("sim/vllm-hybrid")
+}
+
+/// A copy of the demo run folder at `to`, without a report.
 pub fn demo_copy(to: &Path) {
-    copy_tree(&fixtures().join("demo"), to);
+    copy_tree(&demo_folder(), to);
     let _ = std::fs::remove_file(to.join("report.html"));
 }
 

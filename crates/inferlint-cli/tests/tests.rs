@@ -12,7 +12,7 @@ mod cli_surface;
 mod common;
 /// compare, sweep and the --baseline gate.
 mod compare;
-/// The demo run that ships in fixtures/, as the README runs it.
+/// The demo run (fixtures/sim/vllm-hybrid), and the README's block of its output.
 mod demo;
 /// One test per case in the established tool's expected verdicts (spec/expected).
 mod expected;

@@ -1,5 +1,5 @@
-//! The demo run that ships in `fixtures/demo`, read and checked as the command would, and
-//! a report of it.
+//! The simulated runs of `fixtures/sim` (the first is the one `inferlint demo` writes),
+//! read and checked as the command would, and a report of each.
 
 use std::path::{Path, PathBuf};
 
@@ -10,14 +10,20 @@ use inferlint_engines::files;
 use inferlint_engines::load::{self, EngineChoice};
 use inferlint_report::{usable_blocks, Report, Timeline};
 
-pub fn demo_folder() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/demo")
+/// A simulated run folder of `fixtures/sim`.
+pub fn sim_folder(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/sim")
+        .join(name)
 }
+
+/// The folder `inferlint demo` writes, as `cargo xtask regen-fixtures` keeps it.
+pub const DEMO: &str = "vllm-hybrid";
 
 /// Every sample of the demo recording.
 pub fn demo_samples() -> Vec<SeriesSample> {
     let mut samples = Vec::new();
-    files::read_series(&demo_folder().join("run.series.jsonl"), |s| {
+    files::read_series(&sim_folder(DEMO).join("run.series.jsonl"), |s| {
         samples.push(*s)
     })
     .unwrap();
@@ -63,14 +69,14 @@ impl Checked {
     }
 }
 
-/// The demo run as `inferlint report fixtures/demo` reads it.
+/// The demo run as `inferlint report inferlint-demo` reads it.
 pub fn demo() -> Checked {
-    folder(&demo_folder())
+    sim(DEMO)
 }
 
 /// A simulated run folder of `fixtures/sim` (each engine's own formats).
 pub fn sim(name: &str) -> Checked {
-    folder(&demo_folder().join("../sim").join(name))
+    folder(&sim_folder(name))
 }
 
 /// A run folder as `inferlint report DIR` reads it, through the one loader.
