@@ -100,6 +100,25 @@ mod tests {
         }
     }
 
+    /// Core turns on no feature of serde_json (`preserve_order`, `float_roundtrip`): a
+    /// feature is switched on for every crate in a build that links core, and changes how
+    /// the user's own maps and numbers behave. The `--json` key order is kept by
+    /// `contract::JsonObject` instead.
+    #[test]
+    fn core_forces_no_serde_json_feature_on_its_users() {
+        for manifest in ["Cargo.toml", "crates/inferlint-core/Cargo.toml"] {
+            let text = std::fs::read_to_string(root().join(manifest)).unwrap();
+            for line in text.lines().map(str::trim) {
+                if line.starts_with("serde_json") {
+                    assert!(
+                        !line.contains("features"),
+                        "{manifest}: {line}: core's users must not get serde_json features"
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn tripwire_docs_are_fresh() {
         ensure_fresh(&root().join("docs/tripwires.md"), &docs(), "docs");

@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use inferlint_core::checks::snapshots;
+use inferlint_core::contract::JsonObject;
 use inferlint_core::model::BootFacts;
 use inferlint_core::run::{self, Run};
 use inferlint_core::status::{any_verdict, count_line, CheckResult};
@@ -227,7 +228,11 @@ fn boot_facts(
 fn boot_facts_text(facts: &BootFacts) -> String {
     use serde_json::Value;
     let mut text = String::new();
-    let value = serde_json::to_value(facts).unwrap_or(Value::Null);
+    // The facts in their declared order, whatever order serde_json's own map keeps.
+    let fields = serde_json::to_string(facts)
+        .ok()
+        .and_then(|text| serde_json::from_str::<JsonObject>(&text).ok())
+        .unwrap_or_default();
     let skip = [
         "unparsed",
         "conflicts",
@@ -235,25 +240,23 @@ fn boot_facts_text(facts: &BootFacts) -> String {
         "server_args",
         "llm_args",
     ];
-    if let Value::Object(map) = &value {
-        for (name, v) in map {
-            if skip.contains(&name.as_str()) {
-                continue;
-            }
-            let shown = match v {
-                Value::Null => continue,
-                Value::Array(a) if a.is_empty() => continue,
-                Value::String(s) if s.is_empty() => continue,
-                Value::String(s) => s.clone(),
-                Value::Array(a) => a
-                    .iter()
-                    .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_owned))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                other => other.to_string(),
-            };
-            text.push_str(&format!("{name:<28} {shown}\n"));
+    for (name, v) in &fields {
+        if skip.contains(&name.as_str()) {
+            continue;
         }
+        let shown = match v {
+            Value::Null => continue,
+            Value::Array(a) if a.is_empty() => continue,
+            Value::String(s) if s.is_empty() => continue,
+            Value::String(s) => s.clone(),
+            Value::Array(a) => a
+                .iter()
+                .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_owned))
+                .collect::<Vec<_>>()
+                .join(", "),
+            other => other.to_string(),
+        };
+        text.push_str(&format!("{name:<28} {shown}\n"));
     }
     if let Some(args) = &facts.non_default_args {
         let keys: Vec<&str> = args.keys().map(String::as_str).collect();

@@ -2,11 +2,12 @@
 
 use std::fmt;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-/// Evidence behind a result: named values, kept in insertion order so that the JSON
-/// output reads in the order the check computed them.
-pub type Evidence = Map<String, Value>;
+/// Evidence behind a result: named values, kept in the order the check computed them, so
+/// that the `--json` output reads in that order whatever features `serde_json` was built
+/// with. Which keys each check writes is listed in [`crate::evidence`].
+pub type Evidence = crate::contract::JsonObject;
 
 /// What a check concluded. `Unknown` is "Can't tell": it never counts as a pass.
 ///

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use inferlint_core::checks::series::{RefusedReading, SeriesStats};
 use inferlint_core::client::ClientAccount;
+use inferlint_core::contract::JsonObject;
 use inferlint_core::model::{BootFacts, SeriesHeader, SeriesSample, Snapshot};
 use inferlint_core::{Engine, MetricSet};
 use serde_json::{Map, Value};
@@ -1024,20 +1025,20 @@ fn parse_json_integer(raw: &[u8]) -> Option<i64> {
 
 /// The header line of a series file.
 pub fn series_header_json(header: &SeriesHeader) -> String {
-    let mut object = Map::new();
+    let mut object = JsonObject::new();
     object.insert("schema".into(), SERIES_SCHEMA.into());
     object.insert("url".into(), header.url.clone().into());
     object.insert("interval_s".into(), header.interval_s.into());
     if let Some(engine) = header.engine {
         object.insert("engine".into(), engine.key().into());
     }
-    python_style_json(&Value::Object(object))
+    python_style_json(&object)
 }
 
 /// One sample line of a series file: only the keys the engine has, `null` for a value
 /// the scrape lacked.
 pub fn series_sample_json(engine: Engine, sample: &SeriesSample) -> String {
-    let mut object = Map::new();
+    let mut object = JsonObject::new();
     object.insert(
         "t_wall".into(),
         Value::from((sample.t_wall * 1e6).round() / 1e6),
@@ -1058,11 +1059,11 @@ pub fn series_sample_json(engine: Engine, sample: &SeriesSample) -> String {
     if d.paused_gauge.is_some() {
         put("paused", sample.paused);
     }
-    python_style_json(&Value::Object(object))
+    python_style_json(&object)
 }
 
 /// JSON on one line with `": "` and `", "` separators, as Python's `json.dumps` writes.
-fn python_style_json(value: &Value) -> String {
+fn python_style_json(value: &impl serde::Serialize) -> String {
     struct Spaced;
     impl serde_json::ser::Formatter for Spaced {
         fn begin_object_key<W: ?Sized + io::Write>(
@@ -1082,7 +1083,9 @@ fn python_style_json(value: &Value) -> String {
     }
     let mut out = Vec::new();
     let mut ser = serde_json::Serializer::with_formatter(&mut out, Spaced);
-    serde::Serialize::serialize(value, &mut ser).expect("serialising to memory cannot fail");
+    value
+        .serialize(&mut ser)
+        .expect("serialising to memory cannot fail");
     String::from_utf8(out).expect("serde_json writes UTF-8")
 }
 

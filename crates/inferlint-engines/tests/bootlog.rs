@@ -84,7 +84,7 @@ fn to_json(r: &CheckResult) -> Value {
         "tripwire": r.tripwire.to_string(),
         "status": r.status.json_word(),
         "message": r.message,
-        "evidence": Value::Object(r.evidence.clone()),
+        "evidence": r.evidence.to_value(),
     })
 }
 

@@ -16,6 +16,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::header::{CONTENT_TYPE, HOST};
 use hyper::{Method, Request};
 use hyper_util::rt::TokioIo;
+use inferlint_core::contract::JsonObject;
 use serde_json::{json, Value};
 
 use crate::runfolder::{round, LatencySummary};
@@ -94,7 +95,7 @@ impl LoadResult {
     }
 
     /// The result file, with `vllm bench serve`'s field names.
-    pub fn to_json(&self) -> Value {
+    pub fn to_json(&self) -> JsonObject {
         let done: Vec<&RequestOutcome> = self.requests.iter().filter(|r| r.ok).collect();
         let completed = done.len();
         let input = completed as u64 * self.config.prompt_tokens;
@@ -120,33 +121,33 @@ impl LoadResult {
             .map(|r| r.error.as_deref().unwrap_or(""))
             .collect();
         let summary = LatencySummary::of(&ttft, &tpot);
-        json!({
-            "note": "written by inferlint-sim load, not vllm bench serve; the field names are vllm bench serve's",
-            "backend": "openai",
-            "endpoint_type": "openai",
-            "base_url": self.base_url,
-            "model_id": self.model,
-            "num_prompts": self.config.requests,
-            "request_rate": "inf",
-            "max_concurrency": self.config.concurrency,
-            "random_input_len": self.config.prompt_tokens,
-            "random_output_len": self.config.output_tokens,
-            "duration": round(self.duration_s, 6),
-            "completed": completed,
-            "failed": self.failed(),
-            "total_input_tokens": input,
-            "total_output_tokens": output,
-            "request_throughput": round(completed as f64 / duration, 6),
-            "output_throughput": round(output as f64 / duration, 6),
-            "total_token_throughput": round((input + output) as f64 / duration, 6),
-            "mean_ttft_ms": summary.mean_ttft_ms,
-            "median_ttft_ms": summary.median_ttft_ms,
-            "p99_ttft_ms": summary.p99_ttft_ms,
-            "mean_tpot_ms": summary.mean_tpot_ms,
-            "median_tpot_ms": summary.median_tpot_ms,
-            "p99_tpot_ms": summary.p99_tpot_ms,
-            "errors": errors,
-        })
+        JsonObject::from([
+            ("note", json!("written by inferlint-sim load, not vllm bench serve; the field names are vllm bench serve's")),
+            ("backend", json!("openai")),
+            ("endpoint_type", json!("openai")),
+            ("base_url", json!(self.base_url)),
+            ("model_id", json!(self.model)),
+            ("num_prompts", json!(self.config.requests)),
+            ("request_rate", json!("inf")),
+            ("max_concurrency", json!(self.config.concurrency)),
+            ("random_input_len", json!(self.config.prompt_tokens)),
+            ("random_output_len", json!(self.config.output_tokens)),
+            ("duration", json!(round(self.duration_s, 6))),
+            ("completed", json!(completed)),
+            ("failed", json!(self.failed())),
+            ("total_input_tokens", json!(input)),
+            ("total_output_tokens", json!(output)),
+            ("request_throughput", json!(round(completed as f64 / duration, 6))),
+            ("output_throughput", json!(round(output as f64 / duration, 6))),
+            ("total_token_throughput", json!(round((input + output) as f64 / duration, 6))),
+            ("mean_ttft_ms", json!(summary.mean_ttft_ms)),
+            ("median_ttft_ms", json!(summary.median_ttft_ms)),
+            ("p99_ttft_ms", json!(summary.p99_ttft_ms)),
+            ("mean_tpot_ms", json!(summary.mean_tpot_ms)),
+            ("median_tpot_ms", json!(summary.median_tpot_ms)),
+            ("p99_tpot_ms", json!(summary.p99_tpot_ms)),
+            ("errors", json!(errors)),
+        ])
     }
 
     /// `vllm bench serve`'s result block.
