@@ -11,6 +11,7 @@
 mod bigseries;
 mod man;
 mod regen;
+mod tidy;
 mod variants;
 
 use std::path::{Path, PathBuf};
@@ -76,47 +77,6 @@ mod tests {
             "{} is out of date: run `cargo xtask {command}` and commit",
             path.display()
         );
-    }
-
-    /// The core crate stays pure: no I/O, async, GPU or HTML dependency sneaks in.
-    #[test]
-    fn core_dependencies_stay_on_the_allow_list() {
-        const ALLOWED: &[&str] = &["serde", "serde_json"];
-        let manifest =
-            std::fs::read_to_string(root().join("crates/inferlint-core/Cargo.toml")).unwrap();
-        let mut in_deps = false;
-        for line in manifest.lines().map(str::trim) {
-            if line.starts_with('[') {
-                in_deps = line == "[dependencies]";
-                continue;
-            }
-            if in_deps && !line.is_empty() && !line.starts_with('#') {
-                let name = line.split(['=', '.']).next().unwrap().trim();
-                assert!(
-                    ALLOWED.contains(&name),
-                    "inferlint-core may depend only on {ALLOWED:?}; found {name}. Put I/O in another crate."
-                );
-            }
-        }
-    }
-
-    /// Core turns on no feature of serde_json (`preserve_order`, `float_roundtrip`): a
-    /// feature is switched on for every crate in a build that links core, and changes how
-    /// the user's own maps and numbers behave. The `--json` key order is kept by
-    /// `contract::JsonObject` instead.
-    #[test]
-    fn core_forces_no_serde_json_feature_on_its_users() {
-        for manifest in ["Cargo.toml", "crates/inferlint-core/Cargo.toml"] {
-            let text = std::fs::read_to_string(root().join(manifest)).unwrap();
-            for line in text.lines().map(str::trim) {
-                if line.starts_with("serde_json") {
-                    assert!(
-                        !line.contains("features"),
-                        "{manifest}: {line}: core's users must not get serde_json features"
-                    );
-                }
-            }
-        }
     }
 
     #[test]

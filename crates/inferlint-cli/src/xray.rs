@@ -430,7 +430,7 @@ pub fn xray(
         (Some(url), _) => url.clone(),
         (None, words) => loadcmd::serve_url(
             words.as_deref().unwrap_or_default(),
-            engine.unwrap_or(Engine::Vllm),
+            engine.unwrap_or(Engine::DEFAULT),
         ),
     };
     let base = BaseUrl::parse(&url).map_err(CliError::usage)?;
@@ -813,7 +813,7 @@ impl Xray<'_> {
     /// The recorder in the background, the load in the foreground, then the after
     /// snapshot whatever the load did.
     fn load(&mut self) -> Result<(), Stop> {
-        let engine = self.engine.unwrap_or(Engine::Vllm);
+        let engine = self.engine.unwrap_or(Engine::DEFAULT);
         let stop = Arc::new(StopFlag::default());
         let live = Arc::new(Mutex::new(LiveLine::new()));
         let recorder = start_watch(

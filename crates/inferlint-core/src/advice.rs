@@ -10,8 +10,7 @@
 
 use serde_json::Value;
 
-use crate::checks::boot::DEFAULT_BLOCK_SIZE;
-use crate::engine::{Engine, EngineDescriptor, NoEviction, Setting};
+use crate::engine::{EngineDescriptor, NoEviction, Setting};
 use crate::fmt;
 use crate::insights::counter_summary;
 use crate::model::{BootFacts, PyValue};
@@ -184,11 +183,11 @@ pub fn tokens_per_request(run: &Run) -> Option<(f64, f64)> {
 }
 
 /// The KV block size requests are allocated in: the page size, else the attention
-/// block size, else vLLM's default (the only engine that prints none).
+/// block size, else the engine's default (vLLM's, the only one that may print none).
 pub fn block_size(engine: &EngineDescriptor, boot: &BootFacts) -> Option<u64> {
     boot.page_size
         .or(boot.attention_block_size)
-        .or_else(|| (engine.engine == Engine::Vllm).then_some(DEFAULT_BLOCK_SIZE))
+        .or(engine.default_block_size)
         .filter(|b| *b > 0)
 }
 

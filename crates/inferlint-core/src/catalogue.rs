@@ -29,6 +29,10 @@ pub struct TripwireInfo {
     pub engine_notes: &'static [(Engine, &'static str)],
     /// The command that checks it.
     pub command: &'static str,
+    /// What a run must give for a verdict, said of one tripwire and of several
+    /// (`needs a boot log`, `need a boot log`): how a report names a tripwire it has no
+    /// verdict for and core did not list as not checked.
+    pub needs: (&'static str, &'static str),
     /// What each verdict this tripwire can give means for it (in the order a reader meets
     /// them: fail, warn, can't tell, pass, does not apply). Empty for T3, which has no
     /// verdict of its own.
@@ -392,6 +396,10 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint preemption before.json after.json",
+        needs: (
+            "needs before and after readings",
+            "need before and after readings",
+        ),
         verdicts: &[
             (
                 Status::Fail,
@@ -448,6 +456,7 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint teardown  |  inferlint gpu-inspect",
+        needs: ("runs at clean-up", "run at clean-up"),
         verdicts: &[
             (
                 Status::Fail,
@@ -485,6 +494,7 @@ static CATALOGUE: &[TripwireInfo] = &[
               nobody notices that the results come from fewer runs than intended.",
         engine_notes: &[],
         command: "inferlint teardown",
+        needs: ("runs at clean-up", "run at clean-up"),
         verdicts: &[],
     },
     TripwireInfo {
@@ -516,6 +526,7 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint check-log boot1.log boot2.log",
+        needs: ("needs two or more boot logs", "need two or more boot logs"),
         verdicts: &[
             (
                 Status::Warn,
@@ -561,6 +572,7 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint check-log boot.log",
+        needs: ("needs a boot log", "need a boot log"),
         verdicts: &[
             (
                 Status::Warn,
@@ -599,6 +611,7 @@ static CATALOGUE: &[TripwireInfo] = &[
              the log cannot show a request being ignored.",
         )],
         command: "inferlint check-log boot.log",
+        needs: ("needs a boot log", "need a boot log"),
         verdicts: &[
             (
                 Status::Fail,
@@ -636,6 +649,7 @@ static CATALOGUE: &[TripwireInfo] = &[
              serve; a readiness wait needs both the log line and a 200.",
         )],
         command: "inferlint probe URL",
+        needs: ("needs a live server", "need a live server"),
         verdicts: &[
             (
                 Status::Fail,
@@ -684,6 +698,10 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint series run.series.jsonl --snapshot after.json --requested N",
+        needs: (
+            "needs a recording and the concurrency asked for",
+            "need a recording and the concurrency asked for",
+        ),
         verdicts: &[
             (
                 Status::Fail,
@@ -732,6 +750,7 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint series run.series.jsonl --snapshot after.json --requested N",
+        needs: ("needs a recording", "need a recording"),
         verdicts: &[
             (
                 Status::Warn,
@@ -775,6 +794,10 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint rate before.json after.json",
+        needs: (
+            "needs before and after readings",
+            "need before and after readings",
+        ),
         verdicts: &[
             (
                 Status::Unknown,
@@ -815,6 +838,7 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint check-log boot1.log boot2.log",
+        needs: ("needs two or more boot logs", "need two or more boot logs"),
         verdicts: &[
             (
                 Status::Warn,
@@ -848,6 +872,7 @@ static CATALOGUE: &[TripwireInfo] = &[
               engine cannot run, and the results that remain are a biased sample.",
         engine_notes: &[],
         command: "inferlint check-log boot.log",
+        needs: ("needs a boot log", "need a boot log"),
         verdicts: &[
             (
                 Status::Fail,
@@ -880,6 +905,7 @@ static CATALOGUE: &[TripwireInfo] = &[
               answers. Two loads on one server also take throughput from each other.",
         engine_notes: &[],
         command: "inferlint xray -o run/ --serve \"…\" -- LOAD",
+        needs: ("a rule for test scripts", "rules for test scripts"),
         verdicts: &[
             (
                 Status::Fail,
@@ -928,6 +954,10 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint series run.series.jsonl --snapshot after.json --requested N",
+        needs: (
+            "needs a recording and an after reading",
+            "need a recording and an after reading",
+        ),
         verdicts: &[
             (
                 Status::Fail,
@@ -976,6 +1006,10 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint report run/",
+        needs: (
+            "needs the load tool's result file",
+            "need the load tool's result file",
+        ),
         verdicts: &[
             (
                 Status::Fail,
@@ -1039,6 +1073,10 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint report run/",
+        needs: (
+            "needs the load tool's result file",
+            "need the load tool's result file",
+        ),
         verdicts: &[
             (
                 Status::Fail,
@@ -1094,6 +1132,10 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint report run/",
+        needs: (
+            "needs the load tool's result file",
+            "need the load tool's result file",
+        ),
         verdicts: &[
             (
                 Status::Fail,

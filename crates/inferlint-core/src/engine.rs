@@ -162,6 +162,18 @@ pub struct EngineDescriptor {
     /// rather than finished: T18's ledger reads them all, the cross-check on T15 the
     /// aborted ones.
     pub failed_requests: &'static [FailedRequests],
+    /// The KV block size, in tokens, the engine uses when its log names none (vLLM's
+    /// `--block-size` default on CUDA); `None` where no fixed default is known to hold.
+    pub default_block_size: Option<u64>,
+    /// The settings worth showing from a log that lists every setting (SGLang's server
+    /// arguments); empty where the log lists only what was changed (vLLM's non-default
+    /// arguments) or the report shows the first ones.
+    pub settings_shown: &'static [&'static str],
+    /// The line the server logs once it serves (uvicorn's, for all three).
+    pub ready_line: &'static str,
+    /// Where the server tells its own version, each answering a JSON object with a
+    /// `version` string, in the order to ask.
+    pub version_endpoints: &'static [&'static str],
     /// Where this engine states the setup facts `compare` sets side by side.
     pub setup_sources: SetupSources,
     /// The counters that tell how much of the prompts the prefix cache served.
@@ -436,6 +448,11 @@ pub static VLLM: EngineDescriptor = EngineDescriptor {
             kind: FailedKind::Errored,
         },
     ],
+    // vLLM's `CacheConfig.block_size` is 16 on CUDA when `--block-size` is not given.
+    default_block_size: Some(16),
+    settings_shown: &[],
+    ready_line: UVICORN_READY_LINE,
+    version_endpoints: &["/version"],
     setup_sources: SetupSources {
         kv_dtype: &[
             SetupSource::InfoLabel {
@@ -527,6 +544,28 @@ pub static SGLANG: EngineDescriptor = EngineDescriptor {
         label: None,
         kind: FailedKind::Aborted,
     }],
+    default_block_size: None,
+    // Its server arguments list every setting; these are the ones that shape a run.
+    settings_shown: &[
+        "attention_backend",
+        "chunked_prefill_size",
+        "context_length",
+        "disable_cuda_graph",
+        "disable_radix_cache",
+        "kv_cache_dtype",
+        "mamba_full_memory_ratio",
+        "max_mamba_cache_size",
+        "max_queued_requests",
+        "max_running_requests",
+        "max_total_tokens",
+        "mem_fraction_static",
+        "page_size",
+        "schedule_policy",
+        "speculative_algorithm",
+    ],
+    ready_line: UVICORN_READY_LINE,
+    // `/get_server_info`, served as `/server_info` by later releases.
+    version_endpoints: &["/get_server_info", "/server_info"],
     setup_sources: SetupSources {
         kv_dtype: &[SetupSource::Setting("kv_cache_dtype")],
         max_model_len: &[SetupSource::Setting("context_length")],
@@ -626,6 +665,11 @@ pub static TRTLLM: EngineDescriptor = EngineDescriptor {
             kind: FailedKind::Errored,
         },
     ],
+    default_block_size: None,
+    settings_shown: &[],
+    ready_line: UVICORN_READY_LINE,
+    // trtllm-serve's documented endpoints: /health, /metrics, /version.
+    version_endpoints: &["/version"],
     setup_sources: SetupSources {
         kv_dtype: &[SetupSource::InfoLabel {
             metric: "trtllm_kv_cache_config_info",
@@ -650,6 +694,10 @@ pub static TRTLLM: EngineDescriptor = EngineDescriptor {
         of: "trtllm_prompt_tokens_total",
     }),
 };
+
+/// The line uvicorn logs once the application serves; all three engines' HTTP servers
+/// run under uvicorn.
+const UVICORN_READY_LINE: &str = "Application startup complete";
 
 #[cfg(test)]
 mod tests {

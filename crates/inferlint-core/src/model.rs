@@ -361,4 +361,73 @@ impl BootFacts {
     pub fn setting(&self, key: &str) -> Option<&PyValue> {
         self.config_args().and_then(|a| a.get(key))
     }
+
+    /// How long the server took to start, by its log's own time stamps: from the first
+    /// stamped line to the ready line. `None` when either stamp does not read, or the
+    /// span is negative (a start across New Year, whose stamps carry no year).
+    pub fn startup(&self) -> Option<Startup> {
+        let (first, ready) = (self.first_stamp.as_deref()?, self.ready_stamp.as_deref()?);
+        let seconds = stamp_seconds(ready)? - stamp_seconds(first)?;
+        (seconds >= 0).then(|| Startup {
+            seconds: seconds as f64,
+            first_time: stamp_time(first).to_owned(),
+            ready_time: stamp_time(ready).to_owned(),
+        })
+    }
+}
+
+/// A server's start-up, by its log ([`BootFacts::startup`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Startup {
+    /// Seconds from the first stamped line to the ready line.
+    pub seconds: f64,
+    /// The time of day of the first stamped line: `17:48:43`.
+    pub first_time: String,
+    /// The time of day of the ready line.
+    pub ready_time: String,
+}
+
+/// Seconds since the start of a common year of a boot-log stamp `MM-DD HH:MM:SS`: good
+/// enough for a span within one start.
+fn stamp_seconds(stamp: &str) -> Option<i64> {
+    const BEFORE_MONTH: [i64; 12] = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334];
+    let (date, time) = stamp.trim().split_once(' ')?;
+    let (month, day) = date.split_once('-')?;
+    let mut hms = time.split(':');
+    let mut next = || hms.next()?.parse::<i64>().ok();
+    let (h, m, s) = (next()?, next()?, next()?);
+    let month: i64 = month.parse().ok()?;
+    let day: i64 = day.parse().ok()?;
+    let before = *BEFORE_MONTH.get(usize::try_from(month - 1).ok()?)?;
+    Some(((before + day) * 24 + h) * 3600 + m * 60 + s)
+}
+
+/// The time part of a boot-log stamp: `17:48:43`.
+fn stamp_time(stamp: &str) -> &str {
+    stamp.trim().split_once(' ').map_or(stamp, |(_, t)| t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn startup_from_the_logs_stamps() {
+        let facts = |first: &str, ready: &str| BootFacts {
+            first_stamp: Some(first.into()),
+            ready_stamp: Some(ready.into()),
+            ..BootFacts::default()
+        };
+        let startup = facts("11-30 17:48:43", "11-30 17:50:47").startup();
+        assert_eq!(
+            startup,
+            Some(Startup {
+                seconds: 124.0,
+                first_time: "17:48:43".into(),
+                ready_time: "17:50:47".into(),
+            })
+        );
+        assert_eq!(facts("12-31 23:59:00", "01-01 00:01:00").startup(), None);
+        assert_eq!(facts("x", "11-30 17:50:47").startup(), None);
+    }
 }

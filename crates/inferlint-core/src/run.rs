@@ -204,6 +204,56 @@ pub fn not_a_benchmark(run: &Run) -> Option<String> {
     idle.then(|| "the recording shows no request running or waiting".to_owned())
 }
 
+/// Tripwires with no verdict on a run, and why (see [`without_verdict`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Absent {
+    /// The tripwires, in catalogue order.
+    pub tripwires: Vec<Tripwire>,
+    /// Why, said of one tripwire: `needs a boot log`.
+    pub one: String,
+    /// Why, said of several: `need a boot log`.
+    pub many: String,
+}
+
+/// Every tripwire the catalogue has that got no verdict on the run, grouped by why, in the
+/// order of each group's first tripwire: what core said it needs when it listed it as not
+/// checked, else that it does not apply to the engine, else what the catalogue says a
+/// verdict needs (T2 and T3 run at clean-up, T7 needs a live server).
+pub fn without_verdict(results: &[CheckResult], engine: &EngineDescriptor) -> Vec<Absent> {
+    let mut groups: Vec<Absent> = Vec::new();
+    for tripwire in Tripwire::all() {
+        if results
+            .iter()
+            .any(|r| r.tripwire == tripwire && r.status.is_verdict())
+        {
+            continue;
+        }
+        let listed = results
+            .iter()
+            .find(|r| r.tripwire == tripwire && r.status == Status::NotChecked);
+        let (one, many) = match listed {
+            Some(r) => (r.message.clone(), r.message.replacen("needs ", "need ", 1)),
+            None if tripwire == Tripwire::T14 && engine.cache_info.is_none() => (
+                format!("does not apply to {}", engine.name),
+                format!("do not apply to {}", engine.name),
+            ),
+            None => {
+                let (one, many) = crate::catalogue::get(tripwire).needs;
+                (one.to_owned(), many.to_owned())
+            }
+        };
+        match groups.iter_mut().find(|g| g.one == one) {
+            Some(group) => group.tripwires.push(tripwire),
+            None => groups.push(Absent {
+                tripwires: vec![tripwire],
+                one,
+                many,
+            }),
+        }
+    }
+    groups
+}
+
 /// The one-line refusal when no check could run on the inputs `given` (as messages name
 /// them): which tripwires need what, from the not-checked results.
 pub fn nothing_checked(given: &[String], results: &[CheckResult]) -> String {

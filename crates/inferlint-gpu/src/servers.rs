@@ -32,8 +32,16 @@ pub struct ServerSignature {
     /// Modules run with `python -m` that are servers, with the word that must follow the
     /// module where it also runs non-server commands (`vllm.entrypoints.cli.main serve`).
     pub modules: &'static [(&'static str, Option<&'static str>)],
+    /// What people give `pkill -f` to stop this engine's servers (`vllm serve`).
+    pub pkill_pattern: &'static str,
+    /// Whether a server started as `python -m MODULE` is stopped by the module's name
+    /// instead (`sglang.launch_server`).
+    pub pkill_by_module: bool,
 }
 
+/// The engines' signatures. The order is also the order of precedence, last first, for
+/// the pattern people would give pkill when several engines' servers run
+/// ([`usual_pattern`]).
 pub const SIGNATURES: [ServerSignature; 3] = [
     ServerSignature {
         engine: Engine::Vllm,
@@ -45,6 +53,8 @@ pub const SIGNATURES: [ServerSignature; 3] = [
             ("vllm.entrypoints.api_server", None),
             ("vllm.entrypoints.cli.main", Some("serve")),
         ],
+        pkill_pattern: "vllm serve",
+        pkill_by_module: false,
     },
     ServerSignature {
         engine: Engine::Sglang,
@@ -52,6 +62,8 @@ pub const SIGNATURES: [ServerSignature; 3] = [
         program: "sglang",
         program_word: Some("serve"),
         modules: &[("sglang.launch_server", None)],
+        pkill_pattern: "sglang serve",
+        pkill_by_module: true,
     },
     ServerSignature {
         engine: Engine::Trtllm,
@@ -59,6 +71,8 @@ pub const SIGNATURES: [ServerSignature; 3] = [
         program: "trtllm-serve",
         program_word: None,
         modules: &[("tensorrt_llm.commands.serve", None)],
+        pkill_pattern: "trtllm-serve",
+        pkill_by_module: false,
     },
 ];
 
@@ -387,21 +401,23 @@ impl PkillComparison {
 
 /// The pattern people use to stop these servers: `trtllm-serve` when a TensorRT-LLM
 /// server is among them; `sglang.launch_server` when SGLang was started as that module,
-/// else `sglang serve`; else `vllm serve`.
+/// else `sglang serve`; else `vllm serve`. With no server found, the named engine's.
 pub fn usual_pattern(targets: &[Target], named: Option<Engine>) -> &'static str {
-    let has = |e: Engine| targets.iter().any(|t| t.engine == e);
-    if has(Engine::Trtllm) || (targets.is_empty() && named == Some(Engine::Trtllm)) {
-        "trtllm-serve"
-    } else if targets
-        .iter()
-        .any(|t| t.module == Some("sglang.launch_server"))
-    {
-        "sglang.launch_server"
-    } else if has(Engine::Sglang) || (targets.is_empty() && named == Some(Engine::Sglang)) {
-        "sglang serve"
-    } else {
-        "vllm serve"
+    for signature in SIGNATURES.iter().rev() {
+        let mut its = targets
+            .iter()
+            .filter(|t| t.engine == signature.engine)
+            .peekable();
+        if signature.pkill_by_module {
+            if let Some(module) = its.clone().find_map(|t| t.module) {
+                return module;
+            }
+        }
+        if its.peek().is_some() || (targets.is_empty() && named == Some(signature.engine)) {
+            return signature.pkill_pattern;
+        }
     }
+    SIGNATURES[0].pkill_pattern
 }
 
 /// `pkill -f` matches an extended regular expression against the command line. The

@@ -242,7 +242,7 @@ impl NoMetrics {
         }
         let hint = match named {
             Some(engine) => engine.descriptor().metrics_hint.to_owned(),
-            None => [Engine::Vllm, Engine::Sglang, Engine::Trtllm]
+            None => Engine::ALL
                 .iter()
                 .map(|e| format!("for {}, {}", e.name(), e.descriptor().metrics_hint))
                 .collect::<Vec<_>>()

@@ -82,7 +82,7 @@ impl BootLogReader {
     pub fn new(engine: Option<Engine>) -> BootLogReader {
         BootLogReader {
             parse: Parse::new(engine),
-            table: Table::of(engine.unwrap_or(Engine::Vllm)),
+            table: Table::of(engine.unwrap_or(Engine::DEFAULT)),
             held: None,
             read: 0,
             last_stamped: String::new(),
