@@ -103,6 +103,11 @@ pub fn watch(
     let (mut scraper, first, engine) = first_scrape(choice, &recorder, url)?;
     let mut file = output::create_stream(out, &rule).map_err(refused)?;
     let mut status = StatusLine::new(io::stderr().is_terminal());
+    // The command owns the process: Ctrl-C and `kill %1` end the recording cleanly.
+    let stop = {
+        let _inside = recorder.enter();
+        inferlint_live::interrupted()
+    };
     let progress = recorder
         .watch(
             &mut scraper,
@@ -110,6 +115,7 @@ pub fn watch(
             engine,
             &options,
             &mut file,
+            stop,
             |event, progress| status.show(event, progress),
         )
         .map_err(|e| cannot_write(out, e))?;
@@ -169,7 +175,7 @@ impl StatusLine {
     fn show(&mut self, event: Event<'_>, progress: &Progress) {
         let mut err = io::stderr().lock();
         match event {
-            Event::Sample => {}
+            Event::Sample(_) => {}
             Event::Gap(reason) => {
                 self.clear(&mut err);
                 let _ = writeln!(err, "scrape failed: {}", fmt::terminal_safe(reason));

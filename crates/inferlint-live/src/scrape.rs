@@ -255,6 +255,15 @@ impl NoMetrics {
     }
 }
 
+impl std::fmt::Display for NoMetrics {
+    /// [`NoMetrics::message`] with no engine named: every engine's hint.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message(None))
+    }
+}
+
+impl std::error::Error for NoMetrics {}
+
 /// The first scrape of a recording, which must find some engine's metrics.
 pub async fn first_scrape(scraper: &mut Scraper) -> Result<(Scrape, Engine), NoMetrics> {
     let base = scraper.base().clone();

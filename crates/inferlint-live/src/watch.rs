@@ -79,7 +79,8 @@ impl Progress {
 /// Something the caller may want to show as it happens.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Event<'a> {
-    Sample,
+    /// A sample, as written to the file.
+    Sample(&'a SeriesSample),
     /// A failed scrape, with the reason written to the file.
     Gap(&'a str),
     /// Slots skipped because a scrape ran past them.
@@ -254,8 +255,8 @@ pub async fn watch<W: Write>(
     };
 
     progress.attempts += 1;
-    record_sample(&first, &mut progress, &mut tally, out)?;
-    on_event(Event::Sample, &progress);
+    let sample = record_sample(&first, &mut progress, &mut tally, out)?;
+    on_event(Event::Sample(&sample), &progress);
     let mut noted_skipped = false;
     if let Some(note) = &first.skipped {
         on_event(Event::Skipped(note), &progress);
@@ -322,8 +323,8 @@ pub async fn watch<W: Write>(
                     tally.restarted();
                     on_event(Event::Restart(&restart.message), &progress);
                 }
-                record_sample(&scrape, &mut progress, &mut tally, out)?;
-                on_event(Event::Sample, &progress);
+                let sample = record_sample(&scrape, &mut progress, &mut tally, out)?;
+                on_event(Event::Sample(&sample), &progress);
                 if let (Some(note), false) = (&scrape.skipped, noted_skipped) {
                     on_event(Event::Skipped(note), &progress);
                     noted_skipped = true;

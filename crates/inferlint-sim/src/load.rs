@@ -506,6 +506,20 @@ pub fn run_with_output(
     config: LoadConfig,
     on_line: &mut dyn FnMut(&str),
 ) -> Result<LoadResult, LoadError> {
+    let target = checked(base_url, &config)?;
+    let rt = runtime()?;
+    rt.block_on(run_async(base_url, &target, config, on_line))
+}
+
+/// Runs a load inside the caller's tokio runtime (time and I/O drivers on): what a harness
+/// awaits beside a recording.
+pub async fn run_in_runtime(base_url: &str, config: LoadConfig) -> Result<LoadResult, LoadError> {
+    let target = checked(base_url, &config)?;
+    run_async(base_url, &target, config, &mut |_| {}).await
+}
+
+/// The target of a load whose settings make sense.
+fn checked(base_url: &str, config: &LoadConfig) -> Result<Target, LoadError> {
     if config.concurrency == 0 {
         return Err(LoadError::Config(
             "the concurrency must be at least 1".into(),
@@ -516,9 +530,7 @@ pub fn run_with_output(
             "the timeout must be a positive number".into(),
         ));
     }
-    let target = Target::parse(base_url)?;
-    let rt = runtime()?;
-    rt.block_on(run_async(base_url, &target, config, on_line))
+    Target::parse(base_url)
 }
 
 /// [`run_with_output`] without the live output.
