@@ -401,7 +401,7 @@ pub(crate) fn report(
                 .max_regression
                 .unwrap_or(crate::compare::DEFAULT_MARGIN);
             let gate = crate::compare::baseline_gate(
-                choice.named.map(|(e, _)| e.key()),
+                choice.named().map(|e| e.key()),
                 baseline,
                 &profile,
                 margin,
