@@ -26,10 +26,13 @@ pub enum LoadTool {
     InferencePerf,
     GenAiPerf,
     LlmPerf,
+    /// A program's own client, whose counts the program gave through the library
+    /// (`inferlint::ClientSummary`): it counts its failures.
+    Harness,
 }
 
 impl LoadTool {
-    pub const ALL: [LoadTool; 8] = [
+    pub const ALL: [LoadTool; 9] = [
         LoadTool::VllmBench,
         LoadTool::SglangBench,
         LoadTool::TrtllmBench,
@@ -38,6 +41,7 @@ impl LoadTool {
         LoadTool::InferencePerf,
         LoadTool::GenAiPerf,
         LoadTool::LlmPerf,
+        LoadTool::Harness,
     ];
 
     pub fn info(self) -> &'static LoadToolInfo {
@@ -92,7 +96,7 @@ pub struct LoadToolInfo {
     pub tokenizer: &'static str,
 }
 
-static LOAD_TOOLS: [LoadToolInfo; 8] = [
+static LOAD_TOOLS: [LoadToolInfo; 9] = [
     LoadToolInfo {
         tool: LoadTool::VllmBench,
         key: "vllm-bench",
@@ -172,6 +176,16 @@ static LOAD_TOOLS: [LoadToolInfo; 8] = [
         details_flag: None,
         ignore_eos: "`--additional-sampling-params '{\"ignore_eos\": true}'`",
         tokenizer: "nothing: it always counts tokens with its own Llama tokenizer",
+    },
+    LoadToolInfo {
+        tool: LoadTool::Harness,
+        key: "harness",
+        name: "the harness's client",
+        failures: FailureCounting::Counted,
+        headline: "gave its own counts of completed and failed requests",
+        details_flag: None,
+        ignore_eos: "`ignore_eos: true` in each request",
+        tokenizer: "the server's tokenizer",
     },
 ];
 

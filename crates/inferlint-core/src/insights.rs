@@ -45,15 +45,17 @@ const QUEUE_WORTH_SAYING_S: f64 = 1.0;
 /// A median time to first token from this many milliseconds up is a long wait.
 const LONG_WAIT_MS: f64 = 2000.0;
 
-/// One sentence of "What limited this run".
-#[derive(Debug, Clone, PartialEq)]
+/// One sentence of "What limited this run". In JSON: `limit`, `key`, `title`, `text`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Insight {
     /// True for a limit (something held the run back); false for an ok finding.
     pub limit: bool,
     /// `benchmark`, `server`, `traffic`, `backend`, `cache`, `concurrency`, `preemption`,
     /// `gauge`, `waiting`, `throughput` or `pace`.
     pub key: &'static str,
+    /// The finding in a few words: `The server ran fewer requests at once than the load sent.`
     pub title: String,
+    /// What the run's numbers say of it, in sentences.
     pub text: String,
 }
 

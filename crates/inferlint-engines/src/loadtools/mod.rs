@@ -214,6 +214,14 @@ fn read_kind(
             llmperf::summary,
             llmperf::read_records,
         )?,
+        // No file is told to be a harness's (`identify` never answers it): its counts
+        // come through the library.
+        LoadTool::Harness => {
+            return Err(FileError::invalid(
+                path,
+                "not a load tool result: a harness gives its counts through the library",
+            ))
+        }
     };
     account.count_from_records();
     Ok(account)
@@ -481,7 +489,12 @@ fn not_a_result(path: &Path, bytes: &[u8]) -> FileError {
 }
 
 fn known_tools() -> String {
-    let names: Vec<&str> = LoadTool::ALL.iter().map(|t| t.name()).collect();
+    // A harness's counts come through the library, never in a file.
+    let names: Vec<&str> = LoadTool::ALL
+        .iter()
+        .filter(|t| **t != LoadTool::Harness)
+        .map(|t| t.name())
+        .collect();
     names.join(", ")
 }
 
