@@ -8,7 +8,7 @@ use crate::common::{fixtures, inferlint, inferlint_env, no_panic, recorded, stde
 
 /// Every run folder under `root` (a folder holding a boot log or a recording), and every
 /// loose boot log (`boot*.log` beside other files).
-fn walk(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+pub(crate) fn walk(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let (mut runs, mut logs) = (Vec::new(), Vec::new());
     let mut folders = vec![root.to_owned()];
     while let Some(dir) = folders.pop() {
