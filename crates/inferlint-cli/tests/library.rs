@@ -14,7 +14,13 @@ fn agree(dir: &Path, scratch: &Path) -> bool {
     let _ = std::fs::remove_file(&out);
     let cli = inferlint(
         scratch,
-        &["report", "--json", "-o", out.to_str().unwrap(), dir.to_str().unwrap()],
+        &[
+            "report",
+            "--json",
+            "-o",
+            out.to_str().unwrap(),
+            dir.to_str().unwrap(),
+        ],
     );
     no_panic(&cli);
     let code = cli.status.code().unwrap();
@@ -42,7 +48,12 @@ fn agree(dir: &Path, scratch: &Path) -> bool {
             false
         }
         Err(error) => {
-            assert_eq!(code, 2, "{}: the library refused ({error}), the command did not", dir.display());
+            assert_eq!(
+                code,
+                2,
+                "{}: the library refused ({error}), the command did not",
+                dir.display()
+            );
             assert!(stdout(&cli).is_empty(), "{}", dir.display());
             assert!(
                 stderr(&cli).contains(&error.to_string()),
@@ -115,5 +126,9 @@ fn the_library_refuses_what_report_refuses() {
     .unwrap();
     assert!(agree(&before_only, scratch.path()));
     let error = inferlint::Run::from_dir(&before_only).unwrap_err();
-    assert_eq!(error.kind(), inferlint::ErrorKind::NothingChecked, "{error}");
+    assert_eq!(
+        error.kind(),
+        inferlint::ErrorKind::NothingChecked,
+        "{error}"
+    );
 }

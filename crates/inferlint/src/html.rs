@@ -40,8 +40,7 @@ impl Run {
         let Some(stats) = self.inner.series.as_ref() else {
             return Ok(None);
         };
-        let Some(setup) = TimelineSetup::new(stats, self.inner.engine, usable_blocks, None)
-        else {
+        let Some(setup) = TimelineSetup::new(stats, self.inner.engine, usable_blocks, None) else {
             return Ok(None);
         };
         let mut builder = TimelineBuilder::new(setup);
@@ -54,8 +53,8 @@ impl Run {
                 Ok(Some((builder.finish(), None)))
             }
             SeriesSource::File(path) => {
-                let summary = files::read_series(path, |sample| builder.push(sample))
-                    .map_err(|e| {
+                let summary =
+                    files::read_series(path, |sample| builder.push(sample)).map_err(|e| {
                         Error::new(ErrorKind::Io, format!("cannot read {e}")).with_path(path)
                     })?;
                 let mut timeline = builder.finish();

@@ -28,7 +28,10 @@ pub struct Run {
     /// What a reader should know that did not stop the load.
     notes: Vec<String>,
     /// Where the recording can be read again for the HTML report's charts.
-    #[cfg_attr(not(feature = "report"), expect(dead_code, reason = "read by the report"))]
+    #[cfg_attr(
+        not(feature = "report"),
+        expect(dead_code, reason = "read by the report")
+    )]
     pub(crate) series_source: SeriesSource,
 }
 
@@ -101,9 +104,7 @@ impl Run {
         let run = Run {
             inner,
             notes: choice.take_notes(),
-            series_source: found
-                .series
-                .map_or(SeriesSource::None, SeriesSource::File),
+            series_source: found.series.map_or(SeriesSource::None, SeriesSource::File),
         };
         run.refuse_nothing_checked(&given)?;
         Ok(run)
@@ -212,9 +213,7 @@ impl ClientSummary {
             .map(|n| count("input_tokens", n))
             .transpose()?;
         account.duration = Some(self.duration_s).filter(|d| d.is_finite() && *d > 0.0);
-        account.output_throughput = account
-            .duration
-            .map(|d| self.output_tokens as f64 / d);
+        account.output_throughput = account.duration.map(|d| self.output_tokens as f64 / d);
         account.max_concurrency = self
             .max_concurrency
             .map(|n| count("max_concurrency", n))
@@ -307,7 +306,12 @@ impl RunBuilder {
         self.reading(text, Some(t_wall), false)
     }
 
-    fn reading(mut self, text: &str, t_wall: Option<f64>, before: bool) -> Result<RunBuilder, Error> {
+    fn reading(
+        mut self,
+        text: &str,
+        t_wall: Option<f64>,
+        before: bool,
+    ) -> Result<RunBuilder, Error> {
         let what = if before {
             "the before metrics"
         } else {
@@ -409,7 +413,10 @@ impl RunBuilder {
             choice.input(what, *said)?;
         }
         if let Some((label, why)) = &self.not_a_log {
-            return Err(Error::invalid_input(label, format!("not a server log: {why}")));
+            return Err(Error::invalid_input(
+                label,
+                format!("not a server log: {why}"),
+            ));
         }
         let engine = choice.resolve();
         if let Some((_, read_as)) = &self.series {
@@ -429,8 +436,7 @@ impl RunBuilder {
             choice.note_version(facts);
         }
         if let (Some(before), Some(after)) = (&self.before, &self.after) {
-            if let Some(reason) = inferlint_core::checks::counters::out_of_order(before, after)
-            {
+            if let Some(reason) = inferlint_core::checks::counters::out_of_order(before, after) {
                 return Err(Error::new(
                     ErrorKind::Readings,
                     format!(
@@ -440,14 +446,22 @@ impl RunBuilder {
                 .with_input("the before metrics"));
             }
         }
-        let account = self.client.as_ref().map(ClientSummary::account).transpose()?;
+        let account = self
+            .client
+            .as_ref()
+            .map(ClientSummary::account)
+            .transpose()?;
         let expected_extra_requests = self.client.as_ref().map_or(0, |c| c.untimed_requests);
         let requested = self
             .requested
             .or_else(|| self.client.as_ref().and_then(|c| c.max_concurrency))
             .filter(|n| *n > 0 || self.requested.is_some());
         let mut given: Vec<String> = self.boots.iter().map(|(l, _)| l.clone()).collect();
-        given.extend(self.before.as_ref().map(|_| "the before metrics".to_owned()));
+        given.extend(
+            self.before
+                .as_ref()
+                .map(|_| "the before metrics".to_owned()),
+        );
         given.extend(self.after.as_ref().map(|_| "the after metrics".to_owned()));
         given.extend(self.series.as_ref().map(|_| "the samples".to_owned()));
         given.extend(account.as_ref().map(|_| "the client summary".to_owned()));

@@ -103,16 +103,30 @@ fn samples_fold_into_the_series_checks() {
 /// Garbage is an error naming the input, never a panic or a pass.
 #[test]
 fn garbage_is_a_typed_error() {
-    for garbage in ["", "   \n", "<html><body>502 Bad Gateway</body></html>", "{\"not\": \"metrics\"}", "\u{0}\u{1}binary"] {
+    for garbage in [
+        "",
+        "   \n",
+        "<html><body>502 Bad Gateway</body></html>",
+        "{\"not\": \"metrics\"}",
+        "\u{0}\u{1}binary",
+    ] {
         let error = Run::builder().before_metrics(garbage).unwrap_err();
         assert_eq!(error.kind(), ErrorKind::Invalid, "{garbage:?}: {error}");
         assert_eq!(error.input(), Some("the before metrics"));
-        assert!(error.to_string().starts_with("cannot read the before metrics: "), "{error}");
+        assert!(
+            error
+                .to_string()
+                .starts_with("cannot read the before metrics: "),
+            "{error}"
+        );
         let mut builder = Run::builder();
         let error = builder.sample_metrics(garbage, 1.0).unwrap_err();
         assert_eq!(error.kind(), ErrorKind::Invalid, "{garbage:?}: {error}");
     }
-    let error = Run::builder().boot_log("hello, world\n").build().unwrap_err();
+    let error = Run::builder()
+        .boot_log("hello, world\n")
+        .build()
+        .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Invalid, "{error}");
     assert!(error.to_string().contains("not a server log"), "{error}");
     // Nothing given at all: nothing to check, as report refuses it.
@@ -120,14 +134,17 @@ fn garbage_is_a_typed_error() {
     assert_eq!(error.kind(), ErrorKind::NothingChecked, "{error}");
     // A std error: it boxes into anyhow-style handling.
     let boxed: Box<dyn std::error::Error + Send + Sync> = Box::new(error);
-    assert!(boxed.to_string().starts_with("no check could run on nothing"));
+    assert!(boxed
+        .to_string()
+        .starts_with("no check could run on nothing"));
 }
 
 /// Readings from two engines, or from another than the one named, are refused, as a
 /// run folder's are; so are readings in the wrong order.
 #[test]
 fn readings_of_two_engines_or_out_of_order_are_refused() {
-    let sglang = "sglang:num_running_reqs{model_name=\"m\"} 0\nsglang:num_queue_reqs{model_name=\"m\"} 0\n";
+    let sglang =
+        "sglang:num_running_reqs{model_name=\"m\"} 0\nsglang:num_queue_reqs{model_name=\"m\"} 0\n";
     let mixed = Run::builder()
         .before_metrics(&vllm_metrics(0, 0))
         .unwrap()

@@ -16,7 +16,9 @@ fn a_folder_of_another_engine_than_the_one_named_is_refused() {
     let error = Run::from_dir_as(sim("sglang-capped"), Engine::Vllm).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Engine);
     assert!(
-        error.to_string().starts_with("the engine named is vLLM, but "),
+        error
+            .to_string()
+            .starts_with("the engine named is vLLM, but "),
         "{error}"
     );
     let run = Run::from_dir_as(sim("sglang-capped"), Engine::Sglang).unwrap();
@@ -28,7 +30,10 @@ fn a_folder_of_another_engine_than_the_one_named_is_refused() {
 #[test]
 fn a_report_serialises_its_verdicts_not_checked_list_and_insights() {
     let report = Run::from_dir(sim("vllm-hybrid")).unwrap().check();
-    assert!(report.results().iter().all(|r| r.status() != Status::NotChecked));
+    assert!(report
+        .results()
+        .iter()
+        .all(|r| r.status() != Status::NotChecked));
     assert!(report
         .not_checked()
         .iter()
