@@ -179,4 +179,65 @@ mod tests {
             }
         }
     }
+
+    /// The evidence keys a check writes (`.with("key", ..)`, `insert("key".into(), ..)`)
+    /// in every crate that makes results, outside unit tests.
+    fn evidence_keys_written() -> Vec<(String, PathBuf)> {
+        let mut keys = Vec::new();
+        for krate in [
+            "inferlint-core",
+            "inferlint-gpu",
+            "inferlint-live",
+            "inferlint-cli",
+        ] {
+            for file in rust_files(&root().join("crates").join(krate).join("src")) {
+                let text = std::fs::read_to_string(&file).unwrap();
+                let code = without_tests(&text);
+                for opener in [".with(", "insert("] {
+                    for (at, _) in code.match_indices(opener) {
+                        let rest = code[at + opener.len()..].trim_start();
+                        let Some(quoted) = rest.strip_prefix('"') else {
+                            continue;
+                        };
+                        let Some(end) = quoted.find('"') else {
+                            continue;
+                        };
+                        let key = &quoted[..end];
+                        let tail = &quoted[end + 1..];
+                        let is_key = key
+                            .bytes()
+                            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+                        // `insert` takes the key as a String.
+                        let written = opener == ".with(" || tail.starts_with(".into()");
+                        if is_key && !key.is_empty() && written {
+                            keys.push((key.to_owned(), file.clone()));
+                        }
+                    }
+                }
+            }
+        }
+        keys
+    }
+
+    /// Every evidence key a check writes is listed, with its meaning, in core's
+    /// `evidence::KEYS`, which the library's docs point a harness to.
+    #[test]
+    fn every_evidence_key_is_documented() {
+        let written = evidence_keys_written();
+        assert!(
+            written.len() > 100,
+            "the key finder finds keys: {written:?}"
+        );
+        for (key, file) in written {
+            // The doc examples of `CheckResult::with` and of the contract write made-up keys.
+            if file.ends_with("status.rs") || file.ends_with("contract.rs") {
+                continue;
+            }
+            assert!(
+                inferlint_core::evidence::get(&key).is_some(),
+                "{}: evidence key `{key}` is not listed in inferlint-core/src/evidence.rs",
+                file.display()
+            );
+        }
+    }
 }

@@ -1,5 +1,5 @@
 //! What to change: advice attached to each finding, in the engine's own setting names
-//! (from its [`Tuning`] table) and, where the run gives them, the run's own numbers.
+//! (from its [`crate::engine::Tuning`] table) and, where the run gives them, the run's own numbers.
 //!
 //! Advice is only given where a setting changes the outcome and the direction is known:
 //! a KV cache too small for the load (more memory for the cache, or a lower load), a

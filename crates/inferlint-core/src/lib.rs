@@ -16,6 +16,7 @@ pub mod compare;
 pub mod contract;
 pub mod crosscheck;
 pub mod engine;
+pub mod evidence;
 pub mod fmt;
 pub mod insights;
 pub mod junit;

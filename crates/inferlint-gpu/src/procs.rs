@@ -30,7 +30,7 @@ pub struct ProcessInfo {
     /// `VLLM::EngineCor` here.
     pub comm: String,
     /// The command line, split on NUL, empty parts dropped and each part trimmed (a
-    /// process that renames itself pads argv[0] with spaces).
+    /// process that renames itself pads `argv[0]` with spaces).
     pub argv: Vec<String>,
 }
 

@@ -2,8 +2,8 @@
 //! row per engine, never a substring of the whole command line.
 //!
 //! A process is a server when
-//! - its comm or argv[0] starts with the engine's renamed prefix (`VLLM::`, `sglang::`);
-//! - argv[0] is the engine's program (`vllm serve …`, `sglang serve …`, `trtllm-serve …`),
+//! - its comm or `argv[0]` starts with the engine's renamed prefix (`VLLM::`, `sglang::`);
+//! - `argv[0]` is the engine's program (`vllm serve …`, `sglang serve …`, `trtllm-serve …`),
 //!   or a Python interpreter runs that program as a script (`python3 /venv/bin/vllm serve`);
 //! - a Python interpreter runs one of the engine's server modules with `-m`;
 //! - or it descends from such a process (TensorRT-LLM's MPI workers, vLLM's engine).
@@ -22,9 +22,9 @@ use crate::procs::{ProcessInfo, ProcessTable};
 #[derive(Debug)]
 pub struct ServerSignature {
     pub engine: Engine,
-    /// Processes the engine renamed (comm or argv[0] starts with this).
+    /// Processes the engine renamed (comm or `argv[0]` starts with this).
     pub renamed_prefix: Option<&'static str>,
-    /// The engine's program, as argv[0] (or a Python script) names it.
+    /// The engine's program, as `argv[0]` (or a Python script) names it.
     pub program: &'static str,
     /// The word that must follow the program (`serve`), or `None` when the program is
     /// the server whatever follows (`trtllm-serve`).

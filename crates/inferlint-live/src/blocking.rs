@@ -5,7 +5,7 @@
 //! Like `reqwest::blocking`, none of this may run inside an async runtime: it would block
 //! the runtime's thread, and tokio refuses to start a runtime inside another by panicking.
 //! Here that is an error instead ([`RecordError::InsideRuntime`]): from async code, await
-//! [`crate::record`] instead.
+//! [`crate::record()`] instead.
 
 use std::future::Future;
 
@@ -30,7 +30,7 @@ fn own_runtime() -> Result<tokio::runtime::Runtime, RecordError> {
     crate::runtime().map_err(RecordError::Runtime)
 }
 
-/// [`crate::record`], blocking until `stop` resolves (or the duration passes): `stop` is
+/// [`crate::record()`], blocking until `stop` resolves (or the duration passes): `stop` is
 /// polled on the recorder's own runtime (a channel's receiver, a timer, a flag's
 /// [`crate::Stop::stopped`]).
 pub fn record(

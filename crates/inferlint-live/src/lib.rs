@@ -8,7 +8,7 @@
 //! here and a recording read from a file can never disagree. The file readers, benches and
 //! fuzz target stay free of tokio and hyper.
 //!
-//! The API is async first: [`record`] takes the before reading, the series and the after
+//! The API is async first: [`record()`] takes the before reading, the series and the after
 //! reading while the caller's load runs, and ends when the caller's stop future resolves.
 //! [`blocking`] wraps it for a program without a runtime, and refuses (with an error, not
 //! a panic) to run inside one. Nothing here installs a signal handler unless the caller

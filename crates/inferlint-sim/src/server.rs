@@ -3,7 +3,7 @@
 //!
 //! One thread per server, with its own single-threaded tokio runtime, so a test or the
 //! live recorder can start one without an async context. Three kinds of task share one
-//! [`Sim`] behind a mutex that is never held across an `.await`:
+//! `Sim` behind a mutex that is never held across an `.await`:
 //! - the **driver** steps the scheduler. It applies a step at once but *publishes* it only
 //!   when the real clock reaches the step's end (simulated seconds divided by `speed`):
 //!   `/metrics` and the waiting requests see published states only, so a scrape never
