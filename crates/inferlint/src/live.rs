@@ -72,7 +72,7 @@ fn server_error(error: inferlint_live::RecordError, url: &str) -> Error {
 /// Nothing here may be called inside an async runtime (it would block the runtime's
 /// thread, and tokio panics when a runtime is started inside another): there it returns
 /// an error of kind [`crate::ErrorKind::InsideRuntime`]. From async code, await
-/// [`super::record`].
+/// [`crate::live::record()`].
 pub mod blocking {
     use std::future::Future;
 
