@@ -10,8 +10,11 @@ use std::str::FromStr;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Engine {
+    /// vLLM (`vllm serve`), metric prefix `vllm:`.
     Vllm,
+    /// SGLang (`python -m sglang.launch_server`), metric prefix `sglang:`.
     Sglang,
+    /// TensorRT-LLM (`trtllm-serve`), metric prefix `trtllm_`.
     Trtllm,
 }
 
@@ -23,6 +26,7 @@ impl Engine {
     /// established tool's files follow.
     pub const DEFAULT: Engine = Engine::Vllm;
 
+    /// The engine's table: its metric names, words, quirks and settings.
     pub fn descriptor(self) -> &'static EngineDescriptor {
         match self {
             Engine::Vllm => &VLLM,
