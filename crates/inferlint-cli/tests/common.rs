@@ -14,7 +14,7 @@ pub fn recorded() -> Option<PathBuf> {
                 std::env::var_os("CI").is_none(),
                 "INFERLINT_RECORDED must point at the recordings in CI"
             );
-            eprintln!("skipped: INFERLINT_RECORDED is not set to the recordings folder");
+            skipped("INFERLINT_RECORDED is not set to the recordings folder");
             None
         }
     }
@@ -139,4 +139,13 @@ pub fn copy_tree(from: &Path, to: &Path) {
         perms.set_readonly(false);
         std::fs::set_permissions(to, perms).unwrap();
     }
+}
+
+/// Says that the running test was skipped and why, past the test harness's capture of
+/// `eprintln!` (which shows a passing test's output to no one): a test that returns early
+/// would otherwise read as a silent pass. The line names the test.
+pub fn skipped(why: &str) {
+    use std::io::Write;
+    let test = std::thread::current().name().unwrap_or("a test").to_owned();
+    let _ = writeln!(std::io::stderr().lock(), "skipped: {test}: {why}");
 }

@@ -461,7 +461,7 @@ impl Browser {
             std::env::var_os("CI").is_none(),
             "chromium must be installed in CI (.ci/run installs Debian's package)"
         );
-        eprintln!("skipped: no chromium on this machine (apt-get install chromium)");
+        crate::common::skipped("no chromium on this machine (apt-get install chromium)");
         None
     }
 
