@@ -23,5 +23,7 @@ pub fn recorded() -> Option<PathBuf> {
 pub fn skipped(why: &str) {
     use std::io::Write;
     let test = std::thread::current().name().unwrap_or("a test").to_owned();
-    let _ = writeln!(std::io::stderr().lock(), "skipped: {test}: {why}");
+    // One write: stderr is unbuffered, and the tests beside this one print too.
+    let line = format!("skipped: {test}: {why}\n");
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }
