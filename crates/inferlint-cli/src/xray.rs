@@ -26,6 +26,7 @@ use std::task::{Poll, Waker};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant, SystemTime};
 
+use inferlint_core::checks::owner;
 use inferlint_core::status::{count_line, CheckResult, Status, Tripwire};
 use inferlint_core::{contract, insights, run, Engine};
 use inferlint_engines::load::{self, shown, EngineChoice, Source};
@@ -537,14 +538,7 @@ impl Xray<'_> {
                     self.base.join("/health")
                 )));
             }
-            self.record(CheckResult::new(
-                Tripwire::T13,
-                Status::NotApplicable,
-                format!(
-                    "xray did not start the server at {} (--url without --serve), so there is no started server to compare it with",
-                    self.base
-                ),
-            ));
+            self.record(owner::not_started(&self.base.to_string()));
         }
         self.check_interrupt()?;
         self.identify(&recorder)?;
@@ -581,14 +575,7 @@ impl Xray<'_> {
         }
         let addrs = socket_addrs(&self.base);
         if something_answers(&addrs) {
-            self.record(CheckResult::new(
-                Tripwire::T13,
-                Status::Fail,
-                format!(
-                    "something already answers at {}: a server left from an earlier run would be measured instead of the one xray starts; stop it first (inferlint teardown), or give --url to check it as it is",
-                    self.base
-                ),
-            ));
+            self.record(owner::address_taken(&self.base.to_string()));
             return Err(problem(
                 "the server's address is taken; xray started nothing and stopped nothing",
             ));
@@ -1144,62 +1131,27 @@ fn ordered_run_checks(results: &[CheckResult]) -> Vec<CheckResult> {
 #[cfg(target_os = "linux")]
 fn owner_result(base: &BaseUrl, root: u32, pid: u32, addrs: &[SocketAddr]) -> CheckResult {
     use inferlint_gpu::listen::{descendants, port_owner, PortOwner};
+    let base_text = base.to_string();
     let Some(port) = addrs.first().map(SocketAddr::port) else {
-        return CheckResult::new(
-            Tripwire::T13,
-            Status::Unknown,
-            format!("cannot tell which process serves {base}: its address does not resolve"),
-        );
+        return owner::cannot_tell(&base_text, "its address does not resolve");
     };
     let table = match inferlint_gpu::procs::read_process_table() {
         Ok(table) => table,
-        Err(e) => {
-            return CheckResult::new(
-                Tripwire::T13,
-                Status::Unknown,
-                format!("cannot tell which process serves {base}: {e}"),
-            )
-        }
+        Err(e) => return owner::cannot_tell(&base_text, &e.to_string()),
     };
     let ours = descendants(&table, root);
-    match port_owner(port, &ours) {
-        Some(PortOwner::Ours(owner)) => CheckResult::new(
-            Tripwire::T13,
-            Status::Pass,
-            format!("the server at {base} is the one xray started (pid {owner})"),
-        )
-        .with("pid", owner)
-        .with("port", port),
-        Some(PortOwner::Other) => CheckResult::new(
-            Tripwire::T13,
-            Status::Fail,
-            format!(
-                "the server at {base} is not the one xray started (pid {pid}): another process holds port {port}"
-            ),
-        )
-        .with("port", port),
-        Some(PortOwner::NotListening) => CheckResult::new(
-            Tripwire::T13,
-            Status::Unknown,
-            format!(
-                "cannot tell which process serves {base}: no socket listens on port {port} on this machine"
-            ),
-        ),
-        None => CheckResult::new(
-            Tripwire::T13,
-            Status::Unknown,
-            "cannot tell which process serves the address: /proc/net/tcp cannot be read",
-        ),
-    }
+    let listener = match port_owner(port, &ours) {
+        Some(PortOwner::Ours(owner)) => owner::Listener::Ours(owner),
+        Some(PortOwner::Other) => owner::Listener::Other,
+        Some(PortOwner::NotListening) => owner::Listener::Nobody,
+        None => owner::Listener::Unreadable,
+    };
+    owner::after_start(&base_text, pid, port, listener)
 }
 
 #[cfg(not(target_os = "linux"))]
 fn owner_result(base: &BaseUrl, _root: u32, _pid: u32, _addrs: &[SocketAddr]) -> CheckResult {
-    CheckResult::new(
-        Tripwire::T13,
-        Status::Unknown,
-        format!("cannot tell which process serves {base}: that needs Linux's /proc"),
-    )
+    owner::cannot_tell(&base.to_string(), "that needs Linux's /proc")
 }
 
 /// A blocking `GET /health` (200 or not) on a small runtime of its own.
