@@ -59,6 +59,7 @@ impl BaseUrl {
         Ok(BaseUrl(with_scheme.trim_end_matches('/').to_owned()))
     }
 
+    /// The address as text (`http://127.0.0.1:8000`, no trailing slash).
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -79,12 +80,16 @@ impl fmt::Display for BaseUrl {
 /// a gap record.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HttpError {
+    /// Nothing listens at the address.
     #[error("connection refused")]
     Refused,
+    /// No whole answer within the time given (the time, in words).
     #[error("timed out after {0}")]
     TimedOut(String),
+    /// The body is larger than the most read (the bound, in words).
     #[error("the answer is larger than {0}, the most read")]
     TooLarge(String),
+    /// Any other failure, as the HTTP stack said it.
     #[error("{0}")]
     Other(String),
 }
@@ -92,9 +97,11 @@ pub enum HttpError {
 /// An answer: the status, where a redirect points, and the whole body.
 #[derive(Debug, Clone)]
 pub struct Answer {
+    /// The HTTP status.
     pub status: StatusCode,
     /// The `Location` header, when there is one.
     pub location: Option<String>,
+    /// The whole body.
     pub body: Vec<u8>,
 }
 
@@ -136,6 +143,7 @@ impl HttpClient {
         HttpClient { client }
     }
 
+    /// `GET url`, the whole answer within `timeout`.
     pub async fn get(&self, url: &str, timeout: Duration) -> Result<Answer, HttpError> {
         self.send(Method::GET, url, None, timeout).await
     }

@@ -19,6 +19,8 @@
 //! ([`watch::gap_json`], [`watch::restart_json`]) and the probe's verdict
 //! ([`probe::verdict`]).
 
+#![deny(missing_docs)]
+
 pub mod blocking;
 pub mod clock;
 pub mod http;

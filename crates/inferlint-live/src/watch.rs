@@ -39,8 +39,10 @@ pub const MAX_FAILED_SHARE: f64 = 0.1;
 /// one-millisecond wheel wakes up to a millisecond late.
 const FINE_SLEEP: Duration = Duration::from_millis(2);
 
+/// How to sample.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WatchOptions {
+    /// Time between two slots of the schedule.
     pub interval: Duration,
     /// Stop after this long; `None` runs until `stop` resolves.
     pub duration: Option<Duration>,
@@ -49,6 +51,7 @@ pub struct WatchOptions {
 /// What the recording holds so far (the status line shows it).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Progress {
+    /// Samples written.
     pub samples: u64,
     /// Scrapes tried, the first one included (a slot skipped by an overrun is not tried).
     pub attempts: u64,
@@ -56,16 +59,22 @@ pub struct Progress {
     pub failed: u64,
     /// Scrapes read with some of their lines skipped (not UTF-8, bad syntax).
     pub damaged: u64,
+    /// Gap records written.
     pub gaps: u64,
+    /// Restarts of the server seen (its counters went back).
     pub restarts: u64,
     /// Slots that passed unsampled (failed scrapes and overruns).
     pub missed_slots: u64,
+    /// Requests running at the last sample.
     pub running: Option<f64>,
+    /// Requests waiting at the last sample.
     pub waiting: Option<f64>,
+    /// KV cache use at the last sample, 0 to 1.
     pub kv_usage: Option<f64>,
     /// The engine's preemption counter (or TensorRT-LLM's paused gauge, below) since
     /// the first sample, across restarts.
     pub preemptions: Option<f64>,
+    /// TensorRT-LLM: requests paused for recompute at the last sample.
     pub paused: Option<f64>,
 }
 
@@ -85,6 +94,7 @@ pub enum Event<'a> {
     Gap(&'a str),
     /// Slots skipped because a scrape ran past them.
     Missed(&'a str),
+    /// The server restarted, and how that showed.
     Restart(&'a str),
     /// The first scrape with lines that could not be read, and what they were; later
     /// ones are only counted ([`Progress::damaged`]).
