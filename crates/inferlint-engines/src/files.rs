@@ -17,21 +17,32 @@ use serde_json::{Map, Value};
 
 use crate::prom;
 
+/// The `schema` a snapshot file carries (shared with the Python tool).
 pub const SNAPSHOT_SCHEMA: &str = "inferlint.snapshot/1";
+/// The `schema` of a series file's header line.
 pub const SERIES_SCHEMA: &str = "inferlint.series/1";
 
 /// A file that could not be used. The message reads after "cannot read": it names the
 /// file and what is wrong with it.
 #[derive(Debug, thiserror::Error)]
 pub enum FileError {
+    /// The file could not be opened or read.
     #[error("{path}: {source}")]
     Io {
+        /// The file.
         path: PathBuf,
+        /// What the system said.
         #[source]
         source: io::Error,
     },
+    /// The file is not what it should be.
     #[error("{path}: {message}")]
-    Invalid { path: PathBuf, message: String },
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
 }
 
 impl FileError {
@@ -328,7 +339,9 @@ pub fn snapshot_json(snapshot: &Snapshot) -> String {
 /// One line of a series file.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SeriesLine {
+    /// The header: schema, engine, address, interval.
     Header(SeriesHeader),
+    /// One reading.
     Sample(SeriesSample),
     /// A recorder's record of a failed scrape (`gap`) or of a server restart (`restart`):
     /// a time, but no reading.
@@ -1204,8 +1217,11 @@ pub fn for_each_log_line(
 /// a server's log at all, if it is not (see [`crate::bootlog::not_a_boot_log`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct BootLogFile {
+    /// What the log says of the start.
     pub facts: BootFacts,
+    /// The engine the log's own markers name.
     pub engine: Option<Engine>,
+    /// Why it is no server's log, in a few words.
     pub not_a_log: Option<&'static str>,
 }
 
@@ -1268,11 +1284,17 @@ fn leading_number(text: &str) -> Option<u64> {
 /// The files of a run folder, found by name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunFiles {
+    /// The boot logs, the one that covers the run last.
     pub boot_logs: Vec<PathBuf>,
+    /// The snapshot taken before the load.
     pub before: Option<PathBuf>,
+    /// The snapshot taken after it.
     pub after: Option<PathBuf>,
+    /// The recording made during it.
     pub series: Option<PathBuf>,
+    /// The load tool's result file.
     pub bench: Option<PathBuf>,
+    /// What the load tool printed (`load.log`).
     pub load_log: Option<PathBuf>,
 }
 

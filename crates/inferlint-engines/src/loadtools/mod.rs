@@ -45,7 +45,9 @@ pub enum Role {
 /// A result file recognised by its content.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Kind {
+    /// The tool that wrote it.
     pub tool: LoadTool,
+    /// What it holds.
     pub role: Role,
 }
 
