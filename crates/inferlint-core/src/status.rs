@@ -272,18 +272,29 @@ impl CheckResult {
     }
 
     /// One evidence value read as `T` (a number, a string, a list, a struct of yours),
-    /// or `None` when the key is absent or holds another type.
+    /// or `None` when the key is absent or holds another type. A count the check kept as
+    /// a whole float (`16.0`) also reads as an integer type.
     ///
     /// ```
     /// use inferlint_core::{CheckResult, Status, Tripwire};
     /// let r = CheckResult::new(Tripwire::T1, Status::Fail, "16 preemptions during the run")
     ///     .with("preemptions", 16.0);
     /// assert_eq!(r.evidence_as::<f64>("preemptions"), Some(16.0));
+    /// assert_eq!(r.evidence_as::<u64>("preemptions"), Some(16));
     /// assert_eq!(r.evidence_as::<String>("preemptions"), None);
     /// assert_eq!(r.evidence_as::<f64>("no such key"), None);
     /// ```
     pub fn evidence_as<T: serde::de::DeserializeOwned>(&self, key: &str) -> Option<T> {
-        serde::Deserialize::deserialize(self.evidence.get(key)?).ok()
+        let value = self.evidence.get(key)?;
+        if let Ok(read) = T::deserialize(value) {
+            return Some(read);
+        }
+        // Counters are read as floats; a whole one is a count for a caller that asks
+        // for an integer.
+        let whole = value
+            .as_f64()
+            .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)?;
+        T::deserialize(&Value::from(whole as i64)).ok()
     }
 
     /// An evidence number (`None` when absent or not a number).
