@@ -28,9 +28,11 @@ pub struct LoadConfig {
     pub model: Option<String>,
     /// Timed requests (the untimed test request comes on top).
     pub requests: usize,
+    /// Requests kept open at once.
     pub concurrency: usize,
     /// Prompt length in words (the simulated server counts a word as a token).
     pub prompt_tokens: u64,
+    /// Output tokens each request asks for (with `ignore_eos`).
     pub output_tokens: u64,
     /// The whole run, test request included, ends by then; requests still open fail.
     pub timeout_s: f64,
@@ -52,7 +54,9 @@ impl Default for LoadConfig {
 /// One request as the client saw it.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct RequestOutcome {
+    /// Whether the answer came back whole.
     pub ok: bool,
+    /// Why not, when it did not.
     pub error: Option<String>,
     /// Seconds from sending to the first chunk with text.
     pub ttft_s: Option<f64>,
@@ -65,9 +69,13 @@ pub struct RequestOutcome {
 /// What a load run measured.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadResult {
+    /// The server's address.
     pub base_url: String,
+    /// The model asked for.
     pub model: String,
+    /// What was sent.
     pub config: LoadConfig,
+    /// The untimed test request sent first.
     pub initial_test: RequestOutcome,
     /// The timed requests, in sending order.
     pub requests: Vec<RequestOutcome>,
@@ -78,14 +86,17 @@ pub struct LoadResult {
 }
 
 impl LoadResult {
+    /// Timed requests that came back whole.
     pub fn completed(&self) -> usize {
         self.requests.iter().filter(|r| r.ok).count()
     }
 
+    /// Timed requests that failed.
     pub fn failed(&self) -> usize {
         self.requests.len() - self.completed()
     }
 
+    /// Output tokens of the completed timed requests.
     pub fn total_output_tokens(&self) -> u64 {
         self.requests
             .iter()
@@ -186,16 +197,32 @@ Mean TPOT (ms):                          {:<10.2}\n\
 /// Why a load run (or a fetch) could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
+    /// An address other than `http://HOST:PORT[/PATH]`.
     #[error("read the URL {0}: only http://HOST:PORT[/PATH] is supported")]
     BadUrl(String),
+    /// `GET /v1/models` gave no model.
     #[error("list the models at {url}: {reason}")]
-    Models { url: String, reason: String },
+    Models {
+        /// The address asked.
+        url: String,
+        /// Why no model came back.
+        reason: String,
+    },
+    /// The untimed test request failed, so no timed request was sent.
     #[error("run the initial test request: {0}")]
     InitialTest(String),
+    /// The client's runtime could not start.
     #[error("set up the client: {0}")]
     Io(#[from] std::io::Error),
+    /// A plain request failed.
     #[error("fetch {url}: {reason}")]
-    Fetch { url: String, reason: String },
+    Fetch {
+        /// The address asked.
+        url: String,
+        /// Why it failed.
+        reason: String,
+    },
+    /// Settings that cannot be run (no request, a timeout of 0).
     #[error("read the load settings: {0}")]
     Config(String),
 }
@@ -242,8 +269,11 @@ impl Target {
 /// A plain HTTP answer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HttpReply {
+    /// The HTTP status.
     pub status: u16,
+    /// The `Content-Type` header.
     pub content_type: Option<String>,
+    /// The body, as text.
     pub body: String,
 }
 

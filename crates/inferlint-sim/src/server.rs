@@ -101,9 +101,11 @@ pub struct Faults {
 /// The boot log's port, pid and times are the real ones.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
+    /// The engine's scheduler model, its boot facts and its model name.
     pub case: Case,
     /// Simulated seconds per real second.
     pub speed: f64,
+    /// Failures to serve on request.
     pub faults: Faults,
     /// 0 picks any free port.
     pub port: u16,
@@ -184,6 +186,7 @@ pub fn small_case(engine: Engine) -> Case {
 /// A running server. Dropping it (or [`ServerHandle::shutdown`]) stops the server and
 /// waits for its thread.
 pub struct ServerHandle {
+    /// The address it listens on (127.0.0.1).
     pub addr: SocketAddr,
     /// `http://127.0.0.1:PORT`.
     pub base_url: String,
@@ -586,7 +589,9 @@ async fn accept_loop(listener: tokio::net::TcpListener, shared: Arc<Shared>) {
 /// A response body: all at once, or SSE chunks as a task sends them.
 #[derive(Debug)]
 pub enum SimBody {
+    /// The whole body, or none.
     Full(Option<Bytes>),
+    /// Server-sent event chunks as a task sends them.
     Channel(mpsc::Receiver<Bytes>),
 }
 
