@@ -130,7 +130,7 @@ fn the_schemas_validate_compare_and_sweep_json() {
             "--json",
             "sim/vllm-hybrid",
             "sim/trtllm-no-evict",
-            "demo",
+            "sim/sglang-capped",
         ],
     ] {
         let o = inferlint(&f, &args);
