@@ -26,12 +26,17 @@ pub const HYBRID_BLOCK_ABOVE: u64 = 64;
 pub enum Unit {
     /// Usable blocks (T14) of this many tokens, with each request's share measured by T9.
     Blocks {
+        /// Usable blocks.
         usable: u64,
+        /// Tokens per block, when known.
         block_tokens: Option<u64>,
     },
     /// The pool in tokens from the boot log, each request holding its prompt and output
     /// rounded up to whole blocks.
-    Tokens { pool: u64 },
+    Tokens {
+        /// The pool in tokens.
+        pool: u64,
+    },
 }
 
 /// How the load compares with the KV cache.
@@ -39,12 +44,15 @@ pub enum Unit {
 pub struct Capacity {
     /// Requests the load kept open at once.
     pub requested: u64,
+    /// What the cache is counted in.
     pub unit: Unit,
     /// Units one request holds when it starts, and at full length.
     pub per_request_start: f64,
+    /// See `per_request_start`.
     pub per_request_full: f64,
     /// How many such requests fit at once when they start, and at full length.
     pub fit_start: u64,
+    /// See `fit_start`.
     pub fit_full: u64,
     /// GiB the engine gave its KV cache, when the boot log says.
     pub kv_gib: Option<f64>,

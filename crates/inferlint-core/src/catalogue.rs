@@ -15,6 +15,7 @@ use crate::status::{CheckResult, Status, Tripwire};
 /// One tripwire as a user meets it.
 #[derive(Debug)]
 pub struct TripwireInfo {
+    /// The tripwire.
     pub tripwire: Tripwire,
     /// The name accepted by `explain` besides the code: `silent-preemption`.
     pub slug: &'static str,

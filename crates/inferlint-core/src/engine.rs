@@ -89,8 +89,11 @@ impl FromStr for Engine {
 /// Everything about one engine that a check, a recorder or a report needs to know.
 #[derive(Debug)]
 pub struct EngineDescriptor {
+    /// The engine.
     pub engine: Engine,
+    /// Its key: `vllm`, `sglang`, `trtllm`.
     pub key: &'static str,
+    /// Its name as people write it: `vLLM`, `SGLang`, `TensorRT-LLM`.
     pub name: &'static str,
     /// Other spellings accepted for `--engine` (lower case).
     pub aliases: &'static [&'static str],
@@ -110,19 +113,26 @@ pub struct EngineDescriptor {
     pub preemption_witness: Option<&'static str>,
     /// Gauge of requests paused for recompute, where the engine has no counter.
     pub paused_gauge: Option<&'static str>,
+    /// Counter: output tokens generated.
     pub generation_tokens: &'static str,
+    /// Counter: prompt tokens processed.
     pub prompt_tokens: &'static str,
+    /// Counter: requests finished.
     pub request_success: &'static str,
     /// Whether the success counter carries a `finished_reason` label.
     pub success_has_reason: bool,
+    /// Histogram: end-to-end request latency.
     pub e2e_latency_histogram: &'static str,
+    /// Histogram: time to first token.
     pub ttft_histogram: &'static str,
+    /// Histogram: time in the queue.
     pub queue_time_histogram: &'static str,
     /// The info metric whose `num_gpu_blocks` label T14 reads (vLLM only).
     pub cache_info: Option<&'static str>,
 
     /// Where the Prometheus text is served.
     pub metrics_path: &'static str,
+    /// The port the server listens on unless told otherwise.
     pub default_port: u16,
     /// What the engine calls a preemption.
     pub preemption_word: &'static str,
@@ -188,9 +198,13 @@ pub struct EngineDescriptor {
 /// dict, or a label of an info metric in a snapshot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SetupSource {
+    /// A setting of the boot log's settings dict, by name.
     Setting(&'static str),
+    /// A label of an info metric.
     InfoLabel {
+        /// The info metric.
         metric: &'static str,
+        /// The label.
         label: &'static str,
     },
 }
@@ -199,9 +213,13 @@ pub enum SetupSource {
 /// it nowhere a run folder keeps.
 #[derive(Debug, Clone, Copy)]
 pub struct SetupSources {
+    /// Where the KV cache's data type is written.
     pub kv_dtype: &'static [SetupSource],
+    /// Where the longest context is written.
     pub max_model_len: &'static [SetupSource],
+    /// Where the KV block count is written.
     pub kv_blocks: &'static [SetupSource],
+    /// Where the GPU is named.
     pub gpu: &'static [SetupSource],
 }
 
@@ -218,8 +236,11 @@ pub enum CachedTokens {
 /// prompt tokens it is a share of.
 #[derive(Debug, Clone, Copy)]
 pub struct PrefixCacheCounters {
+    /// The counter.
     pub counter: &'static str,
+    /// Whether it counts the tokens served from the cache or those missed.
     pub counts: CachedTokens,
+    /// The counter of all prompt tokens it is a share of.
     pub of: &'static str,
 }
 
@@ -236,8 +257,11 @@ pub enum FailedKind {
 /// with one label value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FailedRequests {
+    /// The counter.
     pub name: &'static str,
+    /// The label and value that select the failed requests, when the counter has one.
     pub label: Option<(&'static str, &'static str)>,
+    /// Aborted or ended in an error.
     pub kind: FailedKind,
 }
 
@@ -275,7 +299,9 @@ pub enum NoEviction {
     Raise(Setting),
     /// A setting to give a value.
     Set {
+        /// The setting.
         setting: Setting,
+        /// The value to give it.
         value: &'static str,
     },
 }
@@ -327,8 +353,11 @@ impl EngineDescriptor {
 pub struct MetricRename {
     /// The name without the suffixes Prometheus adds (`_total`, `_bucket`, ...).
     pub old: &'static str,
+    /// The name the engine uses now.
     pub current: &'static str,
+    /// The release that deprecated the old name.
     pub deprecated_in: &'static str,
+    /// The release that hid it.
     pub hidden_in: &'static str,
 }
 
@@ -385,6 +414,7 @@ pub(crate) fn alias_renamed_metrics(by_name: &mut HashMap<String, Vec<usize>>) {
     }
 }
 
+/// vLLM's table.
 pub static VLLM: EngineDescriptor = EngineDescriptor {
     engine: Engine::Vllm,
     key: "vllm",
@@ -481,6 +511,7 @@ pub static VLLM: EngineDescriptor = EngineDescriptor {
     }),
 };
 
+/// SGLang's table.
 pub static SGLANG: EngineDescriptor = EngineDescriptor {
     engine: Engine::Sglang,
     key: "sglang",
@@ -584,6 +615,7 @@ pub static SGLANG: EngineDescriptor = EngineDescriptor {
     }),
 };
 
+/// TensorRT-LLM's table.
 pub static TRTLLM: EngineDescriptor = EngineDescriptor {
     engine: Engine::Trtllm,
     key: "trtllm",

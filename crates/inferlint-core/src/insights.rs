@@ -86,12 +86,17 @@ pub struct CounterSummary {
     /// Finished requests by `finished_reason` (vLLM, TensorRT-LLM); empty for SGLang,
     /// whose counter has no reason.
     pub finished_by_reason: Vec<(String, f64)>,
+    /// Output tokens generated.
     pub output_tokens: Option<f64>,
+    /// Prompt tokens processed.
     pub prompt_tokens: Option<f64>,
     /// Preemptions (retractions); `None` for an engine that counts none.
     pub preemptions: Option<f64>,
+    /// Mean end-to-end latency, seconds.
     pub mean_e2e_s: Option<f64>,
+    /// Mean time to first token, seconds.
     pub mean_ttft_s: Option<f64>,
+    /// Mean time in the queue, seconds.
     pub mean_queue_s: Option<f64>,
 }
 

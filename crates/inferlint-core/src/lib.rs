@@ -8,6 +8,8 @@
 //! function that a benchmark harness can call directly, and lets a new engine be added by
 //! writing a table.
 
+#![deny(missing_docs)]
+
 pub mod advice;
 pub mod catalogue;
 pub mod checks;

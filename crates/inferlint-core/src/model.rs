@@ -24,13 +24,16 @@ pub struct Snapshot {
     pub latency_s: Option<f64>,
     /// The exposition text exactly as served.
     pub text: String,
+    /// Its samples.
     pub metrics: MetricSet,
 }
 
 /// The first line of a series recording.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct SeriesHeader {
+    /// The address recorded.
     pub url: Option<String>,
+    /// The time between two readings, in seconds.
     pub interval_s: Option<f64>,
     /// `None` in older vLLM recordings, read as vLLM's.
     pub engine: Option<Engine>,
@@ -41,14 +44,23 @@ pub struct SeriesHeader {
 /// One reading of a series. Every value is `None` when the scrape lacked it: never 0.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct SeriesSample {
+    /// Wall clock, Unix seconds.
     pub t_wall: f64,
+    /// Monotonic clock, nanoseconds.
     pub t_mono_ns: Option<i64>,
+    /// Requests running.
     pub running: Option<f64>,
+    /// Requests waiting.
     pub waiting: Option<f64>,
+    /// KV cache use, 0 to 1.
     pub kv_usage: Option<f64>,
+    /// The preemption counter.
     pub preemptions: Option<f64>,
+    /// The output tokens counter.
     pub generation_tokens: Option<f64>,
+    /// The prompt tokens counter.
     pub prompt_tokens: Option<f64>,
+    /// TensorRT-LLM: requests paused for recompute.
     pub paused: Option<f64>,
 }
 
@@ -124,18 +136,26 @@ impl SeriesSample {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum PyValue {
+    /// `None`.
     None,
+    /// `True` or `False`.
     Bool(bool),
+    /// An integer.
     Int(i64),
+    /// A float.
     Float(f64),
+    /// A string.
     Str(String),
+    /// A list or tuple.
     List(Vec<PyValue>),
+    /// A dict, in printed order.
     Dict(Vec<(String, PyValue)>),
     /// Anything else (an enum repr, a call), kept as printed.
     Raw(String),
 }
 
 impl PyValue {
+    /// The string, if it is one.
     pub fn as_str(&self) -> Option<&str> {
         match self {
             PyValue::Str(s) | PyValue::Raw(s) => Some(s),
@@ -143,6 +163,7 @@ impl PyValue {
         }
     }
 
+    /// The integer, if it is one.
     pub fn as_i64(&self) -> Option<i64> {
         match self {
             PyValue::Int(i) => Some(*i),
@@ -151,6 +172,7 @@ impl PyValue {
         }
     }
 
+    /// Whether it is `None`.
     pub fn is_none(&self) -> bool {
         match self {
             PyValue::None => true,
@@ -159,6 +181,7 @@ impl PyValue {
         }
     }
 
+    /// Whether Python would call it true.
     pub fn is_truthy(&self) -> bool {
         match self {
             PyValue::None => false,
@@ -203,6 +226,7 @@ pub type Settings = BTreeMap<String, PyValue>;
 /// A line the parser recognised (its anchor matched) but could not read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct UnparsedLine {
+    /// The fact the line should have given.
     pub field: String,
     /// 1-based.
     pub lineno: usize,
@@ -226,7 +250,9 @@ pub struct LoggedPause {
 /// another clock only through an offset that must be found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct LogClock {
+    /// The earliest stamp, seconds since 1970 as the log's clock reads.
     pub earliest: i64,
+    /// The latest stamp.
     pub latest: i64,
     /// The HTTP server's `Shutting down` line is in the log and dated lines follow it, so
     /// the latest stamp was written after the server stopped answering.
@@ -237,11 +263,14 @@ pub struct LogClock {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Phase {
+    /// Before the server said it was ready.
     Boot,
+    /// After it: a crash while serving (T7).
     Serving,
 }
 
 impl Phase {
+    /// The phase as evidence names it: `boot`, `serving`.
     pub fn word(self) -> &'static str {
         match self {
             Phase::Boot => "boot",
@@ -255,6 +284,7 @@ impl Phase {
 pub struct Failure {
     /// `jit_toolchain`, `out_of_memory`, `accelerator_error`, ... `engine_dead`.
     pub kind: String,
+    /// When it came.
     pub phase: Phase,
     /// 1-based line number of the line that shows it.
     pub lineno: usize,
@@ -270,7 +300,9 @@ pub struct Failure {
 /// defaulted, and a line that was recognised but unreadable is listed in `unparsed`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct BootFacts {
+    /// The engine the log's markers name.
     pub engine: Option<Engine>,
+    /// The engine's version.
     pub version: Option<String>,
     /// vLLM `non-default args: {...}`.
     pub non_default_args: Option<Settings>,
@@ -278,29 +310,51 @@ pub struct BootFacts {
     pub server_args: Option<Settings>,
     /// TensorRT-LLM: the whole `LLM Args:` line.
     pub llm_args: Option<String>,
+    /// The model served.
     pub model: Option<String>,
+    /// The attention backend asked for.
     pub requested_backend: Option<String>,
+    /// The attention backends the server chose.
     pub selected_backends: Vec<String>,
+    /// The backends it considered.
     pub candidate_backends: Vec<String>,
+    /// The attention backends chosen for the draft model.
     pub drafter_backends: Vec<String>,
+    /// The attention block size, in tokens.
     pub attention_block_size: Option<u64>,
+    /// The hybrid allocator's page size, in tokens.
     pub page_size: Option<u64>,
+    /// The share of each page padded to fit state blocks, in percent.
     pub mamba_page_padding_pct: Option<f64>,
+    /// The KV pool, in tokens.
     pub kv_pool_tokens: Option<u64>,
+    /// The concurrency the log says the cache holds.
     pub max_concurrency: Option<f64>,
+    /// The request length that figure assumes, in tokens.
     pub max_concurrency_request_len: Option<u64>,
+    /// Memory left for the KV cache, GiB.
     pub available_kv_cache_gib: Option<f64>,
+    /// Memory the weights took, GiB.
     pub model_load_gib: Option<f64>,
+    /// Seconds loading the weights took.
     pub model_load_s: Option<f64>,
+    /// Memory the CUDA graphs were estimated to take, GiB.
     pub cudagraph_estimated_gib: Option<f64>,
+    /// Memory the CUDA graphs took, GiB.
     pub cudagraph_actual_gib: Option<f64>,
+    /// Memory the server took before its KV cache, GiB.
     pub consumed_gib: Option<f64>,
+    /// The activation peak of the profiling run, GiB.
     pub peak_activation_gib: Option<f64>,
+    /// Seconds compiling took.
     pub compile_s: Option<f64>,
     /// (from, to), e.g. (`FULL_AND_PIECEWISE`, `PIECEWISE`).
     pub cudagraph_mode_downgrade: Option<(String, String)>,
+    /// Whether CUDA graphs were captured.
     pub cudagraphs: Option<bool>,
+    /// Whether speculative decoding ran.
     pub speculative: Option<bool>,
+    /// Whether it compiled afresh rather than from the cache.
     pub compiled_fresh: Option<bool>,
     /// 1-based line of the first `Application startup complete`.
     pub ready_lineno: Option<usize>,
@@ -338,16 +392,20 @@ pub struct BootFacts {
     /// `MM-DD HH:MM:SS` of the first stamped line and of the last stamped line at or
     /// before the ready line.
     pub first_stamp: Option<String>,
+    /// The stamp of the ready line.
     pub ready_stamp: Option<String>,
+    /// Lines recognised but not read.
     pub unparsed: Vec<UnparsedLine>,
     /// Fields seen with several distinct values: every value, in order.
     pub conflicts: BTreeMap<String, Vec<String>>,
+    /// The failure the log shows, if any.
     pub failure: Option<Failure>,
     /// How many lines the log had.
     pub line_count: usize,
 }
 
 impl BootFacts {
+    /// Whether the server said it was ready (`Application startup complete`).
     pub fn ready(&self) -> bool {
         self.ready_lineno.is_some()
     }

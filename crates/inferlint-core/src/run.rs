@@ -18,11 +18,17 @@ use crate::status::{CheckResult, Status, Tripwire};
 
 /// The inputs a not-checked tripwire can name, as `evidence.needs` spells them.
 pub mod input {
+    /// The server's boot log.
     pub const BOOT_LOG: &str = "boot_log";
+    /// The before reading.
     pub const BEFORE: &str = "before";
+    /// The after reading.
     pub const AFTER: &str = "after";
+    /// A recording of the run.
     pub const SERIES: &str = "series";
+    /// The load tool's result file.
     pub const BENCH_RESULT: &str = "bench_result";
+    /// The concurrency the load asked for.
     pub const REQUESTED: &str = "requested";
     /// A load that sent requests: the run was not a benchmark.
     pub const LOAD: &str = "load";
@@ -31,11 +37,15 @@ pub mod input {
 /// Whatever a run left, already read. Every part is optional.
 #[derive(Debug)]
 pub struct Run {
+    /// The engine's table.
     pub engine: &'static EngineDescriptor,
     /// Boot logs with the label each is shown under.
     pub boots: Vec<(String, BootFacts)>,
+    /// The reading before the load.
     pub before: Option<Snapshot>,
+    /// The reading after it.
     pub after: Option<Snapshot>,
+    /// The recording, folded.
     pub series: Option<SeriesStats>,
     /// The load tool's result and the name it is shown under.
     pub bench: Option<(String, ClientAccount)>,

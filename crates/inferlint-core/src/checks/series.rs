@@ -59,8 +59,11 @@ struct PairStat {
 /// ever went down between two consecutive readings (it only resets on restart).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct CounterTrack {
+    /// The first reading: (wall time, value).
     pub first: Option<(f64, f64)>,
+    /// The last reading: (wall time, value).
     pub last: Option<(f64, f64)>,
+    /// Whether it went down between two readings.
     pub went_down: bool,
 }
 
@@ -92,17 +95,29 @@ impl CounterTrack {
 pub struct SeriesStats {
     /// Samples folded in.
     pub samples: usize,
+    /// Samples with a reading of the running gauge.
     pub running_readings: usize,
+    /// The most requests running at once.
     pub peak_running: Option<f64>,
+    /// The most requests running or waiting at once.
     pub peak_in_flight: Option<f64>,
+    /// Samples with a reading of the paused gauge (TensorRT-LLM).
     pub paused_readings: usize,
+    /// Samples with a paused request.
     pub paused_nonzero: usize,
+    /// The most requests paused at once.
     pub paused_max: f64,
+    /// The preemption counter at the first sample that had it.
     pub first_preemptions: Option<f64>,
+    /// The preemption counter at the last sample that had it.
     pub last_preemptions: Option<f64>,
+    /// The first sample's wall clock, Unix seconds.
     pub first_t_wall: Option<f64>,
+    /// The last sample's wall clock, Unix seconds.
     pub last_t_wall: Option<f64>,
+    /// The first sample's monotonic clock, nanoseconds.
     pub first_t_mono_ns: Option<i64>,
+    /// The last sample's monotonic clock, nanoseconds.
     pub last_t_mono_ns: Option<i64>,
     /// Whether every sample had a monotonic clock.
     pub all_mono: bool,
@@ -133,6 +148,7 @@ pub struct SeriesStats {
 }
 
 impl SeriesStats {
+    /// Nothing folded yet.
     pub fn new() -> SeriesStats {
         SeriesStats {
             all_mono: true,
