@@ -37,18 +37,24 @@ pub fn civil(unix: f64) -> (i64, u32, u32, u32, u32, u32) {
 /// What a boot log needs to know besides the scheduler model.
 #[derive(Debug, Clone)]
 pub struct BootInfo {
+    /// Where the model was loaded from.
     pub model_path: String,
+    /// The name completions accept.
     pub served_model_name: String,
+    /// The process id the log names.
     pub pid: u32,
+    /// The port the log says the server listens on.
     pub port: u16,
     /// Unix seconds the server process started.
     pub start_wall: f64,
     /// Seconds from start to the ready line.
     pub ready_after_s: f64,
+    /// The longest context, in tokens.
     pub max_model_len: u64,
 }
 
 impl BootInfo {
+    /// Unix seconds of the ready line.
     pub fn ready_wall(&self) -> f64 {
         self.start_wall + self.ready_after_s
     }

@@ -17,10 +17,15 @@ use crate::sched::{self, CapacityPolicy, EngineModel, Load, LoadRun, State, Step
 pub struct Case {
     /// The folder name under fixtures/sim.
     pub name: &'static str,
+    /// The engine's scheduler model.
     pub model: EngineModel,
+    /// How long a step takes.
     pub cost: StepCost,
+    /// The load sent.
     pub load: Load,
+    /// The seed of the recorder's jitter.
     pub seed: u64,
+    /// What the boot log says besides the model.
     pub boot: BootInfo,
 }
 
@@ -29,9 +34,11 @@ pub struct Case {
 pub struct Rng(u64);
 
 impl Rng {
+    /// A generator from `seed`.
     pub fn new(seed: u64) -> Rng {
         Rng(seed)
     }
+    /// The next number.
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
