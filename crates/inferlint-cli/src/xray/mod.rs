@@ -104,24 +104,9 @@ fn default_folder() -> PathBuf {
 
 /// `xray-YYYYmmdd-HHMMSS` for seconds since 1970 (UTC).
 pub(crate) fn folder_name(unix_secs: u64) -> String {
-    let days = i64::try_from(unix_secs / 86_400).unwrap_or(0);
-    let rest = unix_secs % 86_400;
-    // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "xray-{year:04}{month:02}{day:02}-{:02}{:02}{:02}",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60
-    )
+    let (year, month, day, hour, minute, second) =
+        inferlint_core::fmt::utc_parts(i64::try_from(unix_secs).unwrap_or(0));
+    format!("xray-{year:04}{month:02}{day:02}-{hour:02}{minute:02}{second:02}")
 }
 
 /// Everything one xray run knows and has found so far.
