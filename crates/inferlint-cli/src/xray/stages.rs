@@ -58,7 +58,7 @@ impl Xray<'_> {
             self.record(owner::not_started(&self.base.to_string()));
         }
         self.check_interrupt()?;
-        self.identify(&recorder)?;
+        self.identify(choice, &recorder)?;
         self.boot_stage(choice)?;
         self.check_interrupt()?;
         if !self.args.no_probe {
@@ -83,16 +83,25 @@ impl Xray<'_> {
 
 impl Xray<'_> {
     /// The first scrape: the server's metrics, and the engine they belong to.
-    pub(super) fn identify(&mut self, recorder: &Recorder) -> Result<(), Stop> {
+    pub(super) fn identify(
+        &mut self,
+        choice: &EngineChoice,
+        recorder: &Recorder,
+    ) -> Result<(), Stop> {
         let mut scraper = recorder.scraper(self.base.clone());
         let (_, engine) = recorder
             .first_scrape(&mut scraper)
             .map_err(|e| problem(e.message(self.engine)))?;
+        // An engine named (--engine, INFERLINT_ENGINE) refuses the server in the words
+        // every command uses for an input of another engine.
+        choice
+            .check(Source::Server(self.base.to_string()), engine)
+            .map_err(|e| Stop::Problem(e.to_string(), ExitCode::Undecided))?;
         match self.engine {
             Some(expected) if expected != engine => {
                 return Err(Stop::Problem(
                     format!(
-                        "the engine named is {}, but the server at {} is {}'s",
+                        "the --serve command starts {}, but the server at {} runs {}; check the command and the address",
                         expected.name(),
                         self.base,
                         engine.name()
