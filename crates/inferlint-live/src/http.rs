@@ -64,6 +64,18 @@ impl BaseUrl {
         &self.0
     }
 
+    /// The host and port the address names (80, plain http's, when it names none), the
+    /// host without an IPv6 address's brackets: what a socket connects to.
+    pub fn host_port(&self) -> Option<(String, u16)> {
+        let uri: Uri = self.0.parse().ok()?;
+        let host = uri.host()?;
+        let host = host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .unwrap_or(host);
+        Some((host.to_owned(), uri.port_u16().unwrap_or(80)))
+    }
+
     /// The address of `path` (which starts with `/`) on this server.
     pub fn join(&self, path: &str) -> String {
         format!("{}{path}", self.0)
@@ -264,6 +276,16 @@ mod tests {
             .unwrap_err()
             .contains("only http://"));
         assert!(BaseUrl::parse("http://").is_err());
+        let host_port = |text: &str| BaseUrl::parse(text).expect("reads").host_port();
+        assert_eq!(
+            host_port("127.0.0.1:8000"),
+            Some(("127.0.0.1".into(), 8000))
+        );
+        assert_eq!(
+            host_port("http://[::1]:30000/"),
+            Some(("::1".into(), 30000))
+        );
+        assert_eq!(host_port("gpu-box"), Some(("gpu-box".into(), 80)));
     }
 
     #[test]

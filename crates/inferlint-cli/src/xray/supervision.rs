@@ -71,20 +71,8 @@ pub(super) fn count_of(n: usize) -> String {
 
 /// The socket addresses of a base URL's host and port.
 pub(super) fn socket_addrs(base: &BaseUrl) -> Vec<SocketAddr> {
-    let text = base.as_str();
-    let (default_port, rest) = match text.split_once("://") {
-        Some(("https", rest)) => (443, rest),
-        Some((_, rest)) => (80, rest),
-        None => (80, text),
-    };
-    let authority = rest.split('/').next().unwrap_or(rest);
-    let with_port = if authority.ends_with(']') || !authority.contains(':') {
-        format!("{authority}:{default_port}")
-    } else {
-        authority.to_owned()
-    };
-    with_port
-        .to_socket_addrs()
+    base.host_port()
+        .and_then(|(host, port)| (host.as_str(), port).to_socket_addrs().ok())
         .map(Iterator::collect)
         .unwrap_or_default()
 }
