@@ -21,6 +21,7 @@ use crate::procs::{ProcessInfo, ProcessTable};
 /// How one engine's server processes look. Engine differences are data, here.
 #[derive(Debug)]
 pub struct ServerSignature {
+    /// The engine.
     pub engine: Engine,
     /// Processes the engine renamed (comm or `argv[0]` starts with this).
     pub renamed_prefix: Option<&'static str>,
@@ -79,7 +80,9 @@ pub const SIGNATURES: [ServerSignature; 3] = [
 /// Why a process counts as a server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerMatch {
+    /// The engine it serves.
     pub engine: Engine,
+    /// Why it counts as that engine's server, in a few words.
     pub why: String,
     /// Started as `python -m MODULE` (the pkill comparison picks its pattern by it).
     pub module: Option<&'static str>,
@@ -245,6 +248,7 @@ pub enum Scope {
 }
 
 impl Scope {
+    /// Whether the process is within this scope.
     pub fn contains(self, p: &ProcessInfo) -> bool {
         match self {
             Scope::Everything => true,
@@ -256,15 +260,20 @@ impl Scope {
 /// A server process to stop (or that would be stopped).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
+    /// Process id.
     pub pid: u32,
     /// Checked again right before each signal.
     pub start_time: u64,
+    /// The engine.
     pub engine: Engine,
     /// What a person recognises it by: the renamed title where there is one
     /// (`VLLM::EngineCore`), else the command line; at most 100 characters.
     pub name: String,
+    /// Why it is a server's process.
     pub why: String,
+    /// Parent process id.
     pub parent: u32,
+    /// Its command line.
     pub command_line: String,
     /// Started as `python -m MODULE`.
     pub module: Option<&'static str>,
@@ -374,6 +383,7 @@ pub fn discover(table: &ProcessTable, caller_pid: u32, scope: Scope) -> Discover
 /// What `pkill -f PATTERN` would have done instead.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PkillComparison {
+    /// The pattern (`vllm`, `sglang`, ...).
     pub pattern: &'static str,
     /// Targets the pattern does not match.
     pub would_miss: Vec<u32>,

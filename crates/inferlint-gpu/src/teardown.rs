@@ -31,13 +31,18 @@ pub struct TeardownOptions {
     pub engine: Option<Engine>,
     /// How the engine was named, for the "left alone" line: `--engine vllm`.
     pub named_as: Option<String>,
+    /// Say what would be stopped; signal nothing.
     pub dry_run: bool,
+    /// When the card counts as clear afterwards.
     pub rule: ClearRule,
+    /// SIGTERM, then this long before SIGKILL.
     pub grace: Duration,
+    /// How often to look during the grace period.
     pub grace_poll: Duration,
 }
 
 impl TeardownOptions {
+    /// Options with teardown's grace period, under `rule`.
     pub fn new(rule: ClearRule) -> TeardownOptions {
         TeardownOptions {
             engine: None,
@@ -53,6 +58,7 @@ impl TeardownOptions {
 /// What teardown will signal, and what it leaves alone.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
+    /// The engine named, if any.
     pub engine: Option<Engine>,
     /// The processes to stop, in PID order.
     pub targets: Vec<Target>,
@@ -60,6 +66,7 @@ pub struct Plan {
     pub left_alone: Vec<Target>,
     /// The caller's ancestors that look like servers: never signalled.
     pub spared_ancestors: Vec<u32>,
+    /// What `pkill -f` would have done instead.
     pub pkill: PkillComparison,
 }
 
