@@ -340,16 +340,7 @@ pub(crate) fn report(
     let run = noted(choice, |c| load::load_run(c, &paths, args.requested, None))?;
     let results = run::check_run(&run);
     if !any_verdict(&results) {
-        let given: Vec<String> = paths
-            .boot_logs
-            .iter()
-            .chain(
-                [&paths.before, &paths.after, &paths.series, &paths.bench]
-                    .into_iter()
-                    .flatten(),
-            )
-            .map(|p| shown(p))
-            .collect();
+        let given = load::given(&paths);
         return Err(CliError::usage(run::nothing_checked(&given, &results)));
     }
     let limits = insights::what_limited(&run, &results);

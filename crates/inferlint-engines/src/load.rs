@@ -461,6 +461,21 @@ pub fn load_boots(
         .collect()
 }
 
+/// The files a run was given, as messages name them (boot logs, then the before, after,
+/// series and result file): what "no check could run on ..." lists.
+pub fn given(files: &RunFiles) -> Vec<String> {
+    files
+        .boot_logs
+        .iter()
+        .chain(
+            [&files.before, &files.after, &files.series, &files.bench]
+                .into_iter()
+                .flatten(),
+        )
+        .map(|p| shown(p))
+        .collect()
+}
+
 /// The files of the run folder `dir`, found by name and content as `inferlint report DIR`
 /// finds them ([`files::discover_run`]); a path that is no folder, or a folder with none
 /// of a run's files, is refused.

@@ -91,16 +91,7 @@ impl Run {
     fn from_dir_with(dir: &Path, mut choice: EngineChoice) -> Result<Run, Error> {
         let found = load::find_run(dir)?;
         let inner = load::load_run(&mut choice, &found, None, None)?;
-        let given: Vec<String> = found
-            .boot_logs
-            .iter()
-            .chain(
-                [&found.before, &found.after, &found.series, &found.bench]
-                    .into_iter()
-                    .flatten(),
-            )
-            .map(|p| load::shown(p))
-            .collect();
+        let given = load::given(&found);
         let run = Run {
             inner,
             notes: choice.take_notes(),
