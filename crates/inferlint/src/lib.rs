@@ -75,15 +75,30 @@
 //! ```
 //!
 //! Live (feature `live`): record a server while your load runs, inside your own tokio
-//! runtime, then check the recording; see the `live` module (compiled in with the feature) and
-//! `examples/harness.rs`, which records the simulated server under a load and prints the
-//! report as JSON:
+//! runtime, then check the recording (the `live` module, compiled in with the feature,
+//! says more; `examples/harness.rs` records the simulated server under a load and prints
+//! the report as JSON):
 //!
-//! ```text
-//! let stop = inferlint::live::Stop::new();
-//! let recording = inferlint::live::record(url, &RecordOptions::default(), stop.stopped());
-//! // ... run the load, then stop.stop() ...
-//! let report = inferlint::Run::from_recording(&recording.await?).requested(32).build()?.check();
+//! ```no_run
+//! # #[cfg(feature = "live")]
+//! # async fn harness(my_load: impl std::future::Future<Output = ()>) -> Result<(), inferlint::Error> {
+//! use inferlint::live::{record, RecordOptions, Stop};
+//!
+//! let stop = Stop::new();
+//! let options = RecordOptions::default();
+//! let recorder = record("http://127.0.0.1:8000", &options, stop.stopped());
+//! let load = async {
+//!     my_load.await;
+//!     stop.stop();
+//! };
+//! let (recording, ()) = tokio::join!(recorder, load);
+//! let report = inferlint::Run::from_recording(&recording?)
+//!     .requested(32)
+//!     .build()?
+//!     .check();
+//! println!("{}", report.to_json());
+//! # Ok(())
+//! # }
 //! ```
 //!
 //! # Features
