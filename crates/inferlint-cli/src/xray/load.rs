@@ -109,23 +109,20 @@ pub(super) fn start_watch(
     live: Arc<Mutex<LiveLine>>,
 ) -> JoinHandle<Result<(), String>> {
     thread::spawn(move || {
-        let runtime = inferlint_live::runtime().map_err(|e| e.to_string())?;
-        let client = {
-            let _inside = runtime.enter();
-            HttpClient::new()
-        };
-        let mut scraper = Scraper::new(client, base);
+        // The live crate's blocking face: its own runtime and client on this thread.
+        let recorder = Recorder::new().map_err(|e| e.to_string())?;
+        let mut scraper = recorder.scraper(base);
         let mut file = inferlint_engines::output::create_stream(&path, &Rule::NEW)
             .map_err(|e| e.to_string())?;
         let options = WatchOptions {
             interval,
             duration: None,
         };
-        runtime.block_on(async {
-            let (first, _) = scrape::first_scrape(&mut scraper)
-                .await
-                .map_err(|e| e.message(Some(engine)))?;
-            watch::watch(
+        let (first, _) = recorder
+            .first_scrape(&mut scraper)
+            .map_err(|e| e.message(Some(engine)))?;
+        recorder
+            .watch(
                 &mut scraper,
                 first,
                 engine,
@@ -134,10 +131,7 @@ pub(super) fn start_watch(
                 stop.stopped(),
                 |_, progress| lock(&live).progress = Some(progress.clone()),
             )
-            .await
-            .map(|_| ())
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))
-        })?;
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         file.sync_all()
             .map_err(|e| format!("cannot write {}: {e}", path.display()))
     })

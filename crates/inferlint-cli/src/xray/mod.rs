@@ -42,7 +42,7 @@ use inferlint_engines::{detect, files, loadtools};
 use inferlint_gpu::tree::{Member, StopTimes};
 use inferlint_live::probe::{self, ProbeOptions};
 use inferlint_live::watch::{self, WatchOptions};
-use inferlint_live::{scrape, BaseUrl, HttpClient, Recorder, Scraper};
+use inferlint_live::{BaseUrl, Recorder};
 
 use crate::cli::XrayArgs;
 use crate::commands::{noted, run_exit};
