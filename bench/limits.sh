@@ -95,7 +95,7 @@ rm -f "$LOG"
 echo "== series and devices"
 RECORDED="${INFERLINT_RECORDED:-../shared/recorded}"
 RUN="$WORK/run"
-cp -r fixtures/demo "$RUN"
+cp -r fixtures/sim/vllm-hybrid "$RUN"
 rm -f "$RUN/report.html"
 python3 - "$RUN/run.series.jsonl" <<'PY'
 import sys

@@ -12,7 +12,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use serde_json::{json, Map, Value};
+use inferlint_core::contract::JsonObject;
+use serde_json::{json, Value};
 
 /// Where the generated corpus lives, under the repository root.
 pub const DIR: &str = "fixtures/variants";
@@ -226,27 +227,27 @@ fn variants() -> Vec<Variant> {
                 let mut files = s.all_but(&["bench.json"])?;
                 let recorded: Value = serde_json::from_str(&s.text("bench.json")?)?;
                 let number = |key: &str| recorded.get(key).cloned().unwrap_or(Value::Null);
-                let smoke = json!({
-                    "backend": "sglang-oai",
-                    "dataset_name": "random",
-                    "request_rate": "__INF__",
-                    "max_concurrency": 1,
-                    "random_input_len": 88,
-                    "random_output_len": 1,
-                    "random_range_ratio": 0.0,
-                    "duration": 0.41,
-                    "completed": 1,
-                    "total_input_tokens": 88,
-                    "total_output_tokens": 1,
-                    "total_output_tokens_retokenized": 1,
-                    "mean_ttft_ms": 408.2,
-                    "mean_tpot_ms": 0.0,
-                    "mean_itl_ms": "__NAN__",
-                    "median_itl_ms": "__NAN__",
-                    "std_itl_ms": "__NAN__",
-                    "p99_itl_ms": "__NAN__",
-                });
-                let mut run = Map::new();
+                let smoke = JsonObject::from([
+                    ("backend", json!("sglang-oai")),
+                    ("dataset_name", json!("random")),
+                    ("request_rate", json!("__INF__")),
+                    ("max_concurrency", json!(1)),
+                    ("random_input_len", json!(88)),
+                    ("random_output_len", json!(1)),
+                    ("random_range_ratio", json!(0.0)),
+                    ("duration", json!(0.41)),
+                    ("completed", json!(1)),
+                    ("total_input_tokens", json!(88)),
+                    ("total_output_tokens", json!(1)),
+                    ("total_output_tokens_retokenized", json!(1)),
+                    ("mean_ttft_ms", json!(408.2)),
+                    ("mean_tpot_ms", json!(0.0)),
+                    ("mean_itl_ms", json!("__NAN__")),
+                    ("median_itl_ms", json!("__NAN__")),
+                    ("std_itl_ms", json!("__NAN__")),
+                    ("p99_itl_ms", json!("__NAN__")),
+                ]);
+                let mut run = JsonObject::new();
                 run.insert("backend".into(), json!("sglang-oai"));
                 run.insert("dataset_name".into(), json!("random"));
                 run.insert("request_rate".into(), json!("__INF__"));
@@ -281,12 +282,12 @@ fn variants() -> Vec<Variant> {
                     number("total_output_tokens"),
                 );
                 // json.dumps writes ", " and ": " separators and the bare tokens.
-                let python = |v: &Value| {
+                let python = |v: &JsonObject| {
                     python_dumps(v)
                         .replace("\"__INF__\"", "Infinity")
                         .replace("\"__NAN__\"", "NaN")
                 };
-                let text = format!("{}\n{}\n", python(&smoke), python(&Value::Object(run)));
+                let text = format!("{}\n{}\n", python(&smoke), python(&run));
                 replace(&mut files, "bench.jsonl", text.into_bytes());
                 Ok(files)
             },
@@ -497,21 +498,21 @@ fn variants() -> Vec<Variant> {
 }
 
 /// A JSON value as Python's `json.dumps` writes it by default: `", "` and `": "`.
-fn python_dumps(value: &Value) -> String {
-    match value {
-        Value::Object(map) => {
-            let items: Vec<String> = map
-                .iter()
-                .map(|(k, v)| format!("{}: {}", Value::String(k.clone()), python_dumps(v)))
-                .collect();
-            format!("{{{}}}", items.join(", "))
+fn python_dumps(object: &JsonObject) -> String {
+    fn value(v: &Value) -> String {
+        match v {
+            Value::Array(items) => {
+                let items: Vec<String> = items.iter().map(value).collect();
+                format!("[{}]", items.join(", "))
+            }
+            other => other.to_string(),
         }
-        Value::Array(items) => {
-            let items: Vec<String> = items.iter().map(python_dumps).collect();
-            format!("[{}]", items.join(", "))
-        }
-        other => other.to_string(),
     }
+    let items: Vec<String> = object
+        .iter()
+        .map(|(k, v)| format!("{}: {}", Value::String(k.clone()), value(v)))
+        .collect();
+    format!("{{{}}}", items.join(", "))
 }
 
 /// A vLLM line with the colours a terminal shows: the process prefix cyan, the level
@@ -595,20 +596,30 @@ one (`crates/inferlint-cli/tests/variants.rs`).\n\n\
         for (name, bytes) in (v.build)(&source).with_context(|| format!("variant {}", v.name))? {
             out.push((folder.join(name), bytes));
         }
-        let expected: Vec<Value> = v
-            .expected
-            .iter()
-            .map(|(t, s)| json!({"tripwire": t, "status": s}))
-            .collect();
-        let description = json!({
-            "generated": "by `cargo xtask variants`, do not edit",
-            "situation": v.situation,
-            "source": v.source,
-            "args": v.args,
-            "expected": expected,
-            "exit_code": v.exit_code,
-            "why": v.why,
-        });
+        /// The file's fields in its order.
+        #[derive(serde::Serialize)]
+        struct Description<'a> {
+            generated: &'a str,
+            situation: &'a str,
+            source: &'a str,
+            args: &'a [&'a str],
+            expected: Vec<JsonObject>,
+            exit_code: i32,
+            why: &'a str,
+        }
+        let description = Description {
+            generated: "by `cargo xtask variants`, do not edit",
+            situation: v.situation,
+            source: v.source,
+            args: v.args,
+            expected: v
+                .expected
+                .iter()
+                .map(|(t, s)| JsonObject::from([("tripwire", json!(t)), ("status", json!(s))]))
+                .collect(),
+            exit_code: v.exit_code,
+            why: v.why,
+        };
         let mut text = serde_json::to_string_pretty(&description)?;
         text.push('\n');
         out.push((folder.join("variant.json"), text.into_bytes()));

@@ -2,17 +2,16 @@
 
 use std::path::{Path, PathBuf};
 
-use inferlint_core::checks::counters::out_of_order;
-use inferlint_core::checks::series::SeriesStats;
-use inferlint_core::checks::{boot, snapshots};
-use inferlint_core::model::{BootFacts, Snapshot};
+use inferlint_core::checks::snapshots;
+use inferlint_core::contract::JsonObject;
+use inferlint_core::model::BootFacts;
 use inferlint_core::run::{self, Run};
-use inferlint_core::status::{any_verdict, count_line, CheckResult, Status};
-use inferlint_core::{catalogue, contract, insights, Engine};
-use inferlint_engines::{detect, files, loadtools};
+use inferlint_core::status::{any_verdict, count_line, CheckResult};
+use inferlint_core::{catalogue, contract, insights};
+use inferlint_engines::files;
+use inferlint_engines::load::{self, shown, EngineChoice, LoadError};
 
 use crate::cli::{Cli, Command, ReportArgs};
-use crate::engine_choice::EngineChoice;
 use crate::exit::{CliError, ExitCode};
 use crate::output;
 use crate::output::eprint_line;
@@ -29,16 +28,18 @@ pub fn dispatch(cli: &Cli) -> Result<ExitCode, CliError> {
             series,
             boot_log,
         } => {
-            let (before, after) = load_snapshots(&mut choice, before, after)?;
-            let stats = series
-                .as_deref()
-                .map(|p| load_series(&mut choice, p))
-                .transpose()?;
-            let facts = boot_log
-                .as_deref()
-                .map(|p| load_boot(&mut choice, p))
-                .transpose()?;
-            let engine = choice.resolve().descriptor();
+            let (before, after, stats, facts, engine) = noted(&mut choice, |c| {
+                let (before, after) = load::load_snapshots(c, before, after)?;
+                let stats = series
+                    .as_deref()
+                    .map(|p| load::load_series(c, p))
+                    .transpose()?;
+                let facts = boot_log
+                    .as_deref()
+                    .map(|p| load::load_boot(c, p))
+                    .transpose()?;
+                Ok((before, after, stats, facts, c.resolve().descriptor()))
+            })?;
             let result =
                 snapshots::preemption(engine, &before, &after, stats.as_ref(), facts.as_ref());
             finish(&[result], g.json, g.strict)
@@ -48,8 +49,10 @@ pub fn dispatch(cli: &Cli) -> Result<ExitCode, CliError> {
             after,
             counter,
         } => {
-            let (before, after) = load_snapshots(&mut choice, before, after)?;
-            let engine = choice.resolve().descriptor();
+            let (before, after, engine) = noted(&mut choice, |c| {
+                let (before, after) = load::load_snapshots(c, before, after)?;
+                Ok((before, after, c.resolve().descriptor()))
+            })?;
             let result = snapshots::rate(engine, &before, &after, counter.as_deref());
             finish(&[result], g.json, g.strict)
         }
@@ -59,16 +62,18 @@ pub fn dispatch(cli: &Cli) -> Result<ExitCode, CliError> {
             requested,
             boot_log,
         } => {
-            let stats = load_series(&mut choice, series)?;
-            let after = snapshot
-                .as_deref()
-                .map(|p| load_snapshot(&mut choice, p, "the snapshot"))
-                .transpose()?;
-            let facts = boot_log
-                .as_deref()
-                .map(|p| load_boot(&mut choice, p))
-                .transpose()?;
-            let engine = choice.resolve().descriptor();
+            let (stats, after, facts, engine) = noted(&mut choice, |c| {
+                let stats = load::load_series(c, series)?;
+                let after = snapshot
+                    .as_deref()
+                    .map(|p| load::load_snapshot(c, p, "the snapshot"))
+                    .transpose()?;
+                let facts = boot_log
+                    .as_deref()
+                    .map(|p| load::load_boot(c, p))
+                    .transpose()?;
+                Ok((stats, after, facts, c.resolve().descriptor()))
+            })?;
             let results =
                 run::series_checks(engine, &stats, after.as_ref(), *requested, facts.as_ref());
             finish(&results, g.json, g.strict)
@@ -167,139 +172,17 @@ fn print(text: &str) -> Result<(), CliError> {
     output::print(text).map_err(|e| CliError::usage(format!("cannot write the output: {e}")))
 }
 
-pub(crate) fn shown(path: &Path) -> String {
-    if path.as_os_str() == STDIN {
-        return "standard input".into();
-    }
-    path.display().to_string()
-}
-
-pub(crate) fn load_snapshot(
+/// Prints the notes loading left (skipped lines, gap records, untested versions), then
+/// turns a load error into the command's.
+pub(crate) fn noted<T>(
     choice: &mut EngineChoice,
-    path: &Path,
-    what: &str,
-) -> Result<Snapshot, CliError> {
-    let (snapshot, skipped) = files::read_snapshot_noted(path)?;
-    if let Some(skipped) = skipped {
-        eprint_line!("note: {}: {skipped}", shown(path));
+    load: impl FnOnce(&mut EngineChoice) -> Result<T, LoadError>,
+) -> Result<T, CliError> {
+    let loaded = load(choice);
+    for note in choice.take_notes() {
+        eprint_line!("note: {note}");
     }
-    choice.input(
-        what,
-        detect::engine_from_metric_names(snapshot.metrics.names()),
-    )?;
-    Ok(snapshot)
-}
-
-fn load_snapshots(
-    choice: &mut EngineChoice,
-    before: &Path,
-    after: &Path,
-) -> Result<(Snapshot, Snapshot), CliError> {
-    let snapshots = (
-        load_snapshot(choice, before, "the snapshots")?,
-        load_snapshot(choice, after, "the snapshots")?,
-    );
-    refuse_one_file_twice(before, after)?;
-    in_order(&snapshots.0, before, &snapshots.1, after)?;
-    Ok(snapshots)
-}
-
-/// Refuses two snapshots given in the wrong order: every counter would seem to go down
-/// and be read as a restart.
-fn in_order(
-    before: &Snapshot,
-    before_path: &Path,
-    after: &Snapshot,
-    after_path: &Path,
-) -> Result<(), CliError> {
-    match out_of_order(before, after) {
-        Some(reason) => Err(CliError::usage(format!(
-            "{} (before) and {} (after): {reason}; give the earlier snapshot first",
-            shown(before_path),
-            shown(after_path)
-        ))),
-        None => Ok(()),
-    }
-}
-
-/// The before and the after snapshot must be two readings: one file given as both holds
-/// no run between them, and nothing counted over no time can pass.
-pub(crate) fn refuse_one_file_twice(before: &Path, after: &Path) -> Result<(), CliError> {
-    if inferlint_engines::output::same_file(before, after) {
-        return Err(CliError::usage(format!(
-            "{} is given as both the before and the after snapshot; give the one taken before the run and the one taken after",
-            shown(before)
-        )));
-    }
-    Ok(())
-}
-
-/// The path that names standard input where a command reads a stream (`series -`).
-pub(crate) const STDIN: &str = "-";
-
-pub(crate) fn load_series(choice: &mut EngineChoice, path: &Path) -> Result<SeriesStats, CliError> {
-    let (stats, summary) = if path.as_os_str() == STDIN {
-        // A pipe is read once, in order, to its end.
-        files::read_series_stats_from(Path::new("standard input"), std::io::stdin().lock())?
-    } else {
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        files::read_series_stats(path, threads)?
-    };
-    let engine = summary.header.as_ref().and_then(|h| h.engine);
-    choice.input(&shown(path), engine)?;
-    if summary.markers > 0 {
-        eprint_line!(
-            "note: {}: {} gap or restart record(s): the recorder missed readings there, so a peak may be missing",
-            shown(path),
-            summary.markers
-        );
-    }
-    if summary.skipped > 0 {
-        eprint_line!(
-            "note: {}: {} line(s) skipped (not a sample; a recorder killed mid-write leaves a cut-off last line)",
-            shown(path),
-            summary.skipped
-        );
-    }
-    Ok(stats)
-}
-
-pub(crate) fn load_boot(choice: &mut EngineChoice, path: &Path) -> Result<BootFacts, CliError> {
-    let hint = choice.named.map(|(e, _)| e);
-    let log = files::read_boot_log(path, hint)?;
-    choice.input(&shown(path), log.engine)?;
-    if let Some(why) = log.not_a_log {
-        return Err(CliError::usage(format!(
-            "{} is not a server log: {why}",
-            shown(path)
-        )));
-    }
-    let facts = log.facts;
-    note_version(&facts);
-    Ok(facts)
-}
-
-/// Each boot log, labelled by the shortest part of its path that tells it from the others.
-fn load_boots(
-    choice: &mut EngineChoice,
-    logs: &[PathBuf],
-) -> Result<Vec<(String, BootFacts)>, CliError> {
-    let shown_logs: Vec<String> = logs.iter().map(|p| shown(p)).collect();
-    let labels = boot::labels_for(&shown_logs.iter().map(String::as_str).collect::<Vec<_>>());
-    logs.iter()
-        .zip(labels)
-        .map(|(path, label)| Ok((label, load_boot(choice, path)?)))
-        .collect()
-}
-
-/// A note on stderr when the boot facts name an engine version inferlint was not tested
-/// against (the version the log gave, or the one xray asked the server for).
-pub(crate) fn note_version(facts: &BootFacts) {
-    if let (Some(engine), Some(version)) = (facts.engine, &facts.version) {
-        if let Some(note) = engine.descriptor().untested_version_note(version) {
-            eprint_line!("note: {note}");
-        }
-    }
+    loaded.map_err(CliError::from)
 }
 
 fn check_log(
@@ -308,7 +191,7 @@ fn check_log(
     json: bool,
     strict: bool,
 ) -> Result<ExitCode, CliError> {
-    let boots = load_boots(choice, logs)?;
+    let boots = noted(choice, |c| load::load_boots(c, logs))?;
     let results = run::check_logs(&boots);
     finish(&results, json, strict)
 }
@@ -319,7 +202,7 @@ fn boot_facts(
     json: bool,
     strict: bool,
 ) -> Result<ExitCode, CliError> {
-    let facts = load_boot(choice, log)?;
+    let facts = noted(choice, |c| load::load_boot(c, log))?;
     let text = if json {
         let mut t = output::json_safe(contract::to_indent1(&facts));
         t.push('\n');
@@ -339,7 +222,11 @@ fn boot_facts(
 fn boot_facts_text(facts: &BootFacts) -> String {
     use serde_json::Value;
     let mut text = String::new();
-    let value = serde_json::to_value(facts).unwrap_or(Value::Null);
+    // The facts in their declared order, whatever order serde_json's own map keeps.
+    let fields = serde_json::to_string(facts)
+        .ok()
+        .and_then(|text| serde_json::from_str::<JsonObject>(&text).ok())
+        .unwrap_or_default();
     let skip = [
         "unparsed",
         "conflicts",
@@ -347,25 +234,23 @@ fn boot_facts_text(facts: &BootFacts) -> String {
         "server_args",
         "llm_args",
     ];
-    if let Value::Object(map) = &value {
-        for (name, v) in map {
-            if skip.contains(&name.as_str()) {
-                continue;
-            }
-            let shown = match v {
-                Value::Null => continue,
-                Value::Array(a) if a.is_empty() => continue,
-                Value::String(s) if s.is_empty() => continue,
-                Value::String(s) => s.clone(),
-                Value::Array(a) => a
-                    .iter()
-                    .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_owned))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                other => other.to_string(),
-            };
-            text.push_str(&format!("{name:<28} {shown}\n"));
+    for (name, v) in &fields {
+        if skip.contains(&name.as_str()) {
+            continue;
         }
+        let shown = match v {
+            Value::Null => continue,
+            Value::Array(a) if a.is_empty() => continue,
+            Value::String(s) if s.is_empty() => continue,
+            Value::String(s) => s.clone(),
+            Value::Array(a) => a
+                .iter()
+                .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_owned))
+                .collect::<Vec<_>>()
+                .join(", "),
+            other => other.to_string(),
+        };
+        text.push_str(&format!("{name:<28} {shown}\n"));
     }
     if let Some(args) = &facts.non_default_args {
         let keys: Vec<&str> = args.keys().map(String::as_str).collect();
@@ -398,16 +283,7 @@ pub(crate) fn report(
 ) -> Result<ExitCode, CliError> {
     let mut found = files::RunFiles::default();
     if let Some(dir) = &args.run {
-        if !dir.is_dir() {
-            return Err(CliError::usage(format!("{} is not a folder", shown(dir))));
-        }
-        found = files::discover_run(dir)?;
-        if found.is_empty() {
-            return Err(CliError::usage(format!(
-                "no run files in {} (boot.log, *.snapshot.json, *.series.jsonl)",
-                shown(dir)
-            )));
-        }
+        found = load::find_run(dir)?;
     }
     if !args.boot_logs.is_empty() {
         found.boot_logs = args.boot_logs.clone();
@@ -438,7 +314,7 @@ pub(crate) fn report(
     };
     if series_path
         .as_deref()
-        .is_some_and(|p| p.as_os_str() == STDIN)
+        .is_some_and(|p| p.as_os_str() == load::STDIN)
     {
         // The checks and the charts each read the recording: a stream can be read once.
         return Err(CliError::usage(
@@ -449,13 +325,13 @@ pub(crate) fn report(
     // never over a file that is not an earlier report without --force.
     let destination =
         crate::report_html::Destination::new(args.run.as_deref(), args.out.as_deref());
-    let reads = inputs_of(&paths);
+    let reads = paths.inputs();
     let overwrite = crate::report_html::Overwrite {
         force: args.force,
         reads: &reads,
     };
     let write_report = crate::report_html::check(&destination, &overwrite)?;
-    let run = assemble_run(choice, &paths, args.requested, None)?;
+    let run = noted(choice, |c| load::load_run(c, &paths, args.requested, None))?;
     let results = run::check_run_with(
         &run,
         run::RunOptions {
@@ -464,7 +340,8 @@ pub(crate) fn report(
         },
     );
     if !any_verdict(&results) {
-        return Err(CliError::usage(nothing_checked(&paths, &results)));
+        let given = load::given(&paths);
+        return Err(CliError::usage(run::nothing_checked(&given, &results)));
     }
     let limits = insights::what_limited(&run, &results);
     // The HTML report is written first, so that the count line can say where it went.
@@ -515,7 +392,7 @@ pub(crate) fn report(
                 .max_regression
                 .unwrap_or(crate::compare::DEFAULT_MARGIN);
             let gate = crate::compare::baseline_gate(
-                choice.named.map(|(e, _)| e.key()),
+                choice.named().map(|e| e.key()),
                 baseline,
                 &profile,
                 margin,
@@ -553,141 +430,8 @@ pub(crate) fn run_exit(run: &Run, results: &[CheckResult], strict: bool) -> Exit
     }
 }
 
-/// The one-line error when no check could run: the files given and what the checks need.
-fn nothing_checked(paths: &files::RunFiles, results: &[CheckResult]) -> String {
-    let given: Vec<String> = paths
-        .boot_logs
-        .iter()
-        .chain(&paths.before)
-        .chain(&paths.after)
-        .chain(&paths.series)
-        .chain(&paths.bench)
-        .map(|p| shown(p))
-        .collect();
-    let mut needs: Vec<(String, Vec<String>)> = Vec::new();
-    for r in results.iter().filter(|r| r.status == Status::NotChecked) {
-        let what = r.message.trim_start_matches("needs ").to_owned();
-        match needs.iter_mut().find(|(m, _)| *m == what) {
-            Some((_, ids)) => ids.push(r.tripwire.to_string()),
-            None => needs.push((what, vec![r.tripwire.to_string()])),
-        }
-    }
-    let needs: Vec<String> = needs
-        .iter()
-        .map(|(what, ids)| match ids.split_last() {
-            Some((last, [])) => format!("{last} needs {what}"),
-            Some((last, rest)) => format!("{} and {last} need {what}", rest.join(", ")),
-            None => String::new(),
-        })
-        .collect();
-    format!(
-        "no check could run on {}: {}",
-        if given.is_empty() {
-            "nothing".to_owned()
-        } else {
-            given.join(", ")
-        },
-        needs.join("; ")
-    )
-}
-
-/// Every file a run's check reads, with a few words naming each, so that no output is
-/// ever written over one.
-pub(crate) fn inputs_of(paths: &files::RunFiles) -> Vec<(&Path, &'static str)> {
-    let mut reads: Vec<(&Path, &'static str)> = paths
-        .boot_logs
-        .iter()
-        .map(|p| (p.as_path(), "a boot log"))
-        .collect();
-    let named = [
-        (&paths.before, "the before snapshot"),
-        (&paths.after, "the after snapshot"),
-        (&paths.series, "the recording"),
-        (&paths.bench, "the load tool's result"),
-        (&paths.load_log, "the load tool's log"),
-    ];
-    for (path, what) in named {
-        if let Some(path) = path {
-            reads.push((path.as_path(), what));
-        }
-    }
-    reads
-}
-
-/// Reads a run's files into the run model, as `report` and xray both need it: boot logs
-/// labelled by their shortest distinct paths, every input checked against the engine
-/// named, the untimed requests the load tool announced in `load.log`, and the requested
-/// concurrency (given, else the result file's `max_concurrency`).
-pub(crate) fn assemble_run(
-    choice: &mut EngineChoice,
-    paths: &files::RunFiles,
-    requested: Option<u64>,
-    engine: Option<Engine>,
-) -> Result<Run, CliError> {
-    let boots = load_boots(choice, &paths.boot_logs)?;
-    let before = paths
-        .before
-        .as_deref()
-        .map(|p| load_snapshot(choice, p, "the snapshots"))
-        .transpose()?;
-    let after = paths
-        .after
-        .as_deref()
-        .map(|p| load_snapshot(choice, p, "the snapshots"))
-        .transpose()?;
-    if let (Some(before), Some(after)) = (&paths.before, &paths.after) {
-        refuse_one_file_twice(before, after)?;
-    }
-    let series = paths
-        .series
-        .as_deref()
-        .map(|p| load_series(choice, p))
-        .transpose()?;
-    let mut bench = paths
-        .bench
-        .as_deref()
-        .map(|p| files::read_bench_result(p).map(|b| (shown(p), b)))
-        .transpose()?;
-    if let (Some((_, account)), Some(log)) = (bench.as_mut(), paths.load_log.as_deref()) {
-        loadtools::console::complete_from_console_file(account, log)?;
-    }
-    // The untimed requests the result file itself counts (AIPerf's warm-up), else those
-    // the tool announced on its console.
-    let expected_extra_requests = match (
-        bench.as_ref().and_then(|(_, b)| b.span.untimed_requests),
-        &paths.load_log,
-    ) {
-        (Some(n), _) => n,
-        (None, Some(p)) => files::untimed_requests_in(p)?,
-        (None, None) => 0,
-    };
-    if let (Some(b), Some(a), Some(bp), Some(ap)) = (&before, &after, &paths.before, &paths.after) {
-        in_order(b, bp, a, ap)?;
-    }
-    // A result file written without a concurrency limit says 0 or nothing: no number.
-    let requested = requested.or_else(|| {
-        bench
-            .as_ref()
-            .and_then(|(_, b)| b.max_concurrency)
-            .and_then(|c| u64::try_from(c).ok())
-            .filter(|c| *c > 0)
-    });
-    let engine = engine.unwrap_or_else(|| choice.resolve());
-    Ok(Run {
-        engine: engine.descriptor(),
-        boots,
-        before,
-        after,
-        series,
-        bench,
-        expected_extra_requests,
-        requested,
-        load_failure: None,
-    })
-}
-
 fn explain(choice: &EngineChoice, ids: &[String]) -> Result<ExitCode, CliError> {
-    let only = choice.named.map(|(e, _)| e);
+    let only = choice.named();
     let width = std::env::var("COLUMNS")
         .ok()
         .and_then(|c| c.parse::<usize>().ok())

@@ -16,8 +16,9 @@ use inferlint_engines::files;
 use inferlint_engines::output::{self as writer, Rule};
 
 use crate::cli::{CompareArgs, SweepArgs};
-use crate::commands::{assemble_run, shown};
-use crate::engine_choice::EngineChoice;
+use inferlint_engines::load::{self, shown, EngineChoice};
+
+use crate::commands::noted;
 use crate::exit::{CliError, ExitCode};
 use crate::output;
 
@@ -35,7 +36,7 @@ pub(crate) fn load_run(engine: Option<&str>, dir: &Path) -> Result<Run, CliError
         )));
     }
     let mut choice = EngineChoice::from_args(engine)?;
-    assemble_run(&mut choice, &found, None, None)
+    noted(&mut choice, |c| load::load_run(c, &found, None, None))
 }
 
 /// A checked run, its profile and the files it was read from.

@@ -3,12 +3,12 @@
 
 use std::path::{Path, PathBuf};
 
+use inferlint_engines::load::EngineChoice;
 use inferlint_engines::output::{self, Rule};
 use inferlint_sim::bootlog::SIMULATED_LINE;
 use inferlint_sim::runfolder;
 
 use crate::cli::ReportArgs;
-use crate::engine_choice::EngineChoice;
 use crate::exit::{CliError, ExitCode};
 use crate::output::eprint_line;
 

@@ -54,3 +54,9 @@ impl From<inferlint_engines::files::FileError> for CliError {
         CliError::usage(format!("cannot read {e}"))
     }
 }
+
+impl From<inferlint_engines::load::LoadError> for CliError {
+    fn from(e: inferlint_engines::load::LoadError) -> CliError {
+        CliError::usage(e.to_string())
+    }
+}

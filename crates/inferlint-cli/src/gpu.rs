@@ -8,9 +8,9 @@ use inferlint_gpu::teardown::{self, TeardownOptions};
 use inferlint_gpu::Machine;
 
 use crate::cli::{GpuInspectArgs, TeardownArgs};
-use crate::engine_choice::{EngineChoice, NamedBy};
 use crate::exit::{CliError, ExitCode};
 use crate::output;
+use inferlint_engines::load::EngineChoice;
 
 /// A file of recorded NVML readings to replay instead of asking the driver (docs/gpu.md).
 const READINGS_VAR: &str = "INFERLINT_NVML_READINGS";
@@ -79,12 +79,9 @@ pub fn teardown(
     let mut options =
         TeardownOptions::new(rule(args.max_used_mib, args.consecutive, args.timeout)?);
     options.dry_run = args.dry_run;
-    if let Some((engine, by)) = choice.named {
+    if let Some((engine, by)) = choice.named_by() {
         options.engine = Some(engine);
-        options.named_as = Some(match by {
-            NamedBy::Flag => format!("--engine {}", engine.key()),
-            NamedBy::Environment => format!("INFERLINT_ENGINE={}", engine.key()),
-        });
+        options.named_as = Some(by.prefix(engine));
     }
     let mut machine = machine("teardown")?;
     let outcome = teardown::teardown(&mut machine, &options, &mut streamed(json));

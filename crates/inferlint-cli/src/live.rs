@@ -7,6 +7,7 @@ use std::path::Path;
 
 use inferlint_core::{fmt, Engine};
 use inferlint_engines::files;
+use inferlint_engines::load::{EngineChoice, Source};
 use inferlint_engines::output::{self, OutputError, Rule};
 use inferlint_live::probe::{self, ProbeOptions};
 use inferlint_live::verdicts::VerdictChange;
@@ -14,7 +15,6 @@ use inferlint_live::watch::{Event, Progress, WatchOptions, MAX_FAILED_SHARE};
 use inferlint_live::{BaseUrl, Recorder, Scrape, Scraper};
 
 use crate::cli::{GlobalArgs, WatchArgs};
-use crate::engine_choice::{EngineChoice, NamedBy};
 use crate::exit::{CliError, ExitCode};
 use crate::output::eprint_line;
 use crate::recorder::{LiveSetup, RecorderObserver, ServerRoot, Shown};
@@ -45,22 +45,10 @@ fn first_scrape(
 ) -> Result<(Scraper, Scrape, Engine), CliError> {
     let base = BaseUrl::parse(url).map_err(CliError::usage)?;
     let mut scraper = recorder.scraper(base.clone());
-    let named = choice.named.map(|(engine, _)| engine);
     let (scrape, engine) = recorder
         .first_scrape(&mut scraper)
-        .map_err(|e| CliError::usage(e.message(named)))?;
-    if let Some((named, by)) = choice.named {
-        if named != engine {
-            let prefix = match by {
-                NamedBy::Flag => format!("--engine {}", named.key()),
-                NamedBy::Environment => format!("INFERLINT_ENGINE={}", named.key()),
-            };
-            return Err(CliError::usage(format!(
-                "{prefix}, but the server at {base} runs {}. Check the server address or the file, or name the engine it came from.",
-                engine.name()
-            )));
-        }
-    }
+        .map_err(|e| CliError::usage(e.message(choice.named())))?;
+    choice.check(Source::Server(base.to_string()), engine)?;
     Ok((scraper, scrape, engine))
 }
 
@@ -123,7 +111,7 @@ pub fn watch(choice: &mut EngineChoice, args: &WatchArgs) -> Result<ExitCode, Cl
     let boot = args
         .boot_log
         .as_deref()
-        .map(|p| crate::commands::load_boot(choice, p))
+        .map(|p| crate::commands::noted(choice, |c| inferlint_engines::load::load_boot(c, p)))
         .transpose()?;
     let recorder = recorder()?;
     let (mut scraper, first, engine) = first_scrape(choice, &recorder, &args.url)?;
@@ -151,6 +139,11 @@ pub fn watch(choice: &mut EngineChoice, args: &WatchArgs) -> Result<ExitCode, Cl
         },
         Box::new(|shown| status.borrow_mut().shown(shown)),
     );
+    // The command owns the process: Ctrl-C and `kill %1` end the recording cleanly.
+    let stop = {
+        let _inside = recorder.enter();
+        inferlint_live::interrupted()
+    };
     let progress = recorder
         .watch_observed(
             &mut scraper,
@@ -158,6 +151,7 @@ pub fn watch(choice: &mut EngineChoice, args: &WatchArgs) -> Result<ExitCode, Cl
             engine,
             &options,
             &mut file,
+            stop,
             |event, progress| status.borrow_mut().show(event, progress),
             &mut observer,
         )
@@ -268,7 +262,7 @@ impl StatusLine {
     fn show(&mut self, event: Event<'_>, progress: &Progress) {
         self.progress = Some(progress.clone());
         match event {
-            Event::Sample => {}
+            Event::Sample(_) => {}
             Event::Gap(reason) => {
                 self.note(&format!("scrape failed: {}", fmt::terminal_safe(reason)))
             }

@@ -6,7 +6,6 @@ mod cli;
 mod commands;
 mod compare;
 mod demo;
-mod engine_choice;
 mod exit;
 mod flags;
 mod gpu;

@@ -14,7 +14,7 @@ pub fn recorded() -> Option<PathBuf> {
                 std::env::var_os("CI").is_none(),
                 "INFERLINT_RECORDED must point at the recordings in CI"
             );
-            eprintln!("skipped: INFERLINT_RECORDED is not set to the recordings folder");
+            skipped("INFERLINT_RECORDED is not set to the recordings folder");
             None
         }
     }
@@ -81,9 +81,15 @@ pub fn finish_within(mut child: Child, limit: Duration) -> Output {
     child.wait_with_output().expect("the output can be read")
 }
 
-/// A copy of the demo run folder (fixtures/demo) at `to`, without a report.
+/// The run folder `inferlint demo` writes, as `cargo xtask regen-fixtures` keeps it in
+/// fixtures/sim.
+pub fn demo_folder() -> PathBuf {
+    fixtures().join("sim/vllm-hybrid")
+}
+
+/// A copy of the demo run folder at `to`, without a report.
 pub fn demo_copy(to: &Path) {
-    copy_tree(&fixtures().join("demo"), to);
+    copy_tree(&demo_folder(), to);
     let _ = std::fs::remove_file(to.join("report.html"));
 }
 
@@ -133,4 +139,15 @@ pub fn copy_tree(from: &Path, to: &Path) {
         perms.set_readonly(false);
         std::fs::set_permissions(to, perms).unwrap();
     }
+}
+
+/// Says that the running test was skipped and why, past the test harness's capture of
+/// `eprintln!` (which shows a passing test's output to no one): a test that returns early
+/// would otherwise read as a silent pass. The line names the test.
+pub fn skipped(why: &str) {
+    use std::io::Write;
+    let test = std::thread::current().name().unwrap_or("a test").to_owned();
+    // One write: stderr is unbuffered, and the tests beside this one print too.
+    let line = format!("skipped: {test}: {why}\n");
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }

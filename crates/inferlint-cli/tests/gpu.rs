@@ -58,7 +58,7 @@ fn nvidia_driver_present() -> bool {
 #[test]
 fn gpu_inspect_without_a_driver_says_so_and_cannot_tell() {
     if nvidia_driver_present() {
-        eprintln!("skipped: this machine has an NVIDIA driver");
+        crate::common::skipped("this machine has an NVIDIA driver");
         return;
     }
     let o = inferlint_alone(&["gpu-inspect"]);
@@ -87,7 +87,7 @@ fn gpu_inspect_without_a_driver_says_so_and_cannot_tell() {
 #[test]
 fn teardown_without_a_driver_or_a_server_cannot_tell() {
     if nvidia_driver_present() {
-        eprintln!("skipped: this machine has an NVIDIA driver");
+        crate::common::skipped("this machine has an NVIDIA driver");
         return;
     }
     let o = inferlint_alone(&["teardown"]);
@@ -584,7 +584,7 @@ fn python() -> Option<String> {
                 std::env::var_os("CI").is_none(),
                 "CI needs python3 for the process tests"
             );
-            eprintln!("skipped: no python3 to build the process tree with");
+            crate::common::skipped("no python3 to build the process tree with");
             None
         }
     }

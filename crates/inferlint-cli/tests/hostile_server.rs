@@ -62,7 +62,7 @@ fn log_text_is_escaped_on_the_terminal_and_in_the_report() {
     demo_copy(&run);
     let log = std::fs::read_to_string(run.join("boot.log")).unwrap();
     // The log parser drops colour codes (ESC [ ... m) itself; a BEL stays.
-    let hostile = log.replace("demo-model", "demo\u{202e}ledom\u{7}");
+    let hostile = log.replace("sim-27B-hybrid", "demo\u{202e}ledom\u{7}");
     assert_ne!(hostile, log, "the model name is in the log");
     std::fs::write(run.join("boot.log"), hostile).unwrap();
     let o = inferlint(tmp.path(), &["boot-facts", "run/boot.log"]);

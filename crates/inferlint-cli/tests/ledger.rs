@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
+use inferlint_core::contract::JsonObject;
 use serde_json::Value;
 
 use crate::common::{copy_tree, fixtures, inferlint, json_results, no_panic, stdout};
@@ -48,10 +49,23 @@ fn edit_snapshot(path: &Path, edit: impl Fn(&str) -> String) {
     std::fs::write(path, snapshot.to_string()).unwrap();
 }
 
+/// Edits a JSON file, keeping its top-level keys in their order: the tools are told by
+/// the fields near a file's start, as each writes them.
 fn edit_json(path: &Path, edit: impl Fn(&mut Value)) {
-    let mut value: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut value: Value = serde_json::from_str(&text).unwrap();
     edit(&mut value);
-    std::fs::write(path, value.to_string()).unwrap();
+    let written = match serde_json::from_str::<JsonObject>(&text) {
+        Ok(order) => {
+            let edited: JsonObject = order
+                .keys()
+                .filter_map(|k| Some((k.to_owned(), value.get(k)?.clone())))
+                .collect();
+            serde_json::to_string(&edited).unwrap()
+        }
+        Err(_) => value.to_string(),
+    };
+    std::fs::write(path, written).unwrap();
 }
 
 /// One normal run of each tool: T15, T18 and T20 all give a verdict, and all pass.

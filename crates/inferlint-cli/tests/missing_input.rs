@@ -7,7 +7,9 @@
 
 use serde_json::Value;
 
-use crate::common::{copy_tree, fixtures, inferlint, json_results, no_panic, stderr, stdout};
+use crate::common::{
+    copy_tree, demo_folder, fixtures, inferlint, json_results, no_panic, stderr, stdout,
+};
 
 /// One line on stderr naming `needle`, exit 2, nothing on stdout.
 #[track_caller]
@@ -24,7 +26,7 @@ fn refused(out: &std::process::Output, needle: &str) {
 /// A copy of the demo run folder (tests never write into the repository).
 fn demo_run() -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
-    copy_tree(&fixtures().join("demo"), tmp.path());
+    copy_tree(&demo_folder(), tmp.path());
     tmp
 }
 
@@ -127,7 +129,7 @@ fn a_folder_from_which_no_check_can_run_is_refused() {
     let run = tmp.path().join("run");
     std::fs::create_dir(&run).unwrap();
     std::fs::copy(
-        fixtures().join("demo/before.snapshot.json"),
+        demo_folder().join("before.snapshot.json"),
         run.join("before.snapshot.json"),
     )
     .unwrap();
@@ -153,7 +155,7 @@ fn a_folder_from_which_no_check_can_run_is_refused() {
 fn check_log_refuses_what_is_not_a_server_log() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let demo = fixtures().join("demo");
+    let demo = demo_folder();
     std::fs::write(dir.join("empty.log"), b"").unwrap();
     std::fs::write(dir.join("blank.log"), b"\n  \r\n\n").unwrap();
     std::fs::copy(demo.join("before.snapshot.json"), dir.join("snap.log")).unwrap();

@@ -8,7 +8,7 @@ use crate::common::{fixtures, inferlint, inferlint_env, no_panic, recorded, stde
 
 /// Every run folder under `root` (a folder holding a boot log or a recording), and every
 /// loose boot log (`boot*.log` beside other files).
-fn walk(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+pub(crate) fn walk(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let (mut runs, mut logs) = (Vec::new(), Vec::new());
     let mut folders = vec![root.to_owned()];
     while let Some(dir) = folders.pop() {
@@ -130,7 +130,7 @@ fn the_schemas_validate_compare_and_sweep_json() {
             "--json",
             "sim/vllm-hybrid",
             "sim/trtllm-no-evict",
-            "demo",
+            "sim/sglang-capped",
         ],
     ] {
         let o = inferlint(&f, &args);

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::common::{
-    demo_copy, fixtures, inferlint, json_results, no_panic, recorded, stderr, stdout,
+    demo_copy, demo_folder, fixtures, inferlint, json_results, no_panic, recorded, stderr, stdout,
 };
 
 #[path = "../../inferlint-report/tests/wellformed.rs"]
@@ -323,8 +323,7 @@ fn a_read_only_run_folder_is_left_alone() {
     let o = inferlint(tmp.path(), &["report", "run"]);
     std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o755)).unwrap();
     assert_eq!(o.status.code(), Some(1), "the verdicts still decide");
-    assert!(stdout(&o)
-        .ends_with("14 checks (9 pass, 1 warn, 2 tripwire-failed, 2 unknown); 1 not checked\n"));
+    assert!(stdout(&o).ends_with("11 checks (7 pass, 2 warn, 2 tripwire-failed)\n"));
     assert!(stderr(&o).contains("read-only"), "{}", stderr(&o));
     assert!(!run.join("report.html").exists());
 
@@ -387,7 +386,7 @@ fn redacted(html: &str) -> String {
 fn the_demo_report_snapshot() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("demo.html");
-    let (_, html) = report(&fixtures(), &["demo"], &out);
+    let (_, html) = report(&demo_folder(), &["."], &out);
     insta::assert_snapshot!("demo_report_html", redacted(&html));
 }
 
@@ -403,7 +402,7 @@ fn hostile_run(tmp: &Path) -> PathBuf {
     let run = tmp.join("hostile");
     demo_copy(&run);
     let log = std::fs::read_to_string(run.join("boot.log")).unwrap();
-    let mut log = log.replace("demo-model", MODEL);
+    let mut log = log.replace("sim-27B-hybrid", MODEL);
     log.push_str(&format!(
         "(EngineCore pid=4180) ERROR 11-30 00:02:00 [core.py:1] {LOG_LINE}\n"
     ));
@@ -462,7 +461,7 @@ impl Browser {
             std::env::var_os("CI").is_none(),
             "chromium must be installed in CI (.ci/run installs Debian's package)"
         );
-        eprintln!("skipped: no chromium on this machine (apt-get install chromium)");
+        crate::common::skipped("no chromium on this machine (apt-get install chromium)");
         None
     }
 
@@ -547,9 +546,10 @@ fn assert_clean(dom: &str) {
     assert_eq!(attribute(tag, "data-test-ready"), Some("1"), "{tag}");
 }
 
-/// The demo's first reading with requests waiting, as the replay should show it.
-fn first_waiting_reading() -> (usize, f64, f64, f64) {
-    let text = std::fs::read_to_string(fixtures().join("demo/run.series.jsonl")).unwrap();
+/// The demo's first reading with requests waiting, as the replay should show it with
+/// `usable` blocks.
+fn first_waiting_reading(usable: f64) -> (usize, f64, f64, f64) {
+    let text = std::fs::read_to_string(demo_folder().join("run.series.jsonl")).unwrap();
     text.lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter(|v| v.get("t_wall").is_some())
@@ -560,7 +560,7 @@ fn first_waiting_reading() -> (usize, f64, f64, f64) {
                 i,
                 v["running"].as_f64().unwrap(),
                 v["waiting"].as_f64().unwrap(),
-                (v["kv_usage"].as_f64().unwrap() * 160.0).round(),
+                (v["kv_usage"].as_f64().unwrap() * usable).round(),
             )
         })
         .unwrap()
@@ -575,12 +575,17 @@ fn the_report_works_in_a_browser() {
     };
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("demo.html");
-    report(&fixtures(), &["demo"], &out);
+    let (results, _) = report(&demo_folder(), &["."], &out);
     let dom = browser.dump_dom(&out, "test");
     assert_clean(&dom);
     let tag = html_tag(&dom);
 
-    let (frame, running, waiting, used) = first_waiting_reading();
+    let usable = results
+        .iter()
+        .find(|r| r["tripwire"] == "T14")
+        .and_then(|r| r["evidence"]["inferred_usable_blocks"].as_f64())
+        .expect("T14 gives the usable blocks");
+    let (frame, running, waiting, used) = first_waiting_reading(usable);
     let replay = attribute(tag, "data-test-replay").expect("the replay stepped");
     assert_eq!(
         replay,
@@ -595,7 +600,7 @@ fn the_report_works_in_a_browser() {
 
     // End, then one step left: the second-to-last reading of the recording.
     let chart = attribute(tag, "data-test-chart").expect("the chart read out");
-    let text = std::fs::read_to_string(fixtures().join("demo/run.series.jsonl")).unwrap();
+    let text = std::fs::read_to_string(demo_folder().join("run.series.jsonl")).unwrap();
     let samples: Vec<Value> = text
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())

@@ -12,7 +12,7 @@ mod cli_surface;
 mod common;
 /// compare, sweep and the --baseline gate.
 mod compare;
-/// The demo run that ships in fixtures/, as the README runs it.
+/// The demo run (fixtures/sim/vllm-hybrid), and the README's block of its output.
 mod demo;
 /// One test per case in the established tool's expected verdicts (spec/expected).
 mod expected;
@@ -22,6 +22,8 @@ mod hostile_input;
 mod hostile_server;
 /// The load tools' real runs: T15, T18 and T20, and edits that make T18 and T20 fire.
 mod ledger;
+/// The library reads every run folder as `report` does: the same verdicts, the same refusals.
+mod library;
 /// Missing, empty and wrong-kind input: not-checked lists, refusals, not a benchmark.
 mod missing_input;
 /// Minimal edits of real recordings that make each check fire.

@@ -605,6 +605,39 @@ fn a_taken_port_fails_t13_and_touches_nothing() {
     assert_none_left(port);
 }
 
+/// xray on a server it did not start (`--url`), with no probe and a short load, writing
+/// into `run`; `extra` flags go before `--url`.
+fn xray_on_url(dir: &Path, target: &str, extra: &[&str]) -> Output {
+    let mut args = vec!["-o", "run"];
+    args.extend_from_slice(extra);
+    args.extend(["--url", target, "--no-probe", "--", "sleep", "0.5"]);
+    xray(dir, &args)
+}
+
+/// A server of another engine than the one named is refused in the words every command
+/// uses for it (xray used to word its own), and xray stops nothing it did not start.
+#[test]
+fn a_named_engine_refuses_a_server_of_another_as_every_command_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut server = OwnServer::start(port);
+    let target = url(port);
+    let out = xray_on_url(tmp.path(), &target, &["--engine", "sglang"]);
+    assert_eq!(code(&out), Some(2), "{}", shown(&out));
+    let expected = format!(
+        "--engine sglang, but the server at {} runs vLLM. Check the server address or the file, or name the engine it came from.",
+        target.trim_end_matches('/')
+    );
+    assert!(
+        stdout(&out).contains(&format!("stopped early: {expected}")),
+        "{}",
+        shown(&out)
+    );
+    assert!(server.alive(), "xray stopped a server it did not start");
+    drop(server);
+    assert_none_left(port);
+}
+
 /// --url without --serve: the server is checked as it is and left running.
 #[test]
 fn url_without_serve_stops_nothing() {
@@ -612,19 +645,7 @@ fn url_without_serve_stops_nothing() {
     let port = free_port();
     let mut server = OwnServer::start(port);
     let target = url(port);
-    let out = xray(
-        tmp.path(),
-        &[
-            "-o",
-            "run",
-            "--url",
-            &target,
-            "--no-probe",
-            "--",
-            "sleep",
-            "0.5",
-        ],
-    );
+    let out = xray_on_url(tmp.path(), &target, &[]);
     assert_ne!(code(&out), Some(130), "{}", shown(&out));
     let text = stdout(&out);
     assert!(
@@ -667,7 +688,7 @@ fn an_engine_mismatch_starts_nothing() {
     );
     assert_eq!(code(&out), Some(2), "{}", shown(&out));
     assert!(
-        stderr(&out).contains("the engine named is SGLang, but the --serve command is vLLM's"),
+        stderr(&out).contains("--engine sglang, but the --serve command starts vLLM."),
         "{}",
         shown(&out)
     );

@@ -1,5 +1,5 @@
 //! What to change: advice attached to each finding, in the engine's own setting names
-//! (from its [`Tuning`] table) and, where the run gives them, the run's own numbers.
+//! (from its [`crate::engine::Tuning`] table) and, where the run gives them, the run's own numbers.
 //!
 //! Advice is only given where a setting changes the outcome and the direction is known:
 //! a KV cache too small for the load (more memory for the cache, or a lower load), a
@@ -12,8 +12,7 @@
 
 use serde_json::Value;
 
-use crate::checks::boot::DEFAULT_BLOCK_SIZE;
-use crate::engine::{Engine, EngineDescriptor, NoEviction, Setting};
+use crate::engine::{EngineDescriptor, NoEviction, Setting};
 use crate::fmt;
 use crate::insights::counter_summary;
 use crate::model::{BootFacts, PyValue};
@@ -29,12 +28,17 @@ pub const HYBRID_BLOCK_ABOVE: u64 = 64;
 pub enum Unit {
     /// Usable blocks (T14) of this many tokens, with each request's share measured by T9.
     Blocks {
+        /// Usable blocks.
         usable: u64,
+        /// Tokens per block, when known.
         block_tokens: Option<u64>,
     },
     /// The pool in tokens from the boot log, each request holding its prompt and output
     /// rounded up to whole blocks.
-    Tokens { pool: u64 },
+    Tokens {
+        /// The pool in tokens.
+        pool: u64,
+    },
 }
 
 /// How the load compares with the KV cache.
@@ -42,12 +46,15 @@ pub enum Unit {
 pub struct Capacity {
     /// Requests the load kept open at once.
     pub requested: u64,
+    /// What the cache is counted in.
     pub unit: Unit,
     /// Units one request holds when it starts, and at full length.
     pub per_request_start: f64,
+    /// See `per_request_start`.
     pub per_request_full: f64,
     /// How many such requests fit at once when they start, and at full length.
     pub fit_start: u64,
+    /// See `fit_start`.
     pub fit_full: u64,
     /// GiB the engine gave its KV cache, when the boot log says.
     pub kv_gib: Option<f64>,
@@ -186,11 +193,11 @@ pub fn tokens_per_request(run: &Run) -> Option<(f64, f64)> {
 }
 
 /// The KV block size requests are allocated in: the page size, else the attention
-/// block size, else vLLM's default (the only engine that prints none).
+/// block size, else the engine's default (vLLM's, the only one that may print none).
 pub fn block_size(engine: &EngineDescriptor, boot: &BootFacts) -> Option<u64> {
     boot.page_size
         .or(boot.attention_block_size)
-        .or_else(|| (engine.engine == Engine::Vllm).then_some(DEFAULT_BLOCK_SIZE))
+        .or(engine.default_block_size)
         .filter(|b| *b > 0)
 }
 

@@ -15,6 +15,7 @@ use crate::status::{CheckResult, Status, Tripwire};
 /// One tripwire as a user meets it.
 #[derive(Debug)]
 pub struct TripwireInfo {
+    /// The tripwire.
     pub tripwire: Tripwire,
     /// The name accepted by `explain` besides the code: `silent-preemption`.
     pub slug: &'static str,
@@ -29,6 +30,10 @@ pub struct TripwireInfo {
     pub engine_notes: &'static [(Engine, &'static str)],
     /// The command that checks it.
     pub command: &'static str,
+    /// What a run must give for a verdict, said of one tripwire and of several
+    /// (`needs a boot log`, `need a boot log`): how a report names a tripwire it has no
+    /// verdict for and core did not list as not checked.
+    pub needs: (&'static str, &'static str),
     /// What each verdict this tripwire can give means for it (in the order a reader meets
     /// them: fail, warn, can't tell, pass, does not apply). Empty for T3, which has no
     /// verdict of its own.
@@ -396,6 +401,10 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint preemption before.json after.json",
+        needs: (
+            "needs before and after readings",
+            "need before and after readings",
+        ),
         verdicts: &[
             (
                 Status::Fail,
@@ -452,6 +461,7 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint teardown  |  inferlint gpu-inspect",
+        needs: ("runs at clean-up", "run at clean-up"),
         verdicts: &[
             (
                 Status::Fail,
@@ -489,6 +499,7 @@ static CATALOGUE: &[TripwireInfo] = &[
               nobody notices that the results come from fewer runs than intended.",
         engine_notes: &[],
         command: "inferlint teardown",
+        needs: ("runs at clean-up", "run at clean-up"),
         verdicts: &[],
     },
     TripwireInfo {
@@ -520,6 +531,7 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint check-log boot1.log boot2.log",
+        needs: ("needs two or more boot logs", "need two or more boot logs"),
         verdicts: &[
             (
                 Status::Warn,
@@ -565,6 +577,7 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint check-log boot.log",
+        needs: ("needs a boot log", "need a boot log"),
         verdicts: &[
             (
                 Status::Warn,
@@ -603,6 +616,7 @@ static CATALOGUE: &[TripwireInfo] = &[
              the log cannot show a request being ignored.",
         )],
         command: "inferlint check-log boot.log",
+        needs: ("needs a boot log", "need a boot log"),
         verdicts: &[
             (
                 Status::Fail,
@@ -640,6 +654,7 @@ static CATALOGUE: &[TripwireInfo] = &[
              serve; a readiness wait needs both the log line and a 200.",
         )],
         command: "inferlint probe URL",
+        needs: ("needs a live server", "need a live server"),
         verdicts: &[
             (
                 Status::Fail,
@@ -688,6 +703,10 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint series run.series.jsonl --snapshot after.json --requested N",
+        needs: (
+            "needs a recording and the concurrency asked for",
+            "need a recording and the concurrency asked for",
+        ),
         verdicts: &[
             (
                 Status::Fail,
@@ -736,6 +755,7 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint series run.series.jsonl --snapshot after.json --requested N",
+        needs: ("needs a recording", "need a recording"),
         verdicts: &[
             (
                 Status::Warn,
@@ -779,6 +799,10 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint rate before.json after.json",
+        needs: (
+            "needs before and after readings",
+            "need before and after readings",
+        ),
         verdicts: &[
             (
                 Status::Unknown,
@@ -819,6 +843,7 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint check-log boot1.log boot2.log",
+        needs: ("needs two or more boot logs", "need two or more boot logs"),
         verdicts: &[
             (
                 Status::Warn,
@@ -852,6 +877,7 @@ static CATALOGUE: &[TripwireInfo] = &[
               engine cannot run, and the results that remain are a biased sample.",
         engine_notes: &[],
         command: "inferlint check-log boot.log",
+        needs: ("needs a boot log", "need a boot log"),
         verdicts: &[
             (
                 Status::Fail,
@@ -884,6 +910,7 @@ static CATALOGUE: &[TripwireInfo] = &[
               answers. Two loads on one server also take throughput from each other.",
         engine_notes: &[],
         command: "inferlint xray -o run/ --serve \"…\" -- LOAD",
+        needs: ("a rule for test scripts", "rules for test scripts"),
         verdicts: &[
             (
                 Status::Fail,
@@ -932,6 +959,10 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint series run.series.jsonl --snapshot after.json --requested N",
+        needs: (
+            "needs a recording and an after reading",
+            "need a recording and an after reading",
+        ),
         verdicts: &[
             (
                 Status::Fail,
@@ -980,6 +1011,10 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint report run/",
+        needs: (
+            "needs the load tool's result file",
+            "need the load tool's result file",
+        ),
         verdicts: &[
             (
                 Status::Fail,
@@ -1042,6 +1077,10 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint report run/ [--expect-cache-hits]",
+        needs: (
+            "needs before and after readings",
+            "need before and after readings",
+        ),
         verdicts: &[
             (
                 Status::Warn,
@@ -1095,6 +1134,10 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint report run/ --requested N",
+        needs: (
+            "needs a recording and the concurrency asked for",
+            "need a recording and the concurrency asked for",
+        ),
         verdicts: &[
             (
                 Status::Fail,
@@ -1160,6 +1203,10 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint report run/",
+        needs: (
+            "needs the load tool's result file",
+            "need the load tool's result file",
+        ),
         verdicts: &[
             (
                 Status::Fail,
@@ -1216,6 +1263,10 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint report run/",
+        needs: (
+            "needs the boot log or the load tool's per-request records",
+            "need the boot log or the load tool's per-request records",
+        ),
         verdicts: &[
             (
                 Status::Fail,
@@ -1275,6 +1326,10 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint report run/",
+        needs: (
+            "needs the load tool's result file",
+            "need the load tool's result file",
+        ),
         verdicts: &[
             (
                 Status::Fail,
@@ -1326,6 +1381,10 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint watch URL -o run.series.jsonl  |  inferlint report run/",
+        needs: (
+            "needs GPU readings in the recording",
+            "need GPU readings in the recording",
+        ),
         verdicts: &[
             (
                 Status::Fail,

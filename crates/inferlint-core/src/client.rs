@@ -19,17 +19,24 @@ pub enum LoadTool {
     SglangBench,
     /// TensorRT-LLM's `python -m tensorrt_llm.serve.scripts.benchmark_serving`.
     TrtllmBench,
+    /// GuideLLM.
     GuideLlm,
     /// NVIDIA AIPerf.
     AiPerf,
     /// kubernetes-sigs inference-perf.
     InferencePerf,
+    /// NVIDIA GenAI-Perf.
     GenAiPerf,
+    /// Anyscale's LLMPerf.
     LlmPerf,
+    /// A program's own client, whose counts the program gave through the library
+    /// (`inferlint::ClientSummary`): it counts its failures.
+    Harness,
 }
 
 impl LoadTool {
-    pub const ALL: [LoadTool; 8] = [
+    /// Every load tool, in the order they are listed.
+    pub const ALL: [LoadTool; 9] = [
         LoadTool::VllmBench,
         LoadTool::SglangBench,
         LoadTool::TrtllmBench,
@@ -38,8 +45,10 @@ impl LoadTool {
         LoadTool::InferencePerf,
         LoadTool::GenAiPerf,
         LoadTool::LlmPerf,
+        LoadTool::Harness,
     ];
 
+    /// The tool's table.
     pub fn info(self) -> &'static LoadToolInfo {
         LOAD_TOOLS
             .iter()
@@ -74,9 +83,11 @@ pub enum FailureCounting {
 /// What one load tool writes and how, as data.
 #[derive(Debug)]
 pub struct LoadToolInfo {
+    /// The tool.
     pub tool: LoadTool,
     /// A short key for scripts and evidence: `vllm-bench`, `guidellm`.
     pub key: &'static str,
+    /// How a person names it: `vllm bench serve`, `GuideLLM`.
     pub name: &'static str,
     /// How its result file counts failed requests.
     pub failures: FailureCounting,
@@ -92,7 +103,7 @@ pub struct LoadToolInfo {
     pub tokenizer: &'static str,
 }
 
-static LOAD_TOOLS: [LoadToolInfo; 8] = [
+static LOAD_TOOLS: [LoadToolInfo; 9] = [
     LoadToolInfo {
         tool: LoadTool::VllmBench,
         key: "vllm-bench",
@@ -173,12 +184,23 @@ static LOAD_TOOLS: [LoadToolInfo; 8] = [
         ignore_eos: "`--additional-sampling-params '{\"ignore_eos\": true}'`",
         tokenizer: "nothing: it always counts tokens with its own Llama tokenizer",
     },
+    LoadToolInfo {
+        tool: LoadTool::Harness,
+        key: "harness",
+        name: "the harness's client",
+        failures: FailureCounting::Counted,
+        headline: "gave its own counts of completed and failed requests",
+        details_flag: None,
+        ignore_eos: "`ignore_eos: true` in each request",
+        tokenizer: "the server's tokenizer",
+    },
 ];
 
 /// How a request ended, as the load tool saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RequestOutcome {
+    /// Came back whole.
     Completed,
     /// An error: an HTTP status, a timeout, a broken stream.
     Failed,
@@ -200,6 +222,7 @@ pub enum RequestClock {
 /// One request as the load tool recorded it. Times are seconds on [`ClientAccount::clock`].
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ClientRequest {
+    /// How it ended, where the tool says.
     pub outcome: Option<RequestOutcome>,
     /// The error the tool recorded for a failed request.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -208,7 +231,9 @@ pub struct ClientRequest {
     pub scheduled_s: Option<f64>,
     /// When it was sent.
     pub sent_s: Option<f64>,
+    /// When its first token came.
     pub first_token_s: Option<f64>,
+    /// When it ended.
     pub end_s: Option<f64>,
     /// Time to first token, as the tool measured it.
     pub ttft_s: Option<f64>,
@@ -220,6 +245,7 @@ pub struct ClientRequest {
     pub output_tokens: Option<u64>,
     /// The usage the server's answer carried, where the tool kept it apart.
     pub server_prompt_tokens: Option<u64>,
+    /// See `server_prompt_tokens`.
     pub server_output_tokens: Option<u64>,
     /// The output length the request asked for (`max_tokens`).
     pub asked_output_tokens: Option<u64>,
@@ -228,6 +254,7 @@ pub struct ClientRequest {
 }
 
 impl ClientRequest {
+    /// Whether it came back whole.
     pub fn completed(&self) -> bool {
         self.outcome == Some(RequestOutcome::Completed)
     }
@@ -247,14 +274,18 @@ impl ClientRequest {
 /// Failed requests of one kind, as the tool worded the error.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FailureReason {
+    /// The error, as the tool worded it.
     pub reason: String,
+    /// Requests that failed so.
     pub count: u64,
 }
 
 /// The lengths the run was set up with (its random or synthetic data).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Advertised {
+    /// Prompt tokens per request asked for.
     pub input_tokens: Option<f64>,
+    /// Output tokens per request asked for.
     pub output_tokens: Option<f64>,
     /// The tool's own range setting, as it wrote it (its meaning is the tool's).
     pub range_ratio: Option<f64>,
@@ -269,9 +300,11 @@ pub struct TimedSpan {
     pub untimed_requests: Option<u64>,
     /// Seconds of warm-up and cool-down the tool left out of its figures.
     pub warmup_s: Option<f64>,
+    /// See `warmup_s`.
     pub cooldown_s: Option<f64>,
     /// The timed span's ends, on [`ClientAccount::clock`].
     pub start_s: Option<f64>,
+    /// See `start_s`.
     pub end_s: Option<f64>,
 }
 
@@ -283,7 +316,9 @@ pub struct TimedSpan {
 /// writes them, since T15 and the established tool speak of them so.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ClientAccount {
+    /// The tool that wrote the file.
     pub tool: LoadTool,
+    /// Its version, when the file says.
     pub tool_version: Option<String>,
     /// Requests the timed run sent.
     pub sent: Option<i64>,
@@ -297,9 +332,11 @@ pub struct ClientAccount {
     pub failure_reasons: Vec<FailureReason>,
     /// Prompt and output tokens of the completed requests, as the tool counted them.
     pub total_input_tokens: Option<i64>,
+    /// See `total_input_tokens`.
     pub total_output_tokens: Option<i64>,
     /// The timed span, in seconds.
     pub duration: Option<f64>,
+    /// What the timed span leaves out.
     pub span: TimedSpan,
     /// Output tokens per second over the timed span, as the tool reports it.
     pub output_throughput: Option<f64>,
@@ -309,10 +346,15 @@ pub struct ClientAccount {
     pub request_rate: Option<f64>,
     /// The tool's backend or endpoint (`openai`, `sglang`, `/v1/chat/completions`).
     pub backend: Option<String>,
+    /// Mean time to first token, in milliseconds.
     pub mean_ttft_ms: Option<f64>,
+    /// Median time to first token, in milliseconds.
     pub median_ttft_ms: Option<f64>,
+    /// 99th percentile of the time to first token, in milliseconds.
     pub p99_ttft_ms: Option<f64>,
+    /// Mean time per output token, in milliseconds.
     pub mean_tpot_ms: Option<f64>,
+    /// The lengths the run was set up with.
     pub advertised: Advertised,
     /// One record per request of the timed run, where the files keep them, in the order
     /// the tool sent them when it says.

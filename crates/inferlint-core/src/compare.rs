@@ -24,7 +24,9 @@ pub const COMPARE_SCHEMA: &str = "inferlint.compare/1";
 /// The runs of one side: one run, or repeats of one setup.
 #[derive(Debug, Clone)]
 pub struct Side {
+    /// The side's label (`--baseline`, a folder).
     pub label: String,
+    /// Its runs (repeats of one setup).
     pub runs: Vec<RunProfile>,
 }
 
@@ -32,12 +34,16 @@ pub struct Side {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
+    /// The runs may be compared.
     Comparable,
+    /// They may not: their setup or load differs.
     NotComparable,
+    /// A fact one run records and the other does not.
     CannotTell,
 }
 
 impl Verdict {
+    /// The verdict in words, as the terminal shows it.
     pub fn words(self) -> &'static str {
         match self {
             Verdict::Comparable => "comparable",
@@ -62,6 +68,7 @@ pub enum ItemState {
 }
 
 impl ItemState {
+    /// The state as the terminal shows it.
     pub fn label(self) -> &'static str {
         match self {
             ItemState::Same => "same",
@@ -75,10 +82,13 @@ impl ItemState {
 /// One line of the gate, or of what happened in the runs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Item {
+    /// The item's key, for scripts.
     pub key: &'static str,
     /// `setup`, `load` or `run`.
     pub group: &'static str,
+    /// The item in words.
     pub words: &'static str,
+    /// Same, differs, one-sided, or not recorded.
     pub state: ItemState,
     /// One value per run, in the order of the sides and their runs; `null` when that run
     /// does not record it.
@@ -92,8 +102,11 @@ pub struct Item {
 pub struct SideFigure {
     /// The mean over the side's runs that measured it.
     pub mean: f64,
+    /// The lowest over the side's runs.
     pub min: f64,
+    /// The highest over the side's runs.
     pub max: f64,
+    /// Runs that measured it.
     pub runs: usize,
     /// `(max - min) / mean`, with two runs or more: the run-to-run noise.
     pub noise: Option<f64>,
@@ -108,9 +121,13 @@ pub struct SideFigure {
 /// One figure across the sides.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Moved {
+    /// The figure's key, for scripts.
     pub key: &'static str,
+    /// The figure in words.
     pub words: &'static str,
+    /// Its unit.
     pub unit: &'static str,
+    /// Which way is better.
     pub better: Better,
     /// Where each side's value comes from (`load tool (summary)`, ...).
     pub source: &'static str,
@@ -122,15 +139,20 @@ pub struct Moved {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GateVerdict {
+    /// No figure got worse by more than the margin.
     Passed,
+    /// A figure got worse by more than the margin.
     Regressed,
+    /// The runs are not comparable, so there is no gate.
     CannotGate,
 }
 
+/// The regression gate: the margin, its verdict and what got worse.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Gate {
     /// The margin, as a fraction (`0.05` for 5%).
     pub max_regression: f64,
+    /// Its answer.
     pub verdict: GateVerdict,
     /// One sentence per figure that got worse by more than the margin.
     pub regressions: Vec<String>,
@@ -141,23 +163,32 @@ pub struct Gate {
 /// The whole comparison, as `compare --json` prints it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Comparison {
+    /// The JSON schema's id.
     pub schema: &'static str,
+    /// May the runs be compared?
     pub verdict: Verdict,
     /// Why not comparable, or why it cannot be told: one sentence each.
     pub reasons: Vec<String>,
     /// Items no run records.
     pub reservations: Vec<String>,
+    /// Each side and its runs.
     pub sides: Vec<SideRuns>,
+    /// The setup and load items, one per fact.
     pub items: Vec<Item>,
+    /// What happened in each run.
     pub runs: Vec<Item>,
+    /// The figures that moved.
     pub moved: Vec<Moved>,
+    /// The regression gate, when a margin was given.
     pub gate: Option<Gate>,
 }
 
 /// A side's label and the labels of its runs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SideRuns {
+    /// The side's label.
     pub label: String,
+    /// Its runs' labels.
     pub runs: Vec<String>,
 }
 

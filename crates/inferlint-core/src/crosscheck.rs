@@ -53,6 +53,7 @@ const SPAN_TOLERANCE_S: f64 = 1.0;
 pub struct Contradiction {
     /// The rule's name, as the evidence records it.
     pub rule: &'static str,
+    /// The tripwires whose verdicts it makes Can't tell.
     pub affected: Vec<Tripwire>,
     /// What one piece of evidence says.
     pub first: String,

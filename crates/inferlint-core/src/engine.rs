@@ -10,14 +10,23 @@ use std::str::FromStr;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Engine {
+    /// vLLM (`vllm serve`), metric prefix `vllm:`.
     Vllm,
+    /// SGLang (`python -m sglang.launch_server`), metric prefix `sglang:`.
     Sglang,
+    /// TensorRT-LLM (`trtllm-serve`), metric prefix `trtllm_`.
     Trtllm,
 }
 
 impl Engine {
+    /// Every engine, in the order they are listed to a user.
     pub const ALL: [Engine; 3] = [Engine::Vllm, Engine::Sglang, Engine::Trtllm];
 
+    /// The engine an input that does not say is read as: vLLM, whose formats the
+    /// established tool's files follow.
+    pub const DEFAULT: Engine = Engine::Vllm;
+
+    /// The engine's table: its metric names, words, quirks and settings.
     pub fn descriptor(self) -> &'static EngineDescriptor {
         match self {
             Engine::Vllm => &VLLM,
@@ -80,8 +89,11 @@ impl FromStr for Engine {
 /// Everything about one engine that a check, a recorder or a report needs to know.
 #[derive(Debug)]
 pub struct EngineDescriptor {
+    /// The engine.
     pub engine: Engine,
+    /// Its key: `vllm`, `sglang`, `trtllm`.
     pub key: &'static str,
+    /// Its name as people write it: `vLLM`, `SGLang`, `TensorRT-LLM`.
     pub name: &'static str,
     /// Other spellings accepted for `--engine` (lower case).
     pub aliases: &'static [&'static str],
@@ -101,19 +113,26 @@ pub struct EngineDescriptor {
     pub preemption_witness: Option<&'static str>,
     /// Gauge of requests paused for recompute, where the engine has no counter.
     pub paused_gauge: Option<&'static str>,
+    /// Counter: output tokens generated.
     pub generation_tokens: &'static str,
+    /// Counter: prompt tokens processed.
     pub prompt_tokens: &'static str,
+    /// Counter: requests finished.
     pub request_success: &'static str,
     /// Whether the success counter carries a `finished_reason` label.
     pub success_has_reason: bool,
+    /// Histogram: end-to-end request latency.
     pub e2e_latency_histogram: &'static str,
+    /// Histogram: time to first token.
     pub ttft_histogram: &'static str,
+    /// Histogram: time in the queue.
     pub queue_time_histogram: &'static str,
     /// The info metric whose `num_gpu_blocks` label T14 reads (vLLM only).
     pub cache_info: Option<&'static str>,
 
     /// Where the Prometheus text is served.
     pub metrics_path: &'static str,
+    /// The port the server listens on unless told otherwise.
     pub default_port: u16,
     /// What the engine calls a preemption.
     pub preemption_word: &'static str,
@@ -157,6 +176,18 @@ pub struct EngineDescriptor {
     /// rather than finished: T18's ledger reads them all, the cross-check on T15 the
     /// aborted ones.
     pub failed_requests: &'static [FailedRequests],
+    /// The KV block size, in tokens, the engine uses when its log names none (vLLM's
+    /// `--block-size` default on CUDA); `None` where no fixed default is known to hold.
+    pub default_block_size: Option<u64>,
+    /// The settings worth showing from a log that lists every setting (SGLang's server
+    /// arguments); empty where the log lists only what was changed (vLLM's non-default
+    /// arguments) or the report shows the first ones.
+    pub settings_shown: &'static [&'static str],
+    /// The line the server logs once it serves (uvicorn's, for all three).
+    pub ready_line: &'static str,
+    /// Where the server tells its own version, each answering a JSON object with a
+    /// `version` string, in the order to ask.
+    pub version_endpoints: &'static [&'static str],
     /// Where this engine states the setup facts `compare` sets side by side.
     pub setup_sources: SetupSources,
     /// The counters of the prompt tokens the prefix cache served (T16, and the share
@@ -168,9 +199,13 @@ pub struct EngineDescriptor {
 /// dict, or a label of an info metric in a snapshot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SetupSource {
+    /// A setting of the boot log's settings dict, by name.
     Setting(&'static str),
+    /// A label of an info metric.
     InfoLabel {
+        /// The info metric.
         metric: &'static str,
+        /// The label.
         label: &'static str,
     },
 }
@@ -179,9 +214,13 @@ pub enum SetupSource {
 /// it nowhere a run folder keeps.
 #[derive(Debug, Clone, Copy)]
 pub struct SetupSources {
+    /// Where the KV cache's data type is written.
     pub kv_dtype: &'static [SetupSource],
+    /// Where the longest context is written.
     pub max_model_len: &'static [SetupSource],
+    /// Where the KV block count is written.
     pub kv_blocks: &'static [SetupSource],
+    /// Where the GPU is named.
     pub gpu: &'static [SetupSource],
 }
 
@@ -252,8 +291,11 @@ pub enum FailedKind {
 /// with one label value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FailedRequests {
+    /// The counter.
     pub name: &'static str,
+    /// The label and value that select the failed requests, when the counter has one.
     pub label: Option<(&'static str, &'static str)>,
+    /// Aborted or ended in an error.
     pub kind: FailedKind,
 }
 
@@ -291,7 +333,9 @@ pub enum NoEviction {
     Raise(Setting),
     /// A setting to give a value.
     Set {
+        /// The setting.
         setting: Setting,
+        /// The value to give it.
         value: &'static str,
     },
 }
@@ -343,8 +387,11 @@ impl EngineDescriptor {
 pub struct MetricRename {
     /// The name without the suffixes Prometheus adds (`_total`, `_bucket`, ...).
     pub old: &'static str,
+    /// The name the engine uses now.
     pub current: &'static str,
+    /// The release that deprecated the old name.
     pub deprecated_in: &'static str,
+    /// The release that hid it.
     pub hidden_in: &'static str,
 }
 
@@ -401,6 +448,7 @@ pub(crate) fn alias_renamed_metrics(by_name: &mut HashMap<String, Vec<usize>>) {
     }
 }
 
+/// vLLM's table.
 pub static VLLM: EngineDescriptor = EngineDescriptor {
     engine: Engine::Vllm,
     key: "vllm",
@@ -468,6 +516,11 @@ pub static VLLM: EngineDescriptor = EngineDescriptor {
             kind: FailedKind::Errored,
         },
     ],
+    // vLLM's `CacheConfig.block_size` is 16 on CUDA when `--block-size` is not given.
+    default_block_size: Some(16),
+    settings_shown: &[],
+    ready_line: UVICORN_READY_LINE,
+    version_endpoints: &["/version"],
     setup_sources: SetupSources {
         kv_dtype: &[
             SetupSource::InfoLabel {
@@ -496,6 +549,7 @@ pub static VLLM: EngineDescriptor = EngineDescriptor {
     }),
 };
 
+/// SGLang's table.
 pub static SGLANG: EngineDescriptor = EngineDescriptor {
     engine: Engine::Sglang,
     key: "sglang",
@@ -563,6 +617,28 @@ pub static SGLANG: EngineDescriptor = EngineDescriptor {
         label: None,
         kind: FailedKind::Aborted,
     }],
+    default_block_size: None,
+    // Its server arguments list every setting; these are the ones that shape a run.
+    settings_shown: &[
+        "attention_backend",
+        "chunked_prefill_size",
+        "context_length",
+        "disable_cuda_graph",
+        "disable_radix_cache",
+        "kv_cache_dtype",
+        "mamba_full_memory_ratio",
+        "max_mamba_cache_size",
+        "max_queued_requests",
+        "max_running_requests",
+        "max_total_tokens",
+        "mem_fraction_static",
+        "page_size",
+        "schedule_policy",
+        "speculative_algorithm",
+    ],
+    ready_line: UVICORN_READY_LINE,
+    // `/get_server_info`, served as `/server_info` by later releases.
+    version_endpoints: &["/get_server_info", "/server_info"],
     setup_sources: SetupSources {
         kv_dtype: &[SetupSource::Setting("kv_cache_dtype")],
         max_model_len: &[SetupSource::Setting("context_length")],
@@ -584,6 +660,7 @@ pub static SGLANG: EngineDescriptor = EngineDescriptor {
     }),
 };
 
+/// TensorRT-LLM's table.
 pub static TRTLLM: EngineDescriptor = EngineDescriptor {
     engine: Engine::Trtllm,
     key: "trtllm",
@@ -669,6 +746,11 @@ pub static TRTLLM: EngineDescriptor = EngineDescriptor {
             kind: FailedKind::Errored,
         },
     ],
+    default_block_size: None,
+    settings_shown: &[],
+    ready_line: UVICORN_READY_LINE,
+    // trtllm-serve's documented endpoints: /health, /metrics, /version.
+    version_endpoints: &["/version"],
     setup_sources: SetupSources {
         kv_dtype: &[SetupSource::InfoLabel {
             metric: "trtllm_kv_cache_config_info",
@@ -697,6 +779,10 @@ pub static TRTLLM: EngineDescriptor = EngineDescriptor {
         turn_off: "set `kv_cache_config.enable_block_reuse: false` in the --config YAML",
     }),
 };
+
+/// The line uvicorn logs once the application serves; all three engines' HTTP servers
+/// run under uvicorn.
+const UVICORN_READY_LINE: &str = "Application startup complete";
 
 #[cfg(test)]
 mod tests {

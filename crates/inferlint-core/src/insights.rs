@@ -45,15 +45,17 @@ const QUEUE_WORTH_SAYING_S: f64 = 1.0;
 /// A median time to first token from this many milliseconds up is a long wait.
 const LONG_WAIT_MS: f64 = 2000.0;
 
-/// One sentence of "What limited this run".
-#[derive(Debug, Clone, PartialEq)]
+/// One sentence of "What limited this run". In JSON: `limit`, `key`, `title`, `text`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Insight {
     /// True for a limit (something held the run back); false for an ok finding.
     pub limit: bool,
     /// `benchmark`, `server`, `traffic`, `backend`, `cache`, `concurrency`, `preemption`,
     /// `gauge`, `waiting`, `throughput` or `pace`.
     pub key: &'static str,
+    /// The finding in a few words: `The server ran fewer requests at once than the load sent.`
     pub title: String,
+    /// What the run's numbers say of it, in sentences.
     pub text: String,
 }
 
@@ -84,12 +86,17 @@ pub struct CounterSummary {
     /// Finished requests by `finished_reason` (vLLM, TensorRT-LLM); empty for SGLang,
     /// whose counter has no reason.
     pub finished_by_reason: Vec<(String, f64)>,
+    /// Output tokens generated.
     pub output_tokens: Option<f64>,
+    /// Prompt tokens processed.
     pub prompt_tokens: Option<f64>,
     /// Preemptions (retractions); `None` for an engine that counts none.
     pub preemptions: Option<f64>,
+    /// Mean end-to-end latency, seconds.
     pub mean_e2e_s: Option<f64>,
+    /// Mean time to first token, seconds.
     pub mean_ttft_s: Option<f64>,
+    /// Mean time in the queue, seconds.
     pub mean_queue_s: Option<f64>,
 }
 
@@ -167,6 +174,117 @@ fn finished_by_reason(name: &str, before: &Snapshot, after: &Snapshot) -> Vec<(S
             Some((reason.to_owned(), after_count - before_count))
         })
         .collect()
+}
+
+/// Requests that ended without finishing, aborted or in an error: the server's own
+/// counters of them (the engine's table of failed-request counters), else the load tool's
+/// failed count; `None` when neither says.
+pub fn requests_in_error(run: &Run) -> Option<f64> {
+    if let Some(Ok(outcomes)) = run.server_outcomes() {
+        if outcomes.aborted.is_some() || outcomes.errored.is_some() {
+            return Some(outcomes.aborted.unwrap_or(0.0) + outcomes.errored.unwrap_or(0.0));
+        }
+    }
+    run.bench
+        .as_ref()
+        .and_then(|(_, b)| b.failed)
+        .map(|f| f as f64)
+}
+
+/// The KV cache against the load: what the cache holds, how many requests the load kept
+/// open, and what each needs to run to its end, whole blocks counted. The insight on the
+/// cache and the report's figure of it are both drawn from this one computation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CacheLoad {
+    /// Tokens the KV cache holds, as the boot log says.
+    pub pool: f64,
+    /// Requests the load kept open (the concurrency asked for, at most the requests
+    /// finished).
+    pub requests: u64,
+    /// Prompt and output tokens per request.
+    pub per_request: f64,
+    /// Tokens each request holds at full length, rounded up to whole blocks.
+    pub allocated: f64,
+    /// The block size in tokens, where known.
+    pub block: Option<u64>,
+}
+
+impl CacheLoad {
+    /// Tokens the whole load holds at full length.
+    pub fn need(&self) -> f64 {
+        self.requests as f64 * self.allocated
+    }
+
+    /// Requests that fit in the cache at full length.
+    pub fn fit(&self) -> f64 {
+        (self.pool / self.allocated).floor()
+    }
+}
+
+/// The cache against the load, when the run gives every number and its model's cache
+/// holds tokens only (a hybrid model's holds per-request state as well, which this
+/// arithmetic does not describe).
+pub fn cache_load(run: &Run) -> Option<CacheLoad> {
+    let summary = match (&run.before, &run.after) {
+        (Some(b), Some(a)) => counter_summary(run.engine, b, a),
+        _ => None,
+    };
+    cache_load_of(run, summary.as_ref())
+}
+
+fn cache_load_of(run: &Run, summary: Option<&CounterSummary>) -> Option<CacheLoad> {
+    let boot = run.last_boot()?;
+    let pool = boot.kv_pool_tokens?;
+    let bench = run.bench.as_ref().map(|(_, b)| b);
+    let requests = open_requests(run.requested, summary, bench)?;
+    let per_request = tokens_per_request(summary, bench)?;
+    if hybrid(boot) || pool == 0 || per_request <= 0.0 {
+        return None;
+    }
+    let block = block_size(run.engine, boot);
+    let allocated = match block {
+        Some(b) => (per_request / b as f64).ceil() * b as f64,
+        None => per_request,
+    };
+    Some(CacheLoad {
+        pool: pool as f64,
+        requests,
+        per_request,
+        allocated,
+        block,
+    })
+}
+
+/// The requests the load kept open: the concurrency asked for, at most the requests
+/// finished (the server's count, else the load tool's).
+fn open_requests(
+    requested: Option<u64>,
+    summary: Option<&CounterSummary>,
+    bench: Option<&ClientAccount>,
+) -> Option<u64> {
+    let finished = summary
+        .and_then(|s| s.finished)
+        .or_else(|| bench.and_then(|b| b.completed).map(|c| c as f64))
+        .filter(|f| *f >= 1.0);
+    match (requested, finished) {
+        (Some(n), Some(f)) => Some(n.min(f.trunc() as u64)),
+        (n, _) => n,
+    }
+    .filter(|n| *n > 0)
+}
+
+/// Prompt plus output tokens per request: the server's counters, else the load tool's.
+fn tokens_per_request(
+    summary: Option<&CounterSummary>,
+    bench: Option<&ClientAccount>,
+) -> Option<f64> {
+    summary
+        .and_then(CounterSummary::tokens_per_request)
+        .or_else(|| {
+            let b = bench?;
+            let completed = b.completed.filter(|c| *c > 0)?;
+            Some((b.total_input_tokens? + b.total_output_tokens?) as f64 / completed as f64)
+        })
 }
 
 /// What limited the run: every failed tripwire's consequence first, most consequential
@@ -405,8 +523,8 @@ struct Load<'a> {
     /// The requests the load kept open: the requested concurrency, or fewer when the run
     /// finished fewer requests than that.
     open: Option<u64>,
-    /// Prompt plus output tokens per request.
-    tokens_per_request: Option<f64>,
+    /// The cache against the load.
+    cache: Option<CacheLoad>,
     /// T8 failed: the server ran fewer at once than requested.
     concurrency_failed: bool,
     /// T17 failed: the client, not the server, kept fewer open than requested.
@@ -422,24 +540,8 @@ impl<'a> Load<'a> {
         let number = |r: &CheckResult, key: &str| r.evidence.get(key).and_then(Value::as_f64);
         let t8 = find(Tripwire::T8);
         let bench = run.bench.as_ref().map(|(_, b)| b);
-        let finished = summary
-            .as_ref()
-            .and_then(|s| s.finished)
-            .or_else(|| bench.and_then(|b| b.completed).map(|c| c as f64))
-            .filter(|f| *f >= 1.0);
-        let open = match (run.requested, finished) {
-            (Some(n), Some(f)) => Some(n.min(f.trunc() as u64)),
-            (n, _) => n,
-        }
-        .filter(|n| *n > 0);
-        let tokens_per_request = summary
-            .as_ref()
-            .and_then(CounterSummary::tokens_per_request)
-            .or_else(|| {
-                let b = bench?;
-                let completed = b.completed.filter(|c| *c > 0)?;
-                Some((b.total_input_tokens? + b.total_output_tokens?) as f64 / completed as f64)
-            });
+        let open = open_requests(run.requested, summary.as_ref(), bench);
+        let cache = cache_load_of(run, summary.as_ref());
         // An engine whose gauges move only when a request completes leaves a recording
         // that cannot say how many ran at once.
         let recording = run.series.as_ref().filter(|_| !run.engine.gauges_lag);
@@ -452,7 +554,7 @@ impl<'a> Load<'a> {
             busy_seconds: recording.and_then(|s| s.busy_seconds()),
             requested: run.requested,
             open,
-            tokens_per_request,
+            cache,
             concurrency_failed: t8.is_some_and(|r| r.status == Status::Fail),
             client_short: find(Tripwire::T17).is_some_and(|r| r.status == Status::Fail),
             peak_running: t8.and_then(|r| number(r, "peak_running")),
@@ -462,30 +564,10 @@ impl<'a> Load<'a> {
         }
     }
 
-    /// The KV block size requests are allocated in.
-    fn block_size(&self) -> Option<u64> {
-        block_size(self.engine, self.boot?)
-    }
-
-    /// A hybrid (attention plus Mamba) model: the tokens-per-request arithmetic does not
-    /// describe its cache.
-    fn hybrid(&self) -> bool {
-        self.boot.is_some_and(hybrid)
-    }
-
     /// Whether the cache could hold every request of the load at full length.
     fn cache(&self) -> Option<Insight> {
-        let pool = self.boot?.kv_pool_tokens?;
-        let per_request = self.tokens_per_request?;
-        let n = self.open?;
-        if self.hybrid() || pool == 0 || per_request <= 0.0 {
-            return None;
-        }
-        let allocated = match self.block_size() {
-            Some(block) => (per_request / block as f64).ceil() * block as f64,
-            None => per_request,
-        };
-        let need = n as f64 * allocated;
+        let c = self.cache?;
+        let (pool, n, per_request, need) = (c.pool, c.requests, c.per_request, c.need());
         let about = if per_request.fract() == 0.0 {
             ""
         } else {
@@ -493,15 +575,14 @@ impl<'a> Load<'a> {
         };
         let holds = format!(
             "The cache holds {} tokens; {n} requests of {about}{} tokens need {}",
-            fmt::thousands(pool as i64),
+            fmt::thousands_f(pool),
             fmt::thousands_f(per_request),
             fmt::thousands_f(need)
         );
-        if need > pool as f64 {
-            let fit = (pool as f64 / allocated).floor();
+        if need > pool {
             let mut text = format!(
                 "{holds} to run to the end together, so {} fit at full length.",
-                fmt::g(fit)
+                fmt::g(c.fit())
             );
             text.push_str(&self.made_room());
             return Some(Insight::limit(
@@ -510,7 +591,7 @@ impl<'a> Load<'a> {
                 text,
             ));
         }
-        let share = fmt::percent(need / pool as f64, 0);
+        let share = fmt::percent(need / pool, 0);
         // With T17 failed the client held requests back, which its own sentence says.
         if self.concurrency_failed && !self.client_short {
             if let Some(held_back) = self.concurrency_text() {
@@ -1634,7 +1715,7 @@ mod tests {
                 busy_seconds: None,
                 requested: Some(requested),
                 open: Some(requested),
-                tokens_per_request: None,
+                cache: None,
                 concurrency_failed: false,
                 client_short: false,
                 peak_running: None,

@@ -21,15 +21,29 @@ use crate::status::{CheckResult, Status};
 /// What became of one test case.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CaseOutcome {
+    /// A pass, or a warning without `--strict`.
     Passed,
-    Failed { kind: String, message: String },
-    Skipped { message: String },
+    /// A failed tripwire; under `--strict` also a warning or a Can't tell.
+    Failed {
+        /// `tripwire failed`, `warning` or `can't tell`.
+        kind: String,
+        /// The result's message.
+        message: String,
+    },
+    /// No verdict to gate on: does not apply, not checked, or (without `--strict`) a
+    /// Can't tell.
+    Skipped {
+        /// Why: does not apply, not checked, or can't tell, with the message.
+        message: String,
+    },
 }
 
 /// One `<testcase>`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Case {
+    /// The test case's name: the tripwire and its title.
     pub name: String,
+    /// What became of it.
     pub outcome: CaseOutcome,
     /// Extra text: the message of a pass or a warning, the advice of a finding.
     pub output: String,
@@ -42,6 +56,7 @@ pub struct Suite {
     pub name: String,
     /// `inferlint.report`: the `classname` of its cases.
     pub classname: String,
+    /// Its test cases.
     pub cases: Vec<Case>,
 }
 

@@ -8,6 +8,8 @@
 //! function that a benchmark harness can call directly, and lets a new engine be added by
 //! writing a table.
 
+#![deny(missing_docs)]
+
 pub mod advice;
 pub mod catalogue;
 pub mod checks;
@@ -16,6 +18,7 @@ pub mod compare;
 pub mod contract;
 pub mod crosscheck;
 pub mod engine;
+pub mod evidence;
 pub mod fmt;
 pub mod insights;
 pub mod junit;

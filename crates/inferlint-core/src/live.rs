@@ -30,14 +30,19 @@ pub const LIVE_TRIPWIRES: [Tripwire; 7] = [
 /// What the live checks read.
 #[derive(Debug, Clone, Copy)]
 pub struct LiveInputs<'a> {
+    /// The engine's table.
     pub engine: &'static EngineDescriptor,
+    /// The series so far, folded.
     pub stats: &'a SeriesStats,
     /// The recorder's first scrape and its latest.
     pub first: &'a Snapshot,
+    /// The recorder's latest scrape.
     pub latest: &'a Snapshot,
     /// The concurrency the load asks for (T8, T17).
     pub requested: Option<u64>,
+    /// The boot log's facts, where the recorder was given the log.
     pub boot: Option<&'a BootFacts>,
+    /// The user said the run is meant to use the prefix cache (T16 does not warn).
     pub expect_cache_hits: bool,
     /// The recording ended: nothing more will come to change a verdict.
     pub ended: bool,

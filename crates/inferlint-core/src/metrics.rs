@@ -5,15 +5,18 @@ use std::collections::HashMap;
 /// One sample line: a metric name, its labels (sorted by name) and a value.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sample {
+    /// The metric's name (`vllm:num_requests_running`).
     pub name: String,
     /// Sorted by label name, so two samples compare equal whatever order the text used.
     pub labels: Vec<(String, String)>,
+    /// The value.
     pub value: f64,
     /// The optional timestamp in milliseconds; kept, but no check uses it.
     pub timestamp_ms: Option<i64>,
 }
 
 impl Sample {
+    /// The value of label `name`, if the sample has it.
     pub fn label(&self, name: &str) -> Option<&str> {
         self.labels
             .iter()
@@ -29,7 +32,9 @@ impl Sample {
 /// The error of a lookup that expects exactly one series and finds several.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SeveralSeries {
+    /// The metric.
     pub name: String,
+    /// How many series it has.
     pub count: usize,
 }
 
@@ -51,6 +56,7 @@ pub struct MetricSet {
 }
 
 impl MetricSet {
+    /// A set of the samples of one scrape.
     pub fn new(samples: Vec<Sample>) -> MetricSet {
         let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
         for (i, s) in samples.iter().enumerate() {
@@ -60,18 +66,22 @@ impl MetricSet {
         MetricSet { samples, by_name }
     }
 
+    /// Every sample, in the order read.
     pub fn samples(&self) -> &[Sample] {
         &self.samples
     }
 
+    /// How many samples.
     pub fn len(&self) -> usize {
         self.samples.len()
     }
 
+    /// Whether there is none.
     pub fn is_empty(&self) -> bool {
         self.samples.is_empty()
     }
 
+    /// Whether any sample has this name.
     pub fn has(&self, name: &str) -> bool {
         self.by_name.contains_key(name)
     }

@@ -24,13 +24,16 @@ pub struct Snapshot {
     pub latency_s: Option<f64>,
     /// The exposition text exactly as served.
     pub text: String,
+    /// Its samples.
     pub metrics: MetricSet,
 }
 
 /// The first line of a series recording.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct SeriesHeader {
+    /// The address recorded.
     pub url: Option<String>,
+    /// The time between two readings, in seconds.
     pub interval_s: Option<f64>,
     /// `None` in older vLLM recordings, read as vLLM's.
     pub engine: Option<Engine>,
@@ -64,6 +67,7 @@ impl GpuSampling {
         }
     }
 
+    /// The header word read back; `None` for a word no recorder writes.
     pub fn parse(word: &str) -> Option<GpuSampling> {
         match word {
             "nvml" => Some(GpuSampling::Nvml),
@@ -92,6 +96,7 @@ pub struct GpuReading {
     pub throttle: Option<f64>,
     /// The lowest SM clock of the server's GPUs, in MHz, and that GPU's maximum.
     pub sm_mhz: Option<f64>,
+    /// The maximum SM clock of the GPU with the lowest clock, in MHz.
     pub sm_max_mhz: Option<f64>,
 }
 
@@ -135,18 +140,28 @@ impl GpuReading {
 /// One reading of a series. Every value is `None` when the scrape lacked it: never 0.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct SeriesSample {
+    /// Wall clock, Unix seconds.
     pub t_wall: f64,
+    /// Monotonic clock, nanoseconds.
     pub t_mono_ns: Option<i64>,
+    /// Requests running.
     pub running: Option<f64>,
+    /// Requests waiting.
     pub waiting: Option<f64>,
+    /// KV cache use, 0 to 1.
     pub kv_usage: Option<f64>,
+    /// The preemption counter.
     pub preemptions: Option<f64>,
+    /// The output tokens counter.
     pub generation_tokens: Option<f64>,
+    /// The prompt tokens counter.
     pub prompt_tokens: Option<f64>,
+    /// TensorRT-LLM: requests paused for recompute.
     pub paused: Option<f64>,
-    /// Prompt tokens the prefix cache served, and prompt tokens looked up in it (the
-    /// engine's counters, see [`crate::engine::PrefixCacheCounters`]).
+    /// Prompt tokens the prefix cache served (the engine's counters, see
+    /// [`crate::engine::PrefixCacheCounters`]).
     pub prefix_hits: Option<f64>,
+    /// Prompt tokens looked up in the prefix cache.
     pub prefix_queries: Option<f64>,
     /// The server's GPUs, where the recorder read them.
     pub gpu: GpuReading,
@@ -226,18 +241,26 @@ impl SeriesSample {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum PyValue {
+    /// `None`.
     None,
+    /// `True` or `False`.
     Bool(bool),
+    /// An integer.
     Int(i64),
+    /// A float.
     Float(f64),
+    /// A string.
     Str(String),
+    /// A list or tuple.
     List(Vec<PyValue>),
+    /// A dict, in printed order.
     Dict(Vec<(String, PyValue)>),
     /// Anything else (an enum repr, a call), kept as printed.
     Raw(String),
 }
 
 impl PyValue {
+    /// The string, if it is one.
     pub fn as_str(&self) -> Option<&str> {
         match self {
             PyValue::Str(s) | PyValue::Raw(s) => Some(s),
@@ -245,6 +268,7 @@ impl PyValue {
         }
     }
 
+    /// The integer, if it is one.
     pub fn as_i64(&self) -> Option<i64> {
         match self {
             PyValue::Int(i) => Some(*i),
@@ -253,6 +277,7 @@ impl PyValue {
         }
     }
 
+    /// Whether it is `None`.
     pub fn is_none(&self) -> bool {
         match self {
             PyValue::None => true,
@@ -261,6 +286,7 @@ impl PyValue {
         }
     }
 
+    /// Whether Python would call it true.
     pub fn is_truthy(&self) -> bool {
         match self {
             PyValue::None => false,
@@ -305,6 +331,7 @@ pub type Settings = BTreeMap<String, PyValue>;
 /// A line the parser recognised (its anchor matched) but could not read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct UnparsedLine {
+    /// The fact the line should have given.
     pub field: String,
     /// 1-based.
     pub lineno: usize,
@@ -339,9 +366,13 @@ pub struct ServingCompile {
 /// prints one (vLLM's `09-30 20:47:14` has none).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct LogTime {
+    /// The year, where the line prints one.
     pub year: Option<i32>,
+    /// The month, 1 to 12.
     pub month: u8,
+    /// The day of the month.
     pub day: u8,
+    /// Seconds since midnight.
     pub second_of_day: u32,
 }
 
@@ -390,7 +421,9 @@ pub const MAX_SERVING_COMPILES: usize = 64;
 /// another clock only through an offset that must be found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct LogClock {
+    /// The earliest stamp, seconds since 1970 as the log's clock reads.
     pub earliest: i64,
+    /// The latest stamp.
     pub latest: i64,
     /// The HTTP server's `Shutting down` line is in the log and dated lines follow it, so
     /// the latest stamp was written after the server stopped answering.
@@ -401,11 +434,14 @@ pub struct LogClock {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Phase {
+    /// Before the server said it was ready.
     Boot,
+    /// After it: a crash while serving (T7).
     Serving,
 }
 
 impl Phase {
+    /// The phase as evidence names it: `boot`, `serving`.
     pub fn word(self) -> &'static str {
         match self {
             Phase::Boot => "boot",
@@ -419,6 +455,7 @@ impl Phase {
 pub struct Failure {
     /// `jit_toolchain`, `out_of_memory`, `accelerator_error`, ... `engine_dead`.
     pub kind: String,
+    /// When it came.
     pub phase: Phase,
     /// 1-based line number of the line that shows it.
     pub lineno: usize,
@@ -434,7 +471,9 @@ pub struct Failure {
 /// defaulted, and a line that was recognised but unreadable is listed in `unparsed`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct BootFacts {
+    /// The engine the log's markers name.
     pub engine: Option<Engine>,
+    /// The engine's version.
     pub version: Option<String>,
     /// vLLM `non-default args: {...}`.
     pub non_default_args: Option<Settings>,
@@ -442,29 +481,51 @@ pub struct BootFacts {
     pub server_args: Option<Settings>,
     /// TensorRT-LLM: the whole `LLM Args:` line.
     pub llm_args: Option<String>,
+    /// The model served.
     pub model: Option<String>,
+    /// The attention backend asked for.
     pub requested_backend: Option<String>,
+    /// The attention backends the server chose.
     pub selected_backends: Vec<String>,
+    /// The backends it considered.
     pub candidate_backends: Vec<String>,
+    /// The attention backends chosen for the draft model.
     pub drafter_backends: Vec<String>,
+    /// The attention block size, in tokens.
     pub attention_block_size: Option<u64>,
+    /// The hybrid allocator's page size, in tokens.
     pub page_size: Option<u64>,
+    /// The share of each page padded to fit state blocks, in percent.
     pub mamba_page_padding_pct: Option<f64>,
+    /// The KV pool, in tokens.
     pub kv_pool_tokens: Option<u64>,
+    /// The concurrency the log says the cache holds.
     pub max_concurrency: Option<f64>,
+    /// The request length that figure assumes, in tokens.
     pub max_concurrency_request_len: Option<u64>,
+    /// Memory left for the KV cache, GiB.
     pub available_kv_cache_gib: Option<f64>,
+    /// Memory the weights took, GiB.
     pub model_load_gib: Option<f64>,
+    /// Seconds loading the weights took.
     pub model_load_s: Option<f64>,
+    /// Memory the CUDA graphs were estimated to take, GiB.
     pub cudagraph_estimated_gib: Option<f64>,
+    /// Memory the CUDA graphs took, GiB.
     pub cudagraph_actual_gib: Option<f64>,
+    /// Memory the server took before its KV cache, GiB.
     pub consumed_gib: Option<f64>,
+    /// The activation peak of the profiling run, GiB.
     pub peak_activation_gib: Option<f64>,
+    /// Seconds compiling took.
     pub compile_s: Option<f64>,
     /// (from, to), e.g. (`FULL_AND_PIECEWISE`, `PIECEWISE`).
     pub cudagraph_mode_downgrade: Option<(String, String)>,
+    /// Whether CUDA graphs were captured.
     pub cudagraphs: Option<bool>,
+    /// Whether speculative decoding ran.
     pub speculative: Option<bool>,
+    /// Whether it compiled afresh rather than from the cache.
     pub compiled_fresh: Option<bool>,
     /// 1-based line of the first `Application startup complete`.
     pub ready_lineno: Option<usize>,
@@ -502,11 +563,12 @@ pub struct BootFacts {
     /// `MM-DD HH:MM:SS` of the first stamped line and of the last stamped line at or
     /// before the ready line.
     pub first_stamp: Option<String>,
+    /// The stamp of the ready line.
     pub ready_stamp: Option<String>,
-    /// The time stamps of the first stamped line, and of the last at or before the
-    /// ready line.
+    /// The time stamp of the first stamped line.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_time: Option<LogTime>,
+    /// The time stamp of the last stamped line at or before the ready line.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ready_time: Option<LogTime>,
     /// The time stamp of the last stamped line.
@@ -517,14 +579,17 @@ pub struct BootFacts {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shutdown_lineno: Option<usize>,
     /// Compile and graph-capture lines after the ready line (the first
-    /// [`MAX_SERVING_COMPILES`]), and how many there were in all.
+    /// [`MAX_SERVING_COMPILES`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub serving_compiles: Vec<ServingCompile>,
+    /// How many compile and graph-capture lines there were after the ready line in all.
     #[serde(skip_serializing_if = "is_zero")]
     pub serving_compiles_total: usize,
+    /// Lines recognised but not read.
     pub unparsed: Vec<UnparsedLine>,
     /// Fields seen with several distinct values: every value, in order.
     pub conflicts: BTreeMap<String, Vec<String>>,
+    /// The failure the log shows, if any.
     pub failure: Option<Failure>,
     /// How many lines the log had.
     pub line_count: usize,
@@ -535,6 +600,7 @@ fn is_zero(n: &usize) -> bool {
 }
 
 impl BootFacts {
+    /// Whether the server said it was ready (`Application startup complete`).
     pub fn ready(&self) -> bool {
         self.ready_lineno.is_some()
     }
@@ -548,11 +614,75 @@ impl BootFacts {
     pub fn setting(&self, key: &str) -> Option<&PyValue> {
         self.config_args().and_then(|a| a.get(key))
     }
+
+    /// How long the server took to start, by its log's own time stamps: from the first
+    /// stamped line to the ready line. `None` when either stamp does not read, or the
+    /// span is negative (a start across New Year, whose stamps carry no year).
+    pub fn startup(&self) -> Option<Startup> {
+        let (first, ready) = (self.first_stamp.as_deref()?, self.ready_stamp.as_deref()?);
+        let seconds = stamp_seconds(ready)? - stamp_seconds(first)?;
+        (seconds >= 0).then(|| Startup {
+            seconds: seconds as f64,
+            first_time: stamp_time(first).to_owned(),
+            ready_time: stamp_time(ready).to_owned(),
+        })
+    }
+}
+
+/// A server's start-up, by its log ([`BootFacts::startup`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Startup {
+    /// Seconds from the first stamped line to the ready line.
+    pub seconds: f64,
+    /// The time of day of the first stamped line: `17:48:43`.
+    pub first_time: String,
+    /// The time of day of the ready line.
+    pub ready_time: String,
+}
+
+/// Seconds since the start of a common year of a boot-log stamp `MM-DD HH:MM:SS`: good
+/// enough for a span within one start.
+fn stamp_seconds(stamp: &str) -> Option<i64> {
+    const BEFORE_MONTH: [i64; 12] = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334];
+    let (date, time) = stamp.trim().split_once(' ')?;
+    let (month, day) = date.split_once('-')?;
+    let mut hms = time.split(':');
+    let mut next = || hms.next()?.parse::<i64>().ok();
+    let (h, m, s) = (next()?, next()?, next()?);
+    let month: i64 = month.parse().ok()?;
+    let day: i64 = day.parse().ok()?;
+    let before = *BEFORE_MONTH.get(usize::try_from(month - 1).ok()?)?;
+    Some(((before + day) * 24 + h) * 3600 + m * 60 + s)
+}
+
+/// The time part of a boot-log stamp: `17:48:43`.
+fn stamp_time(stamp: &str) -> &str {
+    stamp.trim().split_once(' ').map_or(stamp, |(_, t)| t)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn startup_from_the_logs_stamps() {
+        let facts = |first: &str, ready: &str| BootFacts {
+            first_stamp: Some(first.into()),
+            ready_stamp: Some(ready.into()),
+            ..BootFacts::default()
+        };
+        let startup = facts("11-30 17:48:43", "11-30 17:50:47").startup();
+        assert_eq!(
+            startup,
+            Some(Startup {
+                seconds: 124.0,
+                first_time: "17:48:43".into(),
+                ready_time: "17:50:47".into(),
+            })
+        );
+        assert_eq!(facts("12-31 23:59:00", "01-01 00:01:00").startup(), None);
+        assert_eq!(facts("x", "11-30 17:50:47").startup(), None);
+    }
 
     /// The recorder's extra fields are held to what they can be, as the gauges are: a
     /// reading that cannot be makes the recording untrusted, never a pass.

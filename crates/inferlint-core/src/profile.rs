@@ -21,9 +21,13 @@ use crate::status::{CheckResult, Status, Tripwire};
 pub struct RunProfile {
     /// How the run is named (its folder).
     pub label: String,
+    /// The server's setup.
     pub setup: Setup,
+    /// The load.
     pub load: LoadShape,
+    /// What happened.
     pub happened: Happened,
+    /// The figures compared.
     pub figures: Figures,
     /// Each tripwire's status word (`pass`, `fail`, ...), in the order the checks ran.
     pub verdicts: Vec<(String, String)>,
@@ -32,16 +36,27 @@ pub struct RunProfile {
 /// The server's setup: what decides how many requests fit and how fast each step runs.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Setup {
+    /// The engine's key.
     pub engine: String,
+    /// Its version.
     pub version: Option<String>,
+    /// The model.
     pub model: Option<String>,
+    /// The KV pool, tokens.
     pub kv_pool_tokens: Option<u64>,
+    /// The KV pool, blocks.
     pub kv_blocks: Option<u64>,
+    /// The attention block size, tokens.
     pub block_size: Option<u64>,
+    /// The attention backend.
     pub attention_backend: Option<String>,
+    /// The KV cache's data type.
     pub kv_dtype: Option<String>,
+    /// The longest context.
     pub max_model_len: Option<u64>,
+    /// The cap on running requests.
     pub running_cap: Option<u64>,
+    /// The GPU.
     pub gpu: Option<String>,
 }
 
@@ -50,6 +65,7 @@ pub struct Setup {
 pub struct LoadShape {
     /// The load tool, without its version.
     pub tool: Option<String>,
+    /// The concurrency the load asked for.
     pub requested_concurrency: Option<u64>,
     /// Requests per second asked for; `None` when unlimited or not said.
     pub request_rate: Option<f64>,
@@ -72,7 +88,9 @@ pub struct Happened {
     pub preemptions: Option<f64>,
     /// The share of prompt tokens the prefix cache served, from the engine's counters.
     pub prefix_cache_share: Option<f64>,
+    /// Requests that failed.
     pub failed: Option<i64>,
+    /// Requests that completed.
     pub completed: Option<i64>,
     /// Untimed requests before the timed run (a test request, a warm-up).
     pub untimed_requests: Option<u64>,
@@ -86,7 +104,9 @@ pub struct Happened {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Better {
+    /// Higher is better (throughput).
     Higher,
+    /// Lower is better (latency).
     Lower,
 }
 
@@ -95,6 +115,7 @@ pub enum Better {
 pub struct Figure {
     /// `output_throughput`, `ttft_p50_ms`, ...
     pub key: &'static str,
+    /// The value.
     pub value: f64,
     /// `load tool (summary)`, `load tool (per request)`, `server counters`.
     pub source: &'static str,
@@ -105,6 +126,7 @@ pub struct Figure {
 pub struct Figures(pub Vec<Figure>);
 
 impl Figures {
+    /// The figure with this key.
     pub fn get(&self, key: &str) -> Option<&Figure> {
         self.0.iter().find(|f| f.key == key)
     }

@@ -22,11 +22,15 @@ use crate::model::Snapshot;
 pub struct RequestTimes {
     /// The request's place in the account's records.
     pub index: usize,
+    /// How it ended.
     pub outcome: Option<RequestOutcome>,
     /// When the tool meant to send it (a slot freed, its schedule), where it says.
     pub scheduled: Option<f64>,
+    /// When it was sent, seconds on the recording's clock.
     pub sent: f64,
+    /// When its first token came.
     pub first_token: Option<f64>,
+    /// When it ended.
     pub end: Option<f64>,
 }
 
@@ -40,6 +44,7 @@ impl RequestTimes {
 /// The requests lined up with the recording, in send order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RequestTimeline {
+    /// Each request, in sending order.
     pub requests: Vec<RequestTimes>,
     /// The clock the requests' times were on.
     pub clock: RequestClock,

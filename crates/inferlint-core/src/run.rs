@@ -20,11 +20,17 @@ use crate::status::{CheckResult, Status, Tripwire};
 
 /// The inputs a not-checked tripwire can name, as `evidence.needs` spells them.
 pub mod input {
+    /// The server's boot log.
     pub const BOOT_LOG: &str = "boot_log";
+    /// The before reading.
     pub const BEFORE: &str = "before";
+    /// The after reading.
     pub const AFTER: &str = "after";
+    /// A recording of the run.
     pub const SERIES: &str = "series";
+    /// The load tool's result file.
     pub const BENCH_RESULT: &str = "bench_result";
+    /// The concurrency the load asked for.
     pub const REQUESTED: &str = "requested";
     /// A load that sent requests: the run was not a benchmark.
     pub const LOAD: &str = "load";
@@ -46,11 +52,15 @@ pub struct RunOptions {
 /// Whatever a run left, already read. Every part is optional.
 #[derive(Debug)]
 pub struct Run {
+    /// The engine's table.
     pub engine: &'static EngineDescriptor,
     /// Boot logs with the label each is shown under.
     pub boots: Vec<(String, BootFacts)>,
+    /// The reading before the load.
     pub before: Option<Snapshot>,
+    /// The reading after it.
     pub after: Option<Snapshot>,
+    /// The recording, folded.
     pub series: Option<SeriesStats>,
     /// The load tool's result and the name it is shown under.
     pub bench: Option<(String, ClientAccount)>,
@@ -217,6 +227,86 @@ pub fn not_a_benchmark(run: &Run) -> Option<String> {
         && stats.peak_running == Some(0.0)
         && stats.peak_in_flight.is_none_or(|p| p <= 0.0);
     idle.then(|| "the recording shows no request running or waiting".to_owned())
+}
+
+/// Tripwires with no verdict on a run, and why (see [`without_verdict`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Absent {
+    /// The tripwires, in catalogue order.
+    pub tripwires: Vec<Tripwire>,
+    /// Why, said of one tripwire: `needs a boot log`.
+    pub one: String,
+    /// Why, said of several: `need a boot log`.
+    pub many: String,
+}
+
+/// Every tripwire the catalogue has that got no verdict on the run, grouped by why, in the
+/// order of each group's first tripwire: what core said it needs when it listed it as not
+/// checked, else that it does not apply to the engine, else what the catalogue says a
+/// verdict needs (T2 and T3 run at clean-up, T7 needs a live server).
+pub fn without_verdict(results: &[CheckResult], engine: &EngineDescriptor) -> Vec<Absent> {
+    let mut groups: Vec<Absent> = Vec::new();
+    for tripwire in Tripwire::all() {
+        if results
+            .iter()
+            .any(|r| r.tripwire == tripwire && r.status.is_verdict())
+        {
+            continue;
+        }
+        let listed = results
+            .iter()
+            .find(|r| r.tripwire == tripwire && r.status == Status::NotChecked);
+        let (one, many) = match listed {
+            Some(r) => (r.message.clone(), r.message.replacen("needs ", "need ", 1)),
+            None if tripwire == Tripwire::T14 && engine.cache_info.is_none() => (
+                format!("does not apply to {}", engine.name),
+                format!("do not apply to {}", engine.name),
+            ),
+            None => {
+                let (one, many) = crate::catalogue::get(tripwire).needs;
+                (one.to_owned(), many.to_owned())
+            }
+        };
+        match groups.iter_mut().find(|g| g.one == one) {
+            Some(group) => group.tripwires.push(tripwire),
+            None => groups.push(Absent {
+                tripwires: vec![tripwire],
+                one,
+                many,
+            }),
+        }
+    }
+    groups
+}
+
+/// The one-line refusal when no check could run on the inputs `given` (as messages name
+/// them): which tripwires need what, from the not-checked results.
+pub fn nothing_checked(given: &[String], results: &[CheckResult]) -> String {
+    let mut needs: Vec<(String, Vec<String>)> = Vec::new();
+    for r in results.iter().filter(|r| r.status == Status::NotChecked) {
+        let what = r.message.trim_start_matches("needs ").to_owned();
+        match needs.iter_mut().find(|(m, _)| *m == what) {
+            Some((_, ids)) => ids.push(r.tripwire.to_string()),
+            None => needs.push((what, vec![r.tripwire.to_string()])),
+        }
+    }
+    let needs: Vec<String> = needs
+        .iter()
+        .map(|(what, ids)| match ids.split_last() {
+            Some((last, [])) => format!("{last} needs {what}"),
+            Some((last, rest)) => format!("{} and {last} need {what}", rest.join(", ")),
+            None => String::new(),
+        })
+        .collect();
+    format!(
+        "no check could run on {}: {}",
+        if given.is_empty() {
+            "nothing".to_owned()
+        } else {
+            given.join(", ")
+        },
+        needs.join("; ")
+    )
 }
 
 /// Every check the run's files allow, in report order: boot checks, T15, T18, T20, T1,

@@ -2,11 +2,13 @@
 
 use std::fmt;
 
-use serde_json::{Map, Value};
+use serde::{Serialize, Serializer};
+use serde_json::Value;
 
-/// Evidence behind a result: named values, kept in insertion order so that the JSON
-/// output reads in the order the check computed them.
-pub type Evidence = Map<String, Value>;
+/// Evidence behind a result: named values, kept in the order the check computed them, so
+/// that the `--json` output reads in that order whatever features `serde_json` was built
+/// with. Which keys each check writes is listed in [`crate::evidence`].
+pub type Evidence = crate::contract::JsonObject;
 
 /// What a check concluded. `Unknown` is "Can't tell": it never counts as a pass.
 ///
@@ -16,11 +18,17 @@ pub type Evidence = Map<String, Value>;
 /// status on its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Status {
+    /// Tripwire failed: the run fell into the trap (`fail` in `--json`).
     Fail,
+    /// Warning: worth knowing, not wrong by itself (`warn`).
     Warn,
+    /// Can't tell: the evidence does not decide (`unknown`); never a pass.
     Unknown,
+    /// Pass (`pass`).
     Pass,
+    /// Does not apply to this engine or run (`not_applicable`).
     NotApplicable,
+    /// Not checked: an input it needs was not given (`not_checked`).
     NotChecked,
 }
 
@@ -89,26 +97,47 @@ impl Status {
 pub struct Tripwire(u8);
 
 impl Tripwire {
+    /// T1: Silent preemption.
     pub const T1: Tripwire = Tripwire(1);
+    /// T2: Orphaned engine process.
     pub const T2: Tripwire = Tripwire(2);
+    /// T3: Cleanup kills its own shell.
     pub const T3: Tripwire = Tripwire(3);
+    /// T4: KV pool size jumps between starts.
     pub const T4: Tripwire = Tripwire(4);
+    /// T5: Large KV block size.
     pub const T5: Tripwire = Tripwire(5);
+    /// T6: Requested attention backend ignored.
     pub const T6: Tripwire = Tripwire(6);
+    /// T7: Crash after ready.
     pub const T7: Tripwire = Tripwire(7);
+    /// T8: Concurrency not reached.
     pub const T8: Tripwire = Tripwire(8);
+    /// T9: Concurrency ceiling falls as sequences grow.
     pub const T9: Tripwire = Tripwire(9);
+    /// T10: Integer-second timing.
     pub const T10: Tripwire = Tripwire(10);
+    /// T11: KV memory budget drifts between starts.
     pub const T11: Tripwire = Tripwire(11);
+    /// T12: Start-up failure without a cause.
     pub const T12: Tripwire = Tripwire(12);
+    /// T13: Stale waiter adopts the next server.
     pub const T13: Tripwire = Tripwire(13);
+    /// T14: Reserved null block.
     pub const T14: Tripwire = Tripwire(14);
+    /// T15: Client and server counts disagree.
     pub const T15: Tripwire = Tripwire(15);
+    /// T16: Prefix cache served the run.
     pub const T16: Tripwire = Tripwire(16);
+    /// T17: Client kept fewer in flight than asked.
     pub const T17: Tripwire = Tripwire(17);
+    /// T18: Failures left out.
     pub const T18: Tripwire = Tripwire(18);
+    /// T19: Cold engine.
     pub const T19: Tripwire = Tripwire(19);
+    /// T20: Request lengths as advertised.
     pub const T20: Tripwire = Tripwire(20);
+    /// T21: GPU shared or throttled.
     pub const T21: Tripwire = Tripwire(21);
 
     /// Builds an id from its number; `None` when the catalogue has no such tripwire.
@@ -119,6 +148,7 @@ impl Tripwire {
             .find(|t| t.0 == number)
     }
 
+    /// The id's number: 9 for `T9`.
     pub fn number(self) -> u8 {
         self.0
     }
@@ -170,9 +200,13 @@ impl fmt::Display for Tripwire {
 /// numbers, and the evidence behind it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CheckResult {
+    /// The tripwire answered for.
     pub tripwire: Tripwire,
+    /// What the check concluded.
     pub status: Status,
+    /// One line in the run's own numbers.
     pub message: String,
+    /// The named values behind the verdict ([`crate::evidence`] lists the keys).
     pub evidence: Evidence,
     /// Extra words shown on a terminal line but not in `--json` (T10's integer-second
     /// comparison), so that JSON messages stay identical to the established tool's.
@@ -184,6 +218,7 @@ pub struct CheckResult {
 }
 
 impl CheckResult {
+    /// A result with no evidence and no advice yet.
     pub fn new(tripwire: Tripwire, status: Status, message: impl Into<String>) -> CheckResult {
         CheckResult {
             tripwire,
@@ -212,9 +247,72 @@ impl CheckResult {
         self
     }
 
+    /// Adds every entry of `evidence` (builder style).
     pub fn with_evidence(mut self, evidence: Evidence) -> CheckResult {
         self.evidence.extend(evidence);
         self
+    }
+
+    /// The tripwire this result answers for; it displays as `T1`.
+    pub fn tripwire(&self) -> Tripwire {
+        self.tripwire
+    }
+
+    /// What the check concluded.
+    pub fn status(&self) -> Status {
+        self.status
+    }
+
+    /// The one-line message, in the run's own numbers (the `--json` `message`).
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// What to change, one sentence each (the `--json` `advice`).
+    pub fn advice(&self) -> &[String] {
+        &self.advice
+    }
+
+    /// The evidence behind the result, in the order the check wrote it. Which keys
+    /// each tripwire writes is listed in [`crate::evidence`].
+    pub fn evidence(&self) -> &Evidence {
+        &self.evidence
+    }
+
+    /// One evidence value read as `T` (a number, a string, a list, a struct of yours),
+    /// or `None` when the key is absent or holds another type. A count the check kept as
+    /// a whole float (`16.0`) also reads as an integer type.
+    ///
+    /// ```
+    /// use inferlint_core::{CheckResult, Status, Tripwire};
+    /// let r = CheckResult::new(Tripwire::T1, Status::Fail, "16 preemptions during the run")
+    ///     .with("preemptions", 16.0);
+    /// assert_eq!(r.evidence_as::<f64>("preemptions"), Some(16.0));
+    /// assert_eq!(r.evidence_as::<u64>("preemptions"), Some(16));
+    /// assert_eq!(r.evidence_as::<String>("preemptions"), None);
+    /// assert_eq!(r.evidence_as::<f64>("no such key"), None);
+    /// ```
+    pub fn evidence_as<T: serde::de::DeserializeOwned>(&self, key: &str) -> Option<T> {
+        let value = self.evidence.get(key)?;
+        if let Ok(read) = T::deserialize(value) {
+            return Some(read);
+        }
+        // Counters are read as floats; a whole one is a count for a caller that asks
+        // for an integer.
+        let whole = value
+            .as_f64()
+            .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)?;
+        T::deserialize(&Value::from(whole as i64)).ok()
+    }
+
+    /// An evidence number (`None` when absent or not a number).
+    pub fn evidence_f64(&self, key: &str) -> Option<f64> {
+        self.evidence.get(key).and_then(Value::as_f64)
+    }
+
+    /// An evidence text (`None` when absent or not a text).
+    pub fn evidence_str(&self, key: &str) -> Option<&str> {
+        self.evidence.get(key).and_then(Value::as_str)
     }
 
     /// Prefixes the message with a label (several boot logs in one `check-log`).
@@ -251,11 +349,42 @@ impl CheckResult {
     }
 }
 
+/// A status serialises as its `--json` word (`fail`, `not_checked`).
+impl Serialize for Status {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.json_word())
+    }
+}
+
+/// A tripwire serialises as its id (`T9`).
+impl Serialize for Tripwire {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+/// A result serialises as one entry of the `--json` array: `tripwire`, `status`,
+/// `message`, `evidence`, `advice`, in that order ([`crate::contract`]).
+impl Serialize for CheckResult {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut s = serializer.serialize_struct("CheckResult", 5)?;
+        s.serialize_field("tripwire", &self.tripwire)?;
+        s.serialize_field("status", &self.status)?;
+        s.serialize_field("message", &self.message)?;
+        s.serialize_field("evidence", &self.evidence)?;
+        s.serialize_field("advice", &self.advice)?;
+        s.end()
+    }
+}
+
 /// Advice lines start under the status label, past the `[ T1] ` column.
 const ADVICE_INDENT: &str = "      ";
 
 /// How a set of results maps onto the process exit status: one table for every command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// In JSON: `passed`, `tripwire_failed`, `undecided`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// Everything passed (warnings allowed).
     Passed,
@@ -266,6 +395,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// The outcome of a set of results; `strict` counts a warning as a failure.
     pub fn of(results: &[CheckResult], strict: bool) -> Outcome {
         let any = |s: Status| results.iter().any(|r| r.status == s);
         if any(Status::Fail) || (strict && any(Status::Warn)) {

@@ -33,11 +33,14 @@ const RATE_FOLLOWED: f64 = 0.95;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Axis {
+    /// Runs differ in the concurrency asked for.
     Concurrency,
+    /// Runs differ in the request rate asked for.
     Rate,
 }
 
 impl Axis {
+    /// The axis in words.
     pub fn words(self) -> &'static str {
         match self {
             Axis::Concurrency => "concurrency asked",
@@ -49,19 +52,25 @@ impl Axis {
 /// One run of the sweep.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Point {
+    /// The run's label.
     pub label: String,
     /// The concurrency or rate asked for.
     pub asked: Option<f64>,
+    /// The most requests the server ran at once.
     pub peak_running: Option<f64>,
+    /// The mean running while busy.
     pub mean_running: Option<f64>,
     /// Requests finished per second, as the load tool timed them.
     pub request_throughput: Option<f64>,
+    /// Preemptions during the run.
     pub preemptions: Option<f64>,
+    /// Output tokens per second.
     pub output_throughput: Option<f64>,
     /// Where the throughput comes from.
     pub throughput_source: Option<&'static str>,
     /// The latency plotted against throughput: TTFT p50, else the mean.
     pub ttft_ms: Option<f64>,
+    /// Time per output token, milliseconds.
     pub tpot_ms: Option<f64>,
     /// Whether the server followed the load asked for; `None` when it cannot be told.
     pub follows: Option<bool>,
@@ -83,15 +92,20 @@ pub enum Outcome {
     CannotTell,
 }
 
+/// The whole sweep, as `sweep --json` prints it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Sweep {
+    /// The JSON schema's id.
     pub schema: &'static str,
+    /// What the runs differ in.
     pub axis: Option<Axis>,
     /// In rising order of the load asked for.
     pub points: Vec<Point>,
     /// The gate on everything but the swept load.
     pub setup: Vec<Item>,
+    /// Whether the runs share one setup.
     pub one_setup: Verdict,
+    /// Why not, one sentence each.
     pub reasons: Vec<String>,
     /// The first run the server did not follow.
     pub stops_following: Option<String>,
@@ -101,6 +115,7 @@ pub struct Sweep {
     pub knee: Option<String>,
     /// The findings in words.
     pub findings: Vec<String>,
+    /// What the sweep found.
     pub outcome: Outcome,
 }
 

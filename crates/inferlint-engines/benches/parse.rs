@@ -76,15 +76,16 @@ fn prom_benches(c: &mut Criterion) {
 }
 
 /// The series pass: read a recording line by line and fold it into the statistics the
-/// T8, T9 and T14 checks use, then run the checks. The input is the demo recording that
-/// ships in fixtures/ (so the benchmark runs anywhere), repeated to 100,000 samples.
+/// T8, T9 and T14 checks use, then run the checks. The input is the recording of the run
+/// `inferlint demo` writes, as fixtures/sim keeps it (so the benchmark runs anywhere),
+/// repeated to 100,000 samples.
 fn series_benches(c: &mut Criterion) {
     use inferlint_core::checks::series::SeriesStats;
     use inferlint_core::run::series_checks;
     use inferlint_engines::files;
 
-    let demo =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/demo/run.series.jsonl");
+    let demo = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/sim/vllm-hybrid/run.series.jsonl");
     let text =
         std::fs::read_to_string(&demo).expect("the demo recording ships with the repository");
     let mut lines = text.lines();

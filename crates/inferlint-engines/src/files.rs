@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use inferlint_core::checks::series::{RefusedReading, SeriesStats};
 use inferlint_core::client::ClientAccount;
+use inferlint_core::contract::JsonObject;
 use inferlint_core::model::{
     BootFacts, GpuReading, GpuSampling, SeriesHeader, SeriesSample, Snapshot,
 };
@@ -18,21 +19,32 @@ use serde_json::{Map, Value};
 
 use crate::prom;
 
+/// The `schema` a snapshot file carries (shared with the Python tool).
 pub const SNAPSHOT_SCHEMA: &str = "inferlint.snapshot/1";
+/// The `schema` of a series file's header line.
 pub const SERIES_SCHEMA: &str = "inferlint.series/1";
 
 /// A file that could not be used. The message reads after "cannot read": it names the
 /// file and what is wrong with it.
 #[derive(Debug, thiserror::Error)]
 pub enum FileError {
+    /// The file could not be opened or read.
     #[error("{path}: {source}")]
     Io {
+        /// The file.
         path: PathBuf,
+        /// What the system said.
         #[source]
         source: io::Error,
     },
+    /// The file is not what it should be.
     #[error("{path}: {message}")]
-    Invalid { path: PathBuf, message: String },
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
 }
 
 impl FileError {
@@ -329,7 +341,9 @@ pub fn snapshot_json(snapshot: &Snapshot) -> String {
 /// One line of a series file.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SeriesLine {
+    /// The header: schema, engine, address, interval.
     Header(SeriesHeader),
+    /// One reading.
     Sample(SeriesSample),
     /// A recorder's record of a failed scrape (`gap`) or of a server restart (`restart`):
     /// a time, but no reading.
@@ -849,15 +863,25 @@ pub fn parse_series_bytes(line: &[u8]) -> SeriesLine {
     })
 }
 
-/// The series keys of the prefix cache's counters and of the GPU readings. The Python
-/// inferlint reads a sample by the keys it knows and ignores these.
+// The series keys of the prefix cache's counters and of the GPU readings. The Python
+// inferlint reads a sample by the keys it knows and ignores these.
+
+/// Series key: prompt tokens the prefix cache served ([`SeriesSample::prefix_hits`]).
 pub const PREFIX_HITS: &str = "prefix_cache_hits";
+/// Series key: prompt tokens looked up in the prefix cache
+/// ([`SeriesSample::prefix_queries`]).
 pub const PREFIX_QUERIES: &str = "prefix_cache_queries";
+/// Series key: MiB other processes held on the server's GPUs ([`GpuReading::other_mib`]).
 pub const GPU_OTHER_MIB: &str = "gpu_other_mib";
+/// Series key: the highest SM use of another process ([`GpuReading::other_util`]).
 pub const GPU_OTHER_UTIL: &str = "gpu_other_util";
+/// Series key: the highest utilisation of the server's GPUs ([`GpuReading::util`]).
 pub const GPU_UTIL: &str = "gpu_util";
+/// Series key: NVML's clock-event reasons, as its bit mask ([`GpuReading::throttle`]).
 pub const GPU_THROTTLE: &str = "gpu_throttle";
+/// Series key: the lowest SM clock, MHz ([`GpuReading::sm_mhz`]).
 pub const GPU_SM_MHZ: &str = "gpu_sm_mhz";
+/// Series key: that GPU's maximum SM clock, MHz ([`GpuReading::sm_max_mhz`]).
 pub const GPU_SM_MAX_MHZ: &str = "gpu_sm_max_mhz";
 
 fn header_from(object: &Map<String, Value>) -> SeriesHeader {
@@ -1061,7 +1085,7 @@ fn parse_json_integer(raw: &[u8]) -> Option<i64> {
 
 /// The header line of a series file.
 pub fn series_header_json(header: &SeriesHeader) -> String {
-    let mut object = Map::new();
+    let mut object = JsonObject::new();
     object.insert("schema".into(), SERIES_SCHEMA.into());
     object.insert("url".into(), header.url.clone().into());
     object.insert("interval_s".into(), header.interval_s.into());
@@ -1071,13 +1095,13 @@ pub fn series_header_json(header: &SeriesHeader) -> String {
     if let Some(gpu) = header.gpu {
         object.insert("gpu".into(), gpu.key().into());
     }
-    python_style_json(&Value::Object(object))
+    python_style_json(&object)
 }
 
 /// One sample line of a series file: only the keys the engine has, `null` for a value
 /// the scrape lacked.
 pub fn series_sample_json(engine: Engine, sample: &SeriesSample) -> String {
-    let mut object = Map::new();
+    let mut object = JsonObject::new();
     object.insert(
         "t_wall".into(),
         Value::from((sample.t_wall * 1e6).round() / 1e6),
@@ -1116,11 +1140,11 @@ pub fn series_sample_json(engine: Engine, sample: &SeriesSample) -> String {
         put(GPU_SM_MHZ, g.sm_mhz);
         put(GPU_SM_MAX_MHZ, g.sm_max_mhz);
     }
-    python_style_json(&Value::Object(object))
+    python_style_json(&object)
 }
 
 /// JSON on one line with `": "` and `", "` separators, as Python's `json.dumps` writes.
-fn python_style_json(value: &Value) -> String {
+fn python_style_json(value: &impl serde::Serialize) -> String {
     struct Spaced;
     impl serde_json::ser::Formatter for Spaced {
         fn begin_object_key<W: ?Sized + io::Write>(
@@ -1140,7 +1164,9 @@ fn python_style_json(value: &Value) -> String {
     }
     let mut out = Vec::new();
     let mut ser = serde_json::Serializer::with_formatter(&mut out, Spaced);
-    serde::Serialize::serialize(value, &mut ser).expect("serialising to memory cannot fail");
+    value
+        .serialize(&mut ser)
+        .expect("serialising to memory cannot fail");
     String::from_utf8(out).expect("serde_json writes UTF-8")
 }
 
@@ -1259,8 +1285,11 @@ pub fn for_each_log_line(
 /// a server's log at all, if it is not (see [`crate::bootlog::not_a_boot_log`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct BootLogFile {
+    /// What the log says of the start.
     pub facts: BootFacts,
+    /// The engine the log's own markers name.
     pub engine: Option<Engine>,
+    /// Why it is no server's log, in a few words.
     pub not_a_log: Option<&'static str>,
 }
 
@@ -1323,15 +1352,46 @@ fn leading_number(text: &str) -> Option<u64> {
 /// The files of a run folder, found by name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunFiles {
+    /// The boot logs, the one that covers the run last.
     pub boot_logs: Vec<PathBuf>,
+    /// The snapshot taken before the load.
     pub before: Option<PathBuf>,
+    /// The snapshot taken after it.
     pub after: Option<PathBuf>,
+    /// The recording made during it.
     pub series: Option<PathBuf>,
+    /// The load tool's result file.
     pub bench: Option<PathBuf>,
+    /// What the load tool printed (`load.log`).
     pub load_log: Option<PathBuf>,
 }
 
 impl RunFiles {
+    /// Every file a run's check reads, with a few words naming each (`the recording`), so
+    /// that no output is ever written over one.
+    pub fn inputs(&self) -> Vec<(&Path, &'static str)> {
+        let mut reads: Vec<(&Path, &'static str)> = self
+            .boot_logs
+            .iter()
+            .map(|p| (p.as_path(), "a boot log"))
+            .collect();
+        let named = [
+            (&self.before, "the before snapshot"),
+            (&self.after, "the after snapshot"),
+            (&self.series, "the recording"),
+            (&self.bench, "the load tool's result"),
+            (&self.load_log, "the load tool's log"),
+        ];
+        for (path, what) in named {
+            if let Some(path) = path {
+                reads.push((path.as_path(), what));
+            }
+        }
+        reads
+    }
+
+    /// Whether none of the files the checks read from the server is there (a result file
+    /// alone is no run).
     pub fn is_empty(&self) -> bool {
         self.boot_logs.is_empty()
             && self.before.is_none()

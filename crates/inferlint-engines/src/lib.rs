@@ -7,9 +7,12 @@
 //! and the load tools' JSON as Python writes it ([`pyjson`]).
 //! This crate does no network and no GPU work.
 
+#![deny(missing_docs)]
+
 pub mod bootlog;
 pub mod detect;
 pub mod files;
+pub mod load;
 pub mod loadcmd;
 pub mod loadtools;
 pub mod output;

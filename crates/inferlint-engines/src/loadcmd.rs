@@ -80,8 +80,11 @@ pub fn shell_words(command: &str) -> Option<Vec<String>> {
 /// `NAME=VALUE` words) become environment settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Program {
+    /// The environment settings, in order.
     pub env: Vec<(String, String)>,
+    /// The program to run.
     pub program: String,
+    /// Its arguments.
     pub args: Vec<String>,
 }
 
@@ -194,6 +197,7 @@ pub fn client(words: &[String]) -> Option<Client> {
 }
 
 impl Client {
+    /// The load tool this client is.
     pub fn tool(self) -> LoadTool {
         match self {
             Client::Vllm => LoadTool::VllmBench,
@@ -239,9 +243,11 @@ pub fn tool(words: &[String]) -> Option<LoadTool> {
 /// The load command as xray runs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadPlan {
+    /// The command's words, as xray runs them.
     pub words: Vec<String>,
     /// The load tool it runs, when xray knows it.
     pub tool: Option<LoadTool>,
+    /// The engine's own benchmark client, when it is one.
     pub client: Option<Client>,
     /// Where the client's result will be, when that is known before it runs.
     pub result_file: Option<PathBuf>,

@@ -24,28 +24,53 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Why an output could not be written. The text reads after "inferlint: ".
 #[derive(Debug, thiserror::Error)]
 pub enum OutputError {
+    /// The file exists, and may not be replaced without `--force`.
     #[error("{} exists; give another file, or --force to replace it", .path.display())]
-    Exists { path: PathBuf },
+    Exists {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A symbolic link, never written through.
     #[error(
         "{} is a symbolic link; give another file, or --force to replace the link (the file it points to is left as it is)",
         .path.display()
     )]
-    Link { path: PathBuf },
+    Link {
+        /// The link.
+        path: PathBuf,
+    },
+    /// One of the command's inputs, never written over.
     #[error(
         "{} is {what}, which this command reads; give another output file",
         .path.display()
     )]
-    IsInput { path: PathBuf, what: String },
+    IsInput {
+        /// The file.
+        path: PathBuf,
+        /// The input it is, in a few words.
+        what: String,
+    },
+    /// A folder where a file was asked for.
     #[error("{} is a folder; give a file", .path.display())]
-    Folder { path: PathBuf },
+    Folder {
+        /// The folder.
+        path: PathBuf,
+    },
+    /// A recording another recorder is writing (it holds the lock).
     #[error(
         "{} is being written by another recorder (it holds the file's lock); give another file",
         .path.display()
     )]
-    Locked { path: PathBuf },
+    Locked {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The write failed.
     #[error("cannot write {}: {source}", .path.display())]
     Io {
+        /// The file.
         path: PathBuf,
+        /// What the system said.
         #[source]
         source: io::Error,
     },
@@ -263,6 +288,7 @@ pub struct StreamFile {
 }
 
 impl StreamFile {
+    /// The file being written.
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -46,6 +46,7 @@ pub struct ParseError {
 /// An exposition read line by line: the samples, and the lines that could not be read.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Exposition {
+    /// The samples read, in order.
     pub samples: Vec<Sample>,
     /// Sample lines read whole (the samples less the stand-ins of skipped lines).
     pub read: usize,

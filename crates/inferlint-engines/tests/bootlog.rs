@@ -42,7 +42,7 @@ fn expected_dir(recorded: &Path) -> Option<PathBuf> {
             std::env::var_os("CI").is_none(),
             "spec/expected must sit beside the recordings in CI"
         );
-        eprintln!("skipped: no spec/expected beside {}", recorded.display());
+        crate::common::skipped(&format!("no spec/expected beside {}", recorded.display()));
         None
     }
 }
@@ -84,7 +84,7 @@ fn to_json(r: &CheckResult) -> Value {
         "tripwire": r.tripwire.to_string(),
         "status": r.status.json_word(),
         "message": r.message,
-        "evidence": Value::Object(r.evidence.clone()),
+        "evidence": r.evidence.to_value(),
     })
 }
 

@@ -11,8 +11,19 @@ pub fn recorded() -> Option<PathBuf> {
             if std::env::var_os("CI").is_some() {
                 panic!("INFERLINT_RECORDED must point at the recordings in CI");
             }
-            eprintln!("skipped: INFERLINT_RECORDED is not set to the recordings folder");
+            skipped("INFERLINT_RECORDED is not set to the recordings folder");
             None
         }
     }
+}
+
+/// Says that the running test was skipped and why, past the test harness's capture of
+/// `eprintln!` (which shows a passing test's output to no one): a test that returns early
+/// would otherwise read as a silent pass. The line names the test.
+pub fn skipped(why: &str) {
+    use std::io::Write;
+    let test = std::thread::current().name().unwrap_or("a test").to_owned();
+    // One write: stderr is unbuffered, and the tests beside this one print too.
+    let line = format!("skipped: {test}: {why}\n");
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }

@@ -45,8 +45,11 @@ pub fn unified_path(proc_cgroup: &str) -> Option<&str> {
 /// root) and where it is mounted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cgroup2Mount {
+    /// The hierarchy the mount shows, relative to our namespace's root.
     pub root: String,
+    /// Where it is mounted.
     pub mount_point: PathBuf,
+    /// Whether it is mounted read-only.
     pub read_only: bool,
 }
 
@@ -220,6 +223,7 @@ mod linux {
             OwnCgroup { dir }
         }
 
+        /// The cgroup's directory.
         pub fn dir(&self) -> &Path {
             &self.dir
         }

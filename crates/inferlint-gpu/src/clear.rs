@@ -18,7 +18,9 @@ use crate::gpu::{mib, GpuError, GpuSnapshot, MIB};
 /// The rule's settings (`--max-used-mib`, `--consecutive`, `--timeout`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ClearRule {
+    /// The most memory a GPU may use and count as clear, in MiB.
     pub max_used_mib: u64,
+    /// Clear readings in a row needed.
     pub consecutive: u32,
     /// Seconds to wait for a clear card; 0 takes exactly one reading.
     pub timeout_s: f64,
@@ -73,6 +75,7 @@ pub enum GpuState {
 }
 
 impl GpuState {
+    /// What one reading of the GPUs says: the most any one uses, or why it cannot count.
     pub fn of(reading: &Result<GpuSnapshot, GpuError>) -> GpuState {
         match reading {
             Ok(snapshot) => match snapshot.max_used_bytes() {
@@ -98,6 +101,7 @@ impl GpuState {
 pub struct Reading {
     /// Milliseconds after the wait began.
     pub elapsed_ms: u64,
+    /// What the GPUs showed.
     pub gpu: GpuState,
     /// Server processes of any engine alive at that moment.
     pub servers_alive: usize,
@@ -106,13 +110,16 @@ pub struct Reading {
 /// What a single reading says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReadingVerdict {
+    /// No server alive, and no GPU above the limit.
     Clear,
+    /// A server alive, or a GPU above the limit (or unreadable).
     NotClear,
     /// No server process, but no driver to read the memory with.
     CannotTell,
 }
 
 impl ClearRule {
+    /// What one reading says under this rule.
     pub fn judge(&self, reading: &Reading) -> ReadingVerdict {
         if reading.servers_alive > 0 {
             return ReadingVerdict::NotClear;
@@ -131,11 +138,20 @@ impl ClearRule {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CardVerdict {
     /// `readings` clear readings in a row.
-    Clear { readings: u32 },
+    Clear {
+        /// How many.
+        readings: u32,
+    },
     /// The time ran out; the last reading says why.
-    NotClear { last: Reading },
+    NotClear {
+        /// The last reading.
+        last: Reading,
+    },
     /// No server process is alive, but the memory cannot be read (no driver).
-    CannotTell { why: String },
+    CannotTell {
+        /// Why, in words.
+        why: String,
+    },
 }
 
 /// Folds readings one at a time into the card's verdict.
@@ -147,6 +163,7 @@ pub struct ClearCardWatch {
 }
 
 impl ClearCardWatch {
+    /// A wait under `rule`, with no reading yet.
     pub fn new(rule: ClearRule) -> ClearCardWatch {
         ClearCardWatch {
             rule,
@@ -176,10 +193,12 @@ impl ClearCardWatch {
         (reading.elapsed_ms >= timeout_ms).then_some(CardVerdict::NotClear { last: reading })
     }
 
+    /// Every reading so far.
     pub fn readings(&self) -> &[Reading] {
         &self.readings
     }
 
+    /// The rule.
     pub fn rule(&self) -> &ClearRule {
         &self.rule
     }
@@ -190,6 +209,7 @@ impl ClearCardWatch {
 pub enum Asker {
     /// gpu-inspect, the gate before a server starts.
     Gate,
+    /// teardown, the wait after the servers are stopped.
     Teardown,
 }
 

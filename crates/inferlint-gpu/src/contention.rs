@@ -123,6 +123,8 @@ impl std::fmt::Debug for ServerGpuSampler {
 }
 
 impl ServerGpuSampler {
+    /// A sampler that reads through `reader` and finds the server's processes with
+    /// `find_server` (looked up again every few seconds).
     pub fn new(
         reader: Box<dyn GpuReader>,
         find_server: Box<dyn FnMut() -> Option<BTreeSet<u32>>>,

@@ -18,6 +18,7 @@ pub fn mib(bytes: u64) -> u64 {
 pub struct GpuSnapshot {
     /// The driver version (`580.159.04`), when NVML could say.
     pub driver_version: Option<String>,
+    /// Every GPU, in index order.
     pub devices: Vec<GpuDevice>,
 }
 
@@ -25,8 +26,11 @@ pub struct GpuSnapshot {
 /// still shown, with `?` where the fact would be.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GpuDevice {
+    /// NVML's index.
     pub index: u32,
+    /// Its name (`NVIDIA H200`).
     pub name: Option<String>,
+    /// Its UUID.
     pub uuid: Option<String>,
     /// NVML's name for the architecture (`Hopper`, `Ada`); `None` when NVML does not know.
     pub architecture: Option<String>,
@@ -43,8 +47,11 @@ pub struct GpuDevice {
 /// idle card reads 0 used while `total - free` is a few hundred MiB (615 MiB on the H200).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GpuMemory {
+    /// Total memory, bytes.
     pub total: u64,
+    /// Memory in use, bytes.
     pub used: u64,
+    /// Free memory, bytes.
     pub free: u64,
 }
 
@@ -52,6 +59,7 @@ pub struct GpuMemory {
 /// container it may name another process or none (see [`crate::pids`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GpuProcess {
+    /// The process id NVML names.
     pub pid: u32,
     /// Bytes this process holds; `None` where NVML cannot say (Windows' WDDM mode).
     pub used_bytes: Option<u64>,
@@ -124,13 +132,24 @@ pub enum GpuError {
     /// No NVIDIA driver on this machine: the library is missing or the kernel driver is not
     /// loaded. Waiting will not change it, so a card verdict is Can't tell at once.
     #[error("no NVIDIA driver found ({detail})")]
-    NoDriver { detail: String },
+    NoDriver {
+        /// What the loader or NVML said.
+        detail: String,
+    },
     /// NVML is there but this reading failed (a GPU fell off the bus, no permission).
     #[error("read the GPUs through NVML: {detail}")]
-    Nvml { detail: String },
+    Nvml {
+        /// What NVML said.
+        detail: String,
+    },
     /// A file of recorded readings could not be used.
     #[error("read recorded GPU readings from {path}: {detail}")]
-    Recorded { path: String, detail: String },
+    Recorded {
+        /// The file.
+        path: String,
+        /// What is wrong with it.
+        detail: String,
+    },
 }
 
 /// What one GPU is doing at a moment: its load, its SM clock against the maximum, the
@@ -138,10 +157,13 @@ pub enum GpuError {
 /// Every fact is `None` where NVML cannot say.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct GpuActivity {
+    /// NVML's index of the GPU.
     pub index: u32,
     /// NVML's utilisation: the share of the last sample period a kernel ran, percent.
     pub utilization_pct: Option<u32>,
+    /// The SM clock now, MHz.
     pub sm_clock_mhz: Option<u32>,
+    /// The highest SM clock the GPU can run at, MHz.
     pub sm_clock_max_mhz: Option<u32>,
     /// NVML's clock-event (throttle) reasons, as its bit mask.
     pub clock_event_reasons: Option<u64>,
@@ -151,6 +173,7 @@ pub struct GpuActivity {
 
 /// Takes one reading of every GPU. The binary uses NVML; tests replay recorded readings.
 pub trait GpuReader {
+    /// One reading of every GPU.
     fn read(&mut self) -> Result<GpuSnapshot, GpuError>;
 
     /// What every GPU is doing (for T21). A reader that cannot tell answers an empty

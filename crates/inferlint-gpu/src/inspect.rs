@@ -1,7 +1,7 @@
 //! `gpu-inspect`: the GPUs as a person reads them, then T2 as a gate before a server
 //! starts. It only looks; it never signals anything.
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use inferlint_core::fmt::thousands;
 use inferlint_core::{CheckResult, Status, Tripwire};
@@ -172,7 +172,5 @@ pub fn gpu_inspect(
             .result
         }
     };
-    let mut evidence = Map::new();
-    evidence.insert("gpus".to_owned(), gpus_evidence(&first, &holders));
-    result.with_evidence(evidence)
+    result.with("gpus", gpus_evidence(&first, &holders))
 }

@@ -12,6 +12,8 @@
 //! binary runs on a machine without NVIDIA's driver and says so. Reading /proc and sending
 //! signals exist on Linux only; elsewhere both commands answer Can't tell with the reason.
 
+#![deny(missing_docs)]
+
 pub mod cgroup;
 pub mod clear;
 pub mod contention;

@@ -16,23 +16,37 @@ use crate::servers::{display_name, match_server};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PidView {
     /// /proc has it, and it has an NVIDIA device open.
-    Same { name: String },
+    Same {
+        /// Its name in /proc.
+        name: String,
+    },
     /// /proc has a process with that PID, but it could not be checked (no right to read
     /// its open files).
-    Unchecked { name: String },
+    Unchecked {
+        /// Its name in /proc.
+        name: String,
+    },
     /// /proc has no live process with that PID.
     Missing,
     /// /proc's process with that PID has no NVIDIA device open: another process.
-    Different { name: String },
+    Different {
+        /// Its name in /proc.
+        name: String,
+    },
 }
 
 /// A process NVML says holds memory on a GPU, as /proc sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GpuHolder {
+    /// The GPU's index.
     pub gpu: u32,
+    /// The process id NVML names.
     pub pid: u32,
+    /// Memory it holds there, bytes, when NVML says.
     pub used_bytes: Option<u64>,
+    /// Its name as NVML gives it.
     pub nvml_name: Option<String>,
+    /// How the PID looks in /proc.
     pub view: PidView,
     /// The engine, when /proc's process with that PID is a server by its own look.
     pub server: Option<Engine>,

@@ -16,7 +16,9 @@ use thiserror::Error;
 /// One process, as /proc shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProcessInfo {
+    /// Process id.
     pub pid: u32,
+    /// Parent process id.
     pub ppid: u32,
     /// Process group id.
     pub pgid: u32,
@@ -30,19 +32,26 @@ pub struct ProcessInfo {
     /// `VLLM::EngineCor` here.
     pub comm: String,
     /// The command line, split on NUL, empty parts dropped and each part trimmed (a
-    /// process that renames itself pads argv[0] with spaces).
+    /// process that renames itself pads `argv[0]` with spaces).
     pub argv: Vec<String>,
 }
 
 /// The fields of `/proc/PID/stat` this crate uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StatFields {
+    /// Process id.
     pub pid: u32,
+    /// Its name (`comm`).
     pub comm: String,
+    /// Its state letter (`R`, `S`, `Z`, ...).
     pub state: char,
+    /// Parent process id.
     pub ppid: u32,
+    /// Process group id.
     pub pgid: u32,
+    /// Session id.
     pub sid: u32,
+    /// Start time, in clock ticks since boot: with the pid, it names one process.
     pub start_time: u64,
 }
 
@@ -120,12 +129,14 @@ pub struct ProcessTable {
 }
 
 impl ProcessTable {
+    /// A table of these processes.
     pub fn new(processes: impl IntoIterator<Item = ProcessInfo>) -> ProcessTable {
         ProcessTable {
             processes: processes.into_iter().map(|p| (p.pid, p)).collect(),
         }
     }
 
+    /// The process with this pid.
     pub fn get(&self, pid: u32) -> Option<&ProcessInfo> {
         self.processes.get(&pid)
     }
@@ -135,10 +146,12 @@ impl ProcessTable {
         self.processes.values()
     }
 
+    /// How many processes.
     pub fn len(&self) -> usize {
         self.processes.len()
     }
 
+    /// Whether there is none.
     pub fn is_empty(&self) -> bool {
         self.processes.is_empty()
     }
@@ -181,19 +194,29 @@ impl ProcessTable {
 pub enum ProcError {
     /// Windows, macOS: there is no /proc to find the servers in.
     #[error("{what} needs Linux: it finds the server's processes in /proc. Run it where the server runs.")]
-    NotLinux { what: String },
+    NotLinux {
+        /// The command that needs /proc.
+        what: String,
+    },
+    /// /proc could not be read.
     #[error("read the process list in /proc: {detail}")]
-    Io { detail: String },
+    Io {
+        /// What the system said.
+        detail: String,
+    },
 }
 
 /// The two signals teardown sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StopSignal {
+    /// SIGTERM: stop, cleanly.
     Term,
+    /// SIGKILL: stop now.
     Kill,
 }
 
 impl StopSignal {
+    /// The signal's name: `SIGTERM`, `SIGKILL`.
     pub fn name(self) -> &'static str {
         match self {
             StopSignal::Term => "SIGTERM",
@@ -205,6 +228,7 @@ impl StopSignal {
 /// What happened when a signal was to be sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SignalOutcome {
+    /// Sent.
     Sent,
     /// The process had already exited (or is a zombie).
     Gone,

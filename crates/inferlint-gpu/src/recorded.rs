@@ -27,6 +27,7 @@ pub struct RecordedReading {
     pub t_ms: Option<u64>,
     /// Whether the engine process was alive at that moment (release timeline).
     pub alive: Option<bool>,
+    /// The GPUs as NVML read them.
     pub snapshot: GpuSnapshot,
     /// What the devices were doing, where the reading says.
     pub activity: Vec<GpuActivity>,

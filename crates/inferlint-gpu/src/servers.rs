@@ -2,8 +2,8 @@
 //! row per engine, never a substring of the whole command line.
 //!
 //! A process is a server when
-//! - its comm or argv[0] starts with the engine's renamed prefix (`VLLM::`, `sglang::`);
-//! - argv[0] is the engine's program (`vllm serve …`, `sglang serve …`, `trtllm-serve …`),
+//! - its comm or `argv[0]` starts with the engine's renamed prefix (`VLLM::`, `sglang::`);
+//! - `argv[0]` is the engine's program (`vllm serve …`, `sglang serve …`, `trtllm-serve …`),
 //!   or a Python interpreter runs that program as a script (`python3 /venv/bin/vllm serve`);
 //! - a Python interpreter runs one of the engine's server modules with `-m`;
 //! - or it descends from such a process (TensorRT-LLM's MPI workers, vLLM's engine).
@@ -21,10 +21,11 @@ use crate::procs::{ProcessInfo, ProcessTable};
 /// How one engine's server processes look. Engine differences are data, here.
 #[derive(Debug)]
 pub struct ServerSignature {
+    /// The engine.
     pub engine: Engine,
-    /// Processes the engine renamed (comm or argv[0] starts with this).
+    /// Processes the engine renamed (comm or `argv[0]` starts with this).
     pub renamed_prefix: Option<&'static str>,
-    /// The engine's program, as argv[0] (or a Python script) names it.
+    /// The engine's program, as `argv[0]` (or a Python script) names it.
     pub program: &'static str,
     /// The word that must follow the program (`serve`), or `None` when the program is
     /// the server whatever follows (`trtllm-serve`).
@@ -32,8 +33,16 @@ pub struct ServerSignature {
     /// Modules run with `python -m` that are servers, with the word that must follow the
     /// module where it also runs non-server commands (`vllm.entrypoints.cli.main serve`).
     pub modules: &'static [(&'static str, Option<&'static str>)],
+    /// What people give `pkill -f` to stop this engine's servers (`vllm serve`).
+    pub pkill_pattern: &'static str,
+    /// Whether a server started as `python -m MODULE` is stopped by the module's name
+    /// instead (`sglang.launch_server`).
+    pub pkill_by_module: bool,
 }
 
+/// The engines' signatures. The order is also the order of precedence, last first, for
+/// the pattern people would give pkill when several engines' servers run
+/// ([`usual_pattern`]).
 pub const SIGNATURES: [ServerSignature; 3] = [
     ServerSignature {
         engine: Engine::Vllm,
@@ -45,6 +54,8 @@ pub const SIGNATURES: [ServerSignature; 3] = [
             ("vllm.entrypoints.api_server", None),
             ("vllm.entrypoints.cli.main", Some("serve")),
         ],
+        pkill_pattern: "vllm serve",
+        pkill_by_module: false,
     },
     ServerSignature {
         engine: Engine::Sglang,
@@ -52,6 +63,8 @@ pub const SIGNATURES: [ServerSignature; 3] = [
         program: "sglang",
         program_word: Some("serve"),
         modules: &[("sglang.launch_server", None)],
+        pkill_pattern: "sglang serve",
+        pkill_by_module: true,
     },
     ServerSignature {
         engine: Engine::Trtllm,
@@ -59,13 +72,17 @@ pub const SIGNATURES: [ServerSignature; 3] = [
         program: "trtllm-serve",
         program_word: None,
         modules: &[("tensorrt_llm.commands.serve", None)],
+        pkill_pattern: "trtllm-serve",
+        pkill_by_module: false,
     },
 ];
 
 /// Why a process counts as a server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerMatch {
+    /// The engine it serves.
     pub engine: Engine,
+    /// Why it counts as that engine's server, in a few words.
     pub why: String,
     /// Started as `python -m MODULE` (the pkill comparison picks its pattern by it).
     pub module: Option<&'static str>,
@@ -231,6 +248,7 @@ pub enum Scope {
 }
 
 impl Scope {
+    /// Whether the process is within this scope.
     pub fn contains(self, p: &ProcessInfo) -> bool {
         match self {
             Scope::Everything => true,
@@ -242,15 +260,20 @@ impl Scope {
 /// A server process to stop (or that would be stopped).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
+    /// Process id.
     pub pid: u32,
     /// Checked again right before each signal.
     pub start_time: u64,
+    /// The engine.
     pub engine: Engine,
     /// What a person recognises it by: the renamed title where there is one
     /// (`VLLM::EngineCore`), else the command line; at most 100 characters.
     pub name: String,
+    /// Why it is a server's process.
     pub why: String,
+    /// Parent process id.
     pub parent: u32,
+    /// Its command line.
     pub command_line: String,
     /// Started as `python -m MODULE`.
     pub module: Option<&'static str>,
@@ -360,6 +383,7 @@ pub fn discover(table: &ProcessTable, caller_pid: u32, scope: Scope) -> Discover
 /// What `pkill -f PATTERN` would have done instead.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PkillComparison {
+    /// The pattern (`vllm`, `sglang`, ...).
     pub pattern: &'static str,
     /// Targets the pattern does not match.
     pub would_miss: Vec<u32>,
@@ -387,21 +411,23 @@ impl PkillComparison {
 
 /// The pattern people use to stop these servers: `trtllm-serve` when a TensorRT-LLM
 /// server is among them; `sglang.launch_server` when SGLang was started as that module,
-/// else `sglang serve`; else `vllm serve`.
+/// else `sglang serve`; else `vllm serve`. With no server found, the named engine's.
 pub fn usual_pattern(targets: &[Target], named: Option<Engine>) -> &'static str {
-    let has = |e: Engine| targets.iter().any(|t| t.engine == e);
-    if has(Engine::Trtllm) || (targets.is_empty() && named == Some(Engine::Trtllm)) {
-        "trtllm-serve"
-    } else if targets
-        .iter()
-        .any(|t| t.module == Some("sglang.launch_server"))
-    {
-        "sglang.launch_server"
-    } else if has(Engine::Sglang) || (targets.is_empty() && named == Some(Engine::Sglang)) {
-        "sglang serve"
-    } else {
-        "vllm serve"
+    for signature in SIGNATURES.iter().rev() {
+        let mut its = targets
+            .iter()
+            .filter(|t| t.engine == signature.engine)
+            .peekable();
+        if signature.pkill_by_module {
+            if let Some(module) = its.clone().find_map(|t| t.module) {
+                return module;
+            }
+        }
+        if its.peek().is_some() || (targets.is_empty() && named == Some(signature.engine)) {
+            return signature.pkill_pattern;
+        }
     }
+    SIGNATURES[0].pkill_pattern
 }
 
 /// `pkill -f` matches an extended regular expression against the command line. The

@@ -18,6 +18,7 @@ pub trait Processes {
     fn table(&mut self) -> Result<ProcessTable, ProcError>;
     /// Our own PID: never a target, and neither are its ancestors.
     fn caller(&self) -> u32;
+    /// Which processes the table holds: all, or only our session's.
     fn scope(&self) -> Scope;
     /// Signals `pid` if it is still the process that started at `start_time`.
     fn signal(&mut self, pid: u32, start_time: u64, signal: StopSignal) -> SignalOutcome;
@@ -30,6 +31,7 @@ pub trait Processes {
 pub trait Clock {
     /// Time since some fixed start.
     fn elapsed(&self) -> Duration;
+    /// Waits `duration`.
     fn sleep(&mut self, duration: Duration);
 }
 
@@ -40,6 +42,7 @@ pub struct SystemClock {
 }
 
 impl SystemClock {
+    /// The wall clock, from now.
     pub fn new() -> SystemClock {
         SystemClock {
             start: Instant::now(),
@@ -144,7 +147,9 @@ pub fn system_gpu_reader() -> Box<dyn GpuReader> {
 pub struct Machine {
     /// `Err` where there is no /proc (Windows, macOS): the GPUs can still be shown.
     pub processes: Result<Box<dyn Processes>, ProcError>,
+    /// The GPUs.
     pub gpus: Box<dyn GpuReader>,
+    /// Time.
     pub clock: Box<dyn Clock>,
 }
 

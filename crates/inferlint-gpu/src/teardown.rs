@@ -6,8 +6,9 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
+use inferlint_core::contract::JsonObject;
 use inferlint_core::{contract, CheckResult, Engine, Status, Tripwire};
 
 use crate::clear::{Asker, ClearRule};
@@ -30,13 +31,18 @@ pub struct TeardownOptions {
     pub engine: Option<Engine>,
     /// How the engine was named, for the "left alone" line: `--engine vllm`.
     pub named_as: Option<String>,
+    /// Say what would be stopped; signal nothing.
     pub dry_run: bool,
+    /// When the card counts as clear afterwards.
     pub rule: ClearRule,
+    /// SIGTERM, then this long before SIGKILL.
     pub grace: Duration,
+    /// How often to look during the grace period.
     pub grace_poll: Duration,
 }
 
 impl TeardownOptions {
+    /// Options with teardown's grace period, under `rule`.
     pub fn new(rule: ClearRule) -> TeardownOptions {
         TeardownOptions {
             engine: None,
@@ -52,6 +58,7 @@ impl TeardownOptions {
 /// What teardown will signal, and what it leaves alone.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
+    /// The engine named, if any.
     pub engine: Option<Engine>,
     /// The processes to stop, in PID order.
     pub targets: Vec<Target>,
@@ -59,6 +66,7 @@ pub struct Plan {
     pub left_alone: Vec<Target>,
     /// The caller's ancestors that look like servers: never signalled.
     pub spared_ancestors: Vec<u32>,
+    /// What `pkill -f` would have done instead.
     pub pkill: PkillComparison,
 }
 
@@ -241,42 +249,51 @@ pub struct TeardownOutcome {
     pub results: Vec<CheckResult>,
 }
 
-fn target_json(t: &Target) -> Value {
-    json!({
-        "pid": t.pid,
-        "engine": t.engine.key(),
-        "name": t.name,
-        "why": t.why,
-        "parent": t.parent,
-        "command_line": t.command_line,
-    })
+fn target_json(t: &Target) -> JsonObject {
+    JsonObject::from([
+        ("pid", json!(t.pid)),
+        ("engine", json!(t.engine.key())),
+        ("name", json!(t.name)),
+        ("why", json!(t.why)),
+        ("parent", json!(t.parent)),
+        ("command_line", json!(t.command_line)),
+    ])
 }
 
 impl TeardownOutcome {
     /// `{"targets": […], "left_alone": […], "pkill": {…}, "results": […]}`, the results
     /// in the usual `--json` shape. Indented by one space like every JSON inferlint prints.
     pub fn json(&self) -> String {
-        let results: Value = serde_json::from_str(&contract::results_json(&self.results))
-            .unwrap_or(Value::Array(Vec::new()));
-        let (targets, left_alone, pkill) = match &self.plan {
-            Some(p) => (
-                p.targets.iter().map(target_json).collect(),
-                p.left_alone.iter().map(target_json).collect(),
-                json!({
-                    "pattern": p.pkill.pattern,
-                    "would_miss": p.pkill.would_miss,
-                    "would_wrongly_hit": p.pkill.would_wrongly_hit,
-                }),
-            ),
-            None => (Vec::new(), Vec::new(), Value::Null),
+        /// The shape, in its order (a struct keeps its fields' order).
+        #[derive(serde::Serialize)]
+        struct Shape {
+            targets: Vec<JsonObject>,
+            left_alone: Vec<JsonObject>,
+            pkill: Option<JsonObject>,
+            results: Vec<JsonObject>,
+        }
+        // The results in the contract's shape and order, read back keeping it.
+        let results: Vec<JsonObject> =
+            serde_json::from_str(&contract::results_json(&self.results)).unwrap_or_default();
+        let shape = match &self.plan {
+            Some(p) => Shape {
+                targets: p.targets.iter().map(target_json).collect(),
+                left_alone: p.left_alone.iter().map(target_json).collect(),
+                pkill: Some(JsonObject::from([
+                    ("pattern", json!(p.pkill.pattern)),
+                    ("would_miss", json!(p.pkill.would_miss)),
+                    ("would_wrongly_hit", json!(p.pkill.would_wrongly_hit)),
+                ])),
+                results,
+            },
+            None => Shape {
+                targets: Vec::new(),
+                left_alone: Vec::new(),
+                pkill: None,
+                results,
+            },
         };
-        let value = json!({
-            "targets": targets,
-            "left_alone": left_alone,
-            "pkill": pkill,
-            "results": results,
-        });
-        let mut text = contract::to_indent1(&value);
+        let mut text = contract::to_indent1(&shape);
         text.push('\n');
         text
     }

@@ -30,7 +30,9 @@ use crate::system::{Clock, Processes};
 /// One process of the tree, as listed: signalled only while it keeps this start time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Member {
+    /// Process id.
     pub pid: u32,
+    /// Start time, clock ticks since boot: with the pid, it names one process.
     pub start_time: u64,
 }
 
@@ -197,7 +199,9 @@ fn describe(e: &ProcError) -> String {
 #[cfg(target_os = "linux")]
 #[derive(Debug, Clone)]
 pub struct Contained {
+    /// The subreaper that holds the tree, if any.
     pub anchor: Option<Member>,
+    /// The cgroup the tree was put in, where the machine allowed one.
     pub cgroup: Option<crate::cgroup::OwnCgroup>,
 }
 

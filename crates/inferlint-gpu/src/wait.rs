@@ -16,6 +16,7 @@ use crate::system::{Clock, Processes};
 /// The T2 result and what the last reading saw.
 #[derive(Debug, Clone)]
 pub struct WaitOutcome {
+    /// T2's verdict.
     pub result: CheckResult,
     /// The processes NVML named in the last reading, as /proc sees them.
     pub holders: Vec<GpuHolder>,

@@ -19,7 +19,7 @@ pub fn recorded() -> Option<PathBuf> {
                 std::env::var_os("CI").is_none(),
                 "INFERLINT_RECORDED must point at the recordings in CI"
             );
-            eprintln!("skipped: INFERLINT_RECORDED is not set to the recordings folder");
+            skipped("INFERLINT_RECORDED is not set to the recordings folder");
             None
         }
     }
@@ -220,4 +220,15 @@ pub fn machine(world: &SharedWorld, caller: u32) -> Machine {
             world: world.clone(),
         }),
     }
+}
+
+/// Says that the running test was skipped and why, past the test harness's capture of
+/// `eprintln!` (which shows a passing test's output to no one): a test that returns early
+/// would otherwise read as a silent pass. The line names the test.
+pub fn skipped(why: &str) {
+    use std::io::Write;
+    let test = std::thread::current().name().unwrap_or("a test").to_owned();
+    // One write: stderr is unbuffered, and the tests beside this one print too.
+    let line = format!("skipped: {test}: {why}\n");
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }

@@ -29,7 +29,7 @@ pub fn python() -> Option<String> {
                 std::env::var_os("CI").is_none(),
                 "CI needs python3 for these tests"
             );
-            eprintln!("skipped: no python3 to start test processes with");
+            crate::common::skipped("no python3 to start test processes with");
             None
         }
     }

@@ -7,7 +7,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// Both clocks read at one moment.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Reading {
+    /// Wall clock, Unix seconds.
     pub wall_s: f64,
+    /// Monotonic clock (`CLOCK_MONOTONIC`), nanoseconds.
     pub mono_ns: i64,
 }
 
@@ -15,8 +17,11 @@ pub struct Reading {
 /// after, and the time between them (half of it bounds the error of the midpoint).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Stamp {
+    /// The wall clock's midpoint, Unix seconds.
     pub t_wall: f64,
+    /// The monotonic clock's midpoint, nanoseconds.
     pub t_mono_ns: i64,
+    /// Seconds between the readings before and after the request.
     pub latency_s: f64,
 }
 

@@ -59,8 +59,21 @@ impl BaseUrl {
         Ok(BaseUrl(with_scheme.trim_end_matches('/').to_owned()))
     }
 
+    /// The address as text (`http://127.0.0.1:8000`, no trailing slash).
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+
+    /// The host and port the address names (80, plain http's, when it names none), the
+    /// host without an IPv6 address's brackets: what a socket connects to.
+    pub fn host_port(&self) -> Option<(String, u16)> {
+        let uri: Uri = self.0.parse().ok()?;
+        let host = uri.host()?;
+        let host = host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .unwrap_or(host);
+        Some((host.to_owned(), uri.port_u16().unwrap_or(80)))
     }
 
     /// The address of `path` (which starts with `/`) on this server.
@@ -79,12 +92,16 @@ impl fmt::Display for BaseUrl {
 /// a gap record.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HttpError {
+    /// Nothing listens at the address.
     #[error("connection refused")]
     Refused,
+    /// No whole answer within the time given (the time, in words).
     #[error("timed out after {0}")]
     TimedOut(String),
+    /// The body is larger than the most read (the bound, in words).
     #[error("the answer is larger than {0}, the most read")]
     TooLarge(String),
+    /// Any other failure, as the HTTP stack said it.
     #[error("{0}")]
     Other(String),
 }
@@ -92,9 +109,11 @@ pub enum HttpError {
 /// An answer: the status, where a redirect points, and the whole body.
 #[derive(Debug, Clone)]
 pub struct Answer {
+    /// The HTTP status.
     pub status: StatusCode,
     /// The `Location` header, when there is one.
     pub location: Option<String>,
+    /// The whole body.
     pub body: Vec<u8>,
 }
 
@@ -136,6 +155,7 @@ impl HttpClient {
         HttpClient { client }
     }
 
+    /// `GET url`, the whole answer within `timeout`.
     pub async fn get(&self, url: &str, timeout: Duration) -> Result<Answer, HttpError> {
         self.send(Method::GET, url, None, timeout).await
     }
@@ -256,6 +276,16 @@ mod tests {
             .unwrap_err()
             .contains("only http://"));
         assert!(BaseUrl::parse("http://").is_err());
+        let host_port = |text: &str| BaseUrl::parse(text).expect("reads").host_port();
+        assert_eq!(
+            host_port("127.0.0.1:8000"),
+            Some(("127.0.0.1".into(), 8000))
+        );
+        assert_eq!(
+            host_port("http://[::1]:30000/"),
+            Some(("::1".into(), 30000))
+        );
+        assert_eq!(host_port("gpu-box"), Some(("gpu-box".into(), 80)));
     }
 
     #[test]

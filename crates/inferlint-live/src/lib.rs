@@ -8,23 +8,38 @@
 //! here and a recording read from a file can never disagree. The file readers, benches and
 //! fuzz target stay free of tokio and hyper.
 //!
+//! The API is async first: [`record()`] takes the before reading, the series and the after
+//! reading while the caller's load runs, and ends when the caller's stop future resolves.
+//! [`blocking`] wraps it for a program without a runtime, and refuses (with an error, not
+//! a panic) to run inside one. Nothing here installs a signal handler unless the caller
+//! asks for one with [`interrupted`].
+//!
 //! The decisions that a test should pin without a network or a clock are plain functions:
 //! the sampling schedule and its statistics ([`schedule`]), the gap and restart records
 //! ([`watch::gap_json`], [`watch::restart_json`]) and the probe's verdict
 //! ([`probe::verdict`]).
 
+#![deny(missing_docs)]
+
+pub mod blocking;
 pub mod clock;
 pub mod http;
 pub mod probe;
+pub mod record;
 pub mod schedule;
 pub mod scrape;
+pub mod server;
+pub mod stop;
 pub mod verdicts;
 pub mod watch;
 
 use std::future::Future;
 
+pub use blocking::Recorder;
 pub use http::{BaseUrl, HttpClient, HttpError};
+pub use record::{record, RecordError, RecordOptions, Recording};
 pub use scrape::{NoMetrics, Scrape, ScrapeError, Scraper};
+pub use stop::Stop;
 
 /// A tokio runtime on the calling thread: everything here runs one request or one
 /// burst at a time, so one thread is enough and keeps the recorder's CPU cost small.
@@ -35,9 +50,14 @@ pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
 }
 
 /// A future that resolves when the process gets SIGINT or SIGTERM (Ctrl-C, or
-/// `kill %1` in the tutorial); elsewhere than Unix, only Ctrl-C. The handlers are
-/// installed by this call, not when the future is first polled, so a signal that arrives
-/// in between is not lost. Call it inside a runtime (`Runtime::enter`).
+/// `kill %1` in the tutorial); elsewhere than Unix, only Ctrl-C.
+///
+/// Calling it installs handlers for both signals, for the rest of the process: from then
+/// on neither ends the process by itself, whether or not the future is still polled. Only
+/// a program that owns the process (a command line) should call it; nothing else in this
+/// crate does. The handlers are installed by this call, not when the future is first
+/// polled, so a signal that arrives in between is not lost. Call it inside a runtime
+/// (`Runtime::enter`).
 pub fn interrupted() -> impl Future<Output = ()> {
     #[cfg(unix)]
     {
@@ -65,90 +85,5 @@ pub fn interrupted() -> impl Future<Output = ()> {
                 std::future::pending::<()>().await;
             }
         }
-    }
-}
-
-/// The blocking face of this crate, for a command line: one runtime on the calling
-/// thread and one HTTP client whose connections stay open between requests.
-#[derive(Debug)]
-pub struct Recorder {
-    runtime: tokio::runtime::Runtime,
-    client: HttpClient,
-}
-
-impl Recorder {
-    pub fn new() -> std::io::Result<Recorder> {
-        let runtime = runtime()?;
-        let client = {
-            let _inside = runtime.enter();
-            HttpClient::new()
-        };
-        Ok(Recorder { runtime, client })
-    }
-
-    /// A scraper of the server at `base`.
-    pub fn scraper(&self, base: BaseUrl) -> Scraper {
-        Scraper::new(self.client.clone(), base)
-    }
-
-    /// Scrapes once; the recording's first scrape must find an engine's metrics.
-    pub fn first_scrape(
-        &self,
-        scraper: &mut Scraper,
-    ) -> Result<(Scrape, inferlint_core::Engine), NoMetrics> {
-        self.runtime.block_on(scrape::first_scrape(scraper))
-    }
-
-    /// Records until the duration ends or SIGINT/SIGTERM arrives (see [`watch::watch`]).
-    /// The signal handlers are installed here, before the first wait.
-    pub fn watch<W: std::io::Write>(
-        &self,
-        scraper: &mut Scraper,
-        first: Scrape,
-        engine: inferlint_core::Engine,
-        options: &watch::WatchOptions,
-        out: &mut W,
-        on_event: impl FnMut(watch::Event<'_>, &watch::Progress),
-    ) -> std::io::Result<watch::Progress> {
-        self.watch_observed(
-            scraper,
-            first,
-            engine,
-            options,
-            out,
-            on_event,
-            &mut watch::NoObserver,
-        )
-    }
-
-    /// [`Recorder::watch`], with an observer that adds readings to each sample and sees
-    /// it (the GPUs, the live verdicts).
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "watch's inputs plus the observer; a struct would only rename them"
-    )]
-    pub fn watch_observed<W: std::io::Write>(
-        &self,
-        scraper: &mut Scraper,
-        first: Scrape,
-        engine: inferlint_core::Engine,
-        options: &watch::WatchOptions,
-        out: &mut W,
-        on_event: impl FnMut(watch::Event<'_>, &watch::Progress),
-        observer: &mut dyn watch::Observer,
-    ) -> std::io::Result<watch::Progress> {
-        let stop = {
-            let _inside = self.runtime.enter();
-            interrupted()
-        };
-        self.runtime.block_on(watch::watch_observed(
-            scraper, first, engine, options, out, stop, on_event, observer,
-        ))
-    }
-
-    /// Runs the probe (see [`probe::probe`]).
-    pub fn probe(&self, base: &BaseUrl, options: &probe::ProbeOptions) -> probe::ProbeReport {
-        self.runtime
-            .block_on(probe::probe(&self.client, base, options))
     }
 }

@@ -12,14 +12,20 @@ use crate::http::{BaseUrl, HttpClient};
 /// The prompt every probe request sends.
 pub const PROMPT: &str = "Write one sentence about the weather.";
 
+/// How to probe: the model, the burst, and the time each step may take.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProbeOptions {
+    /// The model to ask for; `None` takes the first `/v1/models` lists.
     pub model: Option<String>,
+    /// Requests sent at once after the first.
     pub concurrency: u32,
+    /// Tokens each request asks for.
     pub max_tokens: u32,
     /// Each completion (a cold server compiles kernels on its first request).
     pub request_timeout: Duration,
+    /// `GET /health`.
     pub health_timeout: Duration,
+    /// `GET /v1/models`.
     pub models_timeout: Duration,
 }
 
@@ -41,6 +47,7 @@ impl Default for ProbeOptions {
 pub struct Reply {
     /// HTTP status, when there was an answer.
     pub status: Option<u16>,
+    /// Seconds from sending to the whole answer (or the failure).
     pub seconds: f64,
     /// `usage.completion_tokens`, when the answer says.
     pub tokens: Option<u64>,
@@ -49,6 +56,7 @@ pub struct Reply {
 }
 
 impl Reply {
+    /// Whether it is a good reply (HTTP 200 with tokens).
     pub fn ok(&self) -> bool {
         self.error.is_none()
     }
@@ -68,17 +76,28 @@ impl Reply {
 #[derive(Debug, Clone, PartialEq)]
 pub enum ProbeReport {
     /// `/v1/models` gave no model.
-    NoModel { error: String },
+    NoModel {
+        /// Why: the answer, or the failure.
+        error: String,
+    },
     /// The first request was not a good reply; the burst was not sent.
     FirstFailed {
+        /// The model asked for.
         model: String,
+        /// The first request's reply.
         first: Reply,
+        /// Whether `/health` still answered afterwards.
         alive_after: bool,
     },
+    /// The first request and the burst were sent.
     Done {
+        /// The model asked for.
         model: String,
+        /// The first request's reply.
         first: Reply,
+        /// The burst's replies, in sending order.
         burst: Vec<Reply>,
+        /// Whether `/health` still answered afterwards.
         alive_after: bool,
     },
 }

@@ -9,19 +9,23 @@
 /// A fixed-rate schedule on the monotonic clock, in nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Schedule {
+    /// Slot 0, on the monotonic clock.
     pub start_ns: i64,
+    /// Time between two slots (at least 1).
     pub interval_ns: i64,
 }
 
 /// The slot to sample next, after the slots skipped to reach it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Next {
+    /// The slot's number, from 0 at `start_ns`.
     pub slot: u64,
     /// Slots between the last one done and `slot` that passed unsampled.
     pub missed: u64,
 }
 
 impl Schedule {
+    /// A schedule from `start_ns`, one slot every `interval_ns` (at least 1).
     pub fn new(start_ns: i64, interval_ns: i64) -> Schedule {
         Schedule {
             start_ns,
@@ -73,6 +77,7 @@ impl Schedule {
 /// How well a recording kept to its schedule.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ScheduleStats {
+    /// Samples measured.
     pub samples: usize,
     /// Slots the recording spans (last slot − first slot + 1).
     pub slots: u64,
@@ -81,7 +86,9 @@ pub struct ScheduleStats {
     pub drift: f64,
     /// Distance of a sample from its slot, in milliseconds.
     pub p50_ms: f64,
+    /// Its 99th percentile, in milliseconds.
     pub p99_ms: f64,
+    /// Its largest, in milliseconds.
     pub max_ms: f64,
 }
 

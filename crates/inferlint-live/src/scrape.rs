@@ -24,27 +24,52 @@ const TRT_METRICS_PATH: &str = "/prometheus/metrics";
 /// "scrape failed:".
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ScrapeError {
+    /// No answer.
     #[error("{url}: {error}")]
-    Http { url: String, error: HttpError },
+    Http {
+        /// The address read.
+        url: String,
+        /// Why there was no answer.
+        error: HttpError,
+    },
     /// An answer other than 200 (or a redirect); `detail` is the start of its body.
     #[error("{url}: {status}{detail}")]
     Status {
+        /// The address read.
         url: String,
+        /// The status line (`HTTP 404 Not Found`).
         status: String,
+        /// The start of the body, with its separator, or nothing.
         detail: String,
     },
+    /// A redirect, which a scrape does not follow.
     #[error(
         "{url}: {status} to {location}; give the address the server itself serves its metrics at"
     )]
     Redirect {
+        /// The address read.
         url: String,
+        /// The status line.
         status: String,
+        /// Where it points.
         location: String,
     },
+    /// JSON at `/metrics` and at TensorRT-LLM's `/prometheus/metrics` alike.
     #[error("{url} answers JSON, and so does {fallback}")]
-    OnlyJson { url: String, fallback: String },
+    OnlyJson {
+        /// The address read first.
+        url: String,
+        /// The fallback address read next.
+        fallback: String,
+    },
+    /// A page in which no sample line reads.
     #[error("{url}: not Prometheus text ({message})")]
-    NotPrometheus { url: String, message: String },
+    NotPrometheus {
+        /// The address read.
+        url: String,
+        /// What the parser said.
+        message: String,
+    },
 }
 
 impl ScrapeError {
@@ -67,10 +92,13 @@ impl ScrapeError {
 /// One scrape: the address read, the text as served, its metrics and its clocks.
 #[derive(Debug, Clone)]
 pub struct Scrape {
+    /// The address the page was read from.
     pub url: String,
+    /// The clocks around the request.
     pub stamp: Stamp,
     /// The monotonic clock just before the request that returned the text.
     pub requested_ns: i64,
+    /// The page as a snapshot (its text, metrics and clocks).
     pub snapshot: Snapshot,
     /// The lines of the page that could not be read, when any were: `2 lines skipped
     /// (line 17: not UTF-8 text)`.
@@ -95,6 +123,7 @@ pub struct Scraper {
 }
 
 impl Scraper {
+    /// A scraper of the server at `base` through `client`.
     pub fn new(client: HttpClient, base: BaseUrl) -> Scraper {
         Scraper {
             client,
@@ -104,11 +133,13 @@ impl Scraper {
         }
     }
 
+    /// The longest one scrape may take.
     pub fn with_timeout(mut self, timeout: Duration) -> Scraper {
         self.timeout = timeout;
         self
     }
 
+    /// The server's address.
     pub fn base(&self) -> &BaseUrl {
         &self.base
     }
@@ -224,6 +255,7 @@ fn parse(url: String, answer: Answer, stamp: Stamp) -> Result<Scrape, ScrapeErro
 /// vLLM, SGLang or TensorRT-LLM metric.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NoMetrics {
+    /// The server's address.
     pub base: BaseUrl,
     /// What went wrong, in a few words.
     pub error: String,
@@ -242,7 +274,7 @@ impl NoMetrics {
         }
         let hint = match named {
             Some(engine) => engine.descriptor().metrics_hint.to_owned(),
-            None => [Engine::Vllm, Engine::Sglang, Engine::Trtllm]
+            None => Engine::ALL
                 .iter()
                 .map(|e| format!("for {}, {}", e.name(), e.descriptor().metrics_hint))
                 .collect::<Vec<_>>()
@@ -254,6 +286,15 @@ impl NoMetrics {
         )
     }
 }
+
+impl std::fmt::Display for NoMetrics {
+    /// [`NoMetrics::message`] with no engine named: every engine's hint.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message(None))
+    }
+}
+
+impl std::error::Error for NoMetrics {}
 
 /// The first scrape of a recording, which must find some engine's metrics.
 pub async fn first_scrape(scraper: &mut Scraper) -> Result<(Scrape, Engine), NoMetrics> {

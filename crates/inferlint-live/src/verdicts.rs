@@ -12,9 +12,9 @@ use std::collections::BTreeMap;
 use inferlint_core::checks::series::SeriesStats;
 use inferlint_core::live::{self, LiveInputs};
 use inferlint_core::model::{BootFacts, SeriesSample, Snapshot};
-use inferlint_core::status::{CheckResult, Status, Tripwire};
+use inferlint_core::status::{CheckResult, Evidence, Status, Tripwire};
 use inferlint_core::Engine;
-use serde_json::{json, Value};
+use serde::Serialize;
 
 /// How often the verdicts are judged again, in seconds of the recording's clock.
 pub const JUDGE_EVERY_S: f64 = 1.0;
@@ -22,11 +22,13 @@ pub const JUDGE_EVERY_S: f64 = 1.0;
 /// One verdict that changed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct VerdictChange {
-    /// The clocks of the sample it was judged at.
+    /// The wall clock of the sample it was judged at, Unix seconds.
     pub t_wall: f64,
+    /// The monotonic clock of that sample, nanoseconds.
     pub t_mono_ns: Option<i64>,
     /// `None` for the first verdict a tripwire gets.
     pub previous: Option<Status>,
+    /// The verdict now.
     pub result: CheckResult,
     /// What limited the run at that sample.
     pub limit: Option<String>,
@@ -35,18 +37,33 @@ pub struct VerdictChange {
 impl VerdictChange {
     /// The change as one JSON line (without its line break).
     pub fn json_line(&self) -> String {
-        let value = json!({
-            "t_wall": (self.t_wall * 1e6).round() / 1e6,
-            "t_mono_ns": self.t_mono_ns,
-            "tripwire": self.result.tripwire.to_string(),
-            "status": self.result.status.json_word(),
-            "previous": self.previous.map(Status::json_word),
-            "message": self.result.message,
-            "evidence": Value::Object(self.result.evidence.clone()),
-            "limit": self.limit,
-        });
-        value.to_string()
+        // A struct, not `json!`: its keys stay in this order, and the evidence's in the
+        // check's, whatever features serde_json was built with.
+        let line = ChangeLine {
+            t_wall: (self.t_wall * 1e6).round() / 1e6,
+            t_mono_ns: self.t_mono_ns,
+            tripwire: self.result.tripwire.to_string(),
+            status: self.result.status.json_word(),
+            previous: self.previous.map(Status::json_word),
+            message: &self.result.message,
+            evidence: &self.result.evidence,
+            limit: self.limit.as_deref(),
+        };
+        serde_json::to_string(&line).expect("serialising plain data to memory cannot fail")
     }
+}
+
+/// A verdict change's JSON line, in its keys' order.
+#[derive(Serialize)]
+struct ChangeLine<'a> {
+    t_wall: f64,
+    t_mono_ns: Option<i64>,
+    tripwire: String,
+    status: &'static str,
+    previous: Option<&'static str>,
+    message: &'a str,
+    evidence: &'a Evidence,
+    limit: Option<&'a str>,
 }
 
 /// The mid-run verdicts of one recording.
@@ -69,6 +86,9 @@ pub struct LiveVerdicts {
 }
 
 impl LiveVerdicts {
+    /// The verdicts of a recording of an `engine` server, judged against the concurrency
+    /// the load asks for, the boot log's facts where given, and whether the run is meant
+    /// to use the prefix cache.
     pub fn new(
         engine: Engine,
         requested: Option<u64>,
@@ -225,6 +245,7 @@ fn clock_s(sample: &SeriesSample) -> f64 {
 mod tests {
     use super::*;
     use inferlint_core::metrics::{MetricSet, Sample};
+    use serde_json::Value;
 
     fn scrape(second: f64, preemptions: f64) -> Snapshot {
         Snapshot {

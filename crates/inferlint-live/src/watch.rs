@@ -39,8 +39,10 @@ pub const MAX_FAILED_SHARE: f64 = 0.1;
 /// one-millisecond wheel wakes up to a millisecond late.
 const FINE_SLEEP: Duration = Duration::from_millis(2);
 
+/// How to sample.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WatchOptions {
+    /// Time between two slots of the schedule.
     pub interval: Duration,
     /// Stop after this long; `None` runs until `stop` resolves.
     pub duration: Option<Duration>,
@@ -49,6 +51,7 @@ pub struct WatchOptions {
 /// What the recording holds so far (the status line shows it).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Progress {
+    /// Samples written.
     pub samples: u64,
     /// Scrapes tried, the first one included (a slot skipped by an overrun is not tried).
     pub attempts: u64,
@@ -56,16 +59,22 @@ pub struct Progress {
     pub failed: u64,
     /// Scrapes read with some of their lines skipped (not UTF-8, bad syntax).
     pub damaged: u64,
+    /// Gap records written.
     pub gaps: u64,
+    /// Restarts of the server seen (its counters went back).
     pub restarts: u64,
     /// Slots that passed unsampled (failed scrapes and overruns).
     pub missed_slots: u64,
+    /// Requests running at the last sample.
     pub running: Option<f64>,
+    /// Requests waiting at the last sample.
     pub waiting: Option<f64>,
+    /// KV cache use at the last sample, 0 to 1.
     pub kv_usage: Option<f64>,
     /// The engine's preemption counter (or TensorRT-LLM's paused gauge, below) since
     /// the first sample, across restarts.
     pub preemptions: Option<f64>,
+    /// TensorRT-LLM: requests paused for recompute at the last sample.
     pub paused: Option<f64>,
 }
 
@@ -79,11 +88,13 @@ impl Progress {
 /// Something the caller may want to show as it happens.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Event<'a> {
-    Sample,
+    /// A sample, as written to the file.
+    Sample(&'a SeriesSample),
     /// A failed scrape, with the reason written to the file.
     Gap(&'a str),
     /// Slots skipped because a scrape ran past them.
     Missed(&'a str),
+    /// The server restarted, and how that showed.
     Restart(&'a str),
     /// The first scrape with lines that could not be read, and what they were; later
     /// ones are only counted ([`Progress::damaged`]).
@@ -248,7 +259,7 @@ pub async fn watch<W: Write>(
     clippy::too_many_arguments,
     reason = "the recorder's inputs, each of its own kind; a struct would only rename them"
 )]
-pub async fn watch_observed<W: Write>(
+pub async fn watch_observed<W: Write, O: Observer + ?Sized>(
     scraper: &mut Scraper,
     first: Scrape,
     engine: Engine,
@@ -256,7 +267,9 @@ pub async fn watch_observed<W: Write>(
     out: &mut W,
     stop: impl Future<Output = ()>,
     mut on_event: impl FnMut(Event<'_>, &Progress),
-    observer: &mut dyn Observer,
+    // Generic, so that `watch` (with `NoObserver`) stays `Send` for a caller that spawns
+    // the recording on a multi-threaded runtime.
+    observer: &mut O,
 ) -> io::Result<Progress> {
     tokio::pin!(stop);
     let descriptor = engine.descriptor();
@@ -287,7 +300,7 @@ pub async fn watch_observed<W: Write>(
                          progress: &mut Progress,
                          tally: &mut PreemptionTally,
                          out: &mut W,
-                         observer: &mut dyn Observer|
+                         observer: &mut O|
      -> io::Result<SeriesSample> {
         if scrape.skipped.is_some() {
             progress.damaged += 1;
@@ -312,8 +325,8 @@ pub async fn watch_observed<W: Write>(
     };
 
     progress.attempts += 1;
-    record_sample(&first, &mut progress, &mut tally, out, observer)?;
-    on_event(Event::Sample, &progress);
+    let sample = record_sample(&first, &mut progress, &mut tally, out, observer)?;
+    on_event(Event::Sample(&sample), &progress);
     let mut noted_skipped = false;
     if let Some(note) = &first.skipped {
         on_event(Event::Skipped(note), &progress);
@@ -380,8 +393,8 @@ pub async fn watch_observed<W: Write>(
                     tally.restarted();
                     on_event(Event::Restart(&restart.message), &progress);
                 }
-                record_sample(&scrape, &mut progress, &mut tally, out, observer)?;
-                on_event(Event::Sample, &progress);
+                let sample = record_sample(&scrape, &mut progress, &mut tally, out, observer)?;
+                on_event(Event::Sample(&sample), &progress);
                 if let (Some(note), false) = (&scrape.skipped, noted_skipped) {
                     on_event(Event::Skipped(note), &progress);
                     noted_skipped = true;

@@ -1,9 +1,10 @@
 //! Writing a day-long run's report: folding 345,600 samples (a day at 4 Hz) into the
 //! timeline, and rendering the page from it.
 //!
-//! Run with `cargo bench -p inferlint-report --bench render`. The day is the demo
-//! recording in `fixtures/demo` repeated end to end with its counters carried on, the way
-//! `cargo xtask bigseries` builds the command-line benchmark's file. The whole command on
+//! Run with `cargo bench -p inferlint-report --bench render`. The day is the recording of
+//! the run `inferlint demo` writes (`fixtures/sim/vllm-hybrid`) repeated end to end with
+//! its counters carried on, the way `cargo xtask bigseries` builds the command-line
+//! benchmark's file. The whole command on
 //! such a file (reading it twice included) is measured as `docs/report.md` says.
 
 use std::hint::black_box;
@@ -12,15 +13,19 @@ use std::path::Path;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use inferlint_core::checks::series::SeriesStats;
 use inferlint_core::engine::VLLM;
-use inferlint_core::run::{check_run, Run};
+use inferlint_core::run::check_run;
 use inferlint_core::SeriesSample;
-use inferlint_engines::{bootlog, files};
+use inferlint_engines::files;
+use inferlint_engines::load::{self, EngineChoice};
 use inferlint_report::{Report, Timeline, TimelineBuilder, TimelineSetup};
 
 const DAY: usize = 345_600;
 
 fn demo_folder() -> &'static Path {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/demo"))
+    Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/sim/vllm-hybrid"
+    ))
 }
 
 fn day_of_samples() -> Vec<SeriesSample> {
@@ -56,18 +61,12 @@ fn bench(c: &mut Criterion) {
     for s in &samples {
         stats.push(s);
     }
-    let boot_text = std::fs::read_to_string(demo_folder().join("boot.log")).unwrap_or_default();
-    let run = Run {
-        engine: &VLLM,
-        boots: vec![("boot.log".into(), bootlog::parse_boot_log(&boot_text, None))],
-        before: files::read_snapshot(&demo_folder().join("before.snapshot.json")).ok(),
-        after: files::read_snapshot(&demo_folder().join("after.snapshot.json")).ok(),
-        series: Some(stats.clone()),
-        bench: None,
-        expected_extra_requests: 0,
-        requested: Some(32),
-        load_failure: None,
-    };
+    // The demo's folder as `report DIR` loads it, with the day's recording in place of
+    // its own.
+    let files = load::find_run(demo_folder()).unwrap_or_else(|e| panic!("{e}"));
+    let mut run = load::load_run(&mut EngineChoice::new(None), &files, None, None)
+        .unwrap_or_else(|e| panic!("{e}"));
+    run.series = Some(stats.clone());
     let results = check_run(&run);
     let insights = inferlint_core::insights::what_limited(&run, &results);
     let usable = inferlint_report::usable_blocks(&results);

@@ -6,13 +6,13 @@
 //! and the tables stand on their own without it.
 
 use inferlint_core::fmt;
-use inferlint_core::insights::counter_summary;
+use inferlint_core::insights::cache_load;
 use inferlint_core::model::BootFacts;
 use inferlint_core::run::Run;
-use inferlint_core::{Engine, Tripwire};
+use inferlint_core::Tripwire;
 use maud::{html, Markup};
 
-use crate::sections::{block_tokens, evidence_f64, find};
+use crate::sections::{evidence_f64, find};
 use crate::svg::{area_path, gauge_path, marker_path, time_ticks, y_axis, Frame, WIDTH};
 use crate::timeline::{Range, Stretch, Timeline};
 use crate::words::{count, duration, moment, thousands};
@@ -476,68 +476,13 @@ fn levels_figure(timeline: &Timeline) -> Markup {
     }
 }
 
-/// The numbers behind "the cache against the load", the same arithmetic as core's cache
-/// sentence, drawn only when core wrote that sentence.
-struct CacheLoad {
-    pool: f64,
-    requests: u64,
-    per_request: f64,
-    allocated: f64,
-    block: Option<u64>,
-}
-
-fn cache_load(run: &Run, has_sentence: bool) -> Option<CacheLoad> {
-    if !has_sentence {
+fn cache_figure(report: &Report) -> Option<Markup> {
+    // Drawn only beside core's sentence on the cache, from the same numbers.
+    if !report.insights.iter().any(|i| i.key == "cache") {
         return None;
     }
-    let boot = run.last_boot()?;
-    let pool = boot.kv_pool_tokens? as f64;
-    let summary = match (&run.before, &run.after) {
-        (Some(b), Some(a)) => counter_summary(run.engine, b, a),
-        _ => None,
-    };
-    let bench = run.bench.as_ref().map(|(_, b)| b);
-    let finished = summary
-        .as_ref()
-        .and_then(|s| s.finished)
-        .or_else(|| bench.and_then(|b| b.completed).map(|c| c as f64))
-        .filter(|f| *f >= 1.0);
-    let requests = match (run.requested, finished) {
-        (Some(n), Some(f)) => n.min(f.trunc() as u64),
-        (Some(n), None) => n,
-        _ => return None,
-    };
-    let per_request = summary
-        .as_ref()
-        .and_then(|s| s.tokens_per_request())
-        .or_else(|| {
-            let b = bench?;
-            let completed = b.completed.filter(|c| *c > 0)?;
-            Some((b.total_input_tokens? + b.total_output_tokens?) as f64 / completed as f64)
-        })?;
-    let block = block_tokens(boot).filter(|_| {
-        boot.page_size.is_some()
-            || boot.attention_block_size.is_some()
-            || run.engine.engine == Engine::Vllm
-    });
-    let allocated = match block {
-        Some(b) => (per_request / b as f64).ceil() * b as f64,
-        None => per_request,
-    };
-    (requests > 0 && pool > 0.0 && allocated > 0.0).then_some(CacheLoad {
-        pool,
-        requests,
-        per_request,
-        allocated,
-        block,
-    })
-}
-
-fn cache_figure(report: &Report) -> Option<Markup> {
-    let has_sentence = report.insights.iter().any(|i| i.key == "cache");
-    let c = cache_load(report.run, has_sentence)?;
-    let need = c.requests as f64 * c.allocated;
-    let fit = (c.pool / c.allocated).floor();
+    let c = cache_load(report.run)?;
+    let (need, fit) = (c.need(), c.fit());
     let scale_max = need.max(c.pool);
     let (left, right) = (200.0, 24.0);
     let width = WIDTH - left - right;

@@ -40,6 +40,7 @@ impl ScriptJson {
         ScriptJson(out)
     }
 
+    /// The JSON text.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -61,6 +62,7 @@ pub struct JsonWriter {
 }
 
 impl JsonWriter {
+    /// An empty object.
     pub fn object() -> JsonWriter {
         JsonWriter {
             out: String::from("{"),
@@ -83,11 +85,13 @@ impl JsonWriter {
         push_number(&mut self.out, value, decimals);
     }
 
+    /// A string.
     pub fn text(&mut self, key: &str, value: &str) {
         self.key(key);
         self.out.push_str(&string(value));
     }
 
+    /// `true` or `false`.
     pub fn boolean(&mut self, key: &str, value: bool) {
         self.key(key);
         self.out.push_str(if value { "true" } else { "false" });
@@ -119,6 +123,7 @@ impl JsonWriter {
         self.out.push_str(&child.finish());
     }
 
+    /// The object's text, closed.
     pub fn finish(mut self) -> String {
         self.out.push('}');
         self.out

@@ -14,6 +14,8 @@
 //! ([`data::ScriptJson`]), never as code. The charts are SVG drawn here, so the page reads
 //! without its script; the script adds the read-outs, the replay and the theme switch.
 
+#![deny(missing_docs)]
+
 mod charts;
 pub mod compare;
 mod csp;
@@ -44,6 +46,7 @@ pub const SCRIPT: &str = include_str!("../assets/report.js");
 /// Everything one report shows.
 #[derive(Debug, Clone, Copy)]
 pub struct Report<'a> {
+    /// The run, as core read it.
     pub run: &'a Run,
     /// The verdicts, in the order the checks ran.
     pub results: &'a [CheckResult],

@@ -13,10 +13,11 @@ use inferlint_core::{Status, Tripwire};
 use maud::{html, Markup};
 
 use crate::data::{JsonWriter, ScriptJson};
-use crate::sections::{block_tokens, evidence_f64, find};
+use crate::sections::{evidence_f64, find};
 use crate::timeline::{Range, Stretch};
 use crate::words::{moment, thousands};
 use crate::{usable_blocks, Report};
+use inferlint_core::advice::block_size;
 
 /// The most cells the grid draws as blocks; a larger pool is drawn in percent.
 const MAX_BLOCK_CELLS: u64 = 4096;
@@ -86,7 +87,7 @@ pub fn section(report: &Report) -> Markup {
     let boot = report.run.last_boot();
     if are_blocks {
         let reported = evidence_f64(t14, "reported_num_gpu_blocks");
-        let block = boot.and_then(block_tokens);
+        let block = boot.and_then(|b| block_size(report.run.engine, b));
         match (reported, block) {
             (Some(r), Some(b)) => intro.push(format!(
                 "In this run there were {} blocks of {} tokens each, and {} held back, so {} were usable (T14).",

@@ -1,19 +1,19 @@
 //! The report's prose sections: the head, what limited the run, what happened, the
 //! results, the server that ran, the tripwire guide and the footer.
 
-use inferlint_core::advice::preempted;
+use inferlint_core::advice::{block_size, preempted};
 use inferlint_core::catalogue;
 use inferlint_core::checks::counters::restart_between;
 use inferlint_core::fmt;
-use inferlint_core::insights::{counter_summary, CounterSummary};
+use inferlint_core::insights::{counter_summary, requests_in_error, CounterSummary};
 use inferlint_core::model::{BootFacts, PyValue};
-use inferlint_core::{CheckResult, Engine, Status, Tripwire};
+use inferlint_core::run::without_verdict;
+use inferlint_core::{CheckResult, Engine, EngineDescriptor, Status, Tripwire};
 use maud::{html, Markup};
 use serde_json::Value;
 
 use crate::words::{
-    and_list, count, duration, stamp_span_s, stamp_time, status_class, status_icon, status_meaning,
-    thousands, utc, STATUSES,
+    and_list, count, duration, status_class, status_icon, status_meaning, thousands, STATUSES,
 };
 use crate::{charts, Report};
 
@@ -193,7 +193,7 @@ fn story(report: &Report, summary: Option<&CounterSummary>) -> Vec<String> {
     }
     if let Some(s) = summary {
         if let Some(finished) = s.finished {
-            let errors = errors(s, report);
+            let errors = requests_in_error(report.run);
             let mut text = format!("The server finished {}", count(finished, "request"));
             match errors {
                 Some(0.0) => text.push_str(" with no errors"),
@@ -277,26 +277,6 @@ fn client_sentence(account: &inferlint_core::client::ClientAccount) -> String {
         None => "counted its requests".to_owned(),
     };
     format!("{tool} {sent}: {}.", and_list(&parts))
-}
-
-/// Requests that ended in an error: the `error` and `abort` finish reasons where the
-/// engine counts reasons, else the load tool's failed count.
-fn errors(s: &CounterSummary, report: &Report) -> Option<f64> {
-    if !s.finished_by_reason.is_empty() {
-        return Some(
-            s.finished_by_reason
-                .iter()
-                .filter(|(reason, _)| reason == "error" || reason == "abort")
-                .map(|(_, n)| n)
-                .sum(),
-        );
-    }
-    report
-        .run
-        .bench
-        .as_ref()
-        .and_then(|(_, b)| b.failed)
-        .map(|f| f as f64)
 }
 
 struct Tile {
@@ -409,7 +389,7 @@ fn tiles(report: &Report) -> Vec<Tile> {
                 }
             ));
         }
-        if let Some(block) = run.last_boot().and_then(block_tokens) {
+        if let Some(block) = run.last_boot().and_then(|b| block_size(run.engine, b)) {
             sub.push_str(&format!(
                 "; {} tokens per block",
                 fmt::thousands(block as i64)
@@ -425,79 +405,6 @@ fn tiles(report: &Report) -> Vec<Tile> {
     tiles
 }
 
-/// The KV block size in tokens: the page size, else the attention block size, else
-/// vLLM's default.
-pub fn block_tokens(boot: &BootFacts) -> Option<u64> {
-    boot.page_size
-        .or(boot.attention_block_size)
-        .or_else(|| {
-            (boot.engine == Some(Engine::Vllm) || boot.engine.is_none())
-                .then_some(inferlint_core::checks::boot::DEFAULT_BLOCK_SIZE)
-        })
-        .filter(|b| *b > 0)
-}
-
-/// Why a tripwire is not among the results, with the verb for one or several.
-fn missing_reason(
-    tripwire: Tripwire,
-    engine: &inferlint_core::EngineDescriptor,
-) -> (&'static str, String, String) {
-    let n = tripwire.number();
-    let pair = |key: &'static str, one: &str, many: &str| (key, one.to_owned(), many.to_owned());
-    match n {
-        1 | 10 | 16 => pair(
-            "readings",
-            "needs before and after readings",
-            "need before and after readings",
-        ),
-        17 => pair(
-            "requested",
-            "needs a recording and the concurrency asked for",
-            "need a recording and the concurrency asked for",
-        ),
-        19 => pair(
-            "cold",
-            "needs the boot log or the load tool's per-request records",
-            "need the boot log or the load tool's per-request records",
-        ),
-        21 => pair(
-            "gpu",
-            "needs GPU readings in the recording",
-            "need GPU readings in the recording",
-        ),
-        2 | 3 => pair("cleanup", "runs at clean-up", "run at clean-up"),
-        4 | 11 => pair(
-            "boots",
-            "needs two or more boot logs",
-            "need two or more boot logs",
-        ),
-        5 | 6 | 12 => pair("boot", "needs a boot log", "need a boot log"),
-        7 => pair("live", "needs a live server", "need a live server"),
-        8 => pair(
-            "requested",
-            "needs a recording and the concurrency asked for",
-            "need a recording and the concurrency asked for",
-        ),
-        9 => pair("recording", "needs a recording", "need a recording"),
-        13 => pair("rule", "a rule for test scripts", "rules for test scripts"),
-        14 if engine.cache_info.is_none() => (
-            "engine",
-            format!("does not apply to {}", engine.name),
-            format!("do not apply to {}", engine.name),
-        ),
-        14 => pair(
-            "after",
-            "needs a recording and an after reading",
-            "need a recording and an after reading",
-        ),
-        _ => pair(
-            "result",
-            "needs the load tool's result file",
-            "need the load tool's result file",
-        ),
-    }
-}
-
 /// `8 of 17. Not here: T2 and T3 (run at clean-up), ...` (of every tripwire the catalogue
 /// has). A tripwire core listed as
 /// not checked is named with what core said it needs.
@@ -510,34 +417,15 @@ pub fn tripwires_checked(report: &Report) -> String {
                 .any(|r| r.tripwire == *t && r.status.is_verdict())
         })
         .collect();
-    // Groups in the order of their first tripwire.
-    let mut groups: Vec<(String, Vec<Tripwire>, String, String)> = Vec::new();
-    for t in Tripwire::all().filter(|t| !ran.contains(t)) {
-        let not_checked = report
-            .results
-            .iter()
-            .find(|r| r.tripwire == t && r.status == Status::NotChecked);
-        let (key, one, many) = match not_checked {
-            Some(r) => (
-                r.message.clone(),
-                r.message.clone(),
-                r.message.replacen("needs ", "need ", 1),
-            ),
-            None => {
-                let (key, one, many) = missing_reason(t, report.run.engine);
-                (key.to_owned(), one, many)
-            }
-        };
-        match groups.iter_mut().find(|g| g.0 == key) {
-            Some(g) => g.1.push(t),
-            None => groups.push((key, vec![t], one, many)),
-        }
-    }
-    let parts: Vec<String> = groups
+    let parts: Vec<String> = without_verdict(report.results, report.run.engine)
         .iter()
-        .map(|(_, ids, one, many)| {
-            let names: Vec<String> = ids.iter().map(ToString::to_string).collect();
-            let reason = if ids.len() == 1 { one } else { many };
+        .map(|group| {
+            let names: Vec<String> = group.tripwires.iter().map(ToString::to_string).collect();
+            let reason = if group.tripwires.len() == 1 {
+                &group.one
+            } else {
+                &group.many
+            };
             format!("{} ({reason})", and_list(&names))
         })
         .collect();
@@ -610,15 +498,12 @@ pub fn what_happened(report: &Report) -> Markup {
     let tiles = tiles(report);
     let t10 = find(report.results, Tripwire::T10);
     let boot = run.last_boot();
-    let boot_s = boot.and_then(|b| {
-        let (first, ready) = (b.first_stamp.as_deref()?, b.ready_stamp.as_deref()?);
-        Some((stamp_span_s(first, ready)?, first, ready))
-    });
+    let startup = boot.and_then(BootFacts::startup);
     let clock = match (
         run.before.as_ref().and_then(|b| b.t_wall),
         run.after.as_ref().and_then(|a| a.t_wall),
     ) {
-        (Some(a), Some(b)) => match (utc(a), utc(b)) {
+        (Some(a), Some(b)) => match (fmt::utc(a), fmt::utc(b)) {
             (Some(from), Some(to)) => Some(format!("from {from} to {to}")),
             _ => None,
         },
@@ -670,9 +555,9 @@ pub fn what_happened(report: &Report) -> Markup {
                             dt { "Clock time" }
                             dd { (clock) }
                         }
-                        @if let Some((seconds, first, ready)) = boot_s {
+                        @if let Some(s) = &startup {
                             dt { "Server start-up" }
-                            dd { (format!("{seconds:.1} s ({} to {})", stamp_time(first), stamp_time(ready))) " by its log" }
+                            dd { (format!("{:.1} s ({} to {})", s.seconds, s.first_time, s.ready_time)) " by its log" }
                         }
                         @if is_restart {
                             dt { "Counters" }
@@ -807,7 +692,7 @@ fn status_note(report: &Report) -> Option<String> {
     let mut note = "The server worked; the failed tripwires are about the measurement: a number from this run does not mean what it seems.".to_owned();
     if let Ok(Some(s)) = summary(report) {
         if let Some(finished) = s.finished {
-            match errors(&s, report) {
+            match requests_in_error(report.run) {
                 Some(0.0) => note.push_str(&format!(
                     " The server finished {} with no errors.",
                     count(finished, "request")
@@ -962,26 +847,9 @@ fn setting_text(v: &PyValue) -> String {
     }
 }
 
-/// SGLang's settings worth showing (its server args list every setting).
-const SGLANG_SETTINGS: [&str; 15] = [
-    "attention_backend",
-    "chunked_prefill_size",
-    "context_length",
-    "disable_cuda_graph",
-    "disable_radix_cache",
-    "kv_cache_dtype",
-    "mamba_full_memory_ratio",
-    "max_mamba_cache_size",
-    "max_queued_requests",
-    "max_running_requests",
-    "max_total_tokens",
-    "mem_fraction_static",
-    "page_size",
-    "schedule_policy",
-    "speculative_algorithm",
-];
-
-fn main_settings(boot: &BootFacts) -> Vec<(String, String)> {
+/// The settings worth showing: the ones the log says were changed, else those the
+/// engine's table names from a list of every setting, else the first 20.
+fn main_settings(engine: &EngineDescriptor, boot: &BootFacts) -> Vec<(String, String)> {
     if let Some(args) = &boot.non_default_args {
         return args
             .iter()
@@ -990,8 +858,9 @@ fn main_settings(boot: &BootFacts) -> Vec<(String, String)> {
             .collect();
     }
     if let Some(args) = &boot.server_args {
-        if boot.engine == Some(Engine::Sglang) {
-            return SGLANG_SETTINGS
+        if !engine.settings_shown.is_empty() {
+            return engine
+                .settings_shown
                 .iter()
                 .filter_map(|k| args.get(*k).map(|v| ((*k).to_owned(), setting_text(v))))
                 .collect();
@@ -1020,12 +889,13 @@ pub fn server(report: &Report) -> Markup {
     let block = match (boot.page_size, boot.attention_block_size) {
         (Some(p), _) => format!("{} tokens (page size)", fmt::thousands(p as i64)),
         (None, Some(b)) => format!("{} tokens", fmt::thousands(b as i64)),
-        (None, None) if engine.engine == Engine::Vllm && boot.ready() => {
-            "16 tokens (default)".into()
-        }
-        _ => "not in the log".into(),
+        // A server that came up without saying: the engine's default, where it has one.
+        (None, None) => match engine.default_block_size.filter(|_| boot.ready()) {
+            Some(b) => format!("{} tokens (default)", fmt::thousands(b as i64)),
+            None => "not in the log".into(),
+        },
     };
-    let settings = main_settings(boot);
+    let settings = main_settings(engine, boot);
     html! {
         section #server aria-labelledby="server-h" {
             h2 #server-h { "The server that ran" }

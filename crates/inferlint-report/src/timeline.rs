@@ -31,8 +31,11 @@ const RATE_WINDOW_S: f64 = 1.0;
 /// The lowest, highest and last reading of one gauge within a stretch.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Range {
+    /// The lowest reading.
     pub min: f64,
+    /// The highest reading.
     pub max: f64,
+    /// The last reading.
     pub last: f64,
 }
 
@@ -61,10 +64,15 @@ fn widen(range: &mut Option<Range>, value: Option<f64>) {
 pub struct Stretch {
     /// Seconds from the first sample to the stretch's first and last sample.
     pub t_first: f64,
+    /// See `t_first`.
     pub t_last: f64,
+    /// Samples in the stretch.
     pub samples: usize,
+    /// Requests running.
     pub running: Option<Range>,
+    /// Requests waiting.
     pub waiting: Option<Range>,
+    /// KV cache use, 0 to 1.
     pub kv_usage: Option<Range>,
     /// How many requests of the sizes running fit in the cache, on samples with the cache
     /// at least 90% full (T9's arithmetic).
@@ -100,10 +108,12 @@ impl Stretch {
 pub struct TimelineSetup {
     /// Samples the first pass counted.
     pub samples: usize,
+    /// The first sample's wall clock, Unix seconds.
     pub first_t_wall: f64,
     /// The first sample's monotonic clock, when every sample has one: times are then
     /// monotonic, else wall.
     pub first_t_mono_ns: Option<i64>,
+    /// Seconds from the first sample to the last.
     pub span_s: f64,
     /// The recording interval its header names.
     pub interval_s: Option<f64>,
@@ -186,6 +196,7 @@ pub struct TimelineBuilder {
 }
 
 impl TimelineBuilder {
+    /// A builder sized from the first pass's counts.
     pub fn new(setup: TimelineSetup) -> TimelineBuilder {
         let row_step_s = setup.row_step_s();
         let rows = if setup.span_s > 0.0 {
@@ -294,6 +305,7 @@ impl TimelineBuilder {
         (t0 <= t - RATE_WINDOW_S && t > t0).then(|| (generated - g0) / (t - t0))
     }
 
+    /// The timeline, once every sample was pushed.
     pub fn finish(self) -> Timeline {
         let keep = |v: Vec<Stretch>| v.into_iter().filter(|s| s.samples > 0).collect();
         Timeline {
@@ -331,17 +343,20 @@ pub fn fit_in_cache(running: f64, usage: f64, usable_blocks: Option<u64>) -> f64
 /// The recording as the charts draw it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Timeline {
+    /// What the first pass over the recording counted.
     pub setup: TimelineSetup,
     /// What the time charts draw: every sample, or at most [`MAX_POINTS`] stretches.
     pub points: Vec<Stretch>,
     /// What the data tables show, one row per `row_step_s`.
     pub rows: Vec<Stretch>,
+    /// Seconds between two rows of the tables.
     pub row_step_s: f64,
     /// The width of a chart stretch when the charts are downsampled.
     pub bucket_s: Option<f64>,
     /// Seconds spent at each number of running requests (each sample's level until the
     /// next sample).
     pub seconds_at_level: Vec<(i64, f64)>,
+    /// Samples folded.
     pub samples: usize,
     /// Preemptions the series counter gained over the recording.
     pub preemptions: f64,
@@ -370,10 +385,12 @@ impl Timeline {
         Some(builder.finish())
     }
 
+    /// Seconds from the first sample to the last.
     pub fn span_s(&self) -> f64 {
         self.setup.span_s
     }
 
+    /// Whether the charts draw stretches rather than every sample.
     pub fn downsampled(&self) -> bool {
         self.bucket_s.is_some()
     }
@@ -383,6 +400,7 @@ impl Timeline {
         self.points.iter().any(|p| p.tokens_per_s.is_some())
     }
 
+    /// Whether any sample had a reading of `gauge`.
     pub fn has(&self, gauge: fn(&Stretch) -> Option<Range>) -> bool {
         self.points.iter().any(|p| gauge(p).is_some())
     }

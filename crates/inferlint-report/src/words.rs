@@ -143,61 +143,6 @@ pub fn status_meaning(status: Status) -> (&'static str, &'static str) {
     }
 }
 
-/// A Unix time as `2026-09-27 17:50:52 UTC`.
-pub fn utc(unix_seconds: f64) -> Option<String> {
-    if !(0.0..=1e11).contains(&unix_seconds) {
-        return None;
-    }
-    let secs = unix_seconds.floor() as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (year, month, day) = civil_from_days(days);
-    Some(format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    ))
-}
-
-/// Days since 1970-01-01 to a (year, month, day) date (Howard Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
-/// Seconds between two boot-log stamps `MM-DD HH:MM:SS` of the same year; `None` when
-/// either does not read or the span is negative (a boot across New Year).
-pub fn stamp_span_s(first: &str, last: &str) -> Option<f64> {
-    fn read(stamp: &str) -> Option<i64> {
-        let (date, time) = stamp.trim().split_once(' ')?;
-        let (month, day) = date.split_once('-')?;
-        let mut hms = time.split(':');
-        let mut next = || hms.next()?.parse::<i64>().ok();
-        let (h, m, s) = (next()?, next()?, next()?);
-        let month: i64 = month.parse().ok()?;
-        let day: i64 = day.parse().ok()?;
-        // Days from the start of a common year; good enough within one boot.
-        const BEFORE_MONTH: [i64; 12] = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334];
-        let before = *BEFORE_MONTH.get(usize::try_from(month - 1).ok()?)?;
-        Some(((before + day) * 24 + h) * 3600 + m * 60 + s)
-    }
-    let span = read(last)? - read(first)?;
-    (span >= 0).then_some(span as f64)
-}
-
-/// The time part of a boot-log stamp: `17:48:43`.
-pub fn stamp_time(stamp: &str) -> &str {
-    stamp.trim().split_once(' ').map_or(stamp, |(_, t)| t)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -214,16 +159,5 @@ mod tests {
         assert_eq!(and_list(&["T2"]), "T2");
         assert_eq!(and_list(&["T2", "T3"]), "T2 and T3");
         assert_eq!(and_list(&["T5", "T6", "T12"]), "T5, T6 and T12");
-    }
-
-    #[test]
-    fn clock() {
-        assert_eq!(utc(0.0).unwrap(), "1970-01-01 00:00:00 UTC");
-        assert_eq!(utc(1_790_470_252.2).unwrap(), "2026-09-27 00:50:52 UTC");
-        assert_eq!(
-            stamp_span_s("11-30 17:48:43", "11-30 17:50:47"),
-            Some(124.0)
-        );
-        assert_eq!(stamp_span_s("12-31 23:59:00", "01-01 00:01:00"), None);
     }
 }

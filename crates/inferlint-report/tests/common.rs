@@ -1,22 +1,29 @@
-//! The demo run that ships in `fixtures/demo`, read and checked as the command would, and
-//! a report of it.
+//! The simulated runs of `fixtures/sim` (the first is the one `inferlint demo` writes),
+//! read and checked as the command would, and a report of each.
 
 use std::path::{Path, PathBuf};
 
 use inferlint_core::insights::{what_limited, Insight};
 use inferlint_core::run::{check_run, Run};
 use inferlint_core::{CheckResult, SeriesSample};
-use inferlint_engines::{bootlog, files};
+use inferlint_engines::files;
+use inferlint_engines::load::{self, EngineChoice};
 use inferlint_report::{usable_blocks, Report, Timeline};
 
-pub fn demo_folder() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/demo")
+/// A simulated run folder of `fixtures/sim`.
+pub fn sim_folder(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/sim")
+        .join(name)
 }
+
+/// The folder `inferlint demo` writes, as `cargo xtask regen-fixtures` keeps it.
+pub const DEMO: &str = "vllm-hybrid";
 
 /// Every sample of the demo recording.
 pub fn demo_samples() -> Vec<SeriesSample> {
     let mut samples = Vec::new();
-    files::read_series(&demo_folder().join("run.series.jsonl"), |s| {
+    files::read_series(&sim_folder(DEMO).join("run.series.jsonl"), |s| {
         samples.push(*s)
     })
     .unwrap();
@@ -62,48 +69,24 @@ impl Checked {
     }
 }
 
-/// The demo run as `inferlint report fixtures/demo` reads it.
+/// The demo run as `inferlint report inferlint-demo` reads it.
 pub fn demo() -> Checked {
-    folder(&demo_folder())
+    sim(DEMO)
 }
 
 /// A simulated run folder of `fixtures/sim` (each engine's own formats).
 pub fn sim(name: &str) -> Checked {
-    folder(&demo_folder().join("../sim").join(name))
+    folder(&sim_folder(name))
 }
 
-/// A run folder as `inferlint report DIR` reads it; the result file is optional.
+/// A run folder as `inferlint report DIR` reads it, through the one loader.
 pub fn folder(dir: &Path) -> Checked {
-    let text = std::fs::read_to_string(dir.join("boot.log")).unwrap();
-    let boot = bootlog::parse_boot_log(&text, None);
-    let engine = boot
-        .engine
-        .unwrap_or(inferlint_core::Engine::Vllm)
-        .descriptor();
+    let files = load::find_run(dir).unwrap();
+    let run = load::load_run(&mut EngineChoice::new(None), &files, None, None).unwrap();
     let mut samples = Vec::new();
-    files::read_series(&dir.join("run.series.jsonl"), |s| samples.push(*s)).unwrap();
-    let mut stats = inferlint_core::checks::series::SeriesStats::new();
-    for s in &samples {
-        stats.push(s);
+    if let Some(series) = &files.series {
+        files::read_series(series, |s| samples.push(*s)).unwrap();
     }
-    let bench = dir
-        .join("bench.json")
-        .is_file()
-        .then(|| files::read_bench_result(&dir.join("bench.json")).unwrap());
-    let run = Run {
-        engine,
-        boots: vec![("boot.log".into(), boot)],
-        before: Some(files::read_snapshot(&dir.join("before.snapshot.json")).unwrap()),
-        after: Some(files::read_snapshot(&dir.join("after.snapshot.json")).unwrap()),
-        series: Some(stats),
-        requested: bench
-            .as_ref()
-            .and_then(|b| b.max_concurrency)
-            .map(|c| c as u64),
-        load_failure: None,
-        bench: bench.map(|b| ("bench.json".into(), b)),
-        expected_extra_requests: 0,
-    };
     Checked::new(run, &samples)
 }
 

@@ -16,7 +16,8 @@ const LIMIT_BYTES: usize = 2 * 1024 * 1024;
 fn a_day_long_report_is_small_and_loses_nothing() {
     let samples = day_of_samples(DAY);
     let checked = demo();
-    let timeline = Timeline::from_samples(&VLLM, Some(160), Some(0.25), &samples).unwrap();
+    let usable = inferlint_report::usable_blocks(&checked.results);
+    let timeline = Timeline::from_samples(&VLLM, usable, Some(0.25), &samples).unwrap();
     assert!(timeline.downsampled());
     assert!(timeline.points.len() <= MAX_POINTS);
     assert!(timeline.rows.len() <= MAX_ROWS + 1);

@@ -1,5 +1,5 @@
-//! Integration tests of the report crate, on the demo run in `fixtures/demo` and on runs
-//! built in code.
+//! Integration tests of the report crate, on the simulated runs of `fixtures/sim` (the
+//! first is the run `inferlint demo` writes) and on runs built in code.
 #![expect(
     clippy::unwrap_used,
     reason = "a test that cannot read its own inputs should stop there"

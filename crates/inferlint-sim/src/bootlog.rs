@@ -11,44 +11,41 @@ pub const SIMULATED_LINE: &str =
 
 /// A UTC calendar time from Unix seconds: (year, month, day, hour, minute, second).
 pub fn civil(unix: f64) -> (i64, u32, u32, u32, u32, u32) {
-    let secs = unix.floor() as i64;
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Howard Hinnant's days-to-civil.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (year, month, day, hour, minute, second) =
+        inferlint_core::fmt::utc_parts(unix.floor() as i64);
+    // Each part but the year is within 0..=59.
+    let small = |n: i64| u32::try_from(n).unwrap_or(0);
     (
         year,
-        month,
-        day,
-        (rem / 3600) as u32,
-        (rem % 3600 / 60) as u32,
-        (rem % 60) as u32,
+        small(month),
+        small(day),
+        small(hour),
+        small(minute),
+        small(second),
     )
 }
 
 /// What a boot log needs to know besides the scheduler model.
 #[derive(Debug, Clone)]
 pub struct BootInfo {
+    /// Where the model was loaded from.
     pub model_path: String,
+    /// The name completions accept.
     pub served_model_name: String,
+    /// The process id the log names.
     pub pid: u32,
+    /// The port the log says the server listens on.
     pub port: u16,
     /// Unix seconds the server process started.
     pub start_wall: f64,
     /// Seconds from start to the ready line.
     pub ready_after_s: f64,
+    /// The longest context, in tokens.
     pub max_model_len: u64,
 }
 
 impl BootInfo {
+    /// Unix seconds of the ready line.
     pub fn ready_wall(&self) -> f64 {
         self.start_wall + self.ready_after_s
     }

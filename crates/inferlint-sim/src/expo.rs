@@ -12,36 +12,50 @@ pub const SIMULATED_MARK: &str = "# simulated by inferlint-sim";
 /// What a server knows at one moment, whatever the engine.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct MetricsState {
+    /// The served model name, as the metrics label it.
     pub model_name: String,
+    /// The server's process id.
     pub pid: u32,
     /// Unix seconds the counters were created (the server's start; moves on restart).
     pub created: f64,
+    /// Requests running.
     pub running: f64,
+    /// Requests waiting.
     pub waiting: f64,
+    /// KV cache use, 0 to 1.
     pub kv_usage: f64,
     /// vLLM preemptions or SGLang retractions.
     pub evictions: u64,
     /// TensorRT-LLM's paused gauge.
     pub paused: f64,
+    /// Output tokens generated.
     pub generation_tokens: u64,
+    /// Prompt tokens processed.
     pub prompt_tokens: u64,
-    /// Prompt tokens looked up in the prefix cache and those it served (vLLM counts at
-    /// admission, the others at finish).
+    /// Prompt tokens looked up in the prefix cache (vLLM counts at admission, the
+    /// others at finish).
     pub prefix_queries: u64,
+    /// Prompt tokens the prefix cache served.
     pub prefix_hits: u64,
     /// Unix seconds the serving process started (vLLM's `process_start_time_seconds`).
     pub process_start: f64,
+    /// Requests finished.
     pub finished: u64,
     /// Observations, seconds.
     pub e2e: Vec<f64>,
+    /// Times to first token, seconds.
     pub ttft: Vec<f64>,
+    /// Times in the queue, seconds.
     pub queue: Vec<f64>,
     /// vLLM: block size and the reported block count (usable + 1).
     pub block_size: u64,
+    /// See `block_size`.
     pub num_gpu_blocks: u64,
     /// SGLang: the pool in tokens; TensorRT-LLM: blocks and tokens per block.
     pub pool_tokens: u64,
+    /// See `pool_tokens`.
     pub pool_blocks: u64,
+    /// Blocks in use (TensorRT-LLM).
     pub used_blocks: u64,
 }
 

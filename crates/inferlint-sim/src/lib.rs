@@ -8,6 +8,8 @@
 //! tests compare the model with recorded runs exactly. The HTTP server paces the same
 //! steps in real time, scaled by a speed factor.
 
+#![deny(missing_docs)]
+
 pub mod bootlog;
 pub mod cases;
 pub mod expo;

@@ -16,6 +16,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::header::{CONTENT_TYPE, HOST};
 use hyper::{Method, Request};
 use hyper_util::rt::TokioIo;
+use inferlint_core::contract::JsonObject;
 use serde_json::{json, Value};
 
 use crate::runfolder::{round, LatencySummary};
@@ -27,9 +28,11 @@ pub struct LoadConfig {
     pub model: Option<String>,
     /// Timed requests (the untimed test request comes on top).
     pub requests: usize,
+    /// Requests kept open at once.
     pub concurrency: usize,
     /// Prompt length in words (the simulated server counts a word as a token).
     pub prompt_tokens: u64,
+    /// Output tokens each request asks for (with `ignore_eos`).
     pub output_tokens: u64,
     /// The whole run, test request included, ends by then; requests still open fail.
     pub timeout_s: f64,
@@ -66,7 +69,9 @@ impl Default for LoadConfig {
 /// One request as the client saw it.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct RequestOutcome {
+    /// Whether the answer came back whole.
     pub ok: bool,
+    /// Why not, when it did not.
     pub error: Option<String>,
     /// Seconds from sending to the first chunk with text.
     pub ttft_s: Option<f64>,
@@ -82,8 +87,11 @@ pub struct RequestOutcome {
 /// What a load run measured.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadResult {
+    /// The server's address.
     pub base_url: String,
+    /// The model asked for.
     pub model: String,
+    /// What was sent.
     pub config: LoadConfig,
     /// The untimed test request, unless it was skipped.
     pub initial_test: Option<RequestOutcome>,
@@ -96,14 +104,17 @@ pub struct LoadResult {
 }
 
 impl LoadResult {
+    /// Timed requests that came back whole.
     pub fn completed(&self) -> usize {
         self.requests.iter().filter(|r| r.ok).count()
     }
 
+    /// Timed requests that failed.
     pub fn failed(&self) -> usize {
         self.requests.len() - self.completed()
     }
 
+    /// Output tokens of the completed timed requests.
     pub fn total_output_tokens(&self) -> u64 {
         self.requests
             .iter()
@@ -113,7 +124,7 @@ impl LoadResult {
     }
 
     /// The result file, with `vllm bench serve`'s field names.
-    pub fn to_json(&self) -> Value {
+    pub fn to_json(&self) -> JsonObject {
         let done: Vec<&RequestOutcome> = self.requests.iter().filter(|r| r.ok).collect();
         let completed = done.len();
         let input = completed as u64 * self.config.prompt_tokens;
@@ -139,44 +150,50 @@ impl LoadResult {
             .map(|r| r.error.as_deref().unwrap_or(""))
             .collect();
         let summary = LatencySummary::of(&ttft, &tpot);
-        let mut value = json!({
-            "note": "written by inferlint-sim load, not vllm bench serve; the field names are vllm bench serve's",
-            "backend": "openai",
-            "endpoint_type": "openai",
-            "base_url": self.base_url,
-            "model_id": self.model,
-            "num_prompts": self.config.requests,
-            "request_rate": "inf",
-            "max_concurrency": self.config.concurrency,
-            "random_input_len": self.config.prompt_tokens,
-            "random_output_len": self.config.output_tokens,
-            "duration": round(self.duration_s, 6),
-            "completed": completed,
-            "failed": self.failed(),
-            "total_input_tokens": input,
-            "total_output_tokens": output,
-            "request_throughput": round(completed as f64 / duration, 6),
-            "output_throughput": round(output as f64 / duration, 6),
-            "total_token_throughput": round((input + output) as f64 / duration, 6),
-            "mean_ttft_ms": summary.mean_ttft_ms,
-            "median_ttft_ms": summary.median_ttft_ms,
-            "p99_ttft_ms": summary.p99_ttft_ms,
-            "mean_tpot_ms": summary.mean_tpot_ms,
-            "median_tpot_ms": summary.median_tpot_ms,
-            "p99_tpot_ms": summary.p99_tpot_ms,
-            "errors": errors,
-        });
+        let mut value = JsonObject::from([
+            ("note", json!("written by inferlint-sim load, not vllm bench serve; the field names are vllm bench serve's")),
+            ("backend", json!("openai")),
+            ("endpoint_type", json!("openai")),
+            ("base_url", json!(self.base_url)),
+            ("model_id", json!(self.model)),
+            ("num_prompts", json!(self.config.requests)),
+            ("request_rate", json!("inf")),
+            ("max_concurrency", json!(self.config.concurrency)),
+            ("random_input_len", json!(self.config.prompt_tokens)),
+            ("random_output_len", json!(self.config.output_tokens)),
+            ("duration", json!(round(self.duration_s, 6))),
+            ("completed", json!(completed)),
+            ("failed", json!(self.failed())),
+            ("total_input_tokens", json!(input)),
+            ("total_output_tokens", json!(output)),
+            ("request_throughput", json!(round(completed as f64 / duration, 6))),
+            ("output_throughput", json!(round(output as f64 / duration, 6))),
+            ("total_token_throughput", json!(round((input + output) as f64 / duration, 6))),
+            ("mean_ttft_ms", json!(summary.mean_ttft_ms)),
+            ("median_ttft_ms", json!(summary.median_ttft_ms)),
+            ("p99_ttft_ms", json!(summary.p99_ttft_ms)),
+            ("mean_tpot_ms", json!(summary.mean_tpot_ms)),
+            ("median_tpot_ms", json!(summary.median_tpot_ms)),
+            ("p99_tpot_ms", json!(summary.p99_tpot_ms)),
+            ("errors", json!(errors)),
+        ]);
         if self.config.save_detailed {
             let done = |r: &RequestOutcome, v: Value| if r.ok { v } else { json!(0.0) };
             let field = |f: &dyn Fn(&RequestOutcome) -> Value| -> Value {
                 Value::Array(self.requests.iter().map(f).collect())
             };
-            value["input_lens"] = field(&|_| json!(self.config.prompt_tokens));
-            value["output_lens"] = field(&|r| json!(r.output_tokens));
-            value["ttfts"] = field(&|r| done(r, json!(r.ttft_s.unwrap_or(0.0))));
-            value["latencies"] = field(&|r| done(r, json!(r.latency_s)));
+            value.insert(
+                "input_lens".into(),
+                field(&|_| json!(self.config.prompt_tokens)),
+            );
+            value.insert("output_lens".into(), field(&|r| json!(r.output_tokens)));
+            value.insert(
+                "ttfts".into(),
+                field(&|r| done(r, json!(r.ttft_s.unwrap_or(0.0)))),
+            );
+            value.insert("latencies".into(), field(&|r| done(r, json!(r.latency_s))));
             if self.requests.iter().all(|r| r.sent_mono_s.is_some()) {
-                value["start_times"] = field(&|r| json!(r.sent_mono_s));
+                value.insert("start_times".into(), field(&|r| json!(r.sent_mono_s)));
             }
         }
         value
@@ -218,16 +235,32 @@ Mean TPOT (ms):                          {:<10.2}\n\
 /// Why a load run (or a fetch) could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
+    /// An address other than `http://HOST:PORT[/PATH]`.
     #[error("read the URL {0}: only http://HOST:PORT[/PATH] is supported")]
     BadUrl(String),
+    /// `GET /v1/models` gave no model.
     #[error("list the models at {url}: {reason}")]
-    Models { url: String, reason: String },
+    Models {
+        /// The address asked.
+        url: String,
+        /// Why no model came back.
+        reason: String,
+    },
+    /// The untimed test request failed, so no timed request was sent.
     #[error("run the initial test request: {0}")]
     InitialTest(String),
+    /// The client's runtime could not start.
     #[error("set up the client: {0}")]
     Io(#[from] std::io::Error),
+    /// A plain request failed.
     #[error("fetch {url}: {reason}")]
-    Fetch { url: String, reason: String },
+    Fetch {
+        /// The address asked.
+        url: String,
+        /// Why it failed.
+        reason: String,
+    },
+    /// Settings that cannot be run (no request, a timeout of 0).
     #[error("read the load settings: {0}")]
     Config(String),
 }
@@ -274,8 +307,11 @@ impl Target {
 /// A plain HTTP answer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HttpReply {
+    /// The HTTP status.
     pub status: u16,
+    /// The `Content-Type` header.
     pub content_type: Option<String>,
+    /// The body, as text.
     pub body: String,
 }
 
@@ -576,6 +612,20 @@ pub fn run_with_output(
     config: LoadConfig,
     on_line: &mut dyn FnMut(&str),
 ) -> Result<LoadResult, LoadError> {
+    let target = checked(base_url, &config)?;
+    let rt = runtime()?;
+    rt.block_on(run_async(base_url, &target, config, on_line))
+}
+
+/// Runs a load inside the caller's tokio runtime (time and I/O drivers on): what a harness
+/// awaits beside a recording.
+pub async fn run_in_runtime(base_url: &str, config: LoadConfig) -> Result<LoadResult, LoadError> {
+    let target = checked(base_url, &config)?;
+    run_async(base_url, &target, config, &mut |_| {}).await
+}
+
+/// The target of a load whose settings make sense.
+fn checked(base_url: &str, config: &LoadConfig) -> Result<Target, LoadError> {
     if config.concurrency == 0 {
         return Err(LoadError::Config(
             "the concurrency must be at least 1".into(),
@@ -586,9 +636,7 @@ pub fn run_with_output(
             "the timeout must be a positive number".into(),
         ));
     }
-    let target = Target::parse(base_url)?;
-    let rt = runtime()?;
-    rt.block_on(run_async(base_url, &target, config, on_line))
+    Target::parse(base_url)
 }
 
 /// [`run_with_output`] without the live output.

@@ -2,72 +2,164 @@
 //! (`serve`) and sends a benchmark load to any OpenAI-compatible server (`load`).
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use clap::{Args, Parser, Subcommand};
 use inferlint_core::Engine;
 use inferlint_sim::load::{self, LoadConfig};
 use inferlint_sim::runfolder;
 use inferlint_sim::server::{self, ServerConfig};
 
-const USAGE: &str = "usage:
-  inferlint-sim write DIR
-  inferlint-sim serve --engine vllm|sglang|trtllm [--port N] [--speed X] [--case NAME]
-                      [--served-model-name NAME]
-                      [--die-on-request N] [--restart-after-requests N] [--hang]
-                      [--slow-metrics-ms MS] [--no-metrics] [--empty-completions]
-                      [--error-every N] [--error-from N]
-                      [--cold-start-ms MS [--cold-start-at-request N]]
-                      [--gpu-readings FILE [--gpu-tenant-at-request N]]
-  inferlint-sim load URL [--num-prompts N] [--max-concurrency C] [--input-len P]
-                      [--output-len O] [--model M] [--timeout S] [--result-file F]
-                      [--repeat-prompt] [--open-limit N] [--no-test-request]
-                      [--save-detailed]
+/// The simulated server's command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "inferlint-sim",
+    version,
+    about = "A simulated vLLM, SGLang or TensorRT-LLM server, its run folders and a benchmark load",
+    // A flag given twice takes its last value, as a shell user expects.
+    args_override_self = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
 
-serve prints the boot log (ending with the ready line), then an access line per request;
-SIGINT or SIGTERM stop it. --case NAME serves one of the run-folder cases
-(vllm-hybrid, sglang-capped, trtllm-no-evict, trtllm-max-utilization) instead of a small
-default. --served-model-name is the only model name completions accept (others: 404).
---error-every N answers 500 to every Nth completion request, --error-from N to every one
-from the Nth on. --cold-start-ms MS: the first time there is work (from the Nth
-completion request on, with --cold-start-at-request N), the engine compiles for MS
-milliseconds first and logs its compile line. --gpu-readings FILE writes the
-server's GPU as NVML readings for INFERLINT_NVML_READINGS; another process joins it at
-the Nth completion request with --gpu-tenant-at-request N.
-load sends one untimed test request (none with --no-test-request), then N streamed
-completions, C at a time (at most --open-limit at a time, while its result still says C);
---repeat-prompt sends one prompt every time; --save-detailed keeps each request's
-record in the result file.";
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Write the simulated run folders (one per case) into DIR.
+    Write {
+        /// The folder to write into.
+        dir: PathBuf,
+    },
+    /// Serve a simulated engine: prints the boot log (ending with the ready line), then an
+    /// access line per request; SIGINT or SIGTERM stop it.
+    Serve(ServeArgs),
+    /// Send one untimed test request (none with --no-test-request), then N streamed
+    /// completions, C at a time (at most --open-limit), to any OpenAI-compatible server.
+    Load(LoadArgs),
+}
 
-/// Exit statuses, in one place.
+#[derive(Debug, Args)]
+struct ServeArgs {
+    /// The engine to simulate (vllm, sglang, trtllm); or give --case.
+    #[arg(long)]
+    engine: Option<String>,
+    /// Serve one of the run-folder cases (vllm-hybrid, sglang-capped, trtllm-no-evict,
+    /// trtllm-max-utilization) instead of a small default.
+    #[arg(long)]
+    case: Option<String>,
+    /// The port to listen on (0: any free one).
+    #[arg(long)]
+    port: Option<u16>,
+    /// Simulated seconds per real second.
+    #[arg(long)]
+    speed: Option<f64>,
+    /// The only model name completions accept (others: 404).
+    #[arg(long)]
+    served_model_name: Option<String>,
+    /// Die on the Nth request.
+    #[arg(long, value_name = "N")]
+    die_on_request: Option<u32>,
+    /// Restart (counters back to 0) after N requests.
+    #[arg(long, value_name = "N")]
+    restart_after_requests: Option<u32>,
+    /// Accept connections but never answer.
+    #[arg(long)]
+    hang: bool,
+    /// Answer /metrics this many milliseconds late.
+    #[arg(long, value_name = "MS")]
+    slow_metrics_ms: Option<u64>,
+    /// Serve no /metrics.
+    #[arg(long)]
+    no_metrics: bool,
+    /// Answer completions with no text.
+    #[arg(long)]
+    empty_completions: bool,
+    /// Answer 500 to every Nth completion request.
+    #[arg(long, value_name = "N")]
+    error_every: Option<u32>,
+    /// Answer 500 to every completion request from the Nth on.
+    #[arg(long, value_name = "N")]
+    error_from: Option<u32>,
+    /// A cold engine: the first time there is work, compile for MS milliseconds first
+    /// and log the engine's compile line.
+    #[arg(long, value_name = "MS")]
+    cold_start_ms: Option<u64>,
+    /// With --cold-start-ms: compile from the Nth completion request on.
+    #[arg(long, value_name = "N")]
+    cold_start_at_request: Option<u32>,
+    /// Write the server's GPU as NVML readings into FILE, for INFERLINT_NVML_READINGS.
+    #[arg(long, value_name = "FILE")]
+    gpu_readings: Option<PathBuf>,
+    /// With --gpu-readings: another process joins the GPU at the Nth completion request.
+    #[arg(long, value_name = "N")]
+    gpu_tenant_at_request: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+struct LoadArgs {
+    /// The server's address.
+    url: String,
+    /// Timed requests.
+    #[arg(long, value_name = "N")]
+    num_prompts: Option<usize>,
+    /// Requests kept open at once.
+    #[arg(long, value_name = "C")]
+    max_concurrency: Option<usize>,
+    /// Prompt length in words.
+    #[arg(long, value_name = "P")]
+    input_len: Option<u64>,
+    /// Output length in tokens.
+    #[arg(long, value_name = "O")]
+    output_len: Option<u64>,
+    /// The model to ask for (default: the server's first).
+    #[arg(long, value_name = "M")]
+    model: Option<String>,
+    /// Seconds the whole run may take.
+    #[arg(long, value_name = "S")]
+    timeout: Option<f64>,
+    /// Write vllm bench serve's result fields to this file.
+    #[arg(long, value_name = "F")]
+    result_file: Option<PathBuf>,
+    /// Send one prompt every time (the prefix cache serves all but the first).
+    #[arg(long)]
+    repeat_prompt: bool,
+    /// Keep at most N open at a time, while the result file still says C.
+    #[arg(long, value_name = "N")]
+    open_limit: Option<usize>,
+    /// Send no untimed test request first.
+    #[arg(long)]
+    no_test_request: bool,
+    /// Keep each request's record in the result file, as vllm bench serve
+    /// --save-detailed does.
+    #[arg(long)]
+    save_detailed: bool,
+}
+
+/// Exit statuses, in one place (clap's own usage errors exit 2 too).
 const EXIT_OK: u8 = 0;
 const EXIT_FAILED: u8 = 1;
 const EXIT_USAGE: u8 = 2;
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let code = match args.first().map(String::as_str) {
-        Some("write") if args.len() == 2 => write(&args[1]),
-        Some("serve") => serve(&args[1..]),
-        Some("load") => load(&args[1..]),
-        Some("-h" | "--help" | "help") => {
-            println!("{USAGE}");
-            EXIT_OK
-        }
-        _ => usage_error("expected a subcommand"),
+    let code = match Cli::parse().command {
+        Command::Write { dir } => write(&dir),
+        Command::Serve(args) => serve(&args),
+        Command::Load(args) => load(&args),
     };
     ExitCode::from(code)
 }
 
 fn usage_error(message: &str) -> u8 {
-    eprintln!("error: {message}\n{USAGE}");
+    eprintln!("error: {message}");
     EXIT_USAGE
 }
 
-fn write(out: &str) -> u8 {
+fn write(out: &Path) -> u8 {
     for case in runfolder::all_cases() {
-        let dir = Path::new(out).join(case.name);
+        let dir = out.join(case.name);
         for (name, text) in runfolder::run_folder(&case) {
             let path = dir.join(name);
             if let Err(e) = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, text))
@@ -81,102 +173,8 @@ fn write(out: &str) -> u8 {
     EXIT_OK
 }
 
-/// Flags after a subcommand: `--name value` pairs, switches, and positional words.
-struct Flags {
-    values: Vec<(String, String)>,
-    switches: Vec<String>,
-    positional: Vec<String>,
-}
-
-fn parse_flags(args: &[String], switches: &[&str], valued: &[&str]) -> Result<Flags, String> {
-    let mut flags = Flags {
-        values: Vec::new(),
-        switches: Vec::new(),
-        positional: Vec::new(),
-    };
-    let mut i = 0;
-    while i < args.len() {
-        let arg = &args[i];
-        if let Some(name) = arg.strip_prefix("--") {
-            let (name, inline) = match name.split_once('=') {
-                Some((n, v)) => (n, Some(v.to_owned())),
-                None => (name, None),
-            };
-            if switches.contains(&name) && inline.is_none() {
-                flags.switches.push(name.to_owned());
-            } else if valued.contains(&name) {
-                let value = match inline {
-                    Some(v) => v,
-                    None => {
-                        i += 1;
-                        args.get(i)
-                            .cloned()
-                            .ok_or_else(|| format!("--{name} needs a value"))?
-                    }
-                };
-                flags.values.push((name.to_owned(), value));
-            } else {
-                return Err(format!("unknown option --{name}"));
-            }
-        } else {
-            flags.positional.push(arg.clone());
-        }
-        i += 1;
-    }
-    Ok(flags)
-}
-
-impl Flags {
-    fn value(&self, name: &str) -> Option<&str> {
-        self.values
-            .iter()
-            .rev()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-
-    fn number<T: std::str::FromStr>(&self, name: &str) -> Result<Option<T>, String> {
-        self.value(name)
-            .map(|v| {
-                v.parse::<T>()
-                    .map_err(|_| format!("--{name} {v} is not a valid number"))
-            })
-            .transpose()
-    }
-
-    fn switch(&self, name: &str) -> bool {
-        self.switches.iter().any(|s| s == name)
-    }
-}
-
-fn serve(args: &[String]) -> u8 {
-    let flags = match parse_flags(
-        args,
-        &["hang", "no-metrics", "empty-completions"],
-        &[
-            "engine",
-            "port",
-            "speed",
-            "case",
-            "die-on-request",
-            "restart-after-requests",
-            "slow-metrics-ms",
-            "served-model-name",
-            "error-every",
-            "error-from",
-            "cold-start-ms",
-            "cold-start-at-request",
-            "gpu-readings",
-            "gpu-tenant-at-request",
-        ],
-    ) {
-        Ok(f) => f,
-        Err(e) => return usage_error(&e),
-    };
-    if !flags.positional.is_empty() {
-        return usage_error(&format!("unexpected argument {}", flags.positional[0]));
-    }
-    let config = match serve_config(&flags) {
+fn serve(args: &ServeArgs) -> u8 {
+    let config = match serve_config(args) {
         Ok(c) => c,
         Err(e) => return usage_error(&e),
     };
@@ -238,8 +236,8 @@ fn serve(args: &[String]) -> u8 {
     code
 }
 
-fn serve_config(flags: &Flags) -> Result<ServerConfig, String> {
-    let mut config = match (flags.value("engine"), flags.value("case")) {
+fn serve_config(args: &ServeArgs) -> Result<ServerConfig, String> {
+    let mut config = match (&args.engine, &args.case) {
         (_, Some(name)) => {
             let case = runfolder::all_cases()
                 .into_iter()
@@ -254,46 +252,46 @@ fn serve_config(flags: &Flags) -> Result<ServerConfig, String> {
         ),
         (None, None) => return Err("serve needs --engine or --case".into()),
     };
-    if let Some(engine) = flags.value("engine") {
+    if let Some(engine) = &args.engine {
         if Engine::parse(engine) != Some(config.case.model.engine()) {
             return Err(format!(
                 "--engine {engine} does not match the case's engine"
             ));
         }
     }
-    if let Some(port) = flags.number("port")? {
+    if let Some(port) = args.port {
         config.port = port;
     }
-    if let Some(speed) = flags.number::<f64>("speed")? {
+    if let Some(speed) = args.speed {
         if !(speed.is_finite() && speed > 0.0) {
             return Err("--speed must be a positive number".into());
         }
         config.speed = speed;
     }
-    if let Some(name) = flags.value("served-model-name") {
+    if let Some(name) = &args.served_model_name {
         if name.is_empty() {
             return Err("--served-model-name must not be empty".into());
         }
-        config.case.boot.served_model_name = name.to_owned();
+        config.case.boot.served_model_name.clone_from(name);
     }
-    config.faults.error_every = flags.number("error-every")?;
-    config.faults.error_from = flags.number("error-from")?;
+    config.faults.error_every = args.error_every;
+    config.faults.error_from = args.error_from;
     if config.faults.error_every == Some(0) || config.faults.error_from == Some(0) {
         return Err("--error-every and --error-from count from 1".into());
     }
-    config.faults.die_on_request = flags.number("die-on-request")?;
-    config.faults.restart_after_requests = flags.number("restart-after-requests")?;
-    config.faults.slow_metrics_ms = flags.number("slow-metrics-ms")?;
-    config.faults.hang = flags.switch("hang");
-    config.faults.no_metrics = flags.switch("no-metrics");
-    config.faults.empty_completions = flags.switch("empty-completions");
-    config.faults.cold_start_ms = flags.number("cold-start-ms")?;
-    config.faults.cold_start_at_request = flags.number("cold-start-at-request")?;
+    config.faults.die_on_request = args.die_on_request;
+    config.faults.restart_after_requests = args.restart_after_requests;
+    config.faults.slow_metrics_ms = args.slow_metrics_ms;
+    config.faults.hang = args.hang;
+    config.faults.no_metrics = args.no_metrics;
+    config.faults.empty_completions = args.empty_completions;
+    config.faults.cold_start_ms = args.cold_start_ms;
+    config.faults.cold_start_at_request = args.cold_start_at_request;
     if config.faults.cold_start_at_request.is_some() && config.faults.cold_start_ms.is_none() {
         return Err("--cold-start-at-request needs --cold-start-ms MS".into());
     }
-    config.faults.gpu_readings = flags.value("gpu-readings").map(std::path::PathBuf::from);
-    config.faults.gpu_tenant_at_request = flags.number("gpu-tenant-at-request")?;
+    config.faults.gpu_readings.clone_from(&args.gpu_readings);
+    config.faults.gpu_tenant_at_request = args.gpu_tenant_at_request;
     if config.faults.gpu_tenant_at_request.is_some() && config.faults.gpu_readings.is_none() {
         return Err("--gpu-tenant-at-request needs --gpu-readings FILE".into());
     }
@@ -303,31 +301,9 @@ fn serve_config(flags: &Flags) -> Result<ServerConfig, String> {
     Ok(config)
 }
 
-fn load(args: &[String]) -> u8 {
-    let flags = match parse_flags(
-        args,
-        &["repeat-prompt", "no-test-request", "save-detailed"],
-        &[
-            "open-limit",
-            "num-prompts",
-            "max-concurrency",
-            "input-len",
-            "output-len",
-            "model",
-            "timeout",
-            "result-file",
-        ],
-    ) {
-        Ok(f) => f,
-        Err(e) => return usage_error(&e),
-    };
-    let [url] = flags.positional.as_slice() else {
-        return usage_error("load needs one URL");
-    };
-    let config = match load_config(&flags) {
-        Ok(c) => c,
-        Err(e) => return usage_error(&e),
-    };
+fn load(args: &LoadArgs) -> u8 {
+    let url = &args.url;
+    let config = load_config(args);
     let mut print = |line: &str| {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{line}");
@@ -340,7 +316,8 @@ fn load(args: &[String]) -> u8 {
             return EXIT_FAILED;
         }
     };
-    if let Some(file) = flags.value("result-file") {
+    if let Some(path) = &args.result_file {
+        let file = path.display();
         let mut text = match serde_json::to_string_pretty(&result.to_json()) {
             Ok(t) => t,
             Err(e) => {
@@ -349,7 +326,7 @@ fn load(args: &[String]) -> u8 {
             }
         };
         text.push('\n');
-        if let Err(e) = std::fs::write(file, text) {
+        if let Err(e) = std::fs::write(path, text) {
             eprintln!("error: failed to write {file}: {e}");
             return EXIT_FAILED;
         }
@@ -361,22 +338,18 @@ fn load(args: &[String]) -> u8 {
     }
 }
 
-fn load_config(flags: &Flags) -> Result<LoadConfig, String> {
+fn load_config(args: &LoadArgs) -> LoadConfig {
     let defaults = LoadConfig::default();
-    Ok(LoadConfig {
-        model: flags.value("model").map(str::to_owned),
-        requests: flags.number("num-prompts")?.unwrap_or(defaults.requests),
-        concurrency: flags
-            .number("max-concurrency")?
-            .unwrap_or(defaults.concurrency),
-        prompt_tokens: flags.number("input-len")?.unwrap_or(defaults.prompt_tokens),
-        output_tokens: flags
-            .number("output-len")?
-            .unwrap_or(defaults.output_tokens),
-        timeout_s: flags.number("timeout")?.unwrap_or(600.0),
-        repeat_prompt: flags.switch("repeat-prompt"),
-        open_limit: flags.number("open-limit")?,
-        no_test_request: flags.switch("no-test-request"),
-        save_detailed: flags.switch("save-detailed"),
-    })
+    LoadConfig {
+        model: args.model.clone(),
+        requests: args.num_prompts.unwrap_or(defaults.requests),
+        concurrency: args.max_concurrency.unwrap_or(defaults.concurrency),
+        prompt_tokens: args.input_len.unwrap_or(defaults.prompt_tokens),
+        output_tokens: args.output_len.unwrap_or(defaults.output_tokens),
+        timeout_s: args.timeout.unwrap_or(600.0),
+        repeat_prompt: args.repeat_prompt,
+        open_limit: args.open_limit,
+        no_test_request: args.no_test_request,
+        save_detailed: args.save_detailed,
+    }
 }

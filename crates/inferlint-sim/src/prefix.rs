@@ -12,6 +12,7 @@ use std::collections::HashSet;
 /// them; a bound is all a simulation needs).
 const MAX_PREFIXES: usize = 1 << 20;
 
+/// The block-aligned prompt prefixes the cache holds.
 #[derive(Debug, Clone)]
 pub struct PrefixCache {
     /// Tokens per block.
@@ -20,6 +21,7 @@ pub struct PrefixCache {
 }
 
 impl PrefixCache {
+    /// An empty cache of blocks of `unit` tokens (at least 1).
     pub fn new(unit: u64) -> PrefixCache {
         PrefixCache {
             unit: unit.max(1),

@@ -2,6 +2,7 @@
 //! load tool's result and its log), written from a simulated load in simulated time. No
 //! network and no clock: a case and its seed decide every byte.
 
+use inferlint_core::contract::JsonObject;
 use inferlint_core::model::Snapshot;
 use inferlint_core::{MetricSet, SeriesHeader};
 use inferlint_engines::{files, prom, record};
@@ -16,10 +17,15 @@ use crate::sched::{self, CapacityPolicy, EngineModel, Load, LoadRun, State, Step
 pub struct Case {
     /// The folder name under fixtures/sim.
     pub name: &'static str,
+    /// The engine's scheduler model.
     pub model: EngineModel,
+    /// How long a step takes.
     pub cost: StepCost,
+    /// The load sent.
     pub load: Load,
+    /// The seed of the recorder's jitter.
     pub seed: u64,
+    /// What the boot log says besides the model.
     pub boot: BootInfo,
 }
 
@@ -28,9 +34,11 @@ pub struct Case {
 pub struct Rng(u64);
 
 impl Rng {
+    /// A generator from `seed`.
     pub fn new(seed: u64) -> Rng {
         Rng(seed)
     }
+    /// The next number.
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
@@ -309,35 +317,35 @@ fn bench(case: &Case, run: &LoadRun) -> (String, String) {
         .collect();
     let model = &case.boot.model_path;
     let summary = LatencySummary::of(&ttft, &tpot);
-    let value = serde_json::json!({
-        "note": "simulated by inferlint-sim: not a real benchmark; the field names are vllm bench serve's",
-        "date": "20261201-120000",
-        "endpoint_type": "openai",
-        "backend": "openai",
-        "label": null,
-        "model_id": model,
-        "tokenizer_id": model,
-        "num_prompts": case.load.requests,
-        "request_rate": "inf",
-        "burstiness": 1.0,
-        "max_concurrency": case.load.concurrency,
-        "duration": round(duration, 6),
-        "completed": completed,
-        "failed": failed,
-        "total_input_tokens": input,
-        "total_output_tokens": output,
-        "request_throughput": round(completed as f64 / duration, 6),
-        "request_goodput": null,
-        "output_throughput": round(output as f64 / duration, 6),
-        "total_token_throughput": round((input + output) as f64 / duration, 6),
-        "latencies": latencies,
-        "mean_ttft_ms": summary.mean_ttft_ms,
-        "median_ttft_ms": summary.median_ttft_ms,
-        "p99_ttft_ms": summary.p99_ttft_ms,
-        "mean_tpot_ms": summary.mean_tpot_ms,
-        "median_tpot_ms": summary.median_tpot_ms,
-        "p99_tpot_ms": summary.p99_tpot_ms,
-    });
+    let value = JsonObject::from([
+        ("note", serde_json::json!("simulated by inferlint-sim: not a real benchmark; the field names are vllm bench serve's")),
+        ("date", serde_json::json!("20261201-120000")),
+        ("endpoint_type", serde_json::json!("openai")),
+        ("backend", serde_json::json!("openai")),
+        ("label", serde_json::json!(null)),
+        ("model_id", serde_json::json!(model)),
+        ("tokenizer_id", serde_json::json!(model)),
+        ("num_prompts", serde_json::json!(case.load.requests)),
+        ("request_rate", serde_json::json!("inf")),
+        ("burstiness", serde_json::json!(1.0)),
+        ("max_concurrency", serde_json::json!(case.load.concurrency)),
+        ("duration", serde_json::json!(round(duration, 6))),
+        ("completed", serde_json::json!(completed)),
+        ("failed", serde_json::json!(failed)),
+        ("total_input_tokens", serde_json::json!(input)),
+        ("total_output_tokens", serde_json::json!(output)),
+        ("request_throughput", serde_json::json!(round(completed as f64 / duration, 6))),
+        ("request_goodput", serde_json::json!(null)),
+        ("output_throughput", serde_json::json!(round(output as f64 / duration, 6))),
+        ("total_token_throughput", serde_json::json!(round((input + output) as f64 / duration, 6))),
+        ("latencies", serde_json::json!(latencies)),
+        ("mean_ttft_ms", serde_json::json!(summary.mean_ttft_ms)),
+        ("median_ttft_ms", serde_json::json!(summary.median_ttft_ms)),
+        ("p99_ttft_ms", serde_json::json!(summary.p99_ttft_ms)),
+        ("mean_tpot_ms", serde_json::json!(summary.mean_tpot_ms)),
+        ("median_tpot_ms", serde_json::json!(summary.median_tpot_ms)),
+        ("p99_tpot_ms", serde_json::json!(summary.p99_tpot_ms)),
+    ]);
     let mut json = serde_json::to_string_pretty(&value).expect("plain JSON");
     json.push('\n');
     let log = format!(

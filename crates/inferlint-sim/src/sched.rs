@@ -16,6 +16,7 @@ use inferlint_core::Engine;
 /// which is why the recorded 27B hybrid run held four 784-token blocks per short request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct VllmConfig {
+    /// Tokens per block.
     pub block_size: u64,
     /// As `vllm:cache_config_info` reports it; one block is the reserved null block.
     pub num_gpu_blocks: u64,
@@ -23,6 +24,7 @@ pub struct VllmConfig {
     pub kv_groups: u64,
     /// Blocks a request holds whatever its length (Mamba state groups of hybrid models).
     pub state_blocks_per_request: u64,
+    /// `--max-num-seqs`: the most requests running at once.
     pub max_num_seqs: usize,
     /// `--max-num-queued-reqs`: a request arriving when this many are in flight is rejected.
     pub max_num_queued_reqs: Option<usize>,
@@ -36,7 +38,9 @@ pub struct VllmConfig {
 /// SGLang's token pool.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SglangConfig {
+    /// `--max-total-tokens`: the pool, in tokens.
     pub max_total_num_tokens: u64,
+    /// Tokens per page.
     pub page_size: u64,
     /// `--max-running-requests`.
     pub max_running_requests: usize,
@@ -67,6 +71,7 @@ pub enum CapacityPolicy {
 }
 
 impl CapacityPolicy {
+    /// The policy as the engine spells it.
     pub fn name(self) -> &'static str {
         match self {
             CapacityPolicy::GuaranteedNoEvict => "GUARANTEED_NO_EVICT",
@@ -78,20 +83,29 @@ impl CapacityPolicy {
 /// TensorRT-LLM's paged KV pool.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TrtllmConfig {
+    /// Tokens per block.
     pub tokens_per_block: u64,
+    /// Blocks in the pool.
     pub blocks: u64,
+    /// `--max_batch_size`: the most requests running at once.
     pub max_num_requests: usize,
+    /// The capacity scheduler policy.
     pub policy: CapacityPolicy,
 }
 
+/// One engine's scheduler model.
 #[derive(Debug, Clone, PartialEq)]
 pub enum EngineModel {
+    /// vLLM's paged blocks, with preemption.
     Vllm(VllmConfig),
+    /// SGLang's token pool, with retraction.
     Sglang(SglangConfig),
+    /// TensorRT-LLM's paged pool, with pauses under MAX_UTILIZATION.
     Trtllm(TrtllmConfig),
 }
 
 impl EngineModel {
+    /// The engine it models.
     pub fn engine(&self) -> Engine {
         match self {
             EngineModel::Vllm(_) => Engine::Vllm,
@@ -133,12 +147,16 @@ impl EngineModel {
 /// prefilled token (new prompts and recomputed requests).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StepCost {
+    /// Seconds every step takes.
     pub fixed_s: f64,
+    /// Seconds per running request.
     pub per_running_s: f64,
+    /// Seconds per prefilled token.
     pub per_prefill_token_s: f64,
 }
 
 impl StepCost {
+    /// Seconds one step takes with `running` requests and `prefill_tokens` to prefill.
     pub fn step_s(&self, running: usize, prefill_tokens: u64) -> f64 {
         self.fixed_s
             + self.per_running_s * running as f64
@@ -149,18 +167,27 @@ impl StepCost {
 /// One request's life, in simulated seconds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Request {
+    /// Its id, in arrival order.
     pub id: u64,
+    /// Prompt tokens.
     pub prompt: u64,
+    /// Output tokens it asks for.
     pub output: u64,
+    /// Output tokens generated so far.
     pub generated: u64,
     /// Tokens whose KV is computed (0 after an eviction: it is recomputed).
     pub computed: u64,
     /// Units held now.
     pub units: u64,
+    /// When it arrived.
     pub arrived_at: f64,
+    /// When it was first scheduled.
     pub first_scheduled_at: Option<f64>,
+    /// When its first token came.
     pub first_token_at: Option<f64>,
+    /// When it finished.
     pub finished_at: Option<f64>,
+    /// Whether admission control refused it.
     pub rejected: bool,
     /// Times it was preempted, retracted or paused.
     pub evictions: u32,
@@ -174,43 +201,67 @@ pub struct Request {
 pub enum Event {
     /// SGLang: `KV cache pool is full. Retract requests.`
     Retracted {
+        /// Requests retracted.
         count: u32,
+        /// The new-token ratio before.
         ratio_from: f64,
+        /// The new-token ratio after.
         ratio_to: f64,
     },
     /// TensorRT-LLM: `MaxUtilizationScheduler: request ID N -> pause`.
-    Paused { request_id: u64 },
+    Paused {
+        /// The request paused.
+        request_id: u64,
+    },
     /// A request finished (the access-log line).
-    Finished { request_id: u64 },
+    Finished {
+        /// The request finished.
+        request_id: u64,
+    },
     /// A request was refused at arrival (admission control).
-    Rejected { request_id: u64 },
+    Rejected {
+        /// The request refused.
+        request_id: u64,
+    },
 }
 
 /// The gauges and counters after one step (or at the start).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct State {
+    /// Simulated seconds.
     pub t: f64,
+    /// Requests running.
     pub running: usize,
+    /// Requests waiting.
     pub waiting: usize,
+    /// Units (blocks or tokens) in use.
     pub used_units: u64,
     /// Running requests during the step, before finished ones left.
     pub scheduled: usize,
+    /// Units in use during the step, before finished requests left.
     pub used_units_scheduled: u64,
     /// Requests paused in this step (TensorRT-LLM's gauge).
     pub paused: usize,
     /// Whether a request finished in this step (TensorRT-LLM updates its gauges then).
     pub completed_in_step: bool,
+    /// Preemptions, retractions or pauses so far.
     pub evictions: u64,
+    /// Prompt tokens processed so far.
     pub prompt_tokens: u64,
+    /// Output tokens generated so far.
     pub generated_tokens: u64,
+    /// Requests finished so far.
     pub finished: u64,
     /// Output and prompt tokens of finished requests (engines that count at finish).
     pub finished_output_tokens: u64,
+    /// See `finished_output_tokens`.
     pub finished_prompt_tokens: u64,
+    /// Requests refused so far.
     pub rejected: u64,
     /// Prompt tokens the prefix cache served: counted at a request's first admission
     /// (vLLM) and at its finish (SGLang, TensorRT-LLM).
     pub prefix_hits: u64,
+    /// Prompt tokens the prefix cache served, of finished requests only.
     pub finished_prefix_hits: u64,
 }
 
@@ -226,20 +277,26 @@ impl State {
     }
 }
 
+/// A step-based scheduler of one engine's model: time is the sum of modelled step durations.
 #[derive(Debug, Clone)]
 pub struct Scheduler {
+    /// The engine's model.
     pub model: EngineModel,
+    /// How long a step takes.
     pub cost: StepCost,
+    /// Every request so far, by id.
     pub requests: Vec<Request>,
     waiting: VecDeque<usize>,
     running: Vec<usize>,
     used_units: u64,
     sglang_ratio: f64,
     state: State,
+    /// What the engine would log, with its step time.
     pub events: Vec<(f64, Event)>,
 }
 
 impl Scheduler {
+    /// An idle scheduler at time 0.
     pub fn new(model: EngineModel, cost: StepCost) -> Scheduler {
         let sglang_ratio = match &model {
             EngineModel::Sglang(c) => c.new_token_ratio,
@@ -258,14 +315,17 @@ impl Scheduler {
         }
     }
 
+    /// Simulated seconds.
     pub fn now(&self) -> f64 {
         self.state.t
     }
 
+    /// The gauges and counters now.
     pub fn state(&self) -> State {
         self.state
     }
 
+    /// Whether nothing is running or waiting.
     pub fn is_idle(&self) -> bool {
         self.waiting.is_empty() && self.running.is_empty()
     }
@@ -584,9 +644,13 @@ impl Scheduler {
 /// same prompt and output lengths (what `vllm bench serve --ignore-eos` sends).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Load {
+    /// Requests in all.
     pub requests: usize,
+    /// The most outstanding at once.
     pub concurrency: usize,
+    /// Prompt tokens per request.
     pub prompt: u64,
+    /// Output tokens per request.
     pub output: u64,
     /// One untimed request first, as `vllm bench serve`'s initial test run.
     pub initial_test: bool,
@@ -595,20 +659,25 @@ pub struct Load {
 /// What a whole load did: every state after each step, and the requests of the timed run.
 #[derive(Debug, Clone)]
 pub struct LoadRun {
+    /// The state after each step.
     pub timeline: Vec<State>,
+    /// The scheduler at the end.
     pub scheduler: Scheduler,
     /// Indexes into `scheduler.requests` of the timed run's requests, in sending order.
     pub timed: Vec<usize>,
     /// Simulated time the timed run started and ended.
     pub start_s: f64,
+    /// See `start_s`.
     pub end_s: f64,
 }
 
 impl LoadRun {
+    /// The most requests running at once.
     pub fn peak_running(&self) -> usize {
         self.timeline.iter().map(|s| s.running).max().unwrap_or(0)
     }
 
+    /// Preemptions, retractions or pauses in all.
     pub fn evictions(&self) -> u64 {
         self.timeline.last().map_or(0, |s| s.evictions)
     }

@@ -3,7 +3,7 @@
 //!
 //! One thread per server, with its own single-threaded tokio runtime, so a test or the
 //! live recorder can start one without an async context. Three kinds of task share one
-//! [`Sim`] behind a mutex that is never held across an `.await`:
+//! `Sim` behind a mutex that is never held across an `.await`:
 //! - the **driver** steps the scheduler. It applies a step at once but *publishes* it only
 //!   when the real clock reaches the step's end (simulated seconds divided by `speed`):
 //!   `/metrics` and the waiting requests see published states only, so a scrape never
@@ -98,6 +98,8 @@ pub struct Faults {
     /// it meets then) and logs the engine's compile line; every request running or
     /// waiting then waits that long more.
     pub cold_start_ms: Option<u64>,
+    /// With `cold_start_ms`: the compile waits for the Nth completion request (counting
+    /// from 1); from the first one without it.
     pub cold_start_at_request: Option<u32>,
     /// The server's GPU, as NVML readings in this file (see [`crate::gpu`]): written when
     /// the server starts, and idle again when it stops.
@@ -115,9 +117,11 @@ pub struct Faults {
 /// The boot log's port, pid and times are the real ones.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
+    /// The engine's scheduler model, its boot facts and its model name.
     pub case: Case,
     /// Simulated seconds per real second.
     pub speed: f64,
+    /// Failures to serve on request.
     pub faults: Faults,
     /// 0 picks any free port.
     pub port: u16,
@@ -198,6 +202,7 @@ pub fn small_case(engine: Engine) -> Case {
 /// A running server. Dropping it (or [`ServerHandle::shutdown`]) stops the server and
 /// waits for its thread.
 pub struct ServerHandle {
+    /// The address it listens on (127.0.0.1).
     pub addr: SocketAddr,
     /// `http://127.0.0.1:PORT`.
     pub base_url: String,
@@ -656,7 +661,9 @@ async fn accept_loop(listener: tokio::net::TcpListener, shared: Arc<Shared>) {
 /// A response body: all at once, or SSE chunks as a task sends them.
 #[derive(Debug)]
 pub enum SimBody {
+    /// The whole body, or none.
     Full(Option<Bytes>),
+    /// Server-sent event chunks as a task sends them.
     Channel(mpsc::Receiver<Bytes>),
 }
 

@@ -42,9 +42,13 @@ fn config() -> VllmConfig {
 pub struct Expected {
     /// Requests the pool holds whole, and at their start.
     pub whole: u64,
+    /// Requests the pool holds at their start.
     pub started: u64,
+    /// The concurrency of the knee.
     pub knee: usize,
+    /// The first concurrency with preemption.
     pub preemption_starts: usize,
+    /// The first concurrency the server stops following.
     pub stops_following: usize,
 }
 

@@ -6,6 +6,8 @@
 
 /// The scheduler models against what the recorded runs show.
 mod calibration;
+/// The `inferlint-sim` command line.
+mod cli;
 /// The committed load-tool fixtures: each says how it was made and its files parse.
 mod loadtools;
 /// Simulated run folders: deterministic, marked as simulated, readable by our parsers.

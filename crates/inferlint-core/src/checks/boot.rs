@@ -9,10 +9,7 @@ use serde_json::{json, Map, Value};
 use crate::engine::Engine;
 use crate::fmt;
 use crate::model::{BootFacts, PyValue};
-use crate::status::{CheckResult, Status, Tripwire};
-
-/// vLLM's attention block size when none is asked for.
-pub const DEFAULT_BLOCK_SIZE: u64 = 16;
+use crate::status::{CheckResult, Evidence, Status, Tripwire};
 
 /// Settings that differ between otherwise identical starts and say nothing about them.
 const VOLATILE_SETTINGS: &[&str] = &["random_seed"];
@@ -98,8 +95,14 @@ pub fn block_size_check(facts: &BootFacts) -> CheckResult {
             .and_then(|args| args.get("block_size"))
             .and_then(PyValue::as_i64)
             .and_then(|b| u64::try_from(b).ok());
-        let expected = requested.unwrap_or(DEFAULT_BLOCK_SIZE);
-        let mut evidence = Map::new();
+        // The line is vLLM's; a log that names no engine is read as vLLM's.
+        let default = facts
+            .engine
+            .unwrap_or(Engine::DEFAULT)
+            .descriptor()
+            .default_block_size;
+        let expected = requested.or(default).unwrap_or(block_size);
+        let mut evidence = Evidence::new();
         evidence.insert("block_size".into(), json!(block_size));
         evidence.insert("requested".into(), json!(requested));
         evidence.insert(
@@ -155,10 +158,10 @@ pub fn backend_check(facts: &BootFacts) -> CheckResult {
             "no arguments line in the log; cannot tell what was requested",
         );
     }
-    let descriptor = facts.engine.unwrap_or(Engine::Vllm).descriptor();
+    let descriptor = facts.engine.unwrap_or(Engine::DEFAULT).descriptor();
     let target = distinct(&facts.selected_backends);
     let drafter = distinct(&facts.drafter_backends);
-    let mut evidence = Map::new();
+    let mut evidence = Evidence::new();
     evidence.insert("requested".into(), json!(facts.requested_backend));
     evidence.insert("target".into(), json!(facts.selected_backends));
     evidence.insert("drafter".into(), json!(facts.drafter_backends));

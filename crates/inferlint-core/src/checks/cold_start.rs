@@ -26,6 +26,7 @@ use crate::status::{CheckResult, Status, Tripwire};
 /// A first wave slower than the rest by this factor, and by [`SLOWER_BY_S`] at least, is
 /// a cold start, unless its own prefill explains it.
 pub const SLOWER_FACTOR: f64 = 5.0;
+/// See [`SLOWER_FACTOR`]: the first wave's TTFT exceeds the rest's by this many seconds.
 pub const SLOWER_BY_S: f64 = 2.0;
 /// The longest a server takes from its process start to its first log line with a date
 /// (imports, a container's entry point): bounds the log's time zone from the process
@@ -43,10 +44,15 @@ pub const PROCESS_START: &str = "process_start_time_seconds";
 /// What T19 reads.
 #[derive(Debug, Clone, Copy)]
 pub struct ColdStartInputs<'a> {
+    /// The engine's table: its finished-requests counter.
     pub engine: &'a EngineDescriptor,
+    /// The boot log's facts, with its compile lines after the ready line.
     pub boot: Option<&'a BootFacts>,
+    /// The before reading, whose clocks place the run's start.
     pub before: Option<&'a Snapshot>,
+    /// The after reading, whose clocks place the run's end.
     pub after: Option<&'a Snapshot>,
+    /// The load tool's account, with its per-request records where it kept them.
     pub client: Option<&'a ClientAccount>,
     /// Untimed requests the load tool sent before its timed run (a test request).
     pub untimed: u64,
@@ -61,9 +67,13 @@ pub struct ColdStartInputs<'a> {
 pub enum Placed {
     /// Stamped at or before the ready line: start-up work, buffered past it in the file.
     StartUp,
+    /// Stamped after the ready line, before the before reading.
     Before,
+    /// Stamped between the before and after readings.
     Run,
+    /// Stamped after the after reading.
     After,
+    /// Not placed against the run, and why.
     Unplaced(String),
 }
 
@@ -192,8 +202,11 @@ fn t19(status: Status, message: String) -> CheckResult {
 /// records, and whether the first wave's own prefill explains the difference.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Waves {
+    /// Requests in the first wave.
     pub first_size: usize,
+    /// The first wave's median time to first token, in seconds.
     pub first_ttft_s: f64,
+    /// The rest's median time to first token, in seconds.
     pub rest_ttft_s: f64,
     /// The most the first wave's TTFT could be from prefilling its own prompts at the
     /// rate the rest were prefilled, where the records give prompt lengths.

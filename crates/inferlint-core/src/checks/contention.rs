@@ -17,14 +17,23 @@ use super::series::SeriesStats;
 /// NVML's clock-event reasons (`nvmlClocksEventReason*`, formerly `ClocksThrottleReason*`),
 /// as the bit mask `nvmlDeviceGetCurrentClocksEventReasons` returns.
 pub mod reasons {
+    /// The GPU is idle.
     pub const GPU_IDLE: u64 = 0x1;
+    /// The clocks were set by the applications-clocks setting.
     pub const APPLICATIONS_CLOCKS_SETTING: u64 = 0x2;
+    /// Held back by the software power cap.
     pub const SW_POWER_CAP: u64 = 0x4;
+    /// Held back by the hardware (heat, power brake, power supply).
     pub const HW_SLOWDOWN: u64 = 0x8;
+    /// Held back to stay in sync with other GPUs' boost.
     pub const SYNC_BOOST: u64 = 0x10;
+    /// Held back by the driver for heat.
     pub const SW_THERMAL_SLOWDOWN: u64 = 0x20;
+    /// Held back by the hardware for heat.
     pub const HW_THERMAL_SLOWDOWN: u64 = 0x40;
+    /// Held back by the hardware's power brake.
     pub const HW_POWER_BRAKE_SLOWDOWN: u64 = 0x80;
+    /// Held back by the display clock setting.
     pub const DISPLAY_CLOCK_SETTING: u64 = 0x100;
 
     /// Reasons that slow a GPU below what its load asks for, for heat or a hardware
@@ -71,16 +80,21 @@ pub struct GpuStats {
     pub other_known: usize,
     /// Busy samples in which other processes held memory, and the most they held (MiB).
     pub other_present: usize,
+    /// The most memory other processes held in a busy sample, in MiB.
     pub other_mib_max: f64,
     /// Busy samples with other processes' SM use known, those with use at or above
     /// [`OTHER_COMPUTE_PCT`], and the highest.
     pub other_util_known: usize,
+    /// Busy samples with other processes' SM use at or above [`OTHER_COMPUTE_PCT`].
     pub other_computing: usize,
+    /// The highest SM use of another process in a busy sample, percent.
     pub other_util_max: f64,
     /// Busy samples with a clock-event reading, those with a slowdown reason, those held
     /// below [`CLOCK_SHARE`] of the maximum under the power cap.
     pub throttle_known: usize,
+    /// Busy samples with a slowdown reason (heat, hardware).
     pub slowed: usize,
+    /// Busy samples held below [`CLOCK_SHARE`] of the maximum under the power cap.
     pub power_capped: usize,
     /// Every reason seen in a busy sample.
     pub reasons_seen: u64,
@@ -89,6 +103,7 @@ pub struct GpuStats {
 }
 
 impl GpuStats {
+    /// Folds one sample in.
     pub fn push(&mut self, sample: &SeriesSample) {
         let gpu = &sample.gpu;
         if gpu.is_empty() {
@@ -138,6 +153,7 @@ impl GpuStats {
         }
     }
 
+    /// Adds the counts of a later stretch of the series, folded on its own.
     pub fn merge(&mut self, right: GpuStats) {
         self.readings += right.readings;
         self.busy_readings += right.busy_readings;

@@ -12,7 +12,9 @@ use crate::status::Evidence;
 /// Why two snapshots cannot be compared: the server restarted between them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Restart {
+    /// What a result says of the restart.
     pub message: String,
+    /// The counters that show it (`restarted`, `counter`, `before`, `after`).
     pub evidence: Evidence,
 }
 

@@ -34,7 +34,9 @@ pub struct ServerOutcomes {
     pub aborted: Option<f64>,
     /// Requests it ended with an error.
     pub errored: Option<f64>,
+    /// Prompt tokens the server processed.
     pub prompt_tokens: Option<f64>,
+    /// Output tokens the server generated.
     pub output_tokens: Option<f64>,
 }
 
@@ -135,12 +137,15 @@ pub fn stopped_generating(
 /// T18's inputs beside the account.
 #[derive(Debug, Clone, Copy)]
 pub struct LedgerInputs<'a> {
+    /// The engine's table.
     pub engine: &'static EngineDescriptor,
+    /// The load tool's account.
     pub account: &'a ClientAccount,
     /// The name the result file is shown under.
     pub result_file: &'a str,
     /// The server's account, or why the snapshots give none; `None` without snapshots.
     pub server: Option<&'a Result<ServerOutcomes, String>>,
+    /// When the recording shows the server stopped generating, if it did before the end.
     pub stopped: Option<StoppedGenerating>,
     /// Untimed requests (test, warm-up) the server also served.
     pub untimed: u64,
@@ -387,6 +392,7 @@ fn failure_counting_word(account: &ClientAccount) -> &'static str {
 const TOKEN_SLACK: f64 = 2.0;
 /// T20 warns above this relative difference and fails above [`LENGTH_FAIL`].
 pub const LENGTH_WARN: f64 = 0.05;
+/// T20 fails above this relative difference.
 pub const LENGTH_FAIL: f64 = 0.25;
 
 /// One comparison of lengths T20 makes.

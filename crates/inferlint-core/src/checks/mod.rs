@@ -6,6 +6,8 @@
 //!   its recording.
 //! - [`snapshots`]: T1, T10 and T15, from a before and an after snapshot; [`pauses`]
 //!   places the pauses of a TensorRT-LLM log inside or outside the run for T1.
+//! - [`owner`]: T13, the server that answers is the one started; the caller reads who
+//!   owns the socket.
 //! - [`series`]: T8, T9 and T14, from a series folded into [`series::SeriesStats`] one
 //!   sample at a time, so a day-long recording never has to be held in memory.
 //! - [`prefix_cache`]: T16, the share of the prompt tokens the prefix cache served.
@@ -19,6 +21,7 @@ pub mod cold_start;
 pub mod contention;
 pub mod counters;
 pub mod ledger;
+pub mod owner;
 pub mod pauses;
 pub mod prefix_cache;
 pub mod series;

@@ -15,7 +15,7 @@
 //!   from a start its table records, so the ids below `start + finished before the run`
 //!   belong to requests that came before the run.
 //! - **the time stamp**: where the pause line carries one and the log's clock can be
-//!   lined up with the snapshots' (see [`clock_offset`]).
+//!   lined up with the snapshots' (see `clock_offset`).
 //! - **nothing after the run**: when no request was answered after the after snapshot,
 //!   no pause can belong to later traffic.
 //!

@@ -27,7 +27,9 @@ fn t16(status: Status, message: String) -> CheckResult {
 /// The counters' deltas over the run, from wherever they were read.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CacheDeltas {
+    /// Prompt tokens the cache served over the run.
     pub hits: f64,
+    /// Prompt tokens looked up in the cache over the run.
     pub queried: f64,
     /// `snapshots` or `series`.
     pub source: &'static str,

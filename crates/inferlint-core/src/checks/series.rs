@@ -61,8 +61,11 @@ struct PairStat {
 /// ever went down between two consecutive readings (it only resets on restart).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct CounterTrack {
+    /// The first reading: (wall time, value).
     pub first: Option<(f64, f64)>,
+    /// The last reading: (wall time, value).
     pub last: Option<(f64, f64)>,
+    /// Whether it went down between two readings.
     pub went_down: bool,
 }
 
@@ -94,17 +97,29 @@ impl CounterTrack {
 pub struct SeriesStats {
     /// Samples folded in.
     pub samples: usize,
+    /// Samples with a reading of the running gauge.
     pub running_readings: usize,
+    /// The most requests running at once.
     pub peak_running: Option<f64>,
+    /// The most requests running or waiting at once.
     pub peak_in_flight: Option<f64>,
+    /// Samples with a reading of the paused gauge (TensorRT-LLM).
     pub paused_readings: usize,
+    /// Samples with a paused request.
     pub paused_nonzero: usize,
+    /// The most requests paused at once.
     pub paused_max: f64,
+    /// The preemption counter at the first sample that had it.
     pub first_preemptions: Option<f64>,
+    /// The preemption counter at the last sample that had it.
     pub last_preemptions: Option<f64>,
+    /// The first sample's wall clock, Unix seconds.
     pub first_t_wall: Option<f64>,
+    /// The last sample's wall clock, Unix seconds.
     pub last_t_wall: Option<f64>,
+    /// The first sample's monotonic clock, nanoseconds.
     pub first_t_mono_ns: Option<i64>,
+    /// The last sample's monotonic clock, nanoseconds.
     pub last_t_mono_ns: Option<i64>,
     /// Whether every sample had a monotonic clock.
     pub all_mono: bool,
@@ -114,6 +129,7 @@ pub struct SeriesStats {
     pub generation_track: CounterTrack,
     /// The prefix cache's hit and queried counters' readings (T16).
     pub prefix_hits_track: CounterTrack,
+    /// The prefix cache's queried counter's readings (T16).
     pub prefix_queries_track: CounterTrack,
     /// Requests in flight against the room the server had, sample by sample (T17).
     pub flight: FlightStats,
@@ -144,6 +160,7 @@ pub struct SeriesStats {
 }
 
 impl SeriesStats {
+    /// Nothing folded yet.
     pub fn new() -> SeriesStats {
         SeriesStats {
             all_mono: true,

@@ -77,12 +77,14 @@ pub struct FlightStats {
 }
 
 impl FlightStats {
+    /// Folds one sample in.
     pub fn push(&mut self, sample: &SeriesSample) {
         if let Some(key) = room_of(sample) {
             *self.counts.entry(key).or_insert(0) += 1;
         }
     }
 
+    /// Adds the counts of a later stretch of the series, folded on its own.
     pub fn merge(&mut self, right: FlightStats) {
         for (key, n) in right.counts {
             *self.counts.entry(key).or_insert(0) += n;
@@ -189,13 +191,18 @@ pub fn client_open(timeline: &RequestTimeline, requested: u64) -> Option<ClientO
 /// The inputs of T17.
 #[derive(Debug, Clone, Copy)]
 pub struct ShortfallInputs<'a> {
+    /// The engine's table.
     pub engine: &'a EngineDescriptor,
+    /// The series, folded.
     pub stats: &'a SeriesStats,
+    /// The concurrency the load asked for.
     pub requested: u64,
+    /// The boot log's facts: the running cap.
     pub boot: Option<&'a BootFacts>,
     /// The load tool's account, and its requests lined up with the recording where they
     /// can be.
     pub client: Option<&'a ClientAccount>,
+    /// The load tool's requests placed on the recording's clock.
     pub timeline: Option<&'a RequestTimeline>,
 }
 

@@ -211,7 +211,9 @@ fn no_window(before: &Snapshot, after: &Snapshot) -> Option<String> {
 /// The span between two snapshots and how sure we are of it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Span {
+    /// Seconds between the readings.
     pub seconds: f64,
+    /// How far that may be off, from the readings' latencies.
     pub uncertainty_s: Option<f64>,
 }
 

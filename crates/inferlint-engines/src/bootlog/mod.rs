@@ -1,7 +1,7 @@
 //! Boot logs into [`BootFacts`]: what the server printed about how it set itself up, and
 //! the failure (if any) the log shows.
 //!
-//! Each engine has a table of line shapes ([`vllm`], [`sglang`], [`trtllm`]): an
+//! Each engine has a table of line shapes (`vllm.rs`, `sglang.rs`, `trtllm.rs`): an
 //! **anchor** substring says the line is there, and a reader takes the value out. A line
 //! whose anchor matched but whose value could not be read is kept in
 //! [`BootFacts::unparsed`] and its field stays empty: a release that rewords a line shows
@@ -10,7 +10,7 @@
 //! holding two boots, for instance), except where an engine prints a dry run first and the
 //! table says the last one wins.
 //!
-//! After the lines are read, [`classify`] looks for the root cause of a failure.
+//! After the lines are read, `classify.rs` looks for the root cause of a failure.
 
 mod classify;
 mod compile;
@@ -87,7 +87,7 @@ impl BootLogReader {
     pub fn new(engine: Option<Engine>) -> BootLogReader {
         BootLogReader {
             parse: Parse::new(engine),
-            table: Table::of(engine.unwrap_or(Engine::Vllm)),
+            table: Table::of(engine.unwrap_or(Engine::DEFAULT)),
             held: None,
             read: 0,
             last_stamped: String::new(),

@@ -15,6 +15,7 @@ const MAX_DEPTH: usize = 64;
 /// Why a literal could not be read: the byte offset where reading stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LiteralError {
+    /// Bytes into the text.
     pub offset: usize,
 }
 

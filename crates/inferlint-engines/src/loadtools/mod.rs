@@ -45,7 +45,9 @@ pub enum Role {
 /// A result file recognised by its content.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Kind {
+    /// The tool that wrote it.
     pub tool: LoadTool,
+    /// What it holds.
     pub role: Role,
 }
 
@@ -214,6 +216,14 @@ fn read_kind(
             llmperf::summary,
             llmperf::read_records,
         )?,
+        // No file is told to be a harness's (`identify` never answers it): its counts
+        // come through the library.
+        LoadTool::Harness => {
+            return Err(FileError::invalid(
+                path,
+                "not a load tool result: a harness gives its counts through the library",
+            ))
+        }
     };
     account.count_from_records();
     Ok(account)
@@ -481,7 +491,12 @@ fn not_a_result(path: &Path, bytes: &[u8]) -> FileError {
 }
 
 fn known_tools() -> String {
-    let names: Vec<&str> = LoadTool::ALL.iter().map(|t| t.name()).collect();
+    // A harness's counts come through the library, never in a file.
+    let names: Vec<&str> = LoadTool::ALL
+        .iter()
+        .filter(|t| **t != LoadTool::Harness)
+        .map(|t| t.name())
+        .collect();
     names.join(", ")
 }
 

@@ -1,0 +1,125 @@
+//! Ctrl-C and SIGTERM during xray: what the signal thread and the main thread share, the
+//! guard that stops the server on every path, and the turn of a first signal into a
+//! clean stop (a second, or a clean stop that takes too long, stops the server at once).
+
+use super::*;
+
+/// What the signal thread and the main thread share.
+#[derive(Debug, Default)]
+pub(super) struct Shared {
+    /// 1 once SIGINT or SIGTERM arrived.
+    pub(super) signal: AtomicI32,
+    pub(super) server: Mutex<Option<ServerProcess>>,
+    pub(super) load_pid: Mutex<Option<u32>>,
+}
+
+impl Shared {
+    pub(super) fn interrupted(&self) -> bool {
+        self.signal.load(Ordering::SeqCst) != 0
+    }
+}
+
+/// The started server, under its supervisor.
+#[derive(Debug)]
+pub(super) struct ServerProcess {
+    pub(super) server: Supervised,
+}
+
+/// Stops the server's processes when dropped, whatever path leads there.
+#[derive(Debug)]
+pub(super) struct ServerGuard(pub(super) Arc<Shared>);
+
+impl Drop for ServerGuard {
+    fn drop(&mut self) {
+        stop_server(&self.0);
+    }
+}
+
+/// Waits for SIGINT and SIGTERM on a thread of its own, through inferlint-live's
+/// handlers. Not `sigwait` with the signals blocked: a blocked mask is inherited by the
+/// server and the load command, which then could not be stopped with SIGTERM. A handler,
+/// unlike a mask, is reset to the default when a child starts its program. Returns once
+/// the handlers are installed.
+pub(super) fn catch_signals(shared: &Arc<Shared>) -> Result<(), CliError> {
+    let cannot = |e: String| CliError::usage(format!("cannot catch Ctrl-C: {e}"));
+    let (installed, ready) = std::sync::mpsc::channel();
+    let shared = Arc::clone(shared);
+    thread::Builder::new()
+        .name("xray-signals".into())
+        .spawn(move || {
+            let runtime = match inferlint_live::runtime() {
+                Ok(runtime) => runtime,
+                Err(e) => {
+                    let _ = installed.send(Err(e.to_string()));
+                    return;
+                }
+            };
+            let mut first = true;
+            loop {
+                let signal = {
+                    let _inside = runtime.enter();
+                    inferlint_live::interrupted()
+                };
+                if first {
+                    let _ = installed.send(Ok(()));
+                    first = false;
+                }
+                runtime.block_on(signal);
+                on_signal(&shared);
+            }
+        })
+        .map_err(|e| cannot(e.to_string()))?;
+    ready
+        .recv()
+        .map_err(|e| cannot(e.to_string()))?
+        .map_err(cannot)
+}
+
+pub(super) fn on_signal(shared: &Arc<Shared>) {
+    let first = shared
+        .signal
+        .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
+        .is_ok();
+    if !first {
+        // A second Ctrl-C: no more waiting.
+        eprint_line!("inferlint: stopping the server now");
+        stop_server(shared);
+        std::process::exit(ExitCode::Interrupted.code());
+    }
+    eprint_line!("inferlint: interrupted; ending the load, saving the run, stopping the server (again to stop at once)");
+    if let Some(pid) = *lock(&shared.load_pid) {
+        terminate(pid);
+    }
+    let shared = Arc::clone(shared);
+    let _ = thread::Builder::new()
+        .name("xray-deadline".into())
+        .spawn(move || {
+            thread::sleep(CLEAN_STOP_LIMIT);
+            // Once the server is being stopped or gone, the clean stop is past the part
+            // that matters (the clear-card wait may take longer): let it finish.
+            if lock(&shared.server).is_none() {
+                return;
+            }
+            eprint_line!(
+                "inferlint: no clean stop after {} s; stopping the server now",
+                CLEAN_STOP_LIMIT.as_secs()
+            );
+            stop_server(&shared);
+            std::process::exit(ExitCode::Interrupted.code());
+        });
+}
+
+/// SIGTERM to one process (the load command).
+#[cfg(unix)]
+pub(super) fn terminate(pid: u32) {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    if let Ok(pid) = i32::try_from(pid) {
+        if pid > 1 {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
+        }
+    }
+}
+
+#[cfg(not(unix))]
+pub(super) fn terminate(_pid: u32) {}

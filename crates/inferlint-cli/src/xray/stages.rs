@@ -1,0 +1,390 @@
+//! The stage machine: each stage of the routine in order (the server's start or the
+//! attach, the engine, the boot log, the probe, the snapshots around the load), and the
+//! end that runs on every path: the checks from the run folder, the stop, the report.
+
+use super::*;
+
+impl Xray<'_> {
+    pub(super) fn stage(&self, text: &str) {
+        if self.terminal {
+            say(&format!(
+                "== {text}  ({:.1} s)",
+                self.started.elapsed().as_secs_f64()
+            ));
+        } else {
+            say(&format!("== {text}"));
+        }
+    }
+
+    pub(super) fn record(&mut self, result: CheckResult) {
+        say_results(std::slice::from_ref(&result));
+        self.results.push(result);
+    }
+
+    pub(super) fn check_interrupt(&self) -> Result<(), Stop> {
+        if self.shared.interrupted() {
+            Err(Stop::Interrupted)
+        } else {
+            Ok(())
+        }
+    }
+
+    pub(super) fn boot_log_path(&self) -> Option<PathBuf> {
+        if self.args.serve.is_some() {
+            Some(self.dir.join("boot.log"))
+        } else {
+            self.args.boot_log.clone()
+        }
+    }
+
+    /// Everything up to and including the load. Returns why it stopped early, if it did.
+    pub(super) fn stages(
+        &mut self,
+        choice: &mut EngineChoice,
+        serve_words: Option<&[String]>,
+    ) -> Result<(), Stop> {
+        let recorder =
+            Recorder::new().map_err(|e| problem(format!("cannot start the HTTP client: {e}")))?;
+        let health = |base: &BaseUrl| recorder.healthy(base);
+        if let Some(words) = serve_words {
+            self.start_server(words, &health)?;
+        } else {
+            if !health(&self.base) {
+                return Err(problem(format!(
+                    "no server answers at {}",
+                    self.base.join("/health")
+                )));
+            }
+            self.record(owner::not_started(&self.base.to_string()));
+        }
+        self.check_interrupt()?;
+        self.identify(choice, &recorder)?;
+        self.boot_stage(choice)?;
+        self.check_interrupt()?;
+        if !self.args.no_probe {
+            self.stage("probe: one request, then 8 at once");
+            let report = recorder.probe(&self.base, &ProbeOptions::default());
+            self.record(probe::verdict(&report));
+            self.check_interrupt()?;
+            if let Some(message) = self.server_exited() {
+                return Err(problem(format!("{message} during the probe")));
+            }
+        } else {
+            self.record(CheckResult::not_checked(
+                Tripwire::T7,
+                "needs the probe, which --no-probe left out",
+                &["probe"],
+            ));
+        }
+        self.snapshot(&recorder, "before.snapshot.json")?;
+        self.load()
+    }
+}
+
+impl Xray<'_> {
+    /// The first scrape: the server's metrics, and the engine they belong to.
+    pub(super) fn identify(
+        &mut self,
+        choice: &EngineChoice,
+        recorder: &Recorder,
+    ) -> Result<(), Stop> {
+        let mut scraper = recorder.scraper(self.base.clone());
+        let (_, engine) = recorder
+            .first_scrape(&mut scraper)
+            .map_err(|e| problem(e.message(self.engine)))?;
+        // An engine named (--engine, INFERLINT_ENGINE) refuses the server in the words
+        // every command uses for an input of another engine.
+        choice
+            .check(Source::Server(self.base.to_string()), engine)
+            .map_err(|e| Stop::Problem(e.to_string(), ExitCode::Undecided))?;
+        match self.engine {
+            Some(expected) if expected != engine => {
+                return Err(Stop::Problem(
+                    format!(
+                        "the --serve command starts {}, but the server at {} runs {}; check the command and the address",
+                        expected.name(),
+                        self.base,
+                        engine.name()
+                    ),
+                    ExitCode::Undecided,
+                ))
+            }
+            Some(_) => {}
+            None => say(&format!("== engine: {} (from its metrics)", engine.name())),
+        }
+        self.engine = Some(engine);
+        Ok(())
+    }
+
+    pub(super) fn boot_stage(&mut self, choice: &mut EngineChoice) -> Result<(), Stop> {
+        let Some(path) = self.boot_log_path() else {
+            return Ok(());
+        };
+        self.stage("boot log");
+        self.boot_checked = true;
+        let mut facts = match noted(choice, |c| loading::load_boot(c, &path)) {
+            Ok(facts) => facts,
+            // A server that never came up can leave an empty log, or one with a line of
+            // its shell's; the cause is then what xray saw, not what the log says.
+            Err(e) => match self.start_failure.clone() {
+                Some(cause) => {
+                    let last = last_line(&path);
+                    let mut result = inferlint_core::checks::boot::start_failure(&cause);
+                    if let Some(line) = last {
+                        result = result.with("line", line);
+                    }
+                    self.record(result);
+                    return Ok(());
+                }
+                None => return Err(Stop::Problem(e.message, e.code)),
+            },
+        };
+        if facts.version.is_none() && self.start_failure.is_none() {
+            self.server_version = self.server_version(facts.engine);
+            facts.version.clone_from(&self.server_version);
+            noted(choice, |c| {
+                c.note_version(&facts);
+                Ok(())
+            })
+            .map_err(|e| Stop::Problem(e.message, e.code))?;
+        }
+        self.boot_facts = Some(facts.clone());
+        let mut results = run::check_logs(&[(String::new(), facts)]);
+        // A server that exited before it was ready failed, whatever its log shows: a
+        // log that names no cause must not pass T12.
+        if let Some(cause) = &self.start_failure {
+            for r in &mut results {
+                if r.tripwire == Tripwire::T12 && r.status == Status::Pass {
+                    *r = inferlint_core::checks::boot::start_failure(cause);
+                    if let Some(line) = last_line(&path) {
+                        *r = r.clone().with("line", line);
+                    }
+                }
+            }
+        }
+        for r in results {
+            self.record(r);
+        }
+        Ok(())
+    }
+
+    pub(super) fn snapshot(&mut self, recorder: &Recorder, name: &str) -> Result<(), Stop> {
+        let path = self.dir.join(name);
+        let mut scraper = recorder.scraper(self.base.clone());
+        let (scrape, _) = recorder
+            .first_scrape(&mut scraper)
+            .map_err(|e| problem(format!("cannot take {name}: {}", e.message(self.engine))))?;
+        inferlint_engines::output::write_file(
+            &path,
+            files::snapshot_json(&scrape.snapshot).as_bytes(),
+            &Rule::NEW,
+        )
+        .map_err(|e| problem(e.to_string()))?;
+        Ok(())
+    }
+}
+
+impl Xray<'_> {
+    /// The checks, the stop, the report and results.json: on every path.
+    pub(super) fn finish(
+        &mut self,
+        choice: &mut EngineChoice,
+        outcome: Result<(), Stop>,
+    ) -> Result<ExitCode, CliError> {
+        let mut stop_code = None;
+        match &outcome {
+            Ok(()) => {}
+            Err(Stop::Problem(message, code)) => {
+                say(&format!("stopped early: {message}"));
+                stop_code = Some(*code);
+            }
+            Err(Stop::Interrupted) => say("stopped early: interrupted"),
+        }
+        // A server that exited or timed out before it was ready still gets its boot log
+        // checked, so that the failure is classified.
+        if !self.boot_checked && self.boot_log_path().is_some_and(|p| p.is_file()) {
+            if let Err(Stop::Problem(message, _)) = self.boot_stage(choice) {
+                eprint_line!("inferlint: {message}");
+            }
+        }
+        let assembled = self.assemble(choice);
+        let checks: Vec<CheckResult> = match &assembled {
+            Ok(Some((_, results, _))) => {
+                let mut checks = ordered_run_checks(results);
+                // What the run could not check and xray has not said yet (the boot
+                // checks of an attached server given no --boot-log).
+                let said: Vec<Tripwire> = self
+                    .results
+                    .iter()
+                    .chain(&checks)
+                    .map(|r| r.tripwire)
+                    .collect();
+                checks.extend(
+                    results
+                        .iter()
+                        .filter(|r| r.status == Status::NotChecked && !said.contains(&r.tripwire))
+                        .cloned(),
+                );
+                checks
+            }
+            _ => Vec::new(),
+        };
+        if let Ok(Some((run, _, _))) = &assembled {
+            match &run.bench {
+                Some((name, account)) => say(&format!(
+                    "load tool: {}, its result in {name}",
+                    account.tool_label()
+                )),
+                None if self.load_plan.tool.is_some() => say(&format!(
+                    "load tool: {}, but no result of it was found",
+                    self.load_plan.tool.map_or("", |t| t.name())
+                )),
+                None => {}
+            }
+        }
+        if !checks.is_empty() {
+            self.stage("checks");
+            for r in checks {
+                self.record(r);
+            }
+        }
+        if lock(&self.shared.server).is_some() {
+            self.stage("stop the server");
+            let (survivors, cgroup) = match stop_server(&self.shared) {
+                Some(stopped) => {
+                    say(&stopped.text);
+                    (stopped.survivors, stopped.cgroup)
+                }
+                None => (Vec::new(), None),
+            };
+            if !self.args.no_gpu {
+                match clear_card_after_stop(&survivors, cgroup.as_deref()) {
+                    Ok(r) => self.record(r),
+                    Err(e) => eprint_line!("inferlint: {}", e.message),
+                }
+            }
+        }
+        let mut report_path = None;
+        if let Ok(Some((run, run_results, paths))) = &assembled {
+            let limits = insights::what_limited(run, run_results);
+            if !limits.is_empty() {
+                self.stage("what limited this run");
+                for insight in &limits {
+                    say(&format!("- {}. {}", insight.title, insight.text));
+                }
+            }
+            let mut shown_results = run_results.clone();
+            for tripwire in [Tripwire::T13, Tripwire::T7, Tripwire::T2] {
+                if let Some(last) = self.results.iter().rev().find(|r| r.tripwire == tripwire) {
+                    shown_results.push(last.clone());
+                }
+            }
+            let destination = crate::report_html::Destination::Asked(self.dir.join("report.html"));
+            let inputs = crate::report_html::Inputs {
+                run,
+                results: &shown_results,
+                insights: &limits,
+                series: paths.series.as_deref(),
+                made_from: crate::report_html::made_from(
+                    &paths.boot_logs,
+                    [
+                        paths.before.as_deref(),
+                        paths.after.as_deref(),
+                        paths.series.as_deref(),
+                        paths.bench.as_deref(),
+                    ],
+                ),
+                title: self.args.title.as_deref(),
+            };
+            let reads = paths.inputs();
+            let overwrite = crate::report_html::Overwrite {
+                force: false,
+                reads: &reads,
+            };
+            match crate::report_html::write(&destination, &inputs, &overwrite) {
+                Ok(path) => report_path = path,
+                Err(e) => eprint_line!("inferlint: {}", e.message),
+            }
+        }
+        if let Err(e) = &assembled {
+            eprint_line!("inferlint: cannot check the run folder: {}", e.message);
+        }
+        let results_path = self.dir.join("results.json");
+        let results_json = output::json_safe(contract::results_json(&self.results));
+        if let Err(e) = inferlint_engines::output::write_file(
+            &results_path,
+            results_json.as_bytes(),
+            &Rule::NEW,
+        ) {
+            eprint_line!("inferlint: {e}");
+        }
+        say(&count_line(&self.results));
+        if let Some(path) = report_path {
+            say(&format!("report: {}", shown(&path)));
+        }
+        say(&format!("files:  {}", shown(&self.dir)));
+        let code = if self.shared.interrupted() {
+            ExitCode::Interrupted
+        } else if let Some(code) = stop_code {
+            code
+        } else {
+            match &assembled {
+                Ok(Some((run, _, _))) => run_exit(run, &self.results, self.strict),
+                // A failed load with no run to check is still not a benchmark.
+                _ if self.load_failure.is_some() => {
+                    match ExitCode::for_results(&self.results, self.strict) {
+                        ExitCode::Passed => ExitCode::Undecided,
+                        code => code,
+                    }
+                }
+                _ => ExitCode::for_results(&self.results, self.strict),
+            }
+        };
+        Ok(code)
+    }
+
+    /// The run as `report DIR` reads it from the folder; `None` when the folder holds no
+    /// boot log and not both snapshots.
+    pub(super) fn assemble(
+        &self,
+        choice: &mut EngineChoice,
+    ) -> Result<Option<(run::Run, Vec<CheckResult>, files::RunFiles)>, CliError> {
+        let mut found = files::discover_run(&self.dir)?;
+        if let Some(path) = &self.args.boot_log {
+            if self.args.serve.is_none() {
+                found.boot_logs = vec![path.clone()];
+            }
+        }
+        if let Some(bench) = self.bench_path() {
+            found.bench = Some(bench);
+        }
+        if found.boot_logs.is_empty() && (found.before.is_none() || found.after.is_none()) {
+            return Ok(None);
+        }
+        let requested = self.args.requested.or(self.load_plan.max_concurrency);
+        let mut run = match noted(choice, |c| {
+            loading::load_run(c, &found, requested, self.engine)
+        }) {
+            Ok(run) => run,
+            // A server that never came up can leave a log that is no server log; T12
+            // already says why, and there is no run to check.
+            Err(_) if self.start_failure.is_some() => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        run.load_failure.clone_from(&self.load_failure);
+        if let Some((_, facts)) = run.boots.last_mut() {
+            if facts.version.is_none() {
+                facts.version.clone_from(&self.server_version);
+            }
+        }
+        let results = run::check_run_with(
+            &run,
+            run::RunOptions {
+                expect_cache_hits: self.args.expect_cache_hits,
+                // The server xray started is still running and writing its log.
+                live_log: self.args.serve.is_some() && lock(&self.shared.server).is_some(),
+            },
+        );
+        Ok(Some((run, results, found)))
+    }
+}

@@ -1,0 +1,134 @@
+//! The library facade (`inferlint::Run::from_dir`) against the command (`inferlint
+//! report --json DIR`), on every run folder of the fixtures and of the recordings: the
+//! same results in the same order, the same outcome as the exit status, and the same
+//! refusal where the command refuses a folder.
+
+use std::path::Path;
+
+use crate::common::{fixtures, inferlint, no_panic, recorded, stderr, stdout};
+use crate::pipelines::walk;
+
+/// Checks one folder both ways; returns whether the command refused it.
+fn agree(dir: &Path, scratch: &Path) -> bool {
+    let out = scratch.join("report.html");
+    let _ = std::fs::remove_file(&out);
+    let cli = inferlint(
+        scratch,
+        &[
+            "report",
+            "--json",
+            "-o",
+            out.to_str().unwrap(),
+            dir.to_str().unwrap(),
+        ],
+    );
+    no_panic(&cli);
+    let code = cli.status.code().unwrap();
+    match inferlint::Run::from_dir(dir) {
+        Ok(run) => {
+            let report = run.check();
+            assert_eq!(
+                report.to_json(),
+                stdout(&cli),
+                "{}: the library's results differ from report --json",
+                dir.display()
+            );
+            let expected = match report.outcome() {
+                inferlint::Outcome::Passed => 0,
+                inferlint::Outcome::TripwireFailed => 1,
+                inferlint::Outcome::Undecided => 2,
+            };
+            assert_eq!(code, expected, "{}: {}", dir.display(), stderr(&cli));
+            // Serialised, the report holds the same entries, verdicts then not checked.
+            let value = serde_json::to_value(&report).unwrap();
+            let listed = value["results"].as_array().unwrap().len()
+                + value["not_checked"].as_array().unwrap().len();
+            let printed: Vec<serde_json::Value> = serde_json::from_str(&stdout(&cli)).unwrap();
+            assert_eq!(listed, printed.len(), "{}", dir.display());
+            false
+        }
+        Err(error) => {
+            assert_eq!(
+                code,
+                2,
+                "{}: the library refused ({error}), the command did not",
+                dir.display()
+            );
+            assert!(stdout(&cli).is_empty(), "{}", dir.display());
+            assert!(
+                stderr(&cli).contains(&error.to_string()),
+                "{}: the library's refusal {:?} is not the command's:\n{}",
+                dir.display(),
+                error.to_string(),
+                stderr(&cli)
+            );
+            true
+        }
+    }
+}
+
+#[test]
+fn the_library_reads_every_fixture_folder_as_report_does() {
+    let scratch = tempfile::tempdir().unwrap();
+    let runs = walk(&fixtures()).0;
+    assert!(runs.len() > 30, "{runs:?}");
+    for dir in &runs {
+        agree(dir, scratch.path());
+    }
+}
+
+#[test]
+fn the_library_reads_every_recording_as_report_does() {
+    let Some(recorded) = recorded() else { return };
+    let scratch = tempfile::tempdir().unwrap();
+    let runs = walk(&recorded).0;
+    assert!(!runs.is_empty());
+    for dir in &runs {
+        agree(dir, scratch.path());
+    }
+}
+
+/// The command's refusals, folder by folder: no folder, no run file, files from two
+/// engines, files that allow no check.
+#[test]
+fn the_library_refuses_what_report_refuses() {
+    let scratch = tempfile::tempdir().unwrap();
+    let missing = scratch.path().join("missing");
+    assert!(agree(&missing, scratch.path()));
+    let empty = scratch.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    assert!(agree(&empty, scratch.path()));
+    let error = inferlint::Run::from_dir(&empty).unwrap_err();
+    assert_eq!(error.kind(), inferlint::ErrorKind::NoRun);
+    assert_eq!(error.path(), Some(empty.as_path()));
+
+    // A vLLM boot log beside SGLang's recording.
+    let mixed = scratch.path().join("mixed");
+    std::fs::create_dir(&mixed).unwrap();
+    let sim = fixtures().join("sim");
+    std::fs::copy(sim.join("vllm-hybrid/boot.log"), mixed.join("boot.log")).unwrap();
+    std::fs::copy(
+        sim.join("sglang-capped/run.series.jsonl"),
+        mixed.join("run.series.jsonl"),
+    )
+    .unwrap();
+    assert!(agree(&mixed, scratch.path()));
+    let error = inferlint::Run::from_dir(&mixed).unwrap_err();
+    assert_eq!(error.kind(), inferlint::ErrorKind::Engine, "{error}");
+
+    // Only the before reading: no check can run.
+    let before_only = scratch.path().join("before-only");
+    std::fs::create_dir(&before_only).unwrap();
+    std::fs::copy(
+        sim.join("vllm-hybrid/before.snapshot.json"),
+        before_only.join("before.snapshot.json"),
+    )
+    .unwrap();
+    assert!(agree(&before_only, scratch.path()));
+    let error = inferlint::Run::from_dir(&before_only).unwrap_err();
+    assert_eq!(
+        error.kind(),
+        inferlint::ErrorKind::NothingChecked,
+        "{error}"
+    );
+}

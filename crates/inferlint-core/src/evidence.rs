@@ -1,0 +1,199 @@
+//! The evidence keys each check writes, with what each holds: [`KEYS`].
+//!
+//! A result's evidence ([`crate::status::Evidence`]) is a JSON object in the order the
+//! check computed it: the `evidence` of each `--json` entry. Read a value with
+//! [`crate::CheckResult::evidence_as`] (`r.evidence_as::<u64>("requested")`). A key is
+//! present only when the check had the value; a number the run did not give is absent or
+//! `null`, never 0. New keys may be added; a key listed here keeps its meaning.
+//!
+//! xtask's `every_evidence_key_is_documented` test fails when a check writes a key that
+//! [`KEYS`] does not list.
+
+use crate::status::Tripwire;
+
+/// One evidence key: its name, the tripwires whose results may carry it, and what it
+/// holds.
+#[derive(Debug, Clone, Copy)]
+pub struct Key {
+    /// The key as the evidence object spells it.
+    pub name: &'static str,
+    /// The tripwires whose results may carry it (empty: any, such as a restart's keys).
+    pub tripwires: &'static [Tripwire],
+    /// What it holds, and its unit.
+    pub meaning: &'static str,
+}
+
+const fn key(name: &'static str, tripwires: &'static [Tripwire], meaning: &'static str) -> Key {
+    Key {
+        name,
+        tripwires,
+        meaning,
+    }
+}
+
+use Tripwire as T;
+
+/// Every evidence key a check writes, grouped by the checks that write it.
+pub static KEYS: &[Key] = &[
+    // Any check on two readings.
+    key("restarted", &[], "true when the server restarted between the two readings (its counters went back or were created anew); the check then says Can't tell"),
+    key("counter", &[], "the counter a restart or a rate was read from, or T1's preemption counter"),
+    key("before", &[], "the counter's value in the before reading"),
+    key("after", &[], "the counter's value in the after reading"),
+    key("created_changed", &[], "the counters whose `_created` time moved between the readings (a restart)"),
+    key("example", &[], "one counter that shows a restart, by name"),
+    key("swapped", &[T::T1, T::T10, T::T15], "true when the before and the after reading are in the wrong order"),
+    key("refused_line", &[T::T1, T::T8, T::T9, T::T14], "the first line of the recording that holds a reading that cannot be"),
+    key("refused_lines", &[T::T8, T::T9, T::T14], "how many lines of the recording were refused"),
+    key("needs", &[], "on a not-checked result: the inputs it needs (`boot_log`, `before`, `after`, `series`, `bench_result`, `requested`, `load`)"),
+    key("not_a_benchmark", &[], "on a not-checked result: why the run was not a benchmark"),
+    key("contradiction", &[], "why a cross-check made the verdict Can't tell: the two facts of the run that disagree"),
+    // Boot log: T12, T5, T6, T4, T11.
+    key("kind", &[T::T12, T::T7], "the failure's class as the classifier names it"),
+    key("line", &[T::T12, T::T13], "the log line that shows the failure (T12), or the line that owns the port (T13)"),
+    key("lineno", &[T::T12], "that line's number in the log"),
+    key("lines", &[T::T12], "the lines the log holds, when it ends before the server said it was ready"),
+    key("unparsed", &[T::T12], "the lines the parser recognised but could not read"),
+    key("phase", &[T::T12, T::T7], "when the failure came: during the boot or after the server was ready (T7)"),
+    key("block_size", &[T::T5], "the attention block size the server used, in tokens"),
+    key("requested", &[T::T5, T::T6, T::T8, T::T9], "T5: the block size asked for; T6: the attention backend asked for; T8, T9: the concurrency the load asked for"),
+    key("pool_blocks", &[T::T5], "the KV pool in blocks of that size"),
+    key("page_size", &[T::T5], "the page size the hybrid allocator chose, in tokens"),
+    key("mamba_page_padding_pct", &[T::T5], "the share of each page padded to fit the state blocks, in percent"),
+    key("target", &[T::T6], "the attention backends the server chose for the model"),
+    key("drafter", &[T::T6], "the attention backends chosen for the draft model"),
+    key("speculative", &[T::T6], "whether the server ran speculative decoding"),
+    key("levels", &[T::T4, T::T11], "the distinct KV pools in tokens (T4) or memory budgets (T11) across the starts, lowest first"),
+    key("pools", &[T::T4], "each start's KV pool in tokens, labelled by log"),
+    key("not_compared", &[T::T4, T::T11], "the logs left out of the comparison, and why"),
+    key("consumed_gib", &[T::T11], "memory the server took before its KV cache, per start, in GiB"),
+    key("available_kv_cache_gib", &[T::T11], "memory left for the KV cache, per start, in GiB"),
+    key("peak_activation_gib", &[T::T11], "the activation peak the profiling run measured, per start, in GiB"),
+    key("cudagraph_actual_gib", &[T::T11], "memory the CUDA graphs took, per start, in GiB"),
+    key("compiled_fresh", &[T::T11], "whether each start compiled afresh rather than from the cache"),
+    // Snapshots: T1, T10, T15.
+    key("preemptions", &[T::T1], "preemptions (retractions) between the readings"),
+    key("engine", &[T::T1, T::T9, T::T14], "the engine whose counters or gauges were read, where it changes the reading"),
+    key("series", &[T::T1], "the metric T1 read: the preemption counter, or TensorRT-LLM's paused-requests gauge"),
+    key("retractions_in_log", &[T::T1], "SGLang: retractions the log printed during the run"),
+    key("paused_readings", &[T::T1], "TensorRT-LLM: readings of the recording with a paused request"),
+    key("pause_fragments", &[T::T1], "TensorRT-LLM: pause lines of the log cut into fragments"),
+    key("paused_in_log", &[T::T1], "TensorRT-LLM: requests the log says were paused"),
+    key("paused_outside_run", &[T::T1], "TensorRT-LLM: pauses the log places outside the run"),
+    key("paused_unplaced", &[T::T1], "TensorRT-LLM: pauses whose time the log does not give"),
+    key("served_in_log", &[T::T1], "TensorRT-LLM: requests the log says were served"),
+    key("served_outside_run", &[T::T1], "TensorRT-LLM: requests served outside the run"),
+    key("finished_by_after", &[T::T1], "TensorRT-LLM: requests finished by the after reading"),
+    key("log_clock_offset_s", &[T::T1], "TensorRT-LLM: the log's clock against the readings', in seconds"),
+    key("tokens", &[T::T10], "output tokens the server generated between the readings"),
+    key("span_s", &[T::T10], "seconds between the readings"),
+    key("span_uncertainty_s", &[T::T10], "how far the span may be off, from each reading's latency, in seconds"),
+    key("rate_per_s", &[T::T10], "output tokens per second over the span"),
+    key("integer_second_span_s", &[T::T10], "the span as a whole-second timer would give it"),
+    key("integer_second_rate_per_s", &[T::T10], "the rate over that span"),
+    key("integer_second_error", &[T::T10], "the whole-second rate's error against the true one, as a fraction"),
+    key("readings", &[T::T1, T::T2], "T1 (TensorRT-LLM): readings of the recording; T2: each reading of the GPUs"),
+    key("result_file", &[T::T15, T::T18, T::T20], "the load tool's result file, as messages name it"),
+    key("client_completed", &[T::T15], "requests the load tool counts as completed"),
+    key("client_failed", &[T::T15, T::T18], "requests the load tool counts as failed"),
+    key("client_output_tokens", &[T::T15], "output tokens the load tool counts"),
+    key("server_finished", &[T::T15, T::T18], "requests the server finished between the readings"),
+    key("server_output_tokens", &[T::T15], "output tokens the server generated between the readings"),
+    key("expected_extra_requests", &[T::T15], "untimed requests the load tool announced (test, warm-up)"),
+    key("extra_requests", &[T::T15], "requests the server finished beyond the client's count"),
+    key("extra_output_tokens", &[T::T15], "output tokens the server generated beyond the client's count"),
+    // Ledger: T18, T20.
+    key("tool", &[T::T18, T::T20], "the load tool's key (`vllm-bench`, `guidellm`, `harness`, ...)"),
+    key("tool_version", &[T::T18, T::T20], "the load tool's version, when its file says"),
+    key("sent", &[T::T18], "requests the timed run sent"),
+    key("completed", &[T::T18], "requests that came back whole"),
+    key("client_incomplete", &[T::T18], "requests still open or cancelled when the tool stopped"),
+    key("client_unaccounted", &[T::T18], "requests sent that the tool counts neither as completed nor as failed"),
+    key("client_empty", &[T::T18], "completed requests with no output token"),
+    key("failure_reasons", &[T::T18], "the failed requests by the error the tool recorded"),
+    key("failures_counted", &[T::T18], "how the tool counts failures: `counted`, `per_request_only`, `not_counted`"),
+    key("server_aborted", &[T::T18], "requests the server counted as aborted"),
+    key("server_errored", &[T::T18], "requests the server counted as ended in an error"),
+    key("server_short", &[T::T18], "requests the server finished short of the output asked for"),
+    key("untimed_requests", &[T::T18], "untimed requests allowed for"),
+    key("last_token_s", &[T::T18], "when the recording last saw a token generated, in seconds from its start"),
+    key("completed_after_last_token", &[T::T18], "requests the tool says completed after the server stopped generating"),
+    key("accounts", &[T::T18], "each part of a result file summed into the account (benchmarks, stages)"),
+    key("comparisons", &[T::T20], "each length compared: the side, the figure, the server's and the client's"),
+    key("server_source", &[T::T20], "where the server's lengths came from: counters or per-request usage"),
+    key("client_prompt_per_request", &[T::T20], "prompt tokens per request as the client counted them"),
+    key("client_output_per_request", &[T::T20], "output tokens per request as the client counted them"),
+    key("asked_prompt_per_request", &[T::T20], "prompt tokens per request the load asked for"),
+    key("asked_output_per_request", &[T::T20], "output tokens per request the load asked for"),
+    key("advertised_range_ratio", &[T::T20], "the range ratio the load tool was given (lengths drawn around the asked ones)"),
+    key("ignore_eos", &[T::T20], "whether the load asked for the whole output length"),
+    key("requests_differing", &[T::T20], "requests whose own lengths differ from the asked ones"),
+    key("worst_side", &[T::T20], "the side (prompt or output) furthest from the asked length"),
+    key("worst_against", &[T::T20], "what it was compared against"),
+    key("worst_ratio", &[T::T20], "its ratio to the asked length"),
+    // Recording: T14, T9, T8.
+    key("reported_num_gpu_blocks", &[T::T14], "the KV blocks `cache_config_info` reports"),
+    key("inferred_usable_blocks", &[T::T14], "the usable blocks the usage gauge's readings imply"),
+    key("distinct_readings", &[T::T14], "distinct usage readings the inference used"),
+    key("engines", &[T::T14], "data-parallel engines summed over"),
+    key("reading_grid", &[T::T14], "the grid every usage reading sat on (1/n), when coarser than the block count"),
+    key("ceiling_min", &[T::T9], "the fewest requests that would have filled the cache, over the run"),
+    key("ceiling_max", &[T::T9], "the most requests that would have filled the cache"),
+    key("ceiling_at_fullest", &[T::T9], "the ceiling when the cache was fullest"),
+    key("share_min", &[T::T9], "the smallest share of the cache one request held"),
+    key("share_max", &[T::T9], "the largest share of the cache one request held"),
+    key("samples", &[T::T9], "readings the ceiling was computed from"),
+    key("basis", &[T::T9], "what the ceiling was computed from (the usage gauge, the token pool)"),
+    key("usable_blocks", &[T::T9], "the usable blocks T14 inferred, when it passed"),
+    key("blocks_per_request_min", &[T::T9], "the fewest blocks one request held"),
+    key("blocks_per_request_max", &[T::T9], "the most blocks one request held"),
+    key("gauges_lag", &[T::T8, T::T9], "true for an engine that updates its gauges only when a request completes"),
+    key("peak_running", &[T::T8], "the most requests the server ran at once"),
+    key("peak_in_flight", &[T::T8], "the most requests running or waiting at once"),
+    key("boot_line_max_concurrency", &[T::T8], "the concurrency the boot log says the cache holds"),
+    key("boot_line_request_len", &[T::T8], "the request length that figure assumes, in tokens"),
+    key("max_num_queued_reqs", &[T::T8], "TensorRT-LLM's cap on queued requests, when set"),
+    key("max_num_queued_tokens", &[T::T8], "TensorRT-LLM's cap on queued tokens, when set"),
+    key("running_cap", &[T::T8], "the server's cap on running requests (`--max-num-seqs` and its kin)"),
+    // The GPU and the processes: T2, T3.
+    key("gpus", &[T::T2], "each GPU: its index, name, memory used and total, and the processes that hold it"),
+    key("max_used_mib", &[T::T2], "the most memory a GPU may use and count as clear, in MiB"),
+    key("consecutive", &[T::T2], "clear readings in a row needed"),
+    key("timeout_s", &[T::T2], "seconds the check waited for a clear card"),
+    key("signalled", &[T::T3], "the server processes signalled, each with its pid, name and command line"),
+    key("killed", &[T::T3], "those that had to be killed after the grace period"),
+    key("pid", &[T::T3, T::T13], "a process id: a server process (T3), the owner of the port (T13)"),
+    key("name", &[T::T3], "a process's name"),
+    key("command_line", &[T::T3], "a process's command line"),
+    key("parent", &[T::T3], "a process's parent pid"),
+    key("why", &[T::T3], "why a process counts as a server's"),
+    key("pattern", &[T::T3], "a `pkill -f` pattern tried against the process table"),
+    key("would_miss", &[T::T3], "server processes that pattern would miss"),
+    key("would_wrongly_hit", &[T::T3], "processes that pattern would wrongly kill (the caller's own shell)"),
+    // Live: T7, T13.
+    key("model", &[T::T7], "the model the probe asked for"),
+    key("first", &[T::T7], "the first request's answer: its status and time"),
+    key("burst", &[T::T7], "the burst of requests at once: each one's answer"),
+    key("alive_after", &[T::T7], "whether the server still answered after the burst"),
+    key("port", &[T::T13], "the port the server is to listen on"),
+];
+
+/// The entry for one key, if a check writes it.
+pub fn get(name: &str) -> Option<&'static Key> {
+    KEYS.iter().find(|k| k.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_key_is_listed_once() {
+        let mut names: Vec<&str> = KEYS.iter().map(|k| k.name).collect();
+        names.sort_unstable();
+        let before = names.len();
+        names.dedup();
+        assert_eq!(before, names.len(), "a key is listed twice");
+        assert!(get("preemptions").is_some_and(|k| k.tripwires == [T::T1]));
+    }
+}

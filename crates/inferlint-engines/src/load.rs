@@ -1,0 +1,639 @@
+//! Reading a run's files into the run model, and the one-engine rule: the one way the
+//! command line, xray, the report's tests and benches and the library facade load a run.
+//!
+//! [`load_run`] is the entry point: the files of a run ([`RunFiles`], found in a folder by
+//! [`find_run`] or named one by one) become a [`Run`] that core checks. Every input says
+//! which engine wrote it where it can (a log's markers, a snapshot's metric names, a
+//! recording's header); an [`EngineChoice`] holds the engine the caller named, if any,
+//! and refuses an input from another engine, or two inputs that disagree, since a run's
+//! files come from one server. With nothing named and nothing said, inputs are read as
+//! vLLM's, with a note.
+//!
+//! Nothing here prints. What a reader should know but that does not stop the load (a
+//! line skipped in a snapshot, gap records in a recording, an engine version not tested)
+//! is a note, kept in the [`EngineChoice`] until [`EngineChoice::take_notes`].
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use inferlint_core::checks::boot;
+use inferlint_core::checks::counters::out_of_order;
+use inferlint_core::checks::series::SeriesStats;
+use inferlint_core::model::{BootFacts, Snapshot};
+use inferlint_core::run::Run;
+use inferlint_core::Engine;
+
+use crate::files::{self, FileError, RunFiles};
+use crate::{detect, loadtools};
+
+/// The path that names standard input where a command reads a stream (`series -`).
+pub const STDIN: &str = "-";
+
+/// A path as messages name it: `standard input` for [`STDIN`].
+pub fn shown(path: &Path) -> String {
+    if path.as_os_str() == STDIN {
+        return "standard input".into();
+    }
+    path.display().to_string()
+}
+
+/// Where the named engine came from; it shapes the refusal message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NamedBy {
+    /// `--engine` on the command line.
+    Flag,
+    /// The `INFERLINT_ENGINE` environment variable.
+    Environment,
+    /// A program that calls the library named it.
+    Caller,
+}
+
+impl NamedBy {
+    /// How a message names the choice: `--engine vllm`, `INFERLINT_ENGINE=vllm`, `the
+    /// engine named is vLLM`.
+    pub fn prefix(self, engine: Engine) -> String {
+        match self {
+            NamedBy::Flag => format!("--engine {}", engine.key()),
+            NamedBy::Environment => format!("INFERLINT_ENGINE={}", engine.key()),
+            NamedBy::Caller => format!("the engine named is {}", engine.name()),
+        }
+    }
+}
+
+/// What turned out to come from another engine than the one named.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// An input file (or several, `the snapshots`), as messages name it.
+    Input(String),
+    /// The server at an address.
+    Server(String),
+    /// The command xray was given to start the server.
+    ServeCommand,
+}
+
+/// An input, a server or a command from another engine than the one named: the one
+/// message for all of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mismatch {
+    /// The engine named.
+    pub named: Engine,
+    /// Where it was named.
+    pub by: NamedBy,
+    /// What came from another engine.
+    pub source: Source,
+    /// The engine it came from.
+    pub found: Engine,
+}
+
+impl fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let prefix = self.by.prefix(self.named);
+        let found = self.found.name();
+        match &self.source {
+            Source::Input(what) => write!(
+                f,
+                "{prefix}, but {what} came from {found}. Check the server address or the file, or name the engine it came from."
+            ),
+            Source::Server(url) => write!(
+                f,
+                "{prefix}, but the server at {url} runs {found}. Check the server address or the file, or name the engine it came from."
+            ),
+            Source::ServeCommand => write!(
+                f,
+                "{prefix}, but the --serve command starts {found}. Check the command, or name the engine it starts."
+            ),
+        }
+    }
+}
+
+/// Why a run's files could not be loaded. Each message is one line that names the file
+/// (or the input) and what is wrong with it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadError {
+    /// A file that could not be read or is not what it should be.
+    #[error("cannot read {0}")]
+    File(#[from] FileError),
+    /// An engine name that is none of the three.
+    #[error("{}", unknown_engine(text, *by))]
+    UnknownEngine {
+        /// The name as given.
+        text: String,
+        /// Where it was given.
+        by: NamedBy,
+    },
+    /// An input from another engine than the one named.
+    #[error("{0}")]
+    Mismatch(Mismatch),
+    /// Two inputs from different engines, with none named.
+    #[error("{first_what} came from {}, but {what} came from {}; a run's files must come from one server (name the engine with --engine to say which)", first.name(), found.name())]
+    MixedEngines {
+        /// The input read first, as messages name it.
+        first_what: String,
+        /// The engine it came from.
+        first: Engine,
+        /// The input that disagrees.
+        what: String,
+        /// The engine that one came from.
+        found: Engine,
+    },
+    /// A file given as a boot log that is no server's log.
+    #[error("{} is not a server log: {why}", shown(path))]
+    NotALog {
+        /// The file.
+        path: PathBuf,
+        /// What it is instead, in a few words.
+        why: &'static str,
+    },
+    /// One file given as both snapshots.
+    #[error("{} is given as both the before and the after snapshot; give the one taken before the run and the one taken after", shown(path))]
+    SameSnapshot {
+        /// The file.
+        path: PathBuf,
+    },
+    /// Snapshots given in the wrong order.
+    #[error(
+        "{} (before) and {} (after): {reason}; give the earlier snapshot first",
+        shown(before),
+        shown(after)
+    )]
+    OutOfOrder {
+        /// The file given as the before snapshot.
+        before: PathBuf,
+        /// The file given as the after snapshot.
+        after: PathBuf,
+        /// What the clocks or counters say.
+        reason: String,
+    },
+    /// A run folder that is not a folder.
+    #[error("{} is not a folder", shown(path))]
+    NotAFolder {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// A folder that holds none of a run's files.
+    #[error(
+        "no run files in {} (boot.log, *.snapshot.json, *.series.jsonl)",
+        shown(path)
+    )]
+    NoRunFiles {
+        /// The folder.
+        path: PathBuf,
+    },
+}
+
+fn unknown_engine(text: &str, by: NamedBy) -> String {
+    match by {
+        NamedBy::Environment => format!(
+            "INFERLINT_ENGINE='{}' is not an engine (known: vllm, sglang, trtllm)",
+            text.trim()
+        ),
+        NamedBy::Flag | NamedBy::Caller => format!(
+            "unknown engine '{}' (known: vllm, sglang, trtllm)",
+            text.trim()
+        ),
+    }
+}
+
+impl LoadError {
+    /// The file the error concerns, when it concerns one.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            LoadError::File(FileError::Io { path, .. } | FileError::Invalid { path, .. })
+            | LoadError::NotALog { path, .. }
+            | LoadError::SameSnapshot { path }
+            | LoadError::NotAFolder { path }
+            | LoadError::NoRunFiles { path } => Some(path),
+            LoadError::OutOfOrder { before, .. } => Some(before),
+            LoadError::UnknownEngine { .. }
+            | LoadError::Mismatch(_)
+            | LoadError::MixedEngines { .. } => None,
+        }
+    }
+}
+
+/// The engine a run's inputs are read as: the one the caller named, checked against
+/// what each input says of itself, and the notes the reading left.
+#[derive(Debug, Default)]
+pub struct EngineChoice {
+    named: Option<(Engine, NamedBy)>,
+    identified: Option<(Engine, String)>,
+    unidentified: Vec<String>,
+    notes: Vec<String>,
+}
+
+impl EngineChoice {
+    /// A choice with the engine named, or none.
+    pub fn new(named: Option<(Engine, NamedBy)>) -> EngineChoice {
+        EngineChoice {
+            named,
+            ..EngineChoice::default()
+        }
+    }
+
+    /// The command line's choice: `--engine` when given, else a non-blank
+    /// `INFERLINT_ENGINE`, else none.
+    pub fn from_args(flag: Option<&str>) -> Result<EngineChoice, LoadError> {
+        let named = match flag {
+            Some(text) => Some((parse_engine(text, NamedBy::Flag)?, NamedBy::Flag)),
+            None => match std::env::var("INFERLINT_ENGINE") {
+                Ok(text) if !text.trim().is_empty() => Some((
+                    parse_engine(&text, NamedBy::Environment)?,
+                    NamedBy::Environment,
+                )),
+                _ => None,
+            },
+        };
+        Ok(EngineChoice::new(named))
+    }
+
+    /// The engine named, if any.
+    pub fn named(&self) -> Option<Engine> {
+        self.named.map(|(engine, _)| engine)
+    }
+
+    /// The engine named and where, if any.
+    pub fn named_by(&self) -> Option<(Engine, NamedBy)> {
+        self.named
+    }
+
+    /// Refuses `found` when another engine was named.
+    pub fn check(&self, source: Source, found: Engine) -> Result<(), LoadError> {
+        match self.named {
+            Some((named, by)) if named != found => Err(LoadError::Mismatch(Mismatch {
+                named,
+                by,
+                source,
+                found,
+            })),
+            _ => Ok(()),
+        }
+    }
+
+    /// Records what one input says it came from. An input from another engine than the
+    /// named one is refused; so is one that disagrees with an earlier input.
+    pub fn input(&mut self, what: &str, engine: Option<Engine>) -> Result<(), LoadError> {
+        let Some(engine) = engine else {
+            self.unidentified.push(what.to_owned());
+            return Ok(());
+        };
+        self.check(Source::Input(what.to_owned()), engine)?;
+        match &self.identified {
+            Some((first, first_what)) if *first != engine => Err(LoadError::MixedEngines {
+                first_what: first_what.clone(),
+                first: *first,
+                what: what.to_owned(),
+                found: engine,
+            }),
+            Some(_) => Ok(()),
+            None => {
+                self.identified = Some((engine, what.to_owned()));
+                Ok(())
+            }
+        }
+    }
+
+    /// The engine to read every input as: the named one, else the one the inputs said.
+    /// With neither, vLLM, with a note naming each input that did not say.
+    pub fn resolve(&mut self) -> Engine {
+        if let Some((engine, _)) = self.named {
+            return engine;
+        }
+        if let Some((engine, _)) = &self.identified {
+            return *engine;
+        }
+        for what in std::mem::take(&mut self.unidentified) {
+            self.notes.push(format!(
+                "{what} does not say which engine it came from; read as {}'s (--engine or INFERLINT_ENGINE names it)",
+                Engine::DEFAULT.name()
+            ));
+        }
+        Engine::DEFAULT
+    }
+
+    /// Adds a note.
+    pub fn note(&mut self, text: impl Into<String>) {
+        self.notes.push(text.into());
+    }
+
+    /// A note when the boot facts name an engine version inferlint was not tested
+    /// against (the version the log gave, or the one the server reported).
+    pub fn note_version(&mut self, facts: &BootFacts) {
+        if let (Some(engine), Some(version)) = (facts.engine, &facts.version) {
+            if let Some(note) = engine.descriptor().untested_version_note(version) {
+                self.notes.push(note);
+            }
+        }
+    }
+
+    /// The notes so far, in the order they were made; the choice keeps none.
+    pub fn take_notes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notes)
+    }
+}
+
+fn parse_engine(text: &str, by: NamedBy) -> Result<Engine, LoadError> {
+    Engine::parse(text).ok_or_else(|| LoadError::UnknownEngine {
+        text: text.to_owned(),
+        by,
+    })
+}
+
+/// Reads one snapshot (our JSON, or bare Prometheus text) and records its engine; `what`
+/// names it in a refusal (`the snapshots`).
+pub fn load_snapshot(
+    choice: &mut EngineChoice,
+    path: &Path,
+    what: &str,
+) -> Result<Snapshot, LoadError> {
+    let (snapshot, skipped) = files::read_snapshot_noted(path)?;
+    if let Some(skipped) = skipped {
+        choice.note(format!("{}: {skipped}", shown(path)));
+    }
+    choice.input(
+        what,
+        detect::engine_from_metric_names(snapshot.metrics.names()),
+    )?;
+    Ok(snapshot)
+}
+
+/// Reads the before and the after snapshot, refusing one file given as both and two
+/// given in the wrong order.
+pub fn load_snapshots(
+    choice: &mut EngineChoice,
+    before: &Path,
+    after: &Path,
+) -> Result<(Snapshot, Snapshot), LoadError> {
+    let snapshots = (
+        load_snapshot(choice, before, "the snapshots")?,
+        load_snapshot(choice, after, "the snapshots")?,
+    );
+    refuse_one_file_twice(before, after)?;
+    in_order(&snapshots.0, before, &snapshots.1, after)?;
+    Ok(snapshots)
+}
+
+/// Refuses two snapshots given in the wrong order: every counter would seem to go down
+/// and be read as a restart.
+fn in_order(
+    before: &Snapshot,
+    before_path: &Path,
+    after: &Snapshot,
+    after_path: &Path,
+) -> Result<(), LoadError> {
+    match out_of_order(before, after) {
+        Some(reason) => Err(LoadError::OutOfOrder {
+            before: before_path.to_owned(),
+            after: after_path.to_owned(),
+            reason,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The before and the after snapshot must be two readings: one file given as both holds
+/// no run between them, and nothing counted over no time can pass.
+fn refuse_one_file_twice(before: &Path, after: &Path) -> Result<(), LoadError> {
+    if crate::output::same_file(before, after) {
+        return Err(LoadError::SameSnapshot {
+            path: before.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// Folds a recording into the series statistics (on every core for a large file; once,
+/// in order, for [`STDIN`]), recording its engine and noting gap records and skipped
+/// lines.
+pub fn load_series(choice: &mut EngineChoice, path: &Path) -> Result<SeriesStats, LoadError> {
+    let (stats, summary) = if path.as_os_str() == STDIN {
+        // A pipe is read once, in order, to its end.
+        files::read_series_stats_from(Path::new("standard input"), std::io::stdin().lock())?
+    } else {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        files::read_series_stats(path, threads)?
+    };
+    let engine = summary.header.as_ref().and_then(|h| h.engine);
+    choice.input(&shown(path), engine)?;
+    if summary.markers > 0 {
+        choice.note(format!(
+            "{}: {} gap or restart record(s): the recorder missed readings there, so a peak may be missing",
+            shown(path),
+            summary.markers
+        ));
+    }
+    if summary.skipped > 0 {
+        choice.note(format!(
+            "{}: {} line(s) skipped (not a sample; a recorder killed mid-write leaves a cut-off last line)",
+            shown(path),
+            summary.skipped
+        ));
+    }
+    Ok(stats)
+}
+
+/// Reads one boot log into its facts, recording its engine; a file that is no server's
+/// log is refused.
+pub fn load_boot(choice: &mut EngineChoice, path: &Path) -> Result<BootFacts, LoadError> {
+    let log = files::read_boot_log(path, choice.named())?;
+    choice.input(&shown(path), log.engine)?;
+    if let Some(why) = log.not_a_log {
+        return Err(LoadError::NotALog {
+            path: path.to_owned(),
+            why,
+        });
+    }
+    let facts = log.facts;
+    choice.note_version(&facts);
+    Ok(facts)
+}
+
+/// Each boot log, labelled by the shortest part of its path that tells it from the others.
+pub fn load_boots(
+    choice: &mut EngineChoice,
+    logs: &[PathBuf],
+) -> Result<Vec<(String, BootFacts)>, LoadError> {
+    let shown_logs: Vec<String> = logs.iter().map(|p| shown(p)).collect();
+    let labels = boot::labels_for(&shown_logs.iter().map(String::as_str).collect::<Vec<_>>());
+    logs.iter()
+        .zip(labels)
+        .map(|(path, label)| Ok((label, load_boot(choice, path)?)))
+        .collect()
+}
+
+/// The files a run was given, as messages name them (boot logs, then the before, after,
+/// series and result file): what "no check could run on ..." lists.
+pub fn given(files: &RunFiles) -> Vec<String> {
+    files
+        .boot_logs
+        .iter()
+        .chain(
+            [&files.before, &files.after, &files.series, &files.bench]
+                .into_iter()
+                .flatten(),
+        )
+        .map(|p| shown(p))
+        .collect()
+}
+
+/// The files of the run folder `dir`, found by name and content as `inferlint report DIR`
+/// finds them ([`files::discover_run`]); a path that is no folder, or a folder with none
+/// of a run's files, is refused.
+pub fn find_run(dir: &Path) -> Result<RunFiles, LoadError> {
+    if !dir.is_dir() {
+        return Err(LoadError::NotAFolder {
+            path: dir.to_owned(),
+        });
+    }
+    let found = files::discover_run(dir)?;
+    if found.is_empty() {
+        return Err(LoadError::NoRunFiles {
+            path: dir.to_owned(),
+        });
+    }
+    Ok(found)
+}
+
+/// Reads a run's files into the run model, as `report`, xray and the library load a
+/// run: boot logs labelled by their shortest distinct paths, every input checked against
+/// the engine named and against each other, the snapshots refused when one file is given
+/// as both or they are in the wrong order, the untimed requests the load tool announced
+/// (in its result file, else in `load.log`), and the concurrency asked for (`requested`,
+/// else the result file's `max_concurrency`). `engine` reads the run as that engine
+/// whatever the inputs said (xray, which asked the server); `None` resolves it from the
+/// choice.
+pub fn load_run(
+    choice: &mut EngineChoice,
+    files: &RunFiles,
+    requested: Option<u64>,
+    engine: Option<Engine>,
+) -> Result<Run, LoadError> {
+    let boots = load_boots(choice, &files.boot_logs)?;
+    let before = files
+        .before
+        .as_deref()
+        .map(|p| load_snapshot(choice, p, "the snapshots"))
+        .transpose()?;
+    let after = files
+        .after
+        .as_deref()
+        .map(|p| load_snapshot(choice, p, "the snapshots"))
+        .transpose()?;
+    if let (Some(before), Some(after)) = (&files.before, &files.after) {
+        refuse_one_file_twice(before, after)?;
+    }
+    let series = files
+        .series
+        .as_deref()
+        .map(|p| load_series(choice, p))
+        .transpose()?;
+    let mut bench = files
+        .bench
+        .as_deref()
+        .map(|p| files::read_bench_result(p).map(|b| (shown(p), b)))
+        .transpose()?;
+    if let (Some((_, account)), Some(log)) = (bench.as_mut(), files.load_log.as_deref()) {
+        loadtools::console::complete_from_console_file(account, log)?;
+    }
+    // The untimed requests the result file itself counts (AIPerf's warm-up), else those
+    // the tool announced on its console.
+    let expected_extra_requests = match (
+        bench.as_ref().and_then(|(_, b)| b.span.untimed_requests),
+        &files.load_log,
+    ) {
+        (Some(n), _) => n,
+        (None, Some(p)) => files::untimed_requests_in(p)?,
+        (None, None) => 0,
+    };
+    if let (Some(b), Some(a), Some(bp), Some(ap)) = (&before, &after, &files.before, &files.after) {
+        in_order(b, bp, a, ap)?;
+    }
+    // A result file written without a concurrency limit says 0 or nothing: no number.
+    let requested = requested.or_else(|| {
+        bench
+            .as_ref()
+            .and_then(|(_, b)| b.max_concurrency)
+            .and_then(|c| u64::try_from(c).ok())
+            .filter(|c| *c > 0)
+    });
+    let engine = engine.unwrap_or_else(|| choice.resolve());
+    Ok(Run {
+        engine: engine.descriptor(),
+        boots,
+        before,
+        after,
+        series,
+        bench,
+        expected_extra_requests,
+        requested,
+        load_failure: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_mismatch_message_for_files_servers_and_commands() {
+        let mismatch = |by, source| {
+            Mismatch {
+                named: Engine::Vllm,
+                by,
+                source,
+                found: Engine::Sglang,
+            }
+            .to_string()
+        };
+        assert_eq!(
+            mismatch(NamedBy::Flag, Source::Input("the snapshots".into())),
+            "--engine vllm, but the snapshots came from SGLang. Check the server address or the file, or name the engine it came from."
+        );
+        assert_eq!(
+            mismatch(
+                NamedBy::Environment,
+                Source::Server("http://127.0.0.1:1".into())
+            ),
+            "INFERLINT_ENGINE=vllm, but the server at http://127.0.0.1:1 runs SGLang. Check the server address or the file, or name the engine it came from."
+        );
+        assert!(mismatch(NamedBy::Caller, Source::ServeCommand)
+            .starts_with("the engine named is vLLM, but the --serve command starts SGLang."));
+    }
+
+    /// Two inputs from different engines are refused even with nothing named; an input
+    /// that says nothing is read as the engine the others said, without a note.
+    #[test]
+    fn inputs_must_agree() {
+        let mut choice = EngineChoice::new(None);
+        choice
+            .input("boot.log", Some(Engine::Sglang))
+            .unwrap_or_else(|e| panic!("{e}"));
+        choice
+            .input("run.series.jsonl", None)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mixed = choice.input("the snapshots", Some(Engine::Trtllm));
+        assert!(
+            matches!(mixed, Err(LoadError::MixedEngines { .. })),
+            "{mixed:?}"
+        );
+        assert_eq!(choice.resolve(), Engine::Sglang);
+        assert!(choice.take_notes().is_empty());
+        let mut unsaid = EngineChoice::new(None);
+        unsaid
+            .input("a.prom", None)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(unsaid.resolve(), Engine::DEFAULT);
+        assert_eq!(unsaid.take_notes().len(), 1);
+    }
+
+    #[test]
+    fn errors_name_their_file() {
+        let e = LoadError::NotAFolder {
+            path: PathBuf::from("-"),
+        };
+        assert_eq!(e.to_string(), "standard input is not a folder");
+        assert_eq!(e.path(), Some(Path::new("-")));
+        let unknown = EngineChoice::new(None);
+        assert_eq!(unknown.named(), None);
+    }
+}

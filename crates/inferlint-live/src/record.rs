@@ -1,0 +1,271 @@
+//! A whole recording in one call: the before reading, a series sampled while the load
+//! runs, and the after reading, held in memory (and written to a run folder when asked),
+//! ready to be checked.
+//!
+//! [`record`] is async and takes the stop as a future, so a harness runs it beside its
+//! own load on its own runtime and stops it when the load ends. It installs no signal
+//! handler: a caller that wants Ctrl-C to stop it passes [`crate::interrupted`] (or its
+//! own future) as the stop.
+
+use std::future::Future;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use inferlint_core::checks::series::SeriesStats;
+use inferlint_core::model::{SeriesSample, Snapshot};
+use inferlint_core::Engine;
+use inferlint_engines::files;
+use inferlint_engines::load::{Mismatch, NamedBy, Source};
+use inferlint_engines::output::{self, OutputError, Rule};
+
+use crate::http::{BaseUrl, HttpClient};
+use crate::scrape::{self, NoMetrics, ScrapeError, Scraper};
+use crate::watch::{self, Event, Progress, WatchOptions};
+
+/// How to record.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct RecordOptions {
+    /// Time between two readings of the series (0.25 s unless set).
+    pub interval: Duration,
+    /// Stop after this long even if the stop future has not resolved.
+    pub duration: Option<Duration>,
+    /// The engine the server must run; a server of another engine is refused.
+    pub engine: Option<Engine>,
+    /// A run folder to write the recording into as it is made (`before.snapshot.json`,
+    /// `run.series.jsonl`, `after.snapshot.json`, the files `inferlint report DIR`
+    /// reads); it is created when missing and must hold none of these files.
+    pub folder: Option<PathBuf>,
+}
+
+impl Default for RecordOptions {
+    fn default() -> RecordOptions {
+        RecordOptions {
+            interval: Duration::from_millis(250),
+            duration: None,
+            engine: None,
+            folder: None,
+        }
+    }
+}
+
+impl RecordOptions {
+    /// The time between two readings (from [`watch::MIN_INTERVAL`] to
+    /// [`watch::MAX_INTERVAL`]).
+    pub fn interval(mut self, interval: Duration) -> RecordOptions {
+        self.interval = interval;
+        self
+    }
+
+    /// The longest the recording may run.
+    pub fn duration(mut self, duration: Duration) -> RecordOptions {
+        self.duration = Some(duration);
+        self
+    }
+
+    /// Refuse a server of another engine.
+    pub fn engine(mut self, engine: Engine) -> RecordOptions {
+        self.engine = Some(engine);
+        self
+    }
+
+    /// Also write the recording into this run folder.
+    pub fn folder(mut self, folder: impl Into<PathBuf>) -> RecordOptions {
+        self.folder = Some(folder.into());
+        self
+    }
+}
+
+/// What a recording holds.
+#[derive(Debug, Clone)]
+pub struct Recording {
+    /// The engine the server runs, from its metric names.
+    pub engine: Engine,
+    /// The server's address.
+    pub url: String,
+    /// The reading taken before the series.
+    pub before: Snapshot,
+    /// The reading taken after it.
+    pub after: Snapshot,
+    /// The series folded for the checks.
+    pub series: SeriesStats,
+    /// Every sample of the series, in order (about 100 bytes each: a day at 4 Hz holds
+    /// some 35 MB).
+    pub samples: Vec<SeriesSample>,
+    /// The time between two readings, in seconds.
+    pub interval_s: f64,
+    /// What the recorder counted: samples, failed scrapes, gaps, restarts.
+    pub progress: Progress,
+    /// What a reader should know: lines a scrape could not read, gaps, restarts.
+    pub notes: Vec<String>,
+}
+
+/// Why a recording could not be made.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RecordError {
+    /// The address is not one a server can have.
+    #[error("{0}")]
+    Address(String),
+    /// No engine's metrics at the address.
+    #[error("{}", .error.message(*.named))]
+    NoMetrics {
+        /// What the first scrape found.
+        error: NoMetrics,
+        /// The engine asked for, whose hint the message gives.
+        named: Option<Engine>,
+    },
+    /// The server runs another engine than the one asked for.
+    #[error("{0}")]
+    Mismatch(Mismatch),
+    /// The after reading could not be taken.
+    #[error("cannot take the after reading: {0}")]
+    After(ScrapeError),
+    /// A file of the run folder may not or could not be written.
+    #[error("{0}")]
+    Output(#[from] OutputError),
+    /// The series could not be written.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        /// The series file.
+        path: PathBuf,
+        /// What the system said.
+        source: io::Error,
+    },
+    /// A blocking call made inside an async runtime, where it would block the runtime's
+    /// thread (tokio refuses by panicking): await the async function instead.
+    #[error("the blocking recorder cannot run inside an async runtime; await inferlint_live::record instead")]
+    InsideRuntime,
+    /// The blocking recorder's own runtime could not start.
+    #[error("cannot start the recorder's runtime: {0}")]
+    Runtime(io::Error),
+}
+
+/// The file names a recording is written under, as xray names them.
+pub const BEFORE_FILE: &str = "before.snapshot.json";
+/// See [`BEFORE_FILE`].
+pub const SERIES_FILE: &str = "run.series.jsonl";
+/// See [`BEFORE_FILE`].
+pub const AFTER_FILE: &str = "after.snapshot.json";
+
+/// Records the server at `url`: a before reading, a series every `options.interval`
+/// until `stop` resolves (or `options.duration` passes), then an after reading. Must be
+/// awaited inside a tokio runtime with its time and I/O drivers on. Installs no signal
+/// handler.
+pub async fn record(
+    url: &str,
+    options: &RecordOptions,
+    stop: impl Future<Output = ()>,
+) -> Result<Recording, RecordError> {
+    let base = BaseUrl::parse(url).map_err(RecordError::Address)?;
+    let mut scraper = Scraper::new(HttpClient::new(), base.clone());
+    let no_metrics = |error| RecordError::NoMetrics {
+        error,
+        named: options.engine,
+    };
+    let (first, engine) = scrape::first_scrape(&mut scraper)
+        .await
+        .map_err(no_metrics)?;
+    if let Some(named) = options.engine.filter(|named| *named != engine) {
+        return Err(RecordError::Mismatch(Mismatch {
+            named,
+            by: NamedBy::Caller,
+            source: Source::Server(base.to_string()),
+            found: engine,
+        }));
+    }
+    let mut notes = Vec::new();
+    if let Some(skipped) = &first.skipped {
+        notes.push(format!("{}: {skipped}", first.url));
+    }
+    let mut series_file = match &options.folder {
+        Some(folder) => {
+            write_snapshot(&folder.join(BEFORE_FILE), &first.snapshot)?;
+            Some(output::create_stream(
+                &folder.join(SERIES_FILE),
+                &Rule::NEW,
+            )?)
+        }
+        None => None,
+    };
+    let before = first.snapshot.clone();
+    let mut series = SeriesStats::new();
+    let mut samples = Vec::new();
+    let watch_options = WatchOptions {
+        interval: options.interval,
+        duration: options.duration,
+    };
+    let mut on_event = |event: Event<'_>, _: &Progress| match event {
+        Event::Sample(sample) => {
+            series.push(sample);
+            samples.push(*sample);
+        }
+        Event::Gap(reason) | Event::Missed(reason) => notes.push(format!("gap: {reason}")),
+        Event::Restart(what) => notes.push(format!("the server restarted ({what})")),
+        Event::Skipped(what) => notes.push(what.to_owned()),
+    };
+    let written = match series_file.as_mut() {
+        Some(file) => {
+            watch::watch(
+                &mut scraper,
+                first,
+                engine,
+                &watch_options,
+                file,
+                stop,
+                &mut on_event,
+            )
+            .await
+        }
+        None => {
+            watch::watch(
+                &mut scraper,
+                first,
+                engine,
+                &watch_options,
+                &mut io::sink(),
+                stop,
+                &mut on_event,
+            )
+            .await
+        }
+    };
+    let series_path = || {
+        options
+            .folder
+            .as_deref()
+            .map_or_else(PathBuf::new, |f| f.join(SERIES_FILE))
+    };
+    let progress = written.map_err(|source| RecordError::Write {
+        path: series_path(),
+        source,
+    })?;
+    if let Some(file) = &series_file {
+        file.sync_all().map_err(|source| RecordError::Write {
+            path: series_path(),
+            source,
+        })?;
+    }
+    drop(series_file);
+    let after = scraper.scrape().await.map_err(RecordError::After)?;
+    if let Some(folder) = &options.folder {
+        write_snapshot(&folder.join(AFTER_FILE), &after.snapshot)?;
+    }
+    Ok(Recording {
+        engine,
+        url: base.to_string(),
+        before,
+        after: after.snapshot,
+        series,
+        samples,
+        interval_s: options.interval.as_secs_f64(),
+        progress,
+        notes,
+    })
+}
+
+fn write_snapshot(path: &Path, snapshot: &Snapshot) -> Result<(), RecordError> {
+    output::write_file(path, files::snapshot_json(snapshot).as_bytes(), &Rule::NEW)?;
+    Ok(())
+}

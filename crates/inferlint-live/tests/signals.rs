@@ -1,0 +1,71 @@
+//! A recording installs no signal handler: after it, Ctrl-C still ends the process. The
+//! recorder used to install SIGINT and SIGTERM handlers that outlived it, so a harness
+//! that recorded once could no longer be stopped with Ctrl-C.
+//!
+//! A signal's default action ends the whole process, so the test runs in a child: this
+//! test binary again, running only `child_records_then_raises_sigint` with the variable
+//! below set. The child records, then raises SIGINT; with no handler left behind, the
+//! child dies of it.
+
+#[cfg(unix)]
+const CHILD: &str = "INFERLINT_LIVE_SIGNAL_CHILD";
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_still_ends_a_process_that_recorded() {
+    use std::os::unix::process::ExitStatusExt;
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "signals::child_records_then_raises_sigint",
+            "--nocapture",
+        ])
+        .env(CHILD, "1")
+        .status()
+        .unwrap();
+    assert_eq!(
+        status.signal(),
+        Some(nix::sys::signal::Signal::SIGINT as i32),
+        "the child survived SIGINT: a handler was left installed ({status:?})"
+    );
+}
+
+/// The child's part (does nothing unless run by the test above).
+#[cfg(unix)]
+#[test]
+fn child_records_then_raises_sigint() {
+    if std::env::var_os(CHILD).is_none() {
+        return;
+    }
+    let server = inferlint_sim::server::spawn(inferlint_sim::server::ServerConfig::new(
+        inferlint_core::Engine::Vllm,
+    ))
+    .unwrap();
+    let options =
+        inferlint_live::RecordOptions::default().interval(std::time::Duration::from_millis(50));
+    let stop = async { std::thread::sleep(std::time::Duration::from_millis(150)) };
+    inferlint_live::blocking::record(&server.base_url, &options, stop).unwrap();
+    // The recorder's own watch, which used to install the handlers.
+    let recorder = inferlint_live::Recorder::new().unwrap();
+    let base = inferlint_live::BaseUrl::parse(&server.base_url).unwrap();
+    let mut scraper = recorder.scraper(base);
+    let (first, engine) = recorder.first_scrape(&mut scraper).unwrap();
+    let watch = inferlint_live::watch::WatchOptions {
+        interval: std::time::Duration::from_millis(50),
+        duration: Some(std::time::Duration::from_millis(150)),
+    };
+    recorder
+        .watch(
+            &mut scraper,
+            first,
+            engine,
+            &watch,
+            &mut std::io::sink(),
+            std::future::pending::<()>(),
+            |_, _| {},
+        )
+        .unwrap();
+    nix::sys::signal::raise(nix::sys::signal::Signal::SIGINT).unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(5));
+    panic!("still alive 5 s after SIGINT");
+}

@@ -1,0 +1,9 @@
+//! Integration tests of the live crate, against the simulated server on 127.0.0.1
+//! (`inferlint_sim::server::spawn`): no GPU, no engine, no network beyond the machine.
+
+/// The blocking face: refused inside a runtime, with an error and not a panic.
+mod blocking;
+/// A whole recording while the simulated load runs, in memory and in a run folder.
+mod record;
+/// No signal handler unless the caller asks for one.
+mod signals;

@@ -1,0 +1,123 @@
+//! What checking a run gives: the verdicts, the tripwires not checked and why, what
+//! limited the run, and the outcome.
+
+use inferlint_core::contract;
+use inferlint_core::insights::{self, Insight};
+use inferlint_core::run::{not_a_benchmark, Run as CoreRun};
+use inferlint_core::status::{count_line, CheckResult, Outcome, Status};
+use serde::Serialize;
+
+/// The checked run. Serialises as an object with `outcome`, `results` (each verdict, in
+/// the `--json` shape: `tripwire`, `status`, `message`, `evidence`, `advice`),
+/// `not_checked` (the same shape, status `not_checked`), `insights` (`limit`, `key`,
+/// `title`, `text`) and `notes`.
+///
+/// ```
+/// # let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/sim/vllm-hybrid");
+/// let report = inferlint::Run::from_dir(dir)?.check();
+/// let json = serde_json::to_value(&report).expect("a report serialises");
+/// assert_eq!(json["outcome"], "tripwire_failed");
+/// assert_eq!(json["results"][0]["tripwire"], "T12");
+/// # Ok::<(), inferlint::Error>(())
+/// ```
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    outcome: Outcome,
+    results: Vec<CheckResult>,
+    not_checked: Vec<CheckResult>,
+    insights: Vec<Insight>,
+    notes: Vec<String>,
+    /// Whether the run was not a benchmark: then it never passes.
+    #[serde(skip)]
+    not_a_benchmark: bool,
+}
+
+impl Report {
+    pub(crate) fn new(run: &CoreRun, all: Vec<CheckResult>, notes: Vec<String>) -> Report {
+        let insights = insights::what_limited(run, &all);
+        let (not_checked, results): (Vec<CheckResult>, Vec<CheckResult>) = all
+            .into_iter()
+            .partition(|r| r.status == Status::NotChecked);
+        let not_a_benchmark = not_a_benchmark(run).is_some();
+        let mut report = Report {
+            outcome: Outcome::Passed,
+            results,
+            not_checked,
+            insights,
+            notes,
+            not_a_benchmark,
+        };
+        report.outcome = report.outcome_with(false);
+        report
+    }
+
+    /// Each verdict (pass, warning, tripwire failed, can't tell, does not apply), in
+    /// the order `inferlint report` prints them.
+    pub fn results(&self) -> &[CheckResult] {
+        &self.results
+    }
+
+    /// Each tripwire the run's files could answer but whose input was missing, with
+    /// what it needs in its message (`needs the load tool's result file`) and in its
+    /// `needs` evidence (`bench_result`).
+    pub fn not_checked(&self) -> &[CheckResult] {
+        &self.not_checked
+    }
+
+    /// "What limited this run": plain sentences on what held the run back, limits first.
+    pub fn insights(&self) -> &[Insight] {
+        &self.insights
+    }
+
+    /// What a reader should know that did not stop the load (skipped lines, gaps in
+    /// the recording, an engine version not tested, files read as vLLM's).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// The run's outcome, as `inferlint report`'s exit status gives it: a tripwire
+    /// failed (1), else a check could not tell or the run was not a benchmark (2), else
+    /// passed (0). Warnings pass.
+    pub fn outcome(&self) -> Outcome {
+        self.outcome
+    }
+
+    /// The outcome under `--strict`: a warning counts as a failed tripwire.
+    pub fn strict_outcome(&self) -> Outcome {
+        self.outcome_with(true)
+    }
+
+    fn outcome_with(&self, strict: bool) -> Outcome {
+        match Outcome::of(&self.results, strict) {
+            Outcome::Passed if self.not_a_benchmark => Outcome::Undecided,
+            outcome => outcome,
+        }
+    }
+
+    /// The results as `inferlint report --json` prints them: the verdicts, then the
+    /// tripwires not checked (contract version 2, shared with the established Python
+    /// tool: `tripwire`, `status`, `message`, `evidence`, plus `advice`).
+    pub fn to_json(&self) -> String {
+        contract::results_json(&self.all())
+    }
+
+    /// The lines `inferlint report` prints on a terminal: each result with its advice,
+    /// "What limited this run", and the count line (`11 checks (7 pass, 2 warn, 2
+    /// tripwire-failed)`).
+    pub fn to_text(&self) -> String {
+        let all = self.all();
+        let mut text: String = all.iter().map(CheckResult::terminal_block).collect();
+        text.push_str(&insights::terminal_lines(&self.insights));
+        text.push_str(&count_line(&all));
+        text.push('\n');
+        text
+    }
+
+    pub(crate) fn all(&self) -> Vec<CheckResult> {
+        self.results
+            .iter()
+            .chain(&self.not_checked)
+            .cloned()
+            .collect()
+    }
+}

@@ -1,0 +1,517 @@
+//! A run to check: read from a run folder ([`Run::from_dir`]), put together from a
+//! harness's own data ([`Run::builder`]), or recorded live (`Run::from_recording`, with
+//! the `live` feature).
+
+use std::path::{Path, PathBuf};
+
+use inferlint_core::checks::series::SeriesStats;
+use inferlint_core::client::{ClientAccount, LoadTool};
+use inferlint_core::model::{BootFacts, SeriesSample, Snapshot};
+use inferlint_core::run::{self as core_run, Run as CoreRun};
+use inferlint_core::status::any_verdict;
+use inferlint_core::Engine;
+use inferlint_engines::load::{self, EngineChoice, NamedBy};
+use inferlint_engines::{bootlog, detect, files, record};
+
+use crate::error::{Error, ErrorKind};
+use crate::report::Report;
+
+/// A benchmark run, read and ready to check with [`Run::check`].
+///
+/// Whatever a run left is optional: the boot log, the before and after readings of the
+/// server's `/metrics`, a series sampled during the run, the load's own account. A check
+/// whose input is missing is listed as not checked ([`Report::not_checked`]), never
+/// passed.
+#[derive(Debug)]
+pub struct Run {
+    pub(crate) inner: CoreRun,
+    /// What a reader should know that did not stop the load.
+    notes: Vec<String>,
+    /// Where the recording can be read again for the HTML report's charts.
+    #[cfg_attr(
+        not(feature = "report"),
+        expect(dead_code, reason = "read by the report")
+    )]
+    pub(crate) series_source: SeriesSource,
+}
+
+/// Where the samples of a run's recording are, for drawing.
+#[derive(Debug, Clone, Default)]
+#[cfg_attr(
+    not(feature = "report"),
+    expect(dead_code, reason = "read by the HTML report")
+)]
+pub(crate) enum SeriesSource {
+    /// No recording.
+    #[default]
+    None,
+    /// A series file, read again.
+    File(PathBuf),
+    /// Samples held in memory.
+    Samples(Vec<SeriesSample>),
+}
+
+impl Run {
+    /// Reads the run folder `dir` exactly as `inferlint report DIR` does: the boot logs,
+    /// the before and after snapshots, the recording, the load tool's result file (any of
+    /// the tools `inferlint` reads, told by content) and its console log, found by name
+    /// and content. The same refusals: a path that is no folder or holds no run file
+    /// ([`ErrorKind::NoRun`]), a damaged or foreign file ([`ErrorKind::Invalid`],
+    /// [`ErrorKind::Io`]), files from two engines ([`ErrorKind::Engine`]), snapshots in
+    /// the wrong order ([`ErrorKind::Readings`]), files that allow no check at all
+    /// ([`ErrorKind::NothingChecked`]).
+    ///
+    /// The engine is the one the files say; files that say none are read as vLLM's, with
+    /// a note ([`Run::notes`]). Unlike the command line, the library reads no
+    /// environment variable: name the engine with [`Run::from_dir_as`].
+    ///
+    /// ```
+    /// # let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/sim/vllm-hybrid");
+    /// let run = inferlint::Run::from_dir(dir)?;
+    /// let report = run.check();
+    /// for result in report.results() {
+    ///     println!("{} {:?} {}", result.tripwire(), result.status(), result.message());
+    /// }
+    /// assert_eq!(report.outcome(), inferlint::Outcome::TripwireFailed);
+    /// # Ok::<(), inferlint::Error>(())
+    /// ```
+    pub fn from_dir(dir: impl AsRef<Path>) -> Result<Run, Error> {
+        Run::from_dir_with(dir.as_ref(), EngineChoice::new(None))
+    }
+
+    /// [`Run::from_dir`], with every file refused that came from another engine than
+    /// `engine` (as `inferlint report --engine` refuses them).
+    pub fn from_dir_as(dir: impl AsRef<Path>, engine: Engine) -> Result<Run, Error> {
+        Run::from_dir_with(
+            dir.as_ref(),
+            EngineChoice::new(Some((engine, NamedBy::Caller))),
+        )
+    }
+
+    fn from_dir_with(dir: &Path, mut choice: EngineChoice) -> Result<Run, Error> {
+        let found = load::find_run(dir)?;
+        let inner = load::load_run(&mut choice, &found, None, None)?;
+        let given = load::given(&found);
+        let run = Run {
+            inner,
+            notes: choice.take_notes(),
+            series_source: found.series.map_or(SeriesSource::None, SeriesSource::File),
+        };
+        run.refuse_nothing_checked(&given)?;
+        Ok(run)
+    }
+
+    /// A run put together from a harness's own data: the boot log's text, the
+    /// `/metrics` text before and after, samples taken during the run, the client's
+    /// counts.
+    pub fn builder() -> RunBuilder {
+        RunBuilder::default()
+    }
+
+    /// Checks the run: every check its inputs allow, in the order `inferlint report`
+    /// prints them, then each tripwire a missing input left unchecked, and "what limited
+    /// this run".
+    pub fn check(&self) -> Report {
+        let results = core_run::check_run(&self.inner);
+        Report::new(&self.inner, results, self.notes.clone())
+    }
+
+    /// The engine the run was read as.
+    pub fn engine(&self) -> Engine {
+        self.inner.engine.engine
+    }
+
+    /// What a reader should know that did not stop the load: lines a snapshot skipped,
+    /// gap records in a recording, an engine version inferlint was not tested against,
+    /// files read as vLLM's because they did not say.
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// The run model the checks read, for a caller that calls `inferlint_core`'s
+    /// functions itself (outside the stable API: see the crate's docs).
+    pub fn model(&self) -> &CoreRun {
+        &self.inner
+    }
+
+    /// `inferlint report`'s refusal when no check could run on what was given.
+    fn refuse_nothing_checked(&self, given: &[String]) -> Result<(), Error> {
+        let results = core_run::check_run(&self.inner);
+        if any_verdict(&results) {
+            return Ok(());
+        }
+        Err(Error::new(
+            ErrorKind::NothingChecked,
+            core_run::nothing_checked(given, &results),
+        ))
+    }
+}
+
+/// A harness's own account of its load, in place of a load tool's result file.
+///
+/// Fill the four counts and leave the rest to [`Default`]; more optional fields may be
+/// added in a minor release, so build it with `..Default::default()`:
+///
+/// ```
+/// let client = inferlint::ClientSummary {
+///     completed: 32,
+///     failed: 0,
+///     output_tokens: 32_000,
+///     duration_s: 99.0,
+///     ..Default::default()
+/// };
+/// # let _ = client;
+/// ```
+///
+/// A duration of 0 (the default) or one that is not finite is read as unknown.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ClientSummary {
+    /// Requests that came back whole.
+    pub completed: u64,
+    /// Requests that failed: an error answer, a timeout, a broken stream.
+    pub failed: u64,
+    /// Output tokens of the completed requests, as the client counted them.
+    pub output_tokens: u64,
+    /// The timed span of the load, in seconds.
+    pub duration_s: f64,
+    /// Prompt tokens of the completed requests, when the client counted them.
+    pub input_tokens: Option<u64>,
+    /// Requests sent outside the timed span (a test request, a warm-up), which the
+    /// server counted too.
+    pub untimed_requests: u64,
+    /// The concurrency the load kept (T8 checks the server reached it); the builder's
+    /// [`RunBuilder::requested`] wins when both are given.
+    pub max_concurrency: Option<u64>,
+}
+
+impl ClientSummary {
+    fn account(&self) -> Result<ClientAccount, Error> {
+        let count = |what: &str, n: u64| {
+            i64::try_from(n).map_err(|_| {
+                Error::invalid_input("the client summary", format!("{what} {n} is too large"))
+            })
+        };
+        let mut account = ClientAccount::new(LoadTool::Harness);
+        account.completed = Some(count("completed", self.completed)?);
+        account.failed = Some(count("failed", self.failed)?);
+        account.sent = Some(count(
+            "completed plus failed",
+            self.completed.saturating_add(self.failed),
+        )?);
+        account.total_output_tokens = Some(count("output_tokens", self.output_tokens)?);
+        account.total_input_tokens = self
+            .input_tokens
+            .map(|n| count("input_tokens", n))
+            .transpose()?;
+        account.duration = Some(self.duration_s).filter(|d| d.is_finite() && *d > 0.0);
+        account.output_throughput = account.duration.map(|d| self.output_tokens as f64 / d);
+        account.max_concurrency = self
+            .max_concurrency
+            .map(|n| count("max_concurrency", n))
+            .transpose()?;
+        account.span.untimed_requests = Some(self.untimed_requests);
+        Ok(account)
+    }
+}
+
+/// Puts a [`Run`] together from data a harness holds (see [`Run::builder`]).
+///
+/// ```
+/// use inferlint::{ClientSummary, Engine, Run};
+/// # let before = "vllm:num_requests_running 0\n";
+/// # let after = "vllm:num_requests_running 0\n";
+/// let run = Run::builder()
+///     .engine(Engine::Vllm)
+///     .before_metrics_at(before, 1_700_000_000.0)?
+///     .after_metrics_at(after, 1_700_000_100.0)?
+///     .client(ClientSummary { completed: 32, duration_s: 99.0, ..Default::default() })
+///     .requested(32)
+///     .build()?;
+/// let report = run.check();
+/// # let _ = report;
+/// # Ok::<(), inferlint::Error>(())
+/// ```
+#[derive(Debug, Default)]
+pub struct RunBuilder {
+    named: Option<Engine>,
+    /// Each input as messages name it, and the engine it said it came from.
+    said: Vec<(String, Option<Engine>)>,
+    boots: Vec<(String, BootFacts)>,
+    /// A boot log that is no server's log: refused by `build`.
+    not_a_log: Option<(String, &'static str)>,
+    before: Option<Snapshot>,
+    after: Option<Snapshot>,
+    /// The recording, folded as it comes, with the engine its samples were read as.
+    series: Option<(SeriesStats, Engine)>,
+    samples: Vec<SeriesSample>,
+    last_t_wall: Option<f64>,
+    client: Option<ClientSummary>,
+    requested: Option<u64>,
+    notes: Vec<String>,
+}
+
+impl RunBuilder {
+    /// Names the engine: an input from another one is refused by [`RunBuilder::build`].
+    /// Without it, the engine is the one the inputs say (vLLM when none does, with a
+    /// note). Name it before giving samples: they are read through its metric names.
+    pub fn engine(mut self, engine: Engine) -> RunBuilder {
+        self.named = Some(engine);
+        self
+    }
+
+    /// Adds a boot log (the server's output from its start), read as `inferlint
+    /// check-log` reads one. Several are allowed (T4 and T11 compare starts); the last one
+    /// covers the run. Text that is no server's log is refused by [`RunBuilder::build`].
+    pub fn boot_log(mut self, text: &str) -> RunBuilder {
+        let label = format!("boot log {}", self.boots.len() + 1);
+        let from_log = detect::engine_from_log(text);
+        let facts = bootlog::parse_boot_log(text, from_log.or(self.named));
+        if let Some(why) = bootlog::not_a_boot_log(text, &facts) {
+            self.not_a_log.get_or_insert((label.clone(), why));
+        }
+        self.said.push((label.clone(), from_log));
+        self.boots.push((label, facts));
+        self
+    }
+
+    /// The server's `/metrics` text read before the load, without a clock: the checks
+    /// that need the time between the readings (T10's rate) then say Can't tell. Text in
+    /// which no sample line reads is an [`ErrorKind::Invalid`] error.
+    pub fn before_metrics(self, text: &str) -> Result<RunBuilder, Error> {
+        self.reading(text, None, true)
+    }
+
+    /// [`RunBuilder::before_metrics`], scraped at `t_wall` (Unix seconds).
+    pub fn before_metrics_at(self, text: &str, t_wall: f64) -> Result<RunBuilder, Error> {
+        self.reading(text, Some(t_wall), true)
+    }
+
+    /// The server's `/metrics` text read after the load (see
+    /// [`RunBuilder::before_metrics`]).
+    pub fn after_metrics(self, text: &str) -> Result<RunBuilder, Error> {
+        self.reading(text, None, false)
+    }
+
+    /// [`RunBuilder::after_metrics`], scraped at `t_wall` (Unix seconds).
+    pub fn after_metrics_at(self, text: &str, t_wall: f64) -> Result<RunBuilder, Error> {
+        self.reading(text, Some(t_wall), false)
+    }
+
+    fn reading(
+        mut self,
+        text: &str,
+        t_wall: Option<f64>,
+        before: bool,
+    ) -> Result<RunBuilder, Error> {
+        let what = if before {
+            "the before metrics"
+        } else {
+            "the after metrics"
+        };
+        let t_wall = match t_wall {
+            Some(t) if !t.is_finite() => {
+                return Err(Error::invalid_input(what, format!("t_wall {t} is no time")))
+            }
+            t => t,
+        };
+        let (mut snapshot, skipped) = files::parse_snapshot_noted(text, Path::new(what))
+            .map_err(|e| Error::invalid_input(what, strip_name(&e.to_string(), what)))?;
+        if let Some(skipped) = skipped {
+            self.notes.push(format!("{what}: {skipped}"));
+        }
+        if snapshot.t_wall.is_none() {
+            snapshot.t_wall = t_wall;
+        }
+        self.said.push((
+            "the snapshots".to_owned(),
+            detect::engine_from_metric_names(snapshot.metrics.names()),
+        ));
+        if before {
+            self.before = Some(snapshot);
+        } else {
+            self.after = Some(snapshot);
+        }
+        Ok(self)
+    }
+
+    /// Adds one reading of `/metrics` taken during the run at `t_wall` (Unix seconds),
+    /// folded at once into the series the checks read (T8, T9, T14), as `inferlint
+    /// watch` samples a server. Samples come in time order; one that goes back in time,
+    /// or text in which no sample line reads, is an [`ErrorKind::Invalid`] error and is
+    /// not added.
+    pub fn sample_metrics(&mut self, text: &str, t_wall: f64) -> Result<(), Error> {
+        let what = format!("the sample at t_wall {t_wall}");
+        if !t_wall.is_finite() {
+            return Err(Error::invalid_input(&what, "not a time"));
+        }
+        if let Some(last) = self.last_t_wall.filter(|last| t_wall < *last) {
+            return Err(Error::invalid_input(
+                &what,
+                format!("it is earlier than the sample before it (t_wall {last})"),
+            ));
+        }
+        let snapshot = files::parse_snapshot_noted(text, Path::new(&what))
+            .map_err(|e| Error::invalid_input(&what, strip_name(&e.to_string(), &what)))?
+            .0;
+        let said = detect::engine_from_metric_names(snapshot.metrics.names());
+        let engine = match &self.series {
+            Some((_, engine)) => *engine,
+            None => self
+                .named
+                .or(said)
+                .or_else(|| self.said.iter().find_map(|(_, e)| *e))
+                .unwrap_or(Engine::DEFAULT),
+        };
+        let sample =
+            record::sample_from_metrics(engine.descriptor(), &snapshot.metrics, t_wall, None);
+        if self.series.is_none() {
+            self.said.push(("the samples".to_owned(), said));
+        } else if let Some(said) = said.filter(|s| *s != engine) {
+            self.said.push((what, Some(said)));
+        }
+        let (stats, _) = self
+            .series
+            .get_or_insert_with(|| (SeriesStats::new(), engine));
+        stats.push(&sample);
+        // Held only for the HTML report's charts; the checks read the folded series.
+        if cfg!(feature = "report") {
+            self.samples.push(sample);
+        }
+        self.last_t_wall = Some(t_wall);
+        Ok(())
+    }
+
+    /// The client's own account of the load (T15, T18, T20).
+    pub fn client(mut self, client: ClientSummary) -> RunBuilder {
+        self.client = Some(client);
+        self
+    }
+
+    /// The concurrency the load asked for (T8).
+    pub fn requested(mut self, requested: u64) -> RunBuilder {
+        self.requested = Some(requested);
+        self
+    }
+
+    /// The run: every input checked against the engine named and against each other, as
+    /// `inferlint report` checks a folder's files. Refused: inputs from two engines or
+    /// from another than the one named ([`ErrorKind::Engine`]), a boot log that is no
+    /// server's log ([`ErrorKind::Invalid`]), readings in the wrong order
+    /// ([`ErrorKind::Readings`]), nothing to check ([`ErrorKind::NothingChecked`]).
+    pub fn build(self) -> Result<Run, Error> {
+        let mut choice = EngineChoice::new(self.named.map(|e| (e, NamedBy::Caller)));
+        for (what, said) in &self.said {
+            choice.input(what, *said)?;
+        }
+        if let Some((label, why)) = &self.not_a_log {
+            return Err(Error::invalid_input(
+                label,
+                format!("not a server log: {why}"),
+            ));
+        }
+        let engine = choice.resolve();
+        if let Some((_, read_as)) = &self.series {
+            if *read_as != engine {
+                return Err(Error::new(
+                    ErrorKind::Engine,
+                    format!(
+                        "the samples were read as {}'s, but the run is {}'s; name the engine before the first sample",
+                        read_as.name(),
+                        engine.name()
+                    ),
+                )
+                .with_input("the samples"));
+            }
+        }
+        for facts in self.boots.iter().map(|(_, f)| f) {
+            choice.note_version(facts);
+        }
+        if let (Some(before), Some(after)) = (&self.before, &self.after) {
+            if let Some(reason) = inferlint_core::checks::counters::out_of_order(before, after) {
+                return Err(Error::new(
+                    ErrorKind::Readings,
+                    format!(
+                        "the before and the after metrics: {reason}; give the earlier reading first"
+                    ),
+                )
+                .with_input("the before metrics"));
+            }
+        }
+        let account = self
+            .client
+            .as_ref()
+            .map(ClientSummary::account)
+            .transpose()?;
+        let expected_extra_requests = self.client.as_ref().map_or(0, |c| c.untimed_requests);
+        let requested = self
+            .requested
+            .or_else(|| self.client.as_ref().and_then(|c| c.max_concurrency))
+            .filter(|n| *n > 0 || self.requested.is_some());
+        let mut given: Vec<String> = self.boots.iter().map(|(l, _)| l.clone()).collect();
+        given.extend(
+            self.before
+                .as_ref()
+                .map(|_| "the before metrics".to_owned()),
+        );
+        given.extend(self.after.as_ref().map(|_| "the after metrics".to_owned()));
+        given.extend(self.series.as_ref().map(|_| "the samples".to_owned()));
+        given.extend(account.as_ref().map(|_| "the client summary".to_owned()));
+        let mut notes = self.notes;
+        notes.extend(choice.take_notes());
+        let run = Run {
+            inner: CoreRun {
+                engine: engine.descriptor(),
+                boots: self.boots,
+                before: self.before,
+                after: self.after,
+                series: self.series.map(|(stats, _)| stats),
+                bench: account.map(|a| ("the client summary".to_owned(), a)),
+                expected_extra_requests,
+                requested,
+                load_failure: None,
+            },
+            notes,
+            series_source: if self.samples.is_empty() {
+                SeriesSource::None
+            } else {
+                SeriesSource::Samples(self.samples)
+            },
+        };
+        run.refuse_nothing_checked(&given)?;
+        Ok(run)
+    }
+}
+
+/// A file error's message without the pseudo-path it was given (`the before metrics:`),
+/// which the library's own message names once already.
+fn strip_name(message: &str, what: &str) -> String {
+    message
+        .strip_prefix(what)
+        .and_then(|rest| rest.strip_prefix(": "))
+        .unwrap_or(message)
+        .to_owned()
+}
+
+#[cfg(feature = "live")]
+impl Run {
+    /// A recording made by [`crate::live::record`], with what else the harness knows
+    /// (the server's boot log, the client's counts, the concurrency asked for) given
+    /// through the builder it returns. The engine is the one the server's metrics named.
+    pub fn from_recording(recording: &crate::live::Recording) -> RunBuilder {
+        RunBuilder {
+            named: Some(recording.engine),
+            said: vec![("the recording".to_owned(), Some(recording.engine))],
+            before: Some(recording.before.clone()),
+            after: Some(recording.after.clone()),
+            series: Some((recording.series.clone(), recording.engine)),
+            samples: if cfg!(feature = "report") {
+                recording.samples.clone()
+            } else {
+                Vec::new()
+            },
+            last_t_wall: recording.samples.last().map(|s| s.t_wall),
+            notes: recording.notes.clone(),
+            ..RunBuilder::default()
+        }
+    }
+}

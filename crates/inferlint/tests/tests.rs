@@ -1,0 +1,6 @@
+//! Integration tests of the library as a harness uses it.
+
+/// A run put together from raw `/metrics` text and a client's counts.
+mod builder;
+/// Run folders: the same verdicts and refusals as the command line.
+mod folders;
