@@ -102,8 +102,8 @@ impl Report {
     }
 
     /// The lines `inferlint report` prints on a terminal: each result with its advice,
-    /// "What limited this run", and the count line (`11 checks (7 pass, 2 warn, 2
-    /// tripwire-failed)`).
+    /// "What limited this run", and the count line (`14 checks (10 pass, 2 warn, 2
+    /// tripwire-failed); 1 does not apply`).
     pub fn to_text(&self) -> String {
         let all = self.all();
         let mut text: String = all.iter().map(CheckResult::terminal_block).collect();

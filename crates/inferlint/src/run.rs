@@ -381,7 +381,8 @@ impl RunBuilder {
         Ok(())
     }
 
-    /// The client's own account of the load (T15, T18, T20).
+    /// The client's own account of the load (T15, T18, T20; T17 and T19 read its counts
+    /// of requests sent and untimed).
     pub fn client(mut self, client: ClientSummary) -> RunBuilder {
         self.client = Some(client);
         self
