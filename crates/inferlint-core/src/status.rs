@@ -131,6 +131,7 @@ impl Tripwire {
     pub const T18: Tripwire = Tripwire(18);
     /// T20: Request lengths as advertised.
     pub const T20: Tripwire = Tripwire(20);
+    pub const T22: Tripwire = Tripwire(22);
 
     /// Builds an id from its number; `None` when the catalogue has no such tripwire.
     pub fn new(number: u8) -> Option<Tripwire> {
@@ -161,7 +162,7 @@ impl Tripwire {
     }
 
     /// The ids as a reader names them: runs of consecutive numbers as ranges
-    /// (`T1-T15, T18, T20`).
+    /// (`T1-T15, T18, T20, T22`).
     pub fn all_named() -> String {
         let numbers: Vec<u8> = Tripwire::all().map(Tripwire::number).collect();
         let mut parts = Vec::new();
@@ -566,6 +567,6 @@ mod tests {
             numbers, sorted,
             "the catalogue is in number order, each id once"
         );
-        assert_eq!(Tripwire::all_named(), "T1-T15, T18, T20");
+        assert_eq!(Tripwire::all_named(), "T1-T15, T18, T20, T22");
     }
 }
