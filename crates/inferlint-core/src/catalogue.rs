@@ -1192,7 +1192,8 @@ static CATALOGUE: &[TripwireInfo] = &[
                  Its gauges move when requests finish, so a short imbalance can be missed.",
             ),
         ],
-        command: "inferlint report FLEET_DIR  |  inferlint report --prometheus URL --start T --end T",
+        command:
+            "inferlint report FLEET_DIR  |  inferlint report --prometheus URL --start T --end T",
         needs: (
             "needs the recordings of two or more replicas on one schedule",
             "need the recordings of two or more replicas on one schedule",
