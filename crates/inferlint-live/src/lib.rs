@@ -25,6 +25,7 @@ pub mod blocking;
 pub mod clock;
 pub mod http;
 pub mod probe;
+pub mod prometheus;
 pub mod record;
 pub mod schedule;
 pub mod scrape;

@@ -14,6 +14,7 @@ pub mod bootlog;
 pub mod cases;
 pub mod expo;
 pub mod load;
+pub mod prometheus;
 pub mod runfolder;
 pub mod sched;
 pub mod server;
