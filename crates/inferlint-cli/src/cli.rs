@@ -330,6 +330,8 @@ pub struct ReportArgs {
     /// With --baseline: the largest regression allowed, e.g. 5% (default 5%)
     #[arg(long, value_name = "PCT", value_parser = margin, requires = "baseline")]
     pub max_regression: Option<f64>,
+    #[command(flatten)]
+    pub prometheus: crate::fleet::PrometheusArgs,
 }
 
 #[derive(Debug, Args)]

@@ -287,6 +287,10 @@ pub(crate) fn report(
     json: bool,
     strict: bool,
 ) -> Result<ExitCode, CliError> {
+    // A fleet folder, or a fleet read from Prometheus, is checked replica by replica.
+    if let Some(code) = crate::fleet::report_if_fleet(choice, args, json, strict)? {
+        return Ok(code);
+    }
     let mut found = files::RunFiles::default();
     if let Some(dir) = &args.run {
         found = load::find_run(dir)?;

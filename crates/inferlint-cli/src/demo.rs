@@ -79,6 +79,7 @@ pub fn demo(
         force: false,
         baseline: None,
         max_regression: None,
+        prometheus: crate::fleet::PrometheusArgs::default(),
     };
     let mut choice = EngineChoice::from_args(None)?;
     crate::commands::report(&mut choice, &args, json, strict)

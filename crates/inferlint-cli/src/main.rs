@@ -8,6 +8,7 @@ mod compare;
 mod demo;
 mod exit;
 mod flags;
+mod fleet;
 mod gpu;
 mod junit;
 mod live;
