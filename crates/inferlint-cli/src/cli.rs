@@ -146,10 +146,14 @@ pub enum Command {
     },
     /// Record the server on a fixed schedule while a load runs
     Watch {
-        /// The server's address, e.g. http://127.0.0.1:8000
-        #[arg(value_name = "URL")]
-        url: String,
-        /// The series file to write (one line per sample; an existing file is refused)
+        /// The server's address, e.g. http://127.0.0.1:8000; several record a fleet
+        #[arg(value_name = "URL", required_unless_present = "targets")]
+        urls: Vec<String>,
+        /// A file of replicas' addresses, one a line (# starts a comment): a fleet
+        #[arg(long, value_name = "FILE")]
+        targets: Option<PathBuf>,
+        /// The series file to write (one line per sample; an existing file is refused);
+        /// for a fleet, a new or empty folder
         #[arg(short = 'o', long = "out", value_name = "FILE", required = true)]
         out: PathBuf,
         /// Seconds between samples (0.05 to 3600)

@@ -82,12 +82,23 @@ pub fn dispatch(cli: &Cli) -> Result<ExitCode, CliError> {
         Command::Report(args) => report(&mut choice, args, g.json, g.strict),
         Command::Snapshot { url, out, force } => crate::live::snapshot(&choice, url, out, *force),
         Command::Watch {
-            url,
+            urls,
+            targets,
             out,
             interval,
             duration,
             force,
-        } => crate::live::watch(&choice, url, out, *interval, *duration, *force),
+        } => match (urls.as_slice(), targets) {
+            ([url], None) => crate::live::watch(&choice, url, out, *interval, *duration, *force),
+            _ => crate::fleet_watch::watch_fleet(
+                &choice,
+                urls,
+                targets.as_deref(),
+                out,
+                *interval,
+                *duration,
+            ),
+        },
         Command::Probe {
             url,
             model,

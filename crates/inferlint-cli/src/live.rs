@@ -17,7 +17,7 @@ use crate::exit::{CliError, ExitCode};
 use crate::output::eprint_line;
 use crate::{flags, output as terminal};
 
-fn recorder() -> Result<Recorder, CliError> {
+pub(crate) fn recorder() -> Result<Recorder, CliError> {
     Recorder::new().map_err(|e| CliError::usage(format!("cannot start the HTTP client: {e}")))
 }
 
@@ -35,7 +35,7 @@ fn refused(e: OutputError) -> CliError {
 
 /// The first scrape of `snapshot` and `watch`: it must find an engine's metrics, and
 /// the engine the user named, if any.
-fn first_scrape(
+pub(crate) fn first_scrape(
     choice: &EngineChoice,
     recorder: &Recorder,
     url: &str,

@@ -9,6 +9,7 @@ mod demo;
 mod exit;
 mod flags;
 mod fleet;
+mod fleet_watch;
 mod gpu;
 mod junit;
 mod live;

@@ -23,6 +23,7 @@
 
 pub mod blocking;
 pub mod clock;
+pub mod fleet_watch;
 pub mod http;
 pub mod probe;
 pub mod prometheus;
