@@ -16,6 +16,8 @@ mod compare;
 mod demo;
 /// One test per case in the established tool's expected verdicts (spec/expected).
 mod expected;
+/// Fleets: report --prometheus, watch of several servers, report of a fleet folder.
+mod fleet;
 /// Inputs that are not what they claim, and values that would make work unbounded.
 mod hostile_input;
 /// Servers that answer badly or with hostile text.
