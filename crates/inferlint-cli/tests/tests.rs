@@ -43,6 +43,8 @@ mod demo_command;
 mod gpu;
 /// Recording a live server.
 mod live;
+/// A real Prometheus scraping simulated servers: report --prometheus equals watch.
+mod prometheus_e2e;
 /// report.html: well-formed, self-contained, escaped.
 mod report_html;
 /// xray end to end against the simulated server.
