@@ -69,6 +69,23 @@ pub fn report_if_fleet(
     let Some(manifest) = fleet::read_manifest(dir)? else {
         return Ok(None);
     };
+    // A fleet's files are its replicas'; a file named beside it would belong to none.
+    let named = [
+        (!args.boot_logs.is_empty(), "--boot-log"),
+        (args.before.is_some(), "--before"),
+        (args.after.is_some(), "--after"),
+        (args.series.is_some(), "--series"),
+        (args.bench_result.is_some(), "--bench-result"),
+        (args.baseline.is_some(), "--baseline"),
+    ];
+    if let Some((_, flag)) = named.iter().find(|(given, _)| *given) {
+        return Err(CliError::usage(format!(
+            "{} is a fleet folder ({}): {flag} belongs to one replica; give it with that replica's folder (report {}/REPLICA {flag} ...)",
+            dir.display(),
+            fleet::MANIFEST,
+            dir.display()
+        )));
+    }
     let pages = match &args.out {
         Some(out) => Pages::Beside(out.clone()),
         None => Pages::InFolder(dir.join("report.html")),

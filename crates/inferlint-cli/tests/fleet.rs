@@ -313,6 +313,14 @@ fn watch_records_a_fleet_that_report_checks() {
     }
     assert!(text.contains("== the fleet: 3 replicas\n[T22] "), "{text}");
     assert!(fleet.join("report.html").is_file());
+    // A file named beside a fleet folder belongs to no replica: refused, with the way.
+    let named = inferlint(dir.path(), &["report", "fleet", "--before", "targets.txt"]);
+    assert_eq!(named.status.code(), Some(2));
+    assert!(
+        stderr(&named).contains("--before belongs to one replica"),
+        "{}",
+        stderr(&named)
+    );
     // A folder that holds files is refused before any server is asked.
     let again = inferlint(
         dir.path(),

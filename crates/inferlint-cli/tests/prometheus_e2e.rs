@@ -131,10 +131,13 @@ fn report_from_a_real_prometheus_equals_watch_replica_by_replica() {
     };
     // Real-speed servers: the load's requests last seconds, long enough for readings
     // every second to see them.
-    let servers: Vec<_> = (0..3)
-        .map(|_| {
+    // Replica 1 runs at a twentieth of real speed, so that each of its short requests
+    // lasts seconds and every reading, whenever taken, sees it.
+    let servers: Vec<_> = [2.0, 0.05, 2.0]
+        .into_iter()
+        .map(|speed| {
             server::spawn(ServerConfig {
-                speed: 2.0,
+                speed,
                 ..ServerConfig::new(Engine::Vllm)
             })
             .unwrap()
@@ -217,7 +220,7 @@ fn report_from_a_real_prometheus_equals_watch_replica_by_replica() {
                 }
             } else {
                 LoadConfig {
-                    requests: 12,
+                    requests: 4,
                     concurrency: 1,
                     prompt_tokens: 1,
                     output_tokens: 12,
