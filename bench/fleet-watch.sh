@@ -46,8 +46,10 @@ for n in "${counts[@]}"; do
         --output-len 64 --timeout 120 >/dev/null 2>&1 || true; done ) &
   load_pid=$!; pids+=($load_pid)
   out="$work/fleet-$n"
+  # Through --targets, so that one server is recorded as a fleet of one, like the others.
+  printf '%s\n' "${urls[@]}" >"$work/targets-$n.txt"
   /usr/bin/time -f '%U %S %e' -o "$work/time-$n.txt" \
-    "$bin/inferlint" watch "${urls[@]}" -o "$out" --interval "$interval" --duration "$secs" >/dev/null 2>&1
+    "$bin/inferlint" watch --targets "$work/targets-$n.txt" -o "$out" --interval "$interval" --duration "$secs" >/dev/null 2>&1
   read -r user sys elapsed <"$work/time-$n.txt"
   kill "$load_pid" 2>/dev/null || true
   for p in "${server_pids[@]}"; do kill "$p" 2>/dev/null || true; done
