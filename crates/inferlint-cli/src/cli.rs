@@ -335,7 +335,31 @@ pub struct ReportArgs {
     #[arg(long, value_name = "PCT", value_parser = margin, requires = "baseline")]
     pub max_regression: Option<f64>,
     #[command(flatten)]
-    pub prometheus: crate::fleet::PrometheusArgs,
+    pub prometheus: PrometheusArgs,
+}
+
+/// `report --prometheus`: where the run is read from.
+#[derive(Debug, Default, Args)]
+pub struct PrometheusArgs {
+    /// Read the run from a Prometheus server's HTTP API instead of files: one run per
+    /// replica (`pod`, else `instance`), checked each and as a fleet
+    #[arg(long, value_name = "URL", requires_all = ["start", "end"], conflicts_with_all = ["run", "boot_logs", "before", "after", "series", "baseline"])]
+    pub prometheus: Option<String>,
+    /// The run's start: Unix seconds or RFC 3339 (2025-12-01T09:30:00Z)
+    #[arg(long, value_name = "T", requires = "prometheus")]
+    pub start: Option<String>,
+    /// The run's end: Unix seconds or RFC 3339
+    #[arg(long, value_name = "T", requires = "prometheus")]
+    pub end: Option<String>,
+    /// The label matchers of the replicas' series, e.g. '{job="vllm"}'
+    #[arg(long, value_name = "SELECTOR", requires = "prometheus")]
+    pub selector: Option<String>,
+    /// Seconds between readings (default: the scrape interval Prometheus recorded)
+    #[arg(long, value_name = "S", requires = "prometheus")]
+    pub step: Option<f64>,
+    /// Keep what was read as a fleet folder DIR (new or empty), which `report DIR` reads
+    #[arg(long, value_name = "DIR", requires = "prometheus")]
+    pub save: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -10,7 +10,6 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use clap::Args;
 use inferlint_core::checks::fleet::FleetBalance;
 use inferlint_core::insights;
 use inferlint_core::run::{self, Run};
@@ -28,30 +27,6 @@ use crate::commands::{noted, run_exit, worst};
 use crate::exit::{CliError, ExitCode};
 use crate::output::{self, eprint_line};
 use crate::report_html::{self, Destination, Overwrite};
-
-/// `report --prometheus`: where the run is read from.
-#[derive(Debug, Default, Args)]
-pub struct PrometheusArgs {
-    /// Read the run from a Prometheus server's HTTP API instead of files: one run per
-    /// replica (`pod`, else `instance`), checked each and as a fleet
-    #[arg(long, value_name = "URL", requires_all = ["start", "end"], conflicts_with_all = ["run", "boot_logs", "before", "after", "series", "baseline"])]
-    pub prometheus: Option<String>,
-    /// The run's start: Unix seconds or RFC 3339 (2025-12-01T09:30:00Z)
-    #[arg(long, value_name = "T", requires = "prometheus")]
-    pub start: Option<String>,
-    /// The run's end: Unix seconds or RFC 3339
-    #[arg(long, value_name = "T", requires = "prometheus")]
-    pub end: Option<String>,
-    /// The label matchers of the replicas' series, e.g. '{job="vllm"}'
-    #[arg(long, value_name = "SELECTOR", requires = "prometheus")]
-    pub selector: Option<String>,
-    /// Seconds between readings (default: the scrape interval Prometheus recorded)
-    #[arg(long, value_name = "S", requires = "prometheus")]
-    pub step: Option<f64>,
-    /// Keep what was read as a fleet folder DIR (new or empty), which `report DIR` reads
-    #[arg(long, value_name = "DIR", requires = "prometheus")]
-    pub save: Option<PathBuf>,
-}
 
 /// The fleet's report when `report` was given one: `Ok(None)` for an ordinary run.
 pub fn report_if_fleet(

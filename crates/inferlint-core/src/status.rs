@@ -131,6 +131,7 @@ impl Tripwire {
     pub const T18: Tripwire = Tripwire(18);
     /// T20: Request lengths as advertised.
     pub const T20: Tripwire = Tripwire(20);
+    /// T22: Replicas unevenly loaded.
     pub const T22: Tripwire = Tripwire(22);
 
     /// Builds an id from its number; `None` when the catalogue has no such tripwire.

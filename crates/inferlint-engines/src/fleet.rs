@@ -45,9 +45,11 @@ pub struct Replica {
 pub struct Manifest {
     /// Where the runs came from: `watch`, or `prometheus URL SELECTOR`.
     pub source: String,
+    /// The engine every replica runs, when known.
     pub engine: Option<Engine>,
     /// Seconds between the slots every replica was read on.
     pub interval_s: Option<f64>,
+    /// The replicas, in the order their rows are shown.
     pub replicas: Vec<Replica>,
 }
 

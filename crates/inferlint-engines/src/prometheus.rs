@@ -53,13 +53,16 @@ pub enum ApiError {
 /// as (Unix seconds, value).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiSeries {
+    /// The metric's name (`__name__`).
     pub name: String,
-    /// Sorted by label name.
+    /// The other labels, sorted by name.
     pub labels: Vec<(String, String)>,
+    /// (Unix seconds, value), in time order.
     pub points: Vec<(f64, f64)>,
 }
 
 impl ApiSeries {
+    /// The value of a label, if the series has it.
     pub fn label(&self, name: &str) -> Option<&str> {
         self.labels
             .iter()

@@ -26,8 +26,11 @@ const SETTLE_SLOTS: u64 = 8;
 /// series goes.
 #[derive(Debug)]
 pub struct Member<W> {
+    /// Its scraper (of the recorder that will run the recording).
     pub scraper: Scraper,
+    /// The scrape that found its engine: its slot 0.
     pub first: Scrape,
+    /// Where its series goes.
     pub out: W,
 }
 

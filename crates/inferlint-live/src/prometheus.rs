@@ -33,29 +33,45 @@ const INTERVAL_PROBE_S: f64 = 600.0;
 pub enum PromError {
     /// No answer: refused, timed out, cut off.
     #[error("cannot read from the Prometheus server at {url}: {error}")]
-    Unreachable { url: String, error: HttpError },
+    Unreachable {
+        /// The server.
+        url: String,
+        /// Why no answer came.
+        error: HttpError,
+    },
     /// An answer that is no API answer (a proxy's page, a status without a body).
     #[error("the Prometheus server at {url} answered {status}: {detail}")]
     Status {
+        /// The server.
         url: String,
+        /// `HTTP 502 Bad Gateway`.
         status: String,
+        /// The first line of the body.
         detail: String,
     },
     /// The API refused the query, or answered in a shape not understood.
     #[error("{url}: {error}")]
-    Api { url: String, error: ApiError },
+    Api {
+        /// The server.
+        url: String,
+        /// What the API said, or why its answer could not be read.
+        error: ApiError,
+    },
     /// Nothing to read.
     #[error("{0}")]
     Nothing(String),
     /// Replicas from different engines, or from another engine than the one named.
     #[error("{0}")]
     Engines(String),
-    /// A file of the fleet folder could not be written.
+    /// A file of the fleet folder may not be written (it exists, or is an input).
     #[error("{0}")]
     Output(#[from] OutputError),
+    /// A file of the fleet folder could not be written.
     #[error("cannot write {path}: {error}")]
     Write {
+        /// The file.
         path: PathBuf,
+        /// What the system said.
         error: std::io::Error,
     },
 }
@@ -63,8 +79,9 @@ pub enum PromError {
 /// What to read.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FetchOptions {
-    /// The window, Unix seconds.
+    /// The window's start, Unix seconds.
     pub start: f64,
+    /// The window's end, Unix seconds.
     pub end: f64,
     /// Label matchers in braces (`{job="vllm"}`), or none.
     pub selector: Option<String>,
@@ -79,6 +96,7 @@ pub struct FetchOptions {
 /// What was read.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fetched {
+    /// The fleet folder's manifest, as written.
     pub manifest: Manifest,
     /// The step the range queries used, in milliseconds.
     pub step_ms: i64,
@@ -101,7 +119,8 @@ pub struct PromSource {
 }
 
 impl PromSource {
-    /// Must be called inside a tokio runtime.
+    /// The API of the server at `base`, each query given `timeout`. Must be called
+    /// inside a tokio runtime.
     pub fn new(base: BaseUrl, timeout: Duration) -> PromSource {
         PromSource {
             client: HttpClient::new(),
@@ -110,6 +129,7 @@ impl PromSource {
         }
     }
 
+    /// The server's address.
     pub fn base(&self) -> &BaseUrl {
         &self.base
     }

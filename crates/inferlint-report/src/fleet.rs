@@ -18,12 +18,14 @@ use crate::svg::{self, Frame, WIDTH};
 /// One replica as its row shows it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReplicaRow {
+    /// As its source names it.
     pub name: String,
     /// The link to its own report, relative to the fleet page; `None` when none was
     /// written.
     pub href: Option<String>,
     /// Its results (verdicts and not-checked entries).
     pub results: Vec<CheckResult>,
+    /// The most requests it ran at once.
     pub peak_running: Option<f64>,
 }
 
@@ -239,13 +241,17 @@ fn counts(results: &[CheckResult]) -> Markup {
 /// What the page shows.
 #[derive(Debug)]
 pub struct FleetPage<'a> {
+    /// `--title`, or none for "A fleet of N replicas".
     pub title: Option<&'a str>,
     /// Where the runs came from (`watch`, `prometheus URL …`).
     pub source: &'a str,
+    /// One per replica.
     pub rows: &'a [ReplicaRow],
     /// The fleet's own verdicts (T22).
     pub fleet_results: &'a [CheckResult],
+    /// The replicas' readings folded for drawing, when there are any.
     pub chart: Option<&'a FleetChart>,
+    /// `inferlint VERSION`, in the page's head and footer.
     pub generator: &'a str,
 }
 
