@@ -41,6 +41,6 @@ code=$?
 set -e
 echo "report --prometheus: $replicas replicas, $hours h at ${interval_ms} ms (exit $code)"
 grep '^read ' "$work/err.txt" | sed 's/^/  /'
-echo "  $(cat "$work/time.txt")"
+echo "  $(tail -n 1 "$work/time.txt")"
 tail -n 1 "$work/out.txt" | sed 's/ -> .*//; s/^/  /'
 grep -m1 'T22' "$work/out.txt" | sed 's/^/  /'
