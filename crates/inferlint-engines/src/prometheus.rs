@@ -181,7 +181,7 @@ fn read_series(item: &Value, matrix: bool) -> Result<ApiSeries, ApiError> {
 pub fn parse_time(text: &str) -> Result<f64, String> {
     let text = text.trim();
     if let Ok(seconds) = text.parse::<f64>() {
-        if seconds.is_finite() && seconds >= 0.0 && seconds < inferlint_core::model::MAX_WALL_TIME {
+        if (0.0..inferlint_core::model::MAX_WALL_TIME).contains(&seconds) {
             return Ok(seconds);
         }
         return Err(format!("'{text}' is not a Unix time in seconds"));
@@ -239,7 +239,7 @@ fn rfc3339(text: &str) -> Option<f64> {
     };
     let days = days_from_civil(year, month, day);
     let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset_s;
-    (seconds >= 0).then(|| seconds as f64 + fraction)
+    (seconds >= 0).then_some(seconds as f64 + fraction)
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
