@@ -5,7 +5,6 @@
 
 use std::path::Path;
 
-use inferlint_core::Engine;
 use inferlint_engines::fleet::{self, Manifest, Replica};
 use inferlint_engines::load::{EngineChoice, Source};
 use inferlint_engines::output::{self, Rule};
@@ -85,26 +84,19 @@ pub fn watch_fleet(
     let recorder = recorder()?;
     // Every replica answers once, with one engine, before anything is written.
     let mut firsts = Vec::with_capacity(urls.len());
-    let mut engine: Option<(Engine, &str)> = None;
     for url in &urls {
         let (scraper, scrape, found) = first_scrape(choice, &recorder, url)?;
-        match engine {
-            Some((first, first_url)) if first != found => {
-                return Err(CliError::usage(format!(
-                    "{first_url} runs {} but {url} runs {}; a fleet runs one engine",
-                    first.name(),
-                    found.name()
-                )))
-            }
-            Some(_) => {}
-            None => engine = Some((found, url)),
-        }
         choice.check(Source::Server(scraper.base().to_string()), found)?;
-        firsts.push((scraper, scrape));
+        firsts.push((scraper, scrape, found));
     }
-    let Some((engine, _)) = engine else {
+    let engines = urls
+        .iter()
+        .map(String::as_str)
+        .zip(firsts.iter().map(|f| f.2));
+    let Some(engine) = fleet::one_engine(engines).map_err(CliError::usage)? else {
         return Err(CliError::usage("give the addresses to record"));
     };
+    let firsts: Vec<_> = firsts.into_iter().map(|(s, f, _)| (s, f)).collect();
     let names: Vec<String> = firsts
         .iter()
         .map(|(scraper, _)| scraper.base().to_string())
@@ -168,16 +160,7 @@ pub fn watch_fleet(
         .map_err(|e| CliError::usage(format!("cannot write {}: {e}", sum_path.display())))?;
     let mut failed = Vec::new();
     for (name, p) in names.iter().zip(&progress.replicas) {
-        let mut line = format!("{name}: {} samples", p.samples);
-        if p.gaps > 0 {
-            line.push_str(&format!(
-                " ({} gap(s), {} slot(s) missed)",
-                p.gaps, p.missed_slots
-            ));
-        }
-        if p.restarts > 0 {
-            line.push_str(&format!(" ({} restart(s))", p.restarts));
-        }
+        let line = format!("{name}: {} samples{}", p.samples, crate::live::holes(p));
         eprint_line!("{line}");
         if p.too_many_failed() {
             failed.push(format!("{name} ({} of {})", p.failed, p.attempts));

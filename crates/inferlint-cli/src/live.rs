@@ -121,16 +121,12 @@ pub fn watch(
         .map_err(|e| cannot_write(out, e))?;
     status.finish();
     file.sync_all().map_err(|e| cannot_write(out, e))?;
-    let mut line = format!("{} samples -> {}", progress.samples, out.display());
-    if progress.gaps > 0 {
-        line.push_str(&format!(
-            " ({} gap(s), {} slot(s) missed)",
-            progress.gaps, progress.missed_slots
-        ));
-    }
-    if progress.restarts > 0 {
-        line.push_str(&format!(" ({} restart(s))", progress.restarts));
-    }
+    let mut line = format!(
+        "{} samples -> {}{}",
+        progress.samples,
+        out.display(),
+        holes(&progress)
+    );
     if progress.damaged > 0 {
         line.push_str(&format!(
             " ({} scrape(s) with unreadable lines)",
@@ -148,6 +144,22 @@ pub fn watch(
         )));
     }
     Ok(ExitCode::Passed)
+}
+
+/// What a recording missed, for its last line: ` (2 gap(s), 3 slot(s) missed) (1
+/// restart(s))`, or nothing.
+pub(crate) fn holes(progress: &Progress) -> String {
+    let mut text = String::new();
+    if progress.gaps > 0 {
+        text.push_str(&format!(
+            " ({} gap(s), {} slot(s) missed)",
+            progress.gaps, progress.missed_slots
+        ));
+    }
+    if progress.restarts > 0 {
+        text.push_str(&format!(" ({} restart(s))", progress.restarts));
+    }
+    text
 }
 
 /// The live status line on a terminal (stderr), and the gap and restart notes.

@@ -21,6 +21,27 @@ fn window(steps: i64, interval_ms: i64) -> (String, String) {
     )
 }
 
+/// `report --prometheus URL --start START --end END EXTRA…` in `dir`.
+fn from_prometheus(
+    dir: &Path,
+    url: &str,
+    start: &str,
+    end: &str,
+    extra: &[&str],
+) -> std::process::Output {
+    let mut args = vec![
+        "report",
+        "--prometheus",
+        url,
+        "--start",
+        start,
+        "--end",
+        end,
+    ];
+    args.extend_from_slice(extra);
+    inferlint(dir, &args)
+}
+
 fn verdict<'a>(results: &'a [Value], tripwire: &str, replica: Option<&str>) -> &'a Value {
     results
         .iter()
@@ -40,22 +61,12 @@ fn a_fleet_with_one_replica_preempting_while_another_idles_fails_t22() {
     let prometheus = fake::spawn(history, 0).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let (start, end) = window(300, 1000);
-    let out = inferlint(
+    let out = from_prometheus(
         dir.path(),
-        &[
-            "report",
-            "--prometheus",
-            &prometheus.base_url,
-            "--start",
-            &start,
-            "--end",
-            &end,
-            "--selector",
-            "{job=\"vllm\"}",
-            "-o",
-            "fleet.html",
-            "--json",
-        ],
+        &prometheus.base_url,
+        &start,
+        &end,
+        &["--selector", "{job=\"vllm\"}", "-o", "fleet.html", "--json"],
     );
     no_panic(&out);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
@@ -92,20 +103,12 @@ fn a_balanced_fleet_passes_and_a_saved_folder_reports_the_same() {
     let prometheus = fake::spawn(FleetHistory::new(2, START_MS, 500, 200), 0).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let (start, end) = window(200, 500);
-    let from_prometheus = inferlint(
+    let from_prometheus = from_prometheus(
         dir.path(),
-        &[
-            "report",
-            "--prometheus",
-            &prometheus.base_url,
-            "--start",
-            &start,
-            "--end",
-            &end,
-            "--save",
-            "saved",
-            "--json",
-        ],
+        &prometheus.base_url,
+        &start,
+        &end,
+        &["--save", "saved", "--json"],
     );
     no_panic(&from_prometheus);
     let first = json_results(&from_prometheus);
@@ -136,18 +139,7 @@ fn a_prometheus_down_or_refusing_is_one_line_and_exit_2() {
         l.local_addr().unwrap().port()
     };
     let down = format!("http://127.0.0.1:{port}");
-    let out = inferlint(
-        dir.path(),
-        &[
-            "report",
-            "--prometheus",
-            &down,
-            "--start",
-            "1764547200",
-            "--end",
-            "2025-12-01T01:00:00Z",
-        ],
-    );
+    let out = from_prometheus(dir.path(), &down, "1764547200", "2025-12-01T01:00:00Z", &[]);
     no_panic(&out);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
@@ -159,17 +151,12 @@ fn a_prometheus_down_or_refusing_is_one_line_and_exit_2() {
     let mut refusing = FleetHistory::new(2, START_MS, 1000, 10);
     refusing.refuse = Some("invalid parameter \"query\": parse error".into());
     let prometheus = fake::spawn(refusing, 0).unwrap();
-    let out = inferlint(
+    let out = from_prometheus(
         dir.path(),
-        &[
-            "report",
-            "--prometheus",
-            &prometheus.base_url,
-            "--start",
-            "1764547200",
-            "--end",
-            "1764547209",
-        ],
+        &prometheus.base_url,
+        "1764547200",
+        "1764547209",
+        &[],
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(
@@ -186,18 +173,7 @@ fn a_prometheus_down_or_refusing_is_one_line_and_exit_2() {
         ),
         ("1764547209", "1764547200", "must come after --start"),
     ] {
-        let out = inferlint(
-            dir.path(),
-            &[
-                "report",
-                "--prometheus",
-                &prometheus.base_url,
-                "--start",
-                start,
-                "--end",
-                end,
-            ],
-        );
+        let out = from_prometheus(dir.path(), &prometheus.base_url, start, end, &[]);
         assert_eq!(out.status.code(), Some(2));
         assert!(stderr(&out).contains(says), "{}", stderr(&out));
     }
@@ -220,18 +196,7 @@ fn one_replica_cannot_tell_t22() {
     let prometheus = fake::spawn(FleetHistory::new(1, START_MS, 1000, 60), 0).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let (start, end) = window(60, 1000);
-    let out = inferlint(
-        dir.path(),
-        &[
-            "report",
-            "--prometheus",
-            &prometheus.base_url,
-            "--start",
-            &start,
-            "--end",
-            &end,
-        ],
-    );
+    let out = from_prometheus(dir.path(), &prometheus.base_url, &start, &end, &[]);
     no_panic(&out);
     assert_eq!(out.status.code(), Some(2));
     assert!(

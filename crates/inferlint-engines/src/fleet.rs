@@ -188,6 +188,29 @@ pub fn folder_names(names: &[String]) -> Vec<String> {
     taken
 }
 
+/// The one engine of a fleet, from what each replica (named as given) serves; `None`
+/// when none says. Two replicas of different engines are refused with the message to
+/// show: a fleet's replicas run one engine, or they are not one fleet.
+pub fn one_engine<'a>(
+    replicas: impl IntoIterator<Item = (&'a str, Engine)>,
+) -> Result<Option<Engine>, String> {
+    let mut first: Option<(Engine, &str)> = None;
+    for (name, engine) in replicas {
+        match first {
+            Some((one, one_name)) if one != engine => {
+                return Err(format!(
+                    "{one_name} runs {} but {name} runs {}; a fleet runs one engine",
+                    one.name(),
+                    engine.name()
+                ))
+            }
+            Some(_) => {}
+            None => first = Some((engine, name)),
+        }
+    }
+    Ok(first.map(|(engine, _)| engine))
+}
+
 /// The fleet's sum of one slot: counts and counters added up over the replicas read,
 /// KV usage their mean (each replica's pool size is not known here). A value is `None`
 /// when any replica read lacks it: a sum that leaves a replica out is no fleet total.
@@ -251,6 +274,19 @@ mod tests {
             .map(|s| s.to_string())
             .collect();
         assert_eq!(folder_names(&names), ["a_1", "a_1-2", "fleet.json-2", "b"]);
+    }
+
+    #[test]
+    fn a_fleet_runs_one_engine() {
+        assert_eq!(one_engine([]), Ok(None));
+        assert_eq!(
+            one_engine([("a", Engine::Vllm), ("b", Engine::Vllm)]),
+            Ok(Some(Engine::Vllm))
+        );
+        assert_eq!(
+            one_engine([("a", Engine::Vllm), ("b", Engine::Sglang)]),
+            Err("a runs vLLM but b runs SGLang; a fleet runs one engine".to_owned())
+        );
     }
 
     #[test]

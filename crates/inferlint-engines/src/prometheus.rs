@@ -237,20 +237,9 @@ fn rfc3339(text: &str) -> Option<f64> {
         }
         _ => return None,
     };
-    let days = days_from_civil(year, month, day);
+    let days = crate::bootlog::lines::days_from_civil(year, month, day);
     let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset_s;
     (seconds >= 0).then_some(seconds as f64 + fraction)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 /// The window `[start_ms, end_ms]` at `step_ms` cut into pieces that each ask at most

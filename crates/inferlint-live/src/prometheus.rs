@@ -228,14 +228,14 @@ fn encode(text: &str) -> String {
     out
 }
 
-/// The engine of each replica, from the names of its series; every replica must run
-/// the same engine, and the one named if any.
+/// The engine of the fleet, from the names of each replica's series: every replica
+/// must run the same engine, and the one named if any.
 fn engine_of_fleet(
     after: &[ApiSeries],
     replicas: &[String],
     named: Option<Engine>,
 ) -> Result<Engine, PromError> {
-    let mut found: Option<(Engine, &str)> = None;
+    let mut found = Vec::with_capacity(replicas.len());
     for replica in replicas {
         let names = after
             .iter()
@@ -251,19 +251,11 @@ fn engine_of_fleet(
                 engine.name()
             )));
         }
-        match found {
-            Some((first, first_replica)) if first != engine => {
-                return Err(PromError::Engines(format!(
-                    "replica {first_replica} serves {}'s metrics but {replica} serves {}'s; a fleet runs one engine (narrow --selector)",
-                    first.name(),
-                    engine.name()
-                )))
-            }
-            Some(_) => {}
-            None => found = Some((engine, replica)),
-        }
+        found.push((replica.as_str(), engine));
     }
-    Ok(found.map_or(named.unwrap_or(Engine::DEFAULT), |(e, _)| e))
+    let one = fleet::one_engine(found)
+        .map_err(|e| PromError::Engines(format!("{e} (narrow --selector)")))?;
+    Ok(one.or(named).unwrap_or(Engine::DEFAULT))
 }
 
 /// One replica's series file being written, with what is needed to mark gaps and

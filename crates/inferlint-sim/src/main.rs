@@ -185,15 +185,8 @@ fn serve(args: &ServeArgs) -> u8 {
             return EXIT_FAILED;
         }
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: failed to start the signal handler: {e}");
-            return EXIT_FAILED;
-        }
+    let Some(runtime) = signal_runtime() else {
+        return EXIT_FAILED;
     };
     let mut printed = 0usize;
     let mut print_new = |handle: &server::ServerHandle| {
@@ -233,6 +226,21 @@ fn serve(args: &ServeArgs) -> u8 {
     code
 }
 
+/// The runtime `serve` and `prometheus` wait for their signals on; `None` (with the error
+/// printed) when it cannot start.
+fn signal_runtime() -> Option<tokio::runtime::Runtime> {
+    match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => Some(r),
+        Err(e) => {
+            eprintln!("error: failed to start the signal handler: {e}");
+            None
+        }
+    }
+}
+
 fn prometheus(args: &PrometheusArgs) -> u8 {
     use inferlint_sim::prometheus::{self as fake, FleetHistory};
     let replicas = usize::try_from(args.replicas).unwrap_or(1);
@@ -247,15 +255,8 @@ fn prometheus(args: &PrometheusArgs) -> u8 {
     };
     println!("{}", handle.base_url);
     let _ = std::io::stdout().flush();
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: failed to start the signal handler: {e}");
-            return EXIT_FAILED;
-        }
+    let Some(runtime) = signal_runtime() else {
+        return EXIT_FAILED;
     };
     runtime.block_on(async {
         let Ok(mut terminate) =

@@ -13,7 +13,7 @@
 //! After the lines are read, `classify.rs` looks for the root cause of a failure.
 
 mod classify;
-mod lines;
+pub(crate) mod lines;
 pub mod pyliteral;
 pub(crate) mod scan;
 mod sglang;
