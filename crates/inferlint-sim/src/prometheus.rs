@@ -32,9 +32,13 @@ pub const MAX_POINTS: u64 = 11_000;
 /// The simulated fleet's history.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FleetHistory {
+    /// How many replicas (`instance` `replica-N:8000`).
     pub replicas: usize,
+    /// The first scrape, Unix milliseconds.
     pub start_ms: i64,
+    /// Milliseconds between scrapes.
     pub interval_ms: i64,
+    /// How many scrapes the history holds.
     pub steps: i64,
     /// Replica 0 queues and preempts; the others idle.
     pub imbalanced: bool,
@@ -46,10 +50,12 @@ pub struct FleetHistory {
     pub delay: Duration,
     /// Every query is refused with this `bad_data` message.
     pub refuse: Option<String>,
+    /// Every series' `job` label.
     pub job: String,
 }
 
 impl FleetHistory {
+    /// A balanced fleet's history, with no fault, its series labelled `job="vllm"`.
     pub fn new(replicas: usize, start_ms: i64, interval_ms: i64, steps: i64) -> FleetHistory {
         FleetHistory {
             replicas,
@@ -147,7 +153,9 @@ impl FleetHistory {
 /// A running stand-in; dropping it stops it.
 #[derive(Debug)]
 pub struct PromHandle {
+    /// Where it listens.
     pub addr: SocketAddr,
+    /// `http://127.0.0.1:PORT`.
     pub base_url: String,
     /// The most points of one series any range query asked.
     pub max_points_asked: Arc<AtomicU64>,
