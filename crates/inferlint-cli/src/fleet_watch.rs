@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use inferlint_engines::fleet::{self, Manifest, Replica};
+use inferlint_engines::fleet::{self, Manifest};
 use inferlint_engines::load::{EngineChoice, Source};
 use inferlint_engines::output::{self, Rule};
 use inferlint_live::fleet_watch::Member;
@@ -109,20 +109,13 @@ pub fn watch_fleet(
                 .to_owned()
         })
         .collect();
-    let folders = fleet::folder_names(&hosts);
-    let manifest = Manifest {
-        source: "watch".into(),
-        engine: Some(engine),
-        interval_s: Some(options.interval.as_secs_f64()),
-        replicas: names
-            .iter()
-            .zip(&folders)
-            .map(|(name, folder)| Replica {
-                name: name.clone(),
-                folder: folder.clone(),
-            })
-            .collect(),
-    };
+    let manifest = Manifest::new(
+        "watch".into(),
+        Some(engine),
+        Some(options.interval.as_secs_f64()),
+        &names,
+        &hosts,
+    );
     let rule = Rule::NEW;
     let refused = |e: output::OutputError| CliError::usage(e.to_string());
     output::write_file(
@@ -132,8 +125,8 @@ pub fn watch_fleet(
     )
     .map_err(refused)?;
     let mut members = Vec::with_capacity(firsts.len());
-    for ((scraper, first), folder) in firsts.into_iter().zip(&folders) {
-        let path = out.join(folder).join("run.series.jsonl");
+    for ((scraper, first), replica) in firsts.into_iter().zip(&manifest.replicas) {
+        let path = out.join(&replica.folder).join("run.series.jsonl");
         let file = output::create_stream(&path, &rule).map_err(refused)?;
         members.push(Member {
             scraper,

@@ -54,6 +54,31 @@ pub struct Manifest {
 }
 
 impl Manifest {
+    /// The manifest of replicas `names`, each in a folder named after its hint (an
+    /// address without its scheme, an `instance`, a `pod`; see [`folder_names`]).
+    pub fn new(
+        source: String,
+        engine: Option<Engine>,
+        interval_s: Option<f64>,
+        names: &[String],
+        folder_hints: &[String],
+    ) -> Manifest {
+        let replicas = names
+            .iter()
+            .zip(folder_names(folder_hints))
+            .map(|(name, folder)| Replica {
+                name: name.clone(),
+                folder,
+            })
+            .collect();
+        Manifest {
+            source,
+            engine,
+            interval_s,
+            replicas,
+        }
+    }
+
     /// The manifest as written (indent 1, trailing newline).
     pub fn to_json(&self) -> String {
         let mut object = JsonObject::new();

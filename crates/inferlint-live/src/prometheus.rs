@@ -398,28 +398,21 @@ pub async fn fetch_into(
         }
     };
     let step_s = step_ms as f64 / 1000.0;
-    let folders = fleet::folder_names(&replicas);
     let rule = Rule::NEW;
-    let manifest = Manifest {
-        source: format!("prometheus {shown} {selector_words}"),
-        engine: Some(engine),
-        interval_s: Some(step_s),
-        replicas: replicas
-            .iter()
-            .zip(&folders)
-            .map(|(name, folder)| Replica {
-                name: name.clone(),
-                folder: folder.clone(),
-            })
-            .collect(),
-    };
+    let manifest = Manifest::new(
+        format!("prometheus {shown} {selector_words}"),
+        Some(engine),
+        Some(step_s),
+        &replicas,
+        &replicas,
+    );
     output::write_file(
         &dir.join(fleet::MANIFEST),
         manifest.to_json().as_bytes(),
         &rule,
     )?;
     let mut writers = Vec::with_capacity(replicas.len());
-    for (name, folder) in replicas.iter().zip(&folders) {
+    for Replica { name, folder } in &manifest.replicas {
         let folder = dir.join(folder);
         let where_from = format!("prometheus {shown} replica {name}");
         for (answer, file) in [
