@@ -381,12 +381,14 @@ pub fn series_metric_names(engine: &EngineDescriptor) -> Vec<&'static str> {
     names
 }
 
-/// The replicas an answer names, in order, with the series that have neither `pod`
-/// nor `instance` counted (they cannot be placed).
-pub fn replicas_of(series: &[ApiSeries]) -> (Vec<String>, usize) {
+/// The replicas the answers name, in order, with the series that have neither `pod`
+/// nor `instance` counted (they cannot be placed). Give the snapshots' answers at the
+/// window's start and end: a replica that stopped answering during the window is in the
+/// first only, one that joined in the second only, and both were part of the run.
+pub fn replicas_of<'a>(answers: impl IntoIterator<Item = &'a [ApiSeries]>) -> (Vec<String>, usize) {
     let mut names: Vec<String> = Vec::new();
     let mut unplaced = 0;
-    for s in series {
+    for s in answers.into_iter().flatten() {
         match s.replica() {
             Some(r) if !names.iter().any(|n| n == r) => names.push(r.to_owned()),
             Some(_) => {}
@@ -670,7 +672,7 @@ mod tests {
         assert_eq!(b.len(), 1);
         assert_eq!(b[0].running, Some(7.0));
         assert_eq!(
-            replicas_of(&answer),
+            replicas_of([answer.as_slice()]),
             (vec!["a".to_owned(), "b".to_owned()], 0)
         );
         let snap = snapshot_of(&answer, "b", "prometheus").expect("b has series");

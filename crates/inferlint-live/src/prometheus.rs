@@ -231,14 +231,15 @@ fn encode(text: &str) -> String {
 /// The engine of the fleet, from the names of each replica's series: every replica
 /// must run the same engine, and the one named if any.
 fn engine_of_fleet(
-    after: &[ApiSeries],
+    answers: &[&[ApiSeries]],
     replicas: &[String],
     named: Option<Engine>,
 ) -> Result<Engine, PromError> {
     let mut found = Vec::with_capacity(replicas.len());
     for replica in replicas {
-        let names = after
+        let names = answers
             .iter()
+            .flat_map(|a| a.iter())
             .filter(|s| s.replica() == Some(replica.as_str()))
             .map(|s| s.name.as_str());
         let Some(engine) = detect::engine_from_metric_names(names) else {
@@ -362,15 +363,16 @@ pub async fn fetch_into(
     let everything = api::prefixes_query(&engines, &matchers);
     let after = source.query(&everything, options.end).await?;
     let before = source.query(&everything, options.start).await?;
-    let (replicas, _) = api::replicas_of(&after);
+    let (replicas, _) = api::replicas_of([after.as_slice(), before.as_slice()]);
     if replicas.is_empty() {
         return Err(PromError::Nothing(format!(
-            "no series of {} matching {selector_words} with an `instance` or `pod` label at {} in the Prometheus server at {shown}",
+            "no series of {} matching {selector_words} with an `instance` or `pod` label at {} or {} in the Prometheus server at {shown}",
             engines.iter().map(|e| e.name()).collect::<Vec<_>>().join(", "),
+            seconds_text(options.start),
             seconds_text(options.end)
         )));
     }
-    let engine = engine_of_fleet(&after, &replicas, options.engine)?;
+    let engine = engine_of_fleet(&[&after, &before], &replicas, options.engine)?;
     let descriptor = engine.descriptor();
     let series_query = api::names_query(&api::series_metric_names(descriptor), &matchers);
 

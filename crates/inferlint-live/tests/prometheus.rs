@@ -161,3 +161,21 @@ async fn nothing_matching_is_refused() {
         .to_string()
         .starts_with("no series of SGLang"));
 }
+
+/// A replica that stopped answering during the window (absent at its end) is still one
+/// of the fleet's, with the readings it had.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_gone_before_the_end_is_still_read() {
+    let mut history = FleetHistory::new(3, START_MS, 1000, 120);
+    history.gone = Some((2, 60));
+    let (fetched, dir, _) = fetch(history, &options(120, 1000)).await;
+    let fetched = fetched.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(fetched.manifest.replicas.len(), 3);
+    assert_eq!(fetched.samples, 2 * 120 + 60);
+    let gone = dir.path().join(&fetched.manifest.replicas[2].folder);
+    assert!(gone.join("before.snapshot.json").is_file());
+    assert!(
+        !gone.join("after.snapshot.json").exists(),
+        "no reading at the end"
+    );
+}

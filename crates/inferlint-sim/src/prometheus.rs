@@ -46,6 +46,9 @@ pub struct FleetHistory {
     pub restart: Option<(usize, i64)>,
     /// (replica, step): its KV usage reads NaN there.
     pub nan_at: Option<(usize, i64)>,
+    /// (replica, step): that replica stops answering there, and Prometheus marks its
+    /// series stale, so no query finds it from then on.
+    pub gone: Option<(usize, i64)>,
     /// Every answer is delayed by this long.
     pub delay: Duration,
     /// Every query is refused with this `bad_data` message.
@@ -65,6 +68,7 @@ impl FleetHistory {
             imbalanced: false,
             restart: None,
             nan_at: None,
+            gone: None,
             delay: Duration::ZERO,
             refuse: None,
             job: "vllm".into(),
@@ -137,6 +141,10 @@ impl FleetHistory {
             6 => (since / 4) as f64,
             _ => f64::NAN,
         }
+    }
+
+    fn present(&self, replica: usize, step: i64) -> bool {
+        !matches!(self.gone, Some((r, at)) if r == replica && step >= at)
     }
 
     fn step_at(&self, t_ms: i64) -> Option<i64> {
@@ -416,7 +424,7 @@ fn vector(history: &FleetHistory, selector: &Selector, time: i64) -> Response<Fu
         for replica in 0..history.replicas {
             let labels = labels_of(history, replica);
             for (m, name) in FleetHistory::names().iter().enumerate() {
-                if selector.matches(name, &labels) {
+                if selector.matches(name, &labels) && history.present(replica, step) {
                     items.push(format!(
                         "{{\"metric\":{},\"value\":[{},\"{}\"]}}",
                         metric_json(name, &labels),
@@ -445,6 +453,7 @@ fn matrix(
             }
             let values: Vec<String> = times
                 .iter()
+                .filter(|&&(_, s)| history.present(replica, s))
                 .map(|&(t, s)| {
                     format!(
                         "[{},\"{}\"]",
@@ -453,6 +462,10 @@ fn matrix(
                     )
                 })
                 .collect();
+            // Prometheus leaves out a series with no point in the range.
+            if values.is_empty() {
+                continue;
+            }
             items.push(format!(
                 "{{\"metric\":{},\"values\":[{}]}}",
                 metric_json(name, &labels),
