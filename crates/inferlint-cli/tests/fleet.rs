@@ -301,3 +301,29 @@ fn watch_records_a_fleet_that_report_checks() {
     assert!(stderr(&again).contains("holds files"), "{}", stderr(&again));
     drop(servers);
 }
+
+/// A replica whose counters went back to zero inside the window restarted: its counter
+/// checks are not a pass (the rate over a restart means nothing), and a note says when.
+#[test]
+fn a_counter_reset_inside_the_window_is_a_restart_not_a_pass() {
+    let mut history = FleetHistory::new(2, START_MS, 1000, 300);
+    history.restart = Some((1, 100));
+    let prometheus = fake::spawn(history, 0).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (start, end) = window(300, 1000);
+    let out = from_prometheus(dir.path(), &prometheus.base_url, &start, &end, &["--json"]);
+    no_panic(&out);
+    assert!(
+        stderr(&out)
+            .contains("note: replica replica-1:8000 restarted: generation_tokens went down"),
+        "{}",
+        stderr(&out)
+    );
+    let results = json_results(&out);
+    let rate = verdict(&results, "T10", Some("replica-1:8000"));
+    assert_eq!(rate["status"], "unknown", "{rate}");
+    assert_eq!(
+        verdict(&results, "T10", Some("replica-0:8000"))["status"],
+        "pass"
+    );
+}

@@ -487,8 +487,14 @@ pub async fn fetch_into(
                 writer.name, writer.missing_steps
             ));
         }
-        for restart in &writer.restarts {
-            notes.push(format!("replica {} restarted: {restart}", writer.name));
+        match writer.restarts.as_slice() {
+            [] => {}
+            [one] => notes.push(format!("replica {} restarted: {one}", writer.name)),
+            [first, ..] => notes.push(format!(
+                "replica {} restarted {} times in the window (first: {first}); its recording has a restart record at each",
+                writer.name,
+                writer.restarts.len()
+            )),
         }
     }
     Ok(Fetched {

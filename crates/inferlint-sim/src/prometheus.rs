@@ -136,7 +136,17 @@ impl FleetHistory {
                     0.0
                 }
             }
-            4 => since as f64 * running.round() * 10.0,
+            // Tokens at the pace of the requests running, a counter that only grows.
+            4 => {
+                since as f64
+                    * if busy {
+                        160.0
+                    } else if self.imbalanced {
+                        10.0
+                    } else {
+                        50.0
+                    }
+            }
             5 => since as f64 * 100.0,
             6 => (since / 4) as f64,
             _ => f64::NAN,
