@@ -234,10 +234,14 @@ pub struct SweepArgs {
 
 #[derive(Debug, Args)]
 pub struct WatchArgs {
-    /// The server's address, e.g. http://127.0.0.1:8000
-    #[arg(value_name = "URL")]
-    pub url: String,
-    /// The series file to write (one line per sample; an existing file is refused)
+    /// The server's address, e.g. http://127.0.0.1:8000; several record a fleet
+    #[arg(value_name = "URL", required_unless_present = "targets")]
+    pub urls: Vec<String>,
+    /// A file of replicas' addresses, one a line (# starts a comment): a fleet
+    #[arg(long, value_name = "FILE")]
+    pub targets: Option<PathBuf>,
+    /// The series file to write (one line per sample; an existing file is refused);
+    /// for a fleet, a new or empty folder
     #[arg(short = 'o', long = "out", value_name = "FILE", required = true)]
     pub out: PathBuf,
     /// Seconds between samples (0.05 to 3600)
@@ -358,6 +362,32 @@ pub struct ReportArgs {
     /// With --baseline: the largest regression allowed, e.g. 5% (default 5%)
     #[arg(long, value_name = "PCT", value_parser = margin, requires = "baseline")]
     pub max_regression: Option<f64>,
+    #[command(flatten)]
+    pub prometheus: PrometheusArgs,
+}
+
+/// `report --prometheus`: where the run is read from.
+#[derive(Debug, Default, Args)]
+pub struct PrometheusArgs {
+    /// Read the run from a Prometheus server's HTTP API instead of files: one run per
+    /// replica (`pod`, else `instance`), checked each and as a fleet
+    #[arg(long, value_name = "URL", requires_all = ["start", "end"], conflicts_with_all = ["run", "boot_logs", "before", "after", "series", "baseline"])]
+    pub prometheus: Option<String>,
+    /// The run's start: Unix seconds or RFC 3339 (2025-12-01T09:30:00Z)
+    #[arg(long, value_name = "T", requires = "prometheus")]
+    pub start: Option<String>,
+    /// The run's end: Unix seconds or RFC 3339
+    #[arg(long, value_name = "T", requires = "prometheus")]
+    pub end: Option<String>,
+    /// The label matchers of the replicas' series, e.g. '{job="vllm"}'
+    #[arg(long, value_name = "SELECTOR", requires = "prometheus")]
+    pub selector: Option<String>,
+    /// Seconds between readings (default: the scrape interval Prometheus recorded)
+    #[arg(long, value_name = "S", requires = "prometheus")]
+    pub step: Option<f64>,
+    /// Keep what was read as a fleet folder DIR (new or empty), which `report DIR` reads
+    #[arg(long, value_name = "DIR", requires = "prometheus")]
+    pub save: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

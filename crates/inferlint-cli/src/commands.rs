@@ -81,7 +81,20 @@ pub fn dispatch(cli: &Cli) -> Result<ExitCode, CliError> {
         Command::Xray(args) => crate::xray::xray(&mut choice, args, g.json, g.strict),
         Command::Report(args) => report(&mut choice, args, g.json, g.strict),
         Command::Snapshot { url, out, force } => crate::live::snapshot(&choice, url, out, *force),
-        Command::Watch(args) => crate::live::watch(&mut choice, args),
+        Command::Watch(args) => match (args.urls.as_slice(), &args.targets) {
+            ([url], None) => crate::live::watch(&mut choice, args, url),
+            _ => {
+                crate::live::fleet_takes_no_live_verdicts(args)?;
+                crate::fleet_watch::watch_fleet(
+                    &choice,
+                    &args.urls,
+                    args.targets.as_deref(),
+                    &args.out,
+                    args.interval,
+                    args.duration,
+                )
+            }
+        },
         Command::Probe {
             url,
             model,
@@ -281,6 +294,10 @@ pub(crate) fn report(
     json: bool,
     strict: bool,
 ) -> Result<ExitCode, CliError> {
+    // A fleet folder, or a fleet read from Prometheus, is checked replica by replica.
+    if let Some(code) = crate::fleet::report_if_fleet(choice, args, json, strict)? {
+        return Ok(code);
+    }
     let mut found = files::RunFiles::default();
     if let Some(dir) = &args.run {
         found = load::find_run(dir)?;

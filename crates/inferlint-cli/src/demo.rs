@@ -80,6 +80,7 @@ pub fn demo(
         force: false,
         baseline: None,
         max_regression: None,
+        prometheus: crate::cli::PrometheusArgs::default(),
     };
     let mut choice = EngineChoice::from_args(None)?;
     crate::commands::report(&mut choice, &args, json, strict)

@@ -20,7 +20,7 @@ use crate::output::eprint_line;
 use crate::recorder::{LiveSetup, RecorderObserver, ServerRoot, Shown};
 use crate::{flags, output as terminal};
 
-fn recorder() -> Result<Recorder, CliError> {
+pub(crate) fn recorder() -> Result<Recorder, CliError> {
     Recorder::new().map_err(|e| CliError::usage(format!("cannot start the HTTP client: {e}")))
 }
 
@@ -38,7 +38,7 @@ fn refused(e: OutputError) -> CliError {
 
 /// The first scrape of `snapshot` and `watch`: it must find an engine's metrics, and
 /// the engine the user named, if any.
-fn first_scrape(
+pub(crate) fn first_scrape(
     choice: &EngineChoice,
     recorder: &Recorder,
     url: &str,
@@ -91,7 +91,7 @@ pub fn snapshot(
 /// as samples arrive, shown in the status area, one log line per change and, with
 /// `--json-events`, written as JSON lines. Ends with exit 2 when more than
 /// [`MAX_FAILED_SHARE`] of the scrapes failed.
-pub fn watch(choice: &mut EngineChoice, args: &WatchArgs) -> Result<ExitCode, CliError> {
+pub fn watch(choice: &mut EngineChoice, args: &WatchArgs, url: &str) -> Result<ExitCode, CliError> {
     let out = args.out.as_path();
     let options = WatchOptions {
         interval: flags::interval(args.interval)?,
@@ -114,7 +114,7 @@ pub fn watch(choice: &mut EngineChoice, args: &WatchArgs) -> Result<ExitCode, Cl
         .map(|p| crate::commands::noted(choice, |c| inferlint_engines::load::load_boot(c, p)))
         .transpose()?;
     let recorder = recorder()?;
-    let (mut scraper, first, engine) = first_scrape(choice, &recorder, &args.url)?;
+    let (mut scraper, first, engine) = first_scrape(choice, &recorder, url)?;
     let mut file = output::create_stream(out, &rule).map_err(refused)?;
     let events = args
         .json_events
@@ -159,16 +159,12 @@ pub fn watch(choice: &mut EngineChoice, args: &WatchArgs) -> Result<ExitCode, Cl
     let ended = observer.finish();
     status.borrow_mut().finish();
     file.sync_all().map_err(|e| cannot_write(out, e))?;
-    let mut line = format!("{} samples -> {}", progress.samples, out.display());
-    if progress.gaps > 0 {
-        line.push_str(&format!(
-            " ({} gap(s), {} slot(s) missed)",
-            progress.gaps, progress.missed_slots
-        ));
-    }
-    if progress.restarts > 0 {
-        line.push_str(&format!(" ({} restart(s))", progress.restarts));
-    }
+    let mut line = format!(
+        "{} samples -> {}{}",
+        progress.samples,
+        out.display(),
+        holes(&progress)
+    );
     if progress.damaged > 0 {
         line.push_str(&format!(
             " ({} scrape(s) with unreadable lines)",
@@ -194,6 +190,40 @@ pub fn watch(choice: &mut EngineChoice, args: &WatchArgs) -> Result<ExitCode, Cl
         )));
     }
     Ok(ExitCode::Passed)
+}
+
+/// `watch` of a fleet (several URLs, `--targets`) judges nothing while it records (T22 is
+/// judged by `report` of the folder): the flags of one server's live verdicts are refused
+/// rather than left unused.
+pub(crate) fn fleet_takes_no_live_verdicts(args: &WatchArgs) -> Result<(), CliError> {
+    let given = [
+        ("--requested", args.requested.is_some()),
+        ("--boot-log", args.boot_log.is_some()),
+        ("--json-events", args.json_events.is_some()),
+        ("--expect-cache-hits", args.expect_cache_hits),
+    ];
+    match given.iter().find(|(_, given)| *given) {
+        Some((flag, _)) => Err(CliError::usage(format!(
+            "{flag} is for one server's live verdicts: a fleet's recording is judged by report of its folder"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// What a recording missed, for its last line: ` (2 gap(s), 3 slot(s) missed) (1
+/// restart(s))`, or nothing.
+pub(crate) fn holes(progress: &Progress) -> String {
+    let mut text = String::new();
+    if progress.gaps > 0 {
+        text.push_str(&format!(
+            " ({} gap(s), {} slot(s) missed)",
+            progress.gaps, progress.missed_slots
+        ));
+    }
+    if progress.restarts > 0 {
+        text.push_str(&format!(" ({} restart(s))", progress.restarts));
+    }
+    text
 }
 
 /// The live status area on a terminal (stderr): the recorder's counts on one line, the

@@ -8,6 +8,8 @@ mod compare;
 mod demo;
 mod exit;
 mod flags;
+mod fleet;
+mod fleet_watch;
 mod gpu;
 mod junit;
 mod live;

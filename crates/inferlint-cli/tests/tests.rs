@@ -16,6 +16,8 @@ mod compare;
 mod demo;
 /// One test per case in the established tool's expected verdicts (spec/expected).
 mod expected;
+/// Fleets: report --prometheus, watch of several servers, report of a fleet folder.
+mod fleet;
 /// Inputs that are not what they claim, and values that would make work unbounded.
 mod hostile_input;
 /// Servers that answer badly or with hostile text.
@@ -44,6 +46,8 @@ mod demo_command;
 mod gpu;
 /// Recording a live server.
 mod live;
+/// A real Prometheus scraping simulated servers: report --prometheus equals watch.
+mod prometheus_e2e;
 /// report.html: well-formed, self-contained, escaped.
 mod report_html;
 /// xray end to end against the simulated server.

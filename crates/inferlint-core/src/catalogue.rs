@@ -99,6 +99,7 @@ pub fn stages() -> &'static [(&'static str, &'static [Tripwire])] {
                 Tripwire::T21,
             ],
         ),
+        ("Across a fleet of replicas", &[Tripwire::T22]),
         ("Stopping the server", &[Tripwire::T2, Tripwire::T3]),
     ]
 }
@@ -1413,6 +1414,66 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
     },
+    TripwireInfo {
+        tripwire: Tripwire::T22,
+        slug: "replica-imbalance",
+        name: "Replicas unevenly loaded",
+        what: "A benchmark against a fleet sends its load to a router (llm-d, KServe, a plain \
+               load balancer) that spreads requests over several replicas. When the router \
+               keeps sending to a replica that is full (sticky sessions, a prefix-affinity \
+               rule, a replica that joined late, a health check that lags), that replica \
+               queues and preempts while another sits idle. T22 reads every replica's \
+               recording on one schedule and, for each moment a replica had requests \
+               waiting or preempted one, asks whether another replica had room at the same \
+               moment: nothing waiting, nothing preempted and its KV cache less than half \
+               full. It warns when that held in 20% of a replica's busy moments and fails at \
+               50% (with three such moments or more).",
+        why: "The fleet's throughput and latency are then those of its busiest replica: \
+              requests wait in one queue while capacity idles elsewhere, so tail latency \
+              and time to first token measure the router's choices rather than the \
+              engines, and adding replicas seems to help less than it does. A single \
+              replica's verdicts hide it: the busy replica looks saturated and the idle one \
+              looks healthy, and only the two together show the trap.",
+        engine_notes: &[
+            (
+                Engine::Sglang,
+                "SGLang's retractions count as preemptions and its token usage as the KV \
+                 cache; its router (`sglang_router`) balances by cache affinity, which \
+                 under a skewed prefix mix sends most requests to one worker.",
+            ),
+            (
+                Engine::Trtllm,
+                "TensorRT-LLM counts no preemptions; a replica is busy when requests wait. \
+                 Its gauges move when requests finish, so a short imbalance can be missed.",
+            ),
+        ],
+        command:
+            "inferlint report FLEET_DIR  |  inferlint report --prometheus URL --start T --end T",
+        needs: (
+            "needs the recordings of two or more replicas on one schedule",
+            "need the recordings of two or more replicas on one schedule",
+        ),
+        verdicts: &[
+            (
+                Status::Fail,
+                "in half or more of a replica's moments with requests waiting or preempted, \
+                 another replica had room (at least three such moments).",
+            ),
+            (
+                Status::Warn,
+                "that held in 20% to 50% of a replica's busy moments.",
+            ),
+            (
+                Status::Unknown,
+                "fewer than two replicas were recorded, a replica has no waiting-requests \
+                 gauge, or the recordings do not overlap in time.",
+            ),
+            (
+                Status::Pass,
+                "no replica queued, or replicas queued only while the others were busy too.",
+            ),
+        ],
+    },
 ];
 
 #[cfg(test)]
@@ -1497,6 +1558,7 @@ mod tests {
             Tripwire::T19,
             Tripwire::T20,
             Tripwire::T21,
+            Tripwire::T22,
         ] {
             assert_eq!(get(tripwire).tripwire, tripwire);
         }
@@ -1575,6 +1637,7 @@ mod tests {
             Tripwire::T19,
             Tripwire::T20,
             Tripwire::T21,
+            Tripwire::T22,
         ] {
             for engine in [Engine::Sglang, Engine::Trtllm] {
                 assert!(

@@ -211,6 +211,17 @@ pub static KEYS: &[Key] = &[
     key("burst", &[T::T7], "the burst of requests at once: each one's answer"),
     key("alive_after", &[T::T7], "whether the server still answered after the burst"),
     key("port", &[T::T13], "the port the server is to listen on"),
+    // T22, on the fleet; `replica` on every result of one replica in a fleet's --json.
+    key("replica", &[], "in a fleet's report, the replica (its pod, instance or address) a result belongs to"),
+    key("replicas", &[T::T22], "the replicas' names, in the fleet's order"),
+    key("shared_slots", &[T::T22], "moments of the fleet's schedule at which two or more replicas were read"),
+    key("room_usage_below", &[T::T22], "a replica with nothing waiting had room when its KV cache was less full than this (0 to 1)"),
+    key("busy_replica", &[T::T22], "the replica that queued or preempted while another had room, most often"),
+    key("idle_replica", &[T::T22], "the replica that had room at those moments"),
+    key("busy_moments", &[T::T22], "the busy replica's moments with requests waiting or preempted (and another replica read)"),
+    key("moments_with_room_elsewhere", &[T::T22], "of those, the moments at which the idle replica had room"),
+    key("share", &[T::T22], "moments_with_room_elsewhere over busy_moments, 0 to 1"),
+    key("interval_s", &[T::T22], "seconds between the moments of the fleet's schedule"),
 ];
 
 /// The entry for one key, if a check writes it.

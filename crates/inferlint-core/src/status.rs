@@ -139,6 +139,8 @@ impl Tripwire {
     pub const T20: Tripwire = Tripwire(20);
     /// T21: GPU shared or throttled.
     pub const T21: Tripwire = Tripwire(21);
+    /// T22: Replicas unevenly loaded.
+    pub const T22: Tripwire = Tripwire(22);
 
     /// Builds an id from its number; `None` when the catalogue has no such tripwire.
     pub fn new(number: u8) -> Option<Tripwire> {
@@ -169,7 +171,7 @@ impl Tripwire {
     }
 
     /// The ids as a reader names them: runs of consecutive numbers as ranges
-    /// (`T1-T15, T18, T20` for a catalogue without T16, T17, T19 and T21).
+    /// (`T1-T22`; `T1-T15, T18, T20` for a catalogue without T16, T17, T19, T21 and T22).
     pub fn all_named() -> String {
         let numbers: Vec<u8> = Tripwire::all().map(Tripwire::number).collect();
         let mut parts = Vec::new();
@@ -575,6 +577,6 @@ mod tests {
             numbers, sorted,
             "the catalogue is in number order, each id once"
         );
-        assert_eq!(Tripwire::all_named(), "T1-T21");
+        assert_eq!(Tripwire::all_named(), "T1-T22");
     }
 }

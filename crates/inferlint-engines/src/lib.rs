@@ -12,10 +12,12 @@
 pub mod bootlog;
 pub mod detect;
 pub mod files;
+pub mod fleet;
 pub mod load;
 pub mod loadcmd;
 pub mod loadtools;
 pub mod output;
 pub mod prom;
+pub mod prometheus;
 pub mod pyjson;
 pub mod record;

@@ -115,6 +115,31 @@ impl Recorder {
         ))
     }
 
+    /// Records a fleet on one schedule ([`crate::fleet_watch::watch_fleet`]) until the
+    /// duration ends or `stop` resolves; the scrapers must be this recorder's (their
+    /// connections live on its runtime).
+    pub fn watch_fleet<W: std::io::Write + Send + 'static>(
+        &self,
+        members: Vec<crate::fleet_watch::Member<W>>,
+        engine: Engine,
+        options: &WatchOptions,
+        sum_out: &mut impl std::io::Write,
+        stop: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<(crate::fleet_watch::FleetProgress, Vec<W>)> {
+        self.runtime.block_on(async {
+            let handle = crate::Stop::new();
+            let stopper = handle.clone();
+            let signal = tokio::spawn(async move {
+                stop.await;
+                stopper.stop();
+            });
+            let result =
+                crate::fleet_watch::watch_fleet(members, engine, options, sum_out, &handle).await;
+            signal.abort();
+            result
+        })
+    }
+
     /// Enters the recorder's runtime, for making a future that must be made inside one
     /// ([`crate::interrupted`]).
     pub fn enter(&self) -> tokio::runtime::EnterGuard<'_> {

@@ -23,8 +23,10 @@
 
 pub mod blocking;
 pub mod clock;
+pub mod fleet_watch;
 pub mod http;
 pub mod probe;
+pub mod prometheus;
 pub mod record;
 pub mod schedule;
 pub mod scrape;

@@ -55,7 +55,14 @@ async fn a_recording_beside_a_load_holds_the_load() {
     assert!(recording.samples.len() >= 2, "{}", recording.samples.len());
     assert_eq!(recording.samples.len() as u64, recording.progress.samples);
     assert!(recording.series.peak_running.unwrap() >= 1.0);
-    assert!(recording.notes.is_empty(), "{:?}", recording.notes);
+    // A slot missed because a scrape outran the 50 ms interval is a gap the recording
+    // states (2 shared cores under a parallel test run can do that); any other note is not.
+    let unexpected: Vec<&String> = recording
+        .notes
+        .iter()
+        .filter(|n| !n.starts_with("gap: "))
+        .collect();
+    assert!(unexpected.is_empty(), "{unexpected:?}");
 }
 
 /// Asked for a folder, the recording is also written where `inferlint report DIR`

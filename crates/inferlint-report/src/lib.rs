@@ -20,6 +20,7 @@ mod charts;
 pub mod compare;
 mod csp;
 pub mod data;
+pub mod fleet;
 mod page;
 mod replay;
 mod requests;

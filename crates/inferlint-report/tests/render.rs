@@ -241,7 +241,7 @@ fn the_data_and_the_charts_agree_with_the_recording() {
 fn the_tripwires_checked_and_those_not_here() {
     let html = demo().render();
     assert!(
-        html.contains("14 of 21. Not here: T2 and T3 (run at clean-up), T4 and T11 (need two or more boot logs), T7 (needs a live server), T13 (a rule for test scripts), T21 (needs GPU readings in the recording"),
+        html.contains("14 of 22. Not here: T2 and T3 (run at clean-up), T4 and T11 (need two or more boot logs), T7 (needs a live server), T13 (a rule for test scripts), T21 (needs GPU readings in the recording), T22 (needs the recordings of two or more replicas on one schedule)"),
         "tripwires-checked line"
     );
 }

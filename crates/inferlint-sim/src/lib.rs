@@ -16,6 +16,7 @@ pub mod expo;
 pub mod gpu;
 pub mod load;
 pub mod prefix;
+pub mod prometheus;
 pub mod runfolder;
 pub mod sched;
 pub mod server;

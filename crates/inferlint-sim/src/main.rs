@@ -39,6 +39,31 @@ enum Command {
     /// Send one untimed test request (none with --no-test-request), then N streamed
     /// completions, C at a time (at most --open-limit), to any OpenAI-compatible server.
     Load(LoadArgs),
+    /// Answer Prometheus' query API over a simulated fleet's history (vLLM's metrics, one
+    /// `instance` per replica) and print its address; SIGINT or SIGTERM stop it.
+    Prometheus(PrometheusArgs),
+}
+
+#[derive(Debug, Args)]
+struct PrometheusArgs {
+    /// The port to listen on (0: any free one).
+    #[arg(long, default_value_t = 0)]
+    port: u16,
+    /// How many replicas the fleet has.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    replicas: u64,
+    /// How many scrapes the history holds.
+    #[arg(long, default_value_t = 3600, value_parser = clap::value_parser!(i64).range(1..))]
+    steps: i64,
+    /// Milliseconds between scrapes.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(i64).range(1..))]
+    interval_ms: i64,
+    /// The first scrape, Unix milliseconds.
+    #[arg(long, default_value_t = 1_764_547_200_000)]
+    start_ms: i64,
+    /// Replica 0 queues and preempts while the others idle.
+    #[arg(long)]
+    imbalanced: bool,
 }
 
 #[derive(Debug, Args)]
@@ -148,6 +173,7 @@ fn main() -> ExitCode {
         Command::Write { dir } => write(&dir),
         Command::Serve(args) => serve(&args),
         Command::Load(args) => load(&args),
+        Command::Prometheus(args) => prometheus(&args),
     };
     ExitCode::from(code)
 }
@@ -185,15 +211,8 @@ fn serve(args: &ServeArgs) -> u8 {
             return EXIT_FAILED;
         }
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: failed to start the signal handler: {e}");
-            return EXIT_FAILED;
-        }
+    let Some(runtime) = signal_runtime() else {
+        return EXIT_FAILED;
     };
     let mut printed = 0usize;
     let mut print_new = |handle: &server::ServerHandle| {
@@ -234,6 +253,53 @@ fn serve(args: &ServeArgs) -> u8 {
     print_new(&handle);
     handle.shutdown();
     code
+}
+
+/// The runtime `serve` and `prometheus` wait for their signals on; `None` (with the error
+/// printed) when it cannot start.
+fn signal_runtime() -> Option<tokio::runtime::Runtime> {
+    match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => Some(r),
+        Err(e) => {
+            eprintln!("error: failed to start the signal handler: {e}");
+            None
+        }
+    }
+}
+
+fn prometheus(args: &PrometheusArgs) -> u8 {
+    use inferlint_sim::prometheus::{self as fake, FleetHistory};
+    let replicas = usize::try_from(args.replicas).unwrap_or(1);
+    let mut history = FleetHistory::new(replicas, args.start_ms, args.interval_ms, args.steps);
+    history.imbalanced = args.imbalanced;
+    let handle = match fake::spawn(history, args.port) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("error: failed to start the simulated Prometheus: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    println!("{}", handle.base_url);
+    let _ = std::io::stdout().flush();
+    let Some(runtime) = signal_runtime() else {
+        return EXIT_FAILED;
+    };
+    runtime.block_on(async {
+        let Ok(mut terminate) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        else {
+            return;
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = terminate.recv() => {}
+        }
+    });
+    drop(handle);
+    EXIT_OK
 }
 
 fn serve_config(args: &ServeArgs) -> Result<ServerConfig, String> {

@@ -2,6 +2,7 @@
 //!
 //! - [`boot`]: T4, T5, T6, T7/T12 and T11, from boot facts.
 //! - [`counters`]: counter deltas and restart detection shared by T1, T10 and T15.
+//! - [`fleet`]: T22, the replicas of a fleet recorded on one schedule.
 //! - [`ledger`]: T18 and T20, the load tool's account against the server's counters and
 //!   its recording.
 //! - [`snapshots`]: T1, T10 and T15, from a before and an after snapshot; [`pauses`]
@@ -20,6 +21,7 @@ pub mod boot;
 pub mod cold_start;
 pub mod contention;
 pub mod counters;
+pub mod fleet;
 pub mod ledger;
 pub mod owner;
 pub mod pauses;

@@ -14,7 +14,7 @@
 
 mod classify;
 mod compile;
-mod lines;
+pub(crate) mod lines;
 pub mod pyliteral;
 pub(crate) mod scan;
 mod sglang;

@@ -1,0 +1,178 @@
+//! `watch URL URL … -o DIR` (or `--targets FILE`): a fleet recorded on one schedule into
+//! a fleet folder (`fleet.json`, one run folder per replica, `fleet.series.jsonl`), which
+//! `report DIR` checks replica by replica and as a fleet. The schedule and the sum are
+//! inferlint-live's; files are opened here.
+
+use std::path::Path;
+
+use inferlint_engines::fleet::{self, Manifest};
+use inferlint_engines::load::{EngineChoice, Source};
+use inferlint_engines::output::{self, Rule};
+use inferlint_live::fleet_watch::Member;
+use inferlint_live::watch::{WatchOptions, MAX_FAILED_SHARE};
+
+use crate::exit::{CliError, ExitCode};
+use crate::flags;
+use crate::live::{first_scrape, recorder};
+use crate::output::eprint_line;
+
+/// The most replicas one `watch` records.
+pub const MAX_TARGETS: usize = 256;
+
+/// The addresses to record: those on the command line, then those of `--targets`.
+fn addresses(urls: &[String], targets: Option<&Path>) -> Result<Vec<String>, CliError> {
+    let mut all: Vec<String> = urls.to_vec();
+    if let Some(path) = targets {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| CliError::usage(format!("cannot read {}: {e}", path.display())))?;
+        all.extend(
+            text.lines()
+                .map(|l| l.split('#').next().unwrap_or("").trim())
+                .filter(|l| !l.is_empty())
+                .map(str::to_owned),
+        );
+    }
+    if all.is_empty() {
+        return Err(CliError::usage(match targets {
+            Some(path) => format!("{} names no address", path.display()),
+            None => "give the addresses to record".to_owned(),
+        }));
+    }
+    if all.len() > MAX_TARGETS {
+        return Err(CliError::usage(format!(
+            "{} addresses, more than the {MAX_TARGETS} one watch records",
+            all.len()
+        )));
+    }
+    let mut seen: Vec<&str> = Vec::new();
+    for url in &all {
+        let key = url.trim_end_matches('/');
+        if seen.contains(&key) {
+            return Err(CliError::usage(format!(
+                "{url} is given twice; each replica is recorded once"
+            )));
+        }
+        seen.push(key);
+    }
+    Ok(all)
+}
+
+pub fn watch_fleet(
+    choice: &EngineChoice,
+    urls: &[String],
+    targets: Option<&Path>,
+    out: &Path,
+    interval: f64,
+    duration: Option<f64>,
+) -> Result<ExitCode, CliError> {
+    let options = WatchOptions {
+        interval: flags::interval(interval)?,
+        duration: duration.map(flags::duration).transpose()?,
+    };
+    let urls = addresses(urls, targets)?;
+    let holds_files = match std::fs::read_dir(out) {
+        Ok(mut entries) => entries.next().is_some(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+        Err(e) => return Err(CliError::usage(format!("{}: {e}", out.display()))),
+    };
+    if holds_files {
+        return Err(CliError::usage(format!(
+            "{}: the folder holds files; a fleet is recorded into a new or empty folder",
+            out.display()
+        )));
+    }
+    let recorder = recorder()?;
+    // Every replica answers once, with one engine, before anything is written.
+    let mut firsts = Vec::with_capacity(urls.len());
+    for url in &urls {
+        let (scraper, scrape, found) = first_scrape(choice, &recorder, url)?;
+        choice.check(Source::Server(scraper.base().to_string()), found)?;
+        firsts.push((scraper, scrape, found));
+    }
+    let engines = urls
+        .iter()
+        .map(String::as_str)
+        .zip(firsts.iter().map(|f| f.2));
+    let Some(engine) = fleet::one_engine(engines).map_err(CliError::usage)? else {
+        return Err(CliError::usage("give the addresses to record"));
+    };
+    let firsts: Vec<_> = firsts.into_iter().map(|(s, f, _)| (s, f)).collect();
+    let names: Vec<String> = firsts
+        .iter()
+        .map(|(scraper, _)| scraper.base().to_string())
+        .collect();
+    let hosts: Vec<String> = names
+        .iter()
+        .map(|n| {
+            n.split_once("://")
+                .map_or(n.as_str(), |(_, h)| h)
+                .to_owned()
+        })
+        .collect();
+    let manifest = Manifest::new(
+        "watch".into(),
+        Some(engine),
+        Some(options.interval.as_secs_f64()),
+        &names,
+        &hosts,
+    );
+    let rule = Rule::NEW;
+    let refused = |e: output::OutputError| CliError::usage(e.to_string());
+    output::write_file(
+        &out.join(fleet::MANIFEST),
+        manifest.to_json().as_bytes(),
+        &rule,
+    )
+    .map_err(refused)?;
+    let mut members = Vec::with_capacity(firsts.len());
+    for ((scraper, first), replica) in firsts.into_iter().zip(&manifest.replicas) {
+        let path = out.join(&replica.folder).join("run.series.jsonl");
+        let file = output::create_stream(&path, &rule).map_err(refused)?;
+        members.push(Member {
+            scraper,
+            first,
+            out: file,
+        });
+    }
+    let sum_path = out.join(fleet::SUM_SERIES);
+    let mut sum = output::create_stream(&sum_path, &rule).map_err(refused)?;
+    // The command owns the process: Ctrl-C and `kill %1` end the recording cleanly.
+    let stop = {
+        let _inside = recorder.enter();
+        inferlint_live::interrupted()
+    };
+    let (progress, writers) = recorder
+        .watch_fleet(members, engine, &options, &mut sum, stop)
+        .map_err(|e| CliError::usage(format!("cannot write {}: {e}", out.display())))?;
+    for writer in &writers {
+        writer.sync_all().map_err(|e| {
+            CliError::usage(format!("cannot write {}: {e}", writer.path().display()))
+        })?;
+    }
+    sum.sync_all()
+        .map_err(|e| CliError::usage(format!("cannot write {}: {e}", sum_path.display())))?;
+    let mut failed = Vec::new();
+    for (name, p) in names.iter().zip(&progress.replicas) {
+        let line = format!("{name}: {} samples{}", p.samples, crate::live::holes(p));
+        eprint_line!("{line}");
+        if p.too_many_failed() {
+            failed.push(format!("{name} ({} of {})", p.failed, p.attempts));
+        }
+    }
+    crate::output::print(&format!(
+        "{} replicas, {} summed slots ({} with a replica missing) -> {}\n",
+        names.len(),
+        progress.summed,
+        progress.sum_gaps,
+        out.display()
+    ))
+    .map_err(|e| CliError::usage(format!("cannot write the output: {e}")))?;
+    if !failed.is_empty() {
+        return Err(CliError::usage(format!(
+            "more than {}% of the scrapes failed on {}: a peak can hide in the gaps",
+            MAX_FAILED_SHARE * 100.0,
+            failed.join(", ")
+        )));
+    }
+    Ok(ExitCode::Passed)
+}

@@ -1,0 +1,691 @@
+//! A run read from a Prometheus server's HTTP API, without the network: the queries to
+//! ask, the answers read, and each replica's snapshots and series built from them.
+//! `inferlint-live` asks the questions; everything that decides what an answer means is
+//! here, so the tests need no server.
+//!
+//! What is asked:
+//! - the before and after snapshots are instant queries (`/api/v1/query`) at the window's
+//!   start and end for every series of the engines (`{__name__=~"vllm:.*|…", SELECTOR}`),
+//!   rendered back into exposition text so that every check reads them as it reads a
+//!   scrape;
+//! - the series is range queries (`/api/v1/query_range`) of the metrics a recorder writes,
+//!   at a step equal to the scrape interval (read from the raw samples' spacing), split
+//!   so that no query asks more than [`MAX_POINTS`] points of one series (Prometheus
+//!   refuses more than 11,000).
+//!
+//! Each replica is one `pod` (where the series have that label, as Kubernetes service
+//! discovery sets it) or else one `instance`; vLLM's `engine` label inside a replica stays
+//! as a scrape has it and is summed by [`crate::record`]. A counter that goes down inside
+//! the window is a restart: the series keeps the raw readings, so the series checks and
+//! the cross-checks see the drop as they see it in a recording (and, where the engine
+//! exports `*_created` stamps, the snapshots' stamps differ too).
+
+use std::collections::BTreeMap;
+
+use inferlint_core::metrics::{MetricSet, Sample};
+use inferlint_core::model::{SeriesSample, Snapshot};
+use inferlint_core::{Engine, EngineDescriptor};
+use serde_json::Value;
+
+use crate::{prom, record};
+
+/// The most points one range query asks of one series. Prometheus refuses a query
+/// over 11,000 points per series ("exceeded maximum resolution").
+pub const MAX_POINTS: u64 = 11_000;
+
+/// Why an answer of the API could not be used. Each message reads after "failed to".
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ApiError {
+    /// The server answered `"status": "error"` (`bad_data`, `timeout`, `execution`).
+    #[error("the Prometheus server refused the query ({kind}): {message}")]
+    Refused {
+        /// The API's `errorType`.
+        kind: String,
+        /// The API's `error`.
+        message: String,
+    },
+    /// An answer that is not the API's JSON.
+    #[error("the answer is not a Prometheus API answer: {0}")]
+    Shape(String),
+}
+
+/// One series of an answer: its labels (without `__name__`), its name, and its points
+/// as (Unix seconds, value).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiSeries {
+    /// The metric's name (`__name__`).
+    pub name: String,
+    /// The other labels, sorted by name.
+    pub labels: Vec<(String, String)>,
+    /// (Unix seconds, value), in time order.
+    pub points: Vec<(f64, f64)>,
+}
+
+impl ApiSeries {
+    /// The value of a label, if the series has it.
+    pub fn label(&self, name: &str) -> Option<&str> {
+        self.labels
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The replica this series belongs to: its `pod`, else its `instance`.
+    pub fn replica(&self) -> Option<&str> {
+        self.label("pod").or_else(|| self.label("instance"))
+    }
+}
+
+/// Reads a value as the API writes it: a string holding a number, `NaN`, `+Inf` or
+/// `-Inf`.
+pub fn parse_value(text: &str) -> Option<f64> {
+    match text {
+        "NaN" => Some(f64::NAN),
+        "+Inf" | "Inf" => Some(f64::INFINITY),
+        "-Inf" => Some(f64::NEG_INFINITY),
+        other => other.parse::<f64>().ok().filter(|v| v.is_finite()),
+    }
+}
+
+/// Reads an answer of `/api/v1/query` or `/api/v1/query_range`: a vector (one point per
+/// series), a matrix (many) or a scalar (no series) become series with points.
+pub fn parse_answer(body: &[u8]) -> Result<Vec<ApiSeries>, ApiError> {
+    let value: Value = serde_json::from_slice(body).map_err(|e| {
+        let text = String::from_utf8_lossy(&body[..body.len().min(80)]).into_owned();
+        ApiError::Shape(format!("{e} (it starts {text:?})"))
+    })?;
+    let status = value.get("status").and_then(Value::as_str);
+    if status == Some("error") {
+        return Err(ApiError::Refused {
+            kind: value
+                .get("errorType")
+                .and_then(Value::as_str)
+                .unwrap_or("unknown")
+                .to_owned(),
+            message: value
+                .get("error")
+                .and_then(Value::as_str)
+                .unwrap_or("no reason given")
+                .to_owned(),
+        });
+    }
+    if status != Some("success") {
+        return Err(ApiError::Shape("no \"status\": \"success\"".into()));
+    }
+    let data = value
+        .get("data")
+        .ok_or_else(|| ApiError::Shape("no \"data\"".into()))?;
+    let kind = data.get("resultType").and_then(Value::as_str);
+    let result = data.get("result");
+    match (kind, result) {
+        (Some("scalar" | "string"), _) => Ok(Vec::new()),
+        (Some(kind @ ("vector" | "matrix")), Some(Value::Array(items))) => items
+            .iter()
+            .map(|item| read_series(item, kind == "matrix"))
+            .collect(),
+        _ => Err(ApiError::Shape(
+            "\"data\" holds no vector or matrix result".into(),
+        )),
+    }
+}
+
+fn read_series(item: &Value, matrix: bool) -> Result<ApiSeries, ApiError> {
+    let bad = |what: &str| ApiError::Shape(format!("a series {what}"));
+    let metric = item
+        .get("metric")
+        .and_then(Value::as_object)
+        .ok_or_else(|| bad("has no \"metric\" labels"))?;
+    let mut name = String::new();
+    let mut labels = Vec::with_capacity(metric.len());
+    for (key, value) in metric {
+        let value = value.as_str().ok_or_else(|| bad("label is not a string"))?;
+        if key == "__name__" {
+            name = value.to_owned();
+        } else {
+            labels.push((key.clone(), value.to_owned()));
+        }
+    }
+    labels.sort();
+    let point = |p: &Value| -> Result<(f64, f64), ApiError> {
+        let pair = p.as_array().filter(|a| a.len() == 2);
+        let pair = pair.ok_or_else(|| bad("point is not [time, \"value\"]"))?;
+        let t = pair[0].as_f64().ok_or_else(|| bad("point has no time"))?;
+        let v = pair[1]
+            .as_str()
+            .and_then(parse_value)
+            .ok_or_else(|| bad(&format!("value {} is not a number", pair[1])))?;
+        Ok((t, v))
+    };
+    let points = if matrix {
+        item.get("values")
+            .and_then(Value::as_array)
+            .ok_or_else(|| bad("of a matrix has no \"values\""))?
+            .iter()
+            .map(point)
+            .collect::<Result<Vec<_>, _>>()?
+    } else {
+        vec![point(
+            item.get("value")
+                .ok_or_else(|| bad("of a vector has no \"value\""))?,
+        )?]
+    };
+    Ok(ApiSeries {
+        name,
+        labels,
+        points,
+    })
+}
+
+/// Reads a time as the command line takes it: Unix seconds (`1764547200`,
+/// `1764547200.5`) or RFC 3339 (`2025-12-01T00:00:00Z`, `2025-12-01T01:00:00.5+01:00`).
+pub fn parse_time(text: &str) -> Result<f64, String> {
+    let text = text.trim();
+    if let Ok(seconds) = text.parse::<f64>() {
+        if (0.0..inferlint_core::model::MAX_WALL_TIME).contains(&seconds) {
+            return Ok(seconds);
+        }
+        return Err(format!("'{text}' is not a Unix time in seconds"));
+    }
+    rfc3339(text).ok_or_else(|| {
+        format!("'{text}' is neither Unix seconds nor an RFC 3339 time (2025-12-01T09:30:00Z)")
+    })
+}
+
+fn rfc3339(text: &str) -> Option<f64> {
+    let bytes = text.as_bytes();
+    let digits = |range: std::ops::Range<usize>| -> Option<i64> {
+        let part = text.get(range)?;
+        part.bytes()
+            .all(|b| b.is_ascii_digit())
+            .then(|| part.parse().ok())?
+    };
+    if bytes.len() < 20 || bytes[4] != b'-' || bytes[7] != b'-' {
+        return None;
+    }
+    if !matches!(bytes[10], b'T' | b't' | b' ') || bytes[13] != b':' || bytes[16] != b':' {
+        return None;
+    }
+    let (year, month, day) = (digits(0..4)?, digits(5..7)?, digits(8..10)?);
+    let (hour, minute, second) = (digits(11..13)?, digits(14..16)?, digits(17..19)?);
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 {
+        return None;
+    }
+    if second > 60 {
+        return None;
+    }
+    let mut rest = &text[19..];
+    let mut fraction = 0.0;
+    if let Some(after_dot) = rest.strip_prefix('.') {
+        let n = after_dot.bytes().take_while(u8::is_ascii_digit).count();
+        if n == 0 {
+            return None;
+        }
+        fraction = format!("0.{}", &after_dot[..n]).parse().ok()?;
+        rest = &after_dot[n..];
+    }
+    let offset_s = match rest {
+        "Z" | "z" => 0,
+        zone if zone.len() == 6 && (zone.starts_with('+') || zone.starts_with('-')) => {
+            let z = zone.as_bytes();
+            if z[3] != b':' {
+                return None;
+            }
+            let h: i64 = zone[1..3].parse().ok()?;
+            let m: i64 = zone[4..6].parse().ok()?;
+            let sign = if z[0] == b'-' { -1 } else { 1 };
+            sign * (h * 3600 + m * 60)
+        }
+        _ => return None,
+    };
+    let days = inferlint_core::model::days_from_civil(year, month, day);
+    let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset_s;
+    (seconds >= 0).then_some(seconds as f64 + fraction)
+}
+
+/// The window `[start_ms, end_ms]` at `step_ms` cut into pieces that each ask at most
+/// `max_points` points: Prometheus answers a range query with the points `start`,
+/// `start + step`, … up to `end`, so each piece starts on the same grid one step after
+/// the last point of the piece before it, and together they ask every point of the
+/// window exactly once.
+pub fn split_range(start_ms: i64, end_ms: i64, step_ms: i64, max_points: u64) -> Vec<(i64, i64)> {
+    if end_ms < start_ms || step_ms <= 0 || max_points == 0 {
+        return Vec::new();
+    }
+    let per_piece = i64::try_from(max_points).unwrap_or(i64::MAX);
+    let span = step_ms.saturating_mul(per_piece - 1);
+    let mut pieces = Vec::new();
+    let mut from = start_ms;
+    while from <= end_ms {
+        let to = from.saturating_add(span).min(end_ms);
+        // The last point of this piece on the grid.
+        let last = from + (to - from) / step_ms * step_ms;
+        pieces.push((from, last));
+        match last.checked_add(step_ms) {
+            Some(next) => from = next,
+            None => break,
+        }
+    }
+    pieces
+}
+
+/// How many points Prometheus answers for a piece.
+pub fn points_in(start_ms: i64, end_ms: i64, step_ms: i64) -> u64 {
+    if end_ms < start_ms || step_ms <= 0 {
+        return 0;
+    }
+    ((end_ms - start_ms) / step_ms) as u64 + 1
+}
+
+/// The scrape interval, from the raw samples' times of a range vector (`metric[5m]`):
+/// the median gap between neighbouring samples of one series, in whole milliseconds.
+pub fn scrape_interval_ms(series: &[ApiSeries]) -> Option<i64> {
+    let mut gaps: Vec<i64> = series
+        .iter()
+        .flat_map(|s| {
+            s.points
+                .windows(2)
+                .map(|w| ((w[1].0 - w[0].0) * 1000.0).round() as i64)
+        })
+        .filter(|g| *g > 0)
+        .collect();
+    if gaps.is_empty() {
+        return None;
+    }
+    gaps.sort_unstable();
+    // The lower median: with an even count, the smaller of the two middle gaps.
+    Some(gaps[(gaps.len() - 1) / 2])
+}
+
+/// The label matchers of `--selector`, without braces: `{job="vllm"}` gives
+/// `job="vllm"`; an empty selector gives none. A selector that names a metric is refused:
+/// the queries name their own.
+pub fn selector_matchers(selector: Option<&str>) -> Result<String, String> {
+    let Some(text) = selector.map(str::trim).filter(|t| !t.is_empty()) else {
+        return Ok(String::new());
+    };
+    let inner = text
+        .strip_prefix('{')
+        .and_then(|t| t.strip_suffix('}'))
+        .ok_or_else(|| {
+            format!("--selector '{text}' is not label matchers in braces, e.g. '{{job=\"vllm\"}}'")
+        })?;
+    if inner.contains("__name__") {
+        return Err(format!(
+            "--selector '{text}' names a metric; give only labels (the queries name the metrics)"
+        ));
+    }
+    Ok(inner.trim().trim_end_matches(',').to_owned())
+}
+
+/// A selector of the series named `names` (exactly, each with or without `_total`) and
+/// the user's matchers.
+pub fn names_query(names: &[&str], matchers: &str) -> String {
+    let mut alternatives: Vec<String> = Vec::new();
+    for name in names {
+        let base = name.strip_suffix("_total").unwrap_or(name);
+        for n in [base.to_owned(), format!("{base}_total")] {
+            let escaped = regex_escape(&n);
+            if !alternatives.contains(&escaped) {
+                alternatives.push(escaped);
+            }
+        }
+    }
+    selector_with(&alternatives.join("|"), matchers)
+}
+
+/// A selector of every series of the engines given (by their metric prefix) and the
+/// user's matchers: what a snapshot holds.
+pub fn prefixes_query(engines: &[Engine], matchers: &str) -> String {
+    let alternatives: Vec<String> = engines
+        .iter()
+        .map(|e| format!("{}.*", regex_escape(e.descriptor().metric_prefix)))
+        .collect();
+    selector_with(&alternatives.join("|"), matchers)
+}
+
+fn selector_with(name_regex: &str, matchers: &str) -> String {
+    if matchers.is_empty() {
+        format!("{{__name__=~\"{name_regex}\"}}")
+    } else {
+        format!("{{__name__=~\"{name_regex}\",{matchers}}}")
+    }
+}
+
+/// Escapes a metric name for a PromQL regular expression in a double-quoted string.
+fn regex_escape(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        if "\\.+*?()|[]{}^$".contains(c) {
+            // One backslash for the regular expression, doubled for the string.
+            out.push_str("\\\\");
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The metrics a series sample is built from ([`record::sample_from_metrics`]), with the
+/// info metric that weighs data-parallel engines' KV usage.
+pub fn series_metric_names(engine: &EngineDescriptor) -> Vec<&'static str> {
+    let mut names = vec![
+        engine.running,
+        engine.waiting,
+        engine.kv_usage,
+        engine.generation_tokens,
+        engine.prompt_tokens,
+    ];
+    names.extend(engine.preemption_counter);
+    names.extend(engine.preemption_witness);
+    names.extend(engine.paused_gauge);
+    names.extend(engine.cache_info);
+    names
+}
+
+/// The replicas the answers name, in order, with the series that have neither `pod`
+/// nor `instance` counted (they cannot be placed). Give the snapshots' answers at the
+/// window's start and end: a replica that stopped answering during the window is in the
+/// first only, one that joined in the second only, and both were part of the run.
+pub fn replicas_of<'a>(answers: impl IntoIterator<Item = &'a [ApiSeries]>) -> (Vec<String>, usize) {
+    let mut names: Vec<String> = Vec::new();
+    let mut unplaced = 0;
+    for s in answers.into_iter().flatten() {
+        match s.replica() {
+            Some(r) if !names.iter().any(|n| n == r) => names.push(r.to_owned()),
+            Some(_) => {}
+            None => unplaced += 1,
+        }
+    }
+    names.sort();
+    (names, unplaced)
+}
+
+/// One replica's snapshot at `t`: every series of an instant query that belongs to it,
+/// as exposition text and parsed samples. `None` when none does.
+pub fn snapshot_of(series: &[ApiSeries], replica: &str, source: &str) -> Option<Snapshot> {
+    let mut samples: Vec<Sample> = Vec::new();
+    let mut t_wall: Option<f64> = None;
+    for s in series.iter().filter(|s| s.replica() == Some(replica)) {
+        let Some(&(t, value)) = s.points.last() else {
+            continue;
+        };
+        t_wall = Some(t_wall.map_or(t, |w: f64| w.max(t)));
+        samples.push(Sample {
+            name: s.name.clone(),
+            labels: s.labels.clone(),
+            value,
+            timestamp_ms: None,
+        });
+    }
+    let t_wall = t_wall?;
+    samples.sort_by(|a, b| a.name.cmp(&b.name).then_with(|| a.labels.cmp(&b.labels)));
+    let mut text = String::new();
+    for sample in &samples {
+        prom::write_sample(&mut text, sample);
+    }
+    Some(Snapshot {
+        url: source.to_owned(),
+        t_wall: Some(t_wall),
+        t_mono_ns: None,
+        latency_s: None,
+        text,
+        metrics: MetricSet::new(samples),
+    })
+}
+
+/// One replica's series samples from a range answer, in time order: at each step, the
+/// series that have a point there become one scrape, read through the engine's table as
+/// a recorder reads a scrape. A step where the replica has no point at all is left out
+/// (Prometheus had no reading within its look-back): a gap, never zeros.
+pub fn samples_of(
+    series: &[ApiSeries],
+    replica: &str,
+    engine: &EngineDescriptor,
+) -> Vec<SeriesSample> {
+    let mut by_time: BTreeMap<i64, Vec<Sample>> = BTreeMap::new();
+    for s in series.iter().filter(|s| s.replica() == Some(replica)) {
+        for &(t, value) in &s.points {
+            by_time
+                .entry((t * 1000.0).round() as i64)
+                .or_default()
+                .push(Sample {
+                    name: s.name.clone(),
+                    labels: s.labels.clone(),
+                    value,
+                    timestamp_ms: None,
+                });
+        }
+    }
+    by_time
+        .into_iter()
+        .map(|(t_ms, samples)| {
+            record::sample_from_metrics(
+                engine,
+                &MetricSet::new(samples),
+                t_ms as f64 / 1000.0,
+                None,
+            )
+        })
+        .collect()
+}
+
+/// A folder name for a replica: its name with every character outside `A-Z a-z 0-9 . _ -`
+/// as `_` (an `instance` is `host:port`), never empty, never `.` or `..`.
+pub fn folder_name(replica: &str) -> String {
+    let name: String = replica
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    match name.as_str() {
+        "" | "." | ".." => format!("replica{}", name.replace('.', "_")),
+        _ => name,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Every point of the window is asked exactly once, in order, and no piece asks
+        /// more than the limit.
+        #[test]
+        fn the_split_asks_every_point_once_within_the_limit(
+            start in 0i64..2_000_000_000_000,
+            len in 0i64..400_000_000,
+            step in 1i64..120_000,
+            max in 1u64..20_000,
+        ) {
+            let end = start + len;
+            let pieces = split_range(start, end, step, max);
+            let total: u64 = pieces.iter().map(|&(a, b)| points_in(a, b, step)).sum();
+            prop_assert_eq!(total, points_in(start, end, step));
+            let mut expected = start;
+            for &(a, b) in &pieces {
+                prop_assert_eq!(a, expected);
+                prop_assert!(points_in(a, b, step) <= max);
+                prop_assert!(b <= end);
+                prop_assert_eq!((b - start) % step, 0);
+                expected = b + step;
+            }
+            prop_assert!(expected > end);
+        }
+
+        #[test]
+        fn unix_seconds_read_back(t in 0.0f64..1e10) {
+            prop_assert_eq!(parse_time(&t.to_string()), Ok(t));
+        }
+    }
+
+    #[test]
+    fn a_day_at_one_second_is_eight_queries() {
+        let pieces = split_range(0, 86_400_000, 1000, MAX_POINTS);
+        assert_eq!(pieces.len(), 8);
+        assert!(pieces
+            .iter()
+            .all(|&(a, b)| points_in(a, b, 1000) <= MAX_POINTS));
+        assert!(split_range(10, 5, 1000, MAX_POINTS).is_empty());
+        assert_eq!(split_range(0, 0, 1000, MAX_POINTS), vec![(0, 0)]);
+    }
+
+    #[test]
+    fn rfc3339_times() {
+        assert_eq!(parse_time("1970-01-01T00:00:00Z"), Ok(0.0));
+        assert_eq!(parse_time("2025-12-01T00:00:00Z"), Ok(1_764_547_200.0));
+        assert_eq!(
+            parse_time("2025-12-01T01:00:00.5+01:00"),
+            Ok(1_764_547_200.5)
+        );
+        assert_eq!(parse_time("2024-02-29T12:00:00-00:30"), Ok(1_709_209_800.0));
+        for bad in [
+            "2025-13-01T00:00:00Z",
+            "yesterday",
+            "2025-12-01",
+            "-5",
+            "2025-12-01T00:00:00",
+        ] {
+            assert!(parse_time(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn strings_the_api_writes_for_special_values() {
+        assert!(parse_value("NaN").is_some_and(f64::is_nan));
+        assert_eq!(parse_value("+Inf"), Some(f64::INFINITY));
+        assert_eq!(parse_value("-Inf"), Some(f64::NEG_INFINITY));
+        assert_eq!(parse_value("0.25"), Some(0.25));
+        assert_eq!(parse_value("1e3"), Some(1000.0));
+        assert_eq!(parse_value("inf"), None, "the API writes +Inf");
+        assert_eq!(parse_value("x"), None);
+    }
+
+    #[test]
+    fn answers_vectors_matrices_and_errors() {
+        let vector = br#"{"status":"success","data":{"resultType":"vector","result":[
+            {"metric":{"__name__":"vllm:num_requests_running","instance":"a:8000","job":"vllm"},"value":[100.5,"3"]},
+            {"metric":{"__name__":"vllm:kv_cache_usage_perc","instance":"b:8000"},"value":[100.5,"NaN"]}]}}"#;
+        let series = parse_answer(vector).expect("reads");
+        assert_eq!(series[0].name, "vllm:num_requests_running");
+        assert_eq!(series[0].replica(), Some("a:8000"));
+        assert_eq!(series[0].points, vec![(100.5, 3.0)]);
+        assert!(series[1].points[0].1.is_nan());
+        let matrix = br#"{"status":"success","data":{"resultType":"matrix","result":[
+            {"metric":{"__name__":"x","pod":"p-0","instance":"10.0.0.1:8000"},"values":[[1,"1"],[2,"+Inf"]]}]}}"#;
+        let m = parse_answer(matrix).expect("reads");
+        assert_eq!(m[0].replica(), Some("p-0"), "pod before instance");
+        assert_eq!(m[0].points[1].1, f64::INFINITY);
+        let refused = br#"{"status":"error","errorType":"bad_data","error":"invalid parameter \"query\": 1:2: parse error"}"#;
+        let e = parse_answer(refused).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the Prometheus server refused the query (bad_data): invalid parameter \"query\": 1:2: parse error"
+        );
+        assert!(matches!(parse_answer(b"<html>"), Err(ApiError::Shape(_))));
+        assert!(matches!(
+            parse_answer(br#"{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1,"oops"]]}]}}"#),
+            Err(ApiError::Shape(_))
+        ));
+    }
+
+    #[test]
+    fn selectors_and_queries() {
+        assert_eq!(
+            selector_matchers(Some("{job=\"vllm\"}")),
+            Ok("job=\"vllm\"".into())
+        );
+        assert_eq!(selector_matchers(None), Ok(String::new()));
+        assert_eq!(selector_matchers(Some(" {} ")), Ok(String::new()));
+        assert!(selector_matchers(Some("job=\"vllm\"")).is_err());
+        assert!(selector_matchers(Some("{__name__=\"up\"}")).is_err());
+        let q = names_query(
+            &["vllm:num_preemptions_total", "vllm:num_requests_running"],
+            "job=\"v\"",
+        );
+        assert_eq!(
+            q,
+            "{__name__=~\"vllm:num_preemptions|vllm:num_preemptions_total|vllm:num_requests_running|vllm:num_requests_running_total\",job=\"v\"}"
+        );
+        assert_eq!(
+            prefixes_query(&[Engine::Vllm, Engine::Trtllm], ""),
+            format!(
+                "{{__name__=~\"vllm:.*|{}.*\"}}",
+                Engine::Trtllm.descriptor().metric_prefix
+            )
+        );
+    }
+
+    #[test]
+    fn scrape_interval_is_the_median_gap() {
+        let s = ApiSeries {
+            name: "x".into(),
+            labels: vec![],
+            points: vec![
+                (0.0, 1.0),
+                (1.0, 1.0),
+                (2.001, 1.0),
+                (3.0, 1.0),
+                (10.0, 1.0),
+            ],
+        };
+        assert_eq!(scrape_interval_ms(&[s]), Some(1000));
+        assert_eq!(scrape_interval_ms(&[]), None);
+    }
+
+    /// A step where a replica has readings becomes one sample through the engine's
+    /// table; a step it lacks is no sample; two replicas stay apart.
+    #[test]
+    fn samples_per_replica_and_step() {
+        let series = |name: &str, instance: &str, points: Vec<(f64, f64)>| ApiSeries {
+            name: name.into(),
+            labels: vec![("instance".into(), instance.into())],
+            points,
+        };
+        let answer = vec![
+            series(
+                "vllm:num_requests_running",
+                "a",
+                vec![(1.0, 2.0), (2.0, 3.0)],
+            ),
+            series(
+                "vllm:num_requests_waiting",
+                "a",
+                vec![(1.0, 0.0), (2.0, 1.0), (3.0, 4.0)],
+            ),
+            series("vllm:num_requests_running", "b", vec![(1.0, 7.0)]),
+        ];
+        let d = Engine::Vllm.descriptor();
+        let a = samples_of(&answer, "a", d);
+        assert_eq!(a.len(), 3);
+        assert_eq!((a[1].running, a[1].waiting), (Some(3.0), Some(1.0)));
+        assert_eq!(
+            (a[2].running, a[2].waiting),
+            (None, Some(4.0)),
+            "missing is None, never 0"
+        );
+        let b = samples_of(&answer, "b", d);
+        assert_eq!(b.len(), 1);
+        assert_eq!(b[0].running, Some(7.0));
+        assert_eq!(
+            replicas_of([answer.as_slice()]),
+            (vec!["a".to_owned(), "b".to_owned()], 0)
+        );
+        let snap = snapshot_of(&answer, "b", "prometheus").expect("b has series");
+        assert_eq!(snap.text, "vllm:num_requests_running{instance=\"b\"} 7.0\n");
+        assert!(snapshot_of(&answer, "c", "prometheus").is_none());
+    }
+
+    #[test]
+    fn folder_names() {
+        assert_eq!(folder_name("10.0.0.1:8000"), "10.0.0.1_8000");
+        assert_eq!(folder_name("vllm-0"), "vllm-0");
+        assert_eq!(folder_name(".."), "replica__");
+        assert_eq!(folder_name(""), "replica");
+        assert_eq!(folder_name("a/b"), "a_b");
+    }
+}

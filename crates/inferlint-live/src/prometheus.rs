@@ -1,0 +1,531 @@
+//! A run read from a Prometheus server: the questions asked over its HTTP API, and a
+//! fleet folder written from the answers ([`inferlint_engines::fleet`]), one run folder
+//! per replica with its before and after snapshots and its series.
+//!
+//! What each answer means is decided in [`inferlint_engines::prometheus`]; here are the
+//! requests, their timeouts and the files. A Prometheus that cannot be reached, answers
+//! too slowly or refuses a query is one error naming the address and what went wrong;
+//! nothing is written over an existing file.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use inferlint_core::model::{SeriesHeader, SeriesSample};
+use inferlint_core::Engine;
+use inferlint_engines::fleet::{self, Manifest, Replica};
+use inferlint_engines::output::{self, OutputError, Rule};
+use inferlint_engines::prometheus::{self as api, ApiError, ApiSeries, MAX_POINTS};
+use inferlint_engines::{detect, files};
+use serde_json::Value;
+
+use crate::http::{BaseUrl, HttpClient, HttpError};
+
+/// How long one query may take before the server counts as too slow.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// The stretch of raw samples the scrape interval is read from.
+const INTERVAL_PROBE_S: f64 = 600.0;
+
+/// Why a run could not be read from Prometheus. Each message is one line naming the
+/// server.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PromError {
+    /// No answer: refused, timed out, cut off.
+    #[error("cannot read from the Prometheus server at {url}: {error}")]
+    Unreachable {
+        /// The server.
+        url: String,
+        /// Why no answer came.
+        error: HttpError,
+    },
+    /// An answer that is no API answer (a proxy's page, a status without a body).
+    #[error("the Prometheus server at {url} answered {status}: {detail}")]
+    Status {
+        /// The server.
+        url: String,
+        /// `HTTP 502 Bad Gateway`.
+        status: String,
+        /// The first line of the body.
+        detail: String,
+    },
+    /// The API refused the query, or answered in a shape not understood.
+    #[error("{url}: {error}")]
+    Api {
+        /// The server.
+        url: String,
+        /// What the API said, or why its answer could not be read.
+        error: ApiError,
+    },
+    /// Nothing to read.
+    #[error("{0}")]
+    Nothing(String),
+    /// Replicas from different engines, or from another engine than the one named.
+    #[error("{0}")]
+    Engines(String),
+    /// A file of the fleet folder may not be written (it exists, or is an input).
+    #[error("{0}")]
+    Output(#[from] OutputError),
+    /// A file of the fleet folder could not be written.
+    #[error("cannot write {path}: {error}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        error: std::io::Error,
+    },
+}
+
+/// What to read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FetchOptions {
+    /// The window's start, Unix seconds.
+    pub start: f64,
+    /// The window's end, Unix seconds.
+    pub end: f64,
+    /// Label matchers in braces (`{job="vllm"}`), or none.
+    pub selector: Option<String>,
+    /// The engine named, if any.
+    pub engine: Option<Engine>,
+    /// The step of the range queries; `None` reads the scrape interval.
+    pub step: Option<Duration>,
+    /// How long one query may take.
+    pub timeout: Duration,
+}
+
+/// What was read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fetched {
+    /// The fleet folder's manifest, as written.
+    pub manifest: Manifest,
+    /// The step the range queries used, in milliseconds.
+    pub step_ms: i64,
+    /// Range queries asked.
+    pub range_queries: usize,
+    /// The most points one range query asked of one series (never above [`MAX_POINTS`]).
+    pub max_points_per_query: u64,
+    /// Samples written, over every replica.
+    pub samples: u64,
+    /// What a reader should know: replicas that restarted, steps with no reading.
+    pub notes: Vec<String>,
+}
+
+/// A Prometheus server's query API.
+#[derive(Debug, Clone)]
+pub struct PromSource {
+    client: HttpClient,
+    base: BaseUrl,
+    timeout: Duration,
+}
+
+impl PromSource {
+    /// The API of the server at `base`, each query given `timeout`. Must be called
+    /// inside a tokio runtime.
+    pub fn new(base: BaseUrl, timeout: Duration) -> PromSource {
+        PromSource {
+            client: HttpClient::new(),
+            base,
+            timeout,
+        }
+    }
+
+    /// The server's address.
+    pub fn base(&self) -> &BaseUrl {
+        &self.base
+    }
+
+    async fn get(
+        &self,
+        path: &str,
+        params: &[(&str, String)],
+    ) -> Result<Vec<ApiSeries>, PromError> {
+        let query: Vec<String> = params
+            .iter()
+            .map(|(k, v)| format!("{k}={}", encode(v)))
+            .collect();
+        let url = format!("{}?{}", self.base.join(path), query.join("&"));
+        let shown = self.base.to_string();
+        let answer =
+            self.client
+                .get(&url, self.timeout)
+                .await
+                .map_err(|error| PromError::Unreachable {
+                    url: shown.clone(),
+                    error,
+                })?;
+        // Prometheus answers a refused query with 400 or 422 and the API's JSON error,
+        // which says more than the status.
+        match api::parse_answer(&answer.body) {
+            Ok(series) if answer.status.is_success() => Ok(series),
+            Err(error @ ApiError::Refused { .. }) => Err(PromError::Api { url: shown, error }),
+            Err(error) if answer.status.is_success() => Err(PromError::Api { url: shown, error }),
+            _ => Err(PromError::Status {
+                url: shown,
+                status: answer.status_text(),
+                detail: first_line(&answer.body),
+            }),
+        }
+    }
+
+    /// An instant query at `time`.
+    pub async fn query(&self, query: &str, time: f64) -> Result<Vec<ApiSeries>, PromError> {
+        self.get(
+            "/api/v1/query",
+            &[("query", query.to_owned()), ("time", seconds_text(time))],
+        )
+        .await
+    }
+
+    /// A range query; the caller keeps it within [`MAX_POINTS`].
+    pub async fn query_range(
+        &self,
+        query: &str,
+        start_ms: i64,
+        end_ms: i64,
+        step_ms: i64,
+    ) -> Result<Vec<ApiSeries>, PromError> {
+        self.get(
+            "/api/v1/query_range",
+            &[
+                ("query", query.to_owned()),
+                ("start", ms_text(start_ms)),
+                ("end", ms_text(end_ms)),
+                ("step", ms_text(step_ms)),
+            ],
+        )
+        .await
+    }
+}
+
+fn first_line(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&body[..body.len().min(200)]);
+    let line = text.lines().next().unwrap_or("").trim();
+    if line.is_empty() {
+        "no body".to_owned()
+    } else {
+        line.to_owned()
+    }
+}
+
+fn seconds_text(t: f64) -> String {
+    format!("{:.3}", t)
+}
+
+fn ms_text(ms: i64) -> String {
+    format!("{}.{:03}", ms.div_euclid(1000), ms.rem_euclid(1000))
+}
+
+/// Percent-encodes a query parameter (every byte but the unreserved ones).
+fn encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() * 3);
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// The engine of the fleet, from the names of each replica's series: every replica
+/// must run the same engine, and the one named if any.
+fn engine_of_fleet(
+    answers: &[&[ApiSeries]],
+    replicas: &[String],
+    named: Option<Engine>,
+) -> Result<Engine, PromError> {
+    let mut found = Vec::with_capacity(replicas.len());
+    for replica in replicas {
+        let names = answers
+            .iter()
+            .flat_map(|a| a.iter())
+            .filter(|s| s.replica() == Some(replica.as_str()))
+            .map(|s| s.name.as_str());
+        let Some(engine) = detect::engine_from_metric_names(names) else {
+            continue;
+        };
+        if let Some(named) = named.filter(|n| *n != engine) {
+            return Err(PromError::Engines(format!(
+                "--engine {}, but replica {replica} serves {}'s metrics; check --selector",
+                named.key(),
+                engine.name()
+            )));
+        }
+        found.push((replica.as_str(), engine));
+    }
+    let one = fleet::one_engine(found)
+        .map_err(|e| PromError::Engines(format!("{e} (narrow --selector)")))?;
+    Ok(one.or(named).unwrap_or(Engine::DEFAULT))
+}
+
+/// One replica's series file being written, with what is needed to mark gaps and
+/// restarts between two pieces of the window.
+struct ReplicaWriter {
+    name: String,
+    file: output::StreamFile,
+    path: PathBuf,
+    last: Option<SeriesSample>,
+    samples: u64,
+    missing_steps: u64,
+    restarts: Vec<String>,
+}
+
+impl ReplicaWriter {
+    fn put(&mut self, line: &str) -> Result<(), PromError> {
+        let mut bytes = line.as_bytes().to_vec();
+        bytes.push(b'\n');
+        self.file
+            .write_all(&bytes)
+            .map_err(|error| PromError::Write {
+                path: self.path.clone(),
+                error,
+            })
+    }
+
+    fn push(
+        &mut self,
+        engine: Engine,
+        sample: &SeriesSample,
+        step_s: f64,
+    ) -> Result<(), PromError> {
+        if let Some(last) = self.last {
+            let steps = ((sample.t_wall - last.t_wall) / step_s).round();
+            if steps > 1.0 {
+                self.missing_steps += steps as u64 - 1;
+                let reason = format!(
+                    "no reading in Prometheus for {} step(s) of {} s",
+                    steps as u64 - 1,
+                    inferlint_core::fmt::g(step_s)
+                );
+                self.put(&marker("gap", &reason, sample.t_wall))?;
+            }
+            let counters = [
+                ("preemptions", last.preemptions, sample.preemptions),
+                (
+                    "generation_tokens",
+                    last.generation_tokens,
+                    sample.generation_tokens,
+                ),
+                ("prompt_tokens", last.prompt_tokens, sample.prompt_tokens),
+            ];
+            if let Some((name, Some(old), Some(new))) = counters
+                .into_iter()
+                .find(|(_, old, new)| matches!((old, new), (Some(o), Some(n)) if n < o))
+            {
+                let what = format!(
+                    "{name} went down ({} -> {}); counters only reset on restart",
+                    inferlint_core::fmt::g(old),
+                    inferlint_core::fmt::g(new)
+                );
+                self.put(&marker("restart", &what, sample.t_wall))?;
+                self.restarts.push(format!("{what} at {}", sample.t_wall));
+            }
+        }
+        self.put(&files::series_sample_json(engine, sample))?;
+        self.samples += 1;
+        self.last = Some(*sample);
+        Ok(())
+    }
+}
+
+/// A gap or restart record as `watch` writes them; Prometheus gives no monotonic time.
+fn marker(key: &str, text: &str, t_wall: f64) -> String {
+    format!(
+        "{{\"{key}\": {}, \"t_wall\": {}, \"t_mono_ns\": null}}",
+        Value::from(text),
+        Value::from((t_wall * 1e6).round() / 1e6)
+    )
+}
+
+/// Reads the window from Prometheus into the fleet folder `dir` (which must not hold a
+/// fleet already): `fleet.json`, and per replica `before.snapshot.json`,
+/// `after.snapshot.json` and `run.series.jsonl`. `on_piece` is told after each range
+/// query how many of how many are done.
+pub async fn fetch_into(
+    source: &PromSource,
+    options: &FetchOptions,
+    dir: &Path,
+    mut on_piece: impl FnMut(usize, usize),
+) -> Result<Fetched, PromError> {
+    let shown = source.base().to_string();
+    let matchers =
+        api::selector_matchers(options.selector.as_deref()).map_err(PromError::Nothing)?;
+    let selector_words = options
+        .selector
+        .as_deref()
+        .filter(|s| !s.trim().is_empty())
+        .map_or_else(|| "any labels".to_owned(), str::to_owned);
+    let engines: Vec<Engine> = match options.engine {
+        Some(e) => vec![e],
+        None => Engine::ALL.to_vec(),
+    };
+    let everything = api::prefixes_query(&engines, &matchers);
+    let after = source.query(&everything, options.end).await?;
+    let before = source.query(&everything, options.start).await?;
+    let (replicas, _) = api::replicas_of([after.as_slice(), before.as_slice()]);
+    if replicas.is_empty() {
+        return Err(PromError::Nothing(format!(
+            "no series of {} matching {selector_words} with an `instance` or `pod` label at {} or {} in the Prometheus server at {shown}",
+            engines.iter().map(|e| e.name()).collect::<Vec<_>>().join(", "),
+            seconds_text(options.start),
+            seconds_text(options.end)
+        )));
+    }
+    let engine = engine_of_fleet(&[&after, &before], &replicas, options.engine)?;
+    let descriptor = engine.descriptor();
+    let series_query = api::names_query(&api::series_metric_names(descriptor), &matchers);
+
+    let start_ms = (options.start * 1000.0).round() as i64;
+    let end_ms = (options.end * 1000.0).round() as i64;
+    let step_ms = match options.step {
+        Some(step) => i64::try_from(step.as_millis()).unwrap_or(i64::MAX).max(1),
+        None => {
+            let probe = INTERVAL_PROBE_S.min(options.end - options.start).max(1.0);
+            let raw_query = format!(
+                "{}[{}ms]",
+                api::names_query(&[descriptor.running], &matchers),
+                (probe * 1000.0).round() as i64
+            );
+            let raw = source
+                .query(&raw_query, (options.start + probe).min(options.end))
+                .await?;
+            api::scrape_interval_ms(&raw).ok_or_else(|| {
+                PromError::Nothing(format!(
+                    "no two readings of {} matching {selector_words} in the first {} s of the window in the Prometheus server at {shown}, so its scrape interval cannot be read (give --step)",
+                    descriptor.running,
+                    inferlint_core::fmt::g(probe)
+                ))
+            })?
+        }
+    };
+    let step_s = step_ms as f64 / 1000.0;
+    let rule = Rule::NEW;
+    let manifest = Manifest::new(
+        format!("prometheus {shown} {selector_words}"),
+        Some(engine),
+        Some(step_s),
+        &replicas,
+        &replicas,
+    );
+    output::write_file(
+        &dir.join(fleet::MANIFEST),
+        manifest.to_json().as_bytes(),
+        &rule,
+    )?;
+    let mut writers = Vec::with_capacity(replicas.len());
+    for Replica { name, folder } in &manifest.replicas {
+        let folder = dir.join(folder);
+        let where_from = format!("prometheus {shown} replica {name}");
+        for (answer, file) in [
+            (&before, "before.snapshot.json"),
+            (&after, "after.snapshot.json"),
+        ] {
+            if let Some(snapshot) = api::snapshot_of(answer, name, &where_from) {
+                output::write_file(
+                    &folder.join(file),
+                    files::snapshot_json(&snapshot).as_bytes(),
+                    &rule,
+                )?;
+            }
+        }
+        let path = folder.join("run.series.jsonl");
+        let mut file = output::create_stream(&path, &rule)?;
+        let header = SeriesHeader {
+            url: Some(where_from),
+            interval_s: Some(step_s),
+            engine: Some(engine),
+            unknown_engine: None,
+            // Prometheus holds the engines' metrics, not NVML's readings.
+            gpu: None,
+        };
+        let mut line = files::series_header_json(&header).into_bytes();
+        line.push(b'\n');
+        file.write_all(&line).map_err(|error| PromError::Write {
+            path: path.clone(),
+            error,
+        })?;
+        writers.push(ReplicaWriter {
+            name: name.clone(),
+            file,
+            path,
+            last: None,
+            samples: 0,
+            missing_steps: 0,
+            restarts: Vec::new(),
+        });
+    }
+
+    let pieces = api::split_range(start_ms, end_ms, step_ms, MAX_POINTS);
+    let mut max_points = 0;
+    for (index, &(from, to)) in pieces.iter().enumerate() {
+        max_points = max_points.max(api::points_in(from, to, step_ms));
+        let answer = source.query_range(&series_query, from, to, step_ms).await?;
+        for writer in &mut writers {
+            for sample in api::samples_of(&answer, &writer.name, descriptor) {
+                writer.push(engine, &sample, step_s)?;
+            }
+        }
+        on_piece(index + 1, pieces.len());
+    }
+    let mut notes = Vec::new();
+    let mut samples = 0;
+    for writer in &mut writers {
+        writer.file.flush().map_err(|error| PromError::Write {
+            path: writer.path.clone(),
+            error,
+        })?;
+        samples += writer.samples;
+        if writer.samples == 0 {
+            notes.push(format!(
+                "replica {}: no reading of {}'s gauges in the window",
+                writer.name,
+                engine.name()
+            ));
+        }
+        if writer.missing_steps > 0 {
+            notes.push(format!(
+                "replica {}: {} step(s) with no reading in Prometheus (gap records in its recording)",
+                writer.name, writer.missing_steps
+            ));
+        }
+        match writer.restarts.as_slice() {
+            [] => {}
+            [one] => notes.push(format!("replica {} restarted: {one}", writer.name)),
+            [first, ..] => notes.push(format!(
+                "replica {} restarted {} times in the window (first: {first}); its recording has a restart record at each",
+                writer.name,
+                writer.restarts.len()
+            )),
+        }
+    }
+    Ok(Fetched {
+        manifest,
+        step_ms,
+        range_queries: pieces.len(),
+        max_points_per_query: max_points,
+        samples,
+        notes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_are_percent_encoded() {
+        assert_eq!(
+            encode("{__name__=~\"vllm:.*\",job=\"a b\"}[5m]"),
+            "%7B__name__%3D~%22vllm%3A.%2A%22%2Cjob%3D%22a%20b%22%7D%5B5m%5D"
+        );
+        assert_eq!(ms_text(1_764_547_200_500), "1764547200.500");
+        assert_eq!(ms_text(5), "0.005");
+    }
+
+    #[test]
+    fn markers_are_not_samples() {
+        let line = marker("restart", "preemptions went down (3 -> 0)", 12.5);
+        assert_eq!(files::parse_series_line(&line), files::SeriesLine::Marker);
+    }
+}

@@ -1,0 +1,181 @@
+//! A run read from a stand-in Prometheus on 127.0.0.1 (`inferlint_sim::prometheus`),
+//! which answers in the API's JSON and refuses, as Prometheus does, a range query of more
+//! than 11,000 points per series.
+
+use std::time::Duration;
+
+use inferlint_engines::files::{self, SeriesLine};
+use inferlint_engines::fleet;
+use inferlint_live::http::BaseUrl;
+use inferlint_live::prometheus::{fetch_into, FetchOptions, PromError, PromSource};
+use inferlint_sim::prometheus::{self as fake, FleetHistory};
+
+const START_MS: i64 = 1_764_547_200_000;
+
+fn options(steps: i64, interval_ms: i64) -> FetchOptions {
+    FetchOptions {
+        start: START_MS as f64 / 1000.0,
+        end: (START_MS + (steps - 1) * interval_ms) as f64 / 1000.0,
+        selector: Some("{job=\"vllm\"}".into()),
+        engine: None,
+        step: None,
+        timeout: Duration::from_secs(30),
+    }
+}
+
+async fn fetch(
+    history: FleetHistory,
+    options: &FetchOptions,
+) -> (
+    Result<inferlint_live::prometheus::Fetched, PromError>,
+    tempfile::TempDir,
+    u64,
+) {
+    let server = fake::spawn(history, 0).expect("the stand-in listens");
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let source = PromSource::new(
+        BaseUrl::parse(&server.base_url).expect("address"),
+        options.timeout,
+    );
+    let fetched = fetch_into(&source, options, dir.path(), |_, _| {}).await;
+    let asked = server
+        .max_points_asked
+        .load(std::sync::atomic::Ordering::Relaxed);
+    (fetched, dir, asked)
+}
+
+/// A window of 25,000 scrapes is read in three range queries, none over the limit; every
+/// scrape becomes one sample of its replica; the restart inside the window is a restart
+/// record and a note; a NaN reading is read as missing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_window_is_split_and_every_replica_gets_its_run() {
+    let steps = 25_000;
+    let mut history = FleetHistory::new(3, START_MS, 100, steps);
+    history.imbalanced = true;
+    history.restart = Some((1, 20_000));
+    history.nan_at = Some((2, 7));
+    let (fetched, dir, asked) = fetch(history, &options(steps, 100)).await;
+    let fetched = fetched.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(fetched.step_ms, 100, "the step is the scrape interval");
+    assert_eq!(fetched.range_queries, 3);
+    assert!(fetched.max_points_per_query <= 11_000);
+    assert!(asked <= 11_000, "the stand-in was asked {asked} points");
+    assert_eq!(fetched.samples, 3 * steps as u64);
+    assert_eq!(fetched.manifest.replicas.len(), 3);
+    assert_eq!(fetched.manifest.replicas[0].name, "replica-0:8000");
+    assert!(
+        fetched
+            .notes
+            .iter()
+            .any(|n| n.starts_with("replica replica-1:8000 restarted")),
+        "{:?}",
+        fetched.notes
+    );
+    let manifest = fleet::read_manifest(dir.path())
+        .expect("reads")
+        .expect("a fleet folder");
+    assert_eq!(manifest, fetched.manifest);
+    let folder = dir.path().join(&manifest.replicas[2].folder);
+    assert!(folder.join("before.snapshot.json").is_file());
+    assert!(folder.join("after.snapshot.json").is_file());
+    let mut samples = Vec::new();
+    files::read_series(&folder.join("run.series.jsonl"), |s| samples.push(*s)).expect("reads");
+    assert_eq!(samples.len(), steps as usize);
+    // The API's "NaN" is read; a recording holds no NaN, so the reading is missing
+    // (null), never 0, and the rest of the sample stays.
+    assert_eq!(samples[7].kv_usage, None);
+    assert!(samples[7].running.is_some());
+    let restarted = std::fs::read_to_string(
+        dir.path()
+            .join(&manifest.replicas[1].folder)
+            .join("run.series.jsonl"),
+    )
+    .expect("reads");
+    let markers = restarted
+        .lines()
+        .filter(|l| files::parse_series_line(l) == SeriesLine::Marker)
+        .count();
+    assert_eq!(markers, 1, "one restart record");
+}
+
+/// A Prometheus that is down, too slow or refuses the query is one clear error naming
+/// the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn down_slow_and_refusing_servers_are_one_clear_error() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
+        l.local_addr().expect("address").port()
+    };
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let down = PromSource::new(
+        BaseUrl::parse(&format!("127.0.0.1:{port}")).expect("address"),
+        Duration::from_secs(5),
+    );
+    let e = fetch_into(&down, &options(10, 1000), dir.path(), |_, _| {})
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "cannot read from the Prometheus server at http://127.0.0.1:{port}: connection refused"
+        )
+    );
+
+    let mut slow = FleetHistory::new(2, START_MS, 1000, 10);
+    slow.delay = Duration::from_secs(3);
+    let mut quick = options(10, 1000);
+    quick.timeout = Duration::from_millis(300);
+    let (result, _dir, _) = fetch(slow, &quick).await;
+    let e = result.unwrap_err().to_string();
+    assert!(e.contains("timed out after 0.3 s"), "{e}");
+
+    let mut refusing = FleetHistory::new(2, START_MS, 1000, 10);
+    refusing.refuse = Some("invalid parameter \"query\": 1:1: parse error".into());
+    let (result, _dir, _) = fetch(refusing, &options(10, 1000)).await;
+    let e = result.unwrap_err().to_string();
+    assert!(
+        e.contains("refused the query (bad_data): invalid parameter"),
+        "{e}"
+    );
+    assert!(!e.contains('\n'));
+}
+
+/// A selector that matches nothing, or an engine named that the series are not, is
+/// refused before anything is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nothing_matching_is_refused() {
+    let mut other = options(10, 1000);
+    other.selector = Some("{job=\"sglang\"}".into());
+    let (result, dir, _) = fetch(FleetHistory::new(2, START_MS, 1000, 10), &other).await;
+    let e = result.unwrap_err().to_string();
+    assert!(
+        e.starts_with("no series of vLLM, SGLang, TensorRT-LLM matching {job=\"sglang\"}"),
+        "{e}"
+    );
+    assert!(!dir.path().join(fleet::MANIFEST).exists());
+    let mut named = options(10, 1000);
+    named.engine = Some(inferlint_core::Engine::Sglang);
+    let (result, _, _) = fetch(FleetHistory::new(2, START_MS, 1000, 10), &named).await;
+    assert!(result
+        .unwrap_err()
+        .to_string()
+        .starts_with("no series of SGLang"));
+}
+
+/// A replica that stopped answering during the window (absent at its end) is still one
+/// of the fleet's, with the readings it had.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_gone_before_the_end_is_still_read() {
+    let mut history = FleetHistory::new(3, START_MS, 1000, 120);
+    history.gone = Some((2, 60));
+    let (fetched, dir, _) = fetch(history, &options(120, 1000)).await;
+    let fetched = fetched.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(fetched.manifest.replicas.len(), 3);
+    assert_eq!(fetched.samples, 2 * 120 + 60);
+    let gone = dir.path().join(&fetched.manifest.replicas[2].folder);
+    assert!(gone.join("before.snapshot.json").is_file());
+    assert!(
+        !gone.join("after.snapshot.json").exists(),
+        "no reading at the end"
+    );
+}
