@@ -327,3 +327,38 @@ fn a_counter_reset_inside_the_window_is_a_restart_not_a_pass() {
         "pass"
     );
 }
+
+/// A fleet's recording judges nothing while it runs: the flags of one server's live
+/// verdicts are refused with several URLs, before a server is asked or a folder made,
+/// rather than left unused.
+#[test]
+fn a_fleet_refuses_the_flags_of_one_servers_live_verdicts() {
+    let dir = tempfile::tempdir().unwrap();
+    for flag in [
+        &["--requested", "8"][..],
+        &["--boot-log", "boot.log"],
+        &["--json-events", "events.jsonl"],
+        &["--expect-cache-hits"],
+    ] {
+        let mut args = vec![
+            "watch",
+            "http://127.0.0.1:9",
+            "http://127.0.0.1:10",
+            "-o",
+            "fleet",
+        ];
+        args.extend_from_slice(flag);
+        let out = inferlint(dir.path(), &args);
+        no_panic(&out);
+        assert_eq!(out.status.code(), Some(2), "{flag:?}");
+        assert_eq!(
+            stderr(&out),
+            format!(
+                "inferlint: {} is for one server's live verdicts: a fleet's recording is judged by report of its folder\n",
+                flag[0]
+            )
+        );
+        assert!(!dir.path().join("fleet").exists());
+        assert!(!dir.path().join("events.jsonl").exists());
+    }
+}
