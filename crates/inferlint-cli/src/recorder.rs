@@ -33,22 +33,17 @@ pub(crate) enum ServerRoot {
 impl ServerRoot {
     /// The server at a URL: on this machine when its host is a loopback address.
     pub(crate) fn of_url(base: &BaseUrl) -> ServerRoot {
-        let url = base.to_string();
-        let rest = url.split_once("://").map_or(url.as_str(), |(_, r)| r);
-        let authority = rest.split('/').next().unwrap_or("");
-        let (host, port) = match authority.rsplit_once(':') {
-            Some((h, p)) => (h, p.parse::<u16>().ok()),
-            None => (authority, None),
+        let Some((host, port)) = base.host_port() else {
+            return ServerRoot::Elsewhere;
         };
-        let host = host.trim_start_matches('[').trim_end_matches(']');
         let local = host == "localhost"
             || host
                 .parse::<std::net::IpAddr>()
                 .is_ok_and(|ip| ip.is_loopback());
-        match (local, port) {
-            (true, Some(port)) => ServerRoot::Port(port),
-            (true, None) => ServerRoot::Port(80),
-            (false, _) => ServerRoot::Elsewhere,
+        if local {
+            ServerRoot::Port(port)
+        } else {
+            ServerRoot::Elsewhere
         }
     }
 }

@@ -87,9 +87,16 @@ impl Recorder {
         stop: impl Future<Output = ()>,
         on_event: impl FnMut(Event<'_>, &Progress),
     ) -> std::io::Result<Progress> {
-        self.runtime.block_on(watch::watch(
-            scraper, first, engine, options, out, stop, on_event,
-        ))
+        self.watch_observed(
+            scraper,
+            first,
+            engine,
+            options,
+            out,
+            stop,
+            on_event,
+            &mut watch::NoObserver,
+        )
     }
 
     /// [`Recorder::watch`], with an observer that adds readings to each sample and sees

@@ -116,6 +116,21 @@ impl Run {
         Report::new(&self.inner, results, self.notes.clone())
     }
 
+    /// [`Run::check`] of a run meant to reuse prompt prefixes (a multi-turn or
+    /// shared-prefix benchmark), as `inferlint report --expect-cache-hits` checks it: T16
+    /// passes a high share of prompt tokens served from the prefix cache instead of
+    /// warning.
+    pub fn check_expecting_cache_hits(&self) -> Report {
+        let results = core_run::check_run_with(
+            &self.inner,
+            core_run::RunOptions {
+                expect_cache_hits: true,
+                live_log: false,
+            },
+        );
+        Report::new(&self.inner, results, self.notes.clone())
+    }
+
     /// The engine the run was read as.
     pub fn engine(&self) -> Engine {
         self.inner.engine.engine

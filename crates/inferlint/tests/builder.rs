@@ -172,3 +172,37 @@ fn readings_of_two_engines_or_out_of_order_are_refused() {
         .unwrap_err();
     assert_eq!(swapped.kind(), ErrorKind::Readings, "{swapped}");
 }
+
+/// A run whose prompts the prefix cache mostly served: T16 warns, unless the harness says
+/// the run is meant to reuse prefixes, as `report --expect-cache-hits` does.
+#[test]
+fn a_run_meant_to_reuse_prefixes_passes_t16() {
+    let with_cache = |hits: u64, queries: u64| {
+        format!(
+            "{}vllm:prefix_cache_hits_total{{model_name=\"m\"}} {hits}\n\
+             vllm:prefix_cache_queries_total{{model_name=\"m\"}} {queries}\n",
+            vllm_metrics(queries / 88, 0)
+        )
+    };
+    let run = Run::builder()
+        .engine(Engine::Vllm)
+        .before_metrics_at(&with_cache(0, 0), 1_700_000_000.0)
+        .unwrap()
+        .after_metrics_at(&with_cache(2_640, 2_816), 1_700_000_100.0)
+        .unwrap()
+        .build()
+        .unwrap();
+    assert_eq!(status(&run.check(), Tripwire::T16), Some(Status::Warn));
+    let expected = run.check_expecting_cache_hits();
+    assert_eq!(status(&expected, Tripwire::T16), Some(Status::Pass));
+    let t16 = expected
+        .results()
+        .iter()
+        .find(|r| r.tripwire() == Tripwire::T16)
+        .unwrap();
+    assert!(
+        t16.message().contains("--expect-cache-hits"),
+        "{}",
+        t16.message()
+    );
+}
