@@ -178,7 +178,6 @@ pub static KEYS: &[Key] = &[
     key("source", &[T::T16], "where the counters were read: `snapshots` (before and after) or `series`"),
     key("warn_share", &[T::T16], "the share of the prompt tokens served from the cache above which T16 warns, 0 to 1"),
     key("cache_hits_expected", &[T::T16], "true when the user said the run is meant to use the cache (`--expect-cache-hits`): a high share then passes"),
-    key("share", &[T::T16], "the share of the run's prompt tokens the prefix cache served, 0 to 1"),
     // The client's shortfall: T17.
     key("request_rate", &[T::T17], "the rate the load was paced at, requests per second: the concurrency is then a limit, not a number to hold"),
     key("client_most_open", &[T::T17], "the most requests the load tool's records show open at once"),
@@ -220,7 +219,7 @@ pub static KEYS: &[Key] = &[
     key("idle_replica", &[T::T22], "the replica that had room at those moments"),
     key("busy_moments", &[T::T22], "the busy replica's moments with requests waiting or preempted (and another replica read)"),
     key("moments_with_room_elsewhere", &[T::T22], "of those, the moments at which the idle replica had room"),
-    key("share", &[T::T22], "moments_with_room_elsewhere over busy_moments, 0 to 1"),
+    key("share", &[T::T16, T::T22], "T16: the share of the run's prompt tokens the prefix cache served; T22: moments_with_room_elsewhere over busy_moments; 0 to 1"),
     key("interval_s", &[T::T22], "seconds between the moments of the fleet's schedule"),
 ];
 
