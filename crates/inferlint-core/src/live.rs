@@ -232,31 +232,27 @@ pub fn limit_now(
 mod tests {
     use super::*;
     use crate::engine::VLLM;
-    use crate::metrics::{MetricSet, Sample};
+    use crate::metrics::MetricSet;
+    use crate::testing::sample as metric;
 
     fn snapshot(preemptions: f64, hits: f64, queries: f64, blocks: u64) -> Snapshot {
-        let sample = |name: &str, labels: Vec<(String, String)>, value: f64| Sample {
-            name: name.to_owned(),
-            labels,
-            value,
-            timestamp_ms: None,
-        };
+        let blocks = blocks.to_string();
         Snapshot {
-            url: String::new(),
-            t_wall: Some(1_700_000_000.0 + preemptions),
             t_mono_ns: Some(1_000_000_000 + preemptions as i64),
             latency_s: Some(0.001),
-            text: String::new(),
-            metrics: MetricSet::new(vec![
-                sample("vllm:num_preemptions_total", Vec::new(), preemptions),
-                sample("vllm:prefix_cache_hits_total", Vec::new(), hits),
-                sample("vllm:prefix_cache_queries_total", Vec::new(), queries),
-                sample(
-                    "vllm:cache_config_info",
-                    vec![("num_gpu_blocks".into(), blocks.to_string())],
-                    1.0,
-                ),
-            ]),
+            ..crate::testing::snapshot(
+                Some(1_700_000_000.0 + preemptions),
+                vec![
+                    metric("vllm:num_preemptions_total", &[], preemptions),
+                    metric("vllm:prefix_cache_hits_total", &[], hits),
+                    metric("vllm:prefix_cache_queries_total", &[], queries),
+                    metric(
+                        "vllm:cache_config_info",
+                        &[("num_gpu_blocks", &blocks)],
+                        1.0,
+                    ),
+                ],
+            )
         }
     }
 
@@ -322,12 +318,11 @@ mod tests {
         let with_finished = |finished: f64| {
             let mut s = snapshot(0.0, 0.0, 63.0, 43);
             let mut samples = s.metrics.samples().to_vec();
-            samples.push(Sample {
-                name: "vllm:request_success_total".into(),
-                labels: vec![("finished_reason".into(), "length".into())],
-                value: finished,
-                timestamp_ms: None,
-            });
+            samples.push(metric(
+                "vllm:request_success_total",
+                &[("finished_reason", "length")],
+                finished,
+            ));
             s.metrics = MetricSet::new(samples);
             s
         };

@@ -492,8 +492,8 @@ mod tests {
     use super::*;
     use crate::client::{ClientRequest, LoadTool, RequestOutcome};
     use crate::engine::VLLM;
-    use crate::metrics::{MetricSet, Sample};
     use crate::model::{days_from_civil, LogClock, LogTime};
+    use crate::testing::sample;
 
     const BEFORE_T: f64 = 1_790_826_427.68;
     const AFTER_T: f64 = 1_790_826_529.27;
@@ -501,28 +501,13 @@ mod tests {
     const ZONE: i64 = -25_200;
 
     fn snapshot(t_wall: f64, finished: f64, start: Option<f64>) -> Snapshot {
-        let mut samples = vec![Sample {
-            name: VLLM.request_success.into(),
-            labels: vec![("finished_reason".into(), "length".into())],
-            value: finished,
-            timestamp_ms: None,
-        }];
-        if let Some(start) = start {
-            samples.push(Sample {
-                name: PROCESS_START.into(),
-                labels: Vec::new(),
-                value: start,
-                timestamp_ms: None,
-            });
-        }
-        Snapshot {
-            url: String::new(),
-            t_wall: Some(t_wall),
-            t_mono_ns: None,
-            latency_s: Some(0.002),
-            text: String::new(),
-            metrics: MetricSet::new(samples),
-        }
+        let mut samples = vec![sample(
+            VLLM.request_success,
+            &[("finished_reason", "length")],
+            finished,
+        )];
+        samples.extend(start.map(|start| sample(PROCESS_START, &[], start)));
+        crate::testing::snapshot(Some(t_wall), samples)
     }
 
     /// A vLLM stamp (no year) of a naive time.

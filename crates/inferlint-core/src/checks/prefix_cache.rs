@@ -201,28 +201,7 @@ pub fn prefix_cache(
 mod tests {
     use super::*;
     use crate::engine::{SGLANG, TRTLLM, VLLM};
-    use crate::metrics::{MetricSet, Sample};
-
-    fn snapshot(samples: &[(&str, f64)]) -> Snapshot {
-        Snapshot {
-            url: String::new(),
-            t_wall: None,
-            t_mono_ns: None,
-            latency_s: None,
-            text: String::new(),
-            metrics: MetricSet::new(
-                samples
-                    .iter()
-                    .map(|(name, value)| Sample {
-                        name: (*name).to_owned(),
-                        labels: Vec::new(),
-                        value: *value,
-                        timestamp_ms: None,
-                    })
-                    .collect(),
-            ),
-        }
-    }
+    use crate::testing::plain_snapshot as snapshot;
 
     fn vllm(hits: f64, queries: f64) -> Snapshot {
         snapshot(&[
