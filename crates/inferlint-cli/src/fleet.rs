@@ -313,6 +313,29 @@ fn report_fleet(
     }
     let fleet_results = vec![balance.check()];
 
+    // Every page's place is settled before any page is written: a refusal (an input, or
+    // a file that is not an earlier report, without --force) leaves nothing half-written.
+    let fleet_reads: Vec<(&Path, &str)> = checked.iter().flat_map(|c| c.files.inputs()).collect();
+    let fleet_rule = inferlint_engines::output::Rule {
+        force: args.force,
+        reads: &fleet_reads,
+        ours: Some(report_html::is_our_report),
+    };
+    if let Some(path) = pages.fleet() {
+        inferlint_engines::output::check(path, &fleet_rule)
+            .map_err(|e| CliError::usage(e.to_string()))?;
+    }
+    // A replica's page never replaces any replica's input, not only its own.
+    let overwrite = Overwrite {
+        force: args.force,
+        reads: &fleet_reads,
+    };
+    for c in &checked {
+        if let Some((path, _)) = pages.replica(&c.folder) {
+            report_html::check(&Destination::Asked(path), &overwrite)?;
+        }
+    }
+
     // Each replica's own page, then the fleet's.
     let mut rows = Vec::with_capacity(checked.len());
     let mut written_pages = 0;
@@ -320,11 +343,6 @@ fn report_fleet(
         let limits = insights::what_limited(&c.run, &c.results);
         let href = match pages.replica(&c.folder) {
             Some((path, href)) => {
-                let reads = c.files.inputs();
-                let overwrite = Overwrite {
-                    force: args.force,
-                    reads: &reads,
-                };
                 let title = format!("replica {}", c.name);
                 let inputs = report_html::Inputs {
                     run: &c.run,
@@ -342,7 +360,6 @@ fn report_fleet(
                     ),
                     title: Some(&title),
                 };
-                report_html::check(&Destination::Asked(path.clone()), &overwrite)?;
                 report_html::write(&Destination::Asked(path), &inputs, &overwrite)?;
                 written_pages += 1;
                 Some(href)
@@ -358,12 +375,6 @@ fn report_fleet(
     }
     let fleet_page = match pages.fleet() {
         Some(path) => {
-            let reads: Vec<(&Path, &str)> = checked.iter().flat_map(|c| c.files.inputs()).collect();
-            let rule = inferlint_engines::output::Rule {
-                force: args.force,
-                reads: &reads,
-                ours: Some(report_html::is_our_report),
-            };
             let generator = format!("inferlint {}", env!("CARGO_PKG_VERSION"));
             let html = inferlint_report::fleet::render(&FleetPage {
                 title: args.title.as_deref(),
@@ -373,7 +384,7 @@ fn report_fleet(
                 chart: chart.as_ref(),
                 generator: &generator,
             });
-            inferlint_engines::output::write_file(path, html.as_bytes(), &rule)
+            inferlint_engines::output::write_file(path, html.as_bytes(), &fleet_rule)
                 .map_err(|e| CliError::usage(e.to_string()))?;
             Some(path.to_owned())
         }

@@ -362,3 +362,46 @@ fn a_fleet_refuses_the_flags_of_one_servers_live_verdicts() {
         assert!(!dir.path().join("events.jsonl").exists());
     }
 }
+
+/// A fleet page refused (`-o` names a file that is not an earlier report) is refused
+/// before any replica's page is written: nothing is left half-written, and the file
+/// stays as it was.
+#[test]
+fn a_refused_fleet_page_leaves_no_replica_page_written() {
+    let prometheus = fake::spawn(FleetHistory::new(2, START_MS, 500, 40), 0).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (start, end) = window(40, 500);
+    let saved = from_prometheus(
+        dir.path(),
+        &prometheus.base_url,
+        &start,
+        &end,
+        &["--save", "saved"],
+    );
+    no_panic(&saved);
+    std::fs::write(dir.path().join("notes.html"), "my notes").unwrap();
+    let out = inferlint(dir.path(), &["report", "saved", "-o", "notes.html"]);
+    no_panic(&out);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("notes.html")).unwrap(),
+        "my notes"
+    );
+    let pages: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("notes-"))
+        .collect();
+    assert!(pages.is_empty(), "replica pages written: {pages:?}");
+    // With --force, every page is written.
+    let forced = inferlint(
+        dir.path(),
+        &["report", "saved", "-o", "notes.html", "--force"],
+    );
+    no_panic(&forced);
+    assert_ne!(
+        std::fs::read_to_string(dir.path().join("notes.html")).unwrap(),
+        "my notes"
+    );
+    assert!(dir.path().join("notes-replica-1_8000.html").is_file());
+}
