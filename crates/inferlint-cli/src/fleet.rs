@@ -126,6 +126,16 @@ fn from_prometheus(
         None => None,
     };
     let base = BaseUrl::parse(url).map_err(CliError::usage)?;
+    // `-o` is settled before the server is asked or a folder made: a window of a day
+    // takes seconds to read, and a refusal after it would leave a --save folder behind.
+    if let Some(out) = &args.out {
+        let rule = inferlint_engines::output::Rule {
+            force: args.force,
+            reads: &[],
+            ours: Some(report_html::is_our_report),
+        };
+        inferlint_engines::output::check(out, &rule).map_err(|e| CliError::usage(e.to_string()))?;
+    }
     // The folder the run is read into: kept with --save, else removed at the end.
     let (dir, _scratch) = match &p.save {
         Some(dir) => {

@@ -393,6 +393,16 @@ fn a_refused_fleet_page_leaves_no_replica_page_written() {
         .filter(|n| n.starts_with("notes-"))
         .collect();
     assert!(pages.is_empty(), "replica pages written: {pages:?}");
+    // Read from Prometheus, the same refusal comes before a --save folder is made.
+    let out = from_prometheus(
+        dir.path(),
+        &prometheus.base_url,
+        &start,
+        &end,
+        &["--save", "again", "-o", "notes.html"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(!dir.path().join("again").exists());
     // With --force, every page is written.
     let forced = inferlint(
         dir.path(),
