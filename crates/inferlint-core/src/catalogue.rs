@@ -1466,7 +1466,8 @@ static CATALOGUE: &[TripwireInfo] = &[
             (
                 Status::Unknown,
                 "fewer than two replicas were recorded, a replica has no waiting-requests \
-                 gauge, or the recordings do not overlap in time.",
+                 gauge, a replica's KV cache was never read while another queued (its room \
+                 cannot be told), or the recordings do not overlap in time.",
             ),
             (
                 Status::Pass,

@@ -43,6 +43,7 @@ struct ReplicaTrack {
     slots: Vec<u8>,
     last_preemptions: Option<f64>,
     waiting_readings: usize,
+    kv_readings: usize,
     samples: usize,
 }
 
@@ -101,6 +102,9 @@ impl FleetBalance {
         let waiting = sample.waiting.filter(|w| w.is_finite());
         if waiting.is_some() {
             track.waiting_readings += 1;
+        }
+        if sample.kv_usage.is_some_and(f64::is_finite) {
+            track.kv_readings += 1;
         }
         let mut flags = READ;
         if waiting.is_some_and(|w| w > 0.0) || preempted {
@@ -204,6 +208,17 @@ impl FleetBalance {
                 format!(
                     "no replica queued or preempted while another was read ({} replicas, {shared} moments)",
                     read.len()
+                ),
+            ));
+        }
+        // Room is nothing waiting *and* a KV cache with space: a replica whose KV cache
+        // was never read never has room, so "no other replica had room" would pass unseen.
+        if let Some(blind) = read.iter().find(|r| r.kv_readings == 0) {
+            return base(t22(
+                Status::Unknown,
+                format!(
+                    "replica {} has no KV-cache usage readings: whether it had room while another queued cannot be told",
+                    blind.name
                 ),
             ));
         }
@@ -383,6 +398,36 @@ mod tests {
         let r = fleet.check();
         assert_eq!(r.status, Status::Unknown);
         assert!(r.message.contains("replica r1"), "{}", r.message);
+    }
+
+    /// A replica whose KV cache was never read could have had room while another queued:
+    /// Can't tell, never a pass. With nothing queued anywhere, there is nothing to place.
+    #[test]
+    fn a_replica_without_kv_readings_cannot_tell_once_another_queued() {
+        let blind = |t: f64| SeriesSample {
+            t_wall: t,
+            running: Some(0.0),
+            waiting: Some(0.0),
+            ..SeriesSample::default()
+        };
+        let mut queued = FleetBalance::new(1.0, 0.0, &names(2));
+        let mut quiet = FleetBalance::new(1.0, 0.0, &names(2));
+        for i in 0..20 {
+            let t = f64::from(i);
+            queued.push(0, &sample(t, 6.0, 0.97, f64::from(i)));
+            queued.push(1, &blind(t));
+            quiet.push(0, &sample(t, 0.0, 0.2, 0.0));
+            quiet.push(1, &blind(t));
+        }
+        let r = queued.check();
+        assert_eq!(r.status, Status::Unknown, "{}", r.message);
+        assert!(
+            r.message
+                .contains("replica r1 has no KV-cache usage readings"),
+            "{}",
+            r.message
+        );
+        assert_eq!(quiet.check().status, Status::Pass);
     }
 
     /// Recordings that never overlap in time cannot be compared.
