@@ -15,14 +15,7 @@ hours=${2:-24}
 interval_ms=${3:-1000}
 cargo build --release -q -p inferlint-cli -p inferlint-sim
 bin=target/release
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+. bench/lib.sh
 
 start_ms=1764547200000
 steps=$((hours * 3600 * 1000 / interval_ms))

@@ -17,16 +17,7 @@ counts=("$@")
 cargo build --release -q -p inferlint-cli -p inferlint-sim
 cargo build --release -q -p inferlint-live --example schedule_stats
 bin=target/release
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. bench/lib.sh
 
 printf '%-6s %-10s %-6s %-14s %-12s %-10s\n' servers samples gaps "worst drift" "worst p99" "CPU"
 for n in "${counts[@]}"; do
