@@ -141,6 +141,28 @@ pub fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
+/// Every recorded run folder with a boot log, snapshots and a series.
+pub const RECORDED_RUNS: &[&str] = &[
+    "vllm-0.28/live",
+    "vllm-0.28/xray",
+    "vllm-0.30/live",
+    "sglang-0.5/live",
+    "sglang-0.5/capped",
+    "sglang-0.5/qwen3-8b",
+    "trtllm-1.3/qwen3-8b",
+    "trtllm-1.3/no-iter-stats",
+];
+
+/// A copy of one recorded run folder in a temporary folder, editable; `None` (the test
+/// says it skipped) without the recordings.
+pub fn copy_run(run: &str) -> Option<(tempfile::TempDir, PathBuf)> {
+    let dir = recorded()?;
+    let tmp = tempfile::tempdir().unwrap();
+    let to = tmp.path().join("run");
+    copy_tree(&dir.join(run), &to);
+    Some((tmp, to))
+}
+
 /// Says that the running test was skipped and why, past the test harness's capture of
 /// `eprintln!` (which shows a passing test's output to no one): a test that returns early
 /// would otherwise read as a silent pass. The line names the test.

@@ -4,7 +4,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::common::{copy_tree, fixtures, inferlint, no_panic, recorded, stderr, stdout};
+use crate::common::{
+    copy_tree, fixtures, inferlint, no_panic, recorded, stderr, stdout, RECORDED_RUNS,
+};
 
 fn json(o: &std::process::Output) -> Value {
     serde_json::from_str(&stdout(o))
@@ -68,16 +70,7 @@ fn recordings_of_different_setups_are_not_comparable_and_say_why() {
 #[test]
 fn every_recording_and_its_copy_are_comparable() {
     let Some(rec) = recorded() else { return };
-    for run in [
-        "vllm-0.28/live",
-        "vllm-0.28/xray",
-        "vllm-0.30/live",
-        "sglang-0.5/live",
-        "sglang-0.5/capped",
-        "sglang-0.5/qwen3-8b",
-        "trtllm-1.3/qwen3-8b",
-        "trtllm-1.3/no-iter-stats",
-    ] {
+    for run in RECORDED_RUNS {
         let tmp = tempfile::tempdir().unwrap();
         let copy = copy_of(&rec.join(run), &tmp.path().join("copy"));
         let o = inferlint(&rec, &["compare", "--json", run, copy.to_str().unwrap()]);

@@ -1,20 +1,11 @@
 //! Every check fires on a minimal edit of a real recording: the edit is the smallest
 //! change that should flip the verdict, so a check that cannot fail is caught here.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::Value;
 
-use crate::common::{copy_tree, inferlint, json_results, no_panic, recorded};
-
-/// A copy of one recorded run folder in a temporary folder.
-fn copy_run(run: &str) -> Option<(tempfile::TempDir, PathBuf)> {
-    let dir = recorded()?;
-    let tmp = tempfile::tempdir().unwrap();
-    let to = tmp.path().join("run");
-    copy_tree(&dir.join(run), &to);
-    Some((tmp, to))
-}
+use crate::common::{copy_run, inferlint, json_results, no_panic, recorded};
 
 /// Edits the metrics text inside a snapshot file.
 fn edit_snapshot(path: &Path, edit: impl Fn(&str) -> String) {

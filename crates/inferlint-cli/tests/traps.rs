@@ -6,29 +6,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::common::{copy_tree, fixtures, inferlint, json_results, no_panic, recorded};
-
-/// Every recorded run folder with a boot log, snapshots and a series.
-const RECORDED_RUNS: &[&str] = &[
-    "vllm-0.28/live",
-    "vllm-0.28/xray",
-    "vllm-0.30/live",
-    "sglang-0.5/live",
-    "sglang-0.5/capped",
-    "sglang-0.5/qwen3-8b",
-    "trtllm-1.3/qwen3-8b",
-    "trtllm-1.3/no-iter-stats",
-];
+use crate::common::{
+    copy_run, copy_tree, fixtures, inferlint, json_results, no_panic, recorded, RECORDED_RUNS,
+};
 
 const NEW: [&str; 4] = ["T16", "T17", "T19", "T21"];
-
-fn copy_run(run: &str) -> Option<(tempfile::TempDir, PathBuf)> {
-    let dir = recorded()?;
-    let tmp = tempfile::tempdir().unwrap();
-    let to = tmp.path().join("run");
-    copy_tree(&dir.join(run), &to);
-    Some((tmp, to))
-}
 
 /// `report` on a folder: the results and the exit status.
 fn report(dir: &Path, extra: &[&str]) -> (Vec<Value>, i32) {
