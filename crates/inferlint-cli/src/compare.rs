@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use inferlint_core::compare::{self, Comparison, GateVerdict, Side, Verdict};
 use inferlint_core::profile::RunProfile;
-use inferlint_core::run::{self, Run};
+use inferlint_core::run;
 use inferlint_core::status::CheckResult;
 use inferlint_core::sweep;
 use inferlint_engines::files;
@@ -22,23 +22,6 @@ use crate::commands::noted;
 use crate::exit::{CliError, ExitCode};
 use crate::output;
 
-/// Reads one run folder into the run model, exactly as `report RUN` reads it (the engine
-/// named with `--engine` or `INFERLINT_ENGINE` checked against each of its files).
-pub(crate) fn load_run(engine: Option<&str>, dir: &Path) -> Result<Run, CliError> {
-    if !dir.is_dir() {
-        return Err(CliError::usage(format!("{} is not a folder", shown(dir))));
-    }
-    let found = files::discover_run(dir)?;
-    if found.is_empty() {
-        return Err(CliError::usage(format!(
-            "no run files in {} (boot.log, *.snapshot.json, *.series.jsonl)",
-            shown(dir)
-        )));
-    }
-    let mut choice = EngineChoice::from_args(engine)?;
-    noted(&mut choice, |c| load::load_run(c, &found, None, None))
-}
-
 /// A checked run, its profile and the files it was read from.
 pub(crate) struct Checked {
     pub profile: RunProfile,
@@ -46,19 +29,18 @@ pub(crate) struct Checked {
     pub inputs: Vec<PathBuf>,
 }
 
+/// Reads and checks one run folder exactly as `report RUN` does (the engine named with
+/// `--engine` or `INFERLINT_ENGINE` checked against each of its files); the folder is
+/// searched once, for the run and for the list of files it was read from.
 pub(crate) fn check(engine: Option<&str>, dir: &Path) -> Result<Checked, CliError> {
-    let run = load_run(engine, dir)?;
+    let found = load::find_run(dir)?;
+    let mut choice = EngineChoice::from_args(engine)?;
+    let run = noted(&mut choice, |c| load::load_run(c, &found, None, None))?;
     let results = run::check_run(&run);
-    let found = files::discover_run(dir)?;
     let inputs = found
-        .boot_logs
-        .iter()
-        .chain(&found.before)
-        .chain(&found.after)
-        .chain(&found.series)
-        .chain(&found.bench)
-        .chain(&found.load_log)
-        .cloned()
+        .inputs()
+        .into_iter()
+        .map(|(path, _)| path.to_owned())
         .collect();
     Ok(Checked {
         profile: RunProfile::of(&shown(dir), &run, &results),
