@@ -367,6 +367,34 @@ pub struct ClientAccount {
     pub parts: usize,
     /// What a reader should know about how the account was read.
     pub notes: Vec<String>,
+    /// What the file says of the run it measured (its model, its times, the server it
+    /// addressed), by which `identity` ties it to the server's readings.
+    pub identity: ResultIdentity,
+}
+
+/// What a result file says of the run it measured, beside its counts: each field as the
+/// tool wrote it, `None` where the file does not say.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ResultIdentity {
+    /// The model the load addressed (`model_id`, `model`, the served name or a path).
+    pub model: Option<String>,
+    /// A time of day without a zone that the tool wrote when it saved the file, after
+    /// the run (`vllm bench serve`'s `date`, `20260930-204849`): seconds since
+    /// 1970-01-01 00:00 read as if the time were UTC. The zone it was written in is
+    /// unknown, so `identity` tries every zone that exists.
+    pub saved_local_s: Option<f64>,
+    /// How finely `saved_local_s` was written, in seconds (1 for `%H%M%S`).
+    pub saved_resolution_s: f64,
+    /// The run's start and end as Unix times, where the file has them.
+    pub start_unix_s: Option<f64>,
+    /// See `start_unix_s`.
+    pub end_unix_s: Option<f64>,
+    /// The server the tool says it measured (SGLang's `server_info`): its model path.
+    pub server_model: Option<String>,
+    /// Its port.
+    pub server_port: Option<u16>,
+    /// Its version.
+    pub server_version: Option<String>,
 }
 
 impl ClientAccount {
@@ -398,6 +426,7 @@ impl ClientAccount {
             inter_token_ms: Vec::new(),
             parts: 1,
             notes: Vec::new(),
+            identity: ResultIdentity::default(),
         }
     }
 
