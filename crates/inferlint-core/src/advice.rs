@@ -452,6 +452,8 @@ mod tests {
             expected_extra_requests: 0,
             requested: Some(32),
             load_failure: None,
+            rejected: Vec::new(),
+            notes: Vec::new(),
         }
     }
 

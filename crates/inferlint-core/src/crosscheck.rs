@@ -672,6 +672,8 @@ mod tests {
             expected_extra_requests: 0,
             requested: None,
             load_failure: None,
+            rejected: Vec::new(),
+            notes: Vec::new(),
         }
     }
 

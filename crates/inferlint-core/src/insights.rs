@@ -291,6 +291,7 @@ fn tokens_per_request(
 /// first, then whether the cache held the load, waiting, and throughput with pace. None
 /// after a restart; one sentence for a run that was not a benchmark.
 pub fn what_limited(run: &Run, results: &[CheckResult]) -> Vec<Insight> {
+    let run = &*crate::identity::admitted(run);
     let failed = |tripwire: Tripwire| {
         results
             .iter()
@@ -1080,6 +1081,8 @@ mod tests {
             expected_extra_requests: 0,
             requested: Some(32),
             load_failure: None,
+            rejected: Vec::new(),
+            notes: Vec::new(),
         }
     }
 

@@ -20,6 +20,7 @@ pub mod crosscheck;
 pub mod engine;
 pub mod evidence;
 pub mod fmt;
+pub mod identity;
 pub mod insights;
 pub mod junit;
 pub mod live;

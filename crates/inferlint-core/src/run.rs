@@ -50,7 +50,7 @@ pub struct RunOptions {
 }
 
 /// Whatever a run left, already read. Every part is optional.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Run {
     /// The engine's table.
     pub engine: &'static EngineDescriptor,
@@ -71,6 +71,13 @@ pub struct Run {
     /// Why the load command failed (`the load command exited with code 1`), when the
     /// caller ran it and it did.
     pub load_failure: Option<String>,
+    /// Inputs given for the run that are not of it (another run's result file, the next
+    /// run's recording): set aside by [`crate::identity::admit`] before any check, and
+    /// read by nothing but the Can't tell of the checks that needed them.
+    pub rejected: Vec<crate::identity::Rejected>,
+    /// What a reader should know about how the inputs were placed (a wall clock that
+    /// stepped, a result file left out).
+    pub notes: Vec<String>,
 }
 
 impl Run {
@@ -319,7 +326,9 @@ pub fn check_run(run: &Run) -> Vec<CheckResult> {
 
 /// [`check_run`] with what the user said about the run.
 pub fn check_run_with(run: &Run, options: RunOptions) -> Vec<CheckResult> {
+    let run = &*crate::identity::admitted(run);
     let mut results = run_checks(run, options);
+    crate::identity::name_rejected(run, &mut results);
     crate::advice::attach(run, &mut results);
     results
 }
@@ -660,6 +669,8 @@ mod tests {
             expected_extra_requests: 0,
             requested: None,
             load_failure: None,
+            rejected: Vec::new(),
+            notes: Vec::new(),
         }
     }
 

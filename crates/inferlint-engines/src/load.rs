@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use inferlint_core::checks::boot;
 use inferlint_core::checks::counters::out_of_order;
 use inferlint_core::checks::series::SeriesStats;
+use inferlint_core::identity;
 use inferlint_core::model::{BootFacts, Snapshot};
 use inferlint_core::run::Run;
 use inferlint_core::Engine;
@@ -548,16 +549,10 @@ pub fn load_run(
     if let (Some(b), Some(a), Some(bp), Some(ap)) = (&before, &after, &files.before, &files.after) {
         in_order(b, bp, a, ap)?;
     }
-    // A result file written without a concurrency limit says 0 or nothing: no number.
-    let requested = requested.or_else(|| {
-        bench
-            .as_ref()
-            .and_then(|(_, b)| b.max_concurrency)
-            .and_then(|c| u64::try_from(c).ok())
-            .filter(|c| *c > 0)
-    });
     let engine = engine.unwrap_or_else(|| choice.resolve());
-    Ok(Run {
+    // Each input is placed against the others before anything reads it: a result file,
+    // recording or reading of another run is set aside here, and contributes nothing.
+    let mut run = identity::admit(Run {
         engine: engine.descriptor(),
         boots,
         before,
@@ -567,7 +562,22 @@ pub fn load_run(
         expected_extra_requests,
         requested,
         load_failure: None,
-    })
+        rejected: Vec::new(),
+        notes: Vec::new(),
+    });
+    // A result file written without a concurrency limit says 0 or nothing: no number.
+    // Only a result file of this run says what the load asked for.
+    run.requested = run.requested.or_else(|| {
+        run.bench
+            .as_ref()
+            .and_then(|(_, b)| b.max_concurrency)
+            .and_then(|c| u64::try_from(c).ok())
+            .filter(|c| *c > 0)
+    });
+    for note in &run.notes {
+        choice.note(note.clone());
+    }
+    Ok(run)
 }
 
 #[cfg(test)]

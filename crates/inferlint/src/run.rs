@@ -474,18 +474,27 @@ impl RunBuilder {
         given.extend(account.as_ref().map(|_| "the client summary".to_owned()));
         let mut notes = self.notes;
         notes.extend(choice.take_notes());
+        let inner = inferlint_core::identity::admit(CoreRun {
+            engine: engine.descriptor(),
+            boots: self.boots,
+            before: self.before,
+            after: self.after,
+            series: self.series.map(|(stats, _)| stats),
+            bench: account.map(|a| ("the client summary".to_owned(), a)),
+            expected_extra_requests,
+            requested,
+            load_failure: None,
+            rejected: Vec::new(),
+            notes: Vec::new(),
+        });
+        // A client summary set aside as another run's says nothing of the concurrency.
+        let mut inner = inner;
+        if inner.bench.is_none() && self.requested.is_none() {
+            inner.requested = None;
+        }
+        notes.extend(inner.notes.iter().cloned());
         let run = Run {
-            inner: CoreRun {
-                engine: engine.descriptor(),
-                boots: self.boots,
-                before: self.before,
-                after: self.after,
-                series: self.series.map(|(stats, _)| stats),
-                bench: account.map(|a| ("the client summary".to_owned(), a)),
-                expected_extra_requests,
-                requested,
-                load_failure: None,
-            },
+            inner,
             notes,
             series_source: if self.samples.is_empty() {
                 SeriesSource::None

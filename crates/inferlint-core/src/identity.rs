@@ -1,0 +1,637 @@
+//! Which inputs belong to the run: each one tied to the run by what it holds, once,
+//! before any check, advice or sentence uses it.
+//!
+//! A run's files are found by name and by shape; neither proves they were written by one
+//! run. Another run's result file, the next run's recording, a before reading of another
+//! server: each reads cleanly and each would put another run's numbers under a pass. So
+//! every input is placed here against the others by what it carries itself:
+//!
+//! - the before and after readings by their clocks: the monotonic clock where both carry
+//!   it and they come from one boot of the host, the wall clock otherwise. Readings of
+//!   different boots (their monotonic and wall spans disagree while the server's start
+//!   stamps moved, or cannot say) or whose after reading is not later than the before
+//!   reading bracket no run: both are set aside. A wall clock that stepped between two
+//!   readings of one server process is a note: the monotonic clock times the run.
+//! - the recording by its samples' stamps against the readings (monotonic where they share
+//!   a boot), and by what its reader refused (a second header, time going back): a
+//!   recording taken wholly before the before reading or after the after reading, or two
+//!   recordings in one file, is not this run's.
+//! - the load tool's result file by its model (against the served model name and path in
+//!   the boot log and the `model_name` labels of the readings), by the server it names
+//!   (SGLang's `server_info`), and by its own times: absolute times where it has them, and
+//!   the zoneless time it was saved at (`vllm bench serve`'s `date`), which must fall
+//!   between the readings in some time zone that exists.
+//!
+//! An input that does not fit is moved to [`Run::rejected`]: no check, figure or sentence
+//! reads it, and each check that needed it says Can't tell, naming why. When a folder
+//! holds several result files of one tool, [`choose_result`] keeps the one that fits and
+//! refuses when none or several do.
+
+use std::fmt::Write as _;
+
+use crate::checks::counters::restart_between;
+use crate::checks::series::SeriesStats;
+use crate::client::ClientAccount;
+use crate::model::{BootFacts, PyValue, Snapshot};
+use crate::run::{input, Run};
+
+/// Seconds two programs' readings of one wall clock may disagree by when they are placed
+/// against each other: the load tool's time is taken by another process than the
+/// recorder's, and the saved time is written to the second.
+const WALL_TOLERANCE_S: f64 = 2.0;
+
+/// Seconds a recording may lie outside the readings on the wall clock alone (no shared
+/// monotonic clock), as the cross-checks have allowed.
+const SERIES_WALL_TOLERANCE_S: f64 = 0.5;
+
+/// Seconds the wall and monotonic clocks of one boot may drift apart between two
+/// readings before they are taken for two boots (NTP slews far less than this).
+const SAME_BOOT_S: f64 = 1.0;
+
+/// Every UTC offset in use, in seconds: from UTC-12:00 to UTC+14:00 in quarter hours
+/// (the :30 and :45 zones are quarter hours too).
+fn zone_offsets() -> impl Iterator<Item = f64> {
+    (-48..=56).map(|q| f64::from(q) * 900.0)
+}
+
+/// An input given for the run that is not of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rejected {
+    /// Which input, as [`crate::run::input`] names it.
+    pub input: &'static str,
+    /// Its name as the user gave it (`bench.json`, `the before reading`).
+    pub name: String,
+    /// Why it is not of this run, e.g. `it was saved at 2025-09-30 20:48:49 (in any time
+    /// zone), outside the readings' 2026-10-01 03:47:07 to 03:48:49 UTC`.
+    pub why: String,
+}
+
+impl Rejected {
+    /// `bench.json is not of this run: ...`.
+    pub fn sentence(&self) -> String {
+        format!("{} is not of this run: {}", self.name, self.why)
+    }
+}
+
+/// How one result file fits the run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fit {
+    /// Its model, server and times agree with the run's; the notes say what was placed.
+    Fits,
+    /// Nothing in it can be placed against the run (no time, no model), so nothing
+    /// contradicts it either: the reason.
+    Unplaced(String),
+    /// It is another run's: the reason.
+    DoesNotFit(String),
+}
+
+/// The result file the run keeps among several candidates, and what to tell the user.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chosen {
+    /// Its index among the candidates.
+    pub index: usize,
+    /// What was set aside and why.
+    pub notes: Vec<String>,
+}
+
+/// The names the server answers to: the model path and served names from the boot logs,
+/// and the `model_name` labels of the readings.
+fn served_names(boots: &[(String, BootFacts)], readings: &[&Snapshot]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    let mut add = |name: &str| {
+        let name = name.trim().trim_matches('\'').trim_end_matches('/');
+        if !name.is_empty() && !names.iter().any(|n| n == name) {
+            names.push(name.to_owned());
+        }
+    };
+    for (_, boot) in boots {
+        if let Some(model) = &boot.model {
+            add(model);
+        }
+        for key in ["served_model_name", "model", "model_path", "model_tag"] {
+            match boot.setting(key) {
+                Some(PyValue::Str(s)) => add(s),
+                Some(PyValue::List(items)) => {
+                    for item in items {
+                        if let PyValue::Str(s) = item {
+                            add(s);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    for reading in readings {
+        for sample in reading.metrics.samples() {
+            if let Some(name) = sample.label("model_name") {
+                add(name);
+            }
+        }
+    }
+    names
+}
+
+/// Whether a model name a load tool wrote is one of the server's: equal, or the same
+/// last path part (the client and the server may see one model under two mount points).
+fn same_model(asked: &str, names: &[String]) -> bool {
+    let asked = asked.trim().trim_end_matches('/');
+    let last = |s: &str| s.rsplit('/').next().unwrap_or(s).to_owned();
+    names
+        .iter()
+        .any(|n| n == asked || (last(n) == last(asked) && !last(asked).is_empty()))
+}
+
+/// `2026-10-01 03:47:07` for Unix seconds (UTC), to the second; the number itself when it
+/// is no date.
+fn utc_words(unix_s: f64) -> String {
+    crate::fmt::utc(unix_s)
+        .map(|t| t.trim_end_matches(" UTC").to_owned())
+        .unwrap_or_else(|| format!("{unix_s} s"))
+}
+
+/// The readings' wall-clock window, when both carry one.
+fn window(before: Option<&Snapshot>, after: Option<&Snapshot>) -> Option<(f64, f64)> {
+    Some((before?.t_wall?, after?.t_wall?))
+}
+
+/// How a result file fits the run the readings bracket and the boot logs describe.
+pub fn result_fit(
+    account: &ClientAccount,
+    before: Option<&Snapshot>,
+    after: Option<&Snapshot>,
+    boots: &[(String, BootFacts)],
+) -> Fit {
+    let id = &account.identity;
+    let readings: Vec<&Snapshot> = before.into_iter().chain(after).collect();
+    let names = served_names(boots, &readings);
+    let mut placed = false;
+    for (what, model) in [
+        ("names the model", id.model.as_deref()),
+        ("names the server's model", id.server_model.as_deref()),
+    ] {
+        let Some(model) = model.filter(|m| !m.trim().is_empty()) else {
+            continue;
+        };
+        if names.is_empty() {
+            continue;
+        }
+        placed = true;
+        if !same_model(model, &names) {
+            return Fit::DoesNotFit(format!(
+                "it {what} {model}, but this server serves {}",
+                names.join(", ")
+            ));
+        }
+    }
+    if let (Some(version), Some(boot)) = (&id.server_version, boots.last().map(|(_, b)| b)) {
+        if let Some(served) = &boot.version {
+            placed = true;
+            if version.trim_start_matches('v') != served.trim_start_matches('v') {
+                return Fit::DoesNotFit(format!(
+                    "it names a server of version {version}, but the boot log's is {served}"
+                ));
+            }
+        }
+    }
+    if let (Some(port), Some(url)) = (id.server_port, readings.first().map(|r| r.url.as_str())) {
+        if let Some(read) = url_port(url) {
+            placed = true;
+            if read != port {
+                return Fit::DoesNotFit(format!(
+                    "it names a server on port {port}, but the readings were taken from {url}"
+                ));
+            }
+        }
+    }
+    let Some((start, end)) = window(before, after) else {
+        return if placed {
+            Fit::Fits
+        } else {
+            Fit::Unplaced("the readings carry no wall clock to place it against".to_owned())
+        };
+    };
+    let duration = account
+        .duration
+        .filter(|d| d.is_finite() && *d >= 0.0)
+        .unwrap_or(0.0);
+    let span = format!(
+        "the readings' {} to {} UTC",
+        utc_words(start),
+        utc_words(end).split_once(' ').map_or("", |(_, t)| t)
+    );
+    let absolute = match (id.start_unix_s, id.end_unix_s) {
+        (Some(s), Some(e)) => Some((s, e)),
+        (Some(s), None) => Some((s, s + duration)),
+        (None, Some(e)) => Some((e - duration, e)),
+        (None, None) => unix_span(account),
+    };
+    if let Some((s, e)) = absolute.filter(|(s, e)| s.is_finite() && e.is_finite()) {
+        placed = true;
+        if s < start - WALL_TOLERANCE_S || e > end + WALL_TOLERANCE_S {
+            return Fit::DoesNotFit(format!(
+                "it ran from {} to {} UTC, outside {span}",
+                utc_words(s),
+                utc_words(e).split_once(' ').map_or("", |(_, t)| t)
+            ));
+        }
+    }
+    if let Some(saved) = id.saved_local_s.filter(|s| s.is_finite()) {
+        placed = true;
+        let resolution = id.saved_resolution_s.max(0.0);
+        let fits_in = |offset: f64| {
+            let saved_utc = saved - offset;
+            saved_utc - duration >= start - WALL_TOLERANCE_S - resolution
+                && saved_utc <= end + WALL_TOLERANCE_S
+        };
+        if !zone_offsets().any(fits_in) {
+            let mut why = format!(
+                "it was saved at {} (a time of day without a zone)",
+                utc_words(saved)
+            );
+            if duration > 0.0 {
+                let _ = write!(why, " after a run of {duration:.1} s");
+            }
+            let _ = write!(why, ", which fits {span} in no time zone");
+            return Fit::DoesNotFit(why);
+        }
+    }
+    if placed {
+        Fit::Fits
+    } else {
+        Fit::Unplaced("it carries no time and names no model".to_owned())
+    }
+}
+
+/// The port of `http://host:port/...`, or the scheme's default.
+fn url_port(url: &str) -> Option<u16> {
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split('/').next()?;
+    let host_port = authority.rsplit('@').next()?;
+    match host_port.rsplit_once(':') {
+        Some((host, port)) if !host.ends_with(']') || host.contains('[') => port.parse().ok(),
+        _ => match scheme {
+            "http" => Some(80),
+            "https" => Some(443),
+            _ => None,
+        },
+    }
+}
+
+/// The span of a result's per-request times when they are Unix times.
+fn unix_span(account: &ClientAccount) -> Option<(f64, f64)> {
+    if account.clock != Some(crate::client::RequestClock::Unix) {
+        return None;
+    }
+    if let (Some(s), Some(e)) = (account.span.start_s, account.span.end_s) {
+        return Some((s, e));
+    }
+    let first = account
+        .requests
+        .iter()
+        .filter_map(|r| r.sent_s.or(r.scheduled_s))
+        .fold(f64::INFINITY, f64::min);
+    let last = account
+        .requests
+        .iter()
+        .filter_map(|r| r.end_s.or(r.first_token_s).or(r.sent_s))
+        .fold(f64::NEG_INFINITY, f64::max);
+    (first.is_finite() && last.is_finite()).then_some((first, last))
+}
+
+/// Among several result files found for one run, the one that fits: the one file that
+/// fits (or, when none can be placed either way, the only candidate). Refused, naming
+/// each file, when none fits, or when several fit or cannot be told apart.
+pub fn choose_result(
+    candidates: &[(String, ClientAccount)],
+    before: Option<&Snapshot>,
+    after: Option<&Snapshot>,
+    boots: &[(String, BootFacts)],
+) -> Result<Chosen, String> {
+    let fits: Vec<Fit> = candidates
+        .iter()
+        .map(|(_, account)| result_fit(account, before, after, boots))
+        .collect();
+    let fitting: Vec<usize> = (0..candidates.len())
+        .filter(|i| fits[*i] == Fit::Fits)
+        .collect();
+    let unplaced: Vec<usize> = (0..candidates.len())
+        .filter(|i| matches!(fits[*i], Fit::Unplaced(_)))
+        .collect();
+    let described = |i: usize| match &fits[i] {
+        Fit::Fits => format!("{} fits", candidates[i].0),
+        Fit::Unplaced(why) | Fit::DoesNotFit(why) => format!("{}: {why}", candidates[i].0),
+    };
+    let all = || {
+        (0..candidates.len())
+            .map(described)
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    match (fitting.as_slice(), unplaced.as_slice()) {
+        ([one], []) => Ok(Chosen {
+            index: *one,
+            notes: (0..candidates.len())
+                .filter(|i| i != one)
+                .map(|i| format!("left out {}", described(i)))
+                .collect(),
+        }),
+        ([], [one]) if candidates.len() == 1 => Ok(Chosen {
+            index: *one,
+            notes: Vec::new(),
+        }),
+        ([], []) if candidates.len() == 1 => Ok(Chosen {
+            index: 0,
+            notes: Vec::new(),
+        }),
+        ([], []) => Err(format!(
+            "no result file here is of this run ({}); name the run's with --bench-result",
+            all()
+        )),
+        _ => Err(format!(
+            "several result files could be this run's ({}); name the run's with --bench-result",
+            all()
+        )),
+    }
+}
+
+/// The host's boot time as one reading's clocks put it: wall minus monotonic.
+fn boot_offset(wall: Option<f64>, mono_ns: Option<i64>) -> Option<f64> {
+    Some(wall? - mono_ns? as f64 / 1e9)
+}
+
+/// Why the two readings bracket no run, if they do not; a note when they do but a clock
+/// stepped.
+fn readings_fit(before: &Snapshot, after: &Snapshot) -> Result<Option<String>, String> {
+    let same_boot = match (
+        boot_offset(before.t_wall, before.t_mono_ns),
+        boot_offset(after.t_wall, after.t_mono_ns),
+    ) {
+        (Some(a), Some(b)) => Some((a - b).abs() <= SAME_BOOT_S),
+        _ => None,
+    };
+    let one_process = restart_between(before, after).is_none();
+    match (same_boot, before.t_mono_ns, after.t_mono_ns) {
+        (Some(true), Some(b), Some(a)) if a <= b => Err(format!(
+            "by the host's monotonic clock the after reading was taken {} the before reading",
+            if a == b {
+                "at the same moment as".to_owned()
+            } else {
+                format!("{:.3} s before", (b - a) as f64 / 1e9)
+            }
+        )),
+        (Some(false), Some(b), Some(a)) => {
+            let (w_b, w_a) = (before.t_wall.unwrap_or(0.0), after.t_wall.unwrap_or(0.0));
+            let mono = (a - b) as f64 / 1e9;
+            let wall = w_a - w_b;
+            if one_process && mono > 0.0 && has_start_stamps(before) {
+                // One server process, so one boot: the wall clock stepped between them.
+                Ok(Some(format!(
+                    "the wall clock stepped by {:.1} s between the readings (monotonic span {mono:.3} s, wall span {wall:.3} s); the run is timed on the monotonic clock",
+                    wall - mono
+                )))
+            } else {
+                Err(format!(
+                    "the readings carry clocks of two boots of the host (monotonic span {mono:.3} s, wall span {wall:.3} s), so they bracket no one run"
+                ))
+            }
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Whether a reading carries the server's start stamps (`*_created`), by which two
+/// readings can be shown to come from one process.
+fn has_start_stamps(reading: &Snapshot) -> bool {
+    reading
+        .metrics
+        .samples()
+        .iter()
+        .any(|s| s.name.ends_with("_created"))
+}
+
+/// Why the recording is not of the run the readings bracket, if it is not.
+fn series_fit(
+    series: &SeriesStats,
+    before: Option<&Snapshot>,
+    after: Option<&Snapshot>,
+) -> Result<(), String> {
+    if let Some(refused) = &series.refused {
+        return Err(refused.message());
+    }
+    let (Some(before), Some(after)) = (before, after) else {
+        return Ok(());
+    };
+    let half = |s: &Snapshot| {
+        s.latency_s
+            .filter(|l| l.is_finite() && *l >= 0.0)
+            .unwrap_or(0.0)
+            / 2.0
+    };
+    let mono = match (
+        series.first_t_mono_ns,
+        series.last_t_mono_ns,
+        before.t_mono_ns,
+        after.t_mono_ns,
+    ) {
+        (Some(f), Some(l), Some(b), Some(a)) if series.all_mono => {
+            let one_boot = match (
+                boot_offset(series.first_t_wall, Some(f)),
+                boot_offset(before.t_wall, Some(b)),
+            ) {
+                (Some(x), Some(y)) => (x - y).abs() <= SAME_BOOT_S,
+                _ => false,
+            };
+            one_boot.then_some((f, l, b, a))
+        }
+        _ => None,
+    };
+    let (gap_before, gap_after, clock) = if let Some((f, l, b, a)) = mono {
+        // Both stamps are midpoints of their requests: half of each request's time
+        // bounds where the reading really fell.
+        let slack = half(before).max(half(after)) + 0.05;
+        (
+            (b - l) as f64 / 1e9 - slack,
+            (f - a) as f64 / 1e9 - slack,
+            "monotonic",
+        )
+    } else {
+        let (Some(f), Some(l), Some(b), Some(a)) = (
+            series.first_t_wall,
+            series.last_t_wall,
+            before.t_wall,
+            after.t_wall,
+        ) else {
+            return Ok(());
+        };
+        (
+            b - l - SERIES_WALL_TOLERANCE_S,
+            f - a - SERIES_WALL_TOLERANCE_S,
+            "wall",
+        )
+    };
+    if gap_before > 0.0 {
+        return Err(format!(
+            "its last sample came before the before reading (by the {clock} clock), so it recorded another time"
+        ));
+    }
+    if gap_after > 0.0 {
+        return Err(format!(
+            "its first sample came after the after reading (by the {clock} clock), so it recorded another time"
+        ));
+    }
+    Ok(())
+}
+
+/// Where each input of a run stands.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Placement {
+    /// Inputs not of this run.
+    pub rejected: Vec<Rejected>,
+    /// What a reader should know about how the inputs were placed.
+    pub notes: Vec<String>,
+}
+
+/// Places every input of the run against the others.
+pub fn place(run: &Run) -> Placement {
+    let mut placement = Placement::default();
+    let (before, after) = (run.before.as_ref(), run.after.as_ref());
+    let mut readings_ok = true;
+    if let (Some(b), Some(a)) = (before, after) {
+        match readings_fit(b, a) {
+            Ok(note) => placement.notes.extend(note),
+            Err(why) => {
+                readings_ok = false;
+                for (input, name) in [
+                    (input::BEFORE, "the before reading"),
+                    (input::AFTER, "the after reading"),
+                ] {
+                    placement.rejected.push(Rejected {
+                        input,
+                        name: name.to_owned(),
+                        why: why.clone(),
+                    });
+                }
+            }
+        }
+    }
+    let (before, after) = if readings_ok {
+        (before, after)
+    } else {
+        (None, None)
+    };
+    if let Some(series) = &run.series {
+        if let Err(why) = series_fit(series, before, after) {
+            placement.rejected.push(Rejected {
+                input: input::SERIES,
+                name: "the recording".to_owned(),
+                why,
+            });
+        }
+    }
+    if let Some((name, account)) = &run.bench {
+        if let Fit::DoesNotFit(why) = result_fit(account, before, after, &run.boots) {
+            placement.rejected.push(Rejected {
+                input: input::BENCH_RESULT,
+                name: name.clone(),
+                why,
+            });
+        }
+    }
+    placement
+}
+
+/// The run with every input that is not of it moved to [`Run::rejected`], and the
+/// placement's notes kept in [`Run::notes`]. Idempotent: a run admitted once is
+/// returned as it is.
+pub fn admit(mut run: Run) -> Run {
+    let placement = place(&run);
+    for rejected in placement.rejected {
+        match rejected.input {
+            input::BEFORE => run.before = None,
+            input::AFTER => run.after = None,
+            input::SERIES => run.series = None,
+            input::BENCH_RESULT => {
+                run.bench = None;
+                run.expected_extra_requests = 0;
+            }
+            _ => {}
+        }
+        if !run.rejected.contains(&rejected) {
+            run.rejected.push(rejected);
+        }
+    }
+    for note in placement.notes {
+        if !run.notes.contains(&note) {
+            run.notes.push(note);
+        }
+    }
+    run
+}
+
+/// The run as the gate admits it: itself when it holds no input the gate would set
+/// aside (it was built through [`admit`], or all its inputs fit), else an admitted copy.
+/// Every reader of a run's figures (the checks, "What limited this run", the profile
+/// `compare` and `sweep` read) starts here, so a run built without [`admit`] is gated
+/// all the same.
+pub fn admitted(run: &Run) -> std::borrow::Cow<'_, Run> {
+    if place(run).rejected.is_empty() {
+        std::borrow::Cow::Borrowed(run)
+    } else {
+        std::borrow::Cow::Owned(admit(run.clone()))
+    }
+}
+
+/// Makes each check that could not run because an input it needs was set aside say
+/// Can't tell, naming the input and why, in place of "not checked": the input was
+/// given, and it is not this run's. Verdicts keep their order, ahead of what is still
+/// not checked.
+pub fn name_rejected(run: &Run, results: &mut Vec<crate::status::CheckResult>) {
+    use crate::status::Status;
+    if run.rejected.is_empty() {
+        return;
+    }
+    for result in results.iter_mut() {
+        if result.status != Status::NotChecked {
+            continue;
+        }
+        let needs: Vec<String> = result
+            .evidence
+            .get("needs")
+            .and_then(serde_json::Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let why: Vec<&Rejected> = run
+            .rejected
+            .iter()
+            .filter(|r| needs.iter().any(|n| n == r.input))
+            .collect();
+        if why.is_empty() {
+            continue;
+        }
+        result.status = Status::Unknown;
+        result.message = why
+            .iter()
+            .map(|r| r.sentence())
+            .collect::<Vec<_>>()
+            .join("; ");
+        result.evidence.insert(
+            "not_of_this_run".into(),
+            serde_json::Value::from(
+                why.iter()
+                    .map(|r| serde_json::json!({"input": r.input, "name": r.name, "why": r.why}))
+                    .collect::<Vec<_>>(),
+            ),
+        );
+    }
+    // Stable: verdicts first, in the order they came, then what is still not checked.
+    let (verdicts, missing): (Vec<_>, Vec<_>) = std::mem::take(results)
+        .into_iter()
+        .partition(|r| r.status != Status::NotChecked);
+    results.extend(verdicts);
+    results.extend(missing);
+}
