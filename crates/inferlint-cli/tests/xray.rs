@@ -872,10 +872,36 @@ fn another_load_tools_result_is_found_and_named() {
     std::fs::create_dir_all(&bin).unwrap();
     let tool = bin.join("aiperf");
     let export = crate::common::fixtures().join("loadtools/aiperf/some-errored/aiperf");
+    // The stand-in writes AIPerf's real export as if it had run now: every time in it
+    // (the records' `*_ns` stamps, the summary's zoneless local `start_time` and
+    // `end_time`) moved by one offset, so the file is this run's as a real AIPerf's would
+    // be; a copy of the old file as it is belongs to another run, and xray sets it aside.
     std::fs::write(
         &tool,
         format!(
-            "#!/bin/sh\n# aiperf profile --url URL --artifact-dir DIR\nmkdir -p \"$5\"\ncp '{0}/profile_export_aiperf.json' '{0}/profile_export.jsonl' \"$5\"/\n",
+            r#"#!/usr/bin/env python3
+# aiperf profile --url URL --artifact-dir DIR
+import datetime, json, os, sys, time
+src, out = '{0}', sys.argv[5]
+os.makedirs(out, exist_ok=True)
+lines = [json.loads(l) for l in open(os.path.join(src, 'profile_export.jsonl'))]
+first = min(l['metadata']['credit_issued_ns'] for l in lines)
+shift = time.time_ns() - first
+for l in lines:
+    for k, v in l['metadata'].items():
+        if k.endswith('_ns') and isinstance(v, int):
+            l['metadata'][k] = v + shift
+with open(os.path.join(out, 'profile_export.jsonl'), 'w') as f:
+    f.writelines(json.dumps(l) + '\n' for l in lines)
+summary = json.load(open(os.path.join(src, 'profile_export_aiperf.json')))
+for k in ('start_time', 'end_time'):
+    t = datetime.datetime.fromisoformat(summary[k]) + datetime.timedelta(microseconds=shift // 1000)
+    summary[k] = t.isoformat()
+json.dump(summary, open(os.path.join(out, 'profile_export_aiperf.json'), 'w'))
+# As long as the run it stands for took, so the readings after it bracket it.
+last = max(v for l in lines for k, v in l['metadata'].items() if k.endswith('_ns') and isinstance(v, int))
+time.sleep(max(0, last - time.time_ns()) / 1e9 + 0.2)
+"#,
             export.display()
         ),
     )

@@ -58,6 +58,86 @@ pub struct Capacity {
     pub fit_full: u64,
     /// GiB the engine gave its KV cache, when the boot log says.
     pub kv_gib: Option<f64>,
+    /// Whether the sizes per request were measured in the recording (a hybrid model's
+    /// pages, or lengths unknown) rather than computed from the requests' lengths: a
+    /// request preempted before it grew to full length held less than it needs, so a
+    /// measured full length is a lower bound and `fit_full` an upper bound.
+    pub measured: bool,
+    /// How much more memory the card can give the KV cache, from the boot log.
+    pub headroom: Option<Headroom>,
+}
+
+/// The memory side of a cure.
+enum Cure {
+    /// Raise the engine's memory setting: the card has the memory.
+    Raise(String),
+    /// The card has no more memory to give: why, and what makes room instead.
+    NoMoreMemory(String),
+}
+
+/// The most memory the KV cache can still be given on this card, from the boot log's
+/// own totals.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Headroom {
+    /// GiB more the cache could have at most (0 when the card has none to give).
+    pub more_gib: f64,
+    /// Where the figure comes from, in the log's own numbers.
+    pub from: String,
+}
+
+impl Headroom {
+    /// `at most 1.1 GiB more`, or `none to spare`.
+    fn spare(&self) -> String {
+        if self.more_gib < 0.05 {
+            "none to spare".to_owned()
+        } else {
+            format!("at most {:.1} GiB more", self.more_gib)
+        }
+    }
+}
+
+/// What the boot log says the card has left for the KV cache: vLLM's own figure of the
+/// cache that would use all free memory, else its start-up totals (free memory less
+/// weights, activations, graphs and the cache it has); SGLang's memory left free once it
+/// started. `None` when the log gives neither.
+pub fn headroom(boot: &BootFacts) -> Option<Headroom> {
+    let kv = boot.available_kv_cache_gib?;
+    if let Some(full) = boot.kv_cache_full_gib {
+        let remedy = boot
+            .engine_remedy
+            .as_deref()
+            .map(|r| format!(": {r}"))
+            .unwrap_or_default();
+        return Some(Headroom {
+            more_gib: (full - kv).max(0.0),
+            from: format!(
+                "the engine's log puts the largest cache this card allows at {full:.2} GiB{remedy}"
+            ),
+        });
+    }
+    if let (Some(free), Some(total), Some(consumed), Some(peak)) = (
+        boot.device_free_gib,
+        boot.device_total_gib,
+        boot.consumed_gib,
+        boot.peak_activation_gib,
+    ) {
+        let graphs = boot
+            .cudagraph_actual_gib
+            .or(boot.cudagraph_estimated_gib)
+            .unwrap_or(0.0);
+        let taken = consumed + peak + graphs;
+        return Some(Headroom {
+            more_gib: (free - taken - kv).max(0.0),
+            from: format!(
+                "{free:.2} of the card's {total:.2} GiB were free at start-up, and weights, activations and graphs took {taken:.2} GiB beside the cache's {kv:.2} GiB"
+            ),
+        });
+    }
+    let left = boot.memory_left_gib?;
+    Some(Headroom {
+        more_gib: left.max(0.0),
+        from: format!("the card had {left:.2} GB left once the engine had started"),
+    })
 }
 
 impl Capacity {
@@ -98,27 +178,100 @@ impl Capacity {
         }
     }
 
-    /// ` to give the KV cache about 4.3 GiB more than its 2.09 GiB`, when the memory it
-    /// has is known and more is needed for `need` units.
-    fn more_memory(&self, need: f64) -> String {
-        match self.kv_gib.filter(|g| *g > 0.0) {
-            Some(gib) if need > self.have() => format!(
-                " to give the KV cache about {:.1} GiB more than its {gib:.2} GiB",
-                gib * (need / self.have() - 1.0)
-            ),
-            _ => String::new(),
+    /// `6 blocks each`, or `at least about 6.5 blocks each, as measured` where the sizes
+    /// were measured (a request preempted early held less than its full length needs).
+    fn full_words(&self) -> String {
+        if self.measured {
+            format!(
+                "at least {} each, as the recording measured",
+                self.amount(self.per_request_full)
+            )
+        } else {
+            format!("{} each", self.amount(self.per_request_full))
         }
+    }
+
+    /// The memory side of a cure for `need` units: the engine's memory setting raised,
+    /// with how much more the cache needs, where the card can give it; else why it
+    /// cannot, and what does make room on this engine.
+    fn memory_cure(&self, engine: &EngineDescriptor, boot: Option<&BootFacts>, need: f64) -> Cure {
+        match self.no_more_memory(engine, need) {
+            Some(no) => Cure::NoMoreMemory(no),
+            None => Cure::Raise(format!(
+                "{}{}",
+                raise(boot, &engine.tuning.memory_fraction),
+                self.more_memory(need)
+            )),
+        }
+    }
+
+    /// GiB more the KV cache needs for `need` units, when the memory it has is known.
+    fn more_gib(&self, need: f64) -> Option<f64> {
+        let gib = self.kv_gib.filter(|g| *g > 0.0)?;
+        (need > self.have()).then(|| gib * (need / self.have() - 1.0))
+    }
+
+    /// Whether the card can give the KV cache what `need` units take: `false` only when
+    /// the boot log's totals say it cannot.
+    fn card_can_give(&self, need: f64) -> bool {
+        match (self.more_gib(need), &self.headroom) {
+            (Some(more), Some(h)) => more <= h.more_gib,
+            _ => true,
+        }
+    }
+
+    /// ` to give the KV cache about 4.3 GiB more than its 2.09 GiB (the card has 5.1 GiB
+    /// left)`, when the memory it has is known and more is needed for `need` units.
+    fn more_memory(&self, need: f64) -> String {
+        let (Some(more), Some(gib)) = (self.more_gib(need), self.kv_gib) else {
+            return String::new();
+        };
+        let left = match &self.headroom {
+            Some(h) => format!(" ({}; {})", h.from, h.spare()),
+            None => String::new(),
+        };
+        format!(" to give the KV cache about {more:.1} GiB more than its {gib:.2} GiB{left}")
+    }
+
+    /// `the card cannot give the KV cache the 4.3 GiB more these requests need (...)`,
+    /// and what does help on this engine, when the boot log's totals rule more memory out.
+    fn no_more_memory(&self, engine: &EngineDescriptor, need: f64) -> Option<String> {
+        if self.card_can_give(need) {
+            return None;
+        }
+        let (more, h) = (self.more_gib(need)?, self.headroom.as_ref()?);
+        let mut text = format!(
+            "the card cannot give the KV cache the {more:.1} GiB more these requests need ({}; {})",
+            h.from,
+            h.spare()
+        );
+        if !engine.tuning.more_room.is_empty() {
+            text.push_str(&format!(
+                "; what makes room on {}: {}",
+                engine.name,
+                engine.tuning.more_room.join(", ")
+            ));
+        }
+        Some(text)
     }
 }
 
-/// The load against the cache, from T14's usable blocks and T9's measured share per
-/// request where they passed, else from the boot log's pool and the tokens each request
-/// held. `None` when the numbers are not there, or for a hybrid model whose pool is
-/// shared with per-request state (tokens say nothing about it).
+/// The load against the cache: how many requests fit when they start and at full length.
+/// The one place this is computed; T1's, T8's and T9's advice and "What limited this run"
+/// all read it.
+///
+/// Where the requests' lengths are known and the model's cache holds tokens only, each
+/// request is counted in whole blocks of its prompt (plus its first token) at start and
+/// of its prompt and output at full length, against T14's usable blocks (else the boot
+/// log's pool). Only for a hybrid model (whose pages hold per-request state too), or
+/// without the lengths, are T9's measured shares used; they are then marked measured,
+/// since a request preempted before it grew held less than its full length needs.
+/// `None` when the numbers are not there.
 pub fn capacity(run: &Run, results: &[CheckResult]) -> Option<Capacity> {
     let requested = run.requested.filter(|n| *n > 0)?;
     let boot = run.last_boot();
     let kv_gib = boot.and_then(|b| b.available_kv_cache_gib);
+    let headroom = boot.and_then(headroom);
     let evidence = |tripwire: Tripwire, key: &str| {
         results
             .iter()
@@ -126,50 +279,75 @@ pub fn capacity(run: &Run, results: &[CheckResult]) -> Option<Capacity> {
             .and_then(|r| r.evidence.get(key))
             .and_then(Value::as_f64)
     };
-    let measured = (
-        evidence(Tripwire::T9, "usable_blocks"),
-        evidence(Tripwire::T9, "blocks_per_request_min"),
-        evidence(Tripwire::T9, "blocks_per_request_max"),
-        evidence(Tripwire::T9, "ceiling_min"),
-        evidence(Tripwire::T9, "ceiling_max"),
-    );
-    if !run.engine.gauges_lag {
-        if let (Some(usable), Some(start), Some(full), Some(lo), Some(hi)) = measured {
-            if usable > 0.0 && start > 0.0 {
-                return Some(Capacity {
-                    requested,
-                    unit: Unit::Blocks {
-                        usable: usable as u64,
-                        block_tokens: boot.and_then(|b| block_size(run.engine, b)),
-                    },
-                    per_request_start: start,
-                    per_request_full: full,
-                    fit_start: hi.max(0.0) as u64,
-                    fit_full: lo.max(0.0) as u64,
-                    kv_gib,
-                });
+    let usable = evidence(Tripwire::T9, "usable_blocks").filter(|u| *u > 0.0);
+    let block = boot.and_then(|b| block_size(run.engine, b));
+    let lengths = tokens_per_request(run).filter(|(_, total)| *total > 0.0);
+    // An engine that reserves a request's whole output when it admits it starts no more
+    // than fit at full length.
+    let at_full = run.engine.tuning.admits_at_full_length;
+    let make = |unit: Unit, start: f64, full: f64, have: f64, measured: bool| Capacity {
+        requested,
+        unit,
+        per_request_start: if at_full { full } else { start },
+        per_request_full: full,
+        fit_start: (have / if at_full { full } else { start }).floor().max(0.0) as u64,
+        fit_full: (have / full).floor().max(0.0) as u64,
+        kv_gib,
+        measured,
+        headroom: headroom.clone(),
+    };
+    if let (Some(boot), Some((prompt, total))) = (boot, lengths) {
+        if !hybrid(boot) {
+            match (block, usable, boot.kv_pool_tokens.filter(|p| *p > 0)) {
+                (Some(b), Some(usable), _) => {
+                    let blocks = |tokens: f64| (tokens / b as f64).ceil().max(1.0);
+                    return Some(make(
+                        Unit::Blocks {
+                            usable: usable as u64,
+                            block_tokens: Some(b),
+                        },
+                        blocks(prompt + 1.0),
+                        blocks(total),
+                        usable,
+                        false,
+                    ));
+                }
+                (block, _, Some(pool)) => {
+                    let round_up = |tokens: f64| match block {
+                        Some(b) => (tokens / b as f64).ceil() * b as f64,
+                        None => tokens,
+                    };
+                    return Some(make(
+                        Unit::Tokens { pool },
+                        round_up(prompt + 1.0),
+                        round_up(total),
+                        pool as f64,
+                        false,
+                    ));
+                }
+                _ => {}
             }
         }
     }
-    let boot = boot.filter(|b| !hybrid(b))?;
-    let pool = boot.kv_pool_tokens.filter(|p| *p > 0)?;
-    let (prompt, total) = tokens_per_request(run)?;
-    let round_up = |tokens: f64| match block_size(run.engine, boot) {
-        Some(block) => (tokens / block as f64).ceil() * block as f64,
-        None => tokens,
-    };
-    let (start, full) = (round_up(prompt + 1.0), round_up(total));
-    if full <= 0.0 {
+    if run.engine.gauges_lag {
         return None;
     }
-    Some(Capacity {
-        requested,
-        unit: Unit::Tokens { pool },
-        per_request_start: start,
-        per_request_full: full,
-        fit_start: (pool as f64 / start).floor() as u64,
-        fit_full: (pool as f64 / full).floor() as u64,
-        kv_gib,
+    let (start, full) = (
+        evidence(Tripwire::T9, "blocks_per_request_min")?,
+        evidence(Tripwire::T9, "blocks_per_request_max")?,
+    );
+    let usable = usable?;
+    (start > 0.0 && full > 0.0).then(|| {
+        make(
+            Unit::Blocks {
+                usable: usable as u64,
+                block_tokens: block,
+            },
+            start,
+            full,
+            usable,
+            true,
+        )
     })
 }
 
@@ -210,12 +388,47 @@ pub fn hybrid(boot: &BootFacts) -> bool {
             .is_some_and(|s| s > HYBRID_BLOCK_ABOVE)
 }
 
-/// Attaches each result's advice.
+/// Why no setting of this run's can be advised from its numbers, if none can: the server
+/// restarted between the readings, the boot logs are of different versions, or another
+/// process shared the GPU (T21). The numbers then describe no one setup.
+pub fn tuning_withheld(run: &Run, results: &[CheckResult]) -> Option<String> {
+    if let (Some(before), Some(after)) = (&run.before, &run.after) {
+        if crate::checks::counters::restart_between(before, after).is_some() {
+            return Some("the server restarted between the readings".to_owned());
+        }
+    }
+    let mut versions: Vec<&str> = run
+        .boots
+        .iter()
+        .filter_map(|(_, b)| b.version.as_deref())
+        .collect();
+    versions.dedup();
+    if versions.len() > 1 {
+        return Some(format!(
+            "the boot logs are of different versions ({})",
+            versions.join(", ")
+        ));
+    }
+    results
+        .iter()
+        .any(|r| r.tripwire == Tripwire::T21 && r.status == Status::Fail)
+        .then(|| "another process shared the GPU (T21)".to_owned())
+}
+
+/// Attaches each result's advice. Tuning advice (T1, T8, T9) is withheld where
+/// [`tuning_withheld`] says the numbers describe no one setup.
 pub fn attach(run: &Run, results: &mut [CheckResult]) {
     let capacity = capacity(run, results);
+    let withheld = tuning_withheld(run, results).is_some();
     let advice: Vec<Vec<String>> = results
         .iter()
-        .map(|r| advice_for(run, r, capacity.as_ref()))
+        .map(|r| {
+            if withheld && matches!(r.tripwire, Tripwire::T1 | Tripwire::T8 | Tripwire::T9) {
+                Vec::new()
+            } else {
+                advice_for(run, r, capacity.as_ref())
+            }
+        })
         .collect();
     for (result, advice) in results.iter_mut().zip(advice) {
         result.advice = advice;
@@ -244,10 +457,14 @@ pub fn advice_for(run: &Run, result: &CheckResult, capacity: Option<&Capacity>) 
             let (Some(lo), Some(hi)) = (number("ceiling_min"), number("ceiling_max")) else {
                 return Vec::new();
             };
+            // The cap that keeps every request at full length, as T1's advice gives it.
+            let cap = capacity
+                .filter(|c| !c.measured && c.fit_full > 0)
+                .map_or(lo, |c| c.fit_full as f64);
             vec![format!(
-                "for one concurrency through the whole run, cap {} at {}, the most that fit when the cache was fullest; otherwise report this run's concurrency as {} to {}",
+                "for one concurrency through the whole run, cap {} at {}, the most that fit at full length; otherwise report this run's concurrency as {} to {}",
                 engine.tuning.max_running.shown(),
-                fmt::g(lo),
+                fmt::g(cap),
                 fmt::g(lo),
                 fmt::g(hi)
             )]
@@ -322,6 +539,12 @@ fn concurrency_advice(
         if peak >= cap as f64 {
             let facts = boot?;
             return Some(match (&facts.running_cap_reason, facts.requested_running) {
+                // The engine's log names its own remedy for the limit it set: quote it.
+                (Some(reason), _) if facts.engine_remedy.is_some() => format!(
+                    "{} lowered its running limit to {cap} because of the {reason}; to raise it, its log says: {}; or ask for {cap}",
+                    engine.name,
+                    facts.engine_remedy.as_deref().unwrap_or_default()
+                ),
                 (Some(reason), Some(asked)) if asked > cap => format!(
                     "{} lowered its running limit to {cap} because of the {reason}: {} to give it room, or ask for {cap}",
                     engine.name,
@@ -335,22 +558,44 @@ fn concurrency_advice(
         }
     }
     let c = capacity?;
-    let (fit, per_request, when) = match c.unit {
-        Unit::Blocks { .. } => (c.fit_start, c.per_request_start, "when they start"),
-        Unit::Tokens { .. } => (c.fit_full, c.per_request_full, "at full length"),
-    };
-    if fit >= requested {
+    if c.fit_start >= requested && c.fit_full >= requested {
         return None;
     }
-    let need = requested as f64 * per_request;
+    let need = requested as f64 * c.per_request_full;
+    let verb = if matches!(c.unit, Unit::Tokens { .. }) {
+        "holds"
+    } else {
+        "hold"
+    };
+    let holds = if c.fit_full < c.fit_start {
+        format!(
+            "{} {verb} at most {} of these requests when they start ({} each) and {} at full length ({})",
+            c.cache_words(),
+            c.fit_start,
+            c.amount(c.per_request_start),
+            c.fit_full,
+            c.full_words()
+        )
+    } else {
+        format!(
+            "{} {verb} at most {} of these requests ({} at full length)",
+            c.cache_words(),
+            c.fit_full,
+            c.full_words()
+        )
+    };
+    let (cure, or) = match c.memory_cure(engine, boot, need) {
+        Cure::Raise(text) => (text, ", or"),
+        Cure::NoMoreMemory(text) => (text, "; or"),
+    };
+    let ask = if c.fit_full > 0 {
+        format!("{or} ask for {}", c.fit_full)
+    } else {
+        String::new()
+    };
     Some(format!(
-        "{} hold{} at most {fit} of these requests ({} each {when}); {requested} need about {}: {}{}, or ask for {fit}",
-        c.cache_words(),
-        if matches!(c.unit, Unit::Tokens { .. }) { "s" } else { "" },
-        c.amount(per_request),
-        c.amount(need),
-        raise(boot, &tuning.memory_fraction),
-        c.more_memory(need)
+        "{holds}; {requested} need about {}: {cure}{ask}",
+        c.amount(need)
     ))
 }
 
@@ -365,22 +610,26 @@ fn eviction_advice(
     let fits = capacity.filter(|c| c.fit_full < c.requested && c.fit_full > 0);
     let full_length = |c: &Capacity| {
         format!(
-            "{} of these requests fit at full length ({} each)",
+            "{} of these requests fit at full length ({})",
             c.fit_full,
-            c.amount(c.per_request_full)
+            c.full_words()
         )
     };
     match tuning.no_eviction {
         NoEviction::LowerRunningLimit => match fits {
-            Some(c) => format!(
-                "{}: lower {} to {} so that none is {}, or {}{}",
-                full_length(c),
-                tuning.max_running.shown(),
-                c.fit_full,
-                preempted(engine),
-                raise(boot, &tuning.memory_fraction),
-                c.more_memory(c.requested as f64 * c.per_request_full)
-            ),
+            Some(c) => {
+                let lower = format!(
+                    "{}: lower {} to {} so that none is {}",
+                    full_length(c),
+                    tuning.max_running.shown(),
+                    c.fit_full,
+                    preempted(engine)
+                );
+                match c.memory_cure(engine, boot, c.requested as f64 * c.per_request_full) {
+                    Cure::Raise(raise) => format!("{lower}, or {raise}"),
+                    Cure::NoMoreMemory(why) => format!("{lower}; {why}"),
+                }
+            }
             None => format!(
                 "lower {} to the number of requests that fit at full length, or {}",
                 tuning.max_running.shown(),

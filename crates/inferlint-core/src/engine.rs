@@ -350,6 +350,13 @@ pub struct Tuning {
     pub max_running: Setting,
     /// How to stop evictions (preemptions, retractions, pauses) at the source.
     pub no_eviction: NoEviction,
+    /// What gives the KV cache more room when the card has no memory left to give it,
+    /// in the engine's own setting names: a smaller KV dtype, the cache spread over more
+    /// cards.
+    pub more_room: &'static [&'static str],
+    /// Whether the scheduler admits a request only when its whole output fits (it
+    /// reserves the output up front), so no more start than fit at full length.
+    pub admits_at_full_length: bool,
 }
 
 impl EngineDescriptor {
@@ -496,6 +503,15 @@ pub static VLLM: EngineDescriptor = EngineDescriptor {
             yaml: false,
         },
         no_eviction: NoEviction::LowerRunningLimit,
+        // vLLM's engine arguments: `--kv-cache-dtype fp8` stores each token's KV in half
+        // the bytes of bf16; `--tensor-parallel-size` shards the weights, leaving each card
+        // more memory for its share of the cache.
+        more_room: &[
+            "`--kv-cache-dtype fp8` (half the bytes per token)",
+            "a larger `--tensor-parallel-size` (the weights spread over more cards)",
+        ],
+        // vLLM allocates a request's blocks as it grows, and preempts when they run out.
+        admits_at_full_length: false,
     },
     evicts_only_with: None,
     parallel_copies: &["data_parallel_size"],
@@ -603,6 +619,14 @@ pub static SGLANG: EngineDescriptor = EngineDescriptor {
             default: Some(1.0),
             yaml: false,
         }),
+        // SGLang's server arguments: `--kv-cache-dtype fp8_e5m2`, `--tp-size`.
+        more_room: &[
+            "`--kv-cache-dtype fp8_e5m2` (half the bytes per token)",
+            "a larger `--tp-size` (the weights spread over more cards)",
+        ],
+        // SGLang's scheduler admits a request against its reserved new tokens
+        // (`max_new_tokens` scaled by the new-token ratio), and retracts when it erred.
+        admits_at_full_length: true,
     },
     evicts_only_with: None,
     parallel_copies: &["dp_size"],
@@ -717,6 +741,13 @@ pub static TRTLLM: EngineDescriptor = EngineDescriptor {
             },
             value: "GUARANTEED_NO_EVICT",
         },
+        // TensorRT-LLM's LLM API: `kv_cache_config.dtype: fp8`, `tensor_parallel_size`.
+        more_room: &[
+            "`kv_cache_config.dtype: fp8` in the --config YAML (half the bytes per token)",
+            "a larger `tensor_parallel_size` (the weights spread over more cards)",
+        ],
+        // GUARANTEED_NO_EVICT, the default policy, reserves a request's whole output.
+        admits_at_full_length: true,
     },
     // MaxUtilizationScheduler pauses; GuaranteedNoEvictScheduler (the default) and the
     // static batch scheduler reserve a request's whole output before starting it.

@@ -64,12 +64,20 @@ pub struct Rejected {
     /// Why it is not of this run, e.g. `it was saved at 2025-09-30 20:48:49 (in any time
     /// zone), outside the readings' 2026-10-01 03:47:07 to 03:48:49 UTC`.
     pub why: String,
+    /// Whether it was set aside for what it holds, not for where it lies: a recording
+    /// whose reader refused a line (`why` is then the reader's own sentence).
+    pub untrusted: bool,
 }
 
 impl Rejected {
-    /// `bench.json is not of this run: ...`.
+    /// `bench.json is not of this run: ...`, or the reader's sentence for an input that
+    /// cannot be trusted.
     pub fn sentence(&self) -> String {
-        format!("{} is not of this run: {}", self.name, self.why)
+        if self.untrusted {
+            self.why.clone()
+        } else {
+            format!("{} is not of this run: {}", self.name, self.why)
+        }
     }
 }
 
@@ -371,15 +379,15 @@ fn readings_fit(before: &Snapshot, after: &Snapshot) -> Result<Option<String>, S
         _ => None,
     };
     let one_process = restart_between(before, after).is_none();
+    if crate::checks::counters::out_of_order(before, after).is_some() {
+        // Swapped readings are of this run, given in the wrong order: the loader refuses
+        // them and the checks say so by name.
+        return Ok(None);
+    }
     match (same_boot, before.t_mono_ns, after.t_mono_ns) {
-        (Some(true), Some(b), Some(a)) if a <= b => Err(format!(
-            "by the host's monotonic clock the after reading was taken {} the before reading",
-            if a == b {
-                "at the same moment as".to_owned()
-            } else {
-                format!("{:.3} s before", (b - a) as f64 / 1e9)
-            }
-        )),
+        (Some(true), Some(b), Some(a)) if a == b => Err(
+            "by the host's monotonic clock both readings were taken at the same moment, so no run lies between them".to_owned(),
+        ),
         (Some(false), Some(b), Some(a)) => {
             let (w_b, w_a) = (before.t_wall.unwrap_or(0.0), after.t_wall.unwrap_or(0.0));
             let mono = (a - b) as f64 / 1e9;
@@ -510,6 +518,7 @@ pub fn place(run: &Run) -> Placement {
                         input,
                         name: name.to_owned(),
                         why: why.clone(),
+                        untrusted: false,
                     });
                 }
             }
@@ -526,6 +535,7 @@ pub fn place(run: &Run) -> Placement {
                 input: input::SERIES,
                 name: "the recording".to_owned(),
                 why,
+                untrusted: series.refused.is_some(),
             });
         }
     }
@@ -535,6 +545,7 @@ pub fn place(run: &Run) -> Placement {
                 input: input::BENCH_RESULT,
                 name: name.clone(),
                 why,
+                untrusted: false,
             });
         }
     }
@@ -628,10 +639,46 @@ pub fn name_rejected(run: &Run, results: &mut Vec<crate::status::CheckResult>) {
             ),
         );
     }
-    // Stable: verdicts first, in the order they came, then what is still not checked.
-    let (verdicts, missing): (Vec<_>, Vec<_>) = std::mem::take(results)
+    // Each converted result goes back to its place in the report's order, ahead of what
+    // is still not checked.
+    let (converted, rest): (Vec<_>, Vec<_>) = std::mem::take(results)
+        .into_iter()
+        .partition(|r| r.status == Status::Unknown && r.evidence.contains_key("not_of_this_run"));
+    let (verdicts, missing): (Vec<_>, Vec<_>) = rest
         .into_iter()
         .partition(|r| r.status != Status::NotChecked);
-    results.extend(verdicts);
+    let place = |t: crate::status::Tripwire| REPORT_ORDER.iter().position(|o| *o == t);
+    *results = verdicts;
+    for result in converted {
+        let at = place(result.tripwire).and_then(|mine| {
+            results
+                .iter()
+                .position(|r| place(r.tripwire).is_some_and(|theirs| theirs > mine))
+        });
+        match at {
+            Some(i) => results.insert(i, result),
+            None => results.push(result),
+        }
+    }
     results.extend(missing);
 }
+
+/// The order of the whole-run checks in a report, as [`crate::run::check_run`] makes
+/// them: where a check that could not run goes back when it says Can't tell.
+const REPORT_ORDER: [crate::status::Tripwire; 12] = {
+    use crate::status::Tripwire as T;
+    [
+        T::T15,
+        T::T18,
+        T::T20,
+        T::T1,
+        T::T10,
+        T::T16,
+        T::T14,
+        T::T9,
+        T::T8,
+        T::T17,
+        T::T19,
+        T::T21,
+    ]
+};

@@ -379,14 +379,27 @@ pub fn what_limited(run: &Run, results: &[CheckResult]) -> Vec<Insight> {
         )
     }));
     insights.extend(failed(Tripwire::T19).map(|r| {
-        Insight::limit(
-            "cold",
-            "The engine was still warming up",
-            format!(
-                "{}. The first requests' times include that work, so the run's latency and throughput describe start-up as much as serving.",
-                capitalised(&r.message)
-            ),
-        )
+        if cold_first_wave(r) {
+            Insight::limit(
+                "cold",
+                "The engine was still warming up",
+                format!(
+                    "{}. The first requests' times include that work, so the run's latency and throughput describe start-up as much as serving.",
+                    capitalised(&r.message)
+                ),
+            )
+        } else {
+            // A compile inside the run with no slow first wave measured: a latency spike
+            // for the requests in flight at its moment, not the run's start-up.
+            Insight::limit(
+                "cold",
+                "The engine compiled during the run",
+                format!(
+                    "{}. Each compile is a latency spike for the requests in flight at that moment; the rest of the run is served warm.",
+                    capitalised(&r.message)
+                ),
+            )
+        }
     }));
     insights.extend(failed(Tripwire::T21).map(|r| {
         Insight::limit(
@@ -455,8 +468,93 @@ pub fn what_limited(run: &Run, results: &[CheckResult]) -> Vec<Insight> {
                 .map(|text| Insight::ok("throughput", "Which throughput is the run's", text)),
         ),
     }
+    rank_by_effect(&mut insights, results);
     insights
 }
+
+/// Whether T19 measured a slow first wave (the first requests slower than their own
+/// prefill explains), rather than only compile lines inside the run.
+fn cold_first_wave(t19: &CheckResult) -> bool {
+    let number = |key: &str| t19.evidence.get(key).and_then(Value::as_f64);
+    match (number("first_wave_ttft_s"), number("rest_ttft_s")) {
+        (Some(first), Some(rest)) => {
+            first > rest && number("compiles_in_run").unwrap_or(0.0) == 0.0
+                || first > 2.0 * rest.max(f64::MIN_POSITIVE)
+        }
+        _ => number("compiles_in_run").unwrap_or(0.0) == 0.0,
+    }
+}
+
+/// How much of the published numbers a limit changed, from 0 to 1, measured from the
+/// run where it can be: a run that was no benchmark, a failed server or another server's
+/// numbers change all of them; the requests left out, the concurrency the server fell
+/// short of, the requests a cold start slowed change their share; a compile inside the
+/// run is a spike for the requests in flight at its moment.
+fn effect(insight: &Insight, results: &[CheckResult]) -> f64 {
+    let evidence = |tripwire: Tripwire, key: &str| {
+        results
+            .iter()
+            .find(|r| r.tripwire == tripwire)
+            .and_then(|r| r.evidence.get(key))
+            .and_then(Value::as_f64)
+    };
+    match insight.key {
+        "benchmark" | "server" | "traffic" => 1.0,
+        "failures" => match (
+            evidence(Tripwire::T18, "failed"),
+            evidence(Tripwire::T18, "sent"),
+        ) {
+            (Some(failed), Some(sent)) if sent > 0.0 => (failed / sent).clamp(0.0, 1.0),
+            _ => 0.9,
+        },
+        "cache" | "concurrency" | "client" | "preemption" => {
+            match (
+                evidence(Tripwire::T8, "peak_running"),
+                evidence(Tripwire::T8, "requested"),
+            ) {
+                (Some(peak), Some(requested)) if requested > 0.0 => {
+                    (1.0 - peak / requested).clamp(0.1, 1.0)
+                }
+                _ => 0.5,
+            }
+        }
+        "cold" => {
+            let t19 = results.iter().find(|r| r.tripwire == Tripwire::T19);
+            match t19 {
+                Some(r) if cold_first_wave(r) => {
+                    match (
+                        evidence(Tripwire::T19, "first_wave"),
+                        evidence(Tripwire::T15, "completed")
+                            .or_else(|| evidence(Tripwire::T18, "completed")),
+                    ) {
+                        (Some(wave), Some(all)) if all > 0.0 => (wave / all).clamp(0.0, 1.0),
+                        _ => 0.3,
+                    }
+                }
+                _ => 0.05,
+            }
+        }
+        _ => 0.3,
+    }
+}
+
+/// Limits first, the most consequential first (a stable sort: equal effects keep the
+/// order they were found in), then the findings that held.
+fn rank_by_effect(insights: &mut [Insight], results: &[CheckResult]) {
+    insights.sort_by(|a, b| {
+        b.limit.cmp(&a.limit).then_with(|| {
+            if a.limit && b.limit {
+                effect(b, results).total_cmp(&effect(a, results))
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        })
+    });
+}
+
+/// How many sentences "What limited this run" leads with, in the terminal and at the
+/// top of the report, as the tutorial shows it: the rest are in the report's account.
+pub const LEADING_SENTENCES: usize = 3;
 
 /// The server failed (T12 before it was ready, T7 after): no number describes it.
 fn server_failed(results: &[CheckResult]) -> Option<Insight> {
@@ -496,7 +594,7 @@ pub fn terminal_lines(insights: &[Insight]) -> String {
         return String::new();
     }
     let mut out = String::from("What limited this run:\n");
-    for insight in insights {
+    for insight in insights.iter().take(LEADING_SENTENCES) {
         out.push_str(&format!("  - {}. {}\n", insight.title, insight.text));
     }
     out

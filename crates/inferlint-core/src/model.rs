@@ -529,6 +529,27 @@ pub struct BootFacts {
     pub compiled_fresh: Option<bool>,
     /// 1-based line of the first `Application startup complete`.
     pub ready_lineno: Option<usize>,
+    /// The card's memory at start-up as vLLM's log says (`Free memory on device
+    /// (22.45/23.99 GiB) on startup`): what was free, and the card's total, in GiB.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_free_gib: Option<f64>,
+    /// See `device_free_gib`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_total_gib: Option<f64>,
+    /// The KV cache size in GiB that the engine itself says would use all the memory the
+    /// card had (vLLM: `` `--kv-cache-memory=2045183488` (1.9 GiB) to fully utilize gpu
+    /// memory``).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kv_cache_full_gib: Option<f64>,
+    /// The memory still free on the card once the engine had started, in GiB (SGLang's
+    /// last `avail mem=` before the ready line).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_left_gib: Option<f64>,
+    /// What the engine's own log says to change to raise a limit it hit, as it says it
+    /// (SGLang: `increase --mamba-full-memory-ratio or --max-mamba-cache-size, or halve
+    /// the state size with --mamba-ssm-dtype bfloat16`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine_remedy: Option<String>,
     /// The most requests the server will run at once, as its log says.
     pub running_cap: Option<u64>,
     /// Why the server lowered that cap (e.g. `mamba state cache`).

@@ -230,16 +230,25 @@ impl Xray<'_> {
             _ => Vec::new(),
         };
         if let Ok(Some((run, _, _))) = &assembled {
-            match &run.bench {
-                Some((name, account)) => say(&format!(
+            let set_aside = run
+                .rejected
+                .iter()
+                .find(|r| r.input == inferlint_core::run::input::BENCH_RESULT);
+            match (&run.bench, set_aside) {
+                (Some((name, account)), _) => say(&format!(
                     "load tool: {}, its result in {name}",
                     account.tool_label()
                 )),
-                None if self.load_plan.tool.is_some() => say(&format!(
+                (None, Some(rejected)) => say(&format!(
+                    "load tool: {}, but its result {}",
+                    self.load_plan.tool.map_or("", |t| t.name()),
+                    rejected.sentence()
+                )),
+                (None, None) if self.load_plan.tool.is_some() => say(&format!(
                     "load tool: {}, but no result of it was found",
                     self.load_plan.tool.map_or("", |t| t.name())
                 )),
-                None => {}
+                (None, None) => {}
             }
         }
         if !checks.is_empty() {

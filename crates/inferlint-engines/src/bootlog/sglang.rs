@@ -38,6 +38,12 @@ pub(super) static RULES: &[Rule] = &[
         anchor: "CUDA graph end.",
         read: cuda_graph_end,
     },
+    // `Memory pool end. avail mem=2.57 GB`: what the card has left once the pools are made
+    Rule {
+        field: "memory_left_gib",
+        anchor: "Memory pool end.",
+        read: memory_left,
+    },
     // `max_running_requests is capped to 1 by the mamba state cache (max_mamba_cache_size=5, ...`
     Rule {
         field: "running_cap",
@@ -107,8 +113,19 @@ fn weights_loaded(p: &mut Parse, at: &LineAt) -> Result<(), Unreadable> {
     Ok(())
 }
 
+/// The card's free memory after a start-up step: the last one before the ready line is
+/// what the engine left free (the CUDA graphs are captured after the memory pool).
+fn memory_left(p: &mut Parse, at: &LineAt) -> Result<(), Unreadable> {
+    let gib = f64_with_unit(at.body, "avail mem=", " GB").ok_or(Unreadable)?;
+    p.facts.memory_left_gib = Some(gib);
+    Ok(())
+}
+
 fn cuda_graph_end(p: &mut Parse, at: &LineAt) -> Result<(), Unreadable> {
     let gib = f64_with_unit(at.body, "mem usage=", " GB").ok_or(Unreadable)?;
+    if let Some(left) = f64_with_unit(at.body, "avail mem=", " GB") {
+        p.facts.memory_left_gib = Some(left);
+    }
     let total = p.facts.cudagraph_actual_gib.unwrap_or(0.0) + gib;
     p.facts.cudagraph_actual_gib = Some(tidy_sum(total));
     Ok(())
@@ -122,6 +139,14 @@ fn running_capped(p: &mut Parse, at: &LineAt) -> Result<(), Unreadable> {
         .filter(|r| !r.is_empty())
         .ok_or(Unreadable)?;
     p.set("running_cap", |f| &mut f.running_cap, cap);
+    // `To raise it: increase --mamba-full-memory-ratio or --max-mamba-cache-size, or
+    // halve the state size with --mamba-ssm-dtype bfloat16.`: SGLang's own remedy.
+    if let Some(remedy) = after(at.body, "To raise it: ")
+        .map(|r| r.trim().trim_end_matches('.'))
+        .filter(|r| !r.is_empty())
+    {
+        p.set("engine_remedy", |f| &mut f.engine_remedy, remedy.to_owned());
+    }
     p.set(
         "running_cap_reason",
         |f| &mut f.running_cap_reason,

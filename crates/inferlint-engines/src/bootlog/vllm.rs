@@ -293,6 +293,37 @@ fn actual_usage(p: &mut Parse, at: &LineAt) -> Result<(), Unreadable> {
     let peak = to_f64(peak_number).ok_or(Unreadable)?;
     p.set("consumed_gib", |f| &mut f.consumed_gib, consumed);
     p.set("peak_activation_gib", |f| &mut f.peak_activation_gib, peak);
+    // The same line, from vLLM 0.2x on, opens with the card's memory at start-up and
+    // ends with the KV cache size that would use all of it:
+    // `Free memory on device (22.45/23.99 GiB) on startup. ... Replace ... or
+    // `--kv-cache-memory=2045183488` (1.9 GiB) to fully utilize gpu memory.`
+    // Both are optional: older releases print the usage alone.
+    if let Some(rest) = after(at.body, "Free memory on device (") {
+        let free = leading_number(rest).and_then(to_f64);
+        let total = rest
+            .split_once('/')
+            .and_then(|(_, t)| leading_number(t))
+            .and_then(to_f64);
+        if let (Some(free), Some(total)) = (free, total) {
+            if free <= total {
+                p.set("device_free_gib", |f| &mut f.device_free_gib, free);
+                p.set("device_total_gib", |f| &mut f.device_total_gib, total);
+            }
+        }
+    }
+    if let Some(end) = at.body.find(" to fully utilize gpu memory") {
+        let before = &at.body[..end];
+        if let Some(open) = before.rfind("`--kv-cache-memory=") {
+            let remedy = &at.body[open..end + " to fully utilize gpu memory".len()];
+            if let Some(gib) = after(remedy, "` (")
+                .and_then(leading_number)
+                .and_then(to_f64)
+            {
+                p.set("kv_cache_full_gib", |f| &mut f.kv_cache_full_gib, gib);
+                p.set("engine_remedy", |f| &mut f.engine_remedy, remedy.to_owned());
+            }
+        }
+    }
     Ok(())
 }
 
