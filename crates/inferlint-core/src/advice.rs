@@ -777,18 +777,157 @@ mod tests {
             .with("blocks_per_request_max", 6.0);
         let t1 = CheckResult::new(Tripwire::T1, Status::Fail, "22").with("preemptions", 22.0);
         let all = advice(&run(&VLLM, boot, None), &[t8(10.0), t9, t1]);
+        // A hybrid model: tokens say nothing of its pages, so T9's measured shares count
+        // (4 blocks at start, 6 at the fullest; a preempted request never grew further, so
+        // 6 is a lower bound). 42 / 4 = 10 start, 42 / 6 = 7 reach full length; the 32
+        // need 32 x 6 = 192 blocks, 2.09 GiB x (192 / 42 - 1) = 7.5 GiB more. Asking for
+        // 10 would preempt: the advice asks for the 7 that fit whole, as T1 and T9 do.
         assert_eq!(
             all[0],
-            ["42 usable blocks of 784 tokens hold at most 10 of these requests (4 blocks each when they start); 32 need about 128 blocks: raise `--gpu-memory-utilization` above 0.93 to give the KV cache about 4.3 GiB more than its 2.09 GiB, or ask for 10"]
+            ["42 usable blocks of 784 tokens hold at most 10 of these requests when they start (4 blocks each) and 7 at full length (at least 6 blocks each, as the recording measured); 32 need about 192 blocks: raise `--gpu-memory-utilization` above 0.93 to give the KV cache about 7.5 GiB more than its 2.09 GiB, or ask for 7"]
         );
         assert_eq!(
             all[1],
-            ["for one concurrency through the whole run, cap `--max-num-seqs` at 7, the most that fit when the cache was fullest; otherwise report this run's concurrency as 7 to 10"]
+            ["for one concurrency through the whole run, cap `--max-num-seqs` at 7, the most that fit at full length; otherwise report this run's concurrency as 7 to 10"]
         );
         assert_eq!(
             all[2],
-            ["7 of these requests fit at full length (6 blocks each): lower `--max-num-seqs` to 7 so that none is preempted, or raise `--gpu-memory-utilization` above 0.93 to give the KV cache about 7.5 GiB more than its 2.09 GiB"]
+            ["7 of these requests fit at full length (at least 6 blocks each, as the recording measured): lower `--max-num-seqs` to 7 so that none is preempted, or raise `--gpu-memory-utilization` above 0.93 to give the KV cache about 7.5 GiB more than its 2.09 GiB"]
         );
+    }
+
+    /// A plain model whose requests preemption kept short: T9 measured at most 18 of
+    /// 128 usable blocks per request (ceilings 7 to 10), but each request's 88 prompt and
+    /// 300 output tokens are 388 tokens, 25 blocks of 16, so 128 / 25 = 5 fit at full
+    /// length, and 128 / 6 = 21 at start (89 tokens, 6 blocks). T1, T8 and T9 all say 5.
+    #[test]
+    fn preemption_that_kept_requests_short_does_not_shrink_full_length() {
+        let boot = BootFacts {
+            kv_pool_tokens: Some(2048),
+            available_kv_cache_gib: Some(1.0),
+            ..BootFacts::default()
+        };
+        let bench = ClientAccount {
+            completed: Some(32),
+            total_input_tokens: Some(32 * 88),
+            total_output_tokens: Some(32 * 300),
+            ..ClientAccount::new(LoadTool::VllmBench)
+        };
+        let t9 = CheckResult::new(Tripwire::T9, Status::Warn, "moved")
+            .with("ceiling_min", 7)
+            .with("ceiling_max", 10)
+            .with("usable_blocks", 128)
+            .with("blocks_per_request_min", 12.0)
+            .with("blocks_per_request_max", 18.0);
+        let t1 = CheckResult::new(Tripwire::T1, Status::Fail, "30").with("preemptions", 30.0);
+        let all = advice(&run(&VLLM, boot, Some(bench)), &[t8(10.0), t9, t1]);
+        assert!(
+            all[0][0].contains("21 of these requests when they start (6 blocks each) and 5 at full length (25 blocks each)")
+                && all[0][0].ends_with("or ask for 5"),
+            "{all:?}"
+        );
+        assert!(all[1][0].contains("cap `--max-num-seqs` at 5"), "{all:?}");
+        assert!(
+            all[2][0].starts_with("5 of these requests fit at full length (25 blocks each): lower `--max-num-seqs` to 5"),
+            "{all:?}"
+        );
+    }
+
+    /// A card with no memory left: the engine's own log puts the largest cache it allows
+    /// below the cache it has, so no advice raises the memory setting; it says so and
+    /// names what makes room on the engine, quoting the engine's own remedy.
+    #[test]
+    fn advice_never_asks_for_memory_the_card_does_not_have() {
+        let boot = BootFacts {
+            kv_pool_tokens: Some(2048),
+            available_kv_cache_gib: Some(2.09),
+            kv_cache_full_gib: Some(1.9),
+            engine_remedy: Some(
+                "`--kv-cache-memory=2045183488` (1.9 GiB) to fully utilize gpu memory".into(),
+            ),
+            ..BootFacts::default()
+        };
+        let bench = ClientAccount {
+            completed: Some(32),
+            total_input_tokens: Some(32 * 88),
+            total_output_tokens: Some(32 * 300),
+            ..ClientAccount::new(LoadTool::VllmBench)
+        };
+        let t1 = CheckResult::new(Tripwire::T1, Status::Fail, "30").with("preemptions", 30.0);
+        let all = advice(
+            &run(&VLLM, boot.clone(), Some(bench.clone())),
+            &[t8(10.0), t1],
+        );
+        for a in &all {
+            assert!(!a[0].contains("raise `--gpu-memory-utilization`"), "{a:?}");
+            assert!(
+                a[0].contains("the card cannot give the KV cache")
+                    && a[0].contains("none to spare")
+                    && a[0].contains("`--kv-cache-memory=2045183488`")
+                    && a[0].contains("`--kv-cache-dtype fp8`"),
+                "{a:?}"
+            );
+        }
+        // With room on the card, the raise is bounded by it: 32 x 128 tokens against a
+        // 2,800-token pool need 2.09 GiB x (4,096 / 2,800 - 1) = 1.0 GiB more, of the
+        // 3.59 - 2.09 = 1.5 GiB the card allows.
+        let roomy = BootFacts {
+            kv_pool_tokens: Some(2800),
+            kv_cache_full_gib: Some(3.59),
+            engine_remedy: None,
+            ..boot
+        };
+        let bench = ClientAccount {
+            total_output_tokens: Some(32 * 40),
+            ..bench
+        };
+        let a = advice(&run(&VLLM, roomy, Some(bench)), &[t8(24.0)]);
+        assert!(
+            a[0][0].contains("raise `--gpu-memory-utilization` above 0.9 (its default)")
+                && a[0][0].contains("at most 1.5 GiB more"),
+            "{a:?}"
+        );
+    }
+
+    /// No tuning advice from a run whose numbers describe no one setup: a server that
+    /// restarted between the readings.
+    #[test]
+    fn a_restart_gets_no_tuning_advice() {
+        let mut r = run(&VLLM, BootFacts::default(), None);
+        let reading = |created: f64, total: f64| {
+            let text = format!(
+                "vllm:num_preemptions_created 1.0e9\nvllm:num_preemptions_total {total}\nvllm:request_success_created {created}\n"
+            );
+            crate::model::Snapshot {
+                url: "http://127.0.0.1:8000/metrics".into(),
+                t_wall: None,
+                t_mono_ns: None,
+                latency_s: None,
+                metrics: crate::metrics::MetricSet::new(
+                    text.lines()
+                        .map(|l| {
+                            let (name, value) = l.split_once(' ').unwrap();
+                            crate::metrics::Sample {
+                                name: name.into(),
+                                labels: Vec::new(),
+                                value: value.parse().unwrap(),
+                                timestamp_ms: None,
+                            }
+                        })
+                        .collect(),
+                ),
+                text,
+            }
+        };
+        r.before = Some(reading(1.0e9, 5.0));
+        r.after = Some(reading(2.0e9, 1.0));
+        let t1 = CheckResult::new(Tripwire::T1, Status::Fail, "22").with("preemptions", 22.0);
+        let t9 = CheckResult::new(Tripwire::T9, Status::Warn, "moved")
+            .with("ceiling_min", 7)
+            .with("ceiling_max", 10);
+        assert!(tuning_withheld(&r, &[]).is_some());
+        let all = advice(&r, &[t8(10.0), t1, t9]);
+        assert!(all.iter().all(Vec::is_empty), "{all:?}");
     }
 
     /// SGLang with a plain model: the pool in tokens against each request's prompt and

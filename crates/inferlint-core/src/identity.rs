@@ -682,3 +682,238 @@ const REPORT_ORDER: [crate::status::Tripwire; 12] = {
         T::T21,
     ]
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::{ClientAccount, LoadTool};
+    use crate::engine::VLLM;
+    use crate::model::SeriesSample;
+    use crate::status::{CheckResult, Status, Tripwire};
+    use crate::testing::{sample, snapshot};
+
+    /// 2026-10-01 03:47:07 UTC and 101.6 s later, the xray recording's readings; the
+    /// host booted 1,790,826,246.68 s after 1970 (wall minus monotonic).
+    const BEFORE: f64 = 1_790_826_427.68;
+    const AFTER: f64 = 1_790_826_529.27;
+    const BOOT: f64 = 1_790_826_246.68;
+
+    fn reading(wall: f64, boot: f64, created: f64) -> Snapshot {
+        let mut s = snapshot(
+            Some(wall),
+            vec![
+                sample(
+                    "vllm:request_success_total",
+                    &[("model_name", "qwen38")],
+                    1.0,
+                ),
+                sample(
+                    "vllm:request_success_created",
+                    &[("model_name", "qwen38")],
+                    created,
+                ),
+            ],
+        );
+        s.t_mono_ns = Some(((wall - boot) * 1e9) as i64);
+        s.latency_s = Some(0.008);
+        s
+    }
+
+    fn boot_serving(model: &str) -> Vec<(String, BootFacts)> {
+        vec![(
+            "boot.log".into(),
+            BootFacts {
+                model: Some(model.into()),
+                ..BootFacts::default()
+            },
+        )]
+    }
+
+    /// `vllm bench serve`'s `date` is `datetime.now()` in the client's zone, taken after
+    /// the run: 20:48:49 on 30 September in UTC-7 is 03:48:49 UTC on 1 October, inside
+    /// the readings; the same time a day earlier fits no zone.
+    fn saved(date_local: f64, model: &str) -> ClientAccount {
+        let mut a = ClientAccount::new(LoadTool::VllmBench);
+        a.duration = Some(95.15);
+        a.identity.saved_local_s = Some(date_local);
+        a.identity.saved_resolution_s = 1.0;
+        a.identity.model = Some(model.into());
+        a
+    }
+
+    const SAVED_LOCAL: f64 = 1_790_801_329.0; // 2026-09-30 20:48:49, read as UTC
+
+    #[test]
+    fn a_result_saved_in_any_zone_inside_the_readings_fits_and_a_day_off_does_not() {
+        let (b, a) = (reading(BEFORE, BOOT, 5.0), reading(AFTER, BOOT, 5.0));
+        let boots = boot_serving("/models/Qwen3.8-27B-W4A16-AutoRound");
+        let ours = saved(SAVED_LOCAL, "/models/Qwen3.8-27B-W4A16-AutoRound");
+        assert_eq!(result_fit(&ours, Some(&b), Some(&a), &boots), Fit::Fits);
+        let old = saved(
+            SAVED_LOCAL - 86_400.0,
+            "/models/Qwen3.8-27B-W4A16-AutoRound",
+        );
+        match result_fit(&old, Some(&b), Some(&a), &boots) {
+            Fit::DoesNotFit(why) => assert!(why.contains("in no time zone"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        // Five minutes earlier (another run of the same session) fits no zone either:
+        // zones are whole quarter hours apart.
+        let earlier = saved(SAVED_LOCAL - 300.0, "/models/Qwen3.8-27B-W4A16-AutoRound");
+        assert!(matches!(
+            result_fit(&earlier, Some(&b), Some(&a), &boots),
+            Fit::DoesNotFit(_)
+        ));
+        // The served name, or the model under another mount point, is this server's.
+        for name in ["qwen38", "/root/models/Qwen3.8-27B-W4A16-AutoRound"] {
+            let named = saved(SAVED_LOCAL, name);
+            assert_eq!(
+                result_fit(&named, Some(&b), Some(&a), &boots),
+                Fit::Fits,
+                "{name}"
+            );
+        }
+        let other = saved(SAVED_LOCAL, "/models/Llama-3.1-8B");
+        match result_fit(&other, Some(&b), Some(&a), &boots) {
+            Fit::DoesNotFit(why) => assert!(why.contains("Llama-3.1-8B"), "{why}"),
+            f => panic!("{f:?}"),
+        }
+    }
+
+    #[test]
+    fn of_two_results_the_one_that_fits_is_kept_and_two_that_fit_are_refused() {
+        let (b, a) = (reading(BEFORE, BOOT, 5.0), reading(AFTER, BOOT, 5.0));
+        let boots = boot_serving("qwen38");
+        let candidates = vec![
+            (
+                "a-older.json".to_owned(),
+                saved(SAVED_LOCAL - 86_400.0, "qwen38"),
+            ),
+            ("b-ours.json".to_owned(), saved(SAVED_LOCAL, "qwen38")),
+        ];
+        let chosen = choose_result(&candidates, Some(&b), Some(&a), &boots).unwrap();
+        assert_eq!(chosen.index, 1);
+        assert!(
+            chosen.notes[0].starts_with("left out a-older.json: "),
+            "{chosen:?}"
+        );
+        let twins = vec![
+            ("x.json".to_owned(), saved(SAVED_LOCAL, "qwen38")),
+            ("y.json".to_owned(), saved(SAVED_LOCAL, "qwen38")),
+        ];
+        let refused = choose_result(&twins, Some(&b), Some(&a), &boots).unwrap_err();
+        assert!(
+            refused.contains("x.json")
+                && refused.contains("y.json")
+                && refused.contains("--bench-result"),
+            "{refused}"
+        );
+        let none = vec![candidates[0].clone(), candidates[0].clone()];
+        assert!(choose_result(&none, Some(&b), Some(&a), &boots)
+            .unwrap_err()
+            .starts_with("no result file here is of this run"));
+    }
+
+    fn series(first_wall: f64, n: usize, boot: f64) -> SeriesStats {
+        let mut stats = SeriesStats::new();
+        for i in 0..n {
+            let t = first_wall + i as f64 * 0.25;
+            stats.push(&SeriesSample {
+                t_wall: t,
+                t_mono_ns: Some(((t - boot) * 1e9) as i64),
+                running: Some(1.0),
+                ..SeriesSample::default()
+            });
+        }
+        stats
+    }
+
+    fn run_with(before: Snapshot, after: Snapshot, series: SeriesStats) -> Run {
+        Run {
+            engine: &VLLM,
+            boots: Vec::new(),
+            before: Some(before),
+            after: Some(after),
+            series: Some(series),
+            bench: None,
+            expected_extra_requests: 0,
+            requested: Some(32),
+            load_failure: None,
+            rejected: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// Back-to-back runs: the next run's recording starts 0.45 s after this run's after
+    /// reading. By the shared monotonic clock (one boot) none of it lies in this run.
+    #[test]
+    fn the_next_runs_recording_is_not_this_runs() {
+        let (b, a) = (reading(BEFORE, BOOT, 5.0), reading(AFTER, BOOT, 5.0));
+        let next = run_with(b.clone(), a.clone(), series(AFTER + 0.45, 40, BOOT));
+        let placement = place(&next);
+        assert_eq!(placement.rejected.len(), 1, "{placement:?}");
+        assert_eq!(placement.rejected[0].input, input::SERIES);
+        assert!(placement.rejected[0].why.contains("monotonic"));
+        let ours = run_with(b, a, series(BEFORE + 0.02, 400, BOOT));
+        assert!(place(&ours).rejected.is_empty());
+    }
+
+    /// A wall clock stepped back between two readings of one server process (the start
+    /// stamps did not move) is a note; readings of two boots with moved stamps bracket no
+    /// run; equal monotonic stamps bracket none either.
+    #[test]
+    fn readings_of_one_boot_one_of_two_boots() {
+        let stepped = readings_fit(
+            &reading(BEFORE, BOOT, 5.0),
+            &reading(AFTER - 30.0, BOOT - 30.0, 5.0),
+        );
+        assert!(stepped.unwrap().unwrap().contains("wall clock stepped"));
+        let two_boots = readings_fit(
+            &reading(BEFORE - 60.0 * 86_400.0, BOOT - 61.0 * 86_400.0, 1.0),
+            &reading(AFTER, BOOT, 5.0),
+        );
+        assert!(two_boots.unwrap_err().contains("two boots"));
+        let same = readings_fit(&reading(BEFORE, BOOT, 5.0), &reading(BEFORE, BOOT, 5.0));
+        assert!(same.unwrap_err().contains("same moment"));
+    }
+
+    /// A check that needed an input set aside says Can't tell naming it, in its place
+    /// in the report's order, not "not checked" at the end.
+    #[test]
+    fn a_check_without_its_input_set_aside_says_why_in_its_place() {
+        let mut run = run_with(
+            reading(BEFORE, BOOT, 5.0),
+            reading(AFTER, BOOT, 5.0),
+            SeriesStats::new(),
+        );
+        run.series = None;
+        run.rejected.push(Rejected {
+            input: input::SERIES,
+            name: "the recording".into(),
+            why: "its first sample came after the after reading".into(),
+            untrusted: false,
+        });
+        let mut results = vec![
+            CheckResult::new(Tripwire::T1, Status::Pass, "none"),
+            CheckResult::new(Tripwire::T19, Status::Pass, "warm"),
+            CheckResult::not_checked(Tripwire::T8, "needs a recording", &[input::SERIES]),
+            CheckResult::not_checked(Tripwire::T18, "needs a result", &[input::BENCH_RESULT]),
+        ];
+        name_rejected(&run, &mut results);
+        let order: Vec<(Tripwire, Status)> =
+            results.iter().map(|r| (r.tripwire, r.status)).collect();
+        assert_eq!(
+            order,
+            [
+                (Tripwire::T1, Status::Pass),
+                (Tripwire::T8, Status::Unknown),
+                (Tripwire::T19, Status::Pass),
+                (Tripwire::T18, Status::NotChecked),
+            ]
+        );
+        assert_eq!(
+            results[1].message,
+            "the recording is not of this run: its first sample came after the after reading"
+        );
+    }
+}

@@ -487,9 +487,10 @@ fn cold_first_wave(t19: &CheckResult) -> bool {
 
 /// How much of the published numbers a limit changed, from 0 to 1, measured from the
 /// run where it can be: a run that was no benchmark, a failed server or another server's
-/// numbers change all of them; the requests left out, the concurrency the server fell
-/// short of, the requests a cold start slowed change their share; a compile inside the
-/// run is a spike for the requests in flight at its moment.
+/// numbers change all of them; the requests left out and the requests a cold start
+/// slowed change their share; a server that ran fewer than the load sent shapes every
+/// request; a compile inside the run is a spike for the requests in flight at its
+/// moment. The sentences that describe the run's waits and pace rank after every trap.
 fn effect(insight: &Insight, results: &[CheckResult]) -> f64 {
     let evidence = |tripwire: Tripwire, key: &str| {
         results
@@ -507,17 +508,13 @@ fn effect(insight: &Insight, results: &[CheckResult]) -> f64 {
             (Some(failed), Some(sent)) if sent > 0.0 => (failed / sent).clamp(0.0, 1.0),
             _ => 0.9,
         },
-        "cache" | "concurrency" | "client" | "preemption" => {
-            match (
-                evidence(Tripwire::T8, "peak_running"),
-                evidence(Tripwire::T8, "requested"),
-            ) {
-                (Some(peak), Some(requested)) if requested > 0.0 => {
-                    (1.0 - peak / requested).clamp(0.1, 1.0)
-                }
-                _ => 0.5,
-            }
-        }
+        // The server's shortfall shapes every request of the run.
+        "cache" | "concurrency" | "client" | "preemption" => 0.8,
+        "lengths" | "backend" | "prefix" | "gpu" => 0.6,
+        "gauge" => 0.3,
+        // What the run then looked like (its waits, its pace): after every trap, in the
+        // order found.
+        "waiting" | "pace" | "throughput" => -1.0,
         "cold" => {
             let t19 = results.iter().find(|r| r.tripwire == Tripwire::T19);
             match t19 {
@@ -534,7 +531,7 @@ fn effect(insight: &Insight, results: &[CheckResult]) -> f64 {
                 _ => 0.05,
             }
         }
-        _ => 0.3,
+        _ => 0.5,
     }
 }
 
