@@ -30,6 +30,8 @@ mod library;
 mod missing_input;
 /// Minimal edits of real recordings that make each check fire.
 mod mutations;
+/// One account of each run: a figure said twice in one output has one value.
+mod one_account;
 /// --junit, schema, completions and colour.
 mod pipelines;
 /// T16, T17, T19 and T21: silent on every real run without their trap, firing on edits

@@ -24,7 +24,8 @@ use crate::status::{CheckResult, Status, Tripwire};
 pub const HYBRID_BLOCK_ABOVE: u64 = 64;
 
 /// What the KV cache is counted in.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Unit {
     /// Usable blocks (T14) of this many tokens, with each request's share measured by T9.
     Blocks {
@@ -42,7 +43,7 @@ pub enum Unit {
 }
 
 /// How the load compares with the KV cache.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Capacity {
     /// Requests the load kept open at once.
     pub requested: u64,
@@ -77,7 +78,7 @@ enum Cure {
 
 /// The most memory the KV cache can still be given on this card, from the boot log's
 /// own totals.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Headroom {
     /// GiB more the cache could have at most (0 when the card has none to give).
     pub more_gib: f64,
@@ -459,7 +460,7 @@ pub fn advice_for(run: &Run, result: &CheckResult, capacity: Option<&Capacity>) 
             };
             // The cap that keeps every request at full length, as T1's advice gives it.
             let cap = capacity
-                .filter(|c| !c.measured && c.fit_full > 0)
+                .filter(|c| c.fit_full > 0)
                 .map_or(lo, |c| c.fit_full as f64);
             vec![format!(
                 "for one concurrency through the whole run, cap {} at {}, the most that fit at full length; otherwise report this run's concurrency as {} to {}",

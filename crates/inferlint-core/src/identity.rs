@@ -55,7 +55,7 @@ fn zone_offsets() -> impl Iterator<Item = f64> {
 }
 
 /// An input given for the run that is not of it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Rejected {
     /// Which input, as [`crate::run::input`] names it.
     pub input: &'static str,

@@ -207,6 +207,9 @@ pub struct CacheLoad {
     pub allocated: f64,
     /// The block size in tokens, where known.
     pub block: Option<u64>,
+    /// Requests that fit at full length as the run's capacity counts them (in usable
+    /// blocks where the recording gives them), when it does.
+    pub fit_full: Option<f64>,
 }
 
 impl CacheLoad {
@@ -217,7 +220,8 @@ impl CacheLoad {
 
     /// Requests that fit in the cache at full length.
     pub fn fit(&self) -> f64 {
-        (self.pool / self.allocated).floor()
+        self.fit_full
+            .unwrap_or_else(|| (self.pool / self.allocated).floor())
     }
 }
 
@@ -252,6 +256,7 @@ fn cache_load_of(run: &Run, summary: Option<&CounterSummary>) -> Option<CacheLoa
         per_request,
         allocated,
         block,
+        fit_full: None,
     })
 }
 
@@ -633,30 +638,34 @@ struct Load<'a> {
 impl<'a> Load<'a> {
     fn new(run: &'a Run, results: &[CheckResult], summary: Option<CounterSummary>) -> Load<'a> {
         let find = |tripwire: Tripwire| results.iter().find(|r| r.tripwire == tripwire);
-        let number = |r: &CheckResult, key: &str| r.evidence.get(key).and_then(Value::as_f64);
         let t8 = find(Tripwire::T8);
         let bench = run.bench.as_ref().map(|(_, b)| b);
         let open = open_requests(run.requested, summary.as_ref(), bench);
-        let cache = cache_load_of(run, summary.as_ref());
-        // An engine whose gauges move only when a request completes leaves a recording
-        // that cannot say how many ran at once.
-        let recording = run.series.as_ref().filter(|_| !run.engine.gauges_lag);
+        let mut cache = cache_load_of(run, summary.as_ref());
+        // Every figure below is the run's one account's: the same numbers the advice and
+        // the report give.
+        let account = crate::account::of(run, results);
+        let value = |f: Option<crate::account::Figure>| f.map(|f| f.value);
+        // How many fit at full length is counted once, by the capacity the advice uses.
+        if let (Some(c), Some(capacity)) = (cache.as_mut(), account.capacity.as_ref()) {
+            if !capacity.measured {
+                c.fit_full = Some(capacity.fit_full as f64);
+            }
+        }
         Load {
             engine: run.engine,
             boot: run.last_boot(),
             bench,
             summary,
-            busy_mean_running: recording.and_then(|s| s.busy_mean_running()),
-            busy_seconds: recording.and_then(|s| s.busy_seconds()),
+            busy_mean_running: value(account.happened.busy_mean_running),
+            busy_seconds: value(account.happened.busy_seconds),
             requested: run.requested,
             open,
             cache,
             concurrency_failed: t8.is_some_and(|r| r.status == Status::Fail),
             client_short: find(Tripwire::T17).is_some_and(|r| r.status == Status::Fail),
-            peak_running: t8.and_then(|r| number(r, "peak_running")),
-            preempted: find(Tripwire::T1)
-                .and_then(|r| number(r, "preemptions"))
-                .filter(|k| *k > 0.0),
+            peak_running: value(account.happened.peak_running),
+            preempted: value(account.happened.preemptions).filter(|k| *k > 0.0),
         }
     }
 

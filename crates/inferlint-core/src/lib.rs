@@ -10,6 +10,7 @@
 
 #![deny(missing_docs)]
 
+pub mod account;
 pub mod advice;
 pub mod catalogue;
 pub mod checks;

@@ -26,6 +26,9 @@ pub struct Report {
     results: Vec<CheckResult>,
     not_checked: Vec<CheckResult>,
     insights: Vec<Insight>,
+    /// The run's one account: every figure the insights and advice speak of, with where
+    /// it came from.
+    account: inferlint_core::account::Account,
     notes: Vec<String>,
     /// Whether the run was not a benchmark: then it never passes.
     #[serde(skip)]
@@ -35,6 +38,7 @@ pub struct Report {
 impl Report {
     pub(crate) fn new(run: &CoreRun, all: Vec<CheckResult>, notes: Vec<String>) -> Report {
         let insights = insights::what_limited(run, &all);
+        let account = inferlint_core::account::of(run, &all);
         let (not_checked, results): (Vec<CheckResult>, Vec<CheckResult>) = all
             .into_iter()
             .partition(|r| r.status == Status::NotChecked);
@@ -44,6 +48,7 @@ impl Report {
             results,
             not_checked,
             insights,
+            account,
             notes,
             not_a_benchmark,
         };
@@ -67,6 +72,13 @@ impl Report {
     /// "What limited this run": plain sentences on what held the run back, limits first.
     pub fn insights(&self) -> &[Insight] {
         &self.insights
+    }
+
+    /// The run's one account: its setup, its load and what happened, each figure with
+    /// where it came from, and the inputs set aside as not of this run. The figures the
+    /// insights and the advice give are these.
+    pub fn account(&self) -> &inferlint_core::account::Account {
+        &self.account
     }
 
     /// What a reader should know that did not stop the load (skipped lines, gaps in

@@ -1,0 +1,265 @@
+//! One account of the run: every figure that more than one sentence of the tool speaks
+//! of, computed in one place from the inputs the gate admitted (`crate::identity`) and
+//! the checks' results, each with where it came from.
+//!
+//! Verdict advice ([`crate::advice`]), "What limited this run" ([`crate::insights`]),
+//! the report and the library read their figures from here, so one output never says
+//! two numbers for one thing: the peak running that T8 names is the one "What limited"
+//! names, the requests that fit at full length that T1's advice names are the ones T8's
+//! and T9's name. An input the gate set aside contributes nothing.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::advice::{self, Capacity, Headroom};
+use crate::identity::Rejected;
+use crate::insights::counter_summary;
+use crate::run::Run;
+use crate::status::{CheckResult, Status, Tripwire};
+
+/// Where a figure came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// The server's boot log.
+    BootLog,
+    /// The before and after readings of `/metrics` (their counters' difference).
+    Readings,
+    /// The recording sampled during the run.
+    Recording,
+    /// The load tool's result file.
+    ResultFile,
+    /// What the user said (`--requested`).
+    CommandLine,
+    /// The engine's documented default.
+    EngineDefault,
+}
+
+/// One figure and where it came from.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Figure {
+    /// The value.
+    pub value: f64,
+    /// Where it came from.
+    pub from: Source,
+}
+
+fn figure(value: Option<f64>, from: Source) -> Option<Figure> {
+    value
+        .filter(|v| v.is_finite())
+        .map(|value| Figure { value, from })
+}
+
+/// The server's setup, as the run shows it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Setup {
+    /// The KV cache's pool in tokens.
+    pub kv_pool_tokens: Option<Figure>,
+    /// Tokens per KV block.
+    pub block_tokens: Option<Figure>,
+    /// The blocks requests can use (T14's denominator).
+    pub usable_blocks: Option<Figure>,
+    /// GiB the engine gave its KV cache.
+    pub kv_cache_gib: Option<Figure>,
+    /// The card's memory, GiB.
+    pub card_total_gib: Option<Figure>,
+    /// The most memory the card could still give the KV cache, GiB, and from what.
+    pub kv_headroom: Option<Headroom>,
+    /// The most requests the server runs at once, as its log says.
+    pub running_cap: Option<Figure>,
+}
+
+/// The load, as the load tool and the server counted it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Load {
+    /// The concurrency the load asked for.
+    pub requested: Option<Figure>,
+    /// Requests the server finished between the readings, else the load tool's.
+    pub finished: Option<Figure>,
+    /// Prompt tokens per request.
+    pub prompt_tokens: Option<Figure>,
+    /// Output tokens per request.
+    pub output_tokens: Option<Figure>,
+}
+
+/// What happened during the run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Happened {
+    /// The most requests running at once (T8's peak).
+    pub peak_running: Option<Figure>,
+    /// Requests running on average while the server was busy (none from a gauge that
+    /// moves only when requests complete).
+    pub busy_mean_running: Option<Figure>,
+    /// Seconds the server was busy in the recording.
+    pub busy_seconds: Option<Figure>,
+    /// Preemptions (retractions, pauses) during the run (T1).
+    pub preemptions: Option<Figure>,
+    /// Mean seconds a request waited in the server's queue.
+    pub mean_queue_s: Option<Figure>,
+    /// The load tool's median and p99 time to first token, milliseconds.
+    pub median_ttft_ms: Option<Figure>,
+    /// See `median_ttft_ms`.
+    pub p99_ttft_ms: Option<Figure>,
+    /// The load tool's output tokens per second over its timed span.
+    pub client_output_throughput: Option<Figure>,
+    /// The load tool's timed span, seconds.
+    pub client_duration_s: Option<Figure>,
+    /// T10's generated tokens per second over the span between the readings.
+    pub server_token_rate: Option<Figure>,
+    /// That span, seconds.
+    pub readings_span_s: Option<Figure>,
+}
+
+/// One account of a run. See the module documentation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Account {
+    /// The server's setup.
+    pub setup: Setup,
+    /// The load.
+    pub load: Load,
+    /// What happened.
+    pub happened: Happened,
+    /// How many requests fit at start and at full length ([`advice::capacity`]).
+    pub capacity: Option<Capacity>,
+    /// Inputs given for the run that the gate set aside, and why.
+    pub set_aside: Vec<Rejected>,
+}
+
+fn evidence(results: &[CheckResult], tripwire: Tripwire, key: &str) -> Option<f64> {
+    results
+        .iter()
+        .find(|r| r.tripwire == tripwire && r.status.is_verdict())
+        .and_then(|r| r.evidence.get(key))
+        .and_then(Value::as_f64)
+}
+
+/// The account of a checked run: its admitted inputs and the checks' results.
+pub fn of(run: &Run, results: &[CheckResult]) -> Account {
+    let run = &*crate::identity::admitted(run);
+    let boot = run.last_boot();
+    let bench = run.bench.as_ref().map(|(_, b)| b);
+    let summary = match (&run.before, &run.after) {
+        (Some(b), Some(a)) => counter_summary(run.engine, b, a),
+        _ => None,
+    };
+    let block = boot
+        .and_then(|b| advice::block_size(run.engine, b))
+        .map(|b| {
+            let printed = boot.is_some_and(|f| f.page_size.or(f.attention_block_size).is_some());
+            Figure {
+                value: b as f64,
+                from: if printed {
+                    Source::BootLog
+                } else {
+                    Source::EngineDefault
+                },
+            }
+        });
+    let setup = Setup {
+        kv_pool_tokens: figure(
+            boot.and_then(|b| b.kv_pool_tokens).map(|p| p as f64),
+            Source::BootLog,
+        ),
+        block_tokens: block,
+        usable_blocks: figure(
+            evidence(results, Tripwire::T9, "usable_blocks"),
+            Source::Recording,
+        ),
+        kv_cache_gib: figure(boot.and_then(|b| b.available_kv_cache_gib), Source::BootLog),
+        card_total_gib: figure(boot.and_then(|b| b.device_total_gib), Source::BootLog),
+        kv_headroom: boot.and_then(advice::headroom),
+        running_cap: figure(
+            boot.and_then(|b| b.running_cap).map(|c| c as f64),
+            Source::BootLog,
+        ),
+    };
+    let requested_from = if bench.and_then(|b| b.max_concurrency).map(|c| c as f64)
+        == run.requested.map(|r| r as f64)
+    {
+        Source::ResultFile
+    } else {
+        Source::CommandLine
+    };
+    let per_request = |server: Option<f64>, client: Option<i64>| {
+        let from_server = summary
+            .as_ref()
+            .and_then(|s| Some(server? / s.finished.filter(|f| *f > 0.0)?));
+        match from_server {
+            Some(v) => figure(Some(v), Source::Readings),
+            None => {
+                let b = bench?;
+                let done = b.completed.filter(|c| *c > 0)? as f64;
+                figure(Some(client? as f64 / done), Source::ResultFile)
+            }
+        }
+    };
+    let load = Load {
+        requested: figure(run.requested.map(|r| r as f64), requested_from),
+        finished: figure(summary.as_ref().and_then(|s| s.finished), Source::Readings).or_else(
+            || {
+                figure(
+                    bench.and_then(|b| b.completed).map(|c| c as f64),
+                    Source::ResultFile,
+                )
+            },
+        ),
+        prompt_tokens: per_request(
+            summary.as_ref().and_then(|s| s.prompt_tokens),
+            bench.and_then(|b| b.total_input_tokens),
+        ),
+        output_tokens: per_request(
+            summary.as_ref().and_then(|s| s.output_tokens),
+            bench.and_then(|b| b.total_output_tokens),
+        ),
+    };
+    // A gauge that moves only when a request completes cannot say how many ran at once.
+    let recording = run.series.as_ref().filter(|_| !run.engine.gauges_lag);
+    let t10_passed = results
+        .iter()
+        .any(|r| r.tripwire == Tripwire::T10 && r.status == Status::Pass);
+    let happened = Happened {
+        peak_running: figure(
+            evidence(results, Tripwire::T8, "peak_running"),
+            Source::Recording,
+        ),
+        busy_mean_running: figure(
+            recording.and_then(|s| s.busy_mean_running()),
+            Source::Recording,
+        ),
+        busy_seconds: figure(recording.and_then(|s| s.busy_seconds()), Source::Recording),
+        preemptions: figure(
+            results
+                .iter()
+                .find(|r| r.tripwire == Tripwire::T1)
+                .and_then(|r| r.evidence.get("preemptions"))
+                .and_then(Value::as_f64),
+            Source::Readings,
+        ),
+        mean_queue_s: figure(
+            summary.as_ref().and_then(|s| s.mean_queue_s),
+            Source::Readings,
+        ),
+        median_ttft_ms: figure(bench.and_then(|b| b.median_ttft_ms), Source::ResultFile),
+        p99_ttft_ms: figure(bench.and_then(|b| b.p99_ttft_ms), Source::ResultFile),
+        client_output_throughput: figure(
+            bench.and_then(|b| b.output_throughput).filter(|r| *r > 0.0),
+            Source::ResultFile,
+        ),
+        client_duration_s: figure(bench.and_then(|b| b.duration), Source::ResultFile),
+        server_token_rate: figure(
+            evidence(results, Tripwire::T10, "rate_per_s").filter(|_| t10_passed),
+            Source::Readings,
+        ),
+        readings_span_s: figure(
+            evidence(results, Tripwire::T10, "span_s").filter(|_| t10_passed),
+            Source::Readings,
+        ),
+    };
+    Account {
+        setup,
+        load,
+        happened,
+        capacity: advice::capacity(run, results),
+        set_aside: run.rejected.clone(),
+    }
+}
