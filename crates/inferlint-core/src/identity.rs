@@ -211,14 +211,35 @@ pub fn result_fit(
             }
         }
     }
-    if let (Some(port), Some(url)) = (id.server_port, readings.first().map(|r| r.url.as_str())) {
-        if let Some(read) = url_port(url) {
-            placed = true;
-            if read != port {
-                return Fit::DoesNotFit(format!(
-                    "it names a server on port {port}, but the readings were taken from {url}"
-                ));
+    if let Some(port) = id.server_port {
+        // The port a server names is the one it was started with (SGLang's `server_info`
+        // is its launch settings), which its boot log prints too; the readings' address
+        // may reach it through another (a container's mapped port, a proxy), so it says
+        // the port only without a boot log that does.
+        let launched = boots.last().and_then(|(_, b)| match b.setting("port") {
+            Some(PyValue::Int(p)) => u16::try_from(*p).ok(),
+            _ => None,
+        });
+        let url = readings.first().map(|r| r.url.as_str());
+        match (launched, url.and_then(url_port)) {
+            (Some(launched), _) => {
+                placed = true;
+                if launched != port {
+                    return Fit::DoesNotFit(format!(
+                        "it names a server on port {port}, but the boot log's server was started on port {launched}"
+                    ));
+                }
             }
+            (None, Some(read)) => {
+                placed = true;
+                if read != port {
+                    return Fit::DoesNotFit(format!(
+                        "it names a server on port {port}, but the readings were taken from {}",
+                        url.unwrap_or_default()
+                    ));
+                }
+            }
+            (None, None) => {}
         }
     }
     let Some((start, end)) = window(before, after) else {
@@ -771,6 +792,33 @@ mod tests {
             fit(&timed, &[], Some("qwen3-8b")),
             Fit::DoesNotFit(_)
         ));
+    }
+
+    /// SGLang's `server_info.port` is the port the server was started with: placed
+    /// against the boot log's `port`, which a container's mapped port does not change;
+    /// against the readings' address only without one.
+    #[test]
+    fn the_port_a_result_names_is_the_servers_launch_port() {
+        let (before, after) = readings("http://127.0.0.1:8080/metrics", None);
+        let boots = boot(None, vec![("port", PyValue::Int(30000))]);
+        let mut account = result(None, None);
+        account.identity.server_port = Some(30000);
+        let fit_with = |account: &ClientAccount, boots: &[(String, BootFacts)]| {
+            result_fit(account, Some(&before), Some(&after), boots)
+        };
+        assert_eq!(fit_with(&account, &boots), Fit::Fits);
+        let Fit::DoesNotFit(why) = fit_with(&account, &[]) else {
+            panic!("another port fits");
+        };
+        assert!(
+            why.contains("taken from http://127.0.0.1:8080/metrics"),
+            "{why}"
+        );
+        account.identity.server_port = Some(30001);
+        let Fit::DoesNotFit(why) = fit_with(&account, &boots) else {
+            panic!("another port fits");
+        };
+        assert!(why.contains("started on port 30000"), "{why}");
     }
 
     /// Of two results of one tool, the one that fits is kept and the other named in a
