@@ -181,9 +181,18 @@ pub fn result_fit(
     let readings: Vec<&Snapshot> = before.into_iter().chain(after).collect();
     let ServedNames { names, path_known } = served_names(boots, &readings);
     let mut placed = false;
-    for (what, model) in [
-        ("names the model", id.model.as_deref()),
-        ("names the server's model", id.server_model.as_deref()),
+    // A load that asked this server for a model it does not serve got every request
+    // refused (vLLM and SGLang answer 404 to an unknown name): a result that completed
+    // none may be this run's all the same, and its failures are the finding (T18). One
+    // that completed requests under another name was served by another server.
+    let refused_all = account.completed == Some(0);
+    for (what, model, refusable) in [
+        ("names the model", id.model.as_deref(), true),
+        (
+            "names the server's model",
+            id.server_model.as_deref(),
+            false,
+        ),
     ] {
         let Some(model) = model.filter(|m| !m.trim().is_empty()) else {
             continue;
@@ -193,13 +202,14 @@ pub fn result_fit(
         }
         if same_model(model, &names) {
             placed = true;
-        } else if path_known {
+        } else if path_known && !(refusable && refused_all) {
             return Fit::DoesNotFit(format!(
                 "it {what} {model}, but this server serves {}",
                 names.join(", ")
             ));
         }
-        // Else only aliases are known, and the name may be the model behind one of them.
+        // Else only aliases are known, and the name may be the model behind one of them;
+        // or nothing was served under it.
     }
     if let (Some(version), Some(boot)) = (&id.server_version, boots.last().map(|(_, b)| b)) {
         if let Some(served) = &boot.version {
@@ -772,6 +782,23 @@ mod tests {
                 "{same}"
             );
         }
+    }
+
+    /// A load that named a model the server does not serve had every request refused:
+    /// its result (GuideLLM's all-failed-404 fixture asked for `wrong-model`) completed
+    /// none, and is still this run's, placed by its times; one that completed requests
+    /// under that name was served elsewhere.
+    #[test]
+    fn a_wrong_model_name_refused_by_this_server_is_still_this_run() {
+        let boots = boot(Some("/models/sim-model"), vec![]);
+        let mut refused = result(Some("wrong-model"), Some(SAVED));
+        refused.completed = Some(0);
+        refused.failed = Some(32);
+        assert_eq!(fit(&refused, &boots, None), Fit::Fits);
+        let mut served = refused.clone();
+        served.completed = Some(32);
+        served.failed = Some(0);
+        assert!(matches!(fit(&served, &boots, None), Fit::DoesNotFit(_)));
     }
 
     /// Without a boot log only the served names (the readings' `model_name` labels) are
