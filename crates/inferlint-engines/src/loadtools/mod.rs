@@ -22,6 +22,7 @@ use crate::files::FileError;
 
 mod aiperf;
 pub mod console;
+mod dates;
 mod genai_perf;
 pub(crate) mod guidellm;
 mod inference_perf;
