@@ -747,3 +747,39 @@ fn every_tools_own_result_fits_its_run() {
         );
     }
 }
+
+/// A folder may hold several runs of one tool (`vllm bench serve` names each result after
+/// its date): every one at the nearest depth is a candidate, in name order, xray's
+/// `bench.json` first; another tool's or a deeper one is not; `find_result` is the first.
+#[test]
+fn every_result_of_the_one_tool_is_a_candidate() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let vllm = std::fs::read(fixtures().join("vllm/concurrent-16/bench.json")).unwrap();
+    let later = dir.join("openai-infqps-concurrency16-sim-model-20261201-024226.json");
+    let earlier = dir.join("openai-infqps-concurrency16-sim-model-20261130-024226.json");
+    std::fs::write(&later, &vllm).unwrap();
+    std::fs::write(&earlier, &vllm).unwrap();
+    // A deeper result of the same tool, and a snapshot beside them, are no candidates.
+    std::fs::create_dir(dir.join("old")).unwrap();
+    std::fs::write(dir.join("old/bench.json"), &vllm).unwrap();
+    std::fs::copy(
+        fixtures().join("vllm/concurrent-16/before.snapshot.json"),
+        dir.join("before.snapshot.json"),
+    )
+    .unwrap();
+    let found = loadtools::find_results(dir).unwrap();
+    assert_eq!(found, [earlier.clone(), later.clone()]);
+    assert_eq!(loadtools::find_result(dir).unwrap(), Some(earlier.clone()));
+    // xray's own name comes first, with the others of its tool beside it.
+    let own = dir.join("bench.json");
+    std::fs::write(&own, &vllm).unwrap();
+    assert_eq!(
+        loadtools::find_results(dir).unwrap(),
+        [own.clone(), earlier.clone(), later.clone()]
+    );
+    // Another tool's result beside bench.json is no candidate for it.
+    let guidellm = fixtures().join("guidellm/concurrent-8/guidellm.json");
+    std::fs::copy(&guidellm, dir.join("guidellm.json")).unwrap();
+    assert_eq!(loadtools::find_results(dir).unwrap(), [own, earlier, later]);
+}
