@@ -326,7 +326,13 @@ pub(crate) fn report(
         before: before_path.clone(),
         after: after_path.clone(),
         series: series_path.clone(),
-        bench: bench_path.clone(),
+        bench: bench_path,
+        // `--bench-result` names the run's result: nothing to choose among.
+        bench_candidates: if args.bench_result.is_some() {
+            Vec::new()
+        } else {
+            found.bench_candidates.clone()
+        },
         load_log: found.load_log.clone(),
     };
     if series_path
@@ -373,7 +379,7 @@ pub(crate) fn report(
                 before_path.as_deref(),
                 after_path.as_deref(),
                 series_path.as_deref(),
-                bench_path.as_deref(),
+                paths.chosen_bench(&run),
             ],
         ),
         title: args.title.as_deref(),

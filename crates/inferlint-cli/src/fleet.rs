@@ -365,7 +365,7 @@ fn report_fleet(
                             c.files.before.as_deref(),
                             c.files.after.as_deref(),
                             c.files.series.as_deref(),
-                            c.files.bench.as_deref(),
+                            c.files.chosen_bench(&c.run),
                         ],
                     ),
                     title: Some(&title),

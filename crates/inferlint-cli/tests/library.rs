@@ -9,7 +9,7 @@ use crate::common::{fixtures, inferlint, no_panic, recorded, stderr, stdout};
 use crate::pipelines::walk;
 
 /// Checks one folder both ways; returns whether the command refused it.
-fn agree(dir: &Path, scratch: &Path) -> bool {
+pub(crate) fn agree(dir: &Path, scratch: &Path) -> bool {
     let out = scratch.join("report.html");
     let _ = std::fs::remove_file(&out);
     let cli = inferlint(

@@ -22,6 +22,9 @@ mod fleet;
 mod hostile_input;
 /// Servers that answer badly or with hostile text.
 mod hostile_server;
+/// Which result file is the run's: another run's, model's or server's set aside; one
+/// chosen among several by what each holds, or a refusal naming them.
+mod identity;
 /// The load tools' real runs: T15, T18 and T20, and edits that make T18 and T20 fire.
 mod ledger;
 /// The library reads every run folder as `report` does: the same verdicts, the same refusals.

@@ -46,8 +46,8 @@ pub static KEYS: &[Key] = &[
     key("refused_line", &[T::T1, T::T8, T::T9, T::T14], "the first line of the recording that holds a reading that cannot be"),
     key("refused_lines", &[T::T8, T::T9, T::T14], "how many lines of the recording were refused"),
     key("needs", &[], "on a not-checked result: the inputs it needs (`boot_log`, `before`, `after`, `series`, `bench_result`, `requested`, `load`)"),
+    key("not_of_this_run", &[], "on a Can't tell whose inputs were set aside as another run's: each as `{input, name, why}` (`input` as `needs` names it, `name` as the user gave it, `why` what placed it outside this run)"),
     key("not_a_benchmark", &[], "on a not-checked result: why the run was not a benchmark"),
-    key("not_of_this_run", &[], "on a Can't tell result whose input was set aside as another run's: each such input (`input`, `name`, `why`)"),
     key("contradiction", &[], "why a cross-check made the verdict Can't tell: the two facts of the run that disagree"),
     // Boot log: T12, T5, T6, T4, T11.
     key("kind", &[T::T12, T::T7], "the failure's class as the classifier names it"),

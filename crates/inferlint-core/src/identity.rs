@@ -103,26 +103,41 @@ pub struct Chosen {
 }
 
 /// The names the server answers to: the model path and served names from the boot logs,
-/// and the `model_name` labels of the readings.
-fn served_names(boots: &[(String, BootFacts)], readings: &[&Snapshot]) -> Vec<String> {
+/// and the `model_name` labels of the readings; and whether the model's path is among
+/// them.
+///
+/// A served name (`--served-model-name`, a `model_name` label) is an alias the server was
+/// given for its model: a result file may name the model behind it instead (`vllm bench
+/// serve --model /models/Qwen3-8B --served-model-name qwen3-8b` writes the path as its
+/// `model_id`). Only the boot log says which model the alias stands for, so a name that
+/// matches none can be called another model's only when the boot log gives the path.
+struct ServedNames {
+    names: Vec<String>,
+    path_known: bool,
+}
+
+fn served_names(boots: &[(String, BootFacts)], readings: &[&Snapshot]) -> ServedNames {
     let mut names: Vec<String> = Vec::new();
     let mut add = |name: &str| {
         let name = name.trim().trim_matches('\'').trim_end_matches('/');
         if !name.is_empty() && !names.iter().any(|n| n == name) {
             names.push(name.to_owned());
         }
+        !name.is_empty()
     };
+    let mut path_known = false;
     for (_, boot) in boots {
         if let Some(model) = &boot.model {
-            add(model);
+            path_known |= add(model);
         }
         for key in ["served_model_name", "model", "model_path", "model_tag"] {
+            let is_path = key != "served_model_name";
             match boot.setting(key) {
-                Some(PyValue::Str(s)) => add(s),
+                Some(PyValue::Str(s)) => path_known |= add(s) && is_path,
                 Some(PyValue::List(items)) => {
                     for item in items {
                         if let PyValue::Str(s) = item {
-                            add(s);
+                            path_known |= add(s) && is_path;
                         }
                     }
                 }
@@ -137,7 +152,7 @@ fn served_names(boots: &[(String, BootFacts)], readings: &[&Snapshot]) -> Vec<St
             }
         }
     }
-    names
+    ServedNames { names, path_known }
 }
 
 /// Whether a model name a load tool wrote is one of the server's: equal, or the same
@@ -172,11 +187,20 @@ pub fn result_fit(
 ) -> Fit {
     let id = &account.identity;
     let readings: Vec<&Snapshot> = before.into_iter().chain(after).collect();
-    let names = served_names(boots, &readings);
+    let ServedNames { names, path_known } = served_names(boots, &readings);
     let mut placed = false;
-    for (what, model) in [
-        ("names the model", id.model.as_deref()),
-        ("names the server's model", id.server_model.as_deref()),
+    // A load that asked this server for a model it does not serve got every request
+    // refused (vLLM and SGLang answer 404 to an unknown name): a result that completed
+    // none may be this run's all the same, and its failures are the finding (T18). One
+    // that completed requests under another name was served by another server.
+    let refused_all = account.completed == Some(0);
+    for (what, model, refusable) in [
+        ("names the model", id.model.as_deref(), true),
+        (
+            "names the server's model",
+            id.server_model.as_deref(),
+            false,
+        ),
     ] {
         let Some(model) = model.filter(|m| !m.trim().is_empty()) else {
             continue;
@@ -184,13 +208,16 @@ pub fn result_fit(
         if names.is_empty() {
             continue;
         }
-        placed = true;
-        if !same_model(model, &names) {
+        if same_model(model, &names) {
+            placed = true;
+        } else if path_known && !(refusable && refused_all) {
             return Fit::DoesNotFit(format!(
                 "it {what} {model}, but this server serves {}",
                 names.join(", ")
             ));
         }
+        // Else only aliases are known, and the name may be the model behind one of them;
+        // or nothing was served under it.
     }
     if let (Some(version), Some(boot)) = (&id.server_version, boots.last().map(|(_, b)| b)) {
         if let Some(served) = &boot.version {
@@ -202,14 +229,35 @@ pub fn result_fit(
             }
         }
     }
-    if let (Some(port), Some(url)) = (id.server_port, readings.first().map(|r| r.url.as_str())) {
-        if let Some(read) = url_port(url) {
-            placed = true;
-            if read != port {
-                return Fit::DoesNotFit(format!(
-                    "it names a server on port {port}, but the readings were taken from {url}"
-                ));
+    if let Some(port) = id.server_port {
+        // The port a server names is the one it was started with (SGLang's `server_info`
+        // is its launch settings), which its boot log prints too; the readings' address
+        // may reach it through another (a container's mapped port, a proxy), so it says
+        // the port only without a boot log that does.
+        let launched = boots.last().and_then(|(_, b)| match b.setting("port") {
+            Some(PyValue::Int(p)) => u16::try_from(*p).ok(),
+            _ => None,
+        });
+        let url = readings.first().map(|r| r.url.as_str());
+        match (launched, url.and_then(url_port)) {
+            (Some(launched), _) => {
+                placed = true;
+                if launched != port {
+                    return Fit::DoesNotFit(format!(
+                        "it names a server on port {port}, but the boot log's server was started on port {launched}"
+                    ));
+                }
             }
+            (None, Some(read)) => {
+                placed = true;
+                if read != port {
+                    return Fit::DoesNotFit(format!(
+                        "it names a server on port {port}, but the readings were taken from {}",
+                        url.unwrap_or_default()
+                    ));
+                }
+            }
+            (None, None) => {}
         }
     }
     let Some((start, end)) = window(before, after) else {
@@ -914,6 +962,207 @@ mod tests {
         assert_eq!(
             results[1].message,
             "the recording is not of this run: its first sample came after the after reading"
+        );
+    }
+}
+
+#[cfg(test)]
+mod result_tests {
+    use super::*;
+    use crate::client::LoadTool;
+    use crate::model::Settings;
+    use crate::testing::{sample, snapshot};
+
+    /// The readings of the vllm-0.28 xray recording: 2026-10-01 03:47:07 to 03:48:49 UTC.
+    const BEFORE: f64 = 1_790_826_427.68;
+    const AFTER: f64 = 1_790_826_529.27;
+    /// Its result's `date`, 20260930-204849, read as if UTC: the client was at UTC-7.
+    const SAVED: f64 = 1_790_801_329.0;
+    const DURATION: f64 = 95.15;
+
+    fn reading(t_wall: f64, url: &str, served: Option<&str>) -> Snapshot {
+        let labels: Vec<(&str, &str)> = served.map(|s| ("model_name", s)).into_iter().collect();
+        let mut s = snapshot(
+            Some(t_wall),
+            vec![sample("vllm:num_requests_running", &labels, 0.0)],
+        );
+        s.url = url.to_owned();
+        s
+    }
+
+    fn readings(url: &str, served: Option<&str>) -> (Snapshot, Snapshot) {
+        (reading(BEFORE, url, served), reading(AFTER, url, served))
+    }
+
+    fn boot(model: Option<&str>, settings: Vec<(&str, PyValue)>) -> Vec<(String, BootFacts)> {
+        let settings: Settings = settings
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect();
+        vec![(
+            "boot.log".to_owned(),
+            BootFacts {
+                model: model.map(str::to_owned),
+                server_args: Some(settings),
+                ..BootFacts::default()
+            },
+        )]
+    }
+
+    fn result(model: Option<&str>, saved: Option<f64>) -> ClientAccount {
+        let mut account = ClientAccount::new(LoadTool::VllmBench);
+        account.duration = Some(DURATION);
+        account.identity.model = model.map(str::to_owned);
+        account.identity.saved_local_s = saved;
+        account.identity.saved_resolution_s = 1.0;
+        account
+    }
+
+    fn fit(account: &ClientAccount, boots: &[(String, BootFacts)], served: Option<&str>) -> Fit {
+        let (before, after) = readings("http://127.0.0.1:8000/metrics", served);
+        result_fit(account, Some(&before), Some(&after), boots)
+    }
+
+    /// A time of day without a zone fits when some zone puts it after the run and before
+    /// the after reading: the recording's own result fits at UTC-7, and a day earlier
+    /// fits in no zone (zones span 26 hours, a day and a run do not fit in them).
+    #[test]
+    fn a_saved_time_of_day_fits_in_some_zone_or_in_none() {
+        assert_eq!(fit(&result(None, Some(SAVED)), &[], None), Fit::Fits);
+        let Fit::DoesNotFit(why) = fit(&result(None, Some(SAVED - 86_400.0)), &[], None) else {
+            panic!("a day earlier fits");
+        };
+        assert!(
+            why.contains("2026-09-29 20:48:49") && why.contains("in no time zone"),
+            "{why}"
+        );
+    }
+
+    /// With the boot log's model path known, a result naming another model is another
+    /// run's; one naming the same model under another mount point is not.
+    #[test]
+    fn a_model_other_than_the_boot_logs_does_not_fit() {
+        let boots = boot(
+            Some("/models/Qwen3.8-27B-W4A16-AutoRound"),
+            vec![(
+                "served_model_name",
+                PyValue::List(vec![PyValue::Str("qwen38".into())]),
+            )],
+        );
+        let Fit::DoesNotFit(why) = fit(&result(Some("/root/models/Qwen3-8B"), None), &boots, None)
+        else {
+            panic!("another model fits");
+        };
+        assert!(
+            why.contains("names the model /root/models/Qwen3-8B"),
+            "{why}"
+        );
+        for same in ["/mnt/Qwen3.8-27B-W4A16-AutoRound", "qwen38"] {
+            assert_eq!(
+                fit(&result(Some(same), None), &boots, None),
+                Fit::Fits,
+                "{same}"
+            );
+        }
+    }
+
+    /// A load that named a model the server does not serve had every request refused:
+    /// its result (GuideLLM's all-failed-404 fixture asked for `wrong-model`) completed
+    /// none, and is still this run's, placed by its times; one that completed requests
+    /// under that name was served elsewhere.
+    #[test]
+    fn a_wrong_model_name_refused_by_this_server_is_still_this_run() {
+        let boots = boot(Some("/models/sim-model"), vec![]);
+        let mut refused = result(Some("wrong-model"), Some(SAVED));
+        refused.completed = Some(0);
+        refused.failed = Some(32);
+        assert_eq!(fit(&refused, &boots, None), Fit::Fits);
+        let mut served = refused.clone();
+        served.completed = Some(32);
+        served.failed = Some(0);
+        assert!(matches!(fit(&served, &boots, None), Fit::DoesNotFit(_)));
+    }
+
+    /// Without a boot log only the served names (the readings' `model_name` labels) are
+    /// known: a result naming a path may name the model behind the alias (the recorded
+    /// SGLang run's `model_id` is `/root/models/Qwen3-8B`, its label `qwen3-8b`), so the
+    /// name places nothing either way.
+    #[test]
+    fn a_path_behind_an_alias_is_not_another_model() {
+        let account = result(Some("/root/models/Qwen3-8B"), None);
+        assert!(
+            matches!(fit(&account, &[], Some("qwen3-8b")), Fit::Unplaced(_)),
+            "{:?}",
+            fit(&account, &[], Some("qwen3-8b"))
+        );
+        // Its time still places it.
+        let timed = result(Some("/root/models/Qwen3-8B"), Some(SAVED - 86_400.0));
+        assert!(matches!(
+            fit(&timed, &[], Some("qwen3-8b")),
+            Fit::DoesNotFit(_)
+        ));
+    }
+
+    /// SGLang's `server_info.port` is the port the server was started with: placed
+    /// against the boot log's `port`, which a container's mapped port does not change;
+    /// against the readings' address only without one.
+    #[test]
+    fn the_port_a_result_names_is_the_servers_launch_port() {
+        let (before, after) = readings("http://127.0.0.1:8080/metrics", None);
+        let boots = boot(None, vec![("port", PyValue::Int(30000))]);
+        let mut account = result(None, None);
+        account.identity.server_port = Some(30000);
+        let fit_with = |account: &ClientAccount, boots: &[(String, BootFacts)]| {
+            result_fit(account, Some(&before), Some(&after), boots)
+        };
+        assert_eq!(fit_with(&account, &boots), Fit::Fits);
+        let Fit::DoesNotFit(why) = fit_with(&account, &[]) else {
+            panic!("another port fits");
+        };
+        assert!(
+            why.contains("taken from http://127.0.0.1:8080/metrics"),
+            "{why}"
+        );
+        account.identity.server_port = Some(30001);
+        let Fit::DoesNotFit(why) = fit_with(&account, &boots) else {
+            panic!("another port fits");
+        };
+        assert!(why.contains("started on port 30000"), "{why}");
+    }
+
+    /// Of two results of one tool, the one that fits is kept and the other named in a
+    /// note; two that fit, or none, are refused naming each and `--bench-result`.
+    #[test]
+    fn several_candidates_keep_the_one_that_fits() {
+        let (before, after) = readings("http://127.0.0.1:8000/metrics", None);
+        let choose = |candidates: &[(String, ClientAccount)]| {
+            choose_result(candidates, Some(&before), Some(&after), &[])
+        };
+        let earlier = ("a.json".to_owned(), result(None, Some(SAVED - 86_400.0)));
+        let own = ("b.json".to_owned(), result(None, Some(SAVED)));
+        let chosen = choose(&[earlier.clone(), own.clone()]).unwrap();
+        assert_eq!(chosen.index, 1);
+        assert_eq!(chosen.notes.len(), 1);
+        assert!(
+            chosen.notes[0].starts_with("left out a.json: it was saved"),
+            "{:?}",
+            chosen.notes
+        );
+        let both = choose(&[own.clone(), ("c.json".to_owned(), own.1.clone())]).unwrap_err();
+        assert!(
+            both.starts_with("several result files could be this run's")
+                && both.contains("b.json fits")
+                && both.contains("c.json fits")
+                && both.ends_with("name the run's with --bench-result"),
+            "{both}"
+        );
+        let none =
+            choose(&[earlier.clone(), ("d.json".to_owned(), earlier.1.clone())]).unwrap_err();
+        assert!(
+            none.starts_with("no result file here is of this run")
+                && none.contains("a.json: it was saved")
+                && none.contains("d.json: it was saved"),
+            "{none}"
         );
     }
 }

@@ -1362,6 +1362,11 @@ pub struct RunFiles {
     pub series: Option<PathBuf>,
     /// The load tool's result file.
     pub bench: Option<PathBuf>,
+    /// The result files found for the run when the folder held several of one tool and
+    /// role ([`crate::loadtools::find_results`]; `bench` is the first of them), which
+    /// [`crate::load::load_run`] chooses among by what each holds. Empty when one was
+    /// found or named: whoever names the result file (`--bench-result`) clears it.
+    pub bench_candidates: Vec<PathBuf>,
     /// What the load tool printed (`load.log`).
     pub load_log: Option<PathBuf>,
 }
@@ -1387,7 +1392,26 @@ impl RunFiles {
                 reads.push((path.as_path(), what));
             }
         }
+        for path in &self.bench_candidates {
+            if self.bench.as_ref() != Some(path) {
+                reads.push((path.as_path(), "a load tool's result"));
+            }
+        }
         reads
+    }
+
+    /// The result file the run was read from: the candidate `run.bench` names when the
+    /// folder held several, else the one found or named.
+    pub fn chosen_bench(&self, run: &inferlint_core::run::Run) -> Option<&Path> {
+        if self.bench_candidates.len() > 1 {
+            let name = &run.bench.as_ref()?.0;
+            return self
+                .bench_candidates
+                .iter()
+                .find(|p| crate::load::shown(p) == *name)
+                .map(PathBuf::as_path);
+        }
+        self.bench.as_deref()
     }
 
     /// Whether none of the files the checks read from the server is there (a result file
@@ -1404,7 +1428,8 @@ impl RunFiles {
 /// folders laid out by hand: `boot.log` else the first `*boot*.log`; `before.snapshot.json`
 /// else `*before*.json`; likewise `after`; `run.series.jsonl` else `*.series.jsonl`;
 /// the load tool's result, recognised by content in the folder or the folders its tools
-/// write into ([`crate::loadtools::find_result`]); `load.log`.
+/// write into ([`crate::loadtools::find_results`], every candidate when there are several
+/// of one tool); `load.log`.
 pub fn discover_run(dir: &Path) -> Result<RunFiles, FileError> {
     // A link is followed, so a recording linked into the folder is read like any other.
     // Only folders are passed over: a link that leads nowhere, a pipe or a device with a
@@ -1438,9 +1463,14 @@ pub fn discover_run(dir: &Path) -> Result<RunFiles, FileError> {
         }),
         series: named_or("run.series.jsonl", &|n| n.ends_with(".series.jsonl")),
         bench: None,
+        bench_candidates: Vec::new(),
         load_log: has("load.log").then(|| dir.join("load.log")),
     };
-    files.bench = crate::loadtools::find_result(dir)?;
+    let results = crate::loadtools::find_results(dir)?;
+    files.bench = results.first().cloned();
+    if results.len() > 1 {
+        files.bench_candidates = results;
+    }
     Ok(files)
 }
 

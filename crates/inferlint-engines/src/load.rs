@@ -181,6 +181,11 @@ pub enum LoadError {
         /// The folder.
         path: PathBuf,
     },
+    /// Several result files found for one run, none of which, or more than one of which,
+    /// fits the server's files: which is the run's cannot be told. The message names each
+    /// file, why it fits or not, and `--bench-result`.
+    #[error("{0}")]
+    ResultChoice(String),
 }
 
 fn unknown_engine(text: &str, by: NamedBy) -> String {
@@ -208,7 +213,8 @@ impl LoadError {
             LoadError::OutOfOrder { before, .. } => Some(before),
             LoadError::UnknownEngine { .. }
             | LoadError::Mismatch(_)
-            | LoadError::MixedEngines { .. } => None,
+            | LoadError::MixedEngines { .. }
+            | LoadError::ResultChoice(_) => None,
         }
     }
 }
@@ -495,14 +501,40 @@ pub fn find_run(dir: &Path) -> Result<RunFiles, LoadError> {
     Ok(found)
 }
 
+/// The one of several result files of one tool that fits the run the readings bracket
+/// and the boot logs describe ([`identity::choose_result`]), with a note naming each one
+/// left out and why. Every candidate is read: one that cannot be is an error, as it would
+/// be alone, since it might be the run's own. Refused, naming each, when none fits or
+/// several do.
+fn choose_bench(
+    choice: &mut EngineChoice,
+    candidates: &[PathBuf],
+    before: Option<&Snapshot>,
+    after: Option<&Snapshot>,
+    boots: &[(String, BootFacts)],
+) -> Result<(String, inferlint_core::client::ClientAccount), LoadError> {
+    let mut read = candidates
+        .iter()
+        .map(|p| Ok((shown(p), files::read_bench_result(p)?)))
+        .collect::<Result<Vec<_>, LoadError>>()?;
+    let chosen =
+        identity::choose_result(&read, before, after, boots).map_err(LoadError::ResultChoice)?;
+    for note in chosen.notes {
+        choice.note(note);
+    }
+    Ok(read.swap_remove(chosen.index))
+}
+
 /// Reads a run's files into the run model, as `report`, xray and the library load a
 /// run: boot logs labelled by their shortest distinct paths, every input checked against
 /// the engine named and against each other, the snapshots refused when one file is given
 /// as both or they are in the wrong order, the untimed requests the load tool announced
 /// (in its result file, else in `load.log`), and the concurrency asked for (`requested`,
-/// else the result file's `max_concurrency`). `engine` reads the run as that engine
-/// whatever the inputs said (xray, which asked the server); `None` resolves it from the
-/// choice.
+/// else the result file's `max_concurrency`). When the folder held several result files
+/// of one tool ([`RunFiles::bench_candidates`]) each is read and the one that fits the
+/// readings and boot logs is kept, the others named in notes; none or several fitting is
+/// [`LoadError::ResultChoice`]. `engine` reads the run as that engine whatever the inputs
+/// said (xray, which asked the server); `None` resolves it from the choice.
 pub fn load_run(
     choice: &mut EngineChoice,
     files: &RunFiles,
@@ -528,11 +560,21 @@ pub fn load_run(
         .as_deref()
         .map(|p| load_series(choice, p))
         .transpose()?;
-    let mut bench = files
-        .bench
-        .as_deref()
-        .map(|p| files::read_bench_result(p).map(|b| (shown(p), b)))
-        .transpose()?;
+    let mut bench = if files.bench_candidates.len() > 1 {
+        Some(choose_bench(
+            choice,
+            &files.bench_candidates,
+            before.as_ref(),
+            after.as_ref(),
+            &boots,
+        )?)
+    } else {
+        files
+            .bench
+            .as_deref()
+            .map(|p| files::read_bench_result(p).map(|b| (shown(p), b)))
+            .transpose()?
+    };
     if let (Some((_, account)), Some(log)) = (bench.as_mut(), files.load_log.as_deref()) {
         loadtools::console::complete_from_console_file(account, log)?;
     }

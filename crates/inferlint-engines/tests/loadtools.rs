@@ -592,3 +592,194 @@ fn a_token_gap_too_large_to_keep_is_left_out_not_kept_as_infinite() {
         assert_eq!(gaps.len(), expected, "{file}");
     }
 }
+
+/// What one fixture's result file says of the run it measured, as the tool wrote it.
+struct Said {
+    folder: &'static str,
+    model: Option<&'static str>,
+    /// A time of day without a zone, as seconds since 1970 read as UTC, and its step.
+    saved: Option<(f64, f64)>,
+    start: Option<f64>,
+    end: Option<f64>,
+    /// SGLang's `server_info`: model path, port, version.
+    server: Option<(&'static str, u16, &'static str)>,
+}
+
+/// Each tool's file read for what ties it to its run. The numbers are the files' own:
+/// `date -u -d '2026-12-01 02:42:26' +%s` is 1796092946 (vllm's `date` 20261201-024226);
+/// 1796094040 is TensorRT-LLM's 20261201-030040; 1796093838 AIPerf's `end_time`
+/// 2026-12-01T02:57:18.785443 to the second; GuideLLM's `start_time` and `end_time`,
+/// perf_analyzer's `window_boundaries` (ns) and LLMPerf's `timestamp` are Unix times.
+#[test]
+fn each_tools_file_says_which_run_it_measured() {
+    let cases = [
+        Said {
+            folder: "vllm/concurrent-16",
+            model: Some("sim-model"),
+            saved: Some((1_796_092_946.0, 1.0)),
+            start: None,
+            end: None,
+            server: None,
+        },
+        Said {
+            folder: "trtllm/concurrent-8-detailed",
+            model: Some("sim-model"),
+            saved: Some((1_796_094_040.0, 1.0)),
+            start: None,
+            end: None,
+            server: None,
+        },
+        Said {
+            folder: "sglang/concurrent-16",
+            model: None,
+            saved: None,
+            start: None,
+            end: None,
+            server: Some(("/models/sim-model", 36331, "0.5.20")),
+        },
+        Said {
+            folder: "guidellm/concurrent-8",
+            model: Some("sim-model"),
+            saved: None,
+            start: Some(1_796_092_831.431_263_2),
+            end: Some(1_796_092_833.964_271_8),
+            server: None,
+        },
+        Said {
+            folder: "aiperf/concurrency-8",
+            model: Some("sim-model"),
+            saved: Some((1_796_093_838.785_443, 1e-6)),
+            start: None,
+            end: None,
+            server: None,
+        },
+        Said {
+            folder: "inference-perf/concurrent-8",
+            model: Some("sim-model"),
+            saved: None,
+            start: None,
+            end: None,
+            server: None,
+        },
+        Said {
+            folder: "genai-perf/concurrency-8",
+            model: Some("sim-model"),
+            saved: None,
+            start: Some(1_796_094_051.966_359_7),
+            end: Some(1_796_094_054.483_353_2),
+            server: None,
+        },
+        Said {
+            folder: "llmperf/concurrent-8",
+            model: Some("sim-model"),
+            saved: None,
+            start: None,
+            end: Some(1_796_094_047.0),
+            server: None,
+        },
+    ];
+    let near = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) => (a - b).abs() < 1e-5,
+        (None, None) => true,
+        _ => false,
+    };
+    for case in cases {
+        let (_, a) = read_folder(case.folder);
+        let (f, id) = (case.folder, &a.identity);
+        assert_eq!(id.model.as_deref(), case.model, "{f}: model");
+        assert!(
+            near(id.saved_local_s, case.saved.map(|s| s.0)),
+            "{f}: saved {:?}",
+            id.saved_local_s
+        );
+        if let Some((_, step)) = case.saved {
+            assert!((id.saved_resolution_s - step).abs() < 1e-12, "{f}: step");
+        }
+        assert!(
+            near(id.start_unix_s, case.start),
+            "{f}: start {:?}",
+            id.start_unix_s
+        );
+        assert!(
+            near(id.end_unix_s, case.end),
+            "{f}: end {:?}",
+            id.end_unix_s
+        );
+        let server = (
+            id.server_model.as_deref(),
+            id.server_port,
+            id.server_version.as_deref(),
+        );
+        match case.server {
+            Some((model, port, version)) => {
+                assert_eq!(server, (Some(model), Some(port), Some(version)), "{f}")
+            }
+            None => assert_eq!(server, (None, None, None), "{f}"),
+        }
+    }
+}
+
+/// Every tool's own result file fits the run it was made in, and is placed by what it
+/// says (its model, times or server), not let through for saying nothing: read as
+/// `report DIR` reads the folder, the gate sets nothing aside.
+#[test]
+fn every_tools_own_result_fits_its_run() {
+    use inferlint_core::identity::{result_fit, Fit};
+    use inferlint_engines::load::{self, EngineChoice};
+    for case in CASES {
+        let dir = fixtures().join(case.folder);
+        let files = load::find_run(&dir).unwrap_or_else(|e| panic!("{}: {e}", case.folder));
+        let mut choice = EngineChoice::new(None);
+        let run = load::load_run(&mut choice, &files, None, None)
+            .unwrap_or_else(|e| panic!("{}: {e}", case.folder));
+        assert!(
+            run.rejected.is_empty(),
+            "{}: {:?}",
+            case.folder,
+            run.rejected
+        );
+        let (_, account) = run.bench.as_ref().expect("the result is kept");
+        assert_eq!(
+            result_fit(account, run.before.as_ref(), run.after.as_ref(), &run.boots),
+            Fit::Fits,
+            "{}",
+            case.folder
+        );
+    }
+}
+
+/// A folder may hold several runs of one tool (`vllm bench serve` names each result after
+/// its date): every one at the nearest depth is a candidate, in name order, xray's
+/// `bench.json` first; another tool's or a deeper one is not; `find_result` is the first.
+#[test]
+fn every_result_of_the_one_tool_is_a_candidate() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let vllm = std::fs::read(fixtures().join("vllm/concurrent-16/bench.json")).unwrap();
+    let later = dir.join("openai-infqps-concurrency16-sim-model-20261201-024226.json");
+    let earlier = dir.join("openai-infqps-concurrency16-sim-model-20261130-024226.json");
+    std::fs::write(&later, &vllm).unwrap();
+    std::fs::write(&earlier, &vllm).unwrap();
+    // A deeper result of the same tool, and a snapshot beside them, are no candidates.
+    std::fs::create_dir(dir.join("old")).unwrap();
+    std::fs::write(dir.join("old/bench.json"), &vllm).unwrap();
+    std::fs::copy(
+        fixtures().join("vllm/concurrent-16/before.snapshot.json"),
+        dir.join("before.snapshot.json"),
+    )
+    .unwrap();
+    let found = loadtools::find_results(dir).unwrap();
+    assert_eq!(found, [earlier.clone(), later.clone()]);
+    assert_eq!(loadtools::find_result(dir).unwrap(), Some(earlier.clone()));
+    // xray's own name comes first, with the others of its tool beside it.
+    let own = dir.join("bench.json");
+    std::fs::write(&own, &vllm).unwrap();
+    assert_eq!(
+        loadtools::find_results(dir).unwrap(),
+        [own.clone(), earlier.clone(), later.clone()]
+    );
+    // Another tool's result beside bench.json is no candidate for it.
+    let guidellm = fixtures().join("guidellm/concurrent-8/guidellm.json");
+    std::fs::copy(&guidellm, dir.join("guidellm.json")).unwrap();
+    assert_eq!(loadtools::find_results(dir).unwrap(), [own, earlier, later]);
+}

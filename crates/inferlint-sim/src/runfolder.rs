@@ -280,7 +280,7 @@ impl LatencySummary {
 }
 
 /// What the load tool measured, in `vllm bench serve`'s field names.
-fn bench(case: &Case, run: &LoadRun) -> (String, String) {
+fn bench(case: &Case, run: &LoadRun, timing: &Timing) -> (String, String) {
     let requests: Vec<&sched::Request> = run
         .timed
         .iter()
@@ -317,9 +317,14 @@ fn bench(case: &Case, run: &LoadRun) -> (String, String) {
         .collect();
     let model = &case.boot.model_path;
     let summary = LatencySummary::of(&ttft, &tpot);
+    // `vllm bench serve` dates its result when the benchmark has returned, in the
+    // client's local time (`%Y%m%d-%H%M%S`); the simulated client's zone is UTC.
+    let (y, mo, d, h, mi, sec) =
+        inferlint_core::fmt::utc_parts((timing.load_wall + end).floor() as i64);
+    let date = format!("{y:04}{mo:02}{d:02}-{h:02}{mi:02}{sec:02}");
     let value = JsonObject::from([
         ("note", serde_json::json!("simulated by inferlint-sim: not a real benchmark; the field names are vllm bench serve's")),
-        ("date", serde_json::json!("20261201-120000")),
+        ("date", serde_json::json!(date)),
         ("endpoint_type", serde_json::json!("openai")),
         ("backend", serde_json::json!("openai")),
         ("label", serde_json::json!(null)),
@@ -419,7 +424,7 @@ pub fn run_folder(case: &Case) -> Vec<(&'static str, String)> {
         0.003 + 0.003 * rng.unit(),
     );
     let series = series(case, &run, &timing, &mut rng);
-    let (bench, load_log) = bench(case, &run);
+    let (bench, load_log) = bench(case, &run, &timing);
     vec![
         ("boot.log", log),
         ("before.snapshot.json", before),

@@ -17,7 +17,8 @@ pub enum ErrorKind {
     Io,
     /// An input is not what it should be: metrics text that is not Prometheus text, a
     /// damaged snapshot, recording or result file, a boot log that is no server's log,
-    /// a client summary whose numbers cannot be.
+    /// a client summary whose numbers cannot be; or a folder with several result files of
+    /// which none, or more than one, fits the run.
     Invalid,
     /// An input from another engine than the one named, or inputs from two engines (a
     /// run's files come from one server); or an engine name that is none of the three.
@@ -119,7 +120,9 @@ impl From<LoadError> for Error {
     fn from(error: LoadError) -> Error {
         let kind = match &error {
             LoadError::File(FileError::Io { .. }) => ErrorKind::Io,
-            LoadError::File(_) | LoadError::NotALog { .. } => ErrorKind::Invalid,
+            LoadError::File(_) | LoadError::NotALog { .. } | LoadError::ResultChoice(_) => {
+                ErrorKind::Invalid
+            }
             LoadError::UnknownEngine { .. }
             | LoadError::Mismatch(_)
             | LoadError::MixedEngines { .. } => ErrorKind::Engine,

@@ -300,7 +300,7 @@ impl Xray<'_> {
                         paths.before.as_deref(),
                         paths.after.as_deref(),
                         paths.series.as_deref(),
-                        paths.bench.as_deref(),
+                        paths.chosen_bench(run),
                     ],
                 ),
                 title: self.args.title.as_deref(),
@@ -365,7 +365,9 @@ impl Xray<'_> {
             }
         }
         if let Some(bench) = self.bench_path() {
+            // The file this load wrote: nothing to choose among.
             found.bench = Some(bench);
+            found.bench_candidates.clear();
         }
         if found.boot_logs.is_empty() && (found.before.is_none() || found.after.is_none()) {
             return Ok(None);

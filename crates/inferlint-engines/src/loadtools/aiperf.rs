@@ -115,7 +115,51 @@ pub(super) fn summary(path: &Path, bytes: &[u8]) -> Result<ClientAccount, FileEr
     }
     account.advertised.ignore_eos =
         at(&root, &["input_config", "endpoint", "extra", "ignore_eos"]).and_then(Value::as_bool);
+    read_identity(&root, &mut account);
     Ok(account)
+}
+
+/// What the summary says of the run it measured:
+///
+/// - the model: `input_config.models.items[].name`, the `--model` names the requests
+///   carried; only when there is one (with several, each request named one of them);
+/// - the times: `start_time` and `end_time` are the profiling phase's start and end as
+///   `datetime.fromtimestamp(ns / 1e9)` writes them, the client's local time without a
+///   zone (`2026-12-01T02:57:16.246873`). The end is kept as a time of day without a
+///   zone, which the gate places in every zone; a time written with its zone is a Unix
+///   time. One that does not read is a note, and no time.
+fn read_identity(root: &Value, account: &mut ClientAccount) {
+    let names: Vec<String> = at(root, &["input_config", "models", "items"])
+        .and_then(Value::as_array)
+        .map(|items| items.iter().filter_map(|i| text(i.get("name"))).collect())
+        .unwrap_or_default();
+    if let [one] = names.as_slice() {
+        account.identity.model = Some(one.clone()).filter(|m| !m.trim().is_empty());
+    }
+    for key in ["start_time", "end_time"] {
+        let Some(written) = root.get(key).filter(|v| !v.is_null()) else {
+            continue;
+        };
+        let Some(time) = written.as_str().and_then(super::dates::iso) else {
+            account.notes.push(format!(
+                "its '{key}' {:?} is not a time as AIPerf writes it (ISO 8601), so when the run {} is not known",
+                inferlint_core::client::one_line(&written.to_string(), 40),
+                if key == "start_time" { "began" } else { "ended" }
+            ));
+            continue;
+        };
+        let id = &mut account.identity;
+        match (key, time.unix_s()) {
+            ("start_time", Some(unix)) => id.start_unix_s = Some(unix),
+            ("end_time", Some(unix)) => id.end_unix_s = Some(unix),
+            ("end_time", None) => {
+                id.saved_local_s = Some(time.local_s);
+                id.saved_resolution_s = time.resolution_s;
+            }
+            // A start without a zone says no more than the end and the duration do.
+            _ => {}
+        }
+    }
 }
 
 /// The per-request records: JSON lines, the warm-up's counted apart.
@@ -215,4 +259,53 @@ pub(super) fn read_records(
         account.span.untimed_requests = Some(warmup);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary_with(extra: &str) -> ClientAccount {
+        let text = format!(
+            r#"{{"aiperf_version": "0.13.0", "request_count": {{"unit": "requests", "avg": 1}}{extra}}}"#
+        );
+        summary(Path::new("profile_export_aiperf.json"), text.as_bytes()).unwrap()
+    }
+
+    /// `start_time` and `end_time` are `datetime.fromtimestamp(...)`, local time without
+    /// a zone: the end is kept as such; one written with its zone is a Unix time; one that
+    /// does not read is a note. The model only when the run named one.
+    #[test]
+    fn the_times_and_model_are_read_as_aiperf_writes_them() {
+        let a = summary_with(
+            r#", "start_time": "2026-12-01T02:57:16.246873", "end_time": "2026-12-01T02:57:18.785443", "input_config": {"models": {"items": [{"name": "sim-model"}]}}"#,
+        );
+        // date -u -d '2026-12-01 02:57:18' +%s is 1796093838.
+        let saved = a.identity.saved_local_s.unwrap();
+        assert!((saved - 1_796_093_838.785_443).abs() < 1e-6, "{saved}");
+        assert_eq!(
+            (a.identity.start_unix_s, a.identity.end_unix_s),
+            (None, None)
+        );
+        assert_eq!(a.identity.model.as_deref(), Some("sim-model"));
+        let zoned = summary_with(
+            r#", "start_time": "2026-12-01T02:57:16Z", "end_time": "2026-12-01T03:57:18+01:00""#,
+        );
+        assert_eq!(zoned.identity.start_unix_s, Some(1_796_093_836.0));
+        assert_eq!(zoned.identity.end_unix_s, Some(1_796_093_838.0));
+        assert_eq!(zoned.identity.saved_local_s, None);
+        let bad = summary_with(
+            r#", "start_time": 17, "end_time": "yesterday", "input_config": {"models": {"items": [{"name": "a"}, {"name": "b"}]}}"#,
+        );
+        assert_eq!(
+            bad.identity,
+            inferlint_core::client::ResultIdentity::default()
+        );
+        assert_eq!(bad.notes.len(), 2, "{:?}", bad.notes);
+        assert!(
+            bad.notes.iter().all(|n| n.contains("is not a time")),
+            "{:?}",
+            bad.notes
+        );
+    }
 }

@@ -56,6 +56,13 @@ pub(super) fn summary(path: &Path, bytes: &[u8]) -> Result<ClientAccount, FileEr
     account.advertised.ignore_eos = config
         .and_then(|c| at(c, &["extra_inputs", "ignore_eos"]))
         .and_then(Value::as_bool);
+    // `input_config.model` is the `--model` list (`-m` takes several); the requests
+    // named the one model only when the list holds one.
+    if let Some([Value::String(model)]) =
+        option("model").and_then(Value::as_array).map(Vec::as_slice)
+    {
+        account.identity.model = Some(model.clone()).filter(|m| !m.trim().is_empty());
+    }
     account.notes.push(
         "GenAI-Perf's summary counts no failed request; the totals of tokens are its mean lengths times its request count"
             .into(),
@@ -87,6 +94,14 @@ pub(super) fn read_export(
             let (start, end) = (num(Some(start)), num(Some(end)));
             account.span.start_s = start.map(|s| s / 1e9);
             account.span.end_s = end.map(|s| s / 1e9);
+            // perf_analyzer's measurement window, in the wall-clock nanoseconds its
+            // request `timestamp`s use: the run's span as Unix times, over every
+            // experiment of the export.
+            let id = &mut account.identity;
+            if let (Some(s), Some(e)) = (account.span.start_s, account.span.end_s) {
+                id.start_unix_s = Some(id.start_unix_s.map_or(s, |t| t.min(s)));
+                id.end_unix_s = Some(id.end_unix_s.map_or(e, |t| t.max(e)));
+            }
         }
         let Some(requests) = experiment.get("requests").and_then(Value::as_array) else {
             return Err(shape(

@@ -181,7 +181,48 @@ pub(super) fn read(path: &Path, bytes: &[u8]) -> Result<ClientAccount, FileError
     }
     let asks: Vec<Option<bool>> = account.requests.iter().map(|r| r.ignore_eos).collect();
     account.advertised.ignore_eos = same(&asks);
+    read_identity(spec, benchmarks, &mut account);
     Ok(account)
+}
+
+/// What the report says of the run it measured: the model its backend addressed
+/// (`config.spec.backend.model` in 0.8, each benchmark's `config.backend.model`; `null`
+/// when `--model` was not given and GuideLLM asked the server), and each benchmark's
+/// `start_time` and `end_time`, Unix times from `time.time()` (in 0.8.1 its scheduler's
+/// `start_requests_time`, when the first request went out, and the moment its last
+/// request was processed), which the server's readings must bracket.
+fn read_identity(spec: Option<&Value>, benchmarks: &[Value], account: &mut ClientAccount) {
+    let models: Vec<Option<String>> = benchmarks
+        .iter()
+        .map(|b| text(at(b, &["config", "backend", "model"])))
+        .collect();
+    let model = spec
+        .and_then(|s| text(at(s, &["backend", "model"])))
+        .or_else(|| same_text(&models));
+    account.identity.model = model.filter(|m| !m.trim().is_empty());
+    let starts: Vec<f64> = benchmarks
+        .iter()
+        .filter_map(|b| num(b.get("start_time")))
+        .collect();
+    let ends: Vec<f64> = benchmarks
+        .iter()
+        .filter_map(|b| num(b.get("end_time")))
+        .collect();
+    // Only when every benchmark has both: a sweep's part without times could lie
+    // anywhere.
+    if starts.len() == benchmarks.len() && ends.len() == benchmarks.len() {
+        account.identity.start_unix_s = starts.into_iter().reduce(f64::min);
+        account.identity.end_unix_s = ends.into_iter().reduce(f64::max);
+    }
+}
+
+/// The one text every entry gives, when they all give the same.
+pub(super) fn same_text(values: &[Option<String>]) -> Option<String> {
+    let first = values.first()?.clone()?;
+    values
+        .iter()
+        .all(|v| v.as_deref() == Some(first.as_str()))
+        .then_some(first)
 }
 
 /// The concurrency or rate a benchmark's strategy asked for.

@@ -151,6 +151,15 @@ fn read_records(path: &Path, bytes: &[u8], account: &mut ClientAccount) -> Resul
         });
     }
     account.advertised.ignore_eos = super::guidellm::same(&asks);
+    // The model: the `model` of each request body as sent (`request`, the JSON text the
+    // tool posted; its config's `server.model_name`), when every request named the same.
+    // The summary and the stage reports name none, and no time in these files is a time
+    // of day (`start_time` and `end_time` are the host's monotonic clock).
+    let models: Vec<Option<String>> = items
+        .iter()
+        .map(|item| body(item.get("request")).and_then(|b| text(b.get("model"))))
+        .collect();
+    account.identity.model = super::guidellm::same_text(&models).filter(|m| !m.trim().is_empty());
     if let Some(total) = account.sent {
         if (items.len() as i64) != total {
             account.notes.push(format!(

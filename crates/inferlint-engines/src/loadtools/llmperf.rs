@@ -70,6 +70,21 @@ pub(super) fn summary(path: &Path, bytes: &[u8]) -> Result<ClientAccount, FileEr
     account.advertised.output_tokens = num(get("mean_output_tokens"));
     account.advertised.ignore_eos =
         get("additional_sampling_params_ignore_eos").and_then(Value::as_bool);
+    // `model` is the `--model` every request named. `timestamp` is `int(time.time())`
+    // taken when `LLMPerfResults` is made from the finished run, just before the file is
+    // written: a Unix time at the run's end, cut to the second (so up to a second
+    // early), which the gate's tolerance of two seconds covers.
+    account.identity.model = text(get("model")).filter(|m| !m.trim().is_empty());
+    match get("timestamp") {
+        None | Some(Value::Null) => {}
+        Some(value) => match num(Some(value)).filter(|t| *t > 0.0) {
+            Some(t) => account.identity.end_unix_s = Some(t),
+            None => account.notes.push(format!(
+                "its 'timestamp' {} is not a Unix time, so when the run ended is not known",
+                inferlint_core::client::one_line(&value.to_string(), 40)
+            )),
+        },
+    }
     Ok(account)
 }
 
@@ -160,5 +175,25 @@ mod tests {
             [("500".to_owned(), 6), ("429".to_owned(), 2)]
         );
         assert!(error_codes("{}").is_empty());
+    }
+
+    /// `model` is the `--model` the requests named and `timestamp` `int(time.time())`
+    /// when the results were made, after the run: kept as its end; one that is no Unix
+    /// time is a note.
+    #[test]
+    fn the_model_and_timestamp_say_which_run() {
+        let read_text = |extra: &str| {
+            let text = format!(r#"{{"results_num_completed_requests": 1, "model": "m"{extra}}}"#);
+            summary(Path::new("x_summary.json"), text.as_bytes()).unwrap()
+        };
+        let a = read_text(r#", "timestamp": 1796094047"#);
+        assert_eq!(a.identity.model.as_deref(), Some("m"));
+        assert_eq!(a.identity.end_unix_s, Some(1_796_094_047.0));
+        assert!(a.notes.is_empty(), "{:?}", a.notes);
+        for bad in [r#", "timestamp": "soon""#, r#", "timestamp": -1"#] {
+            let a = read_text(bad);
+            assert_eq!(a.identity.end_unix_s, None, "{bad}");
+            assert_eq!(a.notes.len(), 1, "{bad}: {:?}", a.notes);
+        }
     }
 }

@@ -22,6 +22,7 @@ use crate::files::FileError;
 
 mod aiperf;
 pub mod console;
+mod dates;
 mod genai_perf;
 pub(crate) mod guidellm;
 mod inference_perf;
@@ -332,12 +333,34 @@ fn sniff(path: &Path) -> Option<Kind> {
 /// names (`bench.json`, `bench.jsonl`) come first; else the summary nearest the top; a
 /// folder with only per-request records gives those. `Ok(None)` when there is none; an
 /// error when two tools' results lie equally near the top (name one with
-/// `--bench-result`).
+/// `--bench-result`). The first of [`find_results`].
 pub fn find_result(dir: &Path) -> Result<Option<PathBuf>, FileError> {
+    Ok(find_results(dir)?.into_iter().next())
+}
+
+/// Every result [`find_result`] could have picked: the files of its tool and role at its
+/// depth, in name order (xray's `bench.json` or `bench.jsonl` first, with the others of
+/// its tool and role beside it). A folder may hold several runs of one tool (`vllm bench
+/// serve` names each file after its date, GuideLLM and LLMPerf write into one results
+/// folder run after run), and only what each file holds tells which is the run's:
+/// `load_run` reads each and keeps the one that fits the server's files.
+pub fn find_results(dir: &Path) -> Result<Vec<PathBuf>, FileError> {
     for name in ["bench.json", "bench.jsonl"] {
         let path = dir.join(name);
-        if path.is_file() && sniff(&path).is_some() {
-            return Ok(Some(path));
+        if !path.is_file() {
+            continue;
+        }
+        if let Some(kind) = sniff(&path) {
+            let mut beside: Vec<(usize, Kind, PathBuf)> = Vec::new();
+            walk_to(dir, 0, 0, &mut beside);
+            let mut all = vec![path.clone()];
+            all.extend(
+                beside
+                    .into_iter()
+                    .filter(|(_, k, p)| *k == kind && *p != path)
+                    .map(|(_, _, p)| p),
+            );
+            return Ok(all);
         }
     }
     let mut found: Vec<(usize, Kind, PathBuf)> = Vec::new();
@@ -358,12 +381,13 @@ pub fn find_result_written_since(
             .and_then(|m| m.modified())
             .is_ok_and(|m| m >= since)
     });
-    nearest(dir, found)
+    Ok(nearest(dir, found)?.into_iter().next())
 }
 
-/// The result nearest the top among those found: a summary before a stage report before
-/// per-request records; two tools' at the same depth is an error.
-fn nearest(dir: &Path, found: Vec<(usize, Kind, PathBuf)>) -> Result<Option<PathBuf>, FileError> {
+/// The results nearest the top among those found: summaries before stage reports before
+/// per-request records, every one of that role at the nearest depth; two tools' at that
+/// depth is an error.
+fn nearest(dir: &Path, found: Vec<(usize, Kind, PathBuf)>) -> Result<Vec<PathBuf>, FileError> {
     for role in [Role::Summary, Role::Stage, Role::Requests] {
         let Some(depth) = found
             .iter()
@@ -392,15 +416,20 @@ fn nearest(dir: &Path, found: Vec<(usize, Kind, PathBuf)>) -> Result<Option<Path
                 ),
             ));
         }
-        return Ok(nearest.first().map(|(_, _, p)| p.clone()));
+        return Ok(nearest.into_iter().map(|(_, _, p)| p.clone()).collect());
     }
-    Ok(None)
+    Ok(Vec::new())
 }
 
 /// Folders below a run folder that are searched for results.
 const MAX_DEPTH: usize = 4;
 
 fn walk(dir: &Path, depth: usize, found: &mut Vec<(usize, Kind, PathBuf)>) {
+    walk_to(dir, depth, MAX_DEPTH, found);
+}
+
+/// The results in `dir` and the folders below it down to `max` levels.
+fn walk_to(dir: &Path, depth: usize, max: usize, found: &mut Vec<(usize, Kind, PathBuf)>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -415,8 +444,8 @@ fn walk(dir: &Path, depth: usize, found: &mut Vec<(usize, Kind, PathBuf)>) {
     entries.sort();
     for (path, is_dir) in entries {
         if is_dir {
-            if depth < MAX_DEPTH {
-                walk(&path, depth + 1, found);
+            if depth < max {
+                walk_to(&path, depth + 1, max, found);
             }
         } else if is_json_name(&path) {
             if let Some(kind) = sniff(&path) {

@@ -58,7 +58,47 @@ pub(super) fn read(path: &Path, bytes: &[u8], tool: LoadTool) -> Result<ClientAc
         account.advertised.range_ratio = num(get("random_range_ratio"));
     }
     read_records(path, &object, &tool_label, &mut account)?;
+    read_identity(&object, &mut account);
     Ok(account)
+}
+
+/// What the file says of the run it measured, for tying it to the server's files.
+///
+/// - `model_id`: `vllm bench serve` and TensorRT-LLM's `benchmark_serving` write the
+///   `--model` they were given (vLLM: else the `root` of the server's first model in
+///   `/v1/models`), which also names the tokenizer by default. SGLang's line has none.
+/// - `date`: those two write `datetime.now().strftime("%Y%m%d-%H%M%S")`, taken when the
+///   benchmark has returned, so after the timed run, in the client's local zone. A `date`
+///   that is not in that form (`--metadata date=...` can replace it) is no time: a note.
+/// - `server_info`: SGLang's client writes the server's own `/get_server_info` answer,
+///   its launch settings with its version: `model_path`, `port` (the `--port` the server
+///   was started with, as its boot log prints it) and `version`.
+fn read_identity(object: &Map<String, Value>, account: &mut ClientAccount) {
+    let id = &mut account.identity;
+    id.model = text(object.get("model_id")).filter(|m| !m.trim().is_empty());
+    match object.get("date") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(date)) => match super::dates::compact(date) {
+            Some(t) => {
+                id.saved_local_s = Some(t.local_s);
+                id.saved_resolution_s = t.resolution_s;
+            }
+            None => account.notes.push(format!(
+                "its 'date' {:?} is not a time as the client writes it (%Y%m%d-%H%M%S), so when it was saved is not known",
+                inferlint_core::client::one_line(date, 40)
+            )),
+        },
+        Some(other) => account.notes.push(format!(
+            "its 'date' {} is not text, so when it was saved is not known",
+            inferlint_core::client::one_line(&other.to_string(), 40)
+        )),
+    }
+    if let Some(info) = object.get("server_info").and_then(Value::as_object) {
+        let id = &mut account.identity;
+        id.server_model = text(info.get("model_path")).filter(|m| !m.trim().is_empty());
+        id.server_port = count(info.get("port")).and_then(|p| u16::try_from(p).ok());
+        id.server_version = text(info.get("version")).filter(|v| !v.trim().is_empty());
+    }
 }
 
 /// The whole file as one JSON value, else its last non-empty line (SGLang appends one line
@@ -175,6 +215,54 @@ mod tests {
         assert_eq!(account.completed, Some(5));
         assert_eq!(account.request_rate, None);
         assert_eq!(account.notes.len(), 1);
+    }
+
+    /// `date` as `vllm bench serve` and TensorRT-LLM's client write it
+    /// (`%Y%m%d-%H%M%S`, no zone) and `model_id` as given; a `date` in another form is no
+    /// time and a note, never an error for the file.
+    #[test]
+    fn the_date_and_model_are_read_as_the_client_writes_them() {
+        let read_text =
+            |text: &str| read(Path::new("b.json"), text.as_bytes(), LoadTool::VllmBench).unwrap();
+        let a = read_text(
+            r#"{"completed": 1, "date": "20260930-204849", "model_id": "/models/Qwen3-8B"}"#,
+        );
+        // date -u -d '2026-09-30 20:48:49' +%s
+        assert_eq!(a.identity.saved_local_s, Some(1_790_801_329.0));
+        assert_eq!(a.identity.saved_resolution_s, 1.0);
+        assert_eq!(a.identity.model.as_deref(), Some("/models/Qwen3-8B"));
+        assert!(a.notes.is_empty(), "{:?}", a.notes);
+        for bad in [
+            r#""2026-09-30 20:48:49""#,
+            r#""20260931-204849""#,
+            "20260930",
+        ] {
+            let a = read_text(&format!(r#"{{"completed": 1, "date": {bad}}}"#));
+            assert_eq!(a.identity.saved_local_s, None, "{bad}");
+            assert_eq!(a.notes.len(), 1, "{bad}: {:?}", a.notes);
+            assert!(a.notes[0].contains("'date'"), "{:?}", a.notes);
+        }
+        let none = read_text(r#"{"completed": 1, "date": null, "model_id": ""}"#);
+        assert_eq!(
+            (none.identity.saved_local_s, none.identity.model),
+            (None, None)
+        );
+        assert!(none.notes.is_empty());
+    }
+
+    /// SGLang's `server_info` (the server's `/get_server_info` answer) names the server
+    /// the client measured; a port no TCP port can be is none.
+    #[test]
+    fn sglangs_server_info_names_the_server() {
+        let line = r#"{"completed": 3, "backend": "sglang", "server_info": {"model_path": "/models/m", "served_model_name": "m", "port": 30000, "version": "0.5.20"}}"#;
+        let a = read(Path::new("b.jsonl"), line.as_bytes(), LoadTool::SglangBench).unwrap();
+        let id = &a.identity;
+        assert_eq!(id.server_model.as_deref(), Some("/models/m"));
+        assert_eq!(id.server_port, Some(30000));
+        assert_eq!(id.server_version.as_deref(), Some("0.5.20"));
+        let far = line.replace("30000", "70000");
+        let a = read(Path::new("b.jsonl"), far.as_bytes(), LoadTool::SglangBench).unwrap();
+        assert_eq!(a.identity.server_port, None);
     }
 
     #[test]
