@@ -198,3 +198,38 @@ fn every_figure_has_one_value_in_one_output() {
     );
     eprintln!("one account: {compared} figures said twice or more, in {checked} run folders");
 }
+
+/// A result file the readings do not bracket (it says its load ran 500 s; the readings
+/// are 101.6 s apart, and without its `date` the gate cannot place it): the cross-check
+/// makes the verdicts that read it Can't tell, and no sentence of "What limited this
+/// run" then states its throughput or waits as this run's.
+#[test]
+fn a_result_the_readings_do_not_bracket_tells_no_part_of_the_story() {
+    let Some((_tmp, dir)) = crate::common::copy_run("vllm-0.28/xray") else {
+        return;
+    };
+    let path = dir.join("bench.json");
+    let mut bench: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let object = bench.as_object_mut().unwrap();
+    object.remove("date");
+    object.insert("duration".into(), serde_json::json!(500.0));
+    std::fs::write(&path, serde_json::to_string(&bench).unwrap()).unwrap();
+    let report = inferlint::Run::from_dir(&dir).unwrap().check();
+    for t in ["T15", "T18", "T20"] {
+        let r = report
+            .results()
+            .iter()
+            .find(|r| r.tripwire().to_string() == t)
+            .unwrap();
+        assert_eq!(r.status(), Status::Unknown, "{t}: {}", r.message());
+    }
+    for insight in report.insights() {
+        let text = format!("{}. {}", insight.title, insight.text);
+        // The file's own figures: 336 output tokens/s, median TTFT 28.9 s, p99 73.4 s.
+        for figure in ["336 output tokens/s", "28.9 s", "73.4 s", "load tool's"] {
+            assert!(!text.contains(figure), "{figure} in: {text}");
+        }
+    }
+    assert!(report.account().happened.client_output_throughput.is_none());
+}

@@ -133,9 +133,48 @@ fn evidence(results: &[CheckResult], tripwire: Tripwire, key: &str) -> Option<f6
         .and_then(Value::as_f64)
 }
 
+/// The cross-checks whose contradiction discredits an input for the run's story, and
+/// which: a result file longer than the readings' span is not the run they bracket; a
+/// recording whose counters go back, or that shows more running than the server's cap,
+/// is not a recording of this server's run.
+const DISCREDITS: &[(&str, &str)] = &[
+    (
+        "load_outlasted_the_snapshots",
+        crate::run::input::BENCH_RESULT,
+    ),
+    ("series_counters_disagree", crate::run::input::SERIES),
+    ("series_tokens_disagree", crate::run::input::SERIES),
+    ("series_outside_the_run", crate::run::input::SERIES),
+    ("peak_above_the_servers_cap", crate::run::input::SERIES),
+];
+
+/// The run as its story may read it: the gate's admitted inputs, less any input a
+/// cross-check discredited (the verdicts that read it say Can't tell; no sentence may
+/// then state its figures as this run's).
+pub fn story_run<'a>(run: &'a Run, results: &[CheckResult]) -> std::borrow::Cow<'a, Run> {
+    let admitted = crate::identity::admitted(run);
+    let discredited: Vec<&str> = results
+        .iter()
+        .filter_map(|r| r.evidence.get("contradiction"))
+        .filter_map(|c| c.get("rule").and_then(Value::as_str))
+        .filter_map(|rule| DISCREDITS.iter().find(|(r, _)| *r == rule).map(|(_, i)| *i))
+        .collect();
+    if discredited.is_empty() {
+        return admitted;
+    }
+    let mut story = admitted.into_owned();
+    if discredited.contains(&crate::run::input::BENCH_RESULT) {
+        story.bench = None;
+    }
+    if discredited.contains(&crate::run::input::SERIES) {
+        story.series = None;
+    }
+    std::borrow::Cow::Owned(story)
+}
+
 /// The account of a checked run: its admitted inputs and the checks' results.
 pub fn of(run: &Run, results: &[CheckResult]) -> Account {
-    let run = &*crate::identity::admitted(run);
+    let run = &*story_run(run, results);
     let boot = run.last_boot();
     let bench = run.bench.as_ref().map(|(_, b)| b);
     let summary = match (&run.before, &run.after) {

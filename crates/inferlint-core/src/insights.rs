@@ -296,7 +296,8 @@ fn tokens_per_request(
 /// first, then whether the cache held the load, waiting, and throughput with pace. None
 /// after a restart; one sentence for a run that was not a benchmark.
 pub fn what_limited(run: &Run, results: &[CheckResult]) -> Vec<Insight> {
-    let run = &*crate::identity::admitted(run);
+    // What the gate set aside and what a cross-check discredited tell no part of it.
+    let run = &*crate::account::story_run(run, results);
     let failed = |tripwire: Tripwire| {
         results
             .iter()
