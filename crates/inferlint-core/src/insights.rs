@@ -496,7 +496,7 @@ fn cold_first_wave(t19: &CheckResult) -> bool {
 /// numbers change all of them; the requests left out and the requests a cold start
 /// slowed change their share; a server that ran fewer than the load sent shapes every
 /// request; a compile inside the run is a spike for the requests in flight at its
-/// moment. The sentences that describe the run's waits and pace rank after every trap.
+/// moment, below the waits and the pace that every timed request shows.
 fn effect(insight: &Insight, results: &[CheckResult]) -> f64 {
     let evidence = |tripwire: Tripwire, key: &str| {
         results
@@ -518,9 +518,11 @@ fn effect(insight: &Insight, results: &[CheckResult]) -> f64 {
         "cache" | "concurrency" | "client" | "preemption" => 0.8,
         "lengths" | "backend" | "prefix" | "gpu" => 0.6,
         "gauge" => 0.3,
-        // What the run then looked like (its waits, its pace): after every trap, in the
-        // order found.
-        "waiting" | "pace" | "throughput" => -1.0,
+        // Long waits and a low pace are every timed request's: below the server's
+        // shortfall that caused them, above what touched a few requests.
+        "waiting" => 0.5,
+        "pace" => 0.4,
+        "throughput" => 0.1,
         "cold" => {
             let t19 = results.iter().find(|r| r.tripwire == Tripwire::T19);
             match t19 {
