@@ -14,7 +14,13 @@ const CHILD: &str = "INFERLINT_LIVE_SIGNAL_CHILD";
 #[test]
 fn ctrl_c_still_ends_a_process_that_recorded() {
     use std::os::unix::process::ExitStatusExt;
-    let status = std::process::Command::new(std::env::current_exe().unwrap())
+    // The child starts with SIGINT's default action whatever this test run inherited
+    // (a script's background job or `nohup` starts it ignored, and an ignored signal
+    // stays ignored across exec): coreutils' `env --default-signal` resets it, so the
+    // test asks only whether our code left a handler installed.
+    let status = std::process::Command::new("env")
+        .arg("--default-signal=INT")
+        .arg(std::env::current_exe().unwrap())
         .args([
             "--exact",
             "signals::child_records_then_raises_sigint",
