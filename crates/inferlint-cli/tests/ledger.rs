@@ -310,6 +310,61 @@ fn a_client_that_counted_three_times_the_prompt_tokens_fails_t20() {
     );
 }
 
+/// `vllm bench serve --random-prefix-len 256 --random-input-len 32` puts one shared
+/// prefix of 256 tokens before each random prompt of 32, and counts and sends 288 (vLLM's
+/// random dataset: "the total input length is the sum of random-prefix-len and a random
+/// context length"). T20 failed it, "the run asked for 32, the server counted 288 (9.00x)":
+/// the asked length is the prefix and the prompt, as the tool's console says them.
+#[test]
+fn a_shared_random_prefix_is_part_of_the_asked_prompt() {
+    let (tmp, run) = copy("vllm/concurrent-16");
+    let log = std::fs::read_to_string(run.join("load.log")).unwrap();
+    assert!(
+        log.contains("random_prefix_len=0,"),
+        "the console names the prefix"
+    );
+    std::fs::write(
+        run.join("load.log"),
+        log.replace("random_prefix_len=0,", "random_prefix_len=256,"),
+    )
+    .unwrap();
+    // 32 requests of 256 + 32 prompt tokens, as the tool counted and the server saw them.
+    edit_json(&run.join("bench.json"), |bench| {
+        bench["total_input_tokens"] = Value::from(32 * 288);
+    });
+    edit_snapshot(&run.join("after.snapshot.json"), |text| {
+        let from = "vllm:prompt_tokens_total{engine=\"0\",model_name=\"sim-model\"} 1024.0";
+        assert!(text.contains(from));
+        text.replace(
+            from,
+            "vllm:prompt_tokens_total{engine=\"0\",model_name=\"sim-model\"} 9216.0",
+        )
+    });
+    let (results, _) = report(tmp.path());
+    let (status, message) = status_and_message(&results, "T20");
+    assert_eq!(status, "pass", "{message}");
+    let t20 = verdict(&results, "T20");
+    assert_eq!(t20["evidence"]["asked_prompt_per_request"], 288.0);
+    assert_eq!(t20["evidence"]["advertised_prefix_tokens"], 256.0);
+
+    // Without the prefix in what was sent, the server's 32 are a ninth of the 288 asked.
+    let (tmp, run) = copy("vllm/concurrent-16");
+    let log = std::fs::read_to_string(run.join("load.log")).unwrap();
+    std::fs::write(
+        run.join("load.log"),
+        log.replace("random_prefix_len=0,", "random_prefix_len=256,"),
+    )
+    .unwrap();
+    let (results, _) = report(tmp.path());
+    let (status, message) = status_and_message(&results, "T20");
+    assert_eq!(status, "fail", "{message}");
+    assert!(
+        message
+            .starts_with("prompt tokens per request: the run asked for 288, the server counted 32"),
+        "{message}"
+    );
+}
+
 /// Requests asked for 32 output tokens; the server generated 20 a request: they stopped
 /// early (no ignore-EOS), and a run named "32 out" measured 20.
 #[test]

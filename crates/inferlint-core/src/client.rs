@@ -283,8 +283,13 @@ pub struct FailureReason {
 /// The lengths the run was set up with (its random or synthetic data).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Advertised {
-    /// Prompt tokens per request asked for.
+    /// Prompt tokens per request asked for, not counting a shared prefix
+    /// ([`Advertised::prefix_tokens`]).
     pub input_tokens: Option<f64>,
+    /// Tokens of one shared prefix the tool puts before every prompt, on top of
+    /// `input_tokens` (`vllm bench serve --random-prefix-len`: the prompt it sends and
+    /// counts is the prefix followed by the random part).
+    pub prefix_tokens: Option<f64>,
     /// Output tokens per request asked for.
     pub output_tokens: Option<f64>,
     /// The tool's own range setting, as it wrote it (its meaning is the tool's).

@@ -125,6 +125,7 @@ pub static KEYS: &[Key] = &[
     key("client_output_per_request", &[T::T20], "output tokens per request as the client counted them"),
     key("asked_prompt_per_request", &[T::T20], "prompt tokens per request the load asked for"),
     key("asked_output_per_request", &[T::T20], "output tokens per request the load asked for"),
+    key("advertised_prefix_tokens", &[T::T20], "the shared prefix the load tool put before each prompt, counted in the prompt asked for"),
     key("advertised_range_ratio", &[T::T20], "the range ratio the load tool was given (lengths drawn around the asked ones)"),
     key("ignore_eos", &[T::T20], "whether the load asked for the whole output length"),
     key("requests_differing", &[T::T20], "requests whose own lengths differ from the asked ones"),

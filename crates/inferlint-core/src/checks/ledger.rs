@@ -490,8 +490,18 @@ fn client_lengths(account: &ClientAccount) -> (Option<f64>, Option<f64>) {
 
 /// What the run asked for per request: its advertised lengths, else (for output, when it
 /// asked the server to ignore the end-of-sequence token) each request's `max_tokens`.
+///
+/// The prompt asked for is what the tool sent: a shared prefix it put before each prompt
+/// (`--random-prefix-len`) and the prompt length it names after it. vLLM's random data
+/// makes each prompt `prefix + sampled input` and counts that as the request's prompt
+/// length; a tool that says nothing of a prefix adds none.
 fn asked_lengths(account: &ClientAccount) -> (Option<f64>, Option<f64>) {
-    let input = account.advertised.input_tokens;
+    let prefix = account
+        .advertised
+        .prefix_tokens
+        .filter(|p| p.is_finite() && *p > 0.0)
+        .unwrap_or(0.0);
+    let input = account.advertised.input_tokens.map(|i| i + prefix);
     let output = account.advertised.output_tokens.or_else(|| {
         let asked: Vec<u64> = account
             .requests
@@ -570,6 +580,7 @@ pub fn length_mismatch(
         .with("asked_prompt_per_request", asked_in)
         .with("asked_output_per_request", asked_out)
         .with("advertised_range_ratio", account.advertised.range_ratio)
+        .with("advertised_prefix_tokens", account.advertised.prefix_tokens)
         .with("ignore_eos", account.advertised.ignore_eos)
         .with("requests_differing", per_request_differences(account))
     };
@@ -1011,6 +1022,29 @@ mod tests {
         assert_eq!(run(20, 22.0), Status::Pass, "2 tokens are noise");
         assert_eq!(run(20, 23.0), Status::Warn);
         assert_eq!(run(300, 100.0), Status::Fail, "three times the tokens");
+    }
+
+    /// The prompt asked for is the shared prefix and the prompt after it, as the tool
+    /// sent them: 256 + 32 against the server's 288 agree.
+    #[test]
+    fn t20_counts_a_shared_prefix_in_the_prompt_asked_for() {
+        let mut a = account(10, 10, Some(0));
+        a.total_input_tokens = Some(2880);
+        a.advertised.input_tokens = Some(32.0);
+        a.advertised.prefix_tokens = Some(256.0);
+        let s = ServerOutcomes {
+            finished: 10.0,
+            aborted: Some(0.0),
+            errored: Some(0.0),
+            prompt_tokens: Some(2880.0),
+            output_tokens: Some(2000.0),
+        };
+        let r = length_mismatch(&a, "bench.json", Some(&s));
+        assert_eq!(r.status, Status::Pass, "{}", r.message);
+        assert_eq!(r.evidence["asked_prompt_per_request"], 288.0);
+        a.advertised.prefix_tokens = None;
+        let r = length_mismatch(&a, "bench.json", Some(&s));
+        assert_eq!(r.status, Status::Fail, "{}", r.message);
     }
 
     #[test]

@@ -56,6 +56,7 @@ pub(super) fn read(path: &Path, bytes: &[u8], tool: LoadTool) -> Result<ClientAc
         account.advertised.input_tokens = num(get("random_input_len"));
         account.advertised.output_tokens = num(get("random_output_len"));
         account.advertised.range_ratio = num(get("random_range_ratio"));
+        account.advertised.prefix_tokens = num(get("random_prefix_len"));
     }
     read_records(path, &object, &tool_label, &mut account)?;
     Ok(account)
