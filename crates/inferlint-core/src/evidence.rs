@@ -88,6 +88,7 @@ pub static KEYS: &[Key] = &[
     key("tokens", &[T::T10], "output tokens the server generated between the readings"),
     key("span_s", &[T::T10], "seconds between the readings"),
     key("span_uncertainty_s", &[T::T10], "how far the span may be off, from each reading's latency, in seconds"),
+    key("wall_step_s", &[T::T10], "seconds the wall clock stepped (negative: back) while one server process on this host answered both readings; the span is the monotonic clock's"),
     key("rate_per_s", &[T::T10], "output tokens per second over the span"),
     key("integer_second_span_s", &[T::T10], "the span as a whole-second timer would give it"),
     key("integer_second_rate_per_s", &[T::T10], "the rate over that span"),

@@ -24,6 +24,65 @@ pub const MIN_FULL_SAMPLES: usize = 2;
 pub const MAX_BLOCKS: u64 = 65_536;
 /// T14 trusts an inferred denominator only with this many distinct readings.
 pub const MIN_DISTINCT_READINGS: usize = 5;
+/// Between two samples, the wall clock moved this many seconds more or less than the
+/// monotonic clock at most before it counts as a step (NTP, a resumed VM). Both clocks
+/// are read around one scrape, and they drift apart by parts per million, so a second is
+/// no drift: it is the tolerance T10 gives the snapshots' two clocks.
+pub const WALL_STEP_TOLERANCE_S: f64 = 1.0;
+
+/// The wall clock stepping while the monotonic clock ran on, between consecutive samples
+/// that both carry a monotonic stamp. Time in the recording is then judged on the
+/// monotonic clock; the step is noted, not refused.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct WallSteps {
+    /// Pairs of consecutive samples across which the wall clock stepped.
+    pub count: usize,
+    /// The largest step, in seconds of wall time beyond the monotonic time (negative when
+    /// the wall clock went back).
+    pub largest_s: f64,
+    /// The wall clock of the sample after the largest step.
+    pub at_t_wall: f64,
+}
+
+impl WallSteps {
+    fn add(&mut self, step_s: f64, at_t_wall: f64) {
+        self.count += 1;
+        if step_s.abs() > self.largest_s.abs() {
+            self.largest_s = step_s;
+            self.at_t_wall = at_t_wall;
+        }
+    }
+
+    fn merge(&mut self, right: WallSteps) {
+        self.count += right.count;
+        if right.largest_s.abs() > self.largest_s.abs() {
+            self.largest_s = right.largest_s;
+            self.at_t_wall = right.at_t_wall;
+        }
+    }
+
+    /// `the wall clock stepped back 30.0 s (and 1 more time) while the monotonic clock ran
+    /// on`, when it stepped.
+    pub fn message(&self) -> Option<String> {
+        if self.count == 0 {
+            return None;
+        }
+        let way = if self.largest_s < 0.0 {
+            "back"
+        } else {
+            "forward"
+        };
+        let more = match self.count - 1 {
+            0 => String::new(),
+            1 => " (and 1 more time)".to_owned(),
+            n => format!(" (and {n} more times)"),
+        };
+        Some(format!(
+            "the wall clock stepped {way} {:.1} s{more} while the monotonic clock ran on; the recording's times are judged on the monotonic clock",
+            self.largest_s.abs()
+        ))
+    }
+}
 
 /// A line of the recording the reader refused: a reading that cannot be (a count that is
 /// infinite, a KV usage above 1), time that went back, or a second header. The samples
@@ -126,6 +185,8 @@ pub struct SeriesStats {
     pub last_t_mono_ns: Option<i64>,
     /// Whether every sample had a monotonic clock.
     pub all_mono: bool,
+    /// Where the wall clock stepped while the monotonic clock moved forward.
+    pub wall_steps: WallSteps,
     /// The preemption counter's readings, for comparison with the snapshots'.
     pub preemption_track: CounterTrack,
     /// The generation-token counter's readings.
@@ -244,8 +305,17 @@ impl SeriesStats {
         self.previous = Some(*sample);
     }
 
-    /// Busy time between two consecutive samples (the first had requests running).
+    /// Busy time between two consecutive samples (the first had requests running), and
+    /// a wall-clock step between them.
     fn accumulate_pair(&mut self, prev: &SeriesSample, sample: &SeriesSample) {
+        if let (Some(a), Some(b)) = (prev.t_mono_ns, sample.t_mono_ns) {
+            if b > a {
+                let step = (sample.t_wall - prev.t_wall) - (b - a) as f64 / 1e9;
+                if step.abs() > WALL_STEP_TOLERANCE_S {
+                    self.wall_steps.add(step, sample.t_wall);
+                }
+            }
+        }
         if let Some(r) = prev.running.filter(|r| *r > 0.0) {
             let dt_wall = sample.t_wall - prev.t_wall;
             self.busy_running_dt_wall += r * dt_wall;
@@ -288,6 +358,7 @@ impl SeriesStats {
         self.first_t_mono_ns = self.first_t_mono_ns.or(right.first_t_mono_ns);
         self.last_t_mono_ns = right.last_t_mono_ns.or(self.last_t_mono_ns);
         self.all_mono &= right.all_mono;
+        self.wall_steps.merge(right.wall_steps);
         self.preemption_track = self.preemption_track.merge(right.preemption_track);
         self.generation_track = self.generation_track.merge(right.generation_track);
         self.prefix_hits_track = self.prefix_hits_track.merge(right.prefix_hits_track);
@@ -1059,7 +1130,9 @@ mod tests {
     fn merging_halves_equals_one_pass() {
         let samples: Vec<SeriesSample> = (0..40)
             .map(|i| SeriesSample {
-                t_wall: 100.0 + i as f64 * 0.25,
+                // The wall clock steps back 30 s at sample 20 and forward 2 s at 31.
+                t_wall: 100.0 + i as f64 * 0.25 - if i >= 20 { 30.0 } else { 0.0 }
+                    + if i >= 31 { 2.0 } else { 0.0 },
                 t_mono_ns: Some(1_000_000_000 + i * 250_000_000),
                 running: Some(((i * 7) % 11) as f64),
                 waiting: Some(((i * 3) % 5) as f64),
@@ -1074,7 +1147,7 @@ mod tests {
         samples.iter().for_each(|s| whole.push(s));
         let key = |s: &SeriesStats| {
             format!(
-                "{} {:?} {:?} {} {} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
+                "{} {:?} {:?} {} {} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
                 s.samples,
                 s.peak_running,
                 s.peak_in_flight,
@@ -1089,6 +1162,7 @@ mod tests {
                 s.preemption_track,
                 s.generation_track,
                 s.generation_last_rise,
+                s.wall_steps,
             )
         };
         for split in 0..=samples.len() {
@@ -1097,6 +1171,42 @@ mod tests {
             samples[split..].iter().for_each(|s| b.push(s));
             assert_eq!(key(&a.merge(b)), key(&whole), "split at {split}");
         }
+    }
+
+    /// A wall clock stepped back mid-run (NTP, a resumed VM) while the monotonic clock ran
+    /// on: the recording's time is the monotonic clock's, and the step is a note.
+    #[test]
+    fn a_wall_step_is_noted_and_time_is_the_monotonic_clocks() {
+        let mut stats = SeriesStats::new();
+        for i in 0..8i64 {
+            stats.push(&SeriesSample {
+                t_wall: 1000.0 + i as f64 - if i >= 4 { 30.0 } else { 0.0 },
+                t_mono_ns: Some(5_000_000_000 + i * 1_000_000_000),
+                running: Some(2.0),
+                ..SeriesSample::default()
+            });
+        }
+        assert_eq!(stats.wall_steps.count, 1);
+        assert!((stats.wall_steps.largest_s + 30.0).abs() < 1e-9);
+        assert_eq!(stats.wall_steps.at_t_wall, 974.0);
+        assert_eq!(
+            stats.wall_steps.message().unwrap(),
+            "the wall clock stepped back 30.0 s while the monotonic clock ran on; the recording's times are judged on the monotonic clock"
+        );
+        assert_eq!(stats.span_s(), Some(7.0));
+        assert_eq!(stats.busy_seconds(), Some(7.0));
+        assert_eq!(stats.busy_mean_running(), Some(2.0));
+        // A second off is the clocks' reading, not a step.
+        let mut steady = SeriesStats::new();
+        for (wall, mono) in [(0.0, 0), (1.9, 1_000_000_000), (2.0, 2_000_000_000)] {
+            steady.push(&SeriesSample {
+                t_wall: 1000.0 + wall,
+                t_mono_ns: Some(mono),
+                ..SeriesSample::default()
+            });
+        }
+        assert_eq!(steady.wall_steps, WallSteps::default());
+        assert_eq!(steady.wall_steps.message(), None);
     }
 
     #[test]
