@@ -365,6 +365,78 @@ fn a_shared_random_prefix_is_part_of_the_asked_prompt() {
     );
 }
 
+/// T18 passed four runs it cannot vouch for. A server restarted between the snapshots
+/// (every `*_created` stamp moved; the requests in flight when it stopped are lost):
+/// Can't tell, naming the restart. A result whose counts contradict each other
+/// (`num_prompts: 0` beside 32 completed; `failed: 0` beside 3 errors in its per-request
+/// list): Can't tell, naming the contradiction. A count no run can have
+/// (`completed: -1`): the file is refused in one line naming the field, exit 2.
+#[test]
+fn t18_never_passes_what_it_cannot_vouch_for() {
+    let (tmp, run) = copy("vllm/concurrent-16-detailed");
+    edit_snapshot(&run.join("after.snapshot.json"), |text| {
+        text.lines()
+            .map(|l| match l.split_once("_created{") {
+                Some((name, rest)) if !l.starts_with('#') => {
+                    let (labels, _) = rest.rsplit_once(' ').unwrap();
+                    format!("{name}_created{{{labels} 1.8e+09\n")
+                }
+                _ => format!("{l}\n"),
+            })
+            .collect()
+    });
+    let (results, _) = report(tmp.path());
+    let (status, message) = status_and_message(&results, "T18");
+    assert_eq!(status, "unknown", "{message}");
+    assert!(
+        message.starts_with("all 32 requests vllm bench serve sent completed, but the server's counters cannot be compared (server restarted between snapshots"),
+        "{message}"
+    );
+
+    let (tmp, run) = copy("vllm/concurrent-16-detailed");
+    edit_json(&run.join("bench.json"), |bench| {
+        bench["num_prompts"] = Value::from(0);
+    });
+    let (results, _) = report(tmp.path());
+    let (status, message) = status_and_message(&results, "T18");
+    assert_eq!(status, "unknown", "{message}");
+    assert!(
+        message.contains("contradicts itself: it counts 0 requests sent but 32 that ended"),
+        "{message}"
+    );
+
+    let (tmp, run) = copy("vllm/concurrent-16-detailed");
+    edit_json(&run.join("bench.json"), |bench| {
+        for i in 0..3 {
+            bench["errors"][i] = Value::from("ServerDisconnectedError");
+        }
+    });
+    let (results, _) = report(tmp.path());
+    let (status, message) = status_and_message(&results, "T18");
+    assert_eq!(status, "unknown", "{message}");
+    assert!(
+        message.contains("it counts 0 failed, but 3 of its request records are failed"),
+        "{message}"
+    );
+
+    let (tmp, run) = copy("vllm/concurrent-16-detailed");
+    edit_json(&run.join("bench.json"), |bench| {
+        bench["completed"] = Value::from(-1);
+    });
+    let out = inferlint(
+        tmp.path(),
+        &["report", "run", "--json", "-o", "report.html"],
+    );
+    no_panic(&out);
+    assert_eq!(out.status.code(), Some(2));
+    let err = crate::common::stderr(&out);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("'completed' is -1, which no count of requests can be"),
+        "{err}"
+    );
+}
+
 /// Requests asked for 32 output tokens; the server generated 20 a request: they stopped
 /// early (no ignore-EOS), and a run named "32 out" measured 20.
 #[test]

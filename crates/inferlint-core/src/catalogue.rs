@@ -1224,7 +1224,8 @@ static CATALOGUE: &[TripwireInfo] = &[
                 Status::Unknown,
                 "the load tool's file does not count failures and keeps no per-request \
                  record, and the server's counters cannot show them either; or the accounts \
-                 cannot be lined up (the server restarted).",
+                 cannot be lined up (the server restarted between the snapshots, or the \
+                 result file's own counts contradict each other).",
             ),
             (
                 Status::Pass,

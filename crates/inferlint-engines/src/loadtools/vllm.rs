@@ -37,6 +37,7 @@ pub(super) fn read(path: &Path, bytes: &[u8], tool: LoadTool) -> Result<ClientAc
         ));
     }
     let get = |key: &str| object.get(key);
+    impossible_counts(path, &tool_label, &object)?;
     account.sent = int(get("num_prompts"));
     account.completed = int(get("completed"));
     account.failed = int(get("failed"));
@@ -60,6 +61,32 @@ pub(super) fn read(path: &Path, bytes: &[u8], tool: LoadTool) -> Result<ClientAc
     }
     read_records(path, &object, &tool_label, &mut account)?;
     Ok(account)
+}
+
+/// Refuses a count no run can have (`"completed": -1`), naming the field: a file that
+/// holds one is not what it claims, and every count beside it is in doubt. (A fraction is
+/// truncated, as the established tool reads counts.)
+fn impossible_counts(
+    path: &Path,
+    tool_label: &str,
+    object: &Map<String, Value>,
+) -> Result<(), FileError> {
+    let counts = [
+        ("num_prompts", "requests"),
+        ("completed", "requests"),
+        ("failed", "requests"),
+        ("total_input_tokens", "tokens"),
+        ("total_output_tokens", "tokens"),
+    ];
+    for (key, what) in counts {
+        if let Some(v) = num(object.get(key)).filter(|v| *v < 0.0) {
+            return Err(FileError::invalid(
+                path,
+                format!("{tool_label} result: '{key}' is {v}, which no count of {what} can be"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The whole file as one JSON value, else its last non-empty line (SGLang appends one line
@@ -176,6 +203,33 @@ mod tests {
         assert_eq!(account.completed, Some(5));
         assert_eq!(account.request_rate, None);
         assert_eq!(account.notes.len(), 1);
+    }
+
+    /// `"completed": -1` read as no count, and T18 passed on the rest: a count no run can
+    /// have is refused, naming the field.
+    #[test]
+    fn impossible_counts_are_refused_naming_the_field() {
+        for (field, value) in [
+            ("completed", "-1"),
+            ("failed", "-0.5"),
+            ("num_prompts", "-32"),
+        ] {
+            let text = format!(
+                r#"{{"backend": "openai", "num_prompts": 32, "completed": 32, "failed": 0, "{field}": {value}}}"#
+            );
+            let e = read(Path::new("b.json"), text.as_bytes(), LoadTool::VllmBench).unwrap_err();
+            let e = e.to_string();
+            assert!(
+                e.contains(&format!(
+                    "'{field}' is {}, which no count of requests can be",
+                    value.parse::<f64>().unwrap()
+                )),
+                "{e}"
+            );
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
+        let fine = r#"{"backend": "openai", "num_prompts": 32, "completed": 32.0, "failed": 0}"#;
+        assert!(read(Path::new("b.json"), fine.as_bytes(), LoadTool::VllmBench).is_ok());
     }
 
     #[test]
