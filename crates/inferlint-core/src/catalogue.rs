@@ -813,7 +813,8 @@ static CATALOGUE: &[TripwireInfo] = &[
             (
                 Status::Unknown,
                 "the counter is missing, the server restarted, the snapshots carry no clock \
-                 (bare Prometheus text), or the clocks disagree.",
+                 (bare Prometheus text), the clocks disagree with nothing to show one boot, \
+                 or the scrapes took as long as the span between them.",
             ),
             (
                 Status::Pass,

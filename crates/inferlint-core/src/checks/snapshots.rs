@@ -329,6 +329,35 @@ pub fn rate(
         .with("tokens", tokens)
         .with("span_s", span.seconds);
     }
+    // Each snapshot stores the midpoint of its scrape, and the server read its counters at
+    // some moment within the scrape, so each reading's time is off by at most half its
+    // latency, and the span by at most the sum of the halves. When that reaches the span,
+    // the time between the readings may be nothing at all: no rate is measured.
+    if let (Some(a), Some(b)) = (before.latency_s, after.latency_s) {
+        let uncertainty = (a + b) / 2.0;
+        if !(a.is_finite() && b.is_finite() && a >= 0.0 && b >= 0.0) {
+            return t10(
+                Status::Unknown,
+                format!(
+                    "a snapshot's scrape latency is not a time a request can take ({a} s before, {b} s after); the readings cannot be placed in time"
+                ),
+            )
+            .with("tokens", tokens)
+            .with("span_s", span.seconds);
+        }
+        if uncertainty >= span.seconds {
+            return t10(
+                Status::Unknown,
+                format!(
+                    "the snapshots are {:.3}s apart, but their scrapes took {a:.3}s and {b:.3}s: each reading lies somewhere within its scrape, so the span is known only to ±{uncertainty:.3}s and may be nothing; no rate is measured",
+                    span.seconds
+                ),
+            )
+            .with("tokens", tokens)
+            .with("span_s", span.seconds)
+            .with("span_uncertainty_s", uncertainty);
+        }
+    }
     let rate = tokens / span.seconds;
     let mut message = format!("{rate:.2} tokens/s over {:.3}s", span.seconds);
     if let Some(step) = span.wall_step_s {
@@ -592,6 +621,39 @@ mod tests {
             rate(&VLLM, &bare(&before), &bare(&after), None).status,
             Status::Unknown
         );
+    }
+
+    /// A scrape that took longer than the span between the snapshots: T10 passed with a
+    /// rate. Each reading lies within its scrape (the midpoint is stored), so the span is
+    /// known to ±(latency before + latency after) / 2; at or beyond the span it may be
+    /// nothing.
+    #[test]
+    fn t10_measures_no_rate_when_the_scrapes_outlast_the_span() {
+        use crate::engine::VLLM;
+        let t0 = 1_790_000_000.0;
+        let pair = |latency_before: f64, latency_after: f64| {
+            let mut before = local(0.0, t0, t0 - 50.0, 100.0);
+            let mut after = local(1.0, t0 + 1.0, t0 - 50.0, 200.0);
+            before.latency_s = Some(latency_before);
+            after.latency_s = Some(latency_after);
+            rate(&VLLM, &before, &after, None)
+        };
+        let r = pair(3.0, 0.004);
+        assert_eq!(r.status, Status::Unknown, "{}", r.message);
+        assert_eq!(
+            r.message,
+            "the snapshots are 1.000s apart, but their scrapes took 3.000s and 0.004s: each reading lies somewhere within its scrape, so the span is known only to ±1.502s and may be nothing; no rate is measured"
+        );
+        assert_eq!(
+            pair(1.0, 1.0).status,
+            Status::Unknown,
+            "the bound reaches the span"
+        );
+        let r = pair(1.0, 0.99);
+        assert_eq!(r.status, Status::Pass, "{}", r.message);
+        assert_eq!(r.evidence["span_uncertainty_s"], 0.995);
+        assert_unknown_saying(&pair(-0.5, 0.004), "not a time a request can take");
+        assert_unknown_saying(&pair(f64::NAN, 0.004), "not a time a request can take");
     }
 
     #[test]
