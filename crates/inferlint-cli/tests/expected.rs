@@ -15,7 +15,24 @@ use crate::common::{expected_dir, inferlint, json_results, no_panic, recorded, s
 /// tool counts the whole file, including the probe's and the load tool's warm-up requests
 /// answered before the before snapshot. We line the log up with the snapshots' request
 /// counters and count only the run's (see `mutations::trtllm_pauses_*`).
+///
+/// T9 judges the ceiling only where the cache was at least 90% full, as its entry in the
+/// catalogue says. The established tool falls back to every busy sample when none was,
+/// and reports `running / usage` there as a "ceiling": on a cache with room that is room
+/// left, not a limit (a run at 23% "warned" that its ceiling moved). In the SGLang capped
+/// run (one request, 80% of the pool) and the TensorRT-LLM run (32 requests, 89.3%) the
+/// cache never reached 90%: the verdict is the same pass, and the message says why.
 const DELIBERATE: &[(&str, &str, &str)] = &[
+    (
+        "sglang-0.5-capped",
+        "T9",
+        "the fullest memory pool (KV cache or request state) was never full: at most 80.0% of it in use on 2339 busy samples, below the 90% at which T9 judges a ceiling, so no ceiling of it held the run's concurrency down",
+    ),
+    (
+        "trtllm-1.3-qwen3-8b",
+        "T9",
+        "the cache was never full: at most 89.3% of it in use on 2 busy samples, below the 90% at which T9 judges a ceiling, so no ceiling of it held the run's concurrency down (TensorRT-LLM updates its gauges only when a request completes, so it may have been fuller between readings)",
+    ),
     (
         "trtllm-1.3-qwen3-8b",
         "T1",

@@ -310,6 +310,133 @@ fn a_client_that_counted_three_times_the_prompt_tokens_fails_t20() {
     );
 }
 
+/// `vllm bench serve --random-prefix-len 256 --random-input-len 32` puts one shared
+/// prefix of 256 tokens before each random prompt of 32, and counts and sends 288 (vLLM's
+/// random dataset: "the total input length is the sum of random-prefix-len and a random
+/// context length"). T20 failed it, "the run asked for 32, the server counted 288 (9.00x)":
+/// the asked length is the prefix and the prompt, as the tool's console says them.
+#[test]
+fn a_shared_random_prefix_is_part_of_the_asked_prompt() {
+    let (tmp, run) = copy("vllm/concurrent-16");
+    let log = std::fs::read_to_string(run.join("load.log")).unwrap();
+    assert!(
+        log.contains("random_prefix_len=0,"),
+        "the console names the prefix"
+    );
+    std::fs::write(
+        run.join("load.log"),
+        log.replace("random_prefix_len=0,", "random_prefix_len=256,"),
+    )
+    .unwrap();
+    // 32 requests of 256 + 32 prompt tokens, as the tool counted and the server saw them.
+    edit_json(&run.join("bench.json"), |bench| {
+        bench["total_input_tokens"] = Value::from(32 * 288);
+    });
+    edit_snapshot(&run.join("after.snapshot.json"), |text| {
+        let from = "vllm:prompt_tokens_total{engine=\"0\",model_name=\"sim-model\"} 1024.0";
+        assert!(text.contains(from));
+        text.replace(
+            from,
+            "vllm:prompt_tokens_total{engine=\"0\",model_name=\"sim-model\"} 9216.0",
+        )
+    });
+    let (results, _) = report(tmp.path());
+    let (status, message) = status_and_message(&results, "T20");
+    assert_eq!(status, "pass", "{message}");
+    let t20 = verdict(&results, "T20");
+    assert_eq!(t20["evidence"]["asked_prompt_per_request"], 288.0);
+    assert_eq!(t20["evidence"]["advertised_prefix_tokens"], 256.0);
+
+    // Without the prefix in what was sent, the server's 32 are a ninth of the 288 asked.
+    let (tmp, run) = copy("vllm/concurrent-16");
+    let log = std::fs::read_to_string(run.join("load.log")).unwrap();
+    std::fs::write(
+        run.join("load.log"),
+        log.replace("random_prefix_len=0,", "random_prefix_len=256,"),
+    )
+    .unwrap();
+    let (results, _) = report(tmp.path());
+    let (status, message) = status_and_message(&results, "T20");
+    assert_eq!(status, "fail", "{message}");
+    assert!(
+        message
+            .starts_with("prompt tokens per request: the run asked for 288, the server counted 32"),
+        "{message}"
+    );
+}
+
+/// T18 passed four runs it cannot vouch for. A server restarted between the snapshots
+/// (every `*_created` stamp moved; the requests in flight when it stopped are lost):
+/// Can't tell, naming the restart. A result whose counts contradict each other
+/// (`num_prompts: 0` beside 32 completed; `failed: 0` beside 3 errors in its per-request
+/// list): Can't tell, naming the contradiction. A count no run can have
+/// (`completed: -1`): the file is refused in one line naming the field, exit 2.
+#[test]
+fn t18_never_passes_what_it_cannot_vouch_for() {
+    let (tmp, run) = copy("vllm/concurrent-16-detailed");
+    edit_snapshot(&run.join("after.snapshot.json"), |text| {
+        text.lines()
+            .map(|l| match l.split_once("_created{") {
+                Some((name, rest)) if !l.starts_with('#') => {
+                    let (labels, _) = rest.rsplit_once(' ').unwrap();
+                    format!("{name}_created{{{labels} 1.8e+09\n")
+                }
+                _ => format!("{l}\n"),
+            })
+            .collect()
+    });
+    let (results, _) = report(tmp.path());
+    let (status, message) = status_and_message(&results, "T18");
+    assert_eq!(status, "unknown", "{message}");
+    assert!(
+        message.starts_with("all 32 requests vllm bench serve sent completed, but the server's counters cannot be compared (server restarted between snapshots"),
+        "{message}"
+    );
+
+    let (tmp, run) = copy("vllm/concurrent-16-detailed");
+    edit_json(&run.join("bench.json"), |bench| {
+        bench["num_prompts"] = Value::from(0);
+    });
+    let (results, _) = report(tmp.path());
+    let (status, message) = status_and_message(&results, "T18");
+    assert_eq!(status, "unknown", "{message}");
+    assert!(
+        message.contains("contradicts itself: it counts 0 requests sent but 32 that ended"),
+        "{message}"
+    );
+
+    let (tmp, run) = copy("vllm/concurrent-16-detailed");
+    edit_json(&run.join("bench.json"), |bench| {
+        for i in 0..3 {
+            bench["errors"][i] = Value::from("ServerDisconnectedError");
+        }
+    });
+    let (results, _) = report(tmp.path());
+    let (status, message) = status_and_message(&results, "T18");
+    assert_eq!(status, "unknown", "{message}");
+    assert!(
+        message.contains("it counts 0 failed, but 3 of its request records are failed"),
+        "{message}"
+    );
+
+    let (tmp, run) = copy("vllm/concurrent-16-detailed");
+    edit_json(&run.join("bench.json"), |bench| {
+        bench["completed"] = Value::from(-1);
+    });
+    let out = inferlint(
+        tmp.path(),
+        &["report", "run", "--json", "-o", "report.html"],
+    );
+    no_panic(&out);
+    assert_eq!(out.status.code(), Some(2));
+    let err = crate::common::stderr(&out);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("'completed' is -1, which no count of requests can be"),
+        "{err}"
+    );
+}
+
 /// Requests asked for 32 output tokens; the server generated 20 a request: they stopped
 /// early (no ignore-EOS), and a run named "32 out" measured 20.
 #[test]

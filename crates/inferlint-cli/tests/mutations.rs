@@ -304,6 +304,83 @@ fn t10_without_clocks_is_cant_tell() {
     assert_eq!(code, 2);
 }
 
+/// The wall clock stepped back 30 s halfway through a real run (NTP, a resumed VM): the
+/// series' later samples and the after snapshot carry the step, their monotonic stamps
+/// do not. T10 said Can't tell; every verdict is now the unedited run's, T10's rate is
+/// the monotonic clock's with the step named, and the series' step is a note.
+#[test]
+fn a_wall_clock_step_mid_run_changes_no_verdict() {
+    let Some((tmp, run)) = copy_run("vllm-0.28/xray") else {
+        return;
+    };
+    let report = |dir: &Path| {
+        let out = inferlint(
+            dir,
+            &[
+                "report",
+                ".",
+                "--json",
+                "-o",
+                tmp.path().join("r.html").to_str().unwrap(),
+            ],
+        );
+        no_panic(&out);
+        (json_results(&out), crate::common::stderr(&out))
+    };
+    let (unedited, _) = report(&run);
+    let series = run.join("run.series.jsonl");
+    let lines: Vec<String> = std::fs::read_to_string(&series)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let half = lines.len() / 2;
+    let stepped: String = lines
+        .iter()
+        .enumerate()
+        .map(|(i, line)| {
+            let mut v: Value = serde_json::from_str(line).unwrap();
+            if i >= half {
+                if let Some(t) = v.get("t_wall").and_then(Value::as_f64) {
+                    v["t_wall"] = Value::from(t - 30.0);
+                }
+            }
+            format!("{v}\n")
+        })
+        .collect();
+    std::fs::write(&series, stepped).unwrap();
+    let after = run.join("after.snapshot.json");
+    let mut snapshot: Value =
+        serde_json::from_str(&std::fs::read_to_string(&after).unwrap()).unwrap();
+    snapshot["t_wall"] = Value::from(snapshot["t_wall"].as_f64().unwrap() - 30.0);
+    std::fs::write(&after, snapshot.to_string()).unwrap();
+    let (results, stderr) = report(&run);
+    let statuses = |r: &[Value]| {
+        r.iter()
+            .map(|r| format!("{} {}", r["tripwire"], r["status"]))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(statuses(&results), statuses(&unedited));
+    let (t10, before) = (result(&results, "T10"), result(&unedited, "T10"));
+    assert_eq!(
+        t10["evidence"]["rate_per_s"],
+        before["evidence"]["rate_per_s"]
+    );
+    assert!(
+        t10["message"].as_str().unwrap().ends_with(
+            "on the monotonic clock; the wall clock stepped back 30.0 s between the snapshots, while one server process on this host answered both"
+        ),
+        "{}",
+        t10["message"]
+    );
+    assert!(
+        stderr.contains(
+            "run.series.jsonl: the wall clock stepped back 30.0 s while the monotonic clock ran on"
+        ),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn t9_passes_when_the_ceiling_holds() {
     let Some(dir) = recorded() else { return };

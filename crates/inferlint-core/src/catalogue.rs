@@ -734,8 +734,11 @@ static CATALOGUE: &[TripwireInfo] = &[
                their prompts holds fewer as the answers lengthen, and the engine then \
                preempts or stops admitting. From each recorded sample T9 works out how much \
                of the cache one request holds (usage divided by requests running) and the \
-               ceiling that implies. It passes when the ceiling is the same on every sample \
-               where the cache was full (at least 90% used) and warns when it moved.",
+               ceiling that implies. It judges only the samples where the cache was full \
+               (at least 90% used), since below that the quotient is room left, not a \
+               ceiling: it passes when the ceiling is the same on every full sample and \
+               warns when it moved. A cache that never filled held no request back, and \
+               passes without a ceiling; a single full sample is too few to tell.",
         why: "A single maximum-concurrency figure, from the engine's start-up line or from a \
               sweep, then describes one moment of the run: more requests run early and fewer \
               late, and the mix of the two sets throughput and latency. Runs with different \
@@ -764,12 +767,14 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
             (
                 Status::Unknown,
-                "no recorded sample had requests running and KV cache in use.",
+                "no recorded sample had requests running and KV cache in use, or fewer than \
+                 two had the cache full (the message says how many).",
             ),
             (
                 Status::Pass,
                 "one request held the same share of the cache on every full sample, so the \
-                 ceiling stayed put.",
+                 ceiling stayed put; or the cache was never full, so no ceiling held the run \
+                 back.",
             ),
         ],
     },
@@ -808,7 +813,8 @@ static CATALOGUE: &[TripwireInfo] = &[
             (
                 Status::Unknown,
                 "the counter is missing, the server restarted, the snapshots carry no clock \
-                 (bare Prometheus text), or the clocks disagree.",
+                 (bare Prometheus text), the clocks disagree with nothing to show one boot, \
+                 or the scrapes took as long as the span between them.",
             ),
             (
                 Status::Pass,
@@ -1219,7 +1225,8 @@ static CATALOGUE: &[TripwireInfo] = &[
                 Status::Unknown,
                 "the load tool's file does not count failures and keeps no per-request \
                  record, and the server's counters cannot show them either; or the accounts \
-                 cannot be lined up (the server restarted).",
+                 cannot be lined up (the server restarted between the snapshots, or the \
+                 result file's own counts contradict each other).",
             ),
             (
                 Status::Pass,

@@ -283,8 +283,13 @@ pub struct FailureReason {
 /// The lengths the run was set up with (its random or synthetic data).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Advertised {
-    /// Prompt tokens per request asked for.
+    /// Prompt tokens per request asked for, not counting a shared prefix
+    /// ([`Advertised::prefix_tokens`]).
     pub input_tokens: Option<f64>,
+    /// Tokens of one shared prefix the tool puts before every prompt, on top of
+    /// `input_tokens` (`vllm bench serve --random-prefix-len`: the prompt it sends and
+    /// counts is the prefix followed by the random part).
+    pub prefix_tokens: Option<f64>,
     /// Output tokens per request asked for.
     pub output_tokens: Option<f64>,
     /// The tool's own range setting, as it wrote it (its meaning is the tool's).
@@ -459,6 +464,69 @@ impl ClientAccount {
             (!self.requests.is_empty())
                 .then(|| self.records_with(RequestOutcome::Incomplete) as i64)
         })
+    }
+
+    /// A count no run can have: a negative number of requests or tokens. The readers
+    /// refuse the file then (its other counts are in doubt too).
+    pub fn impossible_count(&self) -> Option<String> {
+        let counts = [
+            ("requests sent", self.sent),
+            ("completed requests", self.completed),
+            ("failed requests", self.failed),
+            ("requests cut off", self.incomplete),
+            ("prompt tokens", self.total_input_tokens),
+            ("output tokens", self.total_output_tokens),
+        ];
+        counts.into_iter().find_map(|(what, count)| {
+            count
+                .filter(|c| *c < 0)
+                .map(|c| format!("its count of {what} is {c}, which no count can be"))
+        })
+    }
+
+    /// Where the account's own counts cannot all be true of one run: more requests
+    /// completed, failed or cut off than were sent, or more records of an outcome than the
+    /// count of it (a tool may keep a sample of its requests, never more than it counted).
+    /// Each count alone could be right; which one is wrong cannot be told.
+    pub fn contradiction(&self) -> Option<String> {
+        let failed = self.failed.unwrap_or(0).max(0);
+        let incomplete = self.incomplete.unwrap_or(0).max(0);
+        if let (Some(sent), Some(completed)) = (self.sent, self.completed) {
+            let ended = completed.max(0) + failed + incomplete;
+            if sent >= 0 && ended > sent {
+                return Some(format!(
+                    "it counts {sent} request{} sent but {ended} that ended ({completed} completed, {failed} failed{})",
+                    if sent == 1 { "" } else { "s" },
+                    if incomplete > 0 {
+                        format!(", {incomplete} cut off")
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
+        }
+        if let Some(sent) = self.sent.filter(|s| *s >= 0) {
+            if self.requests.len() as i64 > sent {
+                return Some(format!(
+                    "it keeps {} request records but counts {sent} sent",
+                    self.requests.len()
+                ));
+            }
+        }
+        let counted = [
+            ("completed", self.completed, RequestOutcome::Completed),
+            ("failed", self.failed, RequestOutcome::Failed),
+            ("cut off", self.incomplete, RequestOutcome::Incomplete),
+        ];
+        for (word, count, outcome) in counted {
+            let records = self.records_with(outcome) as i64;
+            if let Some(count) = count.filter(|c| records > *c) {
+                return Some(format!(
+                    "it counts {count} {word}, but {records} of its request records are {word}"
+                ));
+            }
+        }
+        None
     }
 
     /// Whether the account can show a failure at all: a count, or a record per request.

@@ -436,6 +436,11 @@ pub fn load_series(choice: &mut EngineChoice, path: &Path) -> Result<SeriesStats
             summary.skipped
         ));
     }
+    // Samples are refused only when the monotonic clock (or, without it, the wall
+    // clock) goes back; a wall clock that stepped while the monotonic one ran on is said.
+    if let Some(step) = stats.wall_steps.message() {
+        choice.note(format!("{}: {step}", shown(path)));
+    }
     Ok(stats)
 }
 
@@ -676,6 +681,51 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(unsaid.resolve(), Engine::DEFAULT);
         assert_eq!(unsaid.take_notes().len(), 1);
+    }
+
+    /// A wall clock stepped back mid-recording, while the monotonic clock ran on, is a
+    /// note and no refusal: every sample is read, and time is the monotonic clock's. The
+    /// same step without monotonic stamps is time going back, refused.
+    #[test]
+    fn a_wall_step_under_a_running_monotonic_clock_is_a_note() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("run.series.jsonl");
+        let lines = |mono: bool| -> String {
+            (0..6i64)
+                .map(|i| {
+                    let wall = 1_790_000_000.0 + i as f64 - if i >= 3 { 60.0 } else { 0.0 };
+                    let mono = if mono {
+                        format!(", \"t_mono_ns\": {}", 9_000_000_000 + i * 1_000_000_000)
+                    } else {
+                        String::new()
+                    };
+                    format!("{{\"t_wall\": {wall}{mono}, \"running\": 1.0}}\n")
+                })
+                .collect()
+        };
+        std::fs::write(&path, lines(true)).unwrap();
+        let mut choice = EngineChoice::new(None);
+        let stats = load_series(&mut choice, &path).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(stats.samples, 6);
+        assert_eq!(stats.refused, None);
+        assert_eq!(stats.span_s(), Some(5.0));
+        let notes = choice.take_notes();
+        assert!(
+            notes.iter().any(|n| n.ends_with(
+                "the wall clock stepped back 60.0 s while the monotonic clock ran on; the recording's times are judged on the monotonic clock"
+            )),
+            "{notes:?}"
+        );
+        std::fs::write(&path, lines(false)).unwrap();
+        let mut choice = EngineChoice::new(None);
+        let stats = load_series(&mut choice, &path).unwrap_or_else(|e| panic!("{e}"));
+        let refused = stats.refused.expect("wall time going back is refused");
+        assert_eq!(refused.line, 4);
+        assert!(
+            refused.what.starts_with("t_wall does not move forward"),
+            "{}",
+            refused.what
+        );
     }
 
     #[test]

@@ -499,6 +499,30 @@ fn bytes_read_without_a_file() {
     }
 }
 
+/// A negative count of requests, whatever the tool, is refused in one line naming what it
+/// counts: LLMPerf's `results_number_errors: -3` read as -3 failures, and T18 took it as
+/// none.
+#[test]
+fn a_negative_count_is_refused_for_every_tool() {
+    let dir = fixtures().join("llmperf/concurrent-8/result_outputs");
+    let summary = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with("_summary.json"))
+        .unwrap();
+    let text = std::fs::read_to_string(&summary).unwrap();
+    let mut value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    value["results_number_errors"] = serde_json::Value::from(-3);
+    let e = loadtools::read_bytes_named("summary.json", value.to_string().as_bytes())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.ends_with("result: its count of failed requests is -3, which no count can be"),
+        "{e}"
+    );
+    assert_eq!(e.lines().count(), 1, "{e}");
+}
+
 trait ErrOrMessage {
     fn unwrap_err_or_message(self, what: &str) -> String;
 }

@@ -60,6 +60,14 @@ pub fn restart_between(before: &Snapshot, after: &Snapshot) -> Option<Restart> {
     })
 }
 
+/// Whether both readings came from one server process: its `*_created` stamps (the wall
+/// time each counter was made, written once when the process starts) are there and all
+/// the same in both. A restart makes them anew; `false` when there are none to compare.
+pub fn same_process(before: &Snapshot, after: &Snapshot) -> bool {
+    let mut stamps = paired(before, after, "_created").peekable();
+    stamps.peek().is_some() && stamps.all(|(_, old, new)| old == new)
+}
+
 /// Why the before reading cannot have come first: it was taken after the after reading
 /// (the files were given in the wrong order). `None` when the order is right or cannot be
 /// told.

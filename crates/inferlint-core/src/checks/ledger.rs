@@ -226,11 +226,22 @@ pub fn dropped_failures(inputs: &LedgerInputs) -> CheckResult {
             )
     };
 
+    // A result file whose counts contradict each other shows nothing for certain about
+    // the client's side: the failures it would show, or rule out, are its counts.
+    let contradiction = account.contradiction();
+    let (failed, incomplete, unaccounted, empty) = if contradiction.is_some() {
+        (0, 0, 0, 0)
+    } else {
+        (failed, incomplete, unaccounted, empty)
+    };
+    let short = if contradiction.is_some() { 0.0 } else { short };
     let mut accounts = Vec::new();
     let mut parts = Vec::new();
     let client_failures = failed + incomplete + unaccounted;
     let total = sent.or_else(|| Some(completed? + failed + incomplete));
-    if completed == Some(0) && client_failures > 0 {
+    if contradiction.is_some() {
+        // Only the server's and the recording's accounts below.
+    } else if completed == Some(0) && client_failures > 0 {
         let sent_words = match total {
             Some(t) => format!("none of the {t} requests it sent"),
             None => "no request".to_owned(),
@@ -318,9 +329,26 @@ pub fn dropped_failures(inputs: &LedgerInputs) -> CheckResult {
         };
         let mut message = parts.join("; ");
         message.push_str(&tail);
+        if let Some(why) = &contradiction {
+            message.push_str(&format!(
+                "; {tool}'s own counts contradict each other ({why})"
+            ));
+        }
         let mut result = evidence(t18(Status::Fail, message));
         result = result.with("accounts", accounts);
+        if let Some(why) = contradiction {
+            result = result.with("client_contradiction", why);
+        }
         return result;
+    }
+    if let Some(why) = contradiction {
+        return evidence(t18(
+            Status::Unknown,
+            format!(
+                "{tool}'s result contradicts itself: {why}; which count is wrong cannot be told, so the failures it shows or rules out are unknown"
+            ),
+        ))
+        .with("client_contradiction", why);
     }
 
     // No failure anywhere: a pass needs an account that could have shown one.
@@ -346,15 +374,24 @@ pub fn dropped_failures(inputs: &LedgerInputs) -> CheckResult {
         (_, Some(c)) => format!("{tool} counted {c} completed requests and no failure"),
         _ => format!("{tool} counted no failure"),
     };
-    let server_words = match (server, server_unusable) {
-        (Some(s), _) => match (s.aborted, s.errored) {
-            (None, None) => {
-                "the server serves no counter of aborted or failed requests to compare".to_owned()
-            }
-            _ => "the server counted no abort or error".to_owned(),
+    // Snapshots given but not comparable: a restart between them (which loses the
+    // requests in flight when the server stopped, and starts its counters again), or
+    // readings that do not cover the run. The server's own account is there and cannot be
+    // read, so a pass would rest on the tool's word alone where the run says more.
+    if let Some(why) = server_unusable {
+        return evidence(t18(
+            Status::Unknown,
+            format!(
+                "{what}, but the server's counters cannot be compared ({why}): its own account of aborted and failed requests cannot confirm it"
+            ),
+        ));
+    }
+    let server_words = match server {
+        Some(s) => match (s.aborted, s.errored) {
+            (None, None) => "the server serves no counter of aborted or failed requests to compare",
+            _ => "the server counted no abort or error",
         },
-        (None, Some(why)) => format!("the server's counters cannot be compared ({why})"),
-        (None, None) => "no server readings to compare".to_owned(),
+        None => "no server readings to compare",
     };
     evidence(t18(Status::Pass, format!("{what}; {server_words}")))
 }
@@ -490,8 +527,18 @@ fn client_lengths(account: &ClientAccount) -> (Option<f64>, Option<f64>) {
 
 /// What the run asked for per request: its advertised lengths, else (for output, when it
 /// asked the server to ignore the end-of-sequence token) each request's `max_tokens`.
+///
+/// The prompt asked for is what the tool sent: a shared prefix it put before each prompt
+/// (`--random-prefix-len`) and the prompt length it names after it. vLLM's random data
+/// makes each prompt `prefix + sampled input` and counts that as the request's prompt
+/// length; a tool that says nothing of a prefix adds none.
 fn asked_lengths(account: &ClientAccount) -> (Option<f64>, Option<f64>) {
-    let input = account.advertised.input_tokens;
+    let prefix = account
+        .advertised
+        .prefix_tokens
+        .filter(|p| p.is_finite() && *p > 0.0)
+        .unwrap_or(0.0);
+    let input = account.advertised.input_tokens.map(|i| i + prefix);
     let output = account.advertised.output_tokens.or_else(|| {
         let asked: Vec<u64> = account
             .requests
@@ -570,6 +617,7 @@ pub fn length_mismatch(
         .with("asked_prompt_per_request", asked_in)
         .with("asked_output_per_request", asked_out)
         .with("advertised_range_ratio", account.advertised.range_ratio)
+        .with("advertised_prefix_tokens", account.advertised.prefix_tokens)
         .with("ignore_eos", account.advertised.ignore_eos)
         .with("requests_differing", per_request_differences(account))
     };
@@ -971,6 +1019,76 @@ mod tests {
         );
     }
 
+    /// A server restarted between the snapshots (its counters started again, and the
+    /// requests in flight when it stopped are lost) passed on the tool's word. The
+    /// server's account is there and cannot be read: Can't tell, naming why; a failure
+    /// the tool itself counts still fails.
+    #[test]
+    fn a_restart_between_the_snapshots_is_cant_tell_not_a_pass() {
+        let restarted: Result<ServerOutcomes, String> = Err(
+            "server restarted between snapshots (3 *_created stamps moved, e.g. vllm:request_success_created: 1.000 -> 9.000)".into(),
+        );
+        let r = t18(&account(32, 32, Some(0)), Some(&restarted));
+        assert_eq!(r.status, Status::Unknown, "{}", r.message);
+        assert!(
+            r.message.starts_with("all 32 requests vllm bench serve sent completed, but the server's counters cannot be compared (server restarted between snapshots"),
+            "{}",
+            r.message
+        );
+        let r = t18(&account(32, 30, Some(2)), Some(&restarted));
+        assert_eq!(r.status, Status::Fail, "{}", r.message);
+    }
+
+    /// Counts of one file that cannot all be true: T18 passed each of them.
+    #[test]
+    fn a_result_whose_counts_contradict_each_other_is_cant_tell() {
+        // No request sent, 32 completed.
+        let r = t18(&account(0, 32, Some(0)), Some(&server(32.0, 0.0)));
+        assert_eq!(r.status, Status::Unknown, "{}", r.message);
+        assert_eq!(
+            r.message,
+            "vllm bench serve's result contradicts itself: it counts 0 requests sent but 32 that ended (32 completed, 0 failed); which count is wrong cannot be told, so the failures it shows or rules out are unknown"
+        );
+        // `failed: 0`, yet 3 of the per-request errors are not empty.
+        let mut a = account(32, 32, Some(0));
+        a.requests = (0..32)
+            .map(|i| ClientRequest {
+                outcome: Some(if i < 3 {
+                    RequestOutcome::Failed
+                } else {
+                    RequestOutcome::Completed
+                }),
+                output_tokens: Some(200),
+                ..ClientRequest::default()
+            })
+            .collect();
+        let r = t18(&a, Some(&server(32.0, 0.0)));
+        assert_eq!(r.status, Status::Unknown, "{}", r.message);
+        assert!(
+            r.message
+                .contains("it counts 0 failed, but 3 of its request records are failed"),
+            "{}",
+            r.message
+        );
+        // The server's own account of aborts still fails the run.
+        let r = t18(&account(0, 32, Some(0)), Some(&server(35.0, 3.0)));
+        assert_eq!(r.status, Status::Fail, "{}", r.message);
+        assert!(
+            r.message.starts_with("the server aborted 3 requests;"),
+            "{}",
+            r.message
+        );
+        assert!(r.message.ends_with("; vllm bench serve's own counts contradict each other (it counts 0 requests sent but 32 that ended (32 completed, 0 failed))"), "{}", r.message);
+        // A sample of the records (fewer than counted) is no contradiction.
+        let mut sampled = account(32, 32, Some(0));
+        sampled.requests = vec![ClientRequest {
+            outcome: Some(RequestOutcome::Completed),
+            output_tokens: Some(200),
+            ..ClientRequest::default()
+        }];
+        assert_eq!(t18(&sampled, Some(&server(32.0, 0.0))).status, Status::Pass);
+    }
+
     /// A summary that counts no failure and no request sent can show none: Can't tell,
     /// never a pass, even when the server's counters show no abort (a refused request
     /// never reaches them).
@@ -1011,6 +1129,29 @@ mod tests {
         assert_eq!(run(20, 22.0), Status::Pass, "2 tokens are noise");
         assert_eq!(run(20, 23.0), Status::Warn);
         assert_eq!(run(300, 100.0), Status::Fail, "three times the tokens");
+    }
+
+    /// The prompt asked for is the shared prefix and the prompt after it, as the tool
+    /// sent them: 256 + 32 against the server's 288 agree.
+    #[test]
+    fn t20_counts_a_shared_prefix_in_the_prompt_asked_for() {
+        let mut a = account(10, 10, Some(0));
+        a.total_input_tokens = Some(2880);
+        a.advertised.input_tokens = Some(32.0);
+        a.advertised.prefix_tokens = Some(256.0);
+        let s = ServerOutcomes {
+            finished: 10.0,
+            aborted: Some(0.0),
+            errored: Some(0.0),
+            prompt_tokens: Some(2880.0),
+            output_tokens: Some(2000.0),
+        };
+        let r = length_mismatch(&a, "bench.json", Some(&s));
+        assert_eq!(r.status, Status::Pass, "{}", r.message);
+        assert_eq!(r.evidence["asked_prompt_per_request"], 288.0);
+        a.advertised.prefix_tokens = None;
+        let r = length_mismatch(&a, "bench.json", Some(&s));
+        assert_eq!(r.status, Status::Fail, "{}", r.message);
     }
 
     #[test]

@@ -17,10 +17,72 @@ use crate::status::{CheckResult, Status, Tripwire};
 
 /// KV usage at or above this counts as a full cache for T9.
 pub const SATURATED_USAGE: f64 = 0.9;
+/// T9 judges the ceiling from this many full-cache samples at least: whether it stayed
+/// put or moved is a comparison of two readings of it.
+pub const MIN_FULL_SAMPLES: usize = 2;
 /// The largest block count T14 will infer.
 pub const MAX_BLOCKS: u64 = 65_536;
 /// T14 trusts an inferred denominator only with this many distinct readings.
 pub const MIN_DISTINCT_READINGS: usize = 5;
+/// Between two samples, the wall clock moved this many seconds more or less than the
+/// monotonic clock at most before it counts as a step (NTP, a resumed VM). Both clocks
+/// are read around one scrape, and they drift apart by parts per million, so a second is
+/// no drift: it is the tolerance T10 gives the snapshots' two clocks.
+pub const WALL_STEP_TOLERANCE_S: f64 = 1.0;
+
+/// The wall clock stepping while the monotonic clock ran on, between consecutive samples
+/// that both carry a monotonic stamp. Time in the recording is then judged on the
+/// monotonic clock; the step is noted, not refused.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct WallSteps {
+    /// Pairs of consecutive samples across which the wall clock stepped.
+    pub count: usize,
+    /// The largest step, in seconds of wall time beyond the monotonic time (negative when
+    /// the wall clock went back).
+    pub largest_s: f64,
+    /// The wall clock of the sample after the largest step.
+    pub at_t_wall: f64,
+}
+
+impl WallSteps {
+    fn add(&mut self, step_s: f64, at_t_wall: f64) {
+        self.count += 1;
+        if step_s.abs() > self.largest_s.abs() {
+            self.largest_s = step_s;
+            self.at_t_wall = at_t_wall;
+        }
+    }
+
+    fn merge(&mut self, right: WallSteps) {
+        self.count += right.count;
+        if right.largest_s.abs() > self.largest_s.abs() {
+            self.largest_s = right.largest_s;
+            self.at_t_wall = right.at_t_wall;
+        }
+    }
+
+    /// `the wall clock stepped back 30.0 s (and 1 more time) while the monotonic clock ran
+    /// on`, when it stepped.
+    pub fn message(&self) -> Option<String> {
+        if self.count == 0 {
+            return None;
+        }
+        let way = if self.largest_s < 0.0 {
+            "back"
+        } else {
+            "forward"
+        };
+        let more = match self.count - 1 {
+            0 => String::new(),
+            1 => " (and 1 more time)".to_owned(),
+            n => format!(" (and {n} more times)"),
+        };
+        Some(format!(
+            "the wall clock stepped {way} {:.1} s{more} while the monotonic clock ran on; the recording's times are judged on the monotonic clock",
+            self.largest_s.abs()
+        ))
+    }
+}
 
 /// A line of the recording the reader refused: a reading that cannot be (a count that is
 /// infinite, a KV usage above 1), time that went back, or a second header. The samples
@@ -123,6 +185,8 @@ pub struct SeriesStats {
     pub last_t_mono_ns: Option<i64>,
     /// Whether every sample had a monotonic clock.
     pub all_mono: bool,
+    /// Where the wall clock stepped while the monotonic clock moved forward.
+    pub wall_steps: WallSteps,
     /// The preemption counter's readings, for comparison with the snapshots'.
     pub preemption_track: CounterTrack,
     /// The generation-token counter's readings.
@@ -241,8 +305,17 @@ impl SeriesStats {
         self.previous = Some(*sample);
     }
 
-    /// Busy time between two consecutive samples (the first had requests running).
+    /// Busy time between two consecutive samples (the first had requests running), and
+    /// a wall-clock step between them.
     fn accumulate_pair(&mut self, prev: &SeriesSample, sample: &SeriesSample) {
+        if let (Some(a), Some(b)) = (prev.t_mono_ns, sample.t_mono_ns) {
+            if b > a {
+                let step = (sample.t_wall - prev.t_wall) - (b - a) as f64 / 1e9;
+                if step.abs() > WALL_STEP_TOLERANCE_S {
+                    self.wall_steps.add(step, sample.t_wall);
+                }
+            }
+        }
         if let Some(r) = prev.running.filter(|r| *r > 0.0) {
             let dt_wall = sample.t_wall - prev.t_wall;
             self.busy_running_dt_wall += r * dt_wall;
@@ -285,6 +358,7 @@ impl SeriesStats {
         self.first_t_mono_ns = self.first_t_mono_ns.or(right.first_t_mono_ns);
         self.last_t_mono_ns = right.last_t_mono_ns.or(self.last_t_mono_ns);
         self.all_mono &= right.all_mono;
+        self.wall_steps.merge(right.wall_steps);
         self.preemption_track = self.preemption_track.merge(right.preemption_track);
         self.generation_track = self.generation_track.merge(right.generation_track);
         self.prefix_hits_track = self.prefix_hits_track.merge(right.prefix_hits_track);
@@ -630,8 +704,17 @@ pub fn ceiling(running: f64, usage: f64, usable_blocks: Option<u64>) -> i64 {
     (running / usage + 1e-9).floor() as i64
 }
 
-/// T9: how many requests fit in the cache, sample by sample. When that ceiling moves as
-/// answers grow, concurrency was not a constant of the run.
+/// T9: how many requests fit in the cache, sample by sample, on the samples where the
+/// cache was full ([`SATURATED_USAGE`] or more in use). When that ceiling moves as answers
+/// grow, concurrency was not a constant of the run.
+///
+/// Below that the quotient `running / usage` is not a ceiling: a cache at 23% with 2
+/// requests "fits" 8, and one with 3 requests of the same size 13, though no request was
+/// ever turned away for room. So the busy samples that never filled the cache are judged
+/// only as that: the readings show the cache never held the run back, which is the pass
+/// the catalogue names, with no ceiling (and no cap to set) in the evidence. A ceiling
+/// that stays put or moves needs two readings of it: with fewer full samples than
+/// [`MIN_FULL_SAMPLES`] the answer is Can't tell, naming how many there were.
 pub fn falling_ceiling(
     engine: &EngineDescriptor,
     stats: &SeriesStats,
@@ -648,23 +731,81 @@ pub fn falling_ceiling(
         }
         return t9(Status::Unknown, message);
     }
-    let saturated: Vec<(f64, f64, PairStat)> = stats
+    let busy: Vec<(f64, f64, PairStat)> = stats
         .busy_pairs
         .iter()
         .map(|(&(r, u), &p)| (f64::from_bits(r), f64::from_bits(u), p))
+        .collect();
+    let busy_samples: usize = busy.iter().map(|p| p.2.count).sum();
+    let fullest_usage = busy.iter().map(|p| p.1).fold(0.0, f64::max);
+    let pairs: Vec<(f64, f64, PairStat)> = busy
+        .iter()
+        .copied()
         .filter(|&(_, u, _)| u >= SATURATED_USAGE)
         .collect();
-    let (basis, pairs) = if saturated.is_empty() {
-        let all = stats
-            .busy_pairs
-            .iter()
-            .map(|(&(r, u), &p)| (f64::from_bits(r), f64::from_bits(u), p))
-            .collect::<Vec<_>>();
-        ("busy", all)
-    } else {
-        ("saturated", saturated)
+    let basis = "saturated";
+    let pool = engine.kv_usage_pool_words;
+    let pct = |v: f64| fmt::percent(v, 1);
+    let lag = |readings: usize| {
+        if engine.gauges_lag {
+            format!(
+                " (from {readings} readings; {} updates its gauges only when a request completes)",
+                engine.name
+            )
+        } else {
+            String::new()
+        }
     };
-    let samples: usize = pairs.iter().map(|p| p.2.count).sum();
+    let full_samples: usize = pairs.iter().map(|p| p.2.count).sum();
+    if full_samples == 0 {
+        let (share_min, share_max) = busy.iter().fold(
+            (f64::INFINITY, f64::NEG_INFINITY),
+            |(lo, hi), &(r, u, _)| (lo.min(u / r), hi.max(u / r)),
+        );
+        let mut result = t9(
+            Status::Pass,
+            format!(
+                "{pool} was never full: at most {} of it in use on {busy_samples} busy samples, below the {} at which T9 judges a ceiling, so no ceiling of it held the run's concurrency down{}",
+                pct(fullest_usage),
+                fmt::percent(SATURATED_USAGE, 0),
+                if engine.gauges_lag {
+                    format!(
+                        " ({} updates its gauges only when a request completes, so it may have been fuller between readings)",
+                        engine.name
+                    )
+                } else {
+                    String::new()
+                }
+            ),
+        )
+        .with("full_samples", 0)
+        .with("busy_samples", busy_samples)
+        .with("usage_max", fullest_usage)
+        .with("share_min", share_min)
+        .with("share_max", share_max);
+        if engine.gauges_lag {
+            result = result.with("gauges_lag", true);
+        }
+        return result;
+    }
+    if full_samples < MIN_FULL_SAMPLES {
+        let mut result = t9(
+            Status::Unknown,
+            format!(
+                "only {full_samples} of {busy_samples} busy samples had {pool} full (at least {} in use); whether the ceiling stayed put takes {MIN_FULL_SAMPLES} readings of it at least{}",
+                fmt::percent(SATURATED_USAGE, 0),
+                lag(busy_samples)
+            ),
+        )
+        .with("full_samples", full_samples)
+        .with("busy_samples", busy_samples)
+        .with("usage_max", fullest_usage);
+        if engine.gauges_lag {
+            result = result.with("gauges_lag", true);
+        }
+        return result;
+    }
+    let samples = full_samples;
     let mut lo = i64::MAX;
     let mut hi = i64::MIN;
     let mut share_min = f64::INFINITY;
@@ -685,8 +826,6 @@ pub fn falling_ceiling(
                 .then(b.2.first_index.cmp(&a.2.first_index))
         })
         .map(|&(r, u, _)| ceiling(r, u, usable_blocks));
-    let pool = engine.kv_usage_pool_words;
-    let pct = |v: f64| fmt::percent(v, 1);
     let mut message = if lo == hi {
         let share = if pct(share_min) == pct(share_max) {
             pct(share_min)
@@ -701,12 +840,7 @@ pub fn falling_ceiling(
             pct(share_max)
         )
     };
-    if engine.gauges_lag {
-        message.push_str(&format!(
-            " (from {samples} readings; {} updates its gauges only when a request completes)",
-            engine.name
-        ));
-    }
+    message.push_str(&lag(samples));
     let status = if lo == hi { Status::Pass } else { Status::Warn };
     let mut result = t9(status, message)
         .with("ceiling_min", lo)
@@ -996,7 +1130,9 @@ mod tests {
     fn merging_halves_equals_one_pass() {
         let samples: Vec<SeriesSample> = (0..40)
             .map(|i| SeriesSample {
-                t_wall: 100.0 + i as f64 * 0.25,
+                // The wall clock steps back 30 s at sample 20 and forward 2 s at 31.
+                t_wall: 100.0 + i as f64 * 0.25 - if i >= 20 { 30.0 } else { 0.0 }
+                    + if i >= 31 { 2.0 } else { 0.0 },
                 t_mono_ns: Some(1_000_000_000 + i * 250_000_000),
                 running: Some(((i * 7) % 11) as f64),
                 waiting: Some(((i * 3) % 5) as f64),
@@ -1011,7 +1147,7 @@ mod tests {
         samples.iter().for_each(|s| whole.push(s));
         let key = |s: &SeriesStats| {
             format!(
-                "{} {:?} {:?} {} {} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
+                "{} {:?} {:?} {} {} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
                 s.samples,
                 s.peak_running,
                 s.peak_in_flight,
@@ -1026,6 +1162,7 @@ mod tests {
                 s.preemption_track,
                 s.generation_track,
                 s.generation_last_rise,
+                s.wall_steps,
             )
         };
         for split in 0..=samples.len() {
@@ -1036,6 +1173,42 @@ mod tests {
         }
     }
 
+    /// A wall clock stepped back mid-run (NTP, a resumed VM) while the monotonic clock ran
+    /// on: the recording's time is the monotonic clock's, and the step is a note.
+    #[test]
+    fn a_wall_step_is_noted_and_time_is_the_monotonic_clocks() {
+        let mut stats = SeriesStats::new();
+        for i in 0..8i64 {
+            stats.push(&SeriesSample {
+                t_wall: 1000.0 + i as f64 - if i >= 4 { 30.0 } else { 0.0 },
+                t_mono_ns: Some(5_000_000_000 + i * 1_000_000_000),
+                running: Some(2.0),
+                ..SeriesSample::default()
+            });
+        }
+        assert_eq!(stats.wall_steps.count, 1);
+        assert!((stats.wall_steps.largest_s + 30.0).abs() < 1e-9);
+        assert_eq!(stats.wall_steps.at_t_wall, 974.0);
+        assert_eq!(
+            stats.wall_steps.message().unwrap(),
+            "the wall clock stepped back 30.0 s while the monotonic clock ran on; the recording's times are judged on the monotonic clock"
+        );
+        assert_eq!(stats.span_s(), Some(7.0));
+        assert_eq!(stats.busy_seconds(), Some(7.0));
+        assert_eq!(stats.busy_mean_running(), Some(2.0));
+        // A second off is the clocks' reading, not a step.
+        let mut steady = SeriesStats::new();
+        for (wall, mono) in [(0.0, 0), (1.9, 1_000_000_000), (2.0, 2_000_000_000)] {
+            steady.push(&SeriesSample {
+                t_wall: 1000.0 + wall,
+                t_mono_ns: Some(mono),
+                ..SeriesSample::default()
+            });
+        }
+        assert_eq!(steady.wall_steps, WallSteps::default());
+        assert_eq!(steady.wall_steps.message(), None);
+    }
+
     #[test]
     fn t8_boundary_is_exact() {
         let mut stats = SeriesStats::new();
@@ -1044,6 +1217,60 @@ mod tests {
         }
         assert_eq!(concurrency(&VLLM, &stats, 4, None).status, Status::Pass);
         assert_eq!(concurrency(&VLLM, &stats, 5, None).status, Status::Fail);
+    }
+
+    /// A run whose cache never passed 23% warned "ceiling moved between 8 and 13" and
+    /// advised a cap: `running / usage` on a cache with room is no ceiling. The catalogue
+    /// judges the ceiling where the cache was full, so a cache that never filled passes,
+    /// with no ceiling in the evidence for the advice to quote.
+    #[test]
+    fn t9_judges_no_ceiling_on_a_cache_that_never_filled() {
+        let mut stats = SeriesStats::new();
+        // Requests of 11.5% of the cache: 8 "fit" at 2 running, 13 at 3 of 7.7%.
+        stats.push(&sample(2.0, 0.0, 0.23));
+        stats.push(&sample(3.0, 0.0, 0.23));
+        stats.push(&sample(1.0, 0.0, 0.05));
+        let r = falling_ceiling(&VLLM, &stats, None);
+        assert_eq!(r.status, Status::Pass, "{}", r.message);
+        assert_eq!(
+            r.message,
+            "the cache was never full: at most 23.0% of it in use on 3 busy samples, below the 90% at which T9 judges a ceiling, so no ceiling of it held the run's concurrency down"
+        );
+        assert_eq!(r.evidence["full_samples"], 0);
+        assert_eq!(r.evidence["usage_max"], 0.23);
+        for key in ["ceiling_min", "ceiling_max", "blocks_per_request_min"] {
+            assert!(r.evidence.get(key).is_none(), "{key} in {:?}", r.evidence);
+        }
+        // Just below the line is not full; at it, it is.
+        let mut edge = SeriesStats::new();
+        edge.push(&sample(9.0, 0.0, 0.899_999));
+        edge.push(&sample(9.0, 0.0, 0.9));
+        edge.push(&sample(9.0, 0.0, 0.9));
+        let r = falling_ceiling(&VLLM, &edge, None);
+        assert_eq!(r.status, Status::Pass, "{}", r.message);
+        assert_eq!(r.evidence["samples"], 2, "{}", r.message);
+        assert_eq!(r.evidence["basis"], "saturated");
+    }
+
+    /// T9 passed from a single full sample: one reading of a ceiling says nothing of
+    /// whether it stayed put.
+    #[test]
+    fn t9_from_one_full_sample_is_cant_tell_naming_the_count() {
+        let mut stats = SeriesStats::new();
+        stats.push(&sample(4.0, 0.0, 0.5));
+        stats.push(&sample(8.0, 0.0, 0.95));
+        let r = falling_ceiling(&VLLM, &stats, None);
+        assert_eq!(r.status, Status::Unknown, "{}", r.message);
+        assert_eq!(
+            r.message,
+            "only 1 of 2 busy samples had the cache full (at least 90% in use); whether the ceiling stayed put takes 2 readings of it at least"
+        );
+        assert_eq!(r.evidence["full_samples"], 1);
+        // A second full reading of the same ceiling lets it pass.
+        stats.push(&sample(8.0, 0.0, 0.95));
+        let r = falling_ceiling(&VLLM, &stats, None);
+        assert_eq!(r.status, Status::Pass, "{}", r.message);
+        assert_eq!(r.evidence["samples"], 2);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Checks on a before and an after snapshot: T1 (silent preemption), T10 (integer-second
 //! timing) and T15 (client and server counts disagree).
 
-use super::counters::{clock_deltas, counter_delta, out_of_order, restart_between};
+use super::counters::{clock_deltas, counter_delta, out_of_order, restart_between, same_process};
 use super::series::SeriesStats;
 use crate::client::ClientAccount;
 use crate::engine::EngineDescriptor;
@@ -215,21 +215,61 @@ pub struct Span {
     pub seconds: f64,
     /// How far that may be off, from the readings' latencies.
     pub uncertainty_s: Option<f64>,
+    /// Seconds the wall clock moved beyond the monotonic span (negative: it stepped
+    /// back), when the two disagree and the monotonic clocks are known to be of one boot.
+    pub wall_step_s: Option<f64>,
+}
+
+/// Whether the two readings' monotonic stamps come from one boot of one host, as the
+/// readings show it: both scraped a server on the recorder's own host (a loopback
+/// address, so the server runs under the kernel whose monotonic clock stamped them), and
+/// that server is one process through both (its `*_created` stamps did not move). A
+/// reboot ends every process, so a process that outlived the span ran on one boot, and
+/// so did the clock that stamped both readings.
+fn one_boot(before: &Snapshot, after: &Snapshot) -> bool {
+    loopback(&before.url) && loopback(&after.url) && same_process(before, after)
+}
+
+/// Whether a URL names this host: `localhost`, `127.0.0.0/8` or `::1`.
+fn loopback(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = match host_port.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host_port.split(':').next().unwrap_or(""),
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// The time between two snapshots: monotonic when both have it (cross-checked against
 /// the wall clocks), else wall.
+///
+/// Monotonic and wall spans more than a second apart mean either readings from two boots
+/// (unrelated monotonic clocks) or a wall clock that stepped (NTP, a resumed VM). Only
+/// when the readings show one boot ([`one_boot`]) is it the step: the span is then the
+/// monotonic clock's, and the step is kept in [`Span::wall_step_s`]. Otherwise no span
+/// can be trusted.
 pub fn span_between(before: &Snapshot, after: &Snapshot) -> Result<Span, String> {
     let uncertainty_s = match (before.latency_s, after.latency_s) {
         (Some(a), Some(b)) => Some((a + b) / 2.0),
         _ => None,
     };
     let (mono, wall) = clock_deltas(before, after);
+    let mut wall_step_s = None;
     let seconds = match (mono, wall) {
         (Some(m), Some(w)) if (m - w).abs() > 1.0 => {
-            return Err(format!(
-                "monotonic span {m:.3}s and wall span {w:.3}s disagree; snapshots from different host boots, or the wall clock stepped"
-            ))
+            if m > 0.0 && one_boot(before, after) {
+                wall_step_s = Some(w - m);
+                m
+            } else {
+                return Err(format!(
+                    "monotonic span {m:.3}s and wall span {w:.3}s disagree; snapshots from different host boots, or the wall clock stepped"
+                ));
+            }
         }
         (Some(m), _) => m,
         (None, Some(w)) => w,
@@ -240,6 +280,7 @@ pub fn span_between(before: &Snapshot, after: &Snapshot) -> Result<Span, String>
     Ok(Span {
         seconds,
         uncertainty_s,
+        wall_step_s,
     })
 }
 
@@ -288,15 +329,54 @@ pub fn rate(
         .with("tokens", tokens)
         .with("span_s", span.seconds);
     }
+    // Each snapshot stores the midpoint of its scrape, and the server read its counters at
+    // some moment within the scrape, so each reading's time is off by at most half its
+    // latency, and the span by at most the sum of the halves. When that reaches the span,
+    // the time between the readings may be nothing at all: no rate is measured.
+    if let (Some(a), Some(b)) = (before.latency_s, after.latency_s) {
+        let uncertainty = (a + b) / 2.0;
+        if !(a.is_finite() && b.is_finite() && a >= 0.0 && b >= 0.0) {
+            return t10(
+                Status::Unknown,
+                format!(
+                    "a snapshot's scrape latency is not a time a request can take ({a} s before, {b} s after); the readings cannot be placed in time"
+                ),
+            )
+            .with("tokens", tokens)
+            .with("span_s", span.seconds);
+        }
+        if uncertainty >= span.seconds {
+            return t10(
+                Status::Unknown,
+                format!(
+                    "the snapshots are {:.3}s apart, but their scrapes took {a:.3}s and {b:.3}s: each reading lies somewhere within its scrape, so the span is known only to ±{uncertainty:.3}s and may be nothing; no rate is measured",
+                    span.seconds
+                ),
+            )
+            .with("tokens", tokens)
+            .with("span_s", span.seconds)
+            .with("span_uncertainty_s", uncertainty);
+        }
+    }
     let rate = tokens / span.seconds;
-    let mut result = t10(
-        Status::Pass,
-        format!("{rate:.2} tokens/s over {:.3}s", span.seconds),
-    )
-    .with("tokens", tokens)
-    .with("span_s", span.seconds)
-    .with("span_uncertainty_s", span.uncertainty_s)
-    .with("rate_per_s", rate);
+    let mut message = format!("{rate:.2} tokens/s over {:.3}s", span.seconds);
+    if let Some(step) = span.wall_step_s {
+        message.push_str(&format!(
+            " on the monotonic clock; the wall clock stepped {} {:.1} s between the snapshots, while one server process on this host answered both",
+            if step < 0.0 { "back" } else { "forward" },
+            step.abs()
+        ));
+    }
+    let mut result = t10(Status::Pass, message)
+        .with("tokens", tokens)
+        .with("span_s", span.seconds)
+        .with("span_uncertainty_s", span.uncertainty_s)
+        .with("rate_per_s", rate);
+    if let Some(step) = span.wall_step_s {
+        // The whole-second comparison reads the wall clocks, which carry the step, not
+        // only the rounding it is meant to show.
+        return result.with("wall_step_s", step);
+    }
     if let (Some(a), Some(b)) = (before.t_wall, after.t_wall) {
         let integer_span = b.trunc() as i64 - a.trunc() as i64;
         result = result.with("integer_second_span_s", integer_span);
@@ -475,6 +555,128 @@ mod tests {
             Some(&sglang_log(44, Some(3))),
         );
         assert_unknown_saying(&logged, "3 retractions");
+    }
+
+    /// A vLLM reading on this host, `seconds` into the run on the monotonic clock and at
+    /// `wall` on the wall clock, by the process whose counters were created at
+    /// `created`.
+    fn local(seconds: f64, wall: f64, created: f64, generated: f64) -> Snapshot {
+        use crate::testing::sample;
+        let mut s = crate::testing::snapshot(
+            Some(wall),
+            vec![
+                sample("vllm:generation_tokens_total", &[], generated),
+                sample("vllm:generation_tokens_created", &[], created),
+            ],
+        );
+        s.url = "http://127.0.0.1:8000/metrics".into();
+        s.t_mono_ns = Some(((1000.0 + seconds) * 1e9) as i64);
+        s
+    }
+
+    /// The wall clock stepped back 30 s mid-run (NTP, a resumed VM); T10 said Can't tell,
+    /// "snapshots from different host boots, or the wall clock stepped". One server
+    /// process on this host answered both readings, so one boot stamped them: the rate
+    /// is measured on the monotonic clock, and the step is named.
+    #[test]
+    fn t10_judges_a_wall_step_on_the_monotonic_clock_when_one_boot_is_shown() {
+        use crate::engine::VLLM;
+        let t0 = 1_790_000_000.0;
+        let before = local(0.0, t0, t0 - 50.0, 100.0);
+        let after = local(100.0, t0 + 70.0, t0 - 50.0, 10_100.0);
+        let r = rate(&VLLM, &before, &after, None);
+        assert_eq!(r.status, Status::Pass, "{}", r.message);
+        assert_eq!(
+            r.message,
+            "100.00 tokens/s over 100.000s on the monotonic clock; the wall clock stepped back 30.0 s between the snapshots, while one server process on this host answered both"
+        );
+        assert_eq!(r.evidence["wall_step_s"], -30.0);
+        assert!(r.evidence.get("integer_second_span_s").is_none());
+        // Another process answered the second reading (it restarted): refused, as a
+        // restart is (its counters start again).
+        let restarted = local(100.0, t0 + 70.0, t0 + 20.0, 10_100.0);
+        assert_eq!(
+            rate(&VLLM, &before, &restarted, None).status,
+            Status::Unknown
+        );
+        // A server on another host: its process says nothing of the recorder's boots.
+        let (mut far_before, mut far_after) = (before.clone(), after.clone());
+        far_before.url = "http://10.0.0.7:8000/metrics".into();
+        far_after.url = "http://10.0.0.7:8000/metrics".into();
+        assert_unknown_saying(
+            &rate(&VLLM, &far_before, &far_after, None),
+            "snapshots from different host boots, or the wall clock stepped",
+        );
+        // No creation stamps to show one process: refused.
+        let bare = |s: &Snapshot| {
+            let mut s = s.clone();
+            s.metrics = crate::metrics::MetricSet::new(vec![crate::testing::sample(
+                "vllm:generation_tokens_total",
+                &[],
+                s.metrics.total("vllm:generation_tokens_total").unwrap(),
+            )]);
+            s
+        };
+        assert_eq!(
+            rate(&VLLM, &bare(&before), &bare(&after), None).status,
+            Status::Unknown
+        );
+    }
+
+    /// A scrape that took longer than the span between the snapshots: T10 passed with a
+    /// rate. Each reading lies within its scrape (the midpoint is stored), so the span is
+    /// known to ±(latency before + latency after) / 2; at or beyond the span it may be
+    /// nothing.
+    #[test]
+    fn t10_measures_no_rate_when_the_scrapes_outlast_the_span() {
+        use crate::engine::VLLM;
+        let t0 = 1_790_000_000.0;
+        let pair = |latency_before: f64, latency_after: f64| {
+            let mut before = local(0.0, t0, t0 - 50.0, 100.0);
+            let mut after = local(1.0, t0 + 1.0, t0 - 50.0, 200.0);
+            before.latency_s = Some(latency_before);
+            after.latency_s = Some(latency_after);
+            rate(&VLLM, &before, &after, None)
+        };
+        let r = pair(3.0, 0.004);
+        assert_eq!(r.status, Status::Unknown, "{}", r.message);
+        assert_eq!(
+            r.message,
+            "the snapshots are 1.000s apart, but their scrapes took 3.000s and 0.004s: each reading lies somewhere within its scrape, so the span is known only to ±1.502s and may be nothing; no rate is measured"
+        );
+        assert_eq!(
+            pair(1.0, 1.0).status,
+            Status::Unknown,
+            "the bound reaches the span"
+        );
+        let r = pair(1.0, 0.99);
+        assert_eq!(r.status, Status::Pass, "{}", r.message);
+        assert_eq!(r.evidence["span_uncertainty_s"], 0.995);
+        assert_unknown_saying(&pair(-0.5, 0.004), "not a time a request can take");
+        assert_unknown_saying(&pair(f64::NAN, 0.004), "not a time a request can take");
+    }
+
+    #[test]
+    fn loopback_addresses() {
+        for url in [
+            "http://127.0.0.1:8000/metrics",
+            "http://localhost/metrics",
+            "https://[::1]:9/x",
+            "http://127.3.2.1",
+            "http://user@127.0.0.1:1/",
+        ] {
+            assert!(loopback(url), "{url}");
+        }
+        for url in [
+            "",
+            "file:after.prom",
+            "http://10.0.0.7:8000/metrics",
+            "http://127.0.0.1.example.com/",
+            "http://[::2]:1/",
+            "http://localhost.example/",
+        ] {
+            assert!(!loopback(url), "{url}");
+        }
     }
 
     #[test]

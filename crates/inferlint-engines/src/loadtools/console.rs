@@ -83,6 +83,9 @@ pub fn complete_from_console(account: &mut ClientAccount, log: &str) {
         advertised.range_ratio = advertised
             .range_ratio
             .or_else(|| number("random_range_ratio"));
+        advertised.prefix_tokens = advertised
+            .prefix_tokens
+            .or_else(|| number("random_prefix_len"));
     }
     if account.advertised.ignore_eos.is_none() {
         account.advertised.ignore_eos = match (get("ignore_eos"), get("disable_ignore_eos")) {

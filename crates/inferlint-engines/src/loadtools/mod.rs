@@ -227,6 +227,10 @@ fn read_kind(
         }
     };
     account.count_from_records();
+    if let Some(why) = account.impossible_count() {
+        let tool = label(account.tool, account.tool_version.as_deref());
+        return Err(FileError::invalid(path, format!("{tool} result: {why}")));
+    }
     Ok(account)
 }
 

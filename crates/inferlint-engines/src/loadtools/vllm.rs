@@ -37,6 +37,7 @@ pub(super) fn read(path: &Path, bytes: &[u8], tool: LoadTool) -> Result<ClientAc
         ));
     }
     let get = |key: &str| object.get(key);
+    impossible_counts(path, &tool_label, &object)?;
     account.sent = int(get("num_prompts"));
     account.completed = int(get("completed"));
     account.failed = int(get("failed"));
@@ -56,6 +57,7 @@ pub(super) fn read(path: &Path, bytes: &[u8], tool: LoadTool) -> Result<ClientAc
         account.advertised.input_tokens = num(get("random_input_len"));
         account.advertised.output_tokens = num(get("random_output_len"));
         account.advertised.range_ratio = num(get("random_range_ratio"));
+        account.advertised.prefix_tokens = num(get("random_prefix_len"));
     }
     read_records(path, &object, &tool_label, &mut account)?;
     read_identity(&object, &mut account);
@@ -99,6 +101,32 @@ fn read_identity(object: &Map<String, Value>, account: &mut ClientAccount) {
         id.server_port = count(info.get("port")).and_then(|p| u16::try_from(p).ok());
         id.server_version = text(info.get("version")).filter(|v| !v.trim().is_empty());
     }
+}
+
+/// Refuses a count no run can have (`"completed": -1`), naming the field: a file that
+/// holds one is not what it claims, and every count beside it is in doubt. (A fraction is
+/// truncated, as the established tool reads counts.)
+fn impossible_counts(
+    path: &Path,
+    tool_label: &str,
+    object: &Map<String, Value>,
+) -> Result<(), FileError> {
+    let counts = [
+        ("num_prompts", "requests"),
+        ("completed", "requests"),
+        ("failed", "requests"),
+        ("total_input_tokens", "tokens"),
+        ("total_output_tokens", "tokens"),
+    ];
+    for (key, what) in counts {
+        if let Some(v) = num(object.get(key)).filter(|v| *v < 0.0) {
+            return Err(FileError::invalid(
+                path,
+                format!("{tool_label} result: '{key}' is {v}, which no count of {what} can be"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The whole file as one JSON value, else its last non-empty line (SGLang appends one line
@@ -263,6 +291,33 @@ mod tests {
         let far = line.replace("30000", "70000");
         let a = read(Path::new("b.jsonl"), far.as_bytes(), LoadTool::SglangBench).unwrap();
         assert_eq!(a.identity.server_port, None);
+    }
+
+    /// `"completed": -1` read as no count, and T18 passed on the rest: a count no run can
+    /// have is refused, naming the field.
+    #[test]
+    fn impossible_counts_are_refused_naming_the_field() {
+        for (field, value) in [
+            ("completed", "-1"),
+            ("failed", "-0.5"),
+            ("num_prompts", "-32"),
+        ] {
+            let text = format!(
+                r#"{{"backend": "openai", "num_prompts": 32, "completed": 32, "failed": 0, "{field}": {value}}}"#
+            );
+            let e = read(Path::new("b.json"), text.as_bytes(), LoadTool::VllmBench).unwrap_err();
+            let e = e.to_string();
+            assert!(
+                e.contains(&format!(
+                    "'{field}' is {}, which no count of requests can be",
+                    value.parse::<f64>().unwrap()
+                )),
+                "{e}"
+            );
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
+        let fine = r#"{"backend": "openai", "num_prompts": 32, "completed": 32.0, "failed": 0}"#;
+        assert!(read(Path::new("b.json"), fine.as_bytes(), LoadTool::VllmBench).is_ok());
     }
 
     #[test]
