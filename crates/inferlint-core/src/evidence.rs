@@ -112,6 +112,7 @@ pub static KEYS: &[Key] = &[
     key("client_incomplete", &[T::T18], "requests still open or cancelled when the tool stopped"),
     key("client_unaccounted", &[T::T18], "requests sent that the tool counts neither as completed nor as failed"),
     key("client_empty", &[T::T18], "completed requests with no output token"),
+    key("client_contradiction", &[T::T18], "how the result file's own counts contradict each other (more ended than sent, more records of an outcome than its count)"),
     key("failure_reasons", &[T::T18], "the failed requests by the error the tool recorded"),
     key("failures_counted", &[T::T18], "how the tool counts failures: `counted`, `per_request_only`, `not_counted`"),
     key("server_aborted", &[T::T18], "requests the server counted as aborted"),

@@ -607,19 +607,24 @@ pub fn length_mismatch(
     }
     let source = server_side.map(|(_, _, s)| s);
     let evidence = |r: CheckResult| {
-        r.with(
-            "comparisons",
-            comparisons.iter().map(Comparison::json).collect::<Vec<_>>(),
-        )
-        .with("server_source", source)
-        .with("client_prompt_per_request", client_in)
-        .with("client_output_per_request", client_out)
-        .with("asked_prompt_per_request", asked_in)
-        .with("asked_output_per_request", asked_out)
-        .with("advertised_range_ratio", account.advertised.range_ratio)
-        .with("advertised_prefix_tokens", account.advertised.prefix_tokens)
-        .with("ignore_eos", account.advertised.ignore_eos)
-        .with("requests_differing", per_request_differences(account))
+        let r = r
+            .with(
+                "comparisons",
+                comparisons.iter().map(Comparison::json).collect::<Vec<_>>(),
+            )
+            .with("server_source", source)
+            .with("client_prompt_per_request", client_in)
+            .with("client_output_per_request", client_out)
+            .with("asked_prompt_per_request", asked_in)
+            .with("asked_output_per_request", asked_out)
+            .with("advertised_range_ratio", account.advertised.range_ratio);
+        // Only where the tool named a prefix: most tools have none to name.
+        let r = match account.advertised.prefix_tokens {
+            Some(p) => r.with("advertised_prefix_tokens", p),
+            None => r,
+        };
+        r.with("ignore_eos", account.advertised.ignore_eos)
+            .with("requests_differing", per_request_differences(account))
     };
     let Some(worst) = comparisons
         .iter()
