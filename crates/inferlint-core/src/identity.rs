@@ -174,8 +174,21 @@ fn utc_words(unix_s: f64) -> String {
 }
 
 /// The readings' wall-clock window, when both carry one.
+///
+/// Where both carry the monotonic clock (the gate has set aside readings of two boots
+/// before this is asked), the window also holds the monotonic span from either end: a
+/// wall clock that stepped between the readings moved one end, and the load tool's
+/// clock, on that wall clock, may have been read on either side of the step.
 fn window(before: Option<&Snapshot>, after: Option<&Snapshot>) -> Option<(f64, f64)> {
-    Some((before?.t_wall?, after?.t_wall?))
+    let (before, after) = (before?, after?);
+    let (start, end) = (before.t_wall?, after.t_wall?);
+    match (before.t_mono_ns, after.t_mono_ns) {
+        (Some(b), Some(a)) if a > b => {
+            let mono = (a - b) as f64 / 1e9;
+            Some((start.min(end - mono), end.max(start + mono)))
+        }
+        _ => Some((start, end)),
+    }
 }
 
 /// How a result file fits the run the readings bracket and the boot logs describe.
@@ -664,10 +677,17 @@ pub fn name_rejected(run: &Run, results: &mut Vec<crate::status::CheckResult>) {
                     .collect()
             })
             .unwrap_or_default();
+        // The concurrency asked for came from the result file when no flag gave it: a
+        // check that needs it lost it with the file.
+        let from_the_file = |need: &str| need == input::REQUESTED && run.requested.is_none();
         let why: Vec<&Rejected> = run
             .rejected
             .iter()
-            .filter(|r| needs.iter().any(|n| n == r.input))
+            .filter(|r| {
+                needs
+                    .iter()
+                    .any(|n| n == r.input || (r.input == input::BENCH_RESULT && from_the_file(n)))
+            })
             .collect();
         if why.is_empty() {
             continue;
@@ -923,6 +943,43 @@ mod tests {
         assert!(two_boots.unwrap_err().contains("two boots"));
         let same = readings_fit(&reading(BEFORE, BOOT, 5.0), &reading(BEFORE, BOOT, 5.0));
         assert!(same.unwrap_err().contains("same moment"));
+    }
+
+    /// The concurrency asked for that only the set-aside result file said is lost with
+    /// it: a check that needed it says why, not merely "needs --requested".
+    #[test]
+    fn the_concurrency_of_a_result_set_aside_goes_with_it() {
+        let mut run = run_with(
+            reading(BEFORE, BOOT, 5.0),
+            reading(AFTER, BOOT, 5.0),
+            SeriesStats::new(),
+        );
+        run.requested = None;
+        run.rejected.push(Rejected {
+            input: input::BENCH_RESULT,
+            name: "bench.json".into(),
+            why: "it names the model m".into(),
+            untrusted: false,
+        });
+        let mut results = vec![CheckResult::not_checked(
+            Tripwire::T17,
+            "needs the concurrency",
+            &[input::REQUESTED],
+        )];
+        name_rejected(&run, &mut results);
+        assert_eq!(results[0].status, Status::Unknown);
+        assert!(results[0]
+            .message
+            .starts_with("bench.json is not of this run"));
+        // Given on the command line, it was not the file's to lose.
+        run.requested = Some(8);
+        let mut given = vec![CheckResult::not_checked(
+            Tripwire::T17,
+            "needs the concurrency",
+            &[input::REQUESTED],
+        )];
+        name_rejected(&run, &mut given);
+        assert_eq!(given[0].status, Status::NotChecked);
     }
 
     /// A check that needed an input set aside says Can't tell naming it, in its place
