@@ -250,7 +250,7 @@ fn loopback(url: &str) -> bool {
 ///
 /// Monotonic and wall spans more than a second apart mean either readings from two boots
 /// (unrelated monotonic clocks) or a wall clock that stepped (NTP, a resumed VM). Only
-/// when the readings show one boot ([`one_boot`]) is it the step: the span is then the
+/// when the readings show one boot (`one_boot`) is it the step: the span is then the
 /// monotonic clock's, and the step is kept in [`Span::wall_step_s`]. Otherwise no span
 /// can be trusted.
 pub fn span_between(before: &Snapshot, after: &Snapshot) -> Result<Span, String> {
