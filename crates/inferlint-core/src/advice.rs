@@ -797,6 +797,16 @@ mod tests {
         );
     }
 
+    /// A `vllm bench serve` account of 32 completed requests of these lengths.
+    fn thirty_two(prompt: i64, output: i64) -> ClientAccount {
+        ClientAccount {
+            completed: Some(32),
+            total_input_tokens: Some(32 * prompt),
+            total_output_tokens: Some(32 * output),
+            ..ClientAccount::new(LoadTool::VllmBench)
+        }
+    }
+
     /// A plain model whose requests preemption kept short: T9 measured at most 18 of
     /// 128 usable blocks per request (ceilings 7 to 10), but each request's 88 prompt and
     /// 300 output tokens are 388 tokens, 25 blocks of 16, so 128 / 25 = 5 fit at full
@@ -808,12 +818,7 @@ mod tests {
             available_kv_cache_gib: Some(1.0),
             ..BootFacts::default()
         };
-        let bench = ClientAccount {
-            completed: Some(32),
-            total_input_tokens: Some(32 * 88),
-            total_output_tokens: Some(32 * 300),
-            ..ClientAccount::new(LoadTool::VllmBench)
-        };
+        let bench = thirty_two(88, 300);
         let t9 = CheckResult::new(Tripwire::T9, Status::Warn, "moved")
             .with("ceiling_min", 7)
             .with("ceiling_max", 10)
@@ -848,12 +853,7 @@ mod tests {
             ),
             ..BootFacts::default()
         };
-        let bench = ClientAccount {
-            completed: Some(32),
-            total_input_tokens: Some(32 * 88),
-            total_output_tokens: Some(32 * 300),
-            ..ClientAccount::new(LoadTool::VllmBench)
-        };
+        let bench = thirty_two(88, 300);
         let t1 = CheckResult::new(Tripwire::T1, Status::Fail, "30").with("preemptions", 30.0);
         let all = advice(
             &run(&VLLM, boot.clone(), Some(bench.clone())),
