@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::common::{
-    copy_tree, fixtures, inferlint, no_panic, recorded, stderr, stdout, RECORDED_RUNS,
+    copy_tree, edited_copy, fixtures, inferlint, no_panic, recorded, stderr, stdout, RECORDED_RUNS,
 };
 
 fn json(o: &std::process::Output) -> Value {
@@ -107,6 +107,42 @@ fn fixture_runs_of_two_engines_are_not_comparable_and_a_copy_is() {
         "{}",
         stdout(&o)
     );
+}
+
+/// Done when: compare says of TensorRT-LLM, whose gauges move only when a request
+/// completes (its engine table's `gauges_lag`), that how many ran at once cannot be
+/// told, as its report does ("the recording does not give the number running"), and
+/// never gives the recording's stale mean.
+#[test]
+fn compare_gives_no_count_of_running_from_a_gauge_that_lags() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sim = fixtures().join("sim/trtllm-no-evict");
+    let a = copy_of(&sim, &tmp.path().join("a"));
+    edited_copy(&sim, &tmp.path().join("b"));
+    let report = inferlint(tmp.path(), &["report", a.to_str().unwrap()]);
+    assert!(
+        stdout(&report).contains("so the recording does not give the number running"),
+        "{}",
+        stdout(&report)
+    );
+    let o = inferlint(tmp.path(), &["compare", "--json", "a", "b"]);
+    no_panic(&o);
+    let c = json(&o);
+    let achieved = c["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["key"] == "achieved")
+        .unwrap();
+    assert_eq!(achieved["state"], "one_sided", "{achieved}");
+    for v in achieved["values"].as_array().unwrap() {
+        assert_eq!(
+            v,
+            "cannot be told: TensorRT-LLM updates its running gauge only when a request completes"
+        );
+    }
+    let text = stdout(&inferlint(tmp.path(), &["compare", "a", "b"]));
+    assert!(!text.contains("on average of"), "{text}");
 }
 
 /// A fact one run records and the other does not is "cannot tell" (exit 2), never "same".
