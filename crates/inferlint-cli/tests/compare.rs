@@ -290,7 +290,7 @@ fn repeats_per_side_give_the_noise() {
 }
 
 /// Done when: the simulated sweep at 4, 8, 16 and 32 finds the knee the simulator put
-/// there, and the first preemption and shortfall.
+/// there, the first preemption and the first run whose peak falls short.
 #[test]
 fn the_sweep_finds_the_places_the_simulator_put() {
     let expected = inferlint_sim::sweep::expected();
@@ -304,10 +304,7 @@ fn the_sweep_finds_the_places_the_simulator_put() {
         s["preemption_starts"],
         label(expected.preemption_starts).as_str()
     );
-    assert_eq!(
-        s["stops_following"],
-        label(expected.stops_following).as_str()
-    );
+    assert_eq!(s["stops_reaching"], label(expected.stops_reaching).as_str());
     assert_eq!(s["one_setup"], "comparable");
     // One table: every run with its verdicts.
     let o = inferlint(
@@ -322,6 +319,140 @@ fn the_sweep_finds_the_places_the_simulator_put() {
     let rows: Vec<&str> = text.lines().filter(|l| l.contains(" pass")).collect();
     assert_eq!(rows.len(), 4, "{text}");
     assert!(rows[3].contains("failed T1 T8"), "{text}");
+}
+
+/// The number `report`'s "What limited this run" prints after `lead`, in milliseconds
+/// when its unit is, with half its last printed digit (the rounding it was printed with).
+fn printed_after(text: &str, lead: &str) -> Option<(f64, f64)> {
+    let rest = &text[text.find(lead)? + lead.len()..];
+    let number: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ',')
+        .collect();
+    let value: f64 = number.replace(',', "").parse().ok()?;
+    let decimals = number.split('.').nth(1).map_or(0, str::len);
+    let half = 0.5 * 10f64.powi(-(decimals as i32));
+    Some(match rest[number.len()..].trim_start() {
+        u if u.starts_with("ms") => (value, half),
+        u if u.starts_with("s ") || u.starts_with("s,") || u.starts_with("s.") => {
+            (value * 1000.0, half * 1000.0)
+        }
+        _ => (value, half),
+    })
+}
+
+/// Done when: every figure `sweep` and `compare` print of a run of the simulated sweep is
+/// the one `report` prints of that folder (the concurrency asked and the peak as T8 read
+/// them, T1's preemptions, and "What limited this run"'s busy mean, throughput and median
+/// TTFT, to the digits it prints), and sweep says the server followed a concurrency
+/// exactly where the report says the run reached it (T8 passed) and kept its requests
+/// busy.
+#[test]
+fn sweep_and_compare_tell_each_run_as_its_report_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep_dir = tmp.path().join("sweep");
+    for c in inferlint_sim::sweep::CONCURRENCIES {
+        let folder = inferlint_sim::sweep::folder(c);
+        copy_of(
+            &fixtures().join("sweep").join(&folder),
+            &sweep_dir.join(folder),
+        );
+    }
+    let o = inferlint(tmp.path(), &["sweep", "--json", "sweep"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let s = json(&o);
+    let points = s["points"].as_array().unwrap();
+    assert_eq!(points.len(), 4);
+    let mut first_not_followed = None;
+    for p in points {
+        let dir = p["label"].as_str().unwrap();
+        let results: Value =
+            serde_json::from_str(&stdout(&inferlint(tmp.path(), &["report", "--json", dir])))
+                .unwrap();
+        let verdict = |t: &str| {
+            results
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["tripwire"] == t)
+                .unwrap_or_else(|| panic!("{dir}: no {t}"))
+                .clone()
+        };
+        let (t8, t1) = (verdict("T8"), verdict("T1"));
+        assert_eq!(
+            p["asked"],
+            t8["evidence"]["requested"].as_f64().unwrap(),
+            "{dir}"
+        );
+        assert_eq!(p["peak_running"], t8["evidence"]["peak_running"], "{dir}");
+        assert_eq!(p["preemptions"], t1["evidence"]["preemptions"], "{dir}");
+        let text = stdout(&inferlint(tmp.path(), &["report", dir]));
+        let mean = p["mean_running"].as_f64().unwrap();
+        assert!(
+            text.contains(&format!(
+                "the server's recording shows {mean:.1} running on average while it was busy"
+            )),
+            "{dir}: {mean}\n{text}"
+        );
+        for (figure, lead) in [
+            ("output_throughput", "the load tool's "),
+            ("ttft_ms", "Half the requests got their first token within "),
+            ("ttft_ms", "Half the requests waited more than "),
+        ] {
+            let Some((printed, half)) = printed_after(&text, lead) else {
+                continue;
+            };
+            let ours = p[figure].as_f64().unwrap();
+            assert!(
+                (ours - printed).abs() <= half + 1e-9,
+                "{dir}: {figure} {ours}, the report prints {printed} after {lead:?}"
+            );
+        }
+        assert!(
+            text.contains("the load tool's ") && text.contains("Half the requests "),
+            "{dir}: {text}"
+        );
+        let kept_busy = text.contains("The run kept its requests busy");
+        let followed = t8["status"] == "pass" && kept_busy;
+        assert_eq!(p["follows"], followed, "{dir}:\n{text}");
+        if !followed && first_not_followed.is_none() {
+            first_not_followed = Some(dir.to_owned());
+        }
+        // compare prints the same counts of the same run.
+        let other = edited_copy(
+            &tmp.path().join(dir),
+            &tmp.path().join(format!("{dir}-again")),
+        );
+        let c = json(&inferlint(
+            tmp.path(),
+            &["compare", "--json", dir, other.to_str().unwrap()],
+        ));
+        let run_item = |key: &str| {
+            c["runs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|i| i["key"] == key)
+                .unwrap()["values"][0]
+                .clone()
+        };
+        assert_eq!(
+            run_item("achieved"),
+            format!(
+                "{} at most, {mean:.1} on average of {}",
+                t8["evidence"]["peak_running"].as_f64().unwrap(),
+                t8["evidence"]["requested"]
+            )
+            .as_str(),
+            "{dir}"
+        );
+        assert_eq!(
+            run_item("preemptions"),
+            format!("{}", t1["evidence"]["preemptions"].as_f64().unwrap()).as_str(),
+            "{dir}"
+        );
+    }
+    assert_eq!(s["stops_following"].as_str(), first_not_followed.as_deref());
 }
 
 #[test]

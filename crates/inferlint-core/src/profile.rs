@@ -533,6 +533,42 @@ mod tests {
         );
     }
 
+    /// `sweep` says a concurrency was followed exactly where `report`'s "What limited
+    /// this run" says the run kept its requests busy, on either side of the share: a
+    /// recording alternating 10 and 8 running has a busy mean of 9.0, 90% of the 10
+    /// asked; 10 and 7.9 has 8.95, just under it. Both peaks reach the 10 asked.
+    #[test]
+    fn sweep_follows_where_report_says_the_run_kept_its_requests_busy() {
+        for (low, kept) in [(8.0, true), (7.9, false)] {
+            let mut running: Vec<f64> = (0..40)
+                .map(|i| if i % 2 == 0 { 10.0 } else { low })
+                .collect();
+            running.extend([0.0; 4]);
+            let run = run_of(&VLLM, recording(1000.0, &running), 10);
+            let results = check_run(&run);
+            let pace = crate::insights::what_limited(&run, &results)
+                .into_iter()
+                .find(|i| i.key == "pace")
+                .expect("a pace sentence");
+            assert_eq!(pace.limit, !kept, "{pace:?}");
+            assert_eq!(
+                pace.title == "The run kept its requests busy",
+                kept,
+                "{pace:?}"
+            );
+            let point = |c: u64| {
+                let r = run_of(&VLLM, recording(1000.0, &running), c);
+                RunProfile::of(&format!("c{c}"), &r, &check_run(&r))
+            };
+            // A second, smaller load makes it a sweep; the run at 10 is the one judged.
+            let mut smaller = point(10);
+            smaller.label = "c5".into();
+            smaller.load.requested_concurrency = Some(5);
+            let s = crate::sweep::sweep(vec![smaller, point(10)], false);
+            assert_eq!(s.points[1].follows, Some(kept), "{:?}", s.points[1]);
+        }
+    }
+
     #[test]
     fn a_recording_set_aside_as_not_of_the_run_gives_no_count_of_running() {
         // The readings bracket 1000 s to 1100 s; the recording starts a second after the
