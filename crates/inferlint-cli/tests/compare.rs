@@ -66,13 +66,14 @@ fn recordings_of_different_setups_are_not_comparable_and_say_why() {
     assert_eq!(item(&c, "version")["state"], "one_sided");
 }
 
-/// Done when: a run and its copy exit 0, for every recorded run folder.
+/// Done when: a run and another folder of its setup and figures exit 0 with every item
+/// the same, for every recorded run folder; its exact copy is the run given twice.
 #[test]
-fn every_recording_and_its_copy_are_comparable() {
+fn every_recording_and_its_edited_copy_are_comparable_and_its_exact_copy_is_refused() {
     let Some(rec) = recorded() else { return };
     for run in RECORDED_RUNS {
         let tmp = tempfile::tempdir().unwrap();
-        let copy = copy_of(&rec.join(run), &tmp.path().join("copy"));
+        let copy = edited_copy(&rec.join(run), &tmp.path().join("copy"));
         let o = inferlint(&rec, &["compare", "--json", run, copy.to_str().unwrap()]);
         no_panic(&o);
         let c = json(&o);
@@ -84,6 +85,14 @@ fn every_recording_and_its_copy_are_comparable() {
                 "{run}: {i}"
             );
         }
+        let exact = copy_of(&rec.join(run), &tmp.path().join("exact"));
+        let o = inferlint(&rec, &["compare", "--json", run, exact.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{run}: {}", stdout(&o));
+        assert!(
+            stderr(&o).contains("the same byte for byte"),
+            "{run}: {}",
+            stderr(&o)
+        );
     }
 }
 
@@ -99,7 +108,7 @@ fn fixture_runs_of_two_engines_are_not_comparable_and_a_copy_is() {
         stdout(&o)
     );
     let tmp = tempfile::tempdir().unwrap();
-    let copy = copy_of(&sim.join("vllm-hybrid"), &tmp.path().join("copy"));
+    let copy = edited_copy(&sim.join("vllm-hybrid"), &tmp.path().join("copy"));
     let o = inferlint(&sim, &["compare", "vllm-hybrid", copy.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
     assert!(
@@ -107,6 +116,71 @@ fn fixture_runs_of_two_engines_are_not_comparable_and_a_copy_is() {
         "{}",
         stdout(&o)
     );
+}
+
+/// Done when: a run compared with itself (one folder twice, by any path, or a byte copy
+/// of its files; as a side, as repeats of one side, as a sweep's point or as the
+/// baseline of its own report) is refused with one line saying why, exit 2: both sides
+/// would show the same numbers whatever the change under test did.
+#[test]
+fn a_run_compared_with_itself_is_refused_saying_why() {
+    let tmp = tempfile::tempdir().unwrap();
+    let c08 = fixtures().join("sweep/c08");
+    let exact = copy_of(&c08, &tmp.path().join("exact"));
+    let repeats = tmp.path().join("repeats");
+    for r in ["r1", "r2"] {
+        copy_of(&c08, &repeats.join(r));
+    }
+    let c08_again = fixtures().join("sweep/../sweep/c08");
+    let cases: [(Vec<&str>, &str); 5] = [
+        (vec!["compare", "sweep/c08", "sweep/c08"], "it is the same folder"),
+        (
+            vec!["compare", "sweep/c08", c08_again.to_str().unwrap()],
+            "it is the same folder",
+        ),
+        (
+            vec!["compare", "--json", "sweep/c08", exact.to_str().unwrap()],
+            "their files are the same byte for byte (boot.log, before.snapshot.json, after.snapshot.json, run.series.jsonl, bench.json, load.log)",
+        ),
+        (
+            vec!["compare", "sweep/c04", repeats.to_str().unwrap()],
+            "their files are the same byte for byte",
+        ),
+        (vec!["sweep", "sweep", "sweep/c08"], "it is the same folder"),
+    ];
+    for (args, why) in cases {
+        let o = inferlint(&fixtures(), &args);
+        no_panic(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stdout(&o));
+        let err = stderr(&o);
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.contains(" are one run: ") && err.contains(why),
+            "{args:?}: {err}"
+        );
+        assert!(
+            err.contains("a run compared with itself is no comparison"),
+            "{err}"
+        );
+        assert!(stdout(&o).is_empty(), "{args:?}: {}", stdout(&o));
+    }
+    let o = inferlint(
+        tmp.path(),
+        &["report", "exact", "--baseline", c08.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("the baseline ") && stderr(&o).contains(" are one run: "),
+        "{}",
+        stderr(&o)
+    );
+    // The control: a folder of the same setup whose files are not the run's bytes.
+    let other = edited_copy(&c08, &tmp.path().join("other"));
+    let o = inferlint(
+        &fixtures(),
+        &["compare", "sweep/c08", other.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
 }
 
 /// Done when: compare says of TensorRT-LLM, whose gauges move only when a request
@@ -218,7 +292,7 @@ fn the_gate_fails_a_regression_past_the_margin_and_cannot_gate_other_setups() {
 fn report_with_a_baseline_gates_the_run() {
     let tmp = tempfile::tempdir().unwrap();
     let base = copy_of(&fixtures().join("sweep/c04"), &tmp.path().join("base"));
-    let same = copy_of(&fixtures().join("sweep/c04"), &tmp.path().join("same"));
+    let same = edited_copy(&fixtures().join("sweep/c04"), &tmp.path().join("same"));
     let o = inferlint(tmp.path(), &["report", "same", "--baseline", "base"]);
     no_panic(&o);
     // The run itself passes (a warning at most): the gate decides.
