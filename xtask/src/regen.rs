@@ -36,13 +36,13 @@ server. See docs/sim.md.\n\n| folder | engine |\n|---|---|\n",
 One **simulated** vLLM setup (`crates/inferlint-sim/src/sweep.rs`) run at concurrency\n\
 {}, one folder each. Its pool holds {} whole requests and {} started ones, so\n\
 `inferlint sweep fixtures/sweep` finds the knee at {}, preemption starting at {} and the\n\
-server no longer following the load at {}.\n\n| folder | concurrency |\n|---|---|\n",
+server's peak no longer reaching the concurrency asked at {}.\n\n| folder | concurrency |\n|---|---|\n",
         sweep::CONCURRENCIES.map(|c| c.to_string()).join(", "),
         expected.whole,
         expected.started,
         expected.knee,
         expected.preemption_starts,
-        expected.stops_following
+        expected.stops_reaching
     );
     for (folder, case) in sweep::cases() {
         readme.push_str(&format!("| {folder} | {} |\n", case.load.concurrency));

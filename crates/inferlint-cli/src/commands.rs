@@ -414,10 +414,11 @@ pub(crate) fn report(
             let margin = args
                 .max_regression
                 .unwrap_or(crate::compare::DEFAULT_MARGIN);
+            let files = crate::compare::RunInputs::of(args.run.as_deref(), &paths);
             let gate = crate::compare::baseline_gate(
                 choice.named().map(|e| e.key()),
                 baseline,
-                &profile,
+                (&profile, &files),
                 margin,
                 json,
                 strict,

@@ -26,7 +26,104 @@ use crate::output;
 pub(crate) struct Checked {
     pub profile: RunProfile,
     pub results: Vec<CheckResult>,
-    pub inputs: Vec<PathBuf>,
+    /// The folder and the files the run was read from.
+    pub files: RunInputs,
+}
+
+/// A run's folder and the files it was read from, each with what it is: enough to tell
+/// one run given twice.
+#[derive(Debug, Clone)]
+pub(crate) struct RunInputs {
+    pub dir: Option<PathBuf>,
+    pub files: Vec<(PathBuf, &'static str)>,
+}
+
+impl RunInputs {
+    pub(crate) fn of(dir: Option<&Path>, found: &files::RunFiles) -> RunInputs {
+        RunInputs {
+            dir: dir.map(Path::to_owned),
+            files: found
+                .inputs()
+                .into_iter()
+                .map(|(path, what)| (path.to_owned(), what))
+                .collect(),
+        }
+    }
+}
+
+/// Whether two files hold the same bytes; a file that cannot be read is not the same.
+fn same_bytes(a: &Path, b: &Path) -> bool {
+    use std::io::Read;
+    let (Ok((fa, la)), Ok((fb, lb))) = (files::open_input(a), files::open_input(b)) else {
+        return false;
+    };
+    if la != lb {
+        return false;
+    }
+    let (mut ra, mut rb) = (std::io::BufReader::new(fa), std::io::BufReader::new(fb));
+    let (mut ba, mut bb) = (vec![0u8; 64 * 1024], vec![0u8; 64 * 1024]);
+    loop {
+        let n = match ra.read(&mut ba) {
+            Ok(n) => n,
+            Err(_) => return false,
+        };
+        if n == 0 {
+            // Both ended together, or b holds more.
+            return matches!(rb.read(&mut bb[..1]), Ok(0));
+        }
+        if rb.read_exact(&mut bb[..n]).is_err() || ba[..n] != bb[..n] {
+            return false;
+        }
+    }
+}
+
+/// Why two runs are one: the same folder, or files of the same kinds holding the same
+/// bytes (a copy). `None` when they are two runs.
+pub(crate) fn one_run(a: &RunInputs, b: &RunInputs) -> Option<String> {
+    let canonical = |d: &Option<PathBuf>| d.as_ref().and_then(|d| std::fs::canonicalize(d).ok());
+    if let (Some(x), Some(y)) = (canonical(&a.dir), canonical(&b.dir)) {
+        if x == y {
+            return Some("it is the same folder".to_owned());
+        }
+    }
+    let same_kinds =
+        a.files.len() == b.files.len() && a.files.iter().zip(&b.files).all(|(x, y)| x.1 == y.1);
+    if a.files.is_empty() || !same_kinds {
+        return None;
+    }
+    let same_files = a.files.iter().zip(&b.files).all(|(x, y)| {
+        canonical(&Some(x.0.clone())).is_some_and(|c| Some(c) == canonical(&Some(y.0.clone())))
+            || same_bytes(&x.0, &y.0)
+    });
+    same_files.then(|| {
+        let names: Vec<String> = a
+            .files
+            .iter()
+            .map(|(p, _)| {
+                p.file_name()
+                    .map_or_else(|| shown(p), |n| n.to_string_lossy().into_owned())
+            })
+            .collect();
+        format!(
+            "their files are the same byte for byte ({})",
+            names.join(", ")
+        )
+    })
+}
+
+/// Refuses a comparison in which one run is given twice (the same folder, or a copy of
+/// its files): a run compared with itself, or repeats that are copies, measure nothing.
+fn refuse_one_run_twice(runs: &[(String, &RunInputs)]) -> Result<(), CliError> {
+    for (i, (a_label, a)) in runs.iter().enumerate() {
+        for (b_label, b) in &runs[i + 1..] {
+            if let Some(why) = one_run(a, b) {
+                return Err(CliError::usage(format!(
+                    "{a_label} and {b_label} are one run: {why}; a run compared with itself is no comparison, give runs of their own"
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Reads and checks one run folder exactly as `report RUN` does (the engine named with
@@ -37,15 +134,10 @@ pub(crate) fn check(engine: Option<&str>, dir: &Path) -> Result<Checked, CliErro
     let mut choice = EngineChoice::from_args(engine)?;
     let run = noted(&mut choice, |c| load::load_run(c, &found, None, None))?;
     let results = run::check_run(&run);
-    let inputs = found
-        .inputs()
-        .into_iter()
-        .map(|(path, _)| path.to_owned())
-        .collect();
     Ok(Checked {
         profile: RunProfile::of(&shown(dir), &run, &results),
         results,
-        inputs,
+        files: RunInputs::of(Some(dir), &found),
     })
 }
 
@@ -157,15 +249,27 @@ pub(crate) fn compare_command(
         ));
     }
     let mut sides = Vec::new();
-    let mut all_results = Vec::new();
-    let mut inputs = Vec::new();
+    let mut all_checked = Vec::new();
     for (i, path) in paths.iter().enumerate() {
         let (side, checked) = side(engine, i, path)?;
-        for (run, checked) in side.runs.iter().zip(checked) {
-            all_results.push((run.label.clone(), checked.results));
-            inputs.extend(checked.inputs);
-        }
+        all_checked.extend(checked);
         sides.push(side);
+    }
+    let named: Vec<(String, &RunInputs)> = sides
+        .iter()
+        .flat_map(|s| {
+            s.runs
+                .iter()
+                .map(move |r| format!("{} ({})", r.label, s.label))
+        })
+        .zip(all_checked.iter().map(|c| &c.files))
+        .collect();
+    refuse_one_run_twice(&named)?;
+    let mut all_results = Vec::new();
+    let mut inputs = Vec::new();
+    for checked in all_checked {
+        all_results.push((checked.profile.label.clone(), checked.results));
+        inputs.extend(checked.files.files.into_iter().map(|(path, _)| path));
     }
     let mut comparison = compare::compare(&sides, strict);
     if args.baseline.is_some() || args.max_regression.is_some() {
@@ -211,12 +315,21 @@ pub(crate) const DEFAULT_MARGIN: f64 = 0.05;
 pub(crate) fn baseline_gate(
     engine: Option<&str>,
     baseline: &Path,
-    run: &RunProfile,
+    run: (&RunProfile, &RunInputs),
     margin: f64,
     json: bool,
     strict: bool,
 ) -> Result<ExitCode, CliError> {
-    let (base, _) = side(engine, 0, baseline)?;
+    let (run, run_files) = run;
+    let (base, checked) = side(engine, 0, baseline)?;
+    let mut named: Vec<(String, &RunInputs)> = base
+        .runs
+        .iter()
+        .map(|r| format!("the baseline {}", r.label))
+        .zip(checked.iter().map(|c| &c.files))
+        .collect();
+    named.push((format!("this run {}", run.label), run_files));
+    refuse_one_run_twice(&named)?;
     let sides = [
         base,
         Side {
@@ -276,17 +389,26 @@ pub(crate) fn sweep_command(
             "a sweep needs two runs or more: give their folders, or one folder holding them",
         ));
     }
+    let mut all_checked = Vec::new();
+    for dir in &dirs {
+        all_checked.push(check(engine, dir)?);
+    }
+    // One run given twice is one point of the curve, not two.
+    let named: Vec<(String, &RunInputs)> = all_checked
+        .iter()
+        .map(|c| (c.profile.label.clone(), &c.files))
+        .collect();
+    refuse_one_run_twice(&named)?;
     let mut profiles = Vec::new();
     let mut inputs = Vec::new();
-    for dir in &dirs {
-        let checked = check(engine, dir)?;
+    for checked in all_checked {
         crate::junit::run_suite(
             &format!("inferlint sweep: {}", checked.profile.label),
             "inferlint.sweep.run",
             &checked.results,
             strict,
         );
-        inputs.extend(checked.inputs);
+        inputs.extend(checked.files.files.into_iter().map(|(path, _)| path));
         profiles.push(checked.profile);
     }
     let analysis = sweep::sweep(profiles, strict);
@@ -322,6 +444,37 @@ impl From<sweep::Outcome> for ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Same bytes means every byte: files of one length past the read buffer that differ
+    /// only in their last byte are two files; a file and its copy are one.
+    #[test]
+    fn files_are_the_same_only_byte_for_byte() {
+        let tmp = tempfile::tempdir().unwrap();
+        let text: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        let mut other = text.clone();
+        *other.last_mut().unwrap() ^= 1;
+        let (a, b, c) = (
+            tmp.path().join("a"),
+            tmp.path().join("b"),
+            tmp.path().join("c"),
+        );
+        std::fs::write(&a, &text).unwrap();
+        std::fs::write(&b, &text).unwrap();
+        std::fs::write(&c, &other).unwrap();
+        assert!(same_bytes(&a, &b));
+        assert!(!same_bytes(&a, &c));
+        assert!(!same_bytes(&a, &tmp.path().join("missing")));
+        let run = |dir: &str, file: &Path| RunInputs {
+            dir: Some(tmp.path().join(dir)),
+            files: vec![(file.to_owned(), "a boot log")],
+        };
+        assert!(one_run(&run("x", &a), &run("y", &b)).is_some());
+        assert_eq!(one_run(&run("x", &a), &run("y", &c)), None);
+        // Another kind of file with the same bytes is not the same run either.
+        let mut kind = run("y", &b);
+        kind.files[0].1 = "the recording";
+        assert_eq!(one_run(&run("x", &a), &kind), None);
+    }
 
     #[test]
     fn sides_are_lettered() {

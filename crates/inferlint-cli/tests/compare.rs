@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::common::{
-    copy_tree, fixtures, inferlint, no_panic, recorded, stderr, stdout, RECORDED_RUNS,
+    copy_tree, edited_copy, fixtures, inferlint, no_panic, recorded, stderr, stdout, RECORDED_RUNS,
 };
 
 fn json(o: &std::process::Output) -> Value {
@@ -66,13 +66,14 @@ fn recordings_of_different_setups_are_not_comparable_and_say_why() {
     assert_eq!(item(&c, "version")["state"], "one_sided");
 }
 
-/// Done when: a run and its copy exit 0, for every recorded run folder.
+/// Done when: a run and another folder of its setup and figures exit 0 with every item
+/// the same, for every recorded run folder; its exact copy is the run given twice.
 #[test]
-fn every_recording_and_its_copy_are_comparable() {
+fn every_recording_and_its_edited_copy_are_comparable_and_its_exact_copy_is_refused() {
     let Some(rec) = recorded() else { return };
     for run in RECORDED_RUNS {
         let tmp = tempfile::tempdir().unwrap();
-        let copy = copy_of(&rec.join(run), &tmp.path().join("copy"));
+        let copy = edited_copy(&rec.join(run), &tmp.path().join("copy"));
         let o = inferlint(&rec, &["compare", "--json", run, copy.to_str().unwrap()]);
         no_panic(&o);
         let c = json(&o);
@@ -84,6 +85,14 @@ fn every_recording_and_its_copy_are_comparable() {
                 "{run}: {i}"
             );
         }
+        let exact = copy_of(&rec.join(run), &tmp.path().join("exact"));
+        let o = inferlint(&rec, &["compare", "--json", run, exact.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{run}: {}", stdout(&o));
+        assert!(
+            stderr(&o).contains("the same byte for byte"),
+            "{run}: {}",
+            stderr(&o)
+        );
     }
 }
 
@@ -99,7 +108,7 @@ fn fixture_runs_of_two_engines_are_not_comparable_and_a_copy_is() {
         stdout(&o)
     );
     let tmp = tempfile::tempdir().unwrap();
-    let copy = copy_of(&sim.join("vllm-hybrid"), &tmp.path().join("copy"));
+    let copy = edited_copy(&sim.join("vllm-hybrid"), &tmp.path().join("copy"));
     let o = inferlint(&sim, &["compare", "vllm-hybrid", copy.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
     assert!(
@@ -107,6 +116,107 @@ fn fixture_runs_of_two_engines_are_not_comparable_and_a_copy_is() {
         "{}",
         stdout(&o)
     );
+}
+
+/// Done when: a run compared with itself (one folder twice, by any path, or a byte copy
+/// of its files; as a side, as repeats of one side, as a sweep's point or as the
+/// baseline of its own report) is refused with one line saying why, exit 2: both sides
+/// would show the same numbers whatever the change under test did.
+#[test]
+fn a_run_compared_with_itself_is_refused_saying_why() {
+    let tmp = tempfile::tempdir().unwrap();
+    let c08 = fixtures().join("sweep/c08");
+    let exact = copy_of(&c08, &tmp.path().join("exact"));
+    let repeats = tmp.path().join("repeats");
+    for r in ["r1", "r2"] {
+        copy_of(&c08, &repeats.join(r));
+    }
+    let c08_again = fixtures().join("sweep/../sweep/c08");
+    let cases: [(Vec<&str>, &str); 5] = [
+        (vec!["compare", "sweep/c08", "sweep/c08"], "it is the same folder"),
+        (
+            vec!["compare", "sweep/c08", c08_again.to_str().unwrap()],
+            "it is the same folder",
+        ),
+        (
+            vec!["compare", "--json", "sweep/c08", exact.to_str().unwrap()],
+            "their files are the same byte for byte (boot.log, before.snapshot.json, after.snapshot.json, run.series.jsonl, bench.json, load.log)",
+        ),
+        (
+            vec!["compare", "sweep/c04", repeats.to_str().unwrap()],
+            "their files are the same byte for byte",
+        ),
+        (vec!["sweep", "sweep", "sweep/c08"], "it is the same folder"),
+    ];
+    for (args, why) in cases {
+        let o = inferlint(&fixtures(), &args);
+        no_panic(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stdout(&o));
+        let err = stderr(&o);
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.contains(" are one run: ") && err.contains(why),
+            "{args:?}: {err}"
+        );
+        assert!(
+            err.contains("a run compared with itself is no comparison"),
+            "{err}"
+        );
+        assert!(stdout(&o).is_empty(), "{args:?}: {}", stdout(&o));
+    }
+    let o = inferlint(
+        tmp.path(),
+        &["report", "exact", "--baseline", c08.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("the baseline ") && stderr(&o).contains(" are one run: "),
+        "{}",
+        stderr(&o)
+    );
+    // The control: a folder of the same setup whose files are not the run's bytes.
+    let other = edited_copy(&c08, &tmp.path().join("other"));
+    let o = inferlint(
+        &fixtures(),
+        &["compare", "sweep/c08", other.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+}
+
+/// Done when: compare says of TensorRT-LLM, whose gauges move only when a request
+/// completes (its engine table's `gauges_lag`), that how many ran at once cannot be
+/// told, as its report does ("the recording does not give the number running"), and
+/// never gives the recording's stale mean.
+#[test]
+fn compare_gives_no_count_of_running_from_a_gauge_that_lags() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sim = fixtures().join("sim/trtllm-no-evict");
+    let a = copy_of(&sim, &tmp.path().join("a"));
+    edited_copy(&sim, &tmp.path().join("b"));
+    let report = inferlint(tmp.path(), &["report", a.to_str().unwrap()]);
+    assert!(
+        stdout(&report).contains("so the recording does not give the number running"),
+        "{}",
+        stdout(&report)
+    );
+    let o = inferlint(tmp.path(), &["compare", "--json", "a", "b"]);
+    no_panic(&o);
+    let c = json(&o);
+    let achieved = c["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["key"] == "achieved")
+        .unwrap();
+    assert_eq!(achieved["state"], "one_sided", "{achieved}");
+    for v in achieved["values"].as_array().unwrap() {
+        assert_eq!(
+            v,
+            "cannot be told: TensorRT-LLM updates its running gauge only when a request completes"
+        );
+    }
+    let text = stdout(&inferlint(tmp.path(), &["compare", "a", "b"]));
+    assert!(!text.contains("on average of"), "{text}");
 }
 
 /// A fact one run records and the other does not is "cannot tell" (exit 2), never "same".
@@ -182,7 +292,7 @@ fn the_gate_fails_a_regression_past_the_margin_and_cannot_gate_other_setups() {
 fn report_with_a_baseline_gates_the_run() {
     let tmp = tempfile::tempdir().unwrap();
     let base = copy_of(&fixtures().join("sweep/c04"), &tmp.path().join("base"));
-    let same = copy_of(&fixtures().join("sweep/c04"), &tmp.path().join("same"));
+    let same = edited_copy(&fixtures().join("sweep/c04"), &tmp.path().join("same"));
     let o = inferlint(tmp.path(), &["report", "same", "--baseline", "base"]);
     no_panic(&o);
     // The run itself passes (a warning at most): the gate decides.
@@ -254,7 +364,7 @@ fn repeats_per_side_give_the_noise() {
 }
 
 /// Done when: the simulated sweep at 4, 8, 16 and 32 finds the knee the simulator put
-/// there, and the first preemption and shortfall.
+/// there, the first preemption and the first run whose peak falls short.
 #[test]
 fn the_sweep_finds_the_places_the_simulator_put() {
     let expected = inferlint_sim::sweep::expected();
@@ -268,10 +378,7 @@ fn the_sweep_finds_the_places_the_simulator_put() {
         s["preemption_starts"],
         label(expected.preemption_starts).as_str()
     );
-    assert_eq!(
-        s["stops_following"],
-        label(expected.stops_following).as_str()
-    );
+    assert_eq!(s["stops_reaching"], label(expected.stops_reaching).as_str());
     assert_eq!(s["one_setup"], "comparable");
     // One table: every run with its verdicts.
     let o = inferlint(
@@ -286,6 +393,140 @@ fn the_sweep_finds_the_places_the_simulator_put() {
     let rows: Vec<&str> = text.lines().filter(|l| l.contains(" pass")).collect();
     assert_eq!(rows.len(), 4, "{text}");
     assert!(rows[3].contains("failed T1 T8"), "{text}");
+}
+
+/// The number `report`'s "What limited this run" prints after `lead`, in milliseconds
+/// when its unit is, with half its last printed digit (the rounding it was printed with).
+fn printed_after(text: &str, lead: &str) -> Option<(f64, f64)> {
+    let rest = &text[text.find(lead)? + lead.len()..];
+    let number: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ',')
+        .collect();
+    let value: f64 = number.replace(',', "").parse().ok()?;
+    let decimals = number.split('.').nth(1).map_or(0, str::len);
+    let half = 0.5 * 10f64.powi(-(decimals as i32));
+    Some(match rest[number.len()..].trim_start() {
+        u if u.starts_with("ms") => (value, half),
+        u if u.starts_with("s ") || u.starts_with("s,") || u.starts_with("s.") => {
+            (value * 1000.0, half * 1000.0)
+        }
+        _ => (value, half),
+    })
+}
+
+/// Done when: every figure `sweep` and `compare` print of a run of the simulated sweep is
+/// the one `report` prints of that folder (the concurrency asked and the peak as T8 read
+/// them, T1's preemptions, and "What limited this run"'s busy mean, throughput and median
+/// TTFT, to the digits it prints), and sweep says the server followed a concurrency
+/// exactly where the report says the run reached it (T8 passed) and kept its requests
+/// busy.
+#[test]
+fn sweep_and_compare_tell_each_run_as_its_report_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep_dir = tmp.path().join("sweep");
+    for c in inferlint_sim::sweep::CONCURRENCIES {
+        let folder = inferlint_sim::sweep::folder(c);
+        copy_of(
+            &fixtures().join("sweep").join(&folder),
+            &sweep_dir.join(folder),
+        );
+    }
+    let o = inferlint(tmp.path(), &["sweep", "--json", "sweep"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let s = json(&o);
+    let points = s["points"].as_array().unwrap();
+    assert_eq!(points.len(), 4);
+    let mut first_not_followed = None;
+    for p in points {
+        let dir = p["label"].as_str().unwrap();
+        let results: Value =
+            serde_json::from_str(&stdout(&inferlint(tmp.path(), &["report", "--json", dir])))
+                .unwrap();
+        let verdict = |t: &str| {
+            results
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["tripwire"] == t)
+                .unwrap_or_else(|| panic!("{dir}: no {t}"))
+                .clone()
+        };
+        let (t8, t1) = (verdict("T8"), verdict("T1"));
+        assert_eq!(
+            p["asked"],
+            t8["evidence"]["requested"].as_f64().unwrap(),
+            "{dir}"
+        );
+        assert_eq!(p["peak_running"], t8["evidence"]["peak_running"], "{dir}");
+        assert_eq!(p["preemptions"], t1["evidence"]["preemptions"], "{dir}");
+        let text = stdout(&inferlint(tmp.path(), &["report", dir]));
+        let mean = p["mean_running"].as_f64().unwrap();
+        assert!(
+            text.contains(&format!(
+                "the server's recording shows {mean:.1} running on average while it was busy"
+            )),
+            "{dir}: {mean}\n{text}"
+        );
+        for (figure, lead) in [
+            ("output_throughput", "the load tool's "),
+            ("ttft_ms", "Half the requests got their first token within "),
+            ("ttft_ms", "Half the requests waited more than "),
+        ] {
+            let Some((printed, half)) = printed_after(&text, lead) else {
+                continue;
+            };
+            let ours = p[figure].as_f64().unwrap();
+            assert!(
+                (ours - printed).abs() <= half + 1e-9,
+                "{dir}: {figure} {ours}, the report prints {printed} after {lead:?}"
+            );
+        }
+        assert!(
+            text.contains("the load tool's ") && text.contains("Half the requests "),
+            "{dir}: {text}"
+        );
+        let kept_busy = text.contains("The run kept its requests busy");
+        let followed = t8["status"] == "pass" && kept_busy;
+        assert_eq!(p["follows"], followed, "{dir}:\n{text}");
+        if !followed && first_not_followed.is_none() {
+            first_not_followed = Some(dir.to_owned());
+        }
+        // compare prints the same counts of the same run.
+        let other = edited_copy(
+            &tmp.path().join(dir),
+            &tmp.path().join(format!("{dir}-again")),
+        );
+        let c = json(&inferlint(
+            tmp.path(),
+            &["compare", "--json", dir, other.to_str().unwrap()],
+        ));
+        let run_item = |key: &str| {
+            c["runs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|i| i["key"] == key)
+                .unwrap()["values"][0]
+                .clone()
+        };
+        assert_eq!(
+            run_item("achieved"),
+            format!(
+                "{} at most, {mean:.1} on average of {}",
+                t8["evidence"]["peak_running"].as_f64().unwrap(),
+                t8["evidence"]["requested"]
+            )
+            .as_str(),
+            "{dir}"
+        );
+        assert_eq!(
+            run_item("preemptions"),
+            format!("{}", t1["evidence"]["preemptions"].as_f64().unwrap()).as_str(),
+            "{dir}"
+        );
+    }
+    assert_eq!(s["stops_following"].as_str(), first_not_followed.as_deref());
 }
 
 #[test]

@@ -224,6 +224,9 @@ const EFFECTS: &[(&str, &str)] = &[
     ("tripwires", "a failed tripwire means that run's figures measure something other than they say (its report tells what)"),
 ];
 
+/// What a count of running requests that cannot be told means for the comparison.
+const RUNNING_UNTOLD: &str = "how many ran at once cannot be told for every run, so no difference in it is a gain or a loss: read the figures without it";
+
 fn effect(key: &str) -> Option<&'static str> {
     EFFECTS.iter().find(|(k, _)| *k == key).map(|(_, e)| *e)
 }
@@ -444,6 +447,9 @@ fn run_items(runs: &[&RunProfile]) -> Vec<Item> {
     let achieved: Vec<Option<String>> = runs
         .iter()
         .map(|r| {
+            if let Some(why) = &r.happened.running_unknown {
+                return Some(why.clone());
+            }
             let peak = r.happened.peak_running?;
             let mut s = format!("{} at most", fmt::g(peak));
             if let Some(mean) = r.happened.mean_running {
@@ -456,7 +462,18 @@ fn run_items(runs: &[&RunProfile]) -> Vec<Item> {
         })
         .collect();
     let means = numbers(&|r| r.happened.mean_running);
-    let achieved_differ = spread(&peaks, 0.0, 0.5) || spread(&means, 0.1, 0.5);
+    // A run whose count cannot be told has no value to differ from: the item then says
+    // it cannot tell, never that one run ran more than another.
+    let untold = runs.iter().any(|r| r.happened.running_unknown.is_some());
+    let achieved_differ = !untold && (spread(&peaks, 0.0, 0.5) || spread(&means, 0.1, 0.5));
+    let achieved_item = {
+        let mut item = shown("achieved", achieved, achieved_differ);
+        if untold {
+            item.state = ItemState::OneSided;
+            item.effect = Some(RUNNING_UNTOLD);
+        }
+        item
+    };
 
     let preemptions = numbers(&|r| r.happened.preemptions);
     let any_preempted = preemptions.iter().flatten().any(|p| *p > 0.0);
@@ -517,7 +534,7 @@ fn run_items(runs: &[&RunProfile]) -> Vec<Item> {
     };
 
     vec![
-        shown("achieved", achieved, achieved_differ),
+        achieved_item,
         shown(
             "preemptions",
             preemptions.iter().map(|p| shown_count(*p)).collect(),
@@ -1007,6 +1024,48 @@ mod tests {
         assert_eq!(g.verdict, GateVerdict::Regressed);
         assert!(g.regressions[0].starts_with("output throughput of B got worse by 6.7%"));
         assert_eq!(gate(&c, 0.10).verdict, GateVerdict::Passed);
+    }
+
+    /// A run whose count of running requests cannot be told (TensorRT-LLM's gauges move
+    /// only when a request completes) has no count to differ from: the item says it
+    /// cannot tell, whatever the other run's count, and names no gain or loss.
+    #[test]
+    fn a_count_of_running_that_cannot_be_told_never_differs() {
+        let told = |label: &str, peak: f64, mean: f64| {
+            let mut p = profile(label, Some(1), 300.0);
+            p.happened.peak_running = Some(peak);
+            p.happened.mean_running = Some(mean);
+            p
+        };
+        let untold = |label: &str| {
+            let mut p = profile(label, Some(1), 300.0);
+            p.happened.running_unknown = Some(
+                "cannot be told: TensorRT-LLM updates its running gauge only when a request completes"
+                    .into(),
+            );
+            p
+        };
+        let achieved = |a: RunProfile, b: RunProfile| {
+            let c = compare(&[side("A", vec![a]), side("B", vec![b])], false);
+            c.runs.into_iter().find(|i| i.key == "achieved").unwrap()
+        };
+        // Two counts 8 apart differ: the control that the item can say so.
+        let both = achieved(told("a", 32.0, 30.0), told("b", 24.0, 22.0));
+        assert_eq!(both.state, ItemState::Differs);
+        for item in [
+            achieved(told("a", 32.0, 30.0), untold("b")),
+            achieved(untold("a"), untold("b")),
+        ] {
+            assert_eq!(item.state, ItemState::OneSided, "{item:?}");
+            assert_eq!(item.effect, Some(RUNNING_UNTOLD));
+            assert!(
+                item.values
+                    .iter()
+                    .flatten()
+                    .any(|v| v.starts_with("cannot be told")),
+                "{item:?}"
+            );
+        }
     }
 
     #[test]

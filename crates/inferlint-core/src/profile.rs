@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::checks::counters::out_of_order;
 use crate::client::ClientAccount;
 use crate::engine::SetupSource;
+use crate::identity;
 use crate::model::{BootFacts, PyValue};
 use crate::run::{not_a_benchmark, Run};
 use crate::status::{CheckResult, Status, Tripwire};
@@ -82,8 +83,13 @@ pub struct LoadShape {
 pub struct Happened {
     /// The most requests the server ran at once (the recording's peak, as T8 reads it).
     pub peak_running: Option<f64>,
-    /// Requests running on average while the server was busy.
+    /// Requests running on average while the server was busy (the figure `report`'s
+    /// "What limited this run" gives).
     pub mean_running: Option<f64>,
+    /// Why how many requests ran at once cannot be told, when it cannot: an engine whose
+    /// gauges move only when a request completes, or a recording T8 could not judge.
+    /// `peak_running` and `mean_running` are then `None`.
+    pub running_unknown: Option<String>,
     /// Preemptions (retractions, pauses) during the run, as T1 counted them.
     pub preemptions: Option<f64>,
     /// The share of prompt tokens the prefix cache served, from the engine's counters.
@@ -167,8 +173,11 @@ pub fn figure_info(key: &str) -> Option<(&'static str, &'static str, Better)> {
 }
 
 impl RunProfile {
-    /// The profile of a checked run.
+    /// The profile of a checked run. It reads the run as the identity gate admits it
+    /// ([`identity::admitted`]), as the checks and `report` do: nothing from an input
+    /// set aside as not of this run.
     pub fn of(label: &str, run: &Run, results: &[CheckResult]) -> RunProfile {
+        let run = &*identity::admitted(run);
         let boot = run.last_boot();
         let bench = run.bench.as_ref().map(|(_, b)| b);
         RunProfile {
@@ -313,11 +322,40 @@ fn prefix_cache_share(run: &Run) -> Option<f64> {
     Some((d.hits / d.queried).clamp(0.0, 1.0))
 }
 
-fn happened(run: &Run, results: &[CheckResult], bench: Option<&ClientAccount>) -> Happened {
+/// How many requests ran at once, as `report` tells it: the peak T8 read, the busy mean
+/// of the recording, or why neither can be told. A gauge that moves only when a request
+/// completes holds between completions a count that is no longer true, so neither its
+/// peak nor its mean says how many ran (T8 and "What limited this run" say so too); a
+/// recording T8 could not judge gives no count either.
+fn running(run: &Run, results: &[CheckResult]) -> (Option<f64>, Option<f64>, Option<String>) {
+    if run.engine.gauges_lag {
+        return (
+            None,
+            None,
+            Some(format!(
+                "cannot be told: {} updates its running gauge only when a request completes",
+                run.engine.name
+            )),
+        );
+    }
+    let t8 = results.iter().find(|r| r.tripwire == Tripwire::T8);
+    if let Some(t8) = t8.filter(|r| r.status == Status::Unknown) {
+        return (None, None, Some(format!("cannot be told: {}", t8.message)));
+    }
     let stats = run.series.as_ref().filter(|s| s.refused.is_none());
+    let peak = match t8.filter(|r| r.status.is_verdict()) {
+        Some(t8) => t8.evidence.get("peak_running").and_then(Value::as_f64),
+        None => stats.and_then(|s| s.peak_running),
+    };
+    (peak, stats.and_then(|s| s.busy_mean_running()), None)
+}
+
+fn happened(run: &Run, results: &[CheckResult], bench: Option<&ClientAccount>) -> Happened {
+    let (peak_running, mean_running, running_unknown) = running(run, results);
     Happened {
-        peak_running: stats.and_then(|s| s.peak_running),
-        mean_running: stats.and_then(|s| s.busy_mean_running()),
+        peak_running,
+        mean_running,
+        running_unknown,
         preemptions: evidence_f64(results, Tripwire::T1, "preemptions"),
         prefix_cache_share: prefix_cache_share(run),
         failed: bench.and_then(ClientAccount::failed_count),
@@ -427,6 +465,132 @@ fn figures(run: &Run, results: &[CheckResult], bench: Option<&ClientAccount>) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::checks::series::SeriesStats;
+    use crate::engine::{EngineDescriptor, TRTLLM, VLLM};
+    use crate::model::SeriesSample;
+    use crate::run::check_run;
+    use crate::testing::snapshot;
+
+    /// A recording of `running` requests at each quarter second from `first_wall`, on a
+    /// host whose monotonic clock started at wall time 0 (as [`snapshot`]'s readings).
+    fn recording(first_wall: f64, running: &[f64]) -> SeriesStats {
+        let mut stats = SeriesStats::new();
+        for (i, r) in running.iter().enumerate() {
+            let t = first_wall + i as f64 * 0.25;
+            stats.push(&SeriesSample {
+                t_wall: t,
+                t_mono_ns: Some((t * 1e9) as i64),
+                running: Some(*r),
+                ..SeriesSample::default()
+            });
+        }
+        stats
+    }
+
+    fn run_of(engine: &'static EngineDescriptor, series: SeriesStats, requested: u64) -> Run {
+        Run {
+            engine,
+            boots: Vec::new(),
+            before: None,
+            after: None,
+            series: Some(series),
+            bench: None,
+            expected_extra_requests: 0,
+            requested: Some(requested),
+            load_failure: None,
+            rejected: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// Six running for five seconds, then none: a peak of 6 and a busy mean of 6 (the
+    /// idle tail is not busy time).
+    fn six_running() -> Vec<f64> {
+        let mut running = vec![6.0; 21];
+        running.extend([0.0; 4]);
+        running
+    }
+
+    #[test]
+    fn a_gauge_that_moves_only_when_a_request_completes_gives_no_count_of_running() {
+        // vLLM's gauge is live: its recording's peak and busy mean are the run's.
+        let live = run_of(&VLLM, recording(1000.0, &six_running()), 6);
+        let p = RunProfile::of("live", &live, &check_run(&live));
+        assert_eq!(p.happened.peak_running, Some(6.0));
+        assert_eq!(p.happened.mean_running, Some(6.0));
+        assert_eq!(p.happened.running_unknown, None);
+        // TensorRT-LLM's gauges move only when a request completes (`gauges_lag`): the
+        // same readings hold a count that went stale between completions, so neither the
+        // peak nor the mean is stated, and the profile says why.
+        assert!(TRTLLM.gauges_lag);
+        let lagging = run_of(&TRTLLM, recording(1000.0, &six_running()), 6);
+        let p = RunProfile::of("lagging", &lagging, &check_run(&lagging));
+        assert_eq!(p.happened.peak_running, None);
+        assert_eq!(p.happened.mean_running, None);
+        assert_eq!(
+            p.happened.running_unknown.as_deref(),
+            Some("cannot be told: TensorRT-LLM updates its running gauge only when a request completes")
+        );
+    }
+
+    /// `sweep` says a concurrency was followed exactly where `report`'s "What limited
+    /// this run" says the run kept its requests busy, on either side of the share: a
+    /// recording alternating 10 and 8 running has a busy mean of 9.0, 90% of the 10
+    /// asked; 10 and 7.9 has 8.95, just under it. Both peaks reach the 10 asked.
+    #[test]
+    fn sweep_follows_where_report_says_the_run_kept_its_requests_busy() {
+        for (low, kept) in [(8.0, true), (7.9, false)] {
+            let mut running: Vec<f64> = (0..40)
+                .map(|i| if i % 2 == 0 { 10.0 } else { low })
+                .collect();
+            running.extend([0.0; 4]);
+            let run = run_of(&VLLM, recording(1000.0, &running), 10);
+            let results = check_run(&run);
+            let pace = crate::insights::what_limited(&run, &results)
+                .into_iter()
+                .find(|i| i.key == "pace")
+                .expect("a pace sentence");
+            assert_eq!(pace.limit, !kept, "{pace:?}");
+            assert_eq!(
+                pace.title == "The run kept its requests busy",
+                kept,
+                "{pace:?}"
+            );
+            let point = |c: u64| {
+                let r = run_of(&VLLM, recording(1000.0, &running), c);
+                RunProfile::of(&format!("c{c}"), &r, &check_run(&r))
+            };
+            // A second, smaller load makes it a sweep; the run at 10 is the one judged.
+            let mut smaller = point(10);
+            smaller.label = "c5".into();
+            smaller.load.requested_concurrency = Some(5);
+            let s = crate::sweep::sweep(vec![smaller, point(10)], false);
+            assert_eq!(s.points[1].follows, Some(kept), "{:?}", s.points[1]);
+        }
+    }
+
+    #[test]
+    fn a_recording_set_aside_as_not_of_the_run_gives_no_count_of_running() {
+        // The readings bracket 1000 s to 1100 s; the recording starts a second after the
+        // after reading (the next run's), by the monotonic clock both share.
+        let mut run = run_of(&VLLM, recording(1101.0, &six_running()), 6);
+        run.before = Some(snapshot(Some(1000.0), Vec::new()));
+        run.after = Some(snapshot(Some(1100.0), Vec::new()));
+        assert_eq!(
+            crate::identity::place(&run).rejected[0].input,
+            crate::run::input::SERIES
+        );
+        // Built without the gate (as a library user may): the profile admits it itself.
+        let p = RunProfile::of("next", &run, &check_run(&run));
+        assert_eq!(p.happened.peak_running, None);
+        assert_eq!(p.happened.mean_running, None);
+        let why = p.happened.running_unknown.unwrap_or_default();
+        assert!(why.contains("not of this run"), "{why}");
+        // Without the checks' results as well: nothing is read from the set-aside input.
+        let p = RunProfile::of("next", &run, &[]);
+        assert_eq!(p.happened.peak_running, None);
+        assert_eq!(p.happened.mean_running, None);
+    }
 
     #[test]
     fn percentiles_are_numpys_linear_ones() {

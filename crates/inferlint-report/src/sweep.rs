@@ -73,6 +73,11 @@ fn chart(s: &Sweep) -> Markup {
         if s.stops_following.as_deref() == Some(p.label.as_str()) {
             m.push("not followed");
         }
+        if s.stops_reaching.as_deref() == Some(p.label.as_str())
+            && s.stops_reaching != s.stops_following
+        {
+            m.push("peak below asked");
+        }
         if s.preemption_starts.as_deref() == Some(p.label.as_str()) {
             m.push("preemption starts");
         }

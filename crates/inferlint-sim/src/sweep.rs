@@ -9,8 +9,8 @@
 //!   more run than fit whole, they preempt each other and throughput stops growing: the
 //!   knee is the largest concurrency swept that fits whole ([`Expected::knee`]);
 //! - preemption starts at the first concurrency above that ([`Expected::preemption_starts`]);
-//! - the server stops following the load at the first concurrency above what fits at the
-//!   start, 6 blocks each ([`Expected::stops_following`]).
+//! - the most the server runs at once stops reaching the concurrency asked at the first
+//!   concurrency above what fits at the start, 6 blocks each ([`Expected::stops_reaching`]).
 
 use crate::bootlog::BootInfo;
 use crate::runfolder::Case;
@@ -48,8 +48,8 @@ pub struct Expected {
     pub knee: usize,
     /// The first concurrency with preemption.
     pub preemption_starts: usize,
-    /// The first concurrency the server stops following.
-    pub stops_following: usize,
+    /// The first concurrency the server's peak running stays below.
+    pub stops_reaching: usize,
 }
 
 /// The places, from the setup's numbers (not from a run).
@@ -72,7 +72,7 @@ pub fn expected() -> Expected {
             .rfind(|c| **c as u64 <= whole)
             .expect("the smallest load fits"),
         preemption_starts: first_above(whole),
-        stops_following: first_above(started),
+        stops_reaching: first_above(started),
     }
 }
 
@@ -132,7 +132,7 @@ mod tests {
                 started: 24,
                 knee: 8,
                 preemption_starts: 16,
-                stops_following: 32
+                stops_reaching: 32
             }
         );
     }
