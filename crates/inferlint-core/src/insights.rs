@@ -36,8 +36,9 @@ const FINISHED_REASON_LABEL: &str = "finished_reason";
 /// in alphabetical order, so a new one is shown rather than dropped.
 const FINISHED_REASONS: &[&str] = &["length", "stop", "repetition", "abort", "error"];
 
-/// A run kept its requests busy when this share of the load ran on average.
-const BUSY_SHARE: f64 = 0.9;
+/// A run kept its requests busy when this share of the load ran on average (the share
+/// `sweep` calls following the load, so the two never disagree).
+pub const BUSY_SHARE: f64 = 0.9;
 
 /// Without a result file, a mean queue time from this many seconds up is worth a sentence.
 const QUEUE_WORTH_SAYING_S: f64 = 1.0;

@@ -34,7 +34,7 @@ pub const RATE_FOLLOWED: f64 = 0.95;
 /// A concurrency is followed when the peak reached it and the busy mean was at least this
 /// share of it: the share from which `report`'s "What limited this run" says "The run kept
 /// its requests busy" rather than "On average 9 of 16 requests ran at once".
-pub const FOLLOWED_SHARE: f64 = 0.9;
+pub const FOLLOWED_SHARE: f64 = crate::insights::BUSY_SHARE;
 
 /// What the sweep raises from one run to the next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
