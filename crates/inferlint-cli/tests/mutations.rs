@@ -310,6 +310,14 @@ fn t10_without_clocks_is_cant_tell() {
 /// the monotonic clock's with the step named, and the series' step is a note.
 #[test]
 fn a_wall_clock_step_mid_run_changes_no_verdict() {
+    // 30 s, and an hour: a step longer than the whole run, which puts the later samples
+    // and the after snapshot before the before snapshot on the wall clock.
+    for step in [30.0, 3600.0] {
+        wall_step_changes_no_verdict(step);
+    }
+}
+
+fn wall_step_changes_no_verdict(step: f64) {
     let Some((tmp, run)) = copy_run("vllm-0.28/xray") else {
         return;
     };
@@ -342,7 +350,7 @@ fn a_wall_clock_step_mid_run_changes_no_verdict() {
             let mut v: Value = serde_json::from_str(line).unwrap();
             if i >= half {
                 if let Some(t) = v.get("t_wall").and_then(Value::as_f64) {
-                    v["t_wall"] = Value::from(t - 30.0);
+                    v["t_wall"] = Value::from(t - step);
                 }
             }
             format!("{v}\n")
@@ -352,7 +360,7 @@ fn a_wall_clock_step_mid_run_changes_no_verdict() {
     let after = run.join("after.snapshot.json");
     let mut snapshot: Value =
         serde_json::from_str(&std::fs::read_to_string(&after).unwrap()).unwrap();
-    snapshot["t_wall"] = Value::from(snapshot["t_wall"].as_f64().unwrap() - 30.0);
+    snapshot["t_wall"] = Value::from(snapshot["t_wall"].as_f64().unwrap() - step);
     std::fs::write(&after, snapshot.to_string()).unwrap();
     let (results, stderr) = report(&run);
     let statuses = |r: &[Value]| {
@@ -368,14 +376,14 @@ fn a_wall_clock_step_mid_run_changes_no_verdict() {
     );
     assert!(
         t10["message"].as_str().unwrap().ends_with(
-            "on the monotonic clock; the wall clock stepped back 30.0 s between the snapshots, while one server process on this host answered both"
+            &format!("on the monotonic clock; the wall clock stepped back {step:.1} s between the snapshots, while one server process on this host answered both")
         ),
         "{}",
         t10["message"]
     );
     assert!(
         stderr.contains(
-            "run.series.jsonl: the wall clock stepped back 30.0 s while the monotonic clock ran on"
+            &format!("run.series.jsonl: the wall clock stepped back {step:.1} s while the monotonic clock ran on")
         ),
         "{stderr}"
     );

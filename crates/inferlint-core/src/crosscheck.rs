@@ -13,7 +13,8 @@
 //!   or retracted, while T1, whose "none" rests on a log or on a counter's absence, found
 //!   none.
 //! - [`series_counters_disagree`], [`series_tokens_disagree`]: a counter read later in
-//!   the series or the snapshots is lower than one read earlier.
+//!   the series or the snapshots is lower than one read earlier (by the wall clock, so
+//!   not across a wall step, which leaves no order to read).
 //! - [`aborted_requests_moved`]: the server's finished count disagrees with (or matches)
 //!   the load tool's while its abort counter moved, so the comparison says nothing.
 //! - [`series_outside_the_run`]: the series was recorded outside the snapshots' window.
@@ -111,6 +112,23 @@ fn undermine(result: &mut CheckResult, c: &Contradiction) {
         "contradiction".into(),
         json!({"rule": c.rule, "first": c.first, "second": c.second, "was": was}),
     );
+}
+
+/// Whether the wall clock stepped during the run: the series saw it step under its
+/// monotonic clock, or the readings' wall span is not their monotonic span. Rules that
+/// order readings by the wall clock then have no order to go by, and claim nothing.
+fn wall_stepped(run: &Run) -> bool {
+    let in_series = run.series.as_ref().is_some_and(|s| s.wall_steps.count > 0);
+    let in_readings = match (&run.before, &run.after) {
+        (Some(b), Some(a)) => match (b.t_wall, a.t_wall, b.t_mono_ns, a.t_mono_ns) {
+            (Some(wb), Some(wa), Some(mb), Some(ma)) => {
+                ((wa - wb) - (ma - mb) as f64 / 1e9).abs() > 1.0
+            }
+            _ => false,
+        },
+        _ => false,
+    };
+    in_series || in_readings
 }
 
 fn find(results: &[CheckResult], tripwire: Tripwire) -> Option<&CheckResult> {
@@ -283,6 +301,9 @@ fn counter_disagrees(
             undermines_failure: true,
         });
     }
+    if wall_stepped(run) {
+        return None;
+    }
     let mut readings = Vec::new();
     for (snapshot, source) in [
         (before, "the before snapshot"),
@@ -371,6 +392,11 @@ pub fn aborted_requests_moved(run: &Run, results: &[CheckResult]) -> Option<Cont
 /// A series recorded entirely before the before snapshot or after the after snapshot is
 /// not of this run: its peak, its ceilings and its block count describe another time.
 pub fn series_outside_the_run(run: &Run, results: &[CheckResult]) -> Option<Contradiction> {
+    // The gate placed the series on the monotonic clock where it shares a boot with the
+    // readings; across a wall step the wall clock places nothing.
+    if wall_stepped(run) {
+        return None;
+    }
     let series = run.series.as_ref()?;
     let (before, after) = (run.before.as_ref()?, run.after.as_ref()?);
     let (first, last) = (series.first_t_wall?, series.last_t_wall?);

@@ -179,7 +179,7 @@ fn utc_words(unix_s: f64) -> String {
 /// before this is asked), the window also holds the monotonic span from either end: a
 /// wall clock that stepped between the readings moved one end, and the load tool's
 /// clock, on that wall clock, may have been read on either side of the step.
-fn window(before: Option<&Snapshot>, after: Option<&Snapshot>) -> Option<(f64, f64)> {
+pub fn window(before: Option<&Snapshot>, after: Option<&Snapshot>) -> Option<(f64, f64)> {
     let (before, after) = (before?, after?);
     let (start, end) = (before.t_wall?, after.t_wall?);
     match (before.t_mono_ns, after.t_mono_ns) {

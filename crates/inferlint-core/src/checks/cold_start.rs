@@ -174,7 +174,9 @@ pub fn place(
             "there are no before and after readings to place it against".into(),
         );
     };
-    let (Some(start), Some(end)) = (before.t_wall, after.t_wall) else {
+    // Across a wall step the window holds both readings of it (`identity::window`): a
+    // line is placed outside the run only where neither puts it inside.
+    let Some((start, end)) = crate::identity::window(Some(before), Some(after)) else {
         return Placed::Unplaced("the readings carry no wall clock".into());
     };
     let offset = match offset {
