@@ -297,6 +297,16 @@ fn tokens_per_request(
 /// first, then whether the cache held the load, waiting, and throughput with pace. None
 /// after a restart; one sentence for a run that was not a benchmark.
 pub fn what_limited(run: &Run, results: &[CheckResult]) -> Vec<Insight> {
+    what_limited_by(run, results, &crate::account::of(run, results))
+}
+
+/// [`what_limited`] from the run's account, already made ([`crate::account::of`] on the
+/// same run and results): the figures it states are the account's.
+pub fn what_limited_by(
+    run: &Run,
+    results: &[CheckResult],
+    account: &crate::account::Account,
+) -> Vec<Insight> {
     // What the gate set aside and what a cross-check discredited tell no part of it.
     let run = &*crate::account::story_run(run, results);
     let failed = |tripwire: Tripwire| {
@@ -341,7 +351,7 @@ pub fn what_limited(run: &Run, results: &[CheckResult]) -> Vec<Insight> {
         },
         _ => None,
     };
-    let load = Load::new(run, results, summary);
+    let load = Load::new(run, results, summary, account);
     let mut insights = Vec::new();
     insights.extend(server_failed(results));
     insights.extend(failures_left_out);
@@ -640,7 +650,12 @@ struct Load<'a> {
 }
 
 impl<'a> Load<'a> {
-    fn new(run: &'a Run, results: &[CheckResult], summary: Option<CounterSummary>) -> Load<'a> {
+    fn new(
+        run: &'a Run,
+        results: &[CheckResult],
+        summary: Option<CounterSummary>,
+        account: &crate::account::Account,
+    ) -> Load<'a> {
         let find = |tripwire: Tripwire| results.iter().find(|r| r.tripwire == tripwire);
         let t8 = find(Tripwire::T8);
         let bench = run.bench.as_ref().map(|(_, b)| b);
@@ -648,7 +663,6 @@ impl<'a> Load<'a> {
         let mut cache = cache_load_of(run, summary.as_ref());
         // Every figure below is the run's one account's: the same numbers the advice and
         // the report give.
-        let account = crate::account::of(run, results);
         let value = |f: Option<crate::account::Figure>| f.map(|f| f.value);
         // How many fit at full length is counted once, by the capacity the advice uses.
         if let (Some(c), Some(capacity)) = (cache.as_mut(), account.capacity.as_ref()) {

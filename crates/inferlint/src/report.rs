@@ -37,8 +37,8 @@ pub struct Report {
 
 impl Report {
     pub(crate) fn new(run: &CoreRun, all: Vec<CheckResult>, notes: Vec<String>) -> Report {
-        let insights = insights::what_limited(run, &all);
         let account = inferlint_core::account::of(run, &all);
+        let insights = insights::what_limited_by(run, &all, &account);
         let (not_checked, results): (Vec<CheckResult>, Vec<CheckResult>) = all
             .into_iter()
             .partition(|r| r.status == Status::NotChecked);
