@@ -12,8 +12,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::advice::{self, Capacity, Headroom};
+use crate::checks::counters::counter_summary;
 use crate::identity::Rejected;
-use crate::insights::counter_summary;
 use crate::run::Run;
 use crate::status::{CheckResult, Status, Tripwire};
 

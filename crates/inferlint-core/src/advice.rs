@@ -12,11 +12,11 @@
 
 use serde_json::Value;
 
+use crate::checks::counters::counter_summary;
 use crate::engine::{EngineDescriptor, NoEviction, Setting};
 use crate::fmt;
-use crate::insights::counter_summary;
 use crate::model::{BootFacts, PyValue};
-use crate::run::Run;
+use crate::run::model::Run;
 use crate::status::{CheckResult, Status, Tripwire};
 
 /// A model whose attention block is larger than this pads its KV pages to a Mamba (or

@@ -30,14 +30,103 @@ pub struct TripwireInfo {
     pub engine_notes: &'static [(Engine, &'static str)],
     /// The command that checks it.
     pub command: &'static str,
-    /// What a run must give for a verdict, said of one tripwire and of several
-    /// (`needs a boot log`, `need a boot log`): how a report names a tripwire it has no
-    /// verdict for and core did not list as not checked.
-    pub needs: (&'static str, &'static str),
     /// What each verdict this tripwire can give means for it (in the order a reader meets
     /// them: fail, warn, can't tell, pass, does not apply). Empty for T3, which has no
     /// verdict of its own.
     pub verdicts: &'static [(Status, &'static str)],
+}
+
+/// The tripwires' ids, each beside the number its catalogue entry has, and the ways to
+/// build one from a number or a name.
+impl Tripwire {
+    /// T1: Silent preemption.
+    pub const T1: Tripwire = Tripwire::declare(1);
+    /// T2: Orphaned engine process.
+    pub const T2: Tripwire = Tripwire::declare(2);
+    /// T3: Cleanup kills its own shell.
+    pub const T3: Tripwire = Tripwire::declare(3);
+    /// T4: KV pool size jumps between starts.
+    pub const T4: Tripwire = Tripwire::declare(4);
+    /// T5: Large KV block size.
+    pub const T5: Tripwire = Tripwire::declare(5);
+    /// T6: Requested attention backend ignored.
+    pub const T6: Tripwire = Tripwire::declare(6);
+    /// T7: Crash after ready.
+    pub const T7: Tripwire = Tripwire::declare(7);
+    /// T8: Concurrency not reached.
+    pub const T8: Tripwire = Tripwire::declare(8);
+    /// T9: Concurrency ceiling falls as sequences grow.
+    pub const T9: Tripwire = Tripwire::declare(9);
+    /// T10: Integer-second timing.
+    pub const T10: Tripwire = Tripwire::declare(10);
+    /// T11: KV memory budget drifts between starts.
+    pub const T11: Tripwire = Tripwire::declare(11);
+    /// T12: Start-up failure without a cause.
+    pub const T12: Tripwire = Tripwire::declare(12);
+    /// T13: Stale waiter adopts the next server.
+    pub const T13: Tripwire = Tripwire::declare(13);
+    /// T14: Reserved null block.
+    pub const T14: Tripwire = Tripwire::declare(14);
+    /// T15: Client and server counts disagree.
+    pub const T15: Tripwire = Tripwire::declare(15);
+    /// T16: Prefix cache served the run.
+    pub const T16: Tripwire = Tripwire::declare(16);
+    /// T17: Client kept fewer in flight than asked.
+    pub const T17: Tripwire = Tripwire::declare(17);
+    /// T18: Failures left out.
+    pub const T18: Tripwire = Tripwire::declare(18);
+    /// T19: Cold engine.
+    pub const T19: Tripwire = Tripwire::declare(19);
+    /// T20: Request lengths as advertised.
+    pub const T20: Tripwire = Tripwire::declare(20);
+    /// T21: GPU shared or throttled.
+    pub const T21: Tripwire = Tripwire::declare(21);
+    /// T22: Replicas unevenly loaded.
+    pub const T22: Tripwire = Tripwire::declare(22);
+
+    /// Builds an id from its number; `None` when the catalogue has no such tripwire.
+    pub fn new(number: u8) -> Option<Tripwire> {
+        all()
+            .iter()
+            .map(|info| info.tripwire)
+            .find(|t| t.number() == number)
+    }
+
+    /// Parses `T9`, `t9` or `9`.
+    pub fn parse(text: &str) -> Option<Tripwire> {
+        let text = text.trim();
+        let digits = text
+            .strip_prefix('T')
+            .or_else(|| text.strip_prefix('t'))
+            .unwrap_or(text);
+        digits.parse::<u8>().ok().and_then(Tripwire::new)
+    }
+
+    /// Every tripwire the catalogue has, in number order.
+    pub fn all() -> impl Iterator<Item = Tripwire> {
+        all().iter().map(|info| info.tripwire)
+    }
+
+    /// The ids as a reader names them: runs of consecutive numbers as ranges
+    /// (`T1-T22`; `T1-T15, T18, T20` for a catalogue without T16, T17, T19, T21 and T22).
+    pub fn all_named() -> String {
+        let numbers: Vec<u8> = Tripwire::all().map(Tripwire::number).collect();
+        let mut parts = Vec::new();
+        let mut i = 0;
+        while i < numbers.len() {
+            let mut j = i;
+            while j + 1 < numbers.len() && numbers[j + 1] == numbers[j] + 1 {
+                j += 1;
+            }
+            parts.push(if j > i {
+                format!("T{}-T{}", numbers[i], numbers[j])
+            } else {
+                format!("T{}", numbers[i])
+            });
+            i = j + 1;
+        }
+        parts.join(", ")
+    }
 }
 
 /// Every tripwire, in number order.
@@ -402,10 +491,6 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint preemption before.json after.json",
-        needs: (
-            "needs before and after readings",
-            "need before and after readings",
-        ),
         verdicts: &[
             (
                 Status::Fail,
@@ -462,7 +547,6 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint teardown  |  inferlint gpu-inspect",
-        needs: ("runs at clean-up", "run at clean-up"),
         verdicts: &[
             (
                 Status::Fail,
@@ -500,7 +584,6 @@ static CATALOGUE: &[TripwireInfo] = &[
               nobody notices that the results come from fewer runs than intended.",
         engine_notes: &[],
         command: "inferlint teardown",
-        needs: ("runs at clean-up", "run at clean-up"),
         verdicts: &[],
     },
     TripwireInfo {
@@ -532,7 +615,6 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint check-log boot1.log boot2.log",
-        needs: ("needs two or more boot logs", "need two or more boot logs"),
         verdicts: &[
             (
                 Status::Warn,
@@ -578,7 +660,6 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint check-log boot.log",
-        needs: ("needs a boot log", "need a boot log"),
         verdicts: &[
             (
                 Status::Warn,
@@ -617,7 +698,6 @@ static CATALOGUE: &[TripwireInfo] = &[
              the log cannot show a request being ignored.",
         )],
         command: "inferlint check-log boot.log",
-        needs: ("needs a boot log", "need a boot log"),
         verdicts: &[
             (
                 Status::Fail,
@@ -655,7 +735,6 @@ static CATALOGUE: &[TripwireInfo] = &[
              serve; a readiness wait needs both the log line and a 200.",
         )],
         command: "inferlint probe URL",
-        needs: ("needs a live server", "need a live server"),
         verdicts: &[
             (
                 Status::Fail,
@@ -704,10 +783,6 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint series run.series.jsonl --snapshot after.json --requested N",
-        needs: (
-            "needs a recording and the concurrency asked for",
-            "need a recording and the concurrency asked for",
-        ),
         verdicts: &[
             (
                 Status::Fail,
@@ -759,7 +834,6 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint series run.series.jsonl --snapshot after.json --requested N",
-        needs: ("needs a recording", "need a recording"),
         verdicts: &[
             (
                 Status::Warn,
@@ -805,10 +879,6 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint rate before.json after.json",
-        needs: (
-            "needs before and after readings",
-            "need before and after readings",
-        ),
         verdicts: &[
             (
                 Status::Unknown,
@@ -850,7 +920,6 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint check-log boot1.log boot2.log",
-        needs: ("needs two or more boot logs", "need two or more boot logs"),
         verdicts: &[
             (
                 Status::Warn,
@@ -884,7 +953,6 @@ static CATALOGUE: &[TripwireInfo] = &[
               engine cannot run, and the results that remain are a biased sample.",
         engine_notes: &[],
         command: "inferlint check-log boot.log",
-        needs: ("needs a boot log", "need a boot log"),
         verdicts: &[
             (
                 Status::Fail,
@@ -917,7 +985,6 @@ static CATALOGUE: &[TripwireInfo] = &[
               answers. Two loads on one server also take throughput from each other.",
         engine_notes: &[],
         command: "inferlint xray -o run/ --serve \"…\" -- LOAD",
-        needs: ("a rule for test scripts", "rules for test scripts"),
         verdicts: &[
             (
                 Status::Fail,
@@ -966,10 +1033,6 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint series run.series.jsonl --snapshot after.json --requested N",
-        needs: (
-            "needs a recording and an after reading",
-            "need a recording and an after reading",
-        ),
         verdicts: &[
             (
                 Status::Fail,
@@ -1018,10 +1081,6 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint report run/",
-        needs: (
-            "needs the load tool's result file",
-            "need the load tool's result file",
-        ),
         verdicts: &[
             (
                 Status::Fail,
@@ -1084,10 +1143,6 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint report run/ [--expect-cache-hits]",
-        needs: (
-            "needs before and after readings",
-            "need before and after readings",
-        ),
         verdicts: &[
             (
                 Status::Warn,
@@ -1141,10 +1196,6 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint report run/ --requested N",
-        needs: (
-            "needs a recording and the concurrency asked for",
-            "need a recording and the concurrency asked for",
-        ),
         verdicts: &[
             (
                 Status::Fail,
@@ -1210,10 +1261,6 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint report run/",
-        needs: (
-            "needs the load tool's result file",
-            "need the load tool's result file",
-        ),
         verdicts: &[
             (
                 Status::Fail,
@@ -1271,10 +1318,6 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint report run/",
-        needs: (
-            "needs the boot log or the load tool's per-request records",
-            "need the boot log or the load tool's per-request records",
-        ),
         verdicts: &[
             (
                 Status::Fail,
@@ -1334,10 +1377,6 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint report run/",
-        needs: (
-            "needs the load tool's result file",
-            "need the load tool's result file",
-        ),
         verdicts: &[
             (
                 Status::Fail,
@@ -1389,10 +1428,6 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
         command: "inferlint watch URL -o run.series.jsonl  |  inferlint report run/",
-        needs: (
-            "needs GPU readings in the recording",
-            "need GPU readings in the recording",
-        ),
         verdicts: &[
             (
                 Status::Fail,
@@ -1456,10 +1491,6 @@ static CATALOGUE: &[TripwireInfo] = &[
         ],
         command:
             "inferlint report FLEET_DIR  |  inferlint report --prometheus URL --start T --end T",
-        needs: (
-            "needs the recordings of two or more replicas on one schedule",
-            "need the recordings of two or more replicas on one schedule",
-        ),
         verdicts: &[
             (
                 Status::Fail,

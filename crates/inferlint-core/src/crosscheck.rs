@@ -33,12 +33,12 @@
 
 use serde_json::json;
 
+use crate::checks::counters::counter_summary;
 use crate::checks::counters::counter_value;
 use crate::engine::EngineDescriptor;
 use crate::fmt;
-use crate::insights::counter_summary;
 use crate::model::{BootFacts, PyValue, Snapshot};
-use crate::run::Run;
+use crate::run::model::Run;
 use crate::status::{CheckResult, Status, Tripwire};
 
 /// Seconds two clocks of one host may disagree by before an order between readings is

@@ -33,7 +33,7 @@ use crate::checks::counters::restart_between;
 use crate::checks::series::SeriesStats;
 use crate::client::ClientAccount;
 use crate::model::{BootFacts, PyValue, Snapshot};
-use crate::run::{input, Run};
+use crate::run::model::{input, Run};
 
 /// Seconds two programs' readings of one wall clock may disagree by when they are placed
 /// against each other: the load tool's time is taken by another process than the
@@ -54,32 +54,7 @@ fn zone_offsets() -> impl Iterator<Item = f64> {
     (-48..=56).map(|q| f64::from(q) * 900.0)
 }
 
-/// An input given for the run that is not of it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Rejected {
-    /// Which input, as [`crate::run::input`] names it.
-    pub input: &'static str,
-    /// Its name as the user gave it (`bench.json`, `the before reading`).
-    pub name: String,
-    /// Why it is not of this run, e.g. `it was saved at 2025-09-30 20:48:49 (in any time
-    /// zone), outside the readings' 2026-10-01 03:47:07 to 03:48:49 UTC`.
-    pub why: String,
-    /// Whether it was set aside for what it holds, not for where it lies: a recording
-    /// whose reader refused a line (`why` is then the reader's own sentence).
-    pub untrusted: bool,
-}
-
-impl Rejected {
-    /// `bench.json is not of this run: ...`, or the reader's sentence for an input that
-    /// cannot be trusted.
-    pub fn sentence(&self) -> String {
-        if self.untrusted {
-            self.why.clone()
-        } else {
-            format!("{} is not of this run: {}", self.name, self.why)
-        }
-    }
-}
+pub use crate::run::model::Rejected;
 
 /// How one result file fits the run.
 #[derive(Debug, Clone, PartialEq)]
@@ -173,23 +148,7 @@ fn utc_words(unix_s: f64) -> String {
         .unwrap_or_else(|| format!("{unix_s} s"))
 }
 
-/// The readings' wall-clock window, when both carry one.
-///
-/// Where both carry the monotonic clock (the gate has set aside readings of two boots
-/// before this is asked), the window also holds the monotonic span from either end: a
-/// wall clock that stepped between the readings moved one end, and the load tool's
-/// clock, on that wall clock, may have been read on either side of the step.
-pub fn window(before: Option<&Snapshot>, after: Option<&Snapshot>) -> Option<(f64, f64)> {
-    let (before, after) = (before?, after?);
-    let (start, end) = (before.t_wall?, after.t_wall?);
-    match (before.t_mono_ns, after.t_mono_ns) {
-        (Some(b), Some(a)) if a > b => {
-            let mono = (a - b) as f64 / 1e9;
-            Some((start.min(end - mono), end.max(start + mono)))
-        }
-        _ => Some((start, end)),
-    }
-}
+pub use crate::model::window;
 
 /// How a result file fits the run the readings bracket and the boot logs describe.
 pub fn result_fit(
@@ -715,7 +674,7 @@ pub fn name_rejected(run: &Run, results: &mut Vec<crate::status::CheckResult>) {
     let (verdicts, missing): (Vec<_>, Vec<_>) = rest
         .into_iter()
         .partition(|r| r.status != Status::NotChecked);
-    let place = |t: crate::status::Tripwire| REPORT_ORDER.iter().position(|o| *o == t);
+    let place = crate::checks::registry::report_place;
     *results = verdicts;
     for result in converted {
         let at = place(result.tripwire).and_then(|mine| {
@@ -730,26 +689,6 @@ pub fn name_rejected(run: &Run, results: &mut Vec<crate::status::CheckResult>) {
     }
     results.extend(missing);
 }
-
-/// The order of the whole-run checks in a report, as [`crate::run::check_run`] makes
-/// them: where a check that could not run goes back when it says Can't tell.
-const REPORT_ORDER: [crate::status::Tripwire; 12] = {
-    use crate::status::Tripwire as T;
-    [
-        T::T15,
-        T::T18,
-        T::T20,
-        T::T1,
-        T::T10,
-        T::T16,
-        T::T14,
-        T::T9,
-        T::T8,
-        T::T17,
-        T::T19,
-        T::T21,
-    ]
-};
 
 #[cfg(test)]
 mod tests {

@@ -27,6 +27,7 @@ pub mod junit;
 pub mod live;
 pub mod metrics;
 pub mod model;
+pub mod object;
 pub mod profile;
 pub mod requests;
 pub mod run;

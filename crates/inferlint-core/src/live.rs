@@ -10,22 +10,11 @@
 
 use crate::checks::series::{self, SeriesStats};
 use crate::checks::shortfall::{self, ShortfallInputs};
-use crate::checks::{contention, counters, prefix_cache, snapshots};
+use crate::checks::{contention, counters, prefix_cache, registry, snapshots};
 use crate::engine::EngineDescriptor;
 use crate::fmt;
 use crate::model::{BootFacts, SeriesSample, Snapshot};
 use crate::status::{CheckResult, Status, Tripwire};
-
-/// The tripwires judged while the run goes on, in the order they are shown.
-pub const LIVE_TRIPWIRES: [Tripwire; 7] = [
-    Tripwire::T1,
-    Tripwire::T8,
-    Tripwire::T9,
-    Tripwire::T14,
-    Tripwire::T16,
-    Tripwire::T17,
-    Tripwire::T21,
-];
 
 /// What the live checks read.
 #[derive(Debug, Clone, Copy)]
@@ -89,12 +78,10 @@ pub fn mid_run(inputs: &LiveInputs<'_>) -> Vec<CheckResult> {
     }
     results.extend(contention::gpu_contention(stats));
     results.retain(|r| r.status.is_verdict());
-    results.sort_by_key(|r| {
-        LIVE_TRIPWIRES
-            .iter()
-            .position(|t| *t == r.tripwire)
-            .unwrap_or(usize::MAX)
-    });
+    // Only what the registry declares live, in its order.
+    let live: Vec<Tripwire> = registry::live().collect();
+    results.retain(|r| live.contains(&r.tripwire));
+    results.sort_by_key(|r| live.iter().position(|t| *t == r.tripwire));
     results
 }
 
@@ -306,7 +293,8 @@ mod tests {
         assert!(early.is_empty(), "{early:#?}");
         let order: Vec<Tripwire> = results.iter().map(|r| r.tripwire).collect();
         let mut sorted = order.clone();
-        sorted.sort_by_key(|t| LIVE_TRIPWIRES.iter().position(|l| l == t));
+        let live: Vec<Tripwire> = registry::live().collect();
+        sorted.sort_by_key(|t| live.iter().position(|l| l == t));
         assert_eq!(order, sorted);
     }
 

@@ -681,6 +681,24 @@ fn stamp_time(stamp: &str) -> &str {
     stamp.trim().split_once(' ').map_or(stamp, |(_, t)| t)
 }
 
+/// The readings' wall-clock window, when both carry one.
+///
+/// Where both carry the monotonic clock (the gate has set aside readings of two boots
+/// before this is asked), the window also holds the monotonic span from either end: a
+/// wall clock that stepped between the readings moved one end, and the load tool's
+/// clock, on that wall clock, may have been read on either side of the step.
+pub fn window(before: Option<&Snapshot>, after: Option<&Snapshot>) -> Option<(f64, f64)> {
+    let (before, after) = (before?, after?);
+    let (start, end) = (before.t_wall?, after.t_wall?);
+    match (before.t_mono_ns, after.t_mono_ns) {
+        (Some(b), Some(a)) if a > b => {
+            let mono = (a - b) as f64 / 1e9;
+            Some((start.min(end - mono), end.max(start + mono)))
+        }
+        _ => Some((start, end)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

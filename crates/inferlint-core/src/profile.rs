@@ -14,7 +14,7 @@ use crate::client::ClientAccount;
 use crate::engine::SetupSource;
 use crate::identity;
 use crate::model::{BootFacts, PyValue};
-use crate::run::{not_a_benchmark, Run};
+use crate::run::model::{not_a_benchmark, Run};
 use crate::status::{CheckResult, Status, Tripwire};
 
 /// Everything compare and sweep read from one checked run.
@@ -468,7 +468,7 @@ mod tests {
     use crate::checks::series::SeriesStats;
     use crate::engine::{EngineDescriptor, TRTLLM, VLLM};
     use crate::model::SeriesSample;
-    use crate::run::check_run;
+    use crate::run::checking::check_run;
     use crate::testing::snapshot;
 
     /// A recording of `running` requests at each quarter second from `first_wall`, on a
@@ -578,7 +578,7 @@ mod tests {
         run.after = Some(snapshot(Some(1100.0), Vec::new()));
         assert_eq!(
             crate::identity::place(&run).rejected[0].input,
-            crate::run::input::SERIES
+            crate::run::model::input::SERIES
         );
         // Built without the gate (as a library user may): the profile admits it itself.
         let p = RunProfile::of("next", &run, &check_run(&run));

@@ -8,7 +8,7 @@ use serde_json::Value;
 /// Evidence behind a result: named values, kept in the order the check computed them, so
 /// that the `--json` output reads in that order whatever features `serde_json` was built
 /// with. Which keys each check writes is listed in [`crate::evidence`].
-pub type Evidence = crate::contract::JsonObject;
+pub type Evidence = crate::object::JsonObject;
 
 /// What a check concluded. `Unknown` is "Can't tell": it never counts as a pass.
 ///
@@ -90,105 +90,20 @@ impl Status {
 }
 
 /// A tripwire id. Which ids exist is the catalogue's to say ([`crate::catalogue`]): an id
-/// is built from a number only when the catalogue has an entry for it. A new tripwire is
-/// added by writing its catalogue entry and a constant here for its check to name (a
-/// catalogue test holds every constant to an entry).
+/// is built from a number only when the catalogue has an entry for it, and the constants
+/// that name them (`Tripwire::T9`) stand beside the entries there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Tripwire(u8);
 
 impl Tripwire {
-    /// T1: Silent preemption.
-    pub const T1: Tripwire = Tripwire(1);
-    /// T2: Orphaned engine process.
-    pub const T2: Tripwire = Tripwire(2);
-    /// T3: Cleanup kills its own shell.
-    pub const T3: Tripwire = Tripwire(3);
-    /// T4: KV pool size jumps between starts.
-    pub const T4: Tripwire = Tripwire(4);
-    /// T5: Large KV block size.
-    pub const T5: Tripwire = Tripwire(5);
-    /// T6: Requested attention backend ignored.
-    pub const T6: Tripwire = Tripwire(6);
-    /// T7: Crash after ready.
-    pub const T7: Tripwire = Tripwire(7);
-    /// T8: Concurrency not reached.
-    pub const T8: Tripwire = Tripwire(8);
-    /// T9: Concurrency ceiling falls as sequences grow.
-    pub const T9: Tripwire = Tripwire(9);
-    /// T10: Integer-second timing.
-    pub const T10: Tripwire = Tripwire(10);
-    /// T11: KV memory budget drifts between starts.
-    pub const T11: Tripwire = Tripwire(11);
-    /// T12: Start-up failure without a cause.
-    pub const T12: Tripwire = Tripwire(12);
-    /// T13: Stale waiter adopts the next server.
-    pub const T13: Tripwire = Tripwire(13);
-    /// T14: Reserved null block.
-    pub const T14: Tripwire = Tripwire(14);
-    /// T15: Client and server counts disagree.
-    pub const T15: Tripwire = Tripwire(15);
-    /// T16: Prefix cache served the run.
-    pub const T16: Tripwire = Tripwire(16);
-    /// T17: Client kept fewer in flight than asked.
-    pub const T17: Tripwire = Tripwire(17);
-    /// T18: Failures left out.
-    pub const T18: Tripwire = Tripwire(18);
-    /// T19: Cold engine.
-    pub const T19: Tripwire = Tripwire(19);
-    /// T20: Request lengths as advertised.
-    pub const T20: Tripwire = Tripwire(20);
-    /// T21: GPU shared or throttled.
-    pub const T21: Tripwire = Tripwire(21);
-    /// T22: Replicas unevenly loaded.
-    pub const T22: Tripwire = Tripwire(22);
-
-    /// Builds an id from its number; `None` when the catalogue has no such tripwire.
-    pub fn new(number: u8) -> Option<Tripwire> {
-        crate::catalogue::all()
-            .iter()
-            .map(|info| info.tripwire)
-            .find(|t| t.0 == number)
+    /// The id of number `n`, for the catalogue's constants.
+    pub(crate) const fn declare(n: u8) -> Tripwire {
+        Tripwire(n)
     }
 
     /// The id's number: 9 for `T9`.
     pub fn number(self) -> u8 {
         self.0
-    }
-
-    /// Parses `T9`, `t9` or `9`.
-    pub fn parse(text: &str) -> Option<Tripwire> {
-        let text = text.trim();
-        let digits = text
-            .strip_prefix('T')
-            .or_else(|| text.strip_prefix('t'))
-            .unwrap_or(text);
-        digits.parse::<u8>().ok().and_then(Tripwire::new)
-    }
-
-    /// Every tripwire the catalogue has, in number order.
-    pub fn all() -> impl Iterator<Item = Tripwire> {
-        crate::catalogue::all().iter().map(|info| info.tripwire)
-    }
-
-    /// The ids as a reader names them: runs of consecutive numbers as ranges
-    /// (`T1-T22`; `T1-T15, T18, T20` for a catalogue without T16, T17, T19, T21 and T22).
-    pub fn all_named() -> String {
-        let numbers: Vec<u8> = Tripwire::all().map(Tripwire::number).collect();
-        let mut parts = Vec::new();
-        let mut i = 0;
-        while i < numbers.len() {
-            let mut j = i;
-            while j + 1 < numbers.len() && numbers[j + 1] == numbers[j] + 1 {
-                j += 1;
-            }
-            parts.push(if j > i {
-                format!("T{}-T{}", numbers[i], numbers[j])
-            } else {
-                format!("T{}", numbers[i])
-            });
-            i = j + 1;
-        }
-        parts.join(", ")
     }
 }
 

@@ -61,3 +61,20 @@ pub fn assert_unknown_saying(r: &crate::status::CheckResult, words: &str) {
     assert_eq!(r.status, crate::status::Status::Unknown, "{}", r.message);
     assert!(r.message.contains(words), "{}", r.message);
 }
+
+/// A run of `engine` with nothing given.
+pub fn empty_run(engine: &'static crate::engine::EngineDescriptor) -> crate::run::model::Run {
+    crate::run::model::Run {
+        engine,
+        boots: Vec::new(),
+        before: None,
+        after: None,
+        series: None,
+        bench: None,
+        expected_extra_requests: 0,
+        requested: None,
+        load_failure: None,
+        rejected: Vec::new(),
+        notes: Vec::new(),
+    }
+}

@@ -239,27 +239,6 @@ pub fn xray(
     ended
 }
 
-/// The run checks xray prints under `== checks`, in the tutorial's order: T1, T10, T16,
-/// T14, T9, T8, T17, then the load tool's account against the server's (T15, T18, T20),
-/// then T19 and T21; the boot checks were printed with the boot log.
-fn ordered_run_checks(results: &[CheckResult]) -> Vec<CheckResult> {
-    let mut checks: Vec<CheckResult> = results
-        .iter()
-        .filter(|r| matches!(r.tripwire.number(), 1 | 10 | 16 | 14 | 9 | 8 | 17))
-        .cloned()
-        .collect();
-    for tripwire in [
-        Tripwire::T15,
-        Tripwire::T18,
-        Tripwire::T20,
-        Tripwire::T19,
-        Tripwire::T21,
-    ] {
-        checks.extend(results.iter().filter(|r| r.tripwire == tripwire).cloned());
-    }
-    checks
-}
-
 /// A file the run writes as it goes (the server's and the load's output), created new:
 /// never over a file or through a link left in the folder.
 fn create_new(path: &Path) -> Result<File, inferlint_engines::output::OutputError> {
@@ -287,19 +266,5 @@ mod tests {
         assert_eq!(folder_name(0), "xray-19700101-000000");
         assert_eq!(folder_name(1_700_000_000), "xray-20231114-221320");
         assert_eq!(folder_name(951_825_600), "xray-20000229-120000");
-    }
-
-    #[test]
-    fn run_checks_print_in_the_tutorial_order() {
-        let results: Vec<CheckResult> = [21, 15, 20, 18, 12, 1, 10, 16, 14, 9, 8, 17, 19]
-            .into_iter()
-            .filter_map(Tripwire::new)
-            .map(|t| CheckResult::new(t, Status::Pass, ""))
-            .collect();
-        let order: Vec<u8> = ordered_run_checks(&results)
-            .iter()
-            .map(|r| r.tripwire.number())
-            .collect();
-        assert_eq!(order, [1, 10, 16, 14, 9, 8, 17, 15, 18, 20, 19, 21]);
     }
 }

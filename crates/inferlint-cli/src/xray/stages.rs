@@ -210,7 +210,7 @@ impl Xray<'_> {
         let assembled = self.assemble(choice);
         let checks: Vec<CheckResult> = match &assembled {
             Ok(Some((_, results, _))) => {
-                let mut checks = ordered_run_checks(results);
+                let mut checks = inferlint_core::checks::registry::xray_order(results);
                 // What the run could not check and xray has not said yet (the boot
                 // checks of an attached server given no --boot-log).
                 let said: Vec<Tripwire> = self

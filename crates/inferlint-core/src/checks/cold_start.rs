@@ -174,9 +174,9 @@ pub fn place(
             "there are no before and after readings to place it against".into(),
         );
     };
-    // Across a wall step the window holds both readings of it (`identity::window`): a
+    // Across a wall step the window holds both readings of it (`model::window`): a
     // line is placed outside the run only where neither puts it inside.
-    let Some((start, end)) = crate::identity::window(Some(before), Some(after)) else {
+    let Some((start, end)) = crate::model::window(Some(before), Some(after)) else {
         return Placed::Unplaced("the readings carry no wall clock".into());
     };
     let offset = match offset {

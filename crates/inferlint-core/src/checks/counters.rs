@@ -1,6 +1,8 @@
 //! Counter arithmetic shared by T1, T10 and T15: deltas between two snapshots, the
 //! SGLang witness rule, and restart and order detection.
 
+use std::collections::BTreeSet;
+
 use serde_json::json;
 
 use crate::engine::EngineDescriptor;
@@ -190,4 +192,110 @@ pub fn histogram_mean(
     let sum = counter_delta(engine, before, after, &format!("{histogram}_sum"))?;
     let count = counter_delta(engine, before, after, &format!("{histogram}_count"))?;
     (count > 0.0).then(|| sum / count)
+}
+
+/// The label vLLM and TensorRT-LLM put on their success counter.
+const FINISHED_REASON_LABEL: &str = "finished_reason";
+
+/// The finish reasons in the order a report lists them; reasons outside this list follow
+/// in alphabetical order, so a new one is shown rather than dropped.
+const FINISHED_REASONS: &[&str] = &["length", "stop", "repetition", "abort", "error"];
+
+/// What the server's counters say happened between the before and the after reading.
+/// Every field is `None` when a reading lacked the counter: never 0.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CounterSummary {
+    /// Requests the server finished.
+    pub finished: Option<f64>,
+    /// Finished requests by `finished_reason` (vLLM, TensorRT-LLM); empty for SGLang,
+    /// whose counter has no reason.
+    pub finished_by_reason: Vec<(String, f64)>,
+    /// Output tokens generated.
+    pub output_tokens: Option<f64>,
+    /// Prompt tokens processed.
+    pub prompt_tokens: Option<f64>,
+    /// Preemptions (retractions); `None` for an engine that counts none.
+    pub preemptions: Option<f64>,
+    /// Mean end-to-end latency, seconds.
+    pub mean_e2e_s: Option<f64>,
+    /// Mean time to first token, seconds.
+    pub mean_ttft_s: Option<f64>,
+    /// Mean time in the queue, seconds.
+    pub mean_queue_s: Option<f64>,
+}
+
+impl CounterSummary {
+    /// Prompt plus output tokens per finished request.
+    pub fn tokens_per_request(&self) -> Option<f64> {
+        let finished = self.finished.filter(|f| *f > 0.0)?;
+        Some((self.prompt_tokens? + self.output_tokens?) / finished)
+    }
+
+    /// Output tokens per finished request.
+    pub fn output_per_request(&self) -> Option<f64> {
+        let finished = self.finished.filter(|f| *f > 0.0)?;
+        Some(self.output_tokens? / finished)
+    }
+}
+
+/// The counter facts between two readings, with metric names from the engine's table;
+/// `None` when the server restarted between them.
+pub fn counter_summary(
+    engine: &EngineDescriptor,
+    before: &Snapshot,
+    after: &Snapshot,
+) -> Option<CounterSummary> {
+    if restart_between(before, after).is_some() || out_of_order(before, after).is_some() {
+        return None;
+    }
+    let delta = |name: &str| counter_delta(engine, before, after, name);
+    let mean = |histogram: &str| histogram_mean(engine, before, after, histogram);
+    Some(CounterSummary {
+        finished: delta(engine.request_success),
+        finished_by_reason: if engine.success_has_reason {
+            finished_by_reason(engine.request_success, before, after)
+        } else {
+            Vec::new()
+        },
+        output_tokens: delta(engine.generation_tokens),
+        prompt_tokens: delta(engine.prompt_tokens),
+        preemptions: engine.preemption_counter.and_then(delta),
+        mean_e2e_s: mean(engine.e2e_latency_histogram),
+        mean_ttft_s: mean(engine.ttft_histogram),
+        mean_queue_s: mean(engine.queue_time_histogram),
+    })
+}
+
+/// The success counter's delta per finish reason, for every reason the after reading has.
+///
+/// A reason's series appears the first time a request finishes that way (TensorRT-LLM
+/// creates them lazily), so when the before reading has the counter but not that
+/// reason's series, no request had finished that way yet: its count was 0. When the
+/// before reading lacks the counter altogether nothing is known, and nothing is listed.
+fn finished_by_reason(name: &str, before: &Snapshot, after: &Snapshot) -> Vec<(String, f64)> {
+    if !before.metrics.has(name) {
+        return Vec::new();
+    }
+    let seen: BTreeSet<&str> = after
+        .metrics
+        .series(name)
+        .filter_map(|s| s.label(FINISHED_REASON_LABEL))
+        .collect();
+    let known = FINISHED_REASONS
+        .iter()
+        .copied()
+        .filter(|r| seen.contains(r));
+    let others = seen
+        .iter()
+        .copied()
+        .filter(|r| !FINISHED_REASONS.contains(r));
+    known
+        .chain(others)
+        .filter_map(|reason| {
+            let subset = [(FINISHED_REASON_LABEL, reason)];
+            let after_count = after.metrics.total_matching(name, &subset)?;
+            let before_count = before.metrics.total_matching(name, &subset).unwrap_or(0.0);
+            Some((reason.to_owned(), after_count - before_count))
+        })
+        .collect()
 }

@@ -1,4 +1,5 @@
-//! Every check as a pure function of the run model.
+//! Every check as a pure function of the run model, and [`registry`], where each is
+//! declared once: its phase, what it needs, whether it judges mid-run, its function.
 //!
 //! - [`boot`]: T4, T5, T6, T7/T12 and T11, from boot facts.
 //! - [`counters`]: counter deltas and restart detection shared by T1, T10 and T15.
@@ -22,10 +23,14 @@ pub mod cold_start;
 pub mod contention;
 pub mod counters;
 pub mod fleet;
+pub mod flight;
+pub mod gpu_fold;
+pub mod judge;
 pub mod ledger;
 pub mod owner;
 pub mod pauses;
 pub mod prefix_cache;
+pub mod registry;
 pub mod series;
 pub mod shortfall;
 pub mod snapshots;

@@ -8,8 +8,8 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use crate::checks::contention::GpuStats;
-use crate::checks::shortfall::FlightStats;
+use crate::checks::flight::FlightStats;
+use crate::checks::gpu_fold::GpuStats;
 use crate::engine::EngineDescriptor;
 use crate::fmt;
 use crate::model::{BootFacts, GpuSampling, SeriesSample, Snapshot};

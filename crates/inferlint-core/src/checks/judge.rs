@@ -1,0 +1,198 @@
+//! The whole-run checks as the registry calls them: each reads what it needs from the
+//! [`Run`] and hands it to its check. The registry has already made sure the run has
+//! what the check's declaration needs (see [`super::registry`]).
+
+use crate::checks::cold_start::{self, ColdStartInputs};
+use crate::checks::ledger::{self, LedgerInputs};
+use crate::checks::series::{self, SeriesStats};
+use crate::checks::shortfall::{self, ShortfallInputs};
+use crate::checks::{contention, prefix_cache, snapshots};
+use crate::model::Snapshot;
+use crate::run::model::{input, Run, RunOptions};
+use crate::status::{CheckResult, Status, Tripwire};
+
+fn readings(run: &Run) -> (&Snapshot, &Snapshot) {
+    match (&run.before, &run.after) {
+        (Some(before), Some(after)) => (before, after),
+        _ => unreachable!("declared: both readings"),
+    }
+}
+
+fn series_of(run: &Run) -> &SeriesStats {
+    run.series.as_ref().expect("declared: a recording")
+}
+
+/// A recording holding a reading that cannot be: no check of it may pass.
+fn refused(run: &Run, tripwire: Tripwire) -> Option<CheckResult> {
+    let refused = series_of(run).refused.as_ref()?;
+    Some(
+        CheckResult::new(tripwire, Status::Unknown, refused.message())
+            .with("refused_line", refused.line)
+            .with("refused_lines", refused.count),
+    )
+}
+
+/// T15: the load tool's count against the server's.
+pub fn client_server(run: &Run, _: RunOptions) -> Option<CheckResult> {
+    let (before, after) = readings(run);
+    let (name, bench) = run.bench.as_ref()?;
+    Some(snapshots::client_server(
+        run.engine,
+        before,
+        after,
+        bench,
+        name,
+        run.expected_extra_requests,
+    ))
+}
+
+/// T18: the load tool's account against the server's counters and the recording.
+pub fn dropped_failures(run: &Run, _: RunOptions) -> Option<CheckResult> {
+    let (name, account) = run.bench.as_ref()?;
+    let server = run.server_outcomes();
+    let stopped = match (run.series.as_ref(), run.request_timeline()) {
+        (Some(series), Some(Ok(timeline))) => ledger::stopped_generating(series, &timeline),
+        _ => None,
+    };
+    Some(ledger::dropped_failures(&LedgerInputs {
+        engine: run.engine,
+        account,
+        result_file: name,
+        server: server.as_ref(),
+        stopped,
+        untimed: run.expected_extra_requests,
+    }))
+}
+
+/// T20: the lengths the load tool reports against the server's, where they compare.
+pub fn lengths(run: &Run, _: RunOptions) -> Option<CheckResult> {
+    let (name, bench) = run.bench.as_ref()?;
+    let server = run.server_outcomes();
+    let server_ok = server.as_ref().and_then(|s| s.as_ref().ok());
+    if ledger::lengths_comparable(bench, server_ok) {
+        return Some(ledger::length_mismatch(bench, name, server_ok));
+    }
+    let needs = match &server {
+        Some(Err(why)) => format!(
+            "needs the server's counters, which cannot be compared here ({why}), or a result file that keeps each answer's usage"
+        ),
+        _ => "needs the before and after readings, or a result file that keeps each answer's usage".to_owned(),
+    };
+    Some(CheckResult::not_checked(
+        Tripwire::T20,
+        needs,
+        &[input::BEFORE, input::AFTER],
+    ))
+}
+
+/// T1: preemptions between the readings.
+pub fn preemption(run: &Run, _: RunOptions) -> Option<CheckResult> {
+    let (before, after) = readings(run);
+    Some(snapshots::preemption(
+        run.engine,
+        before,
+        after,
+        run.series.as_ref(),
+        run.last_boot(),
+    ))
+}
+
+/// T10: the rate between the readings, and how finely their clocks time it.
+pub fn rate(run: &Run, _: RunOptions) -> Option<CheckResult> {
+    let (before, after) = readings(run);
+    Some(snapshots::rate(run.engine, before, after, None))
+}
+
+/// T16: the share of the prompt the prefix cache served, from the readings or the
+/// recording.
+pub fn prefix_cache(run: &Run, options: RunOptions) -> Option<CheckResult> {
+    prefix_cache::prefix_cache(
+        run.engine,
+        run.before.as_ref(),
+        run.after.as_ref(),
+        run.series.as_ref(),
+        options.expect_cache_hits,
+    )
+}
+
+/// T14: the recording's blocks against the after reading's block count.
+pub fn null_block(run: &Run, _: RunOptions) -> Option<CheckResult> {
+    let after = run.after.as_ref().expect("declared: the after reading");
+    if run.series.as_ref().is_some_and(|s| s.refused.is_some()) {
+        return refused(run, Tripwire::T14);
+    }
+    Some(series::null_block(run.engine, series_of(run), after).0)
+}
+
+/// T9: the ceiling on a full cache, in blocks where T14 passed on the after reading.
+pub fn falling_ceiling(run: &Run, _: RunOptions) -> Option<CheckResult> {
+    if let Some(refused) = refused(run, Tripwire::T9) {
+        return Some(refused);
+    }
+    let stats = series_of(run);
+    let usable_blocks = match (&run.after, run.engine.cache_info) {
+        (Some(after), Some(_)) => match series::null_block(run.engine, stats, after) {
+            (t14, blocks) if t14.status == Status::Pass => blocks,
+            _ => None,
+        },
+        _ => None,
+    };
+    Some(series::falling_ceiling(run.engine, stats, usable_blocks))
+}
+
+/// T8: the concurrency the server reached against the one asked for.
+pub fn concurrency(run: &Run, _: RunOptions) -> Option<CheckResult> {
+    if let Some(refused) = refused(run, Tripwire::T8) {
+        return Some(refused);
+    }
+    let requested = run.requested?;
+    if requested == 0 {
+        return Some(
+            CheckResult::new(
+                Tripwire::T8,
+                Status::Unknown,
+                "the concurrency asked for is 0; a load keeps at least 1 request open",
+            )
+            .with("requested", 0),
+        );
+    }
+    Some(series::concurrency(
+        run.engine,
+        series_of(run),
+        requested,
+        run.last_boot(),
+    ))
+}
+
+/// T17: the client kept fewer requests in flight than asked while the server had room.
+pub fn client_shortfall(run: &Run, _: RunOptions) -> Option<CheckResult> {
+    let timeline = run.request_timeline().and_then(Result::ok);
+    Some(shortfall::client_shortfall(&ShortfallInputs {
+        engine: run.engine,
+        stats: series_of(run),
+        requested: run.requested?,
+        boot: run.last_boot(),
+        client: run.bench.as_ref().map(|(_, account)| account),
+        timeline: timeline.as_ref(),
+    }))
+}
+
+/// T19: compile lines inside the run, a slow first wave, no warm-up.
+pub fn cold_start(run: &Run, options: RunOptions) -> Option<CheckResult> {
+    cold_start::cold_start(&ColdStartInputs {
+        engine: run.engine,
+        boot: run.last_boot(),
+        before: run.before.as_ref(),
+        after: run.after.as_ref(),
+        client: run.bench.as_ref().map(|(_, account)| account),
+        untimed: run.expected_extra_requests,
+        requested: run.requested,
+        live_log: options.live_log,
+    })
+}
+
+/// T21: other processes and held-back clocks on the server's GPUs, from the recording's
+/// GPU readings.
+pub fn gpu_contention(run: &Run, _: RunOptions) -> Option<CheckResult> {
+    contention::gpu_contention(series_of(run))
+}
