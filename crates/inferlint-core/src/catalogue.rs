@@ -154,43 +154,11 @@ pub fn find(id_or_slug: &str) -> Option<&'static TripwireInfo> {
         .find(|info| info.slug.eq_ignore_ascii_case(wanted))
 }
 
-/// When in a test each tripwire applies, in the order a test meets them. The docs and the
-/// report group the catalogue by these; T2 appears twice because it is checked both before
-/// a server starts and after it stops.
-pub fn stages() -> &'static [(&'static str, &'static [Tripwire])] {
-    &[
-        ("Before a server starts", &[Tripwire::T2, Tripwire::T13]),
-        (
-            "At start-up, from the boot log",
-            &[
-                Tripwire::T12,
-                Tripwire::T5,
-                Tripwire::T6,
-                Tripwire::T4,
-                Tripwire::T11,
-            ],
-        ),
-        ("Before the load", &[Tripwire::T7]),
-        (
-            "During and after the load",
-            &[
-                Tripwire::T1,
-                Tripwire::T8,
-                Tripwire::T9,
-                Tripwire::T10,
-                Tripwire::T14,
-                Tripwire::T15,
-                Tripwire::T16,
-                Tripwire::T17,
-                Tripwire::T18,
-                Tripwire::T19,
-                Tripwire::T20,
-                Tripwire::T21,
-            ],
-        ),
-        ("Across a fleet of replicas", &[Tripwire::T22]),
-        ("Stopping the server", &[Tripwire::T2, Tripwire::T3]),
-    ]
+/// When in a test each tripwire applies, in the order a test meets them: the stages of
+/// the check registry ([`crate::checks::registry::stages`]), which the docs and the report
+/// group the catalogue by.
+pub fn stages() -> Vec<(&'static str, Vec<Tripwire>)> {
+    crate::checks::registry::stages()
 }
 
 /// The `explain` text for one tripwire: a header line, then the "what" paragraph, the "why"
@@ -416,6 +384,10 @@ pub fn tripwires_markdown() -> String {
         for (engine, note) in info.engine_notes {
             md.push_str(&format!("**On {}:** {}\n\n", engine.name(), note));
         }
+        md.push_str(&format!(
+            "**When:** {}.\n\n",
+            crate::checks::registry::get(info.tripwire).when()
+        ));
         md.push_str(&format!("**Check:** `{}`\n", info.command));
         if info.verdicts.is_empty() {
             md.push_str(

@@ -29,8 +29,23 @@ pub enum Phase {
     Cleanup,
     /// Across the replicas of a fleet recorded on one schedule.
     Fleet,
-    /// A rule for the scripts that start servers: no file of a run shows it.
-    Scripts,
+    /// Before a server starts: a rule for the scripts that start servers, which no file
+    /// of a run shows.
+    BeforeStart,
+}
+
+impl Phase {
+    /// The stage of a test it belongs to, as the docs and the report head it.
+    pub fn stage(self) -> &'static str {
+        match self {
+            Phase::BeforeStart => "Before a server starts",
+            Phase::Boot | Phase::AcrossBoots => "At start-up, from the boot log",
+            Phase::Serving => "Before the load",
+            Phase::Run => "During and after the load",
+            Phase::Fleet => "Across a fleet of replicas",
+            Phase::Cleanup => "Stopping the server",
+        }
+    }
 }
 
 /// What part of the run a whole-run check is about: xray prints the server's checks
@@ -187,6 +202,9 @@ pub struct Declaration {
     pub needs: Needs,
     /// Whether a recording still going can judge it (`watch`, xray while the load runs).
     pub live: bool,
+    /// Whether it is also checked before a server starts (T2: a card some process still
+    /// holds is found before the next server, as after the last).
+    pub before_start: bool,
     /// Whether it still judges a run that was not a benchmark (T18: a load whose
     /// requests all failed is its to judge).
     pub judges_a_failed_load: bool,
@@ -204,6 +222,7 @@ impl Declaration {
             part: None,
             needs,
             live: false,
+            before_start: false,
             judges_a_failed_load: false,
             not_for: None,
             judge: None,
@@ -301,6 +320,20 @@ impl Declaration {
         all
     }
 
+    /// When it is judged and from what, for the docs: `during and after the load, also
+    /// while the load runs; needs a recording and the concurrency asked for`.
+    pub fn when(&self) -> String {
+        let mut words = self.phase.stage().to_owned();
+        if self.before_start {
+            words = format!("{}, and {}", Phase::BeforeStart.stage(), lower(&words));
+        }
+        if self.live {
+            words.push_str(", also while the load runs (`watch`, xray)");
+        }
+        let (needs, _) = self.needs_words();
+        format!("{words}; {needs}")
+    }
+
     /// What a verdict needs, said short of one tripwire and of several (`needs a
     /// recording`, `need a recording`), as a report lists the tripwires not here.
     pub fn needs_words(&self) -> (String, String) {
@@ -309,6 +342,14 @@ impl Declaration {
         }
         let says = self.said(false);
         (format!("needs {says}"), format!("need {says}"))
+    }
+}
+
+fn lower(words: &str) -> String {
+    let mut chars = words.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => String::new(),
     }
 }
 
@@ -473,7 +514,8 @@ pub const DECLARATIONS: &[Declaration] = &[
         Tripwire::T2,
         Phase::Cleanup,
         Needs::Words("runs at clean-up", "run at clean-up"),
-    ),
+    )
+    .before_start(),
     Declaration::new(
         Tripwire::T3,
         Phase::Cleanup,
@@ -489,7 +531,7 @@ pub const DECLARATIONS: &[Declaration] = &[
     ),
     Declaration::new(
         Tripwire::T13,
-        Phase::Scripts,
+        Phase::BeforeStart,
         Needs::Words("a rule for test scripts", "rules for test scripts"),
     ),
 ];
@@ -511,6 +553,11 @@ pub fn without_null_block(engine: &EngineDescriptor) -> Option<Inapplicable> {
 }
 
 impl Declaration {
+    const fn before_start(mut self) -> Self {
+        self.before_start = true;
+        self
+    }
+
     const fn judges_a_failed_load(mut self) -> Self {
         self.judges_a_failed_load = true;
         self
@@ -524,6 +571,41 @@ pub fn get(tripwire: Tripwire) -> &'static Declaration {
         .iter()
         .find(|d| d.tripwire == tripwire)
         .expect("every tripwire is declared")
+}
+
+/// When in a test each tripwire applies, in the order a test meets them, each stage's
+/// tripwires in number order: what the docs and the report group the catalogue by. T2
+/// stands twice, checked before a server starts and after it stops.
+pub fn stages() -> Vec<(&'static str, Vec<Tripwire>)> {
+    let order = [
+        Phase::BeforeStart,
+        Phase::Boot,
+        Phase::AcrossBoots,
+        Phase::Serving,
+        Phase::Run,
+        Phase::Fleet,
+        Phase::Cleanup,
+    ];
+    let mut stages: Vec<(&'static str, Vec<Tripwire>)> = Vec::new();
+    for phase in order {
+        let mut tripwires: Vec<Tripwire> = of_phase(phase).map(|d| d.tripwire).collect();
+        if phase == Phase::BeforeStart {
+            tripwires.extend(
+                DECLARATIONS
+                    .iter()
+                    .filter(|d| d.before_start)
+                    .map(|d| d.tripwire),
+            );
+        }
+        match stages.last_mut() {
+            Some((stage, ts)) if *stage == phase.stage() => ts.extend(tripwires),
+            _ => stages.push((phase.stage(), tripwires)),
+        }
+    }
+    for (_, ts) in &mut stages {
+        ts.sort();
+    }
+    stages
 }
 
 /// The declarations of one phase, in their order.
