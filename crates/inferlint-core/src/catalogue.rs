@@ -1613,7 +1613,7 @@ mod tests {
             assert_eq!(find(text).map(|info| info.tripwire), t9, "{text}");
         }
         assert_eq!(find("t15").map(|i| i.tripwire), Some(Tripwire::T15));
-        assert!(find("T23").is_none());
+        assert!(find("T200").is_none());
         assert_eq!(find("cold-start").map(|i| i.tripwire), Some(Tripwire::T19));
         assert_eq!(find("T16").map(|i| i.slug), Some("prefix-cache-hits"));
         assert_eq!(
