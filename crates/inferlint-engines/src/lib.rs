@@ -13,6 +13,7 @@ pub mod bootlog;
 pub mod detect;
 pub mod files;
 pub mod fleet;
+pub mod input;
 pub mod load;
 pub mod loadcmd;
 pub mod loadtools;

@@ -16,7 +16,7 @@ use inferlint_core::client::{
 use serde_json::Value;
 
 use super::{asked, at, body, count, int, label, num, parse_json, shape, text};
-use crate::files::FileError;
+use crate::input::FileError;
 
 pub(super) fn read(path: &Path, bytes: &[u8]) -> Result<ClientAccount, FileError> {
     // Read from the raw text, so that a cut-off file's error still names the version.
