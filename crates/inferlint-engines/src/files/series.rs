@@ -143,6 +143,45 @@ impl ChunkSummary {
         self.refused_count += 1;
         self.refused.get_or_insert((line, why));
     }
+
+    /// Folds one line into the summary, passing a sample on when it can follow the ones
+    /// before it. `None` is a line too long to hold.
+    fn fold_line(&mut self, line: Option<&[u8]>, on_sample: &mut impl FnMut(&SeriesSample)) {
+        self.lines += 1;
+        let line_number = self.lines;
+        let Some(line) = line.filter(|l| l.len() <= MAX_SERIES_LINE_BYTES) else {
+            self.skipped += 1;
+            return;
+        };
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return;
+        }
+        match parse_series_bytes(line) {
+            SeriesLine::Header(h) => {
+                self.header = Some(h);
+                if self.header_lines.len() < 2 {
+                    self.header_lines.push(line_number);
+                }
+            }
+            SeriesLine::Sample(s) => {
+                if let Some(why) = s.impossible_reading() {
+                    self.refuse(line_number, why);
+                    return;
+                }
+                let stamp = Stamp::of(line_number, &s);
+                if let Some(why) = self.last_sample.and_then(|l| stamp.goes_back_from(&l)) {
+                    self.refuse(line_number, why);
+                    return;
+                }
+                self.first_sample.get_or_insert(stamp);
+                self.last_sample = Some(stamp);
+                self.samples += 1;
+                on_sample(&s);
+            }
+            SeriesLine::Marker => self.markers += 1,
+            SeriesLine::Skipped => self.skipped += 1,
+        }
+    }
 }
 
 /// Folds a series file into an accumulator on up to `threads` threads: the file is cut
@@ -339,43 +378,8 @@ fn fold_lines(
 ) -> Result<ChunkSummary, FileError> {
     let io = |e| FileError::io(path, e);
     let mut summary = ChunkSummary::default();
-    // `None` is a line too long to hold.
-    let mut handle = |line: Option<&[u8]>, summary: &mut ChunkSummary| {
-        summary.lines += 1;
-        let line_number = summary.lines;
-        let Some(line) = line.filter(|l| l.len() <= MAX_SERIES_LINE_BYTES) else {
-            summary.skipped += 1;
-            return;
-        };
-        if line.iter().all(u8::is_ascii_whitespace) {
-            return;
-        }
-        match parse_series_bytes(line) {
-            SeriesLine::Header(h) => {
-                summary.header = Some(h);
-                if summary.header_lines.len() < 2 {
-                    summary.header_lines.push(line_number);
-                }
-            }
-            SeriesLine::Sample(s) => {
-                if let Some(why) = s.impossible_reading() {
-                    summary.refuse(line_number, why);
-                    return;
-                }
-                let stamp = Stamp::of(line_number, &s);
-                if let Some(why) = summary.last_sample.and_then(|l| stamp.goes_back_from(&l)) {
-                    summary.refuse(line_number, why);
-                    return;
-                }
-                summary.first_sample.get_or_insert(stamp);
-                summary.last_sample = Some(stamp);
-                summary.samples += 1;
-                on_sample(&s);
-            }
-            SeriesLine::Marker => summary.markers += 1,
-            SeriesLine::Skipped => summary.skipped += 1,
-        }
-    };
+    let mut handle =
+        |line: Option<&[u8]>, summary: &mut ChunkSummary| summary.fold_line(line, &mut on_sample);
     let mut buf = vec![0u8; 1 << 20];
     let mut pending: Vec<u8> = Vec::new();
     // The line being read is already longer than any line kept: drop it to its end.
