@@ -2,9 +2,10 @@
 //! [`EngineDescriptor`]; checks read the table instead of branching on the engine, so a new
 //! engine (or a renamed metric) is a table edit.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
+
+use crate::metrics::{MetricSet, Sample};
 
 /// An inference engine inferlint knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
@@ -43,6 +44,26 @@ impl Engine {
     /// The project's own spelling: `vLLM`, `SGLang`, `TensorRT-LLM`.
     pub fn name(self) -> &'static str {
         self.descriptor().name
+    }
+
+    /// The engine whose metric-name prefix most names carry; ties go to vLLM, then SGLang,
+    /// then TensorRT-LLM. `None` when no name carries any engine's prefix.
+    pub fn from_metric_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<Engine> {
+        let mut counts = [0usize; 3];
+        for name in names {
+            for (slot, engine) in Engine::ALL.iter().enumerate() {
+                if name.starts_with(engine.descriptor().metric_prefix) {
+                    counts[slot] += 1;
+                }
+            }
+        }
+        let mut best: Option<(usize, Engine)> = None;
+        for (slot, engine) in Engine::ALL.iter().enumerate() {
+            if counts[slot] > best.map_or(0, |(n, _)| n) {
+                best = Some((counts[slot], *engine));
+            }
+        }
+        best.map(|(_, engine)| engine)
     }
 
     /// Reads an engine from its key or its display name, in any case, trimmed.
@@ -245,7 +266,7 @@ impl PrefixCacheCounters {
     /// The prompt tokens the cache served by one scrape: the hit counter, else the
     /// queried tokens less the missed ones, else 0 by the first-hit rule; NaN for a value
     /// no counter can hold.
-    pub fn hits_in(&self, metrics: &crate::metrics::MetricSet) -> Option<f64> {
+    pub fn hits_in(&self, metrics: &MetricSet) -> Option<f64> {
         if let Some(v) = metrics.total(self.hit_tokens) {
             return Some(possible_count(v));
         }
@@ -265,7 +286,7 @@ impl PrefixCacheCounters {
     }
 
     /// The queried counter's value in one scrape; NaN for a value no counter can hold.
-    pub fn queries_in(&self, metrics: &crate::metrics::MetricSet) -> Option<f64> {
+    pub fn queries_in(&self, metrics: &MetricSet) -> Option<f64> {
         metrics.total(self.queried_tokens).map(possible_count)
     }
 }
@@ -374,6 +395,23 @@ impl EngineDescriptor {
         })
     }
 
+    /// The metrics of one scrape of this engine's server: its samples indexed by name, each
+    /// metric that another release of the engine serves under an older name
+    /// ([`EngineDescriptor::renamed_metrics`]) answering under its current name too.
+    pub fn scrape_metrics(&self, samples: Vec<Sample>) -> MetricSet {
+        let mut metrics = MetricSet::new(samples);
+        self.answer_renamed(&mut metrics);
+        metrics
+    }
+
+    /// Makes each of this engine's renamed metrics answer under its current name in a
+    /// scrape that has only the old one; a scrape serving both keeps the current one.
+    pub fn answer_renamed(&self, metrics: &mut MetricSet) {
+        for rename in self.renamed_metrics {
+            metrics.answer_renamed(rename.old, rename.current);
+        }
+    }
+
     /// The stderr note for an untested version.
     pub fn untested_version_note(&self, version: &str) -> Option<String> {
         (!self.is_tested_version(version)).then(|| {
@@ -401,10 +439,6 @@ pub struct MetricRename {
     /// The release that hid it.
     pub hidden_in: &'static str,
 }
-
-/// The suffixes a metric's samples carry: a gauge none, a counter `_total` and
-/// `_created`, a histogram `_bucket`, `_sum`, `_count` and `_created`.
-const SAMPLE_SUFFIXES: &[&str] = &["", "_total", "_created", "_bucket", "_sum", "_count"];
 
 /// vLLM's renames (`vllm/v1/metrics/loggers.py`: "Deprecated in 0.9 - Renamed as ...").
 pub static VLLM_RENAMES: &[MetricRename] = &[
@@ -434,25 +468,18 @@ pub static VLLM_RENAMES: &[MetricRename] = &[
     },
 ];
 
-/// Makes each renamed metric answer under its current name in a scrape that has only
-/// the old one. Names carry their engine's prefix, so every engine's renames apply to any
-/// scrape without mixing engines; a scrape serving both names keeps the current one.
-pub(crate) fn alias_renamed_metrics(by_name: &mut HashMap<String, Vec<usize>>) {
-    for rename in Engine::ALL
-        .iter()
-        .flat_map(|e| e.descriptor().renamed_metrics)
-    {
-        for suffix in SAMPLE_SUFFIXES {
-            let current = format!("{}{suffix}", rename.current);
-            if by_name.contains_key(&current) {
-                continue;
-            }
-            if let Some(rows) = by_name.get(&format!("{}{suffix}", rename.old)) {
-                let rows = rows.clone();
-                by_name.insert(current, rows);
-            }
-        }
+/// The metrics of one scrape whose engine is not known yet (a page or a file just read):
+/// the engine is the one whose prefix the scrape's names carry ([`Engine::from_metric_names`],
+/// the rule that tells a scrape's engine everywhere), and its renamed metrics answer under
+/// their current names ([`EngineDescriptor::scrape_metrics`]). A scrape whose names carry
+/// no engine's prefix gets no renames: every renamed name carries its engine's prefix, so
+/// none could apply.
+pub fn scrape_metrics(samples: Vec<Sample>) -> MetricSet {
+    let mut metrics = MetricSet::new(samples);
+    if let Some(engine) = Engine::from_metric_names(metrics.names()) {
+        engine.descriptor().answer_renamed(&mut metrics);
     }
+    metrics
 }
 
 /// vLLM's table.
@@ -839,5 +866,57 @@ mod tests {
         assert!(SGLANG
             .untested_version_note("0.6.1")
             .is_some_and(|n| n.starts_with("SGLang 0.6.1 is not a tested version")));
+    }
+
+    fn s(name: &str, value: f64) -> Sample {
+        Sample {
+            name: name.into(),
+            labels: Vec::new(),
+            value,
+            timestamp_ms: None,
+        }
+    }
+
+    #[test]
+    fn an_older_releases_name_answers_for_the_current_one() {
+        // vLLM before 0.10 served the KV gauge and the prefix-cache counters under their
+        // old names only.
+        let old = scrape_metrics(vec![
+            s("vllm:gpu_cache_usage_perc", 0.5),
+            s("vllm:gpu_prefix_cache_queries_total", 10.0),
+        ]);
+        assert_eq!(old.total("vllm:kv_cache_usage_perc"), Some(0.5));
+        assert_eq!(old.total("vllm:prefix_cache_queries_total"), Some(10.0));
+        // During the deprecation both are served: the current name keeps its own value.
+        let both = VLLM.scrape_metrics(vec![
+            s("vllm:gpu_cache_usage_perc", 0.4),
+            s("vllm:kv_cache_usage_perc", 0.5),
+        ]);
+        assert_eq!(both.total("vllm:kv_cache_usage_perc"), Some(0.5));
+        assert_eq!(both.names().count(), 2);
+    }
+
+    /// A scrape is read with its own engine's renames: another engine's table adds none.
+    #[test]
+    fn renames_are_the_scrapes_engine_s() {
+        let old = || vec![s("vllm:gpu_cache_usage_perc", 0.5)];
+        assert_eq!(
+            SGLANG
+                .scrape_metrics(old())
+                .total("vllm:kv_cache_usage_perc"),
+            None
+        );
+        assert_eq!(
+            VLLM.scrape_metrics(old()).total("vllm:kv_cache_usage_perc"),
+            Some(0.5)
+        );
+        assert_eq!(
+            Engine::from_metric_names(["sglang:num_running_reqs"]),
+            Some(Engine::Sglang)
+        );
+        assert_eq!(
+            Engine::from_metric_names(["process_cpu_seconds_total"]),
+            None
+        );
     }
 }

@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
+use inferlint_core::engine::scrape_metrics;
 use inferlint_core::model::Snapshot;
-use inferlint_core::MetricSet;
 use serde_json::Value;
 
 use crate::input::{read_bounded, FileError, MAX_SNAPSHOT_BYTES};
@@ -110,7 +110,7 @@ pub fn parse_snapshot_noted(
             t_mono_ns,
             latency_s: object.get("latency_s").and_then(Value::as_f64),
             text: body.to_owned(),
-            metrics: MetricSet::new(exposition.samples),
+            metrics: scrape_metrics(exposition.samples),
         };
         return Ok((snapshot, note));
     }
@@ -147,7 +147,7 @@ fn bare_snapshot(
         t_mono_ns: None,
         latency_s: None,
         text,
-        metrics: MetricSet::new(exposition.samples),
+        metrics: scrape_metrics(exposition.samples),
     };
     Ok((snapshot, note))
 }
