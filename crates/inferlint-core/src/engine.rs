@@ -148,8 +148,9 @@ pub struct EngineDescriptor {
     pub ttft_histogram: &'static str,
     /// Histogram: time in the queue.
     pub queue_time_histogram: &'static str,
-    /// The info metric whose `num_gpu_blocks` label T14 reads (vLLM only).
-    pub cache_info: Option<&'static str>,
+    /// The info metric that states the KV cache's blocks, and what its labels mean (vLLM
+    /// only): T14 reads the block count, the setup its block size.
+    pub cache_info: Option<CacheInfo>,
 
     /// Where the Prometheus text is served.
     pub metrics_path: &'static str,
@@ -215,6 +216,44 @@ pub struct EngineDescriptor {
     /// `compare` sets side by side).
     pub prefix_cache: Option<PrefixCacheCounters>,
 }
+
+/// An info metric that states the KV cache's blocks (vLLM's `cache_config_info`): one
+/// series per engine core, its values in labels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheInfo {
+    /// The info metric.
+    pub metric: &'static str,
+    /// The label that gives the KV blocks the engine core allocated.
+    pub blocks_label: &'static str,
+    /// The label that gives the block size, in tokens.
+    pub block_size_label: &'static str,
+    /// The label that tells one engine core (data parallel) from another, on this metric
+    /// and on the KV usage gauge.
+    pub engine_label: &'static str,
+    /// The blocks each engine core holds back from every request (vLLM's null block, a
+    /// placeholder for blocks a request skips), which the KV usage gauge's denominator
+    /// leaves out.
+    pub null_blocks: u64,
+}
+
+impl CacheInfo {
+    /// The blocks requests can use of `reported` over `engines` engine cores, each holding
+    /// back its null blocks; `None` when no more than those are reported.
+    pub fn usable_blocks(&self, reported: u64, engines: u64) -> Option<u64> {
+        let held = engines.saturating_mul(self.null_blocks);
+        (reported > held).then(|| reported - held)
+    }
+}
+
+/// vLLM's `cache_config_info` (`vllm/v1/metrics/loggers.py`, the `CacheConfig` as labels;
+/// `vllm/v1/core/block_pool.py` keeps block 0 as the null block).
+const VLLM_CACHE_INFO: CacheInfo = CacheInfo {
+    metric: "vllm:cache_config_info",
+    blocks_label: "num_gpu_blocks",
+    block_size_label: "block_size",
+    engine_label: "engine",
+    null_blocks: 1,
+};
 
 /// Where one fact of the server's setup is written: a setting in the boot log's settings
 /// dict, or a label of an info metric in a snapshot.
@@ -502,7 +541,7 @@ pub static VLLM: EngineDescriptor = EngineDescriptor {
     e2e_latency_histogram: "vllm:e2e_request_latency_seconds",
     ttft_histogram: "vllm:time_to_first_token_seconds",
     queue_time_histogram: "vllm:request_queue_time_seconds",
-    cache_info: Some("vllm:cache_config_info"),
+    cache_info: Some(VLLM_CACHE_INFO),
     metrics_path: "/metrics",
     default_port: 8000,
     preemption_word: "preemption",
@@ -567,15 +606,15 @@ pub static VLLM: EngineDescriptor = EngineDescriptor {
     setup_sources: SetupSources {
         kv_dtype: &[
             SetupSource::InfoLabel {
-                metric: "vllm:cache_config_info",
+                metric: VLLM_CACHE_INFO.metric,
                 label: "cache_dtype",
             },
             SetupSource::Setting("kv_cache_dtype"),
         ],
         max_model_len: &[SetupSource::Setting("max_model_len")],
         kv_blocks: &[SetupSource::InfoLabel {
-            metric: "vllm:cache_config_info",
-            label: "num_gpu_blocks",
+            metric: VLLM_CACHE_INFO.metric,
+            label: VLLM_CACHE_INFO.blocks_label,
         }],
         gpu: &[],
     },

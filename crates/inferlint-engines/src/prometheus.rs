@@ -378,7 +378,7 @@ pub fn series_metric_names(engine: &EngineDescriptor) -> Vec<&'static str> {
     names.extend(engine.preemption_counter);
     names.extend(engine.preemption_witness);
     names.extend(engine.paused_gauge);
-    names.extend(engine.cache_info);
+    names.extend(engine.cache_info.map(|c| c.metric));
     names
 }
 
