@@ -139,6 +139,298 @@ mod tests {
         );
     }
 
+    /// The files declared as test modules (`#[cfg(test)] mod testing;`) under the folders
+    /// given: wholly test code, like a `#[cfg(test)]` module inside a file.
+    fn test_module_files(dirs: &[PathBuf]) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for file in dirs.iter().flat_map(|d| rust_files(d)) {
+            let text = std::fs::read_to_string(&file).unwrap();
+            let lines: Vec<&str> = text.lines().map(str::trim).collect();
+            for pair in lines.windows(2) {
+                if pair[0] != "#[cfg(test)]" {
+                    continue;
+                }
+                let Some(name) = pair[1]
+                    .strip_prefix("mod ")
+                    .or_else(|| pair[1].strip_prefix("pub(crate) mod "))
+                    .and_then(|rest| rest.strip_suffix(';'))
+                else {
+                    continue;
+                };
+                let stem = file.file_stem().unwrap().to_string_lossy();
+                let dir = file.parent().unwrap();
+                let base = if ["lib", "main", "mod"].contains(&stem.as_ref()) {
+                    dir.to_owned()
+                } else {
+                    dir.join(stem.as_ref())
+                };
+                out.push(base.join(format!("{name}.rs")));
+                out.push(base.join(name).join("mod.rs"));
+            }
+        }
+        out
+    }
+
+    /// The string literals of Rust code with the line each starts on (from 1): comments,
+    /// character literals and lifetimes are passed over, escapes are kept as written, and
+    /// raw strings (`r"..."`, `r#"..."#`) are read to their own end.
+    fn string_literals(code: &str) -> Vec<(usize, String)> {
+        let bytes = code.as_bytes();
+        let mut out = Vec::new();
+        let (mut i, mut line) = (0, 1);
+        while i < bytes.len() {
+            match bytes[i] {
+                b'\n' => line += 1,
+                b'/' if bytes.get(i + 1) == Some(&b'/') => {
+                    while i < bytes.len() && bytes[i] != b'\n' {
+                        i += 1;
+                    }
+                    continue;
+                }
+                b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                    i += 2;
+                    while i + 1 < bytes.len() && !(bytes[i] == b'*' && bytes[i + 1] == b'/') {
+                        line += usize::from(bytes[i] == b'\n');
+                        i += 1;
+                    }
+                    i += 2;
+                    continue;
+                }
+                // A character literal ('"', '\'', 'x'); a lifetime has no closing quote.
+                b'\'' => {
+                    if bytes.get(i + 1) == Some(&b'\\') {
+                        if let Some(end) = code[i + 2..].find('\'') {
+                            i += end + 3;
+                            continue;
+                        }
+                    } else if bytes.get(i + 2) == Some(&b'\'') {
+                        i += 3;
+                        continue;
+                    }
+                }
+                b'r' if matches!(bytes.get(i + 1), Some(b'"' | b'#'))
+                    && (i == 0
+                        || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_')) =>
+                {
+                    let hashes = bytes[i + 1..].iter().take_while(|b| **b == b'#').count();
+                    if bytes.get(i + 1 + hashes) == Some(&b'"') {
+                        let start = i + 2 + hashes;
+                        let close = format!("\"{}", "#".repeat(hashes));
+                        let end = code[start..].find(&close).map_or(code.len(), |e| start + e);
+                        out.push((line, code[start..end].to_owned()));
+                        line += code[start..end].matches('\n').count();
+                        i = end + close.len();
+                        continue;
+                    }
+                }
+                b'"' => {
+                    let start = i + 1;
+                    let mut end = start;
+                    while end < bytes.len() && bytes[end] != b'"' {
+                        end += if bytes[end] == b'\\' { 2 } else { 1 };
+                    }
+                    let end = end.min(bytes.len());
+                    out.push((line, code[start..end].to_owned()));
+                    line += code[start..end].matches('\n').count();
+                    i = end + 1;
+                    continue;
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        out
+    }
+
+    /// What the engine tables name, as code would spell it: each engine's metric-name
+    /// prefix, and the label names the tables read.
+    struct EngineVocabulary {
+        prefixes: Vec<&'static str>,
+        labels: Vec<&'static str>,
+    }
+
+    impl EngineVocabulary {
+        fn of_the_tables() -> EngineVocabulary {
+            use inferlint_core::engine::SetupSource;
+            let mut vocabulary = EngineVocabulary {
+                prefixes: Vec::new(),
+                labels: Vec::new(),
+            };
+            for engine in inferlint_core::Engine::ALL {
+                let d = engine.descriptor();
+                vocabulary.prefixes.push(d.metric_prefix);
+                if let Some(info) = d.cache_info {
+                    vocabulary.labels.extend([
+                        info.blocks_label,
+                        info.block_size_label,
+                        info.engine_label,
+                    ]);
+                }
+                let s = &d.setup_sources;
+                for source in [s.kv_dtype, s.max_model_len, s.kv_blocks, s.gpu].concat() {
+                    if let SetupSource::InfoLabel { label, .. } = source {
+                        vocabulary.labels.push(label);
+                    }
+                }
+                for failed in d.failed_requests {
+                    vocabulary
+                        .labels
+                        .extend(failed.label.map(|(label, _)| label));
+                }
+            }
+            vocabulary.labels.sort_unstable();
+            vocabulary.labels.dedup();
+            vocabulary
+        }
+
+        /// A metric's name of one of the engines: its prefix, then a Prometheus name
+        /// (a letter first: `sglang::` is a process name, not a metric).
+        fn is_metric_name(&self, text: &str) -> bool {
+            self.prefixes.iter().any(|p| {
+                text.strip_prefix(p).is_some_and(|rest| {
+                    rest.starts_with(|c: char| c.is_ascii_lowercase())
+                        && rest
+                            .bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b':')
+                })
+            })
+        }
+
+        /// A label name of the tables, on a line that reads a sample's labels. Elsewhere
+        /// the same words are evidence keys, setup keys or settings, which are not labels.
+        fn is_label_read(&self, text: &str, line: &str) -> bool {
+            const READS_LABELS: [&str; 4] = ["label(", "labels", "total_matching(", ".info("];
+            self.labels.contains(&text) && READS_LABELS.iter().any(|r| line.contains(r))
+        }
+    }
+
+    /// Every engine metric or label name written as a literal in the non-test code of
+    /// the crates under `root` that read scrapes, outside the engine tables, as
+    /// `file:line: name`.
+    fn engine_names_outside_the_tables(root: &Path) -> Vec<String> {
+        let vocabulary = EngineVocabulary::of_the_tables();
+        let dirs: Vec<PathBuf> = [
+            "crates/inferlint-core/src",
+            "crates/inferlint-engines/src",
+            "crates/inferlint-live/src",
+            "crates/inferlint-cli/src",
+        ]
+        .iter()
+        .map(|d| root.join(d))
+        .collect();
+        let test_modules = test_module_files(&dirs);
+        let mut found = Vec::new();
+        for file in dirs.iter().flat_map(|d| rust_files(d)) {
+            let relative = file
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
+            if relative == "crates/inferlint-core/src/engine.rs" || test_modules.contains(&file) {
+                continue;
+            }
+            let text = std::fs::read_to_string(&file).unwrap();
+            let code = without_tests(&text);
+            let lines: Vec<&str> = code.lines().collect();
+            for (line, literal) in string_literals(code) {
+                let line_text = lines.get(line - 1).copied().unwrap_or_default();
+                if vocabulary.is_metric_name(&literal)
+                    || vocabulary.is_label_read(&literal, line_text)
+                {
+                    found.push(format!("{relative}:{line}: \"{literal}\""));
+                }
+            }
+        }
+        found
+    }
+
+    /// Engine facts live in the engine tables (core's `engine.rs`): code that looks up a
+    /// metric or a label by name reads it from an `EngineDescriptor`. The pattern follows
+    /// the engines' formats: every vLLM metric is named `vllm:...` (its Prometheus logger
+    /// prefixes them), every SGLang metric `sglang:...`, and every TensorRT-LLM metric
+    /// `trtllm_...` as its table spells them (`a_table_name_carries_its_engine_s_prefix`
+    /// holds the tables to it); the label names are those the tables read. Prose that
+    /// names a metric in a sentence, evidence keys and settings of the same words are
+    /// not lookups and pass. Test code, the simulator (it plays the engines, so it prints
+    /// their names), fixtures and docs are not read.
+    #[test]
+    fn no_engine_metric_or_label_name_outside_the_engine_tables() {
+        let found = engine_names_outside_the_tables(&root());
+        assert!(
+            found.is_empty(),
+            "engine metric or label names outside the engine tables (read them from the EngineDescriptor):\n{}",
+            found.join("\n")
+        );
+    }
+
+    /// Every metric name the tables hold carries its engine's prefix, so the prefix is
+    /// what finds one written elsewhere.
+    #[test]
+    fn a_table_name_carries_its_engine_s_prefix() {
+        let vocabulary = EngineVocabulary::of_the_tables();
+        for engine in inferlint_core::Engine::ALL {
+            let d = engine.descriptor();
+            let mut names = vec![
+                d.running,
+                d.waiting,
+                d.kv_usage,
+                d.generation_tokens,
+                d.prompt_tokens,
+                d.request_success,
+                d.e2e_latency_histogram,
+                d.ttft_histogram,
+                d.queue_time_histogram,
+            ];
+            names.extend(d.preemption_counter);
+            names.extend(d.preemption_witness);
+            names.extend(d.paused_gauge);
+            names.extend(d.cache_info.map(|c| c.metric));
+            names.extend(d.failed_requests.iter().map(|f| f.name));
+            names.extend(d.renamed_metrics.iter().flat_map(|r| [r.old, r.current]));
+            if let Some(p) = d.prefix_cache {
+                names.extend([p.hit_tokens, p.queried_tokens]);
+                names.extend(p.missed_tokens);
+            }
+            for name in names {
+                assert!(name.starts_with(d.metric_prefix), "{}: {name}", d.name);
+                assert!(vocabulary.is_metric_name(name), "{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_name_finder_finds_names_in_code_not_in_words() {
+        let vocabulary = EngineVocabulary::of_the_tables();
+        assert!(
+            vocabulary.labels.contains(&"num_gpu_blocks"),
+            "{:?}",
+            vocabulary.labels
+        );
+        let code = concat!(
+            "let a = m.total(\"vllm:num_requests_running\");\n",
+            "let b = s.label(\"num_gpu_blocks\");\n",
+            "// m.total(\"sglang:num_running_reqs\") in a comment\n",
+            "let c = '\"'; let d = r#\"trtllm_kv_cache_utilization\"#;\n",
+            "let e = \"the gauge `vllm:kv_cache_usage_perc` is a share\";\n",
+            "r.with(\"block_size\", 16); Marker::Text(\"sglang::\");\n",
+        );
+        let found: Vec<(usize, String)> = string_literals(code)
+            .into_iter()
+            .filter(|(line, text)| {
+                let line_text = code.lines().nth(line - 1).unwrap();
+                vocabulary.is_metric_name(text) || vocabulary.is_label_read(text, line_text)
+            })
+            .collect();
+        assert_eq!(
+            found,
+            [
+                (1, "vllm:num_requests_running".to_owned()),
+                (2, "num_gpu_blocks".to_owned()),
+                (4, "trtllm_kv_cache_utilization".to_owned()),
+            ]
+        );
+    }
+
     /// The core crate stays pure: no I/O, async, GPU or HTML dependency sneaks in.
     #[test]
     fn core_dependencies_stay_on_the_allow_list() {

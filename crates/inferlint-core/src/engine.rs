@@ -2,9 +2,10 @@
 //! [`EngineDescriptor`]; checks read the table instead of branching on the engine, so a new
 //! engine (or a renamed metric) is a table edit.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
+
+use crate::metrics::{MetricSet, Sample};
 
 /// An inference engine inferlint knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
@@ -43,6 +44,26 @@ impl Engine {
     /// The project's own spelling: `vLLM`, `SGLang`, `TensorRT-LLM`.
     pub fn name(self) -> &'static str {
         self.descriptor().name
+    }
+
+    /// The engine whose metric-name prefix most names carry; ties go to vLLM, then SGLang,
+    /// then TensorRT-LLM. `None` when no name carries any engine's prefix.
+    pub fn from_metric_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<Engine> {
+        let mut counts = [0usize; 3];
+        for name in names {
+            for (slot, engine) in Engine::ALL.iter().enumerate() {
+                if name.starts_with(engine.descriptor().metric_prefix) {
+                    counts[slot] += 1;
+                }
+            }
+        }
+        let mut best: Option<(usize, Engine)> = None;
+        for (slot, engine) in Engine::ALL.iter().enumerate() {
+            if counts[slot] > best.map_or(0, |(n, _)| n) {
+                best = Some((counts[slot], *engine));
+            }
+        }
+        best.map(|(_, engine)| engine)
     }
 
     /// Reads an engine from its key or its display name, in any case, trimmed.
@@ -127,8 +148,9 @@ pub struct EngineDescriptor {
     pub ttft_histogram: &'static str,
     /// Histogram: time in the queue.
     pub queue_time_histogram: &'static str,
-    /// The info metric whose `num_gpu_blocks` label T14 reads (vLLM only).
-    pub cache_info: Option<&'static str>,
+    /// The info metric that states the KV cache's blocks, and what its labels mean (vLLM
+    /// only): T14 reads the block count, the setup its block size.
+    pub cache_info: Option<CacheInfo>,
 
     /// Where the Prometheus text is served.
     pub metrics_path: &'static str,
@@ -195,6 +217,44 @@ pub struct EngineDescriptor {
     pub prefix_cache: Option<PrefixCacheCounters>,
 }
 
+/// An info metric that states the KV cache's blocks (vLLM's `cache_config_info`): one
+/// series per engine core, its values in labels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheInfo {
+    /// The info metric.
+    pub metric: &'static str,
+    /// The label that gives the KV blocks the engine core allocated.
+    pub blocks_label: &'static str,
+    /// The label that gives the block size, in tokens.
+    pub block_size_label: &'static str,
+    /// The label that tells one engine core (data parallel) from another, on this metric
+    /// and on the KV usage gauge.
+    pub engine_label: &'static str,
+    /// The blocks each engine core holds back from every request (vLLM's null block, a
+    /// placeholder for blocks a request skips), which the KV usage gauge's denominator
+    /// leaves out.
+    pub null_blocks: u64,
+}
+
+impl CacheInfo {
+    /// The blocks requests can use of `reported` over `engines` engine cores, each holding
+    /// back its null blocks; `None` when no more than those are reported.
+    pub fn usable_blocks(&self, reported: u64, engines: u64) -> Option<u64> {
+        let held = engines.saturating_mul(self.null_blocks);
+        (reported > held).then(|| reported - held)
+    }
+}
+
+/// vLLM's `cache_config_info` (`vllm/v1/metrics/loggers.py`, the `CacheConfig` as labels;
+/// `vllm/v1/core/block_pool.py` keeps block 0 as the null block).
+const VLLM_CACHE_INFO: CacheInfo = CacheInfo {
+    metric: "vllm:cache_config_info",
+    blocks_label: "num_gpu_blocks",
+    block_size_label: "block_size",
+    engine_label: "engine",
+    null_blocks: 1,
+};
+
 /// Where one fact of the server's setup is written: a setting in the boot log's settings
 /// dict, or a label of an info metric in a snapshot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -245,7 +305,7 @@ impl PrefixCacheCounters {
     /// The prompt tokens the cache served by one scrape: the hit counter, else the
     /// queried tokens less the missed ones, else 0 by the first-hit rule; NaN for a value
     /// no counter can hold.
-    pub fn hits_in(&self, metrics: &crate::metrics::MetricSet) -> Option<f64> {
+    pub fn hits_in(&self, metrics: &MetricSet) -> Option<f64> {
         if let Some(v) = metrics.total(self.hit_tokens) {
             return Some(possible_count(v));
         }
@@ -265,7 +325,7 @@ impl PrefixCacheCounters {
     }
 
     /// The queried counter's value in one scrape; NaN for a value no counter can hold.
-    pub fn queries_in(&self, metrics: &crate::metrics::MetricSet) -> Option<f64> {
+    pub fn queries_in(&self, metrics: &MetricSet) -> Option<f64> {
         metrics.total(self.queried_tokens).map(possible_count)
     }
 }
@@ -374,6 +434,23 @@ impl EngineDescriptor {
         })
     }
 
+    /// The metrics of one scrape of this engine's server: its samples indexed by name, each
+    /// metric that another release of the engine serves under an older name
+    /// ([`EngineDescriptor::renamed_metrics`]) answering under its current name too.
+    pub fn scrape_metrics(&self, samples: Vec<Sample>) -> MetricSet {
+        let mut metrics = MetricSet::new(samples);
+        self.answer_renamed(&mut metrics);
+        metrics
+    }
+
+    /// Makes each of this engine's renamed metrics answer under its current name in a
+    /// scrape that has only the old one; a scrape serving both keeps the current one.
+    pub fn answer_renamed(&self, metrics: &mut MetricSet) {
+        for rename in self.renamed_metrics {
+            metrics.answer_renamed(rename.old, rename.current);
+        }
+    }
+
     /// The stderr note for an untested version.
     pub fn untested_version_note(&self, version: &str) -> Option<String> {
         (!self.is_tested_version(version)).then(|| {
@@ -401,10 +478,6 @@ pub struct MetricRename {
     /// The release that hid it.
     pub hidden_in: &'static str,
 }
-
-/// The suffixes a metric's samples carry: a gauge none, a counter `_total` and
-/// `_created`, a histogram `_bucket`, `_sum`, `_count` and `_created`.
-const SAMPLE_SUFFIXES: &[&str] = &["", "_total", "_created", "_bucket", "_sum", "_count"];
 
 /// vLLM's renames (`vllm/v1/metrics/loggers.py`: "Deprecated in 0.9 - Renamed as ...").
 pub static VLLM_RENAMES: &[MetricRename] = &[
@@ -434,25 +507,18 @@ pub static VLLM_RENAMES: &[MetricRename] = &[
     },
 ];
 
-/// Makes each renamed metric answer under its current name in a scrape that has only
-/// the old one. Names carry their engine's prefix, so every engine's renames apply to any
-/// scrape without mixing engines; a scrape serving both names keeps the current one.
-pub(crate) fn alias_renamed_metrics(by_name: &mut HashMap<String, Vec<usize>>) {
-    for rename in Engine::ALL
-        .iter()
-        .flat_map(|e| e.descriptor().renamed_metrics)
-    {
-        for suffix in SAMPLE_SUFFIXES {
-            let current = format!("{}{suffix}", rename.current);
-            if by_name.contains_key(&current) {
-                continue;
-            }
-            if let Some(rows) = by_name.get(&format!("{}{suffix}", rename.old)) {
-                let rows = rows.clone();
-                by_name.insert(current, rows);
-            }
-        }
+/// The metrics of one scrape whose engine is not known yet (a page or a file just read):
+/// the engine is the one whose prefix the scrape's names carry ([`Engine::from_metric_names`],
+/// the rule that tells a scrape's engine everywhere), and its renamed metrics answer under
+/// their current names ([`EngineDescriptor::scrape_metrics`]). A scrape whose names carry
+/// no engine's prefix gets no renames: every renamed name carries its engine's prefix, so
+/// none could apply.
+pub fn scrape_metrics(samples: Vec<Sample>) -> MetricSet {
+    let mut metrics = MetricSet::new(samples);
+    if let Some(engine) = Engine::from_metric_names(metrics.names()) {
+        engine.descriptor().answer_renamed(&mut metrics);
     }
+    metrics
 }
 
 /// vLLM's table.
@@ -475,7 +541,7 @@ pub static VLLM: EngineDescriptor = EngineDescriptor {
     e2e_latency_histogram: "vllm:e2e_request_latency_seconds",
     ttft_histogram: "vllm:time_to_first_token_seconds",
     queue_time_histogram: "vllm:request_queue_time_seconds",
-    cache_info: Some("vllm:cache_config_info"),
+    cache_info: Some(VLLM_CACHE_INFO),
     metrics_path: "/metrics",
     default_port: 8000,
     preemption_word: "preemption",
@@ -540,15 +606,15 @@ pub static VLLM: EngineDescriptor = EngineDescriptor {
     setup_sources: SetupSources {
         kv_dtype: &[
             SetupSource::InfoLabel {
-                metric: "vllm:cache_config_info",
+                metric: VLLM_CACHE_INFO.metric,
                 label: "cache_dtype",
             },
             SetupSource::Setting("kv_cache_dtype"),
         ],
         max_model_len: &[SetupSource::Setting("max_model_len")],
         kv_blocks: &[SetupSource::InfoLabel {
-            metric: "vllm:cache_config_info",
-            label: "num_gpu_blocks",
+            metric: VLLM_CACHE_INFO.metric,
+            label: VLLM_CACHE_INFO.blocks_label,
         }],
         gpu: &[],
     },
@@ -839,5 +905,57 @@ mod tests {
         assert!(SGLANG
             .untested_version_note("0.6.1")
             .is_some_and(|n| n.starts_with("SGLang 0.6.1 is not a tested version")));
+    }
+
+    fn s(name: &str, value: f64) -> Sample {
+        Sample {
+            name: name.into(),
+            labels: Vec::new(),
+            value,
+            timestamp_ms: None,
+        }
+    }
+
+    #[test]
+    fn an_older_releases_name_answers_for_the_current_one() {
+        // vLLM before 0.10 served the KV gauge and the prefix-cache counters under their
+        // old names only.
+        let old = scrape_metrics(vec![
+            s("vllm:gpu_cache_usage_perc", 0.5),
+            s("vllm:gpu_prefix_cache_queries_total", 10.0),
+        ]);
+        assert_eq!(old.total("vllm:kv_cache_usage_perc"), Some(0.5));
+        assert_eq!(old.total("vllm:prefix_cache_queries_total"), Some(10.0));
+        // During the deprecation both are served: the current name keeps its own value.
+        let both = VLLM.scrape_metrics(vec![
+            s("vllm:gpu_cache_usage_perc", 0.4),
+            s("vllm:kv_cache_usage_perc", 0.5),
+        ]);
+        assert_eq!(both.total("vllm:kv_cache_usage_perc"), Some(0.5));
+        assert_eq!(both.names().count(), 2);
+    }
+
+    /// A scrape is read with its own engine's renames: another engine's table adds none.
+    #[test]
+    fn renames_are_the_scrapes_engine_s() {
+        let old = || vec![s("vllm:gpu_cache_usage_perc", 0.5)];
+        assert_eq!(
+            SGLANG
+                .scrape_metrics(old())
+                .total("vllm:kv_cache_usage_perc"),
+            None
+        );
+        assert_eq!(
+            VLLM.scrape_metrics(old()).total("vllm:kv_cache_usage_perc"),
+            Some(0.5)
+        );
+        assert_eq!(
+            Engine::from_metric_names(["sglang:num_running_reqs"]),
+            Some(Engine::Sglang)
+        );
+        assert_eq!(
+            Engine::from_metric_names(["process_cpu_seconds_total"]),
+            None
+        );
     }
 }

@@ -136,15 +136,13 @@ fn load_checks(inputs: &LiveInputs<'_>, results: &mut Vec<CheckResult>) {
 /// The usable blocks of the latest scrape's cache info (vLLM: `num_gpu_blocks` less one
 /// null block per engine), for reading the KV gauge in blocks.
 pub fn usable_blocks(engine: &EngineDescriptor, latest: &Snapshot) -> Option<u64> {
-    let name = engine.cache_info?;
+    let info = engine.cache_info?;
     let per_engine: Vec<u64> = latest
         .metrics
-        .series(name)
-        .filter_map(|s| s.label("num_gpu_blocks")?.parse().ok())
+        .series(info.metric)
+        .filter_map(|s| s.label(info.blocks_label)?.parse().ok())
         .collect();
-    let total: u64 = per_engine.iter().sum();
-    (!per_engine.is_empty() && total > per_engine.len() as u64)
-        .then(|| total - per_engine.len() as u64)
+    info.usable_blocks(per_engine.iter().sum(), per_engine.len() as u64)
 }
 
 /// What limits the run at this sample, in a few words: the KV cache (counted in blocks

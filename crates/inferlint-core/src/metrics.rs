@@ -48,6 +48,10 @@ impl std::fmt::Display for SeveralSeries {
     }
 }
 
+/// The suffixes a metric's samples carry: a gauge none, a counter `_total` and
+/// `_created`, a histogram `_bucket`, `_sum`, `_count` and `_created`.
+const SAMPLE_SUFFIXES: &[&str] = &["", "_total", "_created", "_bucket", "_sum", "_count"];
+
 /// Every sample of one scrape, indexed by name.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct MetricSet {
@@ -62,8 +66,24 @@ impl MetricSet {
         for (i, s) in samples.iter().enumerate() {
             by_name.entry(s.name.clone()).or_default().push(i);
         }
-        crate::engine::alias_renamed_metrics(&mut by_name);
         MetricSet { samples, by_name }
+    }
+
+    /// Makes the samples of metric `old` (named without the suffixes Prometheus adds, as
+    /// `current` is) answer under `current` too, where the set has no sample of
+    /// `current`: a scrape that serves both names keeps the current one's own. Which
+    /// metrics a release renamed is the engine tables' to say (`renamed_metrics`).
+    pub fn answer_renamed(&mut self, old: &str, current: &str) {
+        for suffix in SAMPLE_SUFFIXES {
+            let current = format!("{current}{suffix}");
+            if self.by_name.contains_key(&current) {
+                continue;
+            }
+            if let Some(rows) = self.by_name.get(&format!("{old}{suffix}")) {
+                let rows = rows.clone();
+                self.by_name.insert(current, rows);
+            }
+        }
     }
 
     /// Every sample, in the order read.
@@ -169,21 +189,17 @@ mod tests {
     }
 
     #[test]
-    fn an_older_releases_name_answers_for_the_current_one() {
-        // vLLM before 0.10 served the KV gauge and the prefix-cache counters under their
-        // old names only.
-        let old = MetricSet::new(vec![
-            s("vllm:gpu_cache_usage_perc", &[], 0.5),
-            s("vllm:gpu_prefix_cache_queries_total", &[], 10.0),
-        ]);
-        assert_eq!(old.total("vllm:kv_cache_usage_perc"), Some(0.5));
-        assert_eq!(old.total("vllm:prefix_cache_queries_total"), Some(10.0));
-        // During the deprecation both are served: the current name keeps its own value.
-        let both = MetricSet::new(vec![
-            s("vllm:gpu_cache_usage_perc", &[], 0.4),
-            s("vllm:kv_cache_usage_perc", &[], 0.5),
-        ]);
-        assert_eq!(both.total("vllm:kv_cache_usage_perc"), Some(0.5));
-        assert_eq!(both.names().count(), 2);
+    fn a_renamed_metric_answers_under_its_current_name() {
+        let mut old = MetricSet::new(vec![s("old_total", &[], 10.0), s("old_sum", &[], 2.0)]);
+        old.answer_renamed("old", "new");
+        assert_eq!(old.total("new_total"), Some(10.0));
+        assert_eq!(old.total("new_sum"), Some(2.0));
+        assert_eq!(old.names().count(), 2, "no sample is added");
+        // A set that serves both names keeps the current one's own.
+        let mut both = MetricSet::new(vec![s("old", &[], 0.4), s("new", &[], 0.5)]);
+        both.answer_renamed("old", "new");
+        assert_eq!(both.total("new"), Some(0.5));
+        // Without the call, no name answers for another.
+        assert_eq!(MetricSet::new(vec![s("old", &[], 1.0)]).total("new"), None);
     }
 }

@@ -245,7 +245,10 @@ fn setup(run: &Run, boot: Option<&BootFacts>) -> Setup {
     let sources = &run.engine.setup_sources;
     let block_size = boot
         .and_then(|b| b.attention_block_size.or(b.page_size))
-        .or_else(|| whole(info_label(run, "vllm:cache_config_info", "block_size")));
+        .or_else(|| {
+            let info = run.engine.cache_info?;
+            whole(info_label(run, info.metric, info.block_size_label))
+        });
     let kv_pool_tokens = boot.and_then(|b| b.kv_pool_tokens);
     let kv_blocks = whole(from_sources(run, boot, sources.kv_blocks)).or_else(|| {
         // An engine that states no block count: its pool in blocks of its page size.

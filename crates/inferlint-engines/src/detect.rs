@@ -129,23 +129,10 @@ pub fn engine_from_command(command: &str) -> Option<Engine> {
 }
 
 /// The engine whose metric-name prefix most names carry; ties go to vLLM, then SGLang,
-/// then TensorRT-LLM. `None` when no name carries any engine's prefix.
+/// then TensorRT-LLM. `None` when no name carries any engine's prefix. The rule is the
+/// engine tables' ([`Engine::from_metric_names`]), which read a scrape's renames by it.
 pub fn engine_from_metric_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<Engine> {
-    let mut counts = [0usize; 3];
-    for name in names {
-        for (slot, engine) in Engine::ALL.iter().enumerate() {
-            if name.starts_with(engine.descriptor().metric_prefix) {
-                counts[slot] += 1;
-            }
-        }
-    }
-    let mut best: Option<(usize, Engine)> = None;
-    for (slot, engine) in Engine::ALL.iter().enumerate() {
-        if counts[slot] > best.map_or(0, |(n, _)| n) {
-            best = Some((counts[slot], *engine));
-        }
-    }
-    best.map(|(_, engine)| engine)
+    Engine::from_metric_names(names)
 }
 
 #[cfg(test)]

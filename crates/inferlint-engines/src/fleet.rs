@@ -20,7 +20,7 @@ use inferlint_core::model::{GpuReading, SeriesSample};
 use inferlint_core::Engine;
 use serde_json::Value;
 
-use crate::files::FileError;
+use crate::input::FileError;
 
 /// The manifest's name in a fleet folder.
 pub const MANIFEST: &str = "fleet.json";
@@ -175,7 +175,7 @@ pub fn read_manifest(dir: &Path) -> Result<Option<Manifest>, FileError> {
     if !path.is_file() {
         return Ok(None);
     }
-    let (file, _) = crate::files::open_input(&path)?;
+    let (file, _) = crate::input::open_input(&path)?;
     let mut text = String::new();
     use std::io::Read;
     file.take(16 << 20)

@@ -4,7 +4,8 @@
 //! parser ([`prom`]) reads names with `:` that generic parsers drop; the boot-log parsers
 //! ([`bootlog`]) return what they understood plus every line they recognised but could not
 //! read; file readers ([`files`]) accept a series whose last line a killed recorder cut off,
-//! and the load tools' JSON as Python writes it ([`pyjson`]).
+//! and the load tools' JSON as Python writes it ([`pyjson`]). Every reader opens its input
+//! through [`input`], the ground floor that imports no other module of the crate.
 //! This crate does no network and no GPU work.
 
 #![deny(missing_docs)]
@@ -13,6 +14,7 @@ pub mod bootlog;
 pub mod detect;
 pub mod files;
 pub mod fleet;
+pub mod input;
 pub mod load;
 pub mod loadcmd;
 pub mod loadtools;

@@ -24,19 +24,12 @@ use inferlint_core::model::{BootFacts, Snapshot};
 use inferlint_core::run::Run;
 use inferlint_core::Engine;
 
-use crate::files::{self, FileError, RunFiles};
+use crate::files::{self, RunFiles};
+use crate::input::FileError;
 use crate::{detect, loadtools};
 
-/// The path that names standard input where a command reads a stream (`series -`).
-pub const STDIN: &str = "-";
-
-/// A path as messages name it: `standard input` for [`STDIN`].
-pub fn shown(path: &Path) -> String {
-    if path.as_os_str() == STDIN {
-        return "standard input".into();
-    }
-    path.display().to_string()
-}
+// How a message names a path, where callers have always found it.
+pub use crate::input::{shown, STDIN};
 
 /// Where the named engine came from; it shapes the refusal message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -82,10 +82,12 @@ impl Exposition {
     }
 }
 
-/// Parses a whole exposition into a [`MetricSet`] indexed by name; the first line that
-/// cannot be read is an error.
+/// Parses a whole exposition into the [`MetricSet`] of one scrape, indexed by name, with
+/// its engine's renamed metrics answering under their current names
+/// ([`inferlint_core::engine::scrape_metrics`]); the first line that cannot be read is an
+/// error.
 pub fn parse(text: &str) -> Result<MetricSet, ParseError> {
-    parse_samples(text).map(MetricSet::new)
+    parse_samples(text).map(inferlint_core::engine::scrape_metrics)
 }
 
 /// Parses a whole exposition into its samples, in the order of the text; the first line

@@ -22,7 +22,8 @@
 
 use std::collections::BTreeMap;
 
-use inferlint_core::metrics::{MetricSet, Sample};
+use inferlint_core::engine::scrape_metrics;
+use inferlint_core::metrics::Sample;
 use inferlint_core::model::{SeriesSample, Snapshot};
 use inferlint_core::{Engine, EngineDescriptor};
 use serde_json::Value;
@@ -377,7 +378,7 @@ pub fn series_metric_names(engine: &EngineDescriptor) -> Vec<&'static str> {
     names.extend(engine.preemption_counter);
     names.extend(engine.preemption_witness);
     names.extend(engine.paused_gauge);
-    names.extend(engine.cache_info);
+    names.extend(engine.cache_info.map(|c| c.metric));
     names
 }
 
@@ -428,7 +429,7 @@ pub fn snapshot_of(series: &[ApiSeries], replica: &str, source: &str) -> Option<
         t_mono_ns: None,
         latency_s: None,
         text,
-        metrics: MetricSet::new(samples),
+        metrics: scrape_metrics(samples),
     })
 }
 
@@ -460,7 +461,7 @@ pub fn samples_of(
         .map(|(t_ms, samples)| {
             record::sample_from_metrics(
                 engine,
-                &MetricSet::new(samples),
+                &engine.scrape_metrics(samples),
                 t_ms as f64 / 1000.0,
                 None,
             )

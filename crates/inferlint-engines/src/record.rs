@@ -44,13 +44,14 @@ pub fn kv_usage(engine: &EngineDescriptor, metrics: &MetricSet) -> Option<f64> {
         several => {
             // Weight each engine's usage by its usable blocks when every engine says.
             let blocks = |usage: &Sample| -> Option<f64> {
-                let info_name = engine.cache_info?;
-                let id = usage.label("engine");
+                let cache = engine.cache_info?;
+                let id = usage.label(cache.engine_label);
                 let info = metrics
-                    .series(info_name)
-                    .find(|s| s.label("engine") == id)?;
-                let n: f64 = info.label("num_gpu_blocks")?.parse().ok()?;
-                (n > 1.0).then_some(n - 1.0)
+                    .series(cache.metric)
+                    .find(|s| s.label(cache.engine_label) == id)?;
+                let n: f64 = info.label(cache.blocks_label)?.parse().ok()?;
+                let held = cache.null_blocks as f64;
+                (n > held).then_some(n - held)
             };
             let weights: Option<Vec<f64>> = several.iter().map(|s| blocks(s)).collect();
             match weights {

@@ -7,8 +7,9 @@
 
 use std::time::Duration;
 
+use inferlint_core::engine::scrape_metrics;
 use inferlint_core::model::Snapshot;
-use inferlint_core::{Engine, MetricSet};
+use inferlint_core::Engine;
 use inferlint_engines::{detect, prom};
 
 use crate::clock::{self, Stamp};
@@ -243,7 +244,7 @@ fn parse(url: String, answer: Answer, stamp: Stamp) -> Result<Scrape, ScrapeErro
             t_mono_ns: Some(stamp.t_mono_ns),
             latency_s: Some(stamp.latency_s),
             text,
-            metrics: MetricSet::new(exposition.samples),
+            metrics: scrape_metrics(exposition.samples),
         },
         url,
         stamp,

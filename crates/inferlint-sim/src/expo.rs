@@ -346,7 +346,7 @@ pub fn exposition(engine: Engine, m: &MetricsState) -> String {
                 w.histogram(name, help, &base, obs);
                 created(&mut w, name, help, &base);
             }
-            if let Some(info) = d.cache_info {
+            if let Some(info) = d.cache_info.map(|c| c.metric) {
                 w.family(info, "gauge", "Information of the LLMEngine CacheConfig");
                 let labels = vec![
                     ("block_size", m.block_size.to_string()),

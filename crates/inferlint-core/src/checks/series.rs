@@ -577,16 +577,16 @@ pub fn null_block(
     after: &Snapshot,
 ) -> (CheckResult, Option<u64>) {
     let t14 = |status, message: String| CheckResult::new(Tripwire::T14, status, message);
-    let Some(info_name) = engine.cache_info else {
+    let Some(info) = engine.cache_info else {
         return (not_applicable_t14(engine), None);
     };
     // One info series per engine; data-parallel vLLM has several, each holding back its
     // own null block.
     let per_engine: Option<Vec<u64>> = after
         .metrics
-        .series(info_name)
+        .series(info.metric)
         .map(|s| {
-            s.label("num_gpu_blocks")
+            s.label(info.blocks_label)
                 .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
                 .and_then(|v| v.parse::<u64>().ok())
         })
@@ -596,14 +596,15 @@ pub fn null_block(
         return (
             t14(
                 Status::Unknown,
-                format!("{info_name} has no num_gpu_blocks label"),
+                format!("{} has no {} label", info.metric, info.blocks_label),
             ),
             None,
         );
     };
     let engines = per_engine.len() as u64;
     let reported: u64 = per_engine.iter().sum();
-    let expected = reported.saturating_sub(engines);
+    let held = engines * info.null_blocks;
+    let expected = reported.saturating_sub(held);
     let reported_words = if engines == 1 {
         format!("num_gpu_blocks ({reported}) - 1 null block")
     } else {
@@ -631,7 +632,7 @@ pub fn null_block(
                     r
                 }
             };
-            if reported >= engines && n == expected {
+            if reported >= held && n == expected {
                 (
                     evidence(t14(
                         Status::Pass,
@@ -639,7 +640,7 @@ pub fn null_block(
                     )),
                     Some(n),
                 )
-            } else if reported > engines && n > 1 && expected % n == 0 {
+            } else if reported > held && n > 1 && expected % n == 0 {
                 // The gauge is used blocks / usable blocks. When every reading happens to
                 // hold a multiple of (expected / n) blocks (identical requests running in
                 // step), the readings sit on a coarser grid of 1/n: a divisor of the

@@ -35,9 +35,6 @@ use self::lines::Line;
 /// Longest line text kept in an unparsed entry or a failure.
 const MAX_LINE_CHARS: usize = 300;
 
-/// The line every engine's HTTP server prints once it listens.
-const READY_LINE: &str = "Application startup complete";
-
 /// Reads a boot log. The engine is the one the log's own markers name, else
 /// `engine_hint`, else unknown (and the log is read with vLLM's table). Never fails: what
 /// could not be read is in `unparsed`.
@@ -70,6 +67,9 @@ pub struct BootLogReader {
     classifier: classify::Classifier,
     /// The engine whose compile lines are looked for after the ready line.
     compile_engine: Engine,
+    /// The line the server prints once it serves, as the table the log is read with
+    /// writes it.
+    ready_line: &'static str,
 }
 
 impl std::fmt::Debug for BootLogReader {
@@ -96,6 +96,7 @@ impl BootLogReader {
             shape: LogShape::default(),
             classifier: classify::Classifier::default(),
             compile_engine: engine.unwrap_or(Engine::Vllm),
+            ready_line: engine.unwrap_or(Engine::DEFAULT).descriptor().ready_line,
         }
     }
 
@@ -164,8 +165,9 @@ impl BootLogReader {
             on_line(parse, line, index + 1);
         }
         let body = line.body();
-        let ready =
-            !body.is_empty() && parse.facts.ready_lineno.is_none() && body.contains(READY_LINE);
+        let ready = !body.is_empty()
+            && parse.facts.ready_lineno.is_none()
+            && body.contains(self.ready_line);
         self.classifier.push(index, line, ready);
         if body.is_empty() {
             return;

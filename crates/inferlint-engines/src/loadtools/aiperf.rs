@@ -19,7 +19,7 @@ use inferlint_core::client::{
 use serde_json::Value;
 
 use super::{at, count, extend_gaps, int, label, num, parse_json, shape, text};
-use crate::files::FileError;
+use crate::input::FileError;
 
 pub(super) fn summary(path: &Path, bytes: &[u8]) -> Result<ClientAccount, FileError> {
     let version = super::string_field(bytes, "aiperf_version");

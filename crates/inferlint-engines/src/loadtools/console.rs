@@ -21,17 +21,17 @@ pub fn namespace_settings(log: &str) -> Option<Vec<(String, PyValue)>> {
 }
 
 /// [`complete_from_console`] from a console log file, read line by line in bounded
-/// memory ([`crate::files::for_each_log_line`]).
+/// memory ([`crate::input::for_each_log_line`]).
 pub fn complete_from_console_file(
     account: &mut ClientAccount,
     path: &std::path::Path,
-) -> Result<(), crate::files::FileError> {
+) -> Result<(), crate::input::FileError> {
     if !prints_settings(account) {
         return Ok(());
     }
-    let (file, _) = crate::files::open_input(path)?;
+    let (file, _) = crate::input::open_input(path)?;
     let mut last = None;
-    crate::files::for_each_log_line(path, file, |line| {
+    crate::input::for_each_log_line(path, file, |line| {
         if line.contains("Namespace(") {
             last = Some(line.to_owned());
         }

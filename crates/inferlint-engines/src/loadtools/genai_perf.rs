@@ -19,7 +19,7 @@ use inferlint_core::client::{
 use serde_json::Value;
 
 use super::{asked, at, body, count, extend_gaps, int, num, parse_json, shape, text};
-use crate::files::FileError;
+use crate::input::FileError;
 
 const TOOL: &str = "GenAI-Perf (version not recorded)";
 

@@ -16,7 +16,7 @@ use inferlint_core::client::{
 use serde_json::Value;
 
 use super::{asked, at, body, count, int, label, num, parse_json, shape, text};
-use crate::files::FileError;
+use crate::input::FileError;
 
 pub(super) fn read(path: &Path, bytes: &[u8]) -> Result<ClientAccount, FileError> {
     // Read from the raw text, so that a cut-off file's error still names the version.
@@ -38,118 +38,17 @@ pub(super) fn read(path: &Path, bytes: &[u8]) -> Result<ClientAccount, FileError
     let mut duration = 0.0;
     let mut durations_known = true;
     for (i, bench) in benchmarks.iter().enumerate() {
-        let where_ = |what: &str| format!("benchmarks[{i}] {what}");
-        let totals = at(bench, &["metrics", "request_totals"])
-            .or_else(|| at(bench, &["scheduler_metrics", "requests_made"]))
-            .or_else(|| at(bench, &["run_stats", "requests_made"]))
-            .filter(|t| t.is_object());
-        let Some(requests) = bench.get("requests").filter(|r| r.is_object()) else {
-            return Err(shape(path, &tool_label, where_("has no 'requests' object")));
-        };
-        let lists: Vec<(&str, RequestOutcome)> = vec![
-            ("successful", RequestOutcome::Completed),
-            ("errored", RequestOutcome::Failed),
-            ("incomplete", RequestOutcome::Incomplete),
-        ];
-        let mut records = 0usize;
-        for (key, outcome) in &lists {
-            match requests.get(*key) {
-                None | Some(Value::Null) => {}
-                Some(Value::Array(items)) => {
-                    records += items.len();
-                    for item in items {
-                        account.requests.push(request(item, *outcome));
-                    }
-                }
-                Some(_) => {
-                    return Err(shape(
-                        path,
-                        &tool_label,
-                        where_(&format!("'requests.{key}' is not a list")),
-                    ))
-                }
-            }
-        }
-        let n = |key: &str| totals.and_then(|t| int(t.get(key)));
-        if totals.is_none() {
-            if records == 0 {
-                return Err(shape(
-                    path,
-                    &tool_label,
-                    where_("has neither request totals nor request records"),
-                ));
-            }
-            account.notes.push(format!(
-                "benchmarks[{i}] has no request totals: counted from its records"
-            ));
+        let Some(read) = read_benchmark(path, &tool_label, i, bench, &mut account)? else {
             continue;
-        }
-        add(&mut account.completed, n("successful"));
-        add(&mut account.failed, n("errored"));
-        add(&mut account.incomplete, n("incomplete"));
-        let total = n("total").or_else(|| {
-            Some(n("successful")? + n("errored").unwrap_or(0) + n("incomplete").unwrap_or(0))
-        });
-        add(&mut account.sent, total);
-        if let (Some(total), true) = (total, records > 0) {
-            if (records as i64) < total {
-                account.notes.push(format!(
-                    "benchmarks[{i}] keeps {records} of its {total} requests (a sample)"
-                ));
-            }
-        }
-        let tokens = |metric: &str| int(at(bench, &["metrics", metric, "successful", "total_sum"]));
-        add(
-            &mut account.total_input_tokens,
-            tokens("prompt_token_count"),
-        );
-        add(
-            &mut account.total_output_tokens,
-            tokens("output_token_count"),
-        );
-        match num(bench.get("duration")) {
+        };
+        match read.duration {
             Some(d) => duration += d,
             None => durations_known = false,
         }
-        add_f(
-            &mut account.span.warmup_s,
-            num(bench.get("warmup_duration")),
-        );
-        add_f(
-            &mut account.span.cooldown_s,
-            num(bench.get("cooldown_duration")),
-        );
-        let start = num(bench.get("start_time"));
-        let end = num(bench.get("end_time"));
-        account.span.start_s = min_of(account.span.start_s, start);
-        account.span.end_s = max_of(account.span.end_s, end);
-        // Requests the scheduler processed beyond those the benchmark counts were its
-        // warm-up and cool-down.
-        let processed = int(at(bench, &["scheduler_state", "processed_requests"]));
-        if let (Some(processed), Some(total)) = (processed, total) {
-            if processed > total {
-                let untimed = account.span.untimed_requests.unwrap_or(0);
-                account.span.untimed_requests = Some(untimed + (processed - total) as u64);
-            }
-        }
-        let strategy = bench
-            .get("config")
-            .and_then(|c| c.get("strategy"))
-            .or_else(|| at(bench, &["args", "strategy"]));
-        let (c, r) = strategy.map_or((None, None), requested);
-        concurrency.push(c);
-        rates.push(r);
+        concurrency.push(read.concurrency);
+        rates.push(read.rate);
         if benchmarks.len() == 1 {
-            let stat = |metric: &str, key: &[&str]| {
-                let mut keys = vec!["metrics", metric, "successful"];
-                keys.extend_from_slice(key);
-                num(at(bench, &keys))
-            };
-            account.mean_ttft_ms = stat("time_to_first_token_ms", &["mean"]);
-            account.median_ttft_ms = stat("time_to_first_token_ms", &["median"]);
-            account.p99_ttft_ms = stat("time_to_first_token_ms", &["percentiles", "p99"]);
-            account.mean_tpot_ms = stat("time_per_output_token_ms", &["mean"]);
-            account.output_throughput = stat("output_tokens_per_second", &["mean"]);
+            read_latencies(bench, &mut account);
         }
     }
     if durations_known {
@@ -166,8 +65,163 @@ pub(super) fn read(path: &Path, bytes: &[u8]) -> Result<ClientAccount, FileError
     }
     account.max_concurrency = same(&concurrency);
     account.request_rate = same(&rates);
+    read_settings(&root, benchmarks, &mut account);
+    Ok(account)
+}
+
+/// What one benchmark of the report says beyond its counts, which the account sums or
+/// compares across benchmarks.
+struct Benchmark {
+    duration: Option<f64>,
+    concurrency: Option<i64>,
+    rate: Option<f64>,
+}
+
+/// Adds benchmark `i`'s requests, counts, tokens and span to the account. `None` when it
+/// has no request totals (it is then counted from its records alone).
+fn read_benchmark(
+    path: &Path,
+    tool_label: &str,
+    i: usize,
+    bench: &Value,
+    account: &mut ClientAccount,
+) -> Result<Option<Benchmark>, FileError> {
+    let where_ = |what: &str| format!("benchmarks[{i}] {what}");
+    let totals = at(bench, &["metrics", "request_totals"])
+        .or_else(|| at(bench, &["scheduler_metrics", "requests_made"]))
+        .or_else(|| at(bench, &["run_stats", "requests_made"]))
+        .filter(|t| t.is_object());
+    let records = read_records(path, tool_label, i, bench, account)?;
+    let n = |key: &str| totals.and_then(|t| int(t.get(key)));
+    if totals.is_none() {
+        if records == 0 {
+            return Err(shape(
+                path,
+                tool_label,
+                where_("has neither request totals nor request records"),
+            ));
+        }
+        account.notes.push(format!(
+            "benchmarks[{i}] has no request totals: counted from its records"
+        ));
+        return Ok(None);
+    }
+    add(&mut account.completed, n("successful"));
+    add(&mut account.failed, n("errored"));
+    add(&mut account.incomplete, n("incomplete"));
+    let total = n("total").or_else(|| {
+        Some(n("successful")? + n("errored").unwrap_or(0) + n("incomplete").unwrap_or(0))
+    });
+    add(&mut account.sent, total);
+    if let (Some(total), true) = (total, records > 0) {
+        if (records as i64) < total {
+            account.notes.push(format!(
+                "benchmarks[{i}] keeps {records} of its {total} requests (a sample)"
+            ));
+        }
+    }
+    let tokens = |metric: &str| int(at(bench, &["metrics", metric, "successful", "total_sum"]));
+    add(
+        &mut account.total_input_tokens,
+        tokens("prompt_token_count"),
+    );
+    add(
+        &mut account.total_output_tokens,
+        tokens("output_token_count"),
+    );
+    add_f(
+        &mut account.span.warmup_s,
+        num(bench.get("warmup_duration")),
+    );
+    add_f(
+        &mut account.span.cooldown_s,
+        num(bench.get("cooldown_duration")),
+    );
+    let start = num(bench.get("start_time"));
+    let end = num(bench.get("end_time"));
+    account.span.start_s = min_of(account.span.start_s, start);
+    account.span.end_s = max_of(account.span.end_s, end);
+    // Requests the scheduler processed beyond those the benchmark counts were its
+    // warm-up and cool-down.
+    let processed = int(at(bench, &["scheduler_state", "processed_requests"]));
+    if let (Some(processed), Some(total)) = (processed, total) {
+        if processed > total {
+            let untimed = account.span.untimed_requests.unwrap_or(0);
+            account.span.untimed_requests = Some(untimed + (processed - total) as u64);
+        }
+    }
+    let strategy = bench
+        .get("config")
+        .and_then(|c| c.get("strategy"))
+        .or_else(|| at(bench, &["args", "strategy"]));
+    let (c, r) = strategy.map_or((None, None), requested);
+    Ok(Some(Benchmark {
+        duration: num(bench.get("duration")),
+        concurrency: c,
+        rate: r,
+    }))
+}
+
+/// Adds benchmark `i`'s request records (successful, errored, incomplete) to the account
+/// and says how many it keeps.
+fn read_records(
+    path: &Path,
+    tool_label: &str,
+    i: usize,
+    bench: &Value,
+    account: &mut ClientAccount,
+) -> Result<usize, FileError> {
+    let where_ = |what: &str| format!("benchmarks[{i}] {what}");
+    let Some(requests) = bench.get("requests").filter(|r| r.is_object()) else {
+        return Err(shape(path, tool_label, where_("has no 'requests' object")));
+    };
+    let lists: Vec<(&str, RequestOutcome)> = vec![
+        ("successful", RequestOutcome::Completed),
+        ("errored", RequestOutcome::Failed),
+        ("incomplete", RequestOutcome::Incomplete),
+    ];
+    let mut records = 0usize;
+    for (key, outcome) in &lists {
+        match requests.get(*key) {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(items)) => {
+                records += items.len();
+                for item in items {
+                    account.requests.push(request(item, *outcome));
+                }
+            }
+            Some(_) => {
+                return Err(shape(
+                    path,
+                    tool_label,
+                    where_(&format!("'requests.{key}' is not a list")),
+                ))
+            }
+        }
+    }
+    Ok(records)
+}
+
+/// The latency and throughput figures of a report with one benchmark, as it states them.
+fn read_latencies(bench: &Value, account: &mut ClientAccount) {
+    let stat = |metric: &str, key: &[&str]| {
+        let mut keys = vec!["metrics", metric, "successful"];
+        keys.extend_from_slice(key);
+        num(at(bench, &keys))
+    };
+    account.mean_ttft_ms = stat("time_to_first_token_ms", &["mean"]);
+    account.median_ttft_ms = stat("time_to_first_token_ms", &["median"]);
+    account.p99_ttft_ms = stat("time_to_first_token_ms", &["percentiles", "p99"]);
+    account.mean_tpot_ms = stat("time_per_output_token_ms", &["mean"]);
+    account.output_throughput = stat("output_tokens_per_second", &["mean"]);
+}
+
+/// The command's settings the report keeps (the backend's request format, the synthetic
+/// data's token counts, whether every request ignored EOS) and what it says of the run
+/// it measured.
+fn read_settings(root: &Value, benchmarks: &[Value], account: &mut ClientAccount) {
     // 0.8 keeps the command's settings under `config.spec`.
-    let spec = at(&root, &["config", "spec"]).or_else(|| root.get("config"));
+    let spec = at(root, &["config", "spec"]).or_else(|| root.get("config"));
     account.backend = spec
         .and_then(|s| text(at(s, &["backend", "request_format"])))
         .or_else(|| text(at(&benchmarks[0], &["config", "backend", "request_format"])));
@@ -181,8 +235,7 @@ pub(super) fn read(path: &Path, bytes: &[u8]) -> Result<ClientAccount, FileError
     }
     let asks: Vec<Option<bool>> = account.requests.iter().map(|r| r.ignore_eos).collect();
     account.advertised.ignore_eos = same(&asks);
-    read_identity(spec, benchmarks, &mut account);
-    Ok(account)
+    read_identity(spec, benchmarks, account);
 }
 
 /// What the report says of the run it measured: the model its backend addressed

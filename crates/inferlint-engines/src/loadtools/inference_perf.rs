@@ -20,7 +20,7 @@ use serde_json::Value;
 use super::{
     asked, at, body, count, extend_gaps, int, num, parse_json, shape, text, Companions, Role,
 };
-use crate::files::FileError;
+use crate::input::FileError;
 
 const TOOL: &str = "inference-perf (version not recorded)";
 

@@ -18,7 +18,7 @@ use inferlint_core::client::{ClientAccount, ClientRequest, LoadTool, RequestOutc
 use serde_json::Value;
 
 use super::{count, int, num, parse_json, shape, text};
-use crate::files::FileError;
+use crate::input::FileError;
 
 fn tool_label(version: Option<&str>) -> String {
     match version {

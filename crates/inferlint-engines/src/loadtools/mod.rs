@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use inferlint_core::client::{ClientAccount, LoadTool};
 use serde_json::Value;
 
-use crate::files::FileError;
+use crate::input::FileError;
 
 mod aiperf;
 pub mod console;
@@ -319,7 +319,7 @@ fn sniff(path: &Path) -> Option<Kind> {
     use std::io::Read;
     let mut head = vec![0u8; SNIFF_BYTES];
     // Only regular files: a pipe named like a result must not block the search.
-    let (mut file, _) = crate::files::open_input(path).ok()?;
+    let (mut file, _) = crate::input::open_input(path).ok()?;
     let mut filled = 0;
     while filled < head.len() {
         match file.read(&mut head[filled..]) {
@@ -459,10 +459,10 @@ fn walk_to(dir: &Path, depth: usize, max: usize, found: &mut Vec<(usize, Kind, P
     }
 }
 
-/// A whole result file, bounded ([`crate::files::MAX_RESULT_BYTES`]); a pipe, a device
+/// A whole result file, bounded ([`crate::input::MAX_RESULT_BYTES`]); a pipe, a device
 /// or a folder is refused before anything is read.
 pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>, FileError> {
-    crate::files::read_bounded(path, crate::files::MAX_RESULT_BYTES, "a result file")
+    crate::input::read_bounded(path, crate::input::MAX_RESULT_BYTES, "a result file")
 }
 
 /// A tool's result that comes as a summary and a per-request file, from whichever of the

@@ -22,7 +22,7 @@ use inferlint_core::client::{
 use serde_json::{Map, Value};
 
 use super::{count, extend_gaps, int, label, num, parse_json, shape, text};
-use crate::files::FileError;
+use crate::input::FileError;
 
 pub(super) fn read(path: &Path, bytes: &[u8], tool: LoadTool) -> Result<ClientAccount, FileError> {
     let tool_label = label(tool, None);

@@ -1,0 +1,39 @@
+//! The files a run leaves: snapshots (`inferlint.snapshot/1`), series
+//! (`inferlint.series/1`), the boot log, the load tool's result file and its console log,
+//! and the run folder that holds them.
+//!
+//! Formats are shared with the established Python tool in both directions: the same
+//! schema strings and field names, so either tool reads the other's recordings.
+//!
+//! Each kind of file has its own module; every one opens its input through
+//! [`crate::input`], and the names are re-exported here, where callers find them.
+
+mod boot_log;
+mod load_tool;
+mod run_folder;
+mod series;
+mod series_line;
+mod snapshot;
+
+pub use boot_log::{read_boot_log, BootLogFile};
+pub use load_tool::{parse_bench_result, read_bench_result, untimed_requests, untimed_requests_in};
+pub use run_folder::{discover_run, RunFiles};
+pub use series::{
+    fold_series, fold_series_in, read_series, read_series_from, read_series_stats,
+    read_series_stats_from, SeriesSummary,
+};
+pub use series_line::{
+    parse_series_bytes, parse_series_line, series_header_json, series_sample_json, SeriesLine,
+    GPU_OTHER_MIB, GPU_OTHER_UTIL, GPU_SM_MAX_MHZ, GPU_SM_MHZ, GPU_THROTTLE, GPU_UTIL, PREFIX_HITS,
+    PREFIX_QUERIES, SERIES_SCHEMA,
+};
+pub use snapshot::{
+    parse_snapshot, parse_snapshot_noted, read_snapshot, read_snapshot_noted, snapshot_json,
+    SNAPSHOT_SCHEMA,
+};
+
+// The input rules every reader keeps, where callers have always found them.
+pub use crate::input::{
+    for_each_log_line, open_input, size_text, FileError, MAX_LOG_LINE_BYTES, MAX_RESULT_BYTES,
+    MAX_SERIES_LINE_BYTES, MAX_SNAPSHOT_BYTES,
+};
