@@ -7,7 +7,7 @@ use inferlint_core::Engine;
 use inferlint_live::{blocking, RecordError, RecordOptions, Recorder, Stop};
 use inferlint_sim::server::{self, ServerConfig};
 
-use crate::common::wait_for_lines;
+use crate::common::wait_for_samples;
 
 #[tokio::test]
 async fn inside_a_runtime_the_blocking_api_is_an_error_not_a_panic() {
@@ -19,7 +19,7 @@ async fn inside_a_runtime_the_blocking_api_is_an_error_not_a_panic() {
 }
 
 /// Outside one, it records, stopped from another thread once the recording's file holds
-/// the header and three samples.
+/// three samples.
 #[test]
 fn outside_a_runtime_the_blocking_api_records() {
     let server = server::spawn(ServerConfig::new(Engine::Vllm)).unwrap();
@@ -30,7 +30,7 @@ fn outside_a_runtime_the_blocking_api_records() {
     let stopper = std::thread::spawn({
         let series = series.clone();
         move || {
-            wait_for_lines(&series, 4);
+            wait_for_samples(&series, 3);
             remote.stop();
         }
     });

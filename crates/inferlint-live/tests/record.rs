@@ -8,7 +8,7 @@ use inferlint_live::{record, RecordError, RecordOptions, Stop};
 use inferlint_sim::load::{self, LoadConfig};
 use inferlint_sim::server::{self, ServerConfig};
 
-use crate::common::lines_written;
+use crate::common::samples_written;
 
 fn load_config() -> LoadConfig {
     LoadConfig {
@@ -43,10 +43,9 @@ async fn a_recording_beside_a_load_holds_the_load() {
         let url = url.clone();
         tokio::spawn(async move { record(&url, &options, stop.stopped()).await })
     };
-    // The load starts once the before reading is taken (it is the first sample, the
-    // line under the header), not when a spawned task happens to have run: the 17
+    // The load starts once the before reading is taken (it is the first sample), not when a spawned task happens to have run: the 17
     // requests below are then all between the readings, on any machine.
-    lines_written(&series, 2).await;
+    samples_written(&series, 1).await;
     let load = load::run_in_runtime(&url, load_config()).await.unwrap();
     stop.stop();
     let recording = recording.await.unwrap().unwrap();
@@ -86,10 +85,10 @@ async fn a_recording_is_written_to_a_run_folder_when_asked() {
         .interval(Duration::from_millis(50))
         .engine(Engine::Sglang)
         .folder(&folder);
-    // Stopped once the file holds the header and three samples: what is read back is
-    // then at least those, on any machine.
+    // Stopped once the file holds three samples: what is read back is then at least
+    // those, on any machine.
     let series = folder.join("run.series.jsonl");
-    let recording = record(&server.base_url, &options, lines_written(&series, 4))
+    let recording = record(&server.base_url, &options, samples_written(&series, 3))
         .await
         .unwrap();
     let mut read_back = Vec::new();
