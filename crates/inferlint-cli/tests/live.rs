@@ -472,7 +472,7 @@ fn watch_with_a_duration_writes_a_header_and_samples_series_reads() {
             None => 1,
         })
         .sum();
-    assert!(n >= 1 && n <= 20, "{n} samples");
+    assert!((1..=20).contains(&n), "{n} samples");
     assert!(
         n + unsampled >= 20,
         "{n} samples and {unsampled} slots missed"
