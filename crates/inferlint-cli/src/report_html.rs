@@ -105,9 +105,12 @@ fn timeline(inputs: &Inputs) -> Result<Option<(Timeline, Option<String>)>, CliEr
 pub fn render(inputs: &Inputs) -> Result<String, CliError> {
     let folded = timeline(inputs)?;
     let generator = format!("inferlint {}", env!("CARGO_PKG_VERSION"));
+    // The run's one account, as the library's report makes it: the page's figures.
+    let account = inferlint_core::account::of(inputs.run, inputs.results);
     let report = Report {
         run: inputs.run,
         results: inputs.results,
+        account: &account,
         insights: inputs.insights,
         timeline: folded.as_ref().map(|(t, _)| t),
         series_url: folded.as_ref().and_then(|(_, u)| u.as_deref()),

@@ -67,6 +67,15 @@ pub struct Setup {
     pub kv_headroom: Option<Headroom>,
     /// The most requests the server runs at once, as its log says.
     pub running_cap: Option<Figure>,
+    /// The KV blocks the server reports (`cache_config_info` in the after reading), as
+    /// T14 read them.
+    pub reported_blocks: Option<Figure>,
+    /// The usable blocks the usage gauge's readings imply (T14), whatever T14's verdict:
+    /// a failed T14 shows them against `reported_blocks`.
+    pub inferred_blocks: Option<Figure>,
+    /// `inferred_blocks` when T14 passed: the only block count a chart or a replay may
+    /// draw the cache in ([`trusted_blocks`]).
+    pub trusted_blocks: Option<Figure>,
 }
 
 /// The load, as the load tool and the server counted it.
@@ -96,6 +105,8 @@ pub struct Happened {
     pub preemptions: Option<Figure>,
     /// Mean seconds a request waited in the server's queue.
     pub mean_queue_s: Option<Figure>,
+    /// Output tokens the server generated between the readings, in all.
+    pub generated_tokens: Option<Figure>,
     /// The load tool's median and p99 time to first token, milliseconds.
     pub median_ttft_ms: Option<Figure>,
     /// See `median_ttft_ms`.
@@ -108,6 +119,18 @@ pub struct Happened {
     pub server_token_rate: Option<Figure>,
     /// That span, seconds.
     pub readings_span_s: Option<Figure>,
+    /// How far that span may be off, from each reading's latency, seconds.
+    pub readings_span_uncertainty_s: Option<Figure>,
+    /// The rate a whole-second timer would give over the readings' span (T10).
+    pub whole_second_rate: Option<Figure>,
+    /// That rate's error against `server_token_rate`, as a fraction.
+    pub whole_second_error: Option<Figure>,
+    /// The fewest requests that would have filled the KV cache over the run (T9).
+    pub cache_ceiling_min: Option<Figure>,
+    /// The most requests that would have filled it (T9).
+    pub cache_ceiling_max: Option<Figure>,
+    /// The fewest KV blocks one running request held (T9, with a trusted block count).
+    pub blocks_per_request_min: Option<Figure>,
 }
 
 /// One account of a run. See the module documentation.
@@ -131,6 +154,16 @@ fn evidence(results: &[CheckResult], tripwire: Tripwire, key: &str) -> Option<f6
         .find(|r| r.tripwire == tripwire && r.status.is_verdict())
         .and_then(|r| r.evidence.get(key))
         .and_then(Value::as_f64)
+}
+
+/// The usable KV block count T14 inferred, when T14 passed: the only block count the
+/// charts and the replay trust. A caller that folds a recording before it has an
+/// [`Account`] reads it here; the account's `setup.trusted_blocks` is the same count.
+pub fn trusted_blocks(results: &[CheckResult]) -> Option<u64> {
+    results
+        .iter()
+        .find(|r| r.tripwire == Tripwire::T14 && r.status == Status::Pass)
+        .and_then(|r| r.evidence_as::<u64>("inferred_usable_blocks"))
 }
 
 /// The cross-checks whose contradiction discredits an input for the run's story, and
@@ -211,6 +244,15 @@ pub fn of(run: &Run, results: &[CheckResult]) -> Account {
             boot.and_then(|b| b.running_cap).map(|c| c as f64),
             Source::BootLog,
         ),
+        reported_blocks: figure(
+            evidence(results, Tripwire::T14, "reported_num_gpu_blocks"),
+            Source::Readings,
+        ),
+        inferred_blocks: figure(
+            evidence(results, Tripwire::T14, "inferred_usable_blocks"),
+            Source::Recording,
+        ),
+        trusted_blocks: figure(trusted_blocks(results).map(|b| b as f64), Source::Recording),
     };
     let requested_from = if bench.and_then(|b| b.max_concurrency).map(|c| c as f64)
         == run.requested.map(|r| r as f64)
@@ -278,6 +320,10 @@ pub fn of(run: &Run, results: &[CheckResult]) -> Account {
             summary.as_ref().and_then(|s| s.mean_queue_s),
             Source::Readings,
         ),
+        generated_tokens: figure(
+            summary.as_ref().and_then(|s| s.output_tokens),
+            Source::Readings,
+        ),
         median_ttft_ms: figure(bench.and_then(|b| b.median_ttft_ms), Source::ResultFile),
         p99_ttft_ms: figure(bench.and_then(|b| b.p99_ttft_ms), Source::ResultFile),
         client_output_throughput: figure(
@@ -292,6 +338,30 @@ pub fn of(run: &Run, results: &[CheckResult]) -> Account {
         readings_span_s: figure(
             evidence(results, Tripwire::T10, "span_s").filter(|_| t10_passed),
             Source::Readings,
+        ),
+        readings_span_uncertainty_s: figure(
+            evidence(results, Tripwire::T10, "span_uncertainty_s").filter(|_| t10_passed),
+            Source::Readings,
+        ),
+        whole_second_rate: figure(
+            evidence(results, Tripwire::T10, "integer_second_rate_per_s").filter(|_| t10_passed),
+            Source::Readings,
+        ),
+        whole_second_error: figure(
+            evidence(results, Tripwire::T10, "integer_second_error").filter(|_| t10_passed),
+            Source::Readings,
+        ),
+        cache_ceiling_min: figure(
+            evidence(results, Tripwire::T9, "ceiling_min"),
+            Source::Recording,
+        ),
+        cache_ceiling_max: figure(
+            evidence(results, Tripwire::T9, "ceiling_max"),
+            Source::Recording,
+        ),
+        blocks_per_request_min: figure(
+            evidence(results, Tripwire::T9, "blocks_per_request_min"),
+            Source::Recording,
         ),
     };
     Account {

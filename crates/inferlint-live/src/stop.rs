@@ -64,16 +64,33 @@ impl Stop {
 mod tests {
     use super::*;
 
+    /// The wait is registered (polled once, pending) before the other thread is told to
+    /// stop, so the stop must wake it: no sleep decides which comes first.
     #[test]
     fn a_stop_from_another_thread_ends_the_wait() {
         let stop = Stop::new();
         let rt = crate::runtime().unwrap_or_else(|e| panic!("{e}"));
         let remote = stop.clone();
+        let (waiting, told) = std::sync::mpsc::channel::<()>();
         let thread = std::thread::spawn(move || {
-            std::thread::sleep(std::time::Duration::from_millis(20));
-            remote.stop();
+            if told.recv().is_ok() {
+                remote.stop();
+            }
         });
-        rt.block_on(stop.stopped());
+        rt.block_on(async {
+            let wait = stop.stopped();
+            tokio::pin!(wait);
+            std::future::poll_fn(|cx| {
+                assert!(
+                    wait.as_mut().poll(cx).is_pending(),
+                    "stopped before the stop"
+                );
+                Poll::Ready(())
+            })
+            .await;
+            waiting.send(()).unwrap_or_else(|e| panic!("{e}"));
+            wait.await;
+        });
         assert!(stop.is_stopped());
         let _ = thread.join();
         // Already stopped: resolves at once.

@@ -7,6 +7,8 @@ use inferlint_core::Engine;
 use inferlint_live::{blocking, RecordError, RecordOptions, Recorder, Stop};
 use inferlint_sim::server::{self, ServerConfig};
 
+use crate::common::wait_for_samples;
+
 #[tokio::test]
 async fn inside_a_runtime_the_blocking_api_is_an_error_not_a_panic() {
     assert!(matches!(Recorder::new(), Err(RecordError::InsideRuntime)));
@@ -16,19 +18,27 @@ async fn inside_a_runtime_the_blocking_api_is_an_error_not_a_panic() {
     assert!(error.to_string().contains("await inferlint_live::record"));
 }
 
-/// Outside one, it records, stopped from another thread.
+/// Outside one, it records, stopped from another thread once the recording's file holds
+/// three samples.
 #[test]
 fn outside_a_runtime_the_blocking_api_records() {
     let server = server::spawn(ServerConfig::new(Engine::Vllm)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let series = dir.path().join("run").join("run.series.jsonl");
     let stop = Stop::new();
     let remote = stop.clone();
-    let stopper = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(300));
-        remote.stop();
+    let stopper = std::thread::spawn({
+        let series = series.clone();
+        move || {
+            wait_for_samples(&series, 3);
+            remote.stop();
+        }
     });
-    let options = RecordOptions::default().interval(Duration::from_millis(50));
+    let options = RecordOptions::default()
+        .interval(Duration::from_millis(50))
+        .folder(dir.path().join("run"));
     let recording = blocking::record(&server.base_url, &options, stop.stopped()).unwrap();
     stopper.join().unwrap();
     assert_eq!(recording.engine, Engine::Vllm);
-    assert!(!recording.samples.is_empty());
+    assert!(recording.samples.len() >= 3, "{}", recording.samples.len());
 }

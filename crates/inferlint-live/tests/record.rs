@@ -8,6 +8,8 @@ use inferlint_live::{record, RecordError, RecordOptions, Stop};
 use inferlint_sim::load::{self, LoadConfig};
 use inferlint_sim::server::{self, ServerConfig};
 
+use crate::common::samples_written;
+
 fn load_config() -> LoadConfig {
     LoadConfig {
         requests: 16,
@@ -31,12 +33,19 @@ async fn a_recording_beside_a_load_holds_the_load() {
     .unwrap();
     let url = server.base_url.clone();
     let stop = Stop::new();
-    let options = RecordOptions::default().interval(Duration::from_millis(50));
+    let dir = tempfile::tempdir().unwrap();
+    let series = dir.path().join("run").join("run.series.jsonl");
+    let options = RecordOptions::default()
+        .interval(Duration::from_millis(50))
+        .folder(dir.path().join("run"));
     let recording = {
         let stop = stop.clone();
         let url = url.clone();
         tokio::spawn(async move { record(&url, &options, stop.stopped()).await })
     };
+    // The load starts once the before reading is taken (it is the first sample), not when a spawned task happens to have run: the 17
+    // requests below are then all between the readings, on any machine.
+    samples_written(&series, 1).await;
     let load = load::run_in_runtime(&url, load_config()).await.unwrap();
     stop.stop();
     let recording = recording.await.unwrap().unwrap();
@@ -76,15 +85,15 @@ async fn a_recording_is_written_to_a_run_folder_when_asked() {
         .interval(Duration::from_millis(50))
         .engine(Engine::Sglang)
         .folder(&folder);
-    let recording = record(
-        &server.base_url,
-        &options,
-        tokio::time::sleep(Duration::from_millis(300)),
-    )
-    .await
-    .unwrap();
+    // Stopped once the file holds three samples: what is read back is then at least
+    // those, on any machine.
+    let series = folder.join("run.series.jsonl");
+    let recording = record(&server.base_url, &options, samples_written(&series, 3))
+        .await
+        .unwrap();
     let mut read_back = Vec::new();
-    files::read_series(&folder.join("run.series.jsonl"), |s| read_back.push(*s)).unwrap();
+    files::read_series(&series, |s| read_back.push(*s)).unwrap();
+    assert!(read_back.len() >= 3, "{} samples", read_back.len());
     assert_eq!(read_back.len(), recording.samples.len());
     assert_eq!(
         files::read_snapshot(&folder.join("after.snapshot.json"))

@@ -3,6 +3,8 @@
 
 /// The blocking face: refused inside a runtime, with an error and not a panic.
 mod blocking;
+/// Waiting for the lines a recording wrote.
+mod common;
 /// A run read from a stand-in Prometheus: the split, the replicas, the errors.
 mod prometheus;
 /// A whole recording while the simulated load runs, in memory and in a run folder.

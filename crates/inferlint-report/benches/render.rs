@@ -68,7 +68,8 @@ fn bench(c: &mut Criterion) {
         .unwrap_or_else(|e| panic!("{e}"));
     run.series = Some(stats.clone());
     let results = check_run(&run);
-    let insights = inferlint_core::insights::what_limited(&run, &results);
+    let account = inferlint_core::account::of(&run, &results);
+    let insights = inferlint_core::insights::what_limited_by(&run, &results, &account);
     let usable = inferlint_report::usable_blocks(&results);
 
     let mut group = c.benchmark_group("day_at_4hz");
@@ -90,6 +91,7 @@ fn bench(c: &mut Criterion) {
             inferlint_report::render(black_box(&Report {
                 run: &run,
                 results: &results,
+                account: &account,
                 insights: &insights,
                 timeline: timeline.as_ref(),
                 series_url: None,

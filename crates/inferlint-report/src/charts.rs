@@ -9,14 +9,12 @@ use inferlint_core::fmt;
 use inferlint_core::insights::cache_load;
 use inferlint_core::model::BootFacts;
 use inferlint_core::run::Run;
-use inferlint_core::Tripwire;
 use maud::{html, Markup};
 
-use crate::sections::{evidence_f64, find};
+use crate::report::Report;
 use crate::svg::{area_path, gauge_path, marker_path, time_ticks, y_axis, Frame, WIDTH};
 use crate::timeline::{Range, Stretch, Timeline};
 use crate::words::{count, duration, moment, thousands};
-use crate::Report;
 
 /// The chart's wording for an engine whose gauges move only when a request completes.
 fn lag_note(report: &Report) -> Option<String> {
@@ -289,7 +287,7 @@ fn requests_figure(report: &Report, timeline: &Timeline) -> Markup {
                     thead { tr {
                         th scope="col" { "Time" } th scope="col" { "Running" } th scope="col" { "Waiting" }
                         @if has_fit { th scope="col" { "Fit in the cache" } }
-                        th scope="col" { (crate::sections::preemption_heading(report.run.engine.preemption_word)) }
+                        th scope="col" { (crate::words::preemption_heading(report.run.engine.preemption_word)) }
                     } }
                     tbody {
                         @for row in &timeline.rows {
@@ -363,8 +361,7 @@ fn tokens_figure(report: &Report, timeline: &Timeline) -> Option<Markup> {
     let frame = Frame::time(200.0, timeline.span_s(), y_max);
     let band = timeline.downsampled();
     let mut caption = String::from("Output tokens per second, from the server's token counter over the second before each reading.");
-    let t10 = find(report.results, Tripwire::T10);
-    if let Some(rate) = evidence_f64(t10, "rate_per_s") {
+    if let Some(rate) = report.account.happened.server_token_rate.map(|f| f.value) {
         caption.push_str(&format!(" Over the whole run: {rate:.2} tokens/s (T10)."));
     }
     let label = "Output tokens per second over time";

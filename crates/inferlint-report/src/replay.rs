@@ -13,18 +13,17 @@ use inferlint_core::{Status, Tripwire};
 use maud::{html, Markup};
 
 use crate::data::{JsonWriter, ScriptJson};
-use crate::sections::{evidence_f64, find};
+use crate::report::Report;
 use crate::timeline::{Range, Stretch};
-use crate::words::{moment, thousands};
-use crate::{usable_blocks, Report};
-use inferlint_core::advice::block_size;
+use crate::words::{find, moment, preemption_heading, thousands};
 
 /// The most cells the grid draws as blocks; a larger pool is drawn in percent.
 const MAX_BLOCK_CELLS: u64 = 4096;
 
 /// The grid's cells: usable blocks, or 100 percent cells.
 fn cells(report: &Report) -> (u64, bool) {
-    match usable_blocks(report.results).filter(|b| *b > 0 && *b <= MAX_BLOCK_CELLS) {
+    let trusted = report.account.setup.trusted_blocks.map(|f| f.value as u64);
+    match trusted.filter(|b| *b > 0 && *b <= MAX_BLOCK_CELLS) {
         Some(b) => (b, true),
         None => (100, false),
     }
@@ -44,6 +43,64 @@ pub fn shown(report: &Report) -> bool {
         && report
             .timeline
             .is_some_and(|t| !t.points.is_empty() && t.has(|p| p.running) && t.has(|p| p.kv_usage))
+}
+
+/// The replay's introduction: what the cache is, how many blocks of what size were usable
+/// and how many requests fitted in them (T14 and T9, from the account), or why each cell is
+/// one percent.
+fn intro(report: &Report, cells: u64, are_blocks: bool) -> Vec<String> {
+    let (setup, happened) = (&report.account.setup, &report.account.happened);
+    let peak = happened.peak_running.map(|f| f.value);
+    let mut intro: Vec<String> = vec![
+        "While a request is being answered, the server keeps its working notes in GPU memory, called the KV cache, and hands that memory out in blocks.".to_owned(),
+    ];
+    if are_blocks {
+        let reported = setup.reported_blocks.map(|f| f.value);
+        let block = setup.block_tokens.map(|f| f.value as u64);
+        match (reported, block) {
+            (Some(r), Some(b)) => intro.push(format!(
+                "In this run there were {} blocks of {} tokens each, and {} held back, so {} were usable (T14).",
+                thousands(r),
+                fmt::thousands(b as i64),
+                if r - cells as f64 == 1.0 { "one is".to_owned() } else { format!("{} are", thousands(r - cells as f64)) },
+                thousands(cells as f64)
+            )),
+            _ => intro.push(format!("{} blocks were usable (T14).", thousands(cells as f64))),
+        }
+        let per_request = happened.blocks_per_request_min.map(|f| f.value);
+        let (lo, hi) = (
+            happened.cache_ceiling_min.map(|f| f.value),
+            happened.cache_ceiling_max.map(|f| f.value),
+        );
+        if let (Some(bpr), Some(hi)) = (per_request, hi) {
+            let mut s = format!(
+                "While the cache was full, each request held at least {} blocks, so at most {} fit",
+                fmt::g((bpr * 10.0).round() / 10.0),
+                fmt::g(hi)
+            );
+            let requested = report.account.load.requested.map(|f| f.value);
+            if let (Some(n), Some(p)) = (requested, peak) {
+                if n > p {
+                    s.push_str(&format!(" and the other {} waited", fmt::g(n - p)));
+                }
+            }
+            s.push('.');
+            intro.push(s);
+            if let Some(lo) = lo.filter(|lo| *lo < hi) {
+                intro.push(format!(
+                    "As answers grew they needed more blocks, and fewer fit: as few as {}.",
+                    fmt::g(lo)
+                ));
+            }
+        }
+    } else {
+        intro.push(format!(
+            "The recording gives the share of {} in use, not a block count this report can trust, so each square below is one percent of it.",
+            report.run.engine.kv_usage_pool_words
+        ));
+    }
+    intro.push("Press Play to replay the recorded run, or move the slider through it (it takes the arrow keys).".to_owned());
+    intro
 }
 
 pub fn section(report: &Report) -> Markup {
@@ -67,11 +124,8 @@ pub fn section(report: &Report) -> Markup {
         return html! {};
     };
     let (cells, are_blocks) = cells(report);
-    let results = report.results;
-    let t8 = find(results, Tripwire::T8);
-    let t9 = find(results, Tripwire::T9);
-    let t14 = find(results, Tripwire::T14);
-    let peak = evidence_f64(t8, "peak_running");
+    let t8 = find(report.results, Tripwire::T8);
+    let peak = report.account.happened.peak_running.map(|f| f.value);
     let subject = if are_blocks {
         "The KV cache, block by block"
     } else {
@@ -81,55 +135,7 @@ pub fn section(report: &Report) -> Markup {
         (Some(Status::Fail), Some(p)) => format!("Why only {}? {subject}", fmt::g(p)),
         _ => subject.to_owned(),
     };
-    let mut intro: Vec<String> = vec![
-        "While a request is being answered, the server keeps its working notes in GPU memory, called the KV cache, and hands that memory out in blocks.".to_owned(),
-    ];
-    let boot = report.run.last_boot();
-    if are_blocks {
-        let reported = evidence_f64(t14, "reported_num_gpu_blocks");
-        let block = boot.and_then(|b| block_size(report.run.engine, b));
-        match (reported, block) {
-            (Some(r), Some(b)) => intro.push(format!(
-                "In this run there were {} blocks of {} tokens each, and {} held back, so {} were usable (T14).",
-                thousands(r),
-                fmt::thousands(b as i64),
-                if r - cells as f64 == 1.0 { "one is".to_owned() } else { format!("{} are", thousands(r - cells as f64)) },
-                thousands(cells as f64)
-            )),
-            _ => intro.push(format!("{} blocks were usable (T14).", thousands(cells as f64))),
-        }
-        let per_request = evidence_f64(t9, "blocks_per_request_min");
-        let (lo, hi) = (
-            evidence_f64(t9, "ceiling_min"),
-            evidence_f64(t9, "ceiling_max"),
-        );
-        if let (Some(bpr), Some(hi)) = (per_request, hi) {
-            let mut s = format!(
-                "While the cache was full, each request held at least {} blocks, so at most {} fit",
-                fmt::g((bpr * 10.0).round() / 10.0),
-                fmt::g(hi)
-            );
-            if let (Some(n), Some(p)) = (report.run.requested, peak) {
-                if (n as f64) > p {
-                    s.push_str(&format!(" and the other {} waited", fmt::g(n as f64 - p)));
-                }
-            }
-            s.push('.');
-            intro.push(s);
-            if let Some(lo) = lo.filter(|lo| *lo < hi) {
-                intro.push(format!(
-                    "As answers grew they needed more blocks, and fewer fit: as few as {}.",
-                    fmt::g(lo)
-                ));
-            }
-        }
-    } else {
-        intro.push(format!(
-            "The recording gives the share of {} in use, not a block count this report can trust, so each square below is one percent of it.",
-            report.run.engine.kv_usage_pool_words
-        ));
-    }
-    intro.push("Press Play to replay the recorded run, or move the slider through it (it takes the arrow keys).".to_owned());
+    let intro = intro(report, cells, are_blocks);
     let span = timeline.span_s();
     let first_preemption = timeline.points.iter().find(|p| p.preemptions > 0.0);
     let last_index = timeline.points.len().saturating_sub(1);
@@ -158,7 +164,7 @@ pub fn section(report: &Report) -> Markup {
                     div { dt { "Running" } dd #rp-running { "0" } }
                     div { dt { "Waiting" } dd #rp-waiting { "0" } }
                     div { dt { (if are_blocks { "Blocks each, average" } else { "Percent each, average" }) } dd #rp-each { "\u{2013}" } }
-                    div { dt { (crate::sections::preemption_heading(report.run.engine.preemption_word)) " so far" } dd #rp-pre { "0" } }
+                    div { dt { (preemption_heading(report.run.engine.preemption_word)) " so far" } dd #rp-pre { "0" } }
                 }
                 p.rp-grid-title {
                     @if are_blocks { "The " (thousands(cells as f64)) " usable blocks: " } @else { "The cache, in percent: " }

@@ -12,10 +12,10 @@ use inferlint_core::insights::format_duration_ms;
 use inferlint_core::requests::{RequestTimeline, RequestTimes};
 use maud::{html, Markup};
 
+use crate::report::Report;
 use crate::svg::{gauge_path, time_ticks, y_axis, Frame, WIDTH};
 use crate::timeline::Timeline;
 use crate::words::moment;
-use crate::Report;
 
 /// The most requests drawn one row each; beyond it every n-th is drawn.
 const MAX_ROWS_DRAWN: usize = 400;
@@ -83,6 +83,35 @@ fn f1(v: f64) -> String {
 
 /// The requests as rows on the recording's time axis, under the running and waiting
 /// gauges.
+/// The figure's caption: which clock, what each mark is, how many failed, and which
+/// rows are drawn when not all are.
+fn caption(t: &RequestTimeline, stride: usize) -> String {
+    let failed = t
+        .requests
+        .iter()
+        .filter(|r| r.outcome == Some(RequestOutcome::Failed))
+        .count();
+    let mut caption = format!(
+        "Each request the load tool sent, in the order it sent them, on the recording's clock ({}).",
+        match t.clock {
+            inferlint_core::client::RequestClock::Monotonic => "the host's monotonic clock, shared with the load tool",
+            inferlint_core::client::RequestClock::Unix => "the wall clock",
+        }
+    );
+    caption.push_str(" A thin line is the time it waited in the load tool for a free slot; the pale bar runs from sending it to its first token (the server's queue and prefill); the dark bar to its last token.");
+    if failed > 0 {
+        caption.push_str(&format!(" {} failed: marked in red.", failed));
+    }
+    if stride > 1 {
+        caption.push_str(&format!(
+            " Every {}th of the {} requests is drawn.",
+            stride,
+            t.requests.len()
+        ));
+    }
+    caption
+}
+
 fn timeline_figure(report: &Report, account: &ClientAccount, t: &RequestTimeline) -> Markup {
     let span = report
         .timeline
@@ -132,29 +161,7 @@ fn timeline_figure(report: &Report, account: &ClientAccount, t: &RequestTimeline
     });
     let y_of = |k: usize| frame.top + k as f64 * row;
     let bar = (row * 0.8).max(1.0);
-    let failed = t
-        .requests
-        .iter()
-        .filter(|r| r.outcome == Some(RequestOutcome::Failed))
-        .count();
-    let mut caption = format!(
-        "Each request the load tool sent, in the order it sent them, on the recording's clock ({}).",
-        match t.clock {
-            inferlint_core::client::RequestClock::Monotonic => "the host's monotonic clock, shared with the load tool",
-            inferlint_core::client::RequestClock::Unix => "the wall clock",
-        }
-    );
-    caption.push_str(" A thin line is the time it waited in the load tool for a free slot; the pale bar runs from sending it to its first token (the server's queue and prefill); the dark bar to its last token.");
-    if failed > 0 {
-        caption.push_str(&format!(" {} failed: marked in red.", failed));
-    }
-    if stride > 1 {
-        caption.push_str(&format!(
-            " Every {}th of the {} requests is drawn.",
-            stride,
-            t.requests.len()
-        ));
-    }
+    let caption = caption(t, stride);
     let label = format!(
         "{} requests over time, lined up with the requests the server was running",
         t.requests.len()

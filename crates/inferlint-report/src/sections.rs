@@ -1,7 +1,8 @@
 //! The report's prose sections: the head, what limited the run, what happened, the
 //! results, the server that ran, the tripwire guide and the footer.
 
-use inferlint_core::advice::{block_size, preempted};
+use inferlint_core::account::{Figure, Source};
+use inferlint_core::advice::preempted;
 use inferlint_core::catalogue;
 use inferlint_core::checks::counters::restart_between;
 use inferlint_core::fmt;
@@ -12,30 +13,12 @@ use inferlint_core::{CheckResult, Engine, EngineDescriptor, Status, Tripwire};
 use maud::{html, Markup};
 use serde_json::Value;
 
+use crate::charts;
+use crate::report::Report;
 use crate::words::{
-    and_list, count, duration, status_class, status_icon, status_meaning, thousands, STATUSES,
+    and_list, badge, count, duration, find, preemption_heading, status_class, status_icon,
+    status_meaning, thousands, STATUSES,
 };
-use crate::{charts, Report};
-
-/// The first result for a tripwire.
-pub fn find(results: &[CheckResult], tripwire: Tripwire) -> Option<&CheckResult> {
-    results.iter().find(|r| r.tripwire == tripwire)
-}
-
-/// A number from a result's evidence.
-pub fn evidence_f64(result: Option<&CheckResult>, key: &str) -> Option<f64> {
-    result?.evidence.get(key).and_then(Value::as_f64)
-}
-
-/// The status badge: icon and word, never colour alone.
-pub fn badge(status: Status) -> Markup {
-    html! {
-        span class={"status " (status_class(status))} {
-            span.icon aria-hidden="true" { (status_icon(status)) }
-            " " (status.human())
-        }
-    }
-}
 
 /// The last part of a model path: `/root/models/Qwen3-8B` -> `Qwen3-8B`.
 pub fn model_name(boot: &BootFacts) -> Option<&str> {
@@ -46,15 +29,6 @@ pub fn model_name(boot: &BootFacts) -> Option<&str> {
         .or_else(|| boot.setting("model").and_then(PyValue::as_str))?;
     let trimmed = model.trim_end_matches('/');
     Some(trimmed.rsplit('/').next().unwrap_or(trimmed)).filter(|m| !m.is_empty())
-}
-
-/// The engine's word for a preemption, capitalised and plural: `Preemptions`.
-pub fn preemption_heading(word: &str) -> String {
-    let mut chars = word.chars();
-    match chars.next() {
-        Some(first) => format!("{}{}s", first.to_uppercase(), chars.as_str()),
-        None => String::new(),
-    }
 }
 
 /// The counter facts between the two readings: `Ok(None)` without both readings,
@@ -160,98 +134,127 @@ pub fn what_limited(report: &Report) -> Markup {
     }
 }
 
-/// The plain-English account of the run.
-fn story(report: &Report, summary: Option<&CounterSummary>) -> Vec<String> {
+/// The plain-English account of the run, one sentence a part: how the server failed,
+/// how long the load ran, the load tool's count, the server's count, how many ran at
+/// once, and what was preempted. Every figure is the run's account's.
+fn story(report: &Report) -> Vec<String> {
     let run = report.run;
-    let results = report.results;
-    let mut sentences = Vec::new();
-    if let Some(f) = run.last_boot().and_then(|b| b.failure.as_ref()) {
-        let mut text = format!(
-            "The server failed during {} ({})",
-            f.phase.word(),
-            f.kind.replace('_', " ")
-        );
-        if let Some(detail) = &f.detail {
-            text.push_str(": ");
-            text.push_str(detail.trim_end_matches('.'));
-        }
-        text.push('.');
-        sentences.push(text);
-    }
-    let t10 = find(results, Tripwire::T10);
-    let span = evidence_f64(t10, "span_s").or_else(|| report.timeline.map(|t| t.span_s()));
-    match (run.requested, span) {
+    let account = report.account;
+    let mut sentences: Vec<String> = Vec::new();
+    sentences.extend(failure_sentence(report));
+    let span =
+        value(account.happened.readings_span_s).or_else(|| report.timeline.map(|t| t.span_s()));
+    match (value(account.load.requested), span) {
         (Some(n), Some(s)) => sentences.push(format!(
-            "The load tool kept {n} requests open for {}.",
+            "The load tool kept {} requests open for {}.",
+            fmt::g(n),
             duration(s)
         )),
         (None, Some(s)) => sentences.push(format!("The run lasted {}.", duration(s))),
         _ => {}
     }
-    if let Some((_, account)) = &run.bench {
-        sentences.push(client_sentence(account));
+    if let Some((_, client)) = &run.bench {
+        sentences.push(client_sentence(client));
     }
-    if let Some(s) = summary {
-        if let Some(finished) = s.finished {
-            let errors = requests_in_error(report.run);
-            let mut text = format!("The server finished {}", count(finished, "request"));
-            match errors {
-                Some(0.0) => text.push_str(" with no errors"),
-                Some(e) => text.push_str(&format!(" ({} ended in an error)", thousands(e))),
-                None => {}
-            }
-            if let Some(tokens) = s.output_tokens {
+    sentences.extend(server_count_sentence(report));
+    sentences.extend(at_once_sentence(report));
+    sentences.extend(preemption_sentence(report));
+    sentences
+}
+
+/// A figure's value.
+fn value(figure: Option<Figure>) -> Option<f64> {
+    figure.map(|f| f.value)
+}
+
+/// `The server failed during start-up (out of memory): ...`
+fn failure_sentence(report: &Report) -> Option<String> {
+    let f = report.run.last_boot()?.failure.as_ref()?;
+    let mut text = format!(
+        "The server failed during {} ({})",
+        f.phase.word(),
+        f.kind.replace('_', " ")
+    );
+    if let Some(detail) = &f.detail {
+        text.push_str(": ");
+        text.push_str(detail.trim_end_matches('.'));
+    }
+    text.push('.');
+    Some(text)
+}
+
+/// `The server finished 32 requests with no errors and generated 4,096 tokens.`: the
+/// server's own count between the readings.
+fn server_count_sentence(report: &Report) -> Option<String> {
+    let account = report.account;
+    let finished = account
+        .load
+        .finished
+        .filter(|f| f.from == Source::Readings)?
+        .value;
+    let mut text = format!("The server finished {}", count(finished, "request"));
+    match requests_in_error(report.run) {
+        Some(0.0) => text.push_str(" with no errors"),
+        Some(e) => text.push_str(&format!(" ({} ended in an error)", thousands(e))),
+        None => {}
+    }
+    if let Some(tokens) = value(account.happened.generated_tokens) {
+        text.push_str(&format!(
+            " and generated {} tokens",
+            thousands(tokens.round())
+        ));
+    }
+    text.push('.');
+    Some(text)
+}
+
+/// T8's peak in words: held back (and how long the others queued), or as many as asked.
+fn at_once_sentence(report: &Report) -> Option<String> {
+    let happened = &report.account.happened;
+    let t8 = find(report.results, Tripwire::T8)?;
+    let peak = value(happened.peak_running)?;
+    match t8.status {
+        Status::Fail => {
+            let mut text = format!("But it never worked on more than {} at once", fmt::g(peak));
+            if let Some(q) = value(happened.mean_queue_s) {
                 text.push_str(&format!(
-                    " and generated {} tokens",
-                    thousands(tokens.round())
+                    ": the others waited in its queue, {q:.1} s on average before a request started"
                 ));
             }
             text.push('.');
-            sentences.push(text);
+            Some(text)
         }
+        Status::Pass => Some(format!(
+            "It ran {} requests at once, as many as the load asked for.",
+            fmt::g(peak)
+        )),
+        _ => None,
     }
-    let t8 = find(results, Tripwire::T8);
-    if let (Some(r), Some(peak)) = (t8, evidence_f64(t8, "peak_running")) {
-        match r.status {
-            Status::Fail => {
-                let mut text = format!("But it never worked on more than {} at once", fmt::g(peak));
-                if let Some(q) = summary.and_then(|s| s.mean_queue_s) {
-                    text.push_str(&format!(
-                        ": the others waited in its queue, {q:.1} s on average before a request started"
-                    ));
-                }
-                text.push('.');
-                sentences.push(text);
-            }
-            Status::Pass => sentences.push(format!(
-                "It ran {} requests at once, as many as the load asked for.",
-                fmt::g(peak)
-            )),
-            _ => {}
-        }
+}
+
+/// T1's preemptions in words, with whether the engine logs each one.
+fn preemption_sentence(report: &Report) -> Option<String> {
+    let run = report.run;
+    let k = value(report.account.happened.preemptions)?;
+    if k > 0.0 {
+        let logged = if run.engine.logs_each_eviction {
+            format!("{} logs each one", run.engine.name)
+        } else {
+            format!(
+                "{} writes no log line for this, so only its counter shows it",
+                run.engine.name
+            )
+        };
+        return Some(format!(
+            "To make room it {} {} running request{}, which then started over; {logged}.",
+            preempted(run.engine),
+            thousands(k),
+            fmt::plural(k)
+        ));
     }
-    let t1 = find(results, Tripwire::T1);
-    if let Some(k) = evidence_f64(t1, "preemptions") {
-        if k > 0.0 {
-            let logged = if run.engine.logs_each_eviction {
-                format!("{} logs each one", run.engine.name)
-            } else {
-                format!(
-                    "{} writes no log line for this, so only its counter shows it",
-                    run.engine.name
-                )
-            };
-            sentences.push(format!(
-                "To make room it {} {} running request{}, which then started over; {logged}.",
-                preempted(run.engine),
-                thousands(k),
-                fmt::plural(k)
-            ));
-        } else if t1.is_some_and(|r| r.status == Status::Pass) {
-            sentences.push(format!("It {} no running request.", preempted(run.engine)));
-        }
-    }
-    sentences
+    find(report.results, Tripwire::T1)
+        .is_some_and(|r| r.status == Status::Pass)
+        .then(|| format!("It {} no running request.", preempted(run.engine)))
 }
 
 /// The load tool's own account in one sentence: `GuideLLM 0.8.1 sent 32 requests: 26
@@ -286,123 +289,152 @@ struct Tile {
     status: Option<Status>,
 }
 
+/// The figures of "What happened" as tiles: each from the account, with its verdict's
+/// badge where a tripwire judged it.
 fn tiles(report: &Report) -> Vec<Tile> {
+    [
+        ran_at_once_tile(report),
+        preemptions_tile(report),
+        token_rate_tile(report),
+        first_token_tile(report),
+        usable_blocks_tile(report),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// T8's peak against the concurrency asked for, else the recording's peak alone.
+fn ran_at_once_tile(report: &Report) -> Option<Tile> {
     let run = report.run;
-    let results = report.results;
-    let mut tiles = Vec::new();
-    let t8 = find(results, Tripwire::T8);
-    if let Some(peak) = evidence_f64(t8, "peak_running") {
-        let requested = evidence_f64(t8, "requested");
-        tiles.push(Tile {
-            label: "Ran at once".into(),
-            value: match requested {
-                Some(n) => format!("{} of {}", fmt::g(peak), fmt::g(n)),
-                None => fmt::g(peak),
-            },
-            sub: Some(if run.engine.gauges_lag {
-                format!(
-                    "the most running requests the recording shows; {} updates that gauge only when a request completes",
-                    run.engine.name
-                )
-            } else {
-                "the most running requests the recording shows".into()
-            }),
-            status: t8.map(|r| r.status),
-        });
-    } else if let Some(peak) = run.series.as_ref().and_then(|s| s.peak_running) {
-        tiles.push(Tile {
+    let account = report.account;
+    let t8 = find(report.results, Tripwire::T8);
+    let Some(peak) = value(account.happened.peak_running) else {
+        let peak = run.series.as_ref()?.peak_running?;
+        return Some(Tile {
             label: "Ran at once".into(),
             value: fmt::g(peak),
             sub: Some("at most; the concurrency asked for is not known".into()),
             status: None,
         });
+    };
+    Some(Tile {
+        label: "Ran at once".into(),
+        value: match value(account.load.requested) {
+            Some(n) => format!("{} of {}", fmt::g(peak), fmt::g(n)),
+            None => fmt::g(peak),
+        },
+        sub: Some(if run.engine.gauges_lag {
+            format!(
+                "the most running requests the recording shows; {} updates that gauge only when a request completes",
+                run.engine.name
+            )
+        } else {
+            "the most running requests the recording shows".into()
+        }),
+        status: t8.map(|r| r.status),
+    })
+}
+
+/// T1's preemptions (`?` when it could not count them).
+fn preemptions_tile(report: &Report) -> Option<Tile> {
+    let run = report.run;
+    let t1 = find(report.results, Tripwire::T1)?;
+    Some(Tile {
+        label: preemption_heading(run.engine.preemption_word),
+        value: value(report.account.happened.preemptions).map_or_else(|| "?".into(), thousands),
+        sub: Some(if run.engine.logs_each_eviction {
+            format!("{} logs each one", run.engine.name)
+        } else {
+            "the server log mentions none".into()
+        }),
+        status: Some(t1.status),
+    })
+}
+
+/// T10's rate between the readings, with what a whole-second timer would say and the
+/// load tool's own throughput beside it.
+fn token_rate_tile(report: &Report) -> Option<Tile> {
+    let happened = &report.account.happened;
+    let rate = value(happened.server_token_rate)?;
+    let mut sub = String::new();
+    if let Some(span) = value(happened.readings_span_s) {
+        sub.push_str(&format!("over {span:.3} s"));
     }
-    let t1 = find(results, Tripwire::T1);
-    if let Some(r) = t1 {
-        let k = evidence_f64(t1, "preemptions");
-        tiles.push(Tile {
-            label: preemption_heading(run.engine.preemption_word),
-            value: k.map_or_else(|| "?".into(), thousands),
-            sub: Some(if run.engine.logs_each_eviction {
-                format!("{} logs each one", run.engine.name)
+    if let (Some(naive), Some(error)) = (
+        value(happened.whole_second_rate),
+        value(happened.whole_second_error),
+    ) {
+        sub.push_str(&format!(
+            "; a whole-second timer would say {naive:.2} ({})",
+            fmt::signed_percent(error, 2)
+        ));
+    }
+    if let Some(client) = report
+        .run
+        .bench
+        .as_ref()
+        .and_then(|(_, b)| b.output_throughput)
+    {
+        sub.push_str(&format!(
+            "; the run's throughput is the load tool's {}, over its own timed requests",
+            fmt::thousands_f(client)
+        ));
+    }
+    Some(Tile {
+        label: "Output tokens per second".into(),
+        value: format!("{rate:.2}"),
+        sub: Some(sub),
+        status: find(report.results, Tripwire::T10).map(|r| r.status),
+    })
+}
+
+/// The load tool's median time to first token, with its p99.
+fn first_token_tile(report: &Report) -> Option<Tile> {
+    let (_, bench) = report.run.bench.as_ref()?;
+    let median = bench.median_ttft_ms?;
+    Some(Tile {
+        label: "Time to first token, median".into(),
+        value: inferlint_core::insights::format_duration_ms(median),
+        sub: bench.p99_ttft_ms.map(|p| {
+            format!(
+                "p99 {}; from the load tool's result file",
+                inferlint_core::insights::format_duration_ms(p)
+            )
+        }),
+        status: None,
+    })
+}
+
+/// T14's usable blocks against the blocks the server reports.
+fn usable_blocks_tile(report: &Report) -> Option<Tile> {
+    let setup = &report.account.setup;
+    let usable = value(setup.inferred_blocks)?;
+    let mut sub = String::new();
+    if let Some(reported) = value(setup.reported_blocks) {
+        let held = reported - usable;
+        sub.push_str(&format!(
+            "{} reported, {} held back",
+            thousands(reported),
+            if held == 1.0 {
+                "one".to_owned()
             } else {
-                "the server log mentions none".into()
-            }),
-            status: Some(r.status),
-        });
+                thousands(held)
+            }
+        ));
     }
-    let t10 = find(results, Tripwire::T10);
-    if let Some(rate) = evidence_f64(t10, "rate_per_s") {
-        let mut sub = String::new();
-        if let Some(span) = evidence_f64(t10, "span_s") {
-            sub.push_str(&format!("over {span:.3} s"));
-        }
-        if let (Some(naive), Some(error)) = (
-            evidence_f64(t10, "integer_second_rate_per_s"),
-            evidence_f64(t10, "integer_second_error"),
-        ) {
-            sub.push_str(&format!(
-                "; a whole-second timer would say {naive:.2} ({})",
-                fmt::signed_percent(error, 2)
-            ));
-        }
-        if let Some(client) = run.bench.as_ref().and_then(|(_, b)| b.output_throughput) {
-            sub.push_str(&format!(
-                "; the run's throughput is the load tool's {}, over its own timed requests",
-                fmt::thousands_f(client)
-            ));
-        }
-        tiles.push(Tile {
-            label: "Output tokens per second".into(),
-            value: format!("{rate:.2}"),
-            sub: Some(sub),
-            status: t10.map(|r| r.status),
-        });
+    if let Some(block) = value(setup.block_tokens) {
+        sub.push_str(&format!(
+            "; {} tokens per block",
+            fmt::thousands(block as i64)
+        ));
     }
-    if let Some((_, bench)) = &run.bench {
-        if let Some(median) = bench.median_ttft_ms {
-            tiles.push(Tile {
-                label: "Time to first token, median".into(),
-                value: inferlint_core::insights::format_duration_ms(median),
-                sub: bench.p99_ttft_ms.map(|p| {
-                    format!(
-                        "p99 {}; from the load tool's result file",
-                        inferlint_core::insights::format_duration_ms(p)
-                    )
-                }),
-                status: None,
-            });
-        }
-    }
-    let t14 = find(results, Tripwire::T14);
-    if let Some(usable) = evidence_f64(t14, "inferred_usable_blocks") {
-        let mut sub = String::new();
-        if let Some(reported) = evidence_f64(t14, "reported_num_gpu_blocks") {
-            let held = reported - usable;
-            sub.push_str(&format!(
-                "{} reported, {} held back",
-                thousands(reported),
-                if held == 1.0 {
-                    "one".to_owned()
-                } else {
-                    thousands(held)
-                }
-            ));
-        }
-        if let Some(block) = run.last_boot().and_then(|b| block_size(run.engine, b)) {
-            sub.push_str(&format!(
-                "; {} tokens per block",
-                fmt::thousands(block as i64)
-            ));
-        }
-        tiles.push(Tile {
-            label: "Usable KV blocks".into(),
-            value: thousands(usable),
-            sub: Some(sub),
-            status: t14.map(|r| r.status),
-        });
-    }
-    tiles
+    Some(Tile {
+        label: "Usable KV blocks".into(),
+        value: thousands(usable),
+        sub: Some(sub),
+        status: find(report.results, Tripwire::T14).map(|r| r.status),
+    })
 }
 
 /// `8 of 17. Not here: T2 and T3 (run at clean-up), ...` (of every tripwire the catalogue
@@ -485,36 +517,18 @@ fn per_request(total: f64, finished: Option<f64>) -> String {
     }
 }
 
+/// "What happened": the story, the tiles of its figures, the test's and the setup's
+/// facts, and the words the report uses.
 pub fn what_happened(report: &Report) -> Markup {
-    let run = report.run;
     let summary_result = summary(report);
     let summary = summary_result.as_ref().ok().and_then(Option::as_ref);
     let is_restart = summary_result.is_err();
     let story = if is_restart {
         vec!["The server restarted between the before and the after reading, so its counters say nothing about this run.".to_owned()]
     } else {
-        story(report, summary)
+        story(report)
     };
     let tiles = tiles(report);
-    let t10 = find(report.results, Tripwire::T10);
-    let boot = run.last_boot();
-    let startup = boot.and_then(BootFacts::startup);
-    let clock = match (
-        run.before.as_ref().and_then(|b| b.t_wall),
-        run.after.as_ref().and_then(|a| a.t_wall),
-    ) {
-        (Some(a), Some(b)) => match (fmt::utc(a), fmt::utc(b)) {
-            (Some(from), Some(to)) => Some(format!("from {from} to {to}")),
-            _ => None,
-        },
-        _ => None,
-    };
-    let address = report.series_url.map(str::to_owned).or_else(|| {
-        run.after
-            .as_ref()
-            .map(|a| a.url.clone())
-            .filter(|u| !u.starts_with("file:"))
-    });
     html! {
         section #happened aria-labelledby="happened-h" {
             h2 #happened-h { "What happened" }
@@ -538,129 +552,172 @@ pub fn what_happened(report: &Report) -> Markup {
                 }
             }
             div.facts {
-                div {
-                    h3 { "The test" }
-                    dl {
-                        @if let Some(span) = evidence_f64(t10, "span_s") {
-                            dt { "Measured time" }
-                            dd {
-                                (format!("{span:.3} s"))
-                                @if let Some(u) = evidence_f64(t10, "span_uncertainty_s") {
-                                    (format!(" \u{b1} {u:.3} s"))
-                                }
-                                " between the before and the after reading"
-                            }
+                (the_test(report, summary, is_restart))
+                (the_setup(report))
+            }
+            (words_used(report))
+        }
+    }
+}
+
+/// The test's facts: its span and clock times, the server's start-up, and the counters'
+/// count of what finished.
+fn the_test(report: &Report, summary: Option<&CounterSummary>, is_restart: bool) -> Markup {
+    let run = report.run;
+    let happened = &report.account.happened;
+    let startup = run.last_boot().and_then(BootFacts::startup);
+    let clock = match (
+        run.before.as_ref().and_then(|b| b.t_wall),
+        run.after.as_ref().and_then(|a| a.t_wall),
+    ) {
+        (Some(a), Some(b)) => match (fmt::utc(a), fmt::utc(b)) {
+            (Some(from), Some(to)) => Some(format!("from {from} to {to}")),
+            _ => None,
+        },
+        _ => None,
+    };
+    html! {
+        div {
+            h3 { "The test" }
+            dl {
+                @if let Some(span) = value(happened.readings_span_s) {
+                    dt { "Measured time" }
+                    dd {
+                        (format!("{span:.3} s"))
+                        @if let Some(u) = value(happened.readings_span_uncertainty_s) {
+                            (format!(" \u{b1} {u:.3} s"))
                         }
-                        @if let Some(clock) = &clock {
-                            dt { "Clock time" }
-                            dd { (clock) }
-                        }
-                        @if let Some(s) = &startup {
-                            dt { "Server start-up" }
-                            dd { (format!("{:.1} s ({} to {})", s.seconds, s.first_time, s.ready_time)) " by its log" }
-                        }
-                        @if is_restart {
-                            dt { "Counters" }
-                            dd { "not comparable: the server restarted between the readings" }
-                        }
-                        @if let Some(s) = summary {
-                            @if let Some(text) = finished_text(s) {
-                                dt { "Requests finished" }
-                                dd { (text) }
+                        " between the before and the after reading"
+                    }
+                }
+                @if let Some(clock) = &clock {
+                    dt { "Clock time" }
+                    dd { (clock) }
+                }
+                @if let Some(s) = &startup {
+                    dt { "Server start-up" }
+                    dd { (format!("{:.1} s ({} to {})", s.seconds, s.first_time, s.ready_time)) " by its log" }
+                }
+                @if is_restart {
+                    dt { "Counters" }
+                    dd { "not comparable: the server restarted between the readings" }
+                }
+                @if let Some(s) = summary {
+                    @if let Some(text) = finished_text(s) {
+                        dt { "Requests finished" }
+                        dd { (text) }
+                    }
+                    @if let Some(out) = s.output_tokens {
+                        dt { "Output tokens" }
+                        dd { (per_request(out, s.finished)) }
+                    }
+                    @if let Some(prompt) = s.prompt_tokens {
+                        dt { "Prompt tokens" }
+                        dd { (per_request(prompt, s.finished)) }
+                    }
+                    @if let Some(e2e) = s.mean_e2e_s {
+                        dt { "Mean time per request" }
+                        dd { (format!("{e2e:.1} s")) }
+                    }
+                    @if let Some(ttft) = s.mean_ttft_s {
+                        dt { "Mean wait for the first token" }
+                        dd {
+                            (format!("{ttft:.1} s"))
+                            @if let Some(q) = s.mean_queue_s {
+                                (format!(", {q:.1} s of it in the queue"))
                             }
-                            @if let Some(out) = s.output_tokens {
-                                dt { "Output tokens" }
-                                dd { (per_request(out, s.finished)) }
-                            }
-                            @if let Some(prompt) = s.prompt_tokens {
-                                dt { "Prompt tokens" }
-                                dd { (per_request(prompt, s.finished)) }
-                            }
-                            @if let Some(e2e) = s.mean_e2e_s {
-                                dt { "Mean time per request" }
-                                dd { (format!("{e2e:.1} s")) }
-                            }
-                            @if let Some(ttft) = s.mean_ttft_s {
-                                dt { "Mean wait for the first token" }
-                                dd {
-                                    (format!("{ttft:.1} s"))
-                                    @if let Some(q) = s.mean_queue_s {
-                                        (format!(", {q:.1} s of it in the queue"))
-                                    }
-                                }
-                            }
-                        }
-                        @if summary.is_none() && !is_restart {
-                            dt { "Counters" }
-                            dd.muted { "no before and after readings, so no counts" }
                         }
                     }
                 }
-                div {
-                    h3 { "The setup" }
-                    dl {
-                        dt { "Concurrency asked for" }
-                        dd {
-                            @match run.requested {
-                                Some(n) => (n),
-                                None => span.muted { "not known (give --requested, or the load tool's result file)" },
-                            }
-                        }
-                        dt { "Requests sent by" }
-                        dd {
-                            @match &run.bench {
-                                Some((name, bench)) => {
-                                    @match &bench.backend {
-                                        Some(backend) => { "a load tool with backend " code { (backend) } ", result file " code { (name) } }
-                                        None => { "a load tool, result file " code { (name) } }
-                                    }
-                                },
-                                None => span.muted { "a load tool that left no result file here" },
-                            }
-                        }
-                        @if let Some(t) = report.timeline {
-                            dt { "Recording" }
-                            dd {
-                                (count(t.samples as f64, "reading"))
-                                @if let Some(i) = t.setup.interval_s {
-                                    (format!(", every {} s", fmt::g(i)))
-                                }
-                                @if let Some(b) = t.bucket_s {
-                                    (format!("; the charts draw {} stretches of {}, each with its lowest and highest reading", t.points.len(), duration(b)))
-                                }
-                            }
-                        }
-                        @if let Some(address) = &address {
-                            dt { "Server address" }
-                            dd { code { (address) } }
-                        }
-                        @if !report.made_from.is_empty() {
-                            dt { "Made from" }
-                            dd { (report.made_from.join(", ")) }
-                        }
-                        dt { "Tripwires checked" }
-                        dd { (tripwires_checked(report)) }
-                    }
+                @if summary.is_none() && !is_restart {
+                    dt { "Counters" }
+                    dd.muted { "no before and after readings, so no counts" }
                 }
             }
-            details.glossary {
-                summary { "Words used in this report" }
-                dl {
-                    dt { "KV cache" }
-                    dd { "The GPU memory where the server keeps each request's working notes (its keys and values) while it answers. It is handed out in blocks of a fixed number of tokens." }
-                    dt { "KV pool" }
-                    dd { "How many tokens the KV cache holds in all, as the server's start-up log says." }
-                    dt { "Running, waiting" }
-                    dd { "Requests the server is working on, and requests it has accepted but not started: they wait in its queue." }
-                    dt { "Concurrency" }
-                    dd { "How many requests run at once. The load tool sets how many it keeps open; the server decides how many of them run." }
-                    dt { (preemption_heading(run.engine.preemption_word)) }
-                    dd { "When the cache is full, the server evicts a running request, frees its blocks and later starts it over, redoing its work." }
-                    dt { "Fit in the cache" }
-                    dd { "How many requests of the sizes running at that moment the cache could hold, from the share of the cache each running request held. It falls as answers grow." }
-                    dt { "Time to first token" }
-                    dd { "From sending a request to receiving its first output token: time in the queue plus the prompt's processing." }
+        }
+    }
+}
+
+/// The setup's facts: the load asked for, who sent it, the recording, the address, the
+/// files read and the tripwires checked.
+fn the_setup(report: &Report) -> Markup {
+    let run = report.run;
+    let address = report.series_url.map(str::to_owned).or_else(|| {
+        run.after
+            .as_ref()
+            .map(|a| a.url.clone())
+            .filter(|u| !u.starts_with("file:"))
+    });
+    html! {
+        div {
+            h3 { "The setup" }
+            dl {
+                dt { "Concurrency asked for" }
+                dd {
+                    @match run.requested {
+                        Some(n) => (n),
+                        None => span.muted { "not known (give --requested, or the load tool's result file)" },
+                    }
                 }
+                dt { "Requests sent by" }
+                dd {
+                    @match &run.bench {
+                        Some((name, bench)) => {
+                            @match &bench.backend {
+                                Some(backend) => { "a load tool with backend " code { (backend) } ", result file " code { (name) } }
+                                None => { "a load tool, result file " code { (name) } }
+                            }
+                        },
+                        None => span.muted { "a load tool that left no result file here" },
+                    }
+                }
+                @if let Some(t) = report.timeline {
+                    dt { "Recording" }
+                    dd {
+                        (count(t.samples as f64, "reading"))
+                        @if let Some(i) = t.setup.interval_s {
+                            (format!(", every {} s", fmt::g(i)))
+                        }
+                        @if let Some(b) = t.bucket_s {
+                            (format!("; the charts draw {} stretches of {}, each with its lowest and highest reading", t.points.len(), duration(b)))
+                        }
+                    }
+                }
+                @if let Some(address) = &address {
+                    dt { "Server address" }
+                    dd { code { (address) } }
+                }
+                @if !report.made_from.is_empty() {
+                    dt { "Made from" }
+                    dd { (report.made_from.join(", ")) }
+                }
+                dt { "Tripwires checked" }
+                dd { (tripwires_checked(report)) }
+            }
+        }
+    }
+}
+
+/// The glossary under "What happened".
+fn words_used(report: &Report) -> Markup {
+    html! {
+        details.glossary {
+            summary { "Words used in this report" }
+            dl {
+                dt { "KV cache" }
+                dd { "The GPU memory where the server keeps each request's working notes (its keys and values) while it answers. It is handed out in blocks of a fixed number of tokens." }
+                dt { "KV pool" }
+                dd { "How many tokens the KV cache holds in all, as the server's start-up log says." }
+                dt { "Running, waiting" }
+                dd { "Requests the server is working on, and requests it has accepted but not started: they wait in its queue." }
+                dt { "Concurrency" }
+                dd { "How many requests run at once. The load tool sets how many it keeps open; the server decides how many of them run." }
+                dt { (preemption_heading(report.run.engine.preemption_word)) }
+                dd { "When the cache is full, the server evicts a running request, frees its blocks and later starts it over, redoing its work." }
+                dt { "Fit in the cache" }
+                dd { "How many requests of the sizes running at that moment the cache could hold, from the share of the cache each running request held. It falls as answers grow." }
+                dt { "Time to first token" }
+                dd { "From sending a request to receiving its first output token: time in the queue plus the prompt's processing." }
             }
         }
     }
@@ -874,6 +931,45 @@ fn main_settings(engine: &EngineDescriptor, boot: &BootFacts) -> Vec<(String, St
     Vec::new()
 }
 
+/// What the boot log says beyond the setup: how the server failed, the lines it wrote
+/// that the parser could not read, and its main settings (`dt`/`dd` pairs of the
+/// server's list).
+fn log_facts(engine: &EngineDescriptor, boot: &BootFacts) -> Markup {
+    let settings = main_settings(engine, boot);
+    html! {
+        @if let Some(f) = &boot.failure {
+            dt { "Failure" }
+            dd {
+                strong { (f.kind) } " during " (f.phase.word()) ", line " (f.lineno)
+                @if let Some(detail) = &f.detail { ": " (detail) }
+                br;
+                code.logline { (f.line) }
+            }
+        }
+        @if !boot.unparsed.is_empty() {
+            dt { "Lines not understood" }
+            dd {
+                (boot.unparsed.len()) " recognised line(s) in an unknown format"
+                ul {
+                    @for u in boot.unparsed.iter().take(10) {
+                        li { "line " (u.lineno) " (" (u.field) "): " code.logline { (u.text) } }
+                    }
+                }
+            }
+        }
+        @if !settings.is_empty() {
+            dt { "Main settings" }
+            dd {
+                ul.settings {
+                    @for (k, v) in &settings {
+                        li { code { (k) } " = " code { (v) } }
+                    }
+                }
+            }
+        }
+    }
+}
+
 pub fn server(report: &Report) -> Markup {
     let run = report.run;
     let engine = run.engine;
@@ -895,7 +991,6 @@ pub fn server(report: &Report) -> Markup {
             None => "not in the log".into(),
         },
     };
-    let settings = main_settings(engine, boot);
     html! {
         section #server aria-labelledby="server-h" {
             h2 #server-h { "The server that ran" }
@@ -976,36 +1071,7 @@ pub fn server(report: &Report) -> Markup {
                         @if let Some(s) = boot.model_load_s { (format!(" in {s:.1} s")) }
                     }
                 }
-                @if let Some(f) = &boot.failure {
-                    dt { "Failure" }
-                    dd {
-                        strong { (f.kind) } " during " (f.phase.word()) ", line " (f.lineno)
-                        @if let Some(detail) = &f.detail { ": " (detail) }
-                        br;
-                        code.logline { (f.line) }
-                    }
-                }
-                @if !boot.unparsed.is_empty() {
-                    dt { "Lines not understood" }
-                    dd {
-                        (boot.unparsed.len()) " recognised line(s) in an unknown format"
-                        ul {
-                            @for u in boot.unparsed.iter().take(10) {
-                                li { "line " (u.lineno) " (" (u.field) "): " code.logline { (u.text) } }
-                            }
-                        }
-                    }
-                }
-                @if !settings.is_empty() {
-                    dt { "Main settings" }
-                    dd {
-                        ul.settings {
-                            @for (k, v) in &settings {
-                                li { code { (k) } " = " code { (v) } }
-                            }
-                        }
-                    }
-                }
+                (log_facts(engine, boot))
             }
             (charts::memory(boot))
             (charts::pools(run))
@@ -1047,5 +1113,130 @@ pub fn footer(report: &Report) -> Markup {
                 "Written by " (report.generator) ". This page is one file: it needs no network and loads nothing."
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The story on accounts made by hand: each sentence's figure is the account's, and a
+    //! verdict's evidence that says otherwise changes nothing.
+
+    use inferlint_core::account::{Account, Figure, Source};
+    use inferlint_core::engine::{EngineDescriptor, SGLANG, VLLM};
+    use inferlint_core::run::Run;
+    use inferlint_core::{CheckResult, Status, Tripwire};
+
+    use super::story;
+    use crate::report::Report;
+
+    fn run(engine: &'static EngineDescriptor) -> Run {
+        Run {
+            engine,
+            boots: Vec::new(),
+            before: None,
+            after: None,
+            series: None,
+            bench: None,
+            expected_extra_requests: 0,
+            requested: None,
+            load_failure: None,
+            rejected: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    fn from(value: f64, from: Source) -> Option<Figure> {
+        Some(Figure { value, from })
+    }
+
+    fn told(run: &Run, results: &[CheckResult], account: &Account) -> Vec<String> {
+        story(&Report {
+            run,
+            results,
+            account,
+            insights: &[],
+            timeline: None,
+            series_url: None,
+            title: None,
+            made_from: &[],
+            generator: "inferlint (test)",
+        })
+    }
+
+    /// 32 asked for, 10 ran: the span, the server's count, the peak and the queue are
+    /// the account's. T8's evidence says 99 ran at once, and the story still says 10.
+    #[test]
+    fn a_held_back_run_is_told_from_its_account() {
+        let run = run(&VLLM);
+        let results = [
+            CheckResult::new(Tripwire::T8, Status::Fail, "held back").with("peak_running", 99.0),
+            CheckResult::new(Tripwire::T1, Status::Pass, "none"),
+        ];
+        let mut account = Account::default();
+        account.load.requested = from(32.0, Source::CommandLine);
+        account.load.finished = from(32.0, Source::Readings);
+        account.happened.readings_span_s = from(119.6, Source::Readings);
+        account.happened.generated_tokens = from(16_384.0, Source::Readings);
+        account.happened.peak_running = from(10.0, Source::Recording);
+        account.happened.mean_queue_s = from(41.24, Source::Readings);
+        account.happened.preemptions = from(0.0, Source::Readings);
+        assert_eq!(
+            told(&run, &results, &account),
+            [
+                "The load tool kept 32 requests open for 2 min 0 s.",
+                "The server finished 32 requests and generated 16,384 tokens.",
+                "But it never worked on more than 10 at once: the others waited in its queue, 41.2 s on average before a request started.",
+                "It preempted no running request.",
+            ]
+        );
+    }
+
+    /// No concurrency known: the run's length alone. T8 passed at the account's peak; the
+    /// account's 7 retractions are told in SGLang's word, and SGLang logs each one.
+    #[test]
+    fn preemptions_are_counted_in_the_engines_word() {
+        let run = run(&SGLANG);
+        let results = [
+            CheckResult::new(Tripwire::T8, Status::Pass, "all ran"),
+            CheckResult::new(Tripwire::T1, Status::Fail, "retracted").with("preemptions", 1.0),
+        ];
+        let mut account = Account::default();
+        account.happened.readings_span_s = from(45.0, Source::Readings);
+        account.happened.peak_running = from(32.0, Source::Recording);
+        account.happened.preemptions = from(7.0, Source::Readings);
+        assert_eq!(
+            told(&run, &results, &account),
+            [
+                "The run lasted 45.0 s.",
+                "It ran 32 requests at once, as many as the load asked for.",
+                "To make room it retracted 7 running requests, which then started over; SGLang logs each one.",
+            ]
+        );
+    }
+
+    /// The load tool's count is not the server's: the story says what the server finished
+    /// only from the readings. A T8 that could not tell says nothing of the peak, and a
+    /// run with no span and no recording says nothing of its length.
+    #[test]
+    fn what_the_account_does_not_hold_is_not_told() {
+        let run = run(&VLLM);
+        let results = [
+            CheckResult::new(Tripwire::T8, Status::Unknown, "no recording"),
+            CheckResult::new(Tripwire::T1, Status::Unknown, "no readings"),
+        ];
+        let mut account = Account::default();
+        account.load.requested = from(8.0, Source::CommandLine);
+        account.load.finished = from(8.0, Source::ResultFile);
+        account.happened.peak_running = from(8.0, Source::Recording);
+        assert!(told(&run, &results, &account).is_empty());
+        // The same verdicts with evidence, and an empty account: still nothing.
+        let results = [
+            CheckResult::new(Tripwire::T8, Status::Fail, "held back")
+                .with("peak_running", 4.0)
+                .with("requested", 8),
+            CheckResult::new(Tripwire::T10, Status::Pass, "rate").with("span_s", 60.0),
+            CheckResult::new(Tripwire::T1, Status::Warn, "some").with("preemptions", 3.0),
+        ];
+        assert!(told(&run, &results, &Account::default()).is_empty());
     }
 }

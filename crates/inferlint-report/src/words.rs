@@ -1,8 +1,34 @@
-//! Small pieces of wording shared by the sections: durations, lists, status labels, clock
-//! times.
+//! Small pieces of wording shared by the sections: durations, lists, status labels and
+//! badges, clock times, the first result of a tripwire.
 
 use inferlint_core::fmt;
-use inferlint_core::Status;
+use inferlint_core::{CheckResult, Status, Tripwire};
+use maud::{html, Markup};
+
+/// The first result for a tripwire: its status and message (its figures are the
+/// account's).
+pub fn find(results: &[CheckResult], tripwire: Tripwire) -> Option<&CheckResult> {
+    results.iter().find(|r| r.tripwire == tripwire)
+}
+
+/// The status badge: icon and word, never colour alone.
+pub fn badge(status: Status) -> Markup {
+    html! {
+        span class={"status " (status_class(status))} {
+            span.icon aria-hidden="true" { (status_icon(status)) }
+            " " (status.human())
+        }
+    }
+}
+
+/// The engine's word for a preemption, capitalised and plural: `Preemptions`.
+pub fn preemption_heading(word: &str) -> String {
+    let mut chars = word.chars();
+    match chars.next() {
+        Some(first) => format!("{}{}s", first.to_uppercase(), chars.as_str()),
+        None => String::new(),
+    }
+}
 
 /// A duration as a person says it: `27.7 s`, `1 min 34 s`, `24 h 0 min`.
 pub fn duration(seconds: f64) -> String {

@@ -3,7 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use inferlint_core::insights::{what_limited, Insight};
+use inferlint_core::account::{self, Account};
+use inferlint_core::insights::{what_limited_by, Insight};
 use inferlint_core::run::{check_run, Run};
 use inferlint_core::{CheckResult, SeriesSample};
 use inferlint_engines::files;
@@ -43,7 +44,8 @@ pub struct Checked {
 impl Checked {
     pub fn new(run: Run, samples: &[SeriesSample]) -> Checked {
         let results = check_run(&run);
-        let insights = what_limited(&run, &results);
+        let account = account::of(&run, &results);
+        let insights = what_limited_by(&run, &results, &account);
         let timeline =
             Timeline::from_samples(run.engine, usable_blocks(&results), Some(0.25), samples);
         Checked {
@@ -55,10 +57,16 @@ impl Checked {
         }
     }
 
+    /// The run's account, made afresh: a test may change the run or its results first.
+    pub fn account(&self) -> Account {
+        account::of(&self.run, &self.results)
+    }
+
     pub fn render(&self) -> String {
         inferlint_report::render(&Report {
             run: &self.run,
             results: &self.results,
+            account: &self.account(),
             insights: &self.insights,
             timeline: self.timeline.as_ref(),
             series_url: Some("http://127.0.0.1:8000"),

@@ -47,6 +47,7 @@ fn markup_from_logs_and_names_is_text() {
     let html = inferlint_report::render(&inferlint_report::Report {
         run: &checked.run,
         results: &checked.results,
+        account: &checked.account(),
         insights: &checked.insights,
         timeline: checked.timeline.as_ref(),
         series_url: Some("javascript:alert('url')"),

@@ -13,5 +13,7 @@ mod hostile;
 mod long_run;
 /// The demo report: well-formed, every verdict, self-contained, its data and charts.
 mod render;
+/// The report reads no verdict's evidence by key: its figures are the account's.
+mod tidy;
 /// The small HTML checker the tests use (also included by the command's tests).
 mod wellformed;

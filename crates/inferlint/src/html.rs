@@ -22,6 +22,7 @@ impl Run {
         let page = inferlint_report::Report {
             run: &self.inner,
             results: &results,
+            account: report.account(),
             insights: report.insights(),
             timeline: folded.as_ref().map(|(t, _)| t),
             series_url: folded.as_ref().and_then(|(_, u)| u.as_deref()),
