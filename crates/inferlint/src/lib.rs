@@ -101,6 +101,12 @@
 //! # }
 //! ```
 //!
+//! A fleet folder (`fleet.json` and one run folder per replica, as `inferlint watch URL
+//! URL …` writes it) is read with [`Fleet::from_dir`] and checked with [`Fleet::check`]:
+//! each replica's [`Report`], and T22 (replicas unevenly loaded) on the fleet's grid.
+//! [`repeats`] finds the run folders of one side of a comparison: the folder itself, or
+//! each of its subfolders that holds a run.
+//!
 //! # Features
 //!
 //! | feature | adds |
@@ -138,8 +144,10 @@
 #![deny(missing_docs)]
 
 mod error;
+mod fleet;
 #[cfg(feature = "report")]
 mod html;
+mod repeats;
 mod report;
 mod run;
 
@@ -151,8 +159,11 @@ pub mod live;
 pub mod sim;
 
 pub use error::{Error, ErrorKind};
+pub use fleet::{Fleet, FleetReport, Replica};
+pub use inferlint_core::fleet_grid::FleetGrid;
 pub use inferlint_core::insights::Insight;
 pub use inferlint_core::status::{CheckResult, Evidence, Outcome, Status, Tripwire};
 pub use inferlint_core::Engine;
+pub use repeats::repeats;
 pub use report::Report;
 pub use run::{ClientSummary, Run, RunBuilder};
