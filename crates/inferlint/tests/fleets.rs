@@ -13,11 +13,11 @@ fn fixtures(name: &str) -> PathBuf {
 }
 
 fn copy_folder(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_file() {
-            std::fs::copy(&path, to.join(path.file_name().unwrap())).unwrap();
+    std::fs::create_dir_all(to).expect("a folder for the copy");
+    for entry in std::fs::read_dir(from).expect("the fixture folder lists") {
+        let path = entry.expect("an entry").path();
+        if let (true, Some(name)) = (path.is_file(), path.file_name()) {
+            std::fs::copy(&path, to.join(name)).expect("the fixture copies");
         }
     }
 }
