@@ -340,12 +340,9 @@ impl Xray<'_> {
             match &assembled {
                 Ok(Some((run, _, _))) => run_exit(run, &self.results, self.strict),
                 // A failed load with no run to check is still not a benchmark.
-                _ if self.load_failure.is_some() => {
-                    match ExitCode::for_results(&self.results, self.strict) {
-                        ExitCode::Passed => ExitCode::Undecided,
-                        code => code,
-                    }
-                }
+                _ if self.load_failure.is_some() => ExitCode::of(
+                    inferlint_core::outcome::of_results(&self.results, true, self.strict),
+                ),
                 _ => ExitCode::for_results(&self.results, self.strict),
             }
         };
