@@ -127,8 +127,9 @@
 //! # What is stable
 //!
 //! This crate's own items follow semver from 0.1: [`Run`], [`RunBuilder`],
-//! [`ClientSummary`], [`Report`], [`Error`], [`ErrorKind`], the `live` and `gpu`
-//! functions, and the re-exported [`CheckResult`] methods, [`Status`], [`Tripwire`],
+//! [`ClientSummary`], [`Report`], [`Error`], [`ErrorKind`], [`Fleet`] (but
+//! [`Fleet::read`] and [`Replica::files`]), [`FleetReport`], [`repeats`], the `live` and
+//! `gpu` functions, and the re-exported [`CheckResult`] methods, [`Status`], [`Tripwire`],
 //! [`Outcome`], [`Engine`] and [`Insight`]. Within 0.x a breaking change bumps the minor
 //! version. Stable too: the JSON a [`Report`] serialises to, and the `--json` contract
 //! ([`Report::to_json`], versioned by `inferlint_core::contract::JSON_CONTRACT_VERSION`).
