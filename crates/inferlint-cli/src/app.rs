@@ -14,7 +14,7 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
     if args.len() <= 1 {
         return match output::print(START_HERE) {
             Ok(()) => ExitCode::Passed,
-            Err(_) => ExitCode::Undecided,
+            Err(_) => ExitCode::CannotWrite,
         };
     }
     if let Some(first) = args.get(1).and_then(|a| a.to_str()) {
@@ -25,14 +25,16 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
             }
             message.push_str(" 'inferlint --help' lists them.");
             eprint_line!("{message}");
-            return ExitCode::Undecided;
+            return ExitCode::Usage;
         }
     }
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
+            // A parse error is a wrong command line: 64, not clap's own 2, which is
+            // this command's Can't tell.
             let code = if e.use_stderr() {
-                ExitCode::Undecided
+                ExitCode::Usage
             } else {
                 ExitCode::Passed
             };
@@ -45,33 +47,33 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
     let name = commands::name(&cli.command);
     if let Some(path) = &cli.global.junit {
         let refused = if !crate::junit::CHECKING.contains(&name) {
-            Some(format!(
+            Some(CliError::usage(format!(
                 "--junit writes verdicts, and {name} gives none; it goes with {}",
                 crate::junit::CHECKING.join(", ")
-            ))
+            )))
         } else {
-            crate::junit::check(path).err().map(|e| e.message)
+            crate::junit::check(path).err()
         };
-        if let Some(message) = refused {
-            eprint_line!("inferlint: {message}");
-            return ExitCode::Undecided;
+        if let Some(e) = refused {
+            eprint_line!("inferlint: {e}");
+            return e.code();
         }
     }
     let outcome = commands::dispatch(&cli);
     if let Some(path) = &cli.global.junit {
-        let error = outcome.as_ref().err().map(|e| e.message.as_str());
+        let error = outcome.as_ref().err().map(CliError::message);
         if let Err(e) = crate::junit::write(path, name, cli.global.strict, error) {
-            eprint_line!("inferlint: {}", e.message);
+            eprint_line!("inferlint: {e}");
             if outcome.is_ok() {
-                return ExitCode::Undecided;
+                return e.code();
             }
         }
     }
     match outcome {
         Ok(code) => code,
-        Err(CliError { code, message }) => {
-            eprint_line!("inferlint: {message}");
-            code
+        Err(e) => {
+            eprint_line!("inferlint: {e}");
+            e.code()
         }
     }
 }

@@ -50,7 +50,7 @@ Options:
     name = "inferlint",
     version,
     help_template = HELP_TEMPLATE,
-    after_help = "Exit status: 0 everything passed (warnings allowed), 1 a tripwire failed, 2 a tripwire could not decide or an input is unusable.\nINFERLINT_ENGINE=vllm|sglang|trtllm names the engine for every command."
+    after_help = "Exit status: 0 everything passed (warnings allowed), 1 a tripwire failed, 2 a tripwire could not decide or an input came from another engine, 64 the command line is wrong, 65 an input cannot be used, 74 an output could not be written, 130 xray was interrupted (the README's table says more).\nINFERLINT_ENGINE=vllm|sglang|trtllm names the engine for every command."
 )]
 pub struct Cli {
     #[command(flatten)]

@@ -5,16 +5,15 @@ use std::path::{Path, PathBuf};
 use inferlint_core::checks::snapshots;
 use inferlint_core::contract::JsonObject;
 use inferlint_core::model::BootFacts;
-use inferlint_core::run::{self, Run};
-use inferlint_core::status::{any_verdict, count_line, CheckResult};
-use inferlint_core::{catalogue, contract, insights};
-use inferlint_engines::files;
-use inferlint_engines::load::{self, shown, EngineChoice, LoadError};
+use inferlint_core::run;
+use inferlint_core::status::CheckResult;
+use inferlint_core::{catalogue, contract};
+use inferlint_engines::load::{self, EngineChoice};
 
-use crate::cli::{Cli, Command, ReportArgs};
+use crate::cli::{Cli, Command};
 use crate::exit::{CliError, ExitCode};
+use crate::loaded::noted;
 use crate::output;
-use crate::output::eprint_line;
 
 pub fn dispatch(cli: &Cli) -> Result<ExitCode, CliError> {
     let g = &cli.global;
@@ -79,7 +78,7 @@ pub fn dispatch(cli: &Cli) -> Result<ExitCode, CliError> {
             finish(&results, g.json, g.strict)
         }
         Command::Xray(args) => crate::xray::xray(&mut choice, args, g.json, g.strict),
-        Command::Report(args) => report(&mut choice, args, g.json, g.strict),
+        Command::Report(args) => crate::report::report(&mut choice, args, g.json, g.strict),
         Command::Snapshot { url, out, force } => crate::live::snapshot(&choice, url, out, *force),
         Command::Watch(args) => match (args.urls.as_slice(), &args.targets) {
             ([url], None) => crate::live::watch(&mut choice, args, url),
@@ -182,20 +181,7 @@ fn finish(results: &[CheckResult], json: bool, strict: bool) -> Result<ExitCode,
 }
 
 fn print(text: &str) -> Result<(), CliError> {
-    output::print(text).map_err(|e| CliError::usage(format!("cannot write the output: {e}")))
-}
-
-/// Prints the notes loading left (skipped lines, gap records, untested versions), then
-/// turns a load error into the command's.
-pub(crate) fn noted<T>(
-    choice: &mut EngineChoice,
-    load: impl FnOnce(&mut EngineChoice) -> Result<T, LoadError>,
-) -> Result<T, CliError> {
-    let loaded = load(choice);
-    for note in choice.take_notes() {
-        eprint_line!("note: {note}");
-    }
-    loaded.map_err(CliError::from)
+    output::print(text).map_err(|e| CliError::cannot_write(format!("cannot write the output: {e}")))
 }
 
 fn check_log(
@@ -286,172 +272,6 @@ fn boot_facts_text(facts: &BootFacts) -> String {
         ));
     }
     text
-}
-
-pub(crate) fn report(
-    choice: &mut EngineChoice,
-    args: &ReportArgs,
-    json: bool,
-    strict: bool,
-) -> Result<ExitCode, CliError> {
-    // A fleet folder, or a fleet read from Prometheus, is checked replica by replica.
-    if let Some(code) = crate::fleet::report_if_fleet(choice, args, json, strict)? {
-        return Ok(code);
-    }
-    let mut found = files::RunFiles::default();
-    if let Some(dir) = &args.run {
-        found = load::find_run(dir)?;
-    }
-    if !args.boot_logs.is_empty() {
-        found.boot_logs = args.boot_logs.clone();
-    }
-    let pick = |flag: &Option<PathBuf>, found: Option<PathBuf>| flag.clone().or(found);
-    let before_path = pick(&args.before, found.before.clone());
-    let after_path = pick(&args.after, found.after.clone());
-    let series_path = pick(&args.series, found.series.clone());
-    let bench_path = pick(&args.bench_result, found.bench.clone());
-    if args.run.is_none()
-        && found.boot_logs.is_empty()
-        && before_path.is_none()
-        && after_path.is_none()
-        && series_path.is_none()
-    {
-        return Err(CliError::usage(
-            "give a run folder, or -o and the files to read (--boot-log, --before, --after, --series)",
-        ));
-    }
-
-    let paths = files::RunFiles {
-        boot_logs: found.boot_logs.clone(),
-        before: before_path.clone(),
-        after: after_path.clone(),
-        series: series_path.clone(),
-        bench: bench_path,
-        // `--bench-result` names the run's result: nothing to choose among.
-        bench_candidates: if args.bench_result.is_some() {
-            Vec::new()
-        } else {
-            found.bench_candidates.clone()
-        },
-        load_log: found.load_log.clone(),
-    };
-    if series_path
-        .as_deref()
-        .is_some_and(|p| p.as_os_str() == load::STDIN)
-    {
-        // The checks and the charts each read the recording: a stream can be read once.
-        return Err(CliError::usage(
-            "report reads the recording twice (the checks, then the charts): give it as a file, not as - (standard input)",
-        ));
-    }
-    // Where the report goes is settled before anything is read: never over an input,
-    // never over a file that is not an earlier report without --force.
-    let destination =
-        crate::report_html::Destination::new(args.run.as_deref(), args.out.as_deref());
-    let reads = paths.inputs();
-    let overwrite = crate::report_html::Overwrite {
-        force: args.force,
-        reads: &reads,
-    };
-    let write_report = crate::report_html::check(&destination, &overwrite)?;
-    let run = noted(choice, |c| load::load_run(c, &paths, args.requested, None))?;
-    let results = run::check_run_with(
-        &run,
-        run::RunOptions {
-            expect_cache_hits: args.expect_cache_hits,
-            live_log: false,
-        },
-    );
-    if !any_verdict(&results) {
-        let given = load::given(&paths);
-        return Err(CliError::usage(run::nothing_checked(&given, &results)));
-    }
-    let limits = insights::what_limited(&run, &results);
-    // The HTML report is written first, so that the count line can say where it went.
-    let inputs = crate::report_html::Inputs {
-        run: &run,
-        results: &results,
-        insights: &limits,
-        series: series_path.as_deref(),
-        made_from: crate::report_html::made_from(
-            &found.boot_logs,
-            [
-                before_path.as_deref(),
-                after_path.as_deref(),
-                series_path.as_deref(),
-                paths.chosen_bench(&run),
-            ],
-        ),
-        title: args.title.as_deref(),
-    };
-    let written = if write_report || destination == crate::report_html::Destination::Nowhere {
-        crate::report_html::write(&destination, &inputs, &overwrite)
-    } else {
-        // Refused above, with a note.
-        Ok(None)
-    };
-    if json {
-        print(&output::results_text(&results, true))?;
-    } else {
-        let mut text = output::results_text(&results, false);
-        text.push_str(&insights::terminal_lines(&limits));
-        text.push_str(&count_line(&results));
-        if let Ok(Some(path)) = &written {
-            text.push_str(&format!(" -> {}", shown(path)));
-        }
-        text.push('\n');
-        print(&text)?;
-    }
-    written?;
-    let code = run_exit(&run, &results, strict);
-    match &args.baseline {
-        Some(baseline) => {
-            let label = args
-                .run
-                .as_deref()
-                .map_or_else(|| "this run".to_owned(), shown);
-            let profile = inferlint_core::profile::RunProfile::of(&label, &run, &results);
-            let margin = args
-                .max_regression
-                .unwrap_or(crate::compare::DEFAULT_MARGIN);
-            let files = crate::compare::RunInputs::of(args.run.as_deref(), &paths);
-            let gate = crate::compare::baseline_gate(
-                choice.named().map(|e| e.key()),
-                baseline,
-                (&profile, &files),
-                margin,
-                json,
-                strict,
-            )?;
-            Ok(worst(code, gate))
-        }
-        None => Ok(code),
-    }
-}
-
-/// The more serious of two exit statuses: a failure, else a Can't tell, else a pass.
-pub(crate) fn worst(a: ExitCode, b: ExitCode) -> ExitCode {
-    let rank = |c: ExitCode| match c {
-        ExitCode::Passed => 0,
-        ExitCode::Undecided => 1,
-        ExitCode::TripwireFailed => 2,
-        ExitCode::Interrupted => 3,
-    };
-    if rank(b) > rank(a) {
-        b
-    } else {
-        a
-    }
-}
-
-/// The exit status of a whole run: the results' (a failed tripwire, a warning under
-/// `--strict`, a Can't tell), except that a run that was not a benchmark never exits 0
-/// (its load-dependent tripwires were not checked) but 2, or 1 when a tripwire failed.
-pub(crate) fn run_exit(run: &Run, results: &[CheckResult], strict: bool) -> ExitCode {
-    match ExitCode::for_results(results, strict) {
-        ExitCode::Passed if run::not_a_benchmark(run).is_some() => ExitCode::Undecided,
-        code => code,
-    }
 }
 
 fn explain(choice: &EngineChoice, ids: &[String]) -> Result<ExitCode, CliError> {

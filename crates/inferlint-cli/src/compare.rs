@@ -2,8 +2,8 @@
 //! hand the checked runs to core, print what comes back.
 //!
 //! A side is a run folder, or a folder whose subfolders are run folders (repeats of one
-//! setup, whose spread is the run-to-run noise). Every run is read by [`load_run`], the
-//! one place a run folder becomes a checked run here.
+//! setup, whose spread is the run-to-run noise; `inferlint::repeats` finds them). Every
+//! run is read by [`load_run`], the one place a run folder becomes a checked run here.
 
 use std::path::{Path, PathBuf};
 
@@ -18,8 +18,8 @@ use inferlint_engines::output::{self as writer, Rule};
 use crate::cli::{CompareArgs, SweepArgs};
 use inferlint_engines::load::{self, shown, EngineChoice};
 
-use crate::commands::noted;
 use crate::exit::{CliError, ExitCode};
+use crate::loaded::noted;
 use crate::output;
 
 /// A checked run, its profile and the files it was read from.
@@ -141,33 +141,10 @@ pub(crate) fn check(engine: Option<&str>, dir: &Path) -> Result<Checked, CliErro
     })
 }
 
-/// Whether a folder holds a run's own files (not only subfolders).
-fn holds_a_run(dir: &Path) -> bool {
-    files::discover_run(dir).is_ok_and(|f| !f.is_empty())
-}
-
 /// The run folders of one side: the folder itself when it holds a run, else each of its
-/// subfolders that does, in name order.
+/// subfolders that does, in name order (the library finds them).
 pub(crate) fn runs_of(path: &Path) -> Result<Vec<PathBuf>, CliError> {
-    if !path.is_dir() {
-        return Err(CliError::usage(format!("{} is not a folder", shown(path))));
-    }
-    if holds_a_run(path) {
-        return Ok(vec![path.to_owned()]);
-    }
-    let mut runs: Vec<PathBuf> = std::fs::read_dir(path)
-        .map_err(|e| CliError::usage(format!("cannot read {}: {e}", shown(path))))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_dir() && holds_a_run(p))
-        .collect();
-    runs.sort();
-    if runs.is_empty() {
-        return Err(CliError::usage(format!(
-            "no run files in {} or its subfolders (boot.log, *.snapshot.json, *.series.jsonl)",
-            shown(path)
-        )));
-    }
-    Ok(runs)
+    Ok(inferlint::repeats(path)?)
 }
 
 /// `A`, `B`, ... `Z`, then `S27`...
@@ -210,7 +187,7 @@ pub(crate) fn comparison_exit(c: &Comparison) -> ExitCode {
 }
 
 fn print(text: &str) -> Result<(), CliError> {
-    output::print(text).map_err(|e| CliError::usage(format!("cannot write the output: {e}")))
+    output::print(text).map_err(|e| CliError::cannot_write(format!("cannot write the output: {e}")))
 }
 
 /// Writes a page that `compare` or `sweep` made, by the report's rules: never over a file
@@ -225,7 +202,7 @@ fn write_page(path: &Path, html: &str, force: bool, reads: &[PathBuf]) -> Result
         reads: &reads,
         ours: Some(crate::report_html::is_our_report),
     };
-    writer::write_file(path, html.as_bytes(), &rule).map_err(|e| CliError::usage(e.to_string()))
+    writer::write_file(path, html.as_bytes(), &rule).map_err(CliError::from)
 }
 
 fn generator() -> String {

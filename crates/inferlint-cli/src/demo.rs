@@ -54,13 +54,12 @@ pub fn demo(
         }
     }
     std::fs::create_dir_all(&dir)
-        .map_err(|e| CliError::usage(format!("failed to create {}: {e}", dir.display())))?;
+        .map_err(|e| CliError::cannot_write(format!("failed to create {}: {e}", dir.display())))?;
     let case = runfolder::demo_case();
     // Each file whole or not at all; a link in the folder is replaced, never followed.
     let rule = Rule::force(replace);
     for (name, text) in runfolder::run_folder(&case) {
-        output::write_file(&dir.join(name), text.as_bytes(), &rule)
-            .map_err(|e| CliError::usage(e.to_string()))?;
+        output::write_file(&dir.join(name), text.as_bytes(), &rule).map_err(CliError::from)?;
     }
     eprint_line!(
         "wrote a simulated vLLM run to {} (made by inferlint-sim, not a real server); checking it:",
@@ -83,5 +82,5 @@ pub fn demo(
         prometheus: crate::cli::PrometheusArgs::default(),
     };
     let mut choice = EngineChoice::from_args(None)?;
-    crate::commands::report(&mut choice, &args, json, strict)
+    crate::report::report(&mut choice, &args, json, strict)
 }

@@ -1,7 +1,8 @@
 //! A fleet's report: `report DIR` of a fleet folder (`fleet.json`, one run folder per
 //! replica) and `report --prometheus URL --start T --end T`, which first reads the
-//! window from Prometheus into such a folder. Glue only: the runs load through
-//! `load_run`, the checks and T22 are core's, the page is inferlint-report's.
+//! window from Prometheus into such a folder. Glue only: the fleet is read and checked by
+//! the library (`inferlint::Fleet`: each replica's run, the fleet's grid, T22), the page
+//! is inferlint-report's; here are the flags, the pages' places and the printing.
 //!
 //! Each replica is checked as `report REPLICA_DIR` would check it, and its own report is
 //! written beside the fleet page; the fleet's verdict (T22) comes from every replica's
@@ -10,20 +11,15 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use inferlint_core::checks::fleet::FleetBalance;
-use inferlint_core::insights;
-use inferlint_core::run::{self, Run};
 use inferlint_core::status::{count_line, CheckResult};
-use inferlint_engines::files::{self, RunFiles};
 use inferlint_engines::fleet::{self, Manifest};
-use inferlint_engines::load::{self, shown, EngineChoice};
+use inferlint_engines::load::{shown, EngineChoice};
 use inferlint_engines::prometheus as api;
 use inferlint_live::prometheus::{fetch_into, FetchOptions, PromSource, DEFAULT_TIMEOUT};
 use inferlint_live::BaseUrl;
 use inferlint_report::fleet::{FleetChart, FleetPage, ReplicaRow};
 
 use crate::cli::ReportArgs;
-use crate::commands::{noted, run_exit, worst};
 use crate::exit::{CliError, ExitCode};
 use crate::output::{self, eprint_line};
 use crate::report_html::{self, Destination, Overwrite};
@@ -82,7 +78,7 @@ impl Scratch {
             std::process::id()
         ));
         std::fs::create_dir(&path).map_err(|e| {
-            CliError::usage(format!("cannot create the folder {}: {e}", path.display()))
+            CliError::cannot_write(format!("cannot create the folder {}: {e}", path.display()))
         })?;
         Ok(Scratch(path))
     }
@@ -125,7 +121,7 @@ fn from_prometheus(
         }
         None => None,
     };
-    let base = BaseUrl::parse(url).map_err(CliError::usage)?;
+    let base = BaseUrl::parse(url)?;
     // `-o` is settled before the server is asked or a folder made: a window of a day
     // takes seconds to read, and a refusal after it would leave a --save folder behind.
     if let Some(out) = &args.out {
@@ -134,7 +130,7 @@ fn from_prometheus(
             reads: &[],
             ours: Some(report_html::is_our_report),
         };
-        inferlint_engines::output::check(out, &rule).map_err(|e| CliError::usage(e.to_string()))?;
+        inferlint_engines::output::check(out, &rule)?;
     }
     // The folder the run is read into: kept with --save, else removed at the end.
     let (dir, _scratch) = match &p.save {
@@ -156,13 +152,13 @@ fn from_prometheus(
         timeout: DEFAULT_TIMEOUT,
     };
     let runtime = inferlint_live::runtime()
-        .map_err(|e| CliError::usage(format!("cannot start the HTTP client: {e}")))?;
+        .map_err(|e| CliError::cannot_write(format!("cannot start the HTTP client: {e}")))?;
     let fetched = runtime
         .block_on(async {
             let source = PromSource::new(base.clone(), options.timeout);
             fetch_into(&source, &options, &dir, |_, _| {}).await
         })
-        .map_err(|e| CliError::usage(e.to_string()))?;
+        .map_err(CliError::from)?;
     for note in &fetched.notes {
         eprint_line!("note: {note}");
     }
@@ -196,8 +192,11 @@ fn empty_or_new(dir: &Path) -> Result<(), CliError> {
             Ok(())
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir_all(dir)
-            .map_err(|e| CliError::usage(format!("cannot create {}: {e}", dir.display()))),
-        Err(e) => Err(CliError::usage(format!("--save {}: {e}", dir.display()))),
+            .map_err(|e| CliError::cannot_write(format!("cannot create {}: {e}", dir.display()))),
+        Err(e) => Err(CliError::cannot_write(format!(
+            "--save {}: {e}",
+            dir.display()
+        ))),
     }
 }
 
@@ -243,16 +242,6 @@ impl Pages {
     }
 }
 
-/// One replica checked.
-#[derive(Debug)]
-struct Checked {
-    name: String,
-    folder: String,
-    files: RunFiles,
-    run: Run,
-    results: Vec<CheckResult>,
-}
-
 fn report_fleet(
     choice: &EngineChoice,
     dir: &Path,
@@ -262,125 +251,128 @@ fn report_fleet(
     json: bool,
     strict: bool,
 ) -> Result<ExitCode, CliError> {
-    if manifest.replicas.is_empty() {
-        return Err(CliError::usage(format!(
-            "{} names no replica",
-            dir.join(fleet::MANIFEST).display()
-        )));
+    let fleet = inferlint::Fleet::read(dir, manifest, choice.named_by(), args.requested)?;
+    for replica in fleet.replicas() {
+        for note in replica.run().notes() {
+            eprint_line!("note: {note}");
+        }
     }
-    let mut checked = Vec::with_capacity(manifest.replicas.len());
-    for replica in &manifest.replicas {
-        let folder = dir.join(&replica.folder);
-        let files = load::find_run(&folder)?;
-        let mut replica_choice = EngineChoice::new(choice.named_by());
-        let run = noted(&mut replica_choice, |c| {
-            load::load_run(c, &files, args.requested, None)
-        })?;
-        let results = run::check_run(&run);
-        checked.push(Checked {
-            name: replica.name.clone(),
-            folder: replica.folder.clone(),
-            files,
-            run,
-            results,
-        });
-    }
-
-    // The fleet's grid: the manifest's interval, else the replicas' own spacing.
-    let first = checked
-        .iter()
-        .filter_map(|c| c.run.series.as_ref()?.first_t_wall)
-        .fold(f64::INFINITY, f64::min);
-    let last = checked
-        .iter()
-        .filter_map(|c| c.run.series.as_ref()?.last_t_wall)
-        .fold(f64::NEG_INFINITY, f64::max);
-    let interval = manifest.interval_s.unwrap_or_else(|| {
-        checked
-            .iter()
-            .filter_map(|c| {
-                let s = c.run.series.as_ref()?;
-                let span = s.last_t_wall? - s.first_t_wall?;
-                (s.samples > 1).then(|| span / (s.samples - 1) as f64)
-            })
-            .fold(0.0, f64::max)
+    // The chart is drawn from the samples T22 reads, in the same pass.
+    let grid = fleet.grid();
+    let mut chart = grid.has_samples().then(|| {
+        FleetChart::new(
+            grid.first_t_wall,
+            grid.interval_s,
+            grid.span_s(),
+            fleet.replicas().len(),
+        )
     });
-    let names: Vec<String> = checked.iter().map(|c| c.name.clone()).collect();
-    let mut balance = FleetBalance::new(interval, first, &names);
-    let mut chart = first
-        .is_finite()
-        .then(|| FleetChart::new(first, interval, last - first, names.len()));
-    for (index, c) in checked.iter().enumerate() {
-        let Some(series) = &c.files.series else {
-            continue;
-        };
-        files::read_series(series, |sample| {
-            balance.push(index, sample);
-            if let Some(chart) = chart.as_mut() {
-                chart.push(index, sample);
-            }
-        })?;
-    }
-    let fleet_results = vec![balance.check()];
+    let checked = fleet.check_seeing(|index, sample| {
+        if let Some(chart) = chart.as_mut() {
+            chart.push(index, sample);
+        }
+    })?;
+    let fleet_results = vec![checked.balance().clone()];
+    let written = write_pages(
+        &fleet,
+        &checked,
+        &fleet_results,
+        chart.as_ref(),
+        pages,
+        args,
+    )?;
+    let code = ExitCode::of(if strict {
+        checked.strict_outcome()
+    } else {
+        checked.outcome()
+    });
+    print(&fleet_text(
+        &fleet,
+        &checked,
+        &fleet_results,
+        &written,
+        json,
+    ))?;
+    Ok(code)
+}
 
-    // Every page's place is settled before any page is written: a refusal (an input, or
-    // a file that is not an earlier report, without --force) leaves nothing half-written.
-    let fleet_reads: Vec<(&Path, &str)> = checked.iter().flat_map(|c| c.files.inputs()).collect();
+/// The pages written: the fleet's (where it went) and how many replicas' pages.
+struct Written {
+    fleet_page: Option<PathBuf>,
+    replica_pages: usize,
+}
+
+/// Each replica's page, then the fleet's. Every page's place is settled before any page
+/// is written: a refusal (an input, or a file that is not an earlier report, without
+/// --force) leaves nothing half-written.
+fn write_pages(
+    fleet: &inferlint::Fleet,
+    checked: &inferlint::FleetReport,
+    fleet_results: &[CheckResult],
+    chart: Option<&FleetChart>,
+    pages: &Pages,
+    args: &ReportArgs,
+) -> Result<Written, CliError> {
+    let fleet_reads = fleet.inputs();
     let fleet_rule = inferlint_engines::output::Rule {
         force: args.force,
         reads: &fleet_reads,
         ours: Some(report_html::is_our_report),
     };
     if let Some(path) = pages.fleet() {
-        inferlint_engines::output::check(path, &fleet_rule)
-            .map_err(|e| CliError::usage(e.to_string()))?;
+        inferlint_engines::output::check(path, &fleet_rule)?;
     }
     // A replica's page never replaces any replica's input, not only its own.
     let overwrite = Overwrite {
         force: args.force,
         reads: &fleet_reads,
     };
-    for c in &checked {
-        if let Some((path, _)) = pages.replica(&c.folder) {
+    for replica in fleet.replicas() {
+        if let Some((path, _)) = pages.replica(replica.folder()) {
             report_html::check(&Destination::Asked(path), &overwrite)?;
         }
     }
-
-    // Each replica's own page, then the fleet's.
-    let mut rows = Vec::with_capacity(checked.len());
-    let mut written_pages = 0;
-    for c in &checked {
-        let limits = insights::what_limited(&c.run, &c.results);
-        let href = match pages.replica(&c.folder) {
+    let mut rows = Vec::with_capacity(fleet.replicas().len());
+    let mut replica_pages = 0;
+    for (replica, report) in fleet.replicas().iter().zip(checked.replicas()) {
+        let results = report.all();
+        let href = match pages.replica(replica.folder()) {
             Some((path, href)) => {
-                let title = format!("replica {}", c.name);
+                let title = format!("replica {}", replica.name());
+                let files = replica.files();
+                let run = replica.run().model();
                 let inputs = report_html::Inputs {
-                    run: &c.run,
-                    results: &c.results,
-                    insights: &limits,
-                    series: c.files.series.as_deref(),
+                    run,
+                    results: &results,
+                    insights: report.insights(),
+                    series: files.series.as_deref(),
                     made_from: report_html::made_from(
-                        &c.files.boot_logs,
+                        &files.boot_logs,
                         [
-                            c.files.before.as_deref(),
-                            c.files.after.as_deref(),
-                            c.files.series.as_deref(),
-                            c.files.chosen_bench(&c.run),
+                            files.before.as_deref(),
+                            files.after.as_deref(),
+                            files.series.as_deref(),
+                            files.chosen_bench(run),
                         ],
                     ),
                     title: Some(&title),
                 };
                 report_html::write(&Destination::Asked(path), &inputs, &overwrite)?;
-                written_pages += 1;
+                replica_pages += 1;
                 Some(href)
             }
             None => None,
         };
         rows.push(ReplicaRow {
-            name: c.name.clone(),
+            name: replica.name().to_owned(),
             href,
-            results: c.results.clone(),
-            peak_running: c.run.series.as_ref().and_then(|s| s.peak_running),
+            results,
+            peak_running: replica
+                .run()
+                .model()
+                .series
+                .as_ref()
+                .and_then(|s| s.peak_running),
         });
     }
     let fleet_page = match pages.fleet() {
@@ -388,14 +380,13 @@ fn report_fleet(
             let generator = format!("inferlint {}", env!("CARGO_PKG_VERSION"));
             let html = inferlint_report::fleet::render(&FleetPage {
                 title: args.title.as_deref(),
-                source: &manifest.source,
+                source: fleet.source(),
                 rows: &rows,
-                fleet_results: &fleet_results,
-                chart: chart.as_ref(),
+                fleet_results,
+                chart,
                 generator: &generator,
             });
-            inferlint_engines::output::write_file(path, html.as_bytes(), &fleet_rule)
-                .map_err(|e| CliError::usage(e.to_string()))?;
+            inferlint_engines::output::write_file(path, html.as_bytes(), &fleet_rule)?;
             Some(path.to_owned())
         }
         None => {
@@ -405,57 +396,67 @@ fn report_fleet(
             None
         }
     };
+    Ok(Written {
+        fleet_page,
+        replica_pages,
+    })
+}
 
-    // The terminal (or one JSON array of every result, each replica's marked).
-    let mut code = ExitCode::for_results(&fleet_results, strict);
-    for c in &checked {
-        code = worst(code, run_exit(&c.run, &c.results, strict));
-    }
+/// The terminal's lines (or one JSON array of every result, each replica's marked).
+fn fleet_text(
+    fleet: &inferlint::Fleet,
+    checked: &inferlint::FleetReport,
+    fleet_results: &[CheckResult],
+    written: &Written,
+    json: bool,
+) -> String {
+    let each = || fleet.replicas().iter().zip(checked.replicas());
     if json {
-        let all: Vec<CheckResult> = checked
-            .iter()
-            .flat_map(|c| {
-                c.results
-                    .iter()
-                    .map(|r| r.clone().with("replica", c.name.as_str()))
+        let all: Vec<CheckResult> = each()
+            .flat_map(|(replica, report)| {
+                report
+                    .all()
+                    .into_iter()
+                    .map(|r| r.with("replica", replica.name()))
             })
             .chain(fleet_results.iter().cloned())
             .collect();
-        print(&output::results_text(&all, true))?;
-        return Ok(code);
+        return output::results_text(&all, true);
     }
     let mut text = String::new();
-    for c in &checked {
-        text.push_str(&format!("== replica {} ({})\n", c.name, c.folder));
-        text.push_str(&output::results_text(&c.results, false));
-        text.push_str(&count_line(&c.results));
+    for (replica, report) in each() {
+        let results = report.all();
+        text.push_str(&format!(
+            "== replica {} ({})\n",
+            replica.name(),
+            replica.folder()
+        ));
+        text.push_str(&output::results_text(&results, false));
+        text.push_str(&count_line(&results));
         text.push('\n');
     }
-    text.push_str(&format!("== the fleet: {} replicas\n", checked.len()));
-    text.push_str(&output::results_text(&fleet_results, false));
+    let replicas = fleet.replicas().len();
+    text.push_str(&format!("== the fleet: {replicas} replicas\n"));
+    text.push_str(&output::results_text(fleet_results, false));
     let all: Vec<CheckResult> = checked
+        .replicas()
         .iter()
-        .flat_map(|c| c.results.iter().cloned())
+        .flat_map(inferlint::Report::all)
         .chain(fleet_results.iter().cloned())
         .collect();
-    text.push_str(&format!(
-        "{} over {} replicas",
-        count_line(&all),
-        checked.len()
-    ));
-    if let Some(path) = &fleet_page {
+    text.push_str(&format!("{} over {replicas} replicas", count_line(&all)));
+    if let Some(path) = &written.fleet_page {
         text.push_str(&format!(" -> {}", shown(path)));
-        if written_pages > 0 {
-            text.push_str(&format!(" (and {written_pages} replica page(s))"));
+        if written.replica_pages > 0 {
+            text.push_str(&format!(" (and {} replica page(s))", written.replica_pages));
         }
     }
     text.push('\n');
-    print(&text)?;
-    Ok(code)
+    text
 }
 
 fn print(text: &str) -> Result<(), CliError> {
-    output::print(text).map_err(|e| CliError::usage(format!("cannot write the output: {e}")))
+    output::print(text).map_err(|e| CliError::cannot_write(format!("cannot write the output: {e}")))
 }
 
 #[cfg(test)]

@@ -5,11 +5,13 @@
 
 use std::path::Path;
 
+use inferlint_core::Engine;
 use inferlint_engines::fleet::{self, Manifest};
 use inferlint_engines::load::{EngineChoice, Source};
 use inferlint_engines::output::{self, Rule};
-use inferlint_live::fleet_watch::Member;
+use inferlint_live::fleet_watch::{FleetProgress, Member};
 use inferlint_live::watch::{WatchOptions, MAX_FAILED_SHARE};
+use inferlint_live::{Recorder, Scrape, Scraper};
 
 use crate::exit::{CliError, ExitCode};
 use crate::flags;
@@ -24,7 +26,7 @@ fn addresses(urls: &[String], targets: Option<&Path>) -> Result<Vec<String>, Cli
     let mut all: Vec<String> = urls.to_vec();
     if let Some(path) = targets {
         let text = std::fs::read_to_string(path)
-            .map_err(|e| CliError::usage(format!("cannot read {}: {e}", path.display())))?;
+            .map_err(|e| CliError::input(format!("cannot read {}: {e}", path.display())))?;
         all.extend(
             text.lines()
                 .map(|l| l.split('#').next().unwrap_or("").trim())
@@ -33,10 +35,10 @@ fn addresses(urls: &[String], targets: Option<&Path>) -> Result<Vec<String>, Cli
         );
     }
     if all.is_empty() {
-        return Err(CliError::usage(match targets {
-            Some(path) => format!("{} names no address", path.display()),
-            None => "give the addresses to record".to_owned(),
-        }));
+        return Err(match targets {
+            Some(path) => CliError::input(format!("{} names no address", path.display())),
+            None => CliError::usage("give the addresses to record"),
+        });
     }
     if all.len() > MAX_TARGETS {
         return Err(CliError::usage(format!(
@@ -70,33 +72,9 @@ pub fn watch_fleet(
         duration: duration.map(flags::duration).transpose()?,
     };
     let urls = addresses(urls, targets)?;
-    let holds_files = match std::fs::read_dir(out) {
-        Ok(mut entries) => entries.next().is_some(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
-        Err(e) => return Err(CliError::usage(format!("{}: {e}", out.display()))),
-    };
-    if holds_files {
-        return Err(CliError::usage(format!(
-            "{}: the folder holds files; a fleet is recorded into a new or empty folder",
-            out.display()
-        )));
-    }
+    new_or_empty(out)?;
     let recorder = recorder()?;
-    // Every replica answers once, with one engine, before anything is written.
-    let mut firsts = Vec::with_capacity(urls.len());
-    for url in &urls {
-        let (scraper, scrape, found) = first_scrape(choice, &recorder, url)?;
-        choice.check(Source::Server(scraper.base().to_string()), found)?;
-        firsts.push((scraper, scrape, found));
-    }
-    let engines = urls
-        .iter()
-        .map(String::as_str)
-        .zip(firsts.iter().map(|f| f.2));
-    let Some(engine) = fleet::one_engine(engines).map_err(CliError::usage)? else {
-        return Err(CliError::usage("give the addresses to record"));
-    };
-    let firsts: Vec<_> = firsts.into_iter().map(|(s, f, _)| (s, f)).collect();
+    let (firsts, engine) = one_answer_each(choice, &recorder, &urls)?;
     let names: Vec<String> = firsts
         .iter()
         .map(|(scraper, _)| scraper.base().to_string())
@@ -117,7 +95,7 @@ pub fn watch_fleet(
         &hosts,
     );
     let rule = Rule::NEW;
-    let refused = |e: output::OutputError| CliError::usage(e.to_string());
+    let refused = CliError::from;
     output::write_file(
         &out.join(fleet::MANIFEST),
         manifest.to_json().as_bytes(),
@@ -143,14 +121,61 @@ pub fn watch_fleet(
     };
     let (progress, writers) = recorder
         .watch_fleet(members, engine, &options, &mut sum, stop)
-        .map_err(|e| CliError::usage(format!("cannot write {}: {e}", out.display())))?;
+        .map_err(|e| CliError::cannot_write(format!("cannot write {}: {e}", out.display())))?;
     for writer in &writers {
         writer.sync_all().map_err(|e| {
-            CliError::usage(format!("cannot write {}: {e}", writer.path().display()))
+            CliError::cannot_write(format!("cannot write {}: {e}", writer.path().display()))
         })?;
     }
     sum.sync_all()
-        .map_err(|e| CliError::usage(format!("cannot write {}: {e}", sum_path.display())))?;
+        .map_err(|e| CliError::cannot_write(format!("cannot write {}: {e}", sum_path.display())))?;
+    tell(&names, &progress, out)
+}
+
+/// A fleet is recorded into a new or empty folder, never beside files already there.
+fn new_or_empty(out: &Path) -> Result<(), CliError> {
+    let holds_files = match std::fs::read_dir(out) {
+        Ok(mut entries) => entries.next().is_some(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+        Err(e) => return Err(CliError::cannot_write(format!("{}: {e}", out.display()))),
+    };
+    if holds_files {
+        return Err(CliError::usage(format!(
+            "{}: the folder holds files; a fleet is recorded into a new or empty folder",
+            out.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Every replica answers once, with one engine, before anything is written: each one's
+/// scraper and first scrape, and the fleet's engine.
+fn one_answer_each(
+    choice: &EngineChoice,
+    recorder: &Recorder,
+    urls: &[String],
+) -> Result<(Vec<(Scraper, Scrape)>, Engine), CliError> {
+    let mut firsts = Vec::with_capacity(urls.len());
+    for url in urls {
+        let (scraper, scrape, found) = first_scrape(choice, recorder, url)?;
+        choice.check(Source::Server(scraper.base().to_string()), found)?;
+        firsts.push((scraper, scrape, found));
+    }
+    let engines = urls
+        .iter()
+        .map(String::as_str)
+        .zip(firsts.iter().map(|f| f.2));
+    let Some(engine) =
+        fleet::one_engine(engines).map_err(|e| CliError::OtherEngine(e.to_string()))?
+    else {
+        return Err(CliError::usage("give the addresses to record"));
+    };
+    Ok((firsts.into_iter().map(|(s, f, _)| (s, f)).collect(), engine))
+}
+
+/// Each replica's samples and gaps, the fleet's line; an error when a replica lost more
+/// of its scrapes than a recording may.
+fn tell(names: &[String], progress: &FleetProgress, out: &Path) -> Result<ExitCode, CliError> {
     let mut failed = Vec::new();
     for (name, p) in names.iter().zip(&progress.replicas) {
         let line = format!("{name}: {} samples{}", p.samples, crate::live::holes(p));
@@ -166,9 +191,9 @@ pub fn watch_fleet(
         progress.sum_gaps,
         out.display()
     ))
-    .map_err(|e| CliError::usage(format!("cannot write the output: {e}")))?;
+    .map_err(|e| CliError::cannot_write(format!("cannot write the output: {e}")))?;
     if !failed.is_empty() {
-        return Err(CliError::usage(format!(
+        return Err(CliError::Undecided(format!(
             "more than {}% of the scrapes failed on {}: a peak can hide in the gaps",
             MAX_FAILED_SHARE * 100.0,
             failed.join(", ")

@@ -37,7 +37,7 @@ pub(crate) fn machine(what: &str) -> Result<Machine, CliError> {
         .map(PathBuf::from);
     let session_only = std::env::var(SESSION_VAR).is_ok_and(|v| v.trim() == "1");
     Machine::real(what, session_only, readings.as_deref())
-        .map_err(|e| CliError::usage(format!("cannot {e}")))
+        .map_err(|e| CliError::input(format!("cannot {e}")))
 }
 
 /// Lines printed while the command runs. A failed write does not stop it: teardown must
@@ -51,7 +51,7 @@ fn streamed(json: bool) -> impl FnMut(&str) {
 }
 
 fn print(text: &str) -> Result<(), CliError> {
-    output::print(text).map_err(|e| CliError::usage(format!("cannot write the output: {e}")))
+    output::print(text).map_err(|e| CliError::cannot_write(format!("cannot write the output: {e}")))
 }
 
 pub fn gpu_inspect(

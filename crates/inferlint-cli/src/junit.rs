@@ -88,7 +88,7 @@ fn is_ours(path: &Path) -> bool {
 /// Refuses, before the command runs, a FILE that may not be written: anything but a new
 /// file or our own earlier JUnit file.
 pub fn check(path: &Path) -> Result<(), CliError> {
-    writer::check(path, &rule()).map_err(|e| CliError::usage(format!("--junit: {e}")))
+    writer::check(path, &rule()).map_err(|e| CliError::from(e).prefixed("--junit: "))
 }
 
 fn rule() -> Rule<'static> {
@@ -132,5 +132,5 @@ pub fn write(
     suites.extend(collected.suites);
     let xml = junit::xml(&suites);
     writer::write_file(path, xml.as_bytes(), &rule())
-        .map_err(|e| CliError::usage(format!("--junit: {e}")))
+        .map_err(|e| CliError::from(e).prefixed("--junit: "))
 }

@@ -21,19 +21,21 @@ use crate::recorder::{LiveSetup, RecorderObserver, ServerRoot, Shown};
 use crate::{flags, output as terminal};
 
 pub(crate) fn recorder() -> Result<Recorder, CliError> {
-    Recorder::new().map_err(|e| CliError::usage(format!("cannot start the HTTP client: {e}")))
+    Recorder::new()
+        .map_err(|e| CliError::cannot_write(format!("cannot start the HTTP client: {e}")))
 }
 
 fn print(text: &str) -> Result<(), CliError> {
-    terminal::print(text).map_err(|e| CliError::usage(format!("cannot write the output: {e}")))
+    terminal::print(text)
+        .map_err(|e| CliError::cannot_write(format!("cannot write the output: {e}")))
 }
 
 fn cannot_write(path: &Path, e: io::Error) -> CliError {
-    CliError::usage(format!("cannot write {}: {e}", path.display()))
+    CliError::cannot_write(format!("cannot write {}: {e}", path.display()))
 }
 
 fn refused(e: OutputError) -> CliError {
-    CliError::usage(e.to_string())
+    CliError::from(e)
 }
 
 /// The first scrape of `snapshot` and `watch`: it must find an engine's metrics, and
@@ -43,11 +45,11 @@ pub(crate) fn first_scrape(
     recorder: &Recorder,
     url: &str,
 ) -> Result<(Scraper, Scrape, Engine), CliError> {
-    let base = BaseUrl::parse(url).map_err(CliError::usage)?;
+    let base = BaseUrl::parse(url)?;
     let mut scraper = recorder.scraper(base.clone());
     let (scrape, engine) = recorder
         .first_scrape(&mut scraper)
-        .map_err(|e| CliError::usage(e.message(choice.named())))?;
+        .map_err(|e| CliError::input(e.message(choice.named())))?;
     choice.check(Source::Server(base.to_string()), engine)?;
     Ok((scraper, scrape, engine))
 }
@@ -111,7 +113,7 @@ pub fn watch(choice: &mut EngineChoice, args: &WatchArgs, url: &str) -> Result<E
     let boot = args
         .boot_log
         .as_deref()
-        .map(|p| crate::commands::noted(choice, |c| inferlint_engines::load::load_boot(c, p)))
+        .map(|p| crate::loaded::noted(choice, |c| inferlint_engines::load::load_boot(c, p)))
         .transpose()?;
     let recorder = recorder()?;
     let (mut scraper, first, engine) = first_scrape(choice, &recorder, url)?;
@@ -179,9 +181,9 @@ pub fn watch(choice: &mut EngineChoice, args: &WatchArgs, url: &str) -> Result<E
             fmt::terminal_safe(&verdicts)
         ))?;
     }
-    ended.map_err(CliError::usage)?;
+    ended.map_err(CliError::cannot_write)?;
     if progress.too_many_failed() {
-        return Err(CliError::usage(format!(
+        return Err(CliError::Undecided(format!(
             "{} of {} scrapes failed, more than {}%: a peak can hide in the gaps of {}",
             progress.failed,
             progress.attempts,
@@ -367,7 +369,7 @@ pub fn probe(
     }
     let concurrency = flags::count("--concurrency", concurrency, &flags::PROBE_CONCURRENCY)?;
     let max_tokens = flags::count("--max-tokens", max_tokens, &flags::PROBE_MAX_TOKENS)?;
-    let base = BaseUrl::parse(url).map_err(CliError::usage)?;
+    let base = BaseUrl::parse(url)?;
     let options = ProbeOptions {
         model: model.map(str::to_owned),
         concurrency,

@@ -226,12 +226,13 @@ pub fn write(
 
 /// The error of an `-o` file that may not or cannot be written.
 fn cannot_write(path: &Path, e: OutputError) -> CliError {
-    CliError::usage(match e {
-        OutputError::Io { source, .. } => {
-            format!("cannot write the report {}: {source}", path.display())
-        }
-        other => other.to_string(),
-    })
+    match e {
+        OutputError::Io { source, .. } => CliError::cannot_write(format!(
+            "cannot write the report {}: {source}",
+            path.display()
+        )),
+        refused => CliError::from(refused),
+    }
 }
 
 /// A folder with no write permission bits at all.

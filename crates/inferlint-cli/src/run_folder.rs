@@ -27,9 +27,9 @@ pub fn prepare(dir: &Path, force: bool, keep: &[&Path]) -> Result<Option<PathBuf
         )));
     }
     fs::create_dir_all(dir)
-        .map_err(|e| CliError::usage(format!("cannot create {}: {e}", dir.display())))?;
+        .map_err(|e| CliError::cannot_write(format!("cannot create {}: {e}", dir.display())))?;
     let cannot_read =
-        |e: std::io::Error| CliError::usage(format!("cannot read {}: {e}", dir.display()));
+        |e: std::io::Error| CliError::cannot_write(format!("cannot read {}: {e}", dir.display()));
     let mut earlier: Vec<PathBuf> = Vec::new();
     for entry in fs::read_dir(dir).map_err(cannot_read)? {
         let path = entry.map_err(cannot_read)?.path();
@@ -59,7 +59,7 @@ pub fn prepare(dir: &Path, force: bool, keep: &[&Path]) -> Result<Option<PathBuf
             continue;
         };
         fs::rename(&path, aside.join(name)).map_err(|e| {
-            CliError::usage(format!(
+            CliError::cannot_write(format!(
                 "cannot move {} into {}: {e}",
                 path.display(),
                 aside.display()
@@ -69,12 +69,19 @@ pub fn prepare(dir: &Path, force: bool, keep: &[&Path]) -> Result<Option<PathBuf
     Ok(Some(aside))
 }
 
+/// `xray-YYYYmmdd-HHMMSS` for seconds since 1970 (UTC).
+pub(crate) fn folder_name(unix_secs: u64) -> String {
+    let (year, month, day, hour, minute, second) =
+        inferlint_core::fmt::utc_parts(i64::try_from(unix_secs).unwrap_or(0));
+    format!("xray-{year:04}{month:02}{day:02}-{hour:02}{minute:02}{second:02}")
+}
+
 /// A new folder `DIR/earlier-YYYYmmdd-HHMMSS` (with `-2`, `-3`… when taken).
 fn aside_folder(dir: &Path) -> Result<PathBuf, CliError> {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let stamp = crate::xray::folder_name(secs).replacen("xray-", EARLIER, 1);
+    let stamp = folder_name(secs).replacen("xray-", EARLIER, 1);
     for n in 1..100 {
         let name = if n == 1 {
             stamp.clone()
@@ -86,14 +93,14 @@ fn aside_folder(dir: &Path) -> Result<PathBuf, CliError> {
             Ok(()) => return Ok(path),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => {
-                return Err(CliError::usage(format!(
+                return Err(CliError::cannot_write(format!(
                     "cannot create {}: {e}",
                     path.display()
                 )))
             }
         }
     }
-    Err(CliError::usage(format!(
+    Err(CliError::cannot_write(format!(
         "cannot create a folder for the earlier run in {}",
         dir.display()
     )))
@@ -104,6 +111,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_default_folder_is_named_by_the_utc_time() {
+        assert_eq!(folder_name(0), "xray-19700101-000000");
+        assert_eq!(folder_name(1_700_000_000), "xray-20231114-221320");
+        assert_eq!(folder_name(951_825_600), "xray-20000229-120000");
+    }
+
+    #[test]
     fn an_earlier_run_is_refused_then_moved_aside_whole() {
         let tmp = tempfile::tempdir().expect("a temporary folder");
         let dir = tmp.path().join("run");
@@ -112,11 +126,10 @@ mod tests {
         fs::write(dir.join("boot.log"), "mine").expect("writes");
         let boot = dir.join("boot.log");
         let refused = prepare(&dir, false, &[]).expect_err("not empty");
-        assert!(
-            refused.message.contains("is not empty"),
-            "{}",
-            refused.message
-        );
+        assert!(refused.message().contains("is not empty"), "{refused}");
+        // A folder that holds an earlier run is a refused output target: the command
+        // line's to mend (another -o, or --force).
+        assert_eq!(refused.code().code(), 64);
         let aside = prepare(&dir, true, &[&boot])
             .expect("moved")
             .expect("a folder for the earlier run");

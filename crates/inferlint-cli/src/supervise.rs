@@ -677,7 +677,7 @@ mod linux {
                 let dir = cgroup.dir().to_owned();
                 (Some(cgroup), Containment::Cgroup(dir))
             }
-            Err(why) => (None, Containment::Subreaper(why)),
+            Err(why) => (None, Containment::Subreaper(why.to_string())),
         }
     }
 

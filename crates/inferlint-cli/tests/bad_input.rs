@@ -6,15 +6,18 @@ use std::path::Path;
 use crate::common::{
     copy_tree, inferlint, inferlint_env, json_results, no_panic, recorded, stderr, stdout,
 };
+use crate::common::{UNDECIDED, UNUSABLE_INPUT, USAGE};
 
-fn one_line_error(out: &std::process::Output, needle: &str) {
+/// One line on stderr naming what is wrong, nothing on stdout, and `status`: an input
+/// that cannot be used is 65, another engine's input 2, a wrong command line 64.
+fn one_line_error(out: &std::process::Output, needle: &str, status: i32) {
     no_panic(out);
     let err = stderr(out);
     let lines: Vec<&str> = err.lines().filter(|l| !l.starts_with("note:")).collect();
     assert_eq!(lines.len(), 1, "expected one error line, got:\n{err}");
     assert!(lines[0].starts_with("inferlint: "), "{err}");
     assert!(lines[0].contains(needle), "expected '{needle}' in: {err}");
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(status), "{err}");
     assert!(stdout(out).is_empty(), "nothing on stdout after an error");
 }
 
@@ -28,9 +31,9 @@ fn empty_files() {
     write(tmp.path(), "empty.json", b"");
     write(tmp.path(), "empty.jsonl", b"");
     let out = inferlint(tmp.path(), &["preemption", "empty.json", "empty.json"]);
-    one_line_error(&out, "empty.json: empty file");
+    one_line_error(&out, "empty.json: empty file", UNUSABLE_INPUT);
     let out = inferlint(tmp.path(), &["series", "empty.jsonl"]);
-    one_line_error(&out, "empty.jsonl: empty file");
+    one_line_error(&out, "empty.jsonl: empty file", UNUSABLE_INPUT);
 }
 
 #[test]
@@ -40,7 +43,7 @@ fn truncated_snapshot_json() {
     let text = std::fs::read(dir.join("vllm-0.28/live/after.snapshot.json")).unwrap();
     write(tmp.path(), "after.json", &text[..text.len() / 2]);
     let out = inferlint(tmp.path(), &["preemption", "after.json", "after.json"]);
-    one_line_error(&out, "after.json: not a snapshot: bad JSON");
+    one_line_error(&out, "after.json: not a snapshot: bad JSON", UNUSABLE_INPUT);
 }
 
 #[test]
@@ -73,18 +76,21 @@ fn binary_garbage() {
         .collect();
     write(tmp.path(), "g.bin", &garbage);
     let out = inferlint(tmp.path(), &["preemption", "g.bin", "g.bin"]);
-    one_line_error(&out, "g.bin");
+    one_line_error(&out, "g.bin", UNUSABLE_INPUT);
     let out = inferlint(tmp.path(), &["series", "g.bin"]);
-    one_line_error(&out, "g.bin");
+    one_line_error(&out, "g.bin", UNUSABLE_INPUT);
     let out = inferlint(
         tmp.path(),
         &["report", "--bench-result", "g.bin", "--series", "g.bin"],
     );
-    one_line_error(&out, "g.bin");
+    one_line_error(&out, "g.bin", UNUSABLE_INPUT);
     // A boot log of garbage is no boot log: it would pass T12 on nothing.
     let out = inferlint(tmp.path(), &["check-log", "g.bin", "--json"]);
-    one_line_error(&out, "g.bin is not a server log: it is a binary file");
-    assert_eq!(out.status.code(), Some(2));
+    one_line_error(
+        &out,
+        "g.bin is not a server log: it is a binary file",
+        UNUSABLE_INPUT,
+    );
 }
 
 #[test]
@@ -166,6 +172,7 @@ fn another_engines_series_with_engine_named() {
     one_line_error(
         &out,
         "--engine vllm, but sglang-0.5/live/run.series.jsonl came from SGLang.",
+        UNDECIDED,
     );
     let out = inferlint_env(
         &dir,
@@ -179,6 +186,7 @@ fn another_engines_series_with_engine_named() {
     one_line_error(
         &out,
         "INFERLINT_ENGINE=trtllm, but the snapshots came from SGLang.",
+        UNDECIDED,
     );
     let out = inferlint(
         &dir,
@@ -189,7 +197,7 @@ fn another_engines_series_with_engine_named() {
             "sglang",
         ],
     );
-    one_line_error(&out, "came from TensorRT-LLM");
+    one_line_error(&out, "came from TensorRT-LLM", UNDECIDED);
 }
 
 #[test]
@@ -204,20 +212,20 @@ fn a_snapshot_from_another_engine_in_a_run_folder() {
     )
     .unwrap();
     let out = inferlint(tmp.path(), &["report", "run"]);
-    one_line_error(&out, "came from SGLang");
+    one_line_error(&out, "came from SGLang", UNDECIDED);
 }
 
 #[test]
 fn missing_files_and_folders() {
     let tmp = tempfile::tempdir().unwrap();
     let out = inferlint(tmp.path(), &["preemption", "nope.json", "nope.json"]);
-    one_line_error(&out, "nope.json");
+    one_line_error(&out, "nope.json", UNUSABLE_INPUT);
     let out = inferlint(tmp.path(), &["report", "nope"]);
-    one_line_error(&out, "nope is not a folder");
+    one_line_error(&out, "nope is not a folder", UNUSABLE_INPUT);
     let out = inferlint(tmp.path(), &["report", "."]);
-    one_line_error(&out, "no run files in .");
+    one_line_error(&out, "no run files in .", UNUSABLE_INPUT);
     let out = inferlint(tmp.path(), &["report"]);
-    one_line_error(&out, "give a run folder");
+    one_line_error(&out, "give a run folder", USAGE);
 }
 
 #[test]
@@ -229,5 +237,5 @@ fn a_snapshot_with_the_wrong_schema() {
         br#"{"schema": "something/2", "text": ""}"#,
     );
     let out = inferlint(tmp.path(), &["rate", "s.json", "s.json"]);
-    one_line_error(&out, "schema 'something/2'");
+    one_line_error(&out, "schema 'something/2'", UNUSABLE_INPUT);
 }

@@ -3,6 +3,7 @@
 use std::process::{Command, Stdio};
 
 use crate::common::{inferlint, inferlint_env, no_panic, recorded, stderr, stdout};
+use crate::common::{UNDECIDED, UNUSABLE_INPUT, USAGE};
 
 fn here() -> std::path::PathBuf {
     std::env::temp_dir()
@@ -55,7 +56,7 @@ fn help_lists_commands_in_groups() {
 #[test]
 fn unknown_command_suggests_the_closest() {
     let out = inferlint(&here(), &["reprot"]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(USAGE));
     assert_eq!(
         stderr(&out),
         "inferlint: unknown command 'reprot'. Did you mean 'report'? 'inferlint --help' lists them.\n"
@@ -70,10 +71,10 @@ fn unknown_command_suggests_the_closest() {
 #[test]
 fn unknown_engine_names() {
     let out = inferlint(&here(), &["explain", "--engine", "tgi"]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(USAGE));
     assert!(stderr(&out).contains("unknown engine 'tgi'"));
     let out = inferlint_env(&here(), &["explain", "T1"], &[("INFERLINT_ENGINE", "tgi")]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(USAGE));
     assert_eq!(
         stderr(&out),
         "inferlint: INFERLINT_ENGINE='tgi' is not an engine (known: vllm, sglang, trtllm)\n"
@@ -96,7 +97,7 @@ fn explain_by_code_and_by_name() {
     );
     assert!(text.lines().all(|l| l.chars().count() <= 88), "{text}");
     let out = inferlint(&here(), &["explain", "T99"]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(USAGE));
     assert_eq!(
         stderr(&out),
         "inferlint: unknown tripwire: T99 (known: T1-T22, or a name such as silent-preemption)\n"
@@ -247,4 +248,78 @@ fn boot_facts_lines() {
     let out = inferlint(&dir, &["boot-facts", "vllm-0.28/boot_eager.log", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(v["attention_block_size"], 784);
+}
+
+/// The README's exit table, one row at a time: clap's own parse errors (an unknown flag,
+/// a missing argument, a value it refuses, flags that conflict) are a wrong command line,
+/// 64, not clap's 2; a truncated input is an input that cannot be used, 65; a tripwire
+/// that cannot decide is still 2. A CI gate can tell a typo from an undecided run.
+#[test]
+fn exit_statuses_tell_a_typo_from_unusable_input_and_from_cant_tell() {
+    let tmp = tempfile::tempdir().unwrap();
+    for args in [
+        &["report", "--no-such-flag"][..],
+        &["series"][..],
+        &["series", "run.series.jsonl", "--requested", "abc"][..],
+        &[
+            "report",
+            "--prometheus",
+            "http://127.0.0.1:1",
+            "--start",
+            "1",
+        ][..],
+        &[
+            "report",
+            "run",
+            "--prometheus",
+            "http://127.0.0.1:1",
+            "--start",
+            "1",
+            "--end",
+            "2",
+        ][..],
+    ] {
+        let out = inferlint(tmp.path(), args);
+        no_panic(&out);
+        assert_eq!(out.status.code(), Some(USAGE), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).starts_with("error: "),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+        assert!(stdout(&out).is_empty(), "{args:?}");
+    }
+
+    let demo = crate::common::demo_folder();
+    let whole = std::fs::read(demo.join("after.snapshot.json")).unwrap();
+    std::fs::write(tmp.path().join("cut.json"), &whole[..whole.len() / 2]).unwrap();
+    let before = demo.join("before.snapshot.json");
+    let out = inferlint(
+        tmp.path(),
+        &["preemption", before.to_str().unwrap(), "cut.json"],
+    );
+    no_panic(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(UNUSABLE_INPUT),
+        "a truncated snapshot: {}",
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains("cut.json"), "{}", stderr(&out));
+
+    // Readings that lack the preemption counter: T1 cannot tell.
+    std::fs::write(
+        tmp.path().join("a.prom"),
+        "vllm:generation_tokens_total 10\n",
+    )
+    .unwrap();
+    std::fs::write(
+        tmp.path().join("b.prom"),
+        "vllm:generation_tokens_total 20\n",
+    )
+    .unwrap();
+    let out = inferlint(tmp.path(), &["preemption", "a.prom", "b.prom"]);
+    no_panic(&out);
+    assert!(stdout(&out).starts_with("[ T1] ????"), "{}", stdout(&out));
+    assert_eq!(out.status.code(), Some(UNDECIDED), "Can't tell");
 }

@@ -4,6 +4,15 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+/// The exit statuses of the README's table, by name, so that each expectation says which
+/// row of the table it is: a tripwire that could not decide or another engine's input,
+/// a wrong command line (BSD's EX_USAGE), an input that cannot be used (EX_DATAERR), an
+/// output the system would not let be written (EX_IOERR).
+pub const UNDECIDED: i32 = 2;
+pub const USAGE: i32 = 64;
+pub const UNUSABLE_INPUT: i32 = 65;
+pub const CANNOT_WRITE: i32 = 74;
+
 /// The recordings folder. In CI a missing folder fails the test; elsewhere the test is
 /// skipped with a note, so a user with only the repository can run the suite.
 pub fn recorded() -> Option<PathBuf> {

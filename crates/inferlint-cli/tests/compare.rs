@@ -7,6 +7,7 @@ use serde_json::Value;
 use crate::common::{
     copy_tree, edited_copy, fixtures, inferlint, no_panic, recorded, stderr, stdout, RECORDED_RUNS,
 };
+use crate::common::{UNUSABLE_INPUT, USAGE};
 
 fn json(o: &std::process::Output) -> Value {
     serde_json::from_str(&stdout(o))
@@ -87,7 +88,7 @@ fn every_recording_and_its_edited_copy_are_comparable_and_its_exact_copy_is_refu
         }
         let exact = copy_of(&rec.join(run), &tmp.path().join("exact"));
         let o = inferlint(&rec, &["compare", "--json", run, exact.to_str().unwrap()]);
-        assert_eq!(o.status.code(), Some(2), "{run}: {}", stdout(&o));
+        assert_eq!(o.status.code(), Some(USAGE), "{run}: {}", stdout(&o));
         assert!(
             stderr(&o).contains("the same byte for byte"),
             "{run}: {}",
@@ -120,7 +121,7 @@ fn fixture_runs_of_two_engines_are_not_comparable_and_a_copy_is() {
 
 /// Done when: a run compared with itself (one folder twice, by any path, or a byte copy
 /// of its files; as a side, as repeats of one side, as a sweep's point or as the
-/// baseline of its own report) is refused with one line saying why, exit 2: both sides
+/// baseline of its own report) is refused with one line saying why, exit 64 (the command line names one run twice): both sides
 /// would show the same numbers whatever the change under test did.
 #[test]
 fn a_run_compared_with_itself_is_refused_saying_why() {
@@ -151,7 +152,7 @@ fn a_run_compared_with_itself_is_refused_saying_why() {
     for (args, why) in cases {
         let o = inferlint(&fixtures(), &args);
         no_panic(&o);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stdout(&o));
+        assert_eq!(o.status.code(), Some(USAGE), "{args:?}: {}", stdout(&o));
         let err = stderr(&o);
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
         assert!(
@@ -168,7 +169,7 @@ fn a_run_compared_with_itself_is_refused_saying_why() {
         tmp.path(),
         &["report", "exact", "--baseline", c08.to_str().unwrap()],
     );
-    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert_eq!(o.status.code(), Some(USAGE), "{}", stdout(&o));
     assert!(
         stderr(&o).contains("the baseline ") && stderr(&o).contains(" are one run: "),
         "{}",
@@ -601,14 +602,14 @@ fn the_pages_are_self_contained() {
         &fixtures(),
         &["sweep", "sweep", "-o", foreign.to_str().unwrap()],
     );
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(USAGE));
     assert_eq!(std::fs::read_to_string(&foreign).unwrap(), "mine");
 }
 
 #[test]
 fn compare_refuses_what_is_not_two_runs() {
     let o = inferlint(&fixtures(), &["compare", "sim/vllm-hybrid"]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(USAGE));
     assert!(
         stderr(&o).contains("give two runs or more"),
         "{}",
@@ -616,7 +617,7 @@ fn compare_refuses_what_is_not_two_runs() {
     );
     let tmp = tempfile::tempdir().unwrap();
     let o = inferlint(tmp.path(), &["compare", ".", "."]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(UNUSABLE_INPUT));
     assert!(
         stderr(&o).starts_with("inferlint: no run files in ."),
         "{}",

@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use crate::common::USAGE;
 use crate::common::{inferlint, json_results, no_panic, stderr, stdout};
 
 fn status<'a>(results: &'a [Value], tripwire: &str) -> &'a str {
@@ -58,7 +59,7 @@ fn demo_refuses_a_folder_holding_something_else() {
     std::fs::write(tmp.path().join("notes.txt"), "mine").unwrap();
     let out = inferlint(tmp.path(), &["demo", "-o", "."]);
     no_panic(&out);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(USAGE));
     assert!(stderr(&out).contains("not empty"), "{}", stderr(&out));
     assert_eq!(
         std::fs::read_to_string(tmp.path().join("notes.txt")).unwrap(),

@@ -11,6 +11,7 @@ use inferlint_sim::server::{self, ServerConfig};
 use serde_json::Value;
 
 use crate::common::{inferlint, json_results, no_panic, stderr, stdout};
+use crate::common::{UNUSABLE_INPUT, USAGE};
 
 const START_MS: i64 = 1_764_547_200_000;
 
@@ -130,9 +131,10 @@ fn a_balanced_fleet_passes_and_a_saved_folder_reports_the_same() {
     assert_eq!(from_prometheus.status.code(), again.status.code());
 }
 
-/// Down, refusing and wrongly asked: one line on stderr, exit 2, no panic.
+/// Down or refusing: one line on stderr, exit 65 (a server that cannot be read is an input
+/// that cannot be used); wrongly asked: exit 64 (the command line); no panic.
 #[test]
-fn a_prometheus_down_or_refusing_is_one_line_and_exit_2() {
+fn a_prometheus_down_or_refusing_is_one_line_and_exit_65() {
     let dir = tempfile::tempdir().unwrap();
     let port = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -141,7 +143,7 @@ fn a_prometheus_down_or_refusing_is_one_line_and_exit_2() {
     let down = format!("http://127.0.0.1:{port}");
     let out = from_prometheus(dir.path(), &down, "1764547200", "2025-12-01T01:00:00Z", &[]);
     no_panic(&out);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(UNUSABLE_INPUT));
     assert_eq!(
         stderr(&out),
         format!(
@@ -158,7 +160,7 @@ fn a_prometheus_down_or_refusing_is_one_line_and_exit_2() {
         "1764547209",
         &[],
     );
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(UNUSABLE_INPUT));
     assert!(
         stderr(&out).contains("refused the query (bad_data)"),
         "{}",
@@ -174,7 +176,7 @@ fn a_prometheus_down_or_refusing_is_one_line_and_exit_2() {
         ("1764547209", "1764547200", "must come after --start"),
     ] {
         let out = from_prometheus(dir.path(), &prometheus.base_url, start, end, &[]);
-        assert_eq!(out.status.code(), Some(2));
+        assert_eq!(out.status.code(), Some(USAGE));
         assert!(stderr(&out).contains(says), "{}", stderr(&out));
     }
     let out = inferlint(
@@ -187,7 +189,7 @@ fn a_prometheus_down_or_refusing_is_one_line_and_exit_2() {
             "1",
         ],
     );
-    assert_eq!(out.status.code(), Some(2), "--end is required");
+    assert_eq!(out.status.code(), Some(USAGE), "--end is required");
 }
 
 /// One replica is no fleet: T22 cannot tell, and says why.
@@ -280,7 +282,7 @@ fn watch_records_a_fleet_that_report_checks() {
     assert!(fleet.join("report.html").is_file());
     // A file named beside a fleet folder belongs to no replica: refused, with the way.
     let named = inferlint(dir.path(), &["report", "fleet", "--before", "targets.txt"]);
-    assert_eq!(named.status.code(), Some(2));
+    assert_eq!(named.status.code(), Some(USAGE));
     assert!(
         stderr(&named).contains("--before belongs to one replica"),
         "{}",
@@ -297,7 +299,7 @@ fn watch_records_a_fleet_that_report_checks() {
             "fleet",
         ],
     );
-    assert_eq!(again.status.code(), Some(2));
+    assert_eq!(again.status.code(), Some(USAGE));
     assert!(stderr(&again).contains("holds files"), "{}", stderr(&again));
     drop(servers);
 }
@@ -350,7 +352,7 @@ fn a_fleet_refuses_the_flags_of_one_servers_live_verdicts() {
         args.extend_from_slice(flag);
         let out = inferlint(dir.path(), &args);
         no_panic(&out);
-        assert_eq!(out.status.code(), Some(2), "{flag:?}");
+        assert_eq!(out.status.code(), Some(USAGE), "{flag:?}");
         assert_eq!(
             stderr(&out),
             format!(
@@ -382,7 +384,7 @@ fn a_refused_fleet_page_leaves_no_replica_page_written() {
     std::fs::write(dir.path().join("notes.html"), "my notes").unwrap();
     let out = inferlint(dir.path(), &["report", "saved", "-o", "notes.html"]);
     no_panic(&out);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(USAGE), "{}", stderr(&out));
     assert_eq!(
         std::fs::read_to_string(dir.path().join("notes.html")).unwrap(),
         "my notes"
@@ -401,7 +403,7 @@ fn a_refused_fleet_page_leaves_no_replica_page_written() {
         &end,
         &["--save", "again", "-o", "notes.html"],
     );
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(USAGE), "{}", stderr(&out));
     assert!(!dir.path().join("again").exists());
     // With --force, every page is written.
     let forced = inferlint(

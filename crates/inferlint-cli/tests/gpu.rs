@@ -8,6 +8,7 @@
 use crate::common::{inferlint_env, no_panic, stderr, stdout};
 #[cfg(target_os = "linux")]
 use crate::common::{json_results, recorded};
+use crate::common::{UNUSABLE_INPUT, USAGE};
 
 const SCOPED: (&str, &str) = ("INFERLINT_SESSION_ONLY", "1");
 
@@ -171,7 +172,7 @@ fn unusable_settings_and_files_are_usage_errors() {
     ];
     let o = inferlint_env(&here(), &["gpu-inspect"], &env);
     no_panic(&o);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(UNUSABLE_INPUT));
     assert!(
         stderr(&o).starts_with(
             "inferlint: cannot read recorded GPU readings from /nonexistent/readings.json: "
@@ -186,7 +187,7 @@ fn unusable_settings_and_files_are_usage_errors() {
     ] {
         let o = inferlint_env(&here(), args, &[SCOPED]);
         no_panic(&o);
-        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert_eq!(o.status.code(), Some(USAGE), "{args:?}");
         assert!(stdout(&o).is_empty(), "{args:?}");
     }
 }

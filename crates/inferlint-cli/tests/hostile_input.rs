@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::common::{
     demo_copy, finish_within, inferlint, json_results, no_panic, spawn_inferlint, stderr, stdout,
 };
+use crate::common::{UNUSABLE_INPUT, USAGE};
 
 fn result<'a>(results: &'a [Value], tripwire: &str) -> &'a Value {
     results
@@ -61,7 +62,7 @@ fn one_snapshot_given_twice_is_no_window() {
     let before = "run/before.snapshot.json";
     let o = inferlint(tmp.path(), &["preemption", before, before]);
     no_panic(&o);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(USAGE));
     assert!(
         stderr(&o).contains("is given as both the before and the after snapshot"),
         "{}",
@@ -89,7 +90,7 @@ fn one_snapshot_given_twice_is_no_window() {
         tmp.path(),
         &["preemption", "run/after.snapshot.json", before, "--json"],
     );
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(UNUSABLE_INPUT), "{}", stderr(&o));
 }
 
 /// One line with `"running": 1e400` turned T8 from failed into `PASS reached inf
@@ -252,14 +253,14 @@ fn standard_input_is_read_whole_as_a_dash() {
     assert_eq!(json_results(&o), json_results(&from_file));
     // report reads the recording twice: a stream is refused, not half read.
     let o = piped(&["report", "--series", "-", "-o", "r.html"]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(USAGE));
     assert!(
         stderr(&o).contains("not as - (standard input)"),
         "{}",
         stderr(&o)
     );
     let o = piped(&["series", "/dev/stdin", "--requested", "32"]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(UNUSABLE_INPUT));
     assert!(
         stderr(&o).contains("/dev/stdin: a pipe (FIFO), not a regular file"),
         "{}",
@@ -286,7 +287,12 @@ fn devices_and_pipes_are_refused_without_reading_them() {
         ] {
             let o = with_stdin(tmp.path(), &args, Stdio::null());
             no_panic(&o);
-            assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+            assert_eq!(
+                o.status.code(),
+                Some(UNUSABLE_INPUT),
+                "{args:?}: {}",
+                stderr(&o)
+            );
             assert!(
                 stderr(&o).contains("not a regular file"),
                 "{args:?}: {}",
@@ -305,7 +311,7 @@ fn a_snapshot_too_large_is_refused_naming_the_bound() {
     big.set_len(200 << 20).unwrap();
     let o = inferlint(tmp.path(), &["preemption", "big.json", "big.json"]);
     no_panic(&o);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(UNUSABLE_INPUT));
     assert!(
         stderr(&o).contains("big.json: 200 MiB, more than the 128 MiB a snapshot file can be"),
         "{}",
@@ -410,7 +416,7 @@ fn flags_out_of_range_are_refused_before_anything_starts() {
     ] {
         let o = inferlint(tmp.path(), &args);
         no_panic(&o);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert_eq!(o.status.code(), Some(USAGE), "{args:?}: {}", stderr(&o));
         assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
         assert!(stdout(&o).is_empty(), "{args:?}");
     }

@@ -10,6 +10,7 @@ use std::time::Duration;
 use inferlint_core::Engine;
 use inferlint_sim::server::{self, Faults, ServerConfig, ServerHandle};
 
+use crate::common::UNUSABLE_INPUT;
 use crate::common::{
     demo_copy, inferlint, json_results, no_panic, spawn_inferlint, stderr, stdout,
 };
@@ -110,7 +111,7 @@ fn snapshot_fails(faults: Faults, cause: &str) {
     let tmp = tempfile::tempdir().unwrap();
     let o = inferlint(tmp.path(), &["snapshot", &server.base_url, "-o", "s.json"]);
     no_panic(&o);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(UNUSABLE_INPUT));
     let err = stderr(&o);
     assert!(
         err.starts_with(&format!(

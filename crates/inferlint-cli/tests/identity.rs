@@ -16,6 +16,7 @@ use std::process::Output;
 
 use serde_json::Value;
 
+use crate::common::UNUSABLE_INPUT;
 use crate::common::{
     copy_run, copy_tree, fixtures, inferlint, json_results, no_panic, stderr, stdout,
 };
@@ -83,9 +84,10 @@ fn result_files(results: &[Value]) -> Vec<String> {
         .collect()
 }
 
-/// The line the command refused with.
+/// The line the command refused with: a folder whose result files leave the run's
+/// unknown is an input that cannot be used as it is (name the run's with --bench-result).
 fn refusal(o: &Output) -> String {
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(o));
+    assert_eq!(o.status.code(), Some(UNUSABLE_INPUT), "{}", stderr(o));
     assert!(stdout(o).is_empty(), "{}", stdout(o));
     let err = stderr(o);
     let lines: Vec<&str> = err

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use inferlint_core::contract::JsonObject;
 use serde_json::Value;
 
+use crate::common::UNUSABLE_INPUT;
 use crate::common::{copy_tree, fixtures, inferlint, json_results, no_panic, stdout};
 
 /// A run folder copied into a temporary folder as `run/`.
@@ -370,7 +371,7 @@ fn a_shared_random_prefix_is_part_of_the_asked_prompt() {
 /// Can't tell, naming the restart. A result whose counts contradict each other
 /// (`num_prompts: 0` beside 32 completed; `failed: 0` beside 3 errors in its per-request
 /// list): Can't tell, naming the contradiction. A count no run can have
-/// (`completed: -1`): the file is refused in one line naming the field, exit 2.
+/// (`completed: -1`): the file is refused in one line naming the field, exit 65 (an input that cannot be used).
 #[test]
 fn t18_never_passes_what_it_cannot_vouch_for() {
     let (tmp, run) = copy("vllm/concurrent-16-detailed");
@@ -428,7 +429,7 @@ fn t18_never_passes_what_it_cannot_vouch_for() {
         &["report", "run", "--json", "-o", "report.html"],
     );
     no_panic(&out);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(UNUSABLE_INPUT));
     let err = crate::common::stderr(&out);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(

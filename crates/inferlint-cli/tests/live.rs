@@ -15,6 +15,7 @@ use inferlint_sim::server::{self, Faults, ServerConfig, ServerHandle};
 use serde_json::Value;
 
 use crate::common::{inferlint, inferlint_env, json_results, no_panic, stderr, stdout};
+use crate::common::{UNUSABLE_INPUT, USAGE};
 
 fn sim(engine: Engine) -> ServerHandle {
     server::spawn(ServerConfig::new(engine)).unwrap()
@@ -260,7 +261,7 @@ fn no_metrics_is_a_clear_error_and_no_file() {
     for command in ["snapshot", "watch"] {
         let o = inferlint(dir.path(), &[command, &server.base_url, "-o", "x"]);
         no_panic(&o);
-        assert_eq!(o.status.code(), Some(2));
+        assert_eq!(o.status.code(), Some(UNUSABLE_INPUT));
         let err = stderr(&o);
         assert!(
             err.starts_with(&format!(
@@ -283,7 +284,7 @@ fn no_metrics_is_a_clear_error_and_no_file() {
         &["snapshot", &server.base_url, "-o", "x"],
         &[("INFERLINT_ENGINE", "sglang")],
     );
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(UNUSABLE_INPUT));
     assert!(
         stderr(&o)
             .trim_end()
@@ -294,7 +295,7 @@ fn no_metrics_is_a_clear_error_and_no_file() {
     // Nothing listening at all.
     let url = format!("http://127.0.0.1:{}", closed_port());
     let o = inferlint(dir.path(), &["snapshot", &url, "-o", "x"]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(UNUSABLE_INPUT));
     assert!(stderr(&o).contains("connection refused"), "{}", stderr(&o));
     assert!(!dir.path().join("x").exists());
 }
@@ -504,7 +505,7 @@ fn watch_refuses_an_interval_below_50_ms() {
         Path::new("."),
         &["watch", "127.0.0.1:1", "-o", "x", "--interval", "0.01"],
     );
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(USAGE));
     assert!(stderr(&o).contains("--interval 0.01"), "{}", stderr(&o));
 }
 
@@ -913,6 +914,6 @@ fn probe_with_nothing_listening_cannot_list_models() {
 #[test]
 fn probe_takes_no_engine() {
     let (code, _, err) = probe("127.0.0.1:1", &["--engine", "vllm"]);
-    assert_eq!(code, Some(2));
+    assert_eq!(code, Some(USAGE));
     assert!(err.contains("probe takes no --engine"), "{err}");
 }

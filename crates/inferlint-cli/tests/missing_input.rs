@@ -1,6 +1,7 @@
 //! Missing input is visible: a tripwire whose input is missing is listed as not checked
 //! with what it needs; input of the wrong kind, or input from which no check can run, is
-//! refused in one line with exit status 2; a load that sent nothing is not a benchmark.
+//! refused in one line (exit 65 for input of the wrong kind, 2 when no check could run);
+//! a load that sent nothing is not a benchmark.
 //!
 //! The cases are built from the simulated run folders in fixtures/sim (written in each
 //! engine's own formats) and the demo run, so they run from the repository alone.
@@ -10,16 +11,18 @@ use serde_json::Value;
 use crate::common::{
     copy_tree, demo_folder, fixtures, inferlint, json_results, no_panic, stderr, stdout,
 };
+use crate::common::{UNDECIDED, UNUSABLE_INPUT, USAGE};
 
-/// One line on stderr naming `needle`, exit 2, nothing on stdout.
+/// One line on stderr naming `needle`, exit `status`, nothing on stdout: 65 for an input
+/// that cannot be used, 2 for files from which no check could run (nothing decided).
 #[track_caller]
-fn refused(out: &std::process::Output, needle: &str) {
+fn refused(out: &std::process::Output, needle: &str, status: i32) {
     no_panic(out);
     let err = stderr(out);
     let lines: Vec<&str> = err.lines().filter(|l| !l.starts_with("note:")).collect();
     assert_eq!(lines.len(), 1, "expected one error line, got:\n{err}");
     assert!(lines[0].contains(needle), "expected '{needle}' in: {err}");
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(out.status.code(), Some(status), "{err}");
     assert!(stdout(out).is_empty(), "stdout: {}", stdout(out));
 }
 
@@ -139,7 +142,11 @@ fn a_folder_from_which_no_check_can_run_is_refused() {
             args.push("--strict");
         }
         let out = inferlint(tmp.path(), &args);
-        refused(&out, "no check could run on run/before.snapshot.json");
+        refused(
+            &out,
+            "no check could run on run/before.snapshot.json",
+            UNDECIDED,
+        );
         assert!(
             stderr(&out).contains("T1 and T10 need the after reading too"),
             "{}",
@@ -177,12 +184,20 @@ fn check_log_refuses_what_is_not_a_server_log() {
         ),
     ] {
         let out = inferlint(dir, &["check-log", file]);
-        refused(&out, &format!("{file} is not a server log: {why}"));
+        refused(
+            &out,
+            &format!("{file} is not a server log: {why}"),
+            UNUSABLE_INPUT,
+        );
     }
     let out = inferlint(dir, &["boot-facts", "ls"]);
-    refused(&out, "ls is not a server log: it is a binary file");
+    refused(
+        &out,
+        "ls is not a server log: it is a binary file",
+        UNUSABLE_INPUT,
+    );
     let out = inferlint(dir, &["report", "--boot-log", "empty.log"]);
-    refused(&out, "empty.log is not a server log");
+    refused(&out, "empty.log is not a server log", UNUSABLE_INPUT);
 }
 
 /// Snapshots given in the wrong order are named as such from their clocks (they used to
@@ -196,7 +211,7 @@ fn swapped_snapshots_are_recognised_from_their_clocks() {
             demo,
             &[command, "after.snapshot.json", "before.snapshot.json"],
         );
-        refused(&out, "the snapshots are in the wrong order");
+        refused(&out, "the snapshots are in the wrong order", UNUSABLE_INPUT);
         assert!(!stderr(&out).contains("went down"), "{}", stderr(&out));
     }
     let out = inferlint(
@@ -211,7 +226,7 @@ fn swapped_snapshots_are_recognised_from_their_clocks() {
             "before.snapshot.json",
         ],
     );
-    refused(&out, "the snapshots are in the wrong order");
+    refused(&out, "the snapshots are in the wrong order", UNUSABLE_INPUT);
     assert!(!demo.join("unused.html").exists());
 }
 
@@ -232,6 +247,7 @@ fn swapped_bare_prometheus_readings_are_recognised_from_their_stamps() {
     refused(
         &out,
         "stayed the same: the snapshots are in the wrong order",
+        UNUSABLE_INPUT,
     );
     let out = inferlint(tmp.path(), &["preemption", "early.prom", "late.prom"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
@@ -248,7 +264,7 @@ fn the_concurrency_asked_for_is_at_least_one() {
     ] {
         let out = inferlint(demo, args);
         no_panic(&out);
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(out.status.code(), Some(USAGE), "{args:?}");
         assert!(stderr(&out).contains("1 or more"), "{}", stderr(&out));
         assert!(stdout(&out).is_empty());
     }

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::common::{fixtures, inferlint, inferlint_env, no_panic, recorded, stderr, stdout};
+use crate::common::{UNUSABLE_INPUT, USAGE};
 
 /// Every run folder under `root` (a folder holding a boot log or a recording), and every
 /// loose boot log (`boot*.log` beside other files).
@@ -307,17 +308,17 @@ fn junit_covers_compare_sweep_and_errors_and_never_replaces_a_foreign_file() {
     );
     // An unusable input still leaves a file saying why.
     let o = inferlint(tmp.path(), &["--junit", j, "check-log", "missing.log"]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(UNUSABLE_INPUT));
     let cases = check_junit(&std::fs::read_to_string(&junit).unwrap(), false);
     assert_eq!(cases, [("inferlint ran".to_owned(), "failure".to_owned())]);
     // Never over a file it did not write, nor with a command that checks nothing.
     let notes = tmp.path().join("notes.xml");
     std::fs::write(&notes, "mine").unwrap();
     let o = inferlint(&f, &["--junit", notes.to_str().unwrap(), "sweep", "sweep"]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(USAGE));
     assert_eq!(std::fs::read_to_string(&notes).unwrap(), "mine");
     let o = inferlint(&f, &["--junit", j, "explain", "T1"]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(USAGE));
     assert!(
         stderr(&o).contains("--junit writes verdicts, and explain gives none"),
         "{}",
@@ -337,7 +338,7 @@ fn completions_for_every_shell_know_the_new_commands() {
         }
     }
     let o = inferlint(&tmp, &["completions", "tcsh"]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(USAGE));
 }
 
 /// No colour code ever reaches a pipe or `--json`; `--color always` colours the words.

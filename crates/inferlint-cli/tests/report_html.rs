@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::common::CANNOT_WRITE;
 use crate::common::{
     demo_copy, demo_folder, fixtures, inferlint, json_results, no_panic, recorded, stderr, stdout,
 };
@@ -329,9 +330,10 @@ fn a_read_only_run_folder_is_left_alone() {
     assert!(stderr(&o).contains("read-only"), "{}", stderr(&o));
     assert!(!run.join("report.html").exists());
 
-    // An -o that cannot be written is an error.
+    // An -o that the system will not let be written (a file stands where its folder
+    // would be) is an error, and not the writing rules' refusal: 74.
     let o = inferlint(tmp.path(), &["report", "run", "-o", "run/boot.log/x.html"]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(CANNOT_WRITE));
     assert!(
         stderr(&o).contains("cannot write the report"),
         "{}",

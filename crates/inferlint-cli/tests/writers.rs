@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use inferlint_core::Engine;
 use inferlint_sim::server::{self, ServerConfig, ServerHandle};
 
+use crate::common::USAGE;
 use crate::common::{demo_copy, inferlint, no_panic, spawn_inferlint, stderr, stdout};
 
 fn sim() -> ServerHandle {
@@ -20,10 +21,12 @@ fn read(path: &Path) -> Vec<u8> {
     std::fs::read(path).unwrap()
 }
 
+/// An output target refused by the writing rules: the command line's to mend (another
+/// file, or `--force`), so a usage error.
 #[track_caller]
 fn refused(o: &std::process::Output, needle: &str) {
     no_panic(o);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(o));
+    assert_eq!(o.status.code(), Some(USAGE), "{}", stderr(o));
     assert!(
         stderr(o).contains(needle),
         "expected '{needle}' in: {}",

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::common::USAGE;
 use crate::common::{inferlint, no_panic, stderr, stdout};
 
 /// The simulated server's binary: built beside `inferlint` (same target folder), once.
@@ -700,10 +701,10 @@ fn an_engine_mismatch_starts_nothing() {
 fn no_load_command_is_a_usage_error() {
     let tmp = tempfile::tempdir().unwrap();
     let out = xray(tmp.path(), &["-o", "run", "--no-gpu"]);
-    assert_eq!(code(&out), Some(2), "{}", shown(&out));
+    assert_eq!(code(&out), Some(USAGE), "{}", shown(&out));
     assert!(stderr(&out).contains("give the load command after --"));
     let out = xray(tmp.path(), &["-o", "run", "--json", "--", "true"]);
-    assert_eq!(code(&out), Some(2), "{}", shown(&out));
+    assert_eq!(code(&out), Some(USAGE), "{}", shown(&out));
     assert!(stderr(&out).contains("results.json"));
     assert!(!tmp.path().join("run").exists());
 }
@@ -782,7 +783,7 @@ fn an_earlier_runs_folder_is_never_mixed_with_a_new_run() {
         tmp.path(),
         &args(&[]).iter().map(String::as_str).collect::<Vec<_>>(),
     );
-    assert_eq!(code(&refused), Some(2), "{}", shown(&refused));
+    assert_eq!(code(&refused), Some(USAGE), "{}", shown(&refused));
     assert!(
         stderr(&refused).contains("run is not empty (an earlier run?)"),
         "{}",

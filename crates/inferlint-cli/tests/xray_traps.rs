@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::common::USAGE;
 use crate::common::{inferlint_env, stderr};
 use crate::xray::{
     assert_none_left, code, finish, free_port, results_json, shown, sim, start_xray_with,
@@ -402,7 +403,7 @@ fn watch_never_writes_its_events_over_a_file() {
         ],
         &[],
     );
-    assert_eq!(out.status.code(), Some(2), "{}", shown(&out));
+    assert_eq!(out.status.code(), Some(USAGE), "{}", shown(&out));
     assert!(stderr(&out).contains("events.jsonl"), "{}", shown(&out));
     assert_eq!(
         std::fs::read_to_string(tmp.path().join("events.jsonl")).unwrap(),
@@ -420,7 +421,7 @@ fn watch_never_writes_its_events_over_a_file() {
         ],
         &[],
     );
-    assert_eq!(out.status.code(), Some(2), "{}", shown(&out));
+    assert_eq!(out.status.code(), Some(USAGE), "{}", shown(&out));
     assert!(
         stderr(&out).contains("is the recording itself"),
         "{}",

@@ -218,22 +218,32 @@ pub fn folder_names(names: &[String]) -> Vec<String> {
 /// show: a fleet's replicas run one engine, or they are not one fleet.
 pub fn one_engine<'a>(
     replicas: impl IntoIterator<Item = (&'a str, Engine)>,
-) -> Result<Option<Engine>, String> {
+) -> Result<Option<Engine>, TwoEngines> {
     let mut first: Option<(Engine, &str)> = None;
     for (name, engine) in replicas {
         match first {
             Some((one, one_name)) if one != engine => {
-                return Err(format!(
-                    "{one_name} runs {} but {name} runs {}; a fleet runs one engine",
-                    one.name(),
-                    engine.name()
-                ))
+                return Err(TwoEngines {
+                    first: (one_name.to_owned(), one),
+                    other: (name.to_owned(), engine),
+                })
             }
             Some(_) => {}
             None => first = Some((engine, name)),
         }
     }
     Ok(first.map(|(engine, _)| engine))
+}
+
+/// Two replicas of one fleet that run different engines: each named as given, with its
+/// engine.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{} runs {} but {} runs {}; a fleet runs one engine", first.0, first.1.name(), other.0, other.1.name())]
+pub struct TwoEngines {
+    /// The first replica read, and its engine.
+    pub first: (String, Engine),
+    /// The replica that disagrees, and its engine.
+    pub other: (String, Engine),
 }
 
 /// The fleet's sum of one slot: counts and counters added up over the replicas read,
@@ -314,7 +324,16 @@ mod tests {
         );
         assert_eq!(
             one_engine([("a", Engine::Vllm), ("b", Engine::Sglang)]),
-            Err("a runs vLLM but b runs SGLang; a fleet runs one engine".to_owned())
+            Err(TwoEngines {
+                first: ("a".to_owned(), Engine::Vllm),
+                other: ("b".to_owned(), Engine::Sglang),
+            })
+        );
+        assert_eq!(
+            one_engine([("a", Engine::Vllm), ("b", Engine::Sglang)])
+                .unwrap_err()
+                .to_string(),
+            "a runs vLLM but b runs SGLang; a fleet runs one engine"
         );
     }
 

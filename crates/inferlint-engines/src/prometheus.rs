@@ -179,17 +179,26 @@ fn read_series(item: &Value, matrix: bool) -> Result<ApiSeries, ApiError> {
 
 /// Reads a time as the command line takes it: Unix seconds (`1764547200`,
 /// `1764547200.5`) or RFC 3339 (`2025-12-01T00:00:00Z`, `2025-12-01T01:00:00.5+01:00`).
-pub fn parse_time(text: &str) -> Result<f64, String> {
+pub fn parse_time(text: &str) -> Result<f64, TimeError> {
     let text = text.trim();
     if let Ok(seconds) = text.parse::<f64>() {
         if (0.0..inferlint_core::model::MAX_WALL_TIME).contains(&seconds) {
             return Ok(seconds);
         }
-        return Err(format!("'{text}' is not a Unix time in seconds"));
+        return Err(TimeError::OutOfRange(text.to_owned()));
     }
-    rfc3339(text).ok_or_else(|| {
-        format!("'{text}' is neither Unix seconds nor an RFC 3339 time (2025-12-01T09:30:00Z)")
-    })
+    rfc3339(text).ok_or_else(|| TimeError::NotATime(text.to_owned()))
+}
+
+/// Why a time given on the command line cannot be read; each holds the text as given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TimeError {
+    /// A number that is no Unix time in seconds (negative, or past the year 9999).
+    #[error("'{0}' is not a Unix time in seconds")]
+    OutOfRange(String),
+    /// Neither a number nor an RFC 3339 time.
+    #[error("'{0}' is neither Unix seconds nor an RFC 3339 time (2025-12-01T09:30:00Z)")]
+    NotATime(String),
 }
 
 fn rfc3339(text: &str) -> Option<f64> {
@@ -300,22 +309,29 @@ pub fn scrape_interval_ms(series: &[ApiSeries]) -> Option<i64> {
 /// The label matchers of `--selector`, without braces: `{job="vllm"}` gives
 /// `job="vllm"`; an empty selector gives none. A selector that names a metric is refused:
 /// the queries name their own.
-pub fn selector_matchers(selector: Option<&str>) -> Result<String, String> {
+pub fn selector_matchers(selector: Option<&str>) -> Result<String, SelectorError> {
     let Some(text) = selector.map(str::trim).filter(|t| !t.is_empty()) else {
         return Ok(String::new());
     };
     let inner = text
         .strip_prefix('{')
         .and_then(|t| t.strip_suffix('}'))
-        .ok_or_else(|| {
-            format!("--selector '{text}' is not label matchers in braces, e.g. '{{job=\"vllm\"}}'")
-        })?;
+        .ok_or_else(|| SelectorError::NotInBraces(text.to_owned()))?;
     if inner.contains("__name__") {
-        return Err(format!(
-            "--selector '{text}' names a metric; give only labels (the queries name the metrics)"
-        ));
+        return Err(SelectorError::NamesAMetric(text.to_owned()));
     }
     Ok(inner.trim().trim_end_matches(',').to_owned())
+}
+
+/// Why `--selector` cannot be used; each holds the selector as given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SelectorError {
+    /// Not label matchers in braces.
+    #[error("--selector '{0}' is not label matchers in braces, e.g. '{{job=\"vllm\"}}'")]
+    NotInBraces(String),
+    /// A selector that names a metric, which the queries name themselves.
+    #[error("--selector '{0}' names a metric; give only labels (the queries name the metrics)")]
+    NamesAMetric(String),
 }
 
 /// A selector of the series named `names` (exactly, each with or without `_total`) and

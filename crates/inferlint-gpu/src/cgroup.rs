@@ -129,36 +129,52 @@ pub fn placement(
     mountinfo: &str,
     systemd_booted: bool,
     delegated: impl Fn(&Path) -> bool,
-) -> Result<Placement, String> {
+) -> Result<Placement, NoCgroup> {
     let mounts = cgroup2_mounts(mountinfo);
     if mounts.is_empty() {
-        return Err("no cgroup v2 hierarchy is mounted".to_owned());
+        return Err(NoCgroup::new("no cgroup v2 hierarchy is mounted"));
     }
     let Some(path) = unified_path(proc_cgroup) else {
-        return Err("this process has no cgroup v2 path in /proc/self/cgroup".to_owned());
+        return Err(NoCgroup::new(
+            "this process has no cgroup v2 path in /proc/self/cgroup",
+        ));
     };
     let Some(parent) = cgroup_dir(&mounts, path) else {
-        return Err(format!(
+        return Err(NoCgroup::new(format!(
             "cgroup {path} is not under a mounted cgroup2 hierarchy"
-        ));
+        )));
     };
     if mounts
         .iter()
         .filter(|m| parent.starts_with(&m.mount_point))
         .all(|m| m.read_only)
     {
-        return Err(format!(
+        return Err(NoCgroup::new(format!(
             "the cgroup hierarchy at {} is mounted read-only",
             parent.display()
-        ));
+        )));
     }
     let namespace_root = path == "/";
     if systemd_booted && !namespace_root && !delegated(&parent) {
-        return Err(format!(
+        return Err(NoCgroup::new(format!(
             "systemd manages cgroup {path} and has not delegated it (run xray in a unit with Delegate=yes for a cgroup)"
-        ));
+        )));
     }
     Ok(Placement { parent })
+}
+
+/// Why this process may make no cgroup of its own: one line naming the file, the
+/// hierarchy or the manager that stands in the way.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{why}")]
+pub struct NoCgroup {
+    why: String,
+}
+
+impl NoCgroup {
+    fn new(why: impl Into<String>) -> NoCgroup {
+        NoCgroup { why: why.into() }
+    }
 }
 
 /// A cgroup's PIDs, from the text of its `cgroup.procs`.
@@ -190,9 +206,10 @@ mod linux {
     }
 
     /// Where this process may make a cgroup of its own, or why it may not.
-    pub fn own_placement() -> Result<Placement, String> {
+    pub fn own_placement() -> Result<Placement, NoCgroup> {
         let read = |path: &str| {
-            std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))
+            std::fs::read_to_string(path)
+                .map_err(|e| NoCgroup::new(format!("cannot read {path}: {e}")))
         };
         placement(
             &read("/proc/self/cgroup")?,
@@ -210,11 +227,12 @@ mod linux {
 
     impl OwnCgroup {
         /// Makes the cgroup `name` under our own, where the machine allows one.
-        pub fn create(name: &str) -> Result<OwnCgroup, String> {
+        pub fn create(name: &str) -> Result<OwnCgroup, NoCgroup> {
             let placement = own_placement()?;
             let dir = placement.parent.join(name);
-            std::fs::create_dir(&dir)
-                .map_err(|e| format!("cannot create cgroup {}: {e}", dir.display()))?;
+            std::fs::create_dir(&dir).map_err(|e| {
+                NoCgroup::new(format!("cannot create cgroup {}: {e}", dir.display()))
+            })?;
             Ok(OwnCgroup { dir })
         }
 
@@ -381,7 +399,7 @@ mod tests {
         assert!(
             refused
                 .as_ref()
-                .is_err_and(|e| e.contains("has not delegated")),
+                .is_err_and(|e| e.to_string().contains("has not delegated")),
             "{refused:?}"
         );
         let delegated = placement(SESSION_CGROUP, UNIFIED_MOUNTINFO, true, |dir| {
@@ -396,13 +414,16 @@ mod tests {
     fn a_read_only_or_missing_hierarchy_is_refused_with_the_reason() {
         let docker = placement("0::/\n", DOCKER_MOUNTINFO, false, |_| true);
         assert!(
-            docker.as_ref().is_err_and(|e| e.contains("read-only")),
+            docker
+                .as_ref()
+                .is_err_and(|e| e.to_string().contains("read-only")),
             "{docker:?}"
         );
         let v1_only = "42 31 0:39 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n";
         let none = placement("1:memory:/\n", v1_only, false, |_| true);
         assert!(
-            none.as_ref().is_err_and(|e| e.contains("no cgroup v2")),
+            none.as_ref()
+                .is_err_and(|e| e.to_string().contains("no cgroup v2")),
             "{none:?}"
         );
     }

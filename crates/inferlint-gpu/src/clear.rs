@@ -80,7 +80,7 @@ impl GpuState {
         match reading {
             Ok(snapshot) => match snapshot.max_used_bytes() {
                 Ok(bytes) => GpuState::MaxUsed(bytes),
-                Err(why) => GpuState::Unreadable(why),
+                Err(why) => GpuState::Unreadable(why.to_string()),
             },
             Err(e @ GpuError::NoDriver { .. }) => GpuState::NoDriver(e.to_string()),
             Err(e) => GpuState::Unreadable(format!("could not {e}")),

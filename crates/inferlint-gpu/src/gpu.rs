@@ -106,24 +106,30 @@ pub fn family_from_compute_capability((major, minor): (u32, u32)) -> Option<&'st
 impl GpuSnapshot {
     /// The most memory in use on any one GPU, in bytes. `Err` says why the reading cannot
     /// count as clear: no GPU at all, or a GPU whose memory could not be read.
-    pub fn max_used_bytes(&self) -> Result<u64, String> {
+    pub fn max_used_bytes(&self) -> Result<u64, NotClear> {
         if self.devices.is_empty() {
-            return Err("NVML lists no GPU".to_owned());
+            return Err(NotClear::NoGpu);
         }
         let mut max = 0;
         for device in &self.devices {
             match device.memory {
                 Some(memory) => max = max.max(memory.used),
-                None => {
-                    return Err(format!(
-                        "the memory of GPU {} could not be read",
-                        device.index
-                    ))
-                }
+                None => return Err(NotClear::MemoryUnread(device.index)),
             }
         }
         Ok(max)
     }
+}
+
+/// Why a reading of the GPUs cannot count as clear.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum NotClear {
+    /// NVML lists no GPU at all.
+    #[error("NVML lists no GPU")]
+    NoGpu,
+    /// The memory of this GPU (its index) could not be read.
+    #[error("the memory of GPU {0} could not be read")]
+    MemoryUnread(u32),
 }
 
 /// Why the GPUs could not be read.

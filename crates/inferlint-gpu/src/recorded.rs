@@ -151,10 +151,10 @@ fn parse_cc(text: &str) -> Option<(u32, u32)> {
 }
 
 /// Reads every reading in a file's text. `Err` names what is wrong and where.
-pub fn parse_readings(text: &str) -> Result<Vec<RecordedReading>, String> {
+pub fn parse_readings(text: &str) -> Result<Vec<RecordedReading>, BadReadings> {
     let whole = text.trim();
     if whole.is_empty() {
-        return Err("the file is empty".to_owned());
+        return Err(BadReadings::Empty);
     }
     // One pretty-printed object spans many lines; try the whole text first.
     if let Ok(reading) = parse_one(whole) {
@@ -166,9 +166,25 @@ pub fn parse_readings(text: &str) -> Result<Vec<RecordedReading>, String> {
         if line.is_empty() {
             continue;
         }
-        readings.push(parse_one(line).map_err(|e| format!("line {}: {e}", n + 1))?);
+        readings.push(parse_one(line).map_err(|why| BadReadings::Line { line: n + 1, why })?);
     }
     Ok(readings)
+}
+
+/// Why a file of recorded readings cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadReadings {
+    /// The file holds nothing.
+    #[error("the file is empty")]
+    Empty,
+    /// A line that is no reading.
+    #[error("line {line}: {why}")]
+    Line {
+        /// Its number, from 1.
+        line: usize,
+        /// What is wrong with it.
+        why: String,
+    },
 }
 
 fn parse_one(text: &str) -> Result<RecordedReading, String> {
@@ -283,7 +299,7 @@ fn load(path: &Path) -> Result<Vec<RecordedReading>, GpuError> {
         detail,
     };
     let text = std::fs::read_to_string(path).map_err(|e| error(e.to_string()))?;
-    parse_readings(&text).map_err(error)
+    parse_readings(&text).map_err(|e| error(e.to_string()))
 }
 
 impl GpuReader for ReplayReader {
@@ -330,7 +346,7 @@ mod tests {
     #[test]
     fn garbage_names_its_line() {
         let err = parse_readings("{\"devices\": []}\nnot json\n").unwrap_err();
-        assert!(err.starts_with("line 2:"), "{err}");
+        assert!(matches!(err, BadReadings::Line { line: 2, .. }), "{err}");
         assert!(parse_readings("  ").is_err());
     }
 

@@ -21,6 +21,39 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// refused as soon as it passes the bound, so it never takes more memory than that.
 pub const BODY_LIMIT: usize = inferlint_engines::prom::MAX_BODY_BYTES;
 
+/// Why what was typed is not a server's address; each names the text as typed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BaseUrlError {
+    /// Not an address at all.
+    #[error("'{text}' is not a server address{}", why.as_ref().map_or_else(String::new, |w| format!(" ({w})")))]
+    NotAnAddress {
+        /// The text as typed.
+        text: String,
+        /// What the address reader said, when it said something.
+        why: Option<String>,
+    },
+    /// An address of another scheme than plain `http`.
+    #[error("'{text}': only http:// is supported, not {scheme}://")]
+    NotHttp {
+        /// The text as typed.
+        text: String,
+        /// The scheme it names.
+        scheme: String,
+    },
+    /// An address without a host.
+    #[error("'{text}' names no host")]
+    NoHost {
+        /// The text as typed.
+        text: String,
+    },
+    /// An address with a query, which a server's base address has not.
+    #[error("'{text}': give the server's address without a query")]
+    Query {
+        /// The text as typed.
+        text: String,
+    },
+}
+
 /// A server's base address, `http://host:port` with an optional path prefix and no
 /// trailing slash.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,32 +62,37 @@ pub struct BaseUrl(String);
 impl BaseUrl {
     /// Reads what the user typed: `http://127.0.0.1:8000`, `127.0.0.1:8000/`,
     /// `localhost:30000`. Only plain `http` is spoken.
-    pub fn parse(text: &str) -> Result<BaseUrl, String> {
+    pub fn parse(text: &str) -> Result<BaseUrl, BaseUrlError> {
         let trimmed = text.trim();
         let with_scheme = if trimmed.contains("://") {
             trimmed.to_owned()
         } else {
             format!("http://{trimmed}")
         };
+        let text = trimmed.to_owned();
         let uri: Uri = with_scheme
             .parse()
-            .map_err(|e| format!("'{trimmed}' is not a server address ({e})"))?;
+            .map_err(
+                |e: hyper::http::uri::InvalidUri| BaseUrlError::NotAnAddress {
+                    text: text.clone(),
+                    why: Some(e.to_string()),
+                },
+            )?;
         match uri.scheme_str() {
             Some("http") => {}
             Some(other) => {
-                return Err(format!(
-                    "'{trimmed}': only http:// is supported, not {other}://"
-                ))
+                return Err(BaseUrlError::NotHttp {
+                    scheme: other.to_owned(),
+                    text,
+                })
             }
-            None => return Err(format!("'{trimmed}' is not a server address")),
+            None => return Err(BaseUrlError::NotAnAddress { text, why: None }),
         }
         if uri.host().is_none_or(str::is_empty) {
-            return Err(format!("'{trimmed}' names no host"));
+            return Err(BaseUrlError::NoHost { text });
         }
         if uri.query().is_some() {
-            return Err(format!(
-                "'{trimmed}': give the server's address without a query"
-            ));
+            return Err(BaseUrlError::Query { text });
         }
         Ok(BaseUrl(with_scheme.trim_end_matches('/').to_owned()))
     }
@@ -274,7 +312,12 @@ mod tests {
         );
         assert!(BaseUrl::parse("https://x:1")
             .unwrap_err()
+            .to_string()
             .contains("only http://"));
+        assert!(matches!(
+            BaseUrl::parse("https://x:1"),
+            Err(BaseUrlError::NotHttp { .. })
+        ));
         assert!(BaseUrl::parse("http://").is_err());
         let host_port = |text: &str| BaseUrl::parse(text).expect("reads").host_port();
         assert_eq!(

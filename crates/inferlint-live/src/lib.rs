@@ -38,7 +38,7 @@ pub mod watch;
 use std::future::Future;
 
 pub use blocking::Recorder;
-pub use http::{BaseUrl, HttpClient, HttpError};
+pub use http::{BaseUrl, BaseUrlError, HttpClient, HttpError};
 pub use record::{record, RecordError, RecordOptions, Recording};
 pub use scrape::{NoMetrics, Scrape, ScrapeError, Scraper};
 pub use stop::Stop;

@@ -57,6 +57,9 @@ pub enum PromError {
         /// What the API said, or why its answer could not be read.
         error: ApiError,
     },
+    /// `--selector` is not label matchers.
+    #[error("{0}")]
+    Selector(#[from] inferlint_engines::prometheus::SelectorError),
     /// Nothing to read.
     #[error("{0}")]
     Nothing(String),
@@ -349,8 +352,7 @@ pub async fn fetch_into(
     mut on_piece: impl FnMut(usize, usize),
 ) -> Result<Fetched, PromError> {
     let shown = source.base().to_string();
-    let matchers =
-        api::selector_matchers(options.selector.as_deref()).map_err(PromError::Nothing)?;
+    let matchers = api::selector_matchers(options.selector.as_deref())?;
     let selector_words = options
         .selector
         .as_deref()

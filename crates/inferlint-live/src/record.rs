@@ -107,7 +107,7 @@ pub struct Recording {
 pub enum RecordError {
     /// The address is not one a server can have.
     #[error("{0}")]
-    Address(String),
+    Address(#[from] crate::http::BaseUrlError),
     /// No engine's metrics at the address.
     #[error("{}", .error.message(*.named))]
     NoMetrics {

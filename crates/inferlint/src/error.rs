@@ -101,12 +101,13 @@ impl Error {
         self
     }
 
-    #[cfg_attr(
-        not(feature = "report"),
-        expect(dead_code, reason = "the HTML report names the recording it reads")
-    )]
     pub(crate) fn with_path(mut self, path: &Path) -> Error {
         self.path = Some(path.to_owned());
+        self
+    }
+
+    pub(crate) fn with_io_kind(mut self, kind: std::io::ErrorKind) -> Error {
+        self.io_kind = Some(kind);
         self
     }
 

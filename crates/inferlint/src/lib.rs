@@ -101,6 +101,12 @@
 //! # }
 //! ```
 //!
+//! A fleet folder (`fleet.json` and one run folder per replica, as `inferlint watch URL
+//! URL …` writes it) is read with [`Fleet::from_dir`] and checked with [`Fleet::check`]:
+//! each replica's [`Report`], and T22 (replicas unevenly loaded) on the fleet's grid.
+//! [`repeats`] finds the run folders of one side of a comparison: the folder itself, or
+//! each of its subfolders that holds a run.
+//!
 //! # Features
 //!
 //! | feature | adds |
@@ -121,8 +127,9 @@
 //! # What is stable
 //!
 //! This crate's own items follow semver from 0.1: [`Run`], [`RunBuilder`],
-//! [`ClientSummary`], [`Report`], [`Error`], [`ErrorKind`], the `live` and `gpu`
-//! functions, and the re-exported [`CheckResult`] methods, [`Status`], [`Tripwire`],
+//! [`ClientSummary`], [`Report`], [`Error`], [`ErrorKind`], [`Fleet`] (but
+//! [`Fleet::read`] and [`Replica::files`]), [`FleetReport`], [`repeats`], the `live` and
+//! `gpu` functions, and the re-exported [`CheckResult`] methods, [`Status`], [`Tripwire`],
 //! [`Outcome`], [`Engine`] and [`Insight`]. Within 0.x a breaking change bumps the minor
 //! version. Stable too: the JSON a [`Report`] serialises to, and the `--json` contract
 //! ([`Report::to_json`], versioned by `inferlint_core::contract::JSON_CONTRACT_VERSION`).
@@ -138,8 +145,10 @@
 #![deny(missing_docs)]
 
 mod error;
+mod fleet;
 #[cfg(feature = "report")]
 mod html;
+mod repeats;
 mod report;
 mod run;
 
@@ -151,8 +160,11 @@ pub mod live;
 pub mod sim;
 
 pub use error::{Error, ErrorKind};
+pub use fleet::{Fleet, FleetReport, Replica};
+pub use inferlint_core::fleet_grid::FleetGrid;
 pub use inferlint_core::insights::Insight;
 pub use inferlint_core::status::{CheckResult, Evidence, Outcome, Status, Tripwire};
 pub use inferlint_core::Engine;
+pub use repeats::repeats;
 pub use report::Report;
 pub use run::{ClientSummary, Run, RunBuilder};

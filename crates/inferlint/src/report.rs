@@ -100,10 +100,7 @@ impl Report {
     }
 
     fn outcome_with(&self, strict: bool) -> Outcome {
-        match Outcome::of(&self.results, strict) {
-            Outcome::Passed if self.not_a_benchmark => Outcome::Undecided,
-            outcome => outcome,
-        }
+        inferlint_core::outcome::of_results(&self.results, self.not_a_benchmark, strict)
     }
 
     /// The results as `inferlint report --json` prints them: the verdicts, then the
@@ -125,7 +122,9 @@ impl Report {
         text
     }
 
-    pub(crate) fn all(&self) -> Vec<CheckResult> {
+    /// Every result as `inferlint report` prints them: the verdicts, then the tripwires
+    /// not checked.
+    pub fn all(&self) -> Vec<CheckResult> {
         self.results
             .iter()
             .chain(&self.not_checked)

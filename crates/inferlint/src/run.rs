@@ -90,14 +90,46 @@ impl Run {
 
     fn from_dir_with(dir: &Path, mut choice: EngineChoice) -> Result<Run, Error> {
         let found = load::find_run(dir)?;
-        let inner = load::load_run(&mut choice, &found, None, None)?;
-        let given = load::given(&found);
-        let run = Run {
+        let run = Run::read(&found, &mut choice, None)?;
+        run.refuse_nothing_checked(&load::given(&found))?;
+        Ok(run)
+    }
+
+    /// The files found (or named), read as one run, with the notes loading left; no
+    /// refusal of a run that allows no check (a fleet's replica is listed all the same).
+    pub(crate) fn read(
+        files: &files::RunFiles,
+        choice: &mut EngineChoice,
+        requested: Option<u64>,
+    ) -> Result<Run, Error> {
+        let inner = load::load_run(choice, files, requested, None)?;
+        Ok(Run {
             inner,
             notes: choice.take_notes(),
-            series_source: found.series.map_or(SeriesSource::None, SeriesSource::File),
+            series_source: files
+                .series
+                .clone()
+                .map_or(SeriesSource::None, SeriesSource::File),
+        })
+    }
+
+    /// A run its caller read into the model itself (outside the stable API, as
+    /// [`Run::model`] is): the command line reads the files its flags name this way, and
+    /// checks them here, through the same path as [`Run::from_dir`]. `given` names the
+    /// inputs for the refusal of a run that allows no check
+    /// ([`ErrorKind::NothingChecked`]); `series` is the recording, read again for the
+    /// HTML report's charts.
+    pub fn from_model(
+        model: CoreRun,
+        given: &[String],
+        series: Option<PathBuf>,
+    ) -> Result<Run, Error> {
+        let run = Run {
+            inner: model,
+            notes: Vec::new(),
+            series_source: series.map_or(SeriesSource::None, SeriesSource::File),
         };
-        run.refuse_nothing_checked(&given)?;
+        run.refuse_nothing_checked(given)?;
         Ok(run)
     }
 

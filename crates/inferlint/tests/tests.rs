@@ -2,5 +2,7 @@
 
 /// A run put together from raw `/metrics` text and a client's counts.
 mod builder;
+/// Fleet folders, checked replica by replica and as a fleet; a side's repeats.
+mod fleets;
 /// Run folders: the same verdicts and refusals as the command line.
 mod folders;

@@ -45,12 +45,14 @@ use inferlint_live::watch::{self, WatchOptions};
 use inferlint_live::{BaseUrl, Recorder};
 
 use crate::cli::XrayArgs;
-use crate::commands::{noted, run_exit};
+use crate::exit::run_exit;
 use crate::exit::{CliError, ExitCode};
 use crate::flags;
+use crate::loaded::noted;
 use crate::output;
 use crate::output::eprint_line;
 use crate::recorder::{LiveSetup, RecorderObserver, ServerRoot, Shown};
+use crate::run_folder::folder_name;
 use crate::supervise::{self, Ended, ServerSpec, Supervised};
 
 mod load;
@@ -101,13 +103,6 @@ fn default_folder() -> PathBuf {
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     PathBuf::from(folder_name(secs))
-}
-
-/// `xray-YYYYmmdd-HHMMSS` for seconds since 1970 (UTC).
-pub(crate) fn folder_name(unix_secs: u64) -> String {
-    let (year, month, day, hour, minute, second) =
-        inferlint_core::fmt::utc_parts(i64::try_from(unix_secs).unwrap_or(0));
-    format!("xray-{year:04}{month:02}{day:02}-{hour:02}{minute:02}{second:02}")
 }
 
 /// Everything one xray run knows and has found so far.
@@ -186,7 +181,7 @@ pub fn xray(
             engine.unwrap_or(Engine::DEFAULT),
         ),
     };
-    let base = BaseUrl::parse(&url).map_err(CliError::usage)?;
+    let base = BaseUrl::parse(&url)?;
     let dir = args.out.clone().unwrap_or_else(default_folder);
     // One folder, one run: the files of an earlier one are never read as this one's.
     let keep: Vec<&Path> = [args.boot_log.as_deref(), args.bench_result.as_deref()]
@@ -255,16 +250,4 @@ fn create_new(path: &Path) -> Result<File, inferlint_engines::output::OutputErro
                 source: e,
             },
         })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_default_folder_is_named_by_the_utc_time() {
-        assert_eq!(folder_name(0), "xray-19700101-000000");
-        assert_eq!(folder_name(1_700_000_000), "xray-20231114-221320");
-        assert_eq!(folder_name(951_825_600), "xray-20000229-120000");
-    }
 }

@@ -41,7 +41,7 @@ impl Drop for ServerGuard {
 /// unlike a mask, is reset to the default when a child starts its program. Returns once
 /// the handlers are installed.
 pub(super) fn catch_signals(shared: &Arc<Shared>) -> Result<(), CliError> {
-    let cannot = |e: String| CliError::usage(format!("cannot catch Ctrl-C: {e}"));
+    let cannot = |e: String| CliError::cannot_write(format!("cannot catch Ctrl-C: {e}"));
     let (installed, ready) = std::sync::mpsc::channel();
     let shared = Arc::clone(shared);
     thread::Builder::new()

@@ -136,7 +136,7 @@ impl Xray<'_> {
                     self.record(result);
                     return Ok(());
                 }
-                None => return Err(Stop::Problem(e.message, e.code)),
+                None => return Err(Stop::Problem(e.message().to_owned(), e.code())),
             },
         };
         if facts.version.is_none() && self.start_failure.is_none() {
@@ -146,7 +146,7 @@ impl Xray<'_> {
                 c.note_version(&facts);
                 Ok(())
             })
-            .map_err(|e| Stop::Problem(e.message, e.code))?;
+            .map_err(|e| Stop::Problem(e.message().to_owned(), e.code()))?;
         }
         self.boot_facts = Some(facts.clone());
         let mut results = run::check_logs(&[(String::new(), facts)]);
@@ -269,7 +269,7 @@ impl Xray<'_> {
             if !self.args.no_gpu {
                 match clear_card_after_stop(&survivors, cgroup.as_deref()) {
                     Ok(r) => self.record(r),
-                    Err(e) => eprint_line!("inferlint: {}", e.message),
+                    Err(e) => eprint_line!("inferlint: {}", e.message()),
                 }
             }
         }
@@ -312,11 +312,11 @@ impl Xray<'_> {
             };
             match crate::report_html::write(&destination, &inputs, &overwrite) {
                 Ok(path) => report_path = path,
-                Err(e) => eprint_line!("inferlint: {}", e.message),
+                Err(e) => eprint_line!("inferlint: {}", e.message()),
             }
         }
         if let Err(e) = &assembled {
-            eprint_line!("inferlint: cannot check the run folder: {}", e.message);
+            eprint_line!("inferlint: cannot check the run folder: {}", e.message());
         }
         let results_path = self.dir.join("results.json");
         let results_json = output::json_safe(contract::results_json(&self.results));
@@ -340,12 +340,9 @@ impl Xray<'_> {
             match &assembled {
                 Ok(Some((run, _, _))) => run_exit(run, &self.results, self.strict),
                 // A failed load with no run to check is still not a benchmark.
-                _ if self.load_failure.is_some() => {
-                    match ExitCode::for_results(&self.results, self.strict) {
-                        ExitCode::Passed => ExitCode::Undecided,
-                        code => code,
-                    }
-                }
+                _ if self.load_failure.is_some() => ExitCode::of(
+                    inferlint_core::outcome::of_results(&self.results, true, self.strict),
+                ),
                 _ => ExitCode::for_results(&self.results, self.strict),
             }
         };

@@ -152,7 +152,7 @@ impl Xray<'_> {
             ));
             return Ok(());
         }
-        let result = free_card().map_err(|e| problem(e.message))?;
+        let result = free_card().map_err(|e| problem(e.message()))?;
         let status = result.status;
         self.record(result);
         match status {

@@ -1,0 +1,184 @@
+//! `report`: the files a run folder holds or the flags name, checked by the library's
+//! pipeline (`inferlint::Run` into `inferlint::Report`: the verdicts, what limited the
+//! run, the outcome), then printed, written as report.html, and gated on `--baseline`.
+//! A fleet folder goes to `fleet`.
+
+use std::path::PathBuf;
+
+use inferlint_core::insights;
+use inferlint_core::status::count_line;
+use inferlint_engines::files::RunFiles;
+use inferlint_engines::load::{self, shown, EngineChoice};
+
+use crate::cli::ReportArgs;
+use crate::exit::{worst, CliError, ExitCode};
+use crate::loaded::noted;
+use crate::output;
+use crate::report_html::{self, Destination, Overwrite};
+
+pub(crate) fn report(
+    choice: &mut EngineChoice,
+    args: &ReportArgs,
+    json: bool,
+    strict: bool,
+) -> Result<ExitCode, CliError> {
+    // A fleet folder, or a fleet read from Prometheus, is checked replica by replica.
+    if let Some(code) = crate::fleet::report_if_fleet(choice, args, json, strict)? {
+        return Ok(code);
+    }
+    let (paths, found_boot_logs) = files_named(args)?;
+    // Where the report goes is settled before anything is read: never over an input,
+    // never over a file that is not an earlier report without --force.
+    let destination = Destination::new(args.run.as_deref(), args.out.as_deref());
+    let reads = paths.inputs();
+    let overwrite = Overwrite {
+        force: args.force,
+        reads: &reads,
+    };
+    let write_report = report_html::check(&destination, &overwrite)?;
+    let model = noted(choice, |c| load::load_run(c, &paths, args.requested, None))?;
+    let run = inferlint::Run::from_model(model, &load::given(&paths), paths.series.clone())?;
+    let checked = if args.expect_cache_hits {
+        run.check_expecting_cache_hits()
+    } else {
+        run.check()
+    };
+    let results = checked.all();
+    // The HTML report is written first, so that the count line can say where it went.
+    let inputs = report_html::Inputs {
+        run: run.model(),
+        results: &results,
+        insights: checked.insights(),
+        series: paths.series.as_deref(),
+        made_from: report_html::made_from(
+            &found_boot_logs,
+            [
+                paths.before.as_deref(),
+                paths.after.as_deref(),
+                paths.series.as_deref(),
+                paths.chosen_bench(run.model()),
+            ],
+        ),
+        title: args.title.as_deref(),
+    };
+    let written = if write_report || destination == Destination::Nowhere {
+        report_html::write(&destination, &inputs, &overwrite)
+    } else {
+        // Refused above, with a note.
+        Ok(None)
+    };
+    if json {
+        print(&output::results_text(&results, true))?;
+    } else {
+        let mut text = output::results_text(&results, false);
+        text.push_str(&insights::terminal_lines(checked.insights()));
+        text.push_str(&count_line(&results));
+        if let Ok(Some(path)) = &written {
+            text.push_str(&format!(" -> {}", shown(path)));
+        }
+        text.push('\n');
+        print(&text)?;
+    }
+    written?;
+    let code = ExitCode::of(if strict {
+        checked.strict_outcome()
+    } else {
+        checked.outcome()
+    });
+    match &args.baseline {
+        Some(baseline) => {
+            let gate = baseline_gate(
+                choice,
+                (args, baseline),
+                &run,
+                &results,
+                &paths,
+                json,
+                strict,
+            )?;
+            Ok(worst(code, gate))
+        }
+        None => Ok(code),
+    }
+}
+
+/// The files to read: the run folder's, each replaced by the file its flag names. Refused:
+/// nothing to read, and a recording on standard input (the checks and the charts each
+/// read it, and a stream can be read once).
+fn files_named(args: &ReportArgs) -> Result<(RunFiles, Vec<PathBuf>), CliError> {
+    let mut found = RunFiles::default();
+    if let Some(dir) = &args.run {
+        found = load::find_run(dir)?;
+    }
+    if !args.boot_logs.is_empty() {
+        found.boot_logs = args.boot_logs.clone();
+    }
+    let pick = |flag: &Option<PathBuf>, found: Option<PathBuf>| flag.clone().or(found);
+    let paths = RunFiles {
+        boot_logs: found.boot_logs.clone(),
+        before: pick(&args.before, found.before.clone()),
+        after: pick(&args.after, found.after.clone()),
+        series: pick(&args.series, found.series.clone()),
+        bench: pick(&args.bench_result, found.bench.clone()),
+        // `--bench-result` names the run's result: nothing to choose among.
+        bench_candidates: if args.bench_result.is_some() {
+            Vec::new()
+        } else {
+            found.bench_candidates.clone()
+        },
+        load_log: found.load_log.clone(),
+    };
+    if args.run.is_none()
+        && paths.boot_logs.is_empty()
+        && paths.before.is_none()
+        && paths.after.is_none()
+        && paths.series.is_none()
+    {
+        return Err(CliError::usage(
+            "give a run folder, or -o and the files to read (--boot-log, --before, --after, --series)",
+        ));
+    }
+    if paths
+        .series
+        .as_deref()
+        .is_some_and(|p| p.as_os_str() == load::STDIN)
+    {
+        return Err(CliError::usage(
+            "report reads the recording twice (the checks, then the charts): give it as a file, not as - (standard input)",
+        ));
+    }
+    Ok((paths, found.boot_logs))
+}
+
+/// `--baseline`: this run's profile against the baseline's, by compare's gate.
+fn baseline_gate(
+    choice: &EngineChoice,
+    (args, baseline): (&ReportArgs, &std::path::Path),
+    run: &inferlint::Run,
+    results: &[inferlint_core::status::CheckResult],
+    paths: &RunFiles,
+    json: bool,
+    strict: bool,
+) -> Result<ExitCode, CliError> {
+    let label = args
+        .run
+        .as_deref()
+        .map_or_else(|| "this run".to_owned(), shown);
+    let profile = inferlint_core::profile::RunProfile::of(&label, run.model(), results);
+    let margin = args
+        .max_regression
+        .unwrap_or(crate::compare::DEFAULT_MARGIN);
+    let files = crate::compare::RunInputs::of(args.run.as_deref(), paths);
+    crate::compare::baseline_gate(
+        choice.named().map(|e| e.key()),
+        baseline,
+        (&profile, &files),
+        margin,
+        json,
+        strict,
+    )
+}
+
+fn print(text: &str) -> Result<(), CliError> {
+    output::print(text).map_err(|e| CliError::cannot_write(format!("cannot write the output: {e}")))
+}
