@@ -3,6 +3,7 @@
 //! end that runs on every path: the checks from the run folder, the stop, the report.
 
 use super::*;
+use inferlint_core::checks::registry::{self, Phase};
 
 impl Xray<'_> {
     pub(super) fn stage(&self, text: &str) {
@@ -73,7 +74,7 @@ impl Xray<'_> {
             self.record(CheckResult::not_checked(
                 Tripwire::T7,
                 "needs the probe, which --no-probe left out",
-                &["probe"],
+                &[run::input::PROBE],
             ));
         }
         self.snapshot(&recorder, "before.snapshot.json")?;
@@ -149,20 +150,9 @@ impl Xray<'_> {
             .map_err(|e| Stop::Problem(e.message().to_owned(), e.code()))?;
         }
         self.boot_facts = Some(facts.clone());
-        let mut results = run::check_logs(&[(String::new(), facts)]);
-        // A server that exited before it was ready failed, whatever its log shows: a
-        // log that names no cause must not pass T12.
-        if let Some(cause) = &self.start_failure {
-            for r in &mut results {
-                if r.tripwire == Tripwire::T12 && r.status == Status::Pass {
-                    *r = inferlint_core::checks::boot::start_failure(cause);
-                    if let Some(line) = last_line(&path) {
-                        *r = r.clone().with("line", line);
-                    }
-                }
-            }
-        }
-        for r in results {
+        let exited = self.start_failure.as_deref();
+        let last = exited.and_then(|_| last_line(&path));
+        for r in run::check_start(facts, exited, last) {
             self.record(r);
         }
         Ok(())
@@ -210,7 +200,7 @@ impl Xray<'_> {
         let assembled = self.assemble(choice);
         let checks: Vec<CheckResult> = match &assembled {
             Ok(Some((_, results, _))) => {
-                let mut checks = inferlint_core::checks::registry::xray_order(results);
+                let mut checks = registry::xray_order(results);
                 // What the run could not check and xray has not said yet (the boot
                 // checks of an attached server given no --boot-log).
                 let said: Vec<Tripwire> = self
@@ -283,7 +273,15 @@ impl Xray<'_> {
                 }
             }
             let mut shown_results = run_results.clone();
-            for tripwire in [Tripwire::T13, Tripwire::T7, Tripwire::T2] {
+            // xray's own verdicts: those before the server starts, while it serves and
+            // when it stops, in that order, as the registry declares them.
+            let own = registry::DECLARATIONS.iter().filter(|d| {
+                matches!(
+                    d.phase,
+                    Phase::BeforeStart | Phase::Serving | Phase::Cleanup
+                )
+            });
+            for tripwire in own.map(|d| d.tripwire) {
                 if let Some(last) = self.results.iter().rev().find(|r| r.tripwire == tripwire) {
                     shown_results.push(last.clone());
                 }

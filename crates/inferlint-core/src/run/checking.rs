@@ -25,6 +25,30 @@ pub fn boot_checks(facts: &BootFacts) -> Vec<CheckResult> {
     results
 }
 
+/// The boot checks of a server this process started and watched come up: those of its
+/// log, except that a server that exited before it was ready failed T12 whatever its log
+/// shows (`exited`: why, as the caller saw it; `last_line`: the log's last line, for the
+/// evidence). A log that names no cause must not pass T12.
+pub fn check_start(
+    facts: BootFacts,
+    exited: Option<&str>,
+    last_line: Option<String>,
+) -> Vec<CheckResult> {
+    let mut results = check_logs(&[(String::new(), facts)]);
+    if let Some(cause) = exited {
+        for r in &mut results {
+            if r.tripwire == Tripwire::T12 && r.status == Status::Pass {
+                let mut failed = boot::start_failure(cause);
+                if let Some(line) = &last_line {
+                    failed = failed.with("line", line.as_str());
+                }
+                *r = failed;
+            }
+        }
+    }
+    results
+}
+
 /// `check-log` on one or more logs: per log, prefixed with its label when there are
 /// several; then T4 and T11 across logs started with the same flags.
 pub fn check_logs(boots: &[(String, BootFacts)]) -> Vec<CheckResult> {
@@ -248,6 +272,31 @@ mod tests {
 
     /// Without the result file, the boot log and the concurrency asked for, the checks
     /// that need them are listed as not checked (they used to vanish), after the verdicts.
+    #[test]
+    fn a_server_that_exited_before_ready_fails_t12_whatever_its_log_says() {
+        // A log that says the server was ready and names no failure passes T12 alone.
+        let facts = BootFacts {
+            ready_lineno: Some(40),
+            ..BootFacts::default()
+        };
+        let alone = check_start(facts.clone(), None, None);
+        let t12 = alone.iter().find(|r| r.tripwire == Tripwire::T12).unwrap();
+        assert_eq!(t12.status, Status::Pass);
+        // The same log of a server that exited before its health check answered fails.
+        let exited = check_start(
+            facts,
+            Some("the server exited with code 1 before it was ready"),
+            Some("Traceback (most recent call last):".into()),
+        );
+        let t12 = exited.iter().find(|r| r.tripwire == Tripwire::T12).unwrap();
+        assert_eq!(t12.status, Status::Fail);
+        assert_eq!(
+            t12.message,
+            "could not start: the server exited with code 1 before it was ready"
+        );
+        assert_eq!(t12.evidence["line"], "Traceback (most recent call last):");
+    }
+
     #[test]
     fn missing_inputs_are_listed_as_not_checked() {
         let results = check_run(&run(&VLLM));

@@ -27,6 +27,8 @@ pub mod input {
     pub const LOAD: &str = "load";
     /// NVML readings of the server's GPUs beside the recording's samples.
     pub const GPU_READINGS: &str = "gpu_readings";
+    /// The probe's requests to a live server (T7), which xray sends unless told not to.
+    pub const PROBE: &str = "probe";
 }
 
 /// What the user said about how the run is meant to be read.
