@@ -532,4 +532,81 @@ mod tests {
             );
         }
     }
+
+    /// The code spans of a Markdown text (between single backticks).
+    fn code_spans(text: &str) -> Vec<&str> {
+        text.split('`').skip(1).step_by(2).collect()
+    }
+
+    /// Every Rust source under `crates/` and `xtask/src`, read once.
+    fn all_sources(root: &Path) -> String {
+        let mut all = String::new();
+        for dir in [root.join("crates"), root.join("xtask/src")] {
+            for path in rust_files(&dir) {
+                all.push_str(&std::fs::read_to_string(path).unwrap());
+                all.push('\n');
+            }
+        }
+        all
+    }
+
+    /// CONTRIBUTING.md says where each kind of change goes: every path it names exists,
+    /// every type it names is defined, and every function, field or test it names is
+    /// written somewhere in the code, so the guide cannot drift from the tree.
+    #[test]
+    fn contributing_names_only_files_that_exist() {
+        let root = root();
+        let guide = std::fs::read_to_string(root.join("CONTRIBUTING.md")).unwrap();
+        let sources = all_sources(&root);
+        let mut wrong = Vec::new();
+        for span in code_spans(&guide) {
+            let word = span.trim();
+            let is_path = [
+                "crates/",
+                "fixtures/",
+                "docs/",
+                "xtask/",
+                "scripts/",
+                ".ci/",
+            ]
+            .iter()
+            .any(|p| word.starts_with(p));
+            let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+            if is_path {
+                if !root.join(word).exists() {
+                    wrong.push(format!("no such file or folder: {word}"));
+                }
+            } else if word.chars().all(ident)
+                && word.starts_with(|c: char| c.is_ascii_uppercase())
+                && word.chars().any(|c| c.is_ascii_lowercase())
+            {
+                let defined = ["struct", "enum", "type", "trait"]
+                    .iter()
+                    .any(|k| sources.contains(&format!("{k} {word}")));
+                if !defined {
+                    wrong.push(format!("no type named {word}"));
+                }
+            } else if word.chars().all(ident)
+                && word.contains('_')
+                && word.chars().all(|c| !c.is_ascii_uppercase())
+            {
+                let written = sources.contains(&format!("fn {word}("))
+                    || sources.contains(&format!("fn {word}<"))
+                    || sources.contains(&format!("pub {word}:"));
+                if !written {
+                    wrong.push(format!("no function, field or test named {word}"));
+                }
+            }
+        }
+        assert!(wrong.is_empty(), "CONTRIBUTING.md: {wrong:#?}");
+    }
+
+    #[test]
+    fn the_guide_check_reads_code_spans() {
+        assert_eq!(
+            code_spans("a `crates/x.rs` b `LoadTool` c"),
+            ["crates/x.rs", "LoadTool"]
+        );
+        assert!(code_spans("no spans").is_empty());
+    }
 }
