@@ -609,4 +609,247 @@ mod tests {
         );
         assert!(code_spans("no spans").is_empty());
     }
+
+    /// A file's module path in its crate: `src/lib.rs` is `[]`, `src/a.rs` and
+    /// `src/a/mod.rs` are `[a]`, `src/a/b.rs` is `[a, b]`.
+    fn module_path(src: &Path, file: &Path) -> Vec<String> {
+        let rel = file.strip_prefix(src).unwrap().with_extension("");
+        let mut parts: Vec<String> = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        if matches!(
+            parts.last().map(String::as_str),
+            Some("mod" | "lib" | "main")
+        ) {
+            parts.pop();
+        }
+        parts
+    }
+
+    /// The file that holds module `path` of the crate at `src`, if one does (an inline
+    /// module, a type or a function gives none).
+    fn module_file(src: &Path, path: &[String]) -> Option<PathBuf> {
+        if path.is_empty() {
+            return None;
+        }
+        let joined: PathBuf = path.iter().collect();
+        [
+            src.join(&joined).with_extension("rs"),
+            src.join(&joined).join("mod.rs"),
+        ]
+        .into_iter()
+        .find(|p| p.is_file())
+    }
+
+    /// The module paths a file's code names (`crate::a::b`, `super::c`), each as far as it
+    /// goes in lower-case segments; `use` groups (`crate::{a, b::c}`) are opened one level.
+    /// A directory module's own children (`mod d;` and `d::…` in `a/mod.rs`) are its
+    /// parts, not imports.
+    fn named_paths(code: &str, here: &[String]) -> Vec<Vec<String>> {
+        let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+        let mut out = Vec::new();
+        let bytes: Vec<char> = code.chars().collect();
+        let mut i = 0;
+        let read_path = |start: usize| -> (Vec<String>, usize) {
+            let mut segs = Vec::new();
+            let mut j = start;
+            loop {
+                let k = j;
+                while j < bytes.len() && ident(bytes[j]) {
+                    j += 1;
+                }
+                if j == k {
+                    break;
+                }
+                segs.push(bytes[k..j].iter().collect::<String>());
+                if j + 1 < bytes.len() && bytes[j] == ':' && bytes[j + 1] == ':' {
+                    j += 2;
+                } else {
+                    break;
+                }
+            }
+            (segs, j)
+        };
+        while i < bytes.len() {
+            let starts_word = i == 0 || !ident(bytes[i - 1]) && bytes[i - 1] != ':';
+            if !starts_word || !ident(bytes[i]) {
+                i += 1;
+                continue;
+            }
+            let (segs, end) = read_path(i);
+            // `crate::…` from the root; each leading `super::` one module up.
+            let supers = segs.iter().take_while(|s| *s == "super").count();
+            let base: Option<(Vec<String>, usize)> = if segs.first().is_some_and(|s| s == "crate") {
+                Some((Vec::new(), 1))
+            } else if supers > 0 {
+                let mut b = here.to_vec();
+                for _ in 0..supers {
+                    b.pop();
+                }
+                Some((b, supers))
+            } else {
+                None
+            };
+            if let Some((base, skip)) = base {
+                let rest: Vec<String> = segs[skip..]
+                    .iter()
+                    .take_while(|s| s.chars().all(|c| !c.is_ascii_uppercase()))
+                    .cloned()
+                    .collect();
+                let mut full = base.clone();
+                full.extend(rest);
+                out.push(full.clone());
+                // `crate::{a, b::c}`: each item of the group, one level deep.
+                if end + 1 < bytes.len() && bytes[end] == '{' {
+                    let close = bytes[end..].iter().position(|c| *c == '}').map(|p| end + p);
+                    if let Some(close) = close {
+                        let group: String = bytes[end + 1..close].iter().collect();
+                        for item in group.split(',') {
+                            let item = item.trim().trim_start_matches('{');
+                            let mut p = full.clone();
+                            p.extend(
+                                item.split("::")
+                                    .map(str::trim)
+                                    .take_while(|s| {
+                                        !s.is_empty()
+                                            && s.chars()
+                                                .all(|c| ident(c) && !c.is_ascii_uppercase())
+                                    })
+                                    .map(str::to_owned),
+                            );
+                            out.push(p);
+                        }
+                    }
+                }
+            }
+            i = end.max(i + 1);
+        }
+        out
+    }
+
+    /// The circles of files that import each other inside one crate's `src`.
+    fn file_circles(src: &Path) -> Vec<Vec<PathBuf>> {
+        let files = rust_files(src);
+        let index = |p: &Path| files.iter().position(|f| f == p);
+        let mut edges: Vec<Vec<usize>> = vec![Vec::new(); files.len()];
+        for (from, file) in files.iter().enumerate() {
+            let text = std::fs::read_to_string(file).unwrap();
+            let here = module_path(src, file);
+            // Comments name paths (intra-doc links) without importing them.
+            let code: String = without_tests(&text)
+                .lines()
+                .map(|l| l.split("//").next().unwrap_or(""))
+                .collect::<Vec<_>>()
+                .join("\n");
+            for path in named_paths(&code, &here) {
+                // The longest prefix of the path that is a file.
+                let target = (1..=path.len())
+                    .rev()
+                    .find_map(|n| module_file(src, &path[..n]));
+                if let Some(to) = target.and_then(|t| index(&t)) {
+                    if to != from && !edges[from].contains(&to) {
+                        edges[from].push(to);
+                    }
+                }
+            }
+        }
+        // Tarjan's strongly connected components.
+        struct State {
+            index: Vec<Option<usize>>,
+            low: Vec<usize>,
+            on_stack: Vec<bool>,
+            stack: Vec<usize>,
+            next: usize,
+            circles: Vec<Vec<usize>>,
+        }
+        fn visit(v: usize, edges: &[Vec<usize>], s: &mut State) {
+            s.index[v] = Some(s.next);
+            s.low[v] = s.next;
+            s.next += 1;
+            s.stack.push(v);
+            s.on_stack[v] = true;
+            for &w in &edges[v] {
+                match s.index[w] {
+                    None => {
+                        visit(w, edges, s);
+                        s.low[v] = s.low[v].min(s.low[w]);
+                    }
+                    Some(iw) if s.on_stack[w] => s.low[v] = s.low[v].min(iw),
+                    Some(_) => {}
+                }
+            }
+            if Some(s.low[v]) == s.index[v] {
+                let mut circle = Vec::new();
+                while let Some(w) = s.stack.pop() {
+                    s.on_stack[w] = false;
+                    circle.push(w);
+                    if w == v {
+                        break;
+                    }
+                }
+                if circle.len() > 1 {
+                    s.circles.push(circle);
+                }
+            }
+        }
+        let n = files.len();
+        let mut state = State {
+            index: vec![None; n],
+            low: vec![0; n],
+            on_stack: vec![false; n],
+            stack: Vec::new(),
+            next: 0,
+            circles: Vec::new(),
+        };
+        for v in 0..n {
+            if state.index[v].is_none() {
+                visit(v, &edges, &mut state);
+            }
+        }
+        state
+            .circles
+            .into_iter()
+            .map(|c| c.into_iter().map(|i| files[i].clone()).collect())
+            .collect()
+    }
+
+    /// Files import downward: no file of a crate imports a file that imports it back,
+    /// directly or through others (docs/ARCHITECTURE.md, "Bird's-eye view").
+    #[test]
+    fn no_circle_of_files_in_any_crate() {
+        let root = root();
+        let mut circles = Vec::new();
+        for entry in std::fs::read_dir(root.join("crates")).unwrap() {
+            let src = entry.unwrap().path().join("src");
+            if src.is_dir() {
+                circles.extend(file_circles(&src));
+            }
+        }
+        assert!(
+            circles.is_empty(),
+            "files that import each other: {circles:#?}"
+        );
+    }
+
+    #[test]
+    fn the_circle_finder_finds_a_circle_and_reads_paths() {
+        let dir = std::env::temp_dir().join(format!("tidy-circle-{}", std::process::id()));
+        let src = dir.join("src");
+        std::fs::create_dir_all(src.join("c")).unwrap();
+        std::fs::write(src.join("lib.rs"), "pub mod a;\npub mod b;\npub mod c;\n").unwrap();
+        std::fs::write(src.join("a.rs"), "use crate::b::B;\n").unwrap();
+        std::fs::write(src.join("b.rs"), "use crate::{c::d::D, x};\n").unwrap();
+        std::fs::write(src.join("c/mod.rs"), "pub mod d;\n").unwrap();
+        std::fs::write(src.join("c/d.rs"), "use super::super::a::A;\n").unwrap();
+        let circles = file_circles(&src);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(circles.len(), 1, "{circles:?}");
+        let mut names: Vec<String> = circles[0]
+            .iter()
+            .map(|p| p.strip_prefix(&src).unwrap().display().to_string())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["a.rs", "b.rs", "c/d.rs"]);
+    }
 }
