@@ -237,8 +237,9 @@ pub struct WatchArgs {
     /// The server's address, e.g. http://127.0.0.1:8000; several record a fleet
     #[arg(value_name = "URL", required_unless_present = "targets")]
     pub urls: Vec<String>,
-    /// A file of replicas' addresses, one a line (# starts a comment): a fleet
-    #[arg(long, value_name = "FILE")]
+    /// A file of replicas' addresses, one a line (# starts a comment): a fleet (not with
+    /// URLs on the command line: one list, from one place)
+    #[arg(long, value_name = "FILE", conflicts_with = "urls")]
     pub targets: Option<PathBuf>,
     /// The series file to write (one line per sample; an existing file is refused);
     /// for a fleet, a new or empty folder
@@ -461,7 +462,9 @@ inputs from another engine are then refused. 'inferlint --help' lists every comm
 
 /// `--max-regression 5%`: a percentage from 0 to 100, with or without the sign.
 fn margin(text: &str) -> Result<f64, String> {
-    let number = text.trim().trim_end_matches('%').trim();
+    // One `%` at most: `5%%` is a typing slip, never read as 5%.
+    let trimmed = text.trim();
+    let number = trimmed.strip_suffix('%').unwrap_or(trimmed).trim_end();
     match number.parse::<f64>() {
         Ok(p) if p.is_finite() && (0.0..=100.0).contains(&p) => Ok(p / 100.0),
         _ => Err(format!(

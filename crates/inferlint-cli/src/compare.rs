@@ -142,9 +142,40 @@ pub(crate) fn check(engine: Option<&str>, dir: &Path) -> Result<Checked, CliErro
 }
 
 /// The run folders of one side: the folder itself when it holds a run, else each of its
-/// subfolders that does, in name order (the library finds them).
+/// subfolders that does, in name order (the library finds them). An empty subfolder
+/// beside them is refused, named: a repeat or a load level whose run was never written
+/// would otherwise drop out of the spread or the curve without a word.
 pub(crate) fn runs_of(path: &Path) -> Result<Vec<PathBuf>, CliError> {
-    Ok(inferlint::repeats(path)?)
+    let runs = inferlint::repeats(path)?;
+    if runs.iter().any(|r| r == path) {
+        return Ok(runs);
+    }
+    let mut empty: Vec<PathBuf> = std::fs::read_dir(path)
+        .map_err(|e| CliError::input(format!("cannot read {}: {e}", path.display())))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.is_dir()
+                && !p
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+                && writer::is_empty_folder(p)
+        })
+        .collect();
+    empty.sort();
+    if let Some(first) = empty.first() {
+        let names: Vec<String> = empty.iter().map(|p| p.display().to_string()).collect();
+        return Err(CliError::input(format!(
+            "{} is an empty folder beside the runs in {} (a run never written?): remove it, or give the run folders one by one{}",
+            first.display(),
+            path.display(),
+            if names.len() > 1 {
+                format!(" (empty: {})", names.join(", "))
+            } else {
+                String::new()
+            }
+        )));
+    }
+    Ok(runs)
 }
 
 /// `A`, `B`, ... `Z`, then `S27`...

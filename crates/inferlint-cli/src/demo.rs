@@ -1,11 +1,11 @@
 //! `demo`: a simulated vLLM run folder, made in-process by inferlint-sim (so it works from
 //! an installed binary with no repository), written out and checked with `report`.
 
+use std::fs;
 use std::path::{Path, PathBuf};
 
 use inferlint_engines::load::EngineChoice;
 use inferlint_engines::output::{self, Rule};
-use inferlint_sim::bootlog::SIMULATED_LINE;
 use inferlint_sim::runfolder;
 
 use crate::cli::ReportArgs;
@@ -14,18 +14,12 @@ use crate::output::eprint_line;
 
 const DEFAULT_DIR: &str = "inferlint-demo";
 
-/// Whether `dir` holds a run folder an earlier `inferlint demo` wrote (its boot log says so).
-/// Only the start of a regular file is read: a pipe or a device named boot.log is no demo.
+/// Whether `dir` holds a run folder an earlier `inferlint demo` wrote: only the marker
+/// file demo writes into every folder it makes says so (see
+/// [`crate::run_folder::MARKER`]), never what the files hold. A real run recorded from
+/// the simulated server has the simulator's boot log too, and is no demo.
 fn is_previous_demo(dir: &Path) -> bool {
-    use std::io::Read;
-    let Ok((file, _)) = inferlint_engines::files::open_input(&dir.join("boot.log")) else {
-        return false;
-    };
-    let mut head = Vec::new();
-    if file.take(4096).read_to_end(&mut head).is_err() {
-        return false;
-    }
-    String::from_utf8_lossy(&head).lines().next() == Some(SIMULATED_LINE)
+    crate::run_folder::marked_by(dir, "demo")
 }
 
 pub fn demo(
@@ -36,6 +30,13 @@ pub fn demo(
 ) -> Result<ExitCode, CliError> {
     let dir: PathBuf = out.map_or_else(|| PathBuf::from(DEFAULT_DIR), Path::to_path_buf);
     let mut replace = force;
+    // A link is never followed to write: the folder it points to may be anything.
+    if fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(CliError::usage(format!(
+            "{} is a symbolic link; demo never writes through one, --force or not: give a folder with -o",
+            dir.display()
+        )));
+    }
     if dir.exists() {
         if !dir.is_dir() {
             return Err(CliError::usage(format!(
@@ -58,6 +59,8 @@ pub fn demo(
     let case = runfolder::demo_case();
     // Each file whole or not at all; a link in the folder is replaced, never followed.
     let rule = Rule::force(replace);
+    // The marker first: a demo stopped half-way is still known as ours the next time.
+    crate::run_folder::mark(&dir, "demo", &rule)?;
     for (name, text) in runfolder::run_folder(&case) {
         output::write_file(&dir.join(name), text.as_bytes(), &rule).map_err(CliError::from)?;
     }

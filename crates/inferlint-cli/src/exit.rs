@@ -208,6 +208,7 @@ impl From<OutputError> for CliError {
             | OutputError::Link { .. }
             | OutputError::IsInput { .. }
             | OutputError::Folder { .. }
+            | OutputError::NotRegular { .. }
             | OutputError::Locked { .. } => CliError::Usage(message),
         }
     }

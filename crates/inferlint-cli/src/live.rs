@@ -99,7 +99,18 @@ pub fn watch(choice: &mut EngineChoice, args: &WatchArgs, url: &str) -> Result<E
         interval: flags::interval(args.interval)?,
         duration: args.duration.map(flags::duration).transpose()?,
     };
-    let rule = Rule::force(args.force);
+    // The boot log is this command's input: never written over, --force or not.
+    let reads: Vec<(&Path, &str)> = args
+        .boot_log
+        .as_deref()
+        .map(|p| (p, "the boot log"))
+        .into_iter()
+        .collect();
+    let rule = Rule {
+        force: args.force,
+        reads: &reads,
+        ours: None,
+    };
     output::check(out, &rule).map_err(refused)?;
     if let Some(events) = &args.json_events {
         if output::same_file(events, out) || events == out {

@@ -6,14 +6,52 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use inferlint_engines::output::same_file;
+use inferlint_engines::output::{same_file, Rule};
 
 use crate::exit::CliError;
+
+/// The file inferlint writes into every run folder it makes (`demo`, `xray -o`): one
+/// line naming the command and the version. It alone says a folder is an earlier
+/// output of ours; what the other files hold never does (a real run recorded from the
+/// simulated server has the same boot log as a demo).
+pub const MARKER: &str = ".inferlint";
+
+/// The marker's text for `command`.
+fn marker_text(command: &str) -> String {
+    format!("inferlint {command} {}\n", env!("CARGO_PKG_VERSION"))
+}
+
+/// Writes the marker of `command` into `dir`, under the writer's rule.
+pub fn mark(dir: &Path, command: &str, rule: &Rule) -> Result<(), CliError> {
+    inferlint_engines::output::write_file(&dir.join(MARKER), marker_text(command).as_bytes(), rule)
+        .map_err(CliError::from)
+}
+
+/// Whether `dir` holds the marker `command` writes: a regular file (a link, a pipe or a
+/// device is no marker), its first line `inferlint COMMAND VERSION`, of any version.
+pub fn marked_by(dir: &Path, command: &str) -> bool {
+    use std::io::Read;
+    let path = dir.join(MARKER);
+    if !fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+        return false;
+    }
+    let Ok((file, _)) = inferlint_engines::files::open_input(&path) else {
+        return false;
+    };
+    let mut head = Vec::new();
+    if file.take(256).read_to_end(&mut head).is_err() {
+        return false;
+    }
+    let text = String::from_utf8_lossy(&head);
+    let mut words = text.lines().next().unwrap_or_default().split(' ');
+    words.next() == Some("inferlint") && words.next() == Some(command) && words.next().is_some()
+}
 
 /// The start of the name of a folder an earlier run was moved into.
 const EARLIER: &str = "earlier-";
 
-/// Makes `dir` ready for a new run. A missing folder is created; an empty one is used.
+/// Makes `dir` ready for a new run and writes the [`MARKER`] into it. A missing folder
+/// is created; an empty one is used (one holding only an earlier xray's marker is empty).
 /// One holding other entries is refused, unless `force`, which moves every entry into a
 /// new `DIR/earlier-YYYYmmdd-HHMMSS/` (nothing is deleted) and returns that folder;
 /// folders an earlier `--force` made stay where they are.
@@ -39,11 +77,14 @@ pub fn prepare(dir: &Path, force: bool, keep: &[&Path]) -> Result<Option<PathBuf
             && path
                 .file_name()
                 .is_some_and(|n| n.to_string_lossy().starts_with(EARLIER));
-        if !moved_aside && !keep.iter().any(|k| same_file(k, &path)) {
+        // Our own marker from an earlier xray is written again below, never counted.
+        let our_marker = path.file_name().is_some_and(|n| n == MARKER) && marked_by(dir, "xray");
+        if !moved_aside && !our_marker && !keep.iter().any(|k| same_file(k, &path)) {
             earlier.push(path);
         }
     }
     if earlier.is_empty() {
+        mark(dir, "xray", &Rule::force(true))?;
         return Ok(None);
     }
     if !force {
@@ -66,6 +107,7 @@ pub fn prepare(dir: &Path, force: bool, keep: &[&Path]) -> Result<Option<PathBuf
             ))
         })?;
     }
+    mark(dir, "xray", &Rule::force(true))?;
     Ok(Some(aside))
 }
 
@@ -134,6 +176,7 @@ mod tests {
             .expect("moved")
             .expect("a folder for the earlier run");
         assert!(aside.join("bench.json").is_file());
+        assert!(marked_by(&dir, "xray") && !marked_by(&dir, "demo"));
         assert!(!dir.join("bench.json").exists());
         assert!(boot.is_file(), "a named input stays where it is");
         // Only the named input left: usable as it is.

@@ -224,8 +224,8 @@ fn watch_records_a_fleet_that_report_checks() {
     std::fs::write(
         &targets,
         format!(
-            "# the fleet\n{}\n\n{}\n",
-            servers[1].base_url, servers[2].base_url
+            "# the fleet\n{}\n{}\n\n{}\n",
+            servers[0].base_url, servers[1].base_url, servers[2].base_url
         ),
     )
     .unwrap();
@@ -233,7 +233,6 @@ fn watch_records_a_fleet_that_report_checks() {
         dir.path(),
         &[
             "watch",
-            &servers[0].base_url,
             "--targets",
             "targets.txt",
             "-o",

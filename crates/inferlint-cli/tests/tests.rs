@@ -18,6 +18,9 @@ mod demo;
 mod expected;
 /// Fleets: report --prometheus, watch of several servers, report of a fleet folder.
 mod fleet;
+/// The kinds of case an adversary broke: outputs that replaced what was not asked,
+/// refusals that came late or not at all.
+mod hostile;
 /// Inputs that are not what they claim, and values that would make work unbounded.
 mod hostile_input;
 /// Servers that answer badly or with hostile text.

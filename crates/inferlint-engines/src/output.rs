@@ -5,6 +5,9 @@
 //! - an existing file is never replaced unless the caller says so (`--force`), or the
 //!   caller can tell that the file is its own earlier output (a report inferlint wrote);
 //! - a file the command reads is never written over, `--force` or not;
+//! - a path that is not a regular file, a folder or a link (a device such as
+//!   `/dev/null`, a FIFO, a socket) is never written to or replaced, `--force` or not: it
+//!   is refused before anything is opened for writing;
 //! - a symbolic link is never followed to write: a replacement renames a new file over
 //!   the link itself, and the file it pointed to stays as it was;
 //! - a whole file is written to a temporary file beside the target and then put in place
@@ -49,6 +52,17 @@ pub enum OutputError {
         path: PathBuf,
         /// The input it is, in a few words.
         what: String,
+    },
+    /// A device, a FIFO or a socket: never written to nor replaced, `--force` or not.
+    #[error(
+        "{} is {kind}, not a regular file; give a file (an output never replaces a device, a FIFO or a socket, --force or not)",
+        .path.display()
+    )]
+    NotRegular {
+        /// The path.
+        path: PathBuf,
+        /// What it is, in a few words ("a character device").
+        kind: &'static str,
     },
     /// A folder where a file was asked for.
     #[error("{} is a folder; give a file", .path.display())]
@@ -151,6 +165,14 @@ fn existing(path: &Path, rule: &Rule) -> Result<Existing, OutputError> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Existing::Nothing),
         Err(e) => return Err(OutputError::io(path, e)),
     };
+    // A device, a FIFO or a socket is refused before anything else is looked at, and
+    // before any file is opened: `--force` cannot apply to it.
+    if let Some(kind) = special_kind(&meta) {
+        return Err(OutputError::NotRegular {
+            path: path.to_owned(),
+            kind,
+        });
+    }
     // A recording another recorder is writing is named as such, whatever else holds.
     if meta.is_file() && locked_by_another(path) {
         return Err(OutputError::Locked {
@@ -183,6 +205,31 @@ fn existing(path: &Path, rule: &Rule) -> Result<Existing, OutputError> {
     Err(OutputError::Exists {
         path: path.to_owned(),
     })
+}
+
+/// What a path is when it is neither a regular file, a folder nor a symbolic link.
+fn special_kind(meta: &fs::Metadata) -> Option<&'static str> {
+    let kind = meta.file_type();
+    if kind.is_file() || kind.is_dir() || kind.is_symlink() {
+        return None;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_fifo() {
+            return Some("a pipe (FIFO)");
+        }
+        if kind.is_char_device() {
+            return Some("a character device");
+        }
+        if kind.is_block_device() {
+            return Some("a block device");
+        }
+        if kind.is_socket() {
+            return Some("a socket");
+        }
+    }
+    Some("not a regular file")
 }
 
 /// Creates the folders above an output file.
@@ -393,6 +440,45 @@ pub fn is_empty_folder(dir: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `/dev/null` is only looked at here (`check` opens nothing for writing): refused
+    /// with `--force` and without, and the refusal never suggests `--force`.
+    #[cfg(unix)]
+    #[test]
+    fn a_device_is_refused_whatever_the_flags() {
+        let null = Path::new("/dev/null");
+        for rule in [Rule::NEW, Rule::force(true)] {
+            let refused = check(null, &rule).expect_err("a device");
+            assert!(
+                matches!(refused, OutputError::NotRegular { .. }),
+                "{refused:?}"
+            );
+            let text = refused.to_string();
+            assert!(text.contains("a character device"), "{text}");
+            assert!(!text.contains("or --force"), "{text}");
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_is_never_replaced() {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let fifo = dir.path().join("pipe");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).expect("a FIFO");
+        for rule in [Rule::NEW, Rule::force(true)] {
+            let refused = write_file(&fifo, b"x", &rule).expect_err("a FIFO");
+            assert!(refused.to_string().contains("a pipe (FIFO)"), "{refused}");
+            let refused = create_stream(&fifo, &rule).expect_err("a FIFO");
+            assert!(matches!(refused, OutputError::NotRegular { .. }));
+        }
+        let meta = fs::symlink_metadata(&fifo).expect("still there");
+        assert!(special_kind(&meta).is_some(), "still a FIFO");
+        assert_eq!(
+            fs::read_dir(dir.path()).expect("listed").count(),
+            1,
+            "no temporary file"
+        );
+    }
 
     #[test]
     fn a_temporary_name_is_hidden_and_beside_the_target() {

@@ -15,6 +15,38 @@ use maud::{html, Markup};
 use crate::page::page;
 use crate::svg::{self, Frame, WIDTH};
 
+/// A link the page may hold: an `http://` or `https://` address as it is, or a relative
+/// path with each of its segments percent-encoded (a `:` included, so that a folder named
+/// `javascript:alert(1)` is a file name, never a scheme). Anything else (another scheme,
+/// an absolute path, a path starting `//` or holding a backslash) gets no link: the
+/// replica's name is shown without one.
+pub fn safe_href(href: &str) -> Option<String> {
+    let lower = href.to_ascii_lowercase();
+    if lower.starts_with("http://") || lower.starts_with("https://") {
+        let ok = !href
+            .chars()
+            .any(|c| c.is_control() || c.is_whitespace() || c == '\\');
+        return ok.then(|| href.to_owned());
+    }
+    if href.is_empty() || href.starts_with('/') || href.contains('\\') {
+        return None;
+    }
+    let mut out = String::with_capacity(href.len() + 8);
+    for (i, segment) in href.split('/').enumerate() {
+        if i > 0 {
+            out.push('/');
+        }
+        for byte in segment.bytes() {
+            if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
+                out.push(char::from(byte));
+            } else {
+                out.push_str(&format!("%{byte:02X}"));
+            }
+        }
+    }
+    Some(out)
+}
+
 /// One replica as its row shows it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReplicaRow {
@@ -294,7 +326,7 @@ pub fn render(p: &FleetPage) -> String {
                     @for (i, row) in p.rows.iter().enumerate() {
                         tr {
                             th scope="row" {
-                                @match &row.href {
+                                @match row.href.as_deref().and_then(safe_href) {
                                     Some(href) => a href=(href) { (row.name) },
                                     None => (row.name),
                                 }
@@ -382,5 +414,24 @@ mod tests {
         );
         assert!(!html.contains("<script"));
         assert!(html.contains("A fleet of 1 replica<"));
+    }
+
+    #[test]
+    fn a_link_is_http_or_a_relative_path_made_safe() {
+        assert_eq!(
+            safe_href("javascript:alert(1)/report.html").as_deref(),
+            Some("javascript%3Aalert%281%29/report.html")
+        );
+        assert_eq!(
+            safe_href("replica-0_8000/report.html").as_deref(),
+            Some("replica-0_8000/report.html")
+        );
+        assert_eq!(
+            safe_href("https://example.com/r.html").as_deref(),
+            Some("https://example.com/r.html")
+        );
+        for refused in ["/etc/passwd", "//evil.example/x", "a\\b", ""] {
+            assert_eq!(safe_href(refused), None, "{refused}");
+        }
     }
 }

@@ -169,6 +169,7 @@ impl From<inferlint_live::RecordError> for Error {
                     | OutputError::Link { path }
                     | OutputError::IsInput { path, .. }
                     | OutputError::Folder { path }
+                    | OutputError::NotRegular { path, .. }
                     | OutputError::Locked { path } => (Some(path.clone()), None),
                 };
                 (ErrorKind::Write, path, io)

@@ -182,6 +182,8 @@ pub fn xray(
         ),
     };
     let base = BaseUrl::parse(&url)?;
+    refuse_other_port(&base, serve_words.as_deref())?;
+    check_inputs_first(args)?;
     let dir = args.out.clone().unwrap_or_else(default_folder);
     // One folder, one run: the files of an earlier one are never read as this one's.
     let keep: Vec<&Path> = [args.boot_log.as_deref(), args.bench_result.as_deref()]
@@ -250,4 +252,38 @@ fn create_new(path: &Path) -> Result<File, inferlint_engines::output::OutputErro
                 source: e,
             },
         })
+}
+
+/// `--url` and a `--serve` command that listens on another port cannot both be right:
+/// xray would start one server and record another (or none). Refused, naming both.
+fn refuse_other_port(base: &BaseUrl, serve: Option<&[String]>) -> Result<(), CliError> {
+    let Some(words) = serve else {
+        return Ok(());
+    };
+    let Some(asked) = loadcmd::flag_value(words, "--port") else {
+        return Ok(());
+    };
+    let Ok(serve_port) = asked.trim().parse::<u16>() else {
+        return Ok(());
+    };
+    match base.host_port() {
+        Some((_, url_port)) if url_port != serve_port => Err(CliError::usage(format!(
+            "--url {base} is port {url_port}, but the --serve command listens on port {serve_port} (--port {asked}): give one port, or leave --url out"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// The files xray reads that exist before the run (an attached server's `--boot-log`),
+/// checked before any server is contacted or started: a missing or unreadable one, or a
+/// pipe or a device, is an unusable input (exit 65), and nothing is asked of the server.
+fn check_inputs_first(args: &XrayArgs) -> Result<(), CliError> {
+    if args.serve.is_some() {
+        // The started server's boot log is the one xray writes, DIR/boot.log.
+        return Ok(());
+    }
+    if let Some(path) = args.boot_log.as_deref() {
+        files::open_input(path).map_err(|e| CliError::input(format!("--boot-log: {e}")))?;
+    }
+    Ok(())
 }
