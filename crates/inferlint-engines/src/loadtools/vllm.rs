@@ -102,8 +102,12 @@ impl Lists {
 }
 
 impl Sink for Lists {
+    /// Every list at the top is streamed: those of [`LISTS`] into their columns, the
+    /// others (`generated_texts`, each request's whole output) read one entry at a time
+    /// and dropped, as the reader asks nothing of them but that they are no number or
+    /// text. `date` is kept whatever it holds: a note quotes it.
     fn streams(&self, path: &[Seg]) -> bool {
-        Lists::key(path).is_some()
+        matches!(path, [Seg::Key(k)] if k != "date")
     }
 
     fn begin(&mut self, path: &[Seg]) {
