@@ -5,7 +5,9 @@
 //! `guidellm.json`, `benchmarks.json`, `profile_export_aiperf.json` or
 //! `summary_lifecycle_metrics.json`, and a user may rename any of them. [`identify`] reads
 //! the start of a file for the fields only one tool writes; each tool's module then reads
-//! the whole file, and the per-request file beside a summary where the tool writes one.
+//! the whole file, and the per-request file beside a summary where the tool writes one,
+//! as a stream ([`stream`]): each request record is folded into the account as it is
+//! read, so memory follows what the account keeps, not the file's size.
 //!
 //! Three promises:
 //! - a file of a known tool in a shape its reader does not understand is an error that

@@ -494,11 +494,12 @@ fn parse_from<S: Sink>(
     if failed {
         stream.drain();
     }
-    if let Some(e) = stream.io_error.take() {
-        return Err(FileError::io(path, e));
-    }
+    // A file that grew past the bound is that error, not the read error it raised.
     if stream.over() {
         return Err(too_big(path, MAX_RESULT_BYTES + 1));
+    }
+    if let Some(e) = stream.io_error.take() {
+        return Err(FileError::io(path, e));
     }
     if stream.not_utf8 {
         return Err(FileError::invalid(path, format!("{what}: not UTF-8 text")));
@@ -612,6 +613,19 @@ mod tests {
                 assert_eq!(chunked(text, chunk), whole, "{text} in chunks of {chunk}");
             }
         }
+    }
+
+    /// A file that grows past the bound while it is read is refused as too big.
+    #[test]
+    fn a_file_that_grows_past_the_bound_is_too_big() {
+        let reader = Bounded::new(Box::new(&b"{\"a\": [1, 2, 3]}"[..]) as Box<dyn Read>, 4);
+        let e = parse_from(Path::new("f.json"), reader, true, "T", &mut Whole)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("more than the 1 GiB a result file can be"),
+            "{e}"
+        );
     }
 
     #[test]
