@@ -9,13 +9,27 @@
 #     (refused at 64 MiB), served by python3 -m http.server;
 #   - a 2 GB boot log (check-log reads it line by line);
 #   - a series with "running": 1e20 (report) and /dev/zero as a series;
-#   - a GuideLLM result grown to 16,384 request records, read whole (report).
+#   - every load tool's result file (the fixtures in fixtures/loadtools) grown to 10 MB
+#     and to 100 MB of per-request records (report reads it as a stream).
+#
+#   bench/limits.sh            every case
+#   bench/limits.sh results    the load tools' result files alone
+#
+# INFERLINT_BIN names another build to measure (an earlier one, to compare). The result
+# cases run under a cap of LIMITS_CAP_GIB (default 8) GiB of address space, so that a
+# reader that takes memory in proportion to the file fails there rather than taking the
+# machine's.
 #
 # Needs: python3 and GNU time; about 2.5 GB of free disk in $TMPDIR for the log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --locked -p inferlint-cli -q
-RS="$PWD/target/release/inferlint"
+ONLY="${1:-all}"
+if [ -n "${INFERLINT_BIN:-}" ]; then
+  RS="$INFERLINT_BIN"
+else
+  cargo build --release --locked -p inferlint-cli -q
+  RS="$PWD/target/release/inferlint"
+fi
 WORK="$(mktemp -d)"
 SERVER_PID=""
 cleanup() {
@@ -35,6 +49,7 @@ measure() {
   printf '%-34s exit %-3s %7ss %8s MiB  %s\n' "$name" "$status" "$seconds" "$((kib / 1024))" "$said"
 }
 
+if [ "$ONLY" = all ]; then
 echo "== scrapes (snapshot of a page served by python3 -m http.server)"
 mkdir -p "$WORK/short" "$WORK/labelled" "$WORK/at-the-bounds" "$WORK/huge"
 python3 - "$WORK" <<'PY'
@@ -109,17 +124,105 @@ open(p, "w").write("\n".join(lines))
 PY
 measure "report, running 1e20" "$RS" report "$RUN"
 
-echo "== a load tool's result"
-BIG="$WORK/guidellm"
-cp -r fixtures/loadtools/guidellm/concurrent-8 "$BIG"
-python3 - "$BIG/guidellm.json" <<'PY'
+fi
+
+echo "== a load tool's result, grown (report; peak resident memory)"
+grow() {
+  # grow FILE HOW MB: cycles the file's per-request records until it holds about MB
+  # megabytes, the fields that tell the tool first.
+  python3 - "$@" <<'PY'
 import itertools, json, sys
-p = sys.argv[1]
-report = json.load(open(p))
-requests = report["benchmarks"][0]["requests"]
-requests["successful"] = list(itertools.islice(itertools.cycle(requests["successful"]), 16384))
-json.dump(report, open(p, "w"))
+path, how, mb = sys.argv[1], sys.argv[2], int(sys.argv[3])
+target = mb * 1_000_000
+
+def size(v):
+    return len(json.dumps(v)) + 2
+
+def cycled(items, each):
+    return list(itertools.islice(itertools.cycle(items), max(1, target // each)))
+
+def dump(value, f):
+    if isinstance(value, dict):
+        # Small fields first: each tool's telling fields stay in its first 64 KiB.
+        fields = sorted(value.items(), key=lambda kv: size(kv[1]))
+        f.write("{" + ", ".join(json.dumps(k) + ": " + json.dumps(v) for k, v in fields) + "}")
+    else:
+        json.dump(value, f)
+
+if how == "lines":
+    lines = [l for l in open(path).read().split("\n") if l.strip()]
+    each = sum(len(l) + 1 for l in lines) // len(lines)
+    open(path, "w").write("\n".join(cycled(lines, each)) + "\n")
+    sys.exit()
+if how == "last-line":
+    lines = [l for l in open(path).read().split("\n") if l.strip()]
+    report = json.loads(lines[-1])
+else:
+    report = json.load(open(path))
+if how == "empty-records":
+    # The smallest record a reader takes: 4 bytes of file, a whole record in the account.
+    report["benchmarks"][0]["requests"] = {"successful": [{}] * (target // 4), "errored": [], "incomplete": []}
+    report["benchmarks"][0]["metrics"]["request_totals"]["successful"] = target // 4
+    report["benchmarks"][0]["metrics"]["request_totals"]["total"] = target // 4
+elif how == "errors-only":
+    for k in [k for k, v in report.items() if isinstance(v, list)]:
+        del report[k]
+    report["errors"] = [""] * (target // 4)
+    report["num_prompts"] = report["completed"] = target // 4
+elif how == "guidellm":
+    records = report["benchmarks"][0]["requests"]["successful"]
+    report["benchmarks"][0]["requests"]["successful"] = cycled(records, sum(map(size, records)) // len(records))
+elif how == "genai-perf":
+    records = report["experiments"][0]["requests"]
+    report["experiments"][0]["requests"] = cycled(records, sum(map(size, records)) // len(records))
+elif how == "list":
+    report = cycled(report, sum(map(size, report)) // len(report))
+else:  # the engines' clients: the i-th entry of every per-request list is request i
+    n = len(report["errors"])
+    keys = [k for k, v in report.items() if isinstance(v, list) and len(v) == n]
+    each = sum(size(report[k][i]) for k in keys for i in range(n)) // n
+    for k in keys:
+        report[k] = cycled(report[k], each)
+    for k in ["num_prompts", "completed"]:
+        if k in report:
+            report[k] = len(report["errors"])
+with open(path, "w") as f:
+    dump(report, f)
+    if how == "last-line":
+        f.write("\n")
 PY
-size=$(du -m "$BIG/guidellm.json" | cut -f1)
-measure "report, 16,384 requests ($size MB)" "$RS" report "$BIG"
-measure "series /dev/zero" "$RS" series /dev/zero
+}
+CAP_KIB=$((${LIMITS_CAP_GIB:-8} * 1024 * 1024))
+for case in \
+  "guidellm/concurrent-8 guidellm.json guidellm" \
+  "vllm/concurrent-16-detailed bench.json lists" \
+  "sglang/concurrent-16-details bench.jsonl last-line" \
+  "trtllm/concurrent-8-detailed bench.json lists" \
+  "genai-perf/concurrency-8 artifacts/sim-model-openai-completions-concurrency8/profile_export.json genai-perf" \
+  "aiperf/concurrency-8 aiperf/profile_export.jsonl lines" \
+  "inference-perf/concurrent-8 inference-perf/per_request_lifecycle_metrics.json list" \
+  "llmperf/concurrent-8 result_outputs/sim-model_32_32_individual_responses.json list" \
+  "guidellm/concurrent-8 guidellm.json empty-records" \
+  "vllm/concurrent-16-detailed bench.json errors-only"; do
+  read -r folder file how <<<"$case"
+  name="${folder%%/*}"
+  case "$how" in
+    empty-records) name="$name, {} records" ;;
+    errors-only) name="$name, only errors" ;;
+  esac
+  for mb in 10 100; do
+    RUN="$WORK/result"
+    rm -rf "$RUN"
+    cp -r "fixtures/loadtools/$folder" "$RUN"
+    rm -f "$RUN/report.html"
+    grow "$RUN/$file" "$how" "$mb"
+    size=$(($(stat -c %s "$RUN/$file") / 1000000))
+    measure "report, $name ($size MB)" \
+      bash -c 'ulimit -v "$1"; exec "$2" report "$3"' _ "$CAP_KIB" "$RS" "$RUN"
+    rm -rf "$RUN"
+  done
+done
+
+if [ "$ONLY" = all ]; then
+  measure "series /dev/zero" "$RS" series /dev/zero
+fi

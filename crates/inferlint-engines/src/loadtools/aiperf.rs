@@ -18,13 +18,14 @@ use inferlint_core::client::{
 };
 use serde_json::Value;
 
+use super::stream::{self, Source};
 use super::{at, count, extend_gaps, int, label, num, parse_json, shape, text};
 use crate::input::FileError;
 
-pub(super) fn summary(path: &Path, bytes: &[u8]) -> Result<ClientAccount, FileError> {
-    let version = super::string_field(bytes, "aiperf_version");
+pub(super) fn summary(path: &Path, source: Source) -> Result<ClientAccount, FileError> {
+    let version = super::string_field(&super::head(path, source)?, "aiperf_version");
     let tool_label = label(LoadTool::AiPerf, version.as_deref());
-    let root = parse_json(path, bytes, &tool_label)?;
+    let root = parse_json(path, source, &tool_label)?;
     if !root.is_object() {
         return Err(shape(path, &tool_label, "not a JSON object"));
     }
@@ -162,102 +163,145 @@ fn read_identity(root: &Value, account: &mut ClientAccount) {
     }
 }
 
-/// The per-request records: JSON lines, the warm-up's counted apart.
+/// The per-request records: JSON lines, the warm-up's counted apart. Read one line at a
+/// time; a line that ends inside its JSON is held until the next line shows whether it
+/// was the last (a recorder killed mid-write leaves its last line cut). As when the file
+/// was read whole, a file that is not UTF-8 text anywhere is that error first.
 pub(super) fn read_records(
     path: &Path,
-    bytes: &[u8],
+    source: Source,
     account: &mut ClientAccount,
 ) -> Result<(), FileError> {
     let tool_label = &label(LoadTool::AiPerf, account.tool_version.as_deref());
-    let content = std::str::from_utf8(bytes)
-        .map_err(|_| FileError::invalid(path, format!("{tool_label} records: not UTF-8 text")))?;
-    let lines: Vec<&str> = content.lines().filter(|l| !l.trim().is_empty()).collect();
+    let bad_json = |i: usize, e: serde_json::Error| {
+        FileError::invalid(
+            path,
+            format!("{tool_label} records, bad JSON on line {} ({e})", i + 1),
+        )
+    };
     let mut warmup = 0u64;
     account.clock = Some(RequestClock::Unix);
-    for (i, line) in lines.iter().enumerate() {
-        let record = match crate::pyjson::from_str(line) {
-            Ok(v) => v,
-            // A recorder killed mid-write leaves its last line cut.
-            Err(e) if e.is_eof() && i + 1 == lines.len() => {
-                account
-                    .notes
-                    .push(format!("{}: the last record is cut off", path.display()));
-                break;
-            }
-            Err(e) => {
-                return Err(FileError::invalid(
-                    path,
-                    format!("{tool_label} records, bad JSON on line {} ({e})", i + 1),
-                ))
-            }
+    let mut lines = 0usize;
+    let mut not_utf8 = false;
+    let mut failure: Option<FileError> = None;
+    let mut cut: Option<(usize, serde_json::Error)> = None;
+    stream::for_each_line(path, source, |_, bytes| {
+        let Ok(line) = std::str::from_utf8(bytes) else {
+            not_utf8 = true;
+            return false;
         };
-        let Some(metadata) = record.get("metadata").filter(|m| m.is_object()) else {
-            return Err(shape(
-                path,
-                tool_label,
-                format!("record {} has no 'metadata'", i + 1),
-            ));
-        };
-        if text(metadata.get("benchmark_phase")).as_deref() == Some("warmup") {
-            warmup += 1;
-            continue;
+        if failure.is_some() || line.trim().is_empty() {
+            // After an error, the rest is read only for its UTF-8.
+            return true;
         }
-        let metric = |key: &str| num(at(&record, &["metrics", key, "value"]));
-        let ns = |key: &str| num(metadata.get(key)).map(|n| n / 1e9);
-        let error = record.get("error").filter(|e| !e.is_null());
-        let cancelled = metadata.get("was_cancelled").and_then(Value::as_bool) == Some(true);
-        let outcome = if error.is_some() {
-            RequestOutcome::Failed
-        } else if cancelled {
-            RequestOutcome::Incomplete
-        } else {
-            RequestOutcome::Completed
-        };
-        let sent = ns("request_start_ns");
-        let ttft_s = metric("time_to_first_token").map(|ms| ms / 1000.0);
-        let reason = error.map(|e| {
-            let code = int(e.get("code"));
-            let kind = text(e.get("type"));
-            match (code, kind) {
-                (Some(c), Some(k)) => format!("{c} {k}"),
-                (_, Some(k)) => k,
-                _ => text(e.get("message")).unwrap_or_else(|| "unnamed error".into()),
-            }
-        });
-        if outcome == RequestOutcome::Completed {
-            if let Some(gaps) =
-                at(&record, &["metrics", "inter_chunk_latency", "value"]).and_then(Value::as_array)
-            {
-                extend_gaps(
-                    &mut account.inter_token_ms,
-                    gaps.iter().filter_map(|g| num(Some(g))),
-                );
-            }
+        if let Some((i, e)) = cut.take() {
+            failure = Some(bad_json(i, e));
+            return true;
         }
-        account.requests.push(ClientRequest {
-            outcome: Some(outcome),
-            error: reason,
-            scheduled_s: ns("credit_issued_ns"),
-            sent_s: sent,
-            first_token_s: sent.zip(ttft_s).map(|(s, t)| s + t),
-            end_s: (outcome == RequestOutcome::Completed)
-                .then(|| ns("request_end_ns"))
-                .flatten(),
-            ttft_s,
-            latency_s: metric("request_latency").map(|ms| ms / 1000.0),
-            prompt_tokens: metric("input_sequence_length")
-                .or_else(|| metric("error_isl"))
-                .map(|t| t as u64),
-            output_tokens: metric("output_sequence_length").map(|t| t as u64),
-            server_prompt_tokens: metric("usage_prompt_tokens").map(|t| t as u64),
-            server_output_tokens: metric("usage_completion_tokens").map(|t| t as u64),
-            asked_output_tokens: None,
-            ignore_eos: None,
-        });
+        let i = lines;
+        lines += 1;
+        match crate::pyjson::from_str(line.strip_suffix('\r').unwrap_or(line)) {
+            Ok(record) => {
+                if let Err(e) = fold(path, tool_label, (i, record), &mut warmup, account) {
+                    failure = Some(e);
+                }
+            }
+            Err(e) if e.is_eof() => cut = Some((i, e)),
+            Err(e) => failure = Some(bad_json(i, e)),
+        }
+        true
+    })?;
+    if not_utf8 {
+        return Err(FileError::invalid(
+            path,
+            format!("{tool_label} records: not UTF-8 text"),
+        ));
+    }
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    if cut.is_some() {
+        account
+            .notes
+            .push(format!("{}: the last record is cut off", path.display()));
     }
     if account.span.untimed_requests.is_none() && warmup > 0 {
         account.span.untimed_requests = Some(warmup);
     }
+    Ok(())
+}
+
+/// Folds record `i` (a line of the file) into the account; a warm-up record is counted.
+fn fold(
+    path: &Path,
+    tool_label: &str,
+    (i, record): (usize, Value),
+    warmup: &mut u64,
+    account: &mut ClientAccount,
+) -> Result<(), FileError> {
+    let Some(metadata) = record.get("metadata").filter(|m| m.is_object()) else {
+        return Err(shape(
+            path,
+            tool_label,
+            format!("record {} has no 'metadata'", i + 1),
+        ));
+    };
+    if text(metadata.get("benchmark_phase")).as_deref() == Some("warmup") {
+        *warmup += 1;
+        return Ok(());
+    }
+    let metric = |key: &str| num(at(&record, &["metrics", key, "value"]));
+    let ns = |key: &str| num(metadata.get(key)).map(|n| n / 1e9);
+    let error = record.get("error").filter(|e| !e.is_null());
+    let cancelled = metadata.get("was_cancelled").and_then(Value::as_bool) == Some(true);
+    let outcome = if error.is_some() {
+        RequestOutcome::Failed
+    } else if cancelled {
+        RequestOutcome::Incomplete
+    } else {
+        RequestOutcome::Completed
+    };
+    let sent = ns("request_start_ns");
+    let ttft_s = metric("time_to_first_token").map(|ms| ms / 1000.0);
+    let reason = error.map(|e| {
+        let code = int(e.get("code"));
+        let kind = text(e.get("type"));
+        match (code, kind) {
+            (Some(c), Some(k)) => format!("{c} {k}"),
+            (_, Some(k)) => k,
+            _ => text(e.get("message")).unwrap_or_else(|| "unnamed error".into()),
+        }
+    });
+    if outcome == RequestOutcome::Completed {
+        if let Some(gaps) =
+            at(&record, &["metrics", "inter_chunk_latency", "value"]).and_then(Value::as_array)
+        {
+            extend_gaps(
+                &mut account.inter_token_ms,
+                gaps.iter().filter_map(|g| num(Some(g))),
+            );
+        }
+    }
+    account.requests.push(ClientRequest {
+        outcome: Some(outcome),
+        error: reason,
+        scheduled_s: ns("credit_issued_ns"),
+        sent_s: sent,
+        first_token_s: sent.zip(ttft_s).map(|(s, t)| s + t),
+        end_s: (outcome == RequestOutcome::Completed)
+            .then(|| ns("request_end_ns"))
+            .flatten(),
+        ttft_s,
+        latency_s: metric("request_latency").map(|ms| ms / 1000.0),
+        prompt_tokens: metric("input_sequence_length")
+            .or_else(|| metric("error_isl"))
+            .map(|t| t as u64),
+        output_tokens: metric("output_sequence_length").map(|t| t as u64),
+        server_prompt_tokens: metric("usage_prompt_tokens").map(|t| t as u64),
+        server_output_tokens: metric("usage_completion_tokens").map(|t| t as u64),
+        asked_output_tokens: None,
+        ignore_eos: None,
+    });
     Ok(())
 }
 
@@ -269,7 +313,11 @@ mod tests {
         let text = format!(
             r#"{{"aiperf_version": "0.13.0", "request_count": {{"unit": "requests", "avg": 1}}{extra}}}"#
         );
-        summary(Path::new("profile_export_aiperf.json"), text.as_bytes()).unwrap()
+        summary(
+            Path::new("profile_export_aiperf.json"),
+            Source::Bytes(text.as_bytes()),
+        )
+        .unwrap()
     }
 
     /// `start_time` and `end_time` are `datetime.fromtimestamp(...)`, local time without

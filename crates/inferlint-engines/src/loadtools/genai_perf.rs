@@ -18,13 +18,14 @@ use inferlint_core::client::{
 };
 use serde_json::Value;
 
+use super::stream::{self, index_at, path_is, Seg, Sink, Source};
 use super::{asked, at, body, count, extend_gaps, int, num, parse_json, shape, text};
 use crate::input::FileError;
 
 const TOOL: &str = "GenAI-Perf (version not recorded)";
 
-pub(super) fn summary(path: &Path, bytes: &[u8]) -> Result<ClientAccount, FileError> {
-    let root = parse_json(path, bytes, TOOL)?;
+pub(super) fn summary(path: &Path, source: Source) -> Result<ClientAccount, FileError> {
+    let root = parse_json(path, source, TOOL)?;
     let avg = |metric: &str| num(at(&root, &[metric, "avg"]));
     let Some(requests) = avg("request_count") else {
         return Err(shape(path, TOOL, "no 'request_count.avg'"));
@@ -70,12 +71,44 @@ pub(super) fn summary(path: &Path, bytes: &[u8]) -> Result<ClientAccount, FileEr
     Ok(account)
 }
 
+/// Each experiment's requests, each folded as it is read into its record and its gaps.
+#[derive(Default)]
+struct Records(std::collections::HashMap<usize, (Vec<ClientRequest>, Vec<f32>)>);
+
+impl Records {
+    fn experiment(path: &[Seg]) -> Option<usize> {
+        path_is(path, &[Some("experiments"), None, Some("requests")])
+            .then(|| index_at(path, 1))
+            .flatten()
+    }
+}
+
+impl Sink for Records {
+    fn streams(&self, path: &[Seg]) -> bool {
+        Records::experiment(path).is_some()
+    }
+
+    fn begin(&mut self, path: &[Seg]) {
+        if let Some(e) = Records::experiment(path) {
+            self.0.insert(e, Default::default());
+        }
+    }
+
+    fn item(&mut self, path: &[Seg], _: usize, item: Value) {
+        if let Some(e) = Records::experiment(path) {
+            let (requests, gaps) = self.0.entry(e).or_default();
+            requests.push(request(&item, gaps));
+        }
+    }
+}
+
 pub(super) fn read_export(
     path: &Path,
-    bytes: &[u8],
+    source: Source,
     account: &mut ClientAccount,
 ) -> Result<(), FileError> {
-    let root = parse_json(path, bytes, TOOL)?;
+    let mut records = Records::default();
+    let root = stream::parse(path, source, TOOL, &mut records)?;
     let Some(experiments) = root.get("experiments").and_then(Value::as_array) else {
         return Err(shape(path, TOOL, "no 'experiments' list"));
     };
@@ -103,17 +136,24 @@ pub(super) fn read_export(
                 id.end_unix_s = Some(id.end_unix_s.map_or(e, |t| t.max(e)));
             }
         }
-        let Some(requests) = experiment.get("requests").and_then(Value::as_array) else {
+        // The list was folded as it was read; the tree holds an empty one for it.
+        if !experiment.get("requests").is_some_and(Value::is_array) {
             return Err(shape(
                 path,
                 TOOL,
                 format!("experiments[{e}] has no 'requests' list"),
             ));
-        };
-        for item in requests {
-            account
-                .requests
-                .push(request(item, &mut account.inter_token_ms));
+        }
+        let (mut requests, mut gaps) = records.0.remove(&e).unwrap_or_default();
+        if account.requests.is_empty() {
+            account.requests = requests;
+        } else {
+            account.requests.append(&mut requests);
+        }
+        if account.inter_token_ms.is_empty() {
+            account.inter_token_ms = gaps;
+        } else {
+            account.inter_token_ms.append(&mut gaps);
         }
     }
     Ok(())

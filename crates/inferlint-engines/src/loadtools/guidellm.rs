@@ -8,6 +8,7 @@
 //! request under `requests.successful`, `errored` and `incomplete` with wall-clock
 //! timings. Its warm-up and cool-down are left out of those lists and figures.
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use inferlint_core::client::{
@@ -15,14 +16,62 @@ use inferlint_core::client::{
 };
 use serde_json::Value;
 
-use super::{asked, at, body, count, int, label, num, parse_json, shape, text};
+use super::stream::{self, index_at, path_is, Seg, Sink, Source};
+use super::{asked, at, body, count, int, label, num, shape, text};
 use crate::input::FileError;
 
-pub(super) fn read(path: &Path, bytes: &[u8]) -> Result<ClientAccount, FileError> {
+/// The lists of request records in each benchmark, and how each ended.
+const LISTS: [(&str, RequestOutcome); 3] = [
+    ("successful", RequestOutcome::Completed),
+    ("errored", RequestOutcome::Failed),
+    ("incomplete", RequestOutcome::Incomplete),
+];
+
+/// Each benchmark's request records, folded into the account's records as they are
+/// read: by benchmark and list ([`LISTS`]).
+#[derive(Default)]
+struct Records(HashMap<(usize, usize), Vec<ClientRequest>>);
+
+impl Records {
+    fn list(path: &[Seg]) -> Option<(usize, usize)> {
+        LISTS.iter().enumerate().find_map(|(l, (key, _))| {
+            path_is(
+                path,
+                &[Some("benchmarks"), None, Some("requests"), Some(key)],
+            )
+            .then(|| Some((index_at(path, 1)?, l)))
+            .flatten()
+        })
+    }
+}
+
+impl Sink for Records {
+    fn streams(&self, path: &[Seg]) -> bool {
+        Records::list(path).is_some()
+    }
+
+    fn begin(&mut self, path: &[Seg]) {
+        if let Some(list) = Records::list(path) {
+            self.0.insert(list, Vec::new());
+        }
+    }
+
+    fn item(&mut self, path: &[Seg], _: usize, item: Value) {
+        if let Some((b, l)) = Records::list(path) {
+            self.0
+                .entry((b, l))
+                .or_default()
+                .push(request(&item, LISTS[l].1));
+        }
+    }
+}
+
+pub(super) fn read(path: &Path, source: Source) -> Result<ClientAccount, FileError> {
     // Read from the raw text, so that a cut-off file's error still names the version.
-    let version = super::string_field(bytes, "guidellm_version");
+    let version = super::string_field(&super::head(path, source)?, "guidellm_version");
     let tool_label = label(LoadTool::GuideLlm, version.as_deref());
-    let root = parse_json(path, bytes, &tool_label)?;
+    let mut records = Records::default();
+    let root = stream::parse(path, source, &tool_label, &mut records)?;
     let Some(benchmarks) = root.get("benchmarks").and_then(Value::as_array) else {
         return Err(shape(path, &tool_label, "no 'benchmarks' list"));
     };
@@ -38,7 +87,8 @@ pub(super) fn read(path: &Path, bytes: &[u8]) -> Result<ClientAccount, FileError
     let mut duration = 0.0;
     let mut durations_known = true;
     for (i, bench) in benchmarks.iter().enumerate() {
-        let Some(read) = read_benchmark(path, &tool_label, i, bench, &mut account)? else {
+        let Some(read) = read_benchmark(path, &tool_label, (i, bench), &mut records, &mut account)?
+        else {
             continue;
         };
         match read.duration {
@@ -82,8 +132,8 @@ struct Benchmark {
 fn read_benchmark(
     path: &Path,
     tool_label: &str,
-    i: usize,
-    bench: &Value,
+    (i, bench): (usize, &Value),
+    kept: &mut Records,
     account: &mut ClientAccount,
 ) -> Result<Option<Benchmark>, FileError> {
     let where_ = |what: &str| format!("benchmarks[{i}] {what}");
@@ -91,7 +141,7 @@ fn read_benchmark(
         .or_else(|| at(bench, &["scheduler_metrics", "requests_made"]))
         .or_else(|| at(bench, &["run_stats", "requests_made"]))
         .filter(|t| t.is_object());
-    let records = read_records(path, tool_label, i, bench, account)?;
+    let records = read_records(path, tool_label, (i, bench), kept, account)?;
     let n = |key: &str| totals.and_then(|t| int(t.get(key)));
     if totals.is_none() {
         if records == 0 {
@@ -167,27 +217,26 @@ fn read_benchmark(
 fn read_records(
     path: &Path,
     tool_label: &str,
-    i: usize,
-    bench: &Value,
+    (i, bench): (usize, &Value),
+    kept: &mut Records,
     account: &mut ClientAccount,
 ) -> Result<usize, FileError> {
     let where_ = |what: &str| format!("benchmarks[{i}] {what}");
     let Some(requests) = bench.get("requests").filter(|r| r.is_object()) else {
         return Err(shape(path, tool_label, where_("has no 'requests' object")));
     };
-    let lists: Vec<(&str, RequestOutcome)> = vec![
-        ("successful", RequestOutcome::Completed),
-        ("errored", RequestOutcome::Failed),
-        ("incomplete", RequestOutcome::Incomplete),
-    ];
     let mut records = 0usize;
-    for (key, outcome) in &lists {
+    for (l, (key, _)) in LISTS.iter().enumerate() {
         match requests.get(*key) {
             None | Some(Value::Null) => {}
-            Some(Value::Array(items)) => {
-                records += items.len();
-                for item in items {
-                    account.requests.push(request(item, *outcome));
+            // The list was folded as it was read; the tree holds an empty one for it.
+            Some(Value::Array(_)) => {
+                let mut list = kept.0.remove(&(i, l)).unwrap_or_default();
+                records += list.len();
+                if account.requests.is_empty() {
+                    account.requests = list;
+                } else {
+                    account.requests.append(&mut list);
                 }
             }
             Some(_) => {

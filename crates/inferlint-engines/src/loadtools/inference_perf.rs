@@ -17,6 +17,7 @@ use inferlint_core::client::{
 };
 use serde_json::Value;
 
+use super::stream::{self, RootList, Source};
 use super::{
     asked, at, body, count, extend_gaps, int, num, parse_json, shape, text, Companions, Role,
 };
@@ -25,7 +26,7 @@ use crate::input::FileError;
 const TOOL: &str = "inference-perf (version not recorded)";
 
 pub(super) fn read(
-    found: (&Path, &[u8], Role),
+    found: (&Path, Source, Role),
     companions: &Companions,
 ) -> Result<ClientAccount, FileError> {
     let mut account = super::summary_then_records(
@@ -38,10 +39,7 @@ pub(super) fn read(
     // The summary says nothing of the load asked for: each stage's report does.
     let mut levels = Vec::new();
     for stage in &companions.stages {
-        let Ok(bytes) = super::read_bytes(stage) else {
-            continue;
-        };
-        if let Ok(value) = parse_json(stage, &bytes, TOOL) {
+        if let Ok(value) = parse_json(stage, Source::File(stage), TOOL) {
             levels.push((
                 int(at(&value, &["load_summary", "concurrency"])),
                 num(at(&value, &["load_summary", "requested_rate"])),
@@ -60,8 +58,8 @@ pub(super) fn read(
     Ok(account)
 }
 
-fn summary(path: &Path, bytes: &[u8]) -> Result<ClientAccount, FileError> {
-    let root = parse_json(path, bytes, TOOL)?;
+fn summary(path: &Path, source: Source) -> Result<ClientAccount, FileError> {
+    let root = parse_json(path, source, TOOL)?;
     let Some(sent) = int(at(&root, &["load_summary", "count"])) else {
         return Err(shape(path, TOOL, "no 'load_summary.count'"));
     };
@@ -93,80 +91,112 @@ fn summary(path: &Path, bytes: &[u8]) -> Result<ClientAccount, FileError> {
     Ok(account)
 }
 
-fn read_records(path: &Path, bytes: &[u8], account: &mut ClientAccount) -> Result<(), FileError> {
-    let root = parse_json(path, bytes, TOOL)?;
-    let Some(items) = root.as_array() else {
-        return Err(shape(path, TOOL, "the per-request report is not a list"));
-    };
-    account.clock = Some(RequestClock::Monotonic);
+fn read_records(path: &Path, source: Source, account: &mut ClientAccount) -> Result<(), FileError> {
+    // Each request folded into its record as it is read (with what it asked and the
+    // model its body named), its gaps kept apart until the list is whole; the first that
+    // is no object kept for the error.
+    let mut requests = Vec::new();
+    let mut gaps = Vec::new();
     let mut asks = Vec::new();
-    for (i, item) in items.iter().enumerate() {
-        if !item.is_object() {
-            return Err(shape(
-                path,
-                TOOL,
-                format!("request {} is not an object", i + 1),
-            ));
-        }
-        let error = item.get("error").filter(|e| !e.is_null());
-        let outcome = if error.is_some() {
-            RequestOutcome::Failed
-        } else {
-            RequestOutcome::Completed
-        };
-        let token_times: Vec<f64> = at(item, &["info", "response_metrics", "output_token_times"])
-            .and_then(Value::as_array)
-            .map(|t| t.iter().filter_map(|v| num(Some(v))).collect())
-            .unwrap_or_default();
-        if outcome == RequestOutcome::Completed {
-            extend_gaps(
-                &mut account.inter_token_ms,
-                token_times.windows(2).map(|w| (w[1] - w[0]) * 1000.0),
-            );
-        }
-        let sent = num(item.get("start_time"));
-        let (asked_output, ignore_eos) =
-            body(item.get("request")).map_or((None, None), |b| asked(&b));
-        asks.push(ignore_eos);
-        let usage = |key: &str| count(at(item, &["info", "response_metrics", "server_usage", key]));
-        account.requests.push(ClientRequest {
-            outcome: Some(outcome),
-            error: error.map(|e| {
-                text(e.get("error_type"))
-                    .or_else(|| text(e.get("error_msg")))
-                    .unwrap_or_else(|| "unnamed error".into())
-            }),
-            scheduled_s: None,
-            sent_s: sent,
-            first_token_s: token_times.first().copied(),
-            end_s: num(item.get("end_time")),
-            ttft_s: sent.zip(token_times.first().copied()).map(|(s, f)| f - s),
-            latency_s: sent.zip(num(item.get("end_time"))).map(|(s, e)| e - s),
-            prompt_tokens: count(at(item, &["info", "input_tokens"])),
-            output_tokens: count(at(item, &["info", "response_metrics", "output_tokens"])),
-            server_prompt_tokens: usage("prompt_tokens"),
-            server_output_tokens: usage("completion_tokens"),
-            asked_output_tokens: asked_output,
-            ignore_eos,
-        });
+    // The model every body named so far: `Some(None)` once two differ or one names none.
+    let mut model: Option<Option<String>> = None;
+    let mut not_object = None;
+    let root = stream::parse(
+        path,
+        source,
+        TOOL,
+        &mut RootList(|i, item: Value| {
+            if !item.is_object() {
+                not_object.get_or_insert(i);
+            } else if not_object.is_none() {
+                let (request, ignore_eos) = request(&item, &mut gaps);
+                requests.push(request);
+                asks.push(ignore_eos);
+                let named = body(item.get("request")).and_then(|b| text(b.get("model")));
+                match &model {
+                    None => model = Some(named),
+                    Some(Some(m)) if named.as_ref() != Some(m) => model = Some(None),
+                    Some(_) => {}
+                }
+            }
+        }),
+    )?;
+    if !root.is_array() {
+        return Err(shape(path, TOOL, "the per-request report is not a list"));
+    }
+    if let Some(i) = not_object {
+        return Err(shape(
+            path,
+            TOOL,
+            format!("request {} is not an object", i + 1),
+        ));
+    }
+    account.clock = Some(RequestClock::Monotonic);
+    let items = requests.len();
+    if account.requests.is_empty() {
+        account.requests = requests;
+    } else {
+        account.requests.append(&mut requests);
+    }
+    if account.inter_token_ms.is_empty() {
+        account.inter_token_ms = gaps;
+    } else {
+        account.inter_token_ms.append(&mut gaps);
     }
     account.advertised.ignore_eos = super::guidellm::same(&asks);
     // The model: the `model` of each request body as sent (`request`, the JSON text the
     // tool posted; its config's `server.model_name`), when every request named the same.
     // The summary and the stage reports name none, and no time in these files is a time
     // of day (`start_time` and `end_time` are the host's monotonic clock).
-    let models: Vec<Option<String>> = items
-        .iter()
-        .map(|item| body(item.get("request")).and_then(|b| text(b.get("model"))))
-        .collect();
-    account.identity.model = super::guidellm::same_text(&models).filter(|m| !m.trim().is_empty());
+    account.identity.model = model.flatten().filter(|m| !m.trim().is_empty());
     if let Some(total) = account.sent {
-        if (items.len() as i64) != total {
+        if (items as i64) != total {
             account.notes.push(format!(
-                "the per-request report holds {} requests, the summary {total}",
-                items.len()
+                "the per-request report holds {items} requests, the summary {total}"
             ));
         }
     }
     Ok(())
+}
+
+/// One request as the account keeps it, with whether it asked to ignore EOS; a completed
+/// request's gaps between tokens onto `gaps`.
+fn request(item: &Value, gaps: &mut Vec<f32>) -> (ClientRequest, Option<bool>) {
+    let error = item.get("error").filter(|e| !e.is_null());
+    let outcome = if error.is_some() {
+        RequestOutcome::Failed
+    } else {
+        RequestOutcome::Completed
+    };
+    let token_times: Vec<f64> = at(item, &["info", "response_metrics", "output_token_times"])
+        .and_then(Value::as_array)
+        .map(|t| t.iter().filter_map(|v| num(Some(v))).collect())
+        .unwrap_or_default();
+    if outcome == RequestOutcome::Completed {
+        extend_gaps(gaps, token_times.windows(2).map(|w| (w[1] - w[0]) * 1000.0));
+    }
+    let sent = num(item.get("start_time"));
+    let (asked_output, ignore_eos) = body(item.get("request")).map_or((None, None), |b| asked(&b));
+    let usage = |key: &str| count(at(item, &["info", "response_metrics", "server_usage", key]));
+    let request = ClientRequest {
+        outcome: Some(outcome),
+        error: error.map(|e| {
+            text(e.get("error_type"))
+                .or_else(|| text(e.get("error_msg")))
+                .unwrap_or_else(|| "unnamed error".into())
+        }),
+        scheduled_s: None,
+        sent_s: sent,
+        first_token_s: token_times.first().copied(),
+        end_s: num(item.get("end_time")),
+        ttft_s: sent.zip(token_times.first().copied()).map(|(s, f)| f - s),
+        latency_s: sent.zip(num(item.get("end_time"))).map(|(s, e)| e - s),
+        prompt_tokens: count(at(item, &["info", "input_tokens"])),
+        output_tokens: count(at(item, &["info", "response_metrics", "output_tokens"])),
+        server_prompt_tokens: usage("prompt_tokens"),
+        server_output_tokens: usage("completion_tokens"),
+        asked_output_tokens: asked_output,
+        ignore_eos,
+    };
+    (request, ignore_eos)
 }

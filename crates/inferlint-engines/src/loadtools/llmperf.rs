@@ -17,6 +17,7 @@ use std::path::Path;
 use inferlint_core::client::{ClientAccount, ClientRequest, LoadTool, RequestOutcome};
 use serde_json::Value;
 
+use super::stream::{self, RootList, Source};
 use super::{count, int, num, parse_json, shape, text};
 use crate::input::FileError;
 
@@ -27,10 +28,10 @@ fn tool_label(version: Option<&str>) -> String {
     }
 }
 
-pub(super) fn summary(path: &Path, bytes: &[u8]) -> Result<ClientAccount, FileError> {
-    let version = super::string_field(bytes, "version");
+pub(super) fn summary(path: &Path, source: Source) -> Result<ClientAccount, FileError> {
+    let version = super::string_field(&super::head(path, source)?, "version");
     let label = tool_label(version.as_deref());
-    let root = parse_json(path, bytes, &label)?;
+    let root = parse_json(path, source, &label)?;
     let get = |key: &str| root.get(key);
     let Some(completed) = int(get("results_num_completed_requests")) else {
         return Err(shape(path, &label, "no 'results_num_completed_requests'"));
@@ -105,63 +106,86 @@ fn error_codes(text: &str) -> Vec<(String, u64)> {
 
 pub(super) fn read_records(
     path: &Path,
-    bytes: &[u8],
+    source: Source,
     account: &mut ClientAccount,
 ) -> Result<(), FileError> {
     let label = tool_label(account.tool_version.as_deref());
-    let root = parse_json(path, bytes, &label)?;
-    let Some(items) = root.as_array() else {
+    // Each response folded into its record as it is read; the first that is no object
+    // kept for the error.
+    let mut requests = Vec::new();
+    let mut not_object = None;
+    let root = stream::parse(
+        path,
+        source,
+        &label,
+        &mut RootList(|i, item: Value| {
+            if !item.is_object() {
+                not_object.get_or_insert(i);
+            } else if not_object.is_none() {
+                requests.push(request(&item));
+            }
+        }),
+    )?;
+    if !root.is_array() {
         return Err(shape(
             path,
             &label,
             "the individual responses are not a list",
         ));
-    };
+    }
+    if let Some(i) = not_object {
+        return Err(shape(
+            path,
+            &label,
+            format!("response {} is not an object", i + 1),
+        ));
+    }
     let mut output = 0i64;
     let mut input = 0i64;
-    for (i, item) in items.iter().enumerate() {
-        if !item.is_object() {
-            return Err(shape(
-                path,
-                &label,
-                format!("response {} is not an object", i + 1),
-            ));
-        }
-        let code = item.get("error_code").filter(|c| !c.is_null());
-        let outcome = if code.is_some() {
-            RequestOutcome::Failed
-        } else {
-            RequestOutcome::Completed
-        };
-        let completed = outcome == RequestOutcome::Completed;
-        let request = ClientRequest {
-            outcome: Some(outcome),
-            error: code.map(|c| {
-                let message = text(item.get("error_msg")).unwrap_or_default();
-                let code = match c {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
-                format!("HTTP {code} {message}").trim().to_owned()
-            }),
-            ttft_s: completed.then(|| num(item.get("ttft_s"))).flatten(),
-            latency_s: completed
-                .then(|| num(item.get("end_to_end_latency_s")))
-                .flatten(),
-            prompt_tokens: count(item.get("number_input_tokens")),
-            output_tokens: count(item.get("number_output_tokens")),
-            ..ClientRequest::default()
-        };
-        if completed {
+    for request in &requests {
+        if request.completed() {
             output += request.output_tokens.unwrap_or(0) as i64;
             input += request.prompt_tokens.unwrap_or(0) as i64;
         }
-        account.requests.push(request);
+    }
+    if account.requests.is_empty() {
+        account.requests = requests;
+    } else {
+        account.requests.append(&mut requests);
     }
     // The records' sums are exact where the summary gave only means.
     account.total_output_tokens = Some(output);
     account.total_input_tokens = Some(input);
     Ok(())
+}
+
+/// One response as the account keeps it.
+fn request(item: &Value) -> ClientRequest {
+    let code = item.get("error_code").filter(|c| !c.is_null());
+    let outcome = if code.is_some() {
+        RequestOutcome::Failed
+    } else {
+        RequestOutcome::Completed
+    };
+    let completed = outcome == RequestOutcome::Completed;
+    ClientRequest {
+        outcome: Some(outcome),
+        error: code.map(|c| {
+            let message = text(item.get("error_msg")).unwrap_or_default();
+            let code = match c {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            format!("HTTP {code} {message}").trim().to_owned()
+        }),
+        ttft_s: completed.then(|| num(item.get("ttft_s"))).flatten(),
+        latency_s: completed
+            .then(|| num(item.get("end_to_end_latency_s")))
+            .flatten(),
+        prompt_tokens: count(item.get("number_input_tokens")),
+        output_tokens: count(item.get("number_output_tokens")),
+        ..ClientRequest::default()
+    }
 }
 
 #[cfg(test)]
@@ -184,7 +208,7 @@ mod tests {
     fn the_model_and_timestamp_say_which_run() {
         let read_text = |extra: &str| {
             let text = format!(r#"{{"results_num_completed_requests": 1, "model": "m"{extra}}}"#);
-            summary(Path::new("x_summary.json"), text.as_bytes()).unwrap()
+            summary(Path::new("x_summary.json"), Source::Bytes(text.as_bytes())).unwrap()
         };
         let a = read_text(r#", "timestamp": 1796094047"#);
         assert_eq!(a.identity.model.as_deref(), Some("m"));

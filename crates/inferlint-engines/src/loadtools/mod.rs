@@ -5,7 +5,9 @@
 //! `guidellm.json`, `benchmarks.json`, `profile_export_aiperf.json` or
 //! `summary_lifecycle_metrics.json`, and a user may rename any of them. [`identify`] reads
 //! the start of a file for the fields only one tool writes; each tool's module then reads
-//! the whole file, and the per-request file beside a summary where the tool writes one.
+//! the whole file, and the per-request file beside a summary where the tool writes one,
+//! as a stream ([`stream`]): each request record is folded into the account as it is
+//! read, so memory follows what the account keeps, not the file's size.
 //!
 //! Three promises:
 //! - a file of a known tool in a shape its reader does not understand is an error that
@@ -27,7 +29,10 @@ mod genai_perf;
 pub(crate) mod guidellm;
 mod inference_perf;
 mod llmperf;
+mod stream;
 mod vllm;
+
+use stream::Source;
 
 /// How many bytes [`identify`] reads: every tool writes its telling fields near the start.
 const SNIFF_BYTES: usize = 64 * 1024;
@@ -154,13 +159,17 @@ pub fn identify(head: &[u8]) -> Option<Kind> {
 
 /// Reads a result file, with the files the tool writes beside it (its per-request
 /// records, or its summary when `path` is the records), into the client's account.
+///
+/// The file is read as a stream (its records folded one at a time into the account), so
+/// the memory it takes is what the account keeps, not the file's size. Only a file no
+/// tool's is read whole, to say what it is.
 pub fn read_result(path: &Path) -> Result<ClientAccount, FileError> {
-    let bytes = read_bytes(path)?;
-    let Some(kind) = identify(&bytes) else {
-        return Err(not_a_result(path, &bytes));
+    let source = Source::File(path);
+    let Some(kind) = identify(&source.head(path, SNIFF_BYTES)?) else {
+        return Err(not_a_result(path, &read_bytes(path)?));
     };
     let companions = companions(path, kind);
-    read_kind(path, &bytes, kind, &companions)
+    read_kind(path, source, kind, &companions)
 }
 
 /// Reads a result file's contents alone (no file beside it). `name` names it in errors.
@@ -170,7 +179,7 @@ pub fn read_bytes_named(name: &str, bytes: &[u8]) -> Result<ClientAccount, FileE
     let Some(kind) = identify(bytes) else {
         return Err(not_a_result(path, bytes));
     };
-    read_kind(path, bytes, kind, &Companions::default())
+    read_kind(path, Source::Bytes(bytes), kind, &Companions::default())
 }
 
 /// The files a tool writes beside one of its results.
@@ -185,16 +194,16 @@ pub(crate) struct Companions {
 
 fn read_kind(
     path: &Path,
-    bytes: &[u8],
+    source: Source,
     kind: Kind,
     companions: &Companions,
 ) -> Result<ClientAccount, FileError> {
-    let found = (path, bytes, kind.role);
+    let found = (path, source, kind.role);
     let mut account = match kind.tool {
         LoadTool::VllmBench | LoadTool::SglangBench | LoadTool::TrtllmBench => {
-            vllm::read(path, bytes, kind.tool)?
+            vllm::read(path, source, kind.tool)?
         }
-        LoadTool::GuideLlm => guidellm::read(path, bytes)?,
+        LoadTool::GuideLlm => guidellm::read(path, source)?,
         LoadTool::AiPerf => summary_then_records(
             found,
             companions,
@@ -459,9 +468,10 @@ fn walk_to(dir: &Path, depth: usize, max: usize, found: &mut Vec<(usize, Kind, P
     }
 }
 
-/// A whole result file, bounded ([`crate::input::MAX_RESULT_BYTES`]); a pipe, a device
-/// or a folder is refused before anything is read.
-pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>, FileError> {
+/// A whole file, bounded ([`crate::input::MAX_RESULT_BYTES`]); a pipe, a device or a
+/// folder is refused before anything is read. Only for a file no tool's: a result is read
+/// as a stream ([`stream`]).
+fn read_bytes(path: &Path) -> Result<Vec<u8>, FileError> {
     crate::input::read_bounded(path, crate::input::MAX_RESULT_BYTES, "a result file")
 }
 
@@ -469,26 +479,26 @@ pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>, FileError> {
 /// two was found: the summary read into an account (an empty one of `tool` without it),
 /// then the per-request file read into that account.
 pub(super) fn summary_then_records(
-    found: (&Path, &[u8], Role),
+    found: (&Path, Source, Role),
     companions: &Companions,
     tool: LoadTool,
-    summary: impl FnOnce(&Path, &[u8]) -> Result<ClientAccount, FileError>,
-    records: impl FnOnce(&Path, &[u8], &mut ClientAccount) -> Result<(), FileError>,
+    summary: impl FnOnce(&Path, Source) -> Result<ClientAccount, FileError>,
+    records: impl FnOnce(&Path, Source, &mut ClientAccount) -> Result<(), FileError>,
 ) -> Result<ClientAccount, FileError> {
-    let (path, bytes, role) = found;
+    let (path, source, role) = found;
     let (summary_path, records_path) = match role {
         // A stage's report has the summary's shape, for its stage alone.
         Role::Summary | Role::Stage => (Some(path), companions.other.as_deref()),
         Role::Requests => (companions.other.as_deref(), Some(path)),
     };
     let mut account = match summary_path {
-        Some(p) if p == path => summary(p, bytes)?,
-        Some(p) => summary(p, &read_bytes(p)?)?,
+        Some(p) if p == path => summary(p, source)?,
+        Some(p) => summary(p, Source::File(p))?,
         None => ClientAccount::new(tool),
     };
     match records_path {
-        Some(p) if p == path => records(p, bytes, &mut account)?,
-        Some(p) => records(p, &read_bytes(p)?, &mut account)?,
+        Some(p) if p == path => records(p, source, &mut account)?,
+        Some(p) => records(p, Source::File(p), &mut account)?,
         None => {}
     }
     Ok(account)
@@ -533,26 +543,16 @@ fn known_tools() -> String {
     names.join(", ")
 }
 
-/// Parses a whole file as JSON as Python writes it; a cut-off or malformed file is an
-/// error naming the tool the start of the file showed.
-pub(crate) fn parse_json(path: &Path, bytes: &[u8], what: &str) -> Result<Value, FileError> {
-    let text = std::str::from_utf8(bytes)
-        .map_err(|_| FileError::invalid(path, format!("{what}: not UTF-8 text")))?;
-    crate::pyjson::from_str(text).map_err(|e| {
-        let message = if e.is_eof() {
-            format!(
-                "{what}, cut off: the file ends inside its JSON (line {})",
-                e.line()
-            )
-        } else {
-            format!(
-                "{what}, bad JSON at line {} column {}",
-                e.line(),
-                e.column()
-            )
-        };
-        FileError::invalid(path, message)
-    })
+/// Reads a whole file as JSON as Python writes it, as a stream (a summary, kilobytes;
+/// the records are streamed by [`stream::parse`] with a sink); a cut-off or malformed
+/// file is an error naming the tool the start of the file showed.
+pub(crate) fn parse_json(path: &Path, source: Source, what: &str) -> Result<Value, FileError> {
+    stream::parse(path, source, what, &mut stream::Whole)
+}
+
+/// A file's first bytes, where every tool writes its version.
+pub(crate) fn head(path: &Path, source: Source) -> Result<Vec<u8>, FileError> {
+    source.head(path, SNIFF_BYTES)
 }
 
 /// The error for a known tool's file whose shape the reader does not understand.

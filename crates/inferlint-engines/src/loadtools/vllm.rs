@@ -21,12 +21,150 @@ use inferlint_core::client::{
 };
 use serde_json::{Map, Value};
 
-use super::{count, extend_gaps, int, label, num, parse_json, shape, text};
+use super::stream::{self, Seg, Sink, Source};
+use super::{count, int, label, num, shape, text};
 use crate::input::FileError;
 
-pub(super) fn read(path: &Path, bytes: &[u8], tool: LoadTool) -> Result<ClientAccount, FileError> {
+/// The per-request lists, each entry folded as it is read into what the account keeps
+/// of it (a number, an error's text, a request's gaps in milliseconds): a request is the
+/// `i`th entry of every list, and the lists may come in any order, so they are held as
+/// these columns, not as JSON, until the file is read.
+#[derive(Debug, Default)]
+struct Lists {
+    errors: Vec<Option<String>>,
+    input_lens: Vec<Option<u64>>,
+    output_lens: Vec<Option<u64>>,
+    ttfts: Vec<Option<f64>>,
+    latencies: Vec<Option<f64>>,
+    e2els: Vec<Option<f64>>,
+    start_times: Vec<Option<f64>>,
+    queue_times: Vec<Option<f64>>,
+    /// Every request's gaps one after the other, and where each request's end.
+    itl_gaps: Vec<f32>,
+    itl_ends: Vec<usize>,
+}
+
+/// The lists [`Lists`] keeps, by key.
+const LISTS: [&str; 9] = [
+    "errors",
+    "input_lens",
+    "output_lens",
+    "ttfts",
+    "itls",
+    "latencies",
+    "e2els",
+    "start_times",
+    "queue_times",
+];
+
+impl Lists {
+    fn key(path: &[Seg]) -> Option<&str> {
+        match path {
+            [Seg::Key(k)] => LISTS.iter().find(|l| *l == k).copied(),
+            _ => None,
+        }
+    }
+
+    /// The entries read of a list.
+    fn len(&self, key: &str) -> usize {
+        match key {
+            "errors" => self.errors.len(),
+            "input_lens" => self.input_lens.len(),
+            "output_lens" => self.output_lens.len(),
+            "ttfts" => self.ttfts.len(),
+            "itls" => self.itl_ends.len(),
+            "latencies" => self.latencies.len(),
+            "e2els" => self.e2els.len(),
+            "start_times" => self.start_times.len(),
+            "queue_times" => self.queue_times.len(),
+            _ => 0,
+        }
+    }
+
+    fn floats(&mut self, key: &str) -> Option<&mut Vec<Option<f64>>> {
+        Some(match key {
+            "ttfts" => &mut self.ttfts,
+            "latencies" => &mut self.latencies,
+            "e2els" => &mut self.e2els,
+            "start_times" => &mut self.start_times,
+            "queue_times" => &mut self.queue_times,
+            _ => return None,
+        })
+    }
+
+    fn counts(&mut self, key: &str) -> Option<&mut Vec<Option<u64>>> {
+        Some(match key {
+            "input_lens" => &mut self.input_lens,
+            "output_lens" => &mut self.output_lens,
+            _ => return None,
+        })
+    }
+}
+
+impl Sink for Lists {
+    /// Every list at the top is streamed: those of [`LISTS`] into their columns, the
+    /// others (`generated_texts`, each request's whole output) read one entry at a time
+    /// and dropped, as the reader asks nothing of them but that they are no number or
+    /// text. `date` is kept whatever it holds: a note quotes it.
+    fn streams(&self, path: &[Seg]) -> bool {
+        matches!(path, [Seg::Key(k)] if k != "date")
+    }
+
+    fn begin(&mut self, path: &[Seg]) {
+        match Lists::key(path) {
+            Some("errors") => self.errors.clear(),
+            Some("itls") => {
+                self.itl_gaps.clear();
+                self.itl_ends.clear();
+            }
+            Some(key) => {
+                if let Some(list) = self.floats(key) {
+                    list.clear();
+                } else if let Some(list) = self.counts(key) {
+                    list.clear();
+                }
+            }
+            None => {}
+        }
+    }
+
+    fn item(&mut self, path: &[Seg], _: usize, item: Value) {
+        let Some(key) = Lists::key(path) else {
+            return;
+        };
+        match key {
+            "errors" => {
+                let error = item.as_str().unwrap_or("").trim();
+                self.errors
+                    .push((!error.is_empty()).then(|| super::console::short_error(error)));
+            }
+            "itls" => {
+                if let Some(gaps) = item.as_array() {
+                    super::extend_gaps(
+                        &mut self.itl_gaps,
+                        gaps.iter().filter_map(|g| num(Some(g))).map(|g| g * 1000.0),
+                    );
+                }
+                self.itl_ends.push(self.itl_gaps.len());
+            }
+            _ => {
+                if let Some(list) = self.floats(key) {
+                    list.push(num(Some(&item)));
+                } else if let Some(list) = self.counts(key) {
+                    list.push(count(Some(&item)));
+                }
+            }
+        }
+    }
+}
+
+pub(super) fn read(
+    path: &Path,
+    source: Source,
+    tool: LoadTool,
+) -> Result<ClientAccount, FileError> {
     let tool_label = label(tool, None);
-    let (root, lines) = parse_object_or_last_line(path, bytes, &tool_label)?;
+    let (root, lines, lists) = parse_object_or_last_line(path, source, &tool_label)?;
     let Value::Object(object) = root else {
         return Err(shape(path, &tool_label, "not a JSON object"));
     };
@@ -59,7 +197,7 @@ pub(super) fn read(path: &Path, bytes: &[u8], tool: LoadTool) -> Result<ClientAc
         account.advertised.range_ratio = num(get("random_range_ratio"));
         account.advertised.prefix_tokens = num(get("random_prefix_len"));
     }
-    read_records(path, &object, &tool_label, &mut account)?;
+    read_records(path, &object, &tool_label, lists, &mut account)?;
     read_identity(&object, &mut account);
     Ok(account)
 }
@@ -130,53 +268,66 @@ fn impossible_counts(
 }
 
 /// The whole file as one JSON value, else its last non-empty line (SGLang appends one line
-/// per run), with the number of lines the file holds.
+/// per run), with the number of lines the file holds and its per-request lists. A line is
+/// empty when it holds only ASCII whitespace.
 fn parse_object_or_last_line(
     path: &Path,
-    bytes: &[u8],
+    source: Source,
     tool_label: &str,
-) -> Result<(Value, usize), FileError> {
-    let whole = parse_json(path, bytes, tool_label);
+) -> Result<(Value, usize, Lists), FileError> {
+    let mut lists = Lists::default();
+    let whole = stream::parse(path, source, tool_label, &mut lists);
     if let Ok(value) = whole {
-        return Ok((value, 1));
+        return Ok((value, 1, lists));
     }
-    let text = String::from_utf8_lossy(bytes);
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    if lines.len() > 1 {
-        let last = lines.last().copied().unwrap_or("");
-        if let Ok(value) = parse_json(path, last.as_bytes(), tool_label) {
-            return Ok((value, lines.len()));
+    let mut lines = 0usize;
+    let mut last = (0u64, 0u64);
+    stream::for_each_line(path, source, |offset, line| {
+        let blank = line
+            .iter()
+            .all(|b| matches!(b, b' ' | b'\t' | b'\r' | 0x0b | 0x0c));
+        if !blank {
+            lines += 1;
+            last = (offset, line.len() as u64);
         }
-        return parse_json(path, last.as_bytes(), &format!("{tool_label}, last line"))
-            .map(|v| (v, lines.len()));
+        true
+    })?;
+    if lines > 1 {
+        let mut lists = Lists::default();
+        let what = format!("{tool_label}, last line");
+        return stream::parse_range(path, source, last, &what, &mut lists)
+            .map(|v| (v, lines, lists));
     }
-    whole.map(|v| (v, 1))
+    whole.map(|v| (v, 1, lists))
 }
 
-/// The per-request arrays, when the tool was asked to keep them.
+/// The per-request lists, when the tool was asked to keep them.
 fn read_records(
     path: &Path,
     object: &Map<String, Value>,
     tool_label: &str,
+    mut lists: Lists,
     account: &mut ClientAccount,
 ) -> Result<(), FileError> {
     let Some(errors) = object.get("errors") else {
         return Ok(());
     };
-    let Some(errors) = errors.as_array() else {
+    if !errors.is_array() {
         return Err(shape(path, tool_label, "'errors' is not a list"));
-    };
-    let n = errors.len();
-    let list = |key: &str| -> Result<Option<&Vec<Value>>, FileError> {
+    }
+    let n = lists.errors.len();
+    // Whether the file has a list, of the length of 'errors'.
+    let list = |key: &str| -> Result<bool, FileError> {
         match object.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::Array(items)) if items.len() == n => Ok(Some(items)),
-            Some(Value::Array(items)) => Err(shape(
+            None | Some(Value::Null) => Ok(false),
+            // Read into its column; the tree holds an empty list for it.
+            Some(Value::Array(_)) if lists.len(key) == n => Ok(true),
+            Some(Value::Array(_)) => Err(shape(
                 path,
                 tool_label,
                 format!(
                     "per-request lists of different lengths: '{key}' has {}, 'errors' {n}",
-                    items.len()
+                    lists.len(key)
                 ),
             )),
             Some(_) => Err(shape(path, tool_label, format!("'{key}' is not a list"))),
@@ -186,50 +337,71 @@ fn read_records(
     let output_lens = list("output_lens")?;
     let ttfts = list("ttfts")?;
     let itls = list("itls")?;
-    let latencies = match list("latencies")? {
-        Some(l) => Some(l),
-        None => list("e2els")?,
+    let latencies = if list("latencies")? {
+        Some(true)
+    } else if list("e2els")? {
+        Some(false)
+    } else {
+        None
     };
     let start_times = list("start_times")?;
     let queue_times = list("queue_times")?;
-    for (i, error) in errors.iter().enumerate() {
-        let error = error.as_str().unwrap_or("").trim();
-        let completed = error.is_empty();
+    let latencies = latencies.map(|own| {
+        std::mem::take(if own {
+            &mut lists.latencies
+        } else {
+            &mut lists.e2els
+        })
+    });
+    let at = |present: bool, column: &[Option<f64>], i: usize| present.then(|| column[i]).flatten();
+    let counted =
+        |present: bool, column: &[Option<u64>], i: usize| present.then(|| column[i]).flatten();
+    account.requests.reserve_exact(n);
+    // The gaps of the completed requests, moved down in place over the others'.
+    let mut kept_gaps = 0;
+    let mut gaps_from = 0;
+    for (i, error) in std::mem::take(&mut lists.errors).into_iter().enumerate() {
+        let completed = error.is_none();
         let mut request = ClientRequest {
             outcome: Some(if completed {
                 RequestOutcome::Completed
             } else {
                 RequestOutcome::Failed
             }),
-            error: (!completed).then(|| super::console::short_error(error)),
-            prompt_tokens: count(at(input_lens, i)),
-            output_tokens: count(at(output_lens, i)),
+            error,
+            prompt_tokens: counted(input_lens, &lists.input_lens, i),
+            output_tokens: counted(output_lens, &lists.output_lens, i),
             ..ClientRequest::default()
         };
         // A failed request's timings are zeros the tool filled in, not measurements.
         if completed {
-            request.ttft_s = num(at(ttfts, i));
-            request.latency_s = num(at(latencies, i));
-            if let Some(gaps) = at(itls, i).and_then(Value::as_array) {
-                extend_gaps(
-                    &mut account.inter_token_ms,
-                    gaps.iter().filter_map(|g| num(Some(g))).map(|g| g * 1000.0),
-                );
+            request.ttft_s = at(ttfts, &lists.ttfts, i);
+            request.latency_s = latencies.as_ref().and_then(|l| l[i]);
+            if itls {
+                let end = lists.itl_ends[i];
+                lists.itl_gaps.copy_within(gaps_from..end, kept_gaps);
+                kept_gaps += end - gaps_from;
             }
         }
-        if let Some(sent) = num(at(start_times, i)) {
+        if itls {
+            gaps_from = lists.itl_ends[i];
+        }
+        if let Some(sent) = at(start_times, &lists.start_times, i) {
             request.sent_s = Some(sent);
-            request.scheduled_s = num(at(queue_times, i)).map(|q| sent - q);
+            request.scheduled_s = at(queue_times, &lists.queue_times, i).map(|q| sent - q);
             account.clock = Some(RequestClock::Monotonic);
         }
         account.requests.push(request);
     }
+    if itls {
+        lists.itl_gaps.truncate(kept_gaps);
+        if account.inter_token_ms.is_empty() {
+            account.inter_token_ms = std::mem::take(&mut lists.itl_gaps);
+        } else {
+            account.inter_token_ms.extend_from_slice(&lists.itl_gaps);
+        }
+    }
     Ok(())
-}
-
-/// The `i`th entry of a per-request list, when the file has the list.
-fn at(list: Option<&Vec<Value>>, i: usize) -> Option<&Value> {
-    list.and_then(|l| l.get(i))
 }
 
 #[cfg(test)]
@@ -239,7 +411,12 @@ mod tests {
     #[test]
     fn the_last_line_of_appended_runs_is_the_run() {
         let text = "{\"completed\": 3, \"backend\": \"sglang\", \"request_rate\": Infinity}\n{\"completed\": 5, \"backend\": \"sglang\", \"request_rate\": Infinity}\n";
-        let account = read(Path::new("b.jsonl"), text.as_bytes(), LoadTool::SglangBench).unwrap();
+        let account = read(
+            Path::new("b.jsonl"),
+            Source::Bytes(text.as_bytes()),
+            LoadTool::SglangBench,
+        )
+        .unwrap();
         assert_eq!(account.completed, Some(5));
         assert_eq!(account.request_rate, None);
         assert_eq!(account.notes.len(), 1);
@@ -250,8 +427,14 @@ mod tests {
     /// time and a note, never an error for the file.
     #[test]
     fn the_date_and_model_are_read_as_the_client_writes_them() {
-        let read_text =
-            |text: &str| read(Path::new("b.json"), text.as_bytes(), LoadTool::VllmBench).unwrap();
+        let read_text = |text: &str| {
+            read(
+                Path::new("b.json"),
+                Source::Bytes(text.as_bytes()),
+                LoadTool::VllmBench,
+            )
+            .unwrap()
+        };
         let a = read_text(
             r#"{"completed": 1, "date": "20260930-204849", "model_id": "/models/Qwen3-8B"}"#,
         );
@@ -283,13 +466,23 @@ mod tests {
     #[test]
     fn sglangs_server_info_names_the_server() {
         let line = r#"{"completed": 3, "backend": "sglang", "server_info": {"model_path": "/models/m", "served_model_name": "m", "port": 30000, "version": "0.5.20"}}"#;
-        let a = read(Path::new("b.jsonl"), line.as_bytes(), LoadTool::SglangBench).unwrap();
+        let a = read(
+            Path::new("b.jsonl"),
+            Source::Bytes(line.as_bytes()),
+            LoadTool::SglangBench,
+        )
+        .unwrap();
         let id = &a.identity;
         assert_eq!(id.server_model.as_deref(), Some("/models/m"));
         assert_eq!(id.server_port, Some(30000));
         assert_eq!(id.server_version.as_deref(), Some("0.5.20"));
         let far = line.replace("30000", "70000");
-        let a = read(Path::new("b.jsonl"), far.as_bytes(), LoadTool::SglangBench).unwrap();
+        let a = read(
+            Path::new("b.jsonl"),
+            Source::Bytes(far.as_bytes()),
+            LoadTool::SglangBench,
+        )
+        .unwrap();
         assert_eq!(a.identity.server_port, None);
     }
 
@@ -305,7 +498,12 @@ mod tests {
             let text = format!(
                 r#"{{"backend": "openai", "num_prompts": 32, "completed": 32, "failed": 0, "{field}": {value}}}"#
             );
-            let e = read(Path::new("b.json"), text.as_bytes(), LoadTool::VllmBench).unwrap_err();
+            let e = read(
+                Path::new("b.json"),
+                Source::Bytes(text.as_bytes()),
+                LoadTool::VllmBench,
+            )
+            .unwrap_err();
             let e = e.to_string();
             assert!(
                 e.contains(&format!(
@@ -317,13 +515,23 @@ mod tests {
             assert_eq!(e.lines().count(), 1, "{e}");
         }
         let fine = r#"{"backend": "openai", "num_prompts": 32, "completed": 32.0, "failed": 0}"#;
-        assert!(read(Path::new("b.json"), fine.as_bytes(), LoadTool::VllmBench).is_ok());
+        assert!(read(
+            Path::new("b.json"),
+            Source::Bytes(fine.as_bytes()),
+            LoadTool::VllmBench
+        )
+        .is_ok());
     }
 
     #[test]
     fn lists_of_different_lengths_are_refused() {
         let text = r#"{"completed": 1, "errors": ["", ""], "ttfts": [0.1]}"#;
-        let e = read(Path::new("b.json"), text.as_bytes(), LoadTool::VllmBench).unwrap_err();
+        let e = read(
+            Path::new("b.json"),
+            Source::Bytes(text.as_bytes()),
+            LoadTool::VllmBench,
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("'ttfts' has 1, 'errors' 2"), "{e}");
     }
 }
