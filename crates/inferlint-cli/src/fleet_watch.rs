@@ -21,12 +21,19 @@ use crate::output::eprint_line;
 /// The most replicas one `watch` records.
 pub const MAX_TARGETS: usize = 256;
 
+/// The largest `--targets` file read: 256 addresses of a few dozen bytes, with comments.
+pub const MAX_TARGETS_BYTES: u64 = 1 << 20;
+
 /// The addresses to record: those on the command line, then those of `--targets`.
 fn addresses(urls: &[String], targets: Option<&Path>) -> Result<Vec<String>, CliError> {
     let mut all: Vec<String> = urls.to_vec();
     if let Some(path) = targets {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| CliError::input(format!("cannot read {}: {e}", path.display())))?;
+        // By the input rules of every input: a regular file (a FIFO would block, a device
+        // never end) of a bounded size.
+        let bytes =
+            inferlint_engines::input::read_bounded(path, MAX_TARGETS_BYTES, "a targets file")
+                .map_err(|e| CliError::input(format!("cannot read {e}")))?;
+        let text = String::from_utf8_lossy(&bytes);
         all.extend(
             text.lines()
                 .map(|l| l.split('#').next().unwrap_or("").trim())
