@@ -141,3 +141,40 @@ fn probe_timeout_out_of_range_is_refused() {
         assert!(stderr(&out).contains("--timeout"), "{}", stderr(&out));
     }
 }
+
+/// `report --prometheus` over a year at `--step 0.001` would take 2.9 million range
+/// queries: refused with exit 64 naming the bound and the numbers, before any range
+/// query is sent.
+#[test]
+fn a_prometheus_window_of_too_many_queries_is_refused_before_any_is_sent() {
+    use inferlint_sim::prometheus::{self as fake, FleetHistory};
+    const START_MS: i64 = 1_764_547_200_000;
+    let prometheus = fake::spawn(FleetHistory::new(2, START_MS, 1000, 10), 0).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let start = (START_MS / 1000).to_string();
+    let end = (START_MS / 1000 + 365 * 86_400).to_string();
+    let args = [
+        "report",
+        "--prometheus",
+        prometheus.base_url.as_str(),
+        "--start",
+        start.as_str(),
+        "--end",
+        end.as_str(),
+        "--step",
+        "0.001",
+    ];
+    let (out, _) = within(dir.path(), &args, Duration::from_secs(60));
+    no_panic(&out);
+    assert_eq!(out.status.code(), Some(64), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        "inferlint: a window of 31,536,000 s at a step of 0.001 s takes 2,866,910 range queries of at most 11,000 points, more than the 1,000 one read sends: give a shorter window or a longer --step\n"
+    );
+    assert_eq!(
+        prometheus
+            .max_points_asked
+            .load(std::sync::atomic::Ordering::SeqCst),
+        0
+    );
+}
