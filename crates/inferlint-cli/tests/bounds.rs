@@ -178,3 +178,85 @@ fn a_prometheus_window_of_too_many_queries_is_refused_before_any_is_sent() {
         0
     );
 }
+
+/// A stand-in in front of a simulated server whose first connection waits `first_delay`
+/// before it is passed on: a replica whose first scrape is slow. On 127.0.0.1; its
+/// threads end with the test process, holding nothing but sockets.
+fn slow_first_answer(upstream: std::net::SocketAddr, first_delay: Duration) -> String {
+    use std::io::copy;
+    use std::net::TcpStream;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut first = true;
+        for client in listener.incoming() {
+            let Ok(client) = client else { return };
+            let delay = if first { first_delay } else { Duration::ZERO };
+            first = false;
+            std::thread::spawn(move || {
+                std::thread::sleep(delay);
+                let Ok(server) = TcpStream::connect(upstream) else {
+                    return;
+                };
+                let (mut c2, mut s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+                let up = std::thread::spawn(move || {
+                    let _ = copy(&mut c2, &mut s2);
+                    let _ = s2.shutdown(std::net::Shutdown::Write);
+                });
+                let (mut client, mut server) = (client, server);
+                let _ = copy(&mut server, &mut client);
+                let _ = client.shutdown(std::net::Shutdown::Write);
+                let _ = up.join();
+            });
+        }
+    });
+    format!("http://127.0.0.1:{port}")
+}
+
+/// One replica whose first scrape takes 3 s (interval 0.5 s): every replica's first
+/// scrape is asked at once and the schedule starts once all have answered, so no
+/// replica records a gap for it, and no gap anywhere says a scrape took 0.000 s (before,
+/// the healthy replica recorded 5 missed slots, "the scrape took 0.000 s").
+#[test]
+fn a_replica_whose_first_scrape_is_slow_puts_no_gap_in_any_recording() {
+    use inferlint_core::Engine;
+    use inferlint_sim::server::{self, ServerConfig};
+    let healthy = server::spawn(ServerConfig::new(Engine::Vllm)).unwrap();
+    let behind = server::spawn(ServerConfig::new(Engine::Vllm)).unwrap();
+    let slow = slow_first_answer(behind.addr, Duration::from_secs(3));
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "watch",
+        slow.as_str(),
+        healthy.base_url.as_str(),
+        "-o",
+        "fleet",
+        "--interval",
+        "0.5",
+        "--duration",
+        "6",
+    ];
+    let (out, _) = within(dir.path(), &args, Duration::from_secs(60));
+    no_panic(&out);
+    let manifest: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("fleet/fleet.json")).unwrap(),
+    )
+    .unwrap();
+    let folder = |i: usize| {
+        dir.path()
+            .join("fleet")
+            .join(manifest["replicas"][i]["folder"].as_str().unwrap())
+            .join("run.series.jsonl")
+    };
+    let gaps = |i: usize| -> Vec<String> {
+        std::fs::read_to_string(folder(i))
+            .unwrap()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|v| v.get("gap").and_then(|g| g.as_str()).map(str::to_owned))
+            .collect()
+    };
+    assert_eq!(gaps(1), Vec::<String>::new(), "{}", stderr(&out));
+    assert_eq!(gaps(0), Vec::<String>::new(), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
