@@ -1188,8 +1188,17 @@ mod tests {
             env: vec![("A".into(), "1=2".into()), ("EMPTY".into(), "".into())],
             program: "/usr/bin/vllm".into(),
             args: vec!["serve".into(), "--".into(), "--env".into()],
+            load: false,
         };
-        assert_eq!(InternalArgs::parse(&options.to_words()), Ok(options));
+        assert_eq!(
+            InternalArgs::parse(&options.to_words()),
+            Ok(options.clone())
+        );
+        let load = InternalArgs {
+            load: true,
+            ..options
+        };
+        assert_eq!(InternalArgs::parse(&load.to_words()), Ok(load));
     }
 
     #[test]
