@@ -160,6 +160,10 @@ pub enum Command {
         /// Tokens each request asks for (1 to 4096)
         #[arg(long, default_value_t = 16, value_name = "N")]
         max_tokens: u32,
+        /// How long each completion may take before it counts as failed (above 0, at
+        /// most a day)
+        #[arg(long, default_value_t = 300.0, value_name = "SECONDS")]
+        timeout: f64,
     },
     /// Show the GPUs and check that no server process holds one (T2)
     GpuInspect(GpuInspectArgs),

@@ -246,7 +246,7 @@ impl From<inferlint_live::prometheus::PromError> for CliError {
         use inferlint_live::prometheus::PromError;
         let message = e.to_string();
         match e {
-            PromError::Selector(_) => CliError::Usage(message),
+            PromError::Selector(_) | PromError::TooManyQueries(_) => CliError::Usage(message),
             PromError::Engines(_) => CliError::OtherEngine(message),
             PromError::Output(refused) => CliError::from(refused),
             PromError::Write { .. } => CliError::CannotWrite(message),

@@ -16,6 +16,8 @@ pub const PROBE_CONCURRENCY: RangeInclusive<u32> = 1..=256;
 pub const PROBE_MAX_TOKENS: RangeInclusive<u32> = 1..=4096;
 /// `xray --ready-timeout`, in seconds: a day.
 pub const MAX_READY_TIMEOUT_S: f64 = 86_400.0;
+/// `probe --timeout`, in seconds: a day.
+pub const MAX_PROBE_TIMEOUT_S: f64 = 86_400.0;
 /// `gpu-inspect --timeout` and `teardown --timeout`, in seconds: a day.
 pub const MAX_CARD_TIMEOUT_S: f64 = 86_400.0;
 

@@ -21,12 +21,19 @@ use crate::output::eprint_line;
 /// The most replicas one `watch` records.
 pub const MAX_TARGETS: usize = 256;
 
+/// The largest `--targets` file read: 256 addresses of a few dozen bytes, with comments.
+pub const MAX_TARGETS_BYTES: u64 = 1 << 20;
+
 /// The addresses to record: those on the command line, then those of `--targets`.
 fn addresses(urls: &[String], targets: Option<&Path>) -> Result<Vec<String>, CliError> {
     let mut all: Vec<String> = urls.to_vec();
     if let Some(path) = targets {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| CliError::input(format!("cannot read {}: {e}", path.display())))?;
+        // By the input rules of every input: a regular file (a FIFO would block, a device
+        // never end) of a bounded size.
+        let bytes =
+            inferlint_engines::input::read_bounded(path, MAX_TARGETS_BYTES, "a targets file")
+                .map_err(|e| CliError::input(format!("cannot read {e}")))?;
+        let text = String::from_utf8_lossy(&bytes);
         all.extend(
             text.lines()
                 .map(|l| l.split('#').next().unwrap_or("").trim())
@@ -149,15 +156,32 @@ fn new_or_empty(out: &Path) -> Result<(), CliError> {
 }
 
 /// Every replica answers once, with one engine, before anything is written: each one's
-/// scraper and first scrape, and the fleet's engine.
+/// scraper and first scrape (asked of all at the same moment), and the fleet's engine.
 fn one_answer_each(
     choice: &EngineChoice,
     recorder: &Recorder,
     urls: &[String],
 ) -> Result<(Vec<(Scraper, Scrape)>, Engine), CliError> {
+    // All at once, each on a thread of its own: the fleet's schedule starts at the
+    // earliest request, so a replica whose first scrape is slow must not delay the
+    // others' first requests (they would start late on the shared schedule).
+    let answers: Vec<Result<(Scraper, Scrape, Engine), CliError>> = std::thread::scope(|scope| {
+        let asked: Vec<_> = urls
+            .iter()
+            .map(|url| scope.spawn(move || first_scrape(choice, recorder, url)))
+            .collect();
+        asked
+            .into_iter()
+            .map(|thread| {
+                thread
+                    .join()
+                    .unwrap_or_else(|_| Err(CliError::usage("a replica's first scrape failed")))
+            })
+            .collect()
+    });
     let mut firsts = Vec::with_capacity(urls.len());
-    for url in urls {
-        let (scraper, scrape, found) = first_scrape(choice, recorder, url)?;
+    for answer in answers {
+        let (scraper, scrape, found) = answer?;
         choice.check(Source::Server(scraper.base().to_string()), found)?;
         firsts.push((scraper, scrape, found));
     }

@@ -372,6 +372,7 @@ pub fn probe(
     model: Option<&str>,
     concurrency: u32,
     max_tokens: u32,
+    timeout: f64,
 ) -> Result<ExitCode, CliError> {
     if global.engine.is_some() {
         return Err(CliError::usage(
@@ -380,11 +381,14 @@ pub fn probe(
     }
     let concurrency = flags::count("--concurrency", concurrency, &flags::PROBE_CONCURRENCY)?;
     let max_tokens = flags::count("--max-tokens", max_tokens, &flags::PROBE_MAX_TOKENS)?;
+    let request_timeout =
+        flags::positive_seconds("--timeout", timeout, flags::MAX_PROBE_TIMEOUT_S)?;
     let base = BaseUrl::parse(url)?;
     let options = ProbeOptions {
         model: model.map(str::to_owned),
         concurrency,
         max_tokens,
+        request_timeout,
         ..ProbeOptions::default()
     };
     let report = recorder()?.probe(&base, &options);

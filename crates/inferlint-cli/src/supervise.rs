@@ -5,7 +5,9 @@
 //! xray ──(lifeline: its stdin)── supervisor ── trampoline ═exec═> server ── workers …
 //!  │                            (subreaper,                                └─ setsid daemon
 //!  │                             own group)     (parent-death signal, joins the cgroup)
-//!  └── trampoline ═exec═> load command
+//!  └─(lifeline)── load supervisor ── trampoline ═exec═> load command ── …
+//!                 (subreaper,                              └─ (setsid child &)
+//!                  xray's group)
 //! ```
 //!
 //! - **The supervisor** is this binary again (`inferlint __supervise …`). It marks itself
@@ -22,9 +24,16 @@
 //!   parent-death signal (SIGKILL), checks that its parent is still the process that
 //!   started it (the parent may have died before the signal was set), joins the cgroup,
 //!   and replaces itself with the program (`CommandExt::exec`), which keeps the signal.
-//!   So the server dies with its supervisor, and the load command with xray. This is how
-//!   a child's first steps run in safe Rust: `CommandExt::pre_exec` needs `unsafe`,
+//!   So the server dies with its supervisor, and the load command with its own. This is
+//!   how a child's first steps run in safe Rust: `CommandExt::pre_exec` needs `unsafe`,
 //!   which this workspace forbids.
+//! - **The load supervisor** (`inferlint __supervise --load …`) holds the load command's
+//!   tree the same way, without a cgroup: a child subreaper in xray's process group
+//!   (Ctrl-C in the terminal reaches the load), whose stdout and stderr are the load's
+//!   output. When the load's own process exits, what it left running (a detached child,
+//!   a helper holding its output) gets [`LOAD_STRAYS_WAIT`] to end, then is stopped by
+//!   the tree rule, and the supervisor exits with the load's code; so xray never waits
+//!   on the load's output for longer than that bound and the load's stop times.
 //! - The parent-death signal fires when the **thread** that started the child ends, not
 //!   the process. xray starts its children from one thread kept for that ([`spawn`])
 //!   that lives as long as the process; the supervisor starts the server from its main
@@ -75,7 +84,9 @@ pub fn internal(args: &[OsString]) -> Option<i32> {
     };
     #[cfg(target_os = "linux")]
     {
-        Some(if mode == SUPERVISE {
+        Some(if mode == SUPERVISE && parsed.load {
+            linux::load_supervisor(&parsed)
+        } else if mode == SUPERVISE {
             linux::supervisor(&parsed)
         } else {
             linux::trampoline(&parsed)
@@ -103,6 +114,10 @@ struct InternalArgs {
     env: Vec<(OsString, OsString)>,
     program: OsString,
     args: Vec<OsString>,
+    /// The load's supervisor (`--load`): the program's stdout and stderr are the
+    /// supervisor's own, nothing is reported, and the supervisor exits with the
+    /// program's code once what the program left running is stopped.
+    load: bool,
 }
 
 impl InternalArgs {
@@ -139,6 +154,11 @@ impl InternalArgs {
                 Some("--grace-ms") => parsed.grace_ms = number(i)?,
                 Some("--kill-ms") => parsed.kill_ms = number(i)?,
                 Some("--arg0") => parsed.arg0 = Some(value(i)?),
+                Some("--load") => {
+                    parsed.load = true;
+                    i += 1;
+                    continue;
+                }
                 Some("--env") => {
                     let pair = value(i)?;
                     parsed
@@ -168,6 +188,9 @@ impl InternalArgs {
         }
         if let Some(arg0) = &self.arg0 {
             words.extend(["--arg0".into(), arg0.clone()]);
+        }
+        if self.load {
+            words.push("--load".into());
         }
         for (key, value) in &self.env {
             let mut pair = key.clone();
@@ -278,33 +301,156 @@ pub fn spawn(command: Command) -> io::Result<Child> {
     answer.recv().map_err(|_| gone())?
 }
 
-/// A command that runs `program` (with the variables `env` sets) through the trampoline,
-/// so that it dies with this process. Add its arguments and its stdio, then [`spawn`] it.
-/// A program that cannot be found fails here, as a plain spawn would.
-pub fn tied(program: &str, env: &[(String, String)]) -> io::Result<Command> {
+/// A command that runs `program` with the variables `env` sets, where there is no
+/// supervisor (not Linux). A program that cannot be found fails here.
+#[cfg(not(target_os = "linux"))]
+fn tied(program: &str, env: &[(String, String)]) -> io::Result<Command> {
     let path = find_program(program, path_in(env))?;
+    let mut command = Command::new(path);
+    command.envs(env.iter().map(|(k, v)| (k, v)));
+    Ok(command)
+}
+
+/// After the load command's own process exits, what it left running (a detached child,
+/// a helper still holding its output) gets this long to end by itself before its
+/// supervisor stops it (SIGTERM, the load's grace period, SIGKILL). So xray waits for the
+/// load's output at most this plus the load's stop times after the load itself exited.
+pub const LOAD_STRAYS_WAIT: Duration = Duration::from_secs(2);
+
+/// The load command under a supervisor of its own, as the server is: a child subreaper
+/// every orphan of the load's tree is re-parented to, so that nothing the load starts
+/// outlives it (see the module's notes). The supervisor's stdout and stderr are the
+/// load's; it exits with the load's exit code (128 + the signal for a killed load) once
+/// the load's whole tree is gone.
+#[derive(Debug)]
+pub struct SupervisedLoad {
+    /// The supervisor: its stdout and stderr are the load's output.
+    pub child: Child,
+    /// Open while xray wants the load to run; closing it stops the load's tree.
+    lifeline: Option<ChildStdin>,
+    anchor: Option<Member>,
+}
+
+impl SupervisedLoad {
+    /// Starts `program` under a load supervisor in this process's group (Ctrl-C in the
+    /// terminal reaches it), with piped stdout and stderr and `stdin` as the load's
+    /// stdin where the platform has no supervisor (on Linux the load's stdin is null). `times` is the stop of what is left of the load's tree, once it ended or
+    /// was asked to.
     #[cfg(target_os = "linux")]
-    {
+    pub fn start(
+        program: &str,
+        args: &[String],
+        env: &[(String, String)],
+        stdin: Stdio,
+        times: StopTimes,
+    ) -> io::Result<SupervisedLoad> {
+        let path = find_program(program, path_in(env))?;
+        // Here the supervisor's stdin is its lifeline, and the load's is always null.
+        drop(stdin);
         let options = InternalArgs {
             parent: std::process::id(),
+            grace_ms: millis(times.grace),
+            kill_ms: millis(times.kill_wait),
             arg0: Some(program.into()),
             env: env
                 .iter()
                 .map(|(k, v)| (OsString::from(k), OsString::from(v)))
                 .collect(),
             program: path.into_os_string(),
+            args: args.iter().map(OsString::from).collect(),
+            load: true,
             ..InternalArgs::default()
         };
         let mut command = this_binary();
-        command.arg(EXEC).args(options.to_words());
-        Ok(command)
+        command
+            .arg(SUPERVISE)
+            .args(options.to_words())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = spawn(command)?;
+        let anchor = inferlint_gpu::procs::read_process(child.id()).map(|p| Member {
+            pid: p.pid,
+            start_time: p.start_time,
+        });
+        let lifeline = child.stdin.take();
+        Ok(SupervisedLoad {
+            child,
+            lifeline,
+            anchor,
+        })
     }
+
     #[cfg(not(target_os = "linux"))]
-    {
-        let mut command = Command::new(path);
-        command.envs(env.iter().map(|(k, v)| (k, v)));
-        Ok(command)
+    pub fn start(
+        program: &str,
+        args: &[String],
+        env: &[(String, String)],
+        stdin: Stdio,
+        _times: StopTimes,
+    ) -> io::Result<SupervisedLoad> {
+        let mut command = tied(program, env)?;
+        command
+            .args(args)
+            .stdin(stdin)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        Ok(SupervisedLoad {
+            child: spawn(command)?,
+            lifeline: None,
+            anchor: None,
+        })
     }
+
+    /// The supervisor, every process of the load's tree descends from.
+    pub fn anchor(&self) -> Option<Member> {
+        self.anchor
+    }
+
+    /// Asks the supervisor to stop the load's tree (SIGTERM, grace, SIGKILL) and end.
+    pub fn release(&mut self) {
+        drop(self.lifeline.take());
+    }
+}
+
+impl Drop for SupervisedLoad {
+    /// On every path: a supervisor whose lifeline closes stops what is left of the tree.
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+/// SIGKILL at once to every process of the tree below `anchor` (a supervisor of ours),
+/// and to every process in `cgroup`: a second Ctrl-C waits for nothing. Returns how many
+/// processes were sent the signal and whether any survived `kill_wait`.
+#[cfg(target_os = "linux")]
+pub fn kill_tree_now(anchor: Member, cgroup: Option<PathBuf>, kill_wait: Duration) -> TreeStop {
+    let source = inferlint_gpu::tree::Contained {
+        anchor: Some(anchor),
+        cgroup: cgroup.map(inferlint_gpu::cgroup::OwnCgroup::at),
+    };
+    let times = StopTimes {
+        grace: Duration::ZERO,
+        kill_wait,
+        poll: STOP_POLL,
+    };
+    match inferlint_gpu::system::LinuxProcesses::new(false) {
+        Ok(mut processes) => inferlint_gpu::tree::stop_tree(
+            &source,
+            &mut processes,
+            &mut inferlint_gpu::system::SystemClock::new(),
+            times,
+        ),
+        Err(e) => TreeStop {
+            unreadable: Some(format!("could not {e}")),
+            ..TreeStop::default()
+        },
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn kill_tree_now(_anchor: Member, _cgroup: Option<PathBuf>, _kill_wait: Duration) -> TreeStop {
+    TreeStop::default()
 }
 
 /// A command that runs this very binary again. Through `/proc/self/exe`, which the child
@@ -415,6 +561,7 @@ impl Supervised {
                 .collect(),
             program: path.into_os_string(),
             args: spec.args.iter().map(OsString::from).collect(),
+            load: false,
         };
         let mut command = this_binary();
         command
@@ -523,6 +670,20 @@ impl Supervised {
 
     pub fn containment(&self) -> &Containment {
         &self.containment
+    }
+
+    /// The supervisor as a member (pid and start time): what a kill of the whole tree
+    /// starts from.
+    pub fn anchor(&self) -> Member {
+        self.anchor
+    }
+
+    /// The tree's cgroup, if it has one.
+    pub fn cgroup(&self) -> Option<PathBuf> {
+        match &self.containment {
+            Containment::Cgroup(dir) => Some(dir.clone()),
+            Containment::Subreaper(_) => None,
+        }
     }
 
     /// How the server's first process ended, once it has.
@@ -644,7 +805,7 @@ mod linux {
     use std::os::unix::process::CommandExt;
 
     use inferlint_gpu::cgroup::OwnCgroup;
-    use inferlint_gpu::system::{LinuxProcesses, SystemClock};
+    use inferlint_gpu::system::{LinuxProcesses, Processes, SystemClock};
     use inferlint_gpu::tree::{stop_tree, Contained};
     use nix::sys::prctl;
     use nix::sys::signal::Signal;
@@ -875,6 +1036,130 @@ mod linux {
         0
     }
 
+    /// Collects every child that ended; the load's code (128 + the signal for a killed
+    /// one) once it has.
+    fn reap_load(load: u32, code: &mut Option<i32>) {
+        loop {
+            match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::Exited(pid, exited)) => {
+                    if i64::from(pid.as_raw()) == i64::from(load) {
+                        *code = Some(exited);
+                    }
+                }
+                Ok(WaitStatus::Signaled(pid, signal, _)) => {
+                    if i64::from(pid.as_raw()) == i64::from(load) {
+                        *code = Some(128 + signal as i32);
+                    }
+                }
+                Ok(WaitStatus::StillAlive) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    }
+
+    /// `inferlint __supervise --load`: starts the load through the trampoline (its
+    /// stdout and stderr are ours) and holds its tree as a child subreaper. Once the
+    /// load's own process exits, what it left running gets [`LOAD_STRAYS_WAIT`] to end,
+    /// then is stopped by the tree rule; so is the whole tree when xray asks (SIGTERM,
+    /// the lifeline closing) or dies. Exits with the load's code.
+    pub(super) fn load_supervisor(args: &InternalArgs) -> i32 {
+        let (events, queue) = mpsc::channel();
+        catch_signals(events.clone());
+        let _ = prctl::set_pdeathsig(Signal::SIGTERM);
+        if !parent_is(args.parent) {
+            return NOT_RUNNABLE;
+        }
+        if prctl::set_child_subreaper(true).is_err() {
+            eprintln!(
+                "inferlint: cannot become a child subreaper; a process the load detaches may escape the stop"
+            );
+        }
+        watch_lifeline(events);
+        let me = std::process::id();
+        let trampoline_args = InternalArgs {
+            parent: me,
+            grace_ms: 0,
+            kill_ms: 0,
+            load: false,
+            ..args.clone()
+        };
+        let started = this_binary()
+            .arg(EXEC)
+            .args(trampoline_args.to_words())
+            .stdin(Stdio::null())
+            .spawn();
+        let load = match started {
+            Ok(child) => child.id(),
+            Err(e) => {
+                eprintln!(
+                    "inferlint: cannot start {}: {e}",
+                    args.program.to_string_lossy()
+                );
+                return NOT_RUNNABLE;
+            }
+        };
+        let mut code = None;
+        let mut asked = false;
+        while code.is_none() {
+            reap_load(load, &mut code);
+            if code.is_some() {
+                break;
+            }
+            match queue.recv_timeout(SUPERVISOR_POLL) {
+                Ok(_) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    asked = true;
+                    break;
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            }
+        }
+        let source = Contained {
+            anchor: inferlint_gpu::procs::read_process(me).map(|p| Member {
+                pid: me,
+                start_time: p.start_time,
+            }),
+            cgroup: None,
+        };
+        let Ok(mut processes) = LinuxProcesses::new(false) else {
+            return code.unwrap_or(NOT_RUNNABLE);
+        };
+        if !asked {
+            // The load exited: what it left gets a bounded moment to end by itself.
+            let deadline = Instant::now() + LOAD_STRAYS_WAIT;
+            while Instant::now() < deadline {
+                let empty = processes.table().is_ok_and(|table| {
+                    inferlint_gpu::tree::members(&table, &source, me).is_empty()
+                });
+                if empty || queue.try_recv().is_ok() {
+                    break;
+                }
+                reap_load(load, &mut code);
+                thread::sleep(STOP_POLL);
+            }
+        }
+        let times = StopTimes {
+            grace: Duration::from_millis(args.grace_ms),
+            kill_wait: Duration::from_millis(args.kill_ms),
+            poll: STOP_POLL,
+        };
+        let stop = stop_tree(&source, &mut processes, &mut SystemClock::new(), times);
+        let left = stop.terminated.max(stop.killed);
+        if left > 0 && !asked {
+            eprintln!(
+                "inferlint: the load command left {left} process{} running; stopped {}{}",
+                if left == 1 { "" } else { "es" },
+                if left == 1 { "it" } else { "them" },
+                if stop.complete() {
+                    ""
+                } else {
+                    " (some survived SIGKILL)"
+                }
+            );
+        }
+        reap_load(load, &mut code);
+        code.unwrap_or(NOT_RUNNABLE)
+    }
+
     /// A duplicate of stderr's descriptor, to hand to a child as its stdout.
     trait CloneFd {
         fn as_fd_clone(&self) -> io::Result<std::os::fd::OwnedFd>;
@@ -903,8 +1188,17 @@ mod tests {
             env: vec![("A".into(), "1=2".into()), ("EMPTY".into(), "".into())],
             program: "/usr/bin/vllm".into(),
             args: vec!["serve".into(), "--".into(), "--env".into()],
+            load: false,
         };
-        assert_eq!(InternalArgs::parse(&options.to_words()), Ok(options));
+        assert_eq!(
+            InternalArgs::parse(&options.to_words()),
+            Ok(options.clone())
+        );
+        let load = InternalArgs {
+            load: true,
+            ..options
+        };
+        assert_eq!(InternalArgs::parse(&load.to_words()), Ok(load));
     }
 
     #[test]

@@ -6,6 +6,8 @@
 
 /// Damaged, empty, foreign and garbage input: a clear error or Can't tell, never a panic.
 mod bad_input;
+/// Every input and every wait bounded.
+mod bounds;
 /// Help, version, unknown commands, exit codes, broken pipes, engine naming.
 mod cli_surface;
 /// Running the binary, finding the recordings, comparing results.

@@ -453,3 +453,101 @@ fn the_trampoline_starts_nothing_for_a_parent_that_is_gone() {
     assert_eq!(out.status.code(), Some(126), "{}", shown(&out));
     case.cleanup.assert_none_left(&[], Duration::from_secs(1));
 }
+
+/// A detached child of the load command (`(setsid sleep MARK &)`: its own session, and
+/// re-parented away from the load when the subshell exits) is stopped with the load:
+/// the load's supervisor is a child subreaper, so the child stays in the load's tree.
+/// The load's output is still held by that child, so this also shows xray does not wait
+/// on it: the load's supervisor waits the stated bound, then stops the child.
+#[test]
+fn a_detached_child_of_the_load_is_stopped_with_it() {
+    let case = Case::new(1);
+    let (port, marks) = (case.port, case.marks.clone());
+    let load = format!("(setsid sleep {} &); echo load done", marks.sleep(1));
+    let out = case.xray(&sim_serve(port), &["sh", "-c", &load], &[]);
+    assert_ran(&out);
+    // Gone when xray has ended: nothing of the load outlives it.
+    case.cleanup
+        .assert_none_left(&[], Duration::from_millis(500));
+    let log = std::fs::read_to_string(case.tmp.path().join("run/load.log")).unwrap();
+    assert!(
+        log.contains("inferlint: the load command left 1 process running; stopped it"),
+        "{log}\n{}",
+        shown(&out)
+    );
+}
+
+/// A background process that holds the load's output (`sleep MARK &`, a sleep of about
+/// 80 days) does not make xray wait for it. The bound, from the load's end: the strays'
+/// wait (2 s), the load's grace period (5 s, `sleep` ends on SIGTERM at once) and the
+/// drain of the output (2 s); the whole run, server start and report included, is
+/// asserted under 60 s, nowhere near the sleep.
+#[test]
+fn a_stray_holding_the_loads_output_is_not_waited_for() {
+    let case = Case::new(1);
+    let (port, marks) = (case.port, case.marks.clone());
+    let load = format!("sleep {} & echo load done", marks.sleep(1));
+    let started = Instant::now();
+    let out = case.xray(&sim_serve(port), &["sh", "-c", &load], &[]);
+    let took = started.elapsed();
+    assert_ran(&out);
+    assert!(took < Duration::from_secs(60), "xray took {took:?}");
+    case.cleanup
+        .assert_none_left(&[], Duration::from_millis(500));
+    assert!(stdout(&out).contains("load done"), "{}", shown(&out));
+}
+
+/// A second SIGINT while the server (which ignores SIGTERM) is in its 30 s grace period
+/// kills the whole tree at once: xray exits 130 well inside the grace period (10 s, the
+/// bound on a kill), and at that moment nothing of the server or the load is alive.
+#[test]
+fn a_second_signal_kills_the_server_that_ignores_sigterm_at_once() {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    let case = Case::new(3);
+    let (port, marks) = (case.port, case.marks.clone());
+    let serve = format!(
+        "sh -c 'trap \"\" TERM; {}; {}; sleep {}'",
+        daemon(marks.sleep(1)),
+        sim_serve(port),
+        marks.sleep(2)
+    );
+    let target = url(port);
+    let load = format!("trap \"\" TERM; sleep {}", marks.sleep(3));
+    let mut xray = start_xray_with(
+        case.tmp.path(),
+        &xray_args(&target, &serve, &["sh", "-c", &load]),
+        &[],
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let loading = format!("sleep {}", marks.sleep(3));
+    while marked(&marks).iter().all(|(_, cmd)| cmd != &loading) {
+        assert!(
+            xray.try_wait().unwrap().is_none(),
+            "xray ended before the load started"
+        );
+        assert!(Instant::now() < deadline, "the load never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pid = Pid::from_raw(i32::try_from(xray.id()).unwrap());
+    kill(pid, Signal::SIGINT).unwrap();
+    // Into the clean stop: the load ignores SIGTERM too, so its 5 s grace runs now.
+    std::thread::sleep(Duration::from_secs(1));
+    kill(pid, Signal::SIGINT).unwrap();
+    let second = Instant::now();
+    let status = loop {
+        if let Some(status) = xray.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            second.elapsed() < Duration::from_secs(10),
+            "xray still runs {:?} after the second signal",
+            second.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(130));
+    // SIGKILL was sent and waited for before the exit; only the kernel's reaping is left.
+    case.cleanup
+        .assert_none_left(&[], Duration::from_millis(500));
+}

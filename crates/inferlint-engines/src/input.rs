@@ -140,7 +140,7 @@ pub fn open_input(path: &Path) -> Result<(File, u64), FileError> {
 
 /// Reads a whole input of at most `limit` bytes; `what` names it in the error
 /// (`a snapshot file`).
-pub(crate) fn read_bounded(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>, FileError> {
+pub fn read_bounded(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>, FileError> {
     let (file, len) = open_input(path)?;
     let too_big = |size: u64| {
         FileError::invalid(

@@ -33,6 +33,33 @@ use crate::{prom, record};
 /// The most points one range query asks of one series. Prometheus refuses a query
 /// over 11,000 points per series ("exceeded maximum resolution").
 pub const MAX_POINTS: u64 = 11_000;
+/// The most range queries one read of a window sends: 11 million points of each series
+/// (127 days at 1 s). A year at 1 ms would be 2.9 million queries, hours of work.
+pub const MAX_RANGE_QUERIES: u64 = 1_000;
+
+/// How many range queries [`split_range`] cuts the window into, counted without making
+/// the pieces (a century at 1 ms would be a list of 290 million).
+pub fn range_queries(start_ms: i64, end_ms: i64, step_ms: i64, max_points: u64) -> u64 {
+    if max_points == 0 {
+        return 0;
+    }
+    points_in(start_ms, end_ms, step_ms).div_ceil(max_points)
+}
+
+/// Drops every point outside `[from_ms, to_ms]` (a Prometheus that answers beyond the
+/// window asked); returns how many were dropped.
+pub fn keep_within(series: &mut [ApiSeries], from_ms: i64, to_ms: i64) -> u64 {
+    let mut dropped = 0;
+    for s in series {
+        let before = s.points.len();
+        s.points.retain(|&(t, _)| {
+            let t_ms = (t * 1000.0).round();
+            t_ms >= from_ms as f64 && t_ms <= to_ms as f64
+        });
+        dropped += (before - s.points.len()) as u64;
+    }
+    dropped
+}
 
 /// Why an answer of the API could not be used. Each message reads after "failed to".
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -508,6 +535,38 @@ pub fn folder_name(replica: &str) -> String {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn range_queries_are_counted_as_split_range_cuts_them() {
+        for (start, end, step) in [(0, 0, 1), (0, 10_999, 1), (0, 11_000, 1), (5, 1_000_000, 7)] {
+            assert_eq!(
+                range_queries(start, end, step, MAX_POINTS),
+                split_range(start, end, step, MAX_POINTS).len() as u64
+            );
+        }
+        // A year at 1 ms, counted at once.
+        let year_ms = 365 * 86_400_000;
+        assert_eq!(range_queries(0, year_ms, 1, MAX_POINTS), 2_866_910);
+    }
+
+    /// Points 11.6 days before and after the piece asked are dropped and counted; the
+    /// piece's own ends are kept.
+    #[test]
+    fn points_outside_the_window_are_dropped_and_counted() {
+        let far = 11.6 * 86_400.0;
+        let mut series = vec![ApiSeries {
+            points: vec![
+                (100.0 - far, 1.0),
+                (100.0, 2.0),
+                (110.0, 3.0),
+                (110.0 + far, 4.0),
+            ],
+            name: "x".into(),
+            labels: Vec::new(),
+        }];
+        assert_eq!(keep_within(&mut series, 100_000, 110_000), 2);
+        assert_eq!(series[0].points, [(100.0, 2.0), (110.0, 3.0)]);
+    }
 
     proptest! {
         /// Every point of the window is asked exactly once, in order, and no piece asks

@@ -293,12 +293,25 @@ impl ReplayReader {
     }
 }
 
+/// The largest file of recorded readings read: a reading is a few hundred bytes, and a
+/// recording of hours at one reading a second stays under a few megabytes.
+pub const MAX_READINGS_BYTES: u64 = 64 << 20;
+
+/// Reads a file of recorded readings by the input rules every input keeps: a regular
+/// file (never a pipe or a device, which could block or never end) of at most
+/// [`MAX_READINGS_BYTES`].
 fn load(path: &Path) -> Result<Vec<RecordedReading>, GpuError> {
+    use inferlint_engines::input::{read_bounded, FileError};
     let error = |detail: String| GpuError::Recorded {
         path: path.display().to_string(),
         detail,
     };
-    let text = std::fs::read_to_string(path).map_err(|e| error(e.to_string()))?;
+    let bytes =
+        read_bounded(path, MAX_READINGS_BYTES, "a file of NVML readings").map_err(|e| match e {
+            FileError::Io { source, .. } => error(source.to_string()),
+            FileError::Invalid { message, .. } => error(message),
+        })?;
+    let text = String::from_utf8(bytes).map_err(|e| error(e.to_string()))?;
     parse_readings(&text).map_err(|e| error(e.to_string()))
 }
 

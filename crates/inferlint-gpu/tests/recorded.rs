@@ -215,3 +215,37 @@ fn teardown_of_the_orphan_replays_the_release_timeline() {
         serde_json::json!([[0.0, 0, 0], [2.0, 0, 0]])
     );
 }
+
+/// A file of recorded readings (`INFERLINT_NVML_READINGS`) keeps the input rules of every
+/// input: a device, a FIFO without a writer, or a file above the bound is refused at
+/// once, before anything is read (before: `/dev/zero` was read until memory ran out,
+/// and the FIFO blocked for ever).
+#[cfg(unix)]
+#[test]
+fn recorded_readings_that_are_not_a_bounded_regular_file_are_refused_at_once() {
+    use inferlint_gpu::recorded::{ReplayReader, MAX_READINGS_BYTES};
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("readings.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let big = dir.path().join("big.json");
+    // Sparse: its length is above the bound, its blocks are not.
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(MAX_READINGS_BYTES + 1)
+        .unwrap();
+    for (path, words) in [
+        (fifo, "a pipe (FIFO)"),
+        (big, "more than the 64 MiB a file of NVML readings can be"),
+        (std::path::PathBuf::from("/dev/zero"), "a character device"),
+    ] {
+        let started = Instant::now();
+        let error = ReplayReader::from_file(&path).unwrap_err().to_string();
+        assert!(error.contains(words), "{}: {error}", path.display());
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+}

@@ -2,8 +2,9 @@
 //! into its own series, and the fleet's sum slot by slot.
 //!
 //! Each replica runs the single-server sampler ([`crate::watch::watch`]) in a task of
-//! its own, all from the same start on the monotonic clock, so slot `k` of every replica
-//! is due at the same instant and a slow replica delays only its own samples. The tasks
+//! its own, all from the same start on the monotonic clock (the moment every replica has
+//! answered its first scrape, asked of all at once), so slot `k` of every replica is due
+//! at the same instant and a slow replica delays only its own samples. The tasks
 //! hand each sample to the caller's task, which adds up a slot once every replica has
 //! answered for it (or has moved two slots past it): a slot some replica missed is a gap
 //! record in the sum, never a total that leaves a replica out.
@@ -56,9 +57,13 @@ pub async fn watch_fleet<W: Write + Send + 'static>(
     stop: &Stop,
 ) -> io::Result<(FleetProgress, Vec<W>)> {
     let count = members.len();
-    let Some(start_ns) = members.iter().map(|m| m.first.requested_ns).min() else {
+    if members.is_empty() {
         return Ok((FleetProgress::default(), Vec::new()));
-    };
+    }
+    // Slot 0 is now, once every replica has answered its first scrape: not the earliest
+    // first request, which would put every replica that answered sooner behind a
+    // schedule that started while the slowest first scrape still ran.
+    let start_ns = crate::clock::monotonic_ns();
     let interval_ns = i64::try_from(options.interval.as_nanos()).unwrap_or(i64::MAX);
     let header = SeriesHeader {
         url: Some(format!("the sum of {count} replicas")),
@@ -73,7 +78,7 @@ pub async fn watch_fleet<W: Write + Send + 'static>(
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, SeriesSample)>();
     let mut tasks = Vec::with_capacity(count);
     for (index, mut member) in members.into_iter().enumerate() {
-        // Every replica's slot 0 is the earliest first scrape: one schedule for all.
+        // Every replica's slot 0 is the recording's start: one schedule for all.
         member.first.requested_ns = start_ns;
         let tx = tx.clone();
         let options = options.clone();

@@ -63,6 +63,9 @@ pub enum PromError {
     /// Nothing to read.
     #[error("{0}")]
     Nothing(String),
+    /// The window at its step would take more range queries than one read sends.
+    #[error("{0}")]
+    TooManyQueries(String),
     /// Replicas from different engines, or from another engine than the one named.
     #[error("{0}")]
     Engines(String),
@@ -402,6 +405,18 @@ pub async fn fetch_into(
         }
     };
     let step_s = step_ms as f64 / 1000.0;
+    // Refused before anything is written or asked: a year at 1 ms is millions of queries.
+    let queries = api::range_queries(start_ms, end_ms, step_ms, MAX_POINTS);
+    if queries > api::MAX_RANGE_QUERIES {
+        return Err(PromError::TooManyQueries(format!(
+            "a window of {} s at a step of {} s takes {} range queries of at most {} points, more than the {} one read sends: give a shorter window or a longer --step",
+            inferlint_core::fmt::thousands_f(options.end - options.start),
+            inferlint_core::fmt::g(step_s),
+            inferlint_core::fmt::thousands(i64::try_from(queries).unwrap_or(i64::MAX)),
+            inferlint_core::fmt::thousands(MAX_POINTS as i64),
+            inferlint_core::fmt::thousands(api::MAX_RANGE_QUERIES as i64)
+        )));
+    }
     let rule = Rule::NEW;
     let manifest = Manifest::new(
         format!("prometheus {shown} {selector_words}"),
@@ -460,9 +475,12 @@ pub async fn fetch_into(
 
     let pieces = api::split_range(start_ms, end_ms, step_ms, MAX_POINTS);
     let mut max_points = 0;
+    let mut outside = 0;
     for (index, &(from, to)) in pieces.iter().enumerate() {
         max_points = max_points.max(api::points_in(from, to, step_ms));
-        let answer = source.query_range(&series_query, from, to, step_ms).await?;
+        let mut answer = source.query_range(&series_query, from, to, step_ms).await?;
+        // Only the points asked for are kept: at most one a step of the piece.
+        outside += api::keep_within(&mut answer, from, to);
         for writer in &mut writers {
             for sample in api::samples_of(&answer, &writer.name, descriptor) {
                 writer.push(engine, &sample, step_s)?;
@@ -471,6 +489,11 @@ pub async fn fetch_into(
         on_piece(index + 1, pieces.len());
     }
     let mut notes = Vec::new();
+    if outside > 0 {
+        notes.push(format!(
+            "{outside} point(s) Prometheus gave outside the window asked were dropped"
+        ));
+    }
     let mut samples = 0;
     for writer in &mut writers {
         writer.file.flush().map_err(|error| PromError::Write {

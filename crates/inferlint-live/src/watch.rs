@@ -334,17 +334,31 @@ pub async fn watch_observed<W: Write, O: Observer + ?Sized>(
     }
     let mut last_good: Snapshot = first.snapshot;
     let mut slot = 0u64;
-    let mut last_attempt_took_ns = 0i64;
+    // Slot 0's attempt is the first scrape: how long it took, as its stamp says.
+    let mut last_attempt_took_ns = (first.stamp.latency_s * 1e9).round() as i64;
 
     loop {
         let now = clock::monotonic_ns();
         let next = schedule.next_after(slot, now);
         if next.missed > 0 {
-            let reason = format!(
-                "{} slot(s) missed: the scrape took {:.3} s",
-                next.missed,
-                last_attempt_took_ns as f64 / 1e9
-            );
+            // What made the slots pass: the last scrape's length, or, when it began
+            // later than its slot was due (a fleet's slot 0 is the earliest replica's
+            // first request), that too.
+            let began_late_ns = now - schedule.due_ns(slot) - last_attempt_took_ns;
+            let reason = if began_late_ns > interval_ns {
+                format!(
+                    "{} slot(s) missed: the scrape began {:.3} s after its slot was due and took {:.3} s",
+                    next.missed,
+                    began_late_ns as f64 / 1e9,
+                    last_attempt_took_ns as f64 / 1e9
+                )
+            } else {
+                format!(
+                    "{} slot(s) missed: the scrape took {:.3} s",
+                    next.missed,
+                    last_attempt_took_ns as f64 / 1e9
+                )
+            };
             // Stamped when it is written, not at the first missed slot: the overrunning
             // sample before it may be stamped later than that slot, and a recording's
             // records must stay in time order.

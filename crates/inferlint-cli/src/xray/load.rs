@@ -194,18 +194,34 @@ pub(super) fn start_watch(
     })
 }
 
-/// Copies one output stream of the load to the terminal and to load.log.
+/// The load's stop, whether xray asks for it or the load ended leaving processes
+/// behind (after [`supervise::LOAD_STRAYS_WAIT`]): SIGTERM, this grace, SIGKILL.
+pub(super) const LOAD_STOP_TIMES: StopTimes = StopTimes {
+    grace: LOAD_STOP_GRACE,
+    kill_wait: Duration::from_secs(5),
+    poll: supervise::STOP_POLL,
+};
+
+/// How long after the load's supervisor ended its output is still read.
+pub(super) const OUTPUT_DRAIN: Duration = Duration::from_secs(2);
+
+/// Copies one output stream of the load to the terminal and to load.log; says on `done`
+/// when the stream ended.
 pub(super) fn copy_output(
     mut from: impl Read + Send + 'static,
     log: Arc<Mutex<File>>,
     live: Arc<Mutex<LiveLine>>,
     to_stderr: bool,
+    done: std::sync::mpsc::Sender<()>,
 ) -> JoinHandle<()> {
     thread::spawn(move || {
         let mut buffer = [0u8; 8192];
         loop {
             let n = match from.read(&mut buffer) {
-                Ok(0) | Err(_) => return,
+                Ok(0) | Err(_) => {
+                    let _ = done.send(());
+                    return;
+                }
                 Ok(n) => n,
             };
             let chunk = &buffer[..n];
@@ -236,23 +252,33 @@ pub(super) fn run_load(
     let program = loadcmd::program(words).ok_or("no command after --")?;
     let log = create_new(log_path).map_err(|e| e.to_string())?;
     let log = Arc::new(Mutex::new(log));
-    // Through the trampoline, so that the load dies with xray.
-    let mut command = supervise::tied(&program.program, &program.env)
-        .map_err(|e| format!("cannot start {}: {e}", program.program))?;
-    command
-        .args(&program.args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child =
-        supervise::spawn(command).map_err(|e| format!("cannot start {}: {e}", program.program))?;
-    *lock(&shared.load_pid) = Some(child.id());
-    let mut copiers = Vec::new();
-    if let Some(out) = child.stdout.take() {
-        copiers.push(copy_output(out, Arc::clone(&log), Arc::clone(live), false));
+    // Under a supervisor of its own, a child subreaper, so that nothing the load starts
+    // (a detached child included) outlives it or xray.
+    let mut load = supervise::SupervisedLoad::start(
+        &program.program,
+        &program.args,
+        &program.env,
+        Stdio::null(),
+        LOAD_STOP_TIMES,
+    )
+    .map_err(|e| format!("cannot start {}: {e}", program.program))?;
+    *lock(&shared.load_pid) = Some(load.child.id());
+    *lock(&shared.load_tree) = load.anchor();
+    let (copied, copies) = std::sync::mpsc::channel();
+    let mut copiers = 0;
+    if let Some(out) = load.child.stdout.take() {
+        copiers += 1;
+        copy_output(
+            out,
+            Arc::clone(&log),
+            Arc::clone(live),
+            false,
+            copied.clone(),
+        );
     }
-    if let Some(err) = child.stderr.take() {
-        copiers.push(copy_output(err, Arc::clone(&log), Arc::clone(live), true));
+    if let Some(err) = load.child.stderr.take() {
+        copiers += 1;
+        copy_output(err, Arc::clone(&log), Arc::clone(live), true, copied);
     }
     let mut interrupted_at: Option<Instant> = None;
     let mut drawn = Instant::now();
@@ -261,27 +287,41 @@ pub(super) fn run_load(
             lock(live).draw();
             drawn = Instant::now();
         }
-        match child.try_wait() {
+        match load.child.try_wait() {
             Ok(Some(status)) => break Ok(status),
             Ok(None) => {}
             Err(e) => break Err(e.to_string()),
         }
         if shared.interrupted() {
             // The signal thread sends SIGTERM to a load it knows of; one started just
-            // after the signal gets it here.
+            // after the signal gets it here. The supervisor stops the load's tree in
+            // its stop times; only a supervisor that overruns them is killed.
             let since = *interrupted_at.get_or_insert_with(|| {
-                terminate(child.id());
+                terminate(load.child.id());
                 Instant::now()
             });
-            if since.elapsed() >= LOAD_STOP_GRACE {
-                let _ = child.kill();
+            if since.elapsed() >= LOAD_STOP_GRACE + LOAD_STOP_TIMES.kill_wait * 2 {
+                let _ = load.child.kill();
             }
         }
         thread::sleep(Duration::from_millis(50));
     };
+    *lock(&shared.load_tree) = None;
     *lock(&shared.load_pid) = None;
-    for copier in copiers {
-        let _ = copier.join();
+    load.release();
+    // The supervisor ended once the load's tree was gone, so the output's pipes are
+    // closed; whatever still holds one (a process outside the tree) is not waited for
+    // beyond this bound.
+    let deadline = Instant::now() + OUTPUT_DRAIN;
+    for _ in 0..copiers {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if copies.recv_timeout(left).is_err() {
+            eprint_line!(
+                "inferlint: the load's output is still held open {} s after its end; not waiting for it",
+                OUTPUT_DRAIN.as_secs()
+            );
+            break;
+        }
     }
     let status = status?;
     Ok(status.code().unwrap_or_else(|| {

@@ -11,6 +11,12 @@ pub(super) struct Shared {
     pub(super) signal: AtomicI32,
     pub(super) server: Mutex<Option<ServerProcess>>,
     pub(super) load_pid: Mutex<Option<u32>>,
+    /// The server's tree while it may be alive (its supervisor and cgroup), kept apart
+    /// from `server` so that a second signal reaches it while the main thread stops it.
+    pub(super) server_tree: Mutex<Option<(Member, Option<PathBuf>)>>,
+    /// The load's supervisor while the load runs: every process of the load's tree
+    /// descends from it.
+    pub(super) load_tree: Mutex<Option<Member>>,
 }
 
 impl Shared {
@@ -81,9 +87,9 @@ pub(super) fn on_signal(shared: &Arc<Shared>) {
         .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
         .is_ok();
     if !first {
-        // A second Ctrl-C: no more waiting.
+        // A second Ctrl-C: no more waiting, SIGKILL to both trees at once.
         eprint_line!("inferlint: stopping the server now");
-        stop_server(shared);
+        kill_now(shared);
         std::process::exit(ExitCode::Interrupted.code());
     }
     eprint_line!("inferlint: interrupted; ending the load, saving the run, stopping the server (again to stop at once)");
@@ -104,9 +110,25 @@ pub(super) fn on_signal(shared: &Arc<Shared>) {
                 "inferlint: no clean stop after {} s; stopping the server now",
                 CLEAN_STOP_LIMIT.as_secs()
             );
-            stop_server(&shared);
+            kill_now(&shared);
             std::process::exit(ExitCode::Interrupted.code());
         });
+}
+
+/// SIGKILL at once to every process of the server's tree and of the load's, whether or
+/// not the main thread is stopping them (a stop in its grace period waits for nothing
+/// then), then the server's stop to release its supervisor and cgroup (it finds the tree
+/// empty).
+pub(super) fn kill_now(shared: &Shared) {
+    let server = lock(&shared.server_tree).clone();
+    let load = *lock(&shared.load_tree);
+    if let Some((anchor, cgroup)) = server {
+        let _ = supervise::kill_tree_now(anchor, cgroup, STOP_TIMES.kill_wait);
+    }
+    if let Some(anchor) = load {
+        let _ = supervise::kill_tree_now(anchor, None, STOP_TIMES.kill_wait);
+    }
+    stop_server(shared);
 }
 
 /// SIGTERM to one process (the load command).

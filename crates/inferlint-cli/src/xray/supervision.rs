@@ -28,10 +28,8 @@ pub(super) fn stop_server(shared: &Shared) -> Option<Stopped> {
     };
     let stop = server.stop(STOP_TIMES);
     let how = server.containment().describe();
-    let cgroup = match server.containment() {
-        supervise::Containment::Cgroup(dir) => Some(dir.clone()),
-        supervise::Containment::Subreaper(_) => None,
-    };
+    let cgroup = server.cgroup();
+    *lock(&shared.server_tree) = None;
     let text = if let Some(why) = &stop.unreadable {
         format!("cannot see the server's processes to stop them ({why})")
     } else if !stop.survivors.is_empty() {
@@ -132,6 +130,7 @@ impl Xray<'_> {
             }
         };
         let (pid, root) = (server.pid(), server.root_pid());
+        *lock(&self.shared.server_tree) = Some((server.anchor(), server.cgroup()));
         *lock(&self.shared.server) = Some(ServerProcess { server });
         self.wait_ready(&boot_path, health)?;
         say(&format!(
