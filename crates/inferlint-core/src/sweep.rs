@@ -211,15 +211,7 @@ fn verdict_words(point: &Point) -> String {
 
 /// Reads the runs as one sweep.
 pub fn sweep(runs: Vec<RunProfile>, strict: bool) -> Sweep {
-    let by_concurrency = runs.iter().all(|r| r.load.requested_concurrency.is_some());
-    let by_rate = runs.iter().all(|r| r.load.request_rate.is_some());
-    let axis = if by_concurrency {
-        Some(Axis::Concurrency)
-    } else if by_rate {
-        Some(Axis::Rate)
-    } else {
-        None
-    };
+    let axis = sweep_axis(&runs);
     let mut runs = runs;
     if let Some(axis) = axis {
         runs.sort_by(|a, b| {
@@ -228,6 +220,65 @@ pub fn sweep(runs: Vec<RunProfile>, strict: bool) -> Sweep {
                 .total_cmp(&asked(b, axis).unwrap_or(0.0))
         });
     }
+    let (setup, one_setup, reasons) = one_setup_of(&runs, axis, strict);
+    let mut points: Vec<Point> = runs.iter().map(|r| point(r, axis)).collect();
+    set_elasticities(&mut points);
+
+    let stops_following = points.iter().position(|p| p.follows == Some(false));
+    let stops_reaching = points.iter().position(|p| p.reached == Some(false));
+    let mut findings = vec![following_finding(&points, axis, stops_following)];
+    // The peak alone falls short later than the mean: named apart, with both numbers.
+    if let Some(j) = stops_reaching.filter(|j| Some(*j) != stops_following) {
+        findings.push(reaching_finding(&points, j));
+    }
+    let preemption_starts = points
+        .iter()
+        .position(|p| p.preemptions.is_some_and(|n| n > 0.0));
+    findings.push(preemption_finding(&points, preemption_starts));
+    let (knee, knee_words) = knee_finding(&points);
+    findings.push(knee_words);
+
+    let outcome = match one_setup {
+        Verdict::Comparable => Outcome::Found,
+        Verdict::NotComparable => Outcome::NotOneSetup,
+        Verdict::CannotTell => Outcome::CannotTell,
+    };
+    Sweep {
+        schema: SWEEP_SCHEMA,
+        axis,
+        stops_following: stops_following.map(|i| points[i].label.clone()),
+        stops_reaching: stops_reaching.map(|i| points[i].label.clone()),
+        preemption_starts: preemption_starts.map(|i| points[i].label.clone()),
+        knee: knee.map(|i| points[i].label.clone()),
+        points,
+        setup,
+        one_setup,
+        reasons,
+        findings,
+        outcome,
+    }
+}
+
+/// What the runs sweep: the concurrency where every run says it, else the rate.
+fn sweep_axis(runs: &[RunProfile]) -> Option<Axis> {
+    let by_concurrency = runs.iter().all(|r| r.load.requested_concurrency.is_some());
+    let by_rate = runs.iter().all(|r| r.load.request_rate.is_some());
+    if by_concurrency {
+        Some(Axis::Concurrency)
+    } else if by_rate {
+        Some(Axis::Rate)
+    } else {
+        None
+    }
+}
+
+/// The setup and load the runs share but the swept one, whether they are one setup, and
+/// why not.
+fn one_setup_of(
+    runs: &[RunProfile],
+    axis: Option<Axis>,
+    strict: bool,
+) -> (Vec<Item>, Verdict, Vec<String>) {
     let refs: Vec<&RunProfile> = runs.iter().collect();
     let swept = match axis {
         Some(Axis::Rate) => "request_rate",
@@ -247,31 +298,34 @@ pub fn sweep(runs: Vec<RunProfile>, strict: bool) -> Sweep {
                 .to_owned(),
         );
     }
+    (setup, one_setup, reasons)
+}
 
-    let mut points: Vec<Point> = runs
-        .iter()
-        .map(|r| {
-            let asked = axis.and_then(|a| asked(r, a));
-            let throughput = r.figures.get("output_throughput");
-            Point {
-                label: r.label.clone(),
-                asked,
-                peak_running: r.happened.peak_running,
-                mean_running: r.happened.mean_running,
-                running_unknown: r.happened.running_unknown.clone(),
-                request_throughput: figure(r, "request_throughput"),
-                preemptions: r.happened.preemptions,
-                output_throughput: throughput.map(|f| f.value),
-                throughput_source: throughput.map(|f| f.source),
-                ttft_ms: figure(r, "ttft_p50_ms").or_else(|| figure(r, "ttft_mean_ms")),
-                tpot_ms: figure(r, "tpot_p50_ms").or_else(|| figure(r, "tpot_mean_ms")),
-                reached: axis.and_then(|a| reached(r, a, asked)),
-                follows: axis.and_then(|a| follows(r, a, asked)),
-                elasticity: None,
-                verdicts: r.verdicts.clone(),
-            }
-        })
-        .collect();
+/// One run as a point of the sweep, its elasticity not yet known.
+fn point(r: &RunProfile, axis: Option<Axis>) -> Point {
+    let asked = axis.and_then(|a| asked(r, a));
+    let throughput = r.figures.get("output_throughput");
+    Point {
+        label: r.label.clone(),
+        asked,
+        peak_running: r.happened.peak_running,
+        mean_running: r.happened.mean_running,
+        running_unknown: r.happened.running_unknown.clone(),
+        request_throughput: figure(r, "request_throughput"),
+        preemptions: r.happened.preemptions,
+        output_throughput: throughput.map(|f| f.value),
+        throughput_source: throughput.map(|f| f.source),
+        ttft_ms: figure(r, "ttft_p50_ms").or_else(|| figure(r, "ttft_mean_ms")),
+        tpot_ms: figure(r, "tpot_p50_ms").or_else(|| figure(r, "tpot_mean_ms")),
+        reached: axis.and_then(|a| reached(r, a, asked)),
+        follows: axis.and_then(|a| follows(r, a, asked)),
+        elasticity: None,
+        verdicts: r.verdicts.clone(),
+    }
+}
+
+/// Each point's elasticity against the one before it.
+fn set_elasticities(points: &mut [Point]) {
     // One source of throughput for every run, or no knee: a server count against a load
     // tool's is not a step of the curve.
     let one_source = points
@@ -294,13 +348,20 @@ pub fn sweep(runs: Vec<RunProfile>, strict: bool) -> Sweep {
         };
         points[i].elasticity = e;
     }
+}
 
-    let mut findings = Vec::new();
+/// The load a point asked for, or its label where it names none.
+fn at(p: &Point) -> String {
+    p.asked.map_or_else(|| p.label.clone(), fmt::g)
+}
+
+/// Where the server stopped following the load, if it did.
+fn following_finding(
+    points: &[Point],
+    axis: Option<Axis>,
+    stops_following: Option<usize>,
+) -> String {
     let axis_words = axis.map_or("load", Axis::words);
-    let at = |p: &Point| p.asked.map_or_else(|| p.label.clone(), fmt::g);
-
-    let stops_following = points.iter().position(|p| p.follows == Some(false));
-    let stops_reaching = points.iter().position(|p| p.reached == Some(false));
     let unknown_follow = points.iter().any(|p| p.follows.is_none());
     match stops_following {
         Some(i) => {
@@ -328,40 +389,39 @@ pub fn sweep(runs: Vec<RunProfile>, strict: bool) -> Sweep {
                     at(p)
                 )
             };
-            findings.push(format!("{followed}; at {} asked, {ran}", at(p)));
+            format!("{followed}; at {} asked, {ran}", at(p))
         }
-        None if unknown_follow => findings.push(
-            "whether the server followed the load cannot be told for every run (no recording, or a gauge that moves only when a request completes)".into(),
-        ),
-        None => findings.push(format!(
+        None if unknown_follow => "whether the server followed the load cannot be told for every run (no recording, or a gauge that moves only when a request completes)".into(),
+        None => format!(
             "the server followed the load at every {axis_words} up to {}",
             points.last().map_or(String::new(), at)
-        )),
+        ),
     }
-    // The peak alone falls short later than the mean: named apart, with both numbers.
-    if let Some(j) = stops_reaching.filter(|j| Some(*j) != stops_following) {
-        let p = &points[j];
-        let reached = if j == 0 {
-            "its peak never reached the concurrency asked".to_owned()
-        } else if points[..j].iter().all(|q| q.reached == Some(true)) {
-            format!(
-                "its peak reached the concurrency asked up to {}",
-                at(&points[j - 1])
-            )
-        } else {
-            format!(
-                "whether its peak reached the concurrency asked below {} cannot be told for every run",
-                at(p)
-            )
-        };
-        findings.push(format!("{reached}; at {} asked, {}", at(p), ran_words(p)));
-    }
+}
 
-    let preemption_starts = points
-        .iter()
-        .position(|p| p.preemptions.is_some_and(|n| n > 0.0));
+/// Where the peak of requests at once first fell short of the concurrency asked.
+fn reaching_finding(points: &[Point], j: usize) -> String {
+    let p = &points[j];
+    let reached = if j == 0 {
+        "its peak never reached the concurrency asked".to_owned()
+    } else if points[..j].iter().all(|q| q.reached == Some(true)) {
+        format!(
+            "its peak reached the concurrency asked up to {}",
+            at(&points[j - 1])
+        )
+    } else {
+        format!(
+            "whether its peak reached the concurrency asked below {} cannot be told for every run",
+            at(p)
+        )
+    };
+    format!("{reached}; at {} asked, {}", at(p), ran_words(p))
+}
+
+/// Where preemption starts, if any run preempted.
+fn preemption_finding(points: &[Point], preemption_starts: Option<usize>) -> String {
     match preemption_starts {
-        Some(i) => findings.push(format!(
+        Some(i) => format!(
             "preemption starts at {}: {} preemption{}{}",
             at(&points[i]),
             fmt::g(points[i].preemptions.unwrap_or(0.0)),
@@ -371,19 +431,20 @@ pub fn sweep(runs: Vec<RunProfile>, strict: bool) -> Sweep {
             } else {
                 String::new()
             }
-        )),
-        None if points.iter().all(|p| p.preemptions.is_some()) => {
-            findings.push("no run preempted".into())
-        }
-        None => findings
-            .push("preemption cannot be told for every run (it needs both snapshots)".into()),
+        ),
+        None if points.iter().all(|p| p.preemptions.is_some()) => "no run preempted".into(),
+        None => "preemption cannot be told for every run (it needs both snapshots)".into(),
     }
+}
 
+/// The knee: the point before the first step whose throughput grew less than the load,
+/// and the words for it.
+fn knee_finding(points: &[Point]) -> (Option<usize>, String) {
     let first_flat = points
         .iter()
         .position(|p| p.elasticity.is_some_and(|e| e < KNEE_ELASTICITY));
     let all_steps = points.iter().skip(1).all(|p| p.elasticity.is_some());
-    let knee = match first_flat {
+    match first_flat {
         Some(i) => {
             let (k, p) = (&points[i - 1], &points[i]);
             let mut text = format!(
@@ -400,42 +461,19 @@ pub fn sweep(runs: Vec<RunProfile>, strict: bool) -> Sweep {
                     text.push_str(&format!(" while TTFT grew {:.1}x", l1 / l0));
                 }
             }
-            findings.push(text);
-            Some(i - 1)
+            (Some(i - 1), text)
         }
-        None if all_steps && points.len() >= 2 => {
-            findings.push(format!(
+        None if all_steps && points.len() >= 2 => (
+            None,
+            format!(
                 "no knee within the sweep: throughput still grew with the load at {}",
                 points.last().map_or(String::new(), at)
-            ));
-            None
-        }
-        None => {
-            findings.push(
-                "the knee cannot be told: not every run has its throughput from one source (the load tool's result file)".into(),
-            );
-            None
-        }
-    };
-
-    let outcome = match one_setup {
-        Verdict::Comparable => Outcome::Found,
-        Verdict::NotComparable => Outcome::NotOneSetup,
-        Verdict::CannotTell => Outcome::CannotTell,
-    };
-    Sweep {
-        schema: SWEEP_SCHEMA,
-        axis,
-        stops_following: stops_following.map(|i| points[i].label.clone()),
-        stops_reaching: stops_reaching.map(|i| points[i].label.clone()),
-        preemption_starts: preemption_starts.map(|i| points[i].label.clone()),
-        knee: knee.map(|i| points[i].label.clone()),
-        points,
-        setup,
-        one_setup,
-        reasons,
-        findings,
-        outcome,
+            ),
+        ),
+        None => (
+            None,
+            "the knee cannot be told: not every run has its throughput from one source (the load tool's result file)".into(),
+        ),
     }
 }
 

@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 
 use super::counters::{counter_delta, out_of_order, restart_between};
 use super::series::SeriesStats;
-use crate::client::{ClientAccount, FailureCounting, LoadTool, RequestOutcome};
+use crate::client::{ClientAccount, FailureCounting, LoadTool, LoadToolInfo, RequestOutcome};
 use crate::engine::{EngineDescriptor, FailedKind};
 use crate::fmt;
 use crate::model::Snapshot;
@@ -154,220 +154,337 @@ pub struct LedgerInputs<'a> {
 /// T18: failures the run's figures leave out.
 pub fn dropped_failures(inputs: &LedgerInputs) -> CheckResult {
     let account = inputs.account;
-    let info = account.tool.info();
-    let tool = account.tool_label();
-    let t18 = |status, message: String| {
-        CheckResult::new(Tripwire::T18, status, message)
-            .with("tool", info.key)
-            .with("tool_version", account.tool_version.clone())
-            .with("result_file", inputs.result_file)
-    };
-    let completed = account.completed.filter(|c| *c >= 0);
-    let failed = account.failed_count().unwrap_or(0).max(0);
-    let incomplete = account.incomplete_count().unwrap_or(0).max(0);
-    let sent = account.sent.filter(|s| *s >= 0);
-    // Requests sent but neither completed nor counted as failed or incomplete: a tool
-    // that counts no failure drops them from its counts.
-    let unaccounted = match (sent, completed) {
-        (Some(s), Some(c)) => (s - c - failed - incomplete).max(0),
-        _ => 0,
-    };
-    let empty_records = account
-        .requests
-        .iter()
-        .filter(|r| r.completed())
-        .filter(|r| r.output_tokens == Some(0) && r.server_output_tokens.is_none_or(|t| t == 0))
-        .count() as i64;
-    let empty = if account.requests.is_empty() {
-        match (completed, account.total_output_tokens) {
-            (Some(c), Some(0)) if c > 0 => c,
-            _ => 0,
-        }
-    } else {
-        empty_records
-    };
-    let server = inputs.server.and_then(|s| s.as_ref().ok());
-    let server_unusable = inputs.server.and_then(|s| s.as_ref().err());
-    let aborted = server.and_then(|s| s.aborted).unwrap_or(0.0);
-    let errored = server.and_then(|s| s.errored).unwrap_or(0.0);
-    let short = match (server, completed) {
-        (Some(s), Some(c)) => (c as f64 + inputs.untimed as f64 - s.finished.trunc()).max(0.0),
-        _ => 0.0,
-    };
-    let server_empty = match (server, completed) {
-        (Some(s), Some(c)) if c > 0 && s.finished > 0.0 => s.output_tokens == Some(0.0),
-        _ => false,
-    };
-    let stopped = inputs.stopped.filter(|s| s.completed_after > 0);
-
-    let reasons: Vec<Value> = account
-        .failure_reasons
-        .iter()
-        .map(|r| json!([r.reason, r.count]))
-        .collect();
-    let evidence = |r: CheckResult| {
-        r.with("sent", sent)
-            .with("completed", completed)
-            .with("client_failed", failed)
-            .with("client_incomplete", incomplete)
-            .with("client_unaccounted", unaccounted)
-            .with("client_empty", empty)
-            .with("failure_reasons", reasons.clone())
-            .with("failures_counted", failure_counting_word(account))
-            .with("server_finished", server.map(|s| s.finished))
-            .with("server_aborted", server.and_then(|s| s.aborted))
-            .with("server_errored", server.and_then(|s| s.errored))
-            .with("server_short", short)
-            .with("untimed_requests", inputs.untimed)
-            .with("last_token_s", inputs.stopped.map(|s| s.last_token_s))
-            .with(
-                "completed_after_last_token",
-                stopped.map(|s| s.completed_after),
-            )
-    };
-
+    let tally = Tally::of(inputs);
+    let verdict = |status, message: String| tally.evidence(inputs, t18(inputs, status, message));
     // A result file whose counts contradict each other shows nothing for certain about
     // the client's side: the failures it would show, or rule out, are its counts.
     let contradiction = account.contradiction();
-    let (failed, incomplete, unaccounted, empty) = if contradiction.is_some() {
-        (0, 0, 0, 0)
-    } else {
-        (failed, incomplete, unaccounted, empty)
-    };
-    let short = if contradiction.is_some() { 0.0 } else { short };
-    let mut accounts = Vec::new();
-    let mut parts = Vec::new();
-    let client_failures = failed + incomplete + unaccounted;
-    let total = sent.or_else(|| Some(completed? + failed + incomplete));
-    if contradiction.is_some() {
-        // Only the server's and the recording's accounts below.
-    } else if completed == Some(0) && client_failures > 0 {
-        let sent_words = match total {
-            Some(t) => format!("none of the {t} requests it sent"),
-            None => "no request".to_owned(),
-        };
-        parts.push(format!(
-            "every request failed: {tool} completed {sent_words}{}, yet wrote its result as for a finished run",
-            reason_words(account)
-        ));
-        accounts.push("client");
-    } else {
-        if failed > 0 {
-            let of = total.map_or(String::new(), |t| format!(" of {t}"));
-            parts.push(format!(
-                "{failed}{of} request{} failed{}",
-                fmt::plural(failed as f64),
-                reason_words(account)
-            ));
-            accounts.push("client");
-        }
-        if incomplete > 0 {
-            parts.push(format!(
-                "{incomplete} {} still in flight or cancelled when the tool stopped",
-                if incomplete == 1 { "was" } else { "were" }
-            ));
-            accounts.push("client");
-        }
-        if unaccounted > 0 {
-            parts.push(format!(
-                "{unaccounted} of the {} requests it sent {} neither completed nor counted as failed",
-                sent.unwrap_or(0),
-                if unaccounted == 1 { "is" } else { "are" }
-            ));
-            accounts.push("client");
-        }
-    }
-    if empty > 0 {
-        parts.push(format!(
-            "{empty} request{} counted as completed returned no output token",
-            fmt::plural(empty as f64)
-        ));
-        accounts.push("client");
-    }
-    if aborted > 0.0 {
-        parts.push(format!(
-            "the server aborted {} request{}",
-            fmt::g(aborted),
-            fmt::plural(aborted)
-        ));
-        accounts.push("server");
-    }
-    if errored > 0.0 {
-        parts.push(format!(
-            "the server ended {} request{} with an error",
-            fmt::g(errored),
-            fmt::plural(errored)
-        ));
-        accounts.push("server");
-    }
-    if short > 0.0 {
-        parts.push(format!(
-            "the server finished {} fewer request{} than {tool} counted as completed",
-            fmt::g(short),
-            fmt::plural(short)
-        ));
-        accounts.push("server");
-    }
-    if server_empty {
-        parts.push("the server generated no token at all".into());
-        accounts.push("server");
-    }
-    if let Some(s) = stopped {
-        parts.push(format!(
-            "the server's token counter stopped {:.1} s into the recording, yet {tool} counted {} request{} as completed after that",
-            s.last_token_s,
-            s.completed_after,
-            fmt::plural(s.completed_after as f64)
-        ));
-        accounts.push("series");
-    }
-    accounts.dedup();
-    if !parts.is_empty() {
-        let tail = match completed {
-            Some(c) if c > 0 => format!("; {} {} (here {c})", info.name, info.headline),
-            _ => String::new(),
-        };
-        let mut message = parts.join("; ");
-        message.push_str(&tail);
-        if let Some(why) = &contradiction {
-            message.push_str(&format!(
-                "; {tool}'s own counts contradict each other ({why})"
-            ));
-        }
-        let mut result = evidence(t18(Status::Fail, message));
-        result = result.with("accounts", accounts);
+    let findings = tally.findings(inputs, contradiction.is_some());
+    if !findings.parts.is_empty() {
+        let message = failure_message(
+            account,
+            tally.completed,
+            &findings.parts,
+            contradiction.as_ref(),
+        );
+        let mut result = verdict(Status::Fail, message).with("accounts", findings.accounts);
         if let Some(why) = contradiction {
             result = result.with("client_contradiction", why);
         }
         return result;
     }
     if let Some(why) = contradiction {
-        return evidence(t18(
+        let tool = account.tool_label();
+        return verdict(
             Status::Unknown,
             format!(
                 "{tool}'s result contradicts itself: {why}; which count is wrong cannot be told, so the failures it shows or rules out are unknown"
             ),
-        ))
+        )
         .with("client_contradiction", why);
     }
+    let (status, message) = no_failure_verdict(inputs, &tally);
+    verdict(status, message)
+}
 
-    // No failure anywhere: a pass needs an account that could have shown one.
+/// A T18 result with the tool and the result file it judged.
+fn t18(inputs: &LedgerInputs, status: Status, message: String) -> CheckResult {
+    let account = inputs.account;
+    CheckResult::new(Tripwire::T18, status, message)
+        .with("tool", account.tool.info().key)
+        .with("tool_version", account.tool_version.clone())
+        .with("result_file", inputs.result_file)
+}
+
+/// Each account's count of requests that did not end in an answer, as read.
+struct Tally<'a> {
+    sent: Option<i64>,
+    completed: Option<i64>,
+    failed: i64,
+    incomplete: i64,
+    /// Requests sent but neither completed nor counted as failed or incomplete.
+    unaccounted: i64,
+    /// Requests counted as completed that returned no output token.
+    empty: i64,
+    server: Option<&'a ServerOutcomes>,
+    server_unusable: Option<&'a String>,
+    /// Requests the tool counted as completed beyond those the server finished.
+    short: f64,
+    /// The server finished requests and generated no token.
+    server_empty: bool,
+    /// The engine stopped generating while the tool still counted completions.
+    stopped: Option<StoppedGenerating>,
+}
+
+impl<'a> Tally<'a> {
+    fn of(inputs: &LedgerInputs<'a>) -> Tally<'a> {
+        let account = inputs.account;
+        let completed = account.completed.filter(|c| *c >= 0);
+        let failed = account.failed_count().unwrap_or(0).max(0);
+        let incomplete = account.incomplete_count().unwrap_or(0).max(0);
+        let sent = account.sent.filter(|s| *s >= 0);
+        // Requests sent but neither completed nor counted as failed or incomplete: a tool
+        // that counts no failure drops them from its counts.
+        let unaccounted = match (sent, completed) {
+            (Some(s), Some(c)) => (s - c - failed - incomplete).max(0),
+            _ => 0,
+        };
+        let empty_records = account
+            .requests
+            .iter()
+            .filter(|r| r.completed())
+            .filter(|r| r.output_tokens == Some(0) && r.server_output_tokens.is_none_or(|t| t == 0))
+            .count() as i64;
+        let empty = if account.requests.is_empty() {
+            match (completed, account.total_output_tokens) {
+                (Some(c), Some(0)) if c > 0 => c,
+                _ => 0,
+            }
+        } else {
+            empty_records
+        };
+        let server = inputs.server.and_then(|s| s.as_ref().ok());
+        let short = match (server, completed) {
+            (Some(s), Some(c)) => (c as f64 + inputs.untimed as f64 - s.finished.trunc()).max(0.0),
+            _ => 0.0,
+        };
+        let server_empty = match (server, completed) {
+            (Some(s), Some(c)) if c > 0 && s.finished > 0.0 => s.output_tokens == Some(0.0),
+            _ => false,
+        };
+        Tally {
+            sent,
+            completed,
+            failed,
+            incomplete,
+            unaccounted,
+            empty,
+            server,
+            server_unusable: inputs.server.and_then(|s| s.as_ref().err()),
+            short,
+            server_empty,
+            stopped: inputs.stopped.filter(|s| s.completed_after > 0),
+        }
+    }
+
+    /// T18's evidence: every count as read, whatever the verdict.
+    fn evidence(&self, inputs: &LedgerInputs, r: CheckResult) -> CheckResult {
+        let account = inputs.account;
+        let reasons: Vec<Value> = account
+            .failure_reasons
+            .iter()
+            .map(|r| json!([r.reason, r.count]))
+            .collect();
+        r.with("sent", self.sent)
+            .with("completed", self.completed)
+            .with("client_failed", self.failed)
+            .with("client_incomplete", self.incomplete)
+            .with("client_unaccounted", self.unaccounted)
+            .with("client_empty", self.empty)
+            .with("failure_reasons", reasons)
+            .with("failures_counted", failure_counting_word(account))
+            .with("server_finished", self.server.map(|s| s.finished))
+            .with("server_aborted", self.server.and_then(|s| s.aborted))
+            .with("server_errored", self.server.and_then(|s| s.errored))
+            .with("server_short", self.short)
+            .with("untimed_requests", inputs.untimed)
+            .with("last_token_s", inputs.stopped.map(|s| s.last_token_s))
+            .with(
+                "completed_after_last_token",
+                self.stopped.map(|s| s.completed_after),
+            )
+    }
+
+    /// Each failure an account shows, in the client's, the server's and the recording's
+    /// order; a contradicted client's counts show none.
+    fn findings(&self, inputs: &LedgerInputs, contradicted: bool) -> Findings {
+        let mut found = Findings::default();
+        if !contradicted {
+            self.client_findings(inputs.account, &mut found);
+        }
+        self.server_findings(inputs.account, contradicted, &mut found);
+        found.accounts.dedup();
+        found
+    }
+
+    /// The client's failures: failed, incomplete, unaccounted and empty requests.
+    fn client_findings(&self, account: &ClientAccount, found: &mut Findings) {
+        let tool = account.tool_label();
+        let (failed, incomplete, unaccounted) = (self.failed, self.incomplete, self.unaccounted);
+        let client_failures = failed + incomplete + unaccounted;
+        let total = self
+            .sent
+            .or_else(|| Some(self.completed? + failed + incomplete));
+        if self.completed == Some(0) && client_failures > 0 {
+            let sent_words = match total {
+                Some(t) => format!("none of the {t} requests it sent"),
+                None => "no request".to_owned(),
+            };
+            found.push(
+                "client",
+                format!(
+                    "every request failed: {tool} completed {sent_words}{}, yet wrote its result as for a finished run",
+                    reason_words(account)
+                ),
+            );
+        } else {
+            if failed > 0 {
+                let of = total.map_or(String::new(), |t| format!(" of {t}"));
+                found.push(
+                    "client",
+                    format!(
+                        "{failed}{of} request{} failed{}",
+                        fmt::plural(failed as f64),
+                        reason_words(account)
+                    ),
+                );
+            }
+            if incomplete > 0 {
+                found.push(
+                    "client",
+                    format!(
+                        "{incomplete} {} still in flight or cancelled when the tool stopped",
+                        if incomplete == 1 { "was" } else { "were" }
+                    ),
+                );
+            }
+            if unaccounted > 0 {
+                found.push(
+                    "client",
+                    format!(
+                        "{unaccounted} of the {} requests it sent {} neither completed nor counted as failed",
+                        self.sent.unwrap_or(0),
+                        if unaccounted == 1 { "is" } else { "are" }
+                    ),
+                );
+            }
+        }
+        if self.empty > 0 {
+            found.push(
+                "client",
+                format!(
+                    "{} request{} counted as completed returned no output token",
+                    self.empty,
+                    fmt::plural(self.empty as f64)
+                ),
+            );
+        }
+    }
+
+    /// The server's failures (aborted, errored, short, no token) and the recording's
+    /// (the engine stopped generating); a contradicted client's count of completed
+    /// requests shows no shortfall.
+    fn server_findings(&self, account: &ClientAccount, contradicted: bool, found: &mut Findings) {
+        let tool = account.tool_label();
+        let aborted = self.server.and_then(|s| s.aborted).unwrap_or(0.0);
+        let errored = self.server.and_then(|s| s.errored).unwrap_or(0.0);
+        let short = if contradicted { 0.0 } else { self.short };
+        if aborted > 0.0 {
+            found.push(
+                "server",
+                format!(
+                    "the server aborted {} request{}",
+                    fmt::g(aborted),
+                    fmt::plural(aborted)
+                ),
+            );
+        }
+        if errored > 0.0 {
+            found.push(
+                "server",
+                format!(
+                    "the server ended {} request{} with an error",
+                    fmt::g(errored),
+                    fmt::plural(errored)
+                ),
+            );
+        }
+        if short > 0.0 {
+            found.push(
+                "server",
+                format!(
+                    "the server finished {} fewer request{} than {tool} counted as completed",
+                    fmt::g(short),
+                    fmt::plural(short)
+                ),
+            );
+        }
+        if self.server_empty {
+            found.push("server", "the server generated no token at all".into());
+        }
+        if let Some(s) = self.stopped {
+            found.push(
+                "series",
+                format!(
+                    "the server's token counter stopped {:.1} s into the recording, yet {tool} counted {} request{} as completed after that",
+                    s.last_token_s,
+                    s.completed_after,
+                    fmt::plural(s.completed_after as f64)
+                ),
+            );
+        }
+    }
+}
+
+/// The failures T18 found, each with the account that shows it.
+#[derive(Default)]
+struct Findings {
+    parts: Vec<String>,
+    accounts: Vec<&'static str>,
+}
+
+impl Findings {
+    fn push(&mut self, account: &'static str, part: String) {
+        self.parts.push(part);
+        self.accounts.push(account);
+    }
+}
+
+/// T18's failing message: the failures, the tool's headline they leave out, and a
+/// contradiction in the tool's own counts.
+fn failure_message(
+    account: &ClientAccount,
+    completed: Option<i64>,
+    parts: &[String],
+    contradiction: Option<&String>,
+) -> String {
+    let info = account.tool.info();
+    let tool = account.tool_label();
+    let tail = match completed {
+        Some(c) if c > 0 => format!("; {} {} (here {c})", info.name, info.headline),
+        _ => String::new(),
+    };
+    let mut message = parts.join("; ");
+    message.push_str(&tail);
+    if let Some(why) = contradiction {
+        message.push_str(&format!(
+            "; {tool}'s own counts contradict each other ({why})"
+        ));
+    }
+    message
+}
+
+/// No failure anywhere: a pass needs an account that could have shown one.
+fn no_failure_verdict(inputs: &LedgerInputs, tally: &Tally) -> (Status, String) {
+    let account = inputs.account;
+    let tool = account.tool_label();
+    let (sent, completed, server) = (tally.sent, tally.completed, tally.server);
     let client_can_show = account.shows_failures() || sent.is_some();
     if !client_can_show {
-        let server_words = match (server, server_unusable) {
+        let server_words = match (server, tally.server_unusable) {
             (Some(s), _) if s.aborted.is_some() => {
                 " The server counted no abort, but a request refused before it reached the engine (a wrong model name, a prompt too long) is in none of its counters."
             }
             _ => "",
         };
-        return evidence(t18(
+        return (
             Status::Unknown,
             format!(
                 "{tool}'s result counts {} completed and no failed request, and keeps no record of each request: failures cannot be seen{}",
                 completed.map_or("its".into(), |c| c.to_string()),
                 server_words.trim_end_matches('.')
             ),
-        ));
+        );
     }
     let what = match (sent, completed) {
         (Some(s), Some(c)) if s == c => format!("all {c} requests {tool} sent completed"),
@@ -378,13 +495,13 @@ pub fn dropped_failures(inputs: &LedgerInputs) -> CheckResult {
     // requests in flight when the server stopped, and starts its counters again), or
     // readings that do not cover the run. The server's own account is there and cannot be
     // read, so a pass would rest on the tool's word alone where the run says more.
-    if let Some(why) = server_unusable {
-        return evidence(t18(
+    if let Some(why) = tally.server_unusable {
+        return (
             Status::Unknown,
             format!(
                 "{what}, but the server's counters cannot be compared ({why}): its own account of aborted and failed requests cannot confirm it"
             ),
-        ));
+        );
     }
     let server_words = match server {
         Some(s) => match (s.aborted, s.errored) {
@@ -393,7 +510,7 @@ pub fn dropped_failures(inputs: &LedgerInputs) -> CheckResult {
         },
         None => "no server readings to compare",
     };
-    evidence(t18(Status::Pass, format!("{what}; {server_words}")))
+    (Status::Pass, format!("{what}; {server_words}"))
 }
 
 /// ` (6 × 500 Internal Server Error)`: the reasons, most frequent first, at most three.
@@ -570,53 +687,110 @@ pub fn length_mismatch(
     server: Option<&ServerOutcomes>,
 ) -> CheckResult {
     let tool = account.tool_label();
-    let info = account.tool.info();
-    let t20 = |status, message: String| {
-        CheckResult::new(Tripwire::T20, status, message)
-            .with("tool", info.key)
-            .with("result_file", result_file)
+    let lengths = Lengths::of(account, server);
+    let comparisons = lengths.comparisons();
+    let verdict = |status, message: String| {
+        let r = CheckResult::new(Tripwire::T20, status, message)
+            .with("tool", account.tool.info().key)
+            .with("result_file", result_file);
+        lengths.evidence(account, &comparisons, r)
     };
-    let (client_in, client_out) = client_lengths(account);
-    let (asked_in, asked_out) = asked_lengths(account);
-    let server_side = server_lengths(account, server);
-    let mut comparisons = Vec::new();
-    let mut push = |side, against, theirs: Option<f64>, reference: Option<f64>, server: bool| {
-        if let (Some(theirs), Some(reference)) = (theirs, reference) {
-            if theirs.is_finite() && reference.is_finite() {
-                comparisons.push(Comparison {
-                    side,
-                    against,
-                    theirs,
-                    reference,
-                    server,
-                });
-            }
-        }
+    let Some(worst) = comparisons
+        .iter()
+        .max_by(|a, b| a.deviation().total_cmp(&b.deviation()))
+    else {
+        return verdict(
+            Status::Unknown,
+            format!(
+                "nothing to compare: neither the server's counts nor {tool}'s counts and asked lengths are there"
+            ),
+        );
     };
-    match server_side {
-        Some((server_in, server_out, _)) => {
-            push("prompt", "client", client_in, server_in, true);
-            push("prompt", "asked", asked_in, server_in, true);
-            push("output", "client", client_out, server_out, true);
-            push("output", "asked", asked_out, server_out, true);
-        }
-        None => {
-            push("prompt", "asked", asked_in, client_in, false);
-            push("output", "asked", asked_out, client_out, false);
+    let status = length_status(worst);
+    let message = if status == Status::Pass {
+        agreement_words(&comparisons, lengths.server.is_some(), &tool)
+    } else {
+        disagreement_words(account, worst, &tool)
+    };
+    verdict(status, message)
+        .with("worst_side", worst.side)
+        .with("worst_against", worst.against)
+        .with("worst_ratio", worst.ratio())
+}
+
+/// The lengths per request T20 compares: the tool's counts, what the run asked for, and
+/// the server's with where they come from.
+struct Lengths {
+    client_in: Option<f64>,
+    client_out: Option<f64>,
+    asked_in: Option<f64>,
+    asked_out: Option<f64>,
+    server: Option<(Option<f64>, Option<f64>, &'static str)>,
+}
+
+impl Lengths {
+    fn of(account: &ClientAccount, server: Option<&ServerOutcomes>) -> Lengths {
+        let (client_in, client_out) = client_lengths(account);
+        let (asked_in, asked_out) = asked_lengths(account);
+        Lengths {
+            client_in,
+            client_out,
+            asked_in,
+            asked_out,
+            server: server_lengths(account, server),
         }
     }
-    let source = server_side.map(|(_, _, s)| s);
-    let evidence = |r: CheckResult| {
+
+    /// Each pair of finite lengths to compare: against the server's where it counted
+    /// them, else what was asked for against the tool's counts.
+    fn comparisons(&self) -> Vec<Comparison> {
+        let mut comparisons = Vec::new();
+        let mut push =
+            |side, against, theirs: Option<f64>, reference: Option<f64>, server: bool| {
+                if let (Some(theirs), Some(reference)) = (theirs, reference) {
+                    if theirs.is_finite() && reference.is_finite() {
+                        comparisons.push(Comparison {
+                            side,
+                            against,
+                            theirs,
+                            reference,
+                            server,
+                        });
+                    }
+                }
+            };
+        match self.server {
+            Some((server_in, server_out, _)) => {
+                push("prompt", "client", self.client_in, server_in, true);
+                push("prompt", "asked", self.asked_in, server_in, true);
+                push("output", "client", self.client_out, server_out, true);
+                push("output", "asked", self.asked_out, server_out, true);
+            }
+            None => {
+                push("prompt", "asked", self.asked_in, self.client_in, false);
+                push("output", "asked", self.asked_out, self.client_out, false);
+            }
+        }
+        comparisons
+    }
+
+    /// T20's evidence: the comparisons and every length as read.
+    fn evidence(
+        &self,
+        account: &ClientAccount,
+        comparisons: &[Comparison],
+        r: CheckResult,
+    ) -> CheckResult {
         let r = r
             .with(
                 "comparisons",
                 comparisons.iter().map(Comparison::json).collect::<Vec<_>>(),
             )
-            .with("server_source", source)
-            .with("client_prompt_per_request", client_in)
-            .with("client_output_per_request", client_out)
-            .with("asked_prompt_per_request", asked_in)
-            .with("asked_output_per_request", asked_out)
+            .with("server_source", self.server.map(|(_, _, s)| s))
+            .with("client_prompt_per_request", self.client_in)
+            .with("client_output_per_request", self.client_out)
+            .with("asked_prompt_per_request", self.asked_in)
+            .with("asked_output_per_request", self.asked_out)
             .with("advertised_range_ratio", account.advertised.range_ratio);
         // Only where the tool named a prefix: most tools have none to name.
         let r = match account.advertised.prefix_tokens {
@@ -625,49 +799,37 @@ pub fn length_mismatch(
         };
         r.with("ignore_eos", account.advertised.ignore_eos)
             .with("requests_differing", per_request_differences(account))
-    };
-    let Some(worst) = comparisons
-        .iter()
-        .max_by(|a, b| a.deviation().total_cmp(&b.deviation()))
-    else {
-        return evidence(t20(
-            Status::Unknown,
-            format!(
-                "nothing to compare: neither the server's counts nor {tool}'s counts and asked lengths are there"
-            ),
-        ));
-    };
+    }
+}
+
+/// T20's status from its worst comparison.
+fn length_status(worst: &Comparison) -> Status {
     // The thresholds hold on the boundary whatever the floating-point rounding.
     let deviation = worst.deviation() - 1e-9;
-    let status = if deviation > LENGTH_FAIL {
+    if deviation > LENGTH_FAIL {
         Status::Fail
     } else if deviation > LENGTH_WARN {
         Status::Warn
     } else {
         Status::Pass
-    };
-    let message = if status == Status::Pass {
-        agreement_words(&comparisons, server_side.is_some(), &tool)
-    } else {
-        let mut m = difference_words(worst, &tool);
-        let differing = per_request_differences(account);
-        if let Some(d) = differing.as_object().filter(|d| d.contains_key("requests")) {
-            if let (Some(n), Some(of)) = (d["requests"].as_u64(), d["of"].as_u64()) {
-                if n > 0 {
-                    m.push_str(&format!("; {n} of {of} requests differ"));
-                    if let (Some(lo), Some(hi)) = (d["ratio_min"].as_f64(), d["ratio_max"].as_f64())
-                    {
-                        m.push_str(&format!(" ({lo:.2}x to {hi:.2}x)"));
-                    }
+    }
+}
+
+/// The worst difference, then how many requests differ and by how much.
+fn disagreement_words(account: &ClientAccount, worst: &Comparison, tool: &str) -> String {
+    let mut m = difference_words(worst, tool);
+    let differing = per_request_differences(account);
+    if let Some(d) = differing.as_object().filter(|d| d.contains_key("requests")) {
+        if let (Some(n), Some(of)) = (d["requests"].as_u64(), d["of"].as_u64()) {
+            if n > 0 {
+                m.push_str(&format!("; {n} of {of} requests differ"));
+                if let (Some(lo), Some(hi)) = (d["ratio_min"].as_f64(), d["ratio_max"].as_f64()) {
+                    m.push_str(&format!(" ({lo:.2}x to {hi:.2}x)"));
                 }
             }
         }
-        m
-    };
-    evidence(t20(status, message))
-        .with("worst_side", worst.side)
-        .with("worst_against", worst.against)
-        .with("worst_ratio", worst.ratio())
+    }
+    m
 }
 
 fn per_request(n: f64) -> String {
@@ -807,125 +969,147 @@ fn per_request_differences(account: &ClientAccount) -> Value {
 /// What to change after T18 or T20, from their evidence: the load tool's own setting that
 /// keeps what was missing, or the cause the failures' errors name.
 pub fn advice(result: &CheckResult) -> Vec<String> {
-    let text = |key: &str| result.evidence.get(key).and_then(Value::as_str);
-    let number = |key: &str| result.evidence.get(key).and_then(Value::as_f64);
-    let Some(tool) = text("tool").and_then(LoadTool::from_key) else {
+    let Some(tool) = evidence_text(result, "tool").and_then(LoadTool::from_key) else {
         return Vec::new();
     };
     let info = tool.info();
-    let mut advice = Vec::new();
     match (result.tripwire, result.status) {
-        (Tripwire::T18, Status::Unknown) => {
-            if let Some(flag) = info.details_flag {
-                advice.push(format!(
+        (Tripwire::T18, Status::Unknown) => info
+            .details_flag
+            .map(|flag| {
+                format!(
                     "run {} with {flag}: its file then keeps each request, and the error of each failed one",
                     info.name
-                ));
-            }
-        }
-        (Tripwire::T18, Status::Fail) => {
-            let reasons: Vec<String> = result
-                .evidence
-                .get("failure_reasons")
-                .and_then(Value::as_array)
-                .map(|r| {
-                    r.iter()
-                        .filter_map(|pair| pair.get(0).and_then(Value::as_str))
-                        .map(str::to_lowercase)
-                        .collect()
-                })
-                .unwrap_or_default();
-            let any = |needles: &[&str]| {
-                reasons
-                    .iter()
-                    .any(|r| needles.iter().any(|n| r.contains(n)))
-            };
-            if any(&["404", "not found"]) {
-                advice.push(format!(
-                    "the server does not serve the model name {} sent (404): give it one of the names the server's /v1/models lists",
-                    info.name
-                ));
-            }
-            if any(&["400", "bad request"]) {
-                advice.push(
-                    "the server refused requests as invalid (400), often a prompt and output longer than its maximum model length: shorten them or raise the server's limit"
-                        .into(),
-                );
-            }
-            if any(&["429", "503", "too many"]) {
-                advice.push(
-                    "the server turned requests away (429, 503): lower the load, or raise the number of requests it queues"
-                        .into(),
-                );
-            }
-            if any(&["500", "internal server error"]) {
-                advice.push(
-                    "the server answered with internal errors (500): its log says why (T7, T12)"
-                        .into(),
-                );
-            }
-            if any(&["timeout", "timed out"]) {
-                advice.push(format!(
-                    "requests timed out: raise {}'s request timeout, or lower the load",
-                    info.name
-                ));
-            }
-            let accounts = result.evidence.get("accounts").and_then(Value::as_array);
-            let from = |account: &str| accounts.is_some_and(|a| a.iter().any(|v| v == account));
-            if from("series") || number("client_empty").is_some_and(|n| n > 0.0) {
-                advice.push(
-                    "the engine stopped answering with tokens: look in the server log for an error after its last answer (T7, T12)"
-                        .into(),
-                );
-            }
-            let failed = number("client_failed").unwrap_or(0.0)
-                + number("client_incomplete").unwrap_or(0.0)
-                + number("client_unaccounted").unwrap_or(0.0);
-            let completed = number("completed").unwrap_or(0.0);
-            if let (true, Some(sent)) = (failed > 0.0 && completed > 0.0, number("sent")) {
-                advice.push(format!(
-                    "report the run with its failures ({} of {} requests failed), or remove their cause and run it again",
-                    fmt::g(failed),
-                    fmt::g(sent)
-                ));
-            }
-        }
-        (Tripwire::T20, Status::Warn | Status::Fail) => {
-            let side = text("worst_side");
-            let against = text("worst_against");
-            let ratio = number("worst_ratio").unwrap_or(1.0);
-            match (side, against) {
-                (Some("prompt" | "output"), Some("client")) => advice.push(format!(
-                    "count tokens with the server's tokenizer: {}",
-                    info.tokenizer
-                )),
-                (Some("output"), Some("asked")) if ratio < 1.0 => {
-                    if result.evidence.get("ignore_eos").and_then(Value::as_bool) != Some(true) {
-                        advice.push(format!(
-                            "ask the server for the whole length ({}), or report the output length it generated",
-                            info.ignore_eos
-                        ));
-                    } else {
-                        advice.push(
-                            "the requests asked to ignore the end-of-sequence token and still stopped early: check the server's maximum model length and stop settings"
-                                .into(),
-                        );
-                    }
-                }
-                (Some("prompt"), Some("asked")) if ratio < 1.0 => advice.push(
-                    "draw fixed lengths (the tool's range ratio), or report the prompt length the server counted"
-                        .into(),
-                ),
-                (Some("prompt"), Some("asked")) => advice.push(
-                    "report the prompt length the server counted: it includes what the server adds to each prompt (a chat template)"
-                        .into(),
-                ),
-                _ => {}
-            }
-        }
-        _ => {}
+                )
+            })
+            .into_iter()
+            .collect(),
+        (Tripwire::T18, Status::Fail) => failures_advice(result, info),
+        (Tripwire::T20, Status::Warn | Status::Fail) => lengths_advice(result, info),
+        _ => Vec::new(),
+    }
+}
+
+fn evidence_text<'a>(result: &'a CheckResult, key: &str) -> Option<&'a str> {
+    result.evidence.get(key).and_then(Value::as_str)
+}
+
+fn evidence_number(result: &CheckResult, key: &str) -> Option<f64> {
+    result.evidence.get(key).and_then(Value::as_f64)
+}
+
+/// After T18 failed: the cause each failure's error names, a stopped engine, and how to
+/// report the run.
+fn failures_advice(result: &CheckResult, info: &LoadToolInfo) -> Vec<String> {
+    let number = |key: &str| evidence_number(result, key);
+    let mut advice = reason_advice(result, info);
+    let accounts = result.evidence.get("accounts").and_then(Value::as_array);
+    let from = |account: &str| accounts.is_some_and(|a| a.iter().any(|v| v == account));
+    if from("series") || number("client_empty").is_some_and(|n| n > 0.0) {
+        advice.push(
+            "the engine stopped answering with tokens: look in the server log for an error after its last answer (T7, T12)"
+                .into(),
+        );
+    }
+    let failed = number("client_failed").unwrap_or(0.0)
+        + number("client_incomplete").unwrap_or(0.0)
+        + number("client_unaccounted").unwrap_or(0.0);
+    let completed = number("completed").unwrap_or(0.0);
+    if let (true, Some(sent)) = (failed > 0.0 && completed > 0.0, number("sent")) {
+        advice.push(format!(
+            "report the run with its failures ({} of {} requests failed), or remove their cause and run it again",
+            fmt::g(failed),
+            fmt::g(sent)
+        ));
     }
     advice
+}
+
+/// The cause each kind of error in the failures' reasons names.
+fn reason_advice(result: &CheckResult, info: &LoadToolInfo) -> Vec<String> {
+    let reasons: Vec<String> = result
+        .evidence
+        .get("failure_reasons")
+        .and_then(Value::as_array)
+        .map(|r| {
+            r.iter()
+                .filter_map(|pair| pair.get(0).and_then(Value::as_str))
+                .map(str::to_lowercase)
+                .collect()
+        })
+        .unwrap_or_default();
+    let any = |needles: &[&str]| {
+        reasons
+            .iter()
+            .any(|r| needles.iter().any(|n| r.contains(n)))
+    };
+    let mut advice = Vec::new();
+    if any(&["404", "not found"]) {
+        advice.push(format!(
+            "the server does not serve the model name {} sent (404): give it one of the names the server's /v1/models lists",
+            info.name
+        ));
+    }
+    if any(&["400", "bad request"]) {
+        advice.push(
+            "the server refused requests as invalid (400), often a prompt and output longer than its maximum model length: shorten them or raise the server's limit"
+                .into(),
+        );
+    }
+    if any(&["429", "503", "too many"]) {
+        advice.push(
+            "the server turned requests away (429, 503): lower the load, or raise the number of requests it queues"
+                .into(),
+        );
+    }
+    if any(&["500", "internal server error"]) {
+        advice.push(
+            "the server answered with internal errors (500): its log says why (T7, T12)".into(),
+        );
+    }
+    if any(&["timeout", "timed out"]) {
+        advice.push(format!(
+            "requests timed out: raise {}'s request timeout, or lower the load",
+            info.name
+        ));
+    }
+    advice
+}
+
+/// After T20 warned or failed: the setting its worst comparison points to.
+fn lengths_advice(result: &CheckResult, info: &LoadToolInfo) -> Vec<String> {
+    let side = evidence_text(result, "worst_side");
+    let against = evidence_text(result, "worst_against");
+    let ratio = evidence_number(result, "worst_ratio").unwrap_or(1.0);
+    let advice: Option<String> = match (side, against) {
+        (Some("prompt" | "output"), Some("client")) => Some(format!(
+            "count tokens with the server's tokenizer: {}",
+            info.tokenizer
+        )),
+        (Some("output"), Some("asked")) if ratio < 1.0 => {
+            if result.evidence.get("ignore_eos").and_then(Value::as_bool) != Some(true) {
+                Some(format!(
+                    "ask the server for the whole length ({}), or report the output length it generated",
+                    info.ignore_eos
+                ))
+            } else {
+                Some(
+                    "the requests asked to ignore the end-of-sequence token and still stopped early: check the server's maximum model length and stop settings"
+                        .into(),
+                )
+            }
+        }
+        (Some("prompt"), Some("asked")) if ratio < 1.0 => Some(
+            "draw fixed lengths (the tool's range ratio), or report the prompt length the server counted"
+                .into(),
+        ),
+        (Some("prompt"), Some("asked")) => Some(
+            "report the prompt length the server counted: it includes what the server adds to each prompt (a chat template)"
+                .into(),
+        ),
+        _ => None,
+    };
+    advice.into_iter().collect()
 }
 
 #[cfg(test)]
