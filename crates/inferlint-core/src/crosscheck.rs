@@ -688,19 +688,7 @@ mod tests {
     }
 
     fn run(engine: &'static EngineDescriptor) -> Run {
-        Run {
-            engine,
-            boots: Vec::new(),
-            before: None,
-            after: None,
-            series: None,
-            bench: None,
-            expected_extra_requests: 0,
-            requested: None,
-            load_failure: None,
-            rejected: Vec::new(),
-            notes: Vec::new(),
-        }
+        Run::empty(engine)
     }
 
     fn trtllm_run(pool: u64, policy: &str) -> Run {

@@ -64,17 +64,5 @@ pub fn assert_unknown_saying(r: &crate::status::CheckResult, words: &str) {
 
 /// A run of `engine` with nothing given.
 pub fn empty_run(engine: &'static crate::engine::EngineDescriptor) -> crate::run::model::Run {
-    crate::run::model::Run {
-        engine,
-        boots: Vec::new(),
-        before: None,
-        after: None,
-        series: None,
-        bench: None,
-        expected_extra_requests: 0,
-        requested: None,
-        load_failure: None,
-        rejected: Vec::new(),
-        notes: Vec::new(),
-    }
+    crate::run::model::Run::empty(engine)
 }

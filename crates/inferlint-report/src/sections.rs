@@ -1130,19 +1130,7 @@ mod tests {
     use crate::report::Report;
 
     fn run(engine: &'static EngineDescriptor) -> Run {
-        Run {
-            engine,
-            boots: Vec::new(),
-            before: None,
-            after: None,
-            series: None,
-            bench: None,
-            expected_extra_requests: 0,
-            requested: None,
-            load_failure: None,
-            rejected: Vec::new(),
-            notes: Vec::new(),
-        }
+        Run::empty(engine)
     }
 
     fn from(value: f64, from: Source) -> Option<Figure> {

@@ -76,20 +76,14 @@ pub fn series_checks(
     boot: Option<&BootFacts>,
 ) -> Vec<CheckResult> {
     let run = Run {
-        engine,
         boots: boot
             .map(|b| (String::new(), b.clone()))
             .into_iter()
             .collect(),
-        before: None,
         after: after.cloned(),
         series: Some(stats.clone()),
-        bench: None,
-        expected_extra_requests: 0,
         requested,
-        load_failure: None,
-        rejected: Vec::new(),
-        notes: Vec::new(),
+        ..Run::empty(engine)
     };
     let (mut verdicts, missing): (Vec<CheckResult>, Vec<CheckResult>) =
         [Tripwire::T14, Tripwire::T9, Tripwire::T8]

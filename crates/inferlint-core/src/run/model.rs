@@ -74,6 +74,23 @@ pub struct Run {
 }
 
 impl Run {
+    /// A run of `engine` with nothing given yet: a builder fills in what the run left.
+    pub fn empty(engine: &'static EngineDescriptor) -> Run {
+        Run {
+            engine,
+            boots: Vec::new(),
+            before: None,
+            after: None,
+            series: None,
+            bench: None,
+            expected_extra_requests: 0,
+            requested: None,
+            load_failure: None,
+            rejected: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
     /// The boot log that covers the run: the last one given.
     pub fn last_boot(&self) -> Option<&BootFacts> {
         self.boots.last().map(|(_, f)| f)
