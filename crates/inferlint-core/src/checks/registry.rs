@@ -4,7 +4,7 @@
 //! Everything that lists checks derives from [`DECLARATIONS`]: the whole-run checks and
 //! their order ([`crate::run::check_run`], the report), the live checks
 //! ([`crate::live::mid_run`]), xray's `== checks` ([`xray_order`]), the "not
-//! checked" results and their reasons ([`not_checked`]), and what a report says of a
+//! checked" results and their reasons ([`Declaration::missing`]), and what a report says of a
 //! tripwire it has no verdict for ([`absent_reason`]). Adding a tripwire is its catalogue
 //! entry, its check and its declaration here; a test below fails when the catalogue and
 //! this table disagree.

@@ -6,7 +6,7 @@
 //! `summary_lifecycle_metrics.json`, and a user may rename any of them. [`identify`] reads
 //! the start of a file for the fields only one tool writes; each tool's module then reads
 //! the whole file, and the per-request file beside a summary where the tool writes one,
-//! as a stream ([`stream`]): each request record is folded into the account as it is
+//! as a stream (the `stream` module): each request record is folded into the account as it is
 //! read, so memory follows what the account keeps, not the file's size.
 //!
 //! Three promises:
