@@ -298,6 +298,13 @@ pub fn of(run: &Run, results: &[CheckResult]) -> Account {
     let t10_passed = results
         .iter()
         .any(|r| r.tripwire == Tripwire::T10 && r.status == Status::Pass);
+    // The readings' figures are T10's, and only a T10 that passed vouches for them.
+    let t10 = |key: &str| {
+        figure(
+            evidence(results, Tripwire::T10, key).filter(|_| t10_passed),
+            Source::Readings,
+        )
+    };
     let happened = Happened {
         peak_running: figure(
             evidence(results, Tripwire::T8, "peak_running"),
@@ -331,26 +338,11 @@ pub fn of(run: &Run, results: &[CheckResult]) -> Account {
             Source::ResultFile,
         ),
         client_duration_s: figure(bench.and_then(|b| b.duration), Source::ResultFile),
-        server_token_rate: figure(
-            evidence(results, Tripwire::T10, "rate_per_s").filter(|_| t10_passed),
-            Source::Readings,
-        ),
-        readings_span_s: figure(
-            evidence(results, Tripwire::T10, "span_s").filter(|_| t10_passed),
-            Source::Readings,
-        ),
-        readings_span_uncertainty_s: figure(
-            evidence(results, Tripwire::T10, "span_uncertainty_s").filter(|_| t10_passed),
-            Source::Readings,
-        ),
-        whole_second_rate: figure(
-            evidence(results, Tripwire::T10, "integer_second_rate_per_s").filter(|_| t10_passed),
-            Source::Readings,
-        ),
-        whole_second_error: figure(
-            evidence(results, Tripwire::T10, "integer_second_error").filter(|_| t10_passed),
-            Source::Readings,
-        ),
+        server_token_rate: t10("rate_per_s"),
+        readings_span_s: t10("span_s"),
+        readings_span_uncertainty_s: t10("span_uncertainty_s"),
+        whole_second_rate: t10("integer_second_rate_per_s"),
+        whole_second_error: t10("integer_second_error"),
         cache_ceiling_min: figure(
             evidence(results, Tripwire::T9, "ceiling_min"),
             Source::Recording,

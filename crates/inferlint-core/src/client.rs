@@ -402,7 +402,24 @@ pub struct ResultIdentity {
     pub server_version: Option<String>,
 }
 
+/// Adds `more` to the end of `kept`, moving it whole when `kept` is empty: a list read as
+/// a stream is never copied (appending to an empty list would hold both at once).
+fn extend_moving<T>(kept: &mut Vec<T>, mut more: Vec<T>) {
+    if kept.is_empty() {
+        *kept = more;
+    } else {
+        kept.append(&mut more);
+    }
+}
+
 impl ClientAccount {
+    /// Keeps a stretch of request records, and the gaps between tokens they point into,
+    /// after those already kept (a tool that writes several experiments or lists).
+    pub fn keep_records(&mut self, requests: Vec<ClientRequest>, gaps: Vec<f32>) {
+        extend_moving(&mut self.requests, requests);
+        extend_moving(&mut self.inter_token_ms, gaps);
+    }
+
     /// An account with nothing known but the tool.
     pub fn new(tool: LoadTool) -> ClientAccount {
         ClientAccount {

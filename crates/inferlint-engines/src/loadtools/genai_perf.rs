@@ -144,17 +144,8 @@ pub(super) fn read_export(
                 format!("experiments[{e}] has no 'requests' list"),
             ));
         }
-        let (mut requests, mut gaps) = records.0.remove(&e).unwrap_or_default();
-        if account.requests.is_empty() {
-            account.requests = requests;
-        } else {
-            account.requests.append(&mut requests);
-        }
-        if account.inter_token_ms.is_empty() {
-            account.inter_token_ms = gaps;
-        } else {
-            account.inter_token_ms.append(&mut gaps);
-        }
+        let (requests, gaps) = records.0.remove(&e).unwrap_or_default();
+        account.keep_records(requests, gaps);
     }
     Ok(())
 }

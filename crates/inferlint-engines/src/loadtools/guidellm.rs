@@ -231,13 +231,9 @@ fn read_records(
             None | Some(Value::Null) => {}
             // The list was folded as it was read; the tree holds an empty one for it.
             Some(Value::Array(_)) => {
-                let mut list = kept.0.remove(&(i, l)).unwrap_or_default();
+                let list = kept.0.remove(&(i, l)).unwrap_or_default();
                 records += list.len();
-                if account.requests.is_empty() {
-                    account.requests = list;
-                } else {
-                    account.requests.append(&mut list);
-                }
+                account.keep_records(list, Vec::new());
             }
             Some(_) => {
                 return Err(shape(

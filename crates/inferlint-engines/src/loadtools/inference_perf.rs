@@ -133,16 +133,7 @@ fn read_records(path: &Path, source: Source, account: &mut ClientAccount) -> Res
     }
     account.clock = Some(RequestClock::Monotonic);
     let items = requests.len();
-    if account.requests.is_empty() {
-        account.requests = requests;
-    } else {
-        account.requests.append(&mut requests);
-    }
-    if account.inter_token_ms.is_empty() {
-        account.inter_token_ms = gaps;
-    } else {
-        account.inter_token_ms.append(&mut gaps);
-    }
+    account.keep_records(requests, gaps);
     account.advertised.ignore_eos = super::guidellm::same(&asks);
     // The model: the `model` of each request body as sent (`request`, the JSON text the
     // tool posted; its config's `server.model_name`), when every request named the same.

@@ -148,11 +148,7 @@ pub(super) fn read_records(
             input += request.prompt_tokens.unwrap_or(0) as i64;
         }
     }
-    if account.requests.is_empty() {
-        account.requests = requests;
-    } else {
-        account.requests.append(&mut requests);
-    }
+    account.keep_records(requests, Vec::new());
     // The records' sums are exact where the summary gave only means.
     account.total_output_tokens = Some(output);
     account.total_input_tokens = Some(input);
