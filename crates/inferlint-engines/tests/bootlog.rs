@@ -1264,3 +1264,70 @@ fn a_failure_stamped_after_the_last_answer_stands_when_a_better_one_does_not() {
         None
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// vLLM's CPU build (fixtures/real, made by scripts/real-vllm)
+
+fn real_cpu_log() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/real/vllm-0.32-cpu/healthy-vllm-bench/boot.log");
+    read(Path::new("/"), path.to_str().unwrap())
+}
+
+/// The CPU build names its device where the GPU build says `GPU`, and sizes the cache from
+/// VLLM_CPU_KVCACHE_SPACE instead of profiling: `CPU KV cache size: 1,048,576 tokens,
+/// Maximum concurrency for 512 tokens per request: 2048.00x` and `Explicitly set
+/// (1.0/23.54) GiB for KV cache on node 0.` (1 GiB at 1 KiB a token of the tiny model).
+#[test]
+fn the_cpu_builds_pool_and_cache_lines_are_read() {
+    let f = parse_boot_log(&real_cpu_log(), None);
+    assert_eq!(f.engine, Some(Engine::Vllm));
+    assert_eq!(f.version.as_deref(), Some("0.32.0"));
+    assert_eq!(f.kv_pool_tokens, Some(1_048_576));
+    assert_eq!(f.max_concurrency_request_len, Some(512));
+    assert_eq!(f.max_concurrency, Some(2048.0));
+    assert_eq!(f.available_kv_cache_gib, Some(1.0));
+    // One attention implementation, and no line naming it: nothing is made up.
+    assert!(f.selected_backends.is_empty(), "{:?}", f.selected_backends);
+    // `Reset SSM cache type to float32 for accelerated GDN mamba backend 'none'.` is a
+    // platform default printed for every model, not a mamba model's padding.
+    assert_eq!(f.mamba_page_padding_pct, None);
+    assert!(f.unparsed.is_empty(), "{:?}", f.unparsed);
+    let t6 = boot::backend_check(&f);
+    assert_eq!(t6.status, Status::Pass);
+    assert!(
+        t6.message
+            .contains("chose its own (the log does not name it)"),
+        "{}",
+        t6.message
+    );
+}
+
+#[test]
+fn the_cpu_builds_lines_in_their_other_forms() {
+    let text = real_cpu_log();
+    // Sized automatically (no VLLM_CPU_KVCACHE_SPACE, no --kv-cache-memory-bytes).
+    let auto = text.replace(
+        "Explicitly set (1.0/23.54) GiB for KV cache on node 0.",
+        "Auto set (3.1/23.54) GiB for KV cache on node 0, with 21.7 GiB requested memory for the worker. 0.9 GiB memory was consumed by non-kv usages.",
+    );
+    assert_eq!(
+        parse_boot_log(&auto, None).available_kv_cache_gib,
+        Some(3.1)
+    );
+    // Another device's word (Intel's XPU build) reads the same.
+    let xpu = text.replace("CPU KV cache size: ", "XPU KV cache size: ");
+    assert_eq!(parse_boot_log(&xpu, None).kv_pool_tokens, Some(1_048_576));
+    // A line of the same shape in another tool's words is no pool: not read, not defaulted.
+    let other = text.replace("CPU KV cache size: ", "Offload KV cache size: ");
+    assert_eq!(parse_boot_log(&other, None).kv_pool_tokens, None);
+    // A changed shape is never misread: the field stays empty and is named unparsed.
+    let garbled = text.replace(
+        "Explicitly set (1.0/23.54) GiB",
+        "Explicitly set (one/23.54) GiB",
+    );
+    let f = parse_boot_log(&garbled, None);
+    assert_eq!(f.available_kv_cache_gib, None);
+    let fields: Vec<&str> = f.unparsed.iter().map(|u| u.field.as_str()).collect();
+    assert_eq!(fields, ["available_kv_cache_gib"]);
+}

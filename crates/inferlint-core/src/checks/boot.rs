@@ -168,13 +168,15 @@ pub fn backend_check(facts: &BootFacts) -> CheckResult {
     evidence.insert("speculative".into(), json!(facts.speculative));
 
     let Some(requested) = facts.requested_backend.as_deref() else {
+        // Some builds name no choice at all (vLLM's CPU build has one attention
+        // implementation and prints no selection line): say so, not a placeholder.
         let chosen = if target.is_empty() {
-            "one".to_owned()
+            " (the log does not name it)".to_owned()
         } else {
-            target.join(", ")
+            format!(" ({})", target.join(", "))
         };
         let mut message = format!(
-            "nothing to check: the server was started without {}, so {} chose its own ({chosen}) and nothing could be ignored",
+            "nothing to check: the server was started without {}, so {} chose its own{chosen} and nothing could be ignored",
             descriptor.backend_flag, descriptor.name
         );
         if facts.speculative == Some(false) {

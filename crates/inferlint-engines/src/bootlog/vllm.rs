@@ -1,4 +1,4 @@
-//! vLLM's boot-log lines (0.28 to 0.30).
+//! vLLM's boot-log lines (0.28 to 0.33, GPU and CPU builds).
 
 use inferlint_core::model::{PyValue, Settings};
 
@@ -48,10 +48,20 @@ pub(super) static RULES: &[Rule] = &[
         read: mamba_padding,
     },
     // `GPU KV cache size: 31,554 tokens, Maximum concurrency for 16,384 tokens per request: 1.93x`
+    // The first word is the device (`"%s KV cache size: %s tokens, "` in
+    // kv_cache_utils.py): `CPU` on the CPU build, `XPU` on Intel's.
     Rule {
         field: "kv_pool_tokens",
-        anchor: "GPU KV cache size: ",
+        anchor: " KV cache size: ",
         read: kv_pool,
+    },
+    // The CPU build's worker, in place of a GPU's profiled `Available KV cache memory`:
+    // `Explicitly set (1.0/23.54) GiB for KV cache on node 0.` (VLLM_CPU_KVCACHE_SPACE or
+    // --kv-cache-memory-bytes) or `Auto set (3.1/23.54) GiB for KV cache on node 0, ...`.
+    Rule {
+        field: "available_kv_cache_gib",
+        anchor: " GiB for KV cache on node ",
+        read: cpu_kv_space,
     },
     // `Available KV cache memory: 2.51 GiB`
     Rule {
@@ -217,8 +227,16 @@ fn mamba_padding(p: &mut Parse, at: &LineAt) -> Result<(), Unreadable> {
     Ok(())
 }
 
+/// The device words vLLM's platforms put before ` KV cache size: `.
+const KV_DEVICES: &[&str] = &["GPU", "CPU", "XPU", "TPU", "HPU", "NPU"];
+
 fn kv_pool(p: &mut Parse, at: &LineAt) -> Result<(), Unreadable> {
-    let rest = after(at.body, "GPU KV cache size: ").ok_or(Unreadable)?;
+    let (head, rest) = at.body.split_once(" KV cache size: ").ok_or(Unreadable)?;
+    // Only the engine's own line: the device word ends the text before the anchor.
+    let device = head.rsplit(' ').next().unwrap_or(head);
+    if !KV_DEVICES.contains(&device) {
+        return Err(Unreadable);
+    }
     let number = leading_number(rest).ok_or(Unreadable)?;
     if !rest[number.len()..].starts_with(" tokens") {
         return Err(Unreadable);
@@ -251,6 +269,30 @@ fn available_kv(p: &mut Parse, at: &LineAt) -> Result<(), Unreadable> {
         "available_kv_cache_gib",
         |f| &mut f.available_kv_cache_gib,
         gib,
+    );
+    Ok(())
+}
+
+fn cpu_kv_space(p: &mut Parse, at: &LineAt) -> Result<(), Unreadable> {
+    let head = at
+        .body
+        .split(" GiB for KV cache on node ")
+        .next()
+        .ok_or(Unreadable)?;
+    let open = head
+        .strip_suffix(')')
+        .and_then(|h| h.rfind(" set (").map(|i| &h[i + " set (".len()..]))
+        .ok_or(Unreadable)?;
+    let (given, total) = open.split_once('/').ok_or(Unreadable)?;
+    let given = to_f64(given).ok_or(Unreadable)?;
+    let total = to_f64(total).ok_or(Unreadable)?;
+    if given > total {
+        return Err(Unreadable);
+    }
+    p.set(
+        "available_kv_cache_gib",
+        |f| &mut f.available_kv_cache_gib,
+        given,
     );
     Ok(())
 }
