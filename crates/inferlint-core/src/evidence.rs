@@ -138,6 +138,7 @@ pub static KEYS: &[Key] = &[
     // Recording: T14, T9, T8.
     key("reported_num_gpu_blocks", &[T::T14], "the KV blocks `cache_config_info` reports"),
     key("inferred_usable_blocks", &[T::T14], "the usable blocks the usage gauge's readings imply"),
+    key("tested_against_snapshot", &[T::T14], "true when the readings were too few to infer the count blind and were tested against the two counts the after snapshot names instead"),
     key("distinct_readings", &[T::T14], "distinct usage readings the inference used"),
     key("engines", &[T::T14], "data-parallel engines summed over"),
     key("reading_grid", &[T::T14], "the grid every usage reading sat on (1/n), when coarser than the block count"),
@@ -226,6 +227,7 @@ pub static KEYS: &[Key] = &[
     key("idle_replica", &[T::T22], "the replica that had room at those moments"),
     key("busy_moments", &[T::T22], "the busy replica's moments with requests waiting or preempted (and another replica read)"),
     key("moments_with_room_elsewhere", &[T::T22], "of those, the moments at which the idle replica had room"),
+    key("busy_moments_not_compared", &[T::T22], "the busy replica's moments under pressure at which no other replica was read (its recorder missed the slot)"),
     key("share", &[T::T16, T::T22], "T16: the share of the run's prompt tokens the prefix cache served; T22: moments_with_room_elsewhere over busy_moments; 0 to 1"),
     key("interval_s", &[T::T22], "seconds between the moments of the fleet's schedule"),
 ];

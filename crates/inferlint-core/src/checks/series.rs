@@ -449,7 +449,36 @@ impl SeriesStats {
             .collect();
         infer_denominator(&readings)
     }
+
+    /// Whether the KV readings are whole numbers of blocks over `blocks` (a hypothesis a
+    /// snapshot names, not one inferred blind), or `None` with no reading strictly between
+    /// empty and full (0 and 1 are whole over every count).
+    pub fn readings_fit(&self, blocks: u64) -> Option<bool> {
+        let readings: Vec<f64> = self
+            .kv_distinct
+            .iter()
+            .map(|b| f64::from_bits(*b))
+            .filter(|v| *v > 0.0 && *v < 1.0)
+            .collect();
+        (!readings.is_empty() && blocks > 0).then(|| fits_whole_blocks(&readings, blocks))
+    }
 }
+
+/// Each reading is used blocks / `blocks`, up to float rounding: within
+/// [`WHOLE_BLOCK_TOLERANCE`] of a whole number of blocks.
+fn fits_whole_blocks(readings: &[f64], blocks: u64) -> bool {
+    let d = blocks as f64;
+    readings
+        .iter()
+        .all(|v| (v * d - (v * d).round()).abs() <= WHOLE_BLOCK_TOLERANCE)
+}
+
+/// How far, in blocks, a reading may sit from a whole number of blocks over the count
+/// tested. The engine divides two integers in float64 and prints the quotient exactly
+/// (`repr`), so a true reading is within about 1e-12 blocks of whole even on a pool of a
+/// million blocks; a reading over another count lands this close to whole by luck with
+/// odds of about 2e-6, so even one such reading tells the two counts apart.
+pub const WHOLE_BLOCK_TOLERANCE: f64 = 1e-6;
 
 /// Infers N such that every reading is a multiple of 1/N: each reading's best rational
 /// with a denominator up to [`MAX_BLOCKS`], then the least common multiple of the
@@ -611,15 +640,7 @@ pub fn null_block(
         format!("num_gpu_blocks ({reported}, over {engines} engines) - {engines} null blocks")
     };
     match stats.infer_usable_blocks() {
-        Err(reason) => (
-            t14(
-                Status::Unknown,
-                format!("block count not inferable: {reason}"),
-            )
-            .with("reported_num_gpu_blocks", reported)
-            .with("distinct_readings", stats.distinct_kv_readings()),
-            None,
-        ),
+        Err(reason) => tested_block_count(stats, reported, held, &reported_words, reason, engines),
         Ok(n) => {
             let evidence = |r: CheckResult| {
                 let r = r
@@ -677,6 +698,77 @@ pub fn null_block(
                 )
             }
         }
+    }
+}
+
+/// T14 when the readings are too few (or the pool too large) to infer the gauge's
+/// denominator blind: the snapshot names two candidates, the usable count (reported minus
+/// the null blocks) and the reported count, and each reading either is a whole number of
+/// blocks over a candidate or is not. A reading strictly between empty and full cannot be
+/// whole over both (gcd(R, R - 1) = 1), so one that fits only the usable count is the null
+/// block seen, one that fits only the reported count is a gauge without it, and readings
+/// that fit neither leave the blind inference's reason standing.
+fn tested_block_count(
+    stats: &SeriesStats,
+    reported: u64,
+    held: u64,
+    reported_words: &str,
+    reason: String,
+    engines: u64,
+) -> (CheckResult, Option<u64>) {
+    let expected = reported.saturating_sub(held);
+    let distinct = stats.distinct_kv_readings();
+    let fits_usable = (reported > held)
+        .then(|| stats.readings_fit(expected))
+        .flatten();
+    let fits_reported = stats.readings_fit(reported);
+    let with_engines = |r: CheckResult| {
+        let r = r
+            .with("reported_num_gpu_blocks", reported)
+            .with("distinct_readings", distinct);
+        if engines > 1 {
+            r.with("engines", engines)
+        } else {
+            r
+        }
+    };
+    match (fits_usable, fits_reported) {
+        (Some(true), Some(false)) => (
+            with_engines(
+                CheckResult::new(
+                    Tripwire::T14,
+                    Status::Pass,
+                    format!(
+                        "gauge denominator is {expected} = {reported_words}: each of the {distinct} distinct readings is a whole number of blocks over {expected} and not over {reported} (too few readings to infer the count blind, enough to test the one the snapshot names)"
+                    ),
+                )
+                .with("inferred_usable_blocks", expected)
+                .with("tested_against_snapshot", true),
+            ),
+            Some(expected),
+        ),
+        (Some(false), Some(true)) => (
+            with_engines(
+                CheckResult::new(
+                    Tripwire::T14,
+                    Status::Fail,
+                    format!(
+                        "gauge denominator is {reported}, expected {expected} = {reported_words}: each of the {distinct} distinct readings is a whole number of blocks over {reported}, none over {expected}; the usage semantics changed, or the series is not from this boot"
+                    ),
+                )
+                .with("inferred_usable_blocks", reported)
+                .with("tested_against_snapshot", true),
+            ),
+            None,
+        ),
+        _ => (
+            with_engines(CheckResult::new(
+                Tripwire::T14,
+                Status::Unknown,
+                format!("block count not inferable: {reason}"),
+            )),
+            None,
+        ),
     }
 }
 
@@ -1108,6 +1200,59 @@ mod tests {
         }
         let (r, _) = null_block(&VLLM, &other, &cache_info_snapshot(&[num_gpu_blocks]));
         assert_eq!(r.status, Status::Fail, "{}", r.message);
+    }
+
+    /// vLLM's CPU build on a short real run: a pool of 8,192 blocks, 8 requests of one
+    /// block each, so the readings are 1/8191, 7/8191 and 8/8191 (as recorded in
+    /// fixtures/real/vllm-0.32-cpu/healthy-vllm-bench): three distinct readings, too few to
+    /// infer a count blind among 65,536 candidates, and a pool too large for the blind
+    /// inference anyway. Tested against the two counts the snapshot names, they tell the
+    /// null block apart: k/8191 is whole over 8191 and, for 0 < k < 8191, never over 8192.
+    #[test]
+    fn few_readings_are_tested_against_the_counts_the_snapshot_names() {
+        let reported = 8192u64;
+        let mut with_null = SeriesStats::new();
+        for k in [1.0, 7.0, 8.0] {
+            with_null.push(&sample(8.0, 0.0, k / 8191.0));
+        }
+        let (r, blocks) = null_block(&VLLM, &with_null, &cache_info_snapshot(&[reported]));
+        assert_eq!(r.status, Status::Pass, "{}", r.message);
+        assert_eq!(blocks, Some(8191));
+        assert_eq!(r.evidence["tested_against_snapshot"], true);
+        assert!(
+            r.message
+                .starts_with("gauge denominator is 8191 = num_gpu_blocks (8192) - 1 null block"),
+            "{}",
+            r.message
+        );
+
+        // The same readings over the reported count: a gauge without the null block.
+        let mut without = SeriesStats::new();
+        for k in [1.0, 7.0, 8.0] {
+            without.push(&sample(8.0, 0.0, k / 8192.0));
+        }
+        let (r, blocks) = null_block(&VLLM, &without, &cache_info_snapshot(&[reported]));
+        assert_eq!(r.status, Status::Fail, "{}", r.message);
+        assert_eq!(blocks, None);
+
+        // Readings of another start (a pool of 5,000) fit neither: not inferable.
+        let mut other = SeriesStats::new();
+        for k in [1.0, 7.0, 8.0] {
+            other.push(&sample(8.0, 0.0, k / 5000.0));
+        }
+        let (r, _) = null_block(&VLLM, &other, &cache_info_snapshot(&[reported]));
+        assert_eq!(r.status, Status::Unknown, "{}", r.message);
+        assert!(
+            r.message.starts_with("block count not inferable"),
+            "{}",
+            r.message
+        );
+
+        // Only empty and full readings are whole over every count: nothing to test.
+        let mut bare = SeriesStats::new();
+        bare.push(&sample(8.0, 0.0, 1.0));
+        let (r, _) = null_block(&VLLM, &bare, &cache_info_snapshot(&[reported]));
+        assert_eq!(r.status, Status::Unknown, "{}", r.message);
     }
 
     #[test]
