@@ -23,7 +23,8 @@ use crate::status::{CheckResult, Status, Tripwire};
 pub enum Source {
     /// The server's boot log.
     BootLog,
-    /// The before and after readings of `/metrics` (their counters' difference).
+    /// The before and after readings of `/metrics` (their counters' difference, or a
+    /// setting their info metrics state).
     Readings,
     /// The recording sampled during the run.
     Recording,
@@ -214,19 +215,14 @@ pub fn of(run: &Run, results: &[CheckResult]) -> Account {
         (Some(b), Some(a)) => counter_summary(run.engine, b, a),
         _ => None,
     };
-    let block = boot
-        .and_then(|b| advice::block_size(run.engine, b))
-        .map(|b| {
-            let printed = boot.is_some_and(|f| f.page_size.or(f.attention_block_size).is_some());
-            Figure {
-                value: b as f64,
-                from: if printed {
-                    Source::BootLog
-                } else {
-                    Source::EngineDefault
-                },
-            }
-        });
+    let block = advice::block_size(run).map(|(b, from)| Figure {
+        value: b as f64,
+        from: match from {
+            advice::BlockFrom::BootLog => Source::BootLog,
+            advice::BlockFrom::Readings => Source::Readings,
+            advice::BlockFrom::EngineDefault => Source::EngineDefault,
+        },
+    });
     let setup = Setup {
         kv_pool_tokens: figure(
             boot.and_then(|b| b.kv_pool_tokens).map(|p| p as f64),

@@ -200,7 +200,7 @@ impl Capacity {
             Some(no) => Cure::NoMoreMemory(no),
             None => Cure::Raise(format!(
                 "{}{}",
-                raise(boot, &engine.tuning.memory_fraction),
+                raise(boot, memory_setting(engine, boot)),
                 self.more_memory(need)
             )),
         }
@@ -281,7 +281,7 @@ pub fn capacity(run: &Run, results: &[CheckResult]) -> Option<Capacity> {
             .and_then(Value::as_f64)
     };
     let usable = evidence(Tripwire::T9, "usable_blocks").filter(|u| *u > 0.0);
-    let block = boot.and_then(|b| block_size(run.engine, b));
+    let block = block_size(run).map(|(b, _)| b);
     let lengths = tokens_per_request(run).filter(|(_, total)| *total > 0.0);
     // An engine that reserves a request's whole output when it admits it starts no more
     // than fit at full length.
@@ -371,13 +371,46 @@ pub fn tokens_per_request(run: &Run) -> Option<(f64, f64)> {
     })
 }
 
-/// The KV block size requests are allocated in: the page size, else the attention
-/// block size, else the engine's default (vLLM's, the only one that may print none).
-pub fn block_size(engine: &EngineDescriptor, boot: &BootFacts) -> Option<u64> {
-    boot.page_size
-        .or(boot.attention_block_size)
-        .or(engine.default_block_size)
-        .filter(|b| *b > 0)
+/// Where a run's KV block size was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockFrom {
+    /// The boot log printed it (a page size, or the attention block size).
+    BootLog,
+    /// The readings' info metric states it (vLLM's `vllm:cache_config_info`
+    /// `block_size`).
+    Readings,
+    /// Neither did: the engine's documented default.
+    EngineDefault,
+}
+
+/// The KV block size requests are allocated in: the page size, else the attention block
+/// size the boot log printed, else the one the readings' cache info states, else the
+/// engine's default (with a boot log to show it was not changed). vLLM prints no block size unless it changes it, and its default is
+/// not one number: 16 on GPUs, 128 on its CPU build (0.32), which says so only in
+/// `vllm:cache_config_info`.
+pub fn block_size(run: &Run) -> Option<(u64, BlockFrom)> {
+    let boot = run.last_boot();
+    let printed = boot
+        .and_then(|b| b.page_size.or(b.attention_block_size))
+        .map(|b| (b, BlockFrom::BootLog));
+    let stated = || {
+        let info = run.engine.cache_info?;
+        run.info_label(info.metric, info.block_size_label)?
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .map(|b| (b, BlockFrom::Readings))
+    };
+    printed
+        .or_else(stated)
+        .or_else(|| {
+            // The default stands for a server whose boot log shows it changed nothing.
+            boot?;
+            run.engine
+                .default_block_size
+                .map(|b| (b, BlockFrom::EngineDefault))
+        })
+        .filter(|(b, _)| *b > 0)
 }
 
 /// A hybrid (attention plus Mamba) model: its cache holds per-request state as well as
@@ -506,6 +539,16 @@ fn printed(boot: Option<&BootFacts>, setting: &Setting) -> Option<String> {
     }
 }
 
+/// The setting that sizes this server's KV cache: the outright size when the boot log
+/// shows it was given (vLLM then ignores `--gpu-memory-utilization`, so raising that would
+/// change nothing), else the memory share.
+fn memory_setting<'e>(engine: &'e EngineDescriptor, boot: Option<&BootFacts>) -> &'e Setting {
+    match &engine.tuning.cache_size {
+        Some(size) if printed(boot, size).is_some() => size,
+        _ => &engine.tuning.memory_fraction,
+    }
+}
+
 /// A setting's value as the boot log printed it, else the engine's default.
 fn current(boot: Option<&BootFacts>, setting: &Setting) -> Option<String> {
     printed(boot, setting).or_else(|| setting.default.map(fmt::g))
@@ -549,7 +592,7 @@ fn concurrency_advice(
                 (Some(reason), Some(asked)) if asked > cap => format!(
                     "{} lowered its running limit to {cap} because of the {reason}: {} to give it room, or ask for {cap}",
                     engine.name,
-                    raise(boot, &tuning.memory_fraction)
+                    raise(boot, memory_setting(engine, boot))
                 ),
                 _ => format!(
                     "raise {} from {cap} to {requested}, or ask for {cap}",
@@ -634,7 +677,7 @@ fn eviction_advice(
             None => format!(
                 "lower {} to the number of requests that fit at full length, or {}",
                 tuning.max_running.shown(),
-                raise(boot, &tuning.memory_fraction)
+                raise(boot, memory_setting(engine, boot))
             ),
         },
         NoEviction::Raise(setting) => {
@@ -650,7 +693,10 @@ fn eviction_advice(
                     c.fit_full,
                     full_length(c)
                 )),
-                None => text.push_str(&format!(", or {}", raise(boot, &tuning.memory_fraction))),
+                None => text.push_str(&format!(
+                    ", or {}",
+                    raise(boot, memory_setting(engine, boot))
+                )),
             }
             text
         }

@@ -406,6 +406,10 @@ pub enum NoEviction {
 pub struct Tuning {
     /// The share of GPU memory that sets the KV cache's size.
     pub memory_fraction: Setting,
+    /// A setting that sizes the KV cache outright and, when given, makes the share
+    /// ignored (vLLM's `--kv-cache-memory-bytes`): the one to raise when the boot log
+    /// shows it was set.
+    pub cache_size: Option<Setting>,
     /// The most requests run at once.
     pub max_running: Setting,
     /// How to stop evictions (preemptions, retractions, pauses) at the source.
@@ -548,7 +552,7 @@ pub static VLLM: EngineDescriptor = EngineDescriptor {
     logs_each_eviction: false,
     gauges_lag: false,
     tokens_at_finish: false,
-    tested_versions: &["0.28", "0.29", "0.30"],
+    tested_versions: &["0.28", "0.29", "0.30", "0.32"],
     backend_flag: "--attention-backend",
     kv_usage_pool_words: "the cache",
     metrics_hint:
@@ -562,6 +566,12 @@ pub static VLLM: EngineDescriptor = EngineDescriptor {
             default: Some(0.9),
             yaml: false,
         },
+        cache_size: Some(Setting {
+            written: "--kv-cache-memory-bytes",
+            key: "kv_cache_memory_bytes",
+            default: None,
+            yaml: false,
+        }),
         max_running: Setting {
             written: "--max-num-seqs",
             key: "max_num_seqs",
@@ -671,6 +681,7 @@ pub static SGLANG: EngineDescriptor = EngineDescriptor {
             default: None,
             yaml: false,
         },
+        cache_size: None,
         max_running: Setting {
             written: "--max-running-requests",
             key: "max_running_requests",
@@ -790,6 +801,7 @@ pub static TRTLLM: EngineDescriptor = EngineDescriptor {
             default: Some(0.9),
             yaml: true,
         },
+        cache_size: None,
         max_running: Setting {
             written: "max_batch_size",
             key: "max_batch_size",

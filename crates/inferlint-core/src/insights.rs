@@ -140,7 +140,7 @@ fn cache_load_of(run: &Run, summary: Option<&CounterSummary>) -> Option<CacheLoa
     if hybrid(boot) || pool == 0 || per_request <= 0.0 {
         return None;
     }
-    let block = block_size(run.engine, boot);
+    let block = block_size(run).map(|(b, _)| b);
     let allocated = match block {
         Some(b) => (per_request / b as f64).ceil() * b as f64,
         None => per_request,

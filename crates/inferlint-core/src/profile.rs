@@ -203,22 +203,6 @@ impl RunProfile {
     }
 }
 
-/// The snapshot whose info metrics describe the server: the after reading, else the
-/// before one.
-fn info_label(run: &Run, metric: &str, label: &str) -> Option<String> {
-    [run.after.as_ref(), run.before.as_ref()]
-        .into_iter()
-        .flatten()
-        .find_map(|s| {
-            s.metrics
-                .info(metric)?
-                .iter()
-                .find(|(k, _)| k == label)
-                .map(|(_, v)| v.clone())
-        })
-        .filter(|v| !v.is_empty() && v != "None")
-}
-
 fn setting_text(value: &PyValue) -> Option<String> {
     if value.is_none() {
         return None;
@@ -233,7 +217,7 @@ fn setting_text(value: &PyValue) -> Option<String> {
 fn from_sources(run: &Run, boot: Option<&BootFacts>, sources: &[SetupSource]) -> Option<String> {
     sources.iter().find_map(|source| match source {
         SetupSource::Setting(key) => boot.and_then(|b| b.setting(key)).and_then(setting_text),
-        SetupSource::InfoLabel { metric, label } => info_label(run, metric, label),
+        SetupSource::InfoLabel { metric, label } => run.info_label(metric, label),
     })
 }
 
@@ -247,7 +231,7 @@ fn setup(run: &Run, boot: Option<&BootFacts>) -> Setup {
         .and_then(|b| b.attention_block_size.or(b.page_size))
         .or_else(|| {
             let info = run.engine.cache_info?;
-            whole(info_label(run, info.metric, info.block_size_label))
+            whole(run.info_label(info.metric, info.block_size_label))
         });
     let kv_pool_tokens = boot.and_then(|b| b.kv_pool_tokens);
     let kv_blocks = whole(from_sources(run, boot, sources.kv_blocks)).or_else(|| {

@@ -91,6 +91,23 @@ impl Run {
         }
     }
 
+    /// The value of `label` on the info metric `metric` (a setting the engine states as a
+    /// label, like vLLM's `vllm:cache_config_info`), from the after reading, else the
+    /// before one; `None` when absent, empty or Python's `None`.
+    pub fn info_label(&self, metric: &str, label: &str) -> Option<String> {
+        [self.after.as_ref(), self.before.as_ref()]
+            .into_iter()
+            .flatten()
+            .find_map(|s| {
+                s.metrics
+                    .info(metric)?
+                    .iter()
+                    .find(|(k, _)| k == label)
+                    .map(|(_, v)| v.clone())
+            })
+            .filter(|v| !v.is_empty() && v != "None")
+    }
+
     /// The boot log that covers the run: the last one given.
     pub fn last_boot(&self) -> Option<&BootFacts> {
         self.boots.last().map(|(_, f)| f)
