@@ -600,14 +600,17 @@ impl ClientAccount {
     }
 }
 
-/// The first line of a text, at most `max` characters: an error's text can be a whole
-/// traceback or an HTML page.
+/// The line that says what an error was, at most `max` characters: its first line, or
+/// for a Python traceback (`vllm bench serve` keeps the whole traceback of a request
+/// that could not connect) its last, where Python names the exception.
 pub fn one_line(text: &str, max: usize) -> String {
-    let line = text
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("");
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("");
+    let line = if first.starts_with("Traceback (most recent call last)") {
+        lines.last().unwrap_or(first)
+    } else {
+        first
+    };
     let mut out: String = line.chars().take(max).collect();
     if line.chars().count() > max {
         out.push('…');
@@ -618,6 +621,22 @@ pub fn one_line(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_is_named_by_its_line_that_says_what_it_was() {
+        assert_eq!(one_line("Bad Request\n<html>", 200), "Bad Request");
+        // Python prints the exception last, after the frames.
+        let traceback = "Traceback (most recent call last):\n  File \"x.py\", line 3, in f\n    raise e\naiohttp.client_exceptions.ClientConnectorError: Cannot connect to host 127.0.0.1:42557\n\n";
+        assert_eq!(
+            one_line(traceback, 200),
+            "aiohttp.client_exceptions.ClientConnectorError: Cannot connect to host 127.0.0.1:42557"
+        );
+        assert_eq!(
+            one_line("Traceback (most recent call last):", 200),
+            "Traceback (most recent call last):"
+        );
+        assert_eq!(one_line("abcdef", 3), "abc…");
+    }
 
     #[test]
     fn every_tool_has_one_table_with_its_own_key() {
@@ -666,11 +685,8 @@ mod tests {
     }
 
     #[test]
-    fn an_error_is_kept_to_its_first_line() {
-        assert_eq!(
-            one_line("\n  Traceback (most recent call last):\n x", 9),
-            "Traceback…"
-        );
+    fn an_error_is_kept_to_one_line() {
+        assert_eq!(one_line("\n  Bad Request\n <html>", 9), "Bad Reque…");
         assert_eq!(one_line("", 9), "");
     }
 }

@@ -290,6 +290,12 @@ fn counter_disagrees(
     if !affected.iter().any(|t| find(results, *t).is_some()) {
         return None;
     }
+    // A restart the snapshots show (their `_created` stamps moved) is no contradiction:
+    // each check built on the counters' difference already says Can't tell for it, and
+    // the series seeing the counter fall is that same restart.
+    if crate::checks::counters::restart_between(before, after).is_some() {
+        return None;
+    }
     if track.went_down {
         return Some(Contradiction {
             rule: "series_counters_disagree",

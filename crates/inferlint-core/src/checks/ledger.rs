@@ -900,11 +900,18 @@ fn agreement_words(comparisons: &[Comparison], server: bool, tool: &str) -> Stri
             against.push(word);
         }
     }
-    let whose = if server { "the server" } else { tool };
-    format!(
-        "lengths as advertised: {whose} processed {both}, as {tool} {} (within 5%)",
-        against.join(" and ")
-    )
+    if server {
+        format!(
+            "lengths as advertised: the server processed {both}, as {tool} {} (within 5%)",
+            against.join(" and ")
+        )
+    } else {
+        // The tool's own count against what it asked for: one subject, said once.
+        format!(
+            "lengths as advertised: {tool} counted {both}, as it {} (within 5%)",
+            against.join(" and ")
+        )
+    }
 }
 
 /// Per-request comparison where the records hold both the tool's count and the server's
