@@ -177,6 +177,8 @@ impl FleetBalance {
             if pressured.is_empty() {
                 continue;
             }
+            let unseen =
+                (0..slots).filter(|&s| flag(a, s) & PRESSURE != 0).count() - pressured.len();
             any_pressure = true;
             for (bi, b) in read.iter().enumerate() {
                 if bi == ai {
@@ -191,6 +193,7 @@ impl FleetBalance {
                     idle: &b.name,
                     with_room,
                     pressured: pressured.len(),
+                    unseen,
                 };
                 if worst.as_ref().is_none_or(|w| pair.rank() > w.rank()) {
                     worst = Some(pair);
@@ -227,6 +230,7 @@ impl FleetBalance {
             idle,
             with_room,
             pressured,
+            unseen,
         }) = worst
         else {
             return base(t22(
@@ -235,7 +239,15 @@ impl FleetBalance {
             ));
         };
         let share = with_room as f64 / pressured as f64;
-        let status = if with_room < MIN_SLOTS || share < WARN_SHARE {
+        // Too few moments to call a pattern (one burst) is a pass, but only when every
+        // moment under pressure was compared: when the other replicas' recorders missed
+        // enough of them to make a pattern, the moments that were compared lean to
+        // imbalance and the rest are unknown, so nothing says the fleet was balanced.
+        let status = if share < WARN_SHARE {
+            Status::Pass
+        } else if with_room < MIN_SLOTS && with_room + unseen >= MIN_SLOTS {
+            Status::Unknown
+        } else if with_room < MIN_SLOTS {
             Status::Pass
         } else if share < FAIL_SHARE {
             Status::Warn
@@ -246,6 +258,10 @@ impl FleetBalance {
         let message = match status {
             Status::Pass => format!(
                 "replicas queued or preempted mostly when the others were busy too (at most {with_room} of {pressured} moments with another replica idle)"
+            ),
+            Status::Unknown => format!(
+                "replica {busy} queued or preempted in {} moment(s), but the other replicas were read in only {pressured} of them (their recorders missed the rest: gaps), and replica {idle} had room in {with_room}: too few compared moments to tell a pattern from one burst",
+                pressured + unseen
             ),
             _ => format!(
                 "replica {busy} queued or preempted while replica {idle} had room (nothing waiting, KV cache under {:.0}%) in {with_room} of its {pressured} busy moments ({:.0}%, about {} s)",
@@ -259,6 +275,7 @@ impl FleetBalance {
             .with("idle_replica", idle)
             .with("busy_moments", pressured)
             .with("moments_with_room_elsewhere", with_room)
+            .with("busy_moments_not_compared", unseen)
             .with("share", json!((share * 1000.0).round() / 1000.0))
             .with("interval_s", self.interval_s)
     }
@@ -271,6 +288,9 @@ struct Pair<'a> {
     idle: &'a str,
     with_room: usize,
     pressured: usize,
+    /// The busy replica's moments under pressure when no other replica was read (their
+    /// recorders missed the slot): moments that could not be compared.
+    unseen: usize,
 }
 
 impl Pair<'_> {
@@ -361,6 +381,27 @@ mod tests {
             fleet.push(1, &sample(t, 0.0, 0.1, 0.0));
         }
         assert_eq!(fleet.check().status, Status::Pass);
+    }
+
+    /// Two real vLLM servers on two busy cores (fixtures/real/vllm-0.32-cpu/
+    /// fleet-one-idle): the loaded one queued in 7 moments, but the idle one's recorder
+    /// missed 6 of them; the one compared had it idle. One moment is no pattern, and the
+    /// six unseen could have made one: Can't tell, not the pass of a burst.
+    #[test]
+    fn moments_the_other_recorder_missed_leave_it_unknown() {
+        let mut fleet = FleetBalance::new(1.0, 0.0, &names(2));
+        for i in 0..40 {
+            let t = f64::from(i);
+            let waiting = if (10..17).contains(&i) { 4.0 } else { 0.0 };
+            fleet.push(0, &sample(t, waiting, 0.01, 0.0));
+            if !(11..17).contains(&i) {
+                fleet.push(1, &sample(t, 0.0, 0.0, 0.0));
+            }
+        }
+        let r = fleet.check();
+        assert_eq!(r.status, Status::Unknown, "{}", r.message);
+        assert_eq!(r.evidence["busy_moments_not_compared"], 6);
+        assert!(r.message.contains("in 7 moment(s)"), "{}", r.message);
     }
 
     #[test]
