@@ -89,13 +89,22 @@ pub struct Program {
 }
 
 /// Splits `env A=1 B=2 cmd args` into the settings and the command. `None` when no
-/// command is left.
+/// command is left. An `env` given options of its own (`env -u NAME cmd`, `env -i ...`)
+/// is the program itself: it does what they say, which settings alone cannot.
 pub fn program(words: &[String]) -> Option<Program> {
     let mut rest = words;
     if rest
         .first()
         .is_some_and(|w| w == "env" || w.ends_with("/env"))
     {
+        if rest.get(1).is_some_and(|w| w.starts_with('-')) {
+            let (program, args) = rest.split_first()?;
+            return Some(Program {
+                env: Vec::new(),
+                program: program.clone(),
+                args: args.to_vec(),
+            });
+        }
         rest = &rest[1..];
     }
     let mut env = Vec::new();
@@ -438,6 +447,32 @@ mod tests {
         assert_eq!(p.program, "vllm");
         assert_eq!(p.args, ["serve", "m"]);
         assert_eq!(program(&words("env A=1")), None);
+    }
+
+    #[test]
+    fn an_env_with_options_of_its_own_is_the_program() {
+        // `env -u NAME cmd` removes NAME from cmd's environment: only env can do that, so
+        // it runs as it is, and the tool after it is still the one the command runs.
+        let command = words("env -u HF_HUB_OFFLINE /v/bin/aiperf profile --model m");
+        let p = program(&command).unwrap();
+        assert_eq!(p.program, "env");
+        assert_eq!(
+            p.args,
+            [
+                "-u",
+                "HF_HUB_OFFLINE",
+                "/v/bin/aiperf",
+                "profile",
+                "--model",
+                "m"
+            ]
+        );
+        assert!(p.env.is_empty());
+        assert_eq!(tool(&command), Some(LoadTool::AiPerf));
+        assert_eq!(
+            program(&words("/usr/bin/env -i")).unwrap().program,
+            "/usr/bin/env"
+        );
     }
 
     #[test]
