@@ -42,6 +42,8 @@ mod mutations;
 mod one_account;
 /// --junit, schema, completions and colour.
 mod pipelines;
+/// The real vLLM CPU build's recordings (fixtures/real), and xray driving the real engine.
+mod real_vllm;
 /// T16, T17, T19 and T21: silent on every real run without their trap, firing on edits
 /// of real recordings that give it.
 mod traps;

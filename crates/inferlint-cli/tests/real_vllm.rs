@@ -1,0 +1,512 @@
+//! The real vLLM (0.32, the CPU build) in the loop: the fixtures of
+//! `fixtures/real/vllm-0.32-cpu/`, made by `scripts/real-vllm/` (docs/real-engine.md), each
+//! checked for the verdicts that what moved on the server implies. Every expected value is
+//! argued from the case's MADE.md (vLLM's own counters after minus before, the pool its boot
+//! log announced) and the flags the server and load were given, never from what inferlint
+//! printed. One test drives the real engine itself, where its venv exists.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::common::{
+    copy_tree, fixtures, inferlint, inferlint_env, json_results, no_panic, skipped, stderr, stdout,
+};
+
+fn real(case: &str) -> PathBuf {
+    fixtures().join("real/vllm-0.32-cpu").join(case)
+}
+
+/// `report --json` of a copy of the case (report writes its page beside the files).
+fn report(case: &str) -> (Vec<Value>, i32) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join(case);
+    copy_tree(&real(case), &dir);
+    let page = dir.join("report.html");
+    let out = inferlint(
+        tmp.path(),
+        &[
+            "report",
+            "--json",
+            "-o",
+            page.to_str().unwrap(),
+            dir.to_str().unwrap(),
+        ],
+    );
+    no_panic(&out);
+    (json_results(&out), out.status.code().unwrap_or(-1))
+}
+
+fn verdict<'a>(results: &'a [Value], tripwire: &str) -> &'a Value {
+    results
+        .iter()
+        .find(|r| r["tripwire"] == tripwire)
+        .unwrap_or_else(|| panic!("no {tripwire} among {results:#?}"))
+}
+
+fn status(results: &[Value], tripwire: &str) -> String {
+    verdict(results, tripwire)["status"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn message(results: &[Value], tripwire: &str) -> String {
+    verdict(results, tripwire)["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Asserts each (tripwire, status) pair, naming every mismatch at once.
+fn expect(case: &str, results: &[Value], wanted: &[(&str, &str)]) {
+    let wrong: Vec<String> = wanted
+        .iter()
+        .filter(|(t, s)| status(results, t) != *s)
+        .map(|(t, s)| {
+            format!(
+                "{t}: wanted {s}, got {} ({})",
+                status(results, t),
+                message(results, t)
+            )
+        })
+        .collect();
+    assert!(wrong.is_empty(), "{case}:\n{}", wrong.join("\n"));
+}
+
+/// The venv the real-engine test runs, from `INFERLINT_REAL_VLLM` (scripts/real-vllm/setup.sh
+/// prints it), with the model beside it as setup.sh makes it.
+fn real_vllm() -> Option<(PathBuf, PathBuf)> {
+    let venv = PathBuf::from(std::env::var_os("INFERLINT_REAL_VLLM")?);
+    let model = std::env::var_os("REAL_VLLM_MODEL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| venv.parent().unwrap_or(&venv).join("model"));
+    Some((venv, model))
+}
+
+/// Every `pid=N` the boot log names: vLLM prefixes each line with its process
+/// (`(APIServer pid=7957)`, `(EngineCore pid=8114)`, `(Worker pid=9088)`).
+fn pids_in_log(log: &str) -> Vec<u32> {
+    let mut pids: Vec<u32> = log
+        .split("pid=")
+        .skip(1)
+        .filter_map(|rest| {
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().ok()
+        })
+        .collect();
+    pids.sort_unstable();
+    pids.dedup();
+    pids
+}
+
+/// A process of vLLM's is still alive under `pid`: it exists and its command line names
+/// vLLM or its venv (a pid reused since by another program is not one).
+fn vllm_alive(pid: u32, venv: &Path) -> bool {
+    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
+    let cmdline = String::from_utf8_lossy(&cmdline);
+    cmdline.contains("vllm") || cmdline.contains(&*venv.to_string_lossy())
+}
+
+#[test]
+fn xray_drives_the_real_engine_and_leaves_nothing_running() {
+    let Some((venv, model)) = real_vllm() else {
+        skipped("INFERLINT_REAL_VLLM does not name the real vLLM venv (scripts/real-vllm/setup.sh makes it)");
+        return;
+    };
+    assert!(
+        venv.join("bin/vllm").is_file(),
+        "INFERLINT_REAL_VLLM={} has no bin/vllm",
+        venv.display()
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}");
+    let serve = fixtures()
+        .join("../scripts/real-vllm/serve.sh")
+        .canonicalize()
+        .unwrap();
+    let serve_cmd = format!("bash {}", serve.display());
+    let vllm = venv.join("bin/vllm");
+    let result_dir = out.to_str().unwrap().to_owned();
+    let port_text = port.to_string();
+    let model_text = model.to_str().unwrap().to_owned();
+    let home = venv.parent().unwrap().to_str().unwrap().to_owned();
+    let args = [
+        "xray",
+        "-o",
+        &result_dir,
+        "--no-gpu",
+        "--engine",
+        "vllm",
+        "--url",
+        &url,
+        "--serve",
+        &serve_cmd,
+        "--",
+        vllm.to_str().unwrap(),
+        "bench",
+        "serve",
+        "--backend",
+        "openai",
+        "--base-url",
+        &url,
+        "--model",
+        "tiny-llama",
+        "--tokenizer",
+        &model_text,
+        "--dataset-name",
+        "random",
+        "--random-input-len",
+        "32",
+        "--random-output-len",
+        "32",
+        "--ignore-eos",
+        "--num-prompts",
+        "32",
+        "--max-concurrency",
+        "8",
+        "--seed",
+        "0",
+        "--disable-tqdm",
+    ];
+    let run = inferlint_env(
+        tmp.path(),
+        &args,
+        &[
+            ("PORT", &port_text),
+            ("REAL_VLLM_HOME", &home),
+            ("REAL_VLLM_VENV", venv.to_str().unwrap()),
+            ("REAL_VLLM_MODEL", &model_text),
+            ("HF_HUB_OFFLINE", "1"),
+            ("HF_DATASETS_OFFLINE", "1"),
+            ("TRANSFORMERS_OFFLINE", "1"),
+        ],
+    );
+    no_panic(&run);
+    let log = std::fs::read_to_string(out.join("boot.log")).unwrap_or_default();
+    let pids = pids_in_log(&log);
+    // The API server, the engine core and its worker at least: three processes, each named.
+    assert!(
+        pids.len() >= 3,
+        "the boot log names {pids:?}, not the server's three processes\n{}",
+        stderr(&run)
+    );
+    let alive: Vec<u32> = pids.into_iter().filter(|p| vllm_alive(*p, &venv)).collect();
+    assert!(
+        alive.is_empty(),
+        "xray left the server's processes {alive:?} running"
+    );
+    // What the healthy case argues (healthy_runs_pass_everything_they_can_judge), plus
+    // xray's own: the card check does not apply with --no-gpu, the server xray started
+    // answered its probe (T7) and was its own (T13).
+    let text = std::fs::read_to_string(out.join("results.json")).unwrap_or_else(|e| {
+        panic!(
+            "xray wrote no results.json ({e})\n{}\n{}",
+            stdout(&run),
+            stderr(&run)
+        )
+    });
+    let results: Vec<Value> = match serde_json::from_str(&text) {
+        Ok(Value::Array(a)) => a,
+        _ => panic!("results.json is not a JSON array:\n{text}"),
+    };
+    expect(
+        "xray against the real engine",
+        &results,
+        &HEALTHY
+            .iter()
+            .copied()
+            .chain([("T7", "pass"), ("T13", "pass")])
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "every check passed or did not apply, so xray exits 0\n{}",
+        stdout(&run)
+    );
+}
+
+/// A healthy run's verdicts: the server counted every request the load tool sent as
+/// finished (`vllm:request_success_total` moved by the tool's count, none `abort` or
+/// `error`), preempted none (`vllm:num_preemptions_total` did not move), served no prompt
+/// token from its prefix cache (`vllm:prefix_cache_hits_total` did not move), counted the
+/// lengths asked for (prompt and generation tokens over requests), and its pool of
+/// 1,048,576 tokens was never near full with 8 requests of 64 tokens. The boot log has no
+/// failure, no block-size override and no `--attention-backend` asked for; the usage
+/// gauge is a whole number of the 8,191 usable blocks (num_gpu_blocks 8192 less the null
+/// block); xray's probe answered before the before reading, so the server was warm; no
+/// NVIDIA GPU was used.
+const HEALTHY: &[(&str, &str)] = &[
+    ("T12", "pass"),
+    ("T5", "pass"),
+    ("T6", "pass"),
+    ("T1", "pass"),
+    ("T10", "pass"),
+    ("T15", "pass"),
+    ("T18", "pass"),
+    ("T20", "pass"),
+    ("T16", "pass"),
+    ("T14", "pass"),
+    ("T9", "pass"),
+    ("T8", "pass"),
+    ("T17", "pass"),
+    ("T19", "pass"),
+    ("T21", "not_applicable"),
+];
+
+/// HEALTHY with some verdicts replaced.
+fn healthy_but(changed: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
+    HEALTHY
+        .iter()
+        .map(|(t, s)| {
+            changed
+                .iter()
+                .find(|(c, _)| c == t)
+                .copied()
+                .unwrap_or((*t, *s))
+        })
+        .collect()
+}
+
+#[test]
+fn healthy_runs_pass_everything_they_can_judge() {
+    // vllm bench serve: 32 of 32 finished, 1,024 prompt and 1,024 generation tokens, no
+    // preemption, no prefix hit (MADE.md).
+    let (results, code) = report("healthy-vllm-bench");
+    expect("healthy-vllm-bench", &results, HEALTHY);
+    assert_eq!(code, 0, "report exits 0 on a run it could check");
+    // The counts T15 compares are the server's own: 32 finished, 1,024 generated.
+    assert!(
+        message(&results, "T15").contains("32 requests, 1,024 output tokens"),
+        "{}",
+        message(&results, "T15")
+    );
+}
+
+#[test]
+fn the_cpu_builds_boot_lines_are_read() {
+    // `CPU KV cache size: 1,048,576 tokens, Maximum concurrency for 512 tokens per
+    // request: 2048.00x` and `Explicitly set (1.0/23.54) GiB for KV cache on node 0.`:
+    // VLLM_CPU_KVCACHE_SPACE=1 gave 1 GiB at 1 KiB a token.
+    let tmp = tempfile::tempdir().unwrap();
+    let log = real("healthy-vllm-bench").join("boot.log");
+    let out = inferlint(tmp.path(), &["boot-facts", log.to_str().unwrap()]);
+    no_panic(&out);
+    let text = stdout(&out);
+    let fact = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name).map(|v| v.trim().to_owned()))
+            .unwrap_or_else(|| panic!("no {name} in\n{text}"))
+    };
+    assert_eq!(fact("kv_pool_tokens"), "1048576");
+    assert_eq!(fact("max_concurrency_request_len"), "512");
+    assert_eq!(fact("available_kv_cache_gib"), "1.0");
+    assert_eq!(fact("version"), "0.32.0");
+    // 0.32 is tested now: no note that it is not.
+    assert!(
+        !stderr(&out).contains("not a tested version"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_running_cap_below_the_concurrency_fails_t8() {
+    // --max-num-seqs 2 under a load of 8: the server ran 2 at once and queued the rest;
+    // every request still finished (32 of 32), so only T8 fails. The load did keep 8
+    // open (the server's waiting gauge held the rest), so T17 is the server's, not the
+    // client's, and passes.
+    let (results, _) = report("running-cap");
+    expect("running-cap", &results, &healthy_but(&[("T8", "fail")]));
+    assert!(
+        message(&results, "T8").contains("--max-num-seqs 2"),
+        "{}",
+        message(&results, "T8")
+    );
+}
+
+#[test]
+fn a_shared_prefix_warns_t16() {
+    // Every prompt opens with the same 256 tokens (block size 128: two whole blocks), so
+    // the 31 prompts after the first find them cached: vllm:prefix_cache_hits_total
+    // moved by 31 x 256 = 7,936 of the 9,216 prompt tokens (MADE.md), 86.1%.
+    let (results, _) = report("shared-prefix");
+    expect("shared-prefix", &results, &healthy_but(&[("T16", "warn")]));
+    assert!(
+        message(&results, "T16").contains("7,936 of 9,216"),
+        "{}",
+        message(&results, "T16")
+    );
+}
+
+#[test]
+fn requests_too_long_for_the_model_fail_t18() {
+    // Prompts of 200 to 600 tokens with 16 to 48 to generate against --max-model-len
+    // 512: bench.json's own errors are 8 x "Bad Request" (vLLM refuses a prompt and
+    // answer that cannot fit), the server counted 24 finished, none aborted. T15 agrees
+    // (24 and 24); T18 fails for the 8; T20 warns: the server counted 364.3 prompt tokens
+    // per served request (8,744 / 24), 0.91 of the 400 advertised, because the refused
+    // ones were the longest.
+    let (results, _) = report("too-long-refused");
+    expect(
+        "too-long-refused",
+        &results,
+        &healthy_but(&[("T18", "fail"), ("T20", "warn")]),
+    );
+    assert!(
+        message(&results, "T18").contains("8 of 32 requests failed"),
+        "{}",
+        message(&results, "T18")
+    );
+}
+
+#[test]
+fn a_client_starved_of_cpu_fails_t17() {
+    // GuideLLM on 2 busy cores: its own result says its concurrency averaged 7.58 of the
+    // 8 streams (guidellm.json, request_concurrency.successful.mean) and it warned that
+    // data generation held it back, while the server had nothing waiting. Everything
+    // else is the healthy run's.
+    let (results, _) = report("healthy-guidellm");
+    expect(
+        "healthy-guidellm",
+        &results,
+        &healthy_but(&[("T17", "fail")]),
+    );
+    assert!(
+        message(&results, "T17").contains("the shortfall is the client's"),
+        "{}",
+        message(&results, "T17")
+    );
+}
+
+#[test]
+fn a_kv_cache_too_small_preempts_and_the_advice_names_what_sizes_it() {
+    // --kv-cache-memory-bytes 786432: 768 tokens, 6 blocks of 128 (vllm:cache_config_info
+    // block_size="128", num_gpu_blocks="6"), 5 usable beside the null block. 8 requests
+    // of 32 + 224 tokens hold 1 block when they start and 2 at full length, so 5 start
+    // and 2 fit to the end: vllm:num_preemptions_total moved by 11 (MADE.md). T1 fails
+    // on the 11, T8 on a peak of 5 of the 8 asked, T9 warns that the ceiling fell as the
+    // requests grew, and every request still finished (16 of 16).
+    let (results, _) = report("kv-too-small");
+    expect(
+        "kv-too-small",
+        &results,
+        &healthy_but(&[("T1", "fail"), ("T8", "fail"), ("T9", "warn")]),
+    );
+    assert!(
+        message(&results, "T1").starts_with("11 preemptions"),
+        "{}",
+        message(&results, "T1")
+    );
+    assert!(
+        message(&results, "T14")
+            .starts_with("gauge denominator is 5 = num_gpu_blocks (6) - 1 null block"),
+        "{}",
+        message(&results, "T14")
+    );
+    // The advice must be one this server can follow: its cache was sized outright by
+    // --kv-cache-memory-bytes (the boot log's non-default args), which makes
+    // --gpu-memory-utilization ignored, and its blocks hold 128 tokens, not the GPU
+    // build's 16.
+    for t in ["T1", "T8"] {
+        let advice = verdict(&results, t)["advice"].to_string();
+        assert!(
+            advice.contains("--kv-cache-memory-bytes` above 786432"),
+            "{t}: {advice}"
+        );
+        assert!(
+            !advice.contains("--gpu-memory-utilization"),
+            "{t}: {advice}"
+        );
+    }
+    let t8 = verdict(&results, "T8")["advice"].to_string();
+    assert!(t8.contains("5 usable blocks of 128 tokens"), "{t8}");
+    assert!(t8.contains("2 at full length (2 blocks each)"), "{t8}");
+}
+
+#[test]
+fn aiperfs_warm_up_is_counted_and_its_starved_client_fails_t17() {
+    // AIPerf sent 2 warm-up requests before its 32: the server finished 34 and generated
+    // 1,088 tokens (MADE.md), 32 x 32 timed plus 2 x 32 untimed, so T15 agrees with the
+    // warm-up named. On 2 busy cores the client fell below 8 open requests for part of
+    // its sending time while the server had nothing waiting: T17 is the client's.
+    let (results, _) = report("healthy-aiperf");
+    expect("healthy-aiperf", &results, &healthy_but(&[("T17", "fail")]));
+    assert!(
+        message(&results, "T15").contains("plus 2 untimed requests"),
+        "{}",
+        message(&results, "T15")
+    );
+}
+
+#[test]
+fn a_server_killed_and_restarted_mid_run_is_never_a_pass_of_its_counters() {
+    // The server was SIGKILLed 25 s into a paced load and started again on its port: the
+    // counters restarted from zero (the after reading's `_created` stamps are the second
+    // boot's), the load tool's 100 requests sent while it was down failed to connect and
+    // 20 finished. Every check built on the counters' difference cannot tell (T10, T15,
+    // T16) and T1 fails on the restart itself; T18 fails for the 100 and names the error
+    // Python raised, not the first line of its traceback; T20 compares what the load tool
+    // counted with what it asked (the server's counts span two boots) and passes.
+    let (results, _) = report("restart-mid-run");
+    expect(
+        "restart-mid-run",
+        &results,
+        &healthy_but(&[
+            ("T1", "fail"),
+            ("T10", "unknown"),
+            ("T15", "unknown"),
+            ("T16", "unknown"),
+            ("T18", "fail"),
+        ]),
+    );
+    assert!(
+        message(&results, "T15").starts_with("server restarted between snapshots"),
+        "{}",
+        message(&results, "T15")
+    );
+    let t18 = message(&results, "T18");
+    assert!(t18.starts_with("100 of 120 requests failed"), "{t18}");
+    assert!(
+        t18.contains("ClientConnectorError: Cannot connect to host"),
+        "{t18}"
+    );
+    assert!(!t18.contains("Traceback"), "{t18}");
+    // T20 says nothing of a restart "the snapshots do not show": they show it.
+    assert!(
+        !message(&results, "T20").contains("do not show"),
+        "{}",
+        message(&results, "T20")
+    );
+}
+
+#[test]
+fn a_fleet_whose_idle_recorder_missed_the_busy_moments_cannot_tell_t22() {
+    // Two servers on 2 cores: the loaded one (--max-num-seqs 2, 8 at once) queued, but
+    // the idle one's recorder missed most of those slots (its series holds a gap record
+    // of 11 slots missed). The one moment compared had it idle, the rest are unknown:
+    // not the pass of a single burst.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("fleet");
+    copy_tree(&real("fleet-one-idle"), &dir);
+    let out = inferlint(tmp.path(), &["report", "--json", dir.to_str().unwrap()]);
+    no_panic(&out);
+    let results = json_results(&out);
+    let t22: Vec<&Value> = results.iter().filter(|r| r["tripwire"] == "T22").collect();
+    assert_eq!(t22.len(), 1, "{results:#?}");
+    assert_eq!(t22[0]["status"], "unknown", "{}", t22[0]["message"]);
+    assert!(
+        t22[0]["evidence"]["busy_moments_not_compared"].as_u64() > Some(2),
+        "{}",
+        t22[0]["evidence"]
+    );
+}
