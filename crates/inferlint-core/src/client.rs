@@ -740,6 +740,34 @@ pub fn one_line(text: &str, max: usize) -> String {
 mod tests {
     use super::*;
 
+    /// The packed Options hold every value a file can give, and read and write as the
+    /// plain Options did.
+    #[test]
+    fn packed_options_keep_every_value_a_file_gives() {
+        for v in [0.0, -1.5, 1.7e9, f64::MAX, f64::INFINITY, -0.0] {
+            assert_eq!(OptF64::from(Some(v)).get(), Some(v));
+        }
+        assert_eq!(OptF64::from(None).get(), None);
+        assert_eq!(OptF64::default().get(), None);
+        assert_eq!(OptF64::from(f64::NAN).get(), None);
+        for v in [0, 1, u64::MAX - 1, (1u64 << 53) + 1] {
+            assert_eq!(OptU64::from(Some(v)).get(), Some(v));
+        }
+        assert_eq!(OptU64::default().get(), None);
+        // The largest count a file gives comes through an f64 and saturates there.
+        assert_eq!(OptU64::from(1e30_f64 as u64).get(), Some(u64::MAX - 1));
+        let record = ClientRequest {
+            sent_s: 1.5.into(),
+            output_tokens: 7.into(),
+            ..ClientRequest::default()
+        };
+        let json = serde_json::to_value(&record).unwrap_or_default();
+        assert_eq!(json["sent_s"], 1.5);
+        assert_eq!(json["output_tokens"], 7);
+        assert!(json["end_s"].is_null() && json["prompt_tokens"].is_null());
+        assert_eq!(std::mem::size_of::<ClientRequest>(), 112);
+    }
+
     #[test]
     fn every_tool_has_one_table_with_its_own_key() {
         let mut keys: Vec<&str> = LoadTool::ALL.iter().map(|t| t.info().key).collect();
