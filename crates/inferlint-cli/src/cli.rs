@@ -301,7 +301,7 @@ pub struct XrayArgs {
     /// Seconds between samples of the recording (0.05 to 3600)
     #[arg(long, default_value_t = 0.25, value_name = "S")]
     pub interval: f64,
-    /// Seconds to wait for the server to be ready (at most a day)
+    /// Seconds to wait for the server to be ready, and at most for each probe request (at most a day)
     #[arg(long, default_value_t = 900.0, value_name = "S")]
     pub ready_timeout: f64,
     /// Send no probe requests before the load (T7)

@@ -1,7 +1,6 @@
 //! `demo`: a simulated vLLM run folder, made in-process by inferlint-sim (so it works from
 //! an installed binary with no repository), written out and checked with `report`.
 
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use inferlint_engines::load::EngineChoice;
@@ -31,12 +30,7 @@ pub fn demo(
     let dir: PathBuf = out.map_or_else(|| PathBuf::from(DEFAULT_DIR), Path::to_path_buf);
     let mut replace = force;
     // A link is never followed to write: the folder it points to may be anything.
-    if fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink()) {
-        return Err(CliError::usage(format!(
-            "{} is a symbolic link; demo never writes through one, --force or not: give a folder with -o",
-            dir.display()
-        )));
-    }
+    crate::run_folder::refuse_link(&dir, "demo", "-o")?;
     if dir.exists() {
         if !dir.is_dir() {
             return Err(CliError::usage(format!(

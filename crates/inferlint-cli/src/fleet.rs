@@ -135,7 +135,8 @@ fn from_prometheus(
     // The folder the run is read into: kept with --save, else removed at the end.
     let (dir, _scratch) = match &p.save {
         Some(dir) => {
-            empty_or_new(dir)?;
+            // A new or empty folder, marked as ours before anything is read into it.
+            crate::run_folder::prepare_fleet(dir, "report", "--save")?;
             (dir.clone(), None)
         }
         None => {
@@ -176,28 +177,6 @@ fn from_prometheus(
         (None, None) => Pages::Nowhere,
     };
     report_fleet(choice, &dir, &fetched.manifest, &pages, args, json, strict)
-}
-
-/// `--save DIR` must be a new folder or an empty one: a fleet read from Prometheus is
-/// never mixed with files already there.
-fn empty_or_new(dir: &Path) -> Result<(), CliError> {
-    match std::fs::read_dir(dir) {
-        Ok(mut entries) => {
-            if entries.next().is_some() {
-                return Err(CliError::usage(format!(
-                    "--save {}: the folder holds files; give a new or empty folder",
-                    dir.display()
-                )));
-            }
-            Ok(())
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir_all(dir)
-            .map_err(|e| CliError::cannot_write(format!("cannot create {}: {e}", dir.display()))),
-        Err(e) => Err(CliError::cannot_write(format!(
-            "--save {}: {e}",
-            dir.display()
-        ))),
-    }
 }
 
 /// Where the pages go.

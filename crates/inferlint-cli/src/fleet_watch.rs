@@ -79,7 +79,7 @@ pub fn watch_fleet(
         duration: duration.map(flags::duration).transpose()?,
     };
     let urls = addresses(urls, targets)?;
-    new_or_empty(out)?;
+    crate::run_folder::prepare_fleet(out, "watch", "-o")?;
     let recorder = recorder()?;
     let (firsts, engine) = one_answer_each(choice, &recorder, &urls)?;
     let names: Vec<String> = firsts
@@ -137,22 +137,6 @@ pub fn watch_fleet(
     sum.sync_all()
         .map_err(|e| CliError::cannot_write(format!("cannot write {}: {e}", sum_path.display())))?;
     tell(&names, &progress, out)
-}
-
-/// A fleet is recorded into a new or empty folder, never beside files already there.
-fn new_or_empty(out: &Path) -> Result<(), CliError> {
-    let holds_files = match std::fs::read_dir(out) {
-        Ok(mut entries) => entries.next().is_some(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
-        Err(e) => return Err(CliError::cannot_write(format!("{}: {e}", out.display()))),
-    };
-    if holds_files {
-        return Err(CliError::usage(format!(
-            "{}: the folder holds files; a fleet is recorded into a new or empty folder",
-            out.display()
-        )));
-    }
-    Ok(())
 }
 
 /// Every replica answers once, with one engine, before anything is written: each one's

@@ -10,7 +10,8 @@ use inferlint_engines::output::{same_file, Rule};
 
 use crate::exit::CliError;
 
-/// The file inferlint writes into every run folder it makes (`demo`, `xray -o`): one
+/// The file inferlint writes into every folder it makes (`demo`, `xray -o`, a fleet's
+/// `watch -o` and `report --prometheus --save`): one
 /// line naming the command and the version. It alone says a folder is an earlier
 /// output of ours; what the other files hold never does (a real run recorded from the
 /// simulated server has the same boot log as a demo).
@@ -47,17 +48,104 @@ pub fn marked_by(dir: &Path, command: &str) -> bool {
     words.next() == Some("inferlint") && words.next() == Some(command) && words.next().is_some()
 }
 
+/// Refuses an output folder given as a symbolic link, for every command that writes a
+/// folder (`xray -o`, `watch URL URL … -o`, `report --prometheus --save`), as `demo -o`
+/// refuses one: the folder a link points to may be anything, and is never written
+/// through, `--force` or not (a refused output target: exit 64). A trailing `/` does not
+/// hide the link (`lstat("link/")` follows it). A link above the folder (`-o
+/// runs/today`, `runs` a link to another disk) is how folders are often laid out, so it
+/// is named on stderr with where the folder really is, not refused.
+pub fn refuse_link(dir: &Path, command: &str, flag: &str) -> Result<(), CliError> {
+    let is_link = |p: &Path| fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink());
+    // `components` drops a trailing `/` and inner `.`, so the last one is the name itself.
+    let plain: PathBuf = dir.components().collect();
+    if is_link(&plain) {
+        return Err(CliError::usage(format!(
+            "{} is a symbolic link; {command} never writes a folder through one, --force or not: give a folder with {flag}",
+            dir.display()
+        )));
+    }
+    let mut above = PathBuf::new();
+    for part in plain.parent().map(Path::components).into_iter().flatten() {
+        above.push(part);
+        if is_link(&above) {
+            let real = fs::canonicalize(&above).map_or_else(
+                |_| "where it leads".to_owned(),
+                |r| {
+                    r.join(plain.strip_prefix(&above).unwrap_or(&plain))
+                        .display()
+                        .to_string()
+                },
+            );
+            crate::output::eprint_line!(
+                "note: {} is a symbolic link: {flag} {} is written into {real}",
+                above.display(),
+                dir.display()
+            );
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Makes `dir` ready for a fleet written by `command` (`watch URL URL … -o DIR`,
+/// `report --prometheus --save DIR`) and writes the [`MARKER`] into it, before any file
+/// of the fleet: a recording stopped half-way is still known as ours. A link is refused
+/// ([`refuse_link`]); a missing folder is created; one holding nothing, or only the
+/// marker `command` writes, is used. One holding anything else is refused, `--force` or
+/// not (a fleet is never mixed with files already there), and the refusal says whether
+/// the files are an earlier output of `command` (by its marker) or not inferlint's.
+pub fn prepare_fleet(dir: &Path, command: &str, flag: &str) -> Result<(), CliError> {
+    refuse_link(dir, command, flag)?;
+    let cannot_read =
+        |e: std::io::Error| CliError::cannot_write(format!("{flag} {}: {e}", dir.display()));
+    match fs::read_dir(dir) {
+        Ok(entries) => {
+            let ours = marked_by(dir, command);
+            let mut others = false;
+            for entry in entries {
+                let name = entry.map_err(cannot_read)?.file_name();
+                others |= !(ours && name == MARKER);
+            }
+            if others {
+                let whose = if ours {
+                    format!("of an earlier inferlint {command} (its {MARKER} says so)")
+                } else if fs::symlink_metadata(dir.join(MARKER)).is_ok() {
+                    format!("of another command (its {MARKER} is not inferlint {command}'s)")
+                } else {
+                    "that are not inferlint's".to_owned()
+                };
+                return Err(CliError::usage(format!(
+                    "{flag} {}: the folder holds files {whose}; a fleet is written into a new or empty folder",
+                    dir.display()
+                )));
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => fs::create_dir_all(dir)
+            .map_err(|e| CliError::cannot_write(format!("cannot create {}: {e}", dir.display())))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+            return Err(CliError::usage(format!(
+                "{flag} {} is a file, not a folder; give a folder",
+                dir.display()
+            )))
+        }
+        Err(e) => return Err(cannot_read(e)),
+    }
+    mark(dir, command, &Rule::force(true))
+}
+
 /// The start of the name of a folder an earlier run was moved into.
 const EARLIER: &str = "earlier-";
 
-/// Makes `dir` ready for a new run and writes the [`MARKER`] into it. A missing folder
-/// is created; an empty one is used (one holding only an earlier xray's marker is empty).
+/// Makes `dir` ready for a new run and writes the [`MARKER`] into it. A link is refused
+/// ([`refuse_link`]); a missing folder is created; an empty one is used (one holding only an earlier xray's marker is empty).
 /// One holding other entries is refused, unless `force`, which moves every entry into a
 /// new `DIR/earlier-YYYYmmdd-HHMMSS/` (nothing is deleted) and returns that folder;
 /// folders an earlier `--force` made stay where they are.
 /// Entries that are the run's own named inputs (`keep`: an attached server's boot log, a
 /// result file given with `--bench-result`) are neither counted nor moved.
 pub fn prepare(dir: &Path, force: bool, keep: &[&Path]) -> Result<Option<PathBuf>, CliError> {
+    refuse_link(dir, "xray", "-o")?;
     if dir.exists() && !dir.is_dir() {
         return Err(CliError::usage(format!(
             "{} is a file, not a folder; give a folder with -o",

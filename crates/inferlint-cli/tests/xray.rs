@@ -476,6 +476,47 @@ fn a_server_that_dies_on_the_probe() {
     assert_none_left(port);
 }
 
+/// The probe waited 300 s a completion whatever `--ready-timeout` said: a server that is
+/// ready but whose first completion compiles for a minute held xray there a minute, then
+/// passed T7. docs/xray.md: each probe request waits at most `--ready-timeout` when that
+/// is shorter than 300 s. So with `--ready-timeout 5` the first request gives up after 5
+/// s, T7 fails naming the timeout, and the run (load, checks, stop) ends long before the
+/// minute is over.
+#[test]
+fn the_probe_follows_the_ready_timeout() {
+    let tmp = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let serve = serve(port, "--cold-start-ms 60000");
+    let started = Instant::now();
+    let out = xray(
+        tmp.path(),
+        &[
+            "-o",
+            "run",
+            "--engine",
+            "vllm",
+            "--no-gpu",
+            "--ready-timeout",
+            "5",
+            "--serve",
+            &serve,
+            "--",
+            "true",
+        ],
+    );
+    let took = started.elapsed();
+    assert_says(&out, "[ T7] TRIPWIRE-FAILED  first request failed: ");
+    assert_says(&out, "timed out after 5");
+    assert!(
+        took < Duration::from_secs(45),
+        "took {took:?}: {}",
+        shown(&out)
+    );
+    let saved = results_json(&tmp.path().join("run"));
+    assert_eq!(status_of(&saved, "T7").as_deref(), Some("fail"));
+    assert_none_left(port);
+}
+
 /// A load command that fails before it sends a request: the run is not a benchmark.
 /// xray says so and exits 2; T8 gives no verdict on a load that never ran (it used to
 /// fail: "requested 8 concurrent, server never ran more than 0"). The after snapshot is

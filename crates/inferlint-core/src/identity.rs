@@ -317,12 +317,12 @@ fn unix_span(account: &ClientAccount) -> Option<(f64, f64)> {
     let first = account
         .requests
         .iter()
-        .filter_map(|r| r.sent_s.or(r.scheduled_s))
+        .filter_map(|r| r.sent_s.get().or(r.scheduled_s.get()))
         .fold(f64::INFINITY, f64::min);
     let last = account
         .requests
         .iter()
-        .filter_map(|r| r.end_s.or(r.first_token_s).or(r.sent_s))
+        .filter_map(|r| r.end_s.get().or(r.first_token_s.get()).or(r.sent_s.get()))
         .fold(f64::NEG_INFINITY, f64::max);
     (first.is_finite() && last.is_finite()).then_some((first, last))
 }

@@ -1718,8 +1718,8 @@ mod tests {
                 .enumerate()
                 .map(|(i, t)| ClientRequest {
                     outcome: Some(RequestOutcome::Completed),
-                    sent_s: Some(i as f64 * 0.01),
-                    ttft_s: Some(*t),
+                    sent_s: Some(i as f64 * 0.01).into(),
+                    ttft_s: Some(*t).into(),
                     ..ClientRequest::default()
                 })
                 .collect();

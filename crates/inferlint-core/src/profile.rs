@@ -391,16 +391,21 @@ fn figures(run: &Run, results: &[CheckResult], bench: Option<&ClientAccount>) ->
     match bench {
         Some(b) => {
             let completed: Vec<_> = b.requests.iter().filter(|r| r.completed()).collect();
-            let ttft = sorted(completed.iter().filter_map(|r| r.ttft_s).map(|s| s * 1e3));
+            let ttft = sorted(
+                completed
+                    .iter()
+                    .filter_map(|r| r.ttft_s.get())
+                    .map(|s| s * 1e3),
+            );
             let e2e = sorted(
                 completed
                     .iter()
-                    .filter_map(|r| r.latency_s)
+                    .filter_map(|r| r.latency_s.get())
                     .map(|s| s * 1e3),
             );
             let tpot = sorted(completed.iter().filter_map(|r| {
-                let out = r.output_tokens.or(r.server_output_tokens)?;
-                let generating = r.latency_s? - r.ttft_s?;
+                let out = r.output_tokens.get().or(r.server_output_tokens.get())?;
+                let generating = r.latency_s.get()? - r.ttft_s.get()?;
                 (out > 1).then(|| generating * 1e3 / (out - 1) as f64)
             }));
             let itl = sorted(b.inter_token_ms.iter().map(|&g| f64::from(g)));

@@ -75,7 +75,7 @@ pub fn line_up(
     let clock = account
         .clock
         .ok_or("the load tool's records carry no time of day")?;
-    if account.requests.iter().all(|r| r.sent_s.is_none()) {
+    if account.requests.iter().all(|r| r.sent_s.get().is_none()) {
         return Err("the load tool's records carry no send times".into());
     }
     let span_s = series
@@ -88,11 +88,11 @@ pub fn line_up(
         .iter()
         .enumerate()
         .filter_map(|(index, r)| {
-            let sent = to_axis(r.sent_s?);
+            let sent = to_axis(r.sent_s.get()?);
             Some(RequestTimes {
                 index,
                 outcome: r.outcome,
-                scheduled: r.scheduled_s.map(&to_axis),
+                scheduled: r.scheduled_s.get().map(&to_axis),
                 sent,
                 first_token: r.first_token_at().map(&to_axis),
                 end: r.end_at().map(&to_axis),
@@ -178,9 +178,9 @@ mod tests {
             .iter()
             .map(|s| ClientRequest {
                 outcome: Some(RequestOutcome::Completed),
-                sent_s: Some(*s),
-                ttft_s: Some(0.5),
-                latency_s: Some(2.0),
+                sent_s: Some(*s).into(),
+                ttft_s: Some(0.5).into(),
+                latency_s: Some(2.0).into(),
                 ..ClientRequest::default()
             })
             .collect();

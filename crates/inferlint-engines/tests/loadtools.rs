@@ -323,7 +323,8 @@ fn records_keep_each_requests_times() {
     {
         let (_, a) = read_folder(case.folder);
         for r in a.requests.iter().filter(|r| r.completed()) {
-            let (Some(sent), Some(first), Some(end)) = (r.sent_s, r.first_token_at(), r.end_at())
+            let (Some(sent), Some(first), Some(end)) =
+                (r.sent_s.get(), r.first_token_at(), r.end_at())
             else {
                 panic!(
                     "{}: a completed record without its times: {r:?}",

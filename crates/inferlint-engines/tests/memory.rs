@@ -90,7 +90,7 @@ fn account_bytes(a: &ClientAccount) -> usize {
     a.requests.capacity() * std::mem::size_of_val(&a.requests[0])
         + a.requests
             .iter()
-            .map(|r| r.error.as_ref().map_or(0, String::capacity))
+            .map(|r| r.error.as_ref().map_or(0, |e| e.len()))
             .sum::<usize>()
         + a.inter_token_ms.capacity() * 4
         + a.failure_reasons
@@ -290,4 +290,66 @@ fn a_result_file_takes_memory_in_proportion_to_what_is_kept() {
         }
     }
     assert!(over.is_empty(), "over the bound:\n{}", over.join("\n"));
+}
+
+/// Set in the process that reads a file of empty records: the file it reads.
+const EMPTY_CHILD: &str = "INFERLINT_MEMORY_TEST_EMPTY";
+const EMPTY_TEST: &str = "a_file_of_empty_records_takes_the_compact_record_each";
+
+/// A file of nothing but empty records is the account's floor: each `{},` (3 bytes) of
+/// the file is a whole record of the account. At 240 bytes a record that was 80 times
+/// the file (docs/limits.md said about 55 for `{}, `); the record is now 112 bytes
+/// (`ClientRequest`'s documented size). 2^20 records (a vector's own capacity: no spare
+/// room) must then peak within 112 bytes each and the 8 MiB the bound above allows for
+/// the rest: 120 MiB for a 3 MiB file, where 240-byte records took 240 MiB.
+#[test]
+fn a_file_of_empty_records_takes_the_compact_record_each() {
+    if let Ok(path) = std::env::var(EMPTY_CHILD) {
+        child(&path);
+        return;
+    }
+    assert!(std::mem::size_of::<inferlint_core::client::ClientRequest>() <= 112);
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&fixtures().join("guidellm/concurrent-8"), dir.path());
+    let path = dir.path().join("guidellm.json");
+    let n = 1usize << 20;
+    let mut report = json_at(&path);
+    let benchmark = &mut report["benchmarks"][0];
+    benchmark["requests"] = serde_json::json!({
+        "successful": vec![serde_json::json!({}); n],
+        "errored": [],
+        "incomplete": [],
+    });
+    benchmark["metrics"]["request_totals"]["successful"] = Value::from(n);
+    benchmark["metrics"]["request_totals"]["total"] = Value::from(n);
+    write_json(&path, &report);
+    let size = std::fs::metadata(&path).unwrap().len() as usize;
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", EMPTY_TEST, "--nocapture", "--test-threads=1"])
+        .env(EMPTY_CHILD, &path)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout
+        .lines()
+        .find_map(|l| l.split_once("memory-read ").map(|(_, r)| r))
+        .unwrap_or_else(|| panic!("the read said nothing: {stdout}"));
+    let n_read: Vec<usize> = line
+        .split_whitespace()
+        .map(|w| w.parse().unwrap())
+        .collect();
+    let (peak, kept, records) = (n_read[0], n_read[1], n_read[2]);
+    eprintln!(
+        "guidellm, every record {{}}: a {} KiB file, {records} records: peak {} MiB ({:.1} times the file), account {} MiB",
+        size >> 10,
+        peak >> 20,
+        peak as f64 / size as f64,
+        kept >> 20
+    );
+    assert_eq!(records, n);
+    let bound = n * 112 + (8 << 20);
+    assert!(
+        peak <= bound,
+        "peak {peak} bytes is over {bound}: 112 bytes a record and 8 MiB"
+    );
 }

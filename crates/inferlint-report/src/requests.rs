@@ -270,7 +270,7 @@ fn failed_error(r: &RequestTimes, account: &ClientAccount) -> Option<String> {
     account
         .requests
         .get(r.index)
-        .and_then(|record| record.error.clone())
+        .and_then(|record| record.error.as_deref().map(str::to_owned))
 }
 
 fn requests_table(t: &RequestTimeline, account: &ClientAccount) -> Markup {
@@ -315,7 +315,11 @@ fn ttfts_ms(account: &ClientAccount) -> Vec<f64> {
         .requests
         .iter()
         .filter(|r| r.completed())
-        .filter_map(|r| r.ttft_s.or_else(|| Some(r.first_token_at()? - r.sent_s?)))
+        .filter_map(|r| {
+            r.ttft_s
+                .get()
+                .or_else(|| Some(r.first_token_at()? - r.sent_s.get()?))
+        })
         .filter(|t| t.is_finite() && *t >= 0.0)
         .map(|t| t * 1000.0)
         .collect()

@@ -81,6 +81,23 @@ const CLEAN_STOP_LIMIT: Duration = Duration::from_secs(60);
 /// After SIGINT or SIGTERM the load command gets this long to end before SIGKILL.
 const LOAD_STOP_GRACE: Duration = Duration::from_secs(5);
 
+/// The probe's bounds in xray: the `probe` command's defaults (300 s a completion, a cold
+/// server compiling kernels on its first request; 10 s for `/health`, 30 s for
+/// `/v1/models`), each cut to `--ready-timeout` when that is shorter. The probe is the
+/// server's first real work, the last step of getting it ready: a user who says the
+/// server is ready within N seconds has said that no step of it may wait longer, and
+/// with `--ready-timeout 30` xray must not wait 300 s, twice, on a server that hangs.
+fn probe_options(ready_timeout: f64) -> ProbeOptions {
+    let defaults = ProbeOptions::default();
+    let ready = Duration::try_from_secs_f64(ready_timeout).unwrap_or(defaults.request_timeout);
+    ProbeOptions {
+        request_timeout: defaults.request_timeout.min(ready),
+        health_timeout: defaults.health_timeout.min(ready),
+        models_timeout: defaults.models_timeout.min(ready),
+        ..defaults
+    }
+}
+
 /// Why the run stopped before its end.
 #[derive(Debug)]
 enum Stop {
@@ -286,4 +303,24 @@ fn check_inputs_first(args: &XrayArgs) -> Result<(), CliError> {
         files::open_input(path).map_err(|e| CliError::input(format!("--boot-log: {e}")))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// docs/xray.md: each probe step waits at most the `probe` command's bound, or
+    /// `--ready-timeout` when that is shorter; the default 900 s leaves the 300 s.
+    #[test]
+    fn the_probe_waits_no_longer_than_the_ready_timeout() {
+        let short = probe_options(2.0);
+        assert_eq!(short.request_timeout, Duration::from_secs(2));
+        assert_eq!(short.health_timeout, Duration::from_secs(2));
+        assert_eq!(short.models_timeout, Duration::from_secs(2));
+        let default = probe_options(900.0);
+        assert_eq!(default.request_timeout, Duration::from_secs(300));
+        assert_eq!(default.health_timeout, Duration::from_secs(10));
+        assert_eq!(default.models_timeout, Duration::from_secs(30));
+        assert_eq!(default.concurrency, 8);
+    }
 }

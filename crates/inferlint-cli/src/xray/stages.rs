@@ -64,7 +64,7 @@ impl Xray<'_> {
         self.check_interrupt()?;
         if !self.args.no_probe {
             self.stage("probe: one request, then 8 at once");
-            let report = recorder.probe(&self.base, &ProbeOptions::default());
+            let report = recorder.probe(&self.base, &probe_options(self.args.ready_timeout));
             self.record(probe::verdict(&report));
             self.check_interrupt()?;
             if let Some(message) = self.server_exited() {

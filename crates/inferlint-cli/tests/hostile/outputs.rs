@@ -102,11 +102,16 @@ fn demo_never_writes_through_a_link_to_a_folder() {
     std::fs::write(real.join("notes.txt"), "mine").unwrap();
     let before = contents(&real);
     std::os::unix::fs::symlink(&real, tmp.path().join("link")).unwrap();
-    for extra in [&[][..], &["--force"][..]] {
-        let mut args = vec!["demo", "-o", "link"];
+    // `lstat("link/")` follows the link: the trailing `/` once hid it.
+    for (out, extra) in [
+        ("link", &[][..]),
+        ("link", &["--force"][..]),
+        ("link/", &["--force"][..]),
+    ] {
+        let mut args = vec!["demo", "-o", out];
         args.extend_from_slice(extra);
         let o = inferlint(tmp.path(), &args);
-        refused(&o, "link is a symbolic link");
+        refused(&o, &format!("{out} is a symbolic link"));
         assert_eq!(contents(&real), before);
     }
 }
@@ -209,4 +214,195 @@ fn dev_null_is_refused_as_a_device_without_offering_force() {
         .unwrap()
         .file_type()
         .is_char_device());
+}
+
+/// A folder that holds nothing.
+fn is_empty(dir: &Path) -> bool {
+    std::fs::read_dir(dir).unwrap().next().is_none()
+}
+
+/// `xray -o LINK` wrote its run (its marker first) into the folder the link points to;
+/// `watch URL URL … -o LINK` and `report --prometheus --save LINK` did too. Each is a
+/// refused output target (the README's table: 64, "an output file refused (… a link)"),
+/// with and without `--force` and with a trailing `/`, before any server is asked:
+/// nothing listens at the addresses given, and the refusal is all that happens.
+#[cfg(unix)]
+#[test]
+fn no_folder_writer_writes_through_a_link_to_a_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let real = tmp.path().join("real");
+    std::fs::create_dir(&real).unwrap();
+    std::os::unix::fs::symlink(&real, tmp.path().join("link")).unwrap();
+    let nobody = "http://127.0.0.1:9";
+    for out in ["link", "link/"] {
+        let commands: [Vec<&str>; 4] = [
+            vec!["xray", "-o", out, "--url", nobody, "--no-gpu", "--", "true"],
+            vec![
+                "xray", "-o", out, "--force", "--url", nobody, "--no-gpu", "--", "true",
+            ],
+            vec![
+                "watch",
+                nobody,
+                "http://127.0.0.1:10",
+                "-o",
+                out,
+                "--duration",
+                "0.3",
+            ],
+            vec![
+                "report",
+                "--prometheus",
+                nobody,
+                "--start",
+                "1764547200",
+                "--end",
+                "1764547299",
+                "--save",
+                out,
+            ],
+        ];
+        for args in commands {
+            let o = inferlint(tmp.path(), &args);
+            refused(&o, &format!("{out} is a symbolic link;"));
+            assert!(
+                stderr(&o).contains("never writes a folder through one, --force or not"),
+                "{args:?}: {}",
+                stderr(&o)
+            );
+            assert_eq!(stderr(&o).lines().count(), 1, "{args:?}: {}", stderr(&o));
+            assert!(is_empty(&real), "{args:?} wrote through the link");
+        }
+    }
+    // A link above the folder is how disks are often laid out: used, and named.
+    let o = inferlint(
+        tmp.path(),
+        &[
+            "xray", "-o", "link/run", "--url", nobody, "--no-gpu", "--", "true",
+        ],
+    );
+    no_panic(&o);
+    let real_run = std::fs::canonicalize(&real).unwrap().join("run");
+    assert!(
+        stderr(&o).contains(&format!(
+            "note: link is a symbolic link: -o link/run is written into {}",
+            real_run.display()
+        )),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// Two simulated vLLM servers, each stopped when dropped.
+fn two_sims() -> [ServerHandle; 2] {
+    [sim(), sim()]
+}
+
+/// `watch URL URL … -o DIR` wrote no marker, so a later run could not tell its own fleet
+/// folder from a stranger's. It writes `inferlint watch VERSION` as `demo` and `xray -o`
+/// do (docs/limits.md); a folder holding only that marker is new for the next watch, and
+/// a refusal says whose files the folder holds: an earlier watch's, another command's,
+/// or none of inferlint's.
+#[test]
+fn a_fleet_recording_is_marked_as_ours_and_a_foreign_folder_refused() {
+    let servers = two_sims();
+    let tmp = tempfile::tempdir().unwrap();
+    let watch = |out: &str| {
+        inferlint(
+            tmp.path(),
+            &[
+                "watch",
+                &servers[0].base_url,
+                &servers[1].base_url,
+                "-o",
+                out,
+                "--interval",
+                "0.1",
+                "--duration",
+                "0.5",
+            ],
+        )
+    };
+    let first = watch("fleet");
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let marker = std::fs::read_to_string(tmp.path().join("fleet/.inferlint")).unwrap();
+    assert!(marker.starts_with("inferlint watch "), "{marker}");
+    assert_eq!(marker.lines().count(), 1, "{marker}");
+    // The marker changes nothing `report DIR` reads.
+    let report = inferlint(tmp.path(), &["report", "fleet"]);
+    no_panic(&report);
+    assert!(
+        crate::common::stdout(&report).contains("== the fleet: 2 replicas"),
+        "{}",
+        stderr(&report)
+    );
+    refused(&watch("fleet"), "holds files of an earlier inferlint watch");
+    // Only our marker left (a recording refused before its first file): used again.
+    std::fs::create_dir(tmp.path().join("marked")).unwrap();
+    std::fs::write(tmp.path().join("marked/.inferlint"), &marker).unwrap();
+    let again = watch("marked");
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    assert!(tmp.path().join("marked/fleet.json").is_file());
+    // Another command's marker is not a fleet's.
+    std::fs::create_dir(tmp.path().join("xrayed")).unwrap();
+    std::fs::write(
+        tmp.path().join("xrayed/.inferlint"),
+        "inferlint xray 0.1.0\n",
+    )
+    .unwrap();
+    refused(&watch("xrayed"), "holds files of another command");
+    std::fs::create_dir(tmp.path().join("mine")).unwrap();
+    std::fs::write(tmp.path().join("mine/notes.txt"), "mine").unwrap();
+    refused(&watch("mine"), "holds files that are not inferlint's");
+    assert_eq!(contents(&tmp.path().join("mine")).len(), 1);
+}
+
+/// `report --prometheus --save DIR` wrote no marker either: it writes `inferlint report
+/// VERSION`, a second `--save` there is refused as an earlier report's, and `watch` does
+/// not take the folder for a fleet of its own.
+#[test]
+fn a_saved_prometheus_fleet_is_marked_as_ours() {
+    use inferlint_sim::prometheus::{self as fake, FleetHistory};
+    let start_ms = 1_764_547_200_000;
+    let prometheus = fake::spawn(FleetHistory::new(2, start_ms, 500, 200), 0).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let save = || {
+        inferlint(
+            tmp.path(),
+            &[
+                "report",
+                "--prometheus",
+                &prometheus.base_url,
+                "--start",
+                "1764547200",
+                "--end",
+                "1764547299",
+                "--save",
+                "saved",
+            ],
+        )
+    };
+    let first = save();
+    no_panic(&first);
+    assert!(
+        tmp.path().join("saved/report.html").is_file(),
+        "{}",
+        stderr(&first)
+    );
+    let marker = std::fs::read_to_string(tmp.path().join("saved/.inferlint")).unwrap();
+    assert!(marker.starts_with("inferlint report "), "{marker}");
+    refused(&save(), "holds files of an earlier inferlint report");
+    let servers = two_sims();
+    let o = inferlint(
+        tmp.path(),
+        &[
+            "watch",
+            &servers[0].base_url,
+            &servers[1].base_url,
+            "-o",
+            "saved",
+            "--duration",
+            "0.3",
+        ],
+    );
+    refused(&o, "holds files of another command");
 }

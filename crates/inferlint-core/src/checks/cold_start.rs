@@ -247,12 +247,15 @@ pub fn first_token_waits(client: &ClientAccount) -> Vec<(f64, Option<u64>)> {
         .enumerate()
         .filter(|(_, r)| r.completed())
         .filter_map(|(i, r)| {
-            let ttft = r.ttft_s.or_else(|| Some(r.first_token_at()? - r.sent_s?))?;
-            let order = r.sent_s.unwrap_or(i as f64);
+            let ttft = r
+                .ttft_s
+                .get()
+                .or_else(|| Some(r.first_token_at()? - r.sent_s.get()?))?;
+            let order = r.sent_s.get().unwrap_or(i as f64);
             (order.is_finite() && ttft.is_finite() && ttft >= 0.0).then_some((
                 order,
                 ttft,
-                r.prompt_tokens,
+                r.prompt_tokens.get(),
             ))
         })
         .collect();
@@ -633,9 +636,9 @@ mod tests {
             .enumerate()
             .map(|(i, ttft)| ClientRequest {
                 outcome: Some(RequestOutcome::Completed),
-                sent_s: Some(i as f64 * 0.5),
-                ttft_s: Some(*ttft),
-                prompt_tokens: Some(prompt),
+                sent_s: Some(i as f64 * 0.5).into(),
+                ttft_s: Some(*ttft).into(),
+                prompt_tokens: Some(prompt).into(),
                 ..ClientRequest::default()
             })
             .collect();

@@ -233,7 +233,10 @@ impl<'a> Tally<'a> {
             .requests
             .iter()
             .filter(|r| r.completed())
-            .filter(|r| r.output_tokens == Some(0) && r.server_output_tokens.is_none_or(|t| t == 0))
+            .filter(|r| {
+                r.output_tokens.get() == Some(0)
+                    && r.server_output_tokens.get().is_none_or(|t| t == 0)
+            })
             .count() as i64;
         let empty = if account.requests.is_empty() {
             match (completed, account.total_output_tokens) {
@@ -612,13 +615,13 @@ fn server_lengths(
     let prompt = mean(
         completed
             .iter()
-            .filter_map(|r| r.server_prompt_tokens)
+            .filter_map(|r| r.server_prompt_tokens.get())
             .collect(),
     );
     let output = mean(
         completed
             .iter()
-            .filter_map(|r| r.server_output_tokens)
+            .filter_map(|r| r.server_output_tokens.get())
             .collect(),
     );
     if prompt.is_some() || output.is_some() {
@@ -661,7 +664,7 @@ fn asked_lengths(account: &ClientAccount) -> (Option<f64>, Option<f64>) {
             .requests
             .iter()
             .filter(|r| r.completed() && r.ignore_eos == Some(true))
-            .filter_map(|r| r.asked_output_tokens)
+            .filter_map(|r| r.asked_output_tokens.get())
             .collect();
         (!asked.is_empty()).then(|| asked.iter().sum::<u64>() as f64 / asked.len() as f64)
     });
@@ -923,8 +926,8 @@ fn per_request_differences(account: &ClientAccount) -> Value {
         .filter(|r| r.completed())
         .flat_map(|r| {
             [
-                (r.prompt_tokens, r.server_prompt_tokens),
-                (r.output_tokens, r.server_output_tokens),
+                (r.prompt_tokens.get(), r.server_prompt_tokens.get()),
+                (r.output_tokens.get(), r.server_output_tokens.get()),
             ]
         })
         .filter_map(|(client, server)| Some((client? as f64, server? as f64)))
@@ -946,8 +949,8 @@ fn per_request_differences(account: &ClientAccount) -> Value {
             .filter(|r| r.completed())
             .filter(|r| {
                 [
-                    (r.prompt_tokens, r.server_prompt_tokens),
-                    (r.output_tokens, r.server_output_tokens),
+                    (r.prompt_tokens.get(), r.server_prompt_tokens.get()),
+                    (r.output_tokens.get(), r.server_output_tokens.get()),
                 ]
                 .iter()
                 .any(|(c, s)| match (c, s) {
@@ -1254,7 +1257,7 @@ mod tests {
                 } else {
                     RequestOutcome::Completed
                 }),
-                output_tokens: Some(200),
+                output_tokens: Some(200).into(),
                 ..ClientRequest::default()
             })
             .collect();
@@ -1279,7 +1282,7 @@ mod tests {
         let mut sampled = account(32, 32, Some(0));
         sampled.requests = vec![ClientRequest {
             outcome: Some(RequestOutcome::Completed),
-            output_tokens: Some(200),
+            output_tokens: Some(200).into(),
             ..ClientRequest::default()
         }];
         assert_eq!(t18(&sampled, Some(&server(32.0, 0.0))).status, Status::Pass);
@@ -1297,7 +1300,7 @@ mod tests {
         // With the per-request records, it can.
         a.requests = vec![ClientRequest {
             outcome: Some(RequestOutcome::Completed),
-            output_tokens: Some(5),
+            output_tokens: Some(5).into(),
             ..ClientRequest::default()
         }];
         assert_eq!(t18(&a, Some(&server(32.0, 0.0))).status, Status::Pass);

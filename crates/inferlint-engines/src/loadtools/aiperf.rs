@@ -284,22 +284,24 @@ fn fold(
     }
     account.requests.push(ClientRequest {
         outcome: Some(outcome),
-        error: reason,
-        scheduled_s: ns("credit_issued_ns"),
-        sent_s: sent,
-        first_token_s: sent.zip(ttft_s).map(|(s, t)| s + t),
-        end_s: (outcome == RequestOutcome::Completed)
+        error: reason.map(Into::into),
+        scheduled_s: ns("credit_issued_ns").into(),
+        sent_s: sent.into(),
+        first_token_s: sent.zip(ttft_s).map(|(s, t)| s + t).into(),
+        end_s: ((outcome == RequestOutcome::Completed)
             .then(|| ns("request_end_ns"))
-            .flatten(),
-        ttft_s,
-        latency_s: metric("request_latency").map(|ms| ms / 1000.0),
-        prompt_tokens: metric("input_sequence_length")
+            .flatten())
+        .into(),
+        ttft_s: ttft_s.into(),
+        latency_s: metric("request_latency").map(|ms| ms / 1000.0).into(),
+        prompt_tokens: (metric("input_sequence_length")
             .or_else(|| metric("error_isl"))
-            .map(|t| t as u64),
-        output_tokens: metric("output_sequence_length").map(|t| t as u64),
-        server_prompt_tokens: metric("usage_prompt_tokens").map(|t| t as u64),
-        server_output_tokens: metric("usage_completion_tokens").map(|t| t as u64),
-        asked_output_tokens: None,
+            .map(|t| t as u64))
+        .into(),
+        output_tokens: metric("output_sequence_length").map(|t| t as u64).into(),
+        server_prompt_tokens: metric("usage_prompt_tokens").map(|t| t as u64).into(),
+        server_output_tokens: metric("usage_completion_tokens").map(|t| t as u64).into(),
+        asked_output_tokens: None.into(),
         ignore_eos: None,
     });
     Ok(())

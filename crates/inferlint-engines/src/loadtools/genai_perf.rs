@@ -203,23 +203,28 @@ fn request(item: &Value, gaps: &mut Vec<f32>) -> ClientRequest {
     let first = token_times.first().copied().or(times.first().copied());
     ClientRequest {
         outcome: Some(outcome),
-        error: (outcome == RequestOutcome::Failed)
-            .then(|| error.unwrap_or_else(|| "no answer".into())),
-        scheduled_s: None,
-        sent_s: sent,
-        first_token_s: first,
-        end_s: times.last().copied(),
-        ttft_s: sent.zip(first).map(|(s, f)| f - s),
-        latency_s: sent.zip(times.last().copied()).map(|(s, e)| e - s),
-        prompt_tokens: None,
+        error: ((outcome == RequestOutcome::Failed)
+            .then(|| error.unwrap_or_else(|| "no answer".into())))
+        .map(Into::into),
+        scheduled_s: None.into(),
+        sent_s: sent.into(),
+        first_token_s: first.into(),
+        end_s: times.last().copied().into(),
+        ttft_s: sent.zip(first).map(|(s, f)| f - s).into(),
+        latency_s: sent.zip(times.last().copied()).map(|(s, e)| e - s).into(),
+        prompt_tokens: None.into(),
         // The tool counts tokens with its tokenizer into the summary only; a chunk may hold
         // several tokens, so the chunks are no count.
-        output_tokens: None,
-        server_prompt_tokens: usage.as_ref().and_then(|u| count(u.get("prompt_tokens"))),
-        server_output_tokens: usage
+        output_tokens: None.into(),
+        server_prompt_tokens: usage
             .as_ref()
-            .and_then(|u| count(u.get("completion_tokens"))),
-        asked_output_tokens: asked_output,
+            .and_then(|u| count(u.get("prompt_tokens")))
+            .into(),
+        server_output_tokens: (usage
+            .as_ref()
+            .and_then(|u| count(u.get("completion_tokens"))))
+        .into(),
+        asked_output_tokens: asked_output.into(),
         ignore_eos,
     }
 }

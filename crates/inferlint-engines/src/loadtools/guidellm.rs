@@ -355,20 +355,23 @@ fn request(item: &Value, outcome: RequestOutcome) -> ClientRequest {
     let error = text(at(item, &["info", "error"])).or_else(|| text(item.get("error")));
     ClientRequest {
         outcome: Some(outcome),
-        error: (outcome != RequestOutcome::Completed)
+        error: ((outcome != RequestOutcome::Completed)
             .then(|| error.map(|e| super::console::short_error(&e)))
-            .flatten(),
-        scheduled_s: timing("scheduled_at"),
-        sent_s: sent,
-        first_token_s: first,
-        end_s: end,
-        ttft_s: num(item.get("time_to_first_token_ms")).map(|ms| ms / 1000.0),
-        latency_s: num(item.get("request_latency")),
-        prompt_tokens: count(item.get("prompt_tokens")),
-        output_tokens: count(item.get("output_tokens")),
-        server_prompt_tokens: None,
-        server_output_tokens: None,
-        asked_output_tokens: asked_output,
+            .flatten())
+        .map(Into::into),
+        scheduled_s: timing("scheduled_at").into(),
+        sent_s: sent.into(),
+        first_token_s: first.into(),
+        end_s: end.into(),
+        ttft_s: num(item.get("time_to_first_token_ms"))
+            .map(|ms| ms / 1000.0)
+            .into(),
+        latency_s: num(item.get("request_latency")).into(),
+        prompt_tokens: count(item.get("prompt_tokens")).into(),
+        output_tokens: count(item.get("output_tokens")).into(),
+        server_prompt_tokens: None.into(),
+        server_output_tokens: None.into(),
+        asked_output_tokens: asked_output.into(),
         ignore_eos,
     }
 }

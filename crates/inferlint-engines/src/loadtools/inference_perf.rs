@@ -171,22 +171,29 @@ fn request(item: &Value, gaps: &mut Vec<f32>) -> (ClientRequest, Option<bool>) {
     let usage = |key: &str| count(at(item, &["info", "response_metrics", "server_usage", key]));
     let request = ClientRequest {
         outcome: Some(outcome),
-        error: error.map(|e| {
+        error: (error.map(|e| {
             text(e.get("error_type"))
                 .or_else(|| text(e.get("error_msg")))
                 .unwrap_or_else(|| "unnamed error".into())
-        }),
-        scheduled_s: None,
-        sent_s: sent,
-        first_token_s: token_times.first().copied(),
-        end_s: num(item.get("end_time")),
-        ttft_s: sent.zip(token_times.first().copied()).map(|(s, f)| f - s),
-        latency_s: sent.zip(num(item.get("end_time"))).map(|(s, e)| e - s),
-        prompt_tokens: count(at(item, &["info", "input_tokens"])),
-        output_tokens: count(at(item, &["info", "response_metrics", "output_tokens"])),
-        server_prompt_tokens: usage("prompt_tokens"),
-        server_output_tokens: usage("completion_tokens"),
-        asked_output_tokens: asked_output,
+        }))
+        .map(Into::into),
+        scheduled_s: None.into(),
+        sent_s: sent.into(),
+        first_token_s: token_times.first().copied().into(),
+        end_s: num(item.get("end_time")).into(),
+        ttft_s: sent
+            .zip(token_times.first().copied())
+            .map(|(s, f)| f - s)
+            .into(),
+        latency_s: sent
+            .zip(num(item.get("end_time")))
+            .map(|(s, e)| e - s)
+            .into(),
+        prompt_tokens: count(at(item, &["info", "input_tokens"])).into(),
+        output_tokens: count(at(item, &["info", "response_metrics", "output_tokens"])).into(),
+        server_prompt_tokens: usage("prompt_tokens").into(),
+        server_output_tokens: usage("completion_tokens").into(),
+        asked_output_tokens: asked_output.into(),
         ignore_eos,
     };
     (request, ignore_eos)

@@ -144,8 +144,8 @@ pub(super) fn read_records(
     let mut input = 0i64;
     for request in &requests {
         if request.completed() {
-            output += request.output_tokens.unwrap_or(0) as i64;
-            input += request.prompt_tokens.unwrap_or(0) as i64;
+            output += request.output_tokens.get().unwrap_or(0) as i64;
+            input += request.prompt_tokens.get().unwrap_or(0) as i64;
         }
     }
     account.keep_records(requests, Vec::new());
@@ -166,20 +166,22 @@ fn request(item: &Value) -> ClientRequest {
     let completed = outcome == RequestOutcome::Completed;
     ClientRequest {
         outcome: Some(outcome),
-        error: code.map(|c| {
+        error: (code.map(|c| {
             let message = text(item.get("error_msg")).unwrap_or_default();
             let code = match c {
                 Value::String(s) => s.clone(),
                 other => other.to_string(),
             };
             format!("HTTP {code} {message}").trim().to_owned()
-        }),
-        ttft_s: completed.then(|| num(item.get("ttft_s"))).flatten(),
-        latency_s: completed
+        }))
+        .map(Into::into),
+        ttft_s: completed.then(|| num(item.get("ttft_s"))).flatten().into(),
+        latency_s: (completed
             .then(|| num(item.get("end_to_end_latency_s")))
-            .flatten(),
-        prompt_tokens: count(item.get("number_input_tokens")),
-        output_tokens: count(item.get("number_output_tokens")),
+            .flatten())
+        .into(),
+        prompt_tokens: count(item.get("number_input_tokens")).into(),
+        output_tokens: count(item.get("number_output_tokens")).into(),
         ..ClientRequest::default()
     }
 }

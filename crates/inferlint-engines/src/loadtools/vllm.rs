@@ -368,15 +368,15 @@ fn read_records(
             } else {
                 RequestOutcome::Failed
             }),
-            error,
-            prompt_tokens: counted(input_lens, &lists.input_lens, i),
-            output_tokens: counted(output_lens, &lists.output_lens, i),
+            error: error.map(Into::into),
+            prompt_tokens: counted(input_lens, &lists.input_lens, i).into(),
+            output_tokens: counted(output_lens, &lists.output_lens, i).into(),
             ..ClientRequest::default()
         };
         // A failed request's timings are zeros the tool filled in, not measurements.
         if completed {
-            request.ttft_s = at(ttfts, &lists.ttfts, i);
-            request.latency_s = latencies.as_ref().and_then(|l| l[i]);
+            request.ttft_s = at(ttfts, &lists.ttfts, i).into();
+            request.latency_s = latencies.as_ref().and_then(|l| l[i]).into();
             if itls {
                 let end = lists.itl_ends[i];
                 lists.itl_gaps.copy_within(gaps_from..end, kept_gaps);
@@ -387,8 +387,10 @@ fn read_records(
             gaps_from = lists.itl_ends[i];
         }
         if let Some(sent) = at(start_times, &lists.start_times, i) {
-            request.sent_s = Some(sent);
-            request.scheduled_s = at(queue_times, &lists.queue_times, i).map(|q| sent - q);
+            request.sent_s = sent.into();
+            request.scheduled_s = at(queue_times, &lists.queue_times, i)
+                .map(|q| sent - q)
+                .into();
             account.clock = Some(RequestClock::Monotonic);
         }
         account.requests.push(request);
