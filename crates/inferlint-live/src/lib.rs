@@ -31,6 +31,7 @@ pub mod record;
 pub mod schedule;
 pub mod scrape;
 pub mod server;
+pub mod session;
 pub mod stop;
 pub mod verdicts;
 pub mod watch;
@@ -41,6 +42,7 @@ pub use blocking::Recorder;
 pub use http::{BaseUrl, BaseUrlError, HttpClient, HttpError};
 pub use record::{record, RecordError, RecordOptions, Recording};
 pub use scrape::{NoMetrics, Scrape, ScrapeError, Scraper};
+pub use session::{Finished, LiveEvent, LiveEvents, Session};
 pub use stop::Stop;
 
 /// A tokio runtime on the calling thread: everything here runs one request or one

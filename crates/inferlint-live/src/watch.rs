@@ -385,7 +385,10 @@ pub async fn watch_observed<W: Write, O: Observer + ?Sized>(
         let attempt = tokio::select! {
             result = scraper.scrape() => Some(result),
             () = end_of_run => None,
-            () = &mut stop => None,
+            // Stopped while a scrape was under way: the caller ended the recording, and
+            // its after reading follows at once, so no slot is lost and no gap is
+            // written (a duration that ends mid-scrape is one, below).
+            () = &mut stop => break,
         };
         let after = clock::now();
         // A scrape the end of the recording cut short is not counted as tried.
@@ -424,8 +427,8 @@ pub async fn watch_observed<W: Write, O: Observer + ?Sized>(
                 on_event(Event::Gap(&reason), &progress);
             }
             None => {
-                // The run ended (or was stopped) while the server had not answered: the
-                // slot is lost, and the file says so.
+                // The duration ended while the server had not answered: the slot is
+                // lost, and the file says so.
                 let reason = format!(
                     "no answer from {} after {:.3} s when recording ended",
                     scraper.base(),
