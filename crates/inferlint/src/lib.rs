@@ -148,6 +148,7 @@ mod error;
 mod fleet;
 #[cfg(feature = "report")]
 mod html;
+mod own_data;
 mod repeats;
 mod report;
 mod run;
@@ -165,6 +166,7 @@ pub use inferlint_core::fleet_grid::FleetGrid;
 pub use inferlint_core::insights::Insight;
 pub use inferlint_core::status::{CheckResult, Evidence, Outcome, Status, Tripwire};
 pub use inferlint_core::Engine;
+pub use own_data::{GpuReading, RequestRecord};
 pub use repeats::repeats;
 pub use report::Report;
-pub use run::{ClientSummary, Run, RunBuilder};
+pub use run::{CheckOptions, ClientSummary, Run, RunBuilder};
