@@ -147,8 +147,10 @@ impl From<LoadError> for Error {
 }
 
 #[cfg(feature = "live")]
-impl From<inferlint_live::RecordError> for Error {
-    fn from(error: inferlint_live::RecordError) -> Error {
+impl Error {
+    /// The recorder's error, as the library's (a conversion of its own rather than a
+    /// public `From`, which would put the inner crate's type in the public API).
+    pub(crate) fn from_record(error: inferlint_live::RecordError) -> Error {
         use inferlint_engines::output::OutputError;
         use inferlint_live::RecordError;
         let mut message = error.to_string();

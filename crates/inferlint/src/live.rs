@@ -481,7 +481,7 @@ impl Recording {
 }
 
 fn server_error(error: inferlint_live::RecordError, url: &str) -> Error {
-    let error = Error::from(error);
+    let error = Error::from_record(error);
     match error.kind() {
         ErrorKind::Server | ErrorKind::Engine => error.with_input(url),
         _ => error,
@@ -528,7 +528,7 @@ async fn first_of(
 /// Nothing here may be called inside an async runtime (it would block the runtime's
 /// thread, and tokio panics when a runtime is started inside another): there it returns
 /// an error of kind [`crate::ErrorKind::InsideRuntime`]. From async code, use
-/// [`super::Recorder`].
+/// [`crate::live::Recorder`].
 pub mod blocking {
     use std::future::Future;
 
@@ -545,7 +545,7 @@ pub mod blocking {
         options: &RecordOptions,
         stop: impl Future<Output = ()>,
     ) -> Result<Recording, Error> {
-        let runtime = inferlint_live::blocking::own_runtime().map_err(Error::from)?;
+        let runtime = inferlint_live::blocking::own_runtime().map_err(Error::from_record)?;
         runtime.block_on(async {
             let recorder = Recorder::start(url, options.clone()).await?;
             let ended = recorder.ended();

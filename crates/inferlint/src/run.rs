@@ -154,6 +154,7 @@ impl Run {
     /// inputs for the refusal of a run that allows no check
     /// ([`ErrorKind::NothingChecked`]); `series` is the recording, read again for the
     /// HTML report's charts.
+    #[doc(hidden)]
     pub fn from_model(
         model: CoreRun,
         given: &[String],
@@ -230,6 +231,7 @@ impl Run {
 
     /// The run model the checks read, for a caller that calls `inferlint_core`'s
     /// functions itself (outside the stable API: see the crate's docs).
+    #[doc(hidden)]
     pub fn model(&self) -> &CoreRun {
         &self.inner
     }
@@ -721,6 +723,7 @@ fn strip_name(message: &str, what: &str) -> String {
 }
 
 #[cfg(feature = "live")]
+#[cfg_attr(docsrs, doc(cfg(feature = "live")))]
 impl Run {
     /// A recording made by [`crate::live::Recorder`], with what else the harness knows
     /// (the server's boot log, the client's counts or request records) given through the
