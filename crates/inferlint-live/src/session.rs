@@ -27,7 +27,8 @@ use crate::scrape::{self, ScrapeError, Scraper};
 use crate::stop::Stop;
 use crate::verdicts::{LiveVerdicts, VerdictChange};
 use crate::watch::{
-    self, Event, Observer, Progress, WatchOptions, MAX_DURATION, MAX_INTERVAL, MIN_INTERVAL,
+    self, Event, Observer, Progress, StopMidScrape, WatchOptions, MAX_DURATION, MAX_INTERVAL,
+    MIN_INTERVAL,
 };
 
 /// Something that happened while the series was recorded.
@@ -280,7 +281,7 @@ impl Session {
                 };
                 let (written, file) = match series_file {
                     Some(mut file) => {
-                        let written = watch::watch_observed(
+                        let written = watch::watch_session(
                             &mut scraper,
                             first,
                             engine,
@@ -289,12 +290,13 @@ impl Session {
                             stopped,
                             on_event,
                             &mut observer,
+                            StopMidScrape::NoGap,
                         )
                         .await;
                         (written, Some(file))
                     }
                     None => {
-                        let written = watch::watch_observed(
+                        let written = watch::watch_session(
                             &mut scraper,
                             first,
                             engine,
@@ -303,6 +305,7 @@ impl Session {
                             stopped,
                             on_event,
                             &mut observer,
+                            StopMidScrape::NoGap,
                         )
                         .await;
                         (written, None)
