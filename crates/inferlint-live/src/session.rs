@@ -134,7 +134,19 @@ struct Ended {
     write_error: Option<String>,
 }
 
-/// A recording under way (see the module's docs).
+/// Stops the series when dropped: a session dropped without [`Session::finish`] leaves no
+/// task scraping the server for the rest of the process.
+#[derive(Debug)]
+struct StopOnDrop(Stop);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.stop();
+    }
+}
+
+/// A recording under way (see the module's docs). Dropped without [`Session::finish`],
+/// its series stops (what it read is dropped with it).
 #[derive(Debug)]
 pub struct Session {
     engine: Engine,
@@ -142,7 +154,7 @@ pub struct Session {
     before: Snapshot,
     interval: Duration,
     folder: Option<PathBuf>,
-    stop: Stop,
+    stop: StopOnDrop,
     /// Stopped once the series task has ended, by itself or stopped.
     done: Stop,
     shared: Arc<Mutex<Collected>>,
@@ -332,7 +344,7 @@ impl Session {
             before,
             interval: options.interval,
             folder: options.folder.clone(),
-            stop,
+            stop: StopOnDrop(stop),
             done,
             shared,
             task,
@@ -378,7 +390,7 @@ impl Session {
     /// after reading, and returns everything recorded: a failed after reading or a file
     /// that could not be written is said in the result, never lost with it.
     pub async fn finish(self) -> Finished {
-        self.stop.stop();
+        self.stop.0.stop();
         let ended = self.task.await;
         let collected = {
             let mut shared = lock(&self.shared);

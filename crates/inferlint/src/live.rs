@@ -136,8 +136,8 @@ impl RecordOptions {
 }
 
 /// A recording under way: started by [`Recorder::start`], ended by
-/// [`Recorder::finish`]. Dropped without `finish`, its series stops at its next slot
-/// and what it read is lost.
+/// [`Recorder::finish`]. Dropped without `finish`, its series stops (a scrape under way
+/// is abandoned) and what it read is lost.
 #[derive(Debug)]
 pub struct Recorder {
     session: Session,

@@ -222,3 +222,38 @@ async fn a_clean_stop_mid_scrape_is_no_gap() {
     );
     assert!(recording.after().is_ok());
 }
+
+/// A recorder dropped without `finish` stops its series: the run folder's series file
+/// grows while it runs and not after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorder_dropped_without_finish_stops_sampling() {
+    let server = sim::spawn(ServerConfig::new(Engine::Vllm)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let series = dir.path().join("run.series.jsonl");
+    let options = RecordOptions::default()
+        .interval(Duration::from_millis(50))
+        .folder(dir.path());
+    let recorder = Recorder::start(&server.base_url, options).await.unwrap();
+    let lines = || std::fs::read_to_string(&series).map_or(0, |t| t.lines().count());
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    // The header and three samples (or gaps).
+    while lines() < 4 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the series never grew"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    drop(recorder);
+    // Any scrape under way is abandoned at once; give the task a moment to see the stop.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let stopped_at = lines();
+    // Ten more slots' time.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        lines(),
+        stopped_at,
+        "the series went on after the recorder was dropped"
+    );
+    assert!(!dir.path().join("after.snapshot.json").exists());
+}
