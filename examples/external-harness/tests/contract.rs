@@ -331,6 +331,23 @@ fn each_use_is_at_most_fifteen_lines() {
         );
         assert!(source.contains(doc));
     }
+    // The facade's docs state the same counts.
+    let stated = format!(
+        "{}, {} and {} lines",
+        counts[0].rsplit(' ').next().unwrap(),
+        counts[1].rsplit(' ').next().unwrap(),
+        counts[2].rsplit(' ').next().unwrap()
+    );
+    let root = std::fs::read_to_string(repository().join("crates/inferlint/src/lib.rs")).unwrap();
+    let library = std::fs::read_to_string(repository().join("docs/library.md")).unwrap();
+    for (name, text) in [("the crate root", root), ("docs/library.md", library)] {
+        let flat = text
+            .replace("//!", "")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(flat.contains(&stated), "{name} does not say {stated:?}");
+    }
 }
 
 /// Garbage is a typed error that names its input, never a panic.
