@@ -257,3 +257,46 @@ async fn a_recorder_dropped_without_finish_stops_sampling() {
     );
     assert!(!dir.path().join("after.snapshot.json").exists());
 }
+
+/// Scrapes that take 180 ms on a 50 ms schedule let three slots in four pass: the health
+/// counts them as overruns (no scrape failed), says the series has too many holes, and
+/// the events stream each such gap as an overrun.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_scrapes_are_overruns_in_the_health_and_the_events() {
+    let server = sim::spawn(ServerConfig {
+        faults: Faults {
+            slow_metrics_ms: Some(180),
+            ..Faults::default()
+        },
+        ..ServerConfig::new(Engine::Vllm)
+    })
+    .unwrap();
+    let options = RecordOptions::default().interval(Duration::from_millis(50));
+    let mut recorder = Recorder::start(&server.base_url, options).await.unwrap();
+    let mut events = recorder.events();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while recorder.health().samples() < 4 {
+        assert!(std::time::Instant::now() < deadline, "no fourth sample");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let recording = recorder.finish().await;
+    let health = recording.health();
+    assert_eq!(health.failed(), 0, "{health:?}");
+    // At least two slots pass per 180 ms scrape after the first.
+    assert!(
+        health.overruns() >= 2 * (health.samples() - 1) - 1,
+        "{health:?}"
+    );
+    assert!(health.too_many_missed(), "{health:?}");
+    let mut overruns = 0;
+    while let Some(event) = events.next().await {
+        if let RecordEvent::Gap(gap) = event {
+            assert!(
+                gap.is_overrun() && gap.reason().contains("slot(s) missed"),
+                "{gap:?}"
+            );
+            overruns += 1;
+        }
+    }
+    assert!(overruns >= 1);
+}
