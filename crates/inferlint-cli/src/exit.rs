@@ -59,6 +59,8 @@ impl ExitCode {
             Outcome::Passed => ExitCode::Passed,
             Outcome::TripwireFailed => ExitCode::TripwireFailed,
             Outcome::Undecided => ExitCode::Undecided,
+            // An outcome added later (`Outcome` is non-exhaustive): never a pass.
+            _ => ExitCode::Undecided,
         }
     }
 }

@@ -38,11 +38,8 @@ pub(crate) fn report(
     let write_report = report_html::check(&destination, &overwrite)?;
     let model = noted(choice, |c| load::load_run(c, &paths, args.requested, None))?;
     let run = inferlint::Run::from_model(model, &load::given(&paths), paths.series.clone())?;
-    let checked = if args.expect_cache_hits {
-        run.check_expecting_cache_hits()
-    } else {
-        run.check()
-    };
+    let checked = run
+        .check_with(&inferlint::CheckOptions::default().expect_cache_hits(args.expect_cache_hits));
     let results = checked.all();
     // The HTML report is written first, so that the count line can say where it went.
     let inputs = report_html::Inputs {

@@ -38,6 +38,7 @@ pub(crate) fn agree(dir: &Path, scratch: &Path) -> bool {
                 inferlint::Outcome::Passed => 0,
                 inferlint::Outcome::TripwireFailed => 1,
                 inferlint::Outcome::Undecided => 2,
+                other => panic!("an outcome the command line has no status for: {other:?}"),
             };
             assert_eq!(code, expected, "{}: {}", dir.display(), stderr(&cli));
             // Serialised, the report holds the same entries, verdicts then not checked.

@@ -17,6 +17,7 @@ pub type Evidence = crate::object::JsonObject;
 /// vanishes silently from the results; like `NotApplicable` it does not change the exit
 /// status on its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum Status {
     /// Tripwire failed: the run fell into the trap (`fail` in `--json`).
     Fail,
@@ -302,6 +303,7 @@ const ADVICE_INDENT: &str = "      ";
 /// In JSON: `passed`, `tripwire_failed`, `undecided`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Outcome {
     /// Everything passed (warnings allowed).
     Passed,

@@ -23,7 +23,7 @@ fn inside_a_runtime() -> bool {
 }
 
 /// A runtime of its own on the calling thread, refused inside another.
-fn own_runtime() -> Result<tokio::runtime::Runtime, RecordError> {
+pub fn own_runtime() -> Result<tokio::runtime::Runtime, RecordError> {
     if inside_a_runtime() {
         return Err(RecordError::InsideRuntime);
     }

@@ -8,8 +8,10 @@
 //! here and a recording read from a file can never disagree. The file readers, benches and
 //! fuzz target stay free of tokio and hyper.
 //!
-//! The API is async first: [`record()`] takes the before reading, the series and the after
-//! reading while the caller's load runs, and ends when the caller's stop future resolves.
+//! The API is async first: [`Session::start`] takes the before reading and returns, the
+//! series runs on a task while the caller's load runs, and [`Session::finish`] takes the
+//! after reading and returns whatever was read, failures included. [`record()`] is the
+//! same in one call, ending when the caller's stop future resolves, all or nothing.
 //! [`blocking`] wraps it for a program without a runtime, and refuses (with an error, not
 //! a panic) to run inside one. Nothing here installs a signal handler unless the caller
 //! asks for one with [`interrupted`].
@@ -31,6 +33,7 @@ pub mod record;
 pub mod schedule;
 pub mod scrape;
 pub mod server;
+pub mod session;
 pub mod stop;
 pub mod verdicts;
 pub mod watch;
@@ -41,6 +44,7 @@ pub use blocking::Recorder;
 pub use http::{BaseUrl, BaseUrlError, HttpClient, HttpError};
 pub use record::{record, RecordError, RecordOptions, Recording};
 pub use scrape::{NoMetrics, Scrape, ScrapeError, Scraper};
+pub use session::{Finished, LiveEvent, LiveEvents, Session};
 pub use stop::Stop;
 
 /// A tokio runtime on the calling thread: everything here runs one request or one

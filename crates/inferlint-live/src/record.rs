@@ -16,12 +16,12 @@ use inferlint_core::checks::series::SeriesStats;
 use inferlint_core::model::{SeriesSample, Snapshot};
 use inferlint_core::Engine;
 use inferlint_engines::files;
-use inferlint_engines::load::{Mismatch, NamedBy, Source};
+use inferlint_engines::load::Mismatch;
 use inferlint_engines::output::{self, OutputError, Rule};
 
-use crate::http::{BaseUrl, HttpClient};
-use crate::scrape::{self, NoMetrics, ScrapeError, Scraper};
-use crate::watch::{self, Event, Progress, WatchOptions};
+use crate::scrape::{NoMetrics, ScrapeError};
+use crate::session::Session;
+use crate::watch::{self, Progress};
 
 /// How to record.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,6 +37,10 @@ pub struct RecordOptions {
     /// `run.series.jsonl`, `after.snapshot.json`, the files `inferlint report DIR`
     /// reads); it is created when missing and must hold none of these files.
     pub folder: Option<PathBuf>,
+    /// The concurrency the load asks for, which the mid-run verdicts judge T8 against.
+    pub requested: Option<u64>,
+    /// Whether the run is meant to reuse prompt prefixes (T16's mid-run verdict).
+    pub expect_cache_hits: bool,
 }
 
 impl Default for RecordOptions {
@@ -46,6 +50,8 @@ impl Default for RecordOptions {
             duration: None,
             engine: None,
             folder: None,
+            requested: None,
+            expect_cache_hits: false,
         }
     }
 }
@@ -67,6 +73,18 @@ impl RecordOptions {
     /// Refuse a server of another engine.
     pub fn engine(mut self, engine: Engine) -> RecordOptions {
         self.engine = Some(engine);
+        self
+    }
+
+    /// The concurrency the load asks for (the mid-run verdict of T8).
+    pub fn requested(mut self, requested: u64) -> RecordOptions {
+        self.requested = Some(requested);
+        self
+    }
+
+    /// A run meant to reuse prompt prefixes (the mid-run verdict of T16).
+    pub fn expect_cache_hits(mut self, expect: bool) -> RecordOptions {
+        self.expect_cache_hits = expect;
         self
     }
 
@@ -105,6 +123,12 @@ pub struct Recording {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RecordError {
+    /// An interval outside what the recorder keeps.
+    #[error("an interval of {} s is outside {} s to {} s", .0.as_secs_f64(), watch::MIN_INTERVAL.as_secs_f64(), watch::MAX_INTERVAL.as_secs_f64())]
+    Interval(Duration),
+    /// A duration of zero, or longer than the recorder runs.
+    #[error("a duration of {} s is outside what a recording runs (more than 0 s, at most {} days)", .0.as_secs_f64(), watch::MAX_DURATION.as_secs() / 86_400)]
+    Duration(Duration),
     /// The address is not one a server can have.
     #[error("{0}")]
     Address(#[from] crate::http::BaseUrlError),
@@ -152,120 +176,43 @@ pub const AFTER_FILE: &str = "after.snapshot.json";
 /// Records the server at `url`: a before reading, a series every `options.interval`
 /// until `stop` resolves (or `options.duration` passes), then an after reading. Must be
 /// awaited inside a tokio runtime with its time and I/O drivers on. Installs no signal
-/// handler.
+/// handler. All or nothing: a failed after reading or series file is an error, and what
+/// was read is dropped with it; [`crate::session::Session`] keeps it.
 pub async fn record(
     url: &str,
     options: &RecordOptions,
     stop: impl Future<Output = ()>,
 ) -> Result<Recording, RecordError> {
-    let base = BaseUrl::parse(url).map_err(RecordError::Address)?;
-    let mut scraper = Scraper::new(HttpClient::new(), base.clone());
-    let no_metrics = |error| RecordError::NoMetrics {
-        error,
-        named: options.engine,
-    };
-    let (first, engine) = scrape::first_scrape(&mut scraper)
-        .await
-        .map_err(no_metrics)?;
-    if let Some(named) = options.engine.filter(|named| *named != engine) {
-        return Err(RecordError::Mismatch(Mismatch {
-            named,
-            by: NamedBy::Caller,
-            source: Source::Server(base.to_string()),
-            found: engine,
-        }));
+    let session = Session::start(url, options).await?;
+    let ended = session.ended();
+    tokio::select! {
+        () = stop => {}
+        () = ended => {}
     }
-    let mut notes = Vec::new();
-    if let Some(skipped) = &first.skipped {
-        notes.push(format!("{}: {skipped}", first.url));
-    }
-    let mut series_file = match &options.folder {
-        Some(folder) => {
-            write_snapshot(&folder.join(BEFORE_FILE), &first.snapshot)?;
-            Some(output::create_stream(
-                &folder.join(SERIES_FILE),
-                &Rule::NEW,
-            )?)
-        }
-        None => None,
-    };
-    let before = first.snapshot.clone();
-    let mut series = SeriesStats::new();
-    let mut samples = Vec::new();
-    let watch_options = WatchOptions {
-        interval: options.interval,
-        duration: options.duration,
-    };
-    let mut on_event = |event: Event<'_>, _: &Progress| match event {
-        Event::Sample(sample) => {
-            series.push(sample);
-            samples.push(*sample);
-        }
-        Event::Gap(reason) | Event::Missed(reason) => notes.push(format!("gap: {reason}")),
-        Event::Restart(what) => notes.push(format!("the server restarted ({what})")),
-        Event::Skipped(what) => notes.push(what.to_owned()),
-    };
-    let written = match series_file.as_mut() {
-        Some(file) => {
-            watch::watch(
-                &mut scraper,
-                first,
-                engine,
-                &watch_options,
-                file,
-                stop,
-                &mut on_event,
-            )
-            .await
-        }
-        None => {
-            watch::watch(
-                &mut scraper,
-                first,
-                engine,
-                &watch_options,
-                &mut io::sink(),
-                stop,
-                &mut on_event,
-            )
-            .await
-        }
-    };
-    let series_path = || {
-        options
-            .folder
-            .as_deref()
-            .map_or_else(PathBuf::new, |f| f.join(SERIES_FILE))
-    };
-    let progress = written.map_err(|source| RecordError::Write {
-        path: series_path(),
-        source,
-    })?;
-    if let Some(file) = &series_file {
-        file.sync_all().map_err(|source| RecordError::Write {
-            path: series_path(),
-            source,
-        })?;
-    }
-    drop(series_file);
-    let after = scraper.scrape().await.map_err(RecordError::After)?;
-    if let Some(folder) = &options.folder {
-        write_snapshot(&folder.join(AFTER_FILE), &after.snapshot)?;
+    let finished = session.finish().await;
+    if let Some(message) = finished.write_error {
+        return Err(RecordError::Write {
+            path: options
+                .folder
+                .as_deref()
+                .map_or_else(PathBuf::new, |f| f.join(SERIES_FILE)),
+            source: io::Error::other(message),
+        });
     }
     Ok(Recording {
-        engine,
-        url: base.to_string(),
-        before,
-        after: after.snapshot,
-        series,
-        samples,
+        engine: finished.engine,
+        url: finished.url,
+        before: finished.before,
+        after: finished.after.map_err(RecordError::After)?,
+        series: finished.series,
+        samples: finished.samples,
         interval_s: options.interval.as_secs_f64(),
-        progress,
-        notes,
+        progress: finished.progress,
+        notes: finished.notes,
     })
 }
 
-fn write_snapshot(path: &Path, snapshot: &Snapshot) -> Result<(), RecordError> {
+pub(crate) fn write_snapshot(path: &Path, snapshot: &Snapshot) -> Result<(), RecordError> {
     output::write_file(path, files::snapshot_json(snapshot).as_bytes(), &Rule::NEW)?;
     Ok(())
 }

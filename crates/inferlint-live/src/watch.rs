@@ -266,11 +266,53 @@ pub async fn watch_observed<W: Write, O: Observer + ?Sized>(
     options: &WatchOptions,
     out: &mut W,
     stop: impl Future<Output = ()>,
-    mut on_event: impl FnMut(Event<'_>, &Progress),
+    on_event: impl FnMut(Event<'_>, &Progress),
     // Generic, so that `watch` (with `NoObserver`) stays `Send` for a caller that spawns
     // the recording on a multi-threaded runtime.
     observer: &mut O,
 ) -> io::Result<Progress> {
+    watch_session(
+        scraper,
+        first,
+        engine,
+        options,
+        out,
+        stop,
+        on_event,
+        observer,
+        StopMidScrape::Gap,
+    )
+    .await
+}
+
+/// What the stop does to a scrape under way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StopMidScrape {
+    /// It is cut short and leaves a gap record, as `watch` and xray record it (the
+    /// recording's last slot went unsampled).
+    Gap,
+    /// It is abandoned without one: the caller ends the recording and takes its after
+    /// reading at once, so no slot is lost (a library session).
+    NoGap,
+}
+
+/// [`watch_observed`], with what a stop mid-scrape leaves said.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "watch_observed's arguments, and what a stop mid-scrape leaves"
+)]
+pub(crate) async fn watch_session<W: Write, O: Observer + ?Sized>(
+    scraper: &mut Scraper,
+    first: Scrape,
+    engine: Engine,
+    options: &WatchOptions,
+    out: &mut W,
+    stop: impl Future<Output = ()>,
+    mut on_event: impl FnMut(Event<'_>, &Progress),
+    observer: &mut O,
+    mid_scrape: StopMidScrape,
+) -> io::Result<Progress> {
+    let stop_is_gap = mid_scrape == StopMidScrape::Gap;
     tokio::pin!(stop);
     let descriptor = engine.descriptor();
     let interval_ns = i64::try_from(options.interval.as_nanos()).unwrap_or(i64::MAX);
@@ -385,7 +427,14 @@ pub async fn watch_observed<W: Write, O: Observer + ?Sized>(
         let attempt = tokio::select! {
             result = scraper.scrape() => Some(result),
             () = end_of_run => None,
-            () = &mut stop => None,
+            () = &mut stop => {
+                // A session's caller ended the recording and takes its after reading at
+                // once: no slot is lost, and no gap is written.
+                if !stop_is_gap {
+                    break;
+                }
+                None
+            }
         };
         let after = clock::now();
         // A scrape the end of the recording cut short is not counted as tried.

@@ -255,6 +255,8 @@ fn status_class(status: Status) -> &'static str {
         Status::Pass => "pass",
         Status::NotChecked => "notchecked",
         Status::NotApplicable => "na",
+        // A status added later: shown as one that cannot tell.
+        _ => "unknown",
     }
 }
 

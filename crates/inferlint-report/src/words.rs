@@ -109,6 +109,8 @@ pub fn status_class(status: Status) -> &'static str {
         Status::Pass => "pass",
         Status::NotApplicable => "na",
         Status::NotChecked => "notchecked",
+        // A status added later (`Status` is non-exhaustive): shown as one that cannot tell.
+        _ => "unknown",
     }
 }
 
@@ -121,6 +123,7 @@ pub fn status_icon(status: Status) -> &'static str {
         Status::Pass => "\u{2714}",          // heavy check mark
         Status::NotApplicable => "\u{2013}", // en dash
         Status::NotChecked => "\u{2205}",    // empty set
+        _ => "?",
     }
 }
 
@@ -165,6 +168,10 @@ pub fn status_meaning(status: Status) -> (&'static str, &'static str) {
             "The tripwire applies to this run, but a file or number it needs was not given; \
              the finding says which. It is not a pass.",
             "Give what it needs and make the report again.",
+        ),
+        _ => (
+            "A verdict this report does not know; read the finding's message.",
+            "Read the finding.",
         ),
     }
 }

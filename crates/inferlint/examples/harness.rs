@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use inferlint::live::{record, RecordOptions, Stop};
+use inferlint::live::{RecordOptions, Recorder};
 use inferlint::sim::{self, LoadConfig, ServerConfig};
 use inferlint::{ClientSummary, Engine, Outcome, Run};
 
@@ -31,7 +31,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     std::process::exit(match worst {
         Outcome::Passed => 0,
         Outcome::TripwireFailed => 1,
-        Outcome::Undecided => 2,
+        // Undecided, and any outcome a later release adds: not a pass.
+        _ => 2,
     });
 }
 
@@ -46,34 +47,29 @@ async fn one_run(
         ..ServerConfig::new(Engine::Vllm)
     })?;
     let url = server.base_url.clone();
-    let stop = Stop::new();
     let options = RecordOptions::default()
         .interval(Duration::from_millis(50))
         .engine(Engine::Vllm)
-        // However long the load takes, the recording ends.
+        .requested(concurrency as u64)
+        // However long the load takes, the series ends.
         .duration(Duration::from_secs(120));
-    let recorder = record(&url, &options, stop.stopped());
-    let load = async {
-        let result = sim::run_in_runtime(
-            &url,
-            LoadConfig {
-                requests: 16,
-                concurrency,
-                prompt_tokens: 32,
-                output_tokens: 200,
-                ..LoadConfig::default()
-            },
-        )
-        .await;
-        stop.stop();
-        result
-    };
-    let (recording, load) = tokio::join!(recorder, load);
-    let (recording, load) = (recording?, load?);
+    // Returns once the before reading is taken: the load below cannot run ahead of it.
+    let recorder = Recorder::start(&url, options).await?;
+    let load = sim::run_in_runtime(
+        &url,
+        LoadConfig {
+            requests: 16,
+            concurrency,
+            prompt_tokens: 32,
+            output_tokens: 200,
+            ..LoadConfig::default()
+        },
+    )
+    .await?;
+    let recording = recorder.finish().await;
     let run = Run::from_recording(&recording)
         .boot_log(&server.boot_log())
         .client(ClientSummary::from(&load))
-        .requested(concurrency as u64)
         .build()?;
     for note in run.notes() {
         eprintln!("note: {note}");

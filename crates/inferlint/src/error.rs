@@ -53,7 +53,7 @@ pub enum ErrorKind {
 /// assert_eq!(error.input(), Some("the before metrics"));
 /// assert!(error.to_string().starts_with("cannot read the before metrics: "));
 /// ```
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("{message}")]
 pub struct Error {
     kind: ErrorKind,
@@ -147,17 +147,32 @@ impl From<LoadError> for Error {
 }
 
 #[cfg(feature = "live")]
-impl From<inferlint_live::RecordError> for Error {
-    fn from(error: inferlint_live::RecordError) -> Error {
+impl Error {
+    /// The recorder's error, as the library's (a conversion of its own rather than a
+    /// public `From`, which would put the inner crate's type in the public API).
+    pub(crate) fn from_record(error: inferlint_live::RecordError) -> Error {
         use inferlint_engines::output::OutputError;
         use inferlint_live::RecordError;
-        let message = error.to_string();
+        let mut message = error.to_string();
+        let mut input = None;
         let (kind, path, io_kind) = match &error {
+            RecordError::Interval(_) => {
+                input = Some("the interval".to_owned());
+                (ErrorKind::Invalid, None, None)
+            }
+            RecordError::Duration(_) => {
+                input = Some("the duration".to_owned());
+                (ErrorKind::Invalid, None, None)
+            }
+            RecordError::InsideRuntime => {
+                // The library's own call, not the inner crate's.
+                message = "the blocking recorder cannot run inside an async runtime; use inferlint::live::Recorder there instead".to_owned();
+                (ErrorKind::InsideRuntime, None, None)
+            }
             RecordError::Address(_) | RecordError::NoMetrics { .. } | RecordError::After(_) => {
                 (ErrorKind::Server, None, None)
             }
             RecordError::Mismatch(_) => (ErrorKind::Engine, None, None),
-            RecordError::InsideRuntime => (ErrorKind::InsideRuntime, None, None),
             RecordError::Runtime(e) => (ErrorKind::Io, None, Some(e.kind())),
             RecordError::Write { path, source } => {
                 (ErrorKind::Write, Some(path.clone()), Some(source.kind()))
@@ -179,9 +194,17 @@ impl From<inferlint_live::RecordError> for Error {
         Error {
             kind,
             path,
-            input: None,
+            input,
             io_kind,
             message,
         }
+    }
+}
+
+impl From<std::io::Error> for Error {
+    /// A failure of the system, for a harness that mixes its own I/O with the library's
+    /// calls under one error type.
+    fn from(error: std::io::Error) -> Error {
+        Error::new(ErrorKind::Io, &error).with_io_kind(error.kind())
     }
 }

@@ -1,24 +1,34 @@
 //! Checks an LLM inference benchmark run (vLLM, SGLang, TensorRT-LLM) against what the
 //! server itself recorded: the crate a benchmark harness adds.
 //!
+//! ```toml
+//! [dependencies]
+//! inferlint = { path = "../inferlint/crates/inferlint" }                     # file checks only
+//! inferlint = { path = "../inferlint/crates/inferlint", features = ["live"] } # and recording
+//! ```
+//!
 //! A run is what the server and the load left: the server's boot log, its Prometheus
 //! `/metrics` read before and after the load, a series sampled during it, and the load's
-//! own account. Checking it answers each tripwire (T1 to T21) with **Pass**,
+//! own account. Checking it answers each tripwire (T1 to T22) with **Pass**,
 //! **Warning**, **Tripwire failed**, **Can't tell** (never silently a pass) or **Does not
 //! apply**, and lists each tripwire whose input was missing as not checked. The checks
 //! are the ones the `inferlint` command line runs: the same run gives the same verdicts
 //! through either.
 //!
-//! # Quick start
+//! # Three uses
 //!
-//! A run folder, as `inferlint report DIR` reads it:
+//! Each is at most 15 lines as a harness writes it: `examples/external-harness/src/lib.rs`
+//! holds them as functions of 7, 14 and 14 lines (counted from the `fn` line to the
+//! closing brace, as rustfmt lays them out), and its contract test fails when one grows
+//! past 15. Below they are the same calls, run as this crate's tests.
+//!
+//! **A recorded run folder**, read as `inferlint report DIR` reads it:
 //!
 //! ```
 //! # let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/sim/vllm-hybrid");
-//! let run = inferlint::Run::from_dir(dir)?;
-//! let report = run.check();
-//! for result in report.results() {
-//!     println!("{} {:?} {}", result.tripwire(), result.status(), result.message());
+//! let report = inferlint::Run::from_dir(dir)?.check();
+//! for r in report.results() {
+//!     println!("{} {:?} {}", r.tripwire(), r.status(), r.message());
 //! }
 //! for missing in report.not_checked() {
 //!     println!("{} not checked: {}", missing.tripwire(), missing.message());
@@ -27,41 +37,63 @@
 //! # Ok::<(), inferlint::Error>(())
 //! ```
 //!
-//! Your own data: the `/metrics` text your harness scraped, and its client's counts.
+//! **Live** (features `live`; `sim` for the simulated server here): the recorder returns
+//! once the before reading is taken, your load runs, and `finish` always gives the
+//! recording back, with its health and the after reading as a `Result`:
 //!
 //! ```
-//! use inferlint::{ClientSummary, Engine, Run, Status, Tripwire};
+//! # #[cfg(not(all(feature = "live", feature = "sim")))] fn main() {}
+//! # #[cfg(all(feature = "live", feature = "sim"))]
+//! # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+//! # async fn main() -> Result<(), inferlint::Error> {
+//! # use inferlint::sim;
+//! # let server = sim::spawn(sim::ServerConfig::new(inferlint::Engine::Vllm)).unwrap();
+//! # let (url, boot_log) = (server.base_url.clone(), server.boot_log());
+//! use inferlint::live::{RecordOptions, Recorder};
 //!
-//! let metrics = |finished: u64, tokens: u64, preempted: u64| {
-//!     format!(
-//!         "vllm:request_success_total{{finished_reason=\"length\"}} {finished}\n\
-//!          vllm:generation_tokens_total {tokens}\n\
-//!          vllm:prompt_tokens_total {}\n\
-//!          vllm:num_preemptions_total {preempted}\n",
-//!         finished * 88
-//!     )
-//! };
-//! let run = Run::builder()
-//!     .engine(Engine::Vllm)
-//!     .before_metrics_at(&metrics(0, 0, 0), 1_700_000_000.0)?
-//!     .after_metrics_at(&metrics(32, 32_000, 16), 1_700_000_120.0)?
-//!     .client(ClientSummary {
-//!         completed: 32,
-//!         failed: 0,
-//!         output_tokens: 32_000,
-//!         duration_s: 99.0,
-//!         ..Default::default()
-//!     })
-//!     .build()?;
+//! let recorder = Recorder::start(&url, RecordOptions::default().requested(4)).await?;
+//! let load = sim::LoadConfig { requests: 8, concurrency: 4, ..Default::default() };
+//! let result = sim::run_in_runtime(&url, load).await.expect("your load goes here");
+//! let recording = recorder.finish().await; // never an error: the health says
+//! assert_eq!(recording.health().failed(), 0);
+//! let run = inferlint::Run::from_recording(&recording).boot_log(&boot_log);
+//! let report = run.client((&result).into()).build()?.check();
+//! println!("{}", report.to_json());
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! A recording whose after reading failed (the server died) is checked all the same:
+//! the checks that need the after reading say Can't tell and name why it is missing;
+//! the boot log's, the series' and the client's are judged. `live::Recorder::events`
+//! streams the samples, gaps, restarts and mid-run verdicts while the load runs.
+//!
+//! **Your own data**: the `/metrics` text your harness read, a GPU reading with each
+//! sample, and one record per request its client sent:
+//!
+//! ```
+//! use inferlint::{Engine, GpuReading, RequestRecord, Run, Status, Tripwire};
+//! # let counts = |done: u64| format!("vllm:request_success_total {done}\nvllm:generation_tokens_total {}\nvllm:prompt_tokens_total {}\nvllm:num_preemptions_total 0\n", done * 1000, done * 50);
+//! # let (before, after) = (counts(0), counts(8));
+//! # let busy = "vllm:num_requests_running 8\nvllm:num_requests_waiting 0\nvllm:kv_cache_usage_perc 0.4\n";
+//! # let t0 = 1_700_000_000.0;
+//! # let samples: Vec<(&str, f64)> = (1..=10).map(|i| (busy, t0 + i as f64)).collect();
+//! # let requests: Vec<RequestRecord> = (0..8).map(|i| { let s = t0 + 0.5 + i as f64 * 0.01; RequestRecord::new(s, s + 10.0).first_token(s + 0.1).tokens(50, 1000) }).collect();
+//! let gpu = GpuReading::default().util(95.0).other_process(0.0, 0.0);
+//! let mut run = Run::builder().engine(Engine::Vllm).requested(8);
+//! run = run.before_metrics_at(&before, t0)?;
+//! for (text, t_wall) in samples {
+//!     run = run.sample_metrics_with_gpu(text, t_wall, gpu)?;
+//! }
+//! let run = run.after_metrics_at(&after, t0 + 12.0)?.requests(requests).build()?;
 //! let report = run.check();
-//! let t1 = report.results().iter().find(|r| r.tripwire() == Tripwire::T1).unwrap();
-//! assert_eq!(t1.status(), Status::Fail);
-//! assert_eq!(t1.evidence_f64("preemptions"), Some(16.0));
-//! println!("{}", serde_json::to_string_pretty(&report).unwrap());
+//! let t15 = report.results().iter().find(|r| r.tripwire() == Tripwire::T15).unwrap();
+//! assert_eq!(t15.status(), Status::Pass); // 8 requests, 8000 tokens on both sides
 //! # Ok::<(), inferlint::Error>(())
 //! ```
 //!
-//! Garbage is an error, never a panic and never a pass:
+//! A [`ClientSummary`] stands for the request records when the client kept only its
+//! counts. Garbage is an error, never a panic and never a pass:
 //!
 //! ```
 //! let error = inferlint::Run::builder().after_metrics("<html>502 Bad Gateway</html>");
@@ -74,90 +106,85 @@
 //! assert_eq!(missing.to_string(), "/no/such/run is not a folder");
 //! ```
 //!
-//! Live (feature `live`): record a server while your load runs, inside your own tokio
-//! runtime, then check the recording (the `live` module, compiled in with the feature,
-//! says more; `examples/harness.rs` records the simulated server under a load and prints
-//! the report as JSON):
-//!
-//! ```no_run
-//! # #[cfg(feature = "live")]
-//! # async fn harness(my_load: impl std::future::Future<Output = ()>) -> Result<(), inferlint::Error> {
-//! use inferlint::live::{record, RecordOptions, Stop};
-//!
-//! let stop = Stop::new();
-//! let options = RecordOptions::default();
-//! let recorder = record("http://127.0.0.1:8000", &options, stop.stopped());
-//! let load = async {
-//!     my_load.await;
-//!     stop.stop();
-//! };
-//! let (recording, ()) = tokio::join!(recorder, load);
-//! let report = inferlint::Run::from_recording(&recording?)
-//!     .requested(32)
-//!     .build()?
-//!     .check();
-//! println!("{}", report.to_json());
-//! # Ok(())
-//! # }
-//! ```
-//!
 //! A fleet folder (`fleet.json` and one run folder per replica, as `inferlint watch URL
 //! URL …` writes it) is read with [`Fleet::from_dir`] and checked with [`Fleet::check`]:
 //! each replica's [`Report`], and T22 (replicas unevenly loaded) on the fleet's grid.
 //! [`repeats`] finds the run folders of one side of a comparison: the folder itself, or
 //! each of its subfolders that holds a run.
 //!
+//! # When to take the boot log
+//!
+//! Give [`RunBuilder::boot_log`] the server's output from its start until after the
+//! load, not only until it is ready: T19 (cold engine) fails on compile or graph-capture
+//! lines logged inside the run's window, which a log cut at the ready line cannot hold;
+//! T1 on TensorRT-LLM counts preemptions from the log saved until after the run; T7 fails
+//! on a failure logged after the ready line.
+//!
 //! # Features
 //!
-//! | feature | adds |
-//! |---|---|
-//! | (default) | reading run folders and your own data, every check, the report as data and JSON |
-//! | `live` | `live::record` (async), `live::blocking::record`, `Run::from_recording` |
-//! | `report` | `Run::html`: the self-contained HTML report |
-//! | `gpu` | `gpu::free_card`: T2 on this machine's NVIDIA GPUs |
-//! | `sim` | the `sim` module: the simulated server and load, for a harness's tests |
+//! | feature | adds | pulls in |
+//! |---|---|---|
+//! | (default) | run folders, your own data, every check, the report as data and JSON | serde, serde_json, thiserror, memchr, nix (the monotonic clock on Unix) |
+//! | `live` | `live::Recorder` (async), `live::blocking::record`, `Run::from_recording` | tokio (rt, net, time, signal, sync), hyper and hyper-util (HTTP/1 client) |
+//! | `report` | `Run::html`: the self-contained HTML report | maud |
+//! | `gpu` | `gpu::free_card`: T2 on this machine's NVIDIA GPUs | nvml-wrapper (NVML loaded at run time, no link to the driver), rustix |
+//! | `sim` | the `sim` module: the simulated server and load, for a harness's tests | tokio, hyper (server and client); no clap |
 //!
 //! # Errors
 //!
 //! Every fallible call returns [`Error`]: a [`ErrorKind`] to match on (non-exhaustive),
-//! the path or input it concerns, and the one-line message `inferlint` prints for the
-//! same failure. A check that cannot decide is not an error: it is a result with status
-//! [`Status::Unknown`] (Can't tell) and the reason in its message.
+//! the path or input it concerns, and a one-line message. A check that cannot decide is
+//! not an error: it is a result with status [`Status::Unknown`] (Can't tell) and the
+//! reason in its message. `From<std::io::Error>` lets a harness put its own I/O under
+//! the same type.
 //!
 //! # What is stable
 //!
 //! This crate's own items follow semver from 0.1: [`Run`], [`RunBuilder`],
-//! [`ClientSummary`], [`Report`], [`Error`], [`ErrorKind`], [`Fleet`] (but
-//! [`Fleet::read`] and [`Replica::files`]), [`FleetReport`], [`repeats`], the `live` and
-//! `gpu` functions, and the re-exported [`CheckResult`] methods, [`Status`], [`Tripwire`],
-//! [`Outcome`], [`Engine`] and [`Insight`]. Within 0.x a breaking change bumps the minor
-//! version. Stable too: the JSON a [`Report`] serialises to, and the `--json` contract
-//! ([`Report::to_json`], versioned by `inferlint_core::contract::JSON_CONTRACT_VERSION`).
+//! [`CheckOptions`], [`ClientSummary`], [`RequestRecord`], [`GpuReading`], [`Report`],
+//! [`Error`], [`ErrorKind`], [`Fleet`] (but [`Fleet::read`] and [`Replica::files`]),
+//! [`FleetReport`], [`repeats`], the `live` and `gpu` items, and the re-exported
+//! [`CheckResult`] methods, [`Status`], [`Tripwire`], [`Outcome`], [`Engine`] and
+//! [`Insight`]. Within 0.x a breaking change bumps the minor version. The enums and
+//! options structs that may grow are `#[non_exhaustive]` ([`Status`], [`Outcome`],
+//! [`ErrorKind`], `live::RecordEvent`, [`CheckOptions`], `live::RecordOptions`,
+//! [`RequestRecord`], [`GpuReading`]); [`Engine`] is not yet. Stable too: the JSON a
+//! [`Report`] serialises to, and the `--json` contract ([`Report::to_json`]).
 //!
 //! Not stable: the messages' wording (match on statuses, tripwire ids and evidence keys,
-//! not on text); the evidence keys a check writes, which may grow (`inferlint_core`'s
-//! `evidence` module lists them); the public fields of `CheckResult`, of [`Insight`] and
-//! of `live::Recording` (read them through the methods where there are some); the
-//! `sim` module; [`Run::model`]; and the workspace's other crates (`inferlint-core`,
-//! `inferlint-engines`, `inferlint-live`, `inferlint-report`, `inferlint-gpu`,
-//! `inferlint-sim`), whose APIs serve the command line and change with it.
+//! not on text); the evidence keys a check writes, which may grow; the public fields of
+//! `CheckResult` and of [`Insight`] (read them through the methods where there are
+//! some); [`Report::account`]; the `sim` module; and the workspace's other crates
+//! (`inferlint-core`, `inferlint-engines`, `inferlint-live`, `inferlint-report`,
+//! `inferlint-gpu`, `inferlint-sim`), whose APIs serve the command line and change with
+//! it.
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 
 mod error;
 mod fleet;
 #[cfg(feature = "report")]
 mod html;
+mod own_data;
 mod repeats;
 mod report;
 mod run;
 
 #[cfg(feature = "gpu")]
+#[cfg_attr(docsrs, doc(cfg(feature = "gpu")))]
 pub mod gpu;
 #[cfg(feature = "live")]
+#[cfg_attr(docsrs, doc(cfg(feature = "live")))]
 pub mod live;
 #[cfg(feature = "sim")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sim")))]
 pub mod sim;
+
+/// `docs/library.md`, whose code blocks run as this crate's tests.
+#[cfg(all(doctest, feature = "live", feature = "sim"))]
+#[doc = include_str!("../../../docs/library.md")]
+mod library_md {}
 
 pub use error::{Error, ErrorKind};
 pub use fleet::{Fleet, FleetReport, Replica};
@@ -165,6 +192,7 @@ pub use inferlint_core::fleet_grid::FleetGrid;
 pub use inferlint_core::insights::Insight;
 pub use inferlint_core::status::{CheckResult, Evidence, Outcome, Status, Tripwire};
 pub use inferlint_core::Engine;
+pub use own_data::{GpuReading, RequestRecord};
 pub use repeats::repeats;
 pub use report::Report;
-pub use run::{ClientSummary, Run, RunBuilder};
+pub use run::{CheckOptions, ClientSummary, Run, RunBuilder};

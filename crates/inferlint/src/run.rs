@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use inferlint_core::checks::series::SeriesStats;
-use inferlint_core::client::{ClientAccount, LoadTool};
-use inferlint_core::model::{BootFacts, SeriesSample, Snapshot};
+use inferlint_core::client::{ClientAccount, ClientRequest, LoadTool, RequestClock};
+use inferlint_core::model::{BootFacts, GpuSampling, SeriesSample, Snapshot};
 use inferlint_core::run::{self as core_run, Run as CoreRun};
 use inferlint_core::status::any_verdict;
 use inferlint_core::Engine;
@@ -14,7 +14,9 @@ use inferlint_engines::load::{self, EngineChoice, NamedBy};
 use inferlint_engines::{bootlog, detect, files, record};
 
 use crate::error::{Error, ErrorKind};
+use crate::own_data::{GpuReading, RequestRecord};
 use crate::report::Report;
+use crate::{CheckResult, Status};
 
 /// A benchmark run, read and ready to check with [`Run::check`].
 ///
@@ -33,6 +35,35 @@ pub struct Run {
         expect(dead_code, reason = "read by the report")
     )]
     pub(crate) series_source: SeriesSource,
+    /// Why a recording has no after reading, when it has none: the checks that need it
+    /// say Can't tell, naming it.
+    after_missing: Option<String>,
+}
+
+/// How to check a run: [`CheckOptions::default`] and the setters; more options may come
+/// in a minor release.
+///
+/// ```
+/// # let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/sim/vllm-hybrid");
+/// use inferlint::{CheckOptions, Run};
+/// let report = Run::from_dir(dir)?.check_with(&CheckOptions::default().expect_cache_hits(true));
+/// # let _ = report;
+/// # Ok::<(), inferlint::Error>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CheckOptions {
+    expect_cache_hits: bool,
+}
+
+impl CheckOptions {
+    /// A run meant to reuse prompt prefixes (a multi-turn or shared-prefix benchmark),
+    /// as `inferlint report --expect-cache-hits` checks it: T16 passes a high share of
+    /// prompt tokens served from the prefix cache instead of warning.
+    pub fn expect_cache_hits(mut self, expect: bool) -> CheckOptions {
+        self.expect_cache_hits = expect;
+        self
+    }
 }
 
 /// Where the samples of a run's recording are, for drawing.
@@ -90,6 +121,9 @@ impl Run {
 
     fn from_dir_with(dir: &Path, mut choice: EngineChoice) -> Result<Run, Error> {
         let found = load::find_run(dir)?;
+        if found.bench.is_none() {
+            refuse_unread_result(dir)?;
+        }
         let run = Run::read(&found, &mut choice, None)?;
         run.refuse_nothing_checked(&load::given(&found))?;
         Ok(run)
@@ -110,6 +144,7 @@ impl Run {
                 .series
                 .clone()
                 .map_or(SeriesSource::None, SeriesSource::File),
+            after_missing: None,
         })
     }
 
@@ -119,6 +154,7 @@ impl Run {
     /// inputs for the refusal of a run that allows no check
     /// ([`ErrorKind::NothingChecked`]); `series` is the recording, read again for the
     /// HTML report's charts.
+    #[doc(hidden)]
     pub fn from_model(
         model: CoreRun,
         given: &[String],
@@ -128,6 +164,7 @@ impl Run {
             inner: model,
             notes: Vec::new(),
             series_source: series.map_or(SeriesSource::None, SeriesSource::File),
+            after_missing: None,
         };
         run.refuse_nothing_checked(given)?;
         Ok(run)
@@ -144,23 +181,40 @@ impl Run {
     /// prints them, then each tripwire a missing input left unchecked, and "what limited
     /// this run".
     pub fn check(&self) -> Report {
-        let results = core_run::check_run(&self.inner);
-        Report::new(&self.inner, results, self.notes.clone())
+        self.check_with(&CheckOptions::default())
     }
 
-    /// [`Run::check`] of a run meant to reuse prompt prefixes (a multi-turn or
-    /// shared-prefix benchmark), as `inferlint report --expect-cache-hits` checks it: T16
-    /// passes a high share of prompt tokens served from the prefix cache instead of
-    /// warning.
-    pub fn check_expecting_cache_hits(&self) -> Report {
-        let results = core_run::check_run_with(
+    /// [`Run::check`] with options (see [`CheckOptions`]).
+    pub fn check_with(&self, options: &CheckOptions) -> Report {
+        let mut results = core_run::check_run_with(
             &self.inner,
             core_run::RunOptions {
-                expect_cache_hits: true,
+                expect_cache_hits: options.expect_cache_hits,
                 live_log: false,
             },
         );
+        if let Some(why) = &self.after_missing {
+            for result in &mut results {
+                if result.status == Status::NotChecked && needs_after(result) {
+                    *result = CheckResult::new(
+                        result.tripwire,
+                        Status::Unknown,
+                        format!("needs the after reading, which could not be taken: {why}"),
+                    )
+                    .with("needs", vec!["after"]);
+                }
+            }
+        }
         Report::new(&self.inner, results, self.notes.clone())
+    }
+
+    /// [`Run::check_with`] with [`CheckOptions::expect_cache_hits`].
+    #[deprecated(
+        since = "0.1.1",
+        note = "use check_with(&CheckOptions::default().expect_cache_hits(true))"
+    )]
+    pub fn check_expecting_cache_hits(&self) -> Report {
+        self.check_with(&CheckOptions::default().expect_cache_hits(true))
     }
 
     /// The engine the run was read as.
@@ -177,11 +231,12 @@ impl Run {
 
     /// The run model the checks read, for a caller that calls `inferlint_core`'s
     /// functions itself (outside the stable API: see the crate's docs).
+    #[doc(hidden)]
     pub fn model(&self) -> &CoreRun {
         &self.inner
     }
 
-    /// `inferlint report`'s refusal when no check could run on what was given.
+    /// The refusal of a run on which no check could run.
     fn refuse_nothing_checked(&self, given: &[String]) -> Result<(), Error> {
         let results = core_run::check_run(&self.inner);
         if any_verdict(&results) {
@@ -293,8 +348,10 @@ pub struct RunBuilder {
     samples: Vec<SeriesSample>,
     last_t_wall: Option<f64>,
     client: Option<ClientSummary>,
+    requests: Vec<RequestRecord>,
     requested: Option<u64>,
     notes: Vec<String>,
+    after_missing: Option<String>,
 }
 
 impl RunBuilder {
@@ -386,7 +443,27 @@ impl RunBuilder {
     /// watch` samples a server. Samples come in time order; one that goes back in time,
     /// or text in which no sample line reads, is an [`ErrorKind::Invalid`] error and is
     /// not added.
-    pub fn sample_metrics(&mut self, text: &str, t_wall: f64) -> Result<(), Error> {
+    pub fn sample_metrics(self, text: &str, t_wall: f64) -> Result<RunBuilder, Error> {
+        self.sample(text, t_wall, None)
+    }
+
+    /// [`RunBuilder::sample_metrics`], with the reading of the server's GPUs taken with
+    /// it (T21). Give one with every sample, or with none.
+    pub fn sample_metrics_with_gpu(
+        self,
+        text: &str,
+        t_wall: f64,
+        gpu: GpuReading,
+    ) -> Result<RunBuilder, Error> {
+        self.sample(text, t_wall, Some(gpu))
+    }
+
+    fn sample(
+        mut self,
+        text: &str,
+        t_wall: f64,
+        gpu: Option<GpuReading>,
+    ) -> Result<RunBuilder, Error> {
         let what = format!("the sample at t_wall {t_wall}");
         if !t_wall.is_finite() {
             return Err(Error::invalid_input(&what, "not a time"));
@@ -409,8 +486,11 @@ impl RunBuilder {
                 .or_else(|| self.said.iter().find_map(|(_, e)| *e))
                 .unwrap_or(Engine::DEFAULT),
         };
-        let sample =
+        let mut sample =
             record::sample_from_metrics(engine.descriptor(), &snapshot.metrics, t_wall, None);
+        if let Some(gpu) = gpu {
+            sample.gpu = gpu.inner;
+        }
         if self.series.is_none() {
             self.said.push(("the samples".to_owned(), said));
         } else if let Some(said) = said.filter(|s| *s != engine) {
@@ -419,19 +499,33 @@ impl RunBuilder {
         let (stats, _) = self
             .series
             .get_or_insert_with(|| (SeriesStats::new(), engine));
+        if gpu.is_some() {
+            stats.gpu_sampling = Some(GpuSampling::Nvml);
+        }
         stats.push(&sample);
         // Held only for the HTML report's charts; the checks read the folded series.
         if cfg!(feature = "report") {
             self.samples.push(sample);
         }
         self.last_t_wall = Some(t_wall);
-        Ok(())
+        Ok(self)
     }
 
     /// The client's own account of the load (T15, T18, T20; T17 and T19 read its counts
     /// of requests sent and untimed).
     pub fn client(mut self, client: ClientSummary) -> RunBuilder {
         self.client = Some(client);
+        self
+    }
+
+    /// The client's record of each request it sent (T15, T18, T20 read their times and
+    /// tokens: time to first token, the span the load kept the server busy). Without a
+    /// [`RunBuilder::client`] summary, the counts are the records': the timed ones that
+    /// succeeded, those that failed, their output tokens, the span from the first start
+    /// to the last end, the untimed ones. A record that cannot be (ending before it
+    /// starts, a first token outside its span) is refused by [`RunBuilder::build`].
+    pub fn requests(mut self, requests: impl IntoIterator<Item = RequestRecord>) -> RunBuilder {
+        self.requests.extend(requests);
         self
     }
 
@@ -485,15 +579,51 @@ impl RunBuilder {
                 .with_input("the before metrics"));
             }
         }
-        let account = self
-            .client
-            .as_ref()
-            .map(ClientSummary::account)
-            .transpose()?;
-        let expected_extra_requests = self.client.as_ref().map_or(0, |c| c.untimed_requests);
+        let records = self
+            .requests
+            .iter()
+            .enumerate()
+            .map(|(i, r)| r.client_request(i))
+            .collect::<Result<Vec<_>, _>>()?;
+        let client = match (&self.client, records.is_empty()) {
+            (None, false) => Some(summary_of(&self.requests)),
+            (client, _) => client.clone(),
+        };
+        let mut account = client.as_ref().map(ClientSummary::account).transpose()?;
+        if let Some(account) = account.as_mut().filter(|_| !records.is_empty()) {
+            let timed: Vec<&ClientRequest> = records
+                .iter()
+                .zip(&self.requests)
+                .filter(|(_, r)| r.is_timed())
+                .map(|(c, _)| c)
+                .collect();
+            account.span.start_s = timed.iter().filter_map(|r| r.sent_s).reduce(f64::min);
+            account.span.end_s = timed.iter().filter_map(|r| r.end_s).reduce(f64::max);
+            let mut ttft_ms: Vec<f64> = timed
+                .iter()
+                .filter(|r| r.completed())
+                .filter_map(|r| r.ttft_s.map(|t| t * 1e3))
+                .collect();
+            if !ttft_ms.is_empty() {
+                ttft_ms.sort_by(f64::total_cmp);
+                let at = |q: f64| ttft_ms[((ttft_ms.len() - 1) as f64 * q).round() as usize];
+                account.mean_ttft_ms = Some(ttft_ms.iter().sum::<f64>() / ttft_ms.len() as f64);
+                account.median_ttft_ms = Some(at(0.5));
+                account.p99_ttft_ms = Some(at(0.99));
+            }
+            account.clock = Some(RequestClock::Unix);
+            let timed_records = records
+                .into_iter()
+                .zip(&self.requests)
+                .filter(|(_, r)| r.is_timed())
+                .map(|(c, _)| c)
+                .collect();
+            account.keep_records(timed_records, Vec::new());
+        }
+        let expected_extra_requests = client.as_ref().map_or(0, |c| c.untimed_requests);
         let requested = self
             .requested
-            .or_else(|| self.client.as_ref().and_then(|c| c.max_concurrency))
+            .or_else(|| client.as_ref().and_then(|c| c.max_concurrency))
             .filter(|n| *n > 0 || self.requested.is_some());
         let mut given: Vec<String> = self.boots.iter().map(|(l, _)| l.clone()).collect();
         given.extend(
@@ -533,10 +663,53 @@ impl RunBuilder {
             } else {
                 SeriesSource::Samples(self.samples)
             },
+            after_missing: self.after_missing,
         };
         run.refuse_nothing_checked(&given)?;
         Ok(run)
     }
+}
+
+/// A file named as a load tool's result (`bench.json`, `bench.jsonl`) that the folder's
+/// search passed over because its content is no tool's (cut short, say): read, so that
+/// its error names it, rather than the run checked as if it had none.
+fn refuse_unread_result(dir: &Path) -> Result<(), Error> {
+    for name in ["bench.json", "bench.jsonl"] {
+        let path = dir.join(name);
+        if path.is_file() {
+            files::read_bench_result(&path).map_err(|e| Error::from(load::LoadError::File(e)))?;
+        }
+    }
+    Ok(())
+}
+
+/// The counts of a client that gave only its request records.
+fn summary_of(requests: &[RequestRecord]) -> ClientSummary {
+    let timed: Vec<&RequestRecord> = requests.iter().filter(|r| r.is_timed()).collect();
+    let done: Vec<&&RequestRecord> = timed.iter().filter(|r| r.succeeded()).collect();
+    let start = timed.iter().map(|r| r.start()).reduce(f64::min);
+    let end = timed.iter().map(|r| r.end()).reduce(f64::max);
+    ClientSummary {
+        completed: done.len() as u64,
+        failed: (timed.len() - done.len()) as u64,
+        output_tokens: done.iter().filter_map(|r| r.output_tokens()).sum(),
+        duration_s: match (start, end) {
+            (Some(start), Some(end)) => end - start,
+            _ => 0.0,
+        },
+        input_tokens: done.iter().map(|r| r.input_tokens()).sum::<Option<u64>>(),
+        untimed_requests: (requests.len() - timed.len()) as u64,
+        max_concurrency: None,
+    }
+}
+
+/// Whether a not-checked result waits for the after reading.
+fn needs_after(result: &CheckResult) -> bool {
+    result
+        .evidence
+        .get("needs")
+        .and_then(|v| v.as_array())
+        .is_some_and(|needs| needs.iter().any(|n| n == "after"))
 }
 
 /// A file error's message without the pseudo-path it was given (`the before metrics:`),
@@ -550,24 +723,37 @@ fn strip_name(message: &str, what: &str) -> String {
 }
 
 #[cfg(feature = "live")]
+#[cfg_attr(docsrs, doc(cfg(feature = "live")))]
 impl Run {
-    /// A recording made by [`crate::live::record`], with what else the harness knows
-    /// (the server's boot log, the client's counts, the concurrency asked for) given
-    /// through the builder it returns. The engine is the one the server's metrics named.
+    /// A recording made by [`crate::live::Recorder`], with what else the harness knows
+    /// (the server's boot log, the client's counts or request records) given through the
+    /// builder it returns. The engine is the one the server's metrics named; the
+    /// concurrency asked for is [`crate::live::RecordOptions::requested`]'s. A recording
+    /// whose after reading failed is checked all the same: the checks that need it say
+    /// Can't tell, naming it.
     pub fn from_recording(recording: &crate::live::Recording) -> RunBuilder {
+        let finished = &recording.finished;
         RunBuilder {
-            named: Some(recording.engine),
-            said: vec![("the recording".to_owned(), Some(recording.engine))],
-            before: Some(recording.before.clone()),
-            after: Some(recording.after.clone()),
-            series: Some((recording.series.clone(), recording.engine)),
+            named: Some(finished.engine),
+            said: vec![("the recording".to_owned(), Some(finished.engine))],
+            before: Some(finished.before.clone()),
+            after: finished.after.as_ref().ok().cloned(),
+            series: Some((finished.series.clone(), finished.engine)),
             samples: if cfg!(feature = "report") {
-                recording.samples.clone()
+                finished.samples.clone()
             } else {
                 Vec::new()
             },
-            last_t_wall: recording.samples.last().map(|s| s.t_wall),
-            notes: recording.notes.clone(),
+            last_t_wall: finished.samples.last().map(|s| s.t_wall),
+            notes: finished.notes.clone(),
+            requested: recording.requested,
+            after_missing: recording.after_error.as_ref().map(|e| {
+                let message = e.to_string();
+                message
+                    .strip_prefix("cannot take the after reading: ")
+                    .unwrap_or(&message)
+                    .to_owned()
+            }),
             ..RunBuilder::default()
         }
     }

@@ -6,7 +6,7 @@
 //! These are `inferlint-sim`'s own types, outside the stable API (see the crate's docs).
 
 pub use inferlint_sim::load::{run_in_runtime, LoadConfig, LoadError, LoadResult};
-pub use inferlint_sim::server::{spawn, ServerConfig, ServerHandle};
+pub use inferlint_sim::server::{spawn, Faults, ServerConfig, ServerHandle};
 
 use crate::run::ClientSummary;
 

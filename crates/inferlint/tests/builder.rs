@@ -1,6 +1,6 @@
 //! A run put together from raw `/metrics` text and a client's own counts.
 
-use inferlint::{ClientSummary, Engine, ErrorKind, Outcome, Run, Status, Tripwire};
+use inferlint::{CheckOptions, ClientSummary, Engine, ErrorKind, Outcome, Run, Status, Tripwire};
 
 /// vLLM's counters after `finished` requests of 88 prompt and 1,000 output tokens.
 fn vllm_metrics(finished: u64, preempted: u64) -> String {
@@ -84,12 +84,15 @@ fn samples_fold_into_the_series_checks() {
             if running > 0 { 22 } else { 0 },
             if running > 0 { 0.95 } else { 0.0 },
         );
-        builder
+        builder = builder
             .sample_metrics(&text, 1_700_000_000.0 + i as f64)
             .unwrap();
     }
-    // A sample that goes back in time is refused and not added.
-    let back = builder.sample_metrics("vllm:num_requests_running 3\n", 1_600_000_000.0);
+    // A sample that goes back in time is refused.
+    let back = Run::builder()
+        .sample_metrics("vllm:num_requests_running 3\n", 1_700_000_000.0)
+        .unwrap()
+        .sample_metrics("vllm:num_requests_running 3\n", 1_600_000_000.0);
     assert_eq!(back.unwrap_err().kind(), ErrorKind::Invalid);
     let report = builder.build().unwrap().check();
     let t8 = report
@@ -119,8 +122,7 @@ fn garbage_is_a_typed_error() {
                 .starts_with("cannot read the before metrics: "),
             "{error}"
         );
-        let mut builder = Run::builder();
-        let error = builder.sample_metrics(garbage, 1.0).unwrap_err();
+        let error = Run::builder().sample_metrics(garbage, 1.0).unwrap_err();
         assert_eq!(error.kind(), ErrorKind::Invalid, "{garbage:?}: {error}");
     }
     let error = Run::builder()
@@ -193,7 +195,7 @@ fn a_run_meant_to_reuse_prefixes_passes_t16() {
         .build()
         .unwrap();
     assert_eq!(status(&run.check(), Tripwire::T16), Some(Status::Warn));
-    let expected = run.check_expecting_cache_hits();
+    let expected = run.check_with(&CheckOptions::default().expect_cache_hits(true));
     assert_eq!(status(&expected, Tripwire::T16), Some(Status::Pass));
     let t16 = expected
         .results()
@@ -205,4 +207,159 @@ fn a_run_meant_to_reuse_prefixes_passes_t16() {
         "{}",
         t16.message()
     );
+}
+
+/// The server's readings of a vLLM run of `finished` requests of 88 prompt and 1000
+/// output tokens each.
+fn vllm_counts(finished: u64) -> String {
+    format!(
+        "vllm:request_success_total{{finished_reason=\"length\"}} {finished}\n\
+         vllm:generation_tokens_total {}\n\
+         vllm:prompt_tokens_total {}\n\
+         vllm:num_preemptions_total 0\n",
+        finished * 1000,
+        finished * 88
+    )
+}
+
+/// The harness's own per-request records stand for its client's counts: 32 records of
+/// 1000 output tokens each, beside a server that finished 32 requests and 32 000 tokens,
+/// balance (T15 passes); records that say 30 came back whole, of the same 32 the server
+/// finished, do not.
+#[test]
+fn request_records_are_the_clients_account() {
+    let t0 = 1_700_000_000.0;
+    let records = |failed: usize| {
+        (0..32).map(move |i| {
+            let start = t0 + 1.0 + i as f64 * 0.5;
+            let record = inferlint::RequestRecord::new(start, start + 20.0)
+                .first_token(start + 0.25)
+                .tokens(88, 1000);
+            if i < failed {
+                record.failed()
+            } else {
+                record
+            }
+        })
+    };
+    let run = |failed: usize| {
+        Run::builder()
+            .engine(Engine::Vllm)
+            .before_metrics_at(&vllm_counts(0), t0)
+            .unwrap()
+            .after_metrics_at(&vllm_counts(32), t0 + 60.0)
+            .unwrap()
+            .requests(records(failed))
+            .build()
+            .unwrap()
+            .check()
+    };
+    let whole = run(0);
+    let t15 = whole
+        .results()
+        .iter()
+        .find(|r| r.tripwire() == Tripwire::T15)
+        .unwrap();
+    assert_eq!(t15.status(), Status::Pass, "{}", t15.message());
+    assert!(
+        whole
+            .not_checked()
+            .iter()
+            .all(|r| r.tripwire() != Tripwire::T15),
+        "the records are a result: {:?}",
+        whole.not_checked()
+    );
+    // The first tokens came 250 ms after each start: the time to first token is the
+    // records'.
+    let json = serde_json::to_value(&whole).unwrap();
+    assert!(
+        json["insights"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["text"].as_str().unwrap().contains("within 250 ms")),
+        "{json}"
+    );
+    // Two of the 32 failed: the server finished two more than the client got whole.
+    let short = run(2);
+    assert_eq!(status(&short, Tripwire::T15), Some(Status::Fail));
+    assert_eq!(status(&short, Tripwire::T18), Some(Status::Fail));
+}
+
+/// GPU readings given with the samples are what T21 reads: without them it is not
+/// checked; with another process holding 20 GiB on the server's GPU throughout, it is
+/// judged, and not as a pass.
+#[test]
+fn gpu_readings_with_the_samples_are_checked() {
+    let sample = |running: u64| {
+        format!("vllm:num_requests_running {running}\nvllm:num_requests_waiting 0\nvllm:kv_cache_usage_perc 0.5\n")
+    };
+    let run = |gpu: Option<inferlint::GpuReading>| {
+        let mut builder = Run::builder()
+            .engine(Engine::Vllm)
+            .requested(8)
+            .before_metrics_at(&vllm_counts(0), 1_700_000_000.0)
+            .unwrap();
+        for i in 0..20 {
+            let t = 1_700_000_001.0 + i as f64;
+            builder = match gpu {
+                Some(gpu) => builder.sample_metrics_with_gpu(&sample(8), t, gpu),
+                None => builder.sample_metrics(&sample(8), t),
+            }
+            .unwrap();
+        }
+        builder
+            .after_metrics_at(&vllm_counts(8), 1_700_000_030.0)
+            .unwrap()
+            .build()
+            .unwrap()
+            .check()
+    };
+    let without = run(None);
+    assert!(without
+        .not_checked()
+        .iter()
+        .any(|r| r.tripwire() == Tripwire::T21));
+    let busy = inferlint::GpuReading::default()
+        .util(99.0)
+        .other_process(20_480.0, 45.0);
+    let with = run(Some(busy));
+    let t21 = with
+        .results()
+        .iter()
+        .find(|r| r.tripwire() == Tripwire::T21);
+    let t21 = t21.expect("T21 is judged on the readings");
+    assert!(
+        matches!(t21.status(), Status::Fail | Status::Warn),
+        "{}",
+        t21.message()
+    );
+    assert!(
+        t21.message().contains("45%") && t21.message().contains("20 of 20"),
+        "{}",
+        t21.message()
+    );
+    let quiet = run(Some(
+        inferlint::GpuReading::default()
+            .util(99.0)
+            .other_process(0.0, 0.0),
+    ));
+    assert_eq!(status(&quiet, Tripwire::T21), Some(Status::Pass));
+}
+
+/// A record that cannot be is refused at build(), naming it.
+#[test]
+fn a_request_record_that_cannot_be_is_refused() {
+    let bad = inferlint::RequestRecord::new(10.0, 5.0);
+    let error = Run::builder()
+        .before_metrics(&vllm_counts(0))
+        .unwrap()
+        .requests([inferlint::RequestRecord::new(1.0, 2.0), bad])
+        .build()
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Invalid);
+    assert_eq!(error.input(), Some("request record 2"));
+    let early = inferlint::RequestRecord::new(1.0, 2.0).first_token(0.5);
+    let error = Run::builder().requests([early]).build().unwrap_err();
+    assert_eq!(error.input(), Some("request record 1"), "{error}");
 }

@@ -64,6 +64,7 @@ fn a_fleet_folder_is_checked_replica_by_replica_and_as_a_fleet() {
         Outcome::Passed => 0,
         Outcome::Undecided => 1,
         Outcome::TripwireFailed => 2,
+        other => panic!("an outcome this test does not rank: {other:?}"),
     };
     assert_eq!(
         rank(report.outcome()),

@@ -74,3 +74,27 @@ fn files_that_do_not_say_their_engine_leave_a_note() {
         run.notes()
     );
 }
+
+/// A `bench.json` cut short is no tool's file to the folder's search; the library reads
+/// it all the same, so that the error names it, rather than checking the run as if the
+/// load had left no result (T15 would then only say it needs one).
+#[test]
+fn a_truncated_result_file_is_an_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["before.snapshot.json", "after.snapshot.json", "boot.log"] {
+        std::fs::copy(sim("vllm-hybrid").join(name), dir.path().join(name)).unwrap();
+    }
+    let whole = std::fs::read(sim("vllm-hybrid").join("bench.json")).unwrap();
+    std::fs::write(dir.path().join("bench.json"), &whole[..whole.len() / 2]).unwrap();
+    let error = Run::from_dir(dir.path()).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Invalid, "{error}");
+    assert_eq!(error.path(), Some(dir.path().join("bench.json").as_path()));
+    assert!(error.to_string().contains("bench.json"), "{error}");
+    // The whole file is read as the run's result.
+    std::fs::write(dir.path().join("bench.json"), &whole).unwrap();
+    let report = Run::from_dir(dir.path()).unwrap().check();
+    assert!(report
+        .results()
+        .iter()
+        .any(|r| r.tripwire() == Tripwire::T15));
+}

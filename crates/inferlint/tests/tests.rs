@@ -6,3 +6,6 @@ mod builder;
 mod fleets;
 /// Run folders: the same verdicts and refusals as the command line.
 mod folders;
+/// The recorder: started before the load, finished after it, never losing what it read.
+#[cfg(all(feature = "live", feature = "sim"))]
+mod recorder;

@@ -89,8 +89,13 @@ fn a_run_folder_gives_the_verdicts_report_json_gives() {
                 let code = match report.outcome() {
                     Outcome::Passed => 0,
                     Outcome::TripwireFailed => 1,
-                    Outcome::Undecided => 2,
+                    _ => 2,
                 };
+                // The offline use gives the same outcome.
+                assert_eq!(
+                    external_harness::check_folder(dir).unwrap(),
+                    report.outcome()
+                );
                 assert_eq!(cli.status.code(), Some(code), "{}", dir.display());
             }
             Err(error) => {
@@ -173,6 +178,8 @@ async fn a_live_recording_inside_the_harness_runtime() {
         .await
         .unwrap();
     assert_eq!(checked.client.completed, 8);
+    assert_eq!((checked.health.failed(), checked.health.restarts()), (0, 0));
+    assert!(checked.health.samples() >= 2, "{:?}", checked.health);
     let status = |t| {
         checked
             .report
@@ -193,6 +200,154 @@ async fn a_live_recording_inside_the_harness_runtime() {
     )
     .unwrap_err();
     assert_eq!(refused.kind(), ErrorKind::InsideRuntime);
+}
+
+/// A server that dies on the load's seventh request (its test request and four timed
+/// ones, two at a time, come back whole before it): the harness gets its report all the
+/// same, the before reading and the samples checked, and the checks that need the
+/// after reading say Can't tell.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_dies_mid_run_is_checked_for_what_it_left() {
+    let server = sim::spawn(ServerConfig {
+        speed: 10.0,
+        faults: sim::Faults {
+            die_on_request: Some(7),
+            ..sim::Faults::default()
+        },
+        ..ServerConfig::new(Engine::Vllm)
+    })
+    .unwrap();
+    let load = LoadConfig {
+        requests: 8,
+        concurrency: 2,
+        prompt_tokens: 32,
+        output_tokens: 100,
+        ..LoadConfig::default()
+    };
+    let checked = external_harness::benchmark(&server.base_url, &server.boot_log(), load)
+        .await
+        .unwrap();
+    assert!(checked.health.samples() >= 1);
+    assert!(checked.client.failed >= 1, "{:?}", checked.client);
+    let t1 = checked
+        .report
+        .results()
+        .iter()
+        .find(|r| r.tripwire() == Tripwire::T1)
+        .unwrap_or_else(|| panic!("{}", checked.report.to_text()));
+    assert_eq!(t1.status(), Status::Unknown);
+    assert!(t1.message().contains("after reading"), "{}", t1.message());
+    // The boot log and the series are judged.
+    let judged = |t| checked.report.results().iter().any(|r| r.tripwire() == t);
+    assert!(judged(Tripwire::T12) && judged(Tripwire::T8));
+}
+
+/// The harness's own data: the `/metrics` text it read before, during and after, a GPU
+/// reading with each sample, and one record per request. 8 requests of 1000 tokens
+/// balance the server's 8 requests and 8000 tokens (T15 passes); the GPU readings are
+/// checked (T21 is a verdict) and the records' first tokens give the time to first
+/// token.
+#[test]
+fn the_harness_own_data_makes_a_run() {
+    let metrics = |finished: u64, running: u64| {
+        format!(
+            "vllm:request_success_total{{finished_reason=\"length\"}} {finished}\n\
+             vllm:generation_tokens_total {}\n\
+             vllm:prompt_tokens_total {}\n\
+             vllm:num_preemptions_total 0\n\
+             vllm:num_requests_running {running}\n\
+             vllm:num_requests_waiting 0\n\
+             vllm:kv_cache_usage_perc 0.4\n",
+            finished * 1000,
+            finished * 50
+        )
+    };
+    let t0 = 1_700_000_000.0;
+    let mut readings = vec![(metrics(0, 0), t0)];
+    readings.extend((1..=10).map(|i| (metrics(0, 8), t0 + i as f64)));
+    readings.push((metrics(8, 0), t0 + 12.0));
+    let requests: Vec<inferlint::RequestRecord> = (0..8)
+        .map(|i| {
+            let start = t0 + 0.5 + i as f64 * 0.01;
+            inferlint::RequestRecord::new(start, start + 10.0)
+                .first_token(start + 0.1)
+                .tokens(50, 1000)
+        })
+        .collect();
+    let gpu = inferlint::GpuReading::default()
+        .util(95.0)
+        .other_process(0.0, 0.0);
+    let report = external_harness::check_own_data(&readings, gpu, &requests).unwrap();
+    let status = |t| {
+        report
+            .results()
+            .iter()
+            .find(|r| r.tripwire() == t)
+            .map(|r| r.status())
+    };
+    assert_eq!(
+        status(Tripwire::T15),
+        Some(Status::Pass),
+        "{}",
+        report.to_text()
+    );
+    assert_eq!(
+        status(Tripwire::T21),
+        Some(Status::Pass),
+        "{}",
+        report.to_text()
+    );
+    assert_eq!(
+        status(Tripwire::T8),
+        Some(Status::Pass),
+        "{}",
+        report.to_text()
+    );
+}
+
+/// Each of the three uses in `src/lib.rs` is at most 15 lines, counted between its
+/// `use:` markers (its `pub fn` line to its closing brace).
+#[test]
+fn each_use_is_at_most_fifteen_lines() {
+    let source = include_str!("../src/lib.rs");
+    let mut counts = Vec::new();
+    for name in ["offline check", "live record-and-check", "own data"] {
+        let begins = format!("// use: {name} begins\n");
+        let ends = format!("// use: {name} ends");
+        let start = source.find(&begins).unwrap() + begins.len();
+        let end = source.find(&ends).unwrap();
+        let lines = source[start..end].lines().count();
+        assert!(lines <= 15, "{name}: {lines} lines");
+        counts.push(format!("{name} {lines}"));
+    }
+    // The counts the crate's docs state.
+    let docs = ["(7 lines)", "(14 lines)", "(14 lines)"];
+    for (count, doc) in counts.iter().zip(docs) {
+        let n = count.rsplit(' ').next().unwrap();
+        assert_eq!(
+            doc,
+            format!("({n} lines)"),
+            "{count}: src/lib.rs's docs say {doc}"
+        );
+        assert!(source.contains(doc));
+    }
+    // The facade's docs state the same counts.
+    let stated = format!(
+        "{}, {} and {} lines",
+        counts[0].rsplit(' ').next().unwrap(),
+        counts[1].rsplit(' ').next().unwrap(),
+        counts[2].rsplit(' ').next().unwrap()
+    );
+    let root = std::fs::read_to_string(repository().join("crates/inferlint/src/lib.rs")).unwrap();
+    let library = std::fs::read_to_string(repository().join("docs/library.md")).unwrap();
+    for (name, text) in [("the crate root", root), ("docs/library.md", library)] {
+        let flat = text
+            .replace("//!", "")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(flat.contains(&stated), "{name} does not say {stated:?}");
+    }
 }
 
 /// Garbage is a typed error that names its input, never a panic.
