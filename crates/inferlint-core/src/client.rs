@@ -728,7 +728,7 @@ pub fn one_line(text: &str, max: usize) -> String {
     let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
     let first = lines.next().unwrap_or("");
     let line = if first.starts_with("Traceback (most recent call last)") {
-        lines.last().unwrap_or(first)
+        lines.next_back().unwrap_or(first)
     } else {
         first
     };

@@ -1269,9 +1269,8 @@ fn a_failure_stamped_after_the_last_answer_stands_when_a_better_one_does_not() {
 // vLLM's CPU build (fixtures/real, made by scripts/real-vllm)
 
 fn real_cpu_log() -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures/real/vllm-0.32-cpu/healthy-vllm-bench/boot.log");
-    read(Path::new("/"), path.to_str().unwrap())
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/real/vllm-0.32-cpu");
+    read(&dir, "healthy-vllm-bench/boot.log")
 }
 
 /// The CPU build names its device where the GPU build says `GPU`, and sizes the cache from

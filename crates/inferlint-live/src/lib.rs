@@ -42,8 +42,9 @@ use std::future::Future;
 
 pub use blocking::Recorder;
 pub use http::{BaseUrl, BaseUrlError, HttpClient, HttpError};
-pub use record::{record, RecordError, RecordOptions, Recording};
+pub use record::{RecordError, RecordOptions, Recording};
 pub use scrape::{NoMetrics, Scrape, ScrapeError, Scraper};
+pub use session::record;
 pub use session::{Finished, LiveEvent, LiveEvents, Session};
 pub use stop::Stop;
 

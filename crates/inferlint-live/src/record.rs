@@ -1,13 +1,12 @@
-//! A whole recording in one call: the before reading, a series sampled while the load
-//! runs, and the after reading, held in memory (and written to a run folder when asked),
-//! ready to be checked.
+//! What a whole recording in one call takes and gives: the before reading, a series
+//! sampled while the load runs, and the after reading, held in memory (and written to a
+//! run folder when asked), ready to be checked. The call itself,
+//! [`record`](crate::session::record), sits beside the session it runs.
 //!
-//! [`record`] is async and takes the stop as a future, so a harness runs it beside its
-//! own load on its own runtime and stops it when the load ends. It installs no signal
+//! It is async and takes the stop as a future, so a harness runs it beside its own load on its own runtime and stops it when the load ends. It installs no signal
 //! handler: a caller that wants Ctrl-C to stop it passes [`crate::interrupted`] (or its
 //! own future) as the stop.
 
-use std::future::Future;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -20,7 +19,6 @@ use inferlint_engines::load::Mismatch;
 use inferlint_engines::output::{self, OutputError, Rule};
 
 use crate::scrape::{NoMetrics, ScrapeError};
-use crate::session::Session;
 use crate::watch::{self, Progress};
 
 /// How to record.
@@ -172,45 +170,6 @@ pub const BEFORE_FILE: &str = "before.snapshot.json";
 pub const SERIES_FILE: &str = "run.series.jsonl";
 /// See [`BEFORE_FILE`].
 pub const AFTER_FILE: &str = "after.snapshot.json";
-
-/// Records the server at `url`: a before reading, a series every `options.interval`
-/// until `stop` resolves (or `options.duration` passes), then an after reading. Must be
-/// awaited inside a tokio runtime with its time and I/O drivers on. Installs no signal
-/// handler. All or nothing: a failed after reading or series file is an error, and what
-/// was read is dropped with it; [`crate::session::Session`] keeps it.
-pub async fn record(
-    url: &str,
-    options: &RecordOptions,
-    stop: impl Future<Output = ()>,
-) -> Result<Recording, RecordError> {
-    let session = Session::start(url, options).await?;
-    let ended = session.ended();
-    tokio::select! {
-        () = stop => {}
-        () = ended => {}
-    }
-    let finished = session.finish().await;
-    if let Some(message) = finished.write_error {
-        return Err(RecordError::Write {
-            path: options
-                .folder
-                .as_deref()
-                .map_or_else(PathBuf::new, |f| f.join(SERIES_FILE)),
-            source: io::Error::other(message),
-        });
-    }
-    Ok(Recording {
-        engine: finished.engine,
-        url: finished.url,
-        before: finished.before,
-        after: finished.after.map_err(RecordError::After)?,
-        series: finished.series,
-        samples: finished.samples,
-        interval_s: options.interval.as_secs_f64(),
-        progress: finished.progress,
-        notes: finished.notes,
-    })
-}
 
 pub(crate) fn write_snapshot(path: &Path, snapshot: &Snapshot) -> Result<(), RecordError> {
     output::write_file(path, files::snapshot_json(snapshot).as_bytes(), &Rule::NEW)?;

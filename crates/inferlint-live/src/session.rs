@@ -21,7 +21,7 @@ use tokio::sync::mpsc;
 
 use crate::http::{BaseUrl, HttpClient};
 use crate::record::{
-    write_snapshot, RecordError, RecordOptions, AFTER_FILE, BEFORE_FILE, SERIES_FILE,
+    write_snapshot, RecordError, RecordOptions, Recording, AFTER_FILE, BEFORE_FILE, SERIES_FILE,
 };
 use crate::scrape::{self, ScrapeError, Scraper};
 use crate::stop::Stop;
@@ -431,4 +431,43 @@ impl Session {
             write_error,
         }
     }
+}
+
+/// Records the server at `url`: a before reading, a series every `options.interval`
+/// until `stop` resolves (or `options.duration` passes), then an after reading. Must be
+/// awaited inside a tokio runtime with its time and I/O drivers on. Installs no signal
+/// handler. All or nothing: a failed after reading or series file is an error, and what
+/// was read is dropped with it; [`Session`] keeps it.
+pub async fn record(
+    url: &str,
+    options: &RecordOptions,
+    stop: impl std::future::Future<Output = ()>,
+) -> Result<Recording, RecordError> {
+    let session = Session::start(url, options).await?;
+    let ended = session.ended();
+    tokio::select! {
+        () = stop => {}
+        () = ended => {}
+    }
+    let finished = session.finish().await;
+    if let Some(message) = finished.write_error {
+        return Err(RecordError::Write {
+            path: options
+                .folder
+                .as_deref()
+                .map_or_else(PathBuf::new, |f| f.join(SERIES_FILE)),
+            source: std::io::Error::other(message),
+        });
+    }
+    Ok(Recording {
+        engine: finished.engine,
+        url: finished.url,
+        before: finished.before,
+        after: finished.after.map_err(RecordError::After)?,
+        series: finished.series,
+        samples: finished.samples,
+        interval_s: options.interval.as_secs_f64(),
+        progress: finished.progress,
+        notes: finished.notes,
+    })
 }

@@ -126,13 +126,13 @@ impl RequestRecord {
             } else {
                 RequestOutcome::Failed
             }),
-            sent_s: Some(self.start),
-            first_token_s: self.first_token,
-            end_s: Some(self.end),
-            ttft_s: self.first_token.map(|t| t - self.start),
-            latency_s: Some(self.end - self.start),
-            prompt_tokens: self.input_tokens,
-            output_tokens: self.output_tokens,
+            sent_s: Some(self.start).into(),
+            first_token_s: self.first_token.into(),
+            end_s: Some(self.end).into(),
+            ttft_s: self.first_token.map(|t| t - self.start).into(),
+            latency_s: Some(self.end - self.start).into(),
+            prompt_tokens: self.input_tokens.into(),
+            output_tokens: self.output_tokens.into(),
             ..ClientRequest::default()
         })
     }

@@ -597,12 +597,12 @@ impl RunBuilder {
                 .filter(|(_, r)| r.is_timed())
                 .map(|(c, _)| c)
                 .collect();
-            account.span.start_s = timed.iter().filter_map(|r| r.sent_s).reduce(f64::min);
-            account.span.end_s = timed.iter().filter_map(|r| r.end_s).reduce(f64::max);
+            account.span.start_s = timed.iter().filter_map(|r| r.sent_s.get()).reduce(f64::min);
+            account.span.end_s = timed.iter().filter_map(|r| r.end_s.get()).reduce(f64::max);
             let mut ttft_ms: Vec<f64> = timed
                 .iter()
                 .filter(|r| r.completed())
-                .filter_map(|r| r.ttft_s.map(|t| t * 1e3))
+                .filter_map(|r| r.ttft_s.get().map(|t| t * 1e3))
                 .collect();
             if !ttft_ms.is_empty() {
                 ttft_ms.sort_by(f64::total_cmp);
