@@ -13,6 +13,8 @@
 #   shared-prefix       every prompt opens with the same 256 tokens, prefix caching on
 #   too-long-refused    prompts of 200 to 600 tokens with 32 to generate against
 #                       --max-model-len 512: the longer ones are refused
+#   stops-early         a generation config that makes one token id in sixteen a stop
+#                       token, the load asking for 64 tokens without ignore_eos
 #
 # Usage: scripts/real-vllm/cases.sh [CASE...]   (default: all; about 2 minutes a case)
 # Environment: see common.sh; LOADTOOLS_VENVS as scripts/loadtools/common.sh (GuideLLM,
@@ -93,9 +95,7 @@ run_case() {
     echo
     echo "## Files"
     echo
-    (cd "$OUT" && find . -type f ! -name MADE.md | sort | while read -r f; do
-      echo "- \`${f#./}\` ($(wc -c < "$f") bytes)"
-    done)
+    files_list "$OUT"
   } > "$OUT/MADE.md"
 }
 
@@ -121,6 +121,18 @@ run_case shared-prefix 8 "" \
 run_case too-long-refused 8 "" \
   "requests the server refuses: prompts of 200 to 600 tokens (400 +-50%) with 32 tokens to generate, against --max-model-len 512; vLLM answers 400 to each whose prompt and answer cannot fit" \
   "$BENCH --random-input-len 400 --random-range-ratio 0.5 --random-output-len 32 --ignore-eos --num-prompts 32 --max-concurrency 8"
+
+# vllm bench serve 0.32 sends ignore_eos with every random-dataset request whether asked
+# or not (serve.py: "when using random datasets, default to ignoring EOS"), so this case
+# sends its own 32 prompts of 32 words through the custom dataset, which does not.
+python3 -c "
+import json
+for i in range(32):
+    print(json.dumps({'prompt': ' '.join(f'w{(i * 37 + k) % 2000}' for k in range(32))}))
+" > "$WORK/prompts-32.jsonl"
+run_case stops-early 8 "--generation-config $MODEL_DIR/stops" \
+  "answers that stop before the advertised length: the server's generation config makes one token id in sixteen a stop token (make-model.py), and the load asks for 64 tokens without ignore_eos (32 prompts of 32 words, vllm bench serve's custom dataset)" \
+  "$VLLM bench serve --backend openai --base-url \$URL --model $MODEL_NAME --tokenizer $MODEL_DIR --dataset-name custom --dataset-path $WORK/prompts-32.jsonl --custom-output-len 64 --skip-chat-template --num-prompts 32 --max-concurrency 8 --seed 0 --disable-tqdm --save-result --save-detailed --result-dir \$OUT --result-filename bench.json"
 
 if [[ "$WANTED" == "  " || "$WANTED" == *" healthy-guidellm "* ]]; then
   tool_venv guidellm "guidellm==0.8.1"

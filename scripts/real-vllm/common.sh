@@ -70,3 +70,10 @@ stop_all_started() {
   local pid
   for pid in "${STARTED_GROUPS[@]}"; do stop_group "$pid"; done
 }
+
+# files_list DIR: MADE.md's "Files" list, every file under DIR but MADE.md, with its size.
+files_list() {
+  (cd "$1" && find . -type f ! -name MADE.md | sort | while read -r f; do
+    echo "- \`${f#./}\` ($(wc -c < "$f") bytes)"
+  done)
+}

@@ -77,8 +77,6 @@ rm -f "$OUT/report.html" "$OUT"/*/report.html
   done
   echo "## Files"
   echo
-  (cd "$OUT" && find . -type f ! -name MADE.md | sort | while read -r f; do
-    echo "- \`${f#./}\` ($(wc -c < "$f") bytes)"
-  done)
+  files_list "$OUT"
 } > "$OUT/MADE.md"
 echo "fleet-one-idle: made"

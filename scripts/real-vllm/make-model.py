@@ -6,11 +6,19 @@ real-engine cases test is the engine around it (scheduler, KV cache, metrics, lo
 the words. The tokenizer is the load tools' word-level one (scripts/loadtools/
 make-tokenizer.py): one word, one token, so a prompt of N words is N tokens to every tool.
 
+It also writes DIR/stops/, a generation config (with the model's config beside it, which
+vLLM needs to read it) whose stop tokens are one token id in sixteen: a server given
+`--generation-config DIR/stops` ends an answer at about one token in sixteen, whatever
+length the load tool asked for, unless the request says ignore_eos: what a real model's
+end-of-sequence does to a load tool that does not send it.
+
 Usage: python make-model.py DIR   (needs torch, transformers and tokenizers)
 """
 
 
+import json
 import os
+import shutil
 import sys
 
 import torch
@@ -27,8 +35,19 @@ CHAT_TEMPLATE = "{% for m in messages %}{{ m['content'] }} {% endfor %}"
 
 
 def main(out: str) -> None:
-    if os.path.exists(os.path.join(out, "config.json")):
-        return
+    if not os.path.exists(os.path.join(out, "config.json")):
+        make_model(out)
+    stops = os.path.join(out, "stops")
+    if not os.path.exists(os.path.join(stops, "generation_config.json")):
+        os.makedirs(stops, exist_ok=True)
+        shutil.copy(os.path.join(out, "config.json"), stops)
+        tok = PreTrainedTokenizerFast.from_pretrained(out)
+        config = {"eos_token_id": list(range(tok.eos_token_id, len(tok), 16))}
+        with open(os.path.join(stops, "generation_config.json"), "w") as f:
+            json.dump(config, f)
+
+
+def make_model(out: str) -> None:
     make_tokenizer.main(out)
     tok = PreTrainedTokenizerFast.from_pretrained(out)
     tok.chat_template = CHAT_TEMPLATE

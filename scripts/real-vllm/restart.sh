@@ -72,8 +72,6 @@ trap - EXIT
   echo
   echo "## Files"
   echo
-  (cd "$OUT" && find . -type f ! -name MADE.md | sort | while read -r f; do
-    echo "- \`${f#./}\` ($(wc -c < "$f") bytes)"
-  done)
+  files_list "$OUT"
 } > "$OUT/MADE.md"
 echo "restart-mid-run: made"

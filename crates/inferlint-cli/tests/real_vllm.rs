@@ -510,3 +510,22 @@ fn a_fleet_whose_idle_recorder_missed_the_busy_moments_cannot_tell_t22() {
         t22[0]["evidence"]
     );
 }
+
+#[test]
+fn answers_that_stop_at_end_of_sequence_fail_t20() {
+    // The server's generation config made one token id in sixteen a stop token and the
+    // load asked for 64 tokens without ignore_eos (load.log's settings: custom_output_len
+    // =64, ignore_eos=False): every request finished with finished_reason="stop" (32 of
+    // 32) and the server generated 589 tokens, 18.4 a request, 0.29 of the 64 asked.
+    // vllm bench serve counted the same, so T15 agrees; T20 fails on the length.
+    let (results, _) = report("stops-early");
+    for (t, s) in [("T15", "pass"), ("T18", "pass"), ("T20", "fail"), ("T1", "pass"), ("T16", "pass")] {
+        assert_eq!(status(&results, t), s, "{t}: {}", message(&results, t));
+    }
+    let t20 = message(&results, "T20");
+    assert!(t20.contains("asked for 64"), "{t20}");
+    assert!(t20.contains("end-of-sequence"), "{t20}");
+    // Not asserted: T8. The whole load took 1.1 s and the recorder saw it on 4 busy
+    // samples 0.25 s apart, the most running among them 7; requests that end between
+    // samples leave the peak unseen, so what T8 should say of it is not argued here.
+}

@@ -87,6 +87,15 @@ pub fn complete_from_console(account: &mut ClientAccount, log: &str) {
             .prefix_tokens
             .or_else(|| number("random_prefix_len"));
     }
+    // A custom dataset (`--dataset-name custom`, a JSONL of prompts) asks for
+    // `--custom-output-len` tokens of every answer; -1 (or none) leaves each prompt's own
+    // `output_tokens`, which is no one length.
+    if dataset == "custom" {
+        let advertised = &mut account.advertised;
+        advertised.output_tokens = advertised
+            .output_tokens
+            .or_else(|| number("custom_output_len").filter(|n| *n > 0.0));
+    }
     if account.advertised.ignore_eos.is_none() {
         account.advertised.ignore_eos = match (get("ignore_eos"), get("disable_ignore_eos")) {
             (Some(PyValue::Bool(b)), _) => Some(*b),
@@ -162,5 +171,28 @@ mod tests {
         let mut other = ClientAccount::new(LoadTool::GuideLlm);
         complete_from_console(&mut other, log);
         assert_eq!(other.sent, None);
+    }
+
+    /// vLLM 0.32's `vllm bench serve --dataset-name custom --custom-output-len 64`, as its
+    /// load.log opens (fixtures/real/vllm-0.32-cpu/stops-early): the result file names no
+    /// length, so the printed setting is what the run asked for.
+    #[test]
+    fn a_custom_datasets_output_length_is_what_was_asked() {
+        let log = "Namespace(subparser='bench', num_prompts=32, dataset_name='custom', dataset_path='/tmp/p.jsonl', custom_output_len=64, ignore_eos=False)\n";
+        let mut account = ClientAccount::new(LoadTool::VllmBench);
+        complete_from_console(&mut account, log);
+        assert_eq!(account.advertised.output_tokens, Some(64.0));
+        assert_eq!(
+            account.advertised.input_tokens, None,
+            "each prompt is its own length"
+        );
+        assert_eq!(account.advertised.ignore_eos, Some(false));
+        // -1: each prompt's own output_tokens, no one length.
+        let mut own = ClientAccount::new(LoadTool::VllmBench);
+        complete_from_console(
+            &mut own,
+            &log.replace("custom_output_len=64", "custom_output_len=-1"),
+        );
+        assert_eq!(own.advertised.output_tokens, None);
     }
 }
