@@ -519,7 +519,13 @@ fn answers_that_stop_at_end_of_sequence_fail_t20() {
     // 32) and the server generated 589 tokens, 18.4 a request, 0.29 of the 64 asked.
     // vllm bench serve counted the same, so T15 agrees; T20 fails on the length.
     let (results, _) = report("stops-early");
-    for (t, s) in [("T15", "pass"), ("T18", "pass"), ("T20", "fail"), ("T1", "pass"), ("T16", "pass")] {
+    for (t, s) in [
+        ("T15", "pass"),
+        ("T18", "pass"),
+        ("T20", "fail"),
+        ("T1", "pass"),
+        ("T16", "pass"),
+    ] {
         assert_eq!(status(&results, t), s, "{t}: {}", message(&results, t));
     }
     let t20 = message(&results, "T20");
