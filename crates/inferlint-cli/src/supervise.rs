@@ -925,25 +925,44 @@ mod linux {
             });
     }
 
+    /// How a watched child ended.
+    enum Ended {
+        Code(i32),
+        Signal(i32),
+    }
+
+    /// Collects every child that ended (a subreaper inherits the tree's orphans too);
+    /// how `watched` ended, when it did.
+    fn reap_all(watched: u32) -> Option<Ended> {
+        let mut ended = None;
+        loop {
+            match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::Exited(pid, code))
+                    if i64::from(pid.as_raw()) == i64::from(watched) =>
+                {
+                    ended = Some(Ended::Code(code));
+                }
+                Ok(WaitStatus::Signaled(pid, signal, _))
+                    if i64::from(pid.as_raw()) == i64::from(watched) =>
+                {
+                    ended = Some(Ended::Signal(signal as i32));
+                }
+                Ok(WaitStatus::StillAlive) | Err(_) => return ended,
+                Ok(_) => {}
+            }
+        }
+    }
+
     /// Collects every child that ended (the server, and orphans re-parented to us);
     /// reports the server's end once.
     fn reap(server: u32, reported: &mut bool) {
-        loop {
-            match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
-                Ok(WaitStatus::Exited(pid, code)) => {
-                    if i64::from(pid.as_raw()) == i64::from(server) && !*reported {
-                        report(&format!("exited code {code}"));
-                        *reported = true;
-                    }
-                }
-                Ok(WaitStatus::Signaled(pid, signal, _)) => {
-                    if i64::from(pid.as_raw()) == i64::from(server) && !*reported {
-                        report(&format!("exited signal {}", signal as i32));
-                        *reported = true;
-                    }
-                }
-                Ok(WaitStatus::StillAlive) | Err(_) => return,
-                Ok(_) => {}
+        if let Some(ended) = reap_all(server) {
+            if !*reported {
+                report(&match ended {
+                    Ended::Code(code) => format!("exited code {code}"),
+                    Ended::Signal(signal) => format!("exited signal {signal}"),
+                });
+                *reported = true;
             }
         }
     }
@@ -1039,21 +1058,10 @@ mod linux {
     /// Collects every child that ended; the load's code (128 + the signal for a killed
     /// one) once it has.
     fn reap_load(load: u32, code: &mut Option<i32>) {
-        loop {
-            match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
-                Ok(WaitStatus::Exited(pid, exited)) => {
-                    if i64::from(pid.as_raw()) == i64::from(load) {
-                        *code = Some(exited);
-                    }
-                }
-                Ok(WaitStatus::Signaled(pid, signal, _)) => {
-                    if i64::from(pid.as_raw()) == i64::from(load) {
-                        *code = Some(128 + signal as i32);
-                    }
-                }
-                Ok(WaitStatus::StillAlive) | Err(_) => return,
-                Ok(_) => {}
-            }
+        match reap_all(load) {
+            Some(Ended::Code(exited)) => *code = Some(exited),
+            Some(Ended::Signal(signal)) => *code = Some(128 + signal),
+            None => {}
         }
     }
 
