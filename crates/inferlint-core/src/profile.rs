@@ -227,12 +227,11 @@ fn whole(text: Option<String>) -> Option<u64> {
 
 fn setup(run: &Run, boot: Option<&BootFacts>) -> Setup {
     let sources = &run.engine.setup_sources;
-    let block_size = boot
-        .and_then(|b| b.attention_block_size.or(b.page_size))
-        .or_else(|| {
-            let info = run.engine.cache_info?;
-            whole(run.info_label(info.metric, info.block_size_label))
-        });
+    // The one block size of the run's account, as the log or the readings state it; the
+    // engine's default is not a setting the run shows.
+    let block_size = crate::advice::block_size(run)
+        .filter(|(_, from)| *from != crate::advice::BlockFrom::EngineDefault)
+        .map(|(b, _)| b);
     let kv_pool_tokens = boot.and_then(|b| b.kv_pool_tokens);
     let kv_blocks = whole(from_sources(run, boot, sources.kv_blocks)).or_else(|| {
         // An engine that states no block count: its pool in blocks of its page size.
