@@ -37,6 +37,25 @@ fn report(case: &str) -> (Vec<Value>, i32) {
     (json_results(&out), out.status.code().unwrap_or(-1))
 }
 
+/// The report page of a copy of the case.
+fn report_page(case: &str) -> String {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join(case);
+    copy_tree(&real(case), &dir);
+    let page = dir.join("report.html");
+    let out = inferlint(
+        tmp.path(),
+        &[
+            "report",
+            "-o",
+            page.to_str().unwrap(),
+            dir.to_str().unwrap(),
+        ],
+    );
+    no_panic(&out);
+    std::fs::read_to_string(&page).unwrap()
+}
+
 fn verdict<'a>(results: &'a [Value], tripwire: &str) -> &'a Value {
     results
         .iter()
@@ -431,6 +450,17 @@ fn a_kv_cache_too_small_preempts_and_the_advice_names_what_sizes_it() {
     let t8 = verdict(&results, "T8")["advice"].to_string();
     assert!(t8.contains("5 usable blocks of 128 tokens"), "{t8}");
     assert!(t8.contains("2 at full length (2 blocks each)"), "{t8}");
+    // The page states the same block size as the advice, not the GPU build's default.
+    let page = report_page("kv-too-small");
+    assert!(
+        page.contains("128 tokens (the server&#39;s cache info)")
+            || page.contains("128 tokens (the server's cache info)"),
+        "no 128-token block on the page"
+    );
+    assert!(
+        !page.contains("16 tokens (default)"),
+        "the page names the GPU default"
+    );
 }
 
 #[test]

@@ -982,14 +982,23 @@ pub fn server(report: &Report) -> Markup {
         };
     };
     let label = run.boots.last().map(|(l, _)| l.as_str()).unwrap_or("");
-    let block = match (boot.page_size, boot.attention_block_size) {
-        (Some(p), _) => format!("{} tokens (page size)", fmt::thousands(p as i64)),
-        (None, Some(b)) => format!("{} tokens", fmt::thousands(b as i64)),
-        // A server that came up without saying: the engine's default, where it has one.
-        (None, None) => match engine.default_block_size.filter(|_| boot.ready()) {
-            Some(b) => format!("{} tokens (default)", fmt::thousands(b as i64)),
-            None => "not in the log".into(),
-        },
+    // The account's one block size, the figure the advice and the capacity use: as the
+    // log printed it, as the readings' cache info states it (vLLM's CPU build prints none
+    // and uses 128), else the engine's default for a server that came up without saying.
+    let block = match report.account.setup.block_tokens {
+        Some(Figure { value, from }) => {
+            let tokens = fmt::thousands(value as i64);
+            match from {
+                Source::BootLog if boot.page_size.is_some() => {
+                    format!("{tokens} tokens (page size)")
+                }
+                Source::Readings => format!("{tokens} tokens (the server's cache info)"),
+                Source::EngineDefault if boot.ready() => format!("{tokens} tokens (default)"),
+                Source::EngineDefault => "not in the log".into(),
+                _ => format!("{tokens} tokens"),
+            }
+        }
+        None => "not in the log".into(),
     };
     html! {
         section #server aria-labelledby="server-h" {
