@@ -3,7 +3,7 @@
 //! `cache_config_info`. Numbers are written as the Python client writes them.
 
 use crate::bootlog::BootInfo;
-use crate::sched::{EngineModel, Request, State};
+use crate::sched::{EngineModel, ModelEngine, Request, State};
 use inferlint_core::Engine;
 
 /// The first line of every simulated exposition.

@@ -10,6 +10,7 @@ use clap::{Args, Parser, Subcommand};
 use inferlint_core::Engine;
 use inferlint_sim::load::{self, LoadConfig};
 use inferlint_sim::runfolder;
+use inferlint_sim::sched::ModelEngine;
 use inferlint_sim::server::{self, ServerConfig};
 
 /// The simulated server's command line.

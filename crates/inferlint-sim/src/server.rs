@@ -38,7 +38,7 @@ use crate::expo::{self, MetricsState};
 use crate::prefix::PrefixCache;
 use crate::runfolder::Case;
 use crate::sched::{
-    CapacityPolicy, EngineModel, Event, Load, Scheduler, SglangConfig, State, StepCost,
+    CapacityPolicy, EngineModel, Event, Load, ModelEngine, Scheduler, SglangConfig, State, StepCost,
     TrtllmConfig, VllmConfig,
 };
 

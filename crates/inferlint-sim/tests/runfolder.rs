@@ -3,6 +3,7 @@
 
 use inferlint_engines::{bootlog, files, prom};
 use inferlint_sim::runfolder::{all_cases, run_folder};
+use inferlint_sim::sched::ModelEngine;
 
 #[test]
 fn run_folders_are_identical_on_every_run() {

@@ -9,8 +9,6 @@
 
 use std::collections::VecDeque;
 
-use inferlint_core::Engine;
-
 /// vLLM's paged KV cache. A plain model has one KV cache group; a hybrid
 /// attention/Mamba model has several attention groups plus fixed state blocks per request,
 /// which is why the recorded 27B hybrid run held four 784-token blocks per short request.
@@ -105,15 +103,6 @@ pub enum EngineModel {
 }
 
 impl EngineModel {
-    /// The engine it models.
-    pub fn engine(&self) -> Engine {
-        match self {
-            EngineModel::Vllm(_) => Engine::Vllm,
-            EngineModel::Sglang(_) => Engine::Sglang,
-            EngineModel::Trtllm(_) => Engine::Trtllm,
-        }
-    }
-
     /// Pool units (blocks or tokens) that the KV usage gauge divides by.
     pub fn usable_units(&self) -> u64 {
         match self {
@@ -134,7 +123,8 @@ impl EngineModel {
         }
     }
 
-    fn running_cap(&self) -> usize {
+    /// The most requests the engine runs at once.
+    pub fn running_cap(&self) -> usize {
         match self {
             EngineModel::Vllm(c) => c.max_num_seqs,
             EngineModel::Sglang(c) => c.running_cap(),
@@ -145,7 +135,7 @@ impl EngineModel {
 
 /// How long one iteration takes: a fixed cost, a cost per running request and a cost per
 /// prefilled token (new prompts and recomputed requests).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct StepCost {
     /// Seconds every step takes.
     pub fixed_s: f64,

@@ -1,0 +1,279 @@
+//! The per-step cost, calibrated on a run's own requests.
+//!
+//! A request that decodes `n` tokens after its first takes `n` engine steps (one token a
+//! step; no speculative decoding). Each step costs `fixed + per_running x running +
+//! per_prefill_token x prefilled`, so the request's decode takes
+//!
+//! `seconds = fixed x n + per_running x (n x mean running) + per_prefill_token x P`
+//!
+//! where `mean running` is the running count over its decode and `P` the prompt tokens
+//! other requests prefilled meanwhile. Each completed request is one such equation; the
+//! three costs are found by least squares on the relative error (so that long requests do
+//! not outweigh short ones), none negative. A term is kept only when it lowers the error
+//! clearly: a run whose running count never varied cannot tell the per-request cost from
+//! the fixed one, and the fit then says so by leaving it at zero.
+//!
+//! Requests the engine preempted decode for longer than the steps they took (they waited,
+//! then recomputed): they stand far above the first fit, are set aside and counted, and the
+//! costs are fitted again without them.
+
+use serde::Serialize;
+
+use crate::model::StepCost;
+
+/// One request's decode, as the run's records show it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Decode {
+    /// Tokens after the first (engine steps).
+    pub steps: f64,
+    /// Requests running over its decode, on average.
+    pub mean_running: f64,
+    /// Prompt tokens other requests prefilled during its decode.
+    pub prefill_tokens: f64,
+    /// Seconds from its first token to its last.
+    pub seconds: f64,
+}
+
+/// The costs found, and how well they describe the run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Fit {
+    /// The per-step cost.
+    pub cost: StepCost,
+    /// Which terms the fit kept (`fixed` always; `per_running`, `per_prefill_token`
+    /// where they lowered the error clearly).
+    pub terms: Vec<&'static str>,
+    /// Requests the fit used.
+    pub used: usize,
+    /// Requests set aside as far slower than the rest (preempted, or stalled).
+    pub set_aside: usize,
+    /// The root-mean-square relative error of the fitted decode times.
+    pub rms_relative_error: f64,
+    /// The lowest and highest mean running count among the requests used: the range the
+    /// per-request cost was measured over.
+    pub running_range: (f64, f64),
+}
+
+/// The fewest requests a fit is made from.
+pub const MIN_REQUESTS: usize = 3;
+
+/// A term must lower the squared error by this share to be kept.
+const KEEP_TERM_GAIN: f64 = 0.10;
+
+/// A request whose decode took this much longer than the first fit says (relative) is
+/// set aside; the bound rises with the first fit's own spread.
+const SET_ASIDE_ABOVE: f64 = 0.5;
+
+/// Fits the per-step cost; `None` with fewer than [`MIN_REQUESTS`] usable requests.
+pub fn fit_step_cost(decodes: &[Decode]) -> Option<Fit> {
+    let usable: Vec<Decode> = decodes
+        .iter()
+        .copied()
+        .filter(|d| {
+            d.steps >= 1.0
+                && d.seconds > 0.0
+                && d.mean_running.is_finite()
+                && d.prefill_tokens.is_finite()
+        })
+        .collect();
+    if usable.len() < MIN_REQUESTS {
+        return None;
+    }
+    let first = best_fit(&usable)?;
+    let residuals: Vec<f64> = usable
+        .iter()
+        .map(|d| d.seconds / predict(&first.0, d) - 1.0)
+        .collect();
+    let mut spread: Vec<f64> = residuals.iter().map(|r| r.abs()).collect();
+    spread.sort_by(f64::total_cmp);
+    let bound = SET_ASIDE_ABOVE.max(3.0 * spread[spread.len() / 2]);
+    let kept: Vec<Decode> = usable
+        .iter()
+        .zip(&residuals)
+        .filter(|(_, r)| **r <= bound)
+        .map(|(d, _)| *d)
+        .collect();
+    let (cost, terms, sse) = if kept.len() >= MIN_REQUESTS && kept.len() < usable.len() {
+        best_fit(&kept)?
+    } else {
+        first
+    };
+    let used = if kept.len() >= MIN_REQUESTS {
+        kept.len()
+    } else {
+        usable.len()
+    };
+    let range = kept
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), d| {
+            (lo.min(d.mean_running), hi.max(d.mean_running))
+        });
+    Some(Fit {
+        cost,
+        terms,
+        used,
+        set_aside: usable.len() - used,
+        rms_relative_error: (sse / used as f64).sqrt(),
+        running_range: range,
+    })
+}
+
+fn predict(cost: &StepCost, d: &Decode) -> f64 {
+    cost.fixed_s * d.steps
+        + cost.per_running_s * d.steps * d.mean_running
+        + cost.per_prefill_token_s * d.prefill_tokens
+}
+
+/// The simplest non-negative least-squares fit within reach of the best: each extra term
+/// kept only if it lowers the relative squared error by [`KEEP_TERM_GAIN`].
+fn best_fit(decodes: &[Decode]) -> Option<(StepCost, Vec<&'static str>, f64)> {
+    let features = |d: &Decode| [d.steps, d.steps * d.mean_running, d.prefill_tokens];
+    let names = ["fixed", "per_running", "per_prefill_token"];
+    let mut best: Option<(StepCost, Vec<&'static str>, f64)> = None;
+    for subset in [&[0usize][..], &[0, 1], &[0, 2], &[0, 1, 2]] {
+        // Rows scaled by 1 / seconds: the error minimised is relative.
+        let rows: Vec<(Vec<f64>, f64)> = decodes
+            .iter()
+            .map(|d| {
+                let f = features(d);
+                (subset.iter().map(|&i| f[i] / d.seconds).collect(), 1.0)
+            })
+            .collect();
+        let Some(coef) = least_squares(&rows, subset.len()) else {
+            continue;
+        };
+        if coef[0] <= 0.0 || coef.iter().any(|c| *c < 0.0 || !c.is_finite()) {
+            continue;
+        }
+        let mut all = [0.0; 3];
+        for (&i, c) in subset.iter().zip(&coef) {
+            all[i] = *c;
+        }
+        let cost = StepCost {
+            fixed_s: all[0],
+            per_running_s: all[1],
+            per_prefill_token_s: all[2],
+        };
+        let sse: f64 = decodes
+            .iter()
+            .map(|d| (predict(&cost, d) / d.seconds - 1.0).powi(2))
+            .sum();
+        let terms: Vec<&'static str> = subset.iter().map(|&i| names[i]).collect();
+        let better = match &best {
+            None => true,
+            Some((_, _, b)) => sse < b * (1.0 - KEEP_TERM_GAIN),
+        };
+        if better {
+            best = Some((cost, terms, sse));
+        }
+    }
+    best
+}
+
+/// Least squares of `rows` (features, target) for `k` unknowns, by the normal equations
+/// and Gaussian elimination with partial pivoting; `None` when they are singular.
+fn least_squares(rows: &[(Vec<f64>, f64)], k: usize) -> Option<Vec<f64>> {
+    let mut a = vec![vec![0.0; k + 1]; k];
+    for (x, y) in rows {
+        for i in 0..k {
+            for j in 0..k {
+                a[i][j] += x[i] * x[j];
+            }
+            a[i][k] += x[i] * y;
+        }
+    }
+    for col in 0..k {
+        let pivot = (col..k).max_by(|&p, &q| a[p][col].abs().total_cmp(&a[q][col].abs()))?;
+        let scale = a.iter().map(|r| r[col].abs()).fold(0.0, f64::max);
+        if a[pivot][col].abs() <= 1e-12 * scale.max(f64::MIN_POSITIVE) {
+            return None;
+        }
+        a.swap(col, pivot);
+        for row in 0..k {
+            if row != col {
+                let f = a[row][col] / a[col][col];
+                for j in col..=k {
+                    a[row][j] -= f * a[col][j];
+                }
+            }
+        }
+    }
+    Some((0..k).map(|i| a[i][k] / a[i][i]).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode(cost: &StepCost, steps: f64, running: f64, prefill: f64) -> Decode {
+        let mut d = Decode {
+            steps,
+            mean_running: running,
+            prefill_tokens: prefill,
+            seconds: 0.0,
+        };
+        d.seconds = predict(cost, &d);
+        d
+    }
+
+    #[test]
+    fn costs_that_made_the_times_are_found_again() {
+        // Decode times made exactly from 5 ms a step, 0.5 ms a running request and 20 us
+        // a prefilled token, over running counts 2 to 8 and varied prefills.
+        let truth = StepCost {
+            fixed_s: 0.005,
+            per_running_s: 0.0005,
+            per_prefill_token_s: 0.00002,
+        };
+        let ds: Vec<Decode> = (0..12)
+            .map(|i| decode(&truth, 100.0 + i as f64, 2.0 + (i % 7) as f64, 50.0 * (i % 4) as f64))
+            .collect();
+        let fit = fit_step_cost(&ds).unwrap();
+        assert!((fit.cost.fixed_s - 0.005).abs() < 1e-9, "{fit:?}");
+        assert!((fit.cost.per_running_s - 0.0005).abs() < 1e-9);
+        assert!((fit.cost.per_prefill_token_s - 0.00002).abs() < 1e-10);
+        assert_eq!(fit.terms.len(), 3);
+        assert!(fit.rms_relative_error < 1e-9);
+        assert_eq!(fit.running_range, (2.0, 8.0));
+    }
+
+    #[test]
+    fn a_running_count_that_never_varied_keeps_the_fixed_cost_alone() {
+        // Every request ran beside 4 others with no prefill: 6 ms a step explains all,
+        // and nothing in the run can split it between the fixed and per-request costs.
+        let truth = StepCost {
+            fixed_s: 0.006,
+            per_running_s: 0.0,
+            per_prefill_token_s: 0.0,
+        };
+        let ds: Vec<Decode> = (0..6).map(|i| decode(&truth, 50.0 + i as f64, 4.0, 0.0)).collect();
+        let fit = fit_step_cost(&ds).unwrap();
+        assert_eq!(fit.terms, vec!["fixed"]);
+        assert!((fit.cost.fixed_s - 0.006).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_preempted_request_is_set_aside_not_fitted() {
+        let truth = StepCost {
+            fixed_s: 0.004,
+            per_running_s: 0.0,
+            per_prefill_token_s: 0.0,
+        };
+        let mut ds: Vec<Decode> = (0..8).map(|i| decode(&truth, 60.0 + i as f64, 3.0, 0.0)).collect();
+        // It waited 1 s beside its 60 steps: 0.24 s of decode became 1.24 s.
+        ds[3].seconds += 1.0;
+        let fit = fit_step_cost(&ds).unwrap();
+        assert_eq!((fit.used, fit.set_aside), (7, 1));
+        assert!((fit.cost.fixed_s - 0.004).abs() < 1e-12);
+    }
+
+    #[test]
+    fn too_few_requests_give_no_fit() {
+        let truth = StepCost {
+            fixed_s: 0.004,
+            per_running_s: 0.0,
+            per_prefill_token_s: 0.0,
+        };
+        let ds = [decode(&truth, 10.0, 1.0, 0.0), decode(&truth, 0.0, 1.0, 0.0)];
+        assert_eq!(fit_step_cost(&ds), None);
+    }
+}

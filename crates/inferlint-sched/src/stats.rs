@@ -1,0 +1,144 @@
+//! The figures a replay is judged by, made the same way from the model's requests and
+//! from the load tool's records, so that the two can be set side by side.
+
+use serde::Serialize;
+
+use crate::replay::{JobLife, Replayed};
+
+/// The `q`-th percentile (0 to 100) of `values`, interpolated linearly between the two
+/// nearest ranks: numpy's default, which `vllm bench serve` and most load tools use for
+/// the figures they print. `None` for no values.
+pub fn percentile(values: &[f64], q: f64) -> Option<f64> {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let rank = (q / 100.0).clamp(0.0, 1.0) * (v.len() - 1) as f64;
+    let (lo, hi) = (rank.floor() as usize, rank.ceil() as usize);
+    Some(v[lo] + (v[hi] - v[lo]) * (rank - lo as f64))
+}
+
+/// A run's figures: the load's latencies and throughput, and the server's evictions and
+/// running count where known.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Summary {
+    /// Requests that came back whole.
+    pub completed: usize,
+    /// Requests the server refused.
+    pub refused: usize,
+    /// Preemptions, retractions or pauses.
+    pub evictions: Option<u64>,
+    /// The most requests running at once.
+    pub peak_running: Option<f64>,
+    /// Requests running, averaged over the busy time.
+    pub mean_running: Option<f64>,
+    /// Seconds from the first send to the last end.
+    pub duration_s: Option<f64>,
+    /// Output tokens of the completed requests per second of `duration_s`.
+    pub output_tok_s: Option<f64>,
+    /// Time to first token, from the client's send: median and 99th percentile.
+    pub ttft_p50_s: Option<f64>,
+    /// See `ttft_p50_s`.
+    pub ttft_p99_s: Option<f64>,
+    /// Time per output token after the first: median and 99th percentile.
+    pub tpot_p50_s: Option<f64>,
+    /// See `tpot_p50_s`.
+    pub tpot_p99_s: Option<f64>,
+    /// Seconds from send to first scheduling (the server's queue), where known.
+    pub queue_p50_s: Option<f64>,
+    /// See `queue_p50_s`.
+    pub queue_p99_s: Option<f64>,
+}
+
+impl Summary {
+    /// The figures of requests' lives: latencies from each completed one, throughput over
+    /// the span from the first send to the last end.
+    pub fn of_lives(lives: &[JobLife]) -> Summary {
+        let done: Vec<&JobLife> = lives.iter().filter(|j| j.completed()).collect();
+        let ttft: Vec<f64> = done
+            .iter()
+            .filter_map(|j| Some(j.first_token_s? - j.sent_s))
+            .collect();
+        let tpot: Vec<f64> = done
+            .iter()
+            .filter(|j| j.output >= 2)
+            .filter_map(|j| Some((j.end_s? - j.first_token_s?) / (j.output - 1) as f64))
+            .collect();
+        let queue: Vec<f64> = done
+            .iter()
+            .filter_map(|j| Some(j.scheduled_s? - j.sent_s))
+            .collect();
+        let first = done.iter().map(|j| j.sent_s).min_by(f64::total_cmp);
+        let last = done.iter().filter_map(|j| j.end_s).max_by(f64::total_cmp);
+        let duration = first
+            .zip(last)
+            .map(|(a, b)| b - a)
+            .filter(|d| *d > 0.0);
+        let output: u64 = done.iter().map(|j| j.output).sum();
+        Summary {
+            completed: done.len(),
+            refused: lives.iter().filter(|j| j.refused).count(),
+            evictions: None,
+            peak_running: None,
+            mean_running: None,
+            duration_s: duration,
+            output_tok_s: duration.map(|d| output as f64 / d),
+            ttft_p50_s: percentile(&ttft, 50.0),
+            ttft_p99_s: percentile(&ttft, 99.0),
+            tpot_p50_s: percentile(&tpot, 50.0),
+            tpot_p99_s: percentile(&tpot, 99.0),
+            queue_p50_s: percentile(&queue, 50.0),
+            queue_p99_s: percentile(&queue, 99.0),
+        }
+    }
+
+    /// A replay's figures, with the server's side the model knows.
+    pub fn of_replay(r: &Replayed) -> Summary {
+        Summary {
+            evictions: Some(r.evictions),
+            peak_running: Some(r.peak_running as f64),
+            mean_running: Some(r.mean_running),
+            ..Summary::of_lives(&r.jobs)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_interpolate_between_ranks_as_numpy_does() {
+        // numpy.percentile([1, 2, 3, 4], 50) == 2.5; 99 -> 3 + 0.97 * (4 - 3).
+        assert_eq!(percentile(&[4.0, 1.0, 3.0, 2.0], 50.0), Some(2.5));
+        let p99 = percentile(&[1.0, 2.0, 3.0, 4.0], 99.0).unwrap();
+        assert!((p99 - 3.97).abs() < 1e-12);
+        assert_eq!(percentile(&[7.0], 99.0), Some(7.0));
+        assert_eq!(percentile(&[], 50.0), None);
+    }
+
+    #[test]
+    fn the_figures_count_completed_requests_only() {
+        let life = |sent: f64, first: f64, end: f64, output: u64| JobLife {
+            sent_s: sent,
+            scheduled_s: None,
+            first_token_s: Some(first),
+            end_s: Some(end),
+            refused: false,
+            evictions: 0,
+            prompt: 10,
+            output,
+        };
+        let mut refused = life(0.5, 0.5, 0.5, 5);
+        refused.refused = true;
+        // Two requests: TTFTs 0.1 and 0.3 s; TPOTs (1.1 - 0.1) / 10 = 0.1 and
+        // (2.3 - 0.3) / 10 = 0.2 s; 22 tokens over the 2.3 s from 0 to the last end.
+        let s = Summary::of_lives(&[life(0.0, 0.1, 1.1, 11), refused, life(0.0, 0.3, 2.3, 11)]);
+        assert_eq!((s.completed, s.refused), (2, 1));
+        assert!((s.ttft_p50_s.unwrap() - 0.2).abs() < 1e-12);
+        assert!((s.tpot_p50_s.unwrap() - 0.15).abs() < 1e-12);
+        assert!((s.output_tok_s.unwrap() - 22.0 / 2.3).abs() < 1e-12);
+        assert_eq!(s.queue_p50_s, None);
+    }
+}
