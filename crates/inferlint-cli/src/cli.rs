@@ -132,6 +132,8 @@ pub enum Command {
     Compare(CompareArgs),
     /// Runs of one setup at rising concurrency: where it stops following, the knee
     Sweep(SweepArgs),
+    /// Replay a run's own load through a model of its server, as set up and as changed
+    Whatif(WhatifArgs),
     /// Save the server's counters, with the time, to a file
     Snapshot {
         /// The server's address, e.g. http://127.0.0.1:8000
@@ -234,6 +236,24 @@ pub struct SweepArgs {
     pub runs: Vec<PathBuf>,
     #[command(flatten)]
     pub page: PageArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct WhatifArgs {
+    /// A run folder (xray's) with the load tool's per-request records
+    #[arg(value_name = "RUN")]
+    pub run: PathBuf,
+    /// A change to replay, in the engine's own setting names or the load's
+    /// (`max-num-seqs=4`, `gpu-memory-utilization=0.95`, `concurrency=16`, `rate=8`);
+    /// repeatable, all applied together
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// The load tool's saved result, when the folder holds another
+    #[arg(long, value_name = "FILE")]
+    pub bench_result: Option<PathBuf>,
+    /// The concurrency the load asked for (default: the result file's max_concurrency)
+    #[arg(long, value_name = "N", value_parser = requested_concurrency)]
+    pub requested: Option<u64>,
 }
 
 #[derive(Debug, Args)]
@@ -442,6 +462,7 @@ pub const COMMANDS: &[&str] = &[
     "explain",
     "compare",
     "sweep",
+    "whatif",
     "schema",
     "completions",
     "help",

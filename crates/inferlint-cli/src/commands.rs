@@ -118,6 +118,7 @@ pub fn dispatch(cli: &Cli) -> Result<ExitCode, CliError> {
         Command::Sweep(args) => {
             crate::compare::sweep_command(g.engine.as_deref(), args, g.json, g.strict)
         }
+        Command::Whatif(args) => crate::whatif::whatif(&mut choice, args, g.json),
         Command::Schema { which } => schema(which),
         Command::Completions { shell } => completions(shell),
     }
@@ -135,6 +136,7 @@ pub fn name(command: &Command) -> &'static str {
         Command::Series { .. } => "series",
         Command::Compare(_) => "compare",
         Command::Sweep(_) => "sweep",
+        Command::Whatif(_) => "whatif",
         Command::Snapshot { .. } => "snapshot",
         Command::Watch { .. } => "watch",
         Command::Probe { .. } => "probe",

@@ -21,6 +21,7 @@ mod report_html;
 mod run_folder;
 mod suggest;
 mod supervise;
+mod whatif;
 mod xray;
 
 fn main() {

@@ -194,6 +194,10 @@ pub struct EngineDescriptor {
     /// request id says which request it was. TensorRT-LLM 1.x's PyTorch executor:
     /// `ExecutorRequestQueue.next_request_id = max_batch_size`.
     pub request_ids_start_at_max_batch_size: bool,
+    /// How the scheduler admits and evicts: which of the replay's models stands for it.
+    pub scheduler: SchedulerKind,
+    /// The settings a replay (`whatif`) can change, each as this engine writes it.
+    pub replay_settings: &'static [(Knob, &'static str)],
     /// Where the engine counts requests it aborted, cancelled or ended with an error
     /// rather than finished: T18's ledger reads them all, the cross-check on T15 the
     /// aborted ones.
@@ -215,6 +219,49 @@ pub struct EngineDescriptor {
     /// The counters of the prompt tokens the prefix cache served (T16, and the share
     /// `compare` sets side by side).
     pub prefix_cache: Option<PrefixCacheCounters>,
+}
+
+/// How an engine's scheduler holds the KV cache and makes room, as the replay models it
+/// (`inferlint_sched::model`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchedulerKind {
+    /// Paged blocks allocated as a request grows; the newest running request is preempted
+    /// and recomputed when none is free (vLLM).
+    PagedRecompute,
+    /// A token pool with each running request's remaining output reserved at admission;
+    /// retraction when it runs out (SGLang).
+    TokenPoolRetract,
+    /// Paged blocks under a capacity policy: GUARANTEED_NO_EVICT admits only what fits at
+    /// full length, MAX_UTILIZATION pauses (TensorRT-LLM).
+    CapacityPolicy,
+}
+
+/// What a replayed change sets, whichever engine's name it goes by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Knob {
+    /// The most requests run at once.
+    MaxRunning,
+    /// The KV blocks outright.
+    Blocks,
+    /// The KV cache in bytes.
+    CacheBytes,
+    /// The pool in tokens.
+    PoolTokens,
+    /// The memory share the cache is sized from.
+    MemoryFraction,
+    /// Tokens per block or page.
+    BlockSize,
+    /// The KV cache's data type.
+    KvDtype,
+    /// The context limit.
+    MaxModelLen,
+    /// The capacity scheduler policy.
+    Policy,
+    /// The load's concurrency.
+    Concurrency,
+    /// The load's request rate, requests per second (`inf`: all at once).
+    Rate,
 }
 
 /// An info metric that states the KV cache's blocks (vLLM's `cache_config_info`): one
@@ -593,6 +640,16 @@ pub static VLLM: EngineDescriptor = EngineDescriptor {
     parallel_copies: &["data_parallel_size"],
     renamed_metrics: VLLM_RENAMES,
     request_ids_start_at_max_batch_size: false,
+    scheduler: SchedulerKind::PagedRecompute,
+    replay_settings: &[
+        (Knob::MaxRunning, "--max-num-seqs"),
+        (Knob::Blocks, "--num-gpu-blocks-override"),
+        (Knob::CacheBytes, "--kv-cache-memory-bytes"),
+        (Knob::MemoryFraction, "--gpu-memory-utilization"),
+        (Knob::BlockSize, "--block-size"),
+        (Knob::KvDtype, "--kv-cache-dtype"),
+        (Knob::MaxModelLen, "--max-model-len"),
+    ],
     // vLLM's `FinishReason` (`vllm/v1/engine/__init__.py`): `abort` for a request the
     // client dropped, `error` for one ended by an internal error (answered 500); both are
     // counted in the success counter under their own reason.
@@ -711,6 +768,14 @@ pub static SGLANG: EngineDescriptor = EngineDescriptor {
     // counter came after the retraction gauge: T1's witness rule handles that.
     renamed_metrics: &[],
     request_ids_start_at_max_batch_size: false,
+    scheduler: SchedulerKind::TokenPoolRetract,
+    replay_settings: &[
+        (Knob::MaxRunning, "--max-running-requests"),
+        (Knob::PoolTokens, "--max-total-tokens"),
+        (Knob::MemoryFraction, "--mem-fraction-static"),
+        (Knob::BlockSize, "--page-size"),
+        (Knob::MaxModelLen, "--context-length"),
+    ],
     // SGLang's metrics collector counts aborted requests apart; its request counter has
     // no reason label.
     failed_requests: &[FailedRequests {
@@ -835,6 +900,14 @@ pub static TRTLLM: EngineDescriptor = EngineDescriptor {
     // No rename of the trtllm_ metrics read here is known.
     renamed_metrics: &[],
     request_ids_start_at_max_batch_size: true,
+    scheduler: SchedulerKind::CapacityPolicy,
+    replay_settings: &[
+        (Knob::MaxRunning, "max_batch_size"),
+        (Knob::MemoryFraction, "kv_cache_config.free_gpu_memory_fraction"),
+        (Knob::BlockSize, "tokens_per_block"),
+        (Knob::MaxModelLen, "max_seq_len"),
+        (Knob::Policy, "scheduler_config.capacity_scheduler_policy"),
+    ],
     // `tensorrt_llm/metrics/collector.py`: the success counter's `finished_reason` is the
     // request's finish reason (`cancelled`, `timeout` for one that did not finish on its
     // own), and `trtllm_request_error_total` counts HTTP errors by `http_code`.

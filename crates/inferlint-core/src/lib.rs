@@ -38,6 +38,7 @@ pub mod status;
 pub mod sweep;
 #[cfg(test)]
 mod testing;
+pub mod whatif;
 
 pub use client::{ClientAccount, LoadTool};
 pub use engine::{Engine, EngineDescriptor};

@@ -7,9 +7,11 @@
 //! `seconds = fixed x n + per_running x (n x mean running) + per_prefill_token x P`
 //!
 //! where `mean running` is the running count over its decode and `P` the prompt tokens
-//! other requests prefilled meanwhile. Each completed request is one such equation; the
-//! three costs are found by least squares on the relative error (so that long requests do
-//! not outweigh short ones), none negative. A term is kept only when it lowers the error
+//! other requests prefilled meanwhile. Each completed request is one such equation,
+//! divided by its steps (seconds per token, so that long requests do not outweigh short
+//! ones and the fixed cost alone is the mean time per token); the fixed and per-request
+//! costs are found by least squares, neither negative (the prefill cost is not fitted:
+//! see [`SUBSETS`]). A term is kept only when it lowers the error
 //! clearly: a run whose running count never varied cannot tell the per-request cost from
 //! the fixed one, and the fit then says so by leaving it at zero.
 //!
@@ -39,8 +41,8 @@ pub struct Decode {
 pub struct Fit {
     /// The per-step cost.
     pub cost: StepCost,
-    /// Which terms the fit kept (`fixed` always; `per_running`, `per_prefill_token`
-    /// where they lowered the error clearly).
+    /// Which terms the fit kept (`fixed` always; `per_running` where it lowered the
+    /// error clearly).
     pub terms: Vec<&'static str>,
     /// Requests the fit used.
     pub used: usize,
@@ -56,6 +58,13 @@ pub struct Fit {
 /// The fewest requests a fit is made from.
 pub const MIN_REQUESTS: usize = 3;
 
+/// The terms tried, simplest first. The prefill term is not fitted (it stays 0): in a
+/// decode's equation the prompts prefilled meanwhile stand for every cost a new request
+/// brings (the front end's CPU, on a shared host), and on the real runs of short prompts
+/// the fit loaded all of it onto the prefill token, a third of a second for a 32-token
+/// prompt, which then made every admission that slow.
+const SUBSETS: &[&[usize]] = &[&[0], &[0, 1]];
+
 /// A term must lower the squared error by this share to be kept.
 const KEEP_TERM_GAIN: f64 = 0.10;
 
@@ -64,7 +73,10 @@ const KEEP_TERM_GAIN: f64 = 0.10;
 const SET_ASIDE_ABOVE: f64 = 0.5;
 
 /// Fits the per-step cost; `None` with fewer than [`MIN_REQUESTS`] usable requests.
-pub fn fit_step_cost(decodes: &[Decode]) -> Option<Fit> {
+/// `stalls` says whether the run may hold stalled requests (the server preempted, or its
+/// count is unknown): only then are requests far slower than the first fit set aside;
+/// in a run that preempted none, a slow request is the cost the fit must describe.
+pub fn fit_step_cost(decodes: &[Decode], stalls: bool) -> Option<Fit> {
     let usable: Vec<Decode> = decodes
         .iter()
         .copied()
@@ -89,7 +101,7 @@ pub fn fit_step_cost(decodes: &[Decode]) -> Option<Fit> {
     let kept: Vec<Decode> = usable
         .iter()
         .zip(&residuals)
-        .filter(|(_, r)| **r <= bound)
+        .filter(|(_, r)| !stalls || **r <= bound)
         .map(|(d, _)| *d)
         .collect();
     let (cost, terms, sse) = if kept.len() >= MIN_REQUESTS && kept.len() < usable.len() {
@@ -123,19 +135,25 @@ fn predict(cost: &StepCost, d: &Decode) -> f64 {
         + cost.per_prefill_token_s * d.prefill_tokens
 }
 
-/// The simplest non-negative least-squares fit within reach of the best: each extra term
-/// kept only if it lowers the relative squared error by [`KEEP_TERM_GAIN`].
+/// The simplest non-negative least-squares fit within reach of the best, on each
+/// request's seconds per token: each extra term kept only if it lowers the squared error
+/// by [`KEEP_TERM_GAIN`]. Returns the cost, its terms and the sum of squared relative
+/// errors of the decode times.
 fn best_fit(decodes: &[Decode]) -> Option<(StepCost, Vec<&'static str>, f64)> {
     let features = |d: &Decode| [d.steps, d.steps * d.mean_running, d.prefill_tokens];
     let names = ["fixed", "per_running", "per_prefill_token"];
     let mut best: Option<(StepCost, Vec<&'static str>, f64)> = None;
-    for subset in [&[0usize][..], &[0, 1], &[0, 2], &[0, 1, 2]] {
-        // Rows scaled by 1 / seconds: the error minimised is relative.
+    for subset in SUBSETS {
+        // Rows scaled by 1 / steps: each request's equation in seconds per token, every
+        // request weighing the same, so the fixed cost alone is the mean time per token.
         let rows: Vec<(Vec<f64>, f64)> = decodes
             .iter()
             .map(|d| {
                 let f = features(d);
-                (subset.iter().map(|&i| f[i] / d.seconds).collect(), 1.0)
+                (
+                    subset.iter().map(|&i| f[i] / d.steps).collect(),
+                    d.seconds / d.steps,
+                )
             })
             .collect();
         let Some(coef) = least_squares(&rows, subset.len()) else {
@@ -155,7 +173,7 @@ fn best_fit(decodes: &[Decode]) -> Option<(StepCost, Vec<&'static str>, f64)> {
         };
         let sse: f64 = decodes
             .iter()
-            .map(|d| (predict(&cost, d) / d.seconds - 1.0).powi(2))
+            .map(|d| ((predict(&cost, d) - d.seconds) / d.steps).powi(2))
             .sum();
         let terms: Vec<&'static str> = subset.iter().map(|&i| names[i]).collect();
         let better = match &best {
@@ -166,7 +184,13 @@ fn best_fit(decodes: &[Decode]) -> Option<(StepCost, Vec<&'static str>, f64)> {
             best = Some((cost, terms, sse));
         }
     }
-    best
+    best.map(|(cost, terms, _)| {
+        let relative: f64 = decodes
+            .iter()
+            .map(|d| (predict(&cost, d) / d.seconds - 1.0).powi(2))
+            .sum();
+        (cost, terms, relative)
+    })
 }
 
 /// Least squares of `rows` (features, target) for `k` unknowns, by the normal equations
@@ -200,6 +224,107 @@ fn least_squares(rows: &[(Vec<f64>, f64)], k: usize) -> Option<Vec<f64>> {
     Some((0..k).map(|i| a[i][k] / a[i][i]).collect())
 }
 
+/// The sums a per-step fit of `seconds per step = fixed + per_running x running` needs,
+/// gathered one observation at a time (a recording's consecutive readings), so that a
+/// day-long recording is fitted in constant memory and two halves read on two cores add up.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StepSums {
+    n: f64,
+    r: f64,
+    rr: f64,
+    z: f64,
+    rz: f64,
+    zz: f64,
+    r_min: f64,
+    r_max: f64,
+}
+
+impl StepSums {
+    /// One observation: `running` requests ran, each step took `seconds_per_step`.
+    pub fn add(&mut self, running: f64, seconds_per_step: f64) {
+        if !(running.is_finite() && seconds_per_step.is_finite() && seconds_per_step > 0.0) {
+            return;
+        }
+        if self.n == 0.0 {
+            (self.r_min, self.r_max) = (running, running);
+        }
+        self.n += 1.0;
+        self.r += running;
+        self.rr += running * running;
+        self.z += seconds_per_step;
+        self.rz += running * seconds_per_step;
+        self.zz += seconds_per_step * seconds_per_step;
+        self.r_min = self.r_min.min(running);
+        self.r_max = self.r_max.max(running);
+    }
+
+    /// The sums of two stretches.
+    pub fn merge(&mut self, other: &StepSums) {
+        if other.n == 0.0 {
+            return;
+        }
+        if self.n == 0.0 {
+            *self = *other;
+            return;
+        }
+        self.n += other.n;
+        self.r += other.r;
+        self.rr += other.rr;
+        self.z += other.z;
+        self.rz += other.rz;
+        self.zz += other.zz;
+        self.r_min = self.r_min.min(other.r_min);
+        self.r_max = self.r_max.max(other.r_max);
+    }
+
+    /// Observations added.
+    pub fn count(&self) -> usize {
+        self.n as usize
+    }
+
+    /// The fit: the fixed cost alone (the mean seconds per step), or with a cost per
+    /// running request where that lowers the squared error by [`KEEP_TERM_GAIN`], neither
+    /// negative; `None` with fewer than [`MIN_REQUESTS`] observations. Its error is the
+    /// root-mean-square residual over the mean seconds per step.
+    pub fn fit(&self) -> Option<Fit> {
+        if self.n < MIN_REQUESTS as f64 {
+            return None;
+        }
+        let mean_z = self.z / self.n;
+        // Fixed only: a = mean z; SSE = zz - n a^2.
+        let sse_fixed = (self.zz - self.n * mean_z * mean_z).max(0.0);
+        let mut best = (mean_z, 0.0, sse_fixed, vec!["fixed"]);
+        let det = self.n * self.rr - self.r * self.r;
+        if det > 1e-12 * self.n * self.rr.max(f64::MIN_POSITIVE) {
+            let b = (self.n * self.rz - self.r * self.z) / det;
+            let a = (self.z - b * self.r) / self.n;
+            if a > 0.0 && b >= 0.0 {
+                let sse = (self.zz - 2.0 * a * self.z - 2.0 * b * self.rz
+                    + self.n * a * a
+                    + 2.0 * a * b * self.r
+                    + b * b * self.rr)
+                    .max(0.0);
+                if sse < sse_fixed * (1.0 - KEEP_TERM_GAIN) {
+                    best = (a, b, sse, vec!["fixed", "per_running"]);
+                }
+            }
+        }
+        let (a, b, sse, terms) = best;
+        Some(Fit {
+            cost: StepCost {
+                fixed_s: a,
+                per_running_s: b,
+                per_prefill_token_s: 0.0,
+            },
+            terms,
+            used: self.count(),
+            set_aside: 0,
+            rms_relative_error: (sse / self.n).sqrt() / mean_z,
+            running_range: (self.r_min, self.r_max),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,21 +342,21 @@ mod tests {
 
     #[test]
     fn costs_that_made_the_times_are_found_again() {
-        // Decode times made exactly from 5 ms a step, 0.5 ms a running request and 20 us
-        // a prefilled token, over running counts 2 to 8 and varied prefills.
+        // Decode times made exactly from 5 ms a step and 0.5 ms a running request, over
+        // running counts 2 to 8 (the prefills beside them cost nothing).
         let truth = StepCost {
             fixed_s: 0.005,
             per_running_s: 0.0005,
-            per_prefill_token_s: 0.00002,
+            per_prefill_token_s: 0.0,
         };
         let ds: Vec<Decode> = (0..12)
             .map(|i| decode(&truth, 100.0 + i as f64, 2.0 + (i % 7) as f64, 50.0 * (i % 4) as f64))
             .collect();
-        let fit = fit_step_cost(&ds).unwrap();
+        let fit = fit_step_cost(&ds, true).unwrap();
         assert!((fit.cost.fixed_s - 0.005).abs() < 1e-9, "{fit:?}");
         assert!((fit.cost.per_running_s - 0.0005).abs() < 1e-9);
-        assert!((fit.cost.per_prefill_token_s - 0.00002).abs() < 1e-10);
-        assert_eq!(fit.terms.len(), 3);
+        assert_eq!(fit.cost.per_prefill_token_s, 0.0);
+        assert_eq!(fit.terms, vec!["fixed", "per_running"]);
         assert!(fit.rms_relative_error < 1e-9);
         assert_eq!(fit.running_range, (2.0, 8.0));
     }
@@ -246,7 +371,7 @@ mod tests {
             per_prefill_token_s: 0.0,
         };
         let ds: Vec<Decode> = (0..6).map(|i| decode(&truth, 50.0 + i as f64, 4.0, 0.0)).collect();
-        let fit = fit_step_cost(&ds).unwrap();
+        let fit = fit_step_cost(&ds, true).unwrap();
         assert_eq!(fit.terms, vec!["fixed"]);
         assert!((fit.cost.fixed_s - 0.006).abs() < 1e-12);
     }
@@ -261,9 +386,35 @@ mod tests {
         let mut ds: Vec<Decode> = (0..8).map(|i| decode(&truth, 60.0 + i as f64, 3.0, 0.0)).collect();
         // It waited 1 s beside its 60 steps: 0.24 s of decode became 1.24 s.
         ds[3].seconds += 1.0;
-        let fit = fit_step_cost(&ds).unwrap();
+        let fit = fit_step_cost(&ds, true).unwrap();
         assert_eq!((fit.used, fit.set_aside), (7, 1));
         assert!((fit.cost.fixed_s - 0.004).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_sums_fit_what_the_observations_fit_and_add_up_in_halves() {
+        // Steps of 4 ms + 1 ms a running request, at running counts 1 to 6.
+        let mut whole = StepSums::default();
+        let (mut left, mut right) = (StepSums::default(), StepSums::default());
+        for (i, r) in [1.0, 2.0, 3.0, 4.0, 5.0, 6.0].into_iter().enumerate() {
+            let z = 0.004 + 0.001 * r;
+            whole.add(r, z);
+            if i < 3 { left.add(r, z) } else { right.add(r, z) }
+        }
+        left.merge(&right);
+        assert_eq!(left, whole);
+        let fit = whole.fit().unwrap();
+        assert!((fit.cost.fixed_s - 0.004).abs() < 1e-12, "{fit:?}");
+        assert!((fit.cost.per_running_s - 0.001).abs() < 1e-12);
+        assert_eq!(fit.running_range, (1.0, 6.0));
+        // One running count only: nothing tells the two costs apart.
+        let mut flat = StepSums::default();
+        for z in [0.009, 0.011, 0.010] {
+            flat.add(4.0, z);
+        }
+        let fit = flat.fit().unwrap();
+        assert_eq!(fit.terms, vec!["fixed"]);
+        assert!((fit.cost.fixed_s - 0.010).abs() < 1e-12);
     }
 
     #[test]
@@ -274,6 +425,6 @@ mod tests {
             per_prefill_token_s: 0.0,
         };
         let ds = [decode(&truth, 10.0, 1.0, 0.0), decode(&truth, 0.0, 1.0, 0.0)];
-        assert_eq!(fit_step_cost(&ds), None);
+        assert_eq!(fit_step_cost(&ds, true), None);
     }
 }

@@ -55,6 +55,9 @@ pub struct Workload {
     /// The server's context limit: a request whose prompt and output exceed it is
     /// refused when it arrives.
     pub max_model_len: Option<u64>,
+    /// Seconds from the client's send to the scheduler's seeing the request: the HTTP
+    /// front end, tokenising, the hand-over to the engine core. Fitted on the run.
+    pub front_s: f64,
 }
 
 /// One request's life in the replay, seconds on the model's clock (0 at the first send).
@@ -108,6 +111,7 @@ const MAX_STEPS: u64 = 50_000_000;
 pub fn replay(model: EngineModel, cost: StepCost, workload: &Workload) -> Replayed {
     let mut s = Scheduler::new(model, cost);
     let n = workload.jobs.len();
+    let front = workload.front_s.max(0.0);
     let mut lives: Vec<JobLife> = workload
         .jobs
         .iter()
@@ -122,15 +126,18 @@ pub fn replay(model: EngineModel, cost: StepCost, workload: &Workload) -> Replay
             output: j.output.max(1),
         })
         .collect();
-    // The scheduler's index of each job sent to it.
+    // The scheduler's index of each job it was handed.
     let mut sched_index: Vec<Option<usize>> = vec![None; n];
+    // Sent by the client, not yet at the server: (arrival time, job), in sending order,
+    // which is arrival order since every request takes the same `front` to arrive.
+    let mut in_transit: std::collections::VecDeque<(f64, usize)> = Default::default();
     let mut blocked = vec![false; n];
     let mut next = 0usize;
     let mut outstanding = 0usize;
     let (mut peak, mut busy_s, mut running_s, mut steps) = (0usize, 0.0f64, 0.0f64, 0u64);
     loop {
         let now = s.now();
-        // Send every request the client would send by now.
+        // The client sends every request it would send by now.
         while next < n {
             let job = workload.jobs[next];
             let limit = match workload.arrivals {
@@ -151,25 +158,34 @@ pub fn replay(model: EngineModel, cost: StepCost, workload: &Workload) -> Replay
                 Arrivals::Timed { .. } if !blocked[next] => job.due_s,
                 _ => now,
             };
-            let life = &mut lives[next];
-            life.sent_s = sent;
+            lives[next].sent_s = sent;
             let too_long = workload
                 .max_model_len
                 .is_some_and(|len| job.prompt + job.output.max(1) > len);
-            match (!too_long)
-                .then(|| s.submit_cached(job.prompt, job.output, job.cached))
-                .flatten()
-            {
-                Some(index) => {
-                    sched_index[next] = Some(index);
-                    outstanding += 1;
-                }
-                None => {
-                    life.refused = true;
-                    life.end_s = Some(sent);
-                }
+            if too_long {
+                lives[next].refused = true;
+                lives[next].end_s = Some(sent + front);
+            } else {
+                in_transit.push_back((sent + front, next));
+                outstanding += 1;
             }
             next += 1;
+        }
+        // The server takes in every request that has reached it.
+        while let Some(&(at, job)) = in_transit.front() {
+            if at > now {
+                break;
+            }
+            in_transit.pop_front();
+            let j = workload.jobs[job];
+            match s.submit_cached(j.prompt, j.output, j.cached) {
+                Some(index) => sched_index[job] = Some(index),
+                None => {
+                    lives[job].refused = true;
+                    lives[job].end_s = Some(now);
+                    outstanding -= 1;
+                }
+            }
         }
         let before = s.state();
         match s.step() {
@@ -184,12 +200,18 @@ pub fn replay(model: EngineModel, cost: StepCost, workload: &Workload) -> Replay
                     break;
                 }
             }
-            None if next < n && workload.jobs[next].due_s > now => {
-                // Idle until the next request is due.
-                s.advance_idle(workload.jobs[next].due_s);
+            None => {
+                // Idle until the next request reaches the server or is due to be sent.
+                let arriving = in_transit.front().map(|(at, _)| *at);
+                let due = (next < n)
+                    .then(|| workload.jobs[next].due_s)
+                    .filter(|d| *d > now && matches!(workload.arrivals, Arrivals::Timed { .. }));
+                match arriving.into_iter().chain(due).min_by(f64::total_cmp) {
+                    Some(t) if t > now => s.advance_idle(t),
+                    // Nothing more can happen: the load is over.
+                    _ => break,
+                }
             }
-            // Idle with nothing more the client can send: the load is over.
-            None => break,
         }
     }
     for (life, index) in lives.iter_mut().zip(&sched_index) {
@@ -200,7 +222,7 @@ pub fn replay(model: EngineModel, cost: StepCost, workload: &Workload) -> Replay
             life.refused = r.rejected;
             life.evictions = r.evictions;
             if r.rejected {
-                life.end_s = Some(life.sent_s);
+                life.end_s = Some(r.arrived_at);
             }
         }
     }
@@ -260,6 +282,7 @@ mod tests {
             jobs: jobs(4, 15, 10),
             arrivals: Arrivals::Closed { concurrency: 2 },
             max_model_len: None,
+            front_s: 0.0,
         };
         let r = replay(vllm(1000, 256), FLAT, &w);
         assert_eq!(r.evictions, 0);
@@ -281,6 +304,7 @@ mod tests {
             jobs: jobs(8, 15, 33),
             arrivals: Arrivals::Closed { concurrency: 8 },
             max_model_len: None,
+            front_s: 0.0,
         };
         let crowded = replay(vllm(10, 256), FLAT, &w);
         assert!(crowded.evictions > 0);
@@ -303,6 +327,7 @@ mod tests {
                 max_outstanding: Some(1),
             },
             max_model_len: None,
+            front_s: 0.0,
         };
         let r = replay(vllm(1000, 256), FLAT, &w);
         assert!((r.jobs[1].sent_s - 0.1).abs() < 1e-9);
@@ -318,10 +343,31 @@ mod tests {
             jobs: js,
             arrivals: Arrivals::Closed { concurrency: 2 },
             max_model_len: Some(64),
+            front_s: 0.0,
         };
         let r = replay(vllm(1000, 256), FLAT, &w);
         assert!(r.jobs[0].completed());
         assert!(r.jobs[1].refused && !r.jobs[1].completed());
         assert_eq!(r.jobs[1].end_s, Some(0.0));
+    }
+
+    #[test]
+    fn the_front_ends_delay_reaches_every_request_and_the_next_send_waits_for_the_end() {
+        // 50 ms from send to the scheduler: the first pair arrives at 0.05, takes 10
+        // steps of 10 ms (ends 0.15); the second pair is sent then and ends at 0.30.
+        let w = Workload {
+            jobs: jobs(4, 15, 10),
+            arrivals: Arrivals::Closed { concurrency: 2 },
+            max_model_len: None,
+            front_s: 0.05,
+        };
+        let r = replay(vllm(1000, 256), FLAT, &w);
+        let ends: Vec<f64> = r.jobs.iter().map(|j| j.end_s.unwrap()).collect();
+        for (end, want) in ends.iter().zip([0.15, 0.15, 0.30, 0.30]) {
+            assert!((end - want).abs() < 1e-9, "{ends:?}");
+        }
+        assert!((r.jobs[2].scheduled_s.unwrap() - 0.20).abs() < 1e-9);
+        // TTFT from the send: the 50 ms in transit and the one prefill step.
+        assert!((r.jobs[0].first_token_s.unwrap() - r.jobs[0].sent_s - 0.06).abs() < 1e-9);
     }
 }

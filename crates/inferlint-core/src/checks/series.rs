@@ -6,6 +6,7 @@
 //! (peaks, the distinct KV readings, and the distinct (running, usage) pairs of busy
 //! samples with their counts). Real recordings have a few hundred distinct pairs at most.
 
+use inferlint_sched::fit::StepSums;
 use std::collections::{BTreeSet, HashMap};
 
 use crate::checks::flight::FlightStats;
@@ -29,6 +30,10 @@ pub const MIN_DISTINCT_READINGS: usize = 5;
 /// are read around one scrape, and they drift apart by parts per million, so a second is
 /// no drift: it is the tolerance T10 gives the snapshots' two clocks.
 pub const WALL_STEP_TOLERANCE_S: f64 = 1.0;
+
+/// Two readings further apart than this (a gap in the recording) tell nothing of how the
+/// server stepped between them.
+pub const STEPPING_PAIR_AT_MOST_S: f64 = 2.0;
 
 /// The wall clock stepping while the monotonic clock ran on, between consecutive samples
 /// that both carry a monotonic stamp. Time in the recording is then judged on the
@@ -221,6 +226,9 @@ pub struct SeriesStats {
     busy_dt_mono: f64,
     busy_running_dt_wall: f64,
     busy_dt_wall: f64,
+    /// The server's seconds per step against its running count, between readings: what
+    /// `whatif` fits its per-step cost on.
+    pub stepping: StepSums,
 }
 
 impl SeriesStats {
@@ -316,6 +324,7 @@ impl SeriesStats {
                 }
             }
         }
+        self.stepping_pair(prev, sample);
         if let Some(r) = prev.running.filter(|r| *r > 0.0) {
             let dt_wall = sample.t_wall - prev.t_wall;
             self.busy_running_dt_wall += r * dt_wall;
@@ -325,6 +334,28 @@ impl SeriesStats {
                 self.busy_running_dt_mono += r * dt;
                 self.busy_dt_mono += dt;
             }
+        }
+    }
+
+    /// The server's stepping between two readings with requests running at both: `g`
+    /// tokens generated while `r` ran (the earlier reading's count) took `g / r` steps,
+    /// each step giving each running request one token. Pairs across a gap (more than
+    /// [`STEPPING_PAIR_AT_MOST_S`] apart), a restart (the counter going back) or with
+    /// nothing generated say nothing.
+    fn stepping_pair(&mut self, prev: &SeriesSample, sample: &SeriesSample) {
+        let (Some(r0), Some(r1)) = (prev.running, sample.running) else {
+            return;
+        };
+        let (Some(g0), Some(g1)) = (prev.generation_tokens, sample.generation_tokens) else {
+            return;
+        };
+        let dt = match (prev.t_mono_ns, sample.t_mono_ns) {
+            (Some(a), Some(b)) => (b - a) as f64 / 1e9,
+            _ => sample.t_wall - prev.t_wall,
+        };
+        let tokens = g1 - g0;
+        if r0 >= 1.0 && r1 >= 1.0 && dt > 0.0 && dt <= STEPPING_PAIR_AT_MOST_S && tokens > 0.0 {
+            self.stepping.add(r0, dt * r0 / tokens);
         }
     }
 
@@ -395,6 +426,7 @@ impl SeriesStats {
         self.busy_dt_mono += right.busy_dt_mono;
         self.busy_running_dt_wall += right.busy_running_dt_wall;
         self.busy_dt_wall += right.busy_dt_wall;
+        self.stepping.merge(&right.stepping);
         self.previous = right.previous;
         self
     }

@@ -1,0 +1,211 @@
+//! `whatif`: a run folder read as `report` reads it, its load replayed by core's
+//! [`inferlint_core::whatif`] as the server was set up and as `--set` changes it, the
+//! figures printed side by side.
+
+use inferlint_core::whatif::{self, Baseline, Errors, FitFrom, Prediction};
+use inferlint_engines::load::{self, shown, EngineChoice};
+use inferlint_sched::replay::Arrivals;
+use inferlint_sched::stats::Summary;
+
+use crate::cli::WhatifArgs;
+use crate::exit::{CliError, ExitCode};
+use crate::loaded::noted;
+use crate::output;
+
+pub(crate) fn whatif(
+    choice: &mut EngineChoice,
+    args: &WhatifArgs,
+    json: bool,
+) -> Result<ExitCode, CliError> {
+    let mut found = load::find_run(&args.run)?;
+    if let Some(bench) = &args.bench_result {
+        found.bench = Some(bench.clone());
+        found.bench_candidates.clear();
+    }
+    let model = noted(choice, |c| load::load_run(c, &found, args.requested, None))?;
+    let run = inferlint::Run::from_model(model, &load::given(&found), None)?;
+    let run = run.model();
+    // The changes are parsed before the model is built: a mistyped key is the command
+    // line's error (64), whatever the run holds.
+    let changes = args
+        .set
+        .iter()
+        .map(|text| whatif::change::parse(run.engine.engine, text).map_err(CliError::usage))
+        .collect::<Result<Vec<_>, _>>()?;
+    let baseline = match whatif::baseline(run) {
+        Ok(b) => b,
+        Err(why) => {
+            return Err(CliError::Undecided(format!(
+                "whatif: the replay cannot speak for this run: {why}"
+            )))
+        }
+    };
+    let prediction = if changes.is_empty() {
+        None
+    } else {
+        Some(
+            baseline
+                .predict(&changes)
+                .map_err(|why| CliError::usage(format!("whatif: {why}")))?,
+        )
+    };
+    let text = if json {
+        let value = serde_json::json!({
+            "run": shown(&args.run),
+            "baseline": baseline,
+            "prediction": prediction,
+        });
+        format!("{}\n", serde_json::to_string_pretty(&value).expect("plain data"))
+    } else {
+        terminal(&shown(&args.run), &baseline, prediction.as_ref())
+    };
+    output::print(&text).map_err(|e| CliError::cannot_write(format!("cannot write the output: {e}")))?;
+    Ok(ExitCode::Passed)
+}
+
+fn arrivals_words(a: &Arrivals) -> String {
+    match a {
+        Arrivals::Closed { concurrency } => format!("{concurrency} at a time in a closed loop"),
+        Arrivals::Timed {
+            max_outstanding: Some(m),
+        } => format!("at their own times, at most {m} at a time"),
+        Arrivals::Timed {
+            max_outstanding: None,
+        } => "at their own times".to_owned(),
+    }
+}
+
+fn ms(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{s:.2} s")
+    } else {
+        format!("{:.1} ms", s * 1000.0)
+    }
+}
+
+/// The figures as rows: a name, how to show one value, the value in each summary, and the
+/// model's error on that figure (the band of a prediction).
+type Row<'a> = (&'static str, fn(f64) -> String, fn(&Summary) -> Option<f64>, Option<f64>);
+
+fn rows(error: &Errors) -> Vec<Row<'_>> {
+    let count = |v: f64| format!("{v:.0}");
+    vec![
+        ("preemptions", count, |s| s.evictions.map(|e| e as f64), None),
+        ("peak running", count, |s| s.peak_running, None),
+        ("mean running", |v| format!("{v:.1}"), |s| s.mean_running, None),
+        ("refused", count, |s| Some(s.refused as f64), None),
+        ("output tok/s", |v| format!("{v:.1}"), |s| s.output_tok_s, error.output_tok_s),
+        ("TTFT p50", ms, |s| s.ttft_p50_s, error.ttft_p50),
+        ("TTFT p99", ms, |s| s.ttft_p99_s, error.ttft_p99),
+        ("TPOT p50", ms, |s| s.tpot_p50_s, error.tpot_p50),
+        ("TPOT p99", ms, |s| s.tpot_p99_s, error.tpot_p99),
+        ("server queue p50", ms, |s| s.queue_p50_s, None),
+        ("server queue p99", ms, |s| s.queue_p99_s, None),
+    ]
+}
+
+fn terminal(run: &str, b: &Baseline, p: Option<&Prediction>) -> String {
+    let mut out = format!(
+        "What if: {run} ({}, {}: {} requests, {})\n",
+        b.engine,
+        b.tool,
+        b.requests,
+        arrivals_words(&b.arrivals)
+    );
+    out.push_str(&format!("The server as the model holds it: {}\n", b.setup_words));
+    for line in &b.setup.read {
+        out.push_str(&format!("  {line}\n"));
+    }
+    if let Some(share) = b.prefix_hit_share.filter(|s| *s > 0.0) {
+        out.push_str(&format!(
+            "  {:.0}% of prompt tokens served by the prefix cache, replayed as cached\n",
+            share * 100.0
+        ));
+    }
+    for left in &b.left_out {
+        out.push_str(&format!("  left out: {left}\n"));
+    }
+    let f = &b.fit;
+    out.push_str(&format!(
+        "Per-step cost, fitted on {}: {} a step + {} a running request; rms error {:.0}%{}\n",
+        match b.fit_from {
+            FitFrom::ServerSeries => format!(
+                "the server's recording ({} pairs of readings, its token counter against its running gauge)",
+                f.used
+            ),
+            FitFrom::Requests => format!(
+                "{} of {} requests' time per token{}",
+                f.used,
+                f.used + f.set_aside,
+                if f.set_aside > 0 {
+                    format!(" ({} set aside as far slower: preempted or stalled)", f.set_aside)
+                } else {
+                    String::new()
+                }
+            ),
+        },
+        ms(f.cost.fixed_s),
+        ms(f.cost.per_running_s),
+        f.rms_relative_error * 100.0,
+        if f.terms.contains(&"per_running") {
+            format!("; running {:.1} to {:.1} in the run", f.running_range.0, f.running_range.1)
+        } else {
+            "; the running count did not vary enough to measure a cost per running request".to_owned()
+        }
+    ));
+    out.push_str(&format!(
+        "From send to the scheduler (the front end), fitted on the TTFTs: {}\n",
+        ms(b.front_s)
+    ));
+    if let Some(p) = p {
+        for applied in &p.applied {
+            out.push_str(&format!("Change: {applied}\n"));
+        }
+    }
+    out.push('\n');
+    let mut table = vec![vec![
+        String::new(),
+        "measured".to_owned(),
+        "model, as run".to_owned(),
+    ]];
+    if p.is_some() {
+        table[0].push("with the change".to_owned());
+    }
+    for (name, show, get, band) in rows(&b.error) {
+        let cell = |v: Option<f64>| v.map_or("-".to_owned(), show);
+        let mut row = vec![
+            name.to_owned(),
+            cell(get(&b.measured)),
+            match (get(&b.as_run), band) {
+                (Some(v), Some(e)) => format!("{} ({})", show(v), whatif::signed_percent(e)),
+                (v, _) => cell(v),
+            },
+        ];
+        if let Some(p) = p {
+            row.push(match (get(&p.predicted), band) {
+                (Some(v), Some(e)) => format!("{} ±{:.0}%", show(v), e.abs() * 100.0),
+                (v, _) => cell(v),
+            });
+        }
+        table.push(row);
+    }
+    let widths: Vec<usize> = (0..table[0].len())
+        .map(|i| table.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    for row in &table {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            if i == 0 {
+                line.push_str(&format!("{cell:<w$}", w = widths[0]));
+            } else {
+                line.push_str(&format!("  {cell:>w$}", w = widths[i]));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out.push_str(
+        "\nThe model's error on the run as it ran (in brackets) is the band each prediction carries.\n",
+    );
+    out
+}
