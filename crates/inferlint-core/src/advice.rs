@@ -13,15 +13,14 @@
 use serde_json::Value;
 
 use crate::checks::counters::counter_summary;
+pub use crate::facts::{block_size, hybrid, tuning_withheld, BlockFrom, HYBRID_BLOCK_ABOVE};
 use crate::engine::{EngineDescriptor, NoEviction, Setting};
 use crate::fmt;
 use crate::model::{BootFacts, PyValue};
 use crate::run::model::Run;
+use crate::replayed::{self, Replay};
+use crate::whatif;
 use crate::status::{CheckResult, Status, Tripwire};
-
-/// A model whose attention block is larger than this pads its KV pages to a Mamba (or
-/// linear-attention) state, so tokens-per-request arithmetic says nothing about it.
-pub const HYBRID_BLOCK_ABOVE: u64 = 64;
 
 /// What the KV cache is counted in.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
@@ -198,12 +197,39 @@ impl Capacity {
     fn memory_cure(&self, engine: &EngineDescriptor, boot: Option<&BootFacts>, need: f64) -> Cure {
         match self.no_more_memory(engine, need) {
             Some(no) => Cure::NoMoreMemory(no),
-            None => Cure::Raise(format!(
-                "{}{}",
-                raise(boot, memory_setting(engine, boot)),
-                self.more_memory(need)
-            )),
+            None => match self.cache_bytes_for(engine, boot, need) {
+                Some((now, target)) => Cure::Raise(format!(
+                    "raise {} from {now} to {target}",
+                    memory_setting(engine, boot).shown()
+                )),
+                None => Cure::Raise(format!(
+                    "{}{}",
+                    raise(boot, memory_setting(engine, boot)),
+                    self.more_memory(need)
+                )),
+            },
         }
+    }
+
+    /// Where the boot log shows the cache was sized outright in bytes (vLLM's
+    /// `--kv-cache-memory-bytes`): that size now, and the size that holds `need` usable
+    /// blocks, at the bytes a block takes now (the engine's held-back blocks counted in
+    /// both, since the bytes pay for them too).
+    fn cache_bytes_for(
+        &self,
+        engine: &EngineDescriptor,
+        boot: Option<&BootFacts>,
+        need: f64,
+    ) -> Option<(u64, u64)> {
+        let size = engine.tuning.cache_size.as_ref()?;
+        let now: u64 = printed(boot, size)?.parse().ok()?;
+        let Unit::Blocks { usable, .. } = self.unit else {
+            return None;
+        };
+        let held = engine.cache_info.map_or(0, |i| i.null_blocks);
+        let per_block = now as f64 / (usable + held) as f64;
+        let target = (per_block * (need.ceil() + held as f64)).ceil() as u64;
+        (target > now).then_some((now, target))
     }
 
     /// GiB more the KV cache needs for `need` units, when the memory it has is known.
@@ -371,96 +397,28 @@ pub fn tokens_per_request(run: &Run) -> Option<(f64, f64)> {
     })
 }
 
-/// Where a run's KV block size was read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BlockFrom {
-    /// The boot log printed it (a page size, or the attention block size).
-    BootLog,
-    /// The readings' info metric states it (vLLM's `vllm:cache_config_info`
-    /// `block_size`).
-    Readings,
-    /// Neither did: the engine's documented default.
-    EngineDefault,
-}
-
-/// The KV block size requests are allocated in: the page size, else the attention block
-/// size the boot log printed, else the one the readings' cache info states, else the
-/// engine's default (with a boot log to show it was not changed). vLLM prints no block size unless it changes it, and its default is
-/// not one number: 16 on GPUs, 128 on its CPU build (0.32), which says so only in
-/// `vllm:cache_config_info`.
-pub fn block_size(run: &Run) -> Option<(u64, BlockFrom)> {
-    let boot = run.last_boot();
-    let printed = boot
-        .and_then(|b| b.page_size.or(b.attention_block_size))
-        .map(|b| (b, BlockFrom::BootLog));
-    let stated = || {
-        let info = run.engine.cache_info?;
-        run.info_label(info.metric, info.block_size_label)?
-            .trim()
-            .parse::<u64>()
-            .ok()
-            .map(|b| (b, BlockFrom::Readings))
-    };
-    printed
-        .or_else(stated)
-        .or_else(|| {
-            // The default stands for a server whose boot log shows it changed nothing.
-            boot?;
-            run.engine
-                .default_block_size
-                .map(|b| (b, BlockFrom::EngineDefault))
-        })
-        .filter(|(b, _)| *b > 0)
-}
-
-/// A hybrid (attention plus Mamba) model: its cache holds per-request state as well as
-/// tokens, so the tokens-per-request arithmetic does not describe it.
-pub fn hybrid(boot: &BootFacts) -> bool {
-    boot.running_cap_reason.is_some()
-        || boot
-            .attention_block_size
-            .is_some_and(|s| s > HYBRID_BLOCK_ABOVE)
-}
-
-/// Why no setting of this run's can be advised from its numbers, if none can: the server
-/// restarted between the readings, the boot logs are of different versions, or another
-/// process shared the GPU (T21). The numbers then describe no one setup.
-pub fn tuning_withheld(run: &Run, results: &[CheckResult]) -> Option<String> {
-    if let (Some(before), Some(after)) = (&run.before, &run.after) {
-        if crate::checks::counters::restart_between(before, after).is_some() {
-            return Some("the server restarted between the readings".to_owned());
-        }
-    }
-    let mut versions: Vec<&str> = run
-        .boots
-        .iter()
-        .filter_map(|(_, b)| b.version.as_deref())
-        .collect();
-    versions.dedup();
-    if versions.len() > 1 {
-        return Some(format!(
-            "the boot logs are of different versions ({})",
-            versions.join(", ")
-        ));
-    }
-    results
-        .iter()
-        .any(|r| r.tripwire == Tripwire::T21 && r.status == Status::Fail)
-        .then(|| "another process shared the GPU (T21)".to_owned())
-}
-
 /// Attaches each result's advice. Tuning advice (T1, T8, T9) is withheld where
-/// [`tuning_withheld`] says the numbers describe no one setup.
+/// [`tuning_withheld`] says the numbers describe no one setup; where the replay can speak
+/// for the run ([`Replay`]), each of its cures is replayed first, given only where the
+/// replay says it removes the trap, and carries the replay's prediction.
 pub fn attach(run: &Run, results: &mut [CheckResult]) {
     let capacity = capacity(run, results);
     let withheld = tuning_withheld(run, results).is_some();
+    let tuned = |r: &CheckResult| matches!(r.tripwire, Tripwire::T1 | Tripwire::T8 | Tripwire::T9);
+    // The replay is made only for a run whose tuning advice it would check.
+    let replay = (!withheld
+        && results
+            .iter()
+            .any(|r| tuned(r) && matches!(r.status, Status::Fail | Status::Warn)))
+    .then(|| Replay::of(run))
+    .flatten();
     let advice: Vec<Vec<String>> = results
         .iter()
         .map(|r| {
-            if withheld && matches!(r.tripwire, Tripwire::T1 | Tripwire::T8 | Tripwire::T9) {
+            if withheld && tuned(r) {
                 Vec::new()
             } else {
-                advice_for(run, r, capacity.as_ref())
+                advice_for(run, r, capacity.as_ref(), replay.as_ref())
             }
         })
         .collect();
@@ -469,8 +427,13 @@ pub fn attach(run: &Run, results: &mut [CheckResult]) {
     }
 }
 
-/// The advice for one result.
-pub fn advice_for(run: &Run, result: &CheckResult, capacity: Option<&Capacity>) -> Vec<String> {
+/// The advice for one result; `replay` checks the tuning advice's cures where given.
+pub fn advice_for(
+    run: &Run,
+    result: &CheckResult,
+    capacity: Option<&Capacity>,
+    replay: Option<&Replay>,
+) -> Vec<String> {
     let engine = run.engine;
     let boot = run.last_boot();
     let number = |key: &str| result.evidence.get(key).and_then(Value::as_f64);
@@ -480,28 +443,48 @@ pub fn advice_for(run: &Run, result: &CheckResult, capacity: Option<&Capacity>) 
             else {
                 return Vec::new();
             };
-            concurrency_advice(engine, boot, requested as u64, peak, capacity)
+            concurrency_advice(engine, boot, requested as u64, peak, capacity, replay)
                 .into_iter()
                 .collect()
         }
         (Tripwire::T1, Status::Fail) if number("preemptions").is_none_or(|k| k > 0.0) => {
-            vec![eviction_advice(engine, boot, capacity)]
+            vec![eviction_advice(engine, boot, capacity, replay)]
         }
         (Tripwire::T9, Status::Warn) if !engine.gauges_lag => {
             let (Some(lo), Some(hi)) = (number("ceiling_min"), number("ceiling_max")) else {
                 return Vec::new();
             };
-            // The cap that keeps every request at full length, as T1's advice gives it.
+            // The cap that keeps every request at full length, as T1's advice gives it,
+            // lowered further where the replay says that one still preempts.
             let cap = capacity
                 .filter(|c| c.fit_full > 0)
                 .map_or(lo, |c| c.fit_full as f64);
-            vec![format!(
-                "for one concurrency through the whole run, cap {} at {}, the most that fit at full length; otherwise report this run's concurrency as {} to {}",
-                engine.tuning.max_running.shown(),
-                fmt::g(cap),
+            let report = format!(
+                "report this run's concurrency as {} to {}",
                 fmt::g(lo),
                 fmt::g(hi)
-            )]
+            );
+            let capped = match replay {
+                None => Some((cap, String::new())),
+                Some(r) => r
+                    .largest_limit_without_evictions(cap.max(1.0) as u64)
+                    .map(|(n, p)| (n as f64, r.note(&p))),
+            };
+            vec![match capped {
+                Some((n, note)) => format!(
+                    "for one concurrency through the whole run, cap {} at {}{}{note}; otherwise {report}",
+                    engine.tuning.max_running.shown(),
+                    fmt::g(n),
+                    if n == cap {
+                        ", the most that fit at full length"
+                    } else {
+                        ", the most the replay of this run's load runs without eviction"
+                    }
+                ),
+                None => format!(
+                    "{report}: the replay of this run's load finds no running limit that keeps one concurrency through the run"
+                ),
+            }]
         }
         (Tripwire::T18 | Tripwire::T20, _) => crate::checks::ledger::advice(result),
         (Tripwire::T16, Status::Warn) => engine
@@ -570,15 +553,16 @@ fn raise(boot: Option<&BootFacts>, setting: &Setting) -> String {
 }
 
 /// Why the server ran fewer at once than the load sent, and what to change: a running
-/// limit below the load, else a KV cache too small for it.
+/// limit below the load, else a KV cache too small for it. With `replay`, each cure is
+/// given only where the replay runs the load's concurrency with it.
 fn concurrency_advice(
     engine: &EngineDescriptor,
     boot: Option<&BootFacts>,
     requested: u64,
     peak: f64,
     capacity: Option<&Capacity>,
+    replay: Option<&Replay>,
 ) -> Option<String> {
-    let tuning = &engine.tuning;
     if let Some(cap) = boot.and_then(|b| b.running_cap).filter(|c| *c < requested) {
         if peak >= cap as f64 {
             let facts = boot?;
@@ -594,10 +578,7 @@ fn concurrency_advice(
                     engine.name,
                     raise(boot, memory_setting(engine, boot))
                 ),
-                _ => format!(
-                    "raise {} from {cap} to {requested}, or ask for {cap}",
-                    tuning.max_running.shown()
-                ),
+                _ => running_cap_advice(engine, cap, requested, replay),
             });
         }
     }
@@ -628,14 +609,30 @@ fn concurrency_advice(
             c.full_words()
         )
     };
-    let (cure, or) = match c.memory_cure(engine, boot, need) {
-        Cure::Raise(text) => (text, ", or"),
-        Cure::NoMoreMemory(text) => (text, "; or"),
+    let (cure, or) = match (c.memory_cure(engine, boot, need), replay) {
+        (Cure::Raise(text), None) => (text, ", or"),
+        (Cure::Raise(_), Some(r)) => match replayed_pool(c, r, need, replayed::runs(requested)) {
+            Some((units, note)) => match c.memory_cure(engine, boot, units) {
+                Cure::Raise(text) => (format!("{text}{note}"), ", or"),
+                Cure::NoMoreMemory(text) => (text, "; or"),
+            },
+            None => (
+                format!(
+                    "the replay of this run's load runs {requested} at once with no cache up to {} times this one",
+                    replayed::POOL_SEARCH_FACTOR
+                ),
+                "; or",
+            ),
+        },
+        (Cure::NoMoreMemory(text), _) => (text, "; or"),
     };
-    let ask = if c.fit_full > 0 {
-        format!("{or} ask for {}", c.fit_full)
-    } else {
-        String::new()
+    let ask = match (c.fit_full, replay) {
+        (0, _) => String::new(),
+        (n, None) => format!("{or} ask for {n}"),
+        (n, Some(r)) => match r.largest_calm(n, |k| r.concurrency(k)) {
+            Some((k, p)) => format!("{or} ask for {k}{}", r.note(&p)),
+            None => String::new(),
+        },
     };
     Some(format!(
         "{holds}; {requested} need about {}: {cure}{ask}",
@@ -643,12 +640,63 @@ fn concurrency_advice(
     ))
 }
 
+/// The cache the replay says meets `good`, at least `need` of the capacity's units: in
+/// those units, with the replay's note. The replay counts a pool in its own units (a
+/// token pool's tokens may be blocks to it), so the two are scaled by what each holds.
+fn replayed_pool(
+    c: &Capacity,
+    r: &Replay,
+    need: f64,
+    good: impl Fn(&whatif::Prediction) -> bool,
+) -> Option<(f64, String)> {
+    let scale = r.usable_units() as f64 / c.have();
+    if !(scale.is_finite() && scale > 0.0) {
+        return None;
+    }
+    let (units, p) = r.smallest_pool((need * scale).ceil() as u64, good)?;
+    Some((units as f64 / scale, r.note(&p)))
+}
+
+/// `raise --max-num-seqs from 2 to 8, or ask for 2`, each cure replayed where the replay
+/// can speak for the run.
+fn running_cap_advice(
+    engine: &EngineDescriptor,
+    cap: u64,
+    requested: u64,
+    replay: Option<&Replay>,
+) -> String {
+    let setting = engine.tuning.max_running.shown();
+    let Some(r) = replay else {
+        return format!("raise {setting} from {cap} to {requested}, or ask for {cap}");
+    };
+    let ask = r
+        .concurrency(cap)
+        .map(|p| format!("ask for {cap}{}", r.note(&p)))
+        .unwrap_or_else(|| format!("ask for {cap}"));
+    match r.running_limit(requested) {
+        Some(p) if replayed::runs(requested)(&p) => {
+            format!(
+                "raise {setting} from {cap} to {requested}{}, or {ask}",
+                r.note(&p)
+            )
+        }
+        Some(p) => format!(
+            "{ask}; raising {setting} to {requested} would not run them all{}",
+            r.note(&p)
+        ),
+        None => format!("raise {setting} from {cap} to {requested}, or {ask}"),
+    }
+}
+
 /// How to stop evictions, in the engine's own setting, with the run's numbers when the
-/// load is known against the cache.
+/// load is known against the cache. With `replay`, a running limit is lowered as far as
+/// the replay says stops them, a cache grown to the size it says suffices, and a cure it
+/// says would not stop them is left out.
 fn eviction_advice(
     engine: &EngineDescriptor,
     boot: Option<&BootFacts>,
     capacity: Option<&Capacity>,
+    replay: Option<&Replay>,
 ) -> String {
     let tuning = &engine.tuning;
     let fits = capacity.filter(|c| c.fit_full < c.requested && c.fit_full > 0);
@@ -659,19 +707,69 @@ fn eviction_advice(
             c.full_words()
         )
     };
+    // `lower X to N`, with N the replay's where it differs from the arithmetic's.
+    let lower = |c: &Capacity| -> Option<String> {
+        let Some(r) = replay else {
+            return Some(format!(
+                "lower {} to {} so that none is {}",
+                tuning.max_running.shown(),
+                c.fit_full,
+                preempted(engine)
+            ));
+        };
+        let (n, p) = r.largest_limit_without_evictions(c.fit_full)?;
+        let why = if n == c.fit_full {
+            format!("so that none is {}", preempted(engine))
+        } else {
+            format!(
+                "(the replay of this run's load still has {} {} at {})",
+                r.running_limit(c.fit_full)
+                    .and_then(|p| p.predicted.evictions)
+                    .map_or("some".to_owned(), |e| e.to_string()),
+                preempted(engine),
+                c.fit_full
+            )
+        };
+        Some(format!(
+            "lower {} to {n} {why}{}",
+            tuning.max_running.shown(),
+            r.note(&p)
+        ))
+    };
     match tuning.no_eviction {
         NoEviction::LowerRunningLimit => match fits {
             Some(c) => {
-                let lower = format!(
-                    "{}: lower {} to {} so that none is {}",
-                    full_length(c),
-                    tuning.max_running.shown(),
-                    c.fit_full,
-                    preempted(engine)
-                );
-                match c.memory_cure(engine, boot, c.requested as f64 * c.per_request_full) {
-                    Cure::Raise(raise) => format!("{lower}, or {raise}"),
-                    Cure::NoMoreMemory(why) => format!("{lower}; {why}"),
+                let need = c.requested as f64 * c.per_request_full;
+                let memory = match (c.memory_cure(engine, boot, need), replay) {
+                    (Cure::Raise(raise), None) => Some(Cure::Raise(raise)),
+                    (Cure::Raise(_), Some(r)) => {
+                        replayed_pool(c, r, need, replayed::evicts_none).map(|(units, note)| {
+                            match c.memory_cure(engine, boot, units) {
+                                Cure::Raise(text) => Cure::Raise(format!("{text}{note}")),
+                                other => other,
+                            }
+                        })
+                    }
+                    (no, _) => Some(no),
+                };
+                match (lower(c), memory) {
+                    (Some(lower), Some(Cure::Raise(raise))) => {
+                        format!("{}: {lower}, or {raise}", full_length(c))
+                    }
+                    (Some(lower), Some(Cure::NoMoreMemory(why))) => {
+                        format!("{}: {lower}; {why}", full_length(c))
+                    }
+                    (Some(lower), None) => format!("{}: {lower}", full_length(c)),
+                    (None, Some(Cure::Raise(raise))) => format!(
+                        "{}, yet the replay of this run's load preempts at every lower {}: {raise}",
+                        full_length(c),
+                        tuning.max_running.shown()
+                    ),
+                    (None, _) => format!(
+                        "{}, yet the replay of this run's load finds no running limit or cache size here that stops the {}",
+                        full_length(c),
+                        engine.preemption_words(2.0)
+                    ),
                 }
             }
             None => format!(
@@ -681,18 +779,28 @@ fn eviction_advice(
             ),
         },
         NoEviction::Raise(setting) => {
+            // The replay does not vary this setting: only the running limit is replayed.
             let mut text = format!(
-                "{} so that {} admits fewer requests at once",
+                "{} so that {} admits fewer requests at once{}",
                 raise(boot, &setting),
-                engine.name
+                engine.name,
+                if replay.is_some() {
+                    " (not replayed: the model does not vary it)"
+                } else {
+                    ""
+                }
             );
             match fits {
-                Some(c) => text.push_str(&format!(
+                Some(c) if replay.is_none() => text.push_str(&format!(
                     ", or lower {} to {}: {}",
                     tuning.max_running.shown(),
                     c.fit_full,
                     full_length(c)
                 )),
+                Some(c) => match lower(c) {
+                    Some(lower) => text.push_str(&format!(", or {lower}: {}", full_length(c))),
+                    None => text.push_str(&format!("; {}", full_length(c))),
+                },
                 None => text.push_str(&format!(
                     ", or {}",
                     raise(boot, memory_setting(engine, boot))
@@ -706,6 +814,9 @@ fn eviction_advice(
                 text.push_str(&format!(" (this run used {now})"));
             }
             text.push_str(": a request then starts only when its whole output fits");
+            if let Some(p) = replay.and_then(|r| r.policy(setting.written, value).map(|p| (r, p))) {
+                text.push_str(&p.0.note(&p.1));
+            }
             if let Some(c) = fits {
                 text.push_str(&format!("; {}", full_length(c)));
             }

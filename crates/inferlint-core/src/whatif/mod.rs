@@ -28,6 +28,8 @@ pub use change::{Change, Knob};
 pub use setup::Setup;
 
 use crate::checks::counters::counter_summary;
+use crate::engine::EngineDescriptor;
+use crate::fmt;
 use crate::run::model::Run;
 
 /// The model's error on the run as it ran, each figure as `model / measured - 1`.
@@ -124,7 +126,7 @@ pub enum FitFrom {
 
 /// The run as a model to predict from, or why the model cannot speak for it.
 pub fn baseline(run: &Run) -> Result<Baseline, String> {
-    if let Some(why) = crate::advice::tuning_withheld(run, &[]) {
+    if let Some(why) = crate::facts::tuning_withheld(run, &[]) {
         return Err(format!("{why}: the numbers describe no one setup"));
     }
     let (_, account) = run
@@ -254,17 +256,96 @@ impl Baseline {
             }
         }
         workload.max_model_len = setup.max_model_len;
-        if setup.model.usable_units() == 0 {
+        self.replay_setup(&setup.model, &workload, changes.to_vec(), applied)
+    }
+
+    /// The replay with the KV cache holding `usable` units (blocks, or tokens for a token
+    /// pool) and nothing else changed: what more (or less) memory for the cache would do,
+    /// whichever setting gives it.
+    pub fn predict_pool(&self, usable: u64) -> Result<Prediction, String> {
+        let mut model = self.setup.model.clone();
+        let was = model.usable_units();
+        match &mut model {
+            EngineModel::Vllm(c) => c.num_gpu_blocks = usable + (c.num_gpu_blocks - was),
+            EngineModel::Sglang(c) => c.max_total_num_tokens = usable,
+            EngineModel::Trtllm(c) => c.blocks = usable,
+        }
+        self.replay_setup(
+            &model,
+            &self.workload,
+            Vec::new(),
+            vec![format!("usable KV cache {was} -> {usable}")],
+        )
+    }
+
+    /// The running limit the model holds.
+    pub fn running_limit(&self) -> usize {
+        self.setup.model.running_cap()
+    }
+
+    /// The pool the model holds, in its units.
+    pub fn usable_units(&self) -> u64 {
+        self.setup.model.usable_units()
+    }
+
+    fn replay_setup(
+        &self,
+        model: &EngineModel,
+        workload: &Workload,
+        changes: Vec<Change>,
+        applied: Vec<String>,
+    ) -> Result<Prediction, String> {
+        if model.usable_units() == 0 {
             return Err("the change leaves the KV cache no usable block".to_owned());
         }
-        let predicted = Summary::of_replay(&replay(setup.model.clone(), self.fit.cost, &workload));
+        let predicted = Summary::of_replay(&replay(model.clone(), self.fit.cost, workload));
         Ok(Prediction {
-            changes: changes.to_vec(),
+            changes,
             applied,
-            setup_words: Setup::describe(&setup.model),
+            setup_words: Setup::describe(model),
             predicted,
         })
     }
+
+    /// A prediction in a few words, each figure with its band: `no preemptions, at most 3
+    /// running, 1258 output tok/s ±3%, TTFT p50 1.06 s ±8%`.
+    pub fn words(&self, p: &Prediction, engine: &EngineDescriptor) -> String {
+        let s = &p.predicted;
+        let band = |e: Option<f64>| e.map_or(String::new(), |e| format!(" ±{:.0}%", e.abs() * 100.0));
+        let mut parts = Vec::new();
+        if let Some(n) = s.evictions {
+            parts.push(if n == 0 {
+                format!("no {}", engine.preemption_words(2.0))
+            } else {
+                format!("{n} {}", engine.preemption_words(n as f64))
+            });
+        }
+        if let Some(peak) = s.peak_running {
+            parts.push(format!("at most {} running", fmt::g(peak)));
+        }
+        if s.refused > 0 {
+            parts.push(format!("{} refused", s.refused));
+        }
+        if let Some(rate) = s.output_tok_s {
+            parts.push(format!("{} output tok/s{}", fmt::g(rate.round()), band(self.error.output_tok_s)));
+        }
+        if let Some(t) = s.ttft_p50_s {
+            parts.push(format!("TTFT p50 {}{}", seconds(t), band(self.error.ttft_p50)));
+        }
+        parts.join(", ")
+    }
+}
+
+/// `1.06 s`, `43.4 ms`.
+pub fn seconds(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{s:.2} s")
+    } else {
+        format!("{:.1} ms", s * 1000.0)
+    }
+}
+
+impl Baseline {
 
     /// The model of the server as the run set it up.
     pub fn model(&self) -> &EngineModel {

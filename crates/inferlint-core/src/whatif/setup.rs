@@ -8,7 +8,7 @@ use inferlint_sched::model::{
 use serde::Serialize;
 
 use super::change::{Change, Knob};
-use crate::advice::{self, BlockFrom};
+use crate::facts::{self, BlockFrom};
 use crate::engine::SchedulerKind;
 use crate::fmt;
 use crate::model::{BootFacts, PyValue};
@@ -113,7 +113,7 @@ pub fn read(run: &Run) -> Result<Setup, String> {
     let boot = run
         .last_boot()
         .ok_or("no boot log: the pool and running limit the model needs are in it")?;
-    if advice::hybrid(boot) {
+    if facts::hybrid(boot) {
         return Err(
             "a hybrid (attention and Mamba) model: its cache holds per-request state the scheduler model does not"
                 .to_owned(),
@@ -199,7 +199,7 @@ fn paged_recompute(
     boot: &BootFacts,
     read: &mut Vec<String>,
 ) -> Result<EngineModel, String> {
-    let (block, from) = advice::block_size(run).ok_or("the KV block size is not known")?;
+    let (block, from) = facts::block_size(run).ok_or("the KV block size is not known")?;
     let info = run.engine.cache_info;
     let stated = info.and_then(|i| {
         run.info_label(i.metric, i.blocks_label)?
@@ -309,7 +309,7 @@ fn capacity_policy(
         .kv_pool_tokens
         .filter(|p| *p > 0)
         .ok_or("the boot log states no KV pool in tokens")?;
-    let (block, from) = advice::block_size(run).ok_or("the KV block size is not known")?;
+    let (block, from) = facts::block_size(run).ok_or("the KV block size is not known")?;
     let blocks = pool / block;
     read.push(format!(
         "{blocks} blocks of {block} tokens (the boot log's {pool} tokens; block size from {})",
