@@ -38,6 +38,8 @@ mod library;
 mod missing_input;
 /// Minimal edits of real recordings that make each check fire.
 mod mutations;
+/// whatif: the replay of a run's load, proved on the real engine's changed runs.
+mod whatif;
 /// One account of each run: a figure said twice in one output has one value.
 mod one_account;
 /// --junit, schema, completions and colour.

@@ -186,6 +186,14 @@ pub mod sim;
 #[doc = include_str!("../../../docs/library.md")]
 mod library_md {}
 
+/// What a change would have done: the run's load replayed through a model of its server
+/// ([`Run::whatif`]).
+pub mod whatif {
+    pub use inferlint_core::whatif::change::parse as parse_change;
+    pub use inferlint_core::whatif::{Baseline, Change, Errors, FitFrom, Knob, Prediction};
+    pub use inferlint_sched::stats::Summary;
+}
+
 pub use error::{Error, ErrorKind};
 pub use fleet::{Fleet, FleetReport, Replica};
 pub use inferlint_core::fleet_grid::FleetGrid;

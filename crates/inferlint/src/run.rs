@@ -229,6 +229,26 @@ impl Run {
         &self.notes
     }
 
+    /// The run's own load replayed through a scheduler model of its server, set up as the
+    /// run was: the per-step cost fitted on the run, the replay's figures beside the
+    /// measured ones. [`crate::whatif::Baseline::predict`] then replays it changed
+    /// (`inferlint whatif RUN --set KEY=VALUE`). `Err` says why the model cannot speak for
+    /// the run: no per-request records, a hybrid model, a restart, a pool or running
+    /// limit the files do not state.
+    ///
+    /// ```no_run
+    /// let run = inferlint::Run::from_dir("runs/kv-too-small")?;
+    /// let base = run.whatif().map_err(std::io::Error::other)?;
+    /// let change = inferlint::whatif::parse_change(run.engine(), "max-num-seqs=2")
+    ///     .map_err(std::io::Error::other)?;
+    /// let p = base.predict(&[change]).map_err(std::io::Error::other)?;
+    /// println!("preemptions: {:?}", p.predicted.evictions);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn whatif(&self) -> Result<crate::whatif::Baseline, String> {
+        inferlint_core::whatif::baseline(&self.inner)
+    }
+
     /// The run model the checks read, for a caller that calls `inferlint_core`'s
     /// functions itself (outside the stable API: see the crate's docs).
     #[doc(hidden)]

@@ -422,3 +422,233 @@ fn poisson(workload: &mut Workload, rate: f64) {
 pub fn signed_percent(error: f64) -> String {
     format!("{:+.0}%", error * 100.0)
 }
+
+#[cfg(test)]
+mod tests {
+    //! A run made by the scheduler model itself, with a known per-step cost, read back as
+    //! the files would give it: the replay must find the setup, the load and the cost
+    //! again, replay the run as it ran, and predict a change as the model runs it.
+
+    use inferlint_sched::model::{StepCost, VllmConfig};
+    use inferlint_sched::replay::Job;
+
+    use super::*;
+    use crate::client::{ClientAccount, ClientRequest, LoadTool, RequestOutcome};
+    use crate::engine::{SGLANG, TRTLLM, VLLM};
+    use crate::model::{BootFacts, PyValue, Settings};
+
+    const COST: StepCost = StepCost {
+        fixed_s: 0.01,
+        per_running_s: 0.0,
+        per_prefill_token_s: 0.0,
+    };
+
+    fn settings(pairs: &[(&str, PyValue)]) -> Option<Settings> {
+        Some(pairs.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect())
+    }
+
+    /// A closed loop of `n` requests of 15 + 33 tokens, `concurrency` at once, as
+    /// `model` runs it; the account holds each request's record as vllm bench keeps it.
+    fn run_of(
+        engine: &'static crate::engine::EngineDescriptor,
+        boot: BootFacts,
+        model: EngineModel,
+        n: usize,
+        concurrency: usize,
+    ) -> (Run, inferlint_sched::replay::Replayed) {
+        let workload = Workload {
+            jobs: vec![
+                Job {
+                    due_s: 0.0,
+                    prompt: 15,
+                    output: 33,
+                    cached: 0,
+                };
+                n
+            ],
+            arrivals: Arrivals::Closed { concurrency },
+            max_model_len: None,
+            front_s: 0.0,
+        };
+        let truth = replay(model, COST, &workload);
+        let mut account = ClientAccount::new(LoadTool::VllmBench);
+        account.max_concurrency = Some(concurrency as i64);
+        account.requests = truth
+            .jobs
+            .iter()
+            .map(|j| ClientRequest {
+                outcome: Some(RequestOutcome::Completed),
+                sent_s: Some(100.0 + j.sent_s).into(),
+                ttft_s: Some(j.first_token_s.unwrap() - j.sent_s).into(),
+                latency_s: Some(j.end_s.unwrap() - j.sent_s).into(),
+                prompt_tokens: Some(j.prompt).into(),
+                output_tokens: Some(j.output).into(),
+                ..ClientRequest::default()
+            })
+            .collect();
+        let mut run = Run::empty(engine);
+        run.boots = vec![("boot.log".into(), boot)];
+        run.bench = Some(("bench.json".into(), account));
+        run.requested = Some(concurrency as u64);
+        (run, truth)
+    }
+
+    fn close(a: Option<f64>, b: Option<f64>) -> bool {
+        matches!((a, b), (Some(a), Some(b)) if (a - b).abs() <= 1e-6 * b.abs().max(1.0))
+    }
+
+    #[test]
+    fn a_vllm_run_of_the_model_is_found_again_and_its_change_predicted() {
+        // 100 blocks of 16 tokens (99 usable; the boot log's 1,600-token cache), 8
+        // requests at once growing to 3 blocks: all fit. The boot log printed the block
+        // size and --max-num-seqs 256.
+        let boot = BootFacts {
+            attention_block_size: Some(16),
+            kv_pool_tokens: Some(1600),
+            non_default_args: settings(&[("max_num_seqs", PyValue::Int(256))]),
+            ..BootFacts::default()
+        };
+        let vllm = |blocks: u64, max_num_seqs: usize| {
+            EngineModel::Vllm(VllmConfig {
+                block_size: 16,
+                num_gpu_blocks: blocks,
+                kv_groups: 1,
+                state_blocks_per_request: 0,
+                max_num_seqs,
+                max_num_queued_reqs: None,
+                prefill_chunk_tokens: None,
+            })
+        };
+        let model = vllm(100, 256);
+        let (run, truth) = run_of(&VLLM, boot, model.clone(), 24, 8);
+        assert_eq!(truth.evictions, 0);
+        let base = baseline(&run).unwrap();
+        assert_eq!(base.setup.model, model);
+        assert_eq!(base.arrivals, Arrivals::Closed { concurrency: 8 });
+        // Every step cost 10 ms; the fit says so, and the replay is the run.
+        assert!((base.fit.cost.fixed_s - 0.01).abs() < 1e-9, "{:?}", base.fit);
+        assert!(base.front_s.abs() < 1e-9);
+        let replayed = Summary::of_replay(&truth);
+        assert_eq!(base.as_run.evictions, Some(0));
+        assert!(close(base.as_run.output_tok_s, replayed.output_tok_s), "{:?}", base.as_run);
+        assert!(close(base.as_run.ttft_p50_s, replayed.ttft_p50_s));
+        // 10 blocks (9 usable) hold 3 at full length: 8 at once preempt; with
+        // --max-num-seqs 3 as well, none. Each prediction is the model running the load.
+        for (sets, capped) in [
+            (&["num-gpu-blocks-override=10"][..], vllm(10, 256)),
+            (&["num-gpu-blocks-override=10", "max-num-seqs=3"], vllm(10, 3)),
+        ] {
+            let changes: Vec<Change> = sets
+                .iter()
+                .map(|s| change::parse(crate::Engine::Vllm, s).unwrap())
+                .collect();
+            let p = base.predict(&changes).unwrap();
+            let direct = Summary::of_replay(&replay(capped, base.fit.cost, &base.workload));
+            assert_eq!(p.predicted, direct, "{sets:?}");
+        }
+        let p = base
+            .predict(&[
+                change::parse(crate::Engine::Vllm, "num-gpu-blocks-override=10").unwrap(),
+            ])
+            .unwrap();
+        assert!(p.predicted.evictions.unwrap() > 0);
+        let p = base
+            .predict(&[
+                change::parse(crate::Engine::Vllm, "num-gpu-blocks-override=10").unwrap(),
+                change::parse(crate::Engine::Vllm, "max-num-seqs=3").unwrap(),
+            ])
+            .unwrap();
+        assert_eq!((p.predicted.evictions, p.predicted.peak_running), (Some(0), Some(3.0)));
+    }
+
+    #[test]
+    fn sglang_and_trtllm_setups_are_read_from_what_their_boot_logs_give() {
+        // SGLang: a 2,000-token pool in pages of 1, --max-running-requests 4.
+        let boot = BootFacts {
+            kv_pool_tokens: Some(2000),
+            page_size: Some(1),
+            server_args: settings(&[("max_running_requests", PyValue::Int(4))]),
+            ..BootFacts::default()
+        };
+        let model = EngineModel::Sglang(inferlint_sched::model::SglangConfig {
+            max_total_num_tokens: 2000,
+            page_size: 1,
+            max_running_requests: 4,
+            mamba_slots: None,
+            new_token_ratio: 1.0,
+        });
+        let (run, _) = run_of(&SGLANG, boot, model.clone(), 12, 6);
+        let base = baseline(&run).unwrap();
+        assert_eq!(base.setup.model, model);
+        let p = base
+            .predict(&[change::parse(crate::Engine::Sglang, "--max-running-requests=6").unwrap()])
+            .unwrap();
+        assert_eq!(p.predicted.peak_running, Some(6.0));
+        // TensorRT-LLM: 384 tokens in blocks of 32 (12 blocks), max_batch_size 8, and
+        // MAX_UTILIZATION: 8 start in a block each and grow to 2 (16 > 12), so it
+        // pauses; GUARANTEED_NO_EVICT admits only the 6 that fit at full length.
+        let boot = BootFacts {
+            kv_pool_tokens: Some(384),
+            page_size: Some(32),
+            server_args: settings(&[
+                ("max_batch_size", PyValue::Int(8)),
+                ("capacity_scheduler_policy", PyValue::Str("MAX_UTILIZATION".into())),
+            ]),
+            ..BootFacts::default()
+        };
+        let model = EngineModel::Trtllm(inferlint_sched::model::TrtllmConfig {
+            tokens_per_block: 32,
+            blocks: 12,
+            max_num_requests: 8,
+            policy: inferlint_sched::model::CapacityPolicy::MaxUtilization,
+        });
+        let (run, truth) = run_of(&TRTLLM, boot, model.clone(), 16, 8);
+        let base = baseline(&run).unwrap();
+        assert_eq!(base.setup.model, model);
+        assert!(truth.evictions > 0);
+        assert_eq!(base.as_run.evictions, Some(truth.evictions));
+        let p = base
+            .predict(&[change::parse(
+                crate::Engine::Trtllm,
+                "capacity_scheduler_policy=GUARANTEED_NO_EVICT",
+            )
+            .unwrap()])
+            .unwrap();
+        assert_eq!(p.predicted.evictions, Some(0));
+    }
+
+    #[test]
+    fn a_run_the_model_cannot_speak_for_says_why() {
+        let (mut run, _) = run_of(
+            &VLLM,
+            BootFacts {
+                attention_block_size: Some(16),
+                kv_pool_tokens: Some(1600),
+                ..BootFacts::default()
+            },
+            EngineModel::Vllm(VllmConfig {
+                block_size: 16,
+                num_gpu_blocks: 100,
+                kv_groups: 1,
+                state_blocks_per_request: 0,
+                max_num_seqs: 256,
+                max_num_queued_reqs: None,
+                prefill_chunk_tokens: None,
+            }),
+            8,
+            4,
+        );
+        assert!(baseline(&run).is_ok());
+        let mut no_boot = run.clone();
+        no_boot.boots.clear();
+        assert!(baseline(&no_boot).unwrap_err().contains("no boot log"));
+        // A load above vLLM's lower default running limit, none printed: 256 or 1024.
+        run.requested = Some(300);
+        assert!(baseline(&run).unwrap_err().contains("256 or 1024"));
+        run.requested = Some(4);
+        run.bench.as_mut().unwrap().1.requests.clear();
+        assert!(baseline(&run).unwrap_err().contains("no per-request records"));
+        run.bench = None;
+        assert!(baseline(&run).unwrap_err().contains("no load tool result file"));
+    }
+}

@@ -1,0 +1,291 @@
+//! `whatif`: the replay of a run's own load, on the real vLLM CPU build's runs.
+//!
+//! The proof: `fixtures/real/vllm-0.32-cpu/whatif/<situation>/` holds a baseline run and,
+//! for each change, the same load run again with the change made for real
+//! (`scripts/real-vllm/whatif.sh`; each change folder's CHANGE file names the change as
+//! `--set` does). The table in docs/whatif.md sets what the replay of the baseline
+//! predicts beside what the changed run measured; this file checks the table is the one
+//! the fixtures give (`INFERLINT_WRITE_WHATIF_TABLE=1` rewrites it) and that wherever the
+//! replay predicts the trap gone (no preemption) the real run had none.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::common::{fixtures, inferlint, no_panic, stderr, stdout};
+
+fn proof_root() -> PathBuf {
+    fixtures().join("real/vllm-0.32-cpu/whatif")
+}
+
+fn whatif_json(args: &[&str]) -> Value {
+    let out = inferlint(Path::new("."), &[&["whatif", "--json"], args].concat());
+    no_panic(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "whatif {args:?}: {}",
+        stderr(&out)
+    );
+    serde_json::from_str(&stdout(&out)).unwrap()
+}
+
+fn figure(v: &Value, key: &str) -> Option<f64> {
+    v.get(key).and_then(Value::as_f64)
+}
+
+/// One change of the proof: what the replay of the baseline predicted, what the changed
+/// run measured.
+struct Row {
+    situation: String,
+    change: String,
+    predicted: Value,
+    measured: Value,
+    band: Value,
+}
+
+fn rows() -> Vec<Row> {
+    let mut rows = Vec::new();
+    let mut situations: Vec<PathBuf> = std::fs::read_dir(proof_root())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    situations.sort();
+    for situation in situations {
+        let baseline = situation.join("baseline");
+        let mut changes: Vec<PathBuf> = std::fs::read_dir(&situation)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.join("CHANGE").is_file() || p.ends_with("baseline-again"))
+            .collect();
+        changes.sort();
+        for dir in changes {
+            let sets: Vec<String> = std::fs::read_to_string(dir.join("CHANGE"))
+                .unwrap_or_default()
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect();
+            let mut args = vec![baseline.to_str().unwrap().to_owned()];
+            for s in &sets {
+                args.push("--set".to_owned());
+                args.push(s.clone());
+            }
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let predicted = whatif_json(&args);
+            let measured = whatif_json(&[dir.to_str().unwrap()]);
+            let band = predicted["baseline"]["error"].clone();
+            let predicted = if sets.is_empty() {
+                // The baseline run again: the replay of the baseline as it ran.
+                predicted["baseline"]["as_run"].clone()
+            } else {
+                predicted["prediction"]["predicted"].clone()
+            };
+            rows.push(Row {
+                situation: situation.file_name().unwrap().to_string_lossy().into_owned(),
+                change: if sets.is_empty() {
+                    "(none: the baseline run again)".to_owned()
+                } else {
+                    sets.join(" ")
+                },
+                predicted,
+                measured: measured["baseline"]["measured"].clone(),
+                band,
+            });
+        }
+    }
+    rows
+}
+
+fn error(predicted: Option<f64>, measured: Option<f64>) -> Option<f64> {
+    let (p, m) = (predicted?, measured?);
+    (m > 0.0).then(|| p / m - 1.0)
+}
+
+fn cell(v: Option<f64>, digits: usize) -> String {
+    v.map_or("-".to_owned(), |v| format!("{v:.digits$}"))
+}
+
+fn pct(e: Option<f64>) -> String {
+    e.map_or("-".to_owned(), |e| format!("{:+.0}%", e * 100.0))
+}
+
+/// The table of docs/whatif.md, made from the fixtures.
+fn table(rows: &[Row]) -> String {
+    let mut out = String::from(
+        "| situation | change | preemptions predicted / measured | peak running predicted / measured | output tok/s predicted / measured (error) | TTFT p50 ms predicted / measured (error) | TTFT p99 ms predicted / measured (error) | band on the baseline (tok/s, TTFT p50) |\n|---|---|---|---|---|---|---|---|\n",
+    );
+    for r in rows {
+        let (p, m) = (&r.predicted, &r.measured);
+        let ms = |v: Option<f64>| v.map(|s| s * 1000.0);
+        out.push_str(&format!(
+            "| {} | `{}` | {} / {} | {} / {} | {} / {} ({}) | {} / {} ({}) | {} / {} ({}) | {}, {} |\n",
+            r.situation,
+            r.change,
+            cell(figure(p, "evictions"), 0),
+            cell(figure(m, "evictions"), 0),
+            cell(figure(p, "peak_running"), 0),
+            cell(figure(m, "peak_running"), 0),
+            cell(figure(p, "output_tok_s"), 0),
+            cell(figure(m, "output_tok_s"), 0),
+            pct(error(figure(p, "output_tok_s"), figure(m, "output_tok_s"))),
+            cell(ms(figure(p, "ttft_p50_s")), 0),
+            cell(ms(figure(m, "ttft_p50_s")), 0),
+            pct(error(figure(p, "ttft_p50_s"), figure(m, "ttft_p50_s"))),
+            cell(ms(figure(p, "ttft_p99_s")), 0),
+            cell(ms(figure(m, "ttft_p99_s")), 0),
+            pct(error(figure(p, "ttft_p99_s"), figure(m, "ttft_p99_s"))),
+            pct(figure(&r.band, "output_tok_s")),
+            pct(figure(&r.band, "ttft_p50")),
+        ));
+    }
+    out
+}
+
+const BEGIN: &str = "<!-- whatif table: made by `INFERLINT_WRITE_WHATIF_TABLE=1 cargo test -p inferlint-cli --test tests whatif::` -->\n";
+const END: &str = "<!-- end of whatif table -->";
+
+#[test]
+fn the_docs_table_is_the_one_the_real_runs_give() {
+    let rows = rows();
+    assert!(rows.len() >= 8, "at least eight changes are proved: {}", rows.len());
+    let made = table(&rows);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/whatif.md");
+    let doc = std::fs::read_to_string(&path).unwrap();
+    let (start, end) = (
+        doc.find(BEGIN).expect("docs/whatif.md holds the table's start marker") + BEGIN.len(),
+        doc.find(END).expect("docs/whatif.md holds the table's end marker"),
+    );
+    if std::env::var_os("INFERLINT_WRITE_WHATIF_TABLE").is_some() {
+        let new = format!("{}{made}{}", &doc[..start], &doc[end..]);
+        std::fs::write(&path, new).unwrap();
+        return;
+    }
+    assert_eq!(
+        &doc[start..end],
+        made,
+        "docs/whatif.md's table is not the fixtures' (INFERLINT_WRITE_WHATIF_TABLE=1 rewrites it)"
+    );
+}
+
+/// The promise the advice rests on: wherever the replay says a change stops the
+/// preemptions, the real engine, changed, preempted nothing; and wherever it says they go
+/// on, they went on.
+#[test]
+fn where_the_replay_predicts_no_preemption_the_real_run_had_none() {
+    for r in rows() {
+        let (Some(p), Some(m)) = (
+            figure(&r.predicted, "evictions"),
+            figure(&r.measured, "evictions"),
+        ) else {
+            panic!("{} {}: preemptions predicted and measured", r.situation, r.change);
+        };
+        assert_eq!(
+            p == 0.0,
+            m == 0.0,
+            "{} {}: the replay predicted {p} preemptions, the real run had {m}",
+            r.situation,
+            r.change
+        );
+    }
+}
+
+/// The baseline's figures argued from its files: vLLM's cache info states 6 blocks of
+/// 128 tokens (one held back: 5 usable); each request of 32 + 224 tokens holds 1 block
+/// when it starts and 2 at full length. With `--max-num-seqs 2` two run at full length
+/// in 4 blocks and nothing is preempted; with 17 blocks (16 usable) all 8 fit at full
+/// length. The replay must say so.
+#[test]
+fn the_replay_of_a_too_small_cache_follows_the_block_arithmetic() {
+    let base = proof_root().join("kv-too-small/baseline");
+    let base = base.to_str().unwrap();
+    let capped = whatif_json(&[base, "--set", "max-num-seqs=2"]);
+    let p = &capped["prediction"]["predicted"];
+    assert_eq!((figure(p, "evictions"), figure(p, "peak_running")), (Some(0.0), Some(2.0)));
+    let grown = whatif_json(&[base, "--set", "kv-cache-memory-bytes=2228224"]);
+    let p = &grown["prediction"]["predicted"];
+    assert_eq!((figure(p, "evictions"), figure(p, "peak_running")), (Some(0.0), Some(8.0)));
+    assert!(
+        grown["prediction"]["applied"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("blocks 6 -> 17"),
+        "{}",
+        grown["prediction"]["applied"]
+    );
+    // As it ran: 5 usable blocks can start 5 and hold 2 at full length, so it preempts.
+    let b = &capped["baseline"]["as_run"];
+    assert!(figure(b, "evictions").unwrap() > 0.0);
+    assert_eq!(figure(b, "peak_running"), Some(5.0));
+}
+
+/// The advice on a run the replay can speak for: every cure it gives stops the trap in
+/// the replay, as its own note says.
+#[test]
+fn every_cure_the_advice_gives_is_one_its_replay_says_works() {
+    for case in ["kv-too-small", "running-cap"] {
+        let dir = fixtures().join("real/vllm-0.32-cpu").join(case);
+        let tmp = tempfile::tempdir().unwrap();
+        let page = tmp.path().join("report.html");
+        let out = inferlint(
+            tmp.path(),
+            &["report", "--json", "-o", page.to_str().unwrap(), dir.to_str().unwrap()],
+        );
+        no_panic(&out);
+        let results: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
+        let mut notes = 0;
+        for r in &results {
+            let tripwire = r["tripwire"].as_str().unwrap_or_default();
+            for line in r["advice"].as_array().into_iter().flatten() {
+                let line = line.as_str().unwrap();
+                for note in line.split("(replayed on this run's load: ").skip(1) {
+                    notes += 1;
+                    assert!(
+                        note.starts_with("no preemptions"),
+                        "{case} {tripwire}: a cure whose replay still preempts: {line}"
+                    );
+                }
+            }
+        }
+        assert!(notes > 0, "{case}: the advice carries its replay");
+    }
+}
+
+/// Where the model cannot speak for a run it says why, as a Can't tell (exit 2), never a
+/// number: a hybrid model, a restart between the readings, a load tool that kept no
+/// per-request records.
+#[test]
+fn it_abstains_with_the_reason_where_the_model_cannot_speak() {
+    for (dir, why) in [
+        (fixtures().join("sim/vllm-hybrid"), "hybrid"),
+        (fixtures().join("real/vllm-0.32-cpu/restart-mid-run"), "restarted"),
+        (fixtures().join("sim/sglang-capped"), "no per-request records"),
+    ] {
+        let out = inferlint(Path::new("."), &["whatif", dir.to_str().unwrap()]);
+        no_panic(&out);
+        assert_eq!(out.status.code(), Some(2), "{}", dir.display());
+        let err = stderr(&out);
+        assert!(err.contains("cannot speak") && err.contains(why), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(stdout(&out).is_empty());
+    }
+}
+
+/// A mistyped change is the command line's error (64), one line naming what it knows.
+#[test]
+fn a_change_it_does_not_know_is_a_usage_error() {
+    let base = fixtures().join("real/vllm-0.32-cpu/kv-too-small");
+    let base = base.to_str().unwrap();
+    for (set, says) in [
+        ("max-running-requests=4", "SGLang's setting"),
+        ("tensor-parallel-size=2", "--max-num-seqs"),
+        ("max-num-seqs", "KEY=VALUE"),
+        ("max-num-seqs=lots", "whole number"),
+        ("gpu-memory-utilization=0.95", "ignores --gpu-memory-utilization"),
+    ] {
+        let out = inferlint(Path::new("."), &["whatif", base, "--set", set]);
+        no_panic(&out);
+        assert_eq!(out.status.code(), Some(64), "{set}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{set}: {}", stderr(&out));
+    }
+}
