@@ -161,6 +161,9 @@ fn terminal(run: &str, b: &Baseline, p: Option<&Prediction>) -> String {
         for applied in &p.applied {
             out.push_str(&format!("Change: {applied}\n"));
         }
+        if let Some(beyond) = &p.extrapolated {
+            out.push_str(&format!("Note: {beyond}\n"));
+        }
     }
     out.push('\n');
     let mut table = vec![vec![

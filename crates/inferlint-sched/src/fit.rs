@@ -193,8 +193,8 @@ fn best_fit(decodes: &[Decode]) -> Option<(StepCost, Vec<&'static str>, f64)> {
     })
 }
 
-/// Least squares of `rows` (features, target) for `k` unknowns, by the normal equations
-/// and Gaussian elimination with partial pivoting; `None` when they are singular.
+/// Least squares of `rows` (features, target) for `k` unknowns, by the normal equations;
+/// `None` when they are singular.
 fn least_squares(rows: &[(Vec<f64>, f64)], k: usize) -> Option<Vec<f64>> {
     let mut a = vec![vec![0.0; k + 1]; k];
     for (x, y) in rows {
@@ -205,6 +205,135 @@ fn least_squares(rows: &[(Vec<f64>, f64)], k: usize) -> Option<Vec<f64>> {
             a[i][k] += x[i] * y;
         }
     }
+    solve(a, k)
+}
+
+/// The sums a per-step fit of `seconds per step = fixed + per_running x running +
+/// per_prefill_token x prompt tokens per step` needs, gathered one observation at a time
+/// (a recording's consecutive readings), so that a day-long recording is fitted in
+/// constant memory and two halves read on two cores add up.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StepSums {
+    /// The Gram matrix of the features (1, running, prompt tokens per step) and the
+    /// target (seconds per step): `g[i][j]` is the sum of `x_i x_j`, index 3 the target.
+    g: [[f64; 4]; 4],
+    r_min: f64,
+    r_max: f64,
+}
+
+impl StepSums {
+    /// One observation: `running` requests ran, `prompt_per_step` prompt tokens were
+    /// prefilled per step on average, each step took `seconds_per_step`.
+    pub fn add(&mut self, running: f64, prompt_per_step: f64, seconds_per_step: f64) {
+        let x = [1.0, running, prompt_per_step, seconds_per_step];
+        if !(x.iter().all(|v| v.is_finite()) && seconds_per_step > 0.0 && prompt_per_step >= 0.0)
+        {
+            return;
+        }
+        if self.g[0][0] == 0.0 {
+            (self.r_min, self.r_max) = (running, running);
+        }
+        for (i, xi) in x.iter().enumerate() {
+            for (j, xj) in x.iter().enumerate() {
+                self.g[i][j] += xi * xj;
+            }
+        }
+        self.r_min = self.r_min.min(running);
+        self.r_max = self.r_max.max(running);
+    }
+
+    /// The sums of two stretches.
+    pub fn merge(&mut self, other: &StepSums) {
+        if other.g[0][0] == 0.0 {
+            return;
+        }
+        if self.g[0][0] == 0.0 {
+            *self = *other;
+            return;
+        }
+        for i in 0..4 {
+            for j in 0..4 {
+                self.g[i][j] += other.g[i][j];
+            }
+        }
+        self.r_min = self.r_min.min(other.r_min);
+        self.r_max = self.r_max.max(other.r_max);
+    }
+
+    /// Observations added.
+    pub fn count(&self) -> usize {
+        self.g[0][0] as usize
+    }
+
+    /// The fit: the simplest of the fixed cost alone (the mean seconds per step), with a
+    /// cost per running request, per prefilled prompt token or both, each extra term kept
+    /// only where it lowers the squared error by [`KEEP_TERM_GAIN`], none negative;
+    /// `None` with fewer than [`MIN_REQUESTS`] observations. Its error is the
+    /// root-mean-square residual over the mean seconds per step.
+    pub fn fit(&self) -> Option<Fit> {
+        let n = self.g[0][0];
+        if n < MIN_REQUESTS as f64 {
+            return None;
+        }
+        let names = ["fixed", "per_running", "per_prefill_token"];
+        let mut best: Option<([f64; 3], f64, Vec<&'static str>)> = None;
+        for subset in [&[0usize][..], &[0, 1], &[0, 2], &[0, 1, 2]] {
+            let k = subset.len();
+            // The normal equations of the subset, from the Gram matrix.
+            let mut a = vec![vec![0.0; k + 1]; k];
+            for (i, &fi) in subset.iter().enumerate() {
+                for (j, &fj) in subset.iter().enumerate() {
+                    a[i][j] = self.g[fi][fj];
+                }
+                a[i][k] = self.g[fi][3];
+            }
+            let Some(coef) = solve(a, k) else {
+                continue;
+            };
+            if coef[0] <= 0.0 || coef.iter().any(|c| *c < 0.0 || !c.is_finite()) {
+                continue;
+            }
+            let mut all = [0.0; 3];
+            for (&i, c) in subset.iter().zip(&coef) {
+                all[i] = *c;
+            }
+            // SSE = sum (z - w.x)^2 = zz - 2 w.(xz) + w' G w.
+            let mut sse = self.g[3][3];
+            for i in 0..3 {
+                sse -= 2.0 * all[i] * self.g[i][3];
+                for j in 0..3 {
+                    sse += all[i] * all[j] * self.g[i][j];
+                }
+            }
+            let sse = sse.max(0.0);
+            let better = match &best {
+                None => true,
+                Some((_, b, _)) => sse < b * (1.0 - KEEP_TERM_GAIN),
+            };
+            if better {
+                best = Some((all, sse, subset.iter().map(|&i| names[i]).collect()));
+            }
+        }
+        let (w, sse, terms) = best?;
+        let mean_z = self.g[0][3] / n;
+        Some(Fit {
+            cost: StepCost {
+                fixed_s: w[0],
+                per_running_s: w[1],
+                per_prefill_token_s: w[2],
+            },
+            terms,
+            used: self.count(),
+            set_aside: 0,
+            rms_relative_error: (sse / n).sqrt() / mean_z,
+            running_range: (self.r_min, self.r_max),
+        })
+    }
+}
+
+/// Solves the `k` normal equations in `a` (each row its coefficients, then its right
+/// side) by Gaussian elimination with partial pivoting; `None` when singular.
+fn solve(mut a: Vec<Vec<f64>>, k: usize) -> Option<Vec<f64>> {
     for col in 0..k {
         let pivot = (col..k).max_by(|&p, &q| a[p][col].abs().total_cmp(&a[q][col].abs()))?;
         let scale = a.iter().map(|r| r[col].abs()).fold(0.0, f64::max);
@@ -222,107 +351,6 @@ fn least_squares(rows: &[(Vec<f64>, f64)], k: usize) -> Option<Vec<f64>> {
         }
     }
     Some((0..k).map(|i| a[i][k] / a[i][i]).collect())
-}
-
-/// The sums a per-step fit of `seconds per step = fixed + per_running x running` needs,
-/// gathered one observation at a time (a recording's consecutive readings), so that a
-/// day-long recording is fitted in constant memory and two halves read on two cores add up.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct StepSums {
-    n: f64,
-    r: f64,
-    rr: f64,
-    z: f64,
-    rz: f64,
-    zz: f64,
-    r_min: f64,
-    r_max: f64,
-}
-
-impl StepSums {
-    /// One observation: `running` requests ran, each step took `seconds_per_step`.
-    pub fn add(&mut self, running: f64, seconds_per_step: f64) {
-        if !(running.is_finite() && seconds_per_step.is_finite() && seconds_per_step > 0.0) {
-            return;
-        }
-        if self.n == 0.0 {
-            (self.r_min, self.r_max) = (running, running);
-        }
-        self.n += 1.0;
-        self.r += running;
-        self.rr += running * running;
-        self.z += seconds_per_step;
-        self.rz += running * seconds_per_step;
-        self.zz += seconds_per_step * seconds_per_step;
-        self.r_min = self.r_min.min(running);
-        self.r_max = self.r_max.max(running);
-    }
-
-    /// The sums of two stretches.
-    pub fn merge(&mut self, other: &StepSums) {
-        if other.n == 0.0 {
-            return;
-        }
-        if self.n == 0.0 {
-            *self = *other;
-            return;
-        }
-        self.n += other.n;
-        self.r += other.r;
-        self.rr += other.rr;
-        self.z += other.z;
-        self.rz += other.rz;
-        self.zz += other.zz;
-        self.r_min = self.r_min.min(other.r_min);
-        self.r_max = self.r_max.max(other.r_max);
-    }
-
-    /// Observations added.
-    pub fn count(&self) -> usize {
-        self.n as usize
-    }
-
-    /// The fit: the fixed cost alone (the mean seconds per step), or with a cost per
-    /// running request where that lowers the squared error by [`KEEP_TERM_GAIN`], neither
-    /// negative; `None` with fewer than [`MIN_REQUESTS`] observations. Its error is the
-    /// root-mean-square residual over the mean seconds per step.
-    pub fn fit(&self) -> Option<Fit> {
-        if self.n < MIN_REQUESTS as f64 {
-            return None;
-        }
-        let mean_z = self.z / self.n;
-        // Fixed only: a = mean z; SSE = zz - n a^2.
-        let sse_fixed = (self.zz - self.n * mean_z * mean_z).max(0.0);
-        let mut best = (mean_z, 0.0, sse_fixed, vec!["fixed"]);
-        let det = self.n * self.rr - self.r * self.r;
-        if det > 1e-12 * self.n * self.rr.max(f64::MIN_POSITIVE) {
-            let b = (self.n * self.rz - self.r * self.z) / det;
-            let a = (self.z - b * self.r) / self.n;
-            if a > 0.0 && b >= 0.0 {
-                let sse = (self.zz - 2.0 * a * self.z - 2.0 * b * self.rz
-                    + self.n * a * a
-                    + 2.0 * a * b * self.r
-                    + b * b * self.rr)
-                    .max(0.0);
-                if sse < sse_fixed * (1.0 - KEEP_TERM_GAIN) {
-                    best = (a, b, sse, vec!["fixed", "per_running"]);
-                }
-            }
-        }
-        let (a, b, sse, terms) = best;
-        Some(Fit {
-            cost: StepCost {
-                fixed_s: a,
-                per_running_s: b,
-                per_prefill_token_s: 0.0,
-            },
-            terms,
-            used: self.count(),
-            set_aside: 0,
-            rms_relative_error: (sse / self.n).sqrt() / mean_z,
-            running_range: (self.r_min, self.r_max),
-        })
-    }
 }
 
 #[cfg(test)]
@@ -398,23 +426,38 @@ mod tests {
         let (mut left, mut right) = (StepSums::default(), StepSums::default());
         for (i, r) in [1.0, 2.0, 3.0, 4.0, 5.0, 6.0].into_iter().enumerate() {
             let z = 0.004 + 0.001 * r;
-            whole.add(r, z);
-            if i < 3 { left.add(r, z) } else { right.add(r, z) }
+            whole.add(r, 0.0, z);
+            if i < 3 {
+                left.add(r, 0.0, z)
+            } else {
+                right.add(r, 0.0, z)
+            }
         }
         left.merge(&right);
-        assert_eq!(left, whole);
+        let halves = left.fit().unwrap();
         let fit = whole.fit().unwrap();
+        assert_eq!(left.count(), whole.count());
+        assert!((halves.cost.fixed_s - fit.cost.fixed_s).abs() < 1e-15);
+        assert!((halves.cost.per_running_s - fit.cost.per_running_s).abs() < 1e-15);
         assert!((fit.cost.fixed_s - 0.004).abs() < 1e-12, "{fit:?}");
         assert!((fit.cost.per_running_s - 0.001).abs() < 1e-12);
         assert_eq!(fit.running_range, (1.0, 6.0));
         // One running count only: nothing tells the two costs apart.
         let mut flat = StepSums::default();
         for z in [0.009, 0.011, 0.010] {
-            flat.add(4.0, z);
+            flat.add(4.0, 0.0, z);
         }
         let fit = flat.fit().unwrap();
         assert_eq!(fit.terms, vec!["fixed"]);
         assert!((fit.cost.fixed_s - 0.010).abs() < 1e-12);
+        // Prompt tokens prefilled beside the steps cost 20 us each.
+        let mut prefill = StepSums::default();
+        for (r, p) in [(2.0, 0.0), (2.0, 10.0), (4.0, 0.0), (4.0, 25.0), (6.0, 5.0)] {
+            prefill.add(r, p, 0.004 + 0.001 * r + 0.00002 * p);
+        }
+        let fit = prefill.fit().unwrap();
+        assert_eq!(fit.terms, vec!["fixed", "per_running", "per_prefill_token"]);
+        assert!((fit.cost.per_prefill_token_s - 0.00002).abs() < 1e-12, "{fit:?}");
     }
 
     #[test]

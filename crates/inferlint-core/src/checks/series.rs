@@ -35,6 +35,10 @@ pub const WALL_STEP_TOLERANCE_S: f64 = 1.0;
 /// server stepped between them.
 pub const STEPPING_PAIR_AT_MOST_S: f64 = 2.0;
 
+/// Pairs of readings with no preemption between them that the per-step fit wants before
+/// it leaves out the others (whose recompute no counter counts).
+pub const CALM_PAIRS_WANTED: usize = 8;
+
 /// The wall clock stepping while the monotonic clock ran on, between consecutive samples
 /// that both carry a monotonic stamp. Time in the recording is then judged on the
 /// monotonic clock; the step is noted, not refused.
@@ -226,9 +230,11 @@ pub struct SeriesStats {
     busy_dt_mono: f64,
     busy_running_dt_wall: f64,
     busy_dt_wall: f64,
-    /// The server's seconds per step against its running count, between readings: what
-    /// `whatif` fits its per-step cost on.
+    /// The server's seconds per step against its running count and the prompt tokens it
+    /// prefilled, between readings: what `whatif` fits its per-step cost on.
     pub stepping: StepSums,
+    /// The same, only between readings across which the server preempted nothing.
+    pub stepping_calm: StepSums,
 }
 
 impl SeriesStats {
@@ -339,9 +345,11 @@ impl SeriesStats {
 
     /// The server's stepping between two readings with requests running at both: `g`
     /// tokens generated while `r` ran (the earlier reading's count) took `g / r` steps,
-    /// each step giving each running request one token. Pairs across a gap (more than
-    /// [`STEPPING_PAIR_AT_MOST_S`] apart), a restart (the counter going back) or with
-    /// nothing generated say nothing.
+    /// each step giving each running request one token, and the prompt counter's rise is
+    /// what they prefilled. Pairs across a gap (more than [`STEPPING_PAIR_AT_MOST_S`]
+    /// apart), a restart (a counter going back) or with nothing generated say nothing;
+    /// those in which the server preempted (its recompute is prefill no counter counts)
+    /// are kept apart as well, in `stepping` only.
     fn stepping_pair(&mut self, prev: &SeriesSample, sample: &SeriesSample) {
         let (Some(r0), Some(r1)) = (prev.running, sample.running) else {
             return;
@@ -354,8 +362,21 @@ impl SeriesStats {
             _ => sample.t_wall - prev.t_wall,
         };
         let tokens = g1 - g0;
+        let prompt = match (prev.prompt_tokens, sample.prompt_tokens) {
+            (Some(p0), Some(p1)) if p1 >= p0 => p1 - p0,
+            (None, None) => 0.0,
+            _ => return,
+        };
+        let preempted = match (prev.preemptions, sample.preemptions) {
+            (Some(e0), Some(e1)) => e1 != e0,
+            _ => false,
+        };
         if r0 >= 1.0 && r1 >= 1.0 && dt > 0.0 && dt <= STEPPING_PAIR_AT_MOST_S && tokens > 0.0 {
-            self.stepping.add(r0, dt * r0 / tokens);
+            let steps = tokens / r0;
+            self.stepping.add(r0, prompt / steps, dt / steps);
+            if !preempted {
+                self.stepping_calm.add(r0, prompt / steps, dt / steps);
+            }
         }
     }
 
@@ -427,6 +448,7 @@ impl SeriesStats {
         self.busy_running_dt_wall += right.busy_running_dt_wall;
         self.busy_dt_wall += right.busy_dt_wall;
         self.stepping.merge(&right.stepping);
+        self.stepping_calm.merge(&right.stepping_calm);
         self.previous = right.previous;
         self
     }
@@ -439,6 +461,16 @@ impl SeriesStats {
     /// Preemptions the series counter saw (last minus first reading).
     pub fn preemptions_seen(&self) -> Option<f64> {
         Some(self.last_preemptions? - self.first_preemptions?)
+    }
+
+    /// The per-step cost of the server's own stepping: from the pairs of readings with no
+    /// preemption between them where there are [`CALM_PAIRS_WANTED`], else from all.
+    pub fn step_fit(&self) -> Option<inferlint_sched::fit::Fit> {
+        if self.stepping_calm.count() >= CALM_PAIRS_WANTED {
+            self.stepping_calm.fit()
+        } else {
+            self.stepping.fit()
+        }
     }
 
     /// Mean running requests while the server was busy: Σ running·dt / Σ dt over

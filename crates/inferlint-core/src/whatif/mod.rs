@@ -111,6 +111,10 @@ pub struct Prediction {
     pub setup_words: String,
     /// The replay's figures.
     pub predicted: Summary,
+    /// Where the change runs more at once than the run ever did: the per-step cost there
+    /// is extrapolated from the run's, and the band (measured where the run ran) does not
+    /// cover it.
+    pub extrapolated: Option<String>,
 }
 
 /// What the per-step cost was fitted on.
@@ -154,7 +158,7 @@ pub fn baseline(run: &Run) -> Result<Baseline, String> {
     let candidates = [
         run.series
             .as_ref()
-            .and_then(|s| s.stepping.fit())
+            .and_then(|s| s.step_fit())
             .map(|f| (f, FitFrom::ServerSeries)),
         fit_step_cost(&load::decodes(&load.lives), stalls).map(|f| (f, FitFrom::Requests)),
     ];
@@ -299,11 +303,21 @@ impl Baseline {
             return Err("the change leaves the KV cache no usable block".to_owned());
         }
         let predicted = Summary::of_replay(&replay(model.clone(), self.fit.cost, workload));
+        let ran = self.measured.peak_running.or(self.as_run.peak_running);
+        let extrapolated = match (predicted.peak_running, ran) {
+            (Some(peak), Some(ran)) if peak > ran => Some(format!(
+                "the run never ran more than {} at once: at {} the per-step cost is extrapolated from it, beyond the band",
+                fmt::g(ran),
+                fmt::g(peak)
+            )),
+            _ => None,
+        };
         Ok(Prediction {
             changes,
             applied,
             setup_words: Setup::describe(model),
             predicted,
+            extrapolated,
         })
     }
 
@@ -332,7 +346,11 @@ impl Baseline {
         if let Some(t) = s.ttft_p50_s {
             parts.push(format!("TTFT p50 {}{}", seconds(t), band(self.error.ttft_p50)));
         }
-        parts.join(", ")
+        let mut words = parts.join(", ");
+        if let Some(beyond) = &p.extrapolated {
+            words.push_str(&format!("; {beyond}"));
+        }
+        words
     }
 }
 
