@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 
+use inferlint_sim::sched::ModelEngine;
 use inferlint_sim::{runfolder, sweep};
 
 /// Every generated file, by path under the repository root.
