@@ -42,7 +42,22 @@ struct Row {
     predicted: Value,
     measured: Value,
     band: Value,
+    /// The share of the CPUs build tools took while the baseline's and the changed run's
+    /// loads ran (quiet.sh's quiet.txt), where it was measured.
+    disturbed: (Option<f64>, Option<f64>),
 }
+
+/// What quiet.sh wrote of a run: the share of the CPUs build tools took while its load ran.
+fn build_share(dir: &Path) -> Option<f64> {
+    let text = std::fs::read_to_string(dir.join("quiet.txt")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("CPU share of build tools while it ran: "))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// A run beside which build tools took more than this share of the CPUs measured them
+/// too: the table marks it.
+const DISTURBED_ABOVE: f64 = 0.05;
 
 fn rows() -> Vec<Row> {
     let mut rows = Vec::new();
@@ -91,6 +106,7 @@ fn rows() -> Vec<Row> {
                 predicted,
                 measured: measured["baseline"]["measured"].clone(),
                 band,
+                disturbed: (build_share(&baseline), build_share(&dir)),
             });
         }
     }
@@ -106,6 +122,16 @@ fn cell(v: Option<f64>, digits: usize) -> String {
     v.map_or("-".to_owned(), |v| format!("{v:.digits$}"))
 }
 
+/// `quiet`, or the share build tools took where it is above [`DISTURBED_ABOVE`]: `**31%**, quiet`.
+fn disturbed((baseline, change): (Option<f64>, Option<f64>)) -> String {
+    let one = |s: Option<f64>| match s {
+        None => "not measured".to_owned(),
+        Some(s) if s > DISTURBED_ABOVE => format!("**{:.0}%**", s * 100.0),
+        Some(_) => "quiet".to_owned(),
+    };
+    format!("{}, {}", one(baseline), one(change))
+}
+
 fn pct(e: Option<f64>) -> String {
     e.map_or("-".to_owned(), |e| format!("{:+.0}%", e * 100.0))
 }
@@ -113,13 +139,13 @@ fn pct(e: Option<f64>) -> String {
 /// The table of docs/whatif.md, made from the fixtures.
 fn table(rows: &[Row]) -> String {
     let mut out = String::from(
-        "| situation | change | preemptions predicted / measured | peak running predicted / measured | output tok/s predicted / measured (error) | TTFT p50 ms predicted / measured (error) | TTFT p99 ms predicted / measured (error) | band on the baseline (tok/s, TTFT p50) |\n|---|---|---|---|---|---|---|---|\n",
+        "| situation | change | preemptions predicted / measured | peak running predicted / measured | output tok/s predicted / measured (error) | TTFT p50 ms predicted / measured (error) | TTFT p99 ms predicted / measured (error) | band on the baseline (tok/s, TTFT p50) | builds beside the loads (baseline, change) |\n|---|---|---|---|---|---|---|---|---|\n",
     );
     for r in rows {
         let (p, m) = (&r.predicted, &r.measured);
         let ms = |v: Option<f64>| v.map(|s| s * 1000.0);
         out.push_str(&format!(
-            "| {} | `{}` | {} / {} | {} / {} | {} / {} ({}) | {} / {} ({}) | {} / {} ({}) | {}, {} |\n",
+            "| {} | `{}` | {} / {} | {} / {} | {} / {} ({}) | {} / {} ({}) | {} / {} ({}) | {}, {} | {} |\n",
             r.situation,
             r.change,
             cell(figure(p, "evictions"), 0),
@@ -137,6 +163,7 @@ fn table(rows: &[Row]) -> String {
             pct(error(figure(p, "ttft_p99_s"), figure(m, "ttft_p99_s"))),
             pct(figure(&r.band, "output_tok_s")),
             pct(figure(&r.band, "ttft_p50")),
+            disturbed(r.disturbed),
         ));
     }
     out

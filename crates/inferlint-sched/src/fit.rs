@@ -10,8 +10,8 @@
 //! other requests prefilled meanwhile. Each completed request is one such equation,
 //! divided by its steps (seconds per token, so that long requests do not outweigh short
 //! ones and the fixed cost alone is the mean time per token); the fixed and per-request
-//! costs are found by least squares, neither negative (the prefill cost is not fitted:
-//! see [`SUBSETS`]). A term is kept only when it lowers the error
+//! costs are found by least squares, neither negative (the prefill cost is not fitted
+//! from requests: see `per_token_fit`). A term is kept only when it lowers the error
 //! clearly: a run whose running count never varied cannot tell the per-request cost from
 //! the fixed one, and the fit then says so by leaving it at zero.
 //!
@@ -58,13 +58,6 @@ pub struct Fit {
 /// The fewest requests a fit is made from.
 pub const MIN_REQUESTS: usize = 3;
 
-/// The terms tried, simplest first. The prefill term is not fitted (it stays 0): in a
-/// decode's equation the prompts prefilled meanwhile stand for every cost a new request
-/// brings (the front end's CPU, on a shared host), and on the real runs of short prompts
-/// the fit loaded all of it onto the prefill token, a third of a second for a 32-token
-/// prompt, which then made every admission that slow.
-const SUBSETS: &[&[usize]] = &[&[0], &[0, 1]];
-
 /// A term must lower the squared error by this share to be kept.
 const KEEP_TERM_GAIN: f64 = 0.10;
 
@@ -90,10 +83,10 @@ pub fn fit_step_cost(decodes: &[Decode], stalls: bool) -> Option<Fit> {
     if usable.len() < MIN_REQUESTS {
         return None;
     }
-    let first = best_fit(&usable)?;
+    let first = per_token_fit(&usable)?;
     let residuals: Vec<f64> = usable
         .iter()
-        .map(|d| d.seconds / predict(&first.0, d) - 1.0)
+        .map(|d| d.seconds / predict(&first.cost, d) - 1.0)
         .collect();
     let mut spread: Vec<f64> = residuals.iter().map(|r| r.abs()).collect();
     spread.sort_by(f64::total_cmp);
@@ -104,28 +97,27 @@ pub fn fit_step_cost(decodes: &[Decode], stalls: bool) -> Option<Fit> {
         .filter(|(_, r)| !stalls || **r <= bound)
         .map(|(d, _)| *d)
         .collect();
-    let (cost, terms, sse) = if kept.len() >= MIN_REQUESTS && kept.len() < usable.len() {
-        best_fit(&kept)?
+    let (fit, used) = if kept.len() >= MIN_REQUESTS && kept.len() < usable.len() {
+        (per_token_fit(&kept)?, kept)
     } else {
-        first
+        (first, usable.clone())
     };
-    let used = if kept.len() >= MIN_REQUESTS {
-        kept.len()
-    } else {
-        usable.len()
-    };
-    let range = kept
+    // The error of the decode times, relative to each.
+    let sse: f64 = used
+        .iter()
+        .map(|d| (predict(&fit.cost, d) / d.seconds - 1.0).powi(2))
+        .sum();
+    let range = used
         .iter()
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), d| {
             (lo.min(d.mean_running), hi.max(d.mean_running))
         });
     Some(Fit {
-        cost,
-        terms,
-        used,
-        set_aside: usable.len() - used,
-        rms_relative_error: (sse / used as f64).sqrt(),
+        used: used.len(),
+        set_aside: usable.len() - used.len(),
+        rms_relative_error: (sse / used.len() as f64).sqrt(),
         running_range: range,
+        ..fit
     })
 }
 
@@ -135,77 +127,19 @@ fn predict(cost: &StepCost, d: &Decode) -> f64 {
         + cost.per_prefill_token_s * d.prefill_tokens
 }
 
-/// The simplest non-negative least-squares fit within reach of the best, on each
-/// request's seconds per token: each extra term kept only if it lowers the squared error
-/// by [`KEEP_TERM_GAIN`]. Returns the cost, its terms and the sum of squared relative
-/// errors of the decode times.
-fn best_fit(decodes: &[Decode]) -> Option<(StepCost, Vec<&'static str>, f64)> {
-    let features = |d: &Decode| [d.steps, d.steps * d.mean_running, d.prefill_tokens];
-    let names = ["fixed", "per_running", "per_prefill_token"];
-    let mut best: Option<(StepCost, Vec<&'static str>, f64)> = None;
-    for subset in SUBSETS {
-        // Rows scaled by 1 / steps: each request's equation in seconds per token, every
-        // request weighing the same, so the fixed cost alone is the mean time per token.
-        let rows: Vec<(Vec<f64>, f64)> = decodes
-            .iter()
-            .map(|d| {
-                let f = features(d);
-                (
-                    subset.iter().map(|&i| f[i] / d.steps).collect(),
-                    d.seconds / d.steps,
-                )
-            })
-            .collect();
-        let Some(coef) = least_squares(&rows, subset.len()) else {
-            continue;
-        };
-        if coef[0] <= 0.0 || coef.iter().any(|c| *c < 0.0 || !c.is_finite()) {
-            continue;
-        }
-        let mut all = [0.0; 3];
-        for (&i, c) in subset.iter().zip(&coef) {
-            all[i] = *c;
-        }
-        let cost = StepCost {
-            fixed_s: all[0],
-            per_running_s: all[1],
-            per_prefill_token_s: all[2],
-        };
-        let sse: f64 = decodes
-            .iter()
-            .map(|d| ((predict(&cost, d) - d.seconds) / d.steps).powi(2))
-            .sum();
-        let terms: Vec<&'static str> = subset.iter().map(|&i| names[i]).collect();
-        let better = match &best {
-            None => true,
-            Some((_, _, b)) => sse < b * (1.0 - KEEP_TERM_GAIN),
-        };
-        if better {
-            best = Some((cost, terms, sse));
-        }
+/// Each request's equation in seconds per token, every request weighing the same (so
+/// that the fixed cost alone is the mean time per token), fitted as [`StepSums::fit`]
+/// fits a recording's. The prefill term is not offered (see the module's note): in a
+/// decode's equation the prompts prefilled meanwhile stand for every cost a new request
+/// brings (the front end's CPU, on a shared host), and on the real runs of short prompts
+/// the fit loaded all of it onto the prefill token, a third of a second for a 32-token
+/// prompt, which then made every admission that slow.
+fn per_token_fit(decodes: &[Decode]) -> Option<Fit> {
+    let mut sums = StepSums::default();
+    for d in decodes {
+        sums.add(d.mean_running, 0.0, d.seconds / d.steps);
     }
-    best.map(|(cost, terms, _)| {
-        let relative: f64 = decodes
-            .iter()
-            .map(|d| (predict(&cost, d) / d.seconds - 1.0).powi(2))
-            .sum();
-        (cost, terms, relative)
-    })
-}
-
-/// Least squares of `rows` (features, target) for `k` unknowns, by the normal equations;
-/// `None` when they are singular.
-fn least_squares(rows: &[(Vec<f64>, f64)], k: usize) -> Option<Vec<f64>> {
-    let mut a = vec![vec![0.0; k + 1]; k];
-    for (x, y) in rows {
-        for i in 0..k {
-            for j in 0..k {
-                a[i][j] += x[i] * x[j];
-            }
-            a[i][k] += x[i] * y;
-        }
-    }
-    solve(a, k)
+    sums.fit()
 }
 
 /// The sums a per-step fit of `seconds per step = fixed + per_running x running +
