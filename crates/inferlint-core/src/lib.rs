@@ -34,6 +34,7 @@ pub mod profile;
 pub mod requests;
 pub mod run;
 pub mod schema;
+pub mod slo;
 pub mod status;
 pub mod sweep;
 #[cfg(test)]
