@@ -519,6 +519,8 @@ fn hold_bound(
     if rank > counted.completed {
         result.infinite = true;
         result.verdict = Verdict::NotMet;
+        // The misses decide it for this run whatever the count: not thin.
+        result.thin = None;
     }
     let Some(records) = records else {
         if !result.infinite {
@@ -582,9 +584,14 @@ fn goodput(level: &ServiceLevel, account: &ClientAccount) -> Result<Goodput, Str
     let mut good_requests = 0u64;
     let mut good_output_tokens = 0u64;
     for r in account.requests.iter().filter(|r| r.completed()) {
-        let meets = level.bounds.iter().all(|b| {
-            request_ms(r, b.metric).is_some_and(|v| v <= b.limit_ms)
-        });
+        let mut meets = true;
+        for b in &level.bounds {
+            // A completed request whose record lacks a bounded figure may or may not have
+            // met it: goodput cannot be told, never counted as 0.
+            let value = request_ms(r, b.metric)
+                .ok_or_else(|| format!("a completed record carries no {}", b.metric.words()))?;
+            meets &= value <= b.limit_ms;
+        }
         if meets {
             good_requests += 1;
             good_output_tokens += r
@@ -642,12 +649,19 @@ pub fn hold(level: &ServiceLevel, label: &str, account: Option<&ClientAccount>) 
             .info()
             .details_flag
             .map_or(String::new(), |f| format!(" ({f} keeps them)"));
-        out.cannot_correct.push(format!(
-            "{} keeps no per-request records{how}: its percentiles cannot be corrected for the {} request{} that did not come back whole, nor goodput told",
-            account.tool_label(),
-            out.counted.misses(),
-            fmt::plural(out.counted.misses() as f64)
-        ));
+        let misses = out.counted.misses();
+        out.cannot_correct.push(if misses > 0 {
+            format!(
+                "{} keeps no per-request records{how}: its percentiles cannot be corrected for the {misses} request{} that did not come back whole (only one the misses alone make infinite is told), nor goodput told",
+                account.tool_label(),
+                fmt::plural(misses as f64)
+            )
+        } else {
+            format!(
+                "{} keeps no per-request records{how}: no percentile of its requests can be taken, nor goodput told (its counts show none failed)",
+                account.tool_label()
+            )
+        });
     }
     if out.counted.unaccounted > 0 {
         out.notes.push(format!(
@@ -702,6 +716,13 @@ pub fn hold(level: &ServiceLevel, label: &str, account: Option<&ClientAccount>) 
             .min_by(f64::total_cmp);
     }
     out
+}
+
+/// Holds a service level to a checked run's load-tool account, as the identity gate
+/// admits it: a result set aside as not of this run is no account of it.
+pub fn hold_run(level: &ServiceLevel, label: &str, run: &crate::run::model::Run) -> RunSlo {
+    let run = crate::identity::admitted(run);
+    hold(level, label, run.bench.as_ref().map(|(_, b)| b))
 }
 
 fn ms_words(v: Option<f64>) -> String {
@@ -1092,7 +1113,7 @@ pub struct GoodputGate {
     /// (candidate - baseline) / baseline.
     pub change: Option<f64>,
     /// The larger of the two sides' noise, `(max - min) / mean` over each side's
-    /// repeats; `None` when a side has one run.
+    /// repeats (a side of one run has none); `None` when neither side has repeats.
     pub noise: Option<f64>,
     /// The drop allowed: the noise, else (one run a side) the margin.
     pub allowed: f64,
@@ -1122,7 +1143,7 @@ fn mean_and_noise(runs: &[&RunSlo]) -> Result<(f64, Option<f64>), String> {
 }
 
 /// Holds a candidate side's goodput to the baseline's: a fall beyond the larger noise of
-/// the two sides' repeats fails; with one run a side the noise is unknown and `margin`
+/// the sides' repeats fails; with one run a side the noise is unknown and `margin`
 /// (a share, 0.05 for 5%) stands in for it. `refused` says why the sides cannot be
 /// compared, when they cannot.
 pub fn goodput_gate(
@@ -1155,9 +1176,10 @@ pub fn goodput_gate(
     };
     gate.baseline_rps = Some(base.0);
     gate.candidate_rps = Some(cand.0);
+    // The larger noise of the sides whose repeats measured one.
     let noise = match (base.1, cand.1) {
         (Some(a), Some(b)) => Some(a.max(b)),
-        _ => None,
+        (a, b) => a.or(b),
     };
     gate.noise = noise;
     gate.allowed = noise.unwrap_or(margin);
@@ -1479,6 +1501,13 @@ mod tests {
         assert!((g.noise.unwrap() - 1.0 / 10.5).abs() < 1e-9);
         let (d1, d2) = (rps("d1", 10.0), rps("d2", 10.2));
         let g = goodput_gate("B", &[&b1, &b2], &[&d1, &d2], 0.05, None);
+        assert_eq!(g.verdict, GateVerdict::Passed, "{}", g.words);
+        // Repeats on one side only: their noise (9.5%) is the noise. 10.5 -> 9.0 is a
+        // fall of 14.3%, beyond it; 10.5 -> 10.0 is 4.8%, within.
+        let g = goodput_gate("B", &[&b1, &b2], &[&c1], 0.05, None);
+        assert_eq!(g.verdict, GateVerdict::Regressed, "{}", g.words);
+        assert!((g.noise.unwrap() - 1.0 / 10.5).abs() < 1e-9);
+        let g = goodput_gate("B", &[&b1, &b2], &[&d1], 0.05, None);
         assert_eq!(g.verdict, GateVerdict::Passed, "{}", g.words);
         // One run a side: the margin stands in for the unknown noise.
         let g = goodput_gate("B", &[&b1], &[&d1], 0.05, None);

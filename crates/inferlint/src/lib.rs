@@ -180,6 +180,7 @@ pub mod live;
 #[cfg(feature = "sim")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sim")))]
 pub mod sim;
+pub mod slo;
 
 /// `docs/library.md`, whose code blocks run as this crate's tests.
 #[cfg(all(doctest, feature = "live", feature = "sim"))]
