@@ -333,8 +333,7 @@ pub(crate) fn compare_command(
         comparison.gate = Some(compare::gate(&comparison, margin));
     }
     if let Some(level) = &level {
-        let margin = args.max_regression.unwrap_or(DEFAULT_MARGIN);
-        compare::with_service_level(&mut comparison, level, slo_sides, margin);
+        compare::with_service_level(&mut comparison, level, slo_sides, args.max_regression);
     }
     for (label, results) in &all_results {
         crate::junit::run_suite(

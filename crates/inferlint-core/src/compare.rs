@@ -202,13 +202,14 @@ pub struct CompareSlo {
 
 /// Holds a service level to the comparison's runs (`sides`: each side's label and its
 /// runs, as [`crate::slo::hold`] made them) and gates each other side's goodput against
-/// the baseline's: a fall beyond the noise of repeats fails; with one run a side
-/// `margin` stands in for the noise. Runs that cannot be compared cannot be gated.
+/// the baseline's: a fall beyond the noise of repeats fails; `margin`, when given, is a
+/// floor under the noise and stands in for it with one run a side
+/// ([`crate::slo::goodput_gate`]). Runs that cannot be compared cannot be gated.
 pub fn with_service_level(
     c: &mut Comparison,
     level: &ServiceLevel,
     sides: Vec<(String, Vec<RunSlo>)>,
-    margin: f64,
+    margin: Option<f64>,
 ) {
     let refused = match c.verdict {
         Verdict::Comparable => None,

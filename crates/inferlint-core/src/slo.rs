@@ -1115,7 +1115,8 @@ pub struct GoodputGate {
     /// The larger of the two sides' noise, `(max - min) / mean` over each side's
     /// repeats (a side of one run has none); `None` when neither side has repeats.
     pub noise: Option<f64>,
-    /// The drop allowed: the noise, else (one run a side) the margin.
+    /// The drop allowed: the noise (or the margin given, when larger), else (one run a
+    /// side) the margin.
     pub allowed: f64,
     /// The answer.
     pub verdict: GateVerdict,
@@ -1142,15 +1143,19 @@ fn mean_and_noise(runs: &[&RunSlo]) -> Result<(f64, Option<f64>), String> {
     Ok((mean, noise))
 }
 
+/// The drop a goodput gate allows when no side has repeats and no margin was given.
+pub const NO_NOISE_MARGIN: f64 = 0.05;
+
 /// Holds a candidate side's goodput to the baseline's: a fall beyond the larger noise of
-/// the sides' repeats fails; with one run a side the noise is unknown and `margin`
-/// (a share, 0.05 for 5%) stands in for it. `refused` says why the sides cannot be
-/// compared, when they cannot.
+/// the sides' repeats fails. `margin` (a share, 0.05 for 5%), when given, is a floor
+/// under the noise (three repeats' spread can be far below the true run-to-run noise);
+/// with one run a side the noise is unknown and the margin, else [`NO_NOISE_MARGIN`],
+/// stands in for it. `refused` says why the sides cannot be compared, when they cannot.
 pub fn goodput_gate(
     side: &str,
     baseline: &[&RunSlo],
     candidate: &[&RunSlo],
-    margin: f64,
+    margin: Option<f64>,
     refused: Option<&str>,
 ) -> GoodputGate {
     let mut gate = GoodputGate {
@@ -1159,7 +1164,7 @@ pub fn goodput_gate(
         candidate_rps: None,
         change: None,
         noise: None,
-        allowed: margin,
+        allowed: margin.unwrap_or(NO_NOISE_MARGIN),
         verdict: GateVerdict::CannotGate,
         words: String::new(),
     };
@@ -1182,14 +1187,28 @@ pub fn goodput_gate(
         (a, b) => a.or(b),
     };
     gate.noise = noise;
-    gate.allowed = noise.unwrap_or(margin);
-    let allowed_words = match noise {
-        Some(n) => format!("the noise of the repeats, {}", fmt::percent(n, 1)),
-        None => format!(
-            "the {} margin (one run a side: the noise is unknown)",
-            fmt::percent(margin, 1)
+    let (allowed, allowed_words) = match (noise, margin) {
+        (Some(n), Some(m)) if m > n => (
+            m,
+            format!(
+                "the {} margin given (the noise of the repeats is {})",
+                fmt::percent(m, 1),
+                fmt::percent(n, 1)
+            ),
         ),
+        (Some(n), _) => (n, format!("the noise of the repeats, {}", fmt::percent(n, 1))),
+        (None, m) => {
+            let m = m.unwrap_or(NO_NOISE_MARGIN);
+            (
+                m,
+                format!(
+                    "the {} margin (one run a side: the noise is unknown)",
+                    fmt::percent(m, 1)
+                ),
+            )
+        }
     };
+    gate.allowed = allowed;
     if base.0 <= 0.0 {
         gate.verdict = if cand.0 > 0.0 {
             GateVerdict::Passed
@@ -1496,26 +1515,29 @@ mod tests {
         let rps = |label: &str, v: f64| run_slo(label, Verdict::Met, Some(0.1), false, v * 100.0);
         let (b1, b2) = (rps("b1", 10.0), rps("b2", 11.0));
         let (c1, c2) = (rps("c1", 9.0), rps("c2", 9.5));
-        let g = goodput_gate("B", &[&b1, &b2], &[&c1, &c2], 0.05, None);
+        let g = goodput_gate("B", &[&b1, &b2], &[&c1, &c2], None, None);
         assert_eq!(g.verdict, GateVerdict::Regressed);
         assert!((g.noise.unwrap() - 1.0 / 10.5).abs() < 1e-9);
         let (d1, d2) = (rps("d1", 10.0), rps("d2", 10.2));
-        let g = goodput_gate("B", &[&b1, &b2], &[&d1, &d2], 0.05, None);
+        let g = goodput_gate("B", &[&b1, &b2], &[&d1, &d2], None, None);
         assert_eq!(g.verdict, GateVerdict::Passed, "{}", g.words);
         // Repeats on one side only: their noise (9.5%) is the noise. 10.5 -> 9.0 is a
         // fall of 14.3%, beyond it; 10.5 -> 10.0 is 4.8%, within.
-        let g = goodput_gate("B", &[&b1, &b2], &[&c1], 0.05, None);
+        let g = goodput_gate("B", &[&b1, &b2], &[&c1], None, None);
         assert_eq!(g.verdict, GateVerdict::Regressed, "{}", g.words);
         assert!((g.noise.unwrap() - 1.0 / 10.5).abs() < 1e-9);
-        let g = goodput_gate("B", &[&b1, &b2], &[&d1], 0.05, None);
+        let g = goodput_gate("B", &[&b1, &b2], &[&d1], None, None);
         assert_eq!(g.verdict, GateVerdict::Passed, "{}", g.words);
         // One run a side: the margin stands in for the unknown noise.
-        let g = goodput_gate("B", &[&b1], &[&d1], 0.05, None);
+        let g = goodput_gate("B", &[&b1], &[&d1], None, None);
         assert_eq!(g.noise, None);
         assert_eq!(g.verdict, GateVerdict::Passed);
-        let g = goodput_gate("B", &[&b1], &[&c1], 0.05, None);
+        let g = goodput_gate("B", &[&b1], &[&c1], None, None);
         assert_eq!(g.verdict, GateVerdict::Regressed, "{}", g.words);
-        let g = goodput_gate("B", &[&b1], &[&c1], 0.05, Some("the pool differs"));
+        // A margin given is a floor under the noise: 11.9% allowed by a 15% margin.
+        let g = goodput_gate("B", &[&b1, &b2], &[&c1, &c2], Some(0.15), None);
+        assert_eq!(g.verdict, GateVerdict::Passed, "{}", g.words);
+        let g = goodput_gate("B", &[&b1], &[&c1], None, Some("the pool differs"));
         assert_eq!(g.verdict, GateVerdict::CannotGate);
     }
 }
