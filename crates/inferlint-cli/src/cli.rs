@@ -523,7 +523,9 @@ fn gpu_price(text: &str) -> Result<f64, String> {
 fn gpus(text: &str) -> Result<u32, String> {
     match text.trim().parse::<u32>() {
         Ok(n) if n >= 1 => Ok(n),
-        _ => Err(format!("'{text}' is not a whole number of GPUs (1 or more)")),
+        _ => Err(format!(
+            "'{text}' is not a whole number of GPUs (1 or more)"
+        )),
     }
 }
 

@@ -44,8 +44,12 @@ pub(crate) fn service_level(args: &SloArgs) -> Result<Option<ServiceLevel>, CliE
     let Some(path) = &args.slo_file else {
         return Ok(None);
     };
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| CliError::input(format!("cannot read the service level {}: {e}", path.display())))?;
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        CliError::input(format!(
+            "cannot read the service level {}: {e}",
+            path.display()
+        ))
+    })?;
     ServiceLevel::parse(&text)
         .map(Some)
         .map_err(|e| CliError::usage(format!("the service level in {}: {e}", path.display())))

@@ -49,7 +49,9 @@ fn detailed(dir: &Path) -> Detailed {
     let ttfts = array("ttfts");
     let latencies = array("latencies");
     let outs = array("output_lens");
-    let ok: Vec<usize> = (0..errors.len()).filter(|i| errors[*i].is_empty()).collect();
+    let ok: Vec<usize> = (0..errors.len())
+        .filter(|i| errors[*i].is_empty())
+        .collect();
     let sorted = |v: &[Value]| {
         let mut s: Vec<f64> = ok.iter().map(|i| v[*i].as_f64().unwrap() * 1e3).collect();
         s.sort_by(f64::total_cmp);
@@ -62,7 +64,12 @@ fn detailed(dir: &Path) -> Detailed {
         e2e_ms: sorted(&latencies),
         completed: ok
             .iter()
-            .map(|i| (ttfts[*i].as_f64().unwrap() * 1e3, outs[*i].as_u64().unwrap()))
+            .map(|i| {
+                (
+                    ttfts[*i].as_f64().unwrap() * 1e3,
+                    outs[*i].as_u64().unwrap(),
+                )
+            })
             .collect(),
         duration: json["duration"].as_f64().unwrap(),
         errors,
@@ -82,7 +89,9 @@ fn level(spec: &str) -> ServiceLevel {
 }
 
 fn held(dir: &Path, spec: &str) -> inferlint::slo::RunSlo {
-    inferlint::Run::from_dir(dir).unwrap().service_level(&level(spec))
+    inferlint::Run::from_dir(dir)
+        .unwrap()
+        .service_level(&level(spec))
 }
 
 /// `report DIR --slo SPEC` with its page written aside, so no fixture gets a report.
@@ -143,7 +152,10 @@ fn a_run_with_failures_part_way_counts_each_as_an_infinite_latency() {
         .lines()
         .find(|l| l.trim_start().starts_with("ttft:p95<=2000ms"))
         .unwrap_or_else(|| panic!("{text}"));
-    assert!(line.contains("infinite") && line.contains("NOT MET"), "{line}");
+    assert!(
+        line.contains("infinite") && line.contains("NOT MET"),
+        "{line}"
+    );
 }
 
 /// The real vLLM CPU build restarted part way (fixtures/real/vllm-0.32-cpu/
@@ -173,7 +185,10 @@ fn a_run_where_every_request_failed_meets_nothing() {
     assert_eq!(file.json["p99_ttft_ms"].as_f64(), Some(0.0));
     for (dir, goodput) in [
         (vllm, Some(0)),
-        (fixtures().join("loadtools/guidellm/all-failed-404"), Some(0)),
+        (
+            fixtures().join("loadtools/guidellm/all-failed-404"),
+            Some(0),
+        ),
         (fixtures().join("loadtools/llmperf/all-failed"), None),
     ] {
         let r = held(&dir, "ttft:p95<=2s,tpot:p99<=60ms");
@@ -181,7 +196,12 @@ fn a_run_where_every_request_failed_meets_nothing() {
         assert_eq!(r.counted.misses(), 32, "{}", dir.display());
         assert!(r.bounds.iter().all(|b| b.infinite && b.value_ms.is_none()));
         assert_eq!(r.verdict, Verdict::NotMet);
-        assert_eq!(r.goodput.map(|g| g.good_requests), goodput, "{}", dir.display());
+        assert_eq!(
+            r.goodput.map(|g| g.good_requests),
+            goodput,
+            "{}",
+            dir.display()
+        );
     }
 }
 
@@ -221,12 +241,17 @@ fn without_records_the_figures_that_cannot_be_corrected_are_named() {
     assert_eq!(r.verdict, Verdict::CannotTell);
     assert_eq!(r.goodput, None);
     assert!(
-        r.cannot_correct.iter().any(|c| c.contains("--save-detailed")),
+        r.cannot_correct
+            .iter()
+            .any(|c| c.contains("--save-detailed")),
         "{:?}",
         r.cannot_correct
     );
     let text = stdout(&report(&dir, "ttft:p95<=2s"));
-    assert!(text.contains("can't tell") && text.contains("cannot correct"), "{text}");
+    assert!(
+        text.contains("can't tell") && text.contains("cannot correct"),
+        "{text}"
+    );
 }
 
 fn sweep_json(args: &[&str]) -> (Value, Option<i32>) {
@@ -281,7 +306,10 @@ fn a_sweep_brackets_its_capacity_between_a_meeting_and_a_failing_point() {
     assert!(cap["fails_at"].as_str().unwrap().ends_with("c64"));
     let (m32, m64) = ((300.0 - p95[2]) / 300.0, (300.0 - p95[3]) / 300.0);
     let ceiling = 32.0 + 32.0 * m32 / (m32 - m64);
-    assert!((cap["ceiling"].as_f64().unwrap() - ceiling).abs() < 1e-6, "{cap}");
+    assert!(
+        (cap["ceiling"].as_f64().unwrap() - ceiling).abs() < 1e-6,
+        "{cap}"
+    );
     assert!(ceiling > 32.0 && ceiling < 64.0);
     assert_eq!(cap["measure_next"], 48.0);
     let c32 = detailed(&sweep_points()[2].1);
@@ -301,9 +329,15 @@ fn a_sweep_brackets_its_capacity_between_a_meeting_and_a_failing_point() {
         assert!((got - want).abs() < 1e-6);
         assert_eq!(run["counted"]["requests"], 128);
     }
-    let o = inferlint(&fixtures(), &["sweep", "slo/sweep", "--slo", "ttft:p95<=300ms"]);
+    let o = inferlint(
+        &fixtures(),
+        &["sweep", "slo/sweep", "--slo", "ttft:p95<=300ms"],
+    );
     let text = stdout(&o);
-    assert!(text.contains("capacity ") && text.contains("interpolated"), "{text}");
+    assert!(
+        text.contains("capacity ") && text.contains("interpolated"),
+        "{text}"
+    );
 }
 
 /// Never extrapolated: with every point's p95 TTFT under 5 s (the slowest, at 64, is
@@ -327,7 +361,10 @@ fn a_sweep_that_does_not_bracket_names_the_point_to_measure_next() {
         assert!(cap["ceiling"].is_null(), "{spec}");
         assert_eq!(cap["measure_next"], next, "{spec}");
         let words = cap["words"].as_str().unwrap();
-        assert!(words.contains(&format!("measure at {next} next")), "{words}");
+        assert!(
+            words.contains(&format!("measure at {next} next")),
+            "{words}"
+        );
     }
 }
 
@@ -435,7 +472,11 @@ fn compare_fails_goodput_that_fell_beyond_the_noise_of_repeats() {
             "ttft:p95<=300ms",
         ],
     );
-    assert!(stdout(&o).contains("goodput gate: cannot gate"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("goodput gate: cannot gate"),
+        "{}",
+        stdout(&o)
+    );
     assert_eq!(o.status.code(), Some(1));
 }
 
@@ -453,9 +494,17 @@ fn a_bad_service_level_is_one_line_and_the_usage_status() {
         (vec!["--slo", "ttft:p95<=2"], "needs its unit", USAGE),
         (vec!["--slo", ""], "empty", USAGE),
         (vec!["--slo-file", &empty], "empty", USAGE),
-        (vec!["--slo-file", "/nonexistent/x.slo"], "cannot read", UNUSABLE_INPUT),
+        (
+            vec!["--slo-file", "/nonexistent/x.slo"],
+            "cannot read",
+            UNUSABLE_INPUT,
+        ),
         (vec!["--gpu-price", "2"], "give --slo", USAGE),
-        (vec!["--slo", "ttft:p95<=2s", "--gpu-price", "0"], "above 0", USAGE),
+        (
+            vec!["--slo", "ttft:p95<=2s", "--gpu-price", "0"],
+            "above 0",
+            USAGE,
+        ),
     ] {
         let mut all = vec!["sweep", "slo/sweep"];
         all.extend(args.iter().copied());
@@ -473,11 +522,56 @@ fn a_bad_service_level_is_one_line_and_the_usage_status() {
 #[test]
 fn the_schemas_hold_the_service_level() {
     for (name, args) in [
-        ("sweep", vec!["sweep", "--json", "slo/sweep", "--slo", "ttft:p95<=300ms,e2e<=5s", "--gpu-price", "3"]),
-        ("sweep", vec!["sweep", "--json", "slo/sweep/c16", "slo/other-setup/c32", "--slo", "ttft:p95<=300ms"]),
-        ("sweep", vec!["sweep", "--json", "sweep", "--slo", "ttft:p95<=2s"]),
-        ("compare", vec!["compare", "--json", "--baseline", "slo/repeats", "slo/time-limited", "--slo", "ttft:p95<=300ms"]),
-        ("compare", vec!["compare", "--json", "loadtools/vllm/all-failed-detailed", "loadtools/vllm/concurrent-16", "--slo", "ttft:p95<=300ms"]),
+        (
+            "sweep",
+            vec![
+                "sweep",
+                "--json",
+                "slo/sweep",
+                "--slo",
+                "ttft:p95<=300ms,e2e<=5s",
+                "--gpu-price",
+                "3",
+            ],
+        ),
+        (
+            "sweep",
+            vec![
+                "sweep",
+                "--json",
+                "slo/sweep/c16",
+                "slo/other-setup/c32",
+                "--slo",
+                "ttft:p95<=300ms",
+            ],
+        ),
+        (
+            "sweep",
+            vec!["sweep", "--json", "sweep", "--slo", "ttft:p95<=2s"],
+        ),
+        (
+            "compare",
+            vec![
+                "compare",
+                "--json",
+                "--baseline",
+                "slo/repeats",
+                "slo/time-limited",
+                "--slo",
+                "ttft:p95<=300ms",
+            ],
+        ),
+        (
+            "compare",
+            vec![
+                "compare",
+                "--json",
+                "loadtools/vllm/all-failed-detailed",
+                "loadtools/vllm/concurrent-16",
+                "--slo",
+                "ttft:p95<=300ms",
+            ],
+        ),
     ] {
         let s = inferlint(&fixtures(), &["schema", name]);
         let schema: Value = serde_json::from_str(&stdout(&s)).unwrap();
@@ -519,4 +613,39 @@ fn every_run_fixture_prints_what_its_percentiles_count() {
         }
     }
     assert!(printed > 40, "{printed}");
+}
+
+/// The sweep's page carries the service level: each run's row and the capacity's words.
+/// The time-limited run at 16 (one setup with the sweep's) misses more than 5% of its
+/// requests, so its p95 is the word `infinite`, never a number; it fails below the run at
+/// 32 that meets, so the curve is not monotone and the page says so; the bracket is 32 to
+/// 64, from the files' p95s as the bracketing test reads them.
+#[test]
+fn the_sweep_page_shows_the_service_level() {
+    let tmp = tempfile::tempdir().unwrap();
+    let page = tmp.path().join("s.html");
+    let o = inferlint(
+        &fixtures(),
+        &[
+            "sweep",
+            "slo/sweep/c32",
+            "slo/sweep/c64",
+            "slo/time-limited",
+            "--slo",
+            "ttft:p95<=300ms",
+            "-o",
+            page.to_str().unwrap(),
+        ],
+    );
+    no_panic(&o);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("Under the service level"), "{html}");
+    assert!(html.contains("ttft:p95&lt;=300ms") || html.contains("ttft:p95<=300ms"));
+    let row = html
+        .split("<tr>")
+        .find(|r| r.contains("time-limited"))
+        .unwrap_or_else(|| panic!("{html}"));
+    assert!(row.contains("infinite"), "{row}");
+    assert!(html.contains("not monotone"), "{html}");
+    assert!(html.contains("between 32 that meets"), "{html}");
 }

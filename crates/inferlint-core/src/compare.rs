@@ -220,7 +220,13 @@ pub fn with_service_level(
         let base: Vec<&RunSlo> = base.iter().collect();
         for (label, runs) in sides.iter().skip(1) {
             let runs: Vec<&RunSlo> = runs.iter().collect();
-            gates.push(goodput_gate(label, &base, &runs, margin, refused.as_deref()));
+            gates.push(goodput_gate(
+                label,
+                &base,
+                &runs,
+                margin,
+                refused.as_deref(),
+            ));
         }
     }
     c.service_level = Some(CompareSlo {
@@ -257,7 +263,8 @@ fn service_level_lines(out: &mut String, level: &CompareSlo) {
                     let v = if b.infinite {
                         "infinite".to_owned()
                     } else {
-                        b.value_ms.map_or("can't tell".into(), |v| format!("{v:.1} ms"))
+                        b.value_ms
+                            .map_or("can't tell".into(), |v| format!("{v:.1} ms"))
                     };
                     format!("{} {v}", b.bound)
                 })
@@ -268,9 +275,10 @@ fn service_level_lines(out: &mut String, level: &CompareSlo) {
                 r.verdict.words(),
                 r.counted.misses(),
                 r.counted.requests,
-                r.goodput
-                    .as_ref()
-                    .map_or("can't tell".into(), |g| format!("{:.3} req/s", g.requests_per_s)),
+                r.goodput.as_ref().map_or("can't tell".into(), |g| format!(
+                    "{:.3} req/s",
+                    g.requests_per_s
+                )),
                 bounds.join(", ")
             ));
         }

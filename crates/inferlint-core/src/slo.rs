@@ -235,9 +235,10 @@ impl ServiceLevel {
             let line = line.split('#').next().unwrap_or("");
             for item in line.split(',').map(str::trim).filter(|i| !i.is_empty()) {
                 let bound = parse_bound(item)?;
-                if bounds.iter().any(|b| {
-                    b.metric == bound.metric && b.percentile_e2 == bound.percentile_e2
-                }) {
+                if bounds
+                    .iter()
+                    .any(|b| b.metric == bound.metric && b.percentile_e2 == bound.percentile_e2)
+                {
                     return Err(SloError(format!(
                         "'{item}': {} {} is bounded twice",
                         bound.metric.key(),
@@ -450,7 +451,9 @@ fn count(account: &ClientAccount) -> Result<Counted, String> {
         ));
     }
     let failed = positive(account.failed).unwrap_or(0).max(rec_failed);
-    let incomplete = positive(account.incomplete).unwrap_or(0).max(rec_incomplete);
+    let incomplete = positive(account.incomplete)
+        .unwrap_or(0)
+        .max(rec_incomplete);
     let sent = positive(account.sent).unwrap_or(0);
     let requests = sent.max(records).max(completed + failed + incomplete);
     Ok(Counted {
@@ -627,8 +630,7 @@ pub fn hold(level: &ServiceLevel, label: &str, account: Option<&ClientAccount>) 
     };
     let Some(account) = account else {
         out.cannot_correct.push(
-            "every figure: the run has no load tool's result, so no request is counted"
-                .to_owned(),
+            "every figure: the run has no load tool's result, so no request is counted".to_owned(),
         );
         return out;
     };
@@ -638,7 +640,8 @@ pub fn hold(level: &ServiceLevel, label: &str, account: Option<&ClientAccount>) 
             (c, records)
         }
         Err(why) => {
-            out.cannot_correct.push(format!("every percentile and goodput: {why}"));
+            out.cannot_correct
+                .push(format!("every percentile and goodput: {why}"));
             return out;
         }
     };
@@ -702,8 +705,7 @@ pub fn hold(level: &ServiceLevel, label: &str, account: Option<&ClientAccount>) 
     out.infinite = out.bounds.iter().any(|b| b.infinite);
     out.verdict = if out.bounds.iter().any(|b| b.verdict == Verdict::NotMet) {
         Verdict::NotMet
-    } else if out.bounds.is_empty() || out.bounds.iter().any(|b| b.verdict == Verdict::CannotTell)
-    {
+    } else if out.bounds.is_empty() || out.bounds.iter().any(|b| b.verdict == Verdict::CannotTell) {
         Verdict::CannotTell
     } else {
         Verdict::Met
@@ -775,9 +777,7 @@ pub fn run_text(r: &RunSlo, level: &ServiceLevel) -> String {
             ms_words(b.tool_ms),
             b.misses,
             b.verdict.words(),
-            b.thin
-                .as_ref()
-                .map_or(String::new(), |t| format!(" ({t})"))
+            b.thin.as_ref().map_or(String::new(), |t| format!(" ({t})"))
         ));
     }
     match &r.goodput {
@@ -927,7 +927,10 @@ pub fn capacity(
         .filter_map(|p| Some((p.asked?, p.slo)))
         .collect();
     known.sort_by(|a, b| a.0.total_cmp(&b.0));
-    for p in points.iter().filter(|p| p.slo.verdict == Verdict::CannotTell) {
+    for p in points
+        .iter()
+        .filter(|p| p.slo.verdict == Verdict::CannotTell)
+    {
         cap.notes.push(format!(
             "{} cannot be told against the service level and is left out",
             p.slo.label
@@ -939,7 +942,10 @@ pub fn capacity(
         .iter()
         .enumerate()
         .filter(|(i, (_, s))| {
-            s.verdict == Verdict::Met && known[i + 1..].iter().any(|(_, f)| f.verdict == Verdict::NotMet)
+            s.verdict == Verdict::Met
+                && known[i + 1..]
+                    .iter()
+                    .any(|(_, f)| f.verdict == Verdict::NotMet)
         })
         .next_back()
         .and_then(|(i, low)| {
@@ -953,16 +959,23 @@ pub fn capacity(
         .filter(|(_, s)| s.verdict == Verdict::Met)
         .map(|(x, _)| *x)
         .collect();
+    // A run that fails below one that meets: the curve is not monotone (noise, or a
+    // run that went wrong), and the reader should know which runs the bracket rests on.
+    let highest_met = met.last().copied();
+    if let Some((x_fail, _)) = known
+        .iter()
+        .find(|(x, s)| s.verdict == Verdict::NotMet && highest_met.is_some_and(|m| *x < m))
+    {
+        cap.notes.push(format!(
+            "not monotone: {} fails the service level below {} that meets it",
+            asked_words(*x_fail),
+            asked_words(highest_met.unwrap_or(*x_fail))
+        ));
+    }
     let Some(((x_low, low), (x_high, high))) = bracket else {
         not_bracketed(&mut cap, &known, &met, whole);
         return cap;
     };
-    if met.iter().any(|x| *x > x_high) {
-        cap.notes.push(format!(
-            "not monotone: {} fails the service level but a higher load meets it; the ceiling is read below the first failure above a meeting point",
-            asked_words(x_high)
-        ));
-    }
     cap.verdict = CapacityVerdict::Bracketed;
     cap.meets_at = Some(low.label.clone());
     cap.fails_at = Some(high.label.clone());
@@ -1002,7 +1015,8 @@ pub fn capacity(
     };
     for (x, s) in [(x_low, low), (x_high, high)] {
         if let Some(thin) = s.bounds.iter().find_map(|b| b.thin.as_ref()) {
-            cap.notes.push(format!("{} ({}): {thin}", asked_words(x), s.label));
+            cap.notes
+                .push(format!("{} ({}): {thin}", asked_words(x), s.label));
         }
     }
     if let Some(price) = price {
@@ -1138,7 +1152,9 @@ fn mean_and_noise(runs: &[&RunSlo]) -> Result<(f64, Option<f64>), String> {
     let mean = values.iter().sum::<f64>() / values.len() as f64;
     let (lo, hi) = values
         .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(*v), b.max(*v)));
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+            (a.min(*v), b.max(*v))
+        });
     let noise = (values.len() >= 2 && mean > 0.0).then(|| (hi - lo) / mean);
     Ok((mean, noise))
 }
@@ -1196,7 +1212,10 @@ pub fn goodput_gate(
                 fmt::percent(n, 1)
             ),
         ),
-        (Some(n), _) => (n, format!("the noise of the repeats, {}", fmt::percent(n, 1))),
+        (Some(n), _) => (
+            n,
+            format!("the noise of the repeats, {}", fmt::percent(n, 1)),
+        ),
         (None, m) => {
             let m = m.unwrap_or(NO_NOISE_MARGIN);
             (
@@ -1220,7 +1239,10 @@ pub fn goodput_gate(
             cand.0
         );
         if gate.verdict == GateVerdict::Passed {
-            gate.words = format!("goodput gate: passed: {side} has {:.3} req/s of goodput against the baseline's 0", cand.0);
+            gate.words = format!(
+                "goodput gate: passed: {side} has {:.3} req/s of goodput against the baseline's 0",
+                cand.0
+            );
         }
         return gate;
     }
@@ -1326,10 +1348,14 @@ mod tests {
     fn misses_count_as_infinite_latency() {
         let mut account = ClientAccount::new(LoadTool::VllmBench);
         for i in 1..=18 {
-            account.requests.push(request(RequestOutcome::Completed, i as f64 * 0.1, 2.0, 11));
+            account
+                .requests
+                .push(request(RequestOutcome::Completed, i as f64 * 0.1, 2.0, 11));
         }
         for _ in 0..2 {
-            account.requests.push(request(RequestOutcome::Failed, f64::NAN, f64::NAN, 0));
+            account
+                .requests
+                .push(request(RequestOutcome::Failed, f64::NAN, f64::NAN, 0));
         }
         account.duration = Some(10.0);
         account.count_from_records();
@@ -1381,7 +1407,11 @@ mod tests {
         assert_eq!(r.bounds[1].verdict, Verdict::CannotTell);
         assert_eq!(r.verdict, Verdict::NotMet);
         assert!(r.goodput.is_none());
-        assert!(r.cannot_correct[0].contains("no per-request records"), "{:?}", r.cannot_correct);
+        assert!(
+            r.cannot_correct[0].contains("no per-request records"),
+            "{:?}",
+            r.cannot_correct
+        );
         // All completed, no records: can't tell, never a pass.
         account.completed = Some(32);
         account.failed = Some(0);
@@ -1399,7 +1429,11 @@ mod tests {
         account.requests = vec![request(RequestOutcome::Completed, 0.1, 1.0, 5); 10];
         let r = hold(&level("ttft:p95<=2s"), "run", Some(&account));
         assert_eq!(r.verdict, Verdict::CannotTell);
-        assert!(r.cannot_correct[0].contains("a sample"), "{:?}", r.cannot_correct);
+        assert!(
+            r.cannot_correct[0].contains("a sample"),
+            "{:?}",
+            r.cannot_correct
+        );
     }
 
     /// Requests sent but never recorded (the tool stopped with them in flight) are
@@ -1417,7 +1451,13 @@ mod tests {
         assert!(r.notes[0].contains("counted as misses"), "{:?}", r.notes);
     }
 
-    fn run_slo(label: &str, verdict: Verdict, margin: Option<f64>, infinite: bool, tps: f64) -> RunSlo {
+    fn run_slo(
+        label: &str,
+        verdict: Verdict,
+        margin: Option<f64>,
+        infinite: bool,
+        tps: f64,
+    ) -> RunSlo {
         RunSlo {
             label: label.into(),
             tool: None,
@@ -1447,11 +1487,23 @@ mod tests {
         let b = run_slo("c8", Verdict::Met, Some(0.2), false, 200.0);
         let c = run_slo("c16", Verdict::NotMet, Some(-0.6), false, 250.0);
         let points = [
-            CapacityPoint { asked: Some(16.0), slo: &c },
-            CapacityPoint { asked: Some(4.0), slo: &a },
-            CapacityPoint { asked: Some(8.0), slo: &b },
+            CapacityPoint {
+                asked: Some(16.0),
+                slo: &c,
+            },
+            CapacityPoint {
+                asked: Some(4.0),
+                slo: &a,
+            },
+            CapacityPoint {
+                asked: Some(8.0),
+                slo: &b,
+            },
         ];
-        let price = GpuPrice { usd_per_gpu_hour: 3.6, gpus: 2 };
+        let price = GpuPrice {
+            usd_per_gpu_hour: 3.6,
+            gpus: 2,
+        };
         let cap = capacity(&l, &points, None, true, Some(price));
         assert_eq!(cap.verdict, CapacityVerdict::Bracketed);
         assert!((cap.ceiling.unwrap() - 10.0).abs() < 1e-9);
@@ -1470,13 +1522,55 @@ mod tests {
         let b = run_slo("c8", Verdict::Met, Some(0.2), false, 200.0);
         let c = run_slo("c16", Verdict::NotMet, None, true, 250.0);
         let points = [
-            CapacityPoint { asked: Some(8.0), slo: &b },
-            CapacityPoint { asked: Some(16.0), slo: &c },
+            CapacityPoint {
+                asked: Some(8.0),
+                slo: &b,
+            },
+            CapacityPoint {
+                asked: Some(16.0),
+                slo: &c,
+            },
         ];
         let cap = capacity(&l, &points, None, true, None);
         assert_eq!(cap.ceiling, Some(8.0));
         assert!(!cap.interpolated);
-        assert!(cap.words.contains("at least 8 and below 16"), "{}", cap.words);
+        assert!(
+            cap.words.contains("at least 8 and below 16"),
+            "{}",
+            cap.words
+        );
+    }
+
+    /// A failing run below a meeting one is named; the bracket is still the highest
+    /// meeting run and the failing one above it.
+    #[test]
+    fn a_curve_that_is_not_monotone_is_named() {
+        let l = level("ttft:p95<=2s");
+        let a = run_slo("c4", Verdict::NotMet, None, true, 100.0);
+        let b = run_slo("c8", Verdict::Met, Some(0.2), false, 200.0);
+        let c = run_slo("c16", Verdict::NotMet, Some(-0.2), false, 250.0);
+        let points = [
+            CapacityPoint {
+                asked: Some(4.0),
+                slo: &a,
+            },
+            CapacityPoint {
+                asked: Some(8.0),
+                slo: &b,
+            },
+            CapacityPoint {
+                asked: Some(16.0),
+                slo: &c,
+            },
+        ];
+        let cap = capacity(&l, &points, None, true, None);
+        assert_eq!(cap.meets_at.as_deref(), Some("c8"));
+        // 8 + 8 x 0.2 / 0.4 = 12.
+        assert!((cap.ceiling.unwrap() - 12.0).abs() < 1e-9);
+        assert_eq!(
+            cap.notes,
+            ["not monotone: 4 fails the service level below 8 that meets it"]
+        );
     }
 
     /// Never extrapolated: all meeting asks for double the highest, none meeting for half
@@ -1487,8 +1581,14 @@ mod tests {
         let a = run_slo("c4", Verdict::Met, Some(0.5), false, 100.0);
         let b = run_slo("c8", Verdict::Met, Some(0.2), false, 200.0);
         let all_meet = [
-            CapacityPoint { asked: Some(4.0), slo: &a },
-            CapacityPoint { asked: Some(8.0), slo: &b },
+            CapacityPoint {
+                asked: Some(4.0),
+                slo: &a,
+            },
+            CapacityPoint {
+                asked: Some(8.0),
+                slo: &b,
+            },
         ];
         let cap = capacity(&l, &all_meet, None, true, None);
         assert_eq!(cap.verdict, CapacityVerdict::NotBracketed);
@@ -1497,8 +1597,14 @@ mod tests {
         let x = run_slo("c4", Verdict::NotMet, Some(-0.1), false, 100.0);
         let y = run_slo("c8", Verdict::NotMet, Some(-0.5), false, 100.0);
         let none_meet = [
-            CapacityPoint { asked: Some(4.0), slo: &x },
-            CapacityPoint { asked: Some(8.0), slo: &y },
+            CapacityPoint {
+                asked: Some(4.0),
+                slo: &x,
+            },
+            CapacityPoint {
+                asked: Some(8.0),
+                slo: &y,
+            },
         ];
         let cap = capacity(&l, &none_meet, None, true, None);
         assert_eq!((cap.ceiling, cap.measure_next), (None, Some(2.0)));

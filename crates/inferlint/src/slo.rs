@@ -21,9 +21,9 @@
 //! ```
 
 pub use inferlint_core::slo::{
-    capacity, capacity_text, goodput_gate, run_text, Bound, BoundResult, Capacity,
-    CapacityPoint, CapacityVerdict, Cost, Counted, GateVerdict, GoodputGate, GpuPrice,
-    Goodput, Metric, RunSlo, ServiceLevel, SloError, Verdict,
+    capacity, capacity_text, goodput_gate, run_text, Bound, BoundResult, Capacity, CapacityPoint,
+    CapacityVerdict, Cost, Counted, GateVerdict, Goodput, GoodputGate, GpuPrice, Metric, RunSlo,
+    ServiceLevel, SloError, Verdict,
 };
 
 impl crate::Run {
