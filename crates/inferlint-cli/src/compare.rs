@@ -39,7 +39,7 @@ pub(crate) struct Checked {
 /// `--slo` is.
 pub(crate) fn service_level(args: &SloArgs) -> Result<Option<ServiceLevel>, CliError> {
     if let Some(level) = &args.slo {
-        return Ok(Some(level.clone()));
+        return Ok(Some(level.as_ref().clone()));
     }
     let Some(path) = &args.slo_file else {
         return Ok(None);

@@ -941,13 +941,12 @@ pub fn capacity(
     let bracket = known
         .iter()
         .enumerate()
-        .filter(|(i, (_, s))| {
+        .rfind(|(i, (_, s))| {
             s.verdict == Verdict::Met
                 && known[i + 1..]
                     .iter()
                     .any(|(_, f)| f.verdict == Verdict::NotMet)
         })
-        .next_back()
         .and_then(|(i, low)| {
             let high = known[i + 1..]
                 .iter()
