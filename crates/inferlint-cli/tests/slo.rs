@@ -649,3 +649,41 @@ fn the_sweep_page_shows_the_service_level() {
     assert!(html.contains("not monotone"), "{html}");
     assert!(html.contains("between 32 that meets"), "{html}");
 }
+
+/// `--slo tool`: the thresholds the load tool was given for its own goodput, read from
+/// its settings line. The real vllm bench serve run with failures part way printed
+/// `goodput=None`; the minimal edit `goodput=['ttft:40']` is what `--goodput ttft:40`
+/// prints. Each threshold holds every request: its 6 failures make it infinite, and its
+/// goodput is the completed requests with TTFT within 40 ms, counted here from the file.
+/// The run as it was (`goodput=None`) cannot be told under `--slo tool`.
+#[test]
+fn the_tool_s_own_goodput_thresholds_are_read_when_it_stored_them() {
+    let dir = fixtures().join("loadtools/vllm/some-errored-detailed");
+    let as_run = report(&dir, "tool");
+    no_panic(&as_run);
+    let text = stdout(&as_run);
+    assert!(text.contains("no goodput thresholds"), "{text}");
+    let tmp = tempfile::tempdir().unwrap();
+    let copy = tmp.path().join("run");
+    crate::common::copy_tree(&dir, &copy);
+    let log = std::fs::read_to_string(copy.join("load.log")).unwrap();
+    assert_eq!(log.matches("goodput=None").count(), 1);
+    std::fs::write(
+        copy.join("load.log"),
+        log.replace("goodput=None", "goodput=['ttft:40']"),
+    )
+    .unwrap();
+    let r = inferlint::Run::from_dir(&copy)
+        .unwrap()
+        .service_level(&level("tool"));
+    assert_eq!(r.service_level, "ttft<=40ms");
+    assert!(r.bounds[0].infinite);
+    assert_eq!(r.verdict, Verdict::NotMet);
+    let file = detailed(&dir);
+    let good = file.completed.iter().filter(|(t, _)| *t <= 40.0).count();
+    assert_eq!(r.goodput.map(|g| g.good_requests as usize), Some(good));
+    let text = stdout(&report(&copy, "tool"));
+    assert!(text.contains("(the load tool's own --goodput)"), "{text}");
+    let explicit = stdout(&report(&copy, "ttft:p50<=1s"));
+    assert!(explicit.contains("--goodput ttft:40"), "{explicit}");
+}

@@ -213,10 +213,11 @@ pub fn run_slo() -> Value {
     let verdict = json!({"enum": ["met", "not_met", "cannot_tell"]});
     json!({
         "type": "object",
-        "required": ["label", "tool", "counted", "bounds", "goodput", "verdict", "margin", "infinite", "cannot_correct", "notes"],
+        "required": ["label", "service_level", "tool", "counted", "bounds", "goodput", "verdict", "margin", "infinite", "cannot_correct", "notes"],
         "additionalProperties": false,
         "properties": {
             "label": {"type": "string"},
+            "service_level": {"type": "string"},
             "tool": nullable("string"),
             "counted": {
                 "type": "object",

@@ -145,6 +145,9 @@ impl Bound {
 pub struct ServiceLevel {
     /// The bounds, in the order given.
     pub bounds: Vec<Bound>,
+    /// Whether each run is held to the thresholds its own load tool was given for its
+    /// goodput (`--slo tool`) instead of `bounds`.
+    pub from_tool: bool,
 }
 
 /// Why a service level cannot be read: one line, naming what was wrong.
@@ -230,6 +233,12 @@ impl ServiceLevel {
     /// `METRIC[:pNN]<=LIMIT` each (`ttft:p95<=2s,tpot:p99<=60ms,e2e<=30s`); a bound
     /// without a percentile holds every request. In a file, `#` starts a comment.
     pub fn parse(text: &str) -> Result<ServiceLevel, SloError> {
+        if text.trim() == "tool" {
+            return Ok(ServiceLevel {
+                bounds: Vec::new(),
+                from_tool: true,
+            });
+        }
         let mut bounds: Vec<Bound> = Vec::new();
         for line in text.lines() {
             let line = line.split('#').next().unwrap_or("");
@@ -254,11 +263,56 @@ impl ServiceLevel {
                     .to_owned(),
             ));
         }
-        Ok(ServiceLevel { bounds })
+        Ok(ServiceLevel {
+            bounds,
+            from_tool: false,
+        })
     }
 
-    /// The service level as it is written, in milliseconds.
+    /// The service level the thresholds of a load tool's own `--goodput` make
+    /// (`ttft:500`, `tpot:50`, `e2el:2000`: milliseconds, as `vllm bench serve` takes
+    /// them): each a bound on every request, since the tool counts a request good only
+    /// when it meets each.
+    pub fn from_tool_goodput(items: &[String]) -> Result<ServiceLevel, SloError> {
+        let mut bounds = Vec::new();
+        for item in items {
+            let bad = || {
+                SloError(format!(
+                    "the load tool's goodput threshold '{item}' is not KEY:MILLISECONDS with a key of ttft, tpot or e2el"
+                ))
+            };
+            let (key, value) = item.split_once(':').ok_or_else(bad)?;
+            let metric = match key.trim() {
+                "e2el" => Metric::E2e,
+                other => Metric::from_key(other).ok_or_else(bad)?,
+            };
+            let limit_ms: f64 = value.trim().parse().map_err(|_| bad())?;
+            if !(limit_ms.is_finite() && limit_ms > 0.0) {
+                return Err(bad());
+            }
+            bounds.push(Bound {
+                metric,
+                percentile_e2: None,
+                limit_ms,
+            });
+        }
+        if bounds.is_empty() {
+            return Err(SloError(
+                "the load tool stored no goodput thresholds".to_owned(),
+            ));
+        }
+        Ok(ServiceLevel {
+            bounds,
+            from_tool: false,
+        })
+    }
+
+    /// The service level as it is written, in milliseconds (`tool` for each run's own
+    /// tool's thresholds).
     pub fn spec(&self) -> String {
+        if self.from_tool {
+            return "tool".to_owned();
+        }
         let parts: Vec<String> = self.bounds.iter().map(Bound::spec).collect();
         parts.join(",")
     }
@@ -370,6 +424,8 @@ pub struct Goodput {
 pub struct RunSlo {
     /// The run's label.
     pub label: String,
+    /// The service level held, as written (with `--slo tool`, the run's own tool's).
+    pub service_level: String,
     /// The load tool, with its version.
     pub tool: Option<String>,
     /// What was counted.
@@ -614,10 +670,41 @@ fn goodput(level: &ServiceLevel, account: &ClientAccount) -> Result<Goodput, Str
 }
 
 /// Holds a service level to one run's load-tool account (`None`: the run has no load
-/// tool's result).
+/// tool's result). With `--slo tool`, the run is held to its own tool's goodput
+/// thresholds, and cannot be told where the tool stored none.
 pub fn hold(level: &ServiceLevel, label: &str, account: Option<&ClientAccount>) -> RunSlo {
+    if !level.from_tool {
+        let mut out = hold_level(level, label, account);
+        if let Some(a) = account.filter(|a| !a.goodput.is_empty()) {
+            out.notes.push(format!(
+                "{} was given --goodput {}: `--slo tool` holds the run to those",
+                a.tool_label(),
+                a.goodput.join(" ")
+            ));
+        }
+        return out;
+    }
+    let own = account.map(|a| ServiceLevel::from_tool_goodput(&a.goodput));
+    match own {
+        Some(Ok(own)) => hold_level(&own, label, account),
+        Some(Err(why)) => {
+            let mut out = hold_level(level, label, account);
+            out.service_level = "tool".to_owned();
+            out.bounds.clear();
+            out.goodput = None;
+            out.verdict = Verdict::CannotTell;
+            out.cannot_correct
+                .push(format!("{why} (give the bounds with --slo)"));
+            out
+        }
+        None => hold_level(level, label, None),
+    }
+}
+
+fn hold_level(level: &ServiceLevel, label: &str, account: Option<&ClientAccount>) -> RunSlo {
     let mut out = RunSlo {
         label: label.to_owned(),
+        service_level: level.spec(),
         tool: account.map(ClientAccount::tool_label),
         counted: Counted::default(),
         bounds: Vec::new(),
@@ -745,8 +832,13 @@ fn value_words(b: &BoundResult) -> String {
 pub fn run_text(r: &RunSlo, level: &ServiceLevel) -> String {
     let c = &r.counted;
     let mut out = format!(
-        "service level {} on {}: {}\n",
-        level.spec(),
+        "service level {}{} on {}: {}\n",
+        r.service_level,
+        if level.from_tool && r.service_level != "tool" {
+            " (the load tool's own --goodput)"
+        } else {
+            ""
+        },
         r.label,
         r.verdict.words()
     );
@@ -1287,6 +1379,44 @@ mod tests {
         assert_eq!(f.bounds[1].words(), "latency of every request <= 30000 ms");
     }
 
+    /// `--slo tool`: each run's own `--goodput` thresholds, milliseconds, each on every
+    /// request; a run whose tool stored none cannot be told.
+    #[test]
+    fn the_tool_s_own_goodput_thresholds_are_a_service_level() {
+        let own = ServiceLevel::from_tool_goodput(&["ttft:500".into(), "e2el:2000".into()])
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(own.spec(), "ttft<=500ms,e2e<=2000ms");
+        assert!(ServiceLevel::from_tool_goodput(&["itl:5".into()]).is_err());
+        let tool = level("tool");
+        assert!(tool.from_tool);
+        let mut account = ClientAccount::new(LoadTool::VllmBench);
+        account.duration = Some(1.0);
+        account.requests = vec![
+            request(RequestOutcome::Completed, 0.4, 1.0, 5),
+            request(RequestOutcome::Completed, 0.6, 1.0, 5),
+        ];
+        account.count_from_records();
+        let none = hold(&tool, "run", Some(&account));
+        assert_eq!(none.verdict, Verdict::CannotTell);
+        assert!(
+            none.cannot_correct[0].contains("no goodput thresholds"),
+            "{:?}",
+            none.cannot_correct
+        );
+        account.goodput = vec!["ttft:500".into()];
+        // Every request within 500 ms: the second took 600.
+        let r = hold(&tool, "run", Some(&account));
+        assert_eq!(r.service_level, "ttft<=500ms");
+        assert_eq!(r.verdict, Verdict::NotMet);
+        assert_eq!(r.goodput.map(|g| g.good_requests), Some(1));
+        let explicit = hold(&level("ttft:p50<=1s"), "run", Some(&account));
+        assert!(
+            explicit.notes[0].contains("--goodput ttft:500"),
+            "{:?}",
+            explicit.notes
+        );
+    }
+
     #[test]
     fn a_bad_service_level_is_one_line_naming_what_is_wrong() {
         for (text, says) in [
@@ -1459,6 +1589,7 @@ mod tests {
     ) -> RunSlo {
         RunSlo {
             label: label.into(),
+            service_level: String::new(),
             tool: None,
             counted: Counted::default(),
             bounds: Vec::new(),
