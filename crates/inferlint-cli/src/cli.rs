@@ -404,7 +404,7 @@ pub struct ReportArgs {
 pub struct PrometheusArgs {
     /// Read the run from a Prometheus server's HTTP API instead of files: one run per
     /// replica (`pod`, else `instance`), checked each and as a fleet
-    #[arg(long, value_name = "URL", requires_all = ["start", "end"], conflicts_with_all = ["run", "boot_logs", "before", "after", "series", "baseline"])]
+    #[arg(long, value_name = "URL", requires_all = ["start", "end"], conflicts_with_all = ["run", "boot_logs", "before", "after", "series", "baseline", "slo", "slo_file"])]
     pub prometheus: Option<String>,
     /// The run's start: Unix seconds or RFC 3339 (2025-12-01T09:30:00Z)
     #[arg(long, value_name = "T", requires = "prometheus")]

@@ -687,3 +687,25 @@ fn the_tool_s_own_goodput_thresholds_are_read_when_it_stored_them() {
     let explicit = stdout(&report(&copy, "ttft:p50<=1s"));
     assert!(explicit.contains("--goodput ttft:40"), "{explicit}");
 }
+
+/// A fleet folder holds no load tool's result of its own: `--slo` there is refused (the
+/// usage status), naming the replica's folder to give instead; never silently ignored.
+#[test]
+fn a_service_level_on_a_fleet_folder_is_refused() {
+    let o = inferlint(
+        &fixtures(),
+        &[
+            "report",
+            "real/vllm-0.32-cpu/fleet-one-idle",
+            "--slo",
+            "ttft:p95<=2s",
+        ],
+    );
+    no_panic(&o);
+    assert_eq!(o.status.code(), Some(USAGE), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--slo belongs to one replica"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -1580,6 +1580,27 @@ mod tests {
         assert!(r.notes[0].contains("counted as misses"), "{:?}", r.notes);
     }
 
+    /// GuideLLM keeps the requests still running when it stopped as `incomplete`: each
+    /// is a miss. 4 records: 3 completed (TTFT 100, 200, 300 ms), 1 incomplete. p50 of 4
+    /// is the 2nd, 200 ms; p90 is the ceil(3.6) = 4th: the miss.
+    #[test]
+    fn a_request_still_running_when_the_tool_stopped_is_a_miss() {
+        let mut account = ClientAccount::new(LoadTool::GuideLlm);
+        for t in [0.1, 0.2, 0.3] {
+            account
+                .requests
+                .push(request(RequestOutcome::Completed, t, 1.0, 5));
+        }
+        account
+            .requests
+            .push(request(RequestOutcome::Incomplete, f64::NAN, f64::NAN, 0));
+        account.count_from_records();
+        let r = hold(&level("ttft:p50<=1s,ttft:p90<=1s"), "run", Some(&account));
+        assert_eq!((r.counted.incomplete, r.counted.misses()), (1, 1));
+        assert!((r.bounds[0].value_ms.unwrap() - 200.0).abs() < 1e-9);
+        assert!(r.bounds[1].infinite);
+    }
+
     fn run_slo(
         label: &str,
         verdict: Verdict,
