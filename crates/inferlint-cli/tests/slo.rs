@@ -709,3 +709,42 @@ fn a_service_level_on_a_fleet_folder_is_refused() {
         stderr(&o)
     );
 }
+
+/// `compare --junit` carries the goodput gate as a test case of its own: failed, with
+/// the gate's words, when the time-limited run's goodput fell beyond the repeats' noise.
+#[test]
+fn the_goodput_gate_is_a_junit_case() {
+    let tmp = tempfile::tempdir().unwrap();
+    let junit = tmp.path().join("j.xml");
+    let o = inferlint(
+        &fixtures(),
+        &[
+            "--junit",
+            junit.to_str().unwrap(),
+            "compare",
+            "--baseline",
+            "slo/repeats",
+            "slo/time-limited",
+            "--slo",
+            "ttft:p95<=300ms",
+        ],
+    );
+    no_panic(&o);
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    let case = doc
+        .descendants()
+        .find(|n| n.attribute("name") == Some("goodput of B at the service level"))
+        .unwrap_or_else(|| panic!("{xml}"));
+    let failure = case
+        .children()
+        .find(|n| n.has_tag_name("failure"))
+        .unwrap_or_else(|| panic!("{xml}"));
+    assert!(
+        failure
+            .attribute("message")
+            .unwrap_or("")
+            .contains("REGRESSION"),
+        "{xml}"
+    );
+}
