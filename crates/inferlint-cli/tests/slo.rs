@@ -748,3 +748,32 @@ fn the_goodput_gate_is_a_junit_case() {
         "{xml}"
     );
 }
+
+/// `compare -o` shows the goodput gate and each run under the service level.
+#[test]
+fn the_compare_page_shows_the_goodput_gate() {
+    let tmp = tempfile::tempdir().unwrap();
+    let page = tmp.path().join("c.html");
+    let o = inferlint(
+        &fixtures(),
+        &[
+            "compare",
+            "--baseline",
+            "slo/repeats",
+            "slo/time-limited",
+            "--slo",
+            "ttft:p95<=300ms",
+            "-o",
+            page.to_str().unwrap(),
+        ],
+    );
+    no_panic(&o);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("Goodput under the service level"), "{html}");
+    let row = html
+        .split("<tr>")
+        .find(|r| r.contains("time-limited"))
+        .unwrap_or_else(|| panic!("{html}"));
+    assert!(row.contains("not met"), "{row}");
+    assert!(html.contains("goodput gate: REGRESSION"), "{html}");
+}
