@@ -777,3 +777,29 @@ fn the_compare_page_shows_the_goodput_gate() {
     assert!(row.contains("not met"), "{row}");
     assert!(html.contains("goodput gate: REGRESSION"), "{html}");
 }
+
+/// docs/slo.md's example is the command's output on fixtures/slo/sweep, line for line.
+#[test]
+fn the_docs_example_is_what_the_command_prints() {
+    let o = inferlint(
+        &fixtures(),
+        &[
+            "sweep",
+            "slo/sweep",
+            "--slo",
+            "ttft:p95<=300ms,tpot:p99<=60ms",
+            "--gpu-price",
+            "2.5",
+        ],
+    );
+    let text = stdout(&o).replace("fixtures/slo/", "slo/");
+    let doc = std::fs::read_to_string(fixtures().join("../docs/slo.md"))
+        .unwrap()
+        .replace("fixtures/slo/", "slo/");
+    let at = text
+        .find("service level ")
+        .unwrap_or_else(|| panic!("{text}"));
+    for line in text[at..].lines() {
+        assert!(doc.contains(line), "docs/slo.md lacks: {line}");
+    }
+}
