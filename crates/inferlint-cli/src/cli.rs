@@ -219,10 +219,10 @@ pub struct CompareArgs {
 /// `--slo`: a service level held to every request of each run.
 #[derive(Debug, Default, Args)]
 pub struct SloArgs {
-    /// A service level, e.g. ttft:p95<=2s,tpot:p99<=60ms,e2e:p99<=30s (a bound without
-    /// pNN holds every request), or `tool` for the thresholds each run's load tool was given
-    /// with its own --goodput: each percentile counts a failed or unfinished request as an
-    /// infinite latency
+    /// A service level, e.g. 'ttft:p95<=2s,tpot:p99<=60ms,e2e:p99<=30s' (quoted; a bound
+    /// without pNN holds every request), or `tool` for the thresholds each run's load tool
+    /// was given with its own --goodput: each percentile counts a failed or unfinished
+    /// request as an infinite latency
     #[arg(long, value_name = "SLO", value_parser = service_level, conflicts_with = "slo_file")]
     pub slo: Option<Box<ServiceLevel>>,
     /// The service level from a file: the same bounds, by commas or lines (# starts a comment)
