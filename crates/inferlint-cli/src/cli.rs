@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use inferlint_core::slo::ServiceLevel;
 
 pub const HELP_TEMPLATE: &str = "\
 {about-with-newline}
@@ -212,7 +213,23 @@ pub struct CompareArgs {
     #[arg(long, value_name = "PCT", value_parser = margin)]
     pub max_regression: Option<f64>,
     #[command(flatten)]
+    pub slo: SloArgs,
+    #[command(flatten)]
     pub page: PageArgs,
+}
+
+/// `--slo`: a service level held to every request of each run.
+#[derive(Debug, Default, Args)]
+pub struct SloArgs {
+    /// A service level, e.g. 'ttft:p95<=2s,tpot:p99<=60ms,e2e:p99<=30s' (quoted; a bound
+    /// without pNN holds every request), or `tool` for the thresholds each run's load tool
+    /// was given with its own --goodput: each percentile counts a failed or unfinished
+    /// request as an infinite latency
+    #[arg(long, value_name = "SLO", value_parser = service_level, conflicts_with = "slo_file")]
+    pub slo: Option<Box<ServiceLevel>>,
+    /// The service level from a file: the same bounds, by commas or lines (# starts a comment)
+    #[arg(long, value_name = "FILE")]
+    pub slo_file: Option<PathBuf>,
 }
 
 /// The HTML page `compare` and `sweep` write.
@@ -234,6 +251,15 @@ pub struct SweepArgs {
     /// Run folders of one setup at different loads, or one folder holding them
     #[arg(value_name = "DIR", required = true)]
     pub runs: Vec<PathBuf>,
+    #[command(flatten)]
+    pub slo: SloArgs,
+    /// With --slo: the price of one GPU, US dollars an hour, to give the cost of a million
+    /// output tokens at the capacity's measured point
+    #[arg(long, value_name = "USD_PER_HOUR", value_parser = gpu_price)]
+    pub gpu_price: Option<f64>,
+    /// With --gpu-price: GPUs in one replica (default 1)
+    #[arg(long, value_name = "N", value_parser = gpus, requires = "gpu_price")]
+    pub gpus: Option<u32>,
     #[command(flatten)]
     pub page: PageArgs,
 }
@@ -388,6 +414,8 @@ pub struct ReportArgs {
     #[arg(long, value_name = "PCT", value_parser = margin, requires = "baseline")]
     pub max_regression: Option<f64>,
     #[command(flatten)]
+    pub slo: SloArgs,
+    #[command(flatten)]
     pub prometheus: PrometheusArgs,
 }
 
@@ -396,7 +424,7 @@ pub struct ReportArgs {
 pub struct PrometheusArgs {
     /// Read the run from a Prometheus server's HTTP API instead of files: one run per
     /// replica (`pod`, else `instance`), checked each and as a fleet
-    #[arg(long, value_name = "URL", requires_all = ["start", "end"], conflicts_with_all = ["run", "boot_logs", "before", "after", "series", "baseline"])]
+    #[arg(long, value_name = "URL", requires_all = ["start", "end"], conflicts_with_all = ["run", "boot_logs", "before", "after", "series", "baseline", "slo", "slo_file"])]
     pub prometheus: Option<String>,
     /// The run's start: Unix seconds or RFC 3339 (2025-12-01T09:30:00Z)
     #[arg(long, value_name = "T", requires = "prometheus")]
@@ -494,6 +522,35 @@ fn margin(text: &str) -> Result<f64, String> {
         Ok(p) if p.is_finite() && (0.0..=100.0).contains(&p) => Ok(p / 100.0),
         _ => Err(format!(
             "'{text}' is not a percentage from 0 to 100 (e.g. 5%)"
+        )),
+    }
+}
+
+/// `--slo`: a service level, read by core; its error is one line naming the bound.
+/// Boxed: a service level inline would make `report`'s arguments the command enum's one
+/// large variant.
+fn service_level(text: &str) -> Result<Box<ServiceLevel>, String> {
+    ServiceLevel::parse(text)
+        .map(Box::new)
+        .map_err(|e| e.to_string())
+}
+
+/// `--gpu-price`: dollars an hour, above 0.
+fn gpu_price(text: &str) -> Result<f64, String> {
+    match text.trim().trim_start_matches('$').parse::<f64>() {
+        Ok(p) if p.is_finite() && p > 0.0 => Ok(p),
+        _ => Err(format!(
+            "'{text}' is not a price in US dollars an hour above 0 (e.g. 2.50)"
+        )),
+    }
+}
+
+/// `--gpus`: 1 or more.
+fn gpus(text: &str) -> Result<u32, String> {
+    match text.trim().parse::<u32>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "'{text}' is not a whole number of GPUs (1 or more)"
         )),
     }
 }

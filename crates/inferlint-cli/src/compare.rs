@@ -15,7 +15,9 @@ use inferlint_core::sweep;
 use inferlint_engines::files;
 use inferlint_engines::output::{self as writer, Rule};
 
-use crate::cli::{CompareArgs, SweepArgs};
+use inferlint_core::slo::{self, GpuPrice, RunSlo, ServiceLevel};
+
+use crate::cli::{CompareArgs, SloArgs, SweepArgs};
 use inferlint_engines::load::{self, shown, EngineChoice};
 
 use crate::exit::{CliError, ExitCode};
@@ -28,6 +30,29 @@ pub(crate) struct Checked {
     pub results: Vec<CheckResult>,
     /// The folder and the files the run was read from.
     pub files: RunInputs,
+    /// The service level held to it, when one was given.
+    pub slo: Option<RunSlo>,
+}
+
+/// The service level `--slo` or `--slo-file` gives, if any. A file that cannot be read
+/// is an input error; one whose bounds do not read is a wrong command line, as a bad
+/// `--slo` is.
+pub(crate) fn service_level(args: &SloArgs) -> Result<Option<ServiceLevel>, CliError> {
+    if let Some(level) = &args.slo {
+        return Ok(Some(level.as_ref().clone()));
+    }
+    let Some(path) = &args.slo_file else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        CliError::input(format!(
+            "cannot read the service level {}: {e}",
+            path.display()
+        ))
+    })?;
+    ServiceLevel::parse(&text)
+        .map(Some)
+        .map_err(|e| CliError::usage(format!("the service level in {}: {e}", path.display())))
 }
 
 /// A run's folder and the files it was read from, each with what it is: enough to tell
@@ -129,13 +154,19 @@ fn refuse_one_run_twice(runs: &[(String, &RunInputs)]) -> Result<(), CliError> {
 /// Reads and checks one run folder exactly as `report RUN` does (the engine named with
 /// `--engine` or `INFERLINT_ENGINE` checked against each of its files); the folder is
 /// searched once, for the run and for the list of files it was read from.
-pub(crate) fn check(engine: Option<&str>, dir: &Path) -> Result<Checked, CliError> {
+pub(crate) fn check(
+    engine: Option<&str>,
+    dir: &Path,
+    level: Option<&ServiceLevel>,
+) -> Result<Checked, CliError> {
     let found = load::find_run(dir)?;
     let mut choice = EngineChoice::from_args(engine)?;
     let run = noted(&mut choice, |c| load::load_run(c, &found, None, None))?;
     let results = run::check_run(&run);
+    let label = shown(dir);
     Ok(Checked {
-        profile: RunProfile::of(&shown(dir), &run, &results),
+        slo: level.map(|l| slo::hold_run(l, &label, &run)),
+        profile: RunProfile::of(&label, &run, &results),
         results,
         files: RunInputs::of(Some(dir), &found),
     })
@@ -186,11 +217,16 @@ fn side_label(i: usize) -> String {
     )
 }
 
-fn side(engine: Option<&str>, i: usize, path: &Path) -> Result<(Side, Vec<Checked>), CliError> {
+fn side(
+    engine: Option<&str>,
+    i: usize,
+    path: &Path,
+    level: Option<&ServiceLevel>,
+) -> Result<(Side, Vec<Checked>), CliError> {
     let mut runs = Vec::new();
     let mut checked = Vec::new();
     for dir in runs_of(path)? {
-        let one = check(engine, &dir)?;
+        let one = check(engine, &dir, level)?;
         runs.push(one.profile.clone());
         checked.push(one);
     }
@@ -203,8 +239,18 @@ fn side(engine: Option<&str>, i: usize, path: &Path) -> Result<(Side, Vec<Checke
     ))
 }
 
-/// The exit status of a comparison: the gate's when there is one, else the verdict's.
+/// The exit status of a comparison: the gate's when there is one, else the verdict's;
+/// with a service level, the worse of that and the goodput gate's.
 pub(crate) fn comparison_exit(c: &Comparison) -> ExitCode {
+    let code = figures_exit(c);
+    match compare::goodput_verdict(c) {
+        Some(slo::GateVerdict::Passed) | None => code,
+        Some(slo::GateVerdict::Regressed) => crate::exit::worst(code, ExitCode::TripwireFailed),
+        Some(slo::GateVerdict::CannotGate) => crate::exit::worst(code, ExitCode::Undecided),
+    }
+}
+
+fn figures_exit(c: &Comparison) -> ExitCode {
     match c.gate.as_ref().map(|g| g.verdict) {
         Some(GateVerdict::Passed) => ExitCode::Passed,
         Some(GateVerdict::Regressed) => ExitCode::TripwireFailed,
@@ -256,10 +302,16 @@ pub(crate) fn compare_command(
             "give two runs or more (or --baseline RUN and one run or more)",
         ));
     }
+    let level = service_level(&args.slo)?;
     let mut sides = Vec::new();
     let mut all_checked = Vec::new();
+    let mut slo_sides: Vec<(String, Vec<RunSlo>)> = Vec::new();
     for (i, path) in paths.iter().enumerate() {
-        let (side, checked) = side(engine, i, path)?;
+        let (side, checked) = side(engine, i, path, level.as_ref())?;
+        slo_sides.push((
+            side.label.clone(),
+            checked.iter().filter_map(|c| c.slo.clone()).collect(),
+        ));
         all_checked.extend(checked);
         sides.push(side);
     }
@@ -283,6 +335,9 @@ pub(crate) fn compare_command(
     if args.baseline.is_some() || args.max_regression.is_some() {
         let margin = args.max_regression.unwrap_or(DEFAULT_MARGIN);
         comparison.gate = Some(compare::gate(&comparison, margin));
+    }
+    if let Some(level) = &level {
+        compare::with_service_level(&mut comparison, level, slo_sides, args.max_regression);
     }
     for (label, results) in &all_results {
         crate::junit::run_suite(
@@ -329,7 +384,7 @@ pub(crate) fn baseline_gate(
     strict: bool,
 ) -> Result<ExitCode, CliError> {
     let (run, run_files) = run;
-    let (base, checked) = side(engine, 0, baseline)?;
+    let (base, checked) = side(engine, 0, baseline, None)?;
     let mut named: Vec<(String, &RunInputs)> = base
         .runs
         .iter()
@@ -388,6 +443,16 @@ pub(crate) fn sweep_command(
     json: bool,
     strict: bool,
 ) -> Result<ExitCode, CliError> {
+    let level = service_level(&args.slo)?;
+    if args.gpu_price.is_some() && level.is_none() {
+        return Err(CliError::usage(
+            "--gpu-price prices the capacity under a service level: give --slo (or --slo-file) too",
+        ));
+    }
+    let price = args.gpu_price.map(|usd| GpuPrice {
+        usd_per_gpu_hour: usd,
+        gpus: args.gpus.unwrap_or(1),
+    });
     let mut dirs = Vec::new();
     for path in &args.runs {
         dirs.extend(runs_of(path)?);
@@ -399,7 +464,7 @@ pub(crate) fn sweep_command(
     }
     let mut all_checked = Vec::new();
     for dir in &dirs {
-        all_checked.push(check(engine, dir)?);
+        all_checked.push(check(engine, dir, level.as_ref())?);
     }
     // One run given twice is one point of the curve, not two.
     let named: Vec<(String, &RunInputs)> = all_checked
@@ -409,7 +474,9 @@ pub(crate) fn sweep_command(
     refuse_one_run_twice(&named)?;
     let mut profiles = Vec::new();
     let mut inputs = Vec::new();
+    let mut slos = Vec::new();
     for checked in all_checked {
+        slos.extend(checked.slo);
         crate::junit::run_suite(
             &format!("inferlint sweep: {}", checked.profile.label),
             "inferlint.sweep.run",
@@ -419,7 +486,10 @@ pub(crate) fn sweep_command(
         inputs.extend(checked.files.files.into_iter().map(|(path, _)| path));
         profiles.push(checked.profile);
     }
-    let analysis = sweep::sweep(profiles, strict);
+    let mut analysis = sweep::sweep(profiles, strict);
+    if let Some(level) = &level {
+        sweep::with_service_level(&mut analysis, level, slos, price);
+    }
     if let Some(out) = &args.page.out {
         let html =
             inferlint_report::sweep::render(&analysis, &generator(), args.page.title.as_deref());

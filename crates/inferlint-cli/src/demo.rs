@@ -76,6 +76,7 @@ pub fn demo(
         force: false,
         baseline: None,
         max_regression: None,
+        slo: crate::cli::SloArgs::default(),
         prometheus: crate::cli::PrometheusArgs::default(),
     };
     let mut choice = EngineChoice::from_args(None)?;

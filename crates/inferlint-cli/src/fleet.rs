@@ -48,6 +48,10 @@ pub fn report_if_fleet(
         (args.series.is_some(), "--series"),
         (args.bench_result.is_some(), "--bench-result"),
         (args.baseline.is_some(), "--baseline"),
+        (
+            args.slo.slo.is_some() || args.slo.slo_file.is_some(),
+            "--slo",
+        ),
     ];
     if let Some((_, flag)) = named.iter().find(|(given, _)| *given) {
         return Err(CliError::usage(format!(

@@ -77,6 +77,22 @@ pub(crate) fn report(
         print(&text)?;
     }
     written?;
+    if let Some(level) = crate::compare::service_level(&args.slo)? {
+        let label = args
+            .run
+            .as_deref()
+            .map_or_else(|| "this run".to_owned(), shown);
+        let held = inferlint_core::slo::hold_run(&level, &label, run.model());
+        let text = inferlint_core::slo::run_text(&held, &level);
+        if json {
+            // The --json array is a contract: the service level's lines go to stderr.
+            for line in text.lines() {
+                output::print_err(line);
+            }
+        } else {
+            print(&text)?;
+        }
+    }
     let code = ExitCode::of(if strict {
         checked.strict_outcome()
     } else {

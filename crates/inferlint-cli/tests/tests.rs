@@ -46,6 +46,9 @@ mod one_account;
 mod pipelines;
 /// The real vLLM CPU build's recordings (fixtures/real), and xray driving the real engine.
 mod real_vllm;
+/// --slo: percentiles counting every request, goodput, a sweep's capacity, the goodput
+/// gate.
+mod slo;
 /// T16, T17, T19 and T21: silent on every real run without their trap, firing on edits
 /// of real recordings that give it.
 mod traps;

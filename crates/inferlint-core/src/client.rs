@@ -482,6 +482,11 @@ pub struct ClientAccount {
     pub mean_tpot_ms: Option<f64>,
     /// The lengths the run was set up with.
     pub advertised: Advertised,
+    /// The thresholds the tool was given for its own goodput, as it printed them
+    /// (`vllm bench serve --goodput ttft:500 tpot:50`: milliseconds, each request held to
+    /// each); empty when it was given none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub goodput: Vec<String>,
     /// One record per request of the timed run, where the files keep them, in the order
     /// the tool sent them when it says.
     pub requests: Vec<ClientRequest>,
@@ -564,6 +569,7 @@ impl ClientAccount {
             p99_ttft_ms: None,
             mean_tpot_ms: None,
             advertised: Advertised::default(),
+            goodput: Vec::new(),
             requests: Vec::new(),
             clock: None,
             inter_token_ms: Vec::new(),

@@ -17,6 +17,7 @@ use serde::Serialize;
 
 use crate::fmt;
 use crate::profile::{Better, RunProfile, FIGURES};
+use crate::slo::{goodput_gate, GateVerdict as SloGateVerdict, GoodputGate, RunSlo, ServiceLevel};
 
 /// The version of `compare --json`'s shape; its `schema` field names it.
 pub const COMPARE_SCHEMA: &str = "inferlint.compare/1";
@@ -181,6 +182,111 @@ pub struct Comparison {
     pub moved: Vec<Moved>,
     /// The regression gate, when a margin was given.
     pub gate: Option<Gate>,
+    /// The service level held to every run and the goodput gate under it, when one was
+    /// given (`compare --slo`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_level: Option<CompareSlo>,
+}
+
+/// A service level held to a comparison: each run, by side, and each other side's
+/// goodput against the baseline's.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CompareSlo {
+    /// The service level, as written.
+    pub spec: String,
+    /// Each side's label and its runs.
+    pub sides: Vec<(String, Vec<RunSlo>)>,
+    /// Each other side's goodput gate against the first (the baseline).
+    pub gates: Vec<GoodputGate>,
+}
+
+/// Holds a service level to the comparison's runs (`sides`: each side's label and its
+/// runs, as [`crate::slo::hold`] made them) and gates each other side's goodput against
+/// the baseline's: a fall beyond the noise of repeats fails; `margin`, when given, is a
+/// floor under the noise and stands in for it with one run a side
+/// ([`crate::slo::goodput_gate`]). Runs that cannot be compared cannot be gated.
+pub fn with_service_level(
+    c: &mut Comparison,
+    level: &ServiceLevel,
+    sides: Vec<(String, Vec<RunSlo>)>,
+    margin: Option<f64>,
+) {
+    let refused = match c.verdict {
+        Verdict::Comparable => None,
+        verdict => Some(format!("{}: {}", verdict.words(), c.reasons.join("; "))),
+    };
+    let mut gates = Vec::new();
+    if let Some((_, base)) = sides.first() {
+        let base: Vec<&RunSlo> = base.iter().collect();
+        for (label, runs) in sides.iter().skip(1) {
+            let runs: Vec<&RunSlo> = runs.iter().collect();
+            gates.push(goodput_gate(
+                label,
+                &base,
+                &runs,
+                margin,
+                refused.as_deref(),
+            ));
+        }
+    }
+    c.service_level = Some(CompareSlo {
+        spec: level.spec(),
+        sides,
+        gates,
+    });
+}
+
+/// The worst of the goodput gates, when a service level was given.
+pub fn goodput_verdict(c: &Comparison) -> Option<SloGateVerdict> {
+    let gates = &c.service_level.as_ref()?.gates;
+    let worst = |v: SloGateVerdict| gates.iter().any(|g| g.verdict == v);
+    Some(if worst(SloGateVerdict::Regressed) {
+        SloGateVerdict::Regressed
+    } else if worst(SloGateVerdict::CannotGate) || gates.is_empty() {
+        SloGateVerdict::CannotGate
+    } else {
+        SloGateVerdict::Passed
+    })
+}
+
+fn service_level_lines(out: &mut String, level: &CompareSlo) {
+    out.push_str(&format!(
+        "service level {}: over every request, a failed or unfinished one as +infinity\n",
+        level.spec
+    ));
+    for (side, runs) in &level.sides {
+        for r in runs {
+            let bounds: Vec<String> = r
+                .bounds
+                .iter()
+                .map(|b| {
+                    let v = if b.infinite {
+                        "infinite".to_owned()
+                    } else {
+                        b.value_ms
+                            .map_or("can't tell".into(), |v| format!("{v:.1} ms"))
+                    };
+                    format!("{} {v}", b.bound)
+                })
+                .collect();
+            out.push_str(&format!(
+                "  {side} {}: {} ({} of {} requests missed); goodput {}; {}\n",
+                r.label,
+                r.verdict.words(),
+                r.counted.misses(),
+                r.counted.requests,
+                r.goodput.as_ref().map_or("can't tell".into(), |g| format!(
+                    "{:.3} req/s",
+                    g.requests_per_s
+                )),
+                bounds.join(", ")
+            ));
+        }
+    }
+    for g in &level.gates {
+        out.push_str(&g.words);
+        out.push('\n');
+    }
 }
 
 /// A side's label and the labels of its runs.
@@ -709,6 +815,7 @@ pub fn compare(sides: &[Side], strict: bool) -> Comparison {
         runs: run_items(&runs),
         moved: moved(sides),
         gate: None,
+        service_level: None,
     }
 }
 
@@ -903,6 +1010,9 @@ pub fn terminal_text(c: &Comparison) -> String {
                 gate.reason.as_deref().unwrap_or("")
             )),
         }
+    }
+    if let Some(level) = &c.service_level {
+        service_level_lines(&mut out, level);
     }
     out
 }

@@ -180,6 +180,25 @@ pub fn comparison_cases(c: &Comparison, strict: bool) -> Vec<Case> {
             output: String::new(),
         });
     }
+    // One case per other side's goodput under the service level (`compare --slo`).
+    for g in c.service_level.iter().flat_map(|l| &l.gates) {
+        let outcome = match g.verdict {
+            crate::slo::GateVerdict::Passed => CaseOutcome::Passed,
+            crate::slo::GateVerdict::Regressed => CaseOutcome::Failed {
+                kind: "regression".into(),
+                message: g.words.clone(),
+            },
+            crate::slo::GateVerdict::CannotGate => CaseOutcome::Failed {
+                kind: "cannot gate".into(),
+                message: g.words.clone(),
+            },
+        };
+        out.push(Case {
+            name: format!("goodput of {} at the service level", g.side),
+            outcome,
+            output: g.words.clone(),
+        });
+    }
     out
 }
 

@@ -36,6 +36,7 @@ pub mod replayed;
 pub mod requests;
 pub mod run;
 pub mod schema;
+pub mod slo;
 pub mod status;
 pub mod sweep;
 #[cfg(test)]

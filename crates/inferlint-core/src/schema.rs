@@ -131,7 +131,8 @@ pub fn compare() -> Value {
                     "regressions": {"type": "array", "items": {"type": "string"}},
                     "reason": nullable("string")
                 }
-            }]}
+            }]},
+            "service_level": compare_slo()
         },
         "$defs": {
             "item": item(),
@@ -201,7 +202,158 @@ pub fn sweep() -> Value {
             "preemption_starts": nullable("string"),
             "knee": nullable("string"),
             "findings": {"type": "array", "items": {"type": "string"}},
-            "outcome": {"enum": ["found", "not_one_setup", "cannot_tell"]}
+            "outcome": {"enum": ["found", "not_one_setup", "cannot_tell"]},
+            "service_level": sweep_slo()
+        }
+    })
+}
+
+/// A service level held to one run (`crate::slo::RunSlo`).
+pub fn run_slo() -> Value {
+    let verdict = json!({"enum": ["met", "not_met", "cannot_tell"]});
+    json!({
+        "type": "object",
+        "required": ["label", "service_level", "tool", "counted", "bounds", "goodput", "verdict", "margin", "infinite", "cannot_correct", "notes"],
+        "additionalProperties": false,
+        "properties": {
+            "label": {"type": "string"},
+            "service_level": {"type": "string"},
+            "tool": nullable("string"),
+            "counted": {
+                "type": "object",
+                "required": ["requests", "completed", "failed", "incomplete", "unaccounted", "records"],
+                "additionalProperties": false,
+                "properties": {
+                    "requests": {"type": "integer", "minimum": 0},
+                    "completed": {"type": "integer", "minimum": 0},
+                    "failed": {"type": "integer", "minimum": 0},
+                    "incomplete": {"type": "integer", "minimum": 0},
+                    "unaccounted": {"type": "integer", "minimum": 0},
+                    "records": {"type": "integer", "minimum": 0}
+                }
+            },
+            "bounds": {"type": "array", "items": {
+                "type": "object",
+                "required": ["bound", "metric", "limit_ms", "value_ms", "infinite", "rank", "counted", "misses", "completed_only_ms", "tool_ms", "thin", "verdict", "margin", "why"],
+                "additionalProperties": false,
+                "properties": {
+                    "bound": {"type": "string"},
+                    "metric": {"enum": ["ttft", "tpot", "e2e"]},
+                    "limit_ms": {"type": "number"},
+                    "value_ms": nullable("number"),
+                    "infinite": {"type": "boolean"},
+                    "rank": {"type": "integer", "minimum": 0},
+                    "counted": {"type": "integer", "minimum": 0},
+                    "misses": {"type": "integer", "minimum": 0},
+                    "completed_only_ms": nullable("number"),
+                    "tool_ms": nullable("number"),
+                    "thin": nullable("string"),
+                    "verdict": verdict,
+                    "margin": nullable("number"),
+                    "why": nullable("string")
+                }
+            }},
+            "goodput": {"type": ["object", "null"],
+                "required": ["good_requests", "good_output_tokens", "duration_s", "requests_per_s", "output_tokens_per_s"],
+                "additionalProperties": false,
+                "properties": {
+                    "good_requests": {"type": "integer", "minimum": 0},
+                    "good_output_tokens": {"type": "integer", "minimum": 0},
+                    "duration_s": {"type": "number"},
+                    "requests_per_s": {"type": "number"},
+                    "output_tokens_per_s": {"type": "number"}
+                }
+            },
+            "verdict": verdict,
+            "margin": nullable("number"),
+            "infinite": {"type": "boolean"},
+            "cannot_correct": {"type": "array", "items": {"type": "string"}},
+            "notes": {"type": "array", "items": {"type": "string"}}
+        }
+    })
+}
+
+fn price() -> Value {
+    json!({
+        "type": "object",
+        "required": ["usd_per_gpu_hour", "gpus"],
+        "additionalProperties": false,
+        "properties": {
+            "usd_per_gpu_hour": {"type": "number"},
+            "gpus": {"type": "integer", "minimum": 1}
+        }
+    })
+}
+
+/// `compare --slo`'s part of `compare --json` (`crate::compare::CompareSlo`).
+fn compare_slo() -> Value {
+    json!({
+        "type": "object",
+        "required": ["spec", "sides", "gates"],
+        "additionalProperties": false,
+        "properties": {
+            "spec": {"type": "string"},
+            "sides": {"type": "array", "items": {
+                "type": "array",
+                "prefixItems": [{"type": "string"}, {"type": "array", "items": run_slo()}],
+                "minItems": 2,
+                "maxItems": 2
+            }},
+            "gates": {"type": "array", "items": {
+                "type": "object",
+                "required": ["side", "baseline_rps", "candidate_rps", "change", "noise", "allowed", "verdict", "words"],
+                "additionalProperties": false,
+                "properties": {
+                    "side": {"type": "string"},
+                    "baseline_rps": nullable("number"),
+                    "candidate_rps": nullable("number"),
+                    "change": nullable("number"),
+                    "noise": nullable("number"),
+                    "allowed": {"type": "number"},
+                    "verdict": {"enum": ["passed", "regressed", "cannot_gate"]},
+                    "words": {"type": "string"}
+                }
+            }}
+        }
+    })
+}
+
+/// `sweep --slo`'s part of `sweep --json` (`crate::sweep::SweepSlo`).
+fn sweep_slo() -> Value {
+    json!({
+        "type": "object",
+        "required": ["spec", "runs", "capacity"],
+        "additionalProperties": false,
+        "properties": {
+            "spec": {"type": "string"},
+            "runs": {"type": "array", "items": run_slo()},
+            "capacity": {
+                "type": "object",
+                "required": ["service_level", "verdict", "ceiling", "interpolated", "meets_at", "fails_at", "measure_next", "cost", "cost_unknown", "words", "notes"],
+                "additionalProperties": false,
+                "properties": {
+                    "service_level": {"type": "string"},
+                    "verdict": {"enum": ["bracketed", "not_bracketed", "refused"]},
+                    "ceiling": nullable("number"),
+                    "interpolated": {"type": "boolean"},
+                    "meets_at": nullable("string"),
+                    "fails_at": nullable("string"),
+                    "measure_next": nullable("number"),
+                    "cost": {"type": ["object", "null"],
+                        "required": ["at", "output_tokens_per_s", "price", "usd_per_mtok"],
+                        "additionalProperties": false,
+                        "properties": {
+                            "at": {"type": "string"},
+                            "output_tokens_per_s": {"type": "number"},
+                            "price": price(),
+                            "usd_per_mtok": {"type": "number"}
+                        }
+                    },
+                    "cost_unknown": nullable("string"),
+                    "words": {"type": "string"},
+                    "notes": {"type": "array", "items": {"type": "string"}}
+                }
+            }
         }
     })
 }

@@ -21,6 +21,7 @@ use serde::Serialize;
 use crate::compare::{self, Item, Verdict};
 use crate::fmt;
 use crate::profile::RunProfile;
+use crate::slo::{self, Capacity, CapacityPoint, GpuPrice, RunSlo, ServiceLevel};
 
 /// The version of `sweep --json`'s shape.
 pub const SWEEP_SCHEMA: &str = "inferlint.sweep/1";
@@ -133,6 +134,69 @@ pub struct Sweep {
     pub findings: Vec<String>,
     /// What the sweep found.
     pub outcome: Outcome,
+    /// The service level held to each run and the capacity under it, when one was given
+    /// (`sweep --slo`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_level: Option<SweepSlo>,
+}
+
+/// A service level held to a sweep: each run, and the highest load meeting it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SweepSlo {
+    /// The service level, as written.
+    pub spec: String,
+    /// Each run, in the sweep's order.
+    pub runs: Vec<RunSlo>,
+    /// The capacity.
+    pub capacity: Capacity,
+}
+
+/// Holds a service level to the sweep's runs (`runs` by label, as [`slo::hold`] made
+/// them) and finds the capacity under it: refused when the runs are not one setup.
+pub fn with_service_level(
+    s: &mut Sweep,
+    level: &ServiceLevel,
+    runs: Vec<RunSlo>,
+    price: Option<GpuPrice>,
+) {
+    let mut ordered: Vec<RunSlo> = Vec::new();
+    let mut runs = runs;
+    for p in &s.points {
+        if let Some(i) = runs.iter().position(|r| r.label == p.label) {
+            ordered.push(runs.swap_remove(i));
+        }
+    }
+    let refused = match s.one_setup {
+        Verdict::Comparable => None,
+        Verdict::NotComparable => Some(s.reasons.join("; ")),
+        Verdict::CannotTell => Some(format!(
+            "whether they are one setup cannot be told: {}",
+            s.reasons.join("; ")
+        )),
+    };
+    let points: Vec<CapacityPoint<'_>> = s
+        .points
+        .iter()
+        .filter_map(|p| {
+            let slo = ordered.iter().find(|r| r.label == p.label)?;
+            Some(CapacityPoint {
+                asked: p.asked,
+                slo,
+            })
+        })
+        .collect();
+    let capacity = slo::capacity(
+        level,
+        &points,
+        refused.as_deref(),
+        s.axis == Some(Axis::Concurrency),
+        price,
+    );
+    s.service_level = Some(SweepSlo {
+        spec: level.spec(),
+        runs: ordered,
+        capacity,
+    });
 }
 
 fn asked(run: &RunProfile, axis: Axis) -> Option<f64> {
@@ -256,6 +320,7 @@ pub fn sweep(runs: Vec<RunProfile>, strict: bool) -> Sweep {
         reasons,
         findings,
         outcome,
+        service_level: None,
     }
 }
 
@@ -561,6 +626,73 @@ pub fn terminal_text(s: &Sweep) -> String {
             s.reasons.join("; ")
         )),
     }
+    if let Some(level) = &s.service_level {
+        out.push_str(&service_level_text(level));
+    }
+    out
+}
+
+fn bound_cell(b: &slo::BoundResult) -> String {
+    let value = if b.infinite {
+        "inf".to_owned()
+    } else {
+        b.value_ms.map_or("?".into(), |v| format!("{v:.0}"))
+    };
+    let tool = b
+        .completed_only_ms
+        .map_or(String::new(), |v| format!(" ({v:.0})"));
+    format!("{value}{tool}")
+}
+
+/// The service level's table (one row per run) and the capacity.
+fn service_level_text(level: &SweepSlo) -> String {
+    let mut out = format!(
+        "service level {}: each percentile over every request, a failed or unfinished one as +infinity (completed only in brackets)\n",
+        level.spec
+    );
+    let mut header = format!("  {:>8}  {:>9}  {:>6}", "run", "requests", "misses");
+    if let Some(first) = level.runs.first() {
+        for b in &first.bounds {
+            header.push_str(&format!("  {:>22}", b.bound));
+        }
+    }
+    header.push_str(&format!("  {:>12}  {}\n", "goodput r/s", "verdict"));
+    out.push_str(&header);
+    for r in &level.runs {
+        let mut row = format!(
+            "  {:>8}  {:>9}  {:>6}",
+            r.label.rsplit('/').next().unwrap_or(&r.label),
+            r.counted.requests,
+            r.counted.misses()
+        );
+        for b in &r.bounds {
+            row.push_str(&format!("  {:>22}", bound_cell(b)));
+        }
+        let thin = r.bounds.iter().any(|b| b.thin.is_some());
+        row.push_str(&format!(
+            "  {:>12}  {}{}\n",
+            r.goodput
+                .as_ref()
+                .map_or("?".into(), |g| format!("{:.3}", g.requests_per_s)),
+            r.verdict.words(),
+            if thin { " (thin)" } else { "" }
+        ));
+        out.push_str(&row);
+    }
+    for r in &level.runs {
+        for why in &r.cannot_correct {
+            out.push_str(&format!("  {}: cannot correct: {why}\n", r.label));
+        }
+        for note in &r.notes {
+            out.push_str(&format!("  {}: {note}\n", r.label));
+        }
+        for b in &r.bounds {
+            if let Some(thin) = &b.thin {
+                out.push_str(&format!("  {}: {}: {thin}\n", r.label, b.bound));
+            }
+        }
+    }
+    out.push_str(&slo::capacity_text(&level.capacity));
     out
 }
 

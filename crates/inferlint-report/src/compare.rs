@@ -4,6 +4,7 @@
 
 use inferlint_core::compare::{Comparison, GateVerdict, Item, ItemState, Verdict};
 use inferlint_core::fmt;
+use inferlint_core::slo::{GateVerdict as SloGate, Verdict as SloVerdict};
 use maud::{html, Markup};
 
 use crate::page::page;
@@ -137,6 +138,44 @@ pub fn render(c: &Comparison, generator: &str, title: Option<&str>) -> String {
                     GateVerdict::Passed => p { span.status.pass { "passed" } " no figure got worse by more than the margin" },
                     GateVerdict::Regressed => ul { @for r in &g.regressions { li { span.status.fail { "regression" } " " (r) } } },
                     GateVerdict::CannotGate => p { span.status.unknown { "cannot gate" } " " (g.reason.as_deref().unwrap_or("")) },
+                }
+            }
+            @if let Some(level) = &c.service_level {
+                h3 { "Goodput under the service level " code { (level.spec) } }
+                @for g in &level.gates {
+                    p {
+                        @match g.verdict {
+                            SloGate::Passed => span.status.pass { "passed" },
+                            SloGate::Regressed => span.status.fail { "regression" },
+                            SloGate::CannotGate => span.status.unknown { "cannot gate" },
+                        }
+                        " " (g.words)
+                    }
+                }
+                table {
+                    caption { "Each run held to the service level: every request counted, a failed or unfinished one as an infinite latency" }
+                    thead { tr {
+                        th scope="col" { "side" } th scope="col" { "run" } th scope="col" { "verdict" }
+                        th scope="col" { "misses" } th scope="col" { "goodput req/s" }
+                    } }
+                    tbody {
+                        @for (side, runs) in &level.sides {
+                            @for r in runs {
+                                tr {
+                                    td { (side) } th scope="row" { (r.label) }
+                                    td {
+                                        @match r.verdict {
+                                            SloVerdict::Met => span.status.pass { "met" },
+                                            SloVerdict::NotMet => span.status.fail { "not met" },
+                                            SloVerdict::CannotTell => span.status.unknown { "can't tell" },
+                                        }
+                                    }
+                                    td { (r.counted.misses()) " of " (r.counted.requests) }
+                                    td { (r.goodput.as_ref().map_or("can't tell".into(), |g| format!("{:.3}", g.requests_per_s))) }
+                                }
+                            }
+                        }
+                    }
                 }
             }
         }

@@ -4,7 +4,8 @@
 
 use inferlint_core::compare::Verdict;
 use inferlint_core::fmt;
-use inferlint_core::sweep::{Point, Sweep};
+use inferlint_core::slo::{self, CapacityVerdict, Verdict as SloVerdict};
+use inferlint_core::sweep::{Point, Sweep, SweepSlo};
 use maud::{html, Markup};
 
 use crate::page::page;
@@ -122,6 +123,83 @@ fn verdicts(p: &Point) -> Markup {
     }
 }
 
+fn bound_cell(b: &slo::BoundResult) -> String {
+    if b.infinite {
+        return "infinite".to_owned();
+    }
+    match b.value_ms {
+        Some(v) => format!("{v:.1}"),
+        None => "can't tell".to_owned(),
+    }
+}
+
+/// The service level's part: each run's percentiles over every request (and over the
+/// completed alone, as the tools count), its goodput, and the capacity.
+fn service_level(level: &SweepSlo) -> Markup {
+    let bounds: Vec<String> = level
+        .runs
+        .first()
+        .map(|r| r.bounds.iter().map(|b| b.bound.clone()).collect())
+        .unwrap_or_default();
+    let cap = &level.capacity;
+    html! {
+        section #service-level {
+            h2 { "Under the service level " code { (level.spec) } }
+            p {
+                @match cap.verdict {
+                    CapacityVerdict::Bracketed => span.status.pass { "bracketed" },
+                    CapacityVerdict::NotBracketed => span.status.unknown { "not bracketed" },
+                    CapacityVerdict::Refused => span.status.fail { "refused" },
+                }
+                " " (cap.words)
+            }
+            @if let Some(c) = &cap.cost {
+                p { "Cost at " (c.at) ": $" (format!("{:.3}", c.usd_per_mtok)) " per million output tokens that met the service level (" (format!("{:.1}", c.output_tokens_per_s)) " tok/s of goodput on " (c.price.gpus) " GPU at $" (fmt::g(c.price.usd_per_gpu_hour)) "/h each)." }
+            }
+            @if let Some(why) = &cap.cost_unknown { p.note { "Cost: can't tell: " (why) } }
+            @for n in &cap.notes { p.note { (n) } }
+            table {
+                caption { "Each percentile over every request, a failed or unfinished one as +infinity (nearest rank); in brackets, over the completed requests alone, as the load tools count" }
+                thead { tr {
+                    th scope="col" { "run" }
+                    th scope="col" { "requests" }
+                    th scope="col" { "misses" }
+                    @for b in &bounds { th scope="col" { (b) " ms" } }
+                    th scope="col" { "goodput req/s" }
+                    th scope="col" { "verdict" }
+                } }
+                tbody {
+                    @for r in &level.runs {
+                        tr {
+                            th scope="row" { (r.label) }
+                            td { (r.counted.requests) }
+                            td { (r.counted.misses()) }
+                            @for b in &r.bounds {
+                                td {
+                                    (bound_cell(b))
+                                    @if let Some(c) = b.completed_only_ms { " (" (format!("{c:.1}")) ")" }
+                                    @if b.thin.is_some() { " thin" }
+                                }
+                            }
+                            td { (r.goodput.as_ref().map_or("can't tell".into(), |g| format!("{:.3}", g.requests_per_s))) }
+                            td {
+                                @match r.verdict {
+                                    SloVerdict::Met => span.status.pass { "met" },
+                                    SloVerdict::NotMet => span.status.fail { "not met" },
+                                    SloVerdict::CannotTell => span.status.unknown { "can't tell" },
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            @for r in &level.runs {
+                @for why in &r.cannot_correct { p.note { (r.label) ": cannot correct: " (why) } }
+            }
+        }
+    }
+}
+
 /// The whole page.
 pub fn render(s: &Sweep, generator: &str, title: Option<&str>) -> String {
     let title = title.filter(|t| !t.trim().is_empty()).map_or_else(
@@ -138,6 +216,7 @@ pub fn render(s: &Sweep, generator: &str, title: Option<&str>) -> String {
                 Verdict::CannotTell => p { span.status.unknown { "cannot tell" } " " (s.reasons.join("; ")) },
             }
         }
+        @if let Some(level) = &s.service_level { (service_level(level)) }
         section #chart {
             h2 { "Throughput against latency" }
             (chart(s))

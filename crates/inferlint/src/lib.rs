@@ -154,7 +154,8 @@
 //! Not stable: the messages' wording (match on statuses, tripwire ids and evidence keys,
 //! not on text); the evidence keys a check writes, which may grow; the public fields of
 //! `CheckResult` and of [`Insight`] (read them through the methods where there are
-//! some); [`Report::account`]; the `sim` module; and the workspace's other crates
+//! some); [`Report::account`]; the `sim` module; the `slo` module (new, its fields may
+//! still change); and the workspace's other crates
 //! (`inferlint-core`, `inferlint-engines`, `inferlint-live`, `inferlint-report`,
 //! `inferlint-gpu`, `inferlint-sim`), whose APIs serve the command line and change with
 //! it.
@@ -180,6 +181,7 @@ pub mod live;
 #[cfg(feature = "sim")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sim")))]
 pub mod sim;
+pub mod slo;
 
 /// `docs/library.md`, whose code blocks run as this crate's tests.
 #[cfg(all(doctest, feature = "live", feature = "sim"))]

@@ -96,6 +96,17 @@ pub fn complete_from_console(account: &mut ClientAccount, log: &str) {
             .output_tokens
             .or_else(|| number("custom_output_len").filter(|n| *n > 0.0));
     }
+    // `--goodput ttft:500 tpot:50` prints as a list of its words; `--goodput` unset as
+    // None.
+    if account.goodput.is_empty() {
+        if let Some(PyValue::List(items)) = get("goodput") {
+            account.goodput = items
+                .iter()
+                .filter_map(PyValue::as_str)
+                .map(str::to_owned)
+                .collect();
+        }
+    }
     if account.advertised.ignore_eos.is_none() {
         account.advertised.ignore_eos = match (get("ignore_eos"), get("disable_ignore_eos")) {
             (Some(PyValue::Bool(b)), _) => Some(*b),
@@ -138,6 +149,21 @@ pub fn short_error(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The thresholds `vllm bench serve --goodput` was given are read from its settings
+    /// line; `goodput=None` gives none.
+    #[test]
+    fn the_tool_s_goodput_thresholds_are_read_from_its_settings() {
+        let mut account = ClientAccount::new(LoadTool::VllmBench);
+        complete_from_console(
+            &mut account,
+            "Namespace(num_prompts=32, dataset_name='random', goodput=['ttft:500', 'e2el:2000'])\n",
+        );
+        assert_eq!(account.goodput, ["ttft:500", "e2el:2000"]);
+        let mut none = ClientAccount::new(LoadTool::VllmBench);
+        complete_from_console(&mut none, "Namespace(num_prompts=32, goodput=None)\n");
+        assert!(none.goodput.is_empty());
+    }
 
     #[test]
     fn an_http_status_is_the_reason() {
