@@ -55,11 +55,15 @@ pub(crate) fn whatif(
             "baseline": baseline,
             "prediction": prediction,
         });
-        format!("{}\n", serde_json::to_string_pretty(&value).expect("plain data"))
+        format!(
+            "{}\n",
+            serde_json::to_string_pretty(&value).expect("plain data")
+        )
     } else {
         terminal(&shown(&args.run), &baseline, prediction.as_ref())
     };
-    output::print(&text).map_err(|e| CliError::cannot_write(format!("cannot write the output: {e}")))?;
+    output::print(&text)
+        .map_err(|e| CliError::cannot_write(format!("cannot write the output: {e}")))?;
     Ok(ExitCode::Passed)
 }
 
@@ -85,16 +89,36 @@ fn ms(s: f64) -> String {
 
 /// The figures as rows: a name, how to show one value, the value in each summary, and the
 /// model's error on that figure (the band of a prediction).
-type Row<'a> = (&'static str, fn(f64) -> String, fn(&Summary) -> Option<f64>, Option<f64>);
+type Row<'a> = (
+    &'static str,
+    fn(f64) -> String,
+    fn(&Summary) -> Option<f64>,
+    Option<f64>,
+);
 
 fn rows(error: &Errors) -> Vec<Row<'_>> {
     let count = |v: f64| format!("{v:.0}");
     vec![
-        ("preemptions", count, |s| s.evictions.map(|e| e as f64), None),
+        (
+            "preemptions",
+            count,
+            |s| s.evictions.map(|e| e as f64),
+            None,
+        ),
         ("peak running", count, |s| s.peak_running, None),
-        ("mean running", |v| format!("{v:.1}"), |s| s.mean_running, None),
+        (
+            "mean running",
+            |v| format!("{v:.1}"),
+            |s| s.mean_running,
+            None,
+        ),
         ("refused", count, |s| Some(s.refused as f64), None),
-        ("output tok/s", |v| format!("{v:.1}"), |s| s.output_tok_s, error.output_tok_s),
+        (
+            "output tok/s",
+            |v| format!("{v:.1}"),
+            |s| s.output_tok_s,
+            error.output_tok_s,
+        ),
         ("TTFT p50", ms, |s| s.ttft_p50_s, error.ttft_p50),
         ("TTFT p99", ms, |s| s.ttft_p99_s, error.ttft_p99),
         ("TPOT p50", ms, |s| s.tpot_p50_s, error.tpot_p50),
@@ -112,7 +136,10 @@ fn terminal(run: &str, b: &Baseline, p: Option<&Prediction>) -> String {
         b.requests,
         arrivals_words(&b.arrivals)
     );
-    out.push_str(&format!("The server as the model holds it: {}\n", b.setup_words));
+    out.push_str(&format!(
+        "The server as the model holds it: {}\n",
+        b.setup_words
+    ));
     for line in &b.setup.read {
         out.push_str(&format!("  {line}\n"));
     }
@@ -193,7 +220,13 @@ fn terminal(run: &str, b: &Baseline, p: Option<&Prediction>) -> String {
         table.push(row);
     }
     let widths: Vec<usize> = (0..table[0].len())
-        .map(|i| table.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .map(|i| {
+            table
+                .iter()
+                .map(|r| r[i].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
         .collect();
     for row in &table {
         let mut line = String::new();

@@ -38,8 +38,6 @@ mod library;
 mod missing_input;
 /// Minimal edits of real recordings that make each check fire.
 mod mutations;
-/// whatif: the replay of a run's load, proved on the real engine's changed runs.
-mod whatif;
 /// One account of each run: a figure said twice in one output has one value.
 mod one_account;
 /// --junit, schema, completions and colour.
@@ -54,6 +52,8 @@ mod slo;
 mod traps;
 /// The format variants of the recordings in fixtures/variants, each with its verdicts.
 mod variants;
+/// whatif: the replay of a run's load, proved on the real engine's changed runs.
+mod whatif;
 /// Writers never replace an input or an earlier result.
 mod writers;
 

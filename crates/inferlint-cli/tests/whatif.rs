@@ -97,7 +97,11 @@ fn rows() -> Vec<Row> {
                 predicted["prediction"]["predicted"].clone()
             };
             rows.push(Row {
-                situation: situation.file_name().unwrap().to_string_lossy().into_owned(),
+                situation: situation
+                    .file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned(),
                 change: if sets.is_empty() {
                     "(none: the baseline run again)".to_owned()
                 } else {
@@ -175,13 +179,20 @@ const END: &str = "<!-- end of whatif table -->";
 #[test]
 fn the_docs_table_is_the_one_the_real_runs_give() {
     let rows = rows();
-    assert!(rows.len() >= 8, "at least eight changes are proved: {}", rows.len());
+    assert!(
+        rows.len() >= 8,
+        "at least eight changes are proved: {}",
+        rows.len()
+    );
     let made = table(&rows);
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/whatif.md");
     let doc = std::fs::read_to_string(&path).unwrap();
     let (start, end) = (
-        doc.find(BEGIN).expect("docs/whatif.md holds the table's start marker") + BEGIN.len(),
-        doc.find(END).expect("docs/whatif.md holds the table's end marker"),
+        doc.find(BEGIN)
+            .expect("docs/whatif.md holds the table's start marker")
+            + BEGIN.len(),
+        doc.find(END)
+            .expect("docs/whatif.md holds the table's end marker"),
     );
     if std::env::var_os("INFERLINT_WRITE_WHATIF_TABLE").is_some() {
         let new = format!("{}{made}{}", &doc[..start], &doc[end..]);
@@ -205,7 +216,10 @@ fn where_the_replay_predicts_no_preemption_the_real_run_had_none() {
             figure(&r.predicted, "evictions"),
             figure(&r.measured, "evictions"),
         ) else {
-            panic!("{} {}: preemptions predicted and measured", r.situation, r.change);
+            panic!(
+                "{} {}: preemptions predicted and measured",
+                r.situation, r.change
+            );
         };
         assert_eq!(
             p == 0.0,
@@ -228,10 +242,16 @@ fn the_replay_of_a_too_small_cache_follows_the_block_arithmetic() {
     let base = base.to_str().unwrap();
     let capped = whatif_json(&[base, "--set", "max-num-seqs=2"]);
     let p = &capped["prediction"]["predicted"];
-    assert_eq!((figure(p, "evictions"), figure(p, "peak_running")), (Some(0.0), Some(2.0)));
+    assert_eq!(
+        (figure(p, "evictions"), figure(p, "peak_running")),
+        (Some(0.0), Some(2.0))
+    );
     let grown = whatif_json(&[base, "--set", "kv-cache-memory-bytes=2228224"]);
     let p = &grown["prediction"]["predicted"];
-    assert_eq!((figure(p, "evictions"), figure(p, "peak_running")), (Some(0.0), Some(8.0)));
+    assert_eq!(
+        (figure(p, "evictions"), figure(p, "peak_running")),
+        (Some(0.0), Some(8.0))
+    );
     assert!(
         grown["prediction"]["applied"][0]
             .as_str()
@@ -256,7 +276,13 @@ fn every_cure_the_advice_gives_is_one_its_replay_says_works() {
         let page = tmp.path().join("report.html");
         let out = inferlint(
             tmp.path(),
-            &["report", "--json", "-o", page.to_str().unwrap(), dir.to_str().unwrap()],
+            &[
+                "report",
+                "--json",
+                "-o",
+                page.to_str().unwrap(),
+                dir.to_str().unwrap(),
+            ],
         );
         no_panic(&out);
         let results: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
@@ -285,17 +311,29 @@ fn every_cure_the_advice_gives_is_one_its_replay_says_works() {
 fn it_abstains_with_the_reason_where_the_model_cannot_speak() {
     for (dir, why) in [
         (fixtures().join("sim/vllm-hybrid"), "hybrid"),
-        (fixtures().join("real/vllm-0.32-cpu/restart-mid-run"), "restarted"),
-        (fixtures().join("sim/sglang-capped"), "no per-request records"),
+        (
+            fixtures().join("real/vllm-0.32-cpu/restart-mid-run"),
+            "restarted",
+        ),
+        (
+            fixtures().join("sim/sglang-capped"),
+            "no per-request records",
+        ),
     ] {
         let out = inferlint(Path::new("."), &["whatif", dir.to_str().unwrap()]);
         no_panic(&out);
         assert_eq!(out.status.code(), Some(2), "{}", dir.display());
         // The refusal is one line (a reader's notes on the files may come before it).
         let err = stderr(&out);
-        let refusals: Vec<&str> = err.lines().filter(|l| l.starts_with("inferlint: ")).collect();
+        let refusals: Vec<&str> = err
+            .lines()
+            .filter(|l| l.starts_with("inferlint: "))
+            .collect();
         assert_eq!(refusals.len(), 1, "{err}");
-        assert!(refusals[0].contains("cannot speak") && refusals[0].contains(why), "{err}");
+        assert!(
+            refusals[0].contains("cannot speak") && refusals[0].contains(why),
+            "{err}"
+        );
         assert!(stdout(&out).is_empty());
     }
 }
@@ -310,7 +348,10 @@ fn a_change_it_does_not_know_is_a_usage_error() {
         ("tensor-parallel-size=2", "--max-num-seqs"),
         ("max-num-seqs", "KEY=VALUE"),
         ("max-num-seqs=lots", "whole number"),
-        ("gpu-memory-utilization=0.95", "ignores --gpu-memory-utilization"),
+        (
+            "gpu-memory-utilization=0.95",
+            "ignores --gpu-memory-utilization",
+        ),
     ] {
         let out = inferlint(Path::new("."), &["whatif", base, "--set", set]);
         no_panic(&out);

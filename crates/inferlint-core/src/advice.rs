@@ -13,14 +13,14 @@
 use serde_json::Value;
 
 use crate::checks::counters::counter_summary;
-pub use crate::facts::{block_size, hybrid, tuning_withheld, BlockFrom, HYBRID_BLOCK_ABOVE};
 use crate::engine::{EngineDescriptor, NoEviction, Setting};
+pub use crate::facts::{block_size, hybrid, tuning_withheld, BlockFrom, HYBRID_BLOCK_ABOVE};
 use crate::fmt;
 use crate::model::{BootFacts, PyValue};
-use crate::run::model::Run;
 use crate::replayed::{self, Replay};
-use crate::whatif;
+use crate::run::model::Run;
 use crate::status::{CheckResult, Status, Tripwire};
+use crate::whatif;
 
 /// What the KV cache is counted in.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
@@ -742,14 +742,11 @@ fn eviction_advice(
                 let need = c.requested as f64 * c.per_request_full;
                 let memory = match (c.memory_cure(engine, boot, need), replay) {
                     (Cure::Raise(raise), None) => Some(Cure::Raise(raise)),
-                    (Cure::Raise(_), Some(r)) => {
-                        replayed_pool(c, r, need, replayed::evicts_none).map(|(units, note)| {
-                            match c.memory_cure(engine, boot, units) {
-                                Cure::Raise(text) => Cure::Raise(format!("{text}{note}")),
-                                other => other,
-                            }
-                        })
-                    }
+                    (Cure::Raise(_), Some(r)) => replayed_pool(c, r, need, replayed::evicts_none)
+                        .map(|(units, note)| match c.memory_cure(engine, boot, units) {
+                            Cure::Raise(text) => Cure::Raise(format!("{text}{note}")),
+                            other => other,
+                        }),
                     (no, _) => Some(no),
                 };
                 match (lower(c), memory) {

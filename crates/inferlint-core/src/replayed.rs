@@ -125,7 +125,9 @@ impl Replay {
         if let Some(p) = meets(at_least) {
             return Some((at_least, p));
         }
-        let top = at_least.saturating_mul(POOL_SEARCH_FACTOR).max(at_least + 1);
+        let top = at_least
+            .saturating_mul(POOL_SEARCH_FACTOR)
+            .max(at_least + 1);
         let mut best = meets(top).map(|p| (top, p))?;
         let (mut lo, mut hi) = (at_least, top);
         for _ in 0..SEARCH_STEPS {
@@ -161,6 +163,9 @@ pub fn evicts_none(p: &Prediction) -> bool {
 /// Whether a prediction runs `n` at once and evicts nothing.
 pub fn runs(n: u64) -> impl Fn(&Prediction) -> bool {
     move |p: &Prediction| {
-        evicts_none(p) && p.predicted.peak_running.is_some_and(|peak| peak >= n as f64)
+        evicts_none(p)
+            && p.predicted
+                .peak_running
+                .is_some_and(|peak| peak >= n as f64)
     }
 }

@@ -160,8 +160,7 @@ impl StepSums {
     /// prefilled per step on average, each step took `seconds_per_step`.
     pub fn add(&mut self, running: f64, prompt_per_step: f64, seconds_per_step: f64) {
         let x = [1.0, running, prompt_per_step, seconds_per_step];
-        if !(x.iter().all(|v| v.is_finite()) && seconds_per_step > 0.0 && prompt_per_step >= 0.0)
-        {
+        if !(x.iter().all(|v| v.is_finite()) && seconds_per_step > 0.0 && prompt_per_step >= 0.0) {
             return;
         }
         if self.g[0][0] == 0.0 {
@@ -312,7 +311,14 @@ mod tests {
             per_prefill_token_s: 0.0,
         };
         let ds: Vec<Decode> = (0..12)
-            .map(|i| decode(&truth, 100.0 + i as f64, 2.0 + (i % 7) as f64, 50.0 * (i % 4) as f64))
+            .map(|i| {
+                decode(
+                    &truth,
+                    100.0 + i as f64,
+                    2.0 + (i % 7) as f64,
+                    50.0 * (i % 4) as f64,
+                )
+            })
             .collect();
         let fit = fit_step_cost(&ds, true).unwrap();
         assert!((fit.cost.fixed_s - 0.005).abs() < 1e-9, "{fit:?}");
@@ -332,7 +338,9 @@ mod tests {
             per_running_s: 0.0,
             per_prefill_token_s: 0.0,
         };
-        let ds: Vec<Decode> = (0..6).map(|i| decode(&truth, 50.0 + i as f64, 4.0, 0.0)).collect();
+        let ds: Vec<Decode> = (0..6)
+            .map(|i| decode(&truth, 50.0 + i as f64, 4.0, 0.0))
+            .collect();
         let fit = fit_step_cost(&ds, true).unwrap();
         assert_eq!(fit.terms, vec!["fixed"]);
         assert!((fit.cost.fixed_s - 0.006).abs() < 1e-12);
@@ -345,7 +353,9 @@ mod tests {
             per_running_s: 0.0,
             per_prefill_token_s: 0.0,
         };
-        let mut ds: Vec<Decode> = (0..8).map(|i| decode(&truth, 60.0 + i as f64, 3.0, 0.0)).collect();
+        let mut ds: Vec<Decode> = (0..8)
+            .map(|i| decode(&truth, 60.0 + i as f64, 3.0, 0.0))
+            .collect();
         // It waited 1 s beside its 60 steps: 0.24 s of decode became 1.24 s.
         ds[3].seconds += 1.0;
         let fit = fit_step_cost(&ds, true).unwrap();
@@ -391,7 +401,10 @@ mod tests {
         }
         let fit = prefill.fit().unwrap();
         assert_eq!(fit.terms, vec!["fixed", "per_running", "per_prefill_token"]);
-        assert!((fit.cost.per_prefill_token_s - 0.00002).abs() < 1e-12, "{fit:?}");
+        assert!(
+            (fit.cost.per_prefill_token_s - 0.00002).abs() < 1e-12,
+            "{fit:?}"
+        );
     }
 
     #[test]
@@ -401,7 +414,10 @@ mod tests {
             per_running_s: 0.0,
             per_prefill_token_s: 0.0,
         };
-        let ds = [decode(&truth, 10.0, 1.0, 0.0), decode(&truth, 0.0, 1.0, 0.0)];
+        let ds = [
+            decode(&truth, 10.0, 1.0, 0.0),
+            decode(&truth, 0.0, 1.0, 0.0),
+        ];
         assert_eq!(fit_step_cost(&ds, true), None);
     }
 }

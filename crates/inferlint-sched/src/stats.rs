@@ -71,10 +71,7 @@ impl Summary {
             .collect();
         let first = done.iter().map(|j| j.sent_s).min_by(f64::total_cmp);
         let last = done.iter().filter_map(|j| j.end_s).max_by(f64::total_cmp);
-        let duration = first
-            .zip(last)
-            .map(|(a, b)| b - a)
-            .filter(|d| *d > 0.0);
+        let duration = first.zip(last).map(|(a, b)| b - a).filter(|d| *d > 0.0);
         let output: u64 = done.iter().map(|j| j.output).sum();
         Summary {
             completed: done.len(),

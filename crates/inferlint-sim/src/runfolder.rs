@@ -10,7 +10,9 @@ use inferlint_engines::{files, prom, record};
 use crate::bootlog::{self, BootInfo, SIMULATED_LINE};
 use crate::cases;
 use crate::expo::{self, MetricsState};
-use crate::sched::{self, CapacityPolicy, EngineModel, Load, LoadRun, ModelEngine, State, StepCost};
+use crate::sched::{
+    self, CapacityPolicy, EngineModel, Load, LoadRun, ModelEngine, State, StepCost,
+};
 
 /// One simulated run: the engine model, the load and what makes the files distinct.
 #[derive(Debug, Clone)]

@@ -38,8 +38,8 @@ use crate::expo::{self, MetricsState};
 use crate::prefix::PrefixCache;
 use crate::runfolder::Case;
 use crate::sched::{
-    CapacityPolicy, EngineModel, Event, Load, ModelEngine, Scheduler, SglangConfig, State, StepCost,
-    TrtllmConfig, VllmConfig,
+    CapacityPolicy, EngineModel, Event, Load, ModelEngine, Scheduler, SglangConfig, State,
+    StepCost, TrtllmConfig, VllmConfig,
 };
 
 /// The served model name of [`ServerConfig::new`]'s cases.

@@ -3,8 +3,8 @@
 
 use serde::Serialize;
 
-pub use crate::engine::Knob;
 use crate::engine::Engine;
+pub use crate::engine::Knob;
 
 /// One change: the knob, its value, and the name it was given by.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -33,9 +33,8 @@ impl Change {
         let n = if v.eq_ignore_ascii_case("inf") {
             f64::INFINITY
         } else {
-            v.parse::<f64>().map_err(|_| {
-                format!("{} wants a number, not {:?}", self.name, self.value)
-            })?
+            v.parse::<f64>()
+                .map_err(|_| format!("{} wants a number, not {:?}", self.name, self.value))?
         };
         if n.is_nan() || n <= 0.0 {
             return Err(format!("{} must be above 0, not {}", self.name, self.value));
@@ -125,20 +124,29 @@ mod tests {
     #[test]
     fn a_setting_is_found_in_either_spelling_and_the_load_for_every_engine() {
         let c = parse(Engine::Vllm, "max_num_seqs=5").unwrap();
-        assert_eq!((c.knob, c.name, c.count()), (Knob::MaxRunning, "--max-num-seqs", Ok(5)));
+        assert_eq!(
+            (c.knob, c.name, c.count()),
+            (Knob::MaxRunning, "--max-num-seqs", Ok(5))
+        );
         let c = parse(Engine::Vllm, "--gpu-memory-utilization=0.95").unwrap();
         assert_eq!(c.knob, Knob::MemoryFraction);
         let c = parse(Engine::Trtllm, "free_gpu_memory_fraction=0.9").unwrap();
         assert_eq!(c.name, "kv_cache_config.free_gpu_memory_fraction");
         let c = parse(Engine::Sglang, "concurrency=4").unwrap();
         assert_eq!(c.knob, Knob::Concurrency);
-        assert_eq!(parse(Engine::Vllm, "rate=inf").unwrap().number(), Ok(f64::INFINITY));
+        assert_eq!(
+            parse(Engine::Vllm, "rate=inf").unwrap().number(),
+            Ok(f64::INFINITY)
+        );
     }
 
     #[test]
     fn another_engines_setting_and_garbage_are_refused_with_the_names_it_knows() {
         let e = parse(Engine::Vllm, "max-running-requests=5").unwrap_err();
-        assert!(e.contains("SGLang's setting") && e.contains("--max-num-seqs"), "{e}");
+        assert!(
+            e.contains("SGLang's setting") && e.contains("--max-num-seqs"),
+            "{e}"
+        );
         let e = parse(Engine::Vllm, "tensor-parallel-size=2").unwrap_err();
         assert!(e.contains("no setting the replay knows"), "{e}");
         assert!(parse(Engine::Vllm, "max-num-seqs").is_err());

@@ -214,11 +214,24 @@ mod tests {
         // 100-token prompt was prefilled then); C over [5, 6], alone.
         // A: 2 s alone for 1 s and with B for 1 s -> 1.5 on average; B's prompt counted.
         // B: with A for 1 s, alone for 1 s -> 1.5; no first token inside (1, 3].
-        let lives = [life(0.0, 2.0, 50, 11), life(1.0, 3.0, 100, 21), life(5.0, 6.0, 10, 2)];
+        let lives = [
+            life(0.0, 2.0, 50, 11),
+            life(1.0, 3.0, 100, 21),
+            life(5.0, 6.0, 10, 2),
+        ];
         let d = decodes(&lives);
         assert_eq!(d.len(), 3);
-        assert_eq!((d[0].steps, d[0].mean_running, d[0].prefill_tokens), (10.0, 1.5, 100.0));
-        assert_eq!((d[1].steps, d[1].mean_running, d[1].prefill_tokens), (20.0, 1.5, 0.0));
-        assert_eq!((d[2].steps, d[2].mean_running, d[2].prefill_tokens), (1.0, 1.0, 0.0));
+        assert_eq!(
+            (d[0].steps, d[0].mean_running, d[0].prefill_tokens),
+            (10.0, 1.5, 100.0)
+        );
+        assert_eq!(
+            (d[1].steps, d[1].mean_running, d[1].prefill_tokens),
+            (20.0, 1.5, 0.0)
+        );
+        assert_eq!(
+            (d[2].steps, d[2].mean_running, d[2].prefill_tokens),
+            (1.0, 1.0, 0.0)
+        );
     }
 }

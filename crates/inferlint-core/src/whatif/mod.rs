@@ -200,28 +200,48 @@ pub fn baseline(run: &Run) -> Result<Baseline, String> {
     })
 }
 
-/// Seconds from send to the scheduler (the front end's share of each TTFT): the median
-/// of what the measured TTFTs hold beyond the replay's, found in two rounds since the
-/// delay itself moves the replay's queue.
+/// Seconds from send to the scheduler (the front end's share of each TTFT): the lower
+/// quartile of what the measured TTFTs hold beyond the replay's, found in two rounds since
+/// the delay itself moves the replay's queue. Only the requests the replay admitted at
+/// once (within two steps of their arrival) are asked where there are any, and of those
+/// the lower quartile: a request that really queued where the replay did not holds the
+/// queue's time too, and an error of the queue's taken for the front end's would be added
+/// to every request of a change that queues none.
 fn fit_front(model: &EngineModel, fit: &Fit, workload: &Workload, lives: &[JobLife]) -> f64 {
     let mut w = workload.clone();
     w.front_s = 0.0;
     for _ in 0..2 {
         let r = replay(model.clone(), fit.cost, &w);
-        let mut extra: Vec<f64> = r
+        let mut steps: Vec<f64> = r
+            .jobs
+            .iter()
+            .filter(|m| m.completed() && m.output >= 2)
+            .filter_map(|m| Some((m.end_s? - m.first_token_s?) / (m.output - 1) as f64))
+            .collect();
+        steps.sort_by(f64::total_cmp);
+        let step = steps.get(steps.len() / 2).copied().unwrap_or(0.0);
+        let pairs: Vec<(f64, bool)> = r
             .jobs
             .iter()
             .zip(lives)
             .filter(|(m, x)| m.completed() && x.completed())
             .filter_map(|(m, x)| {
-                Some((x.first_token_s? - x.sent_s) - (m.first_token_s? - m.sent_s))
+                let extra = (x.first_token_s? - x.sent_s) - (m.first_token_s? - m.sent_s);
+                let queued = m.scheduled_s? - (m.sent_s + w.front_s);
+                Some((extra, queued <= 2.0 * step))
             })
             .collect();
+        let at_once: Vec<f64> = pairs.iter().filter(|(_, a)| *a).map(|(e, _)| *e).collect();
+        let mut extra = if at_once.is_empty() {
+            pairs.iter().map(|(e, _)| *e).collect()
+        } else {
+            at_once
+        };
         if extra.is_empty() {
             break;
         }
         extra.sort_by(f64::total_cmp);
-        w.front_s = (w.front_s + extra[extra.len() / 2]).max(0.0);
+        w.front_s = (w.front_s + extra[extra.len() / 4]).max(0.0);
     }
     w.front_s
 }
@@ -325,7 +345,8 @@ impl Baseline {
     /// running, 1258 output tok/s ±3%, TTFT p50 1.06 s ±8%`.
     pub fn words(&self, p: &Prediction, engine: &EngineDescriptor) -> String {
         let s = &p.predicted;
-        let band = |e: Option<f64>| e.map_or(String::new(), |e| format!(" ±{:.0}%", e.abs() * 100.0));
+        let band =
+            |e: Option<f64>| e.map_or(String::new(), |e| format!(" ±{:.0}%", e.abs() * 100.0));
         let mut parts = Vec::new();
         if let Some(n) = s.evictions {
             parts.push(if n == 0 {
@@ -341,10 +362,18 @@ impl Baseline {
             parts.push(format!("{} refused", s.refused));
         }
         if let Some(rate) = s.output_tok_s {
-            parts.push(format!("{} output tok/s{}", fmt::g(rate.round()), band(self.error.output_tok_s)));
+            parts.push(format!(
+                "{} output tok/s{}",
+                fmt::g(rate.round()),
+                band(self.error.output_tok_s)
+            ));
         }
         if let Some(t) = s.ttft_p50_s {
-            parts.push(format!("TTFT p50 {}{}", seconds(t), band(self.error.ttft_p50)));
+            parts.push(format!(
+                "TTFT p50 {}{}",
+                seconds(t),
+                band(self.error.ttft_p50)
+            ));
         }
         let mut words = parts.join(", ");
         if let Some(beyond) = &p.extrapolated {
@@ -364,7 +393,6 @@ pub fn seconds(s: f64) -> String {
 }
 
 impl Baseline {
-
     /// The model of the server as the run set it up.
     pub fn model(&self) -> &EngineModel {
         &self.setup.model
@@ -403,7 +431,9 @@ impl Baseline {
                     for job in &mut workload.jobs {
                         job.due_s *= was / rate;
                     }
-                    format!("rate {was} -> {rate} requests/s, the run's own arrival pattern rescaled")
+                    format!(
+                        "rate {was} -> {rate} requests/s, the run's own arrival pattern rescaled"
+                    )
                 } else {
                     poisson(workload, rate);
                     format!("rate {rate} requests/s, Poisson arrivals (seed 0) where the run had a closed loop")
@@ -462,7 +492,12 @@ mod tests {
     };
 
     fn settings(pairs: &[(&str, PyValue)]) -> Option<Settings> {
-        Some(pairs.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect())
+        Some(
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), v.clone()))
+                .collect(),
+        )
     }
 
     /// A closed loop of `n` requests of 15 + 33 tokens, `concurrency` at once, as
@@ -544,17 +579,28 @@ mod tests {
         assert_eq!(base.setup.model, model);
         assert_eq!(base.arrivals, Arrivals::Closed { concurrency: 8 });
         // Every step cost 10 ms; the fit says so, and the replay is the run.
-        assert!((base.fit.cost.fixed_s - 0.01).abs() < 1e-9, "{:?}", base.fit);
+        assert!(
+            (base.fit.cost.fixed_s - 0.01).abs() < 1e-9,
+            "{:?}",
+            base.fit
+        );
         assert!(base.front_s.abs() < 1e-9);
         let replayed = Summary::of_replay(&truth);
         assert_eq!(base.as_run.evictions, Some(0));
-        assert!(close(base.as_run.output_tok_s, replayed.output_tok_s), "{:?}", base.as_run);
+        assert!(
+            close(base.as_run.output_tok_s, replayed.output_tok_s),
+            "{:?}",
+            base.as_run
+        );
         assert!(close(base.as_run.ttft_p50_s, replayed.ttft_p50_s));
         // 10 blocks (9 usable) hold 3 at full length: 8 at once preempt; with
         // --max-num-seqs 3 as well, none. Each prediction is the model running the load.
         for (sets, capped) in [
             (&["num-gpu-blocks-override=10"][..], vllm(10, 256)),
-            (&["num-gpu-blocks-override=10", "max-num-seqs=3"], vllm(10, 3)),
+            (
+                &["num-gpu-blocks-override=10", "max-num-seqs=3"],
+                vllm(10, 3),
+            ),
         ] {
             let changes: Vec<Change> = sets
                 .iter()
@@ -565,9 +611,7 @@ mod tests {
             assert_eq!(p.predicted, direct, "{sets:?}");
         }
         let p = base
-            .predict(&[
-                change::parse(crate::Engine::Vllm, "num-gpu-blocks-override=10").unwrap(),
-            ])
+            .predict(&[change::parse(crate::Engine::Vllm, "num-gpu-blocks-override=10").unwrap()])
             .unwrap();
         assert!(p.predicted.evictions.unwrap() > 0);
         let p = base
@@ -576,7 +620,10 @@ mod tests {
                 change::parse(crate::Engine::Vllm, "max-num-seqs=3").unwrap(),
             ])
             .unwrap();
-        assert_eq!((p.predicted.evictions, p.predicted.peak_running), (Some(0), Some(3.0)));
+        assert_eq!(
+            (p.predicted.evictions, p.predicted.peak_running),
+            (Some(0), Some(3.0))
+        );
     }
 
     #[test]
@@ -610,7 +657,10 @@ mod tests {
             page_size: Some(32),
             server_args: settings(&[
                 ("max_batch_size", PyValue::Int(8)),
-                ("capacity_scheduler_policy", PyValue::Str("MAX_UTILIZATION".into())),
+                (
+                    "capacity_scheduler_policy",
+                    PyValue::Str("MAX_UTILIZATION".into()),
+                ),
             ]),
             ..BootFacts::default()
         };
@@ -665,8 +715,12 @@ mod tests {
         assert!(baseline(&run).unwrap_err().contains("256 or 1024"));
         run.requested = Some(4);
         run.bench.as_mut().unwrap().1.requests.clear();
-        assert!(baseline(&run).unwrap_err().contains("no per-request records"));
+        assert!(baseline(&run)
+            .unwrap_err()
+            .contains("no per-request records"));
         run.bench = None;
-        assert!(baseline(&run).unwrap_err().contains("no load tool result file"));
+        assert!(baseline(&run)
+            .unwrap_err()
+            .contains("no load tool result file"));
     }
 }

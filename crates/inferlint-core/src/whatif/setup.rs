@@ -2,14 +2,12 @@
 //! limit read from the boot log and the readings, each with where it was read; and a
 //! change applied to it.
 
-use inferlint_sched::model::{
-    CapacityPolicy, EngineModel, SglangConfig, TrtllmConfig, VllmConfig,
-};
+use inferlint_sched::model::{CapacityPolicy, EngineModel, SglangConfig, TrtllmConfig, VllmConfig};
 use serde::Serialize;
 
 use super::change::{Change, Knob};
-use crate::facts::{self, BlockFrom};
 use crate::engine::SchedulerKind;
+use crate::facts::{self, BlockFrom};
 use crate::fmt;
 use crate::model::{BootFacts, PyValue};
 use crate::run::model::Run;
@@ -99,7 +97,10 @@ pub fn dtype_bytes(name: &str) -> Option<f64> {
     let n = name.to_ascii_lowercase();
     if n.starts_with("fp8") || n == "int8" {
         Some(1.0)
-    } else if matches!(n.as_str(), "auto" | "bfloat16" | "bf16" | "float16" | "fp16" | "half") {
+    } else if matches!(
+        n.as_str(),
+        "auto" | "bfloat16" | "bf16" | "float16" | "fp16" | "half"
+    ) {
         Some(2.0)
     } else if matches!(n.as_str(), "float32" | "fp32" | "float") {
         Some(4.0)
@@ -268,12 +269,19 @@ fn running_limit(run: &Run, boot: &BootFacts, read: &mut Vec<String>) -> Result<
         return Ok(cap);
     }
     if let Some(n) = setting_u64(boot, setting.key) {
-        read.push(format!("running limit {n} ({}, the boot log)", setting.shown()));
+        read.push(format!(
+            "running limit {n} ({}, the boot log)",
+            setting.shown()
+        ));
         return Ok(n);
     }
     match setting.default {
         Some(d) => {
-            read.push(format!("running limit {} ({}'s default)", fmt::g(d), setting.shown()));
+            read.push(format!(
+                "running limit {} ({}'s default)",
+                fmt::g(d),
+                setting.shown()
+            ));
             Ok(d as u64)
         }
         None => Err(format!(
@@ -289,7 +297,9 @@ fn token_pool(run: &Run, boot: &BootFacts, read: &mut Vec<String>) -> Result<Eng
         .filter(|p| *p > 0)
         .ok_or("the boot log states no token pool (max_total_num_tokens)")?;
     let page = boot.page_size.unwrap_or(1).max(1);
-    read.push(format!("a pool of {pool} tokens in pages of {page} (the boot log)"));
+    read.push(format!(
+        "a pool of {pool} tokens in pages of {page} (the boot log)"
+    ));
     let cap = running_limit(run, boot, read)?;
     Ok(EngineModel::Sglang(SglangConfig {
         max_total_num_tokens: pool,
@@ -319,7 +329,11 @@ fn capacity_policy(
     let policy = match setting_str(boot, "capacity_scheduler_policy").as_deref() {
         Some(p) if p.contains("MAX_UTILIZATION") => CapacityPolicy::MaxUtilization,
         Some(p) if p.contains("GUARANTEED_NO_EVICT") => CapacityPolicy::GuaranteedNoEvict,
-        Some(p) => return Err(format!("the capacity policy {p} is not one the model knows")),
+        Some(p) => {
+            return Err(format!(
+                "the capacity policy {p} is not one the model knows"
+            ))
+        }
         None => CapacityPolicy::GuaranteedNoEvict,
     };
     read.push(format!("{} (the capacity policy)", policy.name()));
@@ -352,7 +366,9 @@ pub fn apply(setup: &Setup, change: &Change) -> Result<Option<(Setup, String)>, 
             next.max_model_len = Some(n);
             format!(
                 "context limit {} -> {n}",
-                setup.max_model_len.map_or("unknown".to_owned(), |l| l.to_string())
+                setup
+                    .max_model_len
+                    .map_or("unknown".to_owned(), |l| l.to_string())
             )
         }
         (EngineModel::Vllm(c), Knob::Blocks) => {
@@ -372,7 +388,11 @@ pub fn apply(setup: &Setup, change: &Change) -> Result<Option<(Setup, String)>, 
             let was = c.num_gpu_blocks;
             c.num_gpu_blocks = (bytes / per_block).floor() as u64;
             next.cache_bytes = Some(bytes);
-            format!("blocks {was} -> {} ({} bytes a block)", c.num_gpu_blocks, fmt::g(per_block))
+            format!(
+                "blocks {was} -> {} ({} bytes a block)",
+                c.num_gpu_blocks,
+                fmt::g(per_block)
+            )
         }
         (m, Knob::MemoryFraction) => {
             if setup.cache_bytes.is_some() && matches!(m, EngineModel::Vllm(_)) {
@@ -382,8 +402,13 @@ pub fn apply(setup: &Setup, change: &Change) -> Result<Option<(Setup, String)>, 
             if share > 1.0 {
                 return Err(format!("{} is a share of memory, at most 1", change.name));
             }
-            let was = setup.memory_fraction.ok_or("the memory share now is not known")?;
-            let kv = setup.kv_gib.filter(|k| *k > 0.0).ok_or("the boot log gives no KV cache size in GiB")?;
+            let was = setup
+                .memory_fraction
+                .ok_or("the memory share now is not known")?;
+            let kv = setup
+                .kv_gib
+                .filter(|k| *k > 0.0)
+                .ok_or("the boot log gives no KV cache size in GiB")?;
             let new_kv = match m {
                 // The share of the memory that is free after the weights: the cache
                 // scales with it.
@@ -433,11 +458,18 @@ pub fn apply(setup: &Setup, change: &Change) -> Result<Option<(Setup, String)>, 
                     c.tokens_per_block = n;
                 }
             }
-            format!("block size {was} -> {n} tokens, the same memory: {}", Setup::describe(m))
+            format!(
+                "block size {was} -> {n} tokens, the same memory: {}",
+                Setup::describe(m)
+            )
         }
         (m @ EngineModel::Vllm(_), Knob::KvDtype) => {
-            let bytes = dtype_bytes(&change.value)
-                .ok_or_else(|| format!("{} {:?} is not a KV dtype the replay knows (auto, bfloat16, float16, fp8)", change.name, change.value))?;
+            let bytes = dtype_bytes(&change.value).ok_or_else(|| {
+                format!(
+                    "{} {:?} is not a KV dtype the replay knows (auto, bfloat16, float16, fp8)",
+                    change.name, change.value
+                )
+            })?;
             scale_pool(m, setup.kv_dtype_bytes / bytes);
             next.kv_dtype_bytes = bytes;
             format!(
@@ -462,12 +494,18 @@ pub fn apply(setup: &Setup, change: &Change) -> Result<Option<(Setup, String)>, 
             } else if v.contains("GUARANTEED_NO_EVICT") {
                 CapacityPolicy::GuaranteedNoEvict
             } else {
-                return Err(format!("{} is GUARANTEED_NO_EVICT or MAX_UTILIZATION, not {:?}", change.name, change.value));
+                return Err(format!(
+                    "{} is GUARANTEED_NO_EVICT or MAX_UTILIZATION, not {:?}",
+                    change.name, change.value
+                ));
             };
             format!("{} -> {}", was.name(), c.policy.name())
         }
         (_, knob) => {
-            return Err(format!("{} ({knob:?}) does not apply to this engine", change.name))
+            return Err(format!(
+                "{} ({knob:?}) does not apply to this engine",
+                change.name
+            ))
         }
     };
     Ok(Some((next, words)))
@@ -478,7 +516,9 @@ const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 /// The pool scaled by `factor` (more memory, smaller values), in whole units.
 fn scale_pool(model: &mut EngineModel, factor: f64) {
     match model {
-        EngineModel::Vllm(c) => c.num_gpu_blocks = (c.num_gpu_blocks as f64 * factor).floor() as u64,
+        EngineModel::Vllm(c) => {
+            c.num_gpu_blocks = (c.num_gpu_blocks as f64 * factor).floor() as u64
+        }
         EngineModel::Sglang(c) => {
             c.max_total_num_tokens = (c.max_total_num_tokens as f64 * factor).floor() as u64
         }
