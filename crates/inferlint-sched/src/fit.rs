@@ -200,7 +200,7 @@ impl StepSums {
 
     /// The fit: the simplest of the fixed cost alone (the mean seconds per step), with a
     /// cost per running request, per prefilled prompt token or both, each extra term kept
-    /// only where it lowers the squared error by [`KEEP_TERM_GAIN`], none negative;
+    /// only where it lowers the squared error by a tenth, none negative;
     /// `None` with fewer than [`MIN_REQUESTS`] observations. Its error is the
     /// root-mean-square residual over the mean seconds per step.
     pub fn fit(&self) -> Option<Fit> {
@@ -274,11 +274,12 @@ fn solve(mut a: Vec<Vec<f64>>, k: usize) -> Option<Vec<f64>> {
             return None;
         }
         a.swap(col, pivot);
-        for row in 0..k {
+        let pivot_row = a[col].clone();
+        for (row, r) in a.iter_mut().enumerate() {
             if row != col {
-                let f = a[row][col] / a[col][col];
-                for j in col..=k {
-                    a[row][j] -= f * a[col][j];
+                let f = r[col] / pivot_row[col];
+                for (x, p) in r.iter_mut().zip(&pivot_row).skip(col) {
+                    *x -= f * p;
                 }
             }
         }
