@@ -485,6 +485,66 @@ impl EngineDescriptor {
         })
     }
 
+    /// Every sample name a recording reads from a scrape after its first: what a series
+    /// sample holds (running, waiting, KV use, the preemption counter and its witness,
+    /// the paused gauge, the token and request counters, the prefix-cache counters, the
+    /// cache's info metric), what the verdicts judged while it runs read (the same, and
+    /// the latency histograms' sums and counts), and what tells a restart (each counter's
+    /// `_created` stamp), under its current name and the older names of
+    /// [`EngineDescriptor::renamed_metrics`]. Sorted, without repeats.
+    ///
+    /// A Prometheus exposition names each sample of a family by the family and a suffix:
+    /// a counter `F` serves `F_total` and `F_created`, a histogram `F_bucket`, `F_sum`,
+    /// `F_count` and `F_created`, a gauge `F` alone. So each family is listed under `F`,
+    /// `F_total`, `F_created`, `F_sum` and `F_count` (a name no family serves costs
+    /// nothing: a filter ignores it), and never under `F_bucket`: no recorder reads a
+    /// bucket, and the buckets are most of a vLLM page.
+    pub fn recorded_sample_names(&self) -> Vec<String> {
+        let mut families: Vec<&str> = vec![
+            self.running,
+            self.waiting,
+            self.kv_usage,
+            self.generation_tokens,
+            self.prompt_tokens,
+            self.request_success,
+            self.e2e_latency_histogram,
+            self.ttft_histogram,
+            self.queue_time_histogram,
+        ];
+        families.extend(self.preemption_counter);
+        families.extend(self.preemption_witness);
+        families.extend(self.paused_gauge);
+        families.extend(self.cache_info.map(|c| c.metric));
+        if let Some(p) = self.prefix_cache {
+            families.extend([p.hit_tokens, p.queried_tokens]);
+            families.extend(p.missed_tokens);
+        }
+        let family_of = |name: &str| -> String {
+            ["_total", "_created", "_sum", "_count"]
+                .iter()
+                .find_map(|suffix| name.strip_suffix(suffix))
+                .unwrap_or(name)
+                .to_owned()
+        };
+        let mut bases: Vec<String> = families.iter().map(|f| family_of(f)).collect();
+        for rename in self.renamed_metrics {
+            if bases.iter().any(|b| b == rename.current) {
+                bases.push(rename.old.to_owned());
+            }
+        }
+        let mut names: Vec<String> = bases
+            .iter()
+            .flat_map(|base| {
+                ["", "_total", "_created", "_sum", "_count"]
+                    .iter()
+                    .map(move |suffix| format!("{base}{suffix}"))
+            })
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
     /// The metrics of one scrape of this engine's server: its samples indexed by name, each
     /// metric that another release of the engine serves under an older name
     /// ([`EngineDescriptor::renamed_metrics`]) answering under its current name too.

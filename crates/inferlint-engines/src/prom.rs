@@ -108,12 +108,65 @@ pub fn parse_samples(text: &str) -> Result<Vec<Sample>, ParseError> {
 /// exposition with more than [`MAX_SAMPLES`] samples is an error (on the line past the
 /// cap), so memory stays within a bound whatever a server sends.
 pub fn read(bytes: &[u8]) -> Result<Exposition, ParseError> {
+    read_lines(bytes, None)
+}
+
+/// The sample names a narrow read keeps ([`read_kept`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KeptNames(Vec<String>);
+
+impl KeptNames {
+    /// The names given, in any order.
+    pub fn new(names: impl IntoIterator<Item = impl Into<String>>) -> KeptNames {
+        let mut names: Vec<String> = names.into_iter().map(Into::into).collect();
+        names.sort();
+        names.dedup();
+        KeptNames(names)
+    }
+
+    /// Whether `name` is one of them.
+    pub fn contains(&self, name: &str) -> bool {
+        self.0
+            .binary_search_by(|kept| kept.as_str().cmp(name))
+            .is_ok()
+    }
+
+    /// The names, sorted.
+    pub fn names(&self) -> &[String] {
+        &self.0
+    }
+}
+
+/// [`read`], keeping only the samples named in `keep`: a line whose metric name is whole
+/// and not kept is passed over without being read further (its labels and value are not
+/// looked at, and it counts toward no bound), so a recorder that needs twenty families
+/// of a page does not pay for the histogram buckets that are most of it. Every other
+/// line is read as [`read`] reads it: a damaged line whose name cannot be told is still
+/// skipped and counted, and a damaged line of a kept metric still leaves its NaN.
+pub fn read_kept(bytes: &[u8], keep: &KeptNames) -> Result<Exposition, ParseError> {
+    read_lines(bytes, Some(keep))
+}
+
+fn read_lines(bytes: &[u8], keep: Option<&KeptNames>) -> Result<Exposition, ParseError> {
     // A vLLM scrape holds one sample per ~115 bytes; guessing low only costs a regrowth.
+    let expected = match keep {
+        Some(keep) => keep.0.len() * 4,
+        None => bytes.len() / 128,
+    };
     let mut exposition = Exposition {
-        samples: Vec::with_capacity((bytes.len() / 128).min(MAX_SAMPLES)),
+        samples: Vec::with_capacity(expected.min(MAX_SAMPLES)),
         ..Exposition::default()
     };
     for (index, raw_line) in bytes.split(|b| *b == b'\n').enumerate() {
+        if let Some(keep) = keep {
+            let start = raw_line
+                .iter()
+                .position(|b| !b.is_ascii_whitespace())
+                .unwrap_or(raw_line.len());
+            if readable_name(&raw_line[start..]).is_some_and(|name| !keep.contains(name)) {
+                continue;
+            }
+        }
         let line_number = index + 1;
         // Trimmed as `str::trim` does when the line is text; a line that is not UTF-8 is
         // trimmed of ASCII whitespace only, to tell a comment from a sample.

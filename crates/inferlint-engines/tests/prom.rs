@@ -126,6 +126,115 @@ fn every_recorded_scrape_parses() {
     }
 }
 
+/// The scrapes of the real vLLM 0.32 CPU runs kept in the repository, and the recorded
+/// ones of every engine when `INFERLINT_RECORDED` names them.
+fn every_scrape_at_hand() -> Vec<PathBuf> {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/real");
+    let mut files = scrape_files(&fixtures);
+    if let Some(dir) = std::env::var_os("INFERLINT_RECORDED").map(PathBuf::from) {
+        if dir.is_dir() {
+            files.extend(scrape_files(&dir));
+        }
+    }
+    files
+}
+
+#[test]
+fn a_narrow_read_gives_every_recorded_scrape_the_same_sample_and_counters() {
+    use inferlint_core::Engine;
+    use inferlint_engines::record;
+    let files = every_scrape_at_hand();
+    assert!(
+        files.len() >= 20,
+        "expected the real vLLM 0.32 scrapes, found {files:?}"
+    );
+    for path in &files {
+        let text = exposition_text(path);
+        let whole = prom::read(text.as_bytes()).expect("reads");
+        let Some(engine) = Engine::from_metric_names(whole.samples.iter().map(|s| s.name.as_str()))
+        else {
+            continue;
+        };
+        let d = engine.descriptor();
+        let keep = prom::KeptNames::new(d.recorded_sample_names());
+        let narrow = prom::read_kept(text.as_bytes(), &keep).expect("reads");
+        // Exactly the kept samples of the whole read, in the page's order.
+        let expected: Vec<Sample> = whole
+            .samples
+            .iter()
+            .filter(|s| keep.contains(&s.name))
+            .cloned()
+            .collect();
+        assert!(
+            same_samples(&narrow.samples, &expected),
+            "{}",
+            path.display()
+        );
+        assert!(
+            narrow.samples.len() * 3 < whole.samples.len(),
+            "{}: a narrow read keeps {} of {} samples, not the small part it should",
+            path.display(),
+            narrow.samples.len(),
+            whole.samples.len()
+        );
+        // What a recorder writes of the scrape is the same: each sample key, read
+        // through the engine's table, from the kept names alone.
+        let whole_set = d.scrape_metrics(whole.samples.clone());
+        let narrow_set = d.scrape_metrics(narrow.samples.clone());
+        let a = record::sample_from_metrics(d, &whole_set, 0.0, None);
+        let b = record::sample_from_metrics(d, &narrow_set, 0.0, None);
+        assert_eq!(format!("{a:?}"), format!("{b:?}"), "{}", path.display());
+        // And every counter a restart is told by, or a verdict reads, is there: each
+        // kept family's `_total` and `_created` as the whole page serves them.
+        for name in keep.names() {
+            assert_eq!(
+                whole_set.total(name).map(f64::to_bits),
+                narrow_set.total(name).map(f64::to_bits),
+                "{}: {name}",
+                path.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn a_narrow_read_passes_over_what_it_does_not_keep_and_reads_the_rest_as_read_does() {
+    let text = "# TYPE vllm:num_requests_running gauge\n\
+vllm:num_requests_running{engine=\"0\"} 3\n\
+vllm:e2e_request_latency_seconds_bucket{le=\"1.0\"} 5\n\
+vllm:kv_cache_usage_perc{engine=\"0\"} not-a-number\n\
+vllm:time_to_first_token_seconds_bucket{le=\"1.0\" broken\n\
+  vllm:num_requests_waiting 2\n\
+{engine=\"0\"} 7\n\
+# EOF\n\
+vllm:num_requests_waiting 99\n";
+    let keep = prom::KeptNames::new([
+        "vllm:num_requests_running",
+        "vllm:num_requests_waiting",
+        "vllm:kv_cache_usage_perc",
+    ]);
+    let read = prom::read_kept(text.as_bytes(), &keep).expect("reads");
+    let names: Vec<&str> = read.samples.iter().map(|s| s.name.as_str()).collect();
+    // The kept gauge with a bad value stands as NaN (a sum over it cannot pass), the
+    // bucket and the damaged bucket line are not kept and not counted, the line with no
+    // name is skipped and counted as `read` counts it, and `# EOF` ends the page.
+    assert_eq!(
+        names,
+        [
+            "vllm:num_requests_running",
+            "vllm:kv_cache_usage_perc",
+            "vllm:num_requests_waiting"
+        ]
+    );
+    assert_eq!(read.samples[0].value, 3.0);
+    assert!(read.samples[1].value.is_nan());
+    assert_eq!(read.samples[2].value, 2.0);
+    assert_eq!(read.read, 2);
+    assert_eq!(read.skipped, 2);
+    assert_eq!(read.problems[0].line, 4);
+    assert_eq!(read.problems[1].line, 7);
+}
+
 #[test]
 fn names_with_colons_and_histogram_suffixes() {
     let text = "\
@@ -408,6 +517,21 @@ proptest! {
         let read = prom::parse_samples(&text)
             .map_err(|error| TestCaseError::fail(format!("{error} in {text:?}")))?;
         prop_assert!(same_samples(&read, &written), "{read:?} != {written:?} from {text:?}");
+    }
+
+    #[test]
+    fn a_narrow_read_is_the_whole_read_less_what_it_does_not_keep(
+        text in r#"[a-c_:{}="\\,# \t\n.0-9eNaf+-]{0,160}"#,
+        kept in prop::collection::vec("[a-c_:]{1,3}", 0..6),
+    ) {
+        let keep = prom::KeptNames::new(kept);
+        if let Ok(whole) = prom::read(text.as_bytes()) {
+            let narrow = prom::read_kept(text.as_bytes(), &keep)
+                .map_err(|error| TestCaseError::fail(format!("{error} in {text:?}")))?;
+            let expected: Vec<Sample> =
+                whole.samples.into_iter().filter(|s| keep.contains(&s.name)).collect();
+            prop_assert!(same_samples(&narrow.samples, &expected), "{text:?}");
+        }
     }
 
     #[test]
