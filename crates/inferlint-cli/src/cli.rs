@@ -319,6 +319,10 @@ pub struct WatchArgs {
     /// Read no GPU beside the metrics (the server uses no NVIDIA GPU of this machine)
     #[arg(long)]
     pub no_gpu: bool,
+    /// Read the whole metrics page at every scrape (default: after the first, only the
+    /// samples the recording reads, filtered by the server where it can: the header says)
+    #[arg(long)]
+    pub whole_pages: bool,
 }
 
 #[derive(Debug, Args)]
@@ -357,6 +361,10 @@ pub struct XrayArgs {
     /// no GPU readings in the recording (T21)
     #[arg(long)]
     pub no_gpu: bool,
+    /// Read the whole metrics page at every scrape (default: after the first, only the
+    /// samples the recording reads, filtered by the server where it can: the header says)
+    #[arg(long)]
+    pub whole_pages: bool,
     /// The run is meant to reuse prompt prefixes: T16 does not warn about cache hits
     #[arg(long)]
     pub expect_cache_hits: bool,

@@ -91,6 +91,7 @@ pub fn dispatch(cli: &Cli) -> Result<ExitCode, CliError> {
                     &args.out,
                     args.interval,
                     args.duration,
+                    args.whole_pages,
                 )
             }
         },

@@ -5,7 +5,7 @@
 use std::ops::RangeInclusive;
 use std::time::Duration;
 
-use inferlint_live::watch::{MAX_DURATION, MAX_INTERVAL, MIN_INTERVAL};
+use inferlint_live::watch::{Pages, MAX_DURATION, MAX_INTERVAL, MIN_INTERVAL};
 
 use crate::exit::CliError;
 
@@ -83,6 +83,15 @@ pub fn count(flag: &str, value: u32, range: &RangeInclusive<u32>) -> Result<u32,
         range.start(),
         range.end()
     )))
+}
+
+/// What `--whole-pages` asks of each scrape after the first.
+pub fn pages(whole_pages: bool) -> Pages {
+    if whole_pages {
+        Pages::Whole
+    } else {
+        Pages::AskForLess
+    }
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use inferlint_live::{Recorder, Scrape, Scraper};
 
 use crate::exit::{CliError, ExitCode};
 use crate::flags;
-use crate::live::{first_scrape, recorder};
+use crate::live::first_scrape;
 use crate::output::eprint_line;
 
 /// The most replicas one `watch` records.
@@ -73,14 +73,20 @@ pub fn watch_fleet(
     out: &Path,
     interval: f64,
     duration: Option<f64>,
+    whole_pages: bool,
 ) -> Result<ExitCode, CliError> {
     let options = WatchOptions {
         interval: flags::interval(interval)?,
         duration: duration.map(flags::duration).transpose()?,
+        pages: flags::pages(whole_pages),
     };
     let urls = addresses(urls, targets)?;
     crate::run_folder::prepare_fleet(out, "watch", "-o")?;
-    let recorder = recorder()?;
+    // Every replica is a task: on a runtime with a worker per core (never more workers
+    // than replicas), the scrapes and their reading are spread over every core.
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let recorder = Recorder::with_workers(cores.min(urls.len()))
+        .map_err(|e| CliError::cannot_write(format!("cannot start the HTTP client: {e}")))?;
     let (firsts, engine) = one_answer_each(choice, &recorder, &urls)?;
     let names: Vec<String> = firsts
         .iter()

@@ -98,6 +98,7 @@ pub fn watch(choice: &mut EngineChoice, args: &WatchArgs, url: &str) -> Result<E
     let options = WatchOptions {
         interval: flags::interval(args.interval)?,
         duration: args.duration.map(flags::duration).transpose()?,
+        pages: crate::flags::pages(args.whole_pages),
     };
     // The boot log is this command's input: never written over, --force or not.
     let reads: Vec<(&Path, &str)> = args

@@ -488,9 +488,9 @@ impl EngineDescriptor {
     /// Every sample name a recording reads from a scrape after its first: what a series
     /// sample holds (running, waiting, KV use, the preemption counter and its witness,
     /// the paused gauge, the token and request counters, the prefix-cache counters, the
-    /// cache's info metric), what the verdicts judged while it runs read (the same, and
-    /// the latency histograms' sums and counts), and what tells a restart (each counter's
-    /// `_created` stamp), under its current name and the older names of
+    /// cache's info metric), what the verdicts judged while it runs read (the same), and
+    /// what tells a restart (each counter's `_created` stamp), under its current name
+    /// and the older names of
     /// [`EngineDescriptor::renamed_metrics`]. Sorted, without repeats.
     ///
     /// A Prometheus exposition names each sample of a family by the family and a suffix:
@@ -507,9 +507,6 @@ impl EngineDescriptor {
             self.generation_tokens,
             self.prompt_tokens,
             self.request_success,
-            self.e2e_latency_histogram,
-            self.ttft_histogram,
-            self.queue_time_histogram,
         ];
         families.extend(self.preemption_counter);
         families.extend(self.preemption_witness);

@@ -42,6 +42,22 @@ pub struct SeriesHeader {
     /// Whether the recorder read the GPUs beside the metrics (`gpu` in the header); `None`
     /// in recordings that do not say (the Python tool's, older ones of ours).
     pub gpu: Option<GpuSampling>,
+    /// How the recorder asked for each page after the first (`pages` in the header);
+    /// `None` in recordings that do not say.
+    pub pages: Option<PageRequest>,
+}
+
+/// How a recorder asked the server for each page after its first, whole one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PageRequest {
+    /// The path read (`/metrics/`), without the query.
+    pub path: String,
+    /// How many sample names the page was narrowed to with prometheus_client's
+    /// `name[]` filter; `None` when the whole page was read.
+    pub filtered_to: Option<u64>,
+    /// Why the whole page was read, when it was: the server ignores the filter, or its
+    /// narrowed page lacks a sample the whole one has, or the recorder was told to.
+    pub whole_because: Option<String>,
 }
 
 /// What a recorder said about the GPUs it read beside the metrics.

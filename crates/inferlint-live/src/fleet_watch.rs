@@ -72,6 +72,7 @@ pub async fn watch_fleet<W: Write + Send + 'static>(
         unknown_engine: None,
         // A fleet's recording reads no GPU: the header says nothing of it.
         gpu: None,
+        pages: None,
     };
     put(sum_out, &files::series_header_json(&header))?;
 

@@ -455,6 +455,7 @@ pub async fn fetch_into(
             unknown_engine: None,
             // Prometheus holds the engines' metrics, not NVML's readings.
             gpu: None,
+            pages: None,
         };
         let mut line = files::series_header_json(&header).into_bytes();
         line.push(b'\n');

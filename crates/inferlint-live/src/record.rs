@@ -39,6 +39,9 @@ pub struct RecordOptions {
     pub requested: Option<u64>,
     /// Whether the run is meant to reuse prompt prefixes (T16's mid-run verdict).
     pub expect_cache_hits: bool,
+    /// What each scrape of the series after the first asks of the server (only the
+    /// samples a recording reads, unless set).
+    pub pages: crate::watch::Pages,
 }
 
 impl Default for RecordOptions {
@@ -50,6 +53,7 @@ impl Default for RecordOptions {
             folder: None,
             requested: None,
             expect_cache_hits: false,
+            pages: crate::watch::Pages::default(),
         }
     }
 }
@@ -89,6 +93,12 @@ impl RecordOptions {
     /// Also write the recording into this run folder.
     pub fn folder(mut self, folder: impl Into<PathBuf>) -> RecordOptions {
         self.folder = Some(folder.into());
+        self
+    }
+
+    /// What each scrape of the series after the first asks of the server.
+    pub fn pages(mut self, pages: crate::watch::Pages) -> RecordOptions {
+        self.pages = pages;
         self
     }
 }

@@ -247,6 +247,7 @@ impl Session {
         let watch_options = WatchOptions {
             interval: options.interval,
             duration: options.duration,
+            pages: options.pages,
         };
         let observer = VerdictObserver {
             verdicts: LiveVerdicts::new(engine, options.requested, None, options.expect_cache_hits),

@@ -15,7 +15,9 @@ use std::io::{self, Write};
 use std::time::Duration;
 
 use inferlint_core::checks::counters;
-use inferlint_core::model::{GpuReading, GpuSampling, SeriesHeader, SeriesSample, Snapshot};
+use inferlint_core::model::{
+    GpuReading, GpuSampling, PageRequest, SeriesHeader, SeriesSample, Snapshot,
+};
 use inferlint_core::Engine;
 use inferlint_engines::{files, record};
 use serde_json::Value;
@@ -46,7 +48,25 @@ pub struct WatchOptions {
     pub interval: Duration,
     /// Stop after this long; `None` runs until `stop` resolves.
     pub duration: Option<Duration>,
+    /// What each scrape after the first asks of the server.
+    pub pages: Pages,
 }
+
+/// What each scrape after the first asks of the server.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Pages {
+    /// Only the samples a recording reads: narrowed by the server where it honours
+    /// `name[]` (prometheus_client), else the whole page read narrowly
+    /// ([`Scraper::ask_for_less`]).
+    #[default]
+    AskForLess,
+    /// The whole page, read whole, as the first scrape is.
+    Whole,
+}
+
+/// The longest the choice of [`Pages::AskForLess`] may take: its requests run between
+/// slot 0 and slot 1, and never past this.
+const PAGE_CHOICE_AT_MOST: Duration = Duration::from_secs(5);
 
 /// What the recording holds so far (the status line shows it).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -327,12 +347,47 @@ pub(crate) async fn watch_session<W: Write, O: Observer + ?Sized>(
     let (wall0, mono0) = (first.stamp.t_wall, first.stamp.t_mono_ns);
     let wall_of = |mono_ns: i64| wall0 + (mono_ns - mono0) as f64 / 1e9;
 
+    // How the samples after slot 0 ask for the page is chosen before the header is
+    // written, which says so; the choice's requests end before slot 1 is due.
+    let mut stopped = false;
+    let pages = match options.pages {
+        Pages::Whole => PageRequest {
+            path: scraper.path().to_owned(),
+            filtered_to: None,
+            whole_because: Some("whole pages were asked for".into()),
+        },
+        Pages::AskForLess => {
+            let room_ns = (interval_ns - 2 * FINE_SLEEP.as_nanos() as i64)
+                .min(PAGE_CHOICE_AT_MOST.as_nanos() as i64)
+                .max(0);
+            let by = timebase.instant(schedule.due_ns(0).saturating_add(room_ns));
+            let path = scraper.path().to_owned();
+            let took_too_long = || PageRequest {
+                path: path.clone(),
+                filtered_to: None,
+                whole_because: Some(format!(
+                    "the filtered page was not read within {:.3} s",
+                    room_ns as f64 / 1e9
+                )),
+            };
+            tokio::select! {
+                chosen = tokio::time::timeout_at(by, scraper.ask_for_less(engine, &first.snapshot)) => {
+                    chosen.unwrap_or_else(|_| took_too_long())
+                }
+                () = &mut stop => {
+                    stopped = true;
+                    took_too_long()
+                }
+            }
+        }
+    };
     let header = SeriesHeader {
         url: Some(scraper.base().to_string()),
         interval_s: Some(options.interval.as_secs_f64()),
         engine: Some(engine),
         unknown_engine: None,
         gpu: observer.gpu_sampling(),
+        pages: Some(pages),
     };
     put(out, &files::series_header_json(&header))?;
 
@@ -379,112 +434,115 @@ pub(crate) async fn watch_session<W: Write, O: Observer + ?Sized>(
     // Slot 0's attempt is the first scrape: how long it took, as its stamp says.
     let mut last_attempt_took_ns = (first.stamp.latency_s * 1e9).round() as i64;
 
-    loop {
-        let now = clock::monotonic_ns();
-        let next = schedule.next_after(slot, now);
-        if next.missed > 0 {
-            // What made the slots pass: the last scrape's length, or, when it began
-            // later than its slot was due (a fleet's slot 0 is the earliest replica's
-            // first request), that too.
-            let began_late_ns = now - schedule.due_ns(slot) - last_attempt_took_ns;
-            let reason = if began_late_ns > interval_ns {
-                format!(
+    // A stop that came while the pages were being chosen ends the recording at slot 0.
+    if !stopped {
+        loop {
+            let now = clock::monotonic_ns();
+            let next = schedule.next_after(slot, now);
+            if next.missed > 0 {
+                // What made the slots pass: the last scrape's length, or, when it began
+                // later than its slot was due (a fleet's slot 0 is the earliest replica's
+                // first request), that too.
+                let began_late_ns = now - schedule.due_ns(slot) - last_attempt_took_ns;
+                let reason = if began_late_ns > interval_ns {
+                    format!(
                     "{} slot(s) missed: the scrape began {:.3} s after its slot was due and took {:.3} s",
                     next.missed,
                     began_late_ns as f64 / 1e9,
                     last_attempt_took_ns as f64 / 1e9
                 )
-            } else {
-                format!(
-                    "{} slot(s) missed: the scrape took {:.3} s",
-                    next.missed,
-                    last_attempt_took_ns as f64 / 1e9
-                )
-            };
-            // Stamped when it is written, not at the first missed slot: the overrunning
-            // sample before it may be stamped later than that slot, and a recording's
-            // records must stay in time order.
-            put(out, &gap_json(&reason, wall_of(now), now))?;
-            progress.gaps += 1;
-            progress.missed_slots += next.missed;
-            on_event(Event::Missed(&reason), &progress);
-        }
-        slot = next.slot;
-        if !schedule.due_before(slot, end_ns) {
-            break;
-        }
-        tokio::select! {
-            () = sleep_until_mono(&timebase, schedule.due_ns(slot)) => {}
-            () = &mut stop => break,
-        }
-        let before = clock::now();
-        let end_of_run = async {
-            match end_ns {
-                Some(end) => tokio::time::sleep_until(timebase.instant(end)).await,
-                None => std::future::pending().await,
+                } else {
+                    format!(
+                        "{} slot(s) missed: the scrape took {:.3} s",
+                        next.missed,
+                        last_attempt_took_ns as f64 / 1e9
+                    )
+                };
+                // Stamped when it is written, not at the first missed slot: the overrunning
+                // sample before it may be stamped later than that slot, and a recording's
+                // records must stay in time order.
+                put(out, &gap_json(&reason, wall_of(now), now))?;
+                progress.gaps += 1;
+                progress.missed_slots += next.missed;
+                on_event(Event::Missed(&reason), &progress);
             }
-        };
-        let attempt = tokio::select! {
-            result = scraper.scrape() => Some(result),
-            () = end_of_run => None,
-            () = &mut stop => {
-                // A session's caller ended the recording and takes its after reading at
-                // once: no slot is lost, and no gap is written.
-                if !stop_is_gap {
+            slot = next.slot;
+            if !schedule.due_before(slot, end_ns) {
+                break;
+            }
+            tokio::select! {
+                () = sleep_until_mono(&timebase, schedule.due_ns(slot)) => {}
+                () = &mut stop => break,
+            }
+            let before = clock::now();
+            let end_of_run = async {
+                match end_ns {
+                    Some(end) => tokio::time::sleep_until(timebase.instant(end)).await,
+                    None => std::future::pending().await,
+                }
+            };
+            let attempt = tokio::select! {
+                result = scraper.scrape_sample() => Some(result),
+                () = end_of_run => None,
+                () = &mut stop => {
+                    // A session's caller ended the recording and takes its after reading at
+                    // once: no slot is lost, and no gap is written.
+                    if !stop_is_gap {
+                        break;
+                    }
+                    None
+                }
+            };
+            let after = clock::now();
+            // A scrape the end of the recording cut short is not counted as tried.
+            progress.attempts += u64::from(attempt.is_some());
+            last_attempt_took_ns = after.mono_ns - before.mono_ns;
+            let stamp = clock::midpoint(before, after);
+            match attempt {
+                Some(Ok(scrape)) => {
+                    if let Some(restart) = counters::restart_between(&last_good, &scrape.snapshot) {
+                        put(
+                            out,
+                            &restart_json(
+                                &restart.message,
+                                scrape.stamp.t_wall,
+                                scrape.stamp.t_mono_ns,
+                            ),
+                        )?;
+                        progress.restarts += 1;
+                        tally.restarted();
+                        on_event(Event::Restart(&restart.message), &progress);
+                    }
+                    let sample = record_sample(&scrape, &mut progress, &mut tally, out, observer)?;
+                    on_event(Event::Sample(&sample), &progress);
+                    if let (Some(note), false) = (&scrape.skipped, noted_skipped) {
+                        on_event(Event::Skipped(note), &progress);
+                        noted_skipped = true;
+                    }
+                    last_good = scrape.snapshot;
+                }
+                Some(Err(error)) => {
+                    let reason = error.to_string();
+                    put(out, &gap_json(&reason, stamp.t_wall, stamp.t_mono_ns))?;
+                    progress.failed += 1;
+                    progress.gaps += 1;
+                    progress.missed_slots += 1;
+                    on_event(Event::Gap(&reason), &progress);
+                }
+                None => {
+                    // The run ended (or was stopped) while the server had not answered: the
+                    // slot is lost, and the file says so.
+                    let reason = format!(
+                        "no answer from {} after {:.3} s when recording ended",
+                        scraper.base(),
+                        last_attempt_took_ns as f64 / 1e9
+                    );
+                    put(out, &gap_json(&reason, stamp.t_wall, stamp.t_mono_ns))?;
+                    progress.gaps += 1;
+                    progress.missed_slots += 1;
+                    on_event(Event::Gap(&reason), &progress);
                     break;
                 }
-                None
-            }
-        };
-        let after = clock::now();
-        // A scrape the end of the recording cut short is not counted as tried.
-        progress.attempts += u64::from(attempt.is_some());
-        last_attempt_took_ns = after.mono_ns - before.mono_ns;
-        let stamp = clock::midpoint(before, after);
-        match attempt {
-            Some(Ok(scrape)) => {
-                if let Some(restart) = counters::restart_between(&last_good, &scrape.snapshot) {
-                    put(
-                        out,
-                        &restart_json(
-                            &restart.message,
-                            scrape.stamp.t_wall,
-                            scrape.stamp.t_mono_ns,
-                        ),
-                    )?;
-                    progress.restarts += 1;
-                    tally.restarted();
-                    on_event(Event::Restart(&restart.message), &progress);
-                }
-                let sample = record_sample(&scrape, &mut progress, &mut tally, out, observer)?;
-                on_event(Event::Sample(&sample), &progress);
-                if let (Some(note), false) = (&scrape.skipped, noted_skipped) {
-                    on_event(Event::Skipped(note), &progress);
-                    noted_skipped = true;
-                }
-                last_good = scrape.snapshot;
-            }
-            Some(Err(error)) => {
-                let reason = error.to_string();
-                put(out, &gap_json(&reason, stamp.t_wall, stamp.t_mono_ns))?;
-                progress.failed += 1;
-                progress.gaps += 1;
-                progress.missed_slots += 1;
-                on_event(Event::Gap(&reason), &progress);
-            }
-            None => {
-                // The run ended (or was stopped) while the server had not answered: the
-                // slot is lost, and the file says so.
-                let reason = format!(
-                    "no answer from {} after {:.3} s when recording ended",
-                    scraper.base(),
-                    last_attempt_took_ns as f64 / 1e9
-                );
-                put(out, &gap_json(&reason, stamp.t_wall, stamp.t_mono_ns))?;
-                progress.gaps += 1;
-                progress.missed_slots += 1;
-                on_event(Event::Gap(&reason), &progress);
-                break;
             }
         }
     }

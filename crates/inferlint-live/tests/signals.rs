@@ -60,6 +60,7 @@ fn child_records_then_raises_sigint() {
     let watch = inferlint_live::watch::WatchOptions {
         interval: std::time::Duration::from_millis(50),
         duration: Some(std::time::Duration::from_millis(150)),
+        pages: inferlint_live::watch::Pages::default(),
     };
     recorder
         .watch(

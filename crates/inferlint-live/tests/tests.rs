@@ -5,6 +5,8 @@
 mod blocking;
 /// Waiting for the lines a recording wrote.
 mod common;
+/// What each scrape after the first asks of the server, and that nothing is lost.
+mod pages;
 /// A run read from a stand-in Prometheus: the split, the replicas, the errors.
 mod prometheus;
 /// A whole recording while the simulated load runs, in memory and in a run folder.

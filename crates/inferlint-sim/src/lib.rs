@@ -16,6 +16,7 @@ pub mod cases;
 pub mod expo;
 pub mod gpu;
 pub mod load;
+pub mod pages;
 pub mod prefix;
 pub mod prometheus;
 pub mod runfolder;

@@ -43,6 +43,19 @@ enum Command {
     /// Answer Prometheus' query API over a simulated fleet's history (vLLM's metrics, one
     /// `instance` per replica) and print its address; SIGINT or SIGTERM stop it.
     Prometheus(PrometheusArgs),
+    /// Serve one fixed metrics page on N ports of 127.0.0.1 (whole at /metrics, narrowed by
+    /// name[] at /metrics/), print each address on a line; SIGINT or SIGTERM stop it.
+    Pages(PagesArgs),
+}
+
+#[derive(Debug, Args)]
+struct PagesArgs {
+    /// The page: Prometheus text, or a snapshot file (`inferlint snapshot`'s JSON), whose
+    /// text is served as it was read.
+    page: PathBuf,
+    /// How many servers.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    servers: u64,
 }
 
 #[derive(Debug, Args)]
@@ -100,6 +113,10 @@ struct ServeArgs {
     /// Serve no /metrics.
     #[arg(long)]
     no_metrics: bool,
+    /// Answer a name[] query at /metrics/ with an empty page, as prometheus_client in
+    /// multiprocess mode does (it honours the filter by default).
+    #[arg(long)]
+    name_filter_empty: bool,
     /// Answer completions with no text.
     #[arg(long)]
     empty_completions: bool,
@@ -175,6 +192,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve(&args),
         Command::Load(args) => load(&args),
         Command::Prometheus(args) => prometheus(&args),
+        Command::Pages(args) => pages(&args),
     };
     ExitCode::from(code)
 }
@@ -303,6 +321,65 @@ fn prometheus(args: &PrometheusArgs) -> u8 {
     EXIT_OK
 }
 
+fn pages(args: &PagesArgs) -> u8 {
+    let text = match std::fs::read_to_string(&args.page) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: cannot read {}: {e}", args.page.display());
+            return EXIT_USAGE;
+        }
+    };
+    // A snapshot file holds the page as its `text`.
+    let page = match serde_json::from_str::<serde_json::Value>(&text) {
+        Ok(v) => match v.get("text").and_then(serde_json::Value::as_str) {
+            Some(page) => page.to_owned(),
+            None => {
+                eprintln!(
+                    "error: {} is JSON without a text field",
+                    args.page.display()
+                );
+                return EXIT_USAGE;
+            }
+        },
+        Err(_) => text,
+    };
+    let Some(runtime) = signal_runtime() else {
+        return EXIT_FAILED;
+    };
+    let count = usize::try_from(args.servers).unwrap_or(1);
+    runtime.block_on(async {
+        let ports = match inferlint_sim::pages::serve_pages(
+            std::sync::Arc::new(page),
+            count,
+            inferlint_sim::pages::NameFilter::Honoured,
+        )
+        .await
+        {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("error: failed to listen: {e}");
+                return EXIT_FAILED;
+            }
+        };
+        let mut out = String::new();
+        for port in ports {
+            out.push_str(&format!("http://127.0.0.1:{port}\n"));
+        }
+        print!("{out}");
+        let _ = std::io::stdout().flush();
+        let Ok(mut terminate) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        else {
+            return EXIT_FAILED;
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = terminate.recv() => {}
+        }
+        EXIT_OK
+    })
+}
+
 fn serve_config(args: &ServeArgs) -> Result<ServerConfig, String> {
     let mut config = match (&args.engine, &args.case) {
         (_, Some(name)) => {
@@ -351,6 +428,9 @@ fn serve_config(args: &ServeArgs) -> Result<ServerConfig, String> {
     config.faults.slow_metrics_ms = args.slow_metrics_ms;
     config.faults.hang = args.hang;
     config.faults.no_metrics = args.no_metrics;
+    if args.name_filter_empty {
+        config.faults.name_filter = inferlint_sim::pages::NameFilter::Empty;
+    }
     config.faults.empty_completions = args.empty_completions;
     config.faults.cold_start_ms = args.cold_start_ms;
     config.faults.cold_start_at_request = args.cold_start_at_request;

@@ -205,6 +205,7 @@ fn series(case: &Case, run: &LoadRun, timing: &Timing, rng: &mut Rng) -> String 
         unknown_engine: None,
         // A simulated server reads no GPU, and its recorder says so (T21 does not apply).
         gpu: Some(inferlint_core::model::GpuSampling::None),
+        pages: None,
     };
     let mut out = files::series_header_json(&header);
     out.push('\n');

@@ -89,6 +89,9 @@ pub struct Faults {
     pub metrics_redirect: Option<String>,
     /// The metrics page carries one extra sample line with a byte that is not UTF-8.
     pub metrics_bad_byte: bool,
+    /// What the metrics path with a slash (`/metrics/`) does with `name[]`
+    /// ([`crate::pages`]); the path itself ignores it.
+    pub name_filter: crate::pages::NameFilter,
     /// The metrics page is padded with comment lines to at least this many bytes (a body
     /// too large to read).
     pub metrics_padding_bytes: Option<usize>,
@@ -746,7 +749,12 @@ async fn handle(
         (Method::GET, "/get_server_info" | "/server_info") if shared.engine == Engine::Sglang => {
             server_info(&shared)
         }
-        (Method::GET, p) if p == d.metrics_path => metrics(&shared).await,
+        (Method::GET, p) if p == d.metrics_path => metrics(&shared, None).await,
+        // prometheus_client's own application, which honours `name[]` (crate::pages).
+        (Method::GET, p) if p.strip_suffix('/') == Some(d.metrics_path) => {
+            let asked = crate::pages::asked_names(request.uri().query().unwrap_or(""));
+            metrics(&shared, Some(asked)).await
+        }
         // TensorRT-LLM's `/metrics` answers its iteration statistics as JSON.
         (Method::GET, "/metrics") if shared.engine == Engine::Trtllm => {
             iteration_stats(&shared).await
@@ -814,7 +822,7 @@ async fn slow_metrics(shared: &Shared) {
     }
 }
 
-async fn metrics(shared: &Shared) -> Response<SimBody> {
+async fn metrics(shared: &Shared, asked: Option<Vec<String>>) -> Response<SimBody> {
     slow_metrics(shared).await;
     if shared.faults.no_metrics {
         return not_found();
@@ -833,7 +841,10 @@ async fn metrics(shared: &Shared) -> Response<SimBody> {
         return response;
     }
     let state = metrics_state(shared, &shared.lock());
-    let text = expo::exposition(shared.engine, &state);
+    let mut text = expo::exposition(shared.engine, &state);
+    if let Some(asked) = asked {
+        text = shared.faults.name_filter.answer(&text, &asked);
+    }
     let mut body = Vec::with_capacity(text.len());
     if shared.faults.metrics_bad_byte {
         // One sample line whose label value holds a byte no UTF-8 text can.

@@ -64,6 +64,7 @@ pub struct RecordOptions {
     folder: Option<PathBuf>,
     requested: Option<u64>,
     expect_cache_hits: bool,
+    whole_pages: bool,
 }
 
 impl Default for RecordOptions {
@@ -76,6 +77,7 @@ impl Default for RecordOptions {
             folder: None,
             requested: None,
             expect_cache_hits: false,
+            whole_pages: false,
         }
     }
 }
@@ -124,6 +126,15 @@ impl RecordOptions {
         self
     }
 
+    /// Read the whole page at every scrape of the series. Without it each scrape after
+    /// the first asks only for the samples a recording reads (with prometheus_client's
+    /// `name[]` filter where the server honours it), which costs the server less; the
+    /// series header says which was done.
+    pub fn whole_pages(mut self, whole: bool) -> RecordOptions {
+        self.whole_pages = whole;
+        self
+    }
+
     fn inner(&self) -> inferlint_live::RecordOptions {
         let mut options = inferlint_live::RecordOptions::default().interval(self.interval);
         options.duration = self.duration;
@@ -131,6 +142,11 @@ impl RecordOptions {
         options.folder = self.folder.clone();
         options.requested = self.requested;
         options.expect_cache_hits = self.expect_cache_hits;
+        options.pages = if self.whole_pages {
+            inferlint_live::watch::Pages::Whole
+        } else {
+            inferlint_live::watch::Pages::AskForLess
+        };
         options
     }
 }

@@ -28,6 +28,7 @@ impl Xray<'_> {
                 expect_cache_hits: self.args.expect_cache_hits,
                 events: self.args.json_events.clone(),
                 no_gpu: self.args.no_gpu,
+                whole_pages: self.args.whole_pages,
                 server_root,
             },
         );
@@ -121,6 +122,7 @@ pub(super) struct RecordingSetup {
     /// `--json-events FILE`.
     events: Option<PathBuf>,
     no_gpu: bool,
+    whole_pages: bool,
     server_root: ServerRoot,
 }
 
@@ -150,6 +152,7 @@ pub(super) fn start_watch(
         let options = WatchOptions {
             interval,
             duration: None,
+            pages: crate::flags::pages(setup.whole_pages),
         };
         let (sampler, sampling, note) =
             crate::recorder::gpu_sampler(setup.no_gpu, setup.server_root);

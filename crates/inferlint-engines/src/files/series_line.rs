@@ -5,7 +5,7 @@
 use std::io;
 
 use inferlint_core::contract::JsonObject;
-use inferlint_core::model::{GpuReading, GpuSampling, SeriesHeader, SeriesSample};
+use inferlint_core::model::{GpuReading, GpuSampling, PageRequest, SeriesHeader, SeriesSample};
 use inferlint_core::Engine;
 use serde_json::{Map, Value};
 
@@ -114,7 +114,22 @@ fn header_from(object: &Map<String, Value>) -> SeriesHeader {
             .get("gpu")
             .and_then(Value::as_str)
             .and_then(GpuSampling::parse),
+        pages: object.get("pages").and_then(page_request_from),
     }
+}
+
+/// `{"path": "/metrics/", "filtered_to": 112}` or `{"path": "/metrics", "whole_because":
+/// "..."}`; `None` for a value no recorder writes.
+fn page_request_from(value: &Value) -> Option<PageRequest> {
+    let object = value.as_object()?;
+    Some(PageRequest {
+        path: object.get("path")?.as_str()?.to_owned(),
+        filtered_to: object.get("filtered_to").and_then(Value::as_u64),
+        whole_because: object
+            .get("whole_because")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    })
 }
 
 /// The fast path: `{"key": number-or-null, ...}` with plain keys, read straight from the
@@ -312,6 +327,17 @@ pub fn series_header_json(header: &SeriesHeader) -> String {
     if let Some(gpu) = header.gpu {
         object.insert("gpu".into(), gpu.key().into());
     }
+    if let Some(pages) = &header.pages {
+        let mut request = JsonObject::new();
+        request.insert("path".into(), pages.path.clone().into());
+        if let Some(n) = pages.filtered_to {
+            request.insert("filtered_to".into(), n.into());
+        }
+        if let Some(why) = &pages.whole_because {
+            request.insert("whole_because".into(), why.clone().into());
+        }
+        object.insert("pages".into(), request.to_value());
+    }
     python_style_json(&object)
 }
 
@@ -486,5 +512,47 @@ mod number_tests {
             panic!("a header")
         };
         assert_eq!(h.gpu, Some(GpuSampling::Nvml));
+        assert_eq!(h.pages, None);
+    }
+
+    #[test]
+    fn the_header_says_how_each_page_was_asked_for() {
+        use super::{parse_series_line, SeriesLine};
+        use inferlint_core::model::{PageRequest, SeriesHeader};
+        for pages in [
+            PageRequest {
+                path: "/metrics/".into(),
+                filtered_to: Some(112),
+                whole_because: None,
+            },
+            PageRequest {
+                path: "/metrics".into(),
+                filtered_to: None,
+                whole_because: Some("the server ignores name[]".into()),
+            },
+        ] {
+            let header = SeriesHeader {
+                pages: Some(pages.clone()),
+                ..SeriesHeader::default()
+            };
+            let line = super::series_header_json(&header);
+            let SeriesLine::Header(h) = parse_series_line(&line) else {
+                panic!("a header: {line}")
+            };
+            assert_eq!(h.pages, Some(pages));
+        }
+        let written = super::series_header_json(&SeriesHeader {
+            pages: Some(PageRequest {
+                path: "/metrics/".into(),
+                filtered_to: Some(112),
+                whole_because: None,
+            }),
+            ..SeriesHeader::default()
+        });
+        assert!(
+            // A nested object's keys are in serde_json's order, alphabetical (JsonObject).
+            written.ends_with(r#""pages": {"filtered_to": 112, "path": "/metrics/"}}"#),
+            "{written}"
+        );
     }
 }
