@@ -857,6 +857,8 @@ mod tests {
             requested: Some(32),
             load_failure: None,
             rejected: Vec::new(),
+            server_requests: None,
+            kv_events: None,
             notes: Vec::new(),
         }
     }

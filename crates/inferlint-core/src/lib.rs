@@ -41,6 +41,7 @@ pub mod status;
 pub mod sweep;
 #[cfg(test)]
 mod testing;
+pub mod traces;
 pub mod whatif;
 
 pub use client::{ClientAccount, LoadTool};

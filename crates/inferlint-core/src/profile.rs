@@ -490,6 +490,8 @@ mod tests {
             requested: Some(requested),
             load_failure: None,
             rejected: Vec::new(),
+            server_requests: None,
+            kv_events: None,
             notes: Vec::new(),
         }
     }

@@ -603,6 +603,8 @@ pub fn load_run(
         requested,
         load_failure: None,
         rejected: Vec::new(),
+        server_requests: None,
+        kv_events: None,
         notes: Vec::new(),
     });
     // A result file written without a concurrency limit says 0 or nothing: no number.

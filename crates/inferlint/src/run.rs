@@ -667,6 +667,8 @@ impl RunBuilder {
             requested,
             load_failure: None,
             rejected: Vec::new(),
+            server_requests: None,
+            kv_events: None,
             notes: Vec::new(),
         });
         // A client summary set aside as another run's says nothing of the concurrency.

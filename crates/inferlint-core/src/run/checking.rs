@@ -252,6 +252,8 @@ mod tests {
             requested: None,
             load_failure: None,
             rejected: Vec::new(),
+            server_requests: None,
+            kv_events: None,
             notes: Vec::new(),
         }
     }

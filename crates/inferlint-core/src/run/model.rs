@@ -8,6 +8,7 @@ use crate::client::ClientAccount;
 use crate::engine::EngineDescriptor;
 use crate::model::{BootFacts, Snapshot};
 use crate::requests::{self, RequestTimeline};
+use crate::traces::{KvEvents, ServerRequests};
 
 /// The inputs a not-checked tripwire can name, as `evidence.needs` spells them.
 pub mod input {
@@ -64,6 +65,11 @@ pub struct Run {
     /// Why the load command failed (`the load command exited with code 1`), when the
     /// caller ran it and it did.
     pub load_failure: Option<String>,
+    /// The server's own account of each request (spans, per-request records), where the
+    /// run kept one.
+    pub server_requests: Option<ServerRequests>,
+    /// The KV-cache event stream, where the run subscribed to it.
+    pub kv_events: Option<KvEvents>,
     /// Inputs given for the run that are not of it (another run's result file, the next
     /// run's recording): set aside by [`crate::identity::admit`] before any check, and
     /// read by nothing but the Can't tell of the checks that needed them.
@@ -87,6 +93,8 @@ impl Run {
             requested: None,
             load_failure: None,
             rejected: Vec::new(),
+            server_requests: None,
+            kv_events: None,
             notes: Vec::new(),
         }
     }

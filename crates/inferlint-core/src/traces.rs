@@ -1,0 +1,174 @@
+//! What a server recorded of each request and of its KV cache beyond its counters: its
+//! own account of each request (an OpenTelemetry span, SGLang's per-request metrics,
+//! TensorRT-LLM's `/perf_metrics`) and the KV-cache event stream (blocks stored and
+//! removed, the cache cleared). Plain data: `inferlint-live` receives them during a run,
+//! `inferlint-engines` reads the files the receivers wrote (and an OpenTelemetry
+//! Collector's), and [`crate::lives`] joins each request's server record with the load
+//! tool's row.
+//!
+//! Clocks. A server stamps its records on its own wall clock (Unix seconds); a receiver
+//! also stamps what it received with its wall and monotonic clocks, and each file says
+//! both at its start ([`ClockAnchor`]), so a record can be placed on the recording's axis
+//! whichever clock its source used.
+
+use serde::Serialize;
+
+/// A moment read on both of the recorder's clocks at once, so that a file's wall-clock
+/// times can be placed on the monotonic clock the recording and the load tools share.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ClockAnchor {
+    /// Unix seconds.
+    pub t_wall: f64,
+    /// The host's monotonic clock, nanoseconds.
+    pub t_mono_ns: i64,
+}
+
+/// Where a server's account of one request came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RequestSource {
+    /// An OpenTelemetry span the server exported (vLLM's `llm_request`, SGLang's
+    /// request span).
+    OtlpSpan,
+    /// SGLang's per-request JSON lines (`--export-metrics-to-file`).
+    SglangRequestFile,
+    /// TensorRT-LLM's `/perf_metrics` entries.
+    TrtllmPerfMetrics,
+}
+
+impl RequestSource {
+    /// A few words naming it.
+    pub fn words(self) -> &'static str {
+        match self {
+            RequestSource::OtlpSpan => "the server's OpenTelemetry spans",
+            RequestSource::SglangRequestFile => "the server's per-request metrics file",
+            RequestSource::TrtllmPerfMetrics => "the server's /perf_metrics",
+        }
+    }
+}
+
+/// One request as the server recorded it. Times are Unix seconds on the server's wall
+/// clock; durations are seconds. A field the source does not carry is `None`, never 0.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ServerRequest {
+    /// The request's id as the server knew it (`gen_ai.request.id`, SGLang's `rid`,
+    /// TensorRT-LLM's `request_id`): the load tool's id where it sent one
+    /// (`X-Request-Id`, vLLM bench's `--request-id-prefix`), often with the server's own
+    /// prefix and suffix around it (`cmpl-ID-0`).
+    pub id: Option<String>,
+    /// When the server received it (the API server's arrival stamp).
+    pub arrival: Option<f64>,
+    /// Seconds it waited in the server's queue before it was first scheduled.
+    pub queue_s: Option<f64>,
+    /// Seconds from arrival to its first token, as the server measured it.
+    pub ttft_s: Option<f64>,
+    /// Seconds from its first scheduling to its first token (what a server that times
+    /// from scheduling calls its TTFT: vLLM's per-request metrics in responses).
+    pub ttft_from_scheduling_s: Option<f64>,
+    /// Seconds in prefill: first scheduled to first token.
+    pub prefill_s: Option<f64>,
+    /// Seconds in decode: first token to last.
+    pub decode_s: Option<f64>,
+    /// Seconds from arrival to its end, as the server measured it.
+    pub e2e_s: Option<f64>,
+    /// Prompt tokens the server processed.
+    pub prompt_tokens: Option<u64>,
+    /// Output tokens the server generated.
+    pub output_tokens: Option<u64>,
+    /// Prompt tokens served from the prefix cache, where the source says.
+    pub cached_tokens: Option<u64>,
+    /// Times it was preempted (retracted, evicted and recomputed), where the source
+    /// says.
+    pub preemptions: Option<u64>,
+}
+
+/// The server's per-request records of a run, from one source.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServerRequests {
+    /// Where they came from.
+    pub source: RequestSource,
+    /// The file they were read from, as shown to a reader.
+    pub file: String,
+    /// When the receiver started, on both clocks, where the file says.
+    pub anchor: Option<ClockAnchor>,
+    /// Each request, in the order received.
+    pub requests: Vec<ServerRequest>,
+    /// Records that could not be read as a request (another span, a line that is not
+    /// JSON), counted.
+    pub skipped: u64,
+}
+
+/// KV-cache events summed over one second of the server's clock.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct KvSecond {
+    /// The second: Unix seconds, floored.
+    pub second: i64,
+    /// Blocks stored (a `BlockStored` event's hashes).
+    pub stored_blocks: u64,
+    /// Blocks removed (evicted).
+    pub removed_blocks: u64,
+    /// Times the whole cache was cleared.
+    pub cleared: u64,
+    /// Event batches received.
+    pub batches: u64,
+}
+
+/// Batches of the KV event stream that were never received: a hole in its sequence
+/// numbers that the replay did not fill.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KvGap {
+    /// The first sequence number missed.
+    pub from_seq: u64,
+    /// The last sequence number missed.
+    pub to_seq: u64,
+    /// Unix seconds of the receiver's clock when the hole was found.
+    pub t_wall: Option<f64>,
+    /// Why, in a few words (`the replay endpoint did not answer`).
+    pub reason: String,
+}
+
+/// The KV-cache event stream of a run, as received.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct KvEvents {
+    /// The file it was read from, as shown to a reader.
+    pub file: String,
+    /// The address subscribed to.
+    pub endpoint: Option<String>,
+    /// When the subscriber started, on both clocks.
+    pub anchor: Option<ClockAnchor>,
+    /// When the subscriber stopped, on both clocks, where the file says (a file cut off
+    /// mid-run does not).
+    pub end: Option<ClockAnchor>,
+    /// Batches received, whole run.
+    pub batches: u64,
+    /// Batches received through the replay endpoint (after a hole), of `batches`.
+    pub replayed: u64,
+    /// The first and last sequence numbers received.
+    pub seq_range: Option<(u64, u64)>,
+    /// Each second that had events, in order.
+    pub seconds: Vec<KvSecond>,
+    /// The holes in the sequence that stayed holes.
+    pub gaps: Vec<KvGap>,
+    /// Lines or frames that could not be read, counted.
+    pub skipped: u64,
+}
+
+impl KvEvents {
+    /// Blocks stored over the whole stream.
+    pub fn stored_blocks(&self) -> u64 {
+        self.seconds.iter().map(|s| s.stored_blocks).sum()
+    }
+
+    /// Blocks removed over the whole stream.
+    pub fn removed_blocks(&self) -> u64 {
+        self.seconds.iter().map(|s| s.removed_blocks).sum()
+    }
+
+    /// Batches missed and never recovered.
+    pub fn missed_batches(&self) -> u64 {
+        self.gaps
+            .iter()
+            .map(|g| g.to_seq.saturating_sub(g.from_seq) + 1)
+            .sum()
+    }
+}
