@@ -364,6 +364,11 @@ pub struct ClientRequest {
     pub server_output_tokens: OptU64,
     /// The output length the request asked for (`max_tokens`).
     pub asked_output_tokens: OptU64,
+    /// Streamed chunks that carried output (`vllm bench serve`: its gaps between chunks
+    /// plus the first), where the tool keeps them: a chunk can carry several tokens. In
+    /// the record's spare bytes: no answer streams four billion chunks, and none streams
+    /// none ([`ClientRequest::chunks`] reads it).
+    pub chunk_count: Option<std::num::NonZeroU32>,
     /// Whether the request asked the server to ignore the end-of-sequence token.
     pub ignore_eos: Option<bool>,
 }
@@ -382,6 +387,16 @@ impl ClientRequest {
         self.first_token_s
             .get()
             .or_else(|| Some(self.sent_s.get()? + self.ttft_s.get()?))
+    }
+
+    /// Streamed chunks that carried output, where the tool keeps them.
+    pub fn chunks(&self) -> Option<u64> {
+        self.chunk_count.map(|n| u64::from(n.get()))
+    }
+
+    /// Records `n` streamed chunks (none for 0; a count past `u32::MAX` is kept as that).
+    pub fn set_chunks(&mut self, n: u64) {
+        self.chunk_count = std::num::NonZeroU32::new(u32::try_from(n).unwrap_or(u32::MAX));
     }
 
     /// The end's time: recorded, else sent + latency.
@@ -490,6 +505,11 @@ pub struct ClientAccount {
     /// One record per request of the timed run, where the files keep them, in the order
     /// the tool sent them when it says.
     pub requests: Vec<ClientRequest>,
+    /// The ids the tool gave its requests, where it says: `vllm bench serve` sends
+    /// request `i` of its records as `X-Request-Id: PREFIX{i}` (`--request-id-prefix`,
+    /// printed in its settings line), which the server's own records carry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_id_prefix: Option<String>,
     /// The clock of the records' times; `None` when they carry no time of day.
     pub clock: Option<RequestClock>,
     /// Every gap between two streamed tokens the records hold, in milliseconds.
@@ -571,6 +591,7 @@ impl ClientAccount {
             advertised: Advertised::default(),
             goodput: Vec::new(),
             requests: Vec::new(),
+            request_id_prefix: None,
             clock: None,
             inter_token_ms: Vec::new(),
             parts: 1,

@@ -272,6 +272,7 @@ fn fold(
             _ => text(e.get("message")).unwrap_or_else(|| "unnamed error".into()),
         }
     });
+    let mut chunks = None;
     if outcome == RequestOutcome::Completed {
         if let Some(gaps) =
             at(&record, &["metrics", "inter_chunk_latency", "value"]).and_then(Value::as_array)
@@ -280,6 +281,8 @@ fn fold(
                 &mut account.inter_token_ms,
                 gaps.iter().filter_map(|g| num(Some(g))),
             );
+            // A gap lies between two chunks: the first chunk has none before it.
+            chunks = Some(gaps.len() as u64 + 1);
         }
     }
     account.requests.push(ClientRequest {
@@ -302,6 +305,8 @@ fn fold(
         server_prompt_tokens: metric("usage_prompt_tokens").map(|t| t as u64).into(),
         server_output_tokens: metric("usage_completion_tokens").map(|t| t as u64).into(),
         asked_output_tokens: None.into(),
+        chunk_count: chunks
+            .and_then(|n: u64| std::num::NonZeroU32::new(u32::try_from(n).unwrap_or(u32::MAX))),
         ignore_eos: None,
     });
     Ok(())

@@ -107,6 +107,13 @@ pub fn complete_from_console(account: &mut ClientAccount, log: &str) {
                 .collect();
         }
     }
+    // `--request-id-prefix` (vllm bench serve): request `i` went out as PREFIX{i}.
+    if account.request_id_prefix.is_none() {
+        account.request_id_prefix = get("request_id_prefix")
+            .and_then(PyValue::as_str)
+            .filter(|p| !p.is_empty())
+            .map(str::to_owned);
+    }
     if account.advertised.ignore_eos.is_none() {
         account.advertised.ignore_eos = match (get("ignore_eos"), get("disable_ignore_eos")) {
             (Some(PyValue::Bool(b)), _) => Some(*b),

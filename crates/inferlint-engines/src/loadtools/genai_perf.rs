@@ -225,6 +225,12 @@ fn request(item: &Value, gaps: &mut Vec<f32>) -> ClientRequest {
             .and_then(|u| count(u.get("completion_tokens"))))
         .into(),
         asked_output_tokens: asked_output.into(),
+        // Each response that carried text is one streamed chunk.
+        chunk_count: (outcome == RequestOutcome::Completed)
+            .then(|| {
+                std::num::NonZeroU32::new(u32::try_from(token_times.len()).unwrap_or(u32::MAX))
+            })
+            .flatten(),
         ignore_eos,
     }
 }

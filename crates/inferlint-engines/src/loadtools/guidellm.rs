@@ -372,6 +372,8 @@ fn request(item: &Value, outcome: RequestOutcome) -> ClientRequest {
         server_prompt_tokens: None.into(),
         server_output_tokens: None.into(),
         asked_output_tokens: asked_output.into(),
+        // Its records count tokens, not the chunks they came in.
+        chunk_count: None,
         ignore_eos,
     }
 }

@@ -194,6 +194,9 @@ fn request(item: &Value, gaps: &mut Vec<f32>) -> (ClientRequest, Option<bool>) {
         server_prompt_tokens: usage("prompt_tokens").into(),
         server_output_tokens: usage("completion_tokens").into(),
         asked_output_tokens: asked_output.into(),
+        // Its `output_token_times` are one per token as it counted them, which says
+        // nothing of the chunks they arrived in.
+        chunk_count: None,
         ignore_eos,
     };
     (request, ignore_eos)

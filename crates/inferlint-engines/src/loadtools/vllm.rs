@@ -381,6 +381,8 @@ fn read_records(
                 let end = lists.itl_ends[i];
                 lists.itl_gaps.copy_within(gaps_from..end, kept_gaps);
                 kept_gaps += end - gaps_from;
+                // A gap lies between two chunks: the first chunk has none before it.
+                request.set_chunks((end - gaps_from) as u64 + 1);
             }
         }
         if itls {
