@@ -94,7 +94,9 @@ fn without_the_result_file_t8_and_t15_are_listed_as_not_checked() {
         text.contains("[T15] NOT-CHECKED  needs the load tool's result file"),
         "{text}"
     );
-    for tripwire in ["T18", "T20"] {
+    // T23 to T25 read the result file first, each request's send and, for T24 and T25,
+    // the server's record of it.
+    for tripwire in ["T18", "T20", "T23", "T24", "T25"] {
         assert!(
             text.contains(&format!(
                 "[{tripwire}] NOT-CHECKED  needs the load tool's result file"
@@ -108,7 +110,12 @@ fn without_the_result_file_t8_and_t15_are_listed_as_not_checked() {
         text.contains("[T17] NOT-CHECKED  needs the concurrency the load asked for"),
         "{text}"
     );
-    assert!(text.contains("; 5 not checked -> "), "{text}");
+    // T26 needs a KV event stream, which no simulated run here subscribed to.
+    assert!(
+        text.contains("[T26] NOT-CHECKED  needs the server's KV event stream"),
+        "{text}"
+    );
+    assert!(text.contains("; 9 not checked -> "), "{text}");
 }
 
 /// `series` without `--requested` or `--snapshot` lists T8 and T14 as not checked.

@@ -239,7 +239,7 @@ fn each_engine_is_worded_as_its_own() {
     let (results, sglang) = report(&dir, &["sglang-0.5/qwen3-8b"], &tmp.path().join("s.html"));
     let passed = results.iter().filter(|r| r["status"] == "pass").count();
     assert!(sglang.contains(&format!(
-        "{passed} passed; 1 does not apply to SGLang; 1 not checked</summary>"
+        "{passed} passed; 1 does not apply to SGLang; 5 not checked</summary>"
     )));
     assert!(sglang.contains("29 of them fit."));
     assert!(sglang.contains("id=\"fig-cache\""));
@@ -284,7 +284,7 @@ fn the_report_goes_where_it_is_asked_to() {
     // --json prints the same results and still writes the page.
     std::fs::remove_file(run.join("report.html")).unwrap();
     let o = inferlint(tmp.path(), &["report", "run", "--json"]);
-    assert_eq!(json_results(&o).len(), 15);
+    assert_eq!(json_results(&o).len(), 19);
     assert!(run.join("report.html").is_file());
 
     // Only files and no -o: no page, and a note that says how to get one.
@@ -324,9 +324,9 @@ fn a_read_only_run_folder_is_left_alone() {
     let o = inferlint(tmp.path(), &["report", "run"]);
     std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o755)).unwrap();
     assert_eq!(o.status.code(), Some(1), "the verdicts still decide");
-    assert!(
-        stdout(&o).ends_with("14 checks (10 pass, 2 warn, 2 tripwire-failed); 1 does not apply\n")
-    );
+    assert!(stdout(&o).ends_with(
+        "14 checks (10 pass, 2 warn, 2 tripwire-failed); 1 does not apply; 4 not checked\n"
+    ));
     assert!(stderr(&o).contains("read-only"), "{}", stderr(&o));
     assert!(!run.join("report.html").exists());
 

@@ -83,6 +83,14 @@ impl Tripwire {
     pub const T21: Tripwire = Tripwire::declare(21);
     /// T22: Replicas unevenly loaded.
     pub const T22: Tripwire = Tripwire::declare(22);
+    /// T23: The client's own wait left out.
+    pub const T23: Tripwire = Tripwire::declare(23);
+    /// T24: TTFT that means different things.
+    pub const T24: Tripwire = Tripwire::declare(24);
+    /// T25: Streamed chunks counted as tokens.
+    pub const T25: Tripwire = Tripwire::declare(25);
+    /// T26: KV events lost or never sent.
+    pub const T26: Tripwire = Tripwire::declare(26);
 
     /// Builds an id from its number; `None` when the catalogue has no such tripwire.
     pub fn new(number: u8) -> Option<Tripwire> {
@@ -108,7 +116,7 @@ impl Tripwire {
     }
 
     /// The ids as a reader names them: runs of consecutive numbers as ranges
-    /// (`T1-T22`; `T1-T15, T18, T20` for a catalogue without T16, T17, T19, T21 and T22).
+    /// (`T1-T26`; `T1-T15, T18, T20` for a catalogue without T16, T17, T19 and T21 to T26).
     pub fn all_named() -> String {
         let numbers: Vec<u8> = Tripwire::all().map(Tripwire::number).collect();
         let mut parts = Vec::new();
@@ -1485,6 +1493,219 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
     },
+    TripwireInfo {
+        tripwire: Tripwire::T23,
+        slug: "client-wait",
+        name: "The client's own wait left out",
+        what: "A load tool times each request from the moment it sends it. A request can be \
+               due earlier: in an open loop (a request rate) at its place in the schedule, \
+               held back by a concurrency limit or a client that fell behind; in a closed \
+               loop (N requests kept open) the moment one of the N before it ended and freed \
+               its slot, which the requests' own sends and ends give whatever the tool. T23 \
+               sets each request's send against when it was due (the tool's schedule, \
+               `vllm bench serve`'s `queue_times`, GuideLLM's `scheduled_at`, AIPerf's \
+               `credit_issued_ns`, or the slot that freed) and counts the requests that \
+               waited in the client longer than 50 ms and a tenth of their own latency. It \
+               fails when a tenth of the requests or more did, and warns when any did.",
+        why: "The tool's TTFT and end-to-end latency start at the send, so the time a request \
+              spent queued in the client is in no figure: an open loop whose server could \
+              not keep up reports the latency of the requests it managed to send, not of \
+              the rate asked, and a closed loop whose client fell behind measures the \
+              client's pace as the server's throughput.",
+        engine_notes: &[
+            (
+                Engine::Sglang,
+                "Nothing differs: the wait is the client's. SGLang's `bench_serving` keeps \
+                 no schedule in its file; a rate-paced run of it is judged only where its \
+                 records carry one.",
+            ),
+            (
+                Engine::Trtllm,
+                "Nothing differs: the wait is the client's, whatever serves the requests.",
+            ),
+        ],
+        command: "inferlint report run/",
+        verdicts: &[
+            (
+                Status::Fail,
+                "a tenth of the requests or more waited in the client beyond 50 ms and a \
+                 tenth of their own latency before they were sent.",
+            ),
+            (Status::Warn, "fewer did, but some did."),
+            (
+                Status::Unknown,
+                "the load tool keeps no send times, or ran at a rate and keeps no schedule, \
+                 or states neither a rate nor a concurrency limit.",
+            ),
+            (
+                Status::Pass,
+                "every request was sent within 50 ms (or a tenth of its latency) of when it \
+                 was due.",
+            ),
+        ],
+    },
+    TripwireInfo {
+        tripwire: Tripwire::T24,
+        slug: "ttft-definitions",
+        name: "TTFT that means different things",
+        what: "Time to first token has three definitions in one run: the load tool's, from \
+               the moment it sent the request; the server's, from the moment its API server \
+               received it (vLLM's span attribute `gen_ai.latency.time_to_first_token` and \
+               its `time_to_first_token_seconds` histogram); and, where the server times \
+               from scheduling (vLLM's per-request metrics in responses), from the moment \
+               its scheduler first ran the request, which leaves out the server's queue. \
+               T24 joins each request's row in the load tool's file with the server's own \
+               record of it (by id where both carry one, else by send time and length) and \
+               compares the medians. It warns when the load tool's TTFT exceeds the \
+               server's by more than 25 ms and 10% (transport, the front end and the \
+               server's queue are in one figure and not in the other) and fails when the \
+               load tool's is shorter than the server's by as much: the tool starts its \
+               clock after the request reached the server, or stops it before the first \
+               token.",
+        why: "A TTFT quoted from the load tool, from the server's histogram and from a \
+              scheduling-based per-request metric are three different numbers for the same \
+              requests; comparing one run's client figure with another's server figure, or \
+              tuning the server on a figure that leaves out its queue, moves numbers that \
+              were never the same thing.",
+        engine_notes: &[
+            (
+                Engine::Sglang,
+                "SGLang's request spans (`--enable-trace`) and its per-request metrics \
+                 file time from the tokenizer manager's receipt of the request.",
+            ),
+            (
+                Engine::Trtllm,
+                "TensorRT-LLM's `/perf_metrics` gives each request's arrival, first \
+                 scheduling and first token: its TTFT from arrival is first token minus \
+                 arrival.",
+            ),
+        ],
+        command: "inferlint xray --otlp ...  |  inferlint report run/",
+        verdicts: &[
+            (
+                Status::Fail,
+                "the load tool's median TTFT is shorter than the server's own by more than \
+                 25 ms and 10%.",
+            ),
+            (
+                Status::Warn,
+                "it is longer by more than that, or the server's TTFT counted from \
+                 scheduling leaves out more than that of its queue: the figures count \
+                 different parts of each request's life, and the message says how much is \
+                 whose.",
+            ),
+            (
+                Status::Unknown,
+                "too few requests could be joined with the server's records, or neither \
+                 side keeps a TTFT for them.",
+            ),
+            (
+                Status::Pass,
+                "the load tool's and the server's TTFT agree within 25 ms or 10%.",
+            ),
+        ],
+    },
+    TripwireInfo {
+        tripwire: Tripwire::T25,
+        slug: "chunks-as-tokens",
+        name: "Streamed chunks counted as tokens",
+        what: "A streamed answer arrives in chunks, and a chunk can carry several tokens: \
+               speculative decoding accepts several at once, a server that streams at an \
+               interval (vLLM's `--stream-interval`) bundles them, reasoning and tool-call \
+               parsers hold some back and release them together. T25 joins each request's \
+               row in the load tool's file with the server's own record of it and sets the \
+               tool's output count and its chunk count against the tokens the server \
+               generated. It fails when the tool's count is its chunk count and the server \
+               generated more than 5% more tokens (the tool counted chunks as tokens), and \
+               warns when the count is right but chunks carried more than one token on \
+               average (the tool's inter-token latency is then a gap between chunks).",
+        why: "Output tokens per second, time per output token and inter-token latency all \
+              divide by the token count: a tool that counts chunks undercounts tokens by the \
+              chunk size and overstates each token's time by as much, and a per-chunk gap \
+              reported as inter-token latency is several tokens' time.",
+        engine_notes: &[
+            (
+                Engine::Sglang,
+                "SGLang streams every `--stream-interval` tokens (1 by default); its \
+                 speculative decoding sends accepted tokens together.",
+            ),
+            (
+                Engine::Trtllm,
+                "TensorRT-LLM streams each iteration's tokens: with speculative decoding \
+                 (Medusa, EAGLE, MTP) an iteration can accept several.",
+            ),
+        ],
+        command: "inferlint xray --otlp ...  |  inferlint report run/",
+        verdicts: &[
+            (
+                Status::Fail,
+                "the load tool counted its chunks as tokens while the server generated more \
+                 than 5% more tokens.",
+            ),
+            (
+                Status::Warn,
+                "the count is right, but chunks carried more than one token on average: the \
+                 tool's inter-token latency measures chunks.",
+            ),
+            (
+                Status::Unknown,
+                "too few requests could be joined with the server's records, or the tool \
+                 keeps no per-request output count.",
+            ),
+            (
+                Status::Pass,
+                "the tool's output count is the server's, one token a chunk (or no chunk \
+                 count kept and the counts agree).",
+            ),
+        ],
+    },
+    TripwireInfo {
+        tripwire: Tripwire::T26,
+        slug: "kv-events-lost",
+        name: "KV events lost or never sent",
+        what: "An engine asked to publish its KV-cache events (`--kv-events-config`: vLLM and \
+               SGLang publish each block stored and removed over ZeroMQ, each batch with a \
+               sequence number) feeds routers, caches and timelines that trust the stream \
+               to be whole. PUB/SUB drops what a slow subscriber cannot take, a subscriber \
+               that joins late misses the start, and an engine that stores no block (vLLM \
+               without prefix caching) sends nothing at all. T26 reads the stream a \
+               recorder received: it fails when nothing came while the server ran \
+               requests, or batches were lost and not recovered through the engine's \
+               replay, and passes when every batch from the first to the last arrived.",
+        why: "A KV-aware router or a timeline built on a stream with holes believes blocks \
+              are cached that were evicted, or never learns of them: its routing and its \
+              picture of the cache are wrong exactly when the cache is under pressure, and \
+              nothing says so.",
+        engine_notes: &[
+            (
+                Engine::Sglang,
+                "SGLang publishes the same format (`--kv-events-config`) from its radix \
+                 cache.",
+            ),
+            (
+                Engine::Trtllm,
+                "TensorRT-LLM serves its KV events at `POST /kv_cache_events`, which \
+                 drains them: a second reader takes the first one's events.",
+            ),
+        ],
+        command: "inferlint xray --kv-events ...  |  inferlint report run/",
+        verdicts: &[
+            (
+                Status::Fail,
+                "no event arrived while the server ran requests, or batches were lost and \
+                 not recovered.",
+            ),
+            (
+                Status::Unknown,
+                "the stream's file is cut off, or the server's work during it cannot be \
+                 told.",
+            ),
+            (
+                Status::Pass,
+                "every batch from the first to the last arrived (replayed ones included).",
+            ),
+        ],
+    },
 ];
 
 #[cfg(test)]
@@ -1570,6 +1791,10 @@ mod tests {
             Tripwire::T20,
             Tripwire::T21,
             Tripwire::T22,
+            Tripwire::T23,
+            Tripwire::T24,
+            Tripwire::T25,
+            Tripwire::T26,
         ] {
             assert_eq!(get(tripwire).tripwire, tripwire);
         }

@@ -105,7 +105,7 @@ pub static KEYS: &[Key] = &[
     key("extra_requests", &[T::T15], "requests the server finished beyond the client's count"),
     key("extra_output_tokens", &[T::T15], "output tokens the server generated beyond the client's count"),
     // Ledger: T18, T20.
-    key("tool", &[T::T18, T::T20], "the load tool's key (`vllm-bench`, `guidellm`, `harness`, ...)"),
+    key("tool", &[T::T18, T::T20, T::T23, T::T24, T::T25], "the load tool's key (`vllm-bench`, `guidellm`, `harness`, ...)"),
     key("tool_version", &[T::T18, T::T20], "the load tool's version, when its file says"),
     key("sent", &[T::T18, T::T17], "requests the timed run sent"),
     key("completed", &[T::T18], "requests that came back whole"),
@@ -230,6 +230,34 @@ pub static KEYS: &[Key] = &[
     key("busy_moments_not_compared", &[T::T22], "the busy replica's moments under pressure at which no other replica was read (its recorder missed the slot)"),
     key("share", &[T::T16, T::T22], "T16: the share of the run's prompt tokens the prefix cache served; T22: moments_with_room_elsewhere over busy_moments; 0 to 1"),
     key("interval_s", &[T::T22], "seconds between the moments of the fleet's schedule"),
+    // T23: the client's own wait.
+    key("loop", &[T::T23], "how the load paced its requests: `open` (a request rate: each due at its place in the schedule) or `closed` (a concurrency limit: each due when a slot freed)"),
+    key("requests", &[T::T23, T::T24, T::T25], "the load tool's requests with a send time"),
+    key("waited", &[T::T23], "requests that waited in the client beyond 50 ms and a tenth of their own latency before they were sent"),
+    key("wait_p50_s", &[T::T23], "the median of each request's wait in the client before its send, seconds"),
+    key("wait_p99_s", &[T::T23], "the 99th percentile (nearest rank) of that wait, seconds"),
+    key("latency_p50_s", &[T::T23], "the median latency from send to last token of the completed requests, seconds, as the load tool counts it"),
+    key("latency_with_wait_p50_s", &[T::T23], "the same median counted from when each request was due, seconds"),
+    key("concurrency", &[T::T23], "the concurrency limit of a closed loop (the load tool's, else --requested)"),
+    // T24 and T25: the load tool's rows joined with the server's own records.
+    key("joined", &[T::T24, T::T25], "requests joined with the server's own record of them (by id, or by send time and length) that carry what the check compares"),
+    key("client_ttft_p50_s", &[T::T24], "the load tool's median time to first token over the joined requests, seconds, from its send"),
+    key("server_ttft_p50_s", &[T::T24], "the server's median time to first token over the same requests, seconds, from its receipt"),
+    key("difference_p50_s", &[T::T24], "the median of each joined request's load-tool TTFT minus the server's, seconds"),
+    key("tolerance_s", &[T::T24], "how far the medians may differ before the two TTFTs count as different figures: 25 ms or 10% of the server's, whichever is larger"),
+    key("server_ttft_from_scheduling_p50_s", &[T::T24], "the server's median TTFT counted from each request's first scheduling (per-request metrics), seconds"),
+    key("tool_counted_tokens", &[T::T25], "output tokens the load tool counted for the joined requests"),
+    key("server_generated_tokens", &[T::T25], "output tokens the server generated for the same requests, by its own records"),
+    key("chunks", &[T::T25], "streamed chunks that carried text to the load tool, over the joined requests"),
+    key("tokens_per_chunk", &[T::T25], "the server's generated tokens over the load tool's chunks"),
+    // T26: the KV event stream.
+    key("batches", &[T::T26], "KV event batches received, replayed ones included"),
+    key("replayed", &[T::T26], "batches received through the engine's replay endpoint after a hole"),
+    key("missed", &[T::T26], "batches lost: holes in the sequence numbers the replay did not fill"),
+    key("stored_blocks", &[T::T26], "blocks the received events stored"),
+    key("removed_blocks", &[T::T26], "blocks the received events removed"),
+    key("first_seq", &[T::T26], "the first sequence number received"),
+    key("last_seq", &[T::T26], "the last sequence number received"),
 ];
 
 /// The entry for one key, if a check writes it.

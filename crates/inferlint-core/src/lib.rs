@@ -27,6 +27,7 @@ pub mod identity;
 pub mod insights;
 pub mod junit;
 pub mod live;
+pub mod lives;
 pub mod metrics;
 pub mod model;
 pub mod object;

@@ -241,8 +241,13 @@ fn the_data_and_the_charts_agree_with_the_recording() {
 fn the_tripwires_checked_and_those_not_here() {
     let html = demo().render();
     assert!(
-        html.contains("14 of 22. Not here: T2 and T3 (run at clean-up), T4 and T11 (need two or more boot logs), T7 (needs a live server), T13 (a rule for test scripts), T21 (needs GPU readings in the recording), T22 (needs the recordings of two or more replicas on one schedule)"),
+        html.contains("14 of 26. Not here: T2 and T3 (run at clean-up), T4 and T11 (need two or more boot logs), T7 (needs a live server), T13 (a rule for test scripts), T21 (needs GPU readings in the recording), T22 (needs the recordings of two or more replicas on one schedule), T23 (needs the load tool's record of when it sent each request (vllm bench serve `--save-detailed`): "),
         "tripwires-checked line"
+    );
+    // The result file is named as it was given (here a path into fixtures/sim).
+    assert!(
+        html.contains("/bench.json keeps none), T24 and T25 (need the server's own record of each request: record its spans with inferlint watch or xray --otlp), T26 (needs the server's KV event stream: subscribe with inferlint watch or xray --kv-events)"),
+        "tripwires-checked line, its end"
     );
 }
 
@@ -308,9 +313,9 @@ fn not_checked_tripwires_say_what_they_need() {
     let checked = crate::common::Checked::new(run, &crate::common::demo_samples());
     let html = checked.render();
     assert!(
-        html.contains("T15, T18 and T20 (need the load tool's result file)"),
-        "T15, T18 and T20 not named"
+        html.contains("T15, T18, T20, T23, T24 and T25 (need the load tool's result file)"),
+        "T15, T18, T20, T23, T24 and T25 not named"
     );
-    assert!(html.contains("5 not checked"), "fold line");
+    assert!(html.contains("9 not checked"), "fold line");
     assert!(html.contains(Status::NotChecked.human()));
 }

@@ -2,9 +2,12 @@
 //! [`Run`] and hands it to its check. The registry has already made sure the run has
 //! what the check's declaration needs (see [`super::registry`]).
 
+use crate::checks::client_wait::{self, ClientWaitInputs};
 use crate::checks::cold_start::{self, ColdStartInputs};
+use crate::checks::kv_stream::{self, KvStreamInputs};
 use crate::checks::ledger::{self, LedgerInputs};
 use crate::checks::series::{self, SeriesStats};
+use crate::checks::server_view::{self, ServerViewInputs};
 use crate::checks::shortfall::{self, ShortfallInputs};
 use crate::checks::{contention, prefix_cache, snapshots};
 use crate::model::Snapshot;
@@ -195,4 +198,50 @@ pub fn cold_start(run: &Run, options: RunOptions) -> Option<CheckResult> {
 /// GPU readings.
 pub fn gpu_contention(run: &Run, _: RunOptions) -> Option<CheckResult> {
     contention::gpu_contention(series_of(run))
+}
+
+/// T23: requests that waited in the client before it sent them.
+pub fn client_wait(run: &Run, _: RunOptions) -> Option<CheckResult> {
+    let (name, account) = run.bench.as_ref()?;
+    Some(client_wait::client_wait(&ClientWaitInputs {
+        account,
+        result_file: name,
+        requested: run.requested,
+    }))
+}
+
+/// The load tool's rows and the server's records, joined, for T24 and T25.
+fn server_view(run: &Run, check: fn(&ServerViewInputs) -> CheckResult) -> Option<CheckResult> {
+    let (name, account) = run.bench.as_ref()?;
+    let server = run.server_requests.as_ref()?;
+    let lives = run.lives()?;
+    Some(check(&ServerViewInputs {
+        account,
+        result_file: name,
+        server,
+        lives: &lives,
+    }))
+}
+
+/// T24: the load tool's TTFT against the server's own.
+pub fn ttft_definitions(run: &Run, _: RunOptions) -> Option<CheckResult> {
+    server_view(run, server_view::ttft_definitions)
+}
+
+/// T25: the load tool's output count and chunks against the tokens the server generated.
+pub fn chunks_as_tokens(run: &Run, _: RunOptions) -> Option<CheckResult> {
+    server_view(run, server_view::chunks_as_tokens)
+}
+
+/// T26: the KV event stream, whole or not.
+pub fn kv_events(run: &Run, _: RunOptions) -> Option<CheckResult> {
+    let events = run.kv_events.as_ref()?;
+    let server_finished = run
+        .server_outcomes()
+        .and_then(Result::ok)
+        .map(|o| o.finished);
+    Some(kv_stream::kv_events(&KvStreamInputs {
+        events,
+        server_finished,
+    }))
 }

@@ -19,6 +19,7 @@
 //! - [`contention`]: T21, other processes and held-back clocks on the server's GPUs.
 
 pub mod boot;
+pub mod client_wait;
 pub mod cold_start;
 pub mod contention;
 pub mod counters;
@@ -26,11 +27,13 @@ pub mod fleet;
 pub mod flight;
 pub mod gpu_fold;
 pub mod judge;
+pub mod kv_stream;
 pub mod ledger;
 pub mod owner;
 pub mod pauses;
 pub mod prefix_cache;
 pub mod registry;
 pub mod series;
+pub mod server_view;
 pub mod shortfall;
 pub mod snapshots;

@@ -78,6 +78,10 @@ pub enum Input {
     Requested,
     /// NVML readings of the server's GPUs in the recording.
     GpuReadings,
+    /// The server's own record of each request.
+    ServerRequests,
+    /// The KV-cache event stream.
+    KvEvents,
 }
 
 impl Input {
@@ -91,6 +95,8 @@ impl Input {
             Input::BenchResult => input::BENCH_RESULT,
             Input::Requested => input::REQUESTED,
             Input::GpuReadings => input::GPU_READINGS,
+            Input::ServerRequests => input::SERVER_REQUESTS,
+            Input::KvEvents => input::KV_EVENTS,
         }
     }
 
@@ -107,6 +113,8 @@ impl Input {
                 .series
                 .as_ref()
                 .is_some_and(|s| s.gpu_sampling.is_some() || s.gpu.readings > 0),
+            Input::ServerRequests => run.server_requests.is_some(),
+            Input::KvEvents => run.kv_events.is_some(),
         }
     }
 
@@ -120,6 +128,8 @@ impl Input {
             Input::BenchResult => "the load tool's result file",
             Input::Requested => "the concurrency asked for",
             Input::GpuReadings => "GPU readings in the recording",
+            Input::ServerRequests => "the server's per-request records",
+            Input::KvEvents => "the KV event stream",
         }
     }
 
@@ -136,6 +146,12 @@ impl Input {
             }
             Input::GpuReadings => {
                 "GPU readings in the recording: record with inferlint watch or xray on the server's machine"
+            }
+            Input::ServerRequests => {
+                "the server's own record of each request: record its spans with inferlint watch or xray --otlp"
+            }
+            Input::KvEvents => {
+                "the server's KV event stream: subscribe with inferlint watch or xray --kv-events"
             }
         }
     }
@@ -405,7 +421,9 @@ fn named_all(inputs: &[Input], full: bool) -> String {
 }
 
 use crate::checks::judge;
-use Input::{After, Before, BenchResult, BootLog, GpuReadings, Requested, Series};
+use Input::{
+    After, Before, BenchResult, BootLog, GpuReadings, KvEvents, Requested, Series, ServerRequests,
+};
 
 /// Every tripwire's declaration: the boot checks in the order a boot log is checked,
 /// then the whole-run checks in report order, then those no run's files judge.
@@ -441,6 +459,24 @@ pub const DECLARATIONS: &[Declaration] = &[
         Part::LoadAccount,
         &[step(&[BenchResult])],
         judge::lengths,
+    ),
+    Declaration::run(
+        Tripwire::T23,
+        Part::LoadAccount,
+        &[step(&[BenchResult])],
+        judge::client_wait,
+    ),
+    Declaration::run(
+        Tripwire::T24,
+        Part::LoadAccount,
+        &[step(&[BenchResult]), step(&[ServerRequests])],
+        judge::ttft_definitions,
+    ),
+    Declaration::run(
+        Tripwire::T25,
+        Part::LoadAccount,
+        &[step(&[BenchResult]), step(&[ServerRequests])],
+        judge::chunks_as_tokens,
     ),
     Declaration::run(
         Tripwire::T1,
@@ -505,6 +541,12 @@ pub const DECLARATIONS: &[Declaration] = &[
         judge::gpu_contention,
     )
     .live(),
+    Declaration::run(
+        Tripwire::T26,
+        Part::WholeRun,
+        &[step(&[KvEvents])],
+        judge::kv_events,
+    ),
     Declaration::new(
         Tripwire::T7,
         Phase::Serving,

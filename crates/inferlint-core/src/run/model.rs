@@ -6,6 +6,7 @@ use crate::checks::ledger::{self, ServerOutcomes};
 use crate::checks::series::SeriesStats;
 use crate::client::ClientAccount;
 use crate::engine::EngineDescriptor;
+use crate::lives::{self, Lives};
 use crate::model::{BootFacts, Snapshot};
 use crate::requests::{self, RequestTimeline};
 use crate::traces::{KvEvents, ServerRequests};
@@ -30,6 +31,10 @@ pub mod input {
     pub const GPU_READINGS: &str = "gpu_readings";
     /// The probe's requests to a live server (T7), which xray sends unless told not to.
     pub const PROBE: &str = "probe";
+    /// The server's own record of each request (its spans, its per-request metrics).
+    pub const SERVER_REQUESTS: &str = "server_requests";
+    /// The KV-cache event stream a recorder received.
+    pub const KV_EVENTS: &str = "kv_events";
 }
 
 /// What the user said about how the run is meant to be read.
@@ -142,6 +147,30 @@ impl Run {
             self.before.as_ref(),
             self.after.as_ref(),
         ))
+    }
+
+    /// The offset from the host's monotonic clock to its wall clock, seconds (`wall =
+    /// mono + offset`), from the recording's first sample or a reading that carries both.
+    pub fn mono_to_wall(&self) -> Option<f64> {
+        // The first sample's two clocks, when every sample carries both.
+        let from_series = self.series.as_ref().filter(|s| s.all_mono).and_then(|s| {
+            let mono = s.first_t_mono_ns?;
+            Some(s.first_t_wall? - mono as f64 / 1e9)
+        });
+        from_series.or_else(|| {
+            [self.before.as_ref(), self.after.as_ref()]
+                .into_iter()
+                .flatten()
+                .find_map(|r| Some(r.t_wall? - r.t_mono_ns? as f64 / 1e9))
+        })
+    }
+
+    /// The load tool's rows joined with the server's own records of its requests;
+    /// `None` without both.
+    pub fn lives(&self) -> Option<Lives> {
+        let (_, account) = self.bench.as_ref()?;
+        let server = self.server_requests.as_ref()?;
+        Some(lives::join(account, server, self.mono_to_wall()))
     }
 }
 

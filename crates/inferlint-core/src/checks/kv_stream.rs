@@ -1,0 +1,213 @@
+//! T26: the KV-cache event stream a recorder received, whole or not.
+//!
+//! vLLM and SGLang number each batch they publish (`seq`, from 0 at the engine's start);
+//! a hole in the numbers the recorder received is batches lost, unless the engine's
+//! replay endpoint sent them again. An engine that ran requests and published nothing
+//! was not publishing (vLLM stores blocks, and so sends events, only with prefix caching
+//! on), or its stream never reached the recorder.
+
+use crate::fmt;
+use crate::status::{CheckResult, Status, Tripwire};
+use crate::traces::KvEvents;
+
+/// What T26 reads.
+#[derive(Debug, Clone, Copy)]
+pub struct KvStreamInputs<'a> {
+    /// The stream as received.
+    pub events: &'a KvEvents,
+    /// Requests the server finished between the readings, where they tell.
+    pub server_finished: Option<f64>,
+}
+
+/// T26.
+pub fn kv_events(inputs: &KvStreamInputs) -> CheckResult {
+    let events = inputs.events;
+    let file = &events.file;
+    let mut result = CheckResult::new(Tripwire::T26, Status::Pass, String::new())
+        .with("batches", events.batches)
+        .with("replayed", events.replayed)
+        .with("missed", events.missed_batches())
+        .with("stored_blocks", events.stored_blocks())
+        .with("removed_blocks", events.removed_blocks());
+    if let Some((first, last)) = events.seq_range {
+        result = result.with("first_seq", first).with("last_seq", last);
+    }
+    if events.skipped > 0 {
+        result.status = Status::Unknown;
+        result.message = format!(
+            "{} of the stream's records in {file} could not be read: whether batches were lost cannot be told",
+            events.skipped
+        );
+        return result;
+    }
+    if events.end.is_none() {
+        result.status = Status::Unknown;
+        result.message = format!(
+            "{file} stops without its closing record: the subscriber did not end cleanly, and what came after its last line cannot be told"
+        );
+        return result;
+    }
+    let missed = events.missed_batches();
+    if missed > 0 {
+        result.status = Status::Fail;
+        let first = &events.gaps[0];
+        result.message = format!(
+            "{} of {} KV event batches were lost and not recovered ({} hole(s), the first seq {} to {}: {})",
+            fmt::thousands(missed as i64),
+            fmt::thousands((events.batches + missed) as i64),
+            events.gaps.len(),
+            first.from_seq,
+            first.to_seq,
+            first.reason
+        );
+        return result;
+    }
+    if events.batches == 0 {
+        let worked = inputs.server_finished.filter(|f| *f > 0.0);
+        match worked {
+            Some(finished) => {
+                result.status = Status::Fail;
+                result.message = format!(
+                    "no KV event arrived at {} while the server finished {} requests",
+                    events.endpoint.as_deref().unwrap_or("the subscriber"),
+                    fmt::g(finished)
+                );
+            }
+            None => {
+                result.status = Status::Unknown;
+                result.message = format!(
+                    "no KV event arrived, and whether the server ran any request meanwhile cannot be told from the readings ({file})"
+                );
+            }
+        }
+        return result;
+    }
+    let replayed = if events.replayed > 0 {
+        format!(
+            ", {} of them through the engine's replay",
+            fmt::thousands(events.replayed as i64)
+        )
+    } else {
+        String::new()
+    };
+    result.message = match events.seq_range {
+        Some((first, last)) => format!(
+            "every KV event batch from seq {first} to {last} arrived ({}{replayed}): {} blocks stored, {} removed",
+            fmt::thousands(events.batches as i64),
+            fmt::thousands(events.stored_blocks() as i64),
+            fmt::thousands(events.removed_blocks() as i64)
+        ),
+        None => format!(
+            "{} KV event batches arrived{replayed}: {} blocks stored, {} removed",
+            fmt::thousands(events.batches as i64),
+            fmt::thousands(events.stored_blocks() as i64),
+            fmt::thousands(events.removed_blocks() as i64)
+        ),
+    };
+    result
+}
+
+/// What to change after T26 failed.
+pub fn advice(result: &CheckResult) -> Vec<String> {
+    if result.status != Status::Fail {
+        return Vec::new();
+    }
+    if result.evidence_f64("batches") == Some(0.0) {
+        return vec![
+            "start the engine with --kv-events-config (enable_kv_cache_events true, a zmq publisher) and, on vLLM, prefix caching on: it publishes a block only when the block is cached for reuse".to_owned(),
+        ];
+    }
+    vec![
+        "give the engine a replay endpoint (replay_endpoint in --kv-events-config) so that a subscriber can fetch what it missed, raise the publisher's hwm, and subscribe before the load starts".to_owned(),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::traces::{ClockAnchor, KvGap, KvSecond};
+
+    fn stream(batches: u64, gaps: Vec<KvGap>) -> KvEvents {
+        KvEvents {
+            file: "kv-events.jsonl".into(),
+            endpoint: Some("tcp://127.0.0.1:5557".into()),
+            anchor: Some(ClockAnchor {
+                t_wall: 1.7e9,
+                t_mono_ns: 1,
+            }),
+            end: Some(ClockAnchor {
+                t_wall: 1.7e9 + 60.0,
+                t_mono_ns: 60_000_000_001,
+            }),
+            batches,
+            replayed: 0,
+            seq_range: (batches > 0).then(|| (0, batches - 1 + gaps.len() as u64)),
+            seconds: vec![KvSecond {
+                second: 1_700_000_001,
+                stored_blocks: 40,
+                removed_blocks: 3,
+                cleared: 0,
+                batches,
+            }],
+            gaps,
+            skipped: 0,
+        }
+    }
+
+    fn check(events: &KvEvents, finished: Option<f64>) -> CheckResult {
+        kv_events(&KvStreamInputs {
+            events,
+            server_finished: finished,
+        })
+    }
+
+    #[test]
+    fn a_whole_stream_passes() {
+        let r = check(&stream(12, Vec::new()), Some(32.0));
+        assert_eq!(r.status, Status::Pass, "{}", r.message);
+        assert!(r
+            .message
+            .starts_with("every KV event batch from seq 0 to 11 arrived"));
+    }
+
+    /// Batches 4 to 6 never came and the replay did not send them: three lost.
+    #[test]
+    fn a_hole_the_replay_did_not_fill_fails() {
+        let gap = KvGap {
+            from_seq: 4,
+            to_seq: 6,
+            t_wall: None,
+            reason: "the replay endpoint did not answer".into(),
+        };
+        let r = check(&stream(9, vec![gap]), Some(32.0));
+        assert_eq!(r.status, Status::Fail, "{}", r.message);
+        assert_eq!(r.evidence_f64("missed"), Some(3.0));
+        assert!(
+            r.message.starts_with("3 of 12 KV event batches were lost"),
+            "{}",
+            r.message
+        );
+    }
+
+    /// Nothing came while the server finished 32 requests: never sent.
+    #[test]
+    fn silence_while_the_server_worked_fails() {
+        let mut events = stream(0, Vec::new());
+        events.seconds.clear();
+        let r = check(&events, Some(32.0));
+        assert_eq!(r.status, Status::Fail);
+        assert!(!advice(&r).is_empty());
+        assert_eq!(check(&events, None).status, Status::Unknown);
+    }
+
+    /// A file without its closing record, or with unreadable records: Can't tell.
+    #[test]
+    fn a_cut_or_damaged_file_is_cant_tell() {
+        let mut cut = stream(12, Vec::new());
+        cut.end = None;
+        assert_eq!(check(&cut, Some(1.0)).status, Status::Unknown);
+        let mut damaged = stream(12, Vec::new());
+        damaged.skipped = 2;
+        assert_eq!(check(&damaged, Some(1.0)).status, Status::Unknown);
+    }
+}
