@@ -485,20 +485,23 @@ impl EngineDescriptor {
         })
     }
 
-    /// Every sample name a recording reads from a scrape after its first: what a series
-    /// sample holds (running, waiting, KV use, the preemption counter and its witness,
-    /// the paused gauge, the token and request counters, the prefix-cache counters, the
-    /// cache's info metric), what the verdicts judged while it runs read (the same), and
-    /// what tells a restart (each counter's `_created` stamp), under its current name
-    /// and the older names of
-    /// [`EngineDescriptor::renamed_metrics`]. Sorted, without repeats.
+    /// Every sample name a recording reads from each scrape after its first: what a
+    /// series sample holds (running, waiting, KV use, the preemption counter and its
+    /// witness, the paused gauge, the token and request counters, the prefix-cache
+    /// counters), what the verdicts judged while it runs read (the same), and what tells
+    /// a restart (the request counter's `_created` stamp: every counter of a process is
+    /// made when it starts, so one stamp tells a new process as well as all of them),
+    /// under its current name and the older names of
+    /// [`EngineDescriptor::renamed_metrics`]. Sorted, without repeats. What does not
+    /// change while a server runs (the cache's info metric) is read from the first,
+    /// whole page: [`EngineDescriptor::static_sample_names`].
     ///
     /// A Prometheus exposition names each sample of a family by the family and a suffix:
     /// a counter `F` serves `F_total` and `F_created`, a histogram `F_bucket`, `F_sum`,
     /// `F_count` and `F_created`, a gauge `F` alone. So each family is listed under `F`,
-    /// `F_total`, `F_created`, `F_sum` and `F_count` (a name no family serves costs
-    /// nothing: a filter ignores it), and never under `F_bucket`: no recorder reads a
-    /// bucket, and the buckets are most of a vLLM page.
+    /// `F_total`, `F_sum` and `F_count` (a name no family serves costs nothing: a filter
+    /// ignores it), and never under `F_bucket`: no recorder reads a bucket, and the
+    /// buckets are most of a vLLM page.
     pub fn recorded_sample_names(&self) -> Vec<String> {
         let mut families: Vec<&str> = vec![
             self.running,
@@ -511,11 +514,28 @@ impl EngineDescriptor {
         families.extend(self.preemption_counter);
         families.extend(self.preemption_witness);
         families.extend(self.paused_gauge);
-        families.extend(self.cache_info.map(|c| c.metric));
         if let Some(p) = self.prefix_cache {
             families.extend([p.hit_tokens, p.queried_tokens]);
             families.extend(p.missed_tokens);
         }
+        let mut names = self.sample_names(&families, &["", "_total", "_sum", "_count"]);
+        names.extend(self.sample_names(&[self.request_success], &["_created"]));
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    /// The sample names a recording reads once, from its first whole page, and carries
+    /// into every sample after it: what a server states once and never changes while it
+    /// runs (the cache's info metric, whose labels weigh data-parallel engines' KV use).
+    pub fn static_sample_names(&self) -> Vec<String> {
+        let families: Vec<&str> = self.cache_info.map(|c| c.metric).into_iter().collect();
+        self.sample_names(&families, &[""])
+    }
+
+    /// `families` (each under its current name and the names other releases gave it)
+    /// with each of `suffixes`, sorted, without repeats.
+    fn sample_names(&self, families: &[&str], suffixes: &[&str]) -> Vec<String> {
         let family_of = |name: &str| -> String {
             ["_total", "_created", "_sum", "_count"]
                 .iter()
@@ -531,11 +551,7 @@ impl EngineDescriptor {
         }
         let mut names: Vec<String> = bases
             .iter()
-            .flat_map(|base| {
-                ["", "_total", "_created", "_sum", "_count"]
-                    .iter()
-                    .map(move |suffix| format!("{base}{suffix}"))
-            })
+            .flat_map(|base| suffixes.iter().map(move |suffix| format!("{base}{suffix}")))
             .collect();
         names.sort();
         names.dedup();

@@ -11,6 +11,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use inferlint_core::engine::scrape_metrics;
+use inferlint_core::metrics::Sample;
 use inferlint_core::model::{PageRequest, Snapshot};
 use inferlint_core::Engine;
 use inferlint_engines::prom::KeptNames;
@@ -135,6 +136,8 @@ pub struct Scraper {
 struct Narrow {
     /// The samples kept.
     keep: Arc<KeptNames>,
+    /// What the first page said once for all (the cache's info metric), added to each.
+    carried: Arc<Vec<Sample>>,
     /// The path and query asked when the server honours `name[]`; `None` reads the
     /// whole page.
     filtered: Option<String>,
@@ -184,13 +187,19 @@ impl Scraper {
         let Some(narrow) = self.narrow.clone() else {
             return self.scrape().await;
         };
-        match &narrow.filtered {
+        let mut scrape = match &narrow.filtered {
             Some(path_and_query) => {
                 let (answer, stamp, url) = self.fetch(path_and_query).await?;
-                parse(url, answer, stamp, Some(&narrow.keep))
+                parse(url, answer, stamp, Some(&narrow.keep))?
             }
-            None => self.scrape_page(Some(&narrow.keep)).await,
+            None => self.scrape_page(Some(&narrow.keep)).await?,
+        };
+        if !narrow.carried.is_empty() {
+            let mut samples = scrape.snapshot.metrics.samples().to_vec();
+            samples.extend(narrow.carried.iter().cloned());
+            scrape.snapshot.metrics = scrape_metrics(samples);
         }
+        Ok(scrape)
     }
 
     async fn scrape_page(&mut self, keep: Option<&KeptNames>) -> Result<Scrape, ScrapeError> {
@@ -220,13 +229,14 @@ impl Scraper {
     /// Chooses how a recording's samples read the page after `first` (a whole page of
     /// `engine`'s server), and says what was chosen, for the series header.
     ///
-    /// A sample needs only [`EngineDescriptor::recorded_sample_names`]
-    /// (`inferlint_core::EngineDescriptor`); the rest of a page, histogram buckets
-    /// mostly, costs the server its rendering and the recorder its reading. A server
-    /// that renders its page with Python's prometheus_client honours `name[]=NAME` in the
-    /// query and serves those samples alone. vLLM serves `/metrics` with a handler of its
-    /// own that ignores the query, and mounts prometheus_client's application beside it
-    /// at `/metrics/` (0.32: 1.8 KB filtered against 50 KB whole). So the filter is
+    /// A sample needs only `EngineDescriptor::recorded_sample_names`, with what the
+    /// first page stated once for all (`EngineDescriptor::static_sample_names`, carried
+    /// into each sample); the rest of a page, histogram buckets mostly, costs the server
+    /// its rendering and the recorder its reading. A server that renders its page with
+    /// Python's prometheus_client honours `name[]=NAME` in the query and serves those
+    /// samples alone. vLLM serves `/metrics` with a handler of its own that ignores the
+    /// query, and mounts prometheus_client's application beside it at `/metrics/` (0.32:
+    /// about 3 KB filtered against 50 KB whole). So the filter is
     /// asked at the path, then at the path with a slash, and taken only where the
     /// answer is proven narrowed: every sample name in it is one asked, and every asked
     /// name the whole page served is in it. An answer with names not asked ignored the
@@ -234,7 +244,18 @@ impl Scraper {
     /// in multiprocess mode finds no collector by name and serves nothing): either way,
     /// and on any failure, the whole page is read, narrowly, and the header says why.
     pub async fn ask_for_less(&mut self, engine: Engine, first: &Snapshot) -> PageRequest {
-        let keep = Arc::new(KeptNames::new(engine.descriptor().recorded_sample_names()));
+        let descriptor = engine.descriptor();
+        let keep = Arc::new(KeptNames::new(descriptor.recorded_sample_names()));
+        let once = KeptNames::new(descriptor.static_sample_names());
+        let carried: Arc<Vec<Sample>> = Arc::new(
+            first
+                .metrics
+                .samples()
+                .iter()
+                .filter(|s| once.contains(&s.name))
+                .cloned()
+                .collect(),
+        );
         let path = self.path();
         let whole = |why: String| PageRequest {
             path: path.to_owned(),
@@ -247,6 +268,7 @@ impl Scraper {
         };
         self.narrow = Some(Narrow {
             keep: Arc::clone(&keep),
+            carried: Arc::clone(&carried),
             filtered: None,
         });
         // Only what this server has: a kept name it serves, or one of a family its page
@@ -279,6 +301,7 @@ impl Scraper {
                     let filtered_to = asked.names().len() as u64;
                     self.narrow = Some(Narrow {
                         keep: Arc::new(asked),
+                        carried,
                         filtered: Some(path_and_query),
                     });
                     return PageRequest {

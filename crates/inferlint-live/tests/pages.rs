@@ -173,3 +173,39 @@ async fn a_server_that_drops_or_ignores_the_filter_is_read_whole() {
         }
     }
 }
+
+/// A data-parallel vLLM page: two engines, the first with 100 usable blocks half full,
+/// the second with 300 a tenth full. The server's KV use is the block-weighted mean,
+/// (0.5 * 100 + 0.1 * 300) / 400 = 0.2 (a plain mean would say 0.3); the weights are the
+/// cache info's block counts, which a filtered page after the first does not carry: the
+/// recorder carries them from the first page, so every sample still reads 0.2.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_pages_cache_info_weighs_every_sample_after_it() {
+    let d = Engine::Vllm.descriptor();
+    let info = d.cache_info.expect("vLLM states its cache");
+    let page = format!(
+        "# TYPE {running} gauge\n{running}{{engine=\"0\"}} 3.0\n{running}{{engine=\"1\"}} 5.0\n\
+# TYPE {waiting} gauge\n{waiting}{{engine=\"0\"}} 0.0\n{waiting}{{engine=\"1\"}} 0.0\n\
+# TYPE {kv} gauge\n{kv}{{engine=\"0\"}} 0.5\n{kv}{{engine=\"1\"}} 0.1\n\
+# TYPE {info_m} gauge\n{info_m}{{{label}=\"0\",{blocks}=\"101\"}} 1.0\n{info_m}{{{label}=\"1\",{blocks}=\"301\"}} 1.0\n",
+        running = d.running,
+        waiting = d.waiting,
+        kv = d.kv_usage,
+        info_m = info.metric,
+        label = info.engine_label,
+        blocks = info.blocks_label,
+    );
+    let expected = whole_page_sample(&page);
+    assert!((expected.kv_usage.unwrap() - 0.2).abs() < 1e-12, "{expected:?}");
+    let ports = serve_pages(Arc::new(page), 1, NameFilter::Honoured)
+        .await
+        .expect("listening");
+    let url = format!("http://127.0.0.1:{}", ports[0]);
+    let dir = tempfile::tempdir().unwrap();
+    let (header, samples, _) = recording(&url, Pages::AskForLess, dir.path()).await;
+    assert_eq!(header.pages.unwrap().path, "/metrics/");
+    assert!(samples.len() >= 3);
+    for sample in samples {
+        assert_eq!(without_clock(sample), expected);
+    }
+}
