@@ -21,6 +21,7 @@ pub mod compare;
 mod csp;
 pub mod data;
 pub mod fleet;
+mod kv_lane;
 mod page;
 mod replay;
 mod report;

@@ -6,9 +6,12 @@
 //! the waits mean ("What limited this run"); this module only draws them and bins them
 //! for the histograms.
 
+use std::collections::HashMap;
+
 use inferlint_core::client::{ClientAccount, RequestOutcome};
 use inferlint_core::fmt;
 use inferlint_core::insights::format_duration_ms;
+use inferlint_core::lives::{JoinedBy, Lives};
 use inferlint_core::requests::{RequestTimeline, RequestTimes};
 use maud::{html, Markup};
 
@@ -41,19 +44,105 @@ pub fn section(report: &Report) -> Markup {
         };
     }
     let timeline = report.run.request_timeline();
+    let server = server_lives(report);
     html! {
         section #requests aria-labelledby="requests-h" {
             h2 #requests-h { "Each request" }
             p { (summary_sentence(account)) }
+            @if let Some(sentence) = join_sentence(report, &server) { p { (sentence) } }
             @match &timeline {
-                Some(Ok(t)) => (timeline_figure(report, account, t)),
+                Some(Ok(t)) => (timeline_figure(report, account, t, &server)),
                 Some(Err(why)) => p.note { "No timeline of the requests: " (why) "." },
                 None => p.muted { "No recording of the run was given, so the requests cannot be lined up with what the server did." },
             }
             (ttft_figure(account))
             (itl_figure(account))
+            (crate::kv_lane::figure(report))
         }
     }
+}
+
+/// Each request's life as the server recorded it, on the recording's axis (seconds from
+/// its first sample, the axis the load tool's rows are drawn on), by the row's index.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct ServerLife {
+    /// When the server received it.
+    arrival: f64,
+    /// When its scheduler first ran it (arrival plus its time in the queue).
+    scheduled: Option<f64>,
+    /// Its first token, by the server's clock.
+    first_token: Option<f64>,
+    /// Its last, by the server's clock.
+    end: Option<f64>,
+    /// Times it was preempted, where the server says.
+    preemptions: Option<u64>,
+    /// Joined by id (else by send time and length).
+    by_id: bool,
+}
+
+/// The load tool's rows joined with the server's records, and each joined row's server
+/// life on the recording's axis; empty without both, or without a recording to place
+/// the server's wall-clock times.
+struct ServerView {
+    lives: Option<Lives>,
+    by_row: HashMap<usize, ServerLife>,
+}
+
+fn server_lives(report: &Report) -> ServerView {
+    let lives = report.run.lives();
+    let mut by_row = HashMap::new();
+    let (Some(l), Some(server), Some(origin)) = (
+        lives.as_ref(),
+        report.run.server_requests.as_ref(),
+        report.run.series.as_ref().and_then(|s| s.first_t_wall),
+    ) else {
+        return ServerView { lives, by_row };
+    };
+    for pair in &l.pairs {
+        let record = &server.requests[pair.server];
+        let Some(arrival) = record.arrival.map(|a| a - origin) else {
+            continue;
+        };
+        let scheduled = record.queue_s.map(|q| arrival + q);
+        let first_token = record
+            .ttft_s
+            .map(|t| arrival + t)
+            .or_else(|| Some(scheduled? + record.prefill_s?));
+        let end = record
+            .e2e_s
+            .map(|e| arrival + e)
+            .or_else(|| Some(first_token? + record.decode_s?));
+        by_row.insert(
+            pair.client,
+            ServerLife {
+                arrival,
+                scheduled,
+                first_token,
+                end,
+                preemptions: record.preemptions,
+                by_id: pair.by == JoinedBy::Id,
+            },
+        );
+    }
+    ServerView { lives, by_row }
+}
+
+/// How the rows were joined with the server's own records, for the section's lead.
+fn join_sentence(report: &Report, view: &ServerView) -> Option<String> {
+    let server = report.run.server_requests.as_ref()?;
+    let lives = view.lives.as_ref()?;
+    let mut sentence = format!(
+        "The server recorded {} request{} itself ({}, {}): {}.",
+        server.requests.len(),
+        fmt::plural(server.requests.len() as f64),
+        server.source.words(),
+        server.file,
+        lives.summary()
+    );
+    if let Some(foreign) = lives.foreign(&server.file) {
+        sentence.push_str(&format!(" {foreign}."));
+    }
+    Some(sentence)
 }
 
 /// `GuideLLM 0.8.1 kept a record of 32 requests: 26 completed, 6 failed.`
@@ -85,7 +174,7 @@ fn f1(v: f64) -> String {
 /// gauges.
 /// The figure's caption: which clock, what each mark is, how many failed, and which
 /// rows are drawn when not all are.
-fn caption(t: &RequestTimeline, stride: usize) -> String {
+fn caption(t: &RequestTimeline, stride: usize, joined: usize) -> String {
     let failed = t
         .requests
         .iter()
@@ -99,6 +188,13 @@ fn caption(t: &RequestTimeline, stride: usize) -> String {
         }
     );
     caption.push_str(" A thin line is the time it waited in the load tool for a free slot; the pale bar runs from sending it to its first token (the server's queue and prefill); the dark bar to its last token.");
+    if joined > 0 {
+        caption.push_str(&format!(
+            " The {joined} request{} joined with the server's own record {} split by the server's clock instead: the way to the server and its front end, its queue, its prefill and its decode; a ring marks a request the server preempted.",
+            fmt::plural(joined as f64),
+            if joined == 1 { "is" } else { "are" }
+        ));
+    }
     if failed > 0 {
         caption.push_str(&format!(" {} failed: marked in red.", failed));
     }
@@ -112,7 +208,12 @@ fn caption(t: &RequestTimeline, stride: usize) -> String {
     caption
 }
 
-fn timeline_figure(report: &Report, account: &ClientAccount, t: &RequestTimeline) -> Markup {
+fn timeline_figure(
+    report: &Report,
+    account: &ClientAccount,
+    t: &RequestTimeline,
+    server: &ServerView,
+) -> Markup {
     let span = report
         .timeline
         .map_or(t.span_s, Timeline::span_s)
@@ -161,7 +262,8 @@ fn timeline_figure(report: &Report, account: &ClientAccount, t: &RequestTimeline
     });
     let y_of = |k: usize| frame.top + k as f64 * row;
     let bar = (row * 0.8).max(1.0);
-    let caption = caption(t, stride);
+    let caption = caption(t, stride, server.by_row.len());
+    let phases = !server.by_row.is_empty();
     let label = format!(
         "{} requests over time, lined up with the requests the server was running",
         t.requests.len()
@@ -175,6 +277,12 @@ fn timeline_figure(report: &Report, account: &ClientAccount, t: &RequestTimeline
                 li { svg.key viewBox="0 0 24 10" aria-hidden="true" { rect.r-wait x="1" y="2" width="22" height="6" {} } " sent, before its first token" }
                 li { svg.key viewBox="0 0 24 10" aria-hidden="true" { rect.r-gen x="1" y="2" width="22" height="6" {} } " generating" }
                 li { svg.key viewBox="0 0 24 10" aria-hidden="true" { rect.r-fail x="1" y="2" width="22" height="6" {} } " failed" }
+                @if phases {
+                    li { svg.key viewBox="0 0 24 10" aria-hidden="true" { rect.r-front x="1" y="2" width="22" height="6" {} } " to the server, its front end" }
+                    li { svg.key viewBox="0 0 24 10" aria-hidden="true" { rect.r-queue x="1" y="2" width="22" height="6" {} } " the server's queue" }
+                    li { svg.key viewBox="0 0 24 10" aria-hidden="true" { rect.r-prefill x="1" y="2" width="22" height="6" {} } " prefill" }
+                    li { svg.key viewBox="0 0 24 10" aria-hidden="true" { rect.r-decode x="1" y="2" width="22" height="6" {} } " decode" }
+                }
             }
             div.plot.static {
                 svg viewBox=(frame.view_box()) role="img" aria-label=(label) {
@@ -197,12 +305,12 @@ fn timeline_figure(report: &Report, account: &ClientAccount, t: &RequestTimeline
                     }
                     g.requests {
                         @for (k, (i, r)) in drawn.iter().enumerate() {
-                            (request_row(&frame, y_of(k), bar, *i, r, account))
+                            (request_row(&frame, y_of(k), bar, *i, r, account, server.by_row.get(&r.index)))
                         }
                     }
                 }
             }
-            (requests_table(t, account))
+            (requests_table(t, account, server))
         }
     }
 }
@@ -214,12 +322,15 @@ fn request_row(
     index: usize,
     r: &RequestTimes,
     account: &ClientAccount,
+    server: Option<&ServerLife>,
 ) -> Markup {
     let x = |t: f64| frame.x(t);
     let end = r.end.or(r.first_token).unwrap_or(r.sent);
-    let title = request_title(index, r, account);
+    let title = request_title(index, r, account, server);
     let mid = y + bar / 2.0;
     let failed = r.outcome == Some(RequestOutcome::Failed);
+    // A phase from `a` to `b`, at least half a pixel wide where it lasted at all.
+    let span = |a: f64, b: f64| (f1(x(a)), f1((x(b) - x(a)).max(0.5)));
     html! {
         g.req.fail[failed] {
             title { (title) }
@@ -228,6 +339,32 @@ fn request_row(
             }
             @if r.outcome == Some(RequestOutcome::Failed) {
                 rect.r-fail x=(f1(x(r.sent))) y=(f1(y)) width=(f1((x(end) - x(r.sent)).max(2.0))) height=(f1(bar)) {}
+            } @else if let Some(life) = server {
+                @let arrival = life.arrival.max(r.sent);
+                @let queued = life.scheduled.unwrap_or(arrival).max(arrival);
+                @let first = life.first_token.unwrap_or(queued).max(queued);
+                @let last = life.end.unwrap_or(end).max(first);
+                @let (fx, fw) = span(r.sent, arrival);
+                rect.r-front x=(fx) y=(f1(y)) width=(fw) height=(f1(bar)) {}
+                @if queued > arrival {
+                    @let (qx, qw) = span(arrival, queued);
+                    rect.r-queue x=(qx) y=(f1(y)) width=(qw) height=(f1(bar)) {}
+                }
+                @if first > queued {
+                    @let (px, pw) = span(queued, first);
+                    rect.r-prefill x=(px) y=(f1(y)) width=(pw) height=(f1(bar)) {}
+                }
+                @if last > first {
+                    @let (dx, dw) = span(first, last);
+                    rect.r-decode x=(dx) y=(f1(y)) width=(dw) height=(f1(bar)) {}
+                }
+                @if end > last {
+                    @let (ex, ew) = span(last, end);
+                    rect.r-front x=(ex) y=(f1(y)) width=(ew) height=(f1(bar)) {}
+                }
+                @if life.preemptions.is_some_and(|p| p > 0) {
+                    circle.r-preempted cx=(f1(x(last))) cy=(f1(mid)) r=(f1((bar * 0.7).max(2.5))) {}
+                }
             } @else {
                 @let first = r.first_token.unwrap_or(end);
                 rect.r-wait x=(f1(x(r.sent))) y=(f1(y)) width=(f1((x(first) - x(r.sent)).max(0.5))) height=(f1(bar)) {}
@@ -240,7 +377,12 @@ fn request_row(
 }
 
 /// The hover text of one request, from the tool's own record.
-fn request_title(index: usize, r: &RequestTimes, account: &ClientAccount) -> String {
+fn request_title(
+    index: usize,
+    r: &RequestTimes,
+    account: &ClientAccount,
+    server: Option<&ServerLife>,
+) -> String {
     let mut text = format!("Request {}: sent at {:.2} s", index + 1, r.sent);
     match r.outcome {
         Some(RequestOutcome::Failed) => {
@@ -262,6 +404,28 @@ fn request_title(index: usize, r: &RequestTimes, account: &ClientAccount) -> Str
             }
         }
     }
+    if let Some(life) = server {
+        text.push_str(&format!(
+            ". The server (joined by {}): received {} after the send",
+            if life.by_id { "id" } else { "send time and length" },
+            format_duration_ms((life.arrival - r.sent) * 1000.0)
+        ));
+        if let Some(s) = life.scheduled {
+            text.push_str(&format!(
+                ", queued {}",
+                format_duration_ms((s - life.arrival) * 1000.0)
+            ));
+        }
+        if let (Some(f), Some(s)) = (life.first_token, life.scheduled) {
+            text.push_str(&format!(", prefill {}", format_duration_ms((f - s) * 1000.0)));
+        }
+        if let (Some(e), Some(f)) = (life.end, life.first_token) {
+            text.push_str(&format!(", decode {}", format_duration_ms((e - f) * 1000.0)));
+        }
+        if let Some(p) = life.preemptions.filter(|p| *p > 0) {
+            text.push_str(&format!(", preempted {p} time{}", fmt::plural(p as f64)));
+        }
+    }
     text
 }
 
@@ -273,8 +437,10 @@ fn failed_error(r: &RequestTimes, account: &ClientAccount) -> Option<String> {
         .and_then(|record| record.error.as_deref().map(str::to_owned))
 }
 
-fn requests_table(t: &RequestTimeline, account: &ClientAccount) -> Markup {
+fn requests_table(t: &RequestTimeline, account: &ClientAccount, server: &ServerView) -> Markup {
     let shown = t.requests.len().min(MAX_TABLE_ROWS);
+    let phases = !server.by_row.is_empty();
+    let seconds = |v: Option<f64>| v.map(|v| format!("{v:.3}")).unwrap_or_default();
     html! {
         details.data {
             summary { "Show the numbers" }
@@ -287,6 +453,10 @@ fn requests_table(t: &RequestTimeline, account: &ClientAccount) -> Markup {
                 thead { tr {
                     th scope="col" { "Request" } th scope="col" { "Outcome" } th scope="col" { "Sent" }
                     th scope="col" { "First token after" } th scope="col" { "Done" }
+                    @if phases {
+                        th scope="col" { "Server received" } th scope="col" { "Queued (s)" }
+                        th scope="col" { "Prefill (s)" } th scope="col" { "Decode (s)" }
+                    }
                 } }
                 tbody {
                     @for (i, r) in t.requests.iter().take(shown).enumerate() {
@@ -301,6 +471,13 @@ fn requests_table(t: &RequestTimeline, account: &ClientAccount) -> Markup {
                             td { (format!("{:.2}", r.sent)) }
                             td { (r.ttft().map(|s| format_duration_ms(s * 1000.0)).unwrap_or_default()) }
                             td { (r.end.map(|e| format!("{e:.2}")).unwrap_or_default()) }
+                            @if phases {
+                                @let life = server.by_row.get(&r.index);
+                                td { (seconds(life.map(|l| l.arrival))) }
+                                td { (seconds(life.and_then(|l| Some(l.scheduled? - l.arrival)))) }
+                                td { (seconds(life.and_then(|l| Some(l.first_token? - l.scheduled?)))) }
+                                td { (seconds(life.and_then(|l| Some(l.end? - l.first_token?)))) }
+                            }
                         }
                     }
                 }
