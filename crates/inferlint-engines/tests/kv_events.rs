@@ -583,3 +583,240 @@ fn the_lines_hold_no_token_ids() {
     assert!(line.len() < 300, "{line}");
     assert!(line.contains("\"stored_tokens\":32000"));
 }
+
+/// The real vLLM 0.32 CPU build's stream (fixtures/real/vllm-0.32-cpu/kv-events,
+/// scripts/real-vllm/kv-events.sh; its MADE.md holds what the server counted).
+fn real(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/real/vllm-0.32-cpu/kv-events")
+        .join(name)
+}
+
+/// The messages of a capture: one a line, frames in hex separated by single spaces.
+fn messages(name: &str) -> Vec<Vec<Vec<u8>>> {
+    let text = std::fs::read_to_string(real(name)).unwrap();
+    text.lines()
+        .map(|line| {
+            line.split(' ')
+                .map(|hex| {
+                    (0..hex.len())
+                        .step_by(2)
+                        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+                        .collect()
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Each published message's sequence number and batch.
+fn published(name: &str) -> Vec<(u64, KvBatch)> {
+    messages(name)
+        .iter()
+        .map(|frames| {
+            let frames: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+            let (seq, payload) = published_frame(&frames).unwrap();
+            (seq, decode_batch(payload).unwrap())
+        })
+        .collect()
+}
+
+// What the server did (MADE.md): blocks of 32 tokens; a cache of 1,536 tokens, 48
+// blocks of which one is vLLM's null block, so 47 hold blocks; 32 requests of 96 prompt
+// tokens and 40 output tokens, ignore_eos, no test request; the prefix cache served 64
+// prompt tokens; one POST /reset_prefix_cache between the two loads of 16.
+const BLOCK: u64 = 32;
+const USABLE_BLOCKS: u64 = 1_536 / BLOCK - 1;
+const REQUESTS: u64 = 32;
+const PROMPT: u64 = 96;
+const OUTPUT: u64 = 40;
+const HIT_TOKENS: u64 = 64;
+
+/// Blocks a request computes itself: its prompt and every output token but the last
+/// (sampled, never fed back) fill floor((96 + 39) / 32) = 4 blocks.
+const BLOCKS_PER_REQUEST: u64 = (PROMPT + OUTPUT - 1) / BLOCK;
+
+#[test]
+fn the_real_stream_decodes_whole_and_adds_up_to_what_the_server_did() {
+    let batches = published("frames.hex");
+    // The capture was connected before the engine started, and the engine publishes
+    // nothing before a request runs: every batch from 0, none missed.
+    let seqs: Vec<u64> = batches.iter().map(|(s, _)| *s).collect();
+    assert_eq!(seqs, (0..batches.len() as u64).collect::<Vec<_>>());
+    let sum = |f: fn(&KvBatch) -> u64| batches.iter().map(|(_, b)| f(b)).sum::<u64>();
+    // Every block a request filled was stored, but those the prefix cache served.
+    let stored = REQUESTS * BLOCKS_PER_REQUEST - HIT_TOKENS / BLOCK;
+    assert_eq!(stored, 126);
+    assert_eq!(sum(|b| b.stored_blocks), stored);
+    assert_eq!(sum(|b| b.stored_tokens), stored * BLOCK);
+    // One reset of the prefix cache.
+    assert_eq!(sum(|b| b.cleared), 1);
+    assert_eq!(sum(|b| b.other_events), 0);
+    for (seq, b) in &batches {
+        // vLLM 0.32: every event a map; block hashes as integers (its default,
+        // VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES=1); one engine, data-parallel rank 0;
+        // the block pool's medium is GPU whatever the device.
+        assert_eq!(b.encodings.arrays, 0, "batch {seq}");
+        assert_eq!(b.encodings.maps, b.events, "batch {seq}");
+        assert_eq!((b.hashes.bytes, b.hashes.other), (0, 0), "batch {seq}");
+        assert_eq!(b.dp_rank, Some(0), "batch {seq}");
+        assert_eq!(b.medium().as_deref(), Some("GPU"), "batch {seq}");
+        assert_eq!(b.stored_tokens, b.stored_blocks * BLOCK, "batch {seq}");
+    }
+    // Removals: the cache holds at most 47 hashed blocks, so counting stored minus
+    // removed since the start or the reset (a reset forgets every hash without a
+    // BlockRemoved; it came between the loads, so before the stores of its batch)
+    // never leaves 0..=47.
+    let mut held: i64 = 0;
+    let mut stored_per_load = vec![0u64];
+    let mut removed_per_load = vec![0u64];
+    for (seq, b) in &batches {
+        if b.cleared > 0 {
+            held = 0;
+            stored_per_load.push(0);
+            removed_per_load.push(0);
+        }
+        held += b.stored_blocks as i64 - b.removed_blocks as i64;
+        *stored_per_load.last_mut().unwrap() += b.stored_blocks;
+        *removed_per_load.last_mut().unwrap() += b.removed_blocks;
+        assert!(
+            (0..=USABLE_BLOCKS as i64).contains(&held),
+            "batch {seq}: {held} blocks held"
+        );
+    }
+    // Each load stored 16 * 4 blocks less the hits (62 or 64) into 47: at least the
+    // difference was removed.
+    assert_eq!(stored_per_load.len(), 2);
+    for (stored, removed) in stored_per_load.iter().zip(&removed_per_load) {
+        assert!(*stored >= 16 * BLOCKS_PER_REQUEST - HIT_TOKENS / BLOCK);
+        assert!(*removed >= stored - USABLE_BLOCKS, "{removed} of {stored}");
+    }
+}
+
+#[test]
+fn the_real_stream_with_block_hashes_as_bytes() {
+    // The second server: VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES=0, 4 requests of 96 + 40,
+    // no prefix hit (its counters), a cache of 47 blocks that holds all 16.
+    let batches = published("frames-bytes-hashes.hex");
+    let stored: u64 = batches.iter().map(|(_, b)| b.stored_blocks).sum();
+    assert_eq!(stored, 4 * BLOCKS_PER_REQUEST);
+    let bytes: u64 = batches.iter().map(|(_, b)| b.hashes.bytes).sum();
+    let ints: u64 = batches.iter().map(|(_, b)| b.hashes.ints).sum();
+    assert_eq!((bytes, ints), (stored, 0));
+    assert_eq!(
+        batches.iter().map(|(_, b)| b.removed_blocks).sum::<u64>(),
+        0
+    );
+}
+
+#[test]
+fn the_real_replay_answers_with_the_bytes_it_published() {
+    // Asked from the third-last batch: those three, then the end marker, each as vLLM
+    // sends a replay, ["", topic, seq, payload].
+    let published = messages("frames.hex");
+    let last = published.len() as u64 - 1;
+    let replay = messages("replay.hex");
+    assert_eq!(replay.len(), 4);
+    for (i, frames) in replay.iter().enumerate() {
+        assert_eq!(frames.len(), 4);
+        let frames: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+        match replayed_frame(&frames).unwrap() {
+            Replayed::Batch { seq, payload } => {
+                assert_eq!(seq, last - 2 + i as u64);
+                assert_eq!(payload, published[seq as usize][2].as_slice());
+            }
+            Replayed::End => assert_eq!(i, 3),
+        }
+    }
+}
+
+fn subscribed_line(name: &str) -> (Option<bool>, ClockAnchor) {
+    let text = std::fs::read_to_string(real(name)).unwrap();
+    text.lines()
+        .find_map(|l| match inferlint_engines::files::parse_kv_line(l) {
+            inferlint_engines::files::KvLine::Subscribed {
+                at: Some(at),
+                listening_at_start,
+            } => Some((listening_at_start, at)),
+            _ => None,
+        })
+        .unwrap()
+}
+
+/// Each batch line of a subscriber's file.
+fn batch_lines(name: &str) -> Vec<inferlint_engines::files::KvBatchLine> {
+    std::fs::read_to_string(real(name))
+        .unwrap()
+        .lines()
+        .filter_map(|l| match inferlint_engines::files::parse_kv_line(l) {
+            inferlint_engines::files::KvLine::Batch(b) => Some(b),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn the_subscriber_started_before_the_engine_wrote_every_batch_it_published() {
+    let raw = published("frames.hex");
+    let kv = read_kv_events(&real("early.kv-events.jsonl")).unwrap();
+    // Started before the server: the publisher was not listening, so it would have
+    // stated a hole from 0; it received every batch, 0 to the last.
+    assert_eq!(subscribed_line("early.kv-events.jsonl").0, Some(false));
+    assert_eq!(kv.batches, raw.len() as u64);
+    assert_eq!(kv.seq_range, Some((0, raw.len() as u64 - 1)));
+    assert!(kv.gaps.is_empty() && kv.skipped == 0 && kv.replayed == 0);
+    assert!(kv.end.is_some());
+    assert_eq!(kv.media, vec!["GPU".to_owned()]);
+    // Line by line the same batches as the raw capture decoded here.
+    let lines = batch_lines("early.kv-events.jsonl");
+    assert_eq!(lines.len(), raw.len());
+    for (line, (seq, b)) in lines.iter().zip(&raw) {
+        assert_eq!(line.seq, *seq);
+        assert_eq!(line.ts, b.ts);
+        assert_eq!(
+            (
+                line.stored_blocks,
+                line.stored_tokens,
+                line.removed_blocks,
+                line.cleared
+            ),
+            (
+                b.stored_blocks,
+                b.stored_tokens,
+                b.removed_blocks,
+                b.cleared
+            ),
+            "batch {seq}"
+        );
+    }
+    assert_eq!(kv.stored_blocks(), 126);
+    assert_eq!(
+        kv.removed_blocks(),
+        raw.iter().map(|(_, b)| b.removed_blocks).sum::<u64>()
+    );
+    assert_eq!(kv.seconds.iter().map(|s| s.cleared).sum::<u64>(), 1);
+}
+
+#[test]
+fn the_subscriber_started_late_fetched_what_came_before_it_by_replay() {
+    let raw = published("frames.hex");
+    let kv = read_kv_events(&real("late.kv-events.jsonl")).unwrap();
+    let (listening, subscribed) = subscribed_line("late.kv-events.jsonl");
+    // It joined after the first load and the reset, the engine listening, and was told
+    // to backfill from 0: the batches the engine published before the subscription
+    // (engine and subscriber on one host, one wall clock) came by replay, the rest live.
+    assert_eq!(listening, Some(true));
+    let before = raw.iter().filter(|(_, b)| b.ts < subscribed.t_wall).count() as u64;
+    assert!(before >= 1 && before < raw.len() as u64, "{before}");
+    assert_eq!(kv.replayed, before);
+    let lines = batch_lines("late.kv-events.jsonl");
+    for line in &lines {
+        assert_eq!(line.replayed, line.seq < before, "batch {}", line.seq);
+    }
+    // Nothing missed: the engine's buffer (10,000 batches) held them all.
+    assert_eq!(kv.batches, raw.len() as u64);
+    assert!(kv.gaps.is_empty());
+    assert_eq!(kv.stored_blocks(), 126);
+    let early = read_kv_events(&real("early.kv-events.jsonl")).unwrap();
+    assert_eq!(kv.seconds, early.seconds);
+}
