@@ -171,10 +171,12 @@ pub fn replayed_frame<'a>(frames: &[&'a [u8]]) -> Result<Replayed<'a>, String> {
     let (seq, payload) = match rest {
         [_topic, seq, payload] => (seq_of(seq)?, *payload),
         [seq, payload] => (seq_of(seq)?, *payload),
-        _ => return Err(format!(
+        _ => {
+            return Err(format!(
             "{} frames (4 or 3 expected: the delimiter, a topic or not, sequence number, batch)",
             frames.len()
-        )),
+        ))
+        }
     };
     if seq == END_OF_REPLAY {
         return Ok(Replayed::End);
