@@ -102,7 +102,10 @@ for pid in "$LATE" "$EARLY" "$CAPTURE_PID"; do kill -TERM "$pid" || true; wait "
 CHILDREN=()
 stop_all_started
 STARTED_GROUPS=()
-cp "$WORK/boot.log" "$OUT/boot.log"
+# moved.py reads a folder's two snapshots and boot.log; the boot log stays out of the
+# fixture, which is no run folder for report (two loads, two result files).
+mkdir -p "$WORK/main"
+cp "$OUT/before.snapshot.json" "$OUT/after.snapshot.json" "$WORK/boot.log" "$WORK/main/"
 
 # The second server: block hashes as bytes.
 PORT="$(free_port)"; PUB="$(free_port)"
@@ -168,7 +171,7 @@ cp "$WORK/boot-bytes.log" "$WORK/bytes/boot.log"
   echo "first: \"$(grep -h 'ready check' "$WORK/bench-1.log" | head -1)\"), and its boot log's pool"
   echo "(scripts/real-vllm/moved.py):"
   echo
-  python3 "$ROOT/scripts/real-vllm/moved.py" "$OUT"
+  python3 "$ROOT/scripts/real-vllm/moved.py" "$WORK/main"
   echo
   echo "The load tool: $(grep -hE '^(Successful requests|Failed requests|Total input tokens|Total generated tokens)' "$WORK"/bench-1.log "$WORK"/bench-2.log | tr -s ' ' | sed 's/ $//' | paste -sd ';' | sed 's/;/; /g')"
   echo

@@ -582,8 +582,12 @@ impl Task {
         let outcome = match tokio::time::timeout(wait, asked).await {
             Ok(Ok(())) => None,
             Ok(Err(why)) => Some(why),
-            Err(_) => Some(format!(
+            Err(_) if got.is_empty() && bad.is_empty() => Some(format!(
                 "the replay endpoint {replay} did not answer within {} s",
+                wait.as_secs_f64()
+            )),
+            Err(_) => Some(format!(
+                "the replay from {replay} did not finish within {} s",
                 wait.as_secs_f64()
             )),
         };
