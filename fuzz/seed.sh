@@ -91,6 +91,21 @@ cat "${vllm_logs[@]}" "${sglang_logs[@]}" "${trtllm_logs[@]}" |
     printf '%s' "$literal" > "corpus/pyliteral/seed-$n"
   done
 
+# KV events: each real batch's payload (the third frame of each captured message), and
+# each line of the subscribers' files.
+mkdir -p corpus/kv_events
+n=0
+for file in $(files -name '*.hex'); do
+  while IFS= read -r line; do
+    n=$((n + 1))
+    printf '%s' "$(cut -d' ' -f3 <<< "$line")" | xxd -r -p > "corpus/kv_events/seed-payload-$n"
+  done < "$file"
+done
+for file in $(files -name '*.kv-events.jsonl'); do
+  n=$((n + 1))
+  split -l 1 -d -a 3 "$file" "corpus/kv_events/seed-line-$n-"
+done
+
 for dir in corpus/*/; do
   echo "seed: $(ls "$dir" | wc -l) inputs in $dir"
 done

@@ -105,6 +105,8 @@ pub struct KvSecond {
     pub second: i64,
     /// Blocks stored (a `BlockStored` event's hashes).
     pub stored_blocks: u64,
+    /// Tokens in the blocks stored (a `BlockStored` event's token ids).
+    pub stored_tokens: u64,
     /// Blocks removed (evicted).
     pub removed_blocks: u64,
     /// Times the whole cache was cleared.
@@ -136,6 +138,9 @@ pub struct KvEvents {
     pub endpoint: Option<String>,
     /// When the subscriber started, on both clocks.
     pub anchor: Option<ClockAnchor>,
+    /// When the subscription was made, on both clocks: a batch the engine published
+    /// before it was not received, and is no hole unless the file says so.
+    pub subscribed: Option<ClockAnchor>,
     /// When the subscriber stopped, on both clocks, where the file says (a file cut off
     /// mid-run does not).
     pub end: Option<ClockAnchor>,
@@ -145,8 +150,17 @@ pub struct KvEvents {
     pub replayed: u64,
     /// The first and last sequence numbers received.
     pub seq_range: Option<(u64, u64)>,
-    /// Each second that had events, in order.
+    /// Each second that had events, in order. Every storage medium is summed in; the
+    /// media the stream named are in `media`.
     pub seconds: Vec<KvSecond>,
+    /// The storage media the events named (`GPU`; an offload tier adds `CPU`), in the
+    /// order first seen.
+    pub media: Vec<String>,
+    /// Events of a type the reader does not know, counted and otherwise passed over.
+    pub unknown_events: u64,
+    /// Times the publisher's sequence began again (the engine restarted while the
+    /// subscriber ran): the sequence numbers before and after are different counts.
+    pub restarts: u64,
     /// The holes in the sequence that stayed holes.
     pub gaps: Vec<KvGap>,
     /// Lines or frames that could not be read, counted.
@@ -157,6 +171,11 @@ impl KvEvents {
     /// Blocks stored over the whole stream.
     pub fn stored_blocks(&self) -> u64 {
         self.seconds.iter().map(|s| s.stored_blocks).sum()
+    }
+
+    /// Tokens in the blocks stored over the whole stream.
+    pub fn stored_tokens(&self) -> u64 {
+        self.seconds.iter().map(|s| s.stored_tokens).sum()
     }
 
     /// Blocks removed over the whole stream.

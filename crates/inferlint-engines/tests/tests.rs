@@ -6,6 +6,8 @@ mod bootlog;
 mod common;
 /// Snapshot, series and result files: reading, writing, damaged input.
 mod files;
+/// The KV-cache event stream: batches in both encodings, frames, the file and its holes.
+mod kv_events;
 /// Every load tool's result files, real and damaged.
 mod loadtools;
 /// Our Prometheus text parser on real scrapes and generated expositions.

@@ -1,6 +1,9 @@
 //! Records a running vLLM, SGLang or TensorRT-LLM server: one snapshot of its counters,
 //! a series sampled on a schedule while a load runs, and a probe of a few real requests.
 //!
+//! It also subscribes to an engine's KV-cache event stream (ZeroMQ, [`kv_events`]) and
+//! writes what arrives, holes stated, on a thread and runtime of its own.
+//!
 //! Key design decision: this is the only crate that touches the network, and it reads
 //! nothing back from disk. It turns each scrape into the same run model and the same file
 //! lines that `inferlint-engines` reads (through `files::snapshot_json`,
@@ -27,6 +30,7 @@ pub mod blocking;
 pub mod clock;
 pub mod fleet_watch;
 pub mod http;
+pub mod kv_events;
 pub mod probe;
 pub mod prometheus;
 pub mod record;

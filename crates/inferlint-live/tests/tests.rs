@@ -5,6 +5,9 @@
 mod blocking;
 /// Waiting for the lines a recording wrote.
 mod common;
+/// The KV event subscriber against a ZeroMQ publisher made in the test: holes, replay,
+/// garbage, restarts.
+mod kv_events;
 /// What each scrape after the first asks of the server, and that nothing is lost.
 mod pages;
 /// A run read from a stand-in Prometheus: the split, the replicas, the errors.

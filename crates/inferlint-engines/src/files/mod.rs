@@ -1,5 +1,6 @@
 //! The files a run leaves: snapshots (`inferlint.snapshot/1`), series
-//! (`inferlint.series/1`), the boot log, the load tool's result file and its console log,
+//! (`inferlint.series/1`), the KV-cache event stream a subscriber received
+//! (`inferlint.kv-events/1`), the boot log, the load tool's result file and its console log,
 //! and the run folder that holds them.
 //!
 //! Formats are shared with the established Python tool in both directions: the same
@@ -9,6 +10,7 @@
 //! [`crate::input`], and the names are re-exported here, where callers find them.
 
 mod boot_log;
+mod kv_events;
 mod load_tool;
 mod run_folder;
 mod series;
@@ -16,6 +18,12 @@ mod series_line;
 mod snapshot;
 
 pub use boot_log::{read_boot_log, BootLogFile};
+pub use kv_events::{
+    kv_bad_frame_json, kv_batch_json, kv_end_json, kv_gap_json, kv_header_json, kv_note_json,
+    kv_restart_json, kv_subscribed_json, parse_kv_line, read_kv_events, read_kv_events_from,
+    KvBatchLine, KvHeader, KvLine, KvTotals, KV_EVENTS_SCHEMA, MAX_KV_LINE_BYTES, MAX_KV_SECONDS,
+    UNRECORDED_HOLE,
+};
 pub use load_tool::{parse_bench_result, read_bench_result, untimed_requests, untimed_requests_in};
 pub use run_folder::{discover_run, RunFiles};
 pub use series::{
