@@ -1,6 +1,7 @@
 //! The files a run leaves: snapshots (`inferlint.snapshot/1`), series
 //! (`inferlint.series/1`), the boot log, the load tool's result file and its console log,
-//! and the run folder that holds them.
+//! the server's OpenTelemetry spans (`inferlint.otlp/1`, or a Collector's file), and the
+//! run folder that holds them.
 //!
 //! Formats are shared with the established Python tool in both directions: the same
 //! schema strings and field names, so either tool reads the other's recordings.
@@ -14,6 +15,7 @@ mod run_folder;
 mod series;
 mod series_line;
 mod snapshot;
+mod spans;
 
 pub use boot_log::{read_boot_log, BootLogFile};
 pub use load_tool::{parse_bench_result, read_bench_result, untimed_requests, untimed_requests_in};
@@ -32,8 +34,10 @@ pub use snapshot::{
     SNAPSHOT_SCHEMA,
 };
 
+pub use spans::{otlp_header_json, read_spans, read_spans_from, OtlpHeader, OTLP_SCHEMA};
+
 // The input rules every reader keeps, where callers have always found them.
 pub use crate::input::{
     for_each_log_line, open_input, size_text, FileError, MAX_LOG_LINE_BYTES, MAX_RESULT_BYTES,
-    MAX_SERIES_LINE_BYTES, MAX_SNAPSHOT_BYTES,
+    MAX_SERIES_LINE_BYTES, MAX_SNAPSHOT_BYTES, MAX_SPAN_LINE_BYTES,
 };
