@@ -5,6 +5,8 @@
 mod blocking;
 /// Waiting for the lines a recording wrote.
 mod common;
+/// The OTLP receiver: both transports, the real engine's bodies, every refusal.
+mod otlp;
 /// What each scrape after the first asks of the server, and that nothing is lost.
 mod pages;
 /// A run read from a stand-in Prometheus: the split, the replicas, the errors.

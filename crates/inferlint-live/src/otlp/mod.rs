@@ -145,6 +145,9 @@ pub struct OtlpSummary {
     pub too_large: u64,
     /// Connections closed unread because [`OtlpOptions::max_connections`] were open.
     pub connections_refused: u64,
+    /// Connections that ended in an error: bytes that are not HTTP, headers that did not
+    /// arrive in time, a client gone mid-request.
+    pub broken_connections: u64,
     /// The first refusal, in words (`http: content type 'application/json' is not
     /// received here ...`).
     pub first_refusal: Option<String>,
@@ -278,6 +281,7 @@ impl OtlpReceiver {
             refused: tally.refused,
             too_large: tally.too_large,
             connections_refused: tally.connections_refused,
+            broken_connections: tally.broken_connections,
             first_refusal: tally.first_refusal,
             cut_at_stop,
             sync_error,

@@ -92,8 +92,13 @@ pub(super) async fn serve(
         let connection = graceful.watch(connection);
         open.fetch_add(1, Ordering::SeqCst);
         let open = Arc::clone(&open);
+        let broken = Arc::clone(&sink);
         tokio::spawn(async move {
-            let _ = connection.await;
+            // A connection that ends in an error sent what is not HTTP, stalled in its
+            // headers or broke off: counted; it held no one else.
+            if connection.await.is_err() {
+                broken.connection_broken();
+            }
             open.fetch_sub(1, Ordering::SeqCst);
         });
     }
@@ -151,11 +156,12 @@ fn header_text(headers: &HeaderMap, name: impl hyper::header::AsHeaderName) -> O
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-/// Refuses a body its sender announces as over `limit` before reading it.
-fn announced_too_large(headers: &HeaderMap, limit: usize) -> Result<(), Refusal> {
+/// Refuses at once a body its sender announces as more than [`DRAIN_LIMIT`]: one over the
+/// bound but under that is read and dropped, so that its sender can read the refusal.
+fn announced_too_large(headers: &HeaderMap) -> Result<(), Refusal> {
     let announced = header_text(headers, CONTENT_LENGTH).and_then(|v| v.trim().parse::<u64>().ok());
     match announced {
-        Some(n) if n > limit as u64 => Err(Refusal::TooLarge),
+        Some(n) if n > DRAIN_LIMIT as u64 => Err(Refusal::TooLarge),
         _ => Ok(()),
     }
 }
@@ -176,7 +182,7 @@ async fn receive_grpc(
         return Err(Refusal::ContentType(kind));
     }
     let limit = MAX_MESSAGE_BYTES + 5;
-    announced_too_large(request.headers(), limit)?;
+    announced_too_large(request.headers())?;
     let encoding = header_text(request.headers(), "grpc-encoding").map(str::to_owned);
     let body = read_body(request.into_body(), limit, body_timeout).await?;
     sink.keep_body("grpc", encoding.as_deref(), &body);
@@ -206,7 +212,7 @@ async fn receive_http(
     }
     let encoding = header_text(request.headers(), CONTENT_ENCODING).map(str::to_owned);
     let codec = Codec::named(encoding.as_deref())?;
-    announced_too_large(request.headers(), MAX_MESSAGE_BYTES)?;
+    announced_too_large(request.headers())?;
     let body = read_body(request.into_body(), MAX_MESSAGE_BYTES, body_timeout).await?;
     sink.keep_body("http", encoding.as_deref(), &body);
     let message = codec.decode(&body)?;

@@ -27,6 +27,9 @@ pub struct OtlpTally {
     /// Connections closed unread because as many as the receiver serves at once were
     /// open.
     pub connections_refused: u64,
+    /// Connections that ended in an error: bytes that are not HTTP, headers that did not
+    /// arrive in time, a client gone mid-request.
+    pub broken_connections: u64,
     /// The first refusal, in words: `grpc: the export request is larger than 4 MiB ...`.
     pub first_refusal: Option<String>,
 }
@@ -111,6 +114,11 @@ impl Sink {
     /// Counts a connection closed unread.
     pub(super) fn connection_refused(&self) {
         locked(&self.tally).connections_refused += 1;
+    }
+
+    /// Counts a connection that ended in an error.
+    pub(super) fn connection_broken(&self) {
+        locked(&self.tally).broken_connections += 1;
     }
 
     /// Keeps a body as it came, when asked to: `NNNN-TRANSPORT[-ENCODING].bin`, numbered
