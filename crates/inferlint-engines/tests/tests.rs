@@ -10,3 +10,5 @@ mod files;
 mod loadtools;
 /// Our Prometheus text parser on real scrapes and generated expositions.
 mod prom;
+/// The server's spans: the real vLLM's over both transports, and a Collector's file.
+mod spans;
