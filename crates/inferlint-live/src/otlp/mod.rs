@@ -89,7 +89,9 @@ pub struct OtlpOptions {
     /// engine really sends.
     pub keep_bodies: Option<PathBuf>,
     /// How long a request's headers and then its body may take to arrive (10 s): an
-    /// exporter on the same machine sends a batch in milliseconds.
+    /// exporter on the same machine sends a batch in milliseconds. An HTTP/1.1 connection
+    /// that brings no request head in that time (an exporter idle between batches) is
+    /// closed; the exporter opens another.
     pub body_timeout: Duration,
     /// How long [`OtlpReceiver::stop`] lets requests still arriving finish (2 s).
     pub stop_grace: Duration,
@@ -145,8 +147,8 @@ pub struct OtlpSummary {
     pub too_large: u64,
     /// Connections closed unread because [`OtlpOptions::max_connections`] were open.
     pub connections_refused: u64,
-    /// Connections that ended in an error: bytes that are not HTTP, headers that did not
-    /// arrive in time, a client gone mid-request.
+    /// Connections that ended in an error: bytes that are not HTTP, a client gone
+    /// mid-request.
     pub broken_connections: u64,
     /// The first refusal, in words (`http: content type 'application/json' is not
     /// received here ...`).

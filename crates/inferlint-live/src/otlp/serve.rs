@@ -94,10 +94,17 @@ pub(super) async fn serve(
         let open = Arc::clone(&open);
         let broken = Arc::clone(&sink);
         tokio::spawn(async move {
-            // A connection that ends in an error sent what is not HTTP, stalled in its
-            // headers or broke off: counted; it held no one else.
-            if connection.await.is_err() {
-                broken.connection_broken();
+            // A connection that ends in an error sent what is not HTTP or broke off
+            // mid-request: counted; it held no one else. One closed because no request
+            // head came in time is an idle keep-alive connection (an exporter between
+            // batches) or one stalled in its headers: closed, not counted.
+            if let Err(e) = connection.await {
+                let timed_out = e
+                    .downcast_ref::<hyper::Error>()
+                    .is_some_and(hyper::Error::is_timeout);
+                if !timed_out {
+                    broken.connection_broken();
+                }
             }
             open.fetch_sub(1, Ordering::SeqCst);
         });

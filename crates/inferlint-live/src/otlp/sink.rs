@@ -27,8 +27,8 @@ pub struct OtlpTally {
     /// Connections closed unread because as many as the receiver serves at once were
     /// open.
     pub connections_refused: u64,
-    /// Connections that ended in an error: bytes that are not HTTP, headers that did not
-    /// arrive in time, a client gone mid-request.
+    /// Connections that ended in an error: bytes that are not HTTP, a client gone
+    /// mid-request.
     pub broken_connections: u64,
     /// The first refusal, in words: `grpc: the export request is larger than 4 MiB ...`.
     pub first_refusal: Option<String>,
