@@ -3,8 +3,8 @@
 //! TensorRT-LLM's `/perf_metrics`) and the KV-cache event stream (blocks stored and
 //! removed, the cache cleared). Plain data: `inferlint-live` receives them during a run,
 //! `inferlint-engines` reads the files the receivers wrote (and an OpenTelemetry
-//! Collector's), and [`crate::lives`] joins each request's server record with the load
-//! tool's row.
+//! Collector's), and the request timeline (`lives`) joins each request's server record
+//! with the load tool's row.
 //!
 //! Clocks. A server stamps its records on its own wall clock (Unix seconds); a receiver
 //! also stamps what it received with its wall and monotonic clocks, and each file says

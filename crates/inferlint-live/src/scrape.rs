@@ -220,7 +220,7 @@ impl Scraper {
     /// Chooses how a recording's samples read the page after `first` (a whole page of
     /// `engine`'s server), and says what was chosen, for the series header.
     ///
-    /// A sample needs only [`EngineDescriptor::recorded_sample_names`]
+    /// A sample needs only [`recorded_sample_names`](inferlint_core::EngineDescriptor::recorded_sample_names)
     /// (`inferlint_core::EngineDescriptor`); the rest of a page, histogram buckets
     /// mostly, costs the server its rendering and the recorder its reading. A server
     /// that renders its page with Python's prometheus_client honours `name[]=NAME` in the
