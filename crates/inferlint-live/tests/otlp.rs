@@ -604,6 +604,38 @@ async fn stop_closes_a_stalled_client_after_its_grace_and_counts_it() {
 }
 
 #[tokio::test]
+async fn a_client_that_connects_and_sends_nothing_is_closed_at_the_deadline() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = OtlpOptions {
+        body_timeout: Duration::from_millis(300),
+        max_connections: 1,
+        ..OtlpOptions::default()
+    };
+    let (receiver, _out) = start(dir.path(), &options);
+    let addr = receiver.local_addr();
+    // It holds the one place there is, until the deadline closes it: the client reads the
+    // end.
+    tokio::task::spawn_blocking(move || {
+        let mut raw = TcpStream::connect(addr).unwrap();
+        raw.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        let mut rest = Vec::new();
+        raw.read_to_end(&mut rest).unwrap();
+        assert!(rest.is_empty());
+    })
+    .await
+    .unwrap();
+    // Then an exporter is served: the place is free again (the receiver gives it back
+    // before it closes the connection, so the end the client read says it is free).
+    let body = vllm_export("after", 1, 1_700_000_000_000_000_000).encode_to_vec();
+    let request = http_request("POST", HTTP_PATH, "application/x-protobuf", None, body);
+    assert_eq!(h1(addr, request).await.status, 200);
+    let summary = receiver.stop();
+    // Closed for silence: neither broken nor cut.
+    assert_eq!(summary.requests, 1);
+    assert_eq!((summary.broken_connections, summary.cut_at_stop), (0, 0));
+}
+
+#[tokio::test]
 async fn a_connection_past_the_limit_is_closed_unread_and_counted() {
     let dir = tempfile::tempdir().unwrap();
     let options = OtlpOptions {

@@ -89,9 +89,10 @@ pub struct OtlpOptions {
     /// engine really sends.
     pub keep_bodies: Option<PathBuf>,
     /// How long a request's headers and then its body may take to arrive (10 s): an
-    /// exporter on the same machine sends a batch in milliseconds. An HTTP/1.1 connection
-    /// that brings no request head in that time (an exporter idle between batches) is
-    /// closed; the exporter opens another.
+    /// exporter on the same machine sends a batch in milliseconds. A connection that
+    /// sends nothing in that time, and an HTTP/1.1 connection that brings no request head
+    /// in that time (an exporter idle between batches), is closed; an exporter opens
+    /// another.
     pub body_timeout: Duration,
     /// How long [`OtlpReceiver::stop`] lets requests still arriving finish (2 s).
     pub stop_grace: Duration,

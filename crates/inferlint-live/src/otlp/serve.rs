@@ -61,7 +61,10 @@ pub(super) async fn serve(
         .max_concurrent_streams(32)
         .max_header_list_size(64 << 10);
     let graceful = GracefulShutdown::new();
+    // Set when the receiver stops: a connection still waiting for its first byte closes.
+    let (closing, closed) = tokio::sync::watch::channel(false);
     let open = Arc::new(AtomicUsize::new(0));
+    let ended = Arc::new(tokio::sync::Notify::new());
     loop {
         let accepted = tokio::select! {
             _ = &mut stop => break,
@@ -86,38 +89,58 @@ pub(super) async fn serve(
         let service = hyper::service::service_fn(move |request| {
             handle(request, Arc::clone(&service_sink), settings.body_timeout)
         });
-        let connection = builder
-            .serve_connection(TokioIo::new(stream), service)
-            .into_owned();
-        let connection = graceful.watch(connection);
+        let builder = builder.clone();
+        let watcher = graceful.watcher();
+        let mut closed = closed.clone();
+        let (open, ended, broken) = (Arc::clone(&open), Arc::clone(&ended), Arc::clone(&sink));
         open.fetch_add(1, Ordering::SeqCst);
-        let open = Arc::clone(&open);
-        let broken = Arc::clone(&sink);
         tokio::spawn(async move {
-            // A connection that ends in an error sent what is not HTTP or broke off
-            // mid-request: counted; it held no one else. One closed because no request
-            // head came in time is an idle keep-alive connection (an exporter between
-            // batches) or one stalled in its headers: closed, not counted.
-            if let Err(e) = connection.await {
-                let timed_out = e
-                    .downcast_ref::<hyper::Error>()
-                    .is_some_and(hyper::Error::is_timeout);
-                if !timed_out {
-                    broken.connection_broken();
+            // Until its first byte a connection is nobody's: hyper would wait for it
+            // without a deadline (it reads the first bytes to tell HTTP/1.1 from HTTP/2).
+            // One that sends nothing within the deadline, or before the stop, is closed.
+            let mut first = [0u8; 1];
+            let began = tokio::select! {
+                peeked = tokio::time::timeout(settings.body_timeout, stream.peek(&mut first)) => {
+                    matches!(peeked, Ok(Ok(n)) if n > 0)
+                }
+                _ = closed.changed() => false,
+            };
+            if began {
+                let connection = builder
+                    .serve_connection(TokioIo::new(stream), service)
+                    .into_owned();
+                // A connection that ends in an error sent what is not HTTP or broke off
+                // mid-request: counted; it held no one else. One closed because no
+                // request head came in time is an idle keep-alive connection (an
+                // exporter between batches) or one stalled in its headers: closed, not
+                // counted.
+                if let Err(e) = watcher.watch(connection).await {
+                    let timed_out = e
+                        .downcast_ref::<hyper::Error>()
+                        .is_some_and(hyper::Error::is_timeout);
+                    if !timed_out {
+                        broken.connection_broken();
+                    }
                 }
             }
             open.fetch_sub(1, Ordering::SeqCst);
+            ended.notify_one();
         });
     }
     drop(listener);
-    if tokio::time::timeout(settings.stop_grace, graceful.shutdown())
-        .await
-        .is_ok()
-    {
-        0
-    } else {
-        open.load(Ordering::SeqCst) as u64
+    let _ = closing.send(true);
+    let deadline = tokio::time::Instant::now() + settings.stop_grace;
+    let _ = tokio::time::timeout_at(deadline, graceful.shutdown()).await;
+    // Every connection's task says when it ends; those still open at the deadline are cut.
+    while open.load(Ordering::SeqCst) > 0 {
+        if tokio::time::timeout_at(deadline, ended.notified())
+            .await
+            .is_err()
+        {
+            break;
+        }
     }
+    open.load(Ordering::SeqCst) as u64
 }
 
 /// A request, by its path and content type: gRPC's method, or OTLP/HTTP.
