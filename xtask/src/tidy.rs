@@ -247,6 +247,8 @@ mod tests {
     struct EngineVocabulary {
         prefixes: Vec<&'static str>,
         labels: Vec<&'static str>,
+        /// The request spans' names and the attributes read from them.
+        span_names: Vec<&'static str>,
     }
 
     impl EngineVocabulary {
@@ -255,10 +257,14 @@ mod tests {
             let mut vocabulary = EngineVocabulary {
                 prefixes: Vec::new(),
                 labels: Vec::new(),
+                span_names: Vec::new(),
             };
             for engine in inferlint_core::Engine::ALL {
                 let d = engine.descriptor();
                 vocabulary.prefixes.push(d.metric_prefix);
+                if let Some(span) = d.request_span {
+                    vocabulary.span_names.extend(span.names());
+                }
                 if let Some(info) = d.cache_info {
                     vocabulary.labels.extend([
                         info.blocks_label,
@@ -294,6 +300,12 @@ mod tests {
                             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b':')
                 })
             })
+        }
+
+        /// A request span's name or one of the attributes the tables read from it, written
+        /// whole: those names are the engines' own and nothing else spells them.
+        fn is_span_name(&self, text: &str) -> bool {
+            self.span_names.contains(&text)
         }
 
         /// A label name of the tables, on a line that reads a sample's labels. Elsewhere
@@ -336,6 +348,7 @@ mod tests {
                 let line_text = lines.get(line - 1).copied().unwrap_or_default();
                 if vocabulary.is_metric_name(&literal)
                     || vocabulary.is_label_read(&literal, line_text)
+                    || vocabulary.is_span_name(&literal)
                 {
                     found.push(format!("{relative}:{line}: \"{literal}\""));
                 }
@@ -396,6 +409,28 @@ mod tests {
                 assert!(vocabulary.is_metric_name(name), "{name}");
             }
         }
+    }
+
+    /// A span's attribute written in code is found; the same words in a sentence are not
+    /// (vLLM's request span is the one the tables name).
+    #[test]
+    fn the_name_finder_finds_span_attributes_in_code() {
+        let vocabulary = EngineVocabulary::of_the_tables();
+        let span = inferlint_core::Engine::Vllm
+            .descriptor()
+            .request_span
+            .expect("vLLM's table names its request span");
+        assert!(vocabulary.span_names.contains(&span.name));
+        let code = format!(
+            "let a = attrs.get(\"{}\");\nlet b = \"the span's {} is seconds\";\n",
+            span.ttft.unwrap(),
+            span.ttft.unwrap()
+        );
+        let found: Vec<(usize, String)> = string_literals(&code)
+            .into_iter()
+            .filter(|(_, text)| vocabulary.is_span_name(text))
+            .collect();
+        assert_eq!(found, [(1, span.ttft.unwrap().to_owned())]);
     }
 
     #[test]

@@ -219,6 +219,61 @@ pub struct EngineDescriptor {
     /// The counters of the prompt tokens the prefix cache served (T16, and the share
     /// `compare` sets side by side).
     pub prefix_cache: Option<PrefixCacheCounters>,
+    /// The OpenTelemetry span the engine exports for each request it finished, and the
+    /// attributes that carry its account of the request; `None` where the engine's spans
+    /// carry no such account in a form that holds across its releases.
+    pub request_span: Option<RequestSpan>,
+}
+
+/// The span an engine exports for each request and the attributes its account is read
+/// from (`inferlint-engines`' span reader turns each into a
+/// [`crate::traces::ServerRequest`]). An attribute the engine does not set is `None`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RequestSpan {
+    /// The span's name.
+    pub name: &'static str,
+    /// The span starts when the server received the request (its arrival stamp), so the
+    /// start is the request's arrival.
+    pub starts_at_arrival: bool,
+    /// Attribute: the request's id.
+    pub id: &'static str,
+    /// Attribute: time in the queue before first scheduled.
+    pub queue: Option<&'static str>,
+    /// Attribute: time from arrival to the first token.
+    pub ttft: Option<&'static str>,
+    /// Attribute: time from first scheduled to the first token.
+    pub prefill: Option<&'static str>,
+    /// Attribute: time from the first token to the last.
+    pub decode: Option<&'static str>,
+    /// Attribute: time from arrival to the end.
+    pub e2e: Option<&'static str>,
+    /// Attribute: prompt tokens.
+    pub prompt_tokens: Option<&'static str>,
+    /// Attribute: output tokens.
+    pub output_tokens: Option<&'static str>,
+    /// Seconds in one unit of the duration attributes (1 where they are seconds).
+    pub seconds_per_unit: f64,
+}
+
+impl RequestSpan {
+    /// The span's name and every attribute it reads.
+    pub fn names(&self) -> Vec<&'static str> {
+        let mut names = vec![self.name, self.id];
+        names.extend(
+            [
+                self.queue,
+                self.ttft,
+                self.prefill,
+                self.decode,
+                self.e2e,
+                self.prompt_tokens,
+                self.output_tokens,
+            ]
+            .into_iter()
+            .flatten(),
+        );
+        names
+    }
 }
 
 /// How an engine's scheduler holds the KV cache and makes room, as the replay models it
@@ -769,6 +824,30 @@ pub static VLLM: EngineDescriptor = EngineDescriptor {
         hits_written_at_first_hit: false,
         turn_off: "start vLLM with `--no-enable-prefix-caching`",
     }),
+    request_span: Some(VLLM_REQUEST_SPAN),
+};
+
+/// vLLM's `llm_request` span (`--otlp-traces-endpoint`), made by `do_tracing` in
+/// `vllm/v1/engine/output_processor.py` (0.32) for each request that finished, with the
+/// attribute names of `vllm/tracing/utils.py` `SpanAttributes`. The span starts at
+/// `int(arrival_time * 1e9)`, the API server's `time.time()` when the request arrived.
+/// The durations are seconds, as floats: the time to first token is
+/// `first_token_latency` (the first token's iteration stamp less the arrival, both
+/// `time.time()`), the e2e the finishing iteration's stamp less the arrival, and queue,
+/// prefill and decode differences of the engine core's `time.monotonic()` stamps
+/// (`vllm/v1/metrics/stats.py`); the same values the engine's latency histograms observe.
+const VLLM_REQUEST_SPAN: RequestSpan = RequestSpan {
+    name: "llm_request",
+    starts_at_arrival: true,
+    id: "gen_ai.request.id",
+    queue: Some("gen_ai.latency.time_in_queue"),
+    ttft: Some("gen_ai.latency.time_to_first_token"),
+    prefill: Some("gen_ai.latency.time_in_model_prefill"),
+    decode: Some("gen_ai.latency.time_in_model_decode"),
+    e2e: Some("gen_ai.latency.e2e"),
+    prompt_tokens: Some("gen_ai.usage.prompt_tokens"),
+    output_tokens: Some("gen_ai.usage.completion_tokens"),
+    seconds_per_unit: 1.0,
 };
 
 /// SGLang's table.
@@ -897,6 +976,14 @@ pub static SGLANG: EngineDescriptor = EngineDescriptor {
         hits_written_at_first_hit: true,
         turn_off: "start SGLang with `--disable-radix-cache`",
     }),
+    // SGLang's spans (`--enable-trace --otlp-traces-endpoint`,
+    // `python/sglang/srt/tracing/trace.py`) carry no account of a request on one span:
+    // the request's root span is named after the request itself (`Req 3f2a9c1b`, with a
+    // role before it in later releases, the whole id in others) and holds only its id
+    // (`rid`); the times are the lengths of child spans, one per stage, whose names and
+    // nesting change from release to release (and with `--trace-level`). No table of
+    // attributes reads it; a reader would have to rebuild each request from its stages.
+    request_span: None,
 };
 
 /// TensorRT-LLM's table.
@@ -1033,6 +1120,9 @@ pub static TRTLLM: EngineDescriptor = EngineDescriptor {
         hits_written_at_first_hit: false,
         turn_off: "set `kv_cache_config.enable_block_reuse: false` in the --config YAML",
     }),
+    // Its spans were not examined; its per-request account is `/perf_metrics`
+    // (`RequestSource::TrtllmPerfMetrics`).
+    request_span: None,
 };
 
 /// The line uvicorn logs once the application serves; all three engines' HTTP servers

@@ -286,11 +286,8 @@ mod tests {
 
     fn records(requests: Vec<ServerRequest>) -> ServerRequests {
         ServerRequests {
-            source: RequestSource::OtlpSpan,
-            file: "spans.otlp.jsonl".into(),
-            anchor: None,
             requests,
-            skipped: 0,
+            ..ServerRequests::new(RequestSource::OtlpSpan, "spans.otlp.jsonl")
         }
     }
 

@@ -3,8 +3,8 @@
 //! TensorRT-LLM's `/perf_metrics`) and the KV-cache event stream (blocks stored and
 //! removed, the cache cleared). Plain data: `inferlint-live` receives them during a run,
 //! `inferlint-engines` reads the files the receivers wrote (and an OpenTelemetry
-//! Collector's), and [`crate::lives`] joins each request's server record with the load
-//! tool's row.
+//! Collector's), and the request timeline (`lives`) joins each request's server record
+//! with the load tool's row.
 //!
 //! Clocks. A server stamps its records on its own wall clock (Unix seconds); a receiver
 //! also stamps what it received with its wall and monotonic clocks, and each file says
@@ -93,9 +93,38 @@ pub struct ServerRequests {
     pub anchor: Option<ClockAnchor>,
     /// Each request, in the order received.
     pub requests: Vec<ServerRequest>,
-    /// Records that could not be read as a request (another span, a line that is not
-    /// JSON), counted.
+    /// Records that could not be read as a request (a line that is not JSON, a span of
+    /// the request's kind that is not whole), counted.
     pub skipped: u64,
+    /// Records of another kind, not requests (the server's other spans, a Collector's
+    /// metrics beside its traces), counted: not damage, and no request is missing.
+    pub other_records: u64,
+    /// Records of a request received again (an exporter that sent a batch a second time
+    /// after an answer it did not get), kept once and counted.
+    pub repeated: u64,
+    /// Values of a request that were there but could not be read (a duration that is
+    /// negative or not a number), each left `None` in its request and counted.
+    pub unreadable_values: u64,
+    /// Where and why the first record was skipped or a value could not be read, as a
+    /// reader names it (`line 4: not JSON`).
+    pub first_problem: Option<String>,
+}
+
+impl ServerRequests {
+    /// No request yet, from `source`, read from `file`.
+    pub fn new(source: RequestSource, file: impl Into<String>) -> ServerRequests {
+        ServerRequests {
+            source,
+            file: file.into(),
+            anchor: None,
+            requests: Vec::new(),
+            skipped: 0,
+            other_records: 0,
+            repeated: 0,
+            unreadable_values: 0,
+            first_problem: None,
+        }
+    }
 }
 
 /// KV-cache events summed over one second of the server's clock.

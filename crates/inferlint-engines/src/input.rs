@@ -67,6 +67,12 @@ pub const MAX_RESULT_BYTES: u64 = 1 << 30;
 /// without being held.
 pub const MAX_SERIES_LINE_BYTES: usize = 64 << 10;
 
+/// The longest line of a file of spans read: one export request of an exporter's batch,
+/// hundreds of kilobytes for vLLM's 512 spans; the receiver takes a message of at most
+/// 4 MiB, which its JSON encoding can make a few times longer. A longer line is skipped
+/// without being held.
+pub const MAX_SPAN_LINE_BYTES: usize = 64 << 20;
+
 /// `1.5 GiB`, `128 MiB`, `900 bytes`.
 pub fn size_text(bytes: u64) -> String {
     const UNITS: [(&str, u64); 3] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
@@ -166,6 +172,64 @@ pub fn read_bounded(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>, File
     Ok(bytes)
 }
 
+/// Calls `on_line` with each line of a file of JSON lines as it is read, without its line
+/// break (`\n`, or `\r\n`), a last line without one included. A line longer than `max`
+/// bytes is never held: `on_line` gets `None` in its place, once it ends.
+pub fn for_each_line_within(
+    path: &Path,
+    mut reader: impl Read,
+    max: usize,
+    mut on_line: impl FnMut(Option<&[u8]>),
+) -> Result<(), FileError> {
+    let mut buf = vec![0u8; 1 << 16];
+    // At most `max + 1` bytes of the line being read (room for a `\r` before its `\n`);
+    // `overlong` once it passed that, and the rest of it is dropped as it comes.
+    let mut line: Vec<u8> = Vec::new();
+    let mut overlong = false;
+    let take = |line: &mut Vec<u8>, overlong: &mut bool, bytes: &[u8]| {
+        if *overlong {
+            return;
+        }
+        if line.len() + bytes.len() > max + 1 {
+            *overlong = true;
+            *line = Vec::new();
+        } else {
+            line.extend_from_slice(bytes);
+        }
+    };
+    let mut emit = |line: &mut Vec<u8>, overlong: &mut bool| {
+        let text = line.strip_suffix(b"\r").unwrap_or(line);
+        if *overlong || text.len() > max {
+            on_line(None);
+        } else {
+            on_line(Some(text));
+        }
+        line.clear();
+        *overlong = false;
+    };
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(FileError::io(path, e)),
+        };
+        if n == 0 {
+            break;
+        }
+        let mut data = &buf[..n];
+        while let Some(at) = memchr::memchr(b'\n', data) {
+            take(&mut line, &mut overlong, &data[..at]);
+            emit(&mut line, &mut overlong);
+            data = &data[at + 1..];
+        }
+        take(&mut line, &mut overlong, data);
+    }
+    if overlong || !line.is_empty() {
+        emit(&mut line, &mut overlong);
+    }
+    Ok(())
+}
+
 /// The longest log line read; the rest of a longer one is dropped. Engines' lines are
 /// under a few kilobytes; TensorRT-LLM's settings line reaches tens.
 pub const MAX_LOG_LINE_BYTES: usize = 1 << 20;
@@ -225,4 +289,64 @@ pub fn for_each_log_line(
         emit(&mut line);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(text: &[u8], max: usize) -> Vec<Option<String>> {
+        let mut out = Vec::new();
+        // One byte at a time and all at once read the same lines.
+        for chunked in [false, true] {
+            let mut got = Vec::new();
+            let reader: Box<dyn Read> = if chunked {
+                Box::new(OneByte(text))
+            } else {
+                Box::new(text)
+            };
+            for_each_line_within(Path::new("f"), reader, max, |l| {
+                got.push(l.map(|b| String::from_utf8_lossy(b).into_owned()))
+            })
+            .unwrap();
+            if chunked {
+                assert_eq!(got, out);
+            } else {
+                out = got;
+            }
+        }
+        out
+    }
+
+    struct OneByte<'a>(&'a [u8]);
+
+    impl Read for OneByte<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            match self.0.split_first() {
+                Some((b, rest)) if !buf.is_empty() => {
+                    buf[0] = *b;
+                    self.0 = rest;
+                    Ok(1)
+                }
+                _ => Ok(0),
+            }
+        }
+    }
+
+    #[test]
+    fn lines_within_the_bound_are_read_and_longer_ones_passed_over() {
+        let s = |t: &str| Some(t.to_owned());
+        assert_eq!(
+            lines(b"abc\nabcd\r\nabcde\n\nab", 4),
+            [s("abc"), s("abcd"), None, s(""), s("ab")]
+        );
+        // A last line over the bound, without a line break.
+        assert_eq!(lines(b"a\nabcdef", 4), [s("a"), None]);
+        // Exactly the bound, then one over, each with and without `\r`.
+        assert_eq!(
+            lines(b"abcd\nabcd\r\nabcde\r\n", 4),
+            [s("abcd"), s("abcd"), None]
+        );
+        assert!(lines(b"", 4).is_empty());
+    }
 }

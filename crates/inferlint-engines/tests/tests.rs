@@ -12,3 +12,5 @@ mod kv_events;
 mod loadtools;
 /// Our Prometheus text parser on real scrapes and generated expositions.
 mod prom;
+/// The server's spans: the real vLLM's over both transports, and a Collector's file.
+mod spans;

@@ -19,6 +19,10 @@
 //! a panic) to run inside one. Nothing here installs a signal handler unless the caller
 //! asks for one with [`interrupted`].
 //!
+//! [`otlp::OtlpReceiver`] receives the OpenTelemetry spans a server exports during a run
+//! (gRPC and OTLP/HTTP on 127.0.0.1, on a thread and runtime of its own) and writes them
+//! to a file that `inferlint-engines` reads back.
+//!
 //! The decisions that a test should pin without a network or a clock are plain functions:
 //! the sampling schedule and its statistics ([`schedule`]), the gap and restart records
 //! ([`watch::gap_json`], [`watch::restart_json`]) and the probe's verdict
@@ -31,6 +35,7 @@ pub mod clock;
 pub mod fleet_watch;
 pub mod http;
 pub mod kv_events;
+pub mod otlp;
 pub mod probe;
 pub mod prometheus;
 pub mod record;
@@ -46,6 +51,7 @@ use std::future::Future;
 
 pub use blocking::Recorder;
 pub use http::{BaseUrl, BaseUrlError, HttpClient, HttpError};
+pub use otlp::{Listen, OtlpError, OtlpOptions, OtlpReceiver, OtlpSummary};
 pub use record::{RecordError, RecordOptions, Recording};
 pub use scrape::{NoMetrics, Scrape, ScrapeError, Scraper};
 pub use session::record;

@@ -196,7 +196,10 @@ async fn the_first_pages_cache_info_weighs_every_sample_after_it() {
         blocks = info.blocks_label,
     );
     let expected = whole_page_sample(&page);
-    assert!((expected.kv_usage.unwrap() - 0.2).abs() < 1e-12, "{expected:?}");
+    assert!(
+        (expected.kv_usage.unwrap() - 0.2).abs() < 1e-12,
+        "{expected:?}"
+    );
     let ports = serve_pages(Arc::new(page), 1, NameFilter::Honoured)
         .await
         .expect("listening");

@@ -8,6 +8,8 @@ mod common;
 /// The KV event subscriber against a ZeroMQ publisher made in the test: holes, replay,
 /// garbage, restarts.
 mod kv_events;
+/// The OTLP receiver: both transports, the real engine's bodies, every refusal.
+mod otlp;
 /// What each scrape after the first asks of the server, and that nothing is lost.
 mod pages;
 /// A run read from a stand-in Prometheus: the split, the replicas, the errors.

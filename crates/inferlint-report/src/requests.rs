@@ -407,7 +407,11 @@ fn request_title(
     if let Some(life) = server {
         text.push_str(&format!(
             ". The server (joined by {}): received {} after the send",
-            if life.by_id { "id" } else { "send time and length" },
+            if life.by_id {
+                "id"
+            } else {
+                "send time and length"
+            },
             format_duration_ms((life.arrival - r.sent) * 1000.0)
         ));
         if let Some(s) = life.scheduled {
@@ -417,10 +421,16 @@ fn request_title(
             ));
         }
         if let (Some(f), Some(s)) = (life.first_token, life.scheduled) {
-            text.push_str(&format!(", prefill {}", format_duration_ms((f - s) * 1000.0)));
+            text.push_str(&format!(
+                ", prefill {}",
+                format_duration_ms((f - s) * 1000.0)
+            ));
         }
         if let (Some(e), Some(f)) = (life.end, life.first_token) {
-            text.push_str(&format!(", decode {}", format_duration_ms((e - f) * 1000.0)));
+            text.push_str(&format!(
+                ", decode {}",
+                format_duration_ms((e - f) * 1000.0)
+            ));
         }
         if let Some(p) = life.preemptions.filter(|p| *p > 0) {
             text.push_str(&format!(", preempted {p} time{}", fmt::plural(p as f64)));

@@ -145,12 +145,13 @@ mod tests {
             seconds: vec![KvSecond {
                 second: 1_700_000_001,
                 stored_blocks: 40,
+                stored_tokens: 40 * 16,
                 removed_blocks: 3,
                 cleared: 0,
                 batches,
             }],
             gaps,
-            skipped: 0,
+            ..KvEvents::default()
         }
     }
 

@@ -1,7 +1,8 @@
 //! The files a run leaves: snapshots (`inferlint.snapshot/1`), series
 //! (`inferlint.series/1`), the KV-cache event stream a subscriber received
 //! (`inferlint.kv-events/1`), the boot log, the load tool's result file and its console log,
-//! and the run folder that holds them.
+//! the server's OpenTelemetry spans (`inferlint.otlp/1`, or a Collector's file), and the
+//! run folder that holds them.
 //!
 //! Formats are shared with the established Python tool in both directions: the same
 //! schema strings and field names, so either tool reads the other's recordings.
@@ -16,6 +17,7 @@ mod run_folder;
 mod series;
 mod series_line;
 mod snapshot;
+mod spans;
 
 pub use boot_log::{read_boot_log, BootLogFile};
 pub use kv_events::{
@@ -40,8 +42,10 @@ pub use snapshot::{
     SNAPSHOT_SCHEMA,
 };
 
+pub use spans::{otlp_header_json, read_spans, read_spans_from, OtlpHeader, OTLP_SCHEMA};
+
 // The input rules every reader keeps, where callers have always found them.
 pub use crate::input::{
     for_each_log_line, open_input, size_text, FileError, MAX_LOG_LINE_BYTES, MAX_RESULT_BYTES,
-    MAX_SERIES_LINE_BYTES, MAX_SNAPSHOT_BYTES,
+    MAX_SERIES_LINE_BYTES, MAX_SNAPSHOT_BYTES, MAX_SPAN_LINE_BYTES,
 };

@@ -387,7 +387,7 @@ pub fn series_sample_json(engine: Engine, sample: &SeriesSample) -> String {
 }
 
 /// JSON on one line with `": "` and `", "` separators, as Python's `json.dumps` writes.
-fn python_style_json(value: &impl serde::Serialize) -> String {
+pub(super) fn python_style_json(value: &impl serde::Serialize) -> String {
     struct Spaced;
     impl serde_json::ser::Formatter for Spaced {
         fn begin_object_key<W: ?Sized + io::Write>(
