@@ -96,10 +96,7 @@ pub fn figure(report: &Report) -> Markup {
             (0.0..=span).contains(&at).then(|| {
                 (
                     at,
-                    format!(
-                        "batches {} to {} lost: {}",
-                        g.from_seq, g.to_seq, g.reason
-                    ),
+                    format!("batches {} to {} lost: {}", g.from_seq, g.to_seq, g.reason),
                 )
             })
         })
@@ -114,7 +111,7 @@ pub fn figure(report: &Report) -> Markup {
         fmt::g((width * 100.0).round() / 100.0),
         match (events.gaps.len(), unplaced_gaps) {
             (0, _) => "No batch was lost.".to_owned(),
-            (n, 0) => format!("{n} hole{} in the stream, each a hatched band where it was found.", fmt::plural(n as f64)),
+            (n, 0) => format!("{n} hole{} in the stream, each a red band where it was found.", fmt::plural(n as f64)),
             (n, u) => format!("{n} hole{} in the stream ({u} not placed on the clock).", fmt::plural(n as f64)),
         }
     );
@@ -134,11 +131,6 @@ pub fn figure(report: &Report) -> Markup {
             }
             div.plot.static {
                 svg viewBox=(frame.view_box()) role="img" aria-label=(label) {
-                    defs {
-                        pattern #kv-hatch width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)" {
-                            line.kv-hatch x1="0" y1="0" x2="0" y2="6" {}
-                        }
-                    }
                     g.axis aria-hidden="true" {
                         @for v in &ticks {
                             text.ylabel x=(frame.left - 6.0) y=(f1(middle - up(*v as u64) + 4.0)) { (fmt::g(*v)) }
