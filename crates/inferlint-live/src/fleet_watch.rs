@@ -18,7 +18,7 @@ use inferlint_engines::{files, fleet};
 
 use crate::scrape::{Scrape, Scraper};
 use crate::stop::Stop;
-use crate::watch::{self, Event, Progress, WatchOptions};
+use crate::watch::{self, Event, Pages, Progress, WatchOptions, PAGE_CHOICE_AT_MOST};
 
 /// How many slots behind the quickest replica a slot is summed whatever the others.
 const SETTLE_SLOTS: u64 = 8;
@@ -60,6 +60,12 @@ pub async fn watch_fleet<W: Write + Send + 'static>(
     if members.is_empty() {
         return Ok((FleetProgress::default(), Vec::new()));
     }
+    // How each replica's samples ask for its page is chosen for all at once, before the
+    // one schedule starts: a choice's requests then take no replica's slot.
+    let members = match options.pages {
+        Pages::AskForLess => choose_pages(members, engine).await,
+        Pages::Whole => members,
+    };
     // Slot 0 is now, once every replica has answered its first scrape: not the earliest
     // first request, which would put every replica that answered sooner behind a
     // schedule that started while the slowest first scrape still ran.
@@ -180,4 +186,35 @@ fn put(out: &mut (impl Write + ?Sized), line: &str) -> io::Result<()> {
     bytes.push(b'\n');
     out.write_all(&bytes)?;
     out.flush()
+}
+/// Every member's page choice ([`Scraper::ask_for_less`]), asked of all at once, each
+/// within [`PAGE_CHOICE_AT_MOST`]; a member whose choice takes longer reads its whole
+/// page, as its header then says. Returns the members in the order given.
+async fn choose_pages<W: Write + Send + 'static>(
+    members: Vec<Member<W>>,
+    engine: Engine,
+) -> Vec<Member<W>> {
+    let mut tasks = tokio::task::JoinSet::new();
+    let count = members.len();
+    for (index, mut member) in members.into_iter().enumerate() {
+        tasks.spawn(async move {
+            let _ = tokio::time::timeout(
+                PAGE_CHOICE_AT_MOST,
+                member.scraper.ask_for_less(engine, &member.first.snapshot),
+            )
+            .await;
+            (index, member)
+        });
+    }
+    let mut chosen: Vec<Option<Member<W>>> = (0..count).map(|_| None).collect();
+    while let Some(joined) = tasks.join_next().await {
+        match joined {
+            Ok((index, member)) => chosen[index] = Some(member),
+            // A replica is never dropped silently: a choice that panicked is a bug, and
+            // it goes on as one.
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(_) => {}
+        }
+    }
+    chosen.into_iter().flatten().collect()
 }

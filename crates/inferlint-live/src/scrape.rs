@@ -129,6 +129,8 @@ pub struct Scraper {
     /// What a recording's samples read of each page, once [`Scraper::ask_for_less`]
     /// chose it.
     narrow: Option<Narrow>,
+    /// What [`Scraper::ask_for_less`] chose, once it has.
+    chosen: Option<PageRequest>,
 }
 
 /// How a recording's scrapes after the first read the page.
@@ -152,6 +154,7 @@ impl Scraper {
             timeout: SCRAPE_TIMEOUT,
             remembered: None,
             narrow: None,
+            chosen: None,
         }
     }
 
@@ -244,6 +247,17 @@ impl Scraper {
     /// in multiprocess mode finds no collector by name and serves nothing): either way,
     /// and on any failure, the whole page is read, narrowly, and the header says why.
     pub async fn ask_for_less(&mut self, engine: Engine, first: &Snapshot) -> PageRequest {
+        let chosen = self.choose_pages(engine, first).await;
+        self.chosen = Some(chosen.clone());
+        chosen
+    }
+
+    /// What [`Scraper::ask_for_less`] chose, once it has returned.
+    pub fn page_choice(&self) -> Option<&PageRequest> {
+        self.chosen.as_ref()
+    }
+
+    async fn choose_pages(&mut self, engine: Engine, first: &Snapshot) -> PageRequest {
         let descriptor = engine.descriptor();
         let keep = Arc::new(KeptNames::new(descriptor.recorded_sample_names()));
         let once = KeptNames::new(descriptor.static_sample_names());

@@ -64,9 +64,9 @@ pub enum Pages {
     Whole,
 }
 
-/// The longest the choice of [`Pages::AskForLess`] may take: its requests run between
-/// slot 0 and slot 1, and never past this.
-const PAGE_CHOICE_AT_MOST: Duration = Duration::from_secs(5);
+/// The longest the choice of [`Pages::AskForLess`] may take: its requests run after the
+/// first scrape and before the schedule of the samples after it starts.
+pub const PAGE_CHOICE_AT_MOST: Duration = Duration::from_secs(5);
 
 /// What the recording holds so far (the status line shows it).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -336,7 +336,6 @@ pub(crate) async fn watch_session<W: Write, O: Observer + ?Sized>(
     tokio::pin!(stop);
     let descriptor = engine.descriptor();
     let interval_ns = i64::try_from(options.interval.as_nanos()).unwrap_or(i64::MAX);
-    let schedule = Schedule::new(first.requested_ns, interval_ns);
     let end_ns = options.duration.map(|d| {
         first
             .requested_ns
@@ -348,29 +347,32 @@ pub(crate) async fn watch_session<W: Write, O: Observer + ?Sized>(
     let wall_of = |mono_ns: i64| wall0 + (mono_ns - mono0) as f64 / 1e9;
 
     // How the samples after slot 0 ask for the page is chosen before the header is
-    // written, which says so; the choice's requests end before slot 1 is due.
+    // written, which says so. A choice made before (a fleet makes every replica's before
+    // its one schedule starts) is taken as it is; one made here starts the schedule once
+    // it is made, so that its requests take no slot's place (slot 0 is the first scrape,
+    // slot 1 an interval after the choice), and never takes longer than
+    // PAGE_CHOICE_AT_MOST.
     let mut stopped = false;
-    let pages = match options.pages {
-        Pages::Whole => PageRequest {
+    let mut origin_ns = first.requested_ns;
+    let pages = match (options.pages, scraper.page_choice().cloned()) {
+        (Pages::Whole, _) => PageRequest {
             path: scraper.path().to_owned(),
             filtered_to: None,
             whole_because: Some("whole pages were asked for".into()),
         },
-        Pages::AskForLess => {
-            let room_ns = (interval_ns - 2 * FINE_SLEEP.as_nanos() as i64)
-                .min(PAGE_CHOICE_AT_MOST.as_nanos() as i64)
-                .max(0);
-            let by = timebase.instant(schedule.due_ns(0).saturating_add(room_ns));
+        (Pages::AskForLess, Some(chosen)) => chosen,
+        (Pages::AskForLess, None) => {
+            let by = tokio::time::Instant::now() + PAGE_CHOICE_AT_MOST;
             let path = scraper.path().to_owned();
             let took_too_long = || PageRequest {
                 path: path.clone(),
                 filtered_to: None,
                 whole_because: Some(format!(
-                    "the filtered page was not read within {:.3} s",
-                    room_ns as f64 / 1e9
+                    "the filtered page was not read within {} s",
+                    PAGE_CHOICE_AT_MOST.as_secs()
                 )),
             };
-            tokio::select! {
+            let chosen = tokio::select! {
                 chosen = tokio::time::timeout_at(by, scraper.ask_for_less(engine, &first.snapshot)) => {
                     chosen.unwrap_or_else(|_| took_too_long())
                 }
@@ -378,9 +380,12 @@ pub(crate) async fn watch_session<W: Write, O: Observer + ?Sized>(
                     stopped = true;
                     took_too_long()
                 }
-            }
+            };
+            origin_ns = origin_ns.max(clock::monotonic_ns());
+            chosen
         }
     };
+    let schedule = Schedule::new(origin_ns, interval_ns);
     let header = SeriesHeader {
         url: Some(scraper.base().to_string()),
         interval_s: Some(options.interval.as_secs_f64()),

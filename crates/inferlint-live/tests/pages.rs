@@ -212,3 +212,45 @@ async fn the_first_pages_cache_info_weighs_every_sample_after_it() {
         assert_eq!(without_clock(sample), expected);
     }
 }
+
+/// A server that takes 120 ms to answer the filtered question, recorded every 50 ms: the
+/// choice outlasts an interval, so the samples' schedule starts once it is made. The
+/// filter is still taken (not dropped for want of time), and no slot is missed for it:
+/// the recording holds no gap record.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_choice_delays_the_schedule_and_misses_no_slot() {
+    let page = real_page();
+    let ports = inferlint_sim::pages::serve_pages_slowly(
+        Arc::new(page.clone()),
+        1,
+        NameFilter::Honoured,
+        Duration::from_millis(120),
+    )
+    .await
+    .expect("listening");
+    let url = format!("http://127.0.0.1:{}", ports[0]);
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("slow");
+    let options = RecordOptions::default()
+        .interval(Duration::from_millis(50))
+        .duration(Duration::from_millis(1200))
+        .engine(Engine::Vllm)
+        .pages(Pages::AskForLess)
+        .folder(&folder);
+    record(&url, &options, std::future::pending())
+        .await
+        .unwrap();
+    let text = std::fs::read_to_string(folder.join("run.series.jsonl")).unwrap();
+    let mut samples = Vec::new();
+    let summary =
+        files::read_series(&folder.join("run.series.jsonl"), |s| samples.push(*s)).unwrap();
+    let pages = summary.header.unwrap().pages.unwrap();
+    assert_eq!(pages.path, "/metrics/", "{pages:?}");
+    assert!(pages.filtered_to.is_some());
+    // Each filtered page takes 120 ms, longer than the interval: those slots are gaps the
+    // recording states. None may come from the choice: the slot after it is an interval
+    // after it, so the first sample after the first scrape is not a gap's neighbour of it.
+    let first_gap = text.lines().position(|l| l.starts_with("{\"gap\""));
+    assert!(first_gap.is_none_or(|line| line > 2), "{text}");
+    assert!(samples.len() >= 2, "{text}");
+}

@@ -124,6 +124,17 @@ pub async fn serve_pages(
     count: usize,
     filter: NameFilter,
 ) -> std::io::Result<Vec<u16>> {
+    serve_pages_slowly(page, count, filter, std::time::Duration::ZERO).await
+}
+
+/// [`serve_pages`] whose every answer at `/metrics/` comes `delay` late: a server slow
+/// to render a filtered page (or a loaded machine).
+pub async fn serve_pages_slowly(
+    page: Arc<String>,
+    count: usize,
+    filter: NameFilter,
+    delay: std::time::Duration,
+) -> std::io::Result<Vec<u16>> {
     let mut ports = Vec::with_capacity(count);
     for _ in 0..count {
         let std_listener = std::net::TcpListener::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0))?;
@@ -137,7 +148,12 @@ pub async fn serve_pages(
                 tokio::spawn(async move {
                     let service = hyper::service::service_fn(move |request: Request<Incoming>| {
                         let page = Arc::clone(&page);
-                        async move { Ok::<_, std::convert::Infallible>(answer(&page, filter, &request)) }
+                        async move {
+                            if request.uri().path() == "/metrics/" && !delay.is_zero() {
+                                tokio::time::sleep(delay).await;
+                            }
+                            Ok::<_, std::convert::Infallible>(answer(&page, filter, &request))
+                        }
                     });
                     let _ = hyper::server::conn::http1::Builder::new()
                         .serve_connection(TokioIo::new(stream), service)
