@@ -248,6 +248,14 @@ impl Levels {
         }
     }
 
+    /// Adds the intervals of `other`, folded apart.
+    pub(crate) fn join(&mut self, other: Levels) {
+        for (level, units) in other.0 {
+            let sum = self.0.entry(level).or_insert(0);
+            *sum = sum.wrapping_add(units);
+        }
+    }
+
     /// Seconds at each level, in the order of the levels.
     pub(crate) fn seconds(&self) -> Vec<(i64, f64)> {
         self.0
@@ -591,6 +599,16 @@ mod tests {
             second.add(Some((0.0, Some(2.0))), intervals[intervals.len() - 1 - i]);
         }
         assert_eq!(first, second);
+        let mut split = Levels::default();
+        let mut rest = Levels::default();
+        for dt in &intervals[..2] {
+            split.add(Some((0.0, Some(2.0))), *dt);
+        }
+        for dt in &intervals[2..] {
+            rest.add(Some((0.0, Some(2.0))), *dt);
+        }
+        split.join(rest);
+        assert_eq!(split, first);
     }
 
     /// The cast the stretch and row indices take is the floor they were written with,
