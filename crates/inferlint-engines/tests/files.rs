@@ -534,8 +534,8 @@ fn the_ends_pass_over_what_the_reader_passes_over() {
             assert_eq!(ends, ends_by_reading(&path), "{text:.200}");
         }
     }
-    // Over 2 MiB: the windows at the head and the tail (a mebibyte each) do not meet,
-    // and each ends or starts inside a line.
+    // Over 2 MiB: the windows at the head and the tail (256 KiB each) do not meet, and
+    // each ends or starts inside a line.
     let text: String = (0..40_000)
         .map(|i| sample_line(1000.0 + i as f64 * 0.25) + "\n")
         .collect();

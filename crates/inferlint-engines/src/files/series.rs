@@ -105,15 +105,18 @@ pub fn read_series_stats_with<F: SampleFold>(
 }
 
 /// How far from each end of a series file [`series_ends`] looks for a sample: a line
-/// kept is at most [`MAX_SERIES_LINE_BYTES`], so this holds several whole ones.
-const ENDS_WINDOW: u64 = 1 << 20;
+/// kept is at most [`MAX_SERIES_LINE_BYTES`] (64 KiB), so this holds three whole ones
+/// at the least, and a recorder's samples (a few hundred bytes) by the hundred. Twice
+/// as much held at the start of a pass that holds a mebibyte per thread is memory a
+/// report can see at its peak.
+const ENDS_WINDOW: u64 = 256 << 10;
 
 /// The first and the last sample of a series file, read from its head and its tail
 /// without reading what lies between: the first sample line from the start, the last
 /// from the end (a cut-off last line counts, as the reader counts it), each one the
 /// reader would pass on unless time went back at it. `None` when either end shows no
-/// such sample within a mebibyte. A caller that must know the recording's span before
-/// the pass checks these against what the pass counted.
+/// such sample within 256 KiB. A caller that must know the recording's span before the
+/// pass checks these against what the pass counted.
 pub fn series_ends(path: &Path) -> Result<Option<(SeriesSample, SeriesSample)>, FileError> {
     use std::io::{Seek, SeekFrom};
     let io = |e| FileError::io(path, e);
