@@ -2,9 +2,10 @@
 //!
 //! The charts need the recording's shape, which the checks' pass over it folded beside
 //! their statistics ([`TimelinePass`], a day-long recording downsampled while it is read,
-//! never held). Where that pass cannot vouch for its timeline (the recording's ends did
-//! not show its first and last sample), the recording is streamed once more into a
-//! [`TimelineBuilder`] sized from the statistics. The page is then rendered and written to
+//! never held). Where that pass cannot vouch for its timeline (the file's ends were not
+//! the first and last sample on the clock the checks timed the recording by, or the
+//! preemption counter has fractions), the recording is streamed once more into a
+//! [`TimelineBuilder`] sized from the statistics, as it always was before. The page is then rendered and written to
 //! a temporary file beside the target and renamed over it, so a reader never sees half a
 //! report and a failed write leaves the old one.
 //!

@@ -13,9 +13,10 @@ impl Run {
     /// from anywhere. `title` replaces the default (`vLLM 0.11.0 run`).
     ///
     /// A run read from a folder draws its charts from the pass that read its recording
-    /// for the checks. Where that pass cannot vouch for them (a refused line at either
-    /// end of the recording, say) the recording is read again, so that file must still
-    /// be there: an error names it when it is not.
+    /// for the checks. Where that pass cannot vouch for them (a sample without its
+    /// monotonic clock between two that have one, a preemption counter with fractions)
+    /// the recording is read again, so that file must still be there: an error names it
+    /// when it is not.
     pub fn html(&self, report: &Report, title: Option<&str>) -> Result<String, Error> {
         let results = report.all();
         let usable_blocks = inferlint_report::usable_blocks(&results);
