@@ -329,6 +329,7 @@ fn write_pages(
                     results: &results,
                     insights: report.insights(),
                     series: files.series.as_deref(),
+                    charts: replica.run().charts(),
                     made_from: report_html::made_from(
                         &files.boot_logs,
                         [

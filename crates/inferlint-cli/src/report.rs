@@ -9,6 +9,7 @@ use inferlint_core::insights;
 use inferlint_core::status::count_line;
 use inferlint_engines::files::RunFiles;
 use inferlint_engines::load::{self, shown, EngineChoice};
+use inferlint_report::TimelinePass;
 
 use crate::cli::ReportArgs;
 use crate::exit::{worst, CliError, ExitCode};
@@ -36,8 +37,14 @@ pub(crate) fn report(
         reads: &reads,
     };
     let write_report = report_html::check(&destination, &overwrite)?;
-    let model = noted(choice, |c| load::load_run(c, &paths, args.requested, None))?;
-    let run = inferlint::Run::from_model(model, &load::given(&paths), paths.series.clone())?;
+    // The charts are folded in the checks' pass over the recording.
+    let (model, charts) = noted(choice, |c| {
+        load::load_run_folding(c, &paths, args.requested, None, |ends| {
+            TimelinePass::new(ends.first, ends.last, ends.after)
+        })
+    })?;
+    let run = inferlint::Run::from_model(model, &load::given(&paths), paths.series.clone())?
+        .with_charts(charts);
     let checked = run
         .check_with(&inferlint::CheckOptions::default().expect_cache_hits(args.expect_cache_hits));
     let results = checked.all();
@@ -47,6 +54,7 @@ pub(crate) fn report(
         results: &results,
         insights: checked.insights(),
         series: paths.series.as_deref(),
+        charts: run.charts(),
         made_from: report_html::made_from(
             &found_boot_logs,
             [
@@ -116,8 +124,9 @@ pub(crate) fn report(
 }
 
 /// The files to read: the run folder's, each replaced by the file its flag names. Refused:
-/// nothing to read, and a recording on standard input (the checks and the charts each
-/// read it, and a stream can be read once).
+/// nothing to read, and a recording on standard input (the charts are laid out from the
+/// recording's first and last sample, read from the file's two ends before the pass over
+/// the rest, and a stream shows its last sample only at its end).
 fn files_named(args: &ReportArgs) -> Result<(RunFiles, Vec<PathBuf>), CliError> {
     let mut found = RunFiles::default();
     if let Some(dir) = &args.run {
@@ -157,7 +166,7 @@ fn files_named(args: &ReportArgs) -> Result<(RunFiles, Vec<PathBuf>), CliError> 
         .is_some_and(|p| p.as_os_str() == load::STDIN)
     {
         return Err(CliError::usage(
-            "report reads the recording twice (the checks, then the charts): give it as a file, not as - (standard input)",
+            "report lays its charts out from the recording's first and last sample before it reads the rest: give it as a file, not as - (standard input)",
         ));
     }
     Ok((paths, found.boot_logs))

@@ -1,10 +1,13 @@
 //! Writing report.html: glue between the report command and inferlint-report.
 //!
-//! The checks folded the recording into statistics only; the charts need its shape, so
-//! the recording is streamed once more into a [`TimelineBuilder`] sized from those
-//! statistics (a day-long recording is downsampled while it is read, never held). The page
-//! is then rendered and written to a temporary file beside the target and renamed over
-//! it, so a reader never sees half a report and a failed write leaves the old one.
+//! The charts need the recording's shape, which the checks' pass over it folded beside
+//! their statistics ([`TimelinePass`], a day-long recording downsampled while it is read,
+//! never held). Where that pass cannot vouch for its timeline (the file's ends were not
+//! the first and last sample on the clock the checks timed the recording by, or the
+//! preemption counter has fractions), the recording is streamed once more into a
+//! [`TimelineBuilder`] sized from the statistics, as it always was before. The page is then rendered and written to
+//! a temporary file beside the target and renamed over it, so a reader never sees half a
+//! report and a failed write leaves the old one.
 //!
 //! What it may write over: nothing the report reads, `--force` or not; a report inferlint
 //! wrote (so `report RUN` again regenerates RUN/report.html); any other file only with
@@ -23,8 +26,9 @@ use inferlint_core::insights::Insight;
 use inferlint_core::run::Run;
 use inferlint_core::status::CheckResult;
 use inferlint_engines::files;
+use inferlint_engines::load::Folded;
 use inferlint_engines::output::{self, OutputError, Rule};
-use inferlint_report::{Report, Timeline, TimelineBuilder, TimelineSetup};
+use inferlint_report::{Report, Timeline, TimelineBuilder, TimelinePass, TimelineSetup};
 
 use crate::exit::CliError;
 use crate::output::eprint_line;
@@ -56,8 +60,10 @@ pub struct Inputs<'a> {
     pub run: &'a Run,
     pub results: &'a [CheckResult],
     pub insights: &'a [Insight],
-    /// The recording, read again for the charts.
+    /// The recording, read again for the charts when `charts` cannot vouch for them.
     pub series: Option<&'a Path>,
+    /// The timeline the checks' pass over the recording folded for the charts.
+    pub charts: Option<&'a Folded<TimelinePass>>,
     pub made_from: Vec<String>,
     pub title: Option<&'a str>,
 }
@@ -84,12 +90,19 @@ pub fn made_from(boot_logs: &[PathBuf], others: [Option<&Path>; 4]) -> Vec<Strin
         .collect()
 }
 
-/// The recording folded for drawing, with the address its header names.
+/// The recording folded for drawing, with the address its header names: the checks'
+/// pass's timeline where it vouches for it, else the recording read again.
 fn timeline(inputs: &Inputs) -> Result<Option<(Timeline, Option<String>)>, CliError> {
     let (Some(path), Some(stats)) = (inputs.series, inputs.run.series.as_ref()) else {
         return Ok(None);
     };
     let usable_blocks = inferlint_report::usable_blocks(inputs.results);
+    if let Some(charts) = inputs.charts {
+        if let Some(mut timeline) = charts.fold.finish(stats, inputs.run.engine, usable_blocks) {
+            timeline.setup.interval_s = charts.header.interval_s;
+            return Ok(Some((timeline, charts.header.url.clone())));
+        }
+    }
     let Some(setup) = TimelineSetup::new(stats, inputs.run.engine, usable_blocks, None) else {
         return Ok(None);
     };

@@ -251,7 +251,8 @@ fn standard_input_is_read_whole_as_a_dash() {
     let o = piped(&["series", "-", "--requested", "32", "--json"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert_eq!(json_results(&o), json_results(&from_file));
-    // report reads the recording twice: a stream is refused, not half read.
+    // report reads the recording's last sample before the rest: a stream is refused, not
+    // half read.
     let o = piped(&["report", "--series", "-", "-o", "r.html"]);
     assert_eq!(o.status.code(), Some(USAGE));
     assert!(

@@ -40,6 +40,8 @@ mod missing_input;
 mod mutations;
 /// One account of each run: a figure said twice in one output has one value.
 mod one_account;
+/// The report's charts from the checks' pass: the page reading the recording again gives.
+mod one_pass;
 /// --junit, schema, completions and colour.
 mod pipelines;
 /// The real vLLM CPU build's recordings (fixtures/real), and xray driving the real engine.

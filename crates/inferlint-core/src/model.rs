@@ -183,6 +183,20 @@ pub struct SeriesSample {
     pub gpu: GpuReading,
 }
 
+/// A fold over a recording's samples that a reader can split: each stretch of the file is
+/// folded into its own copy of the empty fold, on a thread of its own, and the stretches
+/// are joined in file order. The checks' statistics fold this way, and so does whatever a
+/// caller folds in the same pass over the file (the report's charts).
+pub trait SampleFold: Clone + Send + Sync {
+    /// Folds one sample in; samples arrive in recording order.
+    fn push(&mut self, sample: &SeriesSample);
+
+    /// Joins `right`, the fold of the samples that follow, onto `self`, the fold of every
+    /// sample before them from the recording's first.
+    #[must_use]
+    fn merge(self, right: Self) -> Self;
+}
+
 /// The largest whole number an `f64` holds exactly: a count above it cannot be a count
 /// anything recorded.
 pub const MAX_EXACT_COUNT: f64 = 9_007_199_254_740_992.0;

@@ -20,7 +20,7 @@ use inferlint_core::checks::boot;
 use inferlint_core::checks::counters::out_of_order;
 use inferlint_core::checks::series::SeriesStats;
 use inferlint_core::identity;
-use inferlint_core::model::{BootFacts, Snapshot};
+use inferlint_core::model::{BootFacts, SampleFold, SeriesHeader, SeriesSample, Snapshot};
 use inferlint_core::run::Run;
 use inferlint_core::Engine;
 
@@ -406,13 +406,29 @@ fn refuse_one_file_twice(before: &Path, after: &Path) -> Result<(), LoadError> {
 /// in order, for [`STDIN`]), recording its engine and noting gap records and skipped
 /// lines.
 pub fn load_series(choice: &mut EngineChoice, path: &Path) -> Result<SeriesStats, LoadError> {
-    let (stats, summary) = if path.as_os_str() == STDIN {
+    load_series_with(choice, path, None::<SeriesStats>).map(|(stats, _)| stats)
+}
+
+/// [`load_series`], with `side` folded in the same pass over the file, when the recording
+/// is a file; it comes back with the recording's header.
+fn load_series_with<F: SampleFold>(
+    choice: &mut EngineChoice,
+    path: &Path,
+    side: Option<F>,
+) -> Result<(SeriesStats, Option<Folded<F>>), LoadError> {
+    let (stats, summary, side) = if path.as_os_str() == STDIN {
         // A pipe is read once, in order, to its end.
-        files::read_series_stats_from(Path::new("standard input"), std::io::stdin().lock())?
+        let (stats, summary) =
+            files::read_series_stats_from(Path::new("standard input"), std::io::stdin().lock())?;
+        (stats, summary, None)
     } else {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        files::read_series_stats(path, threads)?
+        files::read_series_stats_with(path, threads, side)?
     };
+    let side = side.map(|fold| Folded {
+        fold,
+        header: summary.header.clone().unwrap_or_default(),
+    });
     let engine = summary.header.as_ref().and_then(|h| h.engine);
     choice.input(&shown(path), engine)?;
     if summary.markers > 0 {
@@ -434,7 +450,31 @@ pub fn load_series(choice: &mut EngineChoice, path: &Path) -> Result<SeriesStats
     if let Some(step) = stats.wall_steps.message() {
         choice.note(format!("{}: {step}", shown(path)));
     }
-    Ok(stats)
+    Ok((stats, side))
+}
+
+/// What a caller folded in the pass over the recording, beside the checks' statistics
+/// ([`load_run_folding`]), with the recording's header (its interval, its address).
+#[derive(Debug, Clone)]
+pub struct Folded<F> {
+    /// The caller's fold, every sample the checks read folded in.
+    pub fold: F,
+    /// The recording's header (the last one, as the reader keeps it); empty without one.
+    pub header: SeriesHeader,
+}
+
+/// What a caller's fold may need to know before the pass over the recording begins: the
+/// recording's first and last sample, read from the file's ends ([`files::series_ends`];
+/// the pass counts them again, so the caller checks its fold against the statistics), and
+/// the after reading, when there is one.
+#[derive(Debug, Clone, Copy)]
+pub struct FoldStart<'a> {
+    /// The first sample, as the file's head shows it.
+    pub first: &'a SeriesSample,
+    /// The last sample, as the file's tail shows it.
+    pub last: &'a SeriesSample,
+    /// The after reading.
+    pub after: Option<&'a Snapshot>,
 }
 
 /// Reads one boot log into its facts, recording its engine; a file that is no server's
@@ -539,6 +579,23 @@ pub fn load_run(
     requested: Option<u64>,
     engine: Option<Engine>,
 ) -> Result<Run, LoadError> {
+    load_run_folding(choice, files, requested, engine, |_| None::<SeriesStats>).map(|(run, _)| run)
+}
+
+/// [`load_run`], with a fold of the caller's in the same pass over the recording as the
+/// checks' statistics, so that a caller that needs more of the recording (the report's
+/// charts) does not read it again. `side` is asked for its empty fold once the readings
+/// are read, with the recording's ends ([`FoldStart`]); it returns `None` to fold nothing.
+/// No fold comes back for a recording read from standard input (nothing shows its last
+/// sample before the pass), for a recording whose ends show no sample, or for a run
+/// without a recording.
+pub fn load_run_folding<F: SampleFold>(
+    choice: &mut EngineChoice,
+    files: &RunFiles,
+    requested: Option<u64>,
+    engine: Option<Engine>,
+    side: impl FnOnce(FoldStart<'_>) -> Option<F>,
+) -> Result<(Run, Option<Folded<F>>), LoadError> {
     let boots = load_boots(choice, &files.boot_logs)?;
     let before = files
         .before
@@ -553,11 +610,28 @@ pub fn load_run(
     if let (Some(before), Some(after)) = (&files.before, &files.after) {
         refuse_one_file_twice(before, after)?;
     }
-    let series = files
-        .series
-        .as_deref()
-        .map(|p| load_series(choice, p))
-        .transpose()?;
+    let (series, folded) = match files.series.as_deref() {
+        Some(path) => {
+            let side = if path.as_os_str() == STDIN {
+                None
+            } else {
+                // A file whose ends cannot be read now fails in the pass, which says why.
+                files::series_ends(path)
+                    .ok()
+                    .flatten()
+                    .and_then(|(first, last)| {
+                        side(FoldStart {
+                            first: &first,
+                            last: &last,
+                            after: after.as_ref(),
+                        })
+                    })
+            };
+            let (stats, folded) = load_series_with(choice, path, side)?;
+            (Some(stats), folded)
+        }
+        None => (None, None),
+    };
     let mut bench = if files.bench_candidates.len() > 1 {
         Some(choose_bench(
             choice,
@@ -619,7 +693,7 @@ pub fn load_run(
     for note in &run.notes {
         choice.note(note.clone());
     }
-    Ok(run)
+    Ok((run, folded))
 }
 
 #[cfg(test)]

@@ -429,3 +429,171 @@ fn the_new_tripwires_fold_in_stretches_as_in_one_pass() {
         assert_eq!(key(&stats), key(&one), "{stretches} stretches");
     }
 }
+
+/// The first and the last sample one pass passes on, from a full read.
+fn ends_by_reading(path: &Path) -> Option<(SeriesSample, SeriesSample)> {
+    let mut ends: Option<(SeriesSample, SeriesSample)> = None;
+    if let Err(e) = files::read_series(path, |s| match ends.as_mut() {
+        Some((_, last)) => *last = *s,
+        None => ends = Some((*s, *s)),
+    }) {
+        panic!("{e}");
+    }
+    ends
+}
+
+/// The ends of a file, read from its head and tail, are the first and the last sample a
+/// full read passes on, in every recording and every series of the fixtures.
+#[test]
+fn the_ends_of_every_series_are_its_first_and_last_sample() {
+    let mut series = Vec::new();
+    let mut folders = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")];
+    folders.extend(crate::common::recorded());
+    while let Some(dir) = folders.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if path.to_string_lossy().ends_with(".series.jsonl") {
+                series.push(path);
+            }
+        }
+    }
+    assert!(series.len() > 40, "{series:?}");
+    for path in series {
+        let read = ends_by_reading(&path);
+        let ends = files::series_ends(&path).unwrap();
+        // Only a refused line at an end (a second recording, time going back at the last
+        // sample) makes the two differ; the reader then says so.
+        if ends != read {
+            let mut summary = None;
+            let _ = files::read_series(&path, |_| {}).map(|s| summary = Some(s));
+            assert!(
+                summary.is_some_and(|s| s.refused.is_some()),
+                "{}: ends {ends:?}, read {read:?}",
+                path.display()
+            );
+        }
+    }
+}
+
+fn sample_line(t: f64) -> String {
+    format!(
+        r#"{{"t_wall": {t:.2}, "t_mono_ns": {}, "running": 1.0}}"#,
+        (t * 1e9) as i64
+    )
+}
+
+/// What the reader passes over at either end, the ends pass over too: a header, a blank
+/// line, a line that is not JSON, a reading that cannot be, a line longer than the reader
+/// keeps; a cut-off last line that still reads as a sample counts, as the reader counts
+/// it. A file larger than the window at each end is read at its ends only.
+#[test]
+fn the_ends_pass_over_what_the_reader_passes_over() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("s.series.jsonl");
+    let header = r#"{"schema": "inferlint.series/1", "engine": "vllm", "interval_s": 0.25}"#;
+    let overlong = format!(r#"{{"t_wall": 99.0, "pad": "{}"}}"#, "x".repeat(70_000));
+    let cases: Vec<(String, Option<(f64, f64)>)> = vec![
+        (
+            [
+                header,
+                "",
+                "not json",
+                r#"{"t_wall": 5.0, "running": -1.0}"#,
+            ]
+            .iter()
+            .map(|l| format!("{l}\n"))
+            .chain([sample_line(10.0) + "\n", sample_line(11.0) + "\n"])
+            .chain(["garbage\n".to_owned(), overlong.clone() + "\n"])
+            .collect(),
+            Some((10.0, 11.0)),
+        ),
+        // A last line without its newline, whole: a sample. Cut inside: not one.
+        (
+            format!("{header}\n{}\n{}", sample_line(10.0), sample_line(12.0)),
+            Some((10.0, 12.0)),
+        ),
+        (
+            format!(
+                "{header}\n{}\n{}\n{}",
+                sample_line(10.0),
+                sample_line(11.0),
+                &sample_line(12.0)[..20]
+            ),
+            Some((10.0, 11.0)),
+        ),
+        (format!("{header}\n"), None),
+        (format!("{}\n", overlong), None),
+    ];
+    for (text, want) in cases {
+        std::fs::write(&path, &text).unwrap();
+        let ends = files::series_ends(&path).unwrap();
+        assert_eq!(ends.map(|(a, b)| (a.t_wall, b.t_wall)), want, "{text:.200}");
+        if want.is_some() {
+            assert_eq!(ends, ends_by_reading(&path), "{text:.200}");
+        }
+    }
+    // Over 2 MiB: the windows at the head and the tail (256 KiB each) do not meet, and
+    // each ends or starts inside a line.
+    let text: String = (0..40_000)
+        .map(|i| sample_line(1000.0 + i as f64 * 0.25) + "\n")
+        .collect();
+    assert!(text.len() > 2 << 20);
+    std::fs::write(&path, &text).unwrap();
+    let ends = files::series_ends(&path).unwrap();
+    assert_eq!(
+        ends.map(|(a, b)| (a.t_wall, b.t_wall)),
+        Some((1000.0, 10999.75))
+    );
+    assert_eq!(ends, ends_by_reading(&path));
+}
+
+/// A fold that keeps the time of every sample it is given, to see what a side fold sees.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Times(Vec<f64>);
+
+impl inferlint_core::model::SampleFold for Times {
+    fn push(&mut self, sample: &SeriesSample) {
+        self.0.push(sample.t_wall);
+    }
+
+    fn merge(mut self, right: Times) -> Times {
+        self.0.extend(right.0);
+        self
+    }
+}
+
+/// A fold carried beside the checks' statistics sees every sample one pass passes on, in
+/// order, once, on a file read on several threads (over 4 MiB) as on a small one; with a
+/// refused line the file is folded again in one pass, the side fold with it.
+#[test]
+fn a_side_fold_sees_what_one_pass_passes_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("s.series.jsonl");
+    let mut lines: Vec<String> = (0..70_000)
+        .map(|i| sample_line(1000.0 + i as f64 * 0.25))
+        .collect();
+    for refuse in [false, true] {
+        if refuse {
+            // Time going back in the middle of the file, where a stretch starts.
+            lines[35_000] = sample_line(10.0);
+        }
+        let text = lines.join("\n") + "\n";
+        assert!(text.len() > 4 << 20);
+        std::fs::write(&path, text).unwrap();
+        let mut one_pass = Vec::new();
+        let summary = files::read_series(&path, |s| one_pass.push(s.t_wall)).unwrap();
+        assert_eq!(summary.refused.is_some(), refuse);
+        for threads in [1, 2, 3] {
+            let (stats, with_side, side) =
+                files::read_series_stats_with(&path, threads, Some(Times::default())).unwrap();
+            assert_eq!(side, Some(Times(one_pass.clone())), "{threads} threads");
+            assert_eq!(stats.samples, one_pass.len());
+            assert_eq!(with_side, summary);
+            let (_, _, none) =
+                files::read_series_stats_with::<Times>(&path, threads, None).unwrap();
+            assert_eq!(none, None);
+        }
+    }
+}

@@ -5,7 +5,7 @@
 //! the run `inferlint demo` writes (`fixtures/sim/vllm-hybrid`) repeated end to end with
 //! its counters carried on, the way `cargo xtask bigseries` builds the command-line
 //! benchmark's file. The whole command on
-//! such a file (reading it twice included) is measured as `docs/report.md` says.
+//! such a file is measured as `docs/report.md` says (`bench/report.sh`).
 
 use std::hint::black_box;
 use std::path::Path;
@@ -13,11 +13,12 @@ use std::path::Path;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use inferlint_core::checks::series::SeriesStats;
 use inferlint_core::engine::VLLM;
+use inferlint_core::model::SampleFold;
 use inferlint_core::run::check_run;
 use inferlint_core::SeriesSample;
 use inferlint_engines::files;
 use inferlint_engines::load::{self, EngineChoice};
-use inferlint_report::{Report, Timeline, TimelineBuilder, TimelineSetup};
+use inferlint_report::{Report, Timeline, TimelineBuilder, TimelinePass, TimelineSetup};
 
 const DAY: usize = 345_600;
 
@@ -82,6 +83,25 @@ fn bench(c: &mut Criterion) {
                 builder.push(black_box(s));
             }
             builder.finish()
+        })
+    });
+    // The same fold as the checks' pass makes it, in two stretches joined (a 2-core
+    // machine's threads), with the fit in the cache folded with and without the block
+    // count.
+    let (first, last) = (samples[0], samples[samples.len() - 1]);
+    let empty = TimelinePass::new(&first, &last, run.after.as_ref())
+        .unwrap_or_else(|| unreachable!("the demo's recording has a span"));
+    group.bench_function("fold_timeline_pass", |b| {
+        b.iter(|| {
+            let (left, right) = samples.split_at(samples.len() / 2);
+            let half = |part: &[SeriesSample]| {
+                let mut pass = empty.clone();
+                for s in part {
+                    pass.push(black_box(s));
+                }
+                pass
+            };
+            half(left).merge(half(right)).finish(&stats, &VLLM, usable)
         })
     });
     let timeline = Timeline::from_samples(&VLLM, usable, Some(0.25), &samples);

@@ -30,6 +30,7 @@ mod sections;
 mod svg;
 pub mod sweep;
 pub mod timeline;
+pub mod timeline_pass;
 mod words;
 
 use maud::{html, Markup, PreEscaped, DOCTYPE};
@@ -38,6 +39,7 @@ pub use csp::{policy, policy_without_script, source_hash};
 pub use page::{SCRIPT, STYLE};
 pub use report::{title, usable_blocks, Report};
 pub use timeline::{Timeline, TimelineBuilder, TimelineSetup};
+pub use timeline_pass::TimelinePass;
 
 use page::{bidi_shown, FAVICON};
 

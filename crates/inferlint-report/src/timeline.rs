@@ -27,6 +27,8 @@ const ROW_STEPS: [f64; 22] = [
 ];
 /// The window of the output-tokens-per-second line.
 const RATE_WINDOW_S: f64 = 1.0;
+/// 2^64: seconds are summed in units of 2^-64 s ([`Levels`]).
+const FIXED_UNITS_PER_S: f64 = 18_446_744_073_709_551_616.0;
 
 /// The lowest, highest and last reading of one gauge within a stretch.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -39,7 +41,7 @@ pub struct Range {
     pub last: f64,
 }
 
-fn widen(range: &mut Option<Range>, value: Option<f64>) {
+pub(crate) fn widen(range: &mut Option<Range>, value: Option<f64>) {
     let Some(v) = value.filter(|v| v.is_finite()) else {
         return;
     };
@@ -86,7 +88,7 @@ pub struct Stretch {
 }
 
 impl Stretch {
-    fn fold(&mut self, t: f64, s: &Reading) {
+    pub(crate) fn fold(&mut self, t: f64, s: &Reading) {
         if self.samples == 0 {
             self.t_first = t;
         }
@@ -156,26 +158,138 @@ impl TimelineSetup {
     /// The table step: the smallest round step that keeps the table within
     /// [`MAX_ROWS`] rows.
     pub fn row_step_s(&self) -> f64 {
-        let wanted = self.span_s / MAX_ROWS as f64;
-        // Past the longest round step (a recording of years, or a damaged clock), the
-        // step is the span's own share: the table never has more than MAX_ROWS + 1 rows.
-        ROW_STEPS
-            .iter()
-            .copied()
-            .find(|s| *s >= wanted)
-            .unwrap_or(wanted)
+        row_step_for(self.span_s)
     }
 }
 
+/// The table step of a recording `span_s` long: the smallest round step that keeps the
+/// table within [`MAX_ROWS`] rows.
+pub(crate) fn row_step_for(span_s: f64) -> f64 {
+    let wanted = span_s / MAX_ROWS as f64;
+    // Past the longest round step (a recording of years, or a damaged clock), the step
+    // is the span's own share: the table never has more than MAX_ROWS + 1 rows.
+    ROW_STEPS
+        .iter()
+        .copied()
+        .find(|s| *s >= wanted)
+        .unwrap_or(wanted)
+}
+
+/// How many table rows of `row_step_s` a recording `span_s` long has room for.
+pub(crate) fn row_count(span_s: f64, row_step_s: f64) -> usize {
+    if span_s > 0.0 {
+        (span_s / row_step_s).floor() as usize + 1
+    } else {
+        1
+    }
+}
+
+/// The table row a sample `t` seconds into the recording falls in.
+pub(crate) fn row_index(t: f64, row_step_s: f64, rows: usize) -> usize {
+    whole_part(t / row_step_s).min(rows - 1)
+}
+
+/// The whole part of `x`, 0 below 0 (and for NaN): `x.floor().max(0.0) as usize`, which a
+/// cast gives alone (it truncates toward zero and saturates), without a call to `floor`
+/// for each sample.
+fn whole_part(x: f64) -> usize {
+    x as usize
+}
+
 /// One sample, with what the timeline derives from it.
-struct Reading {
+pub(crate) struct Reading {
+    pub(crate) running: Option<f64>,
+    pub(crate) waiting: Option<f64>,
+    pub(crate) kv_usage: Option<f64>,
+    pub(crate) fit_in_cache: Option<f64>,
+    pub(crate) tokens_per_s: Option<f64>,
+    pub(crate) preemptions_gained: f64,
+    pub(crate) preemptions_so_far: f64,
+}
+
+/// A reading of a gauge, when it is a number.
+pub(crate) fn finite(v: Option<f64>) -> Option<f64> {
+    v.filter(|x| x.is_finite())
+}
+
+/// How many requests fit in the cache at a sample with `running` requests and the cache
+/// `kv_usage` full, counted only on a full cache ([`SATURATED_USAGE`] or more).
+pub(crate) fn fit_at(
     running: Option<f64>,
-    waiting: Option<f64>,
     kv_usage: Option<f64>,
-    fit_in_cache: Option<f64>,
-    tokens_per_s: Option<f64>,
-    preemptions_gained: f64,
-    preemptions_so_far: f64,
+    usable_blocks: Option<u64>,
+) -> Option<f64> {
+    match (running, kv_usage) {
+        (Some(r), Some(u)) if r > 0.0 && u >= SATURATED_USAGE => {
+            Some(fit_in_cache(r, u, usable_blocks))
+        }
+        _ => None,
+    }
+}
+
+/// Seconds spent at each number of running requests: each interval between two samples
+/// counted at the earlier sample's number. Each interval is held in units of 2^-64 s and
+/// the units are summed as integers, so the sum is exact and the same whatever the order
+/// the intervals are added in (one by one, or a stretch of the file at a time and the
+/// stretches joined); it is rounded to seconds once, at the end.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Levels(BTreeMap<i64, i128>);
+
+impl Levels {
+    /// Counts the interval from the sample `before` (its time and running requests) to
+    /// the next one, at `t`.
+    pub(crate) fn add(&mut self, before: Option<(f64, Option<f64>)>, t: f64) {
+        if let Some((t_before, Some(level))) = before {
+            if level >= 0.0 && t > t_before {
+                let units = ((t - t_before) * FIXED_UNITS_PER_S).round() as i128;
+                let sum = self.0.entry(level.round() as i64).or_insert(0);
+                *sum = sum.wrapping_add(units);
+            }
+        }
+    }
+
+    /// Adds the intervals of `other`, folded apart.
+    pub(crate) fn join(&mut self, other: Levels) {
+        for (level, units) in other.0 {
+            let sum = self.0.entry(level).or_insert(0);
+            *sum = sum.wrapping_add(units);
+        }
+    }
+
+    /// Seconds at each level, in the order of the levels.
+    pub(crate) fn seconds(&self) -> Vec<(i64, f64)> {
+        self.0
+            .iter()
+            .map(|(level, units)| (*level, *units as f64 / FIXED_UNITS_PER_S))
+            .collect()
+    }
+}
+
+/// The last second or so of readings of the generation counter: (time, counter).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct RateWindow(VecDeque<(f64, f64)>);
+
+impl RateWindow {
+    /// Folds in a reading of the counter at `t`: the output tokens per second over the
+    /// window that ends there (from the latest reading at least [`RATE_WINDOW_S`]
+    /// earlier), and whether the counter went back (a restart), which empties the window
+    /// first.
+    pub(crate) fn push(&mut self, t: f64, generated: f64) -> (Option<f64>, bool) {
+        let reset = self.0.back().is_some_and(|&(_, g)| generated < g);
+        if reset {
+            self.0.clear();
+        }
+        self.0.push_back((t, generated));
+        while self.0.len() >= 2 && self.0[1].0 <= t - RATE_WINDOW_S {
+            self.0.pop_front();
+        }
+        let rate = self
+            .0
+            .front()
+            .filter(|&&(t0, _)| t0 <= t - RATE_WINDOW_S && t > t0)
+            .map(|&(t0, g0)| (generated - g0) / (t - t0));
+        (rate, reset)
+    }
 }
 
 /// Folds samples, in recording order, into a [`Timeline`].
@@ -185,13 +299,12 @@ pub struct TimelineBuilder {
     points: Vec<Stretch>,
     rows: Vec<Stretch>,
     row_step_s: f64,
-    seconds_at_level: BTreeMap<i64, f64>,
+    seconds_at_level: Levels,
     previous: Option<(f64, Option<f64>)>,
     last_preemptions: Option<f64>,
     preemptions_so_far: f64,
     preemption_readings: usize,
-    /// (time, generation counter) of the last second or so of samples.
-    rate_window: VecDeque<(f64, f64)>,
+    rate_window: RateWindow,
     samples: usize,
 }
 
@@ -199,11 +312,7 @@ impl TimelineBuilder {
     /// A builder sized from the first pass's counts.
     pub fn new(setup: TimelineSetup) -> TimelineBuilder {
         let row_step_s = setup.row_step_s();
-        let rows = if setup.span_s > 0.0 {
-            (setup.span_s / row_step_s).floor() as usize + 1
-        } else {
-            1
-        };
+        let rows = row_count(setup.span_s, row_step_s);
         let points = if setup.downsampled() {
             vec![Stretch::default(); MAX_POINTS]
         } else {
@@ -213,12 +322,12 @@ impl TimelineBuilder {
             points,
             rows: vec![Stretch::default(); rows],
             row_step_s,
-            seconds_at_level: BTreeMap::new(),
+            seconds_at_level: Levels::default(),
             previous: None,
             last_preemptions: None,
             preemptions_so_far: 0.0,
             preemption_readings: 0,
-            rate_window: VecDeque::new(),
+            rate_window: RateWindow::default(),
             samples: 0,
             setup,
         }
@@ -235,17 +344,11 @@ impl TimelineBuilder {
     /// Folds one sample in.
     pub fn push(&mut self, sample: &SeriesSample) {
         let t = self.seconds(sample);
-        let finite = |v: Option<f64>| v.filter(|x| x.is_finite());
         let running = finite(sample.running);
         let kv_usage = finite(sample.kv_usage);
-        let fit_in_cache = match (running, kv_usage) {
-            (Some(r), Some(u)) if r > 0.0 && u >= SATURATED_USAGE => {
-                Some(fit_in_cache(r, u, self.setup.usable_blocks))
-            }
-            _ => None,
-        };
+        let fit_in_cache = fit_at(running, kv_usage, self.setup.usable_blocks);
         let tokens_per_s = if self.setup.tokens_per_second {
-            finite(sample.generation_tokens).and_then(|g| self.sliding_rate(t, g))
+            finite(sample.generation_tokens).and_then(|g| self.rate_window.push(t, g).0)
         } else {
             None
         };
@@ -259,14 +362,7 @@ impl TimelineBuilder {
             self.last_preemptions = Some(p);
         }
         self.preemptions_so_far += preemptions_gained;
-        if let Some((t_before, Some(level))) = self.previous {
-            if level >= 0.0 && t > t_before {
-                *self
-                    .seconds_at_level
-                    .entry(level.round() as i64)
-                    .or_insert(0.0) += t - t_before;
-            }
-        }
+        self.seconds_at_level.add(self.previous, t);
         self.previous = Some((t, running));
         let reading = Reading {
             running,
@@ -285,24 +381,9 @@ impl TimelineBuilder {
             point.fold(t, &reading);
             self.points.push(point);
         }
-        let rows = self.rows.len();
-        let row = ((t / self.row_step_s).floor().max(0.0) as usize).min(rows - 1);
+        let row = row_index(t, self.row_step_s, self.rows.len());
         self.rows[row].fold(t, &reading);
         self.samples += 1;
-    }
-
-    /// Output tokens per second over the window that ends at this sample: from the
-    /// latest sample at least [`RATE_WINDOW_S`] earlier.
-    fn sliding_rate(&mut self, t: f64, generated: f64) -> Option<f64> {
-        if self.rate_window.back().is_some_and(|&(_, g)| generated < g) {
-            self.rate_window.clear();
-        }
-        self.rate_window.push_back((t, generated));
-        while self.rate_window.len() >= 2 && self.rate_window[1].0 <= t - RATE_WINDOW_S {
-            self.rate_window.pop_front();
-        }
-        let &(t0, g0) = self.rate_window.front()?;
-        (t0 <= t - RATE_WINDOW_S && t > t0).then(|| (generated - g0) / (t - t0))
     }
 
     /// The timeline, once every sample was pushed.
@@ -316,7 +397,7 @@ impl TimelineBuilder {
             points: keep(self.points),
             rows: keep(self.rows),
             row_step_s: self.row_step_s,
-            seconds_at_level: self.seconds_at_level.into_iter().collect(),
+            seconds_at_level: self.seconds_at_level.seconds(),
             samples: self.samples,
             preemptions: self.preemptions_so_far,
             has_preemption_counter: self.preemption_readings > 0,
@@ -325,11 +406,11 @@ impl TimelineBuilder {
     }
 }
 
-fn stretch_index(t: f64, span_s: f64, count: usize) -> usize {
+pub(crate) fn stretch_index(t: f64, span_s: f64, count: usize) -> usize {
     if span_s <= 0.0 || !t.is_finite() {
         return 0;
     }
-    ((t / span_s * count as f64).floor().max(0.0) as usize).min(count - 1)
+    whole_part(t / span_s * count as f64).min(count - 1)
 }
 
 /// How many requests of the size the running ones have fit in the cache: T9's arithmetic
@@ -496,6 +577,61 @@ mod tests {
         }
         assert_eq!(fit_in_cache(1.0, 6.0 / 48.0 + 1e-12, Some(48)), 8.0);
         assert_eq!(fit_in_cache(10.0, 40.0 / 42.0, Some(42)), 10.0);
+    }
+
+    /// Seconds at a level are the exact sum of the intervals, rounded once: ten
+    /// intervals of 0.1 s (each a little over a tenth as a binary fraction) read 1.0 s,
+    /// where adding them one at a time would round down to 0.9999999999999999; and the
+    /// sum is the same in any order the intervals are added.
+    #[test]
+    fn seconds_at_a_level_are_summed_exactly() {
+        let naive: f64 = (0..10).map(|_| 0.1).sum();
+        assert_eq!(naive, 0.9999999999999999);
+        let mut levels = Levels::default();
+        for _ in 0..10 {
+            levels.add(Some((0.0, Some(1.0))), 0.1);
+        }
+        assert_eq!(levels.seconds(), vec![(1, 1.0)]);
+        let (mut first, mut second) = (Levels::default(), Levels::default());
+        let intervals = [0.1, 1e-9, 0.3, 2.5e-7, 0.7];
+        for (i, dt) in intervals.iter().enumerate() {
+            first.add(Some((0.0, Some(2.0))), *dt);
+            second.add(Some((0.0, Some(2.0))), intervals[intervals.len() - 1 - i]);
+        }
+        assert_eq!(first, second);
+        let mut split = Levels::default();
+        let mut rest = Levels::default();
+        for dt in &intervals[..2] {
+            split.add(Some((0.0, Some(2.0))), *dt);
+        }
+        for dt in &intervals[2..] {
+            rest.add(Some((0.0, Some(2.0))), *dt);
+        }
+        split.join(rest);
+        assert_eq!(split, first);
+    }
+
+    /// The cast the stretch and row indices take is the floor they were written with,
+    /// for every value a division can give.
+    #[test]
+    fn the_whole_part_is_the_floor() {
+        for x in [
+            0.0,
+            -0.0,
+            0.4,
+            0.999_999_999_999_999_9,
+            1.0,
+            7.5,
+            999.999,
+            -0.5,
+            -3.0,
+            1e300,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+        ] {
+            assert_eq!(whole_part(x), x.floor().max(0.0) as usize, "{x}");
+        }
     }
 
     #[test]

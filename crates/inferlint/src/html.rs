@@ -12,8 +12,11 @@ impl Run {
     /// [`Run::check`]): one file with every style and script inline that loads nothing
     /// from anywhere. `title` replaces the default (`vLLM 0.11.0 run`).
     ///
-    /// A run read from a folder reads its recording again for the charts, so that file
-    /// must still be there: an error names it when it is not.
+    /// A run read from a folder draws its charts from the pass that read its recording
+    /// for the checks. Where that pass cannot vouch for them (a sample without its
+    /// monotonic clock between two that have one, a preemption counter with fractions)
+    /// the recording is read again, so that file must still be there: an error names it
+    /// when it is not.
     pub fn html(&self, report: &Report, title: Option<&str>) -> Result<String, Error> {
         let results = report.all();
         let usable_blocks = inferlint_report::usable_blocks(&results);
@@ -33,7 +36,9 @@ impl Run {
         Ok(inferlint_report::render(&page))
     }
 
-    /// The recording folded for drawing, with the address it was made from.
+    /// The recording folded for drawing, with the address it was made from: from the
+    /// checks' pass over the file where it folded the charts and can vouch for them, else
+    /// read again.
     fn timeline(
         &self,
         usable_blocks: Option<u64>,
@@ -41,28 +46,39 @@ impl Run {
         let Some(stats) = self.inner.series.as_ref() else {
             return Ok(None);
         };
+        let path = match &self.series_source {
+            SeriesSource::None => return Ok(None),
+            SeriesSource::Folded(path, charts) => {
+                if let Some(mut timeline) =
+                    charts.fold.finish(stats, self.inner.engine, usable_blocks)
+                {
+                    timeline.setup.interval_s = charts.header.interval_s;
+                    return Ok(Some((timeline, charts.header.url.clone())));
+                }
+                path
+            }
+            SeriesSource::File(path) => path,
+            SeriesSource::Samples(samples) => {
+                let Some(setup) = TimelineSetup::new(stats, self.inner.engine, usable_blocks, None)
+                else {
+                    return Ok(None);
+                };
+                let mut builder = TimelineBuilder::new(setup);
+                for sample in samples {
+                    builder.push(sample);
+                }
+                return Ok(Some((builder.finish(), None)));
+            }
+        };
         let Some(setup) = TimelineSetup::new(stats, self.inner.engine, usable_blocks, None) else {
             return Ok(None);
         };
         let mut builder = TimelineBuilder::new(setup);
-        match &self.series_source {
-            SeriesSource::None => Ok(None),
-            SeriesSource::Samples(samples) => {
-                for sample in samples {
-                    builder.push(sample);
-                }
-                Ok(Some((builder.finish(), None)))
-            }
-            SeriesSource::File(path) => {
-                let summary =
-                    files::read_series(path, |sample| builder.push(sample)).map_err(|e| {
-                        Error::new(ErrorKind::Io, format!("cannot read {e}")).with_path(path)
-                    })?;
-                let mut timeline = builder.finish();
-                let header = summary.header.unwrap_or_default();
-                timeline.setup.interval_s = header.interval_s;
-                Ok(Some((timeline, header.url)))
-            }
-        }
+        let summary = files::read_series(path, |sample| builder.push(sample))
+            .map_err(|e| Error::new(ErrorKind::Io, format!("cannot read {e}")).with_path(path))?;
+        let mut timeline = builder.finish();
+        let header = summary.header.unwrap_or_default();
+        timeline.setup.interval_s = header.interval_s;
+        Ok(Some((timeline, header.url)))
     }
 }

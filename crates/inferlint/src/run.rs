@@ -78,6 +78,10 @@ pub(crate) enum SeriesSource {
     None,
     /// A series file, read again.
     File(PathBuf),
+    /// A series file, and its timeline folded in the checks' pass over it (read again
+    /// only when the pass cannot vouch for it).
+    #[cfg(feature = "report")]
+    Folded(PathBuf, Box<load::Folded<inferlint_report::TimelinePass>>),
     /// Samples held in memory.
     Samples(Vec<SeriesSample>),
 }
@@ -136,8 +140,14 @@ impl Run {
         choice: &mut EngineChoice,
         requested: Option<u64>,
     ) -> Result<Run, Error> {
+        // With the HTML report, its charts are folded in the checks' pass.
+        #[cfg(feature = "report")]
+        let (inner, charts) = load::load_run_folding(choice, files, requested, None, |ends| {
+            inferlint_report::TimelinePass::new(ends.first, ends.last, ends.after)
+        })?;
+        #[cfg(not(feature = "report"))]
         let inner = load::load_run(choice, files, requested, None)?;
-        Ok(Run {
+        let run = Run {
             inner,
             notes: choice.take_notes(),
             series_source: files
@@ -145,7 +155,39 @@ impl Run {
                 .clone()
                 .map_or(SeriesSource::None, SeriesSource::File),
             after_missing: None,
-        })
+        };
+        #[cfg(feature = "report")]
+        let run = run.with_charts(charts);
+        Ok(run)
+    }
+
+    /// This run, with the timeline its recording file's pass folded for the HTML
+    /// report's charts ([`load::load_run_folding`] with
+    /// [`TimelinePass`](inferlint_report::TimelinePass)), so that [`Run::html`] reads the
+    /// file no more (outside the stable API, as [`Run::model`] is: the command line loads
+    /// the files its flags name itself). Nothing changes for a run without a recording
+    /// file.
+    #[doc(hidden)]
+    #[cfg(feature = "report")]
+    pub fn with_charts(
+        mut self,
+        charts: Option<load::Folded<inferlint_report::TimelinePass>>,
+    ) -> Run {
+        if let (SeriesSource::File(path), Some(charts)) = (&self.series_source, charts) {
+            self.series_source = SeriesSource::Folded(path.clone(), Box::new(charts));
+        }
+        self
+    }
+
+    /// The timeline the checks' pass folded for the charts, when it folded one (outside
+    /// the stable API: the command line draws a fleet's replicas from it).
+    #[doc(hidden)]
+    #[cfg(feature = "report")]
+    pub fn charts(&self) -> Option<&load::Folded<inferlint_report::TimelinePass>> {
+        match &self.series_source {
+            SeriesSource::Folded(_, charts) => Some(charts),
+            _ => None,
+        }
     }
 
     /// A run its caller read into the model itself (outside the stable API, as

@@ -5,6 +5,15 @@
 use super::*;
 use inferlint_core::checks::registry::{self, Phase};
 
+/// The run folder read and checked: the run, its results, its files, and the timeline
+/// the checks' pass folded for the report's charts.
+type Assembled = (
+    run::Run,
+    Vec<CheckResult>,
+    files::RunFiles,
+    Option<loading::Folded<inferlint_report::TimelinePass>>,
+);
+
 impl Xray<'_> {
     pub(super) fn stage(&self, text: &str) {
         if self.terminal {
@@ -199,7 +208,7 @@ impl Xray<'_> {
         }
         let assembled = self.assemble(choice);
         let checks: Vec<CheckResult> = match &assembled {
-            Ok(Some((_, results, _))) => {
+            Ok(Some((_, results, _, _))) => {
                 let mut checks = registry::xray_order(results);
                 // What the run could not check and xray has not said yet (the boot
                 // checks of an attached server given no --boot-log).
@@ -219,7 +228,7 @@ impl Xray<'_> {
             }
             _ => Vec::new(),
         };
-        if let Ok(Some((run, _, _))) = &assembled {
+        if let Ok(Some((run, _, _, _))) = &assembled {
             let set_aside = run
                 .rejected
                 .iter()
@@ -264,7 +273,7 @@ impl Xray<'_> {
             }
         }
         let mut report_path = None;
-        if let Ok(Some((run, run_results, paths))) = &assembled {
+        if let Ok(Some((run, run_results, paths, charts))) = &assembled {
             let limits = insights::what_limited(run, run_results);
             if !limits.is_empty() {
                 self.stage("what limited this run");
@@ -292,6 +301,7 @@ impl Xray<'_> {
                 results: &shown_results,
                 insights: &limits,
                 series: paths.series.as_deref(),
+                charts: charts.as_ref(),
                 made_from: crate::report_html::made_from(
                     &paths.boot_logs,
                     [
@@ -336,7 +346,7 @@ impl Xray<'_> {
             code
         } else {
             match &assembled {
-                Ok(Some((run, _, _))) => run_exit(run, &self.results, self.strict),
+                Ok(Some((run, _, _, _))) => run_exit(run, &self.results, self.strict),
                 // A failed load with no run to check is still not a benchmark.
                 _ if self.load_failure.is_some() => ExitCode::of(
                     inferlint_core::outcome::of_results(&self.results, true, self.strict),
@@ -352,7 +362,7 @@ impl Xray<'_> {
     pub(super) fn assemble(
         &self,
         choice: &mut EngineChoice,
-    ) -> Result<Option<(run::Run, Vec<CheckResult>, files::RunFiles)>, CliError> {
+    ) -> Result<Option<Assembled>, CliError> {
         let mut found = files::discover_run(&self.dir)?;
         if let Some(path) = &self.args.boot_log {
             if self.args.serve.is_none() {
@@ -368,10 +378,13 @@ impl Xray<'_> {
             return Ok(None);
         }
         let requested = self.args.requested.or(self.load_plan.max_concurrency);
-        let mut run = match noted(choice, |c| {
-            loading::load_run(c, &found, requested, self.engine)
+        // The report's charts are folded in the checks' pass over the recording.
+        let (mut run, charts) = match noted(choice, |c| {
+            loading::load_run_folding(c, &found, requested, self.engine, |ends| {
+                inferlint_report::TimelinePass::new(ends.first, ends.last, ends.after)
+            })
         }) {
-            Ok(run) => run,
+            Ok(loaded) => loaded,
             // A server that never came up can leave a log that is no server log; T12
             // already says why, and there is no run to check.
             Err(_) if self.start_failure.is_some() => return Ok(None),
@@ -391,6 +404,6 @@ impl Xray<'_> {
                 live_log: self.args.serve.is_some() && lock(&self.shared.server).is_some(),
             },
         );
-        Ok(Some((run, results, found)))
+        Ok(Some((run, results, found, charts)))
     }
 }

@@ -11,9 +11,9 @@ use std::collections::{BTreeSet, HashMap};
 
 use crate::checks::flight::FlightStats;
 use crate::checks::gpu_fold::GpuStats;
-use crate::engine::EngineDescriptor;
+use crate::engine::{CacheInfo, EngineDescriptor};
 use crate::fmt;
-use crate::model::{BootFacts, GpuSampling, SeriesSample, Snapshot};
+use crate::model::{BootFacts, GpuSampling, SampleFold, SeriesSample, Snapshot};
 use crate::status::{CheckResult, Status, Tripwire};
 
 /// KV usage at or above this counts as a full cache for T9.
@@ -528,6 +528,16 @@ impl SeriesStats {
     }
 }
 
+impl SampleFold for SeriesStats {
+    fn push(&mut self, sample: &SeriesSample) {
+        SeriesStats::push(self, sample);
+    }
+
+    fn merge(self, right: SeriesStats) -> SeriesStats {
+        SeriesStats::merge(self, right)
+    }
+}
+
 /// Each reading is used blocks / `blocks`, up to float rounding: within
 /// [`WHOLE_BLOCK_TOLERANCE`] of a whole number of blocks.
 fn fits_whole_blocks(readings: &[f64], blocks: u64) -> bool {
@@ -661,6 +671,35 @@ fn gcd_i128(mut a: i128, mut b: i128) -> i128 {
     a.abs().max(1)
 }
 
+/// The KV blocks each engine core reports on the after reading's info metric: one info
+/// series per engine, and data-parallel vLLM has several, each holding back its own null
+/// block. `None` when a series lacks the count, or there is none.
+fn blocks_per_engine(info: CacheInfo, after: &Snapshot) -> Option<Vec<u64>> {
+    let per_engine: Option<Vec<u64>> = after
+        .metrics
+        .series(info.metric)
+        .map(|s| {
+            s.label(info.blocks_label)
+                .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+                .and_then(|v| v.parse::<u64>().ok())
+        })
+        .collect();
+    per_engine.filter(|v| !v.is_empty())
+}
+
+/// The usable block count the after reading names for `engine`: the blocks its engine
+/// cores report, less the null block each holds back. When T14 passes, this is the count
+/// it passes with (its `inferred_usable_blocks`), whichever way it got there; `None` for
+/// an engine whose table keeps no such count, or a reading that does not state it. A
+/// caller that folds the recording before the checks have run folds for this count.
+pub fn usable_blocks_named(engine: &EngineDescriptor, after: &Snapshot) -> Option<u64> {
+    let info = engine.cache_info?;
+    let per_engine = blocks_per_engine(info, after)?;
+    let engines = per_engine.len() as u64;
+    let reported: u64 = per_engine.iter().sum();
+    Some(reported.saturating_sub(engines * info.null_blocks))
+}
+
 /// T14: the KV usage gauge's denominator is `num_gpu_blocks - 1`, because vLLM holds one
 /// block back as the null block. A mismatch means the gauge's meaning changed or the
 /// series is not from this boot.
@@ -673,19 +712,7 @@ pub fn null_block(
     let Some(info) = engine.cache_info else {
         return (not_applicable_t14(engine), None);
     };
-    // One info series per engine; data-parallel vLLM has several, each holding back its
-    // own null block.
-    let per_engine: Option<Vec<u64>> = after
-        .metrics
-        .series(info.metric)
-        .map(|s| {
-            s.label(info.blocks_label)
-                .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
-                .and_then(|v| v.parse::<u64>().ok())
-        })
-        .collect();
-    let per_engine = per_engine.filter(|v| !v.is_empty());
-    let Some(per_engine) = per_engine else {
+    let Some(per_engine) = blocks_per_engine(info, after) else {
         return (
             t14(
                 Status::Unknown,
@@ -1334,6 +1361,35 @@ mod tests {
         assert_eq!(blocks, Some(84));
         let (r, _) = null_block(&VLLM, &stats, &cache_info_snapshot(&[86]));
         assert_eq!(r.status, Status::Fail);
+    }
+
+    /// The count a fold made before the checks folds for is the one T14 passes with:
+    /// every pass above gave num_gpu_blocks less one null block per engine core, which is
+    /// what the after reading names; an engine without vLLM's block count names none,
+    /// and a reading without the label neither.
+    #[test]
+    fn the_named_block_count_is_the_one_t14_passes_with() {
+        let mut stats = SeriesStats::new();
+        for k in [3.0, 10.0, 17.0, 41.0, 60.0, 84.0] {
+            stats.push(&sample(4.0, 0.0, k / 84.0));
+        }
+        let mut one = SeriesStats::new();
+        for k in [3.0, 10.0, 17.0, 41.0, 60.0, 84.0] {
+            one.push(&sample(4.0, 0.0, k / 85.0));
+        }
+        for (stats, blocks) in [(&stats, vec![43, 43]), (&one, vec![86])] {
+            let after = cache_info_snapshot(&blocks);
+            let (r, passed_with) = null_block(&VLLM, stats, &after);
+            assert_eq!(r.status, Status::Pass, "{}", r.message);
+            assert_eq!(usable_blocks_named(&VLLM, &after), passed_with);
+            assert_eq!(
+                r.evidence_as::<u64>("inferred_usable_blocks"),
+                usable_blocks_named(&VLLM, &after)
+            );
+        }
+        let after = cache_info_snapshot(&[86]);
+        assert_eq!(usable_blocks_named(&crate::engine::SGLANG, &after), None);
+        assert_eq!(usable_blocks_named(&VLLM, &cache_info_snapshot(&[])), None);
     }
 
     #[test]

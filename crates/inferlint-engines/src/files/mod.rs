@@ -30,7 +30,7 @@ pub use load_tool::{parse_bench_result, read_bench_result, untimed_requests, unt
 pub use run_folder::{discover_run, RunFiles};
 pub use series::{
     fold_series, fold_series_in, read_series, read_series_from, read_series_stats,
-    read_series_stats_from, SeriesSummary,
+    read_series_stats_from, read_series_stats_with, series_ends, SeriesSummary,
 };
 pub use series_line::{
     parse_series_bytes, parse_series_line, series_header_json, series_sample_json, SeriesLine,

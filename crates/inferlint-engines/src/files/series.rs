@@ -7,7 +7,7 @@ use std::io::Read;
 use std::path::Path;
 
 use inferlint_core::checks::series::{RefusedReading, SeriesStats};
-use inferlint_core::model::{SeriesHeader, SeriesSample};
+use inferlint_core::model::{SampleFold, SeriesHeader, SeriesSample};
 
 use super::series_line::{parse_series_bytes, SeriesLine, SERIES_SCHEMA};
 use crate::input::{open_input, FileError, MAX_SERIES_LINE_BYTES};
@@ -69,6 +69,113 @@ pub fn read_series_stats(
     stats.refused.clone_from(&summary.refused);
     stats.gpu_sampling = summary.header.as_ref().and_then(|h| h.gpu);
     Ok((stats, summary))
+}
+
+/// [`read_series_stats`], with `side` folded in the same pass over the file (each stretch
+/// into its own copy of it, joined in file order as the statistics are): a caller that
+/// needs more of the recording than the checks do reads it once. `None` folds nothing
+/// beside the statistics. A file with a refused line is folded again in one pass, the
+/// side fold with it.
+pub fn read_series_stats_with<F: SampleFold>(
+    path: &Path,
+    threads: usize,
+    side: Option<F>,
+) -> Result<(SeriesStats, SeriesSummary, Option<F>), FileError> {
+    let ((mut stats, side), summary) = fold_series(
+        path,
+        threads,
+        || (SeriesStats::new(), side.clone()),
+        |(stats, side), s| {
+            stats.push(s);
+            if let Some(side) = side {
+                side.push(s);
+            }
+        },
+        |(stats, side), (right_stats, right_side)| {
+            let side = match (side, right_side) {
+                (Some(left), Some(right)) => Some(left.merge(right)),
+                _ => None,
+            };
+            (stats.merge(right_stats), side)
+        },
+    )?;
+    stats.refused.clone_from(&summary.refused);
+    stats.gpu_sampling = summary.header.as_ref().and_then(|h| h.gpu);
+    Ok((stats, summary, side))
+}
+
+/// How far from each end of a series file [`series_ends`] looks for a sample: a line
+/// kept is at most [`MAX_SERIES_LINE_BYTES`] (64 KiB), so this holds three whole ones
+/// at the least, and a recorder's samples (a few hundred bytes) by the hundred. Twice
+/// as much held at the start of a pass that holds a mebibyte per thread is memory a
+/// report can see at its peak.
+const ENDS_WINDOW: u64 = 256 << 10;
+
+/// The first and the last sample of a series file, read from its head and its tail
+/// without reading what lies between: the first sample line from the start, the last
+/// from the end (a cut-off last line counts, as the reader counts it), each one the
+/// reader would pass on unless time went back at it. `None` when either end shows no
+/// such sample within 256 KiB. A caller that must know the recording's span before the
+/// pass checks these against what the pass counted.
+pub fn series_ends(path: &Path) -> Result<Option<(SeriesSample, SeriesSample)>, FileError> {
+    use std::io::{Seek, SeekFrom};
+    let io = |e| FileError::io(path, e);
+    let (mut file, len) = open_input(path)?;
+    let window = len.min(ENDS_WINDOW);
+    let mut head = Vec::with_capacity(window as usize);
+    (&mut file)
+        .take(window)
+        .read_to_end(&mut head)
+        .map_err(io)?;
+    // In the head, every line but the last is whole (the last is when the window holds
+    // the whole file).
+    let head_lines = head.split(|b| *b == b'\n');
+    let whole = if window == len {
+        head_lines.count()
+    } else {
+        head_lines.count() - 1
+    };
+    let Some(first) = head.split(|b| *b == b'\n').take(whole).find_map(sample_of) else {
+        return Ok(None);
+    };
+    let start = len - window;
+    file.seek(SeekFrom::Start(start)).map_err(io)?;
+    let mut tail = Vec::with_capacity(window as usize);
+    file.take(window).read_to_end(&mut tail).map_err(io)?;
+    // In the tail, the first line is whole only when the window starts the file or a
+    // line.
+    let starts_a_line = start == 0 || { file_byte(path, start - 1)? == b'\n' };
+    let mut lines: Vec<&[u8]> = tail.split(|b| *b == b'\n').collect();
+    if !starts_a_line {
+        lines.remove(0);
+    }
+    let Some(last) = lines.into_iter().rev().find_map(sample_of) else {
+        return Ok(None);
+    };
+    Ok(Some((first, last)))
+}
+
+/// One byte of a file.
+fn file_byte(path: &Path, at: u64) -> Result<u8, FileError> {
+    use std::io::{Seek, SeekFrom};
+    let io = |e| FileError::io(path, e);
+    let (mut file, _) = open_input(path)?;
+    file.seek(SeekFrom::Start(at)).map_err(io)?;
+    let mut byte = [0u8; 1];
+    file.read_exact(&mut byte).map_err(io)?;
+    Ok(byte[0])
+}
+
+/// The sample a line holds, when the reader would pass it on (bar time going back): a
+/// line it keeps, not blank, a sample, a reading that can be.
+fn sample_of(line: &[u8]) -> Option<SeriesSample> {
+    if line.len() > MAX_SERIES_LINE_BYTES || line.iter().all(u8::is_ascii_whitespace) {
+        return None;
+    }
+    match parse_series_bytes(line) {
+        SeriesLine::Sample(s) if s.impossible_reading().is_none() => Some(s),
+        _ => None,
+    }
 }
 
 /// [`read_series_stats`] for a reader, read once in order.
