@@ -84,7 +84,7 @@ pub enum Command {
     /// Start the server, check it, record it while your load runs, stop it
     Xray(XrayArgs),
     /// Check every file of a run and say what limited it
-    Report(ReportArgs),
+    Report(Box<ReportArgs>),
     /// Check one or more boot logs (T12 T5 T6; T4 T11 with two or more)
     CheckLog {
         /// Boot logs: everything the server printed from start-up on
@@ -323,6 +323,17 @@ pub struct WatchArgs {
     /// samples the recording reads, filtered by the server where it can: the header says)
     #[arg(long)]
     pub whole_pages: bool,
+    /// Receive the server's OpenTelemetry spans on 127.0.0.1:PORT (start it with
+    /// --otlp-traces-endpoint http://127.0.0.1:PORT) into spans.otlp.jsonl beside -o
+    #[arg(long, value_name = "PORT")]
+    pub otlp: Option<u16>,
+    /// Subscribe to the server's KV-cache events at its publisher (tcp://HOST:PORT, its
+    /// --kv-events-config endpoint) into kv-events.jsonl beside -o
+    #[arg(long, value_name = "ENDPOINT")]
+    pub kv_events: Option<String>,
+    /// The publisher's replay endpoint, asked for what a hole in the stream missed
+    #[arg(long, value_name = "ENDPOINT", requires = "kv_events")]
+    pub kv_replay: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -368,6 +379,14 @@ pub struct XrayArgs {
     /// The run is meant to reuse prompt prefixes: T16 does not warn about cache hits
     #[arg(long)]
     pub expect_cache_hits: bool,
+    /// Receive the server's OpenTelemetry spans: xray points --serve's engine at its own
+    /// receiver on 127.0.0.1 (each request's life as the server recorded it: T24, T25)
+    #[arg(long)]
+    pub otlp: bool,
+    /// Subscribe to the server's KV-cache events: xray adds the engine's
+    /// --kv-events-config to --serve, on 127.0.0.1 (T26, the report's KV lane)
+    #[arg(long)]
+    pub kv_events: bool,
     /// Write each verdict that changes during the recording to FILE, one JSON object a line
     #[arg(long, value_name = "FILE")]
     pub json_events: Option<PathBuf>,
@@ -406,6 +425,14 @@ pub struct ReportArgs {
     /// The load tool's saved result (bench.json, or SGLang's JSON lines)
     #[arg(long, value_name = "FILE")]
     pub bench_result: Option<PathBuf>,
+    /// The server's spans (default: RUN/spans.otlp.jsonl, else *.otlp.jsonl; an
+    /// OpenTelemetry Collector's file exporter output too)
+    #[arg(long, value_name = "FILE")]
+    pub spans: Option<PathBuf>,
+    /// The server's KV event stream as a subscriber wrote it (default:
+    /// RUN/kv-events.jsonl, else *.kv-events.jsonl)
+    #[arg(long, value_name = "FILE")]
+    pub kv_events: Option<PathBuf>,
     /// The concurrency the load asked for (default: the result file's max_concurrency)
     #[arg(long, value_name = "N", value_parser = requested_concurrency)]
     pub requested: Option<u64>,

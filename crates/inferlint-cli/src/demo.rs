@@ -70,6 +70,8 @@ pub fn demo(
         after: None,
         series: None,
         bench_result: None,
+        spans: None,
+        kv_events: None,
         requested: None,
         expect_cache_hits: false,
         title: None,

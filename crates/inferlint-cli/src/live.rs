@@ -127,6 +127,49 @@ pub fn watch(choice: &mut EngineChoice, args: &WatchArgs, url: &str) -> Result<E
         .as_deref()
         .map(|p| crate::loaded::noted(choice, |c| inferlint_engines::load::load_boot(c, p)))
         .transpose()?;
+    // The server's spans and KV events, beside the recording, from before its first
+    // scrape: each on a thread of its own.
+    let beside = |name: &str| {
+        out.parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map_or_else(|| Path::new(name).to_path_buf(), |p| p.join(name))
+    };
+    let otlp = match args.otlp {
+        Some(port) => {
+            let options = inferlint_live::otlp::OtlpOptions {
+                force: args.force,
+                ..inferlint_live::otlp::OtlpOptions::default()
+            };
+            let receiver = inferlint_live::otlp::OtlpReceiver::start_with(
+                inferlint_live::otlp::Listen::Port(port),
+                &beside("spans.otlp.jsonl"),
+                &options,
+            )
+            .map_err(|e| CliError::usage(format!("--otlp {port}: {e}")))?;
+            eprint_line!(
+                "note: receiving spans at {} (start the server with --otlp-traces-endpoint {})",
+                receiver.grpc_endpoint(),
+                receiver.grpc_endpoint()
+            );
+            Some(receiver)
+        }
+        None => None,
+    };
+    let kv = match &args.kv_events {
+        Some(endpoint) => {
+            let mut options = inferlint_live::kv_events::KvOptions::new(endpoint);
+            options.replay_endpoint = args.kv_replay.clone();
+            options.force = args.force;
+            Some(
+                inferlint_live::kv_events::KvSubscriber::start_with(
+                    options,
+                    &beside("kv-events.jsonl"),
+                )
+                .map_err(|e| CliError::usage(format!("--kv-events: {e}")))?,
+            )
+        }
+        None => None,
+    };
     let recorder = recorder()?;
     let (mut scraper, first, engine) = first_scrape(choice, &recorder, url)?;
     let mut file = output::create_stream(out, &rule).map_err(refused)?;
@@ -173,6 +216,21 @@ pub fn watch(choice: &mut EngineChoice, args: &WatchArgs, url: &str) -> Result<E
     let ended = observer.finish();
     status.borrow_mut().finish();
     file.sync_all().map_err(|e| cannot_write(out, e))?;
+    if let Some(receiver) = otlp {
+        eprint_line!("note: waiting a few seconds for the server's last spans");
+        let (summary, requests) =
+            crate::receivers::stop_after_last_spans(receiver, engine.descriptor(), None, &|| false);
+        print(&format!(
+            "{}\n",
+            crate::receivers::spans_line(&summary, requests)
+        ))?;
+    }
+    if let Some(subscriber) = kv {
+        print(&format!(
+            "{}\n",
+            crate::receivers::kv_line(&subscriber.stop())
+        ))?;
+    }
     let mut line = format!(
         "{} samples -> {}{}",
         progress.samples,
@@ -215,8 +273,13 @@ pub(crate) fn fleet_takes_no_live_verdicts(args: &WatchArgs) -> Result<(), CliEr
         ("--boot-log", args.boot_log.is_some()),
         ("--json-events", args.json_events.is_some()),
         ("--expect-cache-hits", args.expect_cache_hits),
+        ("--otlp", args.otlp.is_some()),
+        ("--kv-events", args.kv_events.is_some()),
     ];
     match given.iter().find(|(_, given)| *given) {
+        Some((flag @ ("--otlp" | "--kv-events"), _)) => Err(CliError::usage(format!(
+            "{flag} receives one server's traces: record each replica's with a watch of its own"
+        ))),
         Some((flag, _)) => Err(CliError::usage(format!(
             "{flag} is for one server's live verdicts: a fleet's recording is judged by report of its folder"
         ))),

@@ -15,6 +15,7 @@ mod junit;
 mod live;
 mod loaded;
 mod output;
+mod receivers;
 mod recorder;
 mod report;
 mod report_html;

@@ -149,6 +149,8 @@ fn files_named(args: &ReportArgs) -> Result<(RunFiles, Vec<PathBuf>), CliError> 
             found.bench_candidates.clone()
         },
         load_log: found.load_log.clone(),
+        spans: pick(&args.spans, found.spans.clone()),
+        kv_events: pick(&args.kv_events, found.kv_events.clone()),
     };
     if args.run.is_none()
         && paths.boot_logs.is_empty()

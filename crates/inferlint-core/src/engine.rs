@@ -223,6 +223,42 @@ pub struct EngineDescriptor {
     /// attributes that carry its account of the request; `None` where the engine's spans
     /// carry no such account in a form that holds across its releases.
     pub request_span: Option<RequestSpan>,
+    /// How a recorder asks a server of this engine, at its start, to send it its spans
+    /// and its KV-cache events (xray adds these flags to `--serve`); `None` where it
+    /// sends neither in a form inferlint reads.
+    pub trace_flags: Option<TraceFlags>,
+}
+
+/// The flags that point an engine's spans and KV events at a recorder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TraceFlags {
+    /// The flag naming where its spans go (`--otlp-traces-endpoint URL`, OTLP over gRPC
+    /// by default); `None` when its spans are not read.
+    pub otlp_endpoint: Option<&'static str>,
+    /// The flag taking its KV event publisher's JSON configuration
+    /// (`--kv-events-config`); `None` when it publishes none.
+    pub kv_events_config: Option<&'static str>,
+    /// Whether that configuration must say `"enable_kv_cache_events": true` (vLLM's does;
+    /// SGLang's publisher is on once configured).
+    pub kv_events_enable_key: bool,
+}
+
+impl TraceFlags {
+    /// The KV event configuration that makes the engine's publisher connect to
+    /// `endpoint` (a subscriber bound there) and bind its replay at `replay`: both
+    /// `tcp://127.0.0.1:PORT`, so the stream stays on the loopback. vLLM's publisher
+    /// connects to an address without a wildcard and binds its replay at the address
+    /// given.
+    pub fn kv_events_json(&self, endpoint: &str, replay: &str) -> String {
+        let mut object = serde_json::Map::new();
+        if self.kv_events_enable_key {
+            object.insert("enable_kv_cache_events".into(), true.into());
+        }
+        object.insert("publisher".into(), "zmq".into());
+        object.insert("endpoint".into(), endpoint.into());
+        object.insert("replay_endpoint".into(), replay.into());
+        serde_json::Value::Object(object).to_string()
+    }
 }
 
 /// The span an engine exports for each request and the attributes its account is read
@@ -825,6 +861,11 @@ pub static VLLM: EngineDescriptor = EngineDescriptor {
         turn_off: "start vLLM with `--no-enable-prefix-caching`",
     }),
     request_span: Some(VLLM_REQUEST_SPAN),
+    trace_flags: Some(TraceFlags {
+        otlp_endpoint: Some("--otlp-traces-endpoint"),
+        kv_events_config: Some("--kv-events-config"),
+        kv_events_enable_key: true,
+    }),
 };
 
 /// vLLM's `llm_request` span (`--otlp-traces-endpoint`), made by `do_tracing` in
@@ -984,6 +1025,13 @@ pub static SGLANG: EngineDescriptor = EngineDescriptor {
     // nesting change from release to release (and with `--trace-level`). No table of
     // attributes reads it; a reader would have to rebuild each request from its stages.
     request_span: None,
+    // SGLang's KV events are vLLM's format, its spans are not read (their timings are
+    // child spans whose names change between releases).
+    trace_flags: Some(TraceFlags {
+        otlp_endpoint: None,
+        kv_events_config: Some("--kv-events-config"),
+        kv_events_enable_key: false,
+    }),
 };
 
 /// TensorRT-LLM's table.
@@ -1123,6 +1171,9 @@ pub static TRTLLM: EngineDescriptor = EngineDescriptor {
     // Its spans were not examined; its per-request account is `/perf_metrics`
     // (`RequestSource::TrtllmPerfMetrics`).
     request_span: None,
+    // TensorRT-LLM serves its KV events and per-request metrics over HTTP, drained by the
+    // reader: nothing to point at a recorder.
+    trace_flags: None,
 };
 
 /// The line uvicorn logs once the application serves; all three engines' HTTP servers

@@ -569,7 +569,95 @@ pub fn place(run: &Run) -> Placement {
             });
         }
     }
+    // The server's traces against the span the readings (else the recording) give.
+    let span = match (before.and_then(|b| b.t_wall), after.and_then(|a| a.t_wall)) {
+        (Some(b), Some(a)) if a > b => Some((b, a)),
+        _ => run
+            .series
+            .as_ref()
+            .filter(|_| placement.rejected.iter().all(|r| r.input != input::SERIES))
+            .and_then(|s| Some((s.first_t_wall?, s.last_t_wall?))),
+    };
+    if let Some(span) = span {
+        if let Some(why) = run
+            .server_requests
+            .as_ref()
+            .and_then(|s| spans_fit(s, span))
+        {
+            placement.rejected.push(Rejected {
+                input: input::SERVER_REQUESTS,
+                name: run
+                    .server_requests
+                    .as_ref()
+                    .map_or_else(String::new, |s| s.file.clone()),
+                why,
+                untrusted: false,
+            });
+        }
+        if let Some(why) = run.kv_events.as_ref().and_then(|k| kv_fit(k, span)) {
+            placement.rejected.push(Rejected {
+                input: input::KV_EVENTS,
+                name: run
+                    .kv_events
+                    .as_ref()
+                    .map_or_else(String::new, |k| k.file.clone()),
+                why,
+                untrusted: false,
+            });
+        }
+    }
     placement
+}
+
+/// A Unix time as a reader reads it, or its seconds where it is no date.
+fn utc_or_seconds(t: f64) -> String {
+    crate::fmt::utc(t).unwrap_or_else(|| format!("{} s", crate::fmt::g(t)))
+}
+
+/// How far outside the run's span a server's trace may lie and still be of it: a
+/// receiver starts before the load and stops after it, and a server's span of a request
+/// ends after the request did.
+const TRACE_SLACK_S: f64 = 5.0;
+
+/// Why the server's records are another run's, when most of them were received outside
+/// the run's span (Unix seconds, its readings' or its recording's).
+fn spans_fit(server: &crate::traces::ServerRequests, (from, to): (f64, f64)) -> Option<String> {
+    let placed: Vec<f64> = server.requests.iter().filter_map(|r| r.arrival).collect();
+    let outside = placed
+        .iter()
+        .filter(|a| **a < from - TRACE_SLACK_S || **a > to + TRACE_SLACK_S)
+        .count();
+    (!placed.is_empty() && outside * 2 > placed.len()).then(|| {
+        format!(
+            "{outside} of its {} requests reached the server outside the run's {} to {}",
+            placed.len(),
+            utc_or_seconds(from),
+            utc_or_seconds(to)
+        )
+    })
+}
+
+/// Why a KV event stream is another run's: it was received wholly before or after the
+/// run's span (by its subscriber's clock, else its events' seconds).
+fn kv_fit(events: &crate::traces::KvEvents, (from, to): (f64, f64)) -> Option<String> {
+    let first = events
+        .anchor
+        .map(|a| a.t_wall)
+        .or_else(|| events.seconds.first().map(|s| s.second as f64))?;
+    let last = events
+        .end
+        .map(|a| a.t_wall)
+        .or_else(|| events.seconds.last().map(|s| s.second as f64 + 1.0))
+        .unwrap_or(first);
+    (last < from - TRACE_SLACK_S || first > to + TRACE_SLACK_S).then(|| {
+        format!(
+            "it was received from {} to {}, outside the run's {} to {}",
+            utc_or_seconds(first),
+            utc_or_seconds(last),
+            utc_or_seconds(from),
+            utc_or_seconds(to)
+        )
+    })
 }
 
 /// The run with every input that is not of it moved to [`Run::rejected`], and the
@@ -586,6 +674,8 @@ pub fn admit(mut run: Run) -> Run {
                 run.bench = None;
                 run.expected_extra_requests = 0;
             }
+            input::SERVER_REQUESTS => run.server_requests = None,
+            input::KV_EVENTS => run.kv_events = None,
             _ => {}
         }
         if !run.rejected.contains(&rejected) {

@@ -664,8 +664,29 @@ pub fn load_run_folding<F: SampleFold>(
         in_order(b, bp, a, ap)?;
     }
     let engine = engine.unwrap_or_else(|| choice.resolve());
+    let mut notes = Vec::new();
+    // The server's spans are read through its engine's table: an engine whose spans carry
+    // no request's account has none to read, which a note says.
+    let server_requests = match files.spans.as_deref() {
+        Some(path) if engine.descriptor().request_span.is_none() => {
+            notes.push(format!(
+                "{} is not read: {}'s spans carry no request's account inferlint reads",
+                shown(path),
+                engine.name()
+            ));
+            None
+        }
+        Some(path) => Some(files::read_spans(path, engine.descriptor())?),
+        None => None,
+    };
+    let kv_events = files
+        .kv_events
+        .as_deref()
+        .map(files::read_kv_events)
+        .transpose()?;
     // Each input is placed against the others before anything reads it: a result file,
-    // recording or reading of another run is set aside here, and contributes nothing.
+    // recording, reading or trace of another run is set aside here, and contributes
+    // nothing.
     let mut run = identity::admit(Run {
         engine: engine.descriptor(),
         boots,
@@ -677,9 +698,9 @@ pub fn load_run_folding<F: SampleFold>(
         requested,
         load_failure: None,
         rejected: Vec::new(),
-        server_requests: None,
-        kv_events: None,
-        notes: Vec::new(),
+        server_requests,
+        kv_events,
+        notes,
     });
     // A result file written without a concurrency limit says 0 or nothing: no number.
     // Only a result file of this run says what the load asked for.

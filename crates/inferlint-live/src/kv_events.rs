@@ -91,6 +91,13 @@ pub struct KvOptions {
     pub start_wait: Duration,
     /// Replace an existing output file (`--force`).
     pub force: bool,
+    /// Bind the endpoint and let the engine's publisher connect to it, instead of
+    /// connecting to a publisher that binds. vLLM binds its publisher only at a wildcard
+    /// address (`tcp://*:PORT`, every interface); given `tcp://127.0.0.1:PORT` it
+    /// connects there, so a subscriber that binds it keeps the stream on the loopback
+    /// (xray does this: it starts the subscriber before the engine). The engine starts
+    /// after the subscriber, so a first batch above 0 is a hole from 0.
+    pub bind: bool,
 }
 
 impl KvOptions {
@@ -103,6 +110,7 @@ impl KvOptions {
             replay_wait: DEFAULT_REPLAY_WAIT,
             start_wait: DEFAULT_START_WAIT,
             force: false,
+            bind: false,
         }
     }
 }
@@ -215,6 +223,13 @@ impl KvSubscriber {
         if options.backfill_from.is_some() && replay.is_none() {
             return Err(KvError::BackfillWithoutReplay);
         }
+        // An address this host cannot bind is refused now, not found out by the thread.
+        if options.bind {
+            std::net::TcpListener::bind(probe.as_str()).map_err(|e| KvError::Endpoint {
+                given: options.endpoint.clone(),
+                why: format!("cannot be bound: {e}"),
+            })?;
+        }
         let runtime = crate::runtime().map_err(KvError::Start)?;
         let mut file = create_stream(out, &Rule::force(options.force))?;
         let anchor = anchor_now();
@@ -239,6 +254,7 @@ impl KvSubscriber {
         let task = Task {
             endpoint,
             probe,
+            bind: options.bind,
             replay,
             backfill_from: options.backfill_from,
             replay_wait: options.replay_wait,
@@ -340,6 +356,7 @@ enum First {
 struct Task {
     endpoint: String,
     probe: String,
+    bind: bool,
     replay: Option<String>,
     backfill_from: Option<u64>,
     replay_wait: Duration,
@@ -357,7 +374,8 @@ struct Received {
 
 impl Task {
     async fn run(mut self, ready: mpsc::Sender<()>) -> KvSummary {
-        let listening = self.listening().await;
+        // A subscriber that binds is there before its publisher.
+        let listening = !self.bind && self.listening().await;
         if !listening {
             // The engine is not up: the caller need not wait for it.
             let _ = ready.send(());
@@ -414,6 +432,17 @@ impl Task {
             let line = kv_note_json(&format!("cannot subscribe: {e}"), anchor_now());
             self.put(line);
             return None;
+        }
+        if self.bind {
+            return match sub.bind(&self.endpoint).await {
+                Ok(_) => Some(sub),
+                Err(e) => {
+                    let line =
+                        kv_note_json(&format!("cannot bind {}: {e}", self.endpoint), anchor_now());
+                    self.put(line);
+                    None
+                }
+            };
         }
         let mut noted = false;
         loop {

@@ -50,6 +50,14 @@ impl Xray<'_> {
             Ok(Err(e)) => eprint_line!("inferlint: the recording of {} failed: {e}", self.base),
             Err(_) => eprint_line!("inferlint: the recording of {} failed", self.base),
         }
+        // Every request the server finished since it started (the probe's too) has its
+        // span, once the exporter has sent it.
+        let finished = after
+            .as_ref()
+            .ok()
+            .and_then(|s| s.metrics.total(engine.descriptor().request_success));
+        self.stop_receivers(finished);
+        let after = after.map(|_| ());
         self.load_failure = match load {
             Ok(0) => None,
             Ok(code) => Some(format!("the load command exited with code {code}")),

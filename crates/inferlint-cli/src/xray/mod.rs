@@ -60,6 +60,7 @@ mod signals;
 mod stages;
 mod status;
 mod supervision;
+mod traces;
 
 use signals::{catch_signals, terminate, ServerGuard, ServerProcess, Shared};
 use status::{say, say_results, LiveLine};
@@ -149,6 +150,9 @@ struct Xray<'a> {
     /// The version the server reports (`/version`, `/get_server_info`): SGLang prints
     /// none in its log.
     server_version: Option<String>,
+    /// The span receiver and the KV event subscriber, when asked for (`--otlp`,
+    /// `--kv-events`): stopped after the load, or when dropped.
+    receivers: traces::Receivers,
 }
 
 pub fn xray(
@@ -200,6 +204,7 @@ pub fn xray(
     };
     let base = BaseUrl::parse(&url)?;
     refuse_other_port(&base, serve_words.as_deref())?;
+    traces::check_flags(args, engine)?;
     check_inputs_first(args)?;
     let dir = args.out.clone().unwrap_or_else(default_folder);
     // One folder, one run: the files of an earlier one are never read as this one's.
@@ -243,6 +248,7 @@ pub fn xray(
         boot_checked: false,
         boot_facts: None,
         server_version: None,
+        receivers: traces::Receivers::default(),
     };
     // The guard exists before the server does: whatever happens below, including an
     // error returned with `?`, its drop stops the server.

@@ -57,7 +57,8 @@ impl Xray<'_> {
             Recorder::new().map_err(|e| problem(format!("cannot start the HTTP client: {e}")))?;
         let health = |base: &BaseUrl| recorder.healthy(base);
         if let Some(words) = serve_words {
-            self.start_server(words, &health)?;
+            let words = self.start_receivers(words)?;
+            self.start_server(&words, &health)?;
         } else {
             if !health(&self.base) {
                 return Err(problem(format!(
@@ -167,7 +168,11 @@ impl Xray<'_> {
         Ok(())
     }
 
-    pub(super) fn snapshot(&mut self, recorder: &Recorder, name: &str) -> Result<(), Stop> {
+    pub(super) fn snapshot(
+        &mut self,
+        recorder: &Recorder,
+        name: &str,
+    ) -> Result<inferlint_core::Snapshot, Stop> {
         let path = self.dir.join(name);
         let mut scraper = recorder.scraper(self.base.clone());
         let (scrape, _) = recorder
@@ -179,7 +184,7 @@ impl Xray<'_> {
             &Rule::NEW,
         )
         .map_err(|e| problem(e.to_string()))?;
-        Ok(())
+        Ok(scrape.snapshot)
     }
 }
 

@@ -25,6 +25,11 @@ pub struct RunFiles {
     pub bench_candidates: Vec<PathBuf>,
     /// What the load tool printed (`load.log`).
     pub load_log: Option<PathBuf>,
+    /// The server's spans as a receiver wrote them (`spans.otlp.jsonl`) or an
+    /// OpenTelemetry Collector's file exporter did.
+    pub spans: Option<PathBuf>,
+    /// The KV-cache event stream as a subscriber wrote it (`kv-events.jsonl`).
+    pub kv_events: Option<PathBuf>,
 }
 
 impl RunFiles {
@@ -42,6 +47,8 @@ impl RunFiles {
             (&self.series, "the recording"),
             (&self.bench, "the load tool's result"),
             (&self.load_log, "the load tool's log"),
+            (&self.spans, "the server's spans"),
+            (&self.kv_events, "the KV event stream"),
         ];
         for (path, what) in named {
             if let Some(path) = path {
@@ -85,7 +92,8 @@ impl RunFiles {
 /// else `*before*.json`; likewise `after`; `run.series.jsonl` else `*.series.jsonl`;
 /// the load tool's result, recognised by content in the folder or the folders its tools
 /// write into ([`crate::loadtools::find_results`], every candidate when there are several
-/// of one tool); `load.log`.
+/// of one tool); `load.log`; `spans.otlp.jsonl` else `*.otlp.jsonl` (the server's spans);
+/// `kv-events.jsonl` else `*.kv-events.jsonl` (its KV event stream).
 pub fn discover_run(dir: &Path) -> Result<RunFiles, FileError> {
     // A link is followed, so a recording linked into the folder is read like any other.
     // Only folders are passed over: a link that leads nowhere, a pipe or a device with a
@@ -121,6 +129,8 @@ pub fn discover_run(dir: &Path) -> Result<RunFiles, FileError> {
         bench: None,
         bench_candidates: Vec::new(),
         load_log: has("load.log").then(|| dir.join("load.log")),
+        spans: named_or("spans.otlp.jsonl", &|n| n.ends_with(".otlp.jsonl")),
+        kv_events: named_or("kv-events.jsonl", &|n| n.ends_with(".kv-events.jsonl")),
     };
     let results = crate::loadtools::find_results(dir)?;
     files.bench = results.first().cloned();
