@@ -250,14 +250,22 @@ impl TraceFlags {
     /// connects to an address without a wildcard and binds its replay at the address
     /// given.
     pub fn kv_events_json(&self, endpoint: &str, replay: &str) -> String {
-        let mut object = serde_json::Map::new();
-        if self.kv_events_enable_key {
-            object.insert("enable_kv_cache_events".into(), true.into());
+        /// The engines' configuration, in their field names.
+        #[derive(serde::Serialize)]
+        struct KvEventsConfig<'a> {
+            #[serde(skip_serializing_if = "Option::is_none")]
+            enable_kv_cache_events: Option<bool>,
+            publisher: &'a str,
+            endpoint: &'a str,
+            replay_endpoint: &'a str,
         }
-        object.insert("publisher".into(), "zmq".into());
-        object.insert("endpoint".into(), endpoint.into());
-        object.insert("replay_endpoint".into(), replay.into());
-        serde_json::Value::Object(object).to_string()
+        serde_json::to_string(&KvEventsConfig {
+            enable_kv_cache_events: self.kv_events_enable_key.then_some(true),
+            publisher: "zmq",
+            endpoint,
+            replay_endpoint: replay,
+        })
+        .unwrap_or_default()
     }
 }
 
@@ -1182,6 +1190,27 @@ const UVICORN_READY_LINE: &str = "Application startup complete";
 
 #[cfg(test)]
 mod tests {
+    /// vLLM 0.32's `KVEventsConfig` (vllm/config/kv_events.py) publishes only with
+    /// `enable_kv_cache_events` true; SGLang's configuration has no such key. Both read
+    /// `publisher`, `endpoint` and `replay_endpoint`.
+    #[test]
+    fn the_kv_events_configuration_is_each_engines_own() {
+        let vllm = VLLM
+            .trace_flags
+            .expect("vLLM publishes")
+            .kv_events_json("tcp://127.0.0.1:5557", "tcp://127.0.0.1:5558");
+        assert_eq!(
+            vllm,
+            r#"{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://127.0.0.1:5557","replay_endpoint":"tcp://127.0.0.1:5558"}"#
+        );
+        let sglang = SGLANG
+            .trace_flags
+            .expect("SGLang publishes")
+            .kv_events_json("tcp://127.0.0.1:1", "tcp://127.0.0.1:2");
+        assert!(!sglang.contains("enable_kv_cache_events"), "{sglang}");
+        assert!(TRTLLM.trace_flags.is_none());
+    }
+
     use super::*;
 
     #[test]
