@@ -13,6 +13,8 @@
 //!   so that no query asks more than [`MAX_POINTS`] points of one series (Prometheus
 //!   refuses more than 11,000).
 //!
+//! The answers are read typed, in one pass over their bytes ([`read_answer`]).
+//!
 //! Each replica is one `pod` (where the series have that label, as Kubernetes service
 //! discovery sets it) or else one `instance`; vLLM's `engine` label inside a replica stays
 //! as a scrape has it and is summed by [`crate::record`]. A counter that goes down inside
@@ -26,9 +28,14 @@ use inferlint_core::engine::scrape_metrics;
 use inferlint_core::metrics::Sample;
 use inferlint_core::model::{SeriesSample, Snapshot};
 use inferlint_core::{Engine, EngineDescriptor};
-use serde_json::Value;
 
 use crate::{prom, record};
+
+mod answer;
+
+pub use answer::{
+    parse_answer, parse_value, read_answer, ApiError, ApiSeries, Collect, RawSeries, SeriesSink,
+};
 
 /// The most points one range query asks of one series. Prometheus refuses a query
 /// over 11,000 points per series ("exceeded maximum resolution").
@@ -59,149 +66,6 @@ pub fn keep_within(series: &mut [ApiSeries], from_ms: i64, to_ms: i64) -> u64 {
         dropped += (before - s.points.len()) as u64;
     }
     dropped
-}
-
-/// Why an answer of the API could not be used. Each message reads after "failed to".
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ApiError {
-    /// The server answered `"status": "error"` (`bad_data`, `timeout`, `execution`).
-    #[error("the Prometheus server refused the query ({kind}): {message}")]
-    Refused {
-        /// The API's `errorType`.
-        kind: String,
-        /// The API's `error`.
-        message: String,
-    },
-    /// An answer that is not the API's JSON.
-    #[error("the answer is not a Prometheus API answer: {0}")]
-    Shape(String),
-}
-
-/// One series of an answer: its labels (without `__name__`), its name, and its points
-/// as (Unix seconds, value).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ApiSeries {
-    /// The metric's name (`__name__`).
-    pub name: String,
-    /// The other labels, sorted by name.
-    pub labels: Vec<(String, String)>,
-    /// (Unix seconds, value), in time order.
-    pub points: Vec<(f64, f64)>,
-}
-
-impl ApiSeries {
-    /// The value of a label, if the series has it.
-    pub fn label(&self, name: &str) -> Option<&str> {
-        self.labels
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// The replica this series belongs to: its `pod`, else its `instance`.
-    pub fn replica(&self) -> Option<&str> {
-        self.label("pod").or_else(|| self.label("instance"))
-    }
-}
-
-/// Reads a value as the API writes it: a string holding a number, `NaN`, `+Inf` or
-/// `-Inf`.
-pub fn parse_value(text: &str) -> Option<f64> {
-    match text {
-        "NaN" => Some(f64::NAN),
-        "+Inf" | "Inf" => Some(f64::INFINITY),
-        "-Inf" => Some(f64::NEG_INFINITY),
-        other => other.parse::<f64>().ok().filter(|v| v.is_finite()),
-    }
-}
-
-/// Reads an answer of `/api/v1/query` or `/api/v1/query_range`: a vector (one point per
-/// series), a matrix (many) or a scalar (no series) become series with points.
-pub fn parse_answer(body: &[u8]) -> Result<Vec<ApiSeries>, ApiError> {
-    let value: Value = serde_json::from_slice(body).map_err(|e| {
-        let text = String::from_utf8_lossy(&body[..body.len().min(80)]).into_owned();
-        ApiError::Shape(format!("{e} (it starts {text:?})"))
-    })?;
-    let status = value.get("status").and_then(Value::as_str);
-    if status == Some("error") {
-        return Err(ApiError::Refused {
-            kind: value
-                .get("errorType")
-                .and_then(Value::as_str)
-                .unwrap_or("unknown")
-                .to_owned(),
-            message: value
-                .get("error")
-                .and_then(Value::as_str)
-                .unwrap_or("no reason given")
-                .to_owned(),
-        });
-    }
-    if status != Some("success") {
-        return Err(ApiError::Shape("no \"status\": \"success\"".into()));
-    }
-    let data = value
-        .get("data")
-        .ok_or_else(|| ApiError::Shape("no \"data\"".into()))?;
-    let kind = data.get("resultType").and_then(Value::as_str);
-    let result = data.get("result");
-    match (kind, result) {
-        (Some("scalar" | "string"), _) => Ok(Vec::new()),
-        (Some(kind @ ("vector" | "matrix")), Some(Value::Array(items))) => items
-            .iter()
-            .map(|item| read_series(item, kind == "matrix"))
-            .collect(),
-        _ => Err(ApiError::Shape(
-            "\"data\" holds no vector or matrix result".into(),
-        )),
-    }
-}
-
-fn read_series(item: &Value, matrix: bool) -> Result<ApiSeries, ApiError> {
-    let bad = |what: &str| ApiError::Shape(format!("a series {what}"));
-    let metric = item
-        .get("metric")
-        .and_then(Value::as_object)
-        .ok_or_else(|| bad("has no \"metric\" labels"))?;
-    let mut name = String::new();
-    let mut labels = Vec::with_capacity(metric.len());
-    for (key, value) in metric {
-        let value = value.as_str().ok_or_else(|| bad("label is not a string"))?;
-        if key == "__name__" {
-            name = value.to_owned();
-        } else {
-            labels.push((key.clone(), value.to_owned()));
-        }
-    }
-    labels.sort();
-    let point = |p: &Value| -> Result<(f64, f64), ApiError> {
-        let pair = p.as_array().filter(|a| a.len() == 2);
-        let pair = pair.ok_or_else(|| bad("point is not [time, \"value\"]"))?;
-        let t = pair[0].as_f64().ok_or_else(|| bad("point has no time"))?;
-        let v = pair[1]
-            .as_str()
-            .and_then(parse_value)
-            .ok_or_else(|| bad(&format!("value {} is not a number", pair[1])))?;
-        Ok((t, v))
-    };
-    let points = if matrix {
-        item.get("values")
-            .and_then(Value::as_array)
-            .ok_or_else(|| bad("of a matrix has no \"values\""))?
-            .iter()
-            .map(point)
-            .collect::<Result<Vec<_>, _>>()?
-    } else {
-        vec![point(
-            item.get("value")
-                .ok_or_else(|| bad("of a vector has no \"value\""))?,
-        )?]
-    };
-    Ok(ApiSeries {
-        name,
-        labels,
-        points,
-    })
 }
 
 /// Reads a time as the command line takes it: Unix seconds (`1764547200`,
