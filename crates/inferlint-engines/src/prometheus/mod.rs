@@ -13,7 +13,8 @@
 //!   so that no query asks more than [`MAX_POINTS`] points of one series (Prometheus
 //!   refuses more than 11,000).
 //!
-//! The answers are read typed, in one pass over their bytes ([`read_answer`]).
+//! The answers are read typed, in one pass over their bytes ([`read_answer`]); a range
+//! answer goes straight into each replica's samples ([`RangeReader`]).
 //!
 //! Each replica is one `pod` (where the series have that label, as Kubernetes service
 //! discovery sets it) or else one `instance`; vLLM's `engine` label inside a replica stays
@@ -22,20 +23,20 @@
 //! the cross-checks see the drop as they see it in a recording (and, where the engine
 //! exports `*_created` stamps, the snapshots' stamps differ too).
 
-use std::collections::BTreeMap;
-
 use inferlint_core::engine::scrape_metrics;
 use inferlint_core::metrics::Sample;
 use inferlint_core::model::{SeriesSample, Snapshot};
 use inferlint_core::{Engine, EngineDescriptor};
 
-use crate::{prom, record};
+use crate::prom;
 
 mod answer;
+mod range;
 
 pub use answer::{
     parse_answer, parse_value, read_answer, ApiError, ApiSeries, Collect, RawSeries, SeriesSink,
 };
+pub use range::{PieceRead, RangeReader};
 
 /// The most points one range query asks of one series. Prometheus refuses a query
 /// over 11,000 points per series ("exceeded maximum resolution").
@@ -272,7 +273,7 @@ fn regex_escape(name: &str) -> String {
     out
 }
 
-/// The metrics a series sample is built from ([`record::sample_from_metrics`]), with the
+/// The metrics a series sample is built from ([`crate::record::sample_from_metrics`]), with the
 /// info metric that weighs data-parallel engines' KV usage.
 pub fn series_metric_names(engine: &EngineDescriptor) -> Vec<&'static str> {
     let mut names = vec![
@@ -343,37 +344,36 @@ pub fn snapshot_of(series: &[ApiSeries], replica: &str, source: &str) -> Option<
 /// One replica's series samples from a range answer, in time order: at each step, the
 /// series that have a point there become one scrape, read through the engine's table as
 /// a recorder reads a scrape. A step where the replica has no point at all is left out
-/// (Prometheus had no reading within its look-back): a gap, never zeros.
+/// (Prometheus had no reading within its look-back): a gap, never zeros. A window is read
+/// a piece at a time by [`RangeReader`], which reads the answer's bytes the same way.
 pub fn samples_of(
     series: &[ApiSeries],
     replica: &str,
     engine: &EngineDescriptor,
 ) -> Vec<SeriesSample> {
-    let mut by_time: BTreeMap<i64, Vec<Sample>> = BTreeMap::new();
-    for s in series.iter().filter(|s| s.replica() == Some(replica)) {
-        for &(t, value) in &s.points {
-            by_time
-                .entry((t * 1000.0).round() as i64)
-                .or_default()
-                .push(Sample {
-                    name: s.name.clone(),
-                    labels: s.labels.clone(),
-                    value,
-                    timestamp_ms: None,
-                });
-        }
-    }
-    by_time
-        .into_iter()
-        .map(|(t_ms, samples)| {
-            record::sample_from_metrics(
-                engine,
-                &engine.scrape_metrics(samples),
-                t_ms as f64 / 1000.0,
-                None,
-            )
+    let mut columns: Vec<range::Column> = series
+        .iter()
+        .filter(|s| s.replica() == Some(replica))
+        .map(|s| range::Column {
+            sample: Sample {
+                name: s.name.clone(),
+                labels: s.labels.clone(),
+                value: f64::NAN,
+                timestamp_ms: None,
+            },
+            points: s
+                .points
+                .iter()
+                .map(|&(t, v)| ((t * 1000.0).round() as i64, v))
+                .collect(),
         })
-        .collect()
+        .collect();
+    let mut out = Vec::new();
+    let _ = range::assemble(engine, &mut columns, |s| {
+        out.push(*s);
+        Ok::<(), std::convert::Infallible>(())
+    });
+    out
 }
 
 /// A folder name for a replica: its name with every character outside `A-Z a-z 0-9 . _ -`
