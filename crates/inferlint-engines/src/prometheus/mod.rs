@@ -11,7 +11,9 @@
 //! - the series is range queries (`/api/v1/query_range`) of the metrics a recorder writes,
 //!   at a step equal to the scrape interval (read from the raw samples' spacing), split
 //!   so that no query asks more than [`MAX_POINTS`] points of one series (Prometheus
-//!   refuses more than 11,000).
+//!   refuses more than 11,000) and no answer can pass [`RANGE_ANSWER_BYTES`] for the
+//!   series the snapshots show ([`points_per_query`]): a piece of a large fleet is a
+//!   shorter stretch of the window than a small fleet's.
 //!
 //! The answers are read typed, in one pass over their bytes ([`read_answer`]); a range
 //! answer goes straight into each replica's samples ([`RangeReader`]).
@@ -41,9 +43,110 @@ pub use range::{PieceRead, RangeReader};
 /// The most points one range query asks of one series. Prometheus refuses a query
 /// over 11,000 points per series ("exceeded maximum resolution").
 pub const MAX_POINTS: u64 = 11_000;
-/// The most range queries one read of a window sends: 11 million points of each series
-/// (127 days at 1 s). A year at 1 ms would be 2.9 million queries, hours of work.
+/// The most range queries one read of a window sends: at most 11 million points of each
+/// series (127 days at 1 s, for a fleet whose pieces are [`MAX_POINTS`] long), and at
+/// most 1,000 answers of up to [`RANGE_ANSWER_BYTES`]. A year at 1 ms would be 2.9
+/// million queries, hours of work.
 pub const MAX_RANGE_QUERIES: u64 = 1_000;
+
+/// The most bytes one point of a range answer takes, `[t,"v"],` as Prometheus writes
+/// it: a time of at most 11 digits of seconds (a wall time is below 10^11 s) and a
+/// fraction of three (`marshalTimestamp`), 15 bytes; a value of at most 25 (Go's shortest
+/// text, `'f'` from 1e-6 to 1e21 such as `-0.0000012345678901234567`, `'e'` outside such
+/// as `-1.2345678901234567e-308`); and `[`, `,"`, `"]` and `,`, 6.
+pub const MAX_POINT_BYTES: u64 = 46;
+/// The most bytes a range query's answer is sized for: half the most an answer may be
+/// ([`prom::MAX_BODY_BYTES`], 64 MiB), so that series the snapshots did not show (a
+/// replica that came and went inside the window) leave room. At most about this much
+/// of an answer is held while it is read, with its points as numbers.
+pub const RANGE_ANSWER_BYTES: u64 = 32 << 20;
+/// The bytes of a series in a range answer besides its labels and points:
+/// `{"metric":`, `,"values":[`, `]}` and `,`.
+const SERIES_BYTES: u64 = 24;
+/// The bytes of a range answer besides its series, with room for warnings:
+/// `{"status":"success","data":{"resultType":"matrix","result":[` and `]}}` are 63.
+const ENVELOPE_BYTES: u64 = 1024;
+
+/// What a range query's answer holds besides its points, from the snapshots: how many
+/// series, and the bytes of their labels as the API writes them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RangeSize {
+    /// Series the range query answers.
+    pub series: u64,
+    /// The bytes of their `"metric"` objects, at most.
+    pub metric_bytes: u64,
+}
+
+/// The series a range query of `names` (each with or without `_total`, as
+/// [`names_query`] asks them) answers, counted in the snapshots' instant answers (a
+/// series in both counted once), with the bytes of their labels at most as the API
+/// writes them (Go escapes `<`, `>`, `&` and control characters as `\u00XX`).
+pub fn range_size<'a>(
+    answers: impl IntoIterator<Item = &'a [ApiSeries]>,
+    names: &[&str],
+) -> RangeSize {
+    let bases: Vec<&str> = names
+        .iter()
+        .map(|n| n.strip_suffix("_total").unwrap_or(n))
+        .collect();
+    let asked = |name: &str| {
+        let base = name.strip_suffix("_total").unwrap_or(name);
+        bases.contains(&base)
+    };
+    let mut seen: std::collections::HashSet<(&str, &[(String, String)])> =
+        std::collections::HashSet::new();
+    let mut size = RangeSize::default();
+    for s in answers.into_iter().flatten() {
+        if !asked(&s.name) || !seen.insert((s.name.as_str(), s.labels.as_slice())) {
+            continue;
+        }
+        let labels: u64 = s
+            .labels
+            .iter()
+            .map(|(k, v)| json_text_bytes(k) + 1 + json_text_bytes(v) + 1)
+            .sum();
+        size.series += 1;
+        size.metric_bytes +=
+            2 + json_text_bytes("__name__") + 1 + json_text_bytes(&s.name) + labels;
+    }
+    size
+}
+
+/// The most bytes `text` takes as a JSON string written by Go, quotes included.
+fn json_text_bytes(text: &str) -> u64 {
+    let inner: usize = text
+        .chars()
+        .map(|c| match c {
+            '"' | '\\' => 2,
+            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => 6,
+            c if (c as u32) < 0x20 => 6,
+            c => c.len_utf8(),
+        })
+        .sum();
+    inner as u64 + 2
+}
+
+/// The most bytes an answer to a range query of `points` points a series takes, for the
+/// series `size` counts.
+pub fn range_answer_bytes(size: RangeSize, points: u64) -> u64 {
+    ENVELOPE_BYTES
+        .saturating_add(size.metric_bytes)
+        .saturating_add(size.series.saturating_mul(SERIES_BYTES))
+        .saturating_add(
+            size.series
+                .saturating_mul(points)
+                .saturating_mul(MAX_POINT_BYTES),
+        )
+}
+
+/// How many points of each series one range query asks: the most whose answer stays
+/// within [`RANGE_ANSWER_BYTES`] ([`range_answer_bytes`]), at most [`MAX_POINTS`] and at
+/// least one: eight replicas of seven series ask 11,000 points a query, 256 about 400.
+pub fn points_per_query(size: RangeSize) -> u64 {
+    let fixed = range_answer_bytes(size, 0);
+    let per_point = size.series.max(1).saturating_mul(MAX_POINT_BYTES);
+    (RANGE_ANSWER_BYTES.saturating_sub(fixed) / per_point).clamp(1, MAX_POINTS)
+}
 
 /// How many range queries [`split_range`] cuts the window into, counted without making
 /// the pieces (a century at 1 ms would be a list of 290 million).
@@ -457,6 +560,45 @@ mod tests {
             prop_assert!(expected > end);
         }
 
+        /// With the piece size chosen for a fleet's series, every point of the window is
+        /// still asked exactly once, in order; no piece asks more than 11,000 points a
+        /// series, and each answer stays within the bytes it is sized for (where the
+        /// labels alone leave room for one point a series).
+        #[test]
+        fn the_sized_split_asks_every_point_once_within_both_bounds(
+            start in 0i64..2_000_000_000_000,
+            len in 0i64..400_000_000,
+            step in 1i64..120_000,
+            series in 0u64..20_000,
+            label_bytes in 0u64..4_000,
+        ) {
+            let size = RangeSize { series, metric_bytes: series * label_bytes };
+            let max = points_per_query(size);
+            prop_assert!((1..=MAX_POINTS).contains(&max));
+            if range_answer_bytes(size, 1) <= RANGE_ANSWER_BYTES {
+                prop_assert!(range_answer_bytes(size, max) <= RANGE_ANSWER_BYTES);
+            }
+            if max < MAX_POINTS {
+                // The largest piece that fits: one point more would not.
+                prop_assert!(range_answer_bytes(size, max + 1) > RANGE_ANSWER_BYTES);
+            }
+            let end = start + len;
+            prop_assume!(range_queries(start, end, step, max) <= 100_000);
+            let pieces = split_range(start, end, step, max);
+            prop_assert_eq!(pieces.len() as u64, range_queries(start, end, step, max));
+            let total: u64 = pieces.iter().map(|&(a, b)| points_in(a, b, step)).sum();
+            prop_assert_eq!(total, points_in(start, end, step));
+            let mut expected = start;
+            for &(a, b) in &pieces {
+                prop_assert_eq!(a, expected);
+                prop_assert!(points_in(a, b, step) <= max);
+                prop_assert!(b <= end);
+                prop_assert_eq!((b - start) % step, 0);
+                expected = b + step;
+            }
+            prop_assert!(expected > end);
+        }
+
         #[test]
         fn unix_seconds_read_back(t in 0.0f64..1e10) {
             prop_assert_eq!(parse_time(&t.to_string()), Ok(t));
@@ -472,6 +614,58 @@ mod tests {
             .all(|&(a, b)| points_in(a, b, 1000) <= MAX_POINTS));
         assert!(split_range(10, 5, 1000, MAX_POINTS).is_empty());
         assert_eq!(split_range(0, 0, 1000, MAX_POINTS), vec![(0, 0)]);
+    }
+
+    /// The series a range query answers are counted from the snapshots: only the names it
+    /// asks (with or without `_total`), a series in both snapshots once, and its labels'
+    /// bytes as the API writes `"metric"`, with `<` written `\u003c` (Go's escape).
+    #[test]
+    fn the_range_is_sized_from_the_snapshots_series() {
+        let series = |name: &str, pod: &str| ApiSeries {
+            name: name.into(),
+            labels: vec![("pod".into(), pod.into())],
+            points: vec![(1.0, 1.0)],
+        };
+        let before = vec![
+            series("a_total", "p<"),
+            series("b", "p<"),
+            series("zzz", "p<"),
+        ];
+        let after = vec![series("a_total", "p<"), series("a_total", "q")];
+        let size = range_size([before.as_slice(), after.as_slice()], &["a", "b_total"]);
+        assert_eq!(size.series, 3, "a_total of p< once, b of p<, a_total of q");
+        let p_lt = r#"{"__name__":"a_total","pod":"p\u003c"}"#.len() as u64;
+        let b = r#"{"__name__":"b","pod":"p\u003c"}"#.len() as u64;
+        let q = r#"{"__name__":"a_total","pod":"q"}"#.len() as u64;
+        assert_eq!(size.metric_bytes, p_lt + b + q);
+    }
+
+    /// A small fleet asks the most points Prometheus allows; a large one asks fewer, so
+    /// that its answer stays within the bytes it is sized for. Eight replicas of seven
+    /// series whose labels take 100 bytes each: 11,000 points are at most 1,024 + 56 ×
+    /// 124 + 56 × 11,000 × 46 = 28.3 million bytes, within 32 MiB. 256 replicas (1,792
+    /// series): (33,554,432 − 1,024 − 1,792 × 124) / (1,792 × 46) = 404 points.
+    #[test]
+    fn pieces_shrink_as_the_fleet_grows() {
+        let fleet = |replicas: u64| RangeSize {
+            series: replicas * 7,
+            metric_bytes: replicas * 7 * 100,
+        };
+        assert_eq!(points_per_query(fleet(8)), MAX_POINTS);
+        assert_eq!(points_per_query(fleet(256)), 404);
+        assert!(range_answer_bytes(fleet(256), 404) <= RANGE_ANSWER_BYTES);
+        assert!(range_answer_bytes(fleet(256), 405) > RANGE_ANSWER_BYTES);
+        // No series seen: the most Prometheus allows; labels that fill the budget alone:
+        // one point, and the window's length then decides whether it may be read.
+        assert_eq!(points_per_query(RangeSize::default()), MAX_POINTS);
+        let huge = RangeSize {
+            series: 1,
+            metric_bytes: RANGE_ANSWER_BYTES,
+        };
+        assert_eq!(points_per_query(huge), 1);
+        // A day at 1 s of 1,024 replicas of seven series still fits the query bound.
+        let day = split_range(0, 86_399_000, 1000, points_per_query(fleet(1024)));
+        assert!(day.len() as u64 <= MAX_RANGE_QUERIES, "{}", day.len());
     }
 
     #[test]
