@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use inferlint_engines::files::{self, SeriesLine};
 use inferlint_engines::fleet;
+use inferlint_engines::prometheus as api;
 use inferlint_live::http::BaseUrl;
 use inferlint_live::prometheus::{fetch_into, FetchOptions, PromError, PromSource};
 use inferlint_sim::prometheus::{self as fake, FleetHistory};
@@ -96,6 +97,40 @@ async fn a_long_window_is_split_and_every_replica_gets_its_run() {
         .filter(|l| files::parse_series_line(l) == SeriesLine::Marker)
         .count();
     assert_eq!(markers, 1, "one restart record");
+}
+
+/// A fleet too large for 11,000 points a query: 256 replicas of six series over 3,000
+/// steps is one answer of at least 256 × 6 × 3,000 points of 17 bytes (`[1764547200,"0"],`,
+/// the shortest a point is written), 78 MB, past the 64 MiB an answer may be. The pieces
+/// are sized for the series the snapshots show: each answer stays within the bytes it is
+/// sized for, and every step of every replica is read exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_fleet_is_read_in_pieces_sized_for_its_series() {
+    let steps = 3_000;
+    let history = FleetHistory::new(256, START_MS, 1000, steps);
+    let (fetched, dir, asked) = fetch(history, &options(steps, 1000)).await;
+    let fetched = fetched.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(fetched.manifest.replicas.len(), 256);
+    assert_eq!(fetched.samples, 256 * steps as u64, "every step once");
+    assert!(fetched.range_queries > 1, "{}", fetched.range_queries);
+    assert!(
+        asked < 3_000,
+        "the stand-in was asked {asked} points a series"
+    );
+    assert!(
+        fetched.largest_answer_bytes <= api::RANGE_ANSWER_BYTES,
+        "{} bytes",
+        fetched.largest_answer_bytes
+    );
+    assert!(fetched.notes.is_empty(), "{:?}", fetched.notes);
+    // Each replica's recording holds every step in order, with no gap.
+    let folder = dir.path().join(&fetched.manifest.replicas[255].folder);
+    let mut times = Vec::new();
+    files::read_series(&folder.join("run.series.jsonl"), |s| times.push(s.t_wall)).expect("reads");
+    let expected: Vec<f64> = (0..steps)
+        .map(|k| (START_MS + k * 1000) as f64 / 1000.0)
+        .collect();
+    assert_eq!(times, expected);
 }
 
 /// A Prometheus that is down, too slow or refuses the query is one clear error naming
