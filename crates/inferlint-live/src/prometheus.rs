@@ -296,8 +296,9 @@ fn engine_of_fleet(
     Ok(one.or(named).unwrap_or(Engine::DEFAULT))
 }
 
-/// How many bytes of lines a replica's writer holds before it writes them out.
-const WRITE_BUFFER: usize = 64 * 1024;
+/// How many bytes of lines a replica's writer holds before it writes them out: small,
+/// as a fleet of a thousand replicas holds a thousand buffers.
+const WRITE_BUFFER: usize = 16 * 1024;
 
 /// One replica's series file being written, with what is needed to mark gaps and
 /// restarts between two pieces of the window. Lines are gathered in a buffer and written
@@ -567,6 +568,7 @@ pub async fn fetch_into(
                 name: name.clone(),
                 file,
                 path,
+                // A line is far below 1 KiB: the buffer never grows past this.
                 buffer: Vec::with_capacity(WRITE_BUFFER + 1024),
                 last: None,
                 samples: 0,
