@@ -12,8 +12,15 @@
 //! ```
 //!
 //! A vector's series hold one `"value"` instead of `"values"`; a scalar or a string result
-//! holds no series. Keys are read in any order and keys the API may add (`warnings`,
-//! `infos`, a native histogram's `histograms`) are passed over.
+//! holds no series. Keys the API may add (`warnings`, `infos`, a native histogram's
+//! `histograms`) are passed over. Keys are read in any order; read in one pass, an answer
+//! not in Prometheus' order (the status first, the result's type before the result) is
+//! refused where what it holds could only be told at its end (a series with both `value`
+//! and `values` before the type, series before a type that holds none, a refusal's
+//! `data` that cannot be read before its status), and a key given twice that decides
+//! what the sink is handed (`data`, `resultType`, `result`) is refused. A property test
+//! holds the reader to a tree of the answer's JSON values: whatever it reads, the tree
+//! reads the same.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -272,6 +279,13 @@ impl<'de, S: SeriesSink> Visitor<'de> for AnswerSeed<'_, S> {
                 "status" => status = map.next_value::<Loose<'de>>()?.into_string(),
                 "errorType" => kind = map.next_value::<Loose<'de>>()?.into_string(),
                 "error" => error = map.next_value::<Loose<'de>>()?.into_string(),
+                // A second `data` would hand the sink a second set of series.
+                "data" if data.is_some() => return Err(de::Error::duplicate_field("data")),
+                // A refusal says why; what it holds besides is not read (Prometheus writes
+                // the status first).
+                "data" if status.as_deref() == Some("error") => {
+                    map.next_value::<IgnoredAny>()?;
+                }
                 "data" => {
                     data = Some(map.next_value_seed(DataSeed {
                         sink: &mut *self.sink,
@@ -298,6 +312,10 @@ impl<'de, S: SeriesSink> Visitor<'de> for AnswerSeed<'_, S> {
         };
         let no_result = || Outcome::Shape("\"data\" holds no vector or matrix result".into());
         Ok(match (data.kind.as_deref(), data.result) {
+            // Series read before a type that holds none: the answer contradicts itself.
+            (Some(kind @ ("scalar" | "string")), Some(seen)) if seen.series > 0 => {
+                Outcome::Shape(format!("a {kind} result holds series"))
+            }
             (Some("scalar" | "string"), _) => Outcome::Read,
             (Some("vector"), Some(seen)) if seen.without_value == 0 => Outcome::Read,
             (Some("matrix"), Some(seen)) if seen.without_values == 0 => Outcome::Read,
@@ -316,7 +334,10 @@ impl<'de, S: SeriesSink> Visitor<'de> for AnswerSeed<'_, S> {
 /// The buffers one series is read into, reused from one series to the next.
 #[derive(Default)]
 struct Buffers {
+    /// A matrix series' `values`.
     points: Vec<(f64, f64)>,
+    /// A vector series' `value`.
+    one: Vec<(f64, f64)>,
 }
 
 /// What `data` held: its type, and whether its result was a list of series (with how
@@ -328,6 +349,7 @@ struct Data {
 
 #[derive(Clone, Copy, Default)]
 struct Seen {
+    series: u64,
     without_value: u64,
     without_values: u64,
 }
@@ -361,12 +383,22 @@ impl<'de, S: SeriesSink> Visitor<'de> for DataSeed<'_, S> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Data, A::Error> {
         let mut kind: Option<String> = None;
+        let mut kind_read = false;
+        let mut result_read = false;
         let mut result: Option<Seen> = None;
         while let Some(key) = map.next_key::<Text<'de>>()? {
+            // The type decides how the result is read, and the sink has its series: a
+            // second of either would make the answer mean two things.
             match key.0.as_ref() {
-                "resultType" => kind = map.next_value::<Loose<'de>>()?.into_string(),
+                "resultType" if kind_read => return Err(de::Error::duplicate_field("resultType")),
+                "result" if result_read => return Err(de::Error::duplicate_field("result")),
+                "resultType" => {
+                    kind_read = true;
+                    kind = map.next_value::<Loose<'de>>()?.into_string();
+                }
                 "result" => match kind.as_deref() {
                     Some("scalar" | "string") => {
+                        result_read = true;
                         map.next_value::<IgnoredAny>()?;
                     }
                     known => {
@@ -375,6 +407,7 @@ impl<'de, S: SeriesSink> Visitor<'de> for DataSeed<'_, S> {
                             Some("matrix") => Kind::Matrix,
                             _ => Kind::Unknown,
                         };
+                        result_read = true;
                         result = map.next_value_seed(ResultSeed {
                             sink: &mut *self.sink,
                             buffers: &mut *self.buffers,
@@ -445,18 +478,31 @@ impl<'de, S: SeriesSink> Visitor<'de> for ResultSeed<'_, S> {
         while let Some(found) = seq.next_element_seed(SeriesSeed {
             labels: &mut labels,
             points: &mut self.buffers.points,
+            one: &mut self.buffers.one,
             kind: self.kind,
         })? {
+            seen.series += 1;
             if !found.value {
                 seen.without_value += 1;
             }
             if !found.values {
                 seen.without_values += 1;
             }
+            // A vector's series has its one point in `value`, a matrix's in `values`; a
+            // series read before the result's type counts `values` where it has them.
+            let one = match self.kind {
+                Kind::Vector => true,
+                Kind::Matrix => false,
+                Kind::Unknown => !found.values,
+            };
             self.sink.series(RawSeries {
                 name: found.name.as_deref().unwrap_or(""),
                 labels: &labels,
-                points: &self.buffers.points,
+                points: if one {
+                    &self.buffers.one
+                } else {
+                    &self.buffers.points
+                },
             });
         }
         Ok(Some(seen))
@@ -496,6 +542,7 @@ struct Found<'de> {
 struct SeriesSeed<'s, 'de> {
     labels: &'s mut Vec<(Cow<'de, str>, Cow<'de, str>)>,
     points: &'s mut Vec<(f64, f64)>,
+    one: &'s mut Vec<(f64, f64)>,
     kind: Kind,
 }
 
@@ -516,6 +563,7 @@ impl<'de> Visitor<'de> for SeriesSeed<'_, 'de> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Found<'de>, A::Error> {
         self.labels.clear();
         self.points.clear();
+        self.one.clear();
         let mut found = Found {
             name: None,
             value: false,
@@ -531,10 +579,18 @@ impl<'de> Visitor<'de> for SeriesSeed<'_, 'de> {
                     })?;
                     metric = true;
                 }
+                // The key the result's type does not read is passed over, as it holds
+                // nothing of the answer.
+                "value" if self.kind == Kind::Matrix => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+                "values" if self.kind == Kind::Vector => {
+                    map.next_value::<IgnoredAny>()?;
+                }
                 "value" => {
-                    self.points.clear();
+                    self.one.clear();
                     map.next_value_seed(PointSeed {
-                        points: &mut *self.points,
+                        points: &mut *self.one,
                     })?;
                     found.value = true;
                 }
@@ -563,6 +619,10 @@ impl<'de> Visitor<'de> for SeriesSeed<'_, 'de> {
             Kind::Unknown if !found.value && !found.values => {
                 Err(de::Error::custom("a series has no \"value\" or \"values\""))
             }
+            // Before the result's type, which of the two counts cannot be told.
+            Kind::Unknown if found.value && found.values => Err(de::Error::custom(
+                "a series has both \"value\" and \"values\" before the result's type",
+            )),
             _ => {
                 self.labels.sort();
                 Ok(found)
@@ -728,6 +788,246 @@ impl<'de> Visitor<'de> for ValueSeed {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+    use serde_json::{json, Value};
+
+    /// The answer read as a tree of JSON values, as it was read before the typed reader:
+    /// the oracle the typed reader is held to.
+    fn by_tree(body: &[u8]) -> Result<Vec<ApiSeries>, ApiError> {
+        let value: Value =
+            serde_json::from_slice(body).map_err(|e| ApiError::Shape(e.to_string()))?;
+        let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
+        match value.get("status").and_then(Value::as_str) {
+            Some("error") => {
+                return Err(ApiError::Refused {
+                    kind: text(value.get("errorType")).unwrap_or_else(|| "unknown".into()),
+                    message: text(value.get("error")).unwrap_or_else(|| "no reason given".into()),
+                })
+            }
+            Some("success") => {}
+            _ => return Err(ApiError::Shape("status".into())),
+        }
+        let data = value.get("data").ok_or(ApiError::Shape("data".into()))?;
+        let bad = || ApiError::Shape("series".into());
+        let items = match (
+            data.get("resultType").and_then(Value::as_str),
+            data.get("result"),
+        ) {
+            (Some("scalar" | "string"), _) => return Ok(Vec::new()),
+            (Some(kind @ ("vector" | "matrix")), Some(Value::Array(items))) => {
+                items.iter().map(move |i| (kind == "matrix", i))
+            }
+            _ => return Err(ApiError::Shape("result".into())),
+        };
+        let point = |p: &Value| -> Result<(f64, f64), ApiError> {
+            let pair = p.as_array().filter(|a| a.len() == 2).ok_or_else(bad)?;
+            let t = pair[0].as_f64().ok_or_else(bad)?;
+            let v = pair[1].as_str().and_then(parse_value).ok_or_else(bad)?;
+            Ok((t, v))
+        };
+        items
+            .map(|(matrix, item)| {
+                let metric = item
+                    .get("metric")
+                    .and_then(Value::as_object)
+                    .ok_or_else(bad)?;
+                let mut name = String::new();
+                let mut labels = Vec::new();
+                for (k, v) in metric {
+                    let v = v.as_str().ok_or_else(bad)?.to_owned();
+                    if k == "__name__" {
+                        name = v;
+                    } else {
+                        labels.push((k.clone(), v));
+                    }
+                }
+                labels.sort();
+                let points = if matrix {
+                    let values = item
+                        .get("values")
+                        .and_then(Value::as_array)
+                        .ok_or_else(bad)?;
+                    values.iter().map(point).collect::<Result<Vec<_>, _>>()?
+                } else {
+                    vec![point(item.get("value").ok_or_else(bad)?)?]
+                };
+                Ok(ApiSeries {
+                    name,
+                    labels,
+                    points,
+                })
+            })
+            .collect()
+    }
+
+    /// Two readings agree: the same series, the same points (NaN as NaN), or the same
+    /// kind of refusal.
+    fn agree(
+        typed: &Result<Vec<ApiSeries>, ApiError>,
+        tree: &Result<Vec<ApiSeries>, ApiError>,
+    ) -> bool {
+        match (typed, tree) {
+            (Ok(a), Ok(b)) => {
+                a.len() == b.len()
+                    && a.iter().zip(b).all(|(a, b)| {
+                        a.name == b.name
+                            && a.labels == b.labels
+                            && a.points.len() == b.points.len()
+                            && a.points.iter().zip(&b.points).all(|(p, q)| {
+                                p.0 == q.0 && (p.1 == q.1 || (p.1.is_nan() && q.1.is_nan()))
+                            })
+                    })
+            }
+            (Err(ApiError::Refused { .. }), Err(ApiError::Refused { .. })) => typed == tree,
+            (Err(ApiError::Shape(_)), Err(ApiError::Shape(_))) => true,
+            _ => false,
+        }
+    }
+
+    /// A label or a name: plain, or with what JSON must escape, or beyond ASCII.
+    fn text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[a-z_:]{1,12}",
+            "[a-z\\\\\"<>&\n\u{7f}\u{e9}\u{2028}-]{0,8}",
+        ]
+    }
+
+    /// A value as the API writes it, or as it does not.
+    fn value_text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            any::<f64>()
+                .prop_filter("finite", |v| v.is_finite())
+                .prop_map(|v| v.to_string()),
+            (0u32..100_000).prop_map(|v| v.to_string()),
+            Just("NaN".to_owned()),
+            Just("+Inf".to_owned()),
+            Just("-Inf".to_owned()),
+            Just("inf".to_owned()),
+            Just("1e999".to_owned()),
+            Just("".to_owned()),
+        ]
+    }
+
+    /// A generated series: its name (or none), its labels, its points as (time, value text).
+    type Generated = (Option<String>, Vec<(String, String)>, Vec<(f64, String)>);
+
+    fn series() -> impl Strategy<Value = Generated> {
+        (
+            prop::option::of(text()),
+            prop::collection::vec((text(), text()), 0..4),
+            prop::collection::vec(
+                (
+                    prop_oneof![
+                        (0u64..2_000_000_000).prop_map(|t| t as f64),
+                        (0u64..2_000_000_000_000).prop_map(|t| t as f64 / 1000.0)
+                    ],
+                    value_text(),
+                ),
+                0..5,
+            ),
+        )
+    }
+
+    proptest! {
+        /// Whatever the answer holds, in whatever order its keys come, the typed reader
+        /// reads what a tree of its JSON values holds, or refuses as the tree does.
+        #[test]
+        fn the_typed_reader_reads_what_the_tree_holds(
+            kind in prop::sample::select(vec!["matrix", "vector", "scalar", "string", "other"]),
+            status in prop::sample::select(vec!["success", "error", "warning"]),
+            items in prop::collection::vec(series(), 0..4),
+            type_first in any::<bool>(),
+            metric_first in any::<bool>(),
+            status_first in any::<bool>(),
+            extra in any::<bool>(),
+            one_point in any::<bool>(),
+            both in any::<bool>(),
+        ) {
+            let series: Vec<String> = items
+                .iter()
+                .map(|(name, labels, points)| {
+                    let mut metric = serde_json::Map::new();
+                    if let Some(name) = name {
+                        metric.insert("__name__".into(), json!(name));
+                    }
+                    for (k, v) in labels {
+                        metric.insert(k.clone(), json!(v));
+                    }
+                    let points: Vec<Value> = points.iter().map(|(t, v)| json!([t, v])).collect();
+                    let items_points = points.clone();
+                    let (key, points) = match (kind, one_point) {
+                        ("vector", true) => ("value", points.first().cloned().unwrap_or(json!([]))),
+                        ("vector", false) => ("values", Value::Array(points)),
+                        (_, true) => ("value", points.first().cloned().unwrap_or(json!([]))),
+                        _ => ("values", Value::Array(points)),
+                    };
+                    let metric = format!("\"metric\":{}", Value::Object(metric));
+                    let mut points = format!("\"{key}\":{points}");
+                    if both {
+                        // Both keys, the one the type does not read last.
+                        let first = items_points.first().cloned().unwrap_or(json!([]));
+                        let all = Value::Array(items_points.clone());
+                        points = if key == "value" {
+                            format!("{points},\"values\":{all}")
+                        } else {
+                            format!("{points},\"value\":{first}")
+                        };
+                    }
+                    if metric_first {
+                        format!("{{{metric},{points}}}")
+                    } else {
+                        format!("{{{points},{metric}}}")
+                    }
+                })
+                .collect();
+            let result = format!("\"result\":[{}]", series.join(","));
+            let kind_text = format!("\"resultType\":\"{kind}\"");
+            let data = if type_first {
+                format!("{{{kind_text},{result}}}")
+            } else {
+                format!("{{{result},{kind_text}}}")
+            };
+            let mut fields = vec![
+                format!("\"data\":{data}"),
+                "\"errorType\":\"bad_data\"".to_owned(),
+                "\"error\":\"no\"".to_owned(),
+            ];
+            if extra {
+                fields.push("\"warnings\":[\"w\",{\"x\":[1,[2]]}]".to_owned());
+            }
+            let status_field = format!("\"status\":\"{status}\"");
+            if status_first {
+                fields.insert(0, status_field);
+            } else {
+                fields.push(status_field);
+            }
+            let body = format!("{{{}}}", fields.join(","));
+            let typed = parse_answer(body.as_bytes());
+            let tree = by_tree(body.as_bytes());
+            // Read in one pass, an answer not in Prometheus' order (the status first, the
+            // result's type before the result) can hold something the typed reader meets
+            // before it knows it does not matter (series before a type that holds none, a
+            // key the type does not read, the wrong series of a refusal): it may refuse
+            // such an answer where the tree reads it; whatever it reads, the tree reads.
+            let out_of_order = !type_first || (status == "error" && !status_first);
+            let typed_shape = matches!(typed, Err(ApiError::Shape(_)));
+            prop_assert!(
+                agree(&typed, &tree) || (out_of_order && typed_shape),
+                "{body}\ntyped: {typed:?}\ntree: {tree:?}"
+            );
+        }
+
+        /// Bytes that are not an answer, cut anywhere: one line, never a panic.
+        #[test]
+        fn any_cut_of_an_answer_is_one_line(cut in 0usize..400) {
+            let body = br#"{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":"x","instance":"a\"b"},"values":[[1764547200.5,"1"],[1764547201,"NaN"]]},{"metric":{},"values":[[1,"+Inf"]]}]}}"#;
+            let cut = &body[..cut.min(body.len())];
+            match parse_answer(cut) {
+                Ok(_) => prop_assert_eq!(cut.len(), body.len()),
+                Err(e) => prop_assert!(!e.to_string().contains('\n')),
+            }
+        }
+    }
 
     fn shape_of(body: &[u8]) -> String {
         match parse_answer(body) {
