@@ -527,10 +527,13 @@ pub async fn fetch_into(
     {
         // The snapshots are written and let go before the series is read.
         let (mut after, mut before) = (by_replica(after), by_replica(before));
+        // One writer per replica of the reader, in its order: the reader numbers them so.
         for name in reader.replicas() {
             let Some(Replica { folder, .. }) = manifest.replicas.iter().find(|r| &r.name == name)
             else {
-                continue;
+                return Err(PromError::Nothing(format!(
+                    "replica {name} has no folder in the fleet's manifest"
+                )));
             };
             let folder = dir.join(folder);
             let where_from = format!("prometheus {shown} replica {name}");
