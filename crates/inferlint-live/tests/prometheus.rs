@@ -214,3 +214,105 @@ async fn a_replica_gone_before_the_end_is_still_read() {
         "no reading at the end"
     );
 }
+
+/// A stand-in for a broken Prometheus on 127.0.0.1: every instant query is answered with
+/// one vLLM series of replica `a:1`, as the API writes a vector, and every range query
+/// with `range` (a status line, headers and a body, as given). Its thread ends with the
+/// test process, holding nothing but its socket.
+fn broken_range_answers(range: Vec<u8>) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
+    let base = format!("http://{}", listener.local_addr().expect("address"));
+    let running = inferlint_core::Engine::Vllm.descriptor().running;
+    let vector = format!(
+        r#"{{"status":"success","data":{{"resultType":"vector","result":[{{"metric":{{"__name__":"{running}","instance":"a:1","job":"vllm"}},"value":[1764547200,"3"]}}]}}}}"#
+    );
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") {
+                match stream.read(&mut byte) {
+                    Ok(1) => head.push(byte[0]),
+                    _ => break,
+                }
+            }
+            let answer = if head.starts_with(b"GET /api/v1/query_range") {
+                range.clone()
+            } else {
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{vector}",
+                    vector.len()
+                )
+                .into_bytes()
+            };
+            let _ = stream.write_all(&answer);
+        }
+    });
+    base
+}
+
+fn ok_json(body: &str) -> Vec<u8> {
+    format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// A range answer cut off, holding a value the API does not write, a proxy's error page,
+/// or announcing more than the 64 MiB an answer may be: one line naming the server and
+/// what is wrong, and nothing read from it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_range_answer_is_one_line_naming_the_server() {
+    let running = inferlint_core::Engine::Vllm.descriptor().running;
+    let series = format!(
+        r#"{{"status":"success","data":{{"resultType":"matrix","result":[{{"metric":{{"__name__":"{running}","instance":"a:1"}},"values":[[1764547200,"1"],[1764547201,"#
+    );
+    let cases: Vec<(Vec<u8>, String)> = vec![
+        // Cut off after the second point's time: JSON that ends too soon.
+        (ok_json(&series), "EOF while parsing".to_owned()),
+        (
+            ok_json(&format!(r#"{series}"oops"]]}}]}}}}"#)),
+            "a series value \"oops\" is not a number".to_owned(),
+        ),
+        // Prometheus writes +Inf; `inf` is no value of its API.
+        (
+            ok_json(&format!(r#"{series}"inf"]]}}]}}}}"#)),
+            "a series value \"inf\" is not a number".to_owned(),
+        ),
+        (
+            {
+                let page = "<html>bad gateway</html>";
+                format!(
+                    "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+                    page.len()
+                )
+                .into_bytes()
+            },
+            "answered HTTP 502 Bad Gateway: <html>bad gateway</html>".to_owned(),
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 104857600\r\nConnection: close\r\n\r\n".to_vec(),
+            "the answer is larger than 64 MiB".to_owned(),
+        ),
+    ];
+    for (range, expected) in cases {
+        let base = broken_range_answers(range);
+        let dir = tempfile::tempdir().expect("temporary folder");
+        let source = PromSource::new(
+            BaseUrl::parse(&base).expect("address"),
+            Duration::from_secs(20),
+        );
+        let mut options = options(10, 1000);
+        options.step = Some(Duration::from_secs(1));
+        let e = fetch_into(&source, &options, dir.path(), |_, _| {})
+            .await
+            .expect_err("a broken answer is an error")
+            .to_string();
+        assert!(e.contains(&expected), "{e:?} should say {expected:?}");
+        assert!(e.contains(&base), "{e:?} names {base}");
+        assert!(!e.contains('\n'), "{e:?}");
+    }
+}
