@@ -106,6 +106,13 @@ for file in $(files -name '*.kv-events.jsonl'); do
   split -l 1 -d -a 3 "$file" "corpus/kv_events/seed-line-$n-"
 done
 
+# Answers of Prometheus' query API, in the shapes it writes them.
+mkdir -p corpus/prom_answer
+printf '%s' '{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":"vllm:num_requests_running","instance":"a","job":"vllm"},"values":[[1764547200,"3"],[1764547201.5,"NaN"],[1764547203,"+Inf"]]},{"metric":{"__name__":"vllm:kv_cache_usage_perc","pod":"b:1","engine":"0"},"values":[[1764547200,"0.25"]]}]}}' >corpus/prom_answer/seed-matrix
+printf '%s' '{"status":"success","data":{"resultType":"vector","result":[{"metric":{"__name__":"vllm:cache_config_info","instance":"a","num_gpu_blocks":"11","label":"q\"\u003c"},"value":[1764547200.123,"1"]}]},"warnings":["w"]}' >corpus/prom_answer/seed-vector
+printf '%s' '{"status":"error","errorType":"bad_data","error":"invalid parameter \"query\": 1:2: parse error"}' >corpus/prom_answer/seed-error
+printf '%s' '{"status":"success","data":{"resultType":"scalar","result":[1764547200,"-Inf"]}}' >corpus/prom_answer/seed-scalar
+
 for dir in corpus/*/; do
   echo "seed: $(ls "$dir" | wc -l) inputs in $dir"
 done

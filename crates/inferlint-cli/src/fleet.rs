@@ -168,12 +168,13 @@ fn from_prometheus(
         eprint_line!("note: {note}");
     }
     eprint_line!(
-        "read {} replica(s) from {base}: {} range quer{} at a {} s step, at most {} points a series each",
+        "read {} replica(s) from {base}: {} range quer{} at a {} s step, at most {} points a series each, the largest answer {}",
         fetched.manifest.replicas.len(),
         fetched.range_queries,
         if fetched.range_queries == 1 { "y" } else { "ies" },
         inferlint_core::fmt::g(fetched.step_ms as f64 / 1000.0),
-        fetched.max_points_per_query
+        fetched.max_points_per_query,
+        inferlint_engines::input::size_text(fetched.largest_answer_bytes)
     );
     let pages = match (&args.out, &p.save) {
         (Some(out), _) => Pages::Beside(out.clone()),

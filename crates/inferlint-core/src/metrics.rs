@@ -91,6 +91,13 @@ impl MetricSet {
         &self.samples
     }
 
+    /// The value of every sample, in the order read, to change in place: a reader that
+    /// meets the same series at every step of a range keeps one set and changes only
+    /// its values, where a set made anew would copy every name and label again.
+    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut f64> + '_ {
+        self.samples.iter_mut().map(|s| &mut s.value)
+    }
+
     /// How many samples.
     pub fn len(&self) -> usize {
         self.samples.len()
@@ -201,5 +208,30 @@ mod tests {
         assert_eq!(both.total("new"), Some(0.5));
         // Without the call, no name answers for another.
         assert_eq!(MetricSet::new(vec![s("old", &[], 1.0)]).total("new"), None);
+    }
+
+    /// Values changed in place are the ones every lookup reads, under a renamed name
+    /// too: the set is the one a new set of the same series with those values would be.
+    #[test]
+    fn values_changed_in_place_are_what_lookups_read() {
+        let mut m = MetricSet::new(vec![
+            s("a", &[("engine", "0")], 1.0),
+            s("a", &[("engine", "1")], 2.0),
+            s("old", &[], 0.5),
+        ]);
+        m.answer_renamed("old", "new");
+        for (value, new) in m.values_mut().zip([10.0, 20.0, 0.25]) {
+            *value = new;
+        }
+        assert_eq!(m.total("a"), Some(30.0));
+        assert_eq!(m.total_matching("a", &[("engine", "1")]), Some(20.0));
+        assert_eq!(m.total("new"), Some(0.25));
+        let mut fresh = MetricSet::new(vec![
+            s("a", &[("engine", "0")], 10.0),
+            s("a", &[("engine", "1")], 20.0),
+            s("old", &[], 0.25),
+        ]);
+        fresh.answer_renamed("old", "new");
+        assert_eq!(m, fresh);
     }
 }

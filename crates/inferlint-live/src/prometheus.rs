@@ -15,11 +15,11 @@ use inferlint_core::model::{SeriesHeader, SeriesSample};
 use inferlint_core::Engine;
 use inferlint_engines::fleet::{self, Manifest, Replica};
 use inferlint_engines::output::{self, OutputError, Rule};
-use inferlint_engines::prometheus::{self as api, ApiError, ApiSeries, MAX_POINTS};
+use inferlint_engines::prometheus::{self as api, ApiError, ApiSeries, RangeReader};
 use inferlint_engines::{detect, files};
 use serde_json::Value;
 
-use crate::http::{BaseUrl, HttpClient, HttpError};
+use crate::http::{Answer, BaseUrl, HttpClient, HttpError};
 
 /// How long one query may take before the server counts as too slow.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -108,8 +108,11 @@ pub struct Fetched {
     pub step_ms: i64,
     /// Range queries asked.
     pub range_queries: usize,
-    /// The most points one range query asked of one series (never above [`MAX_POINTS`]).
+    /// The most points one range query asked of one series (never above [`api::MAX_POINTS`],
+    /// fewer for a fleet of many series: [`api::points_per_query`]).
     pub max_points_per_query: u64,
+    /// The largest range answer, in bytes.
+    pub largest_answer_bytes: u64,
     /// Samples written, over every replica.
     pub samples: u64,
     /// What a reader should know: replicas that restarted, steps with no reading.
@@ -140,49 +143,42 @@ impl PromSource {
         &self.base
     }
 
-    async fn get(
-        &self,
-        path: &str,
-        params: &[(&str, String)],
-    ) -> Result<Vec<ApiSeries>, PromError> {
+    async fn get(&self, path: &str, params: &[(&str, String)]) -> Result<Answer, PromError> {
         let query: Vec<String> = params
             .iter()
             .map(|(k, v)| format!("{k}={}", encode(v)))
             .collect();
         let url = format!("{}?{}", self.base.join(path), query.join("&"));
-        let shown = self.base.to_string();
-        let answer =
-            self.client
-                .get(&url, self.timeout)
-                .await
-                .map_err(|error| PromError::Unreachable {
-                    url: shown.clone(),
-                    error,
-                })?;
-        // Prometheus answers a refused query with 400 or 422 and the API's JSON error,
-        // which says more than the status.
-        match api::parse_answer(&answer.body) {
-            Ok(series) if answer.status.is_success() => Ok(series),
-            Err(error @ ApiError::Refused { .. }) => Err(PromError::Api { url: shown, error }),
-            Err(error) if answer.status.is_success() => Err(PromError::Api { url: shown, error }),
-            _ => Err(PromError::Status {
-                url: shown,
-                status: answer.status_text(),
-                detail: first_line(&answer.body),
-            }),
-        }
+        self.client
+            .get(&url, self.timeout)
+            .await
+            .map_err(|error| PromError::Unreachable {
+                url: self.base.to_string(),
+                error,
+            })
+    }
+
+    /// Reads an answer with `read`, or says why it cannot be read ([`judge`]).
+    fn judge<T>(
+        &self,
+        answer: &Answer,
+        read: impl FnOnce(&[u8]) -> Result<T, ApiError>,
+    ) -> Result<T, PromError> {
+        judge(&self.base, answer, read)
     }
 
     /// An instant query at `time`.
     pub async fn query(&self, query: &str, time: f64) -> Result<Vec<ApiSeries>, PromError> {
-        self.get(
-            "/api/v1/query",
-            &[("query", query.to_owned()), ("time", seconds_text(time))],
-        )
-        .await
+        let answer = self
+            .get(
+                "/api/v1/query",
+                &[("query", query.to_owned()), ("time", seconds_text(time))],
+            )
+            .await?;
+        self.judge(&answer, api::parse_answer)
     }
 
-    /// A range query; the caller keeps it within [`MAX_POINTS`].
+    /// A range query; the caller keeps it within [`api::MAX_POINTS`].
     pub async fn query_range(
         &self,
         query: &str,
@@ -190,6 +186,19 @@ impl PromSource {
         end_ms: i64,
         step_ms: i64,
     ) -> Result<Vec<ApiSeries>, PromError> {
+        let answer = self.range_answer(query, start_ms, end_ms, step_ms).await?;
+        self.judge(&answer, api::parse_answer)
+    }
+
+    /// A range query's answer as it came, to be read by the caller
+    /// ([`PromSource::judge`]).
+    async fn range_answer(
+        &self,
+        query: &str,
+        start_ms: i64,
+        end_ms: i64,
+        step_ms: i64,
+    ) -> Result<Answer, PromError> {
         self.get(
             "/api/v1/query_range",
             &[
@@ -200,6 +209,28 @@ impl PromSource {
             ],
         )
         .await
+    }
+}
+
+/// Reads an answer of the server at `base` with `read`, or says why it cannot be read:
+/// the API's refusal (Prometheus answers a refused query with 400 or 422 and the API's
+/// JSON error, which says more than the status), an answer not understood, or a status
+/// without the API's answer (a proxy's page).
+fn judge<T>(
+    base: &BaseUrl,
+    answer: &Answer,
+    read: impl FnOnce(&[u8]) -> Result<T, ApiError>,
+) -> Result<T, PromError> {
+    let shown = base.to_string();
+    match read(&answer.body) {
+        Ok(value) if answer.status.is_success() => Ok(value),
+        Err(error @ ApiError::Refused { .. }) => Err(PromError::Api { url: shown, error }),
+        Err(error) if answer.status.is_success() => Err(PromError::Api { url: shown, error }),
+        _ => Err(PromError::Status {
+            url: shown,
+            status: answer.status_text(),
+            detail: first_line(&answer.body),
+        }),
     }
 }
 
@@ -265,12 +296,18 @@ fn engine_of_fleet(
     Ok(one.or(named).unwrap_or(Engine::DEFAULT))
 }
 
+/// How many bytes of lines a replica's writer holds before it writes them out: small,
+/// as a fleet of a thousand replicas holds a thousand buffers.
+const WRITE_BUFFER: usize = 16 * 1024;
+
 /// One replica's series file being written, with what is needed to mark gaps and
-/// restarts between two pieces of the window.
+/// restarts between two pieces of the window. Lines are gathered in a buffer and written
+/// out when it fills and at the end of each piece.
 struct ReplicaWriter {
     name: String,
     file: output::StreamFile,
     path: PathBuf,
+    buffer: Vec<u8>,
     last: Option<SeriesSample>,
     samples: u64,
     missing_steps: u64,
@@ -279,14 +316,28 @@ struct ReplicaWriter {
 
 impl ReplicaWriter {
     fn put(&mut self, line: &str) -> Result<(), PromError> {
-        let mut bytes = line.as_bytes().to_vec();
-        bytes.push(b'\n');
+        self.buffer.extend_from_slice(line.as_bytes());
+        self.line_written()
+    }
+
+    /// Ends the line in the buffer; writes the buffer out once it is full.
+    fn line_written(&mut self) -> Result<(), PromError> {
+        self.buffer.push(b'\n');
+        if self.buffer.len() >= WRITE_BUFFER {
+            self.write_out()?;
+        }
+        Ok(())
+    }
+
+    fn write_out(&mut self) -> Result<(), PromError> {
         self.file
-            .write_all(&bytes)
+            .write_all(&self.buffer)
             .map_err(|error| PromError::Write {
                 path: self.path.clone(),
                 error,
-            })
+            })?;
+        self.buffer.clear();
+        Ok(())
     }
 
     fn push(
@@ -328,9 +379,44 @@ impl ReplicaWriter {
                 self.restarts.push(format!("{what} at {}", sample.t_wall));
             }
         }
-        self.put(&files::series_sample_json(engine, sample))?;
+        files::write_series_sample_json(&mut self.buffer, engine, sample);
+        self.line_written()?;
         self.samples += 1;
         self.last = Some(*sample);
+        Ok(())
+    }
+}
+
+/// The window's series being read, a piece at a time: the reader of the answers and
+/// each replica's writer, in the reader's order. It moves to a blocking thread to read
+/// a piece while the next one is fetched, and comes back.
+struct Assembly {
+    reader: RangeReader,
+    writers: Vec<ReplicaWriter>,
+    engine: Engine,
+    step_s: f64,
+    outside: u64,
+    unplaced: u64,
+}
+
+impl Assembly {
+    /// Reads one piece's answer into every replica's file: one pass over the answer,
+    /// then each replica's samples in time order.
+    fn take(
+        &mut self,
+        base: &BaseUrl,
+        answer: &Answer,
+        (from, to): (i64, i64),
+    ) -> Result<(), PromError> {
+        let read = judge(base, answer, |body| self.reader.read(body, from, to))?;
+        self.outside += read.outside;
+        self.unplaced += read.unplaced;
+        let (engine, step_s) = (self.engine, self.step_s);
+        for (index, writer) in self.writers.iter_mut().enumerate() {
+            self.reader
+                .samples(index, |sample| writer.push(engine, sample, step_s))?;
+            writer.write_out()?;
+        }
         Ok(())
     }
 }
@@ -405,15 +491,21 @@ pub async fn fetch_into(
         }
     };
     let step_s = step_ms as f64 / 1000.0;
+    // Each range answer is sized for the series the snapshots show.
+    let size = api::range_size(
+        [after.as_slice(), before.as_slice()],
+        &api::series_metric_names(descriptor),
+    );
+    let per_piece = api::points_per_query(size);
     // Refused before anything is written or asked: a year at 1 ms is millions of queries.
-    let queries = api::range_queries(start_ms, end_ms, step_ms, MAX_POINTS);
+    let queries = api::range_queries(start_ms, end_ms, step_ms, per_piece);
     if queries > api::MAX_RANGE_QUERIES {
         return Err(PromError::TooManyQueries(format!(
             "a window of {} s at a step of {} s takes {} range queries of at most {} points, more than the {} one read sends: give a shorter window or a longer --step",
             inferlint_core::fmt::thousands_f(options.end - options.start),
             inferlint_core::fmt::g(step_s),
             inferlint_core::fmt::thousands(i64::try_from(queries).unwrap_or(i64::MAX)),
-            inferlint_core::fmt::thousands(MAX_POINTS as i64),
+            inferlint_core::fmt::thousands(i64::try_from(per_piece).unwrap_or(i64::MAX)),
             inferlint_core::fmt::thousands(api::MAX_RANGE_QUERIES as i64)
         )));
     }
@@ -430,69 +522,132 @@ pub async fn fetch_into(
         manifest.to_json().as_bytes(),
         &rule,
     )?;
+    let reader = RangeReader::new(descriptor, &replicas);
     let mut writers = Vec::with_capacity(replicas.len());
-    for Replica { name, folder } in &manifest.replicas {
-        let folder = dir.join(folder);
-        let where_from = format!("prometheus {shown} replica {name}");
-        for (answer, file) in [
-            (&before, "before.snapshot.json"),
-            (&after, "after.snapshot.json"),
-        ] {
-            if let Some(snapshot) = api::snapshot_of(answer, name, &where_from) {
-                output::write_file(
-                    &folder.join(file),
-                    files::snapshot_json(&snapshot).as_bytes(),
-                    &rule,
-                )?;
+    {
+        // The snapshots are written and let go before the series is read.
+        let (mut after, mut before) = (by_replica(after), by_replica(before));
+        // One writer per replica of the reader, in its order: the reader numbers them so.
+        for name in reader.replicas() {
+            let Some(Replica { folder, .. }) = manifest.replicas.iter().find(|r| &r.name == name)
+            else {
+                return Err(PromError::Nothing(format!(
+                    "replica {name} has no folder in the fleet's manifest"
+                )));
+            };
+            let folder = dir.join(folder);
+            let where_from = format!("prometheus {shown} replica {name}");
+            for (answer, file) in [
+                (before.remove(name), "before.snapshot.json"),
+                (after.remove(name), "after.snapshot.json"),
+            ] {
+                let snapshot = answer.and_then(|a| api::snapshot_of(&a, name, &where_from));
+                if let Some(snapshot) = snapshot {
+                    output::write_file(
+                        &folder.join(file),
+                        files::snapshot_json(&snapshot).as_bytes(),
+                        &rule,
+                    )?;
+                }
             }
+            let path = folder.join("run.series.jsonl");
+            let mut file = output::create_stream(&path, &rule)?;
+            let header = SeriesHeader {
+                url: Some(where_from),
+                interval_s: Some(step_s),
+                engine: Some(engine),
+                unknown_engine: None,
+                // Prometheus holds the engines' metrics, not NVML's readings.
+                gpu: None,
+                pages: None,
+            };
+            let mut line = files::series_header_json(&header).into_bytes();
+            line.push(b'\n');
+            file.write_all(&line).map_err(|error| PromError::Write {
+                path: path.clone(),
+                error,
+            })?;
+            writers.push(ReplicaWriter {
+                name: name.clone(),
+                file,
+                path,
+                // A line is far below 1 KiB: the buffer never grows past this.
+                buffer: Vec::with_capacity(WRITE_BUFFER + 1024),
+                last: None,
+                samples: 0,
+                missing_steps: 0,
+                restarts: Vec::new(),
+            });
         }
-        let path = folder.join("run.series.jsonl");
-        let mut file = output::create_stream(&path, &rule)?;
-        let header = SeriesHeader {
-            url: Some(where_from),
-            interval_s: Some(step_s),
-            engine: Some(engine),
-            unknown_engine: None,
-            // Prometheus holds the engines' metrics, not NVML's readings.
-            gpu: None,
-            pages: None,
-        };
-        let mut line = files::series_header_json(&header).into_bytes();
-        line.push(b'\n');
-        file.write_all(&line).map_err(|error| PromError::Write {
-            path: path.clone(),
-            error,
-        })?;
-        writers.push(ReplicaWriter {
-            name: name.clone(),
-            file,
-            path,
-            last: None,
-            samples: 0,
-            missing_steps: 0,
-            restarts: Vec::new(),
-        });
     }
 
-    let pieces = api::split_range(start_ms, end_ms, step_ms, MAX_POINTS);
+    let pieces = api::split_range(start_ms, end_ms, step_ms, per_piece);
+    let mut assembly = Assembly {
+        reader,
+        writers,
+        engine,
+        step_s,
+        outside: 0,
+        unplaced: 0,
+    };
     let mut max_points = 0;
-    let mut outside = 0;
-    for (index, &(from, to)) in pieces.iter().enumerate() {
-        max_points = max_points.max(api::points_in(from, to, step_ms));
-        let mut answer = source.query_range(&series_query, from, to, step_ms).await?;
-        // Only the points asked for are kept: at most one a step of the piece.
-        outside += api::keep_within(&mut answer, from, to);
-        for writer in &mut writers {
-            for sample in api::samples_of(&answer, &writer.name, descriptor) {
-                writer.push(engine, &sample, step_s)?;
+    let mut largest = 0;
+    let fetch = |(from, to): (i64, i64)| source.range_answer(&series_query, from, to, step_ms);
+    // Each piece is read on a blocking thread while the next one is asked for and
+    // arrives: the server works on the next answer while this one is read. At most two
+    // answers are held, the one read and the one arriving.
+    let mut answer = match pieces.first() {
+        Some(&first) => Some(fetch(first).await?),
+        None => None,
+    };
+    for (index, &piece) in pieces.iter().enumerate() {
+        let Some(this) = answer.take() else {
+            break;
+        };
+        max_points = max_points.max(api::points_in(piece.0, piece.1, step_ms));
+        largest = largest.max(this.body.len() as u64);
+        let base = source.base().clone();
+        let mut moved = assembly;
+        let read = tokio::task::spawn_blocking(move || {
+            let result = moved.take(&base, &this, piece);
+            (moved, result)
+        });
+        let next = async {
+            match pieces.get(index + 1) {
+                Some(&next) => Some(fetch(next).await),
+                None => None,
             }
-        }
+        };
+        let (read, next) = tokio::join!(read, next);
+        let (back, result) = match read {
+            Ok(done) => done,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => {
+                return Err(PromError::Nothing(format!(
+                    "reading a piece was cancelled: {e}"
+                )))
+            }
+        };
+        assembly = back;
+        result?;
+        answer = next.transpose()?;
         on_piece(index + 1, pieces.len());
     }
+    let Assembly {
+        mut writers,
+        outside,
+        unplaced,
+        ..
+    } = assembly;
     let mut notes = Vec::new();
     if outside > 0 {
         notes.push(format!(
             "{outside} point(s) Prometheus gave outside the window asked were dropped"
+        ));
+    }
+    if unplaced > 0 {
+        notes.push(format!(
+            "{unplaced} series with no replica of the snapshots' (no `pod` or `instance`, or one that answered at neither end of the window) were left out"
         ));
     }
     let mut samples = 0;
@@ -525,14 +680,30 @@ pub async fn fetch_into(
             )),
         }
     }
+    // The manifest lists the replicas in its own order; the notes follow the reader's.
     Ok(Fetched {
         manifest,
         step_ms,
         range_queries: pieces.len(),
         max_points_per_query: max_points,
+        largest_answer_bytes: largest,
         samples,
         notes,
     })
+}
+
+/// The series of an answer by replica (`pod`, else `instance`); a series of neither is
+/// left out.
+fn by_replica(series: Vec<ApiSeries>) -> std::collections::HashMap<String, Vec<ApiSeries>> {
+    let mut groups: std::collections::HashMap<String, Vec<ApiSeries>> =
+        std::collections::HashMap::new();
+    for s in series {
+        if let Some(replica) = s.replica() {
+            let replica = replica.to_owned();
+            groups.entry(replica).or_default().push(s);
+        }
+    }
+    groups
 }
 
 #[cfg(test)]

@@ -78,6 +78,17 @@ struct PrometheusArgs {
     /// Replica 0 queues and preempts while the others idle.
     #[arg(long)]
     imbalanced: bool,
+    /// A real vLLM page (Prometheus text, or a snapshot file): every replica also serves
+    /// its other series in the instant answers, so the snapshots are a real page's size.
+    #[arg(long)]
+    page: Option<PathBuf>,
+    /// Append every request answered to this file, one line each (its path and query).
+    #[arg(long)]
+    query_log: Option<PathBuf>,
+    /// Write the history as OpenMetrics text to this file (for `promtool tsdb
+    /// create-blocks-from openmetrics`) and end, serving nothing.
+    #[arg(long)]
+    openmetrics: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -294,6 +305,36 @@ fn prometheus(args: &PrometheusArgs) -> u8 {
     let replicas = usize::try_from(args.replicas).unwrap_or(1);
     let mut history = FleetHistory::new(replicas, args.start_ms, args.interval_ms, args.steps);
     history.imbalanced = args.imbalanced;
+    history.query_log.clone_from(&args.query_log);
+    if let Some(path) = &args.page {
+        match read_page(path) {
+            Ok(text) => match inferlint_engines::prom::parse(&text) {
+                Ok(metrics) => history.page = metrics.samples().to_vec(),
+                Err(e) => {
+                    eprintln!("error: {} is not Prometheus text: {e}", path.display());
+                    return EXIT_USAGE;
+                }
+            },
+            Err(e) => {
+                eprintln!("error: {e}");
+                return EXIT_USAGE;
+            }
+        }
+    }
+    if let Some(path) = &args.openmetrics {
+        let written = std::fs::File::create_new(path).and_then(|file| {
+            let mut out = std::io::BufWriter::new(file);
+            fake::write_openmetrics(&history, &mut out)?;
+            out.flush()
+        });
+        return match written {
+            Ok(()) => EXIT_OK,
+            Err(e) => {
+                eprintln!("error: cannot write {}: {e}", path.display());
+                EXIT_FAILED
+            }
+        };
+    }
     let handle = match fake::spawn(history, args.port) {
         Ok(h) => h,
         Err(e) => {
@@ -321,27 +362,27 @@ fn prometheus(args: &PrometheusArgs) -> u8 {
     EXIT_OK
 }
 
+/// A page given as Prometheus text, or as a snapshot file (`inferlint snapshot`'s JSON),
+/// which holds the page as its `text`.
+fn read_page(path: &Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    match serde_json::from_str::<serde_json::Value>(&text) {
+        Ok(v) => match v.get("text").and_then(serde_json::Value::as_str) {
+            Some(page) => Ok(page.to_owned()),
+            None => Err(format!("{} is JSON without a text field", path.display())),
+        },
+        Err(_) => Ok(text),
+    }
+}
+
 fn pages(args: &PagesArgs) -> u8 {
-    let text = match std::fs::read_to_string(&args.page) {
-        Ok(t) => t,
+    let page = match read_page(&args.page) {
+        Ok(page) => page,
         Err(e) => {
-            eprintln!("error: cannot read {}: {e}", args.page.display());
+            eprintln!("error: {e}");
             return EXIT_USAGE;
         }
-    };
-    // A snapshot file holds the page as its `text`.
-    let page = match serde_json::from_str::<serde_json::Value>(&text) {
-        Ok(v) => match v.get("text").and_then(serde_json::Value::as_str) {
-            Some(page) => page.to_owned(),
-            None => {
-                eprintln!(
-                    "error: {} is JSON without a text field",
-                    args.page.display()
-                );
-                return EXIT_USAGE;
-            }
-        },
-        Err(_) => text,
     };
     let Some(runtime) = signal_runtime() else {
         return EXIT_FAILED;

@@ -12,10 +12,19 @@
 //! The history is vLLM's metrics for `replicas` replicas scraped every `interval_ms`
 //! from `start_ms` for `steps` scrapes. Replica 0 can be made to queue and preempt while
 //! the others idle (`imbalanced`); a replica can restart (its counters go back to zero)
-//! at a step; one reading can be NaN.
+//! at a step; one reading can be NaN. Each replica can also serve the other series of a
+//! real engine's page (`page`) in the instant answers, so that the snapshots are the size
+//! a real server's are.
+//!
+//! It writes its answers as Prometheus does (a time as whole seconds and, when it has
+//! one, a fraction of three digits; a value as the shortest text that reads back, `'e'`
+//! below 1e-6 and from 1e21), straight into one buffer, so that it can serve a day of
+//! hundreds of replicas: its own cost is not what a benchmark of the reader measures.
 
 use std::convert::Infallible;
+use std::fmt::Write as _;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,7 +33,7 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use inferlint_core::Engine;
+use inferlint_core::{Engine, Sample};
 
 /// Prometheus' own limit of points per series in one range query.
 pub const MAX_POINTS: u64 = 11_000;
@@ -55,6 +64,13 @@ pub struct FleetHistory {
     pub refuse: Option<String>,
     /// Every series' `job` label.
     pub job: String,
+    /// Series each replica also serves in instant answers, with their constant values: the
+    /// rest of a real engine's page (labels of the page's own, the replica's `instance`
+    /// and `job` added). Series of a name the history models are left out.
+    pub page: Vec<Sample>,
+    /// Every request answered is appended to this file as one line, its path and query
+    /// as sent (`/api/v1/query_range?query=…`), so that a benchmark can ask the same.
+    pub query_log: Option<PathBuf>,
 }
 
 impl FleetHistory {
@@ -72,6 +88,8 @@ impl FleetHistory {
             delay: Duration::ZERO,
             refuse: None,
             job: "vllm".into(),
+            page: Vec::new(),
+            query_log: None,
         }
     }
 
@@ -80,7 +98,9 @@ impl FleetHistory {
         format!("replica-{replica}:8000")
     }
 
-    fn names() -> [&'static str; 7] {
+    /// The names of the metrics the history models, in the order [`FleetHistory::value`]
+    /// numbers them.
+    pub fn names() -> [&'static str; 7] {
         let d = Engine::Vllm.descriptor();
         [
             d.running,
@@ -166,6 +186,87 @@ impl FleetHistory {
         let at = self.start_ms + step * self.interval_ms;
         (step >= 0 && t_ms - at <= 300_000).then_some(step)
     }
+}
+
+/// Writes the history as OpenMetrics text, the input of `promtool tsdb
+/// create-blocks-from openmetrics`: a real Prometheus given the blocks it makes answers
+/// the same questions from the same readings (a benchmark's second server). The page's
+/// series are written at the first and the last scrape only, as the instant answers need
+/// them; a replica's series end where it stops answering.
+pub fn write_openmetrics(
+    history: &FleetHistory,
+    out: &mut impl std::io::Write,
+) -> std::io::Result<()> {
+    let names = FleetHistory::names();
+    let mut line = String::new();
+    let stamp = |out: &mut String, step: i64| {
+        let t = history.start_ms + step * history.interval_ms;
+        let _ = writeln!(out, " {}.{:03}", t.div_euclid(1000), t.rem_euclid(1000));
+    };
+    let labels_text = |labels: &[(String, String)]| -> String {
+        let parts: Vec<String> = labels
+            .iter()
+            .map(|(k, v)| {
+                let v = v
+                    .replace('\\', "\\\\")
+                    .replace('"', "\\\"")
+                    .replace('\n', "\\n");
+                format!("{k}=\"{v}\"")
+            })
+            .collect();
+        format!("{{{}}}", parts.join(","))
+    };
+    for (m, name) in names.iter().enumerate() {
+        match name.strip_suffix("_total") {
+            Some(family) => writeln!(out, "# TYPE {family} counter")?,
+            None => writeln!(out, "# TYPE {name} gauge")?,
+        }
+        for replica in 0..history.replicas {
+            let labels = labels_text(&labels_of(history, replica));
+            for step in (0..history.steps).take_while(|&s| history.present(replica, s)) {
+                line.clear();
+                line.push_str(name);
+                line.push_str(&labels);
+                line.push(' ');
+                push_value(&mut line, history.value(replica, m, step));
+                stamp(&mut line, step);
+                out.write_all(line.as_bytes())?;
+            }
+        }
+    }
+    let mut page: Vec<&Sample> = history
+        .page
+        .iter()
+        .filter(|s| !names.contains(&s.name.as_str()))
+        .collect();
+    page.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut family = "";
+    for sample in page {
+        if sample.name != family {
+            family = &sample.name;
+            writeln!(out, "# TYPE {family} unknown")?;
+        }
+        for replica in 0..history.replicas {
+            let labels = labels_text(&page_labels(history, replica, sample));
+            let last = (0..history.steps)
+                .take_while(|&s| history.present(replica, s))
+                .last();
+            for step in [Some(0), last]
+                .into_iter()
+                .flatten()
+                .collect::<std::collections::BTreeSet<_>>()
+            {
+                line.clear();
+                line.push_str(&sample.name);
+                line.push_str(&labels);
+                line.push(' ');
+                push_value(&mut line, sample.value);
+                stamp(&mut line, step);
+                out.write_all(line.as_bytes())?;
+            }
+        }
+    }
+    writeln!(out, "# EOF")
 }
 
 /// A running stand-in; dropping it stops it.
@@ -255,6 +356,19 @@ async fn answer(
     if !history.delay.is_zero() {
         tokio::time::sleep(history.delay).await;
     }
+    if let Some(log) = &history.query_log {
+        let line = request
+            .uri()
+            .path_and_query()
+            .map_or_else(String::new, |p| p.as_str().to_owned());
+        if let Ok(mut file) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+        {
+            let _ = std::io::Write::write_all(&mut file, format!("{line}\n").as_bytes());
+        }
+    }
     let path = request.uri().path().to_owned();
     let params = parse_query(request.uri().query().unwrap_or(""));
     let param = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
@@ -280,16 +394,17 @@ async fn answer(
                 return refuse("invalid parameter \"time\"");
             };
             match selector.range_ms {
-                Some(range) => matrix(history, &selector, |_| {
+                Some(range) => {
                     let first = history.start_ms.max(time - range + 1);
                     let from =
                         (first - history.start_ms + history.interval_ms - 1) / history.interval_ms;
                     let to =
                         ((time - history.start_ms) / history.interval_ms).min(history.steps - 1);
-                    (from.max(0)..=to)
+                    let times: Vec<(i64, i64)> = (from.max(0)..=to)
                         .map(|s| (history.start_ms + s * history.interval_ms, s))
-                        .collect()
-                }),
+                        .collect();
+                    matrix(history, &selector, &times)
+                }
                 None => vector(history, &selector, time),
             }
         }
@@ -307,12 +422,11 @@ async fn answer(
             if points > MAX_POINTS {
                 return refuse("exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)");
             }
-            matrix(history, &selector, |_| {
-                (0..points as i64)
-                    .map(|k| start + k * step)
-                    .filter_map(|t| history.step_at(t).map(|s| (t, s)))
-                    .collect()
-            })
+            let times: Vec<(i64, i64)> = (0..points as i64)
+                .map(|k| start + k * step)
+                .filter_map(|t| history.step_at(t).map(|s| (t, s)))
+                .collect();
+            matrix(history, &selector, &times)
         }
         _ => json_response(StatusCode::NOT_FOUND, "404 page not found\n".into()),
     }
@@ -403,97 +517,177 @@ fn labels_of(history: &FleetHistory, replica: usize) -> Vec<(String, String)> {
     ]
 }
 
-fn metric_json(name: &str, labels: &[(String, String)]) -> String {
-    let mut text = format!("{{\"__name__\":{}", serde_json::Value::from(name));
-    for (k, v) in labels {
-        text.push_str(&format!(
-            ",{}:{}",
-            serde_json::Value::from(k.as_str()),
-            serde_json::Value::from(v.as_str())
-        ));
-    }
-    text.push('}');
-    text
+/// A page series' labels as a replica serves it: the page's own, with the replica's
+/// `instance` and `job` in place of any the page had, sorted by name.
+fn page_labels(history: &FleetHistory, replica: usize, sample: &Sample) -> Vec<(String, String)> {
+    let mut labels: Vec<(String, String)> = sample
+        .labels
+        .iter()
+        .filter(|(k, _)| k != "instance" && k != "job")
+        .cloned()
+        .collect();
+    labels.push(("instance".into(), FleetHistory::instance(replica)));
+    labels.push(("job".into(), history.job.clone()));
+    labels.sort();
+    labels
 }
 
-fn value_text(v: f64) -> String {
+/// A JSON string, escaped as serde_json escapes it.
+fn push_json_string(out: &mut String, text: &str) {
+    // A string always serializes.
+    out.push_str(&serde_json::to_string(text).unwrap_or_default());
+}
+
+fn push_metric(out: &mut String, name: &str, labels: &[(String, String)]) {
+    out.push_str("{\"__name__\":");
+    push_json_string(out, name);
+    for (k, v) in labels {
+        out.push(',');
+        push_json_string(out, k);
+        out.push(':');
+        push_json_string(out, v);
+    }
+    out.push('}');
+}
+
+/// A time as Prometheus writes it: whole seconds and, when there is one, a fraction of
+/// three digits (`1764547200`, `1764547200.050`).
+fn push_time(out: &mut String, t_ms: i64) {
+    if t_ms < 0 {
+        out.push('-');
+    }
+    let t = t_ms.unsigned_abs();
+    let _ = write!(out, "{}", t / 1000);
+    if t % 1000 != 0 {
+        let _ = write!(out, ".{:03}", t % 1000);
+    }
+}
+
+/// A value as Prometheus writes it (Go's `strconv.FormatFloat(v, 'f', -1, 64)`, `'e'`
+/// below 1e-6 and from 1e21; `NaN`, `+Inf`, `-Inf`), without the quotes.
+fn push_value(out: &mut String, v: f64) {
+    let abs = v.abs();
     if v.is_nan() {
-        "NaN".into()
+        out.push_str("NaN");
     } else if v == f64::INFINITY {
-        "+Inf".into()
+        out.push_str("+Inf");
     } else if v == f64::NEG_INFINITY {
-        "-Inf".into()
+        out.push_str("-Inf");
+    } else if v.fract() == 0.0 && abs < 1e15 {
+        let _ = write!(out, "{}", v as i64);
+    } else if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
+        // Rust writes 1.5e-7 where Go writes 1.5e-07, and 1e21 where Go writes 1e+21.
+        let text = format!("{v:e}");
+        let (mantissa, exponent) = text.split_once('e').unwrap_or((&text, "0"));
+        let (sign, digits) = match exponent.strip_prefix('-') {
+            Some(d) => ('-', d),
+            None => ('+', exponent),
+        };
+        let _ = write!(out, "{mantissa}e{sign}{digits:0>2}");
     } else {
-        format!("{v}")
+        let _ = write!(out, "{v}");
     }
 }
 
 fn vector(history: &FleetHistory, selector: &Selector, time: i64) -> Response<Full<Bytes>> {
-    let mut items = Vec::new();
+    let mut out = String::new();
+    let mut first = true;
+    let mut item = |out: &mut String, name: &str, labels: &[(String, String)], value: f64| {
+        if !std::mem::take(&mut first) {
+            out.push(',');
+        }
+        out.push_str("{\"metric\":");
+        push_metric(out, name, labels);
+        out.push_str(",\"value\":[");
+        push_time(out, time);
+        out.push_str(",\"");
+        push_value(out, value);
+        out.push_str("\"]}");
+    };
     if let Some(step) = history.step_at(time) {
-        for replica in 0..history.replicas {
+        let names = FleetHistory::names();
+        for replica in (0..history.replicas).filter(|&r| history.present(r, step)) {
             let labels = labels_of(history, replica);
-            for (m, name) in FleetHistory::names().iter().enumerate() {
-                if selector.matches(name, &labels) && history.present(replica, step) {
-                    items.push(format!(
-                        "{{\"metric\":{},\"value\":[{},\"{}\"]}}",
-                        metric_json(name, &labels),
-                        time as f64 / 1000.0,
-                        value_text(history.value(replica, m, step))
-                    ));
+            for (m, name) in names.iter().enumerate() {
+                if selector.matches(name, &labels) {
+                    item(&mut out, name, &labels, history.value(replica, m, step));
+                }
+            }
+            for sample in history
+                .page
+                .iter()
+                .filter(|s| !names.contains(&s.name.as_str()))
+            {
+                let labels = page_labels(history, replica, sample);
+                if selector.matches(&sample.name, &labels) {
+                    item(&mut out, &sample.name, &labels, sample.value);
                 }
             }
         }
     }
-    success("vector", &items)
+    success("vector", &out)
 }
 
+/// A matrix of the history's series at `times` ((Unix ms, step) pairs), written as
+/// Prometheus writes it, each time's text made once for every series.
 fn matrix(
     history: &FleetHistory,
     selector: &Selector,
-    points: impl Fn(()) -> Vec<(i64, i64)>,
+    times: &[(i64, i64)],
 ) -> Response<Full<Bytes>> {
-    let times = points(());
-    let mut items = Vec::new();
+    let mut time_text = String::new();
+    let mut ends = Vec::with_capacity(times.len());
+    for &(t, _) in times {
+        push_time(&mut time_text, t);
+        ends.push(time_text.len());
+    }
+    let mut out = String::new();
+    let mut first = true;
     for replica in 0..history.replicas {
         let labels = labels_of(history, replica);
         for (m, name) in FleetHistory::names().iter().enumerate() {
-            if !selector.matches(name, &labels) || times.is_empty() {
+            if !selector.matches(name, &labels) {
                 continue;
             }
-            let values: Vec<String> = times
-                .iter()
-                .filter(|&&(_, s)| history.present(replica, s))
-                .map(|&(t, s)| {
-                    format!(
-                        "[{},\"{}\"]",
-                        t as f64 / 1000.0,
-                        value_text(history.value(replica, m, s))
-                    )
-                })
-                .collect();
             // Prometheus leaves out a series with no point in the range.
-            if values.is_empty() {
+            let mut points = times
+                .iter()
+                .enumerate()
+                .filter(|(_, &(_, s))| history.present(replica, s))
+                .peekable();
+            if points.peek().is_none() {
                 continue;
             }
-            items.push(format!(
-                "{{\"metric\":{},\"values\":[{}]}}",
-                metric_json(name, &labels),
-                values.join(",")
-            ));
+            if !std::mem::take(&mut first) {
+                out.push(',');
+            }
+            out.push_str("{\"metric\":");
+            push_metric(&mut out, name, &labels);
+            out.push_str(",\"values\":[");
+            for (k, (i, &(_, s))) in points.enumerate() {
+                if k > 0 {
+                    out.push(',');
+                }
+                out.push('[');
+                out.push_str(&time_text[if i == 0 { 0 } else { ends[i - 1] }..ends[i]]);
+                out.push_str(",\"");
+                push_value(&mut out, history.value(replica, m, s));
+                out.push_str("\"]");
+            }
+            out.push_str("]}");
         }
     }
-    success("matrix", &items)
+    success("matrix", &out)
 }
 
-fn success(kind: &str, items: &[String]) -> Response<Full<Bytes>> {
-    json_response(
-        StatusCode::OK,
-        format!(
-            "{{\"status\":\"success\",\"data\":{{\"resultType\":\"{kind}\",\"result\":[{}]}}}}",
-            items.join(",")
-        ),
-    )
+fn success(kind: &str, items: &str) -> Response<Full<Bytes>> {
+    let mut body = String::with_capacity(items.len() + 64);
+    body.push_str("{\"status\":\"success\",\"data\":{\"resultType\":\"");
+    body.push_str(kind);
+    body.push_str("\",\"result\":[");
+    body.push_str(items);
+    body.push_str("]}}");
+    json_response(StatusCode::OK, body)
 }
 
 fn refuse(message: &str) -> Response<Full<Bytes>> {
@@ -564,6 +758,118 @@ mod tests {
         let all = Selector::parse("{__name__=~\"vllm:.*|sglang:.*\"}").expect("reads");
         assert!(all.matches("vllm:anything", &[]));
         assert_eq!(decode("%7Bjob%3D%22a%20b%22%7D"), "{job=\"a b\"}");
+    }
+
+    fn value_text(v: f64) -> String {
+        let mut text = String::new();
+        push_value(&mut text, v);
+        text
+    }
+
+    fn time_text(t_ms: i64) -> String {
+        let mut text = String::new();
+        push_time(&mut text, t_ms);
+        text
+    }
+
+    /// Times and values as Prometheus writes them: `marshalTimestamp` writes whole
+    /// seconds and a fraction of exactly three digits when there is one; values are Go's
+    /// `strconv.FormatFloat(v, 'f', -1, 64)`, `'e'` (two exponent digits at least, a
+    /// sign always) below 1e-6 and from 1e21, and `NaN`, `+Inf`, `-Inf`.
+    #[test]
+    fn times_and_values_are_written_as_prometheus_writes_them() {
+        assert_eq!(time_text(1_764_547_200_000), "1764547200");
+        assert_eq!(time_text(1_764_547_200_050), "1764547200.050");
+        assert_eq!(time_text(1_764_547_200_500), "1764547200.500");
+        assert_eq!(time_text(5), "0.005");
+        assert_eq!(value_text(16.0), "16");
+        assert_eq!(value_text(0.97), "0.97");
+        assert_eq!(value_text(-0.5), "-0.5");
+        assert_eq!(value_text(0.000001), "0.000001");
+        assert_eq!(value_text(1.5e-7), "1.5e-07");
+        assert_eq!(value_text(1e21), "1e+21");
+        assert_eq!(value_text(1e300), "1e+300");
+        assert_eq!(value_text(f64::NAN), "NaN");
+        assert_eq!(value_text(f64::INFINITY), "+Inf");
+        assert_eq!(value_text(f64::NEG_INFINITY), "-Inf");
+    }
+
+    /// A range answer is the API's matrix: every series of every replica the selector
+    /// matches, with one point per step of the history inside the range, in order.
+    #[test]
+    fn a_range_answer_is_a_matrix_of_the_history() {
+        let mut h = FleetHistory::new(2, 1_000_000, 500, 10);
+        h.nan_at = Some((1, 3));
+        let selector = Selector::parse("{__name__=~\"vllm:kv_cache_usage_perc\",job=\"vllm\"}")
+            .expect("reads");
+        let times: Vec<(i64, i64)> = (2..5).map(|s| (1_000_000 + s * 500, s)).collect();
+        let body = matrix(&h, &selector, &times).into_body();
+        let bytes = futures_body(body);
+        let v: serde_json::Value = serde_json::from_slice(&bytes).expect("JSON");
+        assert_eq!(v["status"], "success");
+        assert_eq!(v["data"]["resultType"], "matrix");
+        let result = v["data"]["result"].as_array().expect("a list");
+        assert_eq!(result.len(), 2, "one series per replica");
+        assert_eq!(result[1]["metric"]["instance"], "replica-1:8000");
+        // A balanced replica's KV usage is 0.2 + |step mod 20 - 10| / 100: 0.28 at step
+        // 2, 0.26 at step 4; step 3 is the NaN asked for.
+        assert_eq!(
+            result[1]["values"],
+            serde_json::json!([[1001, "0.28"], [1001.5, "NaN"], [1002, "0.26"]])
+        );
+    }
+
+    /// A replica given a page serves its other series in instant answers, with its own
+    /// `instance` and `job`; the series the history models keep the history's value.
+    #[test]
+    fn a_page_fills_the_instant_answers() {
+        let mut h = FleetHistory::new(2, 0, 1000, 10);
+        h.page = vec![
+            Sample {
+                name: "vllm:num_requests_running".into(),
+                labels: vec![],
+                value: 99.0,
+                timestamp_ms: None,
+            },
+            Sample {
+                name: "vllm:iteration_tokens_total_bucket".into(),
+                labels: vec![("le".into(), "1.0".into()), ("instance".into(), "x".into())],
+                value: 3.0,
+                timestamp_ms: None,
+            },
+        ];
+        let selector = Selector::parse("{__name__=~\"vllm:.*\",job=\"vllm\"}").expect("reads");
+        let bytes = futures_body(vector(&h, &selector, 2000).into_body());
+        let v: serde_json::Value = serde_json::from_slice(&bytes).expect("JSON");
+        let result = v["data"]["result"].as_array().expect("a list");
+        assert_eq!(result.len(), 2 * (7 + 1));
+        let bucket: Vec<&serde_json::Value> = result
+            .iter()
+            .filter(|s| s["metric"]["__name__"] == "vllm:iteration_tokens_total_bucket")
+            .collect();
+        assert_eq!(bucket.len(), 2);
+        assert_eq!(bucket[1]["metric"]["instance"], "replica-1:8000");
+        assert_eq!(bucket[1]["metric"]["le"], "1.0");
+        assert_eq!(bucket[1]["value"], serde_json::json!([2, "3"]));
+        let running: Vec<&serde_json::Value> = result
+            .iter()
+            .filter(|s| s["metric"]["__name__"] == "vllm:num_requests_running")
+            .collect();
+        assert_eq!(running.len(), 2, "the history's series, not the page's");
+        // Running on a balanced replica is 4 + |step mod 20 - 10| / 5, rounded: 5.6 at
+        // step 2 reads 6.
+        assert_eq!(running[0]["value"][1], "6");
+    }
+
+    /// The whole body of an answer (a `Full` is ready at once).
+    fn futures_body(body: Full<Bytes>) -> Bytes {
+        use http_body_util::BodyExt;
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime")
+            .block_on(body.collect())
+            .map(|c| c.to_bytes())
+            .unwrap_or_default()
     }
 
     #[test]

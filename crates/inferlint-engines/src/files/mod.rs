@@ -33,9 +33,9 @@ pub use series::{
     read_series_stats_from, read_series_stats_with, series_ends, SeriesSummary,
 };
 pub use series_line::{
-    parse_series_bytes, parse_series_line, series_header_json, series_sample_json, SeriesLine,
-    GPU_OTHER_MIB, GPU_OTHER_UTIL, GPU_SM_MAX_MHZ, GPU_SM_MHZ, GPU_THROTTLE, GPU_UTIL, PREFIX_HITS,
-    PREFIX_QUERIES, SERIES_SCHEMA,
+    parse_series_bytes, parse_series_line, series_header_json, series_sample_json,
+    write_series_sample_json, SeriesLine, GPU_OTHER_MIB, GPU_OTHER_UTIL, GPU_SM_MAX_MHZ,
+    GPU_SM_MHZ, GPU_THROTTLE, GPU_UTIL, PREFIX_HITS, PREFIX_QUERIES, SERIES_SCHEMA,
 };
 pub use snapshot::{
     parse_snapshot, parse_snapshot_noted, read_snapshot, read_snapshot_noted, snapshot_json,

@@ -344,46 +344,97 @@ pub fn series_header_json(header: &SeriesHeader) -> String {
 /// One sample line of a series file: only the keys the engine has, `null` for a value
 /// the scrape lacked.
 pub fn series_sample_json(engine: Engine, sample: &SeriesSample) -> String {
-    let mut object = JsonObject::new();
-    object.insert(
-        "t_wall".into(),
-        Value::from((sample.t_wall * 1e6).round() / 1e6),
-    );
-    object.insert("t_mono_ns".into(), sample.t_mono_ns.into());
-    let d = engine.descriptor();
-    let mut put = |key: &str, v: Option<f64>| {
-        object.insert(key.into(), v.into());
-    };
-    put("running", sample.running);
-    put("waiting", sample.waiting);
-    put("kv_usage", sample.kv_usage);
-    if d.preemption_counter.is_some() {
-        put("preemptions", sample.preemptions);
+    let mut out = Vec::with_capacity(256);
+    write_series_sample_json(&mut out, engine, sample);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// [`series_sample_json`] appended to `out`, without a line end: a writer of many lines
+/// fills one buffer. Written as Python's `json.dumps` writes the object (`": "` and
+/// `", "`), each number as serde_json writes it and a value that is not finite as
+/// `null`, so a reading that cannot be a number reads back as no reading.
+pub fn write_series_sample_json(out: &mut Vec<u8>, engine: Engine, sample: &SeriesSample) {
+    fn number(out: &mut Vec<u8>, key: &str, v: Option<f64>) {
+        out.extend_from_slice(b", \"");
+        out.extend_from_slice(key.as_bytes());
+        out.extend_from_slice(b"\": ");
+        match v {
+            Some(v) => float(out, v),
+            None => out.extend_from_slice(b"null"),
+        }
     }
-    put("generation_tokens", sample.generation_tokens);
-    put("prompt_tokens", sample.prompt_tokens);
+    out.extend_from_slice(b"{\"t_wall\": ");
+    float(out, (sample.t_wall * 1e6).round() / 1e6);
+    out.extend_from_slice(b", \"t_mono_ns\": ");
+    match sample.t_mono_ns {
+        Some(ns) => integer(out, ns),
+        None => out.extend_from_slice(b"null"),
+    }
+    let d = engine.descriptor();
+    number(out, "running", sample.running);
+    number(out, "waiting", sample.waiting);
+    number(out, "kv_usage", sample.kv_usage);
+    if d.preemption_counter.is_some() {
+        number(out, "preemptions", sample.preemptions);
+    }
+    number(out, "generation_tokens", sample.generation_tokens);
+    number(out, "prompt_tokens", sample.prompt_tokens);
     if d.paused_gauge.is_some() {
-        put("paused", sample.paused);
+        number(out, "paused", sample.paused);
     }
     // Written where the scrape had them, so that recordings of servers (or simulations)
     // that serve no prefix-cache counters read as they always did.
     if d.prefix_cache.is_some() && (sample.prefix_hits.is_some() || sample.prefix_queries.is_some())
     {
-        put(PREFIX_HITS, sample.prefix_hits);
-        put(PREFIX_QUERIES, sample.prefix_queries);
+        number(out, PREFIX_HITS, sample.prefix_hits);
+        number(out, PREFIX_QUERIES, sample.prefix_queries);
     }
     // A recorder that read the GPUs writes what it could; a reading that failed writes
     // nothing, which reads back as no reading.
     let g = &sample.gpu;
     if !g.is_empty() {
-        put(GPU_OTHER_MIB, g.other_mib);
-        put(GPU_OTHER_UTIL, g.other_util);
-        put(GPU_UTIL, g.util);
-        put(GPU_THROTTLE, g.throttle);
-        put(GPU_SM_MHZ, g.sm_mhz);
-        put(GPU_SM_MAX_MHZ, g.sm_max_mhz);
+        number(out, GPU_OTHER_MIB, g.other_mib);
+        number(out, GPU_OTHER_UTIL, g.other_util);
+        number(out, GPU_UTIL, g.util);
+        number(out, GPU_THROTTLE, g.throttle);
+        number(out, GPU_SM_MHZ, g.sm_mhz);
+        number(out, GPU_SM_MAX_MHZ, g.sm_max_mhz);
     }
-    python_style_json(&object)
+    out.push(b'}');
+}
+
+/// A number as serde_json writes an `f64`, `null` when it is not finite. A whole number
+/// below 10^15 (a count, a time in whole seconds) is written as serde_json writes it, its
+/// digits and `.0`, without its general float formatting; -0.0 keeps its sign there, so
+/// it takes the general way.
+fn float(out: &mut Vec<u8>, v: f64) {
+    if v.fract() == 0.0 && v.abs() < 1e15 && !(v == 0.0 && v.is_sign_negative()) {
+        integer(out, v as i64);
+        out.extend_from_slice(b".0");
+    } else {
+        // Writing to memory cannot fail; serde_json writes a number that is not finite
+        // as null.
+        let _ = serde_json::to_writer(&mut *out, &v);
+    }
+}
+
+/// An integer's decimal digits.
+fn integer(out: &mut Vec<u8>, n: i64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = n.unsigned_abs();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        out.push(b'-');
+    }
+    out.extend_from_slice(&digits[at..]);
 }
 
 /// JSON on one line with `": "` and `", "` separators, as Python's `json.dumps` writes.
@@ -437,7 +488,10 @@ mod marker_tests {
 #[cfg(test)]
 mod number_tests {
     use super::{parse_json_integer, parse_json_number};
+    use inferlint_core::model::{GpuReading, SeriesSample};
+    use inferlint_core::Engine;
     use proptest::prelude::*;
+    use serde_json::Value;
 
     proptest! {
         #[test]
@@ -451,12 +505,98 @@ mod number_tests {
             prop_assert_eq!(parse_json_number(text.as_bytes()), Some(v));
         }
 
+        /// A sample line written straight into a buffer is the one the object of its keys
+        /// gives, serialised Python's way (what this writer built before it wrote into a
+        /// buffer): every engine, readings missing, NaN or infinite (null), GPU and
+        /// prefix keys or none.
+        #[test]
+        fn a_sample_line_is_its_object_serialised(
+            engine in prop::sample::select(Engine::ALL.to_vec()),
+            t_wall in prop_oneof![0.0f64..1e11, (0.0f64..1e11).prop_map(f64::trunc)],
+            t_mono_ns in prop::option::of(any::<i64>()),
+            values in prop::collection::vec(prop::option::of(prop_oneof![
+                any::<f64>(),
+                Just(f64::NAN),
+                Just(f64::INFINITY),
+                Just(-0.0),
+                0.0f64..1e6,
+                (-1e16f64..1e16).prop_map(f64::trunc),
+                prop::sample::select(vec![1e15 - 1.0, 1e15, -1e15 + 1.0, 9_007_199_254_740_991.0]),
+            ]), 15),
+        ) {
+            let v = |i: usize| values[i];
+            let sample = SeriesSample {
+                t_wall,
+                t_mono_ns,
+                running: v(0),
+                waiting: v(1),
+                kv_usage: v(2),
+                preemptions: v(3),
+                generation_tokens: v(4),
+                prompt_tokens: v(5),
+                paused: v(6),
+                prefix_hits: v(7),
+                prefix_queries: v(8),
+                gpu: GpuReading {
+                    other_mib: v(9),
+                    other_util: v(10),
+                    util: v(11),
+                    throttle: v(12),
+                    sm_mhz: v(13),
+                    sm_max_mhz: v(14),
+                },
+            };
+            prop_assert_eq!(super::series_sample_json(engine, &sample), as_object(engine, &sample));
+        }
+
         #[test]
         fn integers(n in any::<i64>()) {
             let text = n.to_string();
             let expected = (text.trim_start_matches('-').len() <= 18).then_some(n);
             prop_assert_eq!(parse_json_integer(text.as_bytes()), expected);
         }
+    }
+
+    /// A sample as an object of its keys, in order, serialised as Python writes it.
+    fn as_object(engine: Engine, sample: &SeriesSample) -> String {
+        use inferlint_core::contract::JsonObject;
+        let mut object = JsonObject::new();
+        object.insert(
+            "t_wall".into(),
+            Value::from((sample.t_wall * 1e6).round() / 1e6),
+        );
+        object.insert("t_mono_ns".into(), sample.t_mono_ns.into());
+        let d = engine.descriptor();
+        let mut put = |key: &str, v: Option<f64>| {
+            object.insert(key.into(), v.into());
+        };
+        put("running", sample.running);
+        put("waiting", sample.waiting);
+        put("kv_usage", sample.kv_usage);
+        if d.preemption_counter.is_some() {
+            put("preemptions", sample.preemptions);
+        }
+        put("generation_tokens", sample.generation_tokens);
+        put("prompt_tokens", sample.prompt_tokens);
+        if d.paused_gauge.is_some() {
+            put("paused", sample.paused);
+        }
+        if d.prefix_cache.is_some()
+            && (sample.prefix_hits.is_some() || sample.prefix_queries.is_some())
+        {
+            put(super::PREFIX_HITS, sample.prefix_hits);
+            put(super::PREFIX_QUERIES, sample.prefix_queries);
+        }
+        let g = &sample.gpu;
+        if !g.is_empty() {
+            put(super::GPU_OTHER_MIB, g.other_mib);
+            put(super::GPU_OTHER_UTIL, g.other_util);
+            put(super::GPU_UTIL, g.util);
+            put(super::GPU_THROTTLE, g.throttle);
+            put(super::GPU_SM_MHZ, g.sm_mhz);
+            put(super::GPU_SM_MAX_MHZ, g.sm_max_mhz);
+        }
+        super::python_style_json(&object)
     }
 
     #[test]

@@ -11,7 +11,12 @@
 //! - the series is range queries (`/api/v1/query_range`) of the metrics a recorder writes,
 //!   at a step equal to the scrape interval (read from the raw samples' spacing), split
 //!   so that no query asks more than [`MAX_POINTS`] points of one series (Prometheus
-//!   refuses more than 11,000).
+//!   refuses more than 11,000) and no answer can pass [`RANGE_ANSWER_BYTES`] for the
+//!   series the snapshots show ([`points_per_query`]): a piece of a large fleet is a
+//!   shorter stretch of the window than a small fleet's.
+//!
+//! The answers are read typed, in one pass over their bytes ([`read_answer`]); a range
+//! answer goes straight into each replica's samples ([`RangeReader`]).
 //!
 //! Each replica is one `pod` (where the series have that label, as Kubernetes service
 //! discovery sets it) or else one `instance`; vLLM's `engine` label inside a replica stays
@@ -20,22 +25,128 @@
 //! the cross-checks see the drop as they see it in a recording (and, where the engine
 //! exports `*_created` stamps, the snapshots' stamps differ too).
 
-use std::collections::BTreeMap;
-
 use inferlint_core::engine::scrape_metrics;
 use inferlint_core::metrics::Sample;
 use inferlint_core::model::{SeriesSample, Snapshot};
 use inferlint_core::{Engine, EngineDescriptor};
-use serde_json::Value;
 
-use crate::{prom, record};
+use crate::prom;
+
+mod answer;
+mod range;
+
+pub use answer::{
+    parse_answer, parse_value, read_answer, ApiError, ApiSeries, Collect, RawSeries, SeriesSink,
+};
+pub use range::{PieceRead, RangeReader};
 
 /// The most points one range query asks of one series. Prometheus refuses a query
 /// over 11,000 points per series ("exceeded maximum resolution").
 pub const MAX_POINTS: u64 = 11_000;
-/// The most range queries one read of a window sends: 11 million points of each series
-/// (127 days at 1 s). A year at 1 ms would be 2.9 million queries, hours of work.
+/// The most range queries one read of a window sends: at most 11 million points of each
+/// series (127 days at 1 s, for a fleet whose pieces are [`MAX_POINTS`] long), and at
+/// most 1,000 answers of up to [`RANGE_ANSWER_BYTES`]. A year at 1 ms would be 2.9
+/// million queries, hours of work.
 pub const MAX_RANGE_QUERIES: u64 = 1_000;
+
+/// The most bytes one point of a range answer takes, `[t,"v"],` as Prometheus writes
+/// it: a time of at most 11 digits of seconds (a wall time is below 10^11 s) and a
+/// fraction of three (`marshalTimestamp`), 15 bytes; a value of at most 25 (Go's shortest
+/// text, `'f'` from 1e-6 to 1e21 such as `-0.0000012345678901234567`, `'e'` outside such
+/// as `-1.2345678901234567e-308`); and `[`, `,"`, `"]` and `,`, 6.
+pub const MAX_POINT_BYTES: u64 = 46;
+/// The most bytes a range query's answer is sized for: half the most an answer may be
+/// ([`prom::MAX_BODY_BYTES`], 64 MiB), so that series the snapshots did not show (a
+/// replica that came and went inside the window) leave room. At most about this much
+/// of an answer is held while it is read, with its points as numbers.
+pub const RANGE_ANSWER_BYTES: u64 = 32 << 20;
+/// The bytes of a series in a range answer besides its labels and points:
+/// `{"metric":`, `,"values":[`, `]}` and `,`.
+const SERIES_BYTES: u64 = 24;
+/// The bytes of a range answer besides its series, with room for warnings:
+/// `{"status":"success","data":{"resultType":"matrix","result":[` and `]}}` are 63.
+const ENVELOPE_BYTES: u64 = 1024;
+
+/// What a range query's answer holds besides its points, from the snapshots: how many
+/// series, and the bytes of their labels as the API writes them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RangeSize {
+    /// Series the range query answers.
+    pub series: u64,
+    /// The bytes of their `"metric"` objects, at most.
+    pub metric_bytes: u64,
+}
+
+/// The series a range query of `names` (each with or without `_total`, as
+/// [`names_query`] asks them) answers, counted in the snapshots' instant answers (a
+/// series in both counted once), with the bytes of their labels at most as the API
+/// writes them (Go escapes `<`, `>`, `&` and control characters as `\u00XX`).
+pub fn range_size<'a>(
+    answers: impl IntoIterator<Item = &'a [ApiSeries]>,
+    names: &[&str],
+) -> RangeSize {
+    let bases: Vec<&str> = names
+        .iter()
+        .map(|n| n.strip_suffix("_total").unwrap_or(n))
+        .collect();
+    let asked = |name: &str| {
+        let base = name.strip_suffix("_total").unwrap_or(name);
+        bases.contains(&base)
+    };
+    let mut seen: std::collections::HashSet<(&str, &[(String, String)])> =
+        std::collections::HashSet::new();
+    let mut size = RangeSize::default();
+    for s in answers.into_iter().flatten() {
+        if !asked(&s.name) || !seen.insert((s.name.as_str(), s.labels.as_slice())) {
+            continue;
+        }
+        let labels: u64 = s
+            .labels
+            .iter()
+            .map(|(k, v)| json_text_bytes(k) + 1 + json_text_bytes(v) + 1)
+            .sum();
+        size.series += 1;
+        size.metric_bytes +=
+            2 + json_text_bytes("__name__") + 1 + json_text_bytes(&s.name) + labels;
+    }
+    size
+}
+
+/// The most bytes `text` takes as a JSON string written by Go, quotes included.
+fn json_text_bytes(text: &str) -> u64 {
+    let inner: usize = text
+        .chars()
+        .map(|c| match c {
+            '"' | '\\' => 2,
+            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => 6,
+            c if (c as u32) < 0x20 => 6,
+            c => c.len_utf8(),
+        })
+        .sum();
+    inner as u64 + 2
+}
+
+/// The most bytes an answer to a range query of `points` points a series takes, for the
+/// series `size` counts.
+pub fn range_answer_bytes(size: RangeSize, points: u64) -> u64 {
+    ENVELOPE_BYTES
+        .saturating_add(size.metric_bytes)
+        .saturating_add(size.series.saturating_mul(SERIES_BYTES))
+        .saturating_add(
+            size.series
+                .saturating_mul(points)
+                .saturating_mul(MAX_POINT_BYTES),
+        )
+}
+
+/// How many points of each series one range query asks: the most whose answer stays
+/// within [`RANGE_ANSWER_BYTES`] ([`range_answer_bytes`]), at most [`MAX_POINTS`] and at
+/// least one: eight replicas of seven series ask 11,000 points a query, 256 about 400.
+pub fn points_per_query(size: RangeSize) -> u64 {
+    let fixed = range_answer_bytes(size, 0);
+    let per_point = size.series.max(1).saturating_mul(MAX_POINT_BYTES);
+    (RANGE_ANSWER_BYTES.saturating_sub(fixed) / per_point).clamp(1, MAX_POINTS)
+}
 
 /// How many range queries [`split_range`] cuts the window into, counted without making
 /// the pieces (a century at 1 ms would be a list of 290 million).
@@ -59,149 +170,6 @@ pub fn keep_within(series: &mut [ApiSeries], from_ms: i64, to_ms: i64) -> u64 {
         dropped += (before - s.points.len()) as u64;
     }
     dropped
-}
-
-/// Why an answer of the API could not be used. Each message reads after "failed to".
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ApiError {
-    /// The server answered `"status": "error"` (`bad_data`, `timeout`, `execution`).
-    #[error("the Prometheus server refused the query ({kind}): {message}")]
-    Refused {
-        /// The API's `errorType`.
-        kind: String,
-        /// The API's `error`.
-        message: String,
-    },
-    /// An answer that is not the API's JSON.
-    #[error("the answer is not a Prometheus API answer: {0}")]
-    Shape(String),
-}
-
-/// One series of an answer: its labels (without `__name__`), its name, and its points
-/// as (Unix seconds, value).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ApiSeries {
-    /// The metric's name (`__name__`).
-    pub name: String,
-    /// The other labels, sorted by name.
-    pub labels: Vec<(String, String)>,
-    /// (Unix seconds, value), in time order.
-    pub points: Vec<(f64, f64)>,
-}
-
-impl ApiSeries {
-    /// The value of a label, if the series has it.
-    pub fn label(&self, name: &str) -> Option<&str> {
-        self.labels
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// The replica this series belongs to: its `pod`, else its `instance`.
-    pub fn replica(&self) -> Option<&str> {
-        self.label("pod").or_else(|| self.label("instance"))
-    }
-}
-
-/// Reads a value as the API writes it: a string holding a number, `NaN`, `+Inf` or
-/// `-Inf`.
-pub fn parse_value(text: &str) -> Option<f64> {
-    match text {
-        "NaN" => Some(f64::NAN),
-        "+Inf" | "Inf" => Some(f64::INFINITY),
-        "-Inf" => Some(f64::NEG_INFINITY),
-        other => other.parse::<f64>().ok().filter(|v| v.is_finite()),
-    }
-}
-
-/// Reads an answer of `/api/v1/query` or `/api/v1/query_range`: a vector (one point per
-/// series), a matrix (many) or a scalar (no series) become series with points.
-pub fn parse_answer(body: &[u8]) -> Result<Vec<ApiSeries>, ApiError> {
-    let value: Value = serde_json::from_slice(body).map_err(|e| {
-        let text = String::from_utf8_lossy(&body[..body.len().min(80)]).into_owned();
-        ApiError::Shape(format!("{e} (it starts {text:?})"))
-    })?;
-    let status = value.get("status").and_then(Value::as_str);
-    if status == Some("error") {
-        return Err(ApiError::Refused {
-            kind: value
-                .get("errorType")
-                .and_then(Value::as_str)
-                .unwrap_or("unknown")
-                .to_owned(),
-            message: value
-                .get("error")
-                .and_then(Value::as_str)
-                .unwrap_or("no reason given")
-                .to_owned(),
-        });
-    }
-    if status != Some("success") {
-        return Err(ApiError::Shape("no \"status\": \"success\"".into()));
-    }
-    let data = value
-        .get("data")
-        .ok_or_else(|| ApiError::Shape("no \"data\"".into()))?;
-    let kind = data.get("resultType").and_then(Value::as_str);
-    let result = data.get("result");
-    match (kind, result) {
-        (Some("scalar" | "string"), _) => Ok(Vec::new()),
-        (Some(kind @ ("vector" | "matrix")), Some(Value::Array(items))) => items
-            .iter()
-            .map(|item| read_series(item, kind == "matrix"))
-            .collect(),
-        _ => Err(ApiError::Shape(
-            "\"data\" holds no vector or matrix result".into(),
-        )),
-    }
-}
-
-fn read_series(item: &Value, matrix: bool) -> Result<ApiSeries, ApiError> {
-    let bad = |what: &str| ApiError::Shape(format!("a series {what}"));
-    let metric = item
-        .get("metric")
-        .and_then(Value::as_object)
-        .ok_or_else(|| bad("has no \"metric\" labels"))?;
-    let mut name = String::new();
-    let mut labels = Vec::with_capacity(metric.len());
-    for (key, value) in metric {
-        let value = value.as_str().ok_or_else(|| bad("label is not a string"))?;
-        if key == "__name__" {
-            name = value.to_owned();
-        } else {
-            labels.push((key.clone(), value.to_owned()));
-        }
-    }
-    labels.sort();
-    let point = |p: &Value| -> Result<(f64, f64), ApiError> {
-        let pair = p.as_array().filter(|a| a.len() == 2);
-        let pair = pair.ok_or_else(|| bad("point is not [time, \"value\"]"))?;
-        let t = pair[0].as_f64().ok_or_else(|| bad("point has no time"))?;
-        let v = pair[1]
-            .as_str()
-            .and_then(parse_value)
-            .ok_or_else(|| bad(&format!("value {} is not a number", pair[1])))?;
-        Ok((t, v))
-    };
-    let points = if matrix {
-        item.get("values")
-            .and_then(Value::as_array)
-            .ok_or_else(|| bad("of a matrix has no \"values\""))?
-            .iter()
-            .map(point)
-            .collect::<Result<Vec<_>, _>>()?
-    } else {
-        vec![point(
-            item.get("value")
-                .ok_or_else(|| bad("of a vector has no \"value\""))?,
-        )?]
-    };
-    Ok(ApiSeries {
-        name,
-        labels,
-        points,
-    })
 }
 
 /// Reads a time as the command line takes it: Unix seconds (`1764547200`,
@@ -408,7 +376,7 @@ fn regex_escape(name: &str) -> String {
     out
 }
 
-/// The metrics a series sample is built from ([`record::sample_from_metrics`]), with the
+/// The metrics a series sample is built from ([`crate::record::sample_from_metrics`]), with the
 /// info metric that weighs data-parallel engines' KV usage.
 pub fn series_metric_names(engine: &EngineDescriptor) -> Vec<&'static str> {
     let mut names = vec![
@@ -479,37 +447,36 @@ pub fn snapshot_of(series: &[ApiSeries], replica: &str, source: &str) -> Option<
 /// One replica's series samples from a range answer, in time order: at each step, the
 /// series that have a point there become one scrape, read through the engine's table as
 /// a recorder reads a scrape. A step where the replica has no point at all is left out
-/// (Prometheus had no reading within its look-back): a gap, never zeros.
+/// (Prometheus had no reading within its look-back): a gap, never zeros. A window is read
+/// a piece at a time by [`RangeReader`], which reads the answer's bytes the same way.
 pub fn samples_of(
     series: &[ApiSeries],
     replica: &str,
     engine: &EngineDescriptor,
 ) -> Vec<SeriesSample> {
-    let mut by_time: BTreeMap<i64, Vec<Sample>> = BTreeMap::new();
-    for s in series.iter().filter(|s| s.replica() == Some(replica)) {
-        for &(t, value) in &s.points {
-            by_time
-                .entry((t * 1000.0).round() as i64)
-                .or_default()
-                .push(Sample {
-                    name: s.name.clone(),
-                    labels: s.labels.clone(),
-                    value,
-                    timestamp_ms: None,
-                });
-        }
-    }
-    by_time
-        .into_iter()
-        .map(|(t_ms, samples)| {
-            record::sample_from_metrics(
-                engine,
-                &engine.scrape_metrics(samples),
-                t_ms as f64 / 1000.0,
-                None,
-            )
+    let mut columns: Vec<range::Column> = series
+        .iter()
+        .filter(|s| s.replica() == Some(replica))
+        .map(|s| range::Column {
+            sample: Sample {
+                name: s.name.clone(),
+                labels: s.labels.clone(),
+                value: f64::NAN,
+                timestamp_ms: None,
+            },
+            points: s
+                .points
+                .iter()
+                .map(|&(t, v)| ((t * 1000.0).round() as i64, v))
+                .collect(),
         })
-        .collect()
+        .collect();
+    let mut out = Vec::new();
+    let _ = range::assemble(engine, &mut columns, |s| {
+        out.push(*s);
+        Ok::<(), std::convert::Infallible>(())
+    });
+    out
 }
 
 /// A folder name for a replica: its name with every character outside `A-Z a-z 0-9 . _ -`
@@ -593,6 +560,45 @@ mod tests {
             prop_assert!(expected > end);
         }
 
+        /// With the piece size chosen for a fleet's series, every point of the window is
+        /// still asked exactly once, in order; no piece asks more than 11,000 points a
+        /// series, and each answer stays within the bytes it is sized for (where the
+        /// labels alone leave room for one point a series).
+        #[test]
+        fn the_sized_split_asks_every_point_once_within_both_bounds(
+            start in 0i64..2_000_000_000_000,
+            len in 0i64..400_000_000,
+            step in 1i64..120_000,
+            series in 0u64..20_000,
+            label_bytes in 0u64..4_000,
+        ) {
+            let size = RangeSize { series, metric_bytes: series * label_bytes };
+            let max = points_per_query(size);
+            prop_assert!((1..=MAX_POINTS).contains(&max));
+            if range_answer_bytes(size, 1) <= RANGE_ANSWER_BYTES {
+                prop_assert!(range_answer_bytes(size, max) <= RANGE_ANSWER_BYTES);
+            }
+            if max < MAX_POINTS {
+                // The largest piece that fits: one point more would not.
+                prop_assert!(range_answer_bytes(size, max + 1) > RANGE_ANSWER_BYTES);
+            }
+            let end = start + len;
+            prop_assume!(range_queries(start, end, step, max) <= 100_000);
+            let pieces = split_range(start, end, step, max);
+            prop_assert_eq!(pieces.len() as u64, range_queries(start, end, step, max));
+            let total: u64 = pieces.iter().map(|&(a, b)| points_in(a, b, step)).sum();
+            prop_assert_eq!(total, points_in(start, end, step));
+            let mut expected = start;
+            for &(a, b) in &pieces {
+                prop_assert_eq!(a, expected);
+                prop_assert!(points_in(a, b, step) <= max);
+                prop_assert!(b <= end);
+                prop_assert_eq!((b - start) % step, 0);
+                expected = b + step;
+            }
+            prop_assert!(expected > end);
+        }
+
         #[test]
         fn unix_seconds_read_back(t in 0.0f64..1e10) {
             prop_assert_eq!(parse_time(&t.to_string()), Ok(t));
@@ -608,6 +614,58 @@ mod tests {
             .all(|&(a, b)| points_in(a, b, 1000) <= MAX_POINTS));
         assert!(split_range(10, 5, 1000, MAX_POINTS).is_empty());
         assert_eq!(split_range(0, 0, 1000, MAX_POINTS), vec![(0, 0)]);
+    }
+
+    /// The series a range query answers are counted from the snapshots: only the names it
+    /// asks (with or without `_total`), a series in both snapshots once, and its labels'
+    /// bytes as the API writes `"metric"`, with `<` written `\u003c` (Go's escape).
+    #[test]
+    fn the_range_is_sized_from_the_snapshots_series() {
+        let series = |name: &str, pod: &str| ApiSeries {
+            name: name.into(),
+            labels: vec![("pod".into(), pod.into())],
+            points: vec![(1.0, 1.0)],
+        };
+        let before = vec![
+            series("a_total", "p<"),
+            series("b", "p<"),
+            series("zzz", "p<"),
+        ];
+        let after = vec![series("a_total", "p<"), series("a_total", "q")];
+        let size = range_size([before.as_slice(), after.as_slice()], &["a", "b_total"]);
+        assert_eq!(size.series, 3, "a_total of p< once, b of p<, a_total of q");
+        let p_lt = r#"{"__name__":"a_total","pod":"p\u003c"}"#.len() as u64;
+        let b = r#"{"__name__":"b","pod":"p\u003c"}"#.len() as u64;
+        let q = r#"{"__name__":"a_total","pod":"q"}"#.len() as u64;
+        assert_eq!(size.metric_bytes, p_lt + b + q);
+    }
+
+    /// A small fleet asks the most points Prometheus allows; a large one asks fewer, so
+    /// that its answer stays within the bytes it is sized for. Eight replicas of seven
+    /// series whose labels take 100 bytes each: 11,000 points are at most 1,024 + 56 ×
+    /// 124 + 56 × 11,000 × 46 = 28.3 million bytes, within 32 MiB. 256 replicas (1,792
+    /// series): (33,554,432 − 1,024 − 1,792 × 124) / (1,792 × 46) = 404 points.
+    #[test]
+    fn pieces_shrink_as_the_fleet_grows() {
+        let fleet = |replicas: u64| RangeSize {
+            series: replicas * 7,
+            metric_bytes: replicas * 7 * 100,
+        };
+        assert_eq!(points_per_query(fleet(8)), MAX_POINTS);
+        assert_eq!(points_per_query(fleet(256)), 404);
+        assert!(range_answer_bytes(fleet(256), 404) <= RANGE_ANSWER_BYTES);
+        assert!(range_answer_bytes(fleet(256), 405) > RANGE_ANSWER_BYTES);
+        // No series seen: the most Prometheus allows; labels that fill the budget alone:
+        // one point, and the window's length then decides whether it may be read.
+        assert_eq!(points_per_query(RangeSize::default()), MAX_POINTS);
+        let huge = RangeSize {
+            series: 1,
+            metric_bytes: RANGE_ANSWER_BYTES,
+        };
+        assert_eq!(points_per_query(huge), 1);
+        // A day at 1 s of 1,024 replicas of seven series still fits the query bound.
+        let day = split_range(0, 86_399_000, 1000, points_per_query(fleet(1024)));
+        assert!(day.len() as u64 <= MAX_RANGE_QUERIES, "{}", day.len());
     }
 
     #[test]
