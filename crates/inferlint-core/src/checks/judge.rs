@@ -272,5 +272,9 @@ pub fn kv_events(run: &Run, _: RunOptions) -> Option<CheckResult> {
         server_finished,
         block_size: crate::facts::block_size(run).map(|(b, _)| b),
         largest_request: by_server.or_else(by_client),
+        cache_off: run
+            .last_boot()
+            .and_then(|boot| prefix_cache::turned_off(run.engine, boot))
+            .map(|(name, off)| format!("{name} {}", if off { "True" } else { "False" })),
     }))
 }

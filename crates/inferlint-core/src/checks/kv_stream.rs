@@ -14,7 +14,7 @@ use crate::status::{CheckResult, Status, Tripwire};
 use crate::traces::KvEvents;
 
 /// What T26 reads.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct KvStreamInputs<'a> {
     /// The stream as received.
     pub events: &'a KvEvents,
@@ -24,6 +24,9 @@ pub struct KvStreamInputs<'a> {
     pub block_size: Option<u64>,
     /// The most tokens (prompt and output) one request of the run held, and what says so.
     pub largest_request: Option<(u64, &'static str)>,
+    /// The boot log's setting that turned the prefix cache off, as it printed it
+    /// (`enable_prefix_caching False`): a cache that stores no block publishes none.
+    pub cache_off: Option<String>,
 }
 
 /// T26.
@@ -106,8 +109,17 @@ pub fn kv_events(inputs: &KvStreamInputs) -> CheckResult {
                         )
                     })
                     .unwrap_or_default();
+                let off = inputs
+                    .cache_off
+                    .as_deref()
+                    .map(|setting| {
+                        format!(
+                            "; the boot log shows the prefix cache off ({setting}): it stores no block for reuse, so it publishes none"
+                        )
+                    })
+                    .unwrap_or_default();
                 result.message = format!(
-                    "no KV event arrived at {} while the server finished {} requests{blocks}",
+                    "no KV event arrived at {} while the server finished {} requests{blocks}{off}",
                     events.endpoint.as_deref().unwrap_or("the subscriber"),
                     fmt::g(finished)
                 );
@@ -200,6 +212,7 @@ mod tests {
             server_finished: finished,
             block_size: None,
             largest_request: None,
+            cache_off: None,
         })
     }
 
@@ -257,6 +270,7 @@ mod tests {
                 server_finished: Some(32.0),
                 block_size: Some(128),
                 largest_request: Some((tokens, "by the server's spans")),
+                cache_off: None,
             })
         };
         let none_due = judge(&events, 64);

@@ -197,21 +197,11 @@ pub fn prefix_cache(
     Some(prefix_cache_share(engine, deltas, expected))
 }
 
-/// A run that looked up no prompt token in the cache (T16 Can't tell: no share can be
-/// taken) on a server its boot log shows started with the cache off: nothing was looked up
-/// because there was nothing to look in, and the cache served none of the run's prompts.
-/// Any other result is returned as it is.
-pub fn off_at_start(
+/// The setting the boot log shows turned the prefix cache off, and its value, if any.
+pub fn turned_off(
     engine: &EngineDescriptor,
-    boot: Option<&crate::model::BootFacts>,
-    result: CheckResult,
-) -> CheckResult {
-    let (Some(metrics), Some(boot)) = (engine.prefix_cache, boot) else {
-        return result;
-    };
-    if result.status != Status::Unknown || result.evidence_f64("queried_tokens") != Some(0.0) {
-        return result;
-    }
+    boot: &crate::model::BootFacts,
+) -> Option<(&'static str, bool)> {
     let set = |name: &str| {
         [&boot.non_default_args, &boot.server_args]
             .into_iter()
@@ -221,22 +211,41 @@ pub fn off_at_start(
                 _ => None,
             })
     };
-    let Some((name, off)) = metrics
+    engine
+        .prefix_cache?
         .off_settings
         .iter()
         .find(|(name, off)| set(name) == Some(*off))
-    else {
+        .copied()
+}
+
+/// A run that looked up no prompt token in the cache (T16 Can't tell: no share can be
+/// taken) on a server its boot log shows started with the cache off: nothing was looked up
+/// because there was nothing to look in, and the cache served none of the run's prompts.
+/// Any other result is returned as it is.
+pub fn off_at_start(
+    engine: &EngineDescriptor,
+    boot: Option<&crate::model::BootFacts>,
+    result: CheckResult,
+) -> CheckResult {
+    let Some(boot) = boot else {
+        return result;
+    };
+    if result.status != Status::Unknown || result.evidence_f64("queried_tokens") != Some(0.0) {
+        return result;
+    }
+    let Some((name, off)) = turned_off(engine, boot) else {
         return result;
     };
     let mut pass = t16(
         Status::Pass,
         format!(
             "the prefix cache was off ({name} {}, as the boot log shows): it served none of the run's prompt tokens",
-            if *off { "True" } else { "False" }
+            if off { "True" } else { "False" }
         ),
     );
     pass.evidence = result.evidence;
-    pass.with("off_setting", *name)
+    pass.with("off_setting", name)
 }
 
 #[cfg(test)]
