@@ -433,6 +433,11 @@ pub struct ReportArgs {
     /// RUN/kv-events.jsonl, else *.kv-events.jsonl)
     #[arg(long, value_name = "FILE")]
     pub kv_events: Option<PathBuf>,
+    /// The server's own per-request records: a drain's file (default:
+    /// RUN/server-requests.jsonl) or the engine's files, a folder of them too (default:
+    /// RUN/request-metrics/)
+    #[arg(long, value_name = "PATH")]
+    pub server_requests: Option<PathBuf>,
     /// The concurrency the load asked for (default: the result file's max_concurrency)
     #[arg(long, value_name = "N", value_parser = requested_concurrency)]
     pub requested: Option<u64>,

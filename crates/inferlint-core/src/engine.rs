@@ -6,6 +6,10 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::metrics::{MetricSet, Sample};
+pub use crate::server_records::{
+    Drain, JsonPath, RecordClock, RecordFiles, RecordsFrom, RequestRecord,
+};
+use crate::traces::RequestSource;
 
 /// An inference engine inferlint knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
@@ -227,6 +231,13 @@ pub struct EngineDescriptor {
     /// and its KV-cache events (xray adds these flags to `--serve`); `None` where it
     /// sends neither in a form inferlint reads.
     pub trace_flags: Option<TraceFlags>,
+    /// The engine's own record of each request beyond its spans (a drained endpoint, a
+    /// file it writes), and the fields its account is read from; `None` where it keeps
+    /// none inferlint reads.
+    pub request_records: Option<RequestRecord>,
+    /// The endpoint that hands out the engine's KV-cache events as JSON and forgets
+    /// them, where it serves them that way instead of publishing a stream.
+    pub kv_events_drain: Option<Drain>,
 }
 
 /// The flags that point an engine's spans and KV events at a recorder.
@@ -878,6 +889,9 @@ pub static VLLM: EngineDescriptor = EngineDescriptor {
         kv_events_config: Some("--kv-events-config"),
         kv_events_enable_key: true,
     }),
+    // Its account of each request is its `llm_request` span (above).
+    request_records: None,
+    kv_events_drain: None,
 };
 
 /// vLLM's `llm_request` span (`--otlp-traces-endpoint`), made by `do_tracing` in
@@ -1045,6 +1059,54 @@ pub static SGLANG: EngineDescriptor = EngineDescriptor {
         kv_events_config: Some("--kv-events-config"),
         kv_events_enable_key: false,
     }),
+    request_records: Some(SGLANG_REQUEST_RECORD),
+    kv_events_drain: None,
+};
+
+/// SGLang's per-request metrics files (`--export-metrics-to-file`):
+/// `FileRequestMetricsExporter.write_record` (`python/sglang/srt/managers/
+/// request_metrics_exporter.py`, `observability/` in later releases) appends one JSON
+/// object a line to `sglang-request-metrics-{%Y%m%d_%H}.log` in
+/// `--export-metrics-to-file-dir`, a new file each hour, for every finished request but
+/// the health checks: `request_parameters` (the request, as a JSON string) and every key
+/// of the response's `meta_info`. `TokenizerManager._handle_batch_output` fills
+/// `meta_info` with `id` (the request's `rid`), `prompt_tokens`, `completion_tokens`,
+/// `cached_tokens`, `num_retractions` and `e2e_latency` (API server's finish less its
+/// receipt, `time.perf_counter()` seconds); with `--enable-metrics` it adds the API
+/// server's stamps (`APIServerReqTimeStats.convert_to_output_meta_info`:
+/// `request_received_ts`, `request_finished_ts`, Unix seconds, and `decode_throughput`,
+/// `(completion_tokens - 1) / (finished - first token)`) and the scheduler's
+/// (`SchedulerReqTimeStats.convert_to_output_meta_info`: `forward_entry_time` and
+/// `prefill_finished_time`, Unix seconds, `queue_time`, seconds from entering the wait
+/// queue to the first forward pass). `observability/req_time_stats.py` holds both.
+const SGLANG_REQUEST_RECORD: RequestRecord = RequestRecord {
+    from: RecordsFrom::Files(RecordFiles {
+        flag: "--export-metrics-to-file",
+        dir_flag: "--export-metrics-to-file-dir",
+        name_prefix: "sglang-request-metrics-",
+        name_suffix: ".log",
+        needs: "start SGLang with --enable-metrics too: without it the records carry no time stamps and no queue time",
+    }),
+    source: RequestSource::SglangRequestFile,
+    clock: RecordClock::Unix,
+    id: &[&["id"]],
+    arrival: &[&["request_received_ts"]],
+    // `queue_time` is written.
+    enqueued: None,
+    first_scheduled: Some(&["forward_entry_time"]),
+    // The API server's first-token stamp is not written; `decode_throughput` gives it.
+    first_token: None,
+    prefill_end: Some(&["prefill_finished_time"]),
+    last_token: Some(&["request_finished_ts"]),
+    queue_s: Some(&["queue_time"]),
+    e2e_s: Some(&["e2e_latency"]),
+    decode_rate: Some(&["decode_throughput"]),
+    prompt_tokens: Some(&["prompt_tokens"]),
+    output_tokens: Some(&["completion_tokens"]),
+    cached_tokens: Some(&["cached_tokens"]),
+    preemptions: &[&["num_retractions"]],
+    reused_blocks: None,
+    missed_blocks: None,
 };
 
 /// TensorRT-LLM's table.
@@ -1188,6 +1250,65 @@ pub static TRTLLM: EngineDescriptor = EngineDescriptor {
     // TensorRT-LLM serves its KV events and per-request metrics over HTTP, drained by the
     // reader: nothing to point at a recorder.
     trace_flags: None,
+    request_records: Some(TRTLLM_REQUEST_RECORD),
+    // `OpenAIServer.get_kv_cache_events` (`tensorrt_llm/serve/openai_server.py`, routed
+    // for POST) returns every event the executor's queue holds, as
+    // `KVCacheEventSerializer` writes them (`tensorrt_llm/_utils.py`), and the queue
+    // forgets them. The queue is `KVCacheEventManager`'s
+    // (`cpp/tensorrt_llm/batch_manager/kvCacheEventManager.cpp`), which exists only with
+    // `event_buffer_max_size` above 0 and drops its oldest events past that many.
+    kv_events_drain: Some(Drain {
+        path: "/kv_cache_events",
+        post: true,
+        needs: "put 'kv_cache_config: {event_buffer_max_size: N}' (N above 0: the most events it holds between two reads) in the YAML file given to trtllm-serve --config; blocks are stored for reuse, and their events sent, only with kv_cache_config.enable_block_reuse (on by default)",
+    }),
+};
+
+/// TensorRT-LLM's `/perf_metrics` (`OpenAIServer.get_perf_metrics`,
+/// `tensorrt_llm/serve/openai_server.py`): a GET answers the list of the requests finished
+/// since the last GET and empties it (the list is a `deque(maxlen=
+/// perf_metrics_max_requests)`, kept only with `return_perf_metrics` on and that bound
+/// above 0, and it drops its oldest past the bound). Each item is `{"request_id":
+/// the executor's id, "perf_metrics": {"first_iter", "last_iter", "timing_metrics":
+/// {"server_arrival_time", "arrival_time", "first_scheduled_time", "first_token_time",
+/// "server_first_token_time", "last_token_time"}, "kv_cache_metrics":
+/// {"num_total_allocated_blocks", "num_new_allocated_blocks", "num_reused_blocks",
+/// "num_missed_blocks"}}}` (with `ctx_request_id` and `speculative_decoding` where they
+/// apply). The times are seconds of `std::chrono::steady_clock` (the executor's
+/// `RequestPerfMetrics` time points, and the API server's
+/// `get_steady_clock_now_in_seconds()`: `ServerArrivalTimeMiddleware` stamps the
+/// arrival as the HTTP request enters the application), `CLOCK_MONOTONIC` on Linux, plus
+/// a disaggregated server's clock offset (0 otherwise). `server_arrival_time` is `null`
+/// for a request without an HTTP request. No token count is written.
+const TRTLLM_REQUEST_RECORD: RequestRecord = RequestRecord {
+    from: RecordsFrom::Drain(Drain {
+        path: "/perf_metrics",
+        post: false,
+        needs: "put 'return_perf_metrics: true' and 'perf_metrics_max_requests: N' (N above 0: the most requests it holds between two reads) in the YAML file given to trtllm-serve --config",
+    }),
+    source: RequestSource::TrtllmPerfMetrics,
+    clock: RecordClock::HostMonotonic,
+    id: &[&["request_id"]],
+    arrival: &[
+        &["perf_metrics", "timing_metrics", "server_arrival_time"],
+        &["perf_metrics", "timing_metrics", "arrival_time"],
+    ],
+    // The executor's arrival: the request entered its queue then, after the API server
+    // had tokenized it.
+    enqueued: Some(&["perf_metrics", "timing_metrics", "arrival_time"]),
+    first_scheduled: Some(&["perf_metrics", "timing_metrics", "first_scheduled_time"]),
+    first_token: Some(&["perf_metrics", "timing_metrics", "first_token_time"]),
+    prefill_end: None,
+    last_token: Some(&["perf_metrics", "timing_metrics", "last_token_time"]),
+    queue_s: None,
+    e2e_s: None,
+    decode_rate: None,
+    prompt_tokens: None,
+    output_tokens: None,
+    cached_tokens: None,
+    preemptions: &[],
+    reused_blocks: Some(&["perf_metrics", "kv_cache_metrics", "num_reused_blocks"]),
+    missed_blocks: Some(&["perf_metrics", "kv_cache_metrics", "num_missed_blocks"]),
 };
 
 /// The line uvicorn logs once the application serves; all three engines' HTTP servers
@@ -1218,6 +1339,56 @@ mod tests {
     }
 
     use super::*;
+
+    /// Every path a record is read from names a key the engine writes: TensorRT-LLM's
+    /// `OpenAIServer.get_perf_metrics` writes `request_id` and `perf_metrics` with its
+    /// `timing_metrics` and `kv_cache_metrics`; SGLang's exporter writes the keys of
+    /// `meta_info` at the top (`id`, `prompt_tokens`, `request_received_ts`, ...). A
+    /// misspelt key would read as a field never written.
+    #[test]
+    fn each_request_record_reads_the_keys_its_engine_writes() {
+        let trtllm: &[&[&str]] = &[
+            &["request_id"],
+            &["perf_metrics", "timing_metrics", "server_arrival_time"],
+            &["perf_metrics", "timing_metrics", "arrival_time"],
+            &["perf_metrics", "timing_metrics", "first_scheduled_time"],
+            &["perf_metrics", "timing_metrics", "first_token_time"],
+            &["perf_metrics", "timing_metrics", "last_token_time"],
+            &["perf_metrics", "kv_cache_metrics", "num_reused_blocks"],
+            &["perf_metrics", "kv_cache_metrics", "num_missed_blocks"],
+        ];
+        let sglang = [
+            "id",
+            "request_received_ts",
+            "forward_entry_time",
+            "prefill_finished_time",
+            "request_finished_ts",
+            "queue_time",
+            "e2e_latency",
+            "decode_throughput",
+            "prompt_tokens",
+            "completion_tokens",
+            "cached_tokens",
+            "num_retractions",
+        ];
+        let record = TRTLLM.request_records.expect("TensorRT-LLM keeps records");
+        for path in record.paths() {
+            assert!(trtllm.contains(&path), "{path:?}");
+        }
+        assert!(
+            matches!(record.from, RecordsFrom::Drain(d) if d.path == "/perf_metrics" && !d.post)
+        );
+        let record = SGLANG.request_records.expect("SGLang writes records");
+        for path in record.paths() {
+            assert!(matches!(path, [key] if sglang.contains(key)), "{path:?}");
+        }
+        assert!(matches!(record.from, RecordsFrom::Files(_)));
+        let kv = TRTLLM
+            .kv_events_drain
+            .expect("TensorRT-LLM serves its KV events");
+        assert_eq!((kv.path, kv.post), ("/kv_cache_events", true));
+        assert!(VLLM.request_records.is_none() && VLLM.kv_events_drain.is_none());
+    }
 
     #[test]
     fn parses_keys_and_names_in_any_case() {

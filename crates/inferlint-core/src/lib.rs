@@ -37,6 +37,7 @@ pub mod replayed;
 pub mod requests;
 pub mod run;
 pub mod schema;
+pub mod server_records;
 pub mod slo;
 pub mod status;
 pub mod sweep;

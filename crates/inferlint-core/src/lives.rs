@@ -373,6 +373,39 @@ mod tests {
         assert!(lives.foreign("spans.otlp.jsonl").is_some());
     }
 
+    /// TensorRT-LLM's `/perf_metrics` records name each request by the executor's own
+    /// integer id (not the `X-Request-Id` the bench sent) and count no tokens: they join
+    /// by time alone, each row taking the first record the server received after its
+    /// send. Requests `bench-a-0` to `bench-a-3` sent 0.25 s apart, received 3 ms after
+    /// each send, with executor ids 32 to 35 (ids start at `max_batch_size`): every row
+    /// joins its own record, none by id.
+    #[test]
+    fn trtllm_records_join_by_time_alone() {
+        let mut account = ClientAccount::new(LoadTool::VllmBench);
+        account.clock = Some(RequestClock::Monotonic);
+        account.request_id_prefix = Some("bench-a-".into());
+        account.requests = (0..4)
+            .map(|i| row(100.0 + 0.25 * i as f64, 64, 16))
+            .collect();
+        let server = ServerRequests {
+            requests: (0..4)
+                .map(|i| ServerRequest {
+                    id: Some(format!("{}", 32 + i)),
+                    arrival: Some(1_700_000_100.003 + 0.25 * i as f64),
+                    ..ServerRequest::default()
+                })
+                .collect(),
+            ..ServerRequests::new(RequestSource::TrtllmPerfMetrics, "server-requests.jsonl")
+        };
+        // The recording's first sample pairs the clocks: wall = mono + 1.7e9.
+        let lives = join(&account, &server, Some(1_700_000_000.0));
+        assert_eq!(lives.by_id(), 0);
+        assert_eq!(lives.by_time(), 4);
+        assert!(lives.pairs.iter().all(|p| p.client == p.server));
+        // Without the pairing nothing joins: the ids name no row.
+        assert!(join(&account, &server, None).pairs.is_empty());
+    }
+
     /// A monotonic-clock tool without a pairing of its clock with the wall clock joins by
     /// id only; a record arriving before the send (beyond the slack) or two seconds after
     /// it is not the row's.

@@ -80,6 +80,12 @@ pub struct ServerRequest {
     /// Times it was preempted (retracted, evicted and recomputed), where the source
     /// says.
     pub preemptions: Option<u64>,
+    /// KV blocks of its prompt found in the cache and reused, where the source says
+    /// (TensorRT-LLM counts blocks, not tokens).
+    pub reused_blocks: Option<u64>,
+    /// KV blocks of its prompt looked for in the cache and not found, where the source
+    /// says.
+    pub missed_blocks: Option<u64>,
 }
 
 /// The server's per-request records of a run, from one source.
@@ -144,8 +150,8 @@ pub struct KvSecond {
     pub batches: u64,
 }
 
-/// Batches of the KV event stream that were never received: a hole in its sequence
-/// numbers that the replay did not fill.
+/// Numbers of the KV event stream that were never received: a hole in its sequence
+/// numbers that the replay (where there is one) did not fill.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct KvGap {
     /// The first sequence number missed.
@@ -156,6 +162,36 @@ pub struct KvGap {
     pub t_wall: Option<f64>,
     /// Why, in a few words (`the replay endpoint did not answer`).
     pub reason: String,
+}
+
+/// What a KV event stream's sequence numbers count.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KvNumbering {
+    /// Each batch the publisher sent has its number (vLLM's and SGLang's `seq`).
+    #[default]
+    Batch,
+    /// Each event has its number (TensorRT-LLM's `event_id`), and a received batch (a
+    /// drain's answer) covers a run of them.
+    Event,
+}
+
+impl KvNumbering {
+    /// What one number counts: `batch`, `event`.
+    pub fn unit(self) -> &'static str {
+        match self {
+            KvNumbering::Batch => "batch",
+            KvNumbering::Event => "event",
+        }
+    }
+
+    /// What the numbers count, in a sentence: `KV event batches`, `KV events`.
+    pub fn units(self) -> &'static str {
+        match self {
+            KvNumbering::Batch => "KV event batches",
+            KvNumbering::Event => "KV events",
+        }
+    }
 }
 
 /// The KV-cache event stream of a run, as received.
@@ -173,6 +209,15 @@ pub struct KvEvents {
     /// When the subscriber stopped, on both clocks, where the file says (a file cut off
     /// mid-run does not).
     pub end: Option<ClockAnchor>,
+    /// Whether the events were drained from an endpoint that forgets what it returns
+    /// (TensorRT-LLM's `/kv_cache_events`) rather than published: each batch is one
+    /// answer, stamped with the recorder's clock (the events carry no time).
+    pub drained: bool,
+    /// What the sequence numbers count.
+    pub numbered_by: KvNumbering,
+    /// Sequence numbers the received batches cover: the batches themselves where each
+    /// has its number, the events where each event has one.
+    pub numbers_received: u64,
     /// Batches received, whole run.
     pub batches: u64,
     /// Batches received through the replay endpoint (after a hole), of `batches`.
@@ -216,7 +261,8 @@ impl KvEvents {
         self.seconds.iter().map(|s| s.removed_blocks).sum()
     }
 
-    /// Batches missed and never recovered.
+    /// Sequence numbers missed and never recovered: batches, or events where each event
+    /// is numbered ([`KvEvents::numbered_by`]).
     pub fn missed_batches(&self) -> u64 {
         self.gaps
             .iter()

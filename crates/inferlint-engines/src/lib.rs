@@ -15,6 +15,7 @@ pub mod detect;
 pub mod files;
 pub mod fleet;
 pub mod input;
+pub mod kv_drained;
 pub mod kv_frames;
 pub mod load;
 pub mod loadcmd;

@@ -667,7 +667,7 @@ pub fn load_run_folding<F: SampleFold>(
     let mut notes = Vec::new();
     // The server's spans are read through its engine's table: an engine whose spans carry
     // no request's account has none to read, which a note says.
-    let server_requests = match files.spans.as_deref() {
+    let spans = match files.spans.as_deref() {
         Some(path) if engine.descriptor().request_span.is_none() => {
             notes.push(format!(
                 "{} is not read: {}'s spans carry no request's account inferlint reads",
@@ -678,6 +678,28 @@ pub fn load_run_folding<F: SampleFold>(
         }
         Some(path) => Some(files::read_spans(path, engine.descriptor())?),
         None => None,
+    };
+    // Else its own records (a drain's file, the files it wrote), read through its table:
+    // one account of each request, the spans first where both were kept.
+    let server_requests = match (spans, files.server_requests.as_deref()) {
+        (Some(spans), Some(path)) => {
+            notes.push(format!(
+                "{} is not read: the server's spans already give its account of each request",
+                shown(path)
+            ));
+            Some(spans)
+        }
+        (Some(spans), None) => Some(spans),
+        (None, Some(path)) if engine.descriptor().request_records.is_none() => {
+            notes.push(format!(
+                "{} is not read: {} keeps no per-request records inferlint reads",
+                shown(path),
+                engine.name()
+            ));
+            None
+        }
+        (None, Some(path)) => Some(files::read_server_requests(path, engine.descriptor())?),
+        (None, None) => None,
     };
     let kv_events = files
         .kv_events

@@ -377,6 +377,8 @@ fn header() -> String {
         replay_endpoint: Some("tcp://127.0.0.1:5558".into()),
         backfill_from: None,
         anchor: ANCHOR,
+        drained: false,
+        numbered_by: inferlint_core::traces::KvNumbering::Batch,
     })
 }
 

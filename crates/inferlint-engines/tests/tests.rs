@@ -12,5 +12,8 @@ mod kv_events;
 mod loadtools;
 /// Our Prometheus text parser on real scrapes and generated expositions.
 mod prom;
+/// The engines' own per-request records: TensorRT-LLM's drained `/perf_metrics`, SGLang's
+/// metrics files.
+mod server_requests;
 /// The server's spans: the real vLLM's over both transports, and a Collector's file.
 mod spans;

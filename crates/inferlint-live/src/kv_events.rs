@@ -242,6 +242,8 @@ impl KvSubscriber {
                 replay_endpoint: replay.clone(),
                 backfill_from: options.backfill_from,
                 anchor,
+                drained: false,
+                numbered_by: inferlint_core::traces::KvNumbering::Batch,
             }),
         );
         if let Some(e) = writer.error.take() {

@@ -276,5 +276,6 @@ pub fn kv_events(run: &Run, _: RunOptions) -> Option<CheckResult> {
             .last_boot()
             .and_then(|boot| prefix_cache::turned_off(run.engine, boot))
             .map(|(name, off)| format!("{name} {}", if off { "True" } else { "False" })),
+        drain_needs: run.engine.kv_events_drain.map(|d| d.needs),
     }))
 }

@@ -8,10 +8,17 @@
 //! them. So an engine that ran requests that filled blocks and published nothing was not
 //! publishing (vLLM stores blocks only with prefix caching on), or its stream never
 //! reached the recorder; one whose requests filled no block had nothing to say.
+//!
+//! TensorRT-LLM serves its events from an endpoint that forgets what it returns
+//! (`/kv_cache_events`), each event numbered (`event_id`, from 0 as the cache manager
+//! starts, one counter for every kind of event): a recorder drains it, and a jump in the
+//! numbers is events it never got (another reader took them, or the engine's buffer
+//! dropped them when full). What the numbers count is said in every verdict.
 
+use crate::engine::EngineDescriptor;
 use crate::fmt;
 use crate::status::{CheckResult, Status, Tripwire};
-use crate::traces::KvEvents;
+use crate::traces::{KvEvents, KvNumbering};
 
 /// What T26 reads.
 #[derive(Debug, Clone)]
@@ -27,6 +34,9 @@ pub struct KvStreamInputs<'a> {
     /// The boot log's setting that turned the prefix cache off, as it printed it
     /// (`enable_prefix_caching False`): a cache that stores no block publishes none.
     pub cache_off: Option<String>,
+    /// What the engine must be started with for its drained endpoint to hold events
+    /// (from its table), where the stream was drained.
+    pub drain_needs: Option<&'static str>,
 }
 
 /// T26.
@@ -42,6 +52,10 @@ pub fn kv_events(inputs: &KvStreamInputs) -> CheckResult {
     if let Some((first, last)) = events.seq_range {
         result = result.with("first_seq", first).with("last_seq", last);
     }
+    if events.drained {
+        result = result.with("drained", true);
+    }
+    let units = events.numbered_by.units();
     if events.skipped > 0 {
         result.status = Status::Unknown;
         result.message = format!(
@@ -62,9 +76,9 @@ pub fn kv_events(inputs: &KvStreamInputs) -> CheckResult {
         result.status = Status::Fail;
         let first = &events.gaps[0];
         result.message = format!(
-            "{} of {} KV event batches were lost and not recovered ({} hole(s), the first seq {} to {}: {})",
+            "{} of {} {units} were lost and not recovered ({} hole(s), the first seq {} to {}: {})",
             fmt::thousands(missed as i64),
-            fmt::thousands((events.batches + missed) as i64),
+            fmt::thousands((events.numbers_received + missed) as i64),
             events.gaps.len(),
             first.from_seq,
             first.to_seq,
@@ -99,6 +113,12 @@ pub fn kv_events(inputs: &KvStreamInputs) -> CheckResult {
             return result;
         }
         let worked = inputs.server_finished.filter(|f| *f > 0.0);
+        let needs = match (events.drained, inputs.drain_needs) {
+            (true, Some(needs)) => format!(
+                "; the endpoint holds events only when the server is started for it: {needs}"
+            ),
+            _ => String::new(),
+        };
         match worked {
             Some(finished) => {
                 result.status = Status::Fail;
@@ -119,7 +139,8 @@ pub fn kv_events(inputs: &KvStreamInputs) -> CheckResult {
                     })
                     .unwrap_or_default();
                 result.message = format!(
-                    "no KV event arrived at {} while the server finished {} requests{blocks}{off}",
+                    "no KV event arrived {} {} while the server finished {} requests{blocks}{off}{needs}",
+                    if events.drained { "from" } else { "at" },
                     events.endpoint.as_deref().unwrap_or("the subscriber"),
                     fmt::g(finished)
                 );
@@ -142,6 +163,14 @@ pub fn kv_events(inputs: &KvStreamInputs) -> CheckResult {
         String::new()
     };
     result.message = match events.seq_range {
+        Some((first, last)) if events.numbered_by == KvNumbering::Event => format!(
+            "every KV event from id {first} to {last} reached the recorder ({} events in {} answer(s) of {}): {} blocks stored, {} removed",
+            fmt::thousands(events.numbers_received as i64),
+            fmt::thousands(events.batches as i64),
+            events.endpoint.as_deref().unwrap_or("the endpoint"),
+            fmt::thousands(events.stored_blocks() as i64),
+            fmt::thousands(events.removed_blocks() as i64)
+        ),
         Some((first, last)) => format!(
             "every KV event batch from seq {first} to {last} arrived ({}{replayed}): {} blocks stored, {} removed",
             fmt::thousands(events.batches as i64),
@@ -158,10 +187,23 @@ pub fn kv_events(inputs: &KvStreamInputs) -> CheckResult {
     result
 }
 
-/// What to change after T26 failed.
-pub fn advice(result: &CheckResult) -> Vec<String> {
+/// What to change after T26 failed, for `engine`.
+pub fn advice(result: &CheckResult, engine: &EngineDescriptor) -> Vec<String> {
     if result.status != Status::Fail {
         return Vec::new();
+    }
+    let drained = result.evidence_as::<bool>("drained") == Some(true);
+    if let (true, Some(drain)) = (drained, engine.kv_events_drain) {
+        if result.evidence_f64("batches") == Some(0.0) {
+            return vec![format!(
+                "start the server so that {} holds events: {}",
+                drain.path, drain.needs
+            )];
+        }
+        return vec![format!(
+            "read {} more often, and let nothing else read it (what one reader takes, another loses); raise the buffer it keeps: {}",
+            drain.path, drain.needs
+        )];
     }
     if result.evidence_f64("batches") == Some(0.0) {
         return vec![
@@ -191,6 +233,7 @@ mod tests {
                 t_mono_ns: 60_000_000_001,
             }),
             batches,
+            numbers_received: batches,
             replayed: 0,
             seq_range: (batches > 0).then(|| (0, batches - 1 + gaps.len() as u64)),
             seconds: vec![KvSecond {
@@ -213,6 +256,7 @@ mod tests {
             block_size: None,
             largest_request: None,
             cache_off: None,
+            drain_needs: None,
         })
     }
 
@@ -251,7 +295,7 @@ mod tests {
         events.seconds.clear();
         let r = check(&events, Some(32.0));
         assert_eq!(r.status, Status::Fail);
-        assert!(!advice(&r).is_empty());
+        assert!(!advice(&r, &crate::engine::VLLM).is_empty());
         assert_eq!(check(&events, None).status, Status::Unknown);
     }
 
@@ -271,6 +315,7 @@ mod tests {
                 block_size: Some(128),
                 largest_request: Some((tokens, "by the server's spans")),
                 cache_off: None,
+                drain_needs: None,
             })
         };
         let none_due = judge(&events, 64);

@@ -4,7 +4,10 @@
 //!
 //! Lines, each told by the key it has:
 //! - the header, first: `{"schema", "endpoint", "replay_endpoint", "backfill_from",
-//!   "t_wall", "t_mono_ns"}`, the subscriber's start on both clocks (the anchor);
+//!   "t_wall", "t_mono_ns"}`, the subscriber's start on both clocks (the anchor); a
+//!   stream drained from an endpoint that forgets what it returns (TensorRT-LLM's
+//!   `/kv_cache_events`) adds `"drained": true` and `"numbered_by": "event"`: its
+//!   sequence numbers are the engine's event ids, one per event, not one per batch;
 //! - `{"subscribed": ENDPOINT, "listening_at_start", "t_wall", "t_mono_ns"}` once the
 //!   subscription is made: whether the publisher was already listening when the
 //!   subscriber started decides whether a first sequence number above 0 is a hole;
@@ -12,7 +15,9 @@
 //!   "stored_blocks", "stored_tokens", "removed_blocks", "cleared", "medium"}`, with
 //!   `"other_events"` when it held events of an unknown type and `"replayed": true` when
 //!   it came through the replay endpoint; `ts` is the engine's clock, `t_wall` and
-//!   `t_mono_ns` the subscriber's when it received the batch;
+//!   `t_mono_ns` the subscriber's when it received the batch. A drained batch (one
+//!   answer's run of consecutive event ids of one rank) adds `"seq_to"`, its last event
+//!   id, and its `ts` is the drain's time: the events carry none;
 //! - `{"gap": REASON, "from_seq", "to_seq", "t_wall", "t_mono_ns"}`: batches never
 //!   received, after the replay was asked for them where there was one;
 //! - `{"bad_frame": REASON, "seq", "frames", "bytes", "t_wall", "t_mono_ns"}`: a message
@@ -34,7 +39,7 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
 
-use inferlint_core::traces::{ClockAnchor, KvEvents, KvGap, KvSecond};
+use inferlint_core::traces::{ClockAnchor, KvEvents, KvGap, KvNumbering, KvSecond};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -68,6 +73,10 @@ pub struct KvHeader {
     pub backfill_from: Option<u64>,
     /// When the subscriber started.
     pub anchor: ClockAnchor,
+    /// Drained from an endpoint that forgets what it returns, not subscribed to.
+    pub drained: bool,
+    /// What the sequence numbers count.
+    pub numbered_by: KvNumbering,
 }
 
 /// The totals of the closing line.
@@ -98,8 +107,16 @@ struct HeaderLine<'a> {
     replay_endpoint: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     backfill_from: Option<u64>,
+    #[serde(skip_serializing_if = "is_false")]
+    drained: bool,
+    #[serde(skip_serializing_if = "is_batch")]
+    numbered_by: KvNumbering,
     t_wall: f64,
     t_mono_ns: i64,
+}
+
+fn is_batch(n: &KvNumbering) -> bool {
+    *n == KvNumbering::Batch
 }
 
 /// The header line.
@@ -109,6 +126,8 @@ pub fn kv_header_json(header: &KvHeader) -> String {
         endpoint: &header.endpoint,
         replay_endpoint: header.replay_endpoint.as_deref(),
         backfill_from: header.backfill_from,
+        drained: header.drained,
+        numbered_by: header.numbered_by,
         t_wall: header.anchor.t_wall,
         t_mono_ns: header.anchor.t_mono_ns,
     })
@@ -171,6 +190,8 @@ pub fn kv_subscribed_json(endpoint: &str, listening_at_start: bool, at: ClockAnc
 #[derive(Serialize)]
 struct BatchLine<'a> {
     seq: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seq_to: Option<u64>,
     ts: f64,
     t_wall: f64,
     t_mono_ns: i64,
@@ -201,6 +222,7 @@ pub fn kv_batch_json(seq: u64, batch: &KvBatch, at: ClockAnchor, replayed: bool)
     let medium = batch.medium();
     to_line(&BatchLine {
         seq,
+        seq_to: None,
         ts: batch.ts,
         t_wall: at.t_wall,
         t_mono_ns: at.t_mono_ns,
@@ -216,21 +238,63 @@ pub fn kv_batch_json(seq: u64, batch: &KvBatch, at: ClockAnchor, replayed: bool)
     })
 }
 
+/// One drained batch's line: the events of one answer whose ids run from `first_id` to
+/// `last_id` without a break, of one rank, summarised (`batch.ts` is the drain's time).
+pub fn kv_drained_batch_json(
+    first_id: u64,
+    last_id: u64,
+    batch: &KvBatch,
+    at: ClockAnchor,
+) -> String {
+    let medium = batch.medium();
+    to_line(&BatchLine {
+        seq: first_id,
+        seq_to: Some(last_id),
+        ts: batch.ts,
+        t_wall: at.t_wall,
+        t_mono_ns: at.t_mono_ns,
+        dp_rank: batch.dp_rank,
+        events: batch.events,
+        stored_blocks: batch.stored_blocks,
+        stored_tokens: batch.stored_tokens,
+        removed_blocks: batch.removed_blocks,
+        cleared: batch.cleared,
+        medium: medium.as_deref(),
+        other_events: batch.other_events,
+        replayed: false,
+    })
+}
+
 #[derive(Serialize)]
 struct GapLine<'a> {
     gap: &'a str,
     from_seq: u64,
     to_seq: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dp_rank: Option<i64>,
     t_wall: f64,
     t_mono_ns: i64,
 }
 
 /// A gap record: batches `from_seq` to `to_seq` (both included) were never received.
 pub fn kv_gap_json(from_seq: u64, to_seq: u64, reason: &str, at: ClockAnchor) -> String {
+    kv_rank_gap_json(from_seq, to_seq, None, reason, at)
+}
+
+/// A gap record of one rank's numbers, where each rank numbers its own (TensorRT-LLM's
+/// event ids under attention data parallelism).
+pub fn kv_rank_gap_json(
+    from_seq: u64,
+    to_seq: u64,
+    dp_rank: Option<i64>,
+    reason: &str,
+    at: ClockAnchor,
+) -> String {
     to_line(&GapLine {
         gap: reason,
         from_seq,
         to_seq,
+        dp_rank,
         t_wall: at.t_wall,
         t_mono_ns: at.t_mono_ns,
     })
@@ -334,6 +398,11 @@ fn to_line(value: &impl Serialize) -> String {
 pub struct KvBatchLine {
     /// Its sequence number.
     pub seq: u64,
+    /// The last sequence number it covers: `seq` for a batch numbered as a whole, the
+    /// last event id for a drained run of events.
+    pub seq_to: u64,
+    /// The data-parallel rank, where the line says.
+    pub dp_rank: Option<i64>,
     /// The engine's clock, Unix seconds.
     pub ts: f64,
     /// The subscriber's wall clock when it was received.
@@ -368,8 +437,8 @@ pub enum KvLine {
     },
     /// A batch.
     Batch(KvBatchLine),
-    /// A gap record.
-    Gap(KvGap),
+    /// A gap record, and the rank whose numbers it names where each rank numbers its own.
+    Gap(KvGap, Option<i64>),
     /// A message that could not be read, with its sequence number where it had one.
     BadFrame {
         /// Its sequence number.
@@ -429,6 +498,15 @@ pub fn parse_kv_line(line: &str) -> KvLine {
         else {
             return KvLine::Unreadable("a header without its endpoint or clocks".into());
         };
+        let numbered_by = match o.get("numbered_by").and_then(Value::as_str) {
+            None | Some("batch") => KvNumbering::Batch,
+            Some("event") => KvNumbering::Event,
+            Some(other) => {
+                return KvLine::Unreadable(format!(
+                    "a header whose numbers count {other:?}, neither batches nor events"
+                ))
+            }
+        };
         return KvLine::Header(KvHeader {
             endpoint: endpoint.to_owned(),
             replay_endpoint: o
@@ -437,6 +515,8 @@ pub fn parse_kv_line(line: &str) -> KvLine {
                 .map(str::to_owned),
             backfill_from: o.get("backfill_from").and_then(Value::as_u64),
             anchor,
+            drained: o.get("drained").and_then(Value::as_bool) == Some(true),
+            numbered_by,
         });
     }
     if o.contains_key("subscribed") {
@@ -455,12 +535,15 @@ pub fn parse_kv_line(line: &str) -> KvLine {
         if to_seq < from_seq {
             return KvLine::Unreadable(format!("a gap from {from_seq} back to {to_seq}"));
         }
-        return KvLine::Gap(KvGap {
-            from_seq,
-            to_seq,
-            t_wall: o.get("t_wall").and_then(Value::as_f64),
-            reason: reason.as_str().unwrap_or_default().to_owned(),
-        });
+        return KvLine::Gap(
+            KvGap {
+                from_seq,
+                to_seq,
+                t_wall: o.get("t_wall").and_then(Value::as_f64),
+                reason: reason.as_str().unwrap_or_default().to_owned(),
+            },
+            o.get("dp_rank").and_then(Value::as_i64),
+        );
     }
     if o.contains_key("bad_frame") {
         return KvLine::BadFrame {
@@ -496,9 +579,18 @@ pub fn parse_kv_line(line: &str) -> KvLine {
         else {
             return KvLine::Unreadable(format!("batch {seq} without the engine's ts"));
         };
+        let seq_to = match o.get("seq_to") {
+            None | Some(Value::Null) => seq,
+            Some(v) => match v.as_u64() {
+                Some(to) if to >= seq => to,
+                _ => return KvLine::Unreadable(format!("batch {seq} runs to {v}")),
+            },
+        };
         let counts = (|| {
             Ok::<_, String>(KvBatchLine {
                 seq,
+                seq_to,
+                dp_rank: o.get("dp_rank").and_then(Value::as_i64),
                 ts,
                 t_wall: o.get("t_wall").and_then(Value::as_f64),
                 replayed: o.get("replayed").and_then(Value::as_bool) == Some(true),
@@ -592,8 +684,14 @@ struct Reading {
     events: KvEvents,
     header: bool,
     seconds: BTreeMap<i64, KvSecond>,
-    sequence: Sequence,
+    /// The numbers accounted for: one sequence, or one per rank where each rank numbers
+    /// its own events (a drained stream), at most [`MAX_RANKS`] of them.
+    sequences: BTreeMap<Option<i64>, Sequence>,
 }
+
+/// The most ranks whose numbers a reading follows apart; a line of a rank past them is
+/// counted as skipped.
+const MAX_RANKS: usize = 1024;
 
 impl Reading {
     /// Folds one line in (`None`: a line too long to hold). An error refuses the file.
@@ -610,6 +708,8 @@ impl Reading {
                     self.header = true;
                     self.events.endpoint = Some(header.endpoint);
                     self.events.anchor = Some(header.anchor);
+                    self.events.drained = header.drained;
+                    self.events.numbered_by = header.numbered_by;
                     Ok(())
                 }
                 _ => Err(format!(
@@ -625,21 +725,27 @@ impl Reading {
                 }
             }
             KvLine::Batch(batch) => self.batch(batch),
-            KvLine::Gap(gap) => {
-                let (hole, _) = self.sequence.cover(gap.from_seq, gap.to_seq);
+            KvLine::Gap(gap, rank) => {
+                let Some(sequence) = self.sequence(rank) else {
+                    self.events.skipped += 1;
+                    return Ok(());
+                };
+                let (hole, _) = sequence.cover(gap.from_seq, gap.to_seq);
                 self.hole(hole, gap.t_wall);
                 self.events.gaps.push(gap);
             }
             KvLine::BadFrame { seq, .. } => {
                 self.events.skipped += 1;
                 if let Some(seq) = seq {
-                    let (hole, _) = self.sequence.cover(seq, seq);
-                    self.hole(hole, None);
+                    if let Some(sequence) = self.sequence(None) {
+                        let (hole, _) = sequence.cover(seq, seq);
+                        self.hole(hole, None);
+                    }
                 }
             }
             KvLine::Restart { .. } => {
                 self.events.restarts += 1;
-                self.sequence.next = None;
+                self.sequences.clear();
             }
             KvLine::Note => {}
             KvLine::Bound => {
@@ -663,8 +769,25 @@ impl Reading {
         }
     }
 
+    /// The sequence a line of `rank` counts in: the rank's own where events are numbered
+    /// per rank, else the one sequence; `None` past [`MAX_RANKS`].
+    fn sequence(&mut self, rank: Option<i64>) -> Option<&mut Sequence> {
+        let key = match self.events.numbered_by {
+            KvNumbering::Event => rank,
+            KvNumbering::Batch => None,
+        };
+        if !self.sequences.contains_key(&key) && self.sequences.len() >= MAX_RANKS {
+            return None;
+        }
+        Some(self.sequences.entry(key).or_default())
+    }
+
     fn batch(&mut self, batch: KvBatchLine) {
-        let (hole, new) = self.sequence.cover(batch.seq, batch.seq);
+        let Some(sequence) = self.sequence(batch.dp_rank) else {
+            self.events.skipped += 1;
+            return;
+        };
+        let (hole, new) = sequence.cover(batch.seq, batch.seq_to);
         if !new {
             // At or below a number already read, with no restart between: a duplicate
             // or an edit, which cannot be placed.
@@ -688,11 +811,22 @@ impl Reading {
         bin.batches += 1;
         let events = &mut self.events;
         events.batches += 1;
+        events.numbers_received += batch.seq_to - batch.seq + 1;
         events.replayed += u64::from(batch.replayed);
         events.unknown_events += batch.other_events;
+        // The range runs from the first number received (the lowest of any rank's, until
+        // the engine starts again) to the last one since its latest start (the highest
+        // of any rank's).
+        let last = self
+            .sequences
+            .values()
+            .filter_map(|s| s.next)
+            .max()
+            .map_or(batch.seq_to, |next| next - 1);
         events.seq_range = Some(match events.seq_range {
-            None => (batch.seq, batch.seq),
-            Some((first, _)) => (first, batch.seq),
+            None => (batch.seq, last),
+            Some((first, _)) if events.restarts == 0 => (first.min(batch.seq), last),
+            Some((first, _)) => (first, last),
         });
         if let Some(medium) = batch.medium {
             for m in medium.split('+') {

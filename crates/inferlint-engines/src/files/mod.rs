@@ -16,18 +16,19 @@ mod load_tool;
 mod run_folder;
 mod series;
 mod series_line;
+mod server_requests;
 mod snapshot;
 mod spans;
 
 pub use boot_log::{read_boot_log, BootLogFile};
 pub use kv_events::{
-    kv_bad_frame_json, kv_batch_json, kv_bound_json, kv_connected_json, kv_end_json, kv_gap_json,
-    kv_header_json, kv_note_json, kv_restart_json, kv_subscribed_json, parse_kv_line,
-    read_kv_events, read_kv_events_from, KvBatchLine, KvHeader, KvLine, KvTotals, KV_EVENTS_SCHEMA,
-    MAX_KV_LINE_BYTES, MAX_KV_SECONDS, UNRECORDED_HOLE,
+    kv_bad_frame_json, kv_batch_json, kv_bound_json, kv_connected_json, kv_drained_batch_json,
+    kv_end_json, kv_gap_json, kv_header_json, kv_note_json, kv_rank_gap_json, kv_restart_json,
+    kv_subscribed_json, parse_kv_line, read_kv_events, read_kv_events_from, KvBatchLine, KvHeader,
+    KvLine, KvTotals, KV_EVENTS_SCHEMA, MAX_KV_LINE_BYTES, MAX_KV_SECONDS, UNRECORDED_HOLE,
 };
 pub use load_tool::{parse_bench_result, read_bench_result, untimed_requests, untimed_requests_in};
-pub use run_folder::{discover_run, RunFiles};
+pub use run_folder::{discover_run, RunFiles, REQUEST_METRICS_DIR, SERVER_REQUESTS_FILE};
 pub use series::{
     fold_series, fold_series_in, read_series, read_series_from, read_series_stats,
     read_series_stats_from, read_series_stats_with, series_ends, SeriesSummary,
@@ -42,6 +43,11 @@ pub use snapshot::{
     SNAPSHOT_SCHEMA,
 };
 
+pub use server_requests::{
+    failed_drain_json, read_server_requests, read_server_requests_from, server_record_json,
+    server_requests_end_json, server_requests_header_json, server_requests_note_json, DrainTotals,
+    ServerRequestsHeader, MAX_RECORD_LINE_BYTES, SERVER_REQUESTS_SCHEMA,
+};
 pub use spans::{otlp_header_json, read_spans, read_spans_from, OtlpHeader, OTLP_SCHEMA};
 
 // The input rules every reader keeps, where callers have always found them.

@@ -5,6 +5,11 @@ use std::path::{Path, PathBuf};
 
 use crate::input::{shown, FileError};
 
+/// The file a drain of the server's per-request records writes in a run folder.
+pub const SERVER_REQUESTS_FILE: &str = "server-requests.jsonl";
+/// The folder of a run folder the engine writes its own per-request files into.
+pub const REQUEST_METRICS_DIR: &str = "request-metrics";
+
 /// The files of a run folder, found by name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunFiles {
@@ -30,6 +35,10 @@ pub struct RunFiles {
     pub spans: Option<PathBuf>,
     /// The KV-cache event stream as a subscriber wrote it (`kv-events.jsonl`).
     pub kv_events: Option<PathBuf>,
+    /// The server's own per-request records beyond its spans: what a drain took
+    /// (`server-requests.jsonl`), or the folder the engine wrote its own files into
+    /// (`request-metrics/`).
+    pub server_requests: Option<PathBuf>,
 }
 
 impl RunFiles {
@@ -49,6 +58,7 @@ impl RunFiles {
             (&self.load_log, "the load tool's log"),
             (&self.spans, "the server's spans"),
             (&self.kv_events, "the KV event stream"),
+            (&self.server_requests, "the server's per-request records"),
         ];
         for (path, what) in named {
             if let Some(path) = path {
@@ -93,7 +103,9 @@ impl RunFiles {
 /// the load tool's result, recognised by content in the folder or the folders its tools
 /// write into ([`crate::loadtools::find_results`], every candidate when there are several
 /// of one tool); `load.log`; `spans.otlp.jsonl` else `*.otlp.jsonl` (the server's spans);
-/// `kv-events.jsonl` else `*.kv-events.jsonl` (its KV event stream).
+/// `kv-events.jsonl` else `*.kv-events.jsonl` (its KV event stream);
+/// `server-requests.jsonl` else the folder `request-metrics/` (its own per-request
+/// records).
 pub fn discover_run(dir: &Path) -> Result<RunFiles, FileError> {
     // A link is followed, so a recording linked into the folder is read like any other.
     // Only folders are passed over: a link that leads nowhere, a pipe or a device with a
@@ -131,6 +143,11 @@ pub fn discover_run(dir: &Path) -> Result<RunFiles, FileError> {
         load_log: has("load.log").then(|| dir.join("load.log")),
         spans: named_or("spans.otlp.jsonl", &|n| n.ends_with(".otlp.jsonl")),
         kv_events: named_or("kv-events.jsonl", &|n| n.ends_with(".kv-events.jsonl")),
+        server_requests: if has(SERVER_REQUESTS_FILE) {
+            Some(dir.join(SERVER_REQUESTS_FILE))
+        } else {
+            Some(dir.join(REQUEST_METRICS_DIR)).filter(|p| p.is_dir())
+        },
     };
     let results = crate::loadtools::find_results(dir)?;
     files.bench = results.first().cloned();
