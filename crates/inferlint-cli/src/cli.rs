@@ -334,6 +334,11 @@ pub struct WatchArgs {
     /// The publisher's replay endpoint, asked for what a hole in the stream missed
     #[arg(long, value_name = "ENDPOINT", requires = "kv_events")]
     pub kv_replay: Option<String>,
+    /// Drain the server's endpoints that forget what they return (TensorRT-LLM's
+    /// /perf_metrics and /kv_cache_events) into server-requests.jsonl and kv-events.jsonl
+    /// beside -o: another reader of them loses what this takes
+    #[arg(long, conflicts_with = "kv_events")]
+    pub drain: bool,
 }
 
 #[derive(Debug, Args)]
@@ -387,6 +392,15 @@ pub struct XrayArgs {
     /// --kv-events-config to --serve, on 127.0.0.1 (T26, the report's KV lane)
     #[arg(long)]
     pub kv_events: bool,
+    /// Drain the server's endpoints that forget what they return (TensorRT-LLM's
+    /// /perf_metrics and /kv_cache_events: T24, T26, the report's lanes); another reader
+    /// of them loses what this takes
+    #[arg(long, conflicts_with = "kv_events")]
+    pub drain: bool,
+    /// Have --serve's engine write its own per-request records into the run folder
+    /// (SGLang's --export-metrics-to-file: T24, T25)
+    #[arg(long)]
+    pub request_metrics: bool,
     /// Write each verdict that changes during the recording to FILE, one JSON object a line
     #[arg(long, value_name = "FILE")]
     pub json_events: Option<PathBuf>,

@@ -172,6 +172,13 @@ pub fn watch(choice: &mut EngineChoice, args: &WatchArgs, url: &str) -> Result<E
     };
     let recorder = recorder()?;
     let (mut scraper, first, engine) = first_scrape(choice, &recorder, url)?;
+    // The server's endpoints that forget what they return, drained beside the recording
+    // on a thread of its own: the engine is known now.
+    let drainer = if args.drain {
+        Some(start_drain(scraper.base(), engine, &beside, args.force)?)
+    } else {
+        None
+    };
     let mut file = output::create_stream(out, &rule).map_err(refused)?;
     let events = args
         .json_events
@@ -231,6 +238,15 @@ pub fn watch(choice: &mut EngineChoice, args: &WatchArgs, url: &str) -> Result<E
             crate::receivers::kv_line(&subscriber.stop())
         ))?;
     }
+    if let Some(drainer) = drainer {
+        let summary = drainer.stop();
+        for line in crate::receivers::drain_lines(&summary) {
+            print(&format!("{line}\n"))?;
+        }
+        if let Some(e) = summary.write_error {
+            eprint_line!("inferlint: {e}");
+        }
+    }
     let mut line = format!(
         "{} samples -> {}{}",
         progress.samples,
@@ -264,6 +280,39 @@ pub fn watch(choice: &mut EngineChoice, args: &WatchArgs, url: &str) -> Result<E
     Ok(ExitCode::Passed)
 }
 
+/// Starts draining `engine`'s endpoints that forget what they return (`--drain`) into
+/// the files beside the recording, and says that another reader loses what it takes.
+fn start_drain(
+    base: &inferlint_live::BaseUrl,
+    engine: inferlint_core::Engine,
+    beside: &dyn Fn(&str) -> std::path::PathBuf,
+    force: bool,
+) -> Result<inferlint_live::drain::Drainer, CliError> {
+    use inferlint_live::drain::{destructive_warning, drains, DrainOptions, Drainer};
+    let d = engine.descriptor();
+    let (requests, kv) = drains(d);
+    if requests.is_none() && kv.is_none() {
+        return Err(CliError::usage(format!(
+            "--drain: {} serves nothing that forgets what it returns (its account of each request and its KV events come by --otlp and --kv-events, or from files it writes)",
+            d.name
+        )));
+    }
+    let mut options = DrainOptions::new(base.clone(), d);
+    options.requests_out = requests.map(|_| beside(inferlint_engines::files::SERVER_REQUESTS_FILE));
+    options.kv_events_out = kv.map(|_| beside("kv-events.jsonl"));
+    options.force = force;
+    let drainer = Drainer::start(options).map_err(|e| CliError::usage(format!("--drain: {e}")))?;
+    eprint_line!("warning: {}", destructive_warning(base, d));
+    for drain in [requests, kv].into_iter().flatten() {
+        eprint_line!(
+            "note: {} holds nothing unless the server is started for it: {}",
+            drain.path,
+            drain.needs
+        );
+    }
+    Ok(drainer)
+}
+
 /// `watch` of a fleet (several URLs, `--targets`) judges nothing while it records (T22 is
 /// judged by `report` of the folder): the flags of one server's live verdicts are refused
 /// rather than left unused.
@@ -275,9 +324,10 @@ pub(crate) fn fleet_takes_no_live_verdicts(args: &WatchArgs) -> Result<(), CliEr
         ("--expect-cache-hits", args.expect_cache_hits),
         ("--otlp", args.otlp.is_some()),
         ("--kv-events", args.kv_events.is_some()),
+        ("--drain", args.drain),
     ];
     match given.iter().find(|(_, given)| *given) {
-        Some((flag @ ("--otlp" | "--kv-events"), _)) => Err(CliError::usage(format!(
+        Some((flag @ ("--otlp" | "--kv-events" | "--drain"), _)) => Err(CliError::usage(format!(
             "{flag} receives one server's traces: record each replica's with a watch of its own"
         ))),
         Some((flag, _)) => Err(CliError::usage(format!(

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use inferlint_core::EngineDescriptor;
 use inferlint_engines::files;
+use inferlint_live::drain::DrainSummary;
 use inferlint_live::kv_events::KvSummary;
 use inferlint_live::otlp::{OtlpReceiver, OtlpSummary};
 
@@ -75,4 +76,36 @@ pub fn kv_line(summary: &KvSummary) -> String {
         t.gaps,
         summary.path.display()
     )
+}
+
+/// What a drain took: `drain: 3 answer(s), 32 record(s) -> run/server-requests.jsonl`,
+/// with the answers lost, and the KV events' line.
+pub fn drain_lines(summary: &DrainSummary) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some((path, t)) = &summary.requests {
+        let mut line = format!(
+            "drain: {} answer(s), {} record(s) -> {}",
+            t.drains,
+            t.records,
+            path.display()
+        );
+        if t.failed_drains > 0 {
+            line.push_str(&format!(
+                "; {} drain(s) got no answer that could be read (what they held is lost)",
+                t.failed_drains
+            ));
+        }
+        lines.push(line);
+    }
+    if let Some((path, t)) = &summary.kv_events {
+        lines.push(format!(
+            "KV events drained: {} run(s) of events, {} missed in {} hole(s), {} unreadable -> {}",
+            t.batches,
+            t.missed,
+            t.gaps,
+            t.bad_frames,
+            path.display()
+        ));
+    }
+    lines
 }

@@ -16,6 +16,9 @@ mod common;
 mod compare;
 /// The demo run (fixtures/sim/vllm-hybrid), and the README's block of its output.
 mod demo;
+/// The engines' drained endpoints and own files through the command line: refusals, and
+/// watch --drain beside a recording.
+mod drains;
 /// One test per case in the established tool's expected verdicts (spec/expected).
 mod expected;
 /// Fleets: report --prometheus, watch of several servers, report of a fleet folder.

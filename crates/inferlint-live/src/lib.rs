@@ -19,6 +19,9 @@
 //! a panic) to run inside one. Nothing here installs a signal handler unless the caller
 //! asks for one with [`interrupted`].
 //!
+//! [`drain::Drainer`] drains the endpoints that forget what they return (TensorRT-LLM's
+//! `/perf_metrics` and `/kv_cache_events`) on a thread of its own, into the same files.
+//!
 //! [`otlp::OtlpReceiver`] receives the OpenTelemetry spans a server exports during a run
 //! (gRPC and OTLP/HTTP on 127.0.0.1, on a thread and runtime of its own) and writes them
 //! to a file that `inferlint-engines` reads back.
@@ -32,6 +35,7 @@
 
 pub mod blocking;
 pub mod clock;
+pub mod drain;
 pub mod fleet_watch;
 pub mod http;
 pub mod kv_events;

@@ -5,6 +5,10 @@
 mod blocking;
 /// Waiting for the lines a recording wrote.
 mod common;
+/// The poller of TensorRT-LLM's drained endpoints against an HTTP server made in the
+/// test: the records and events it takes, the gaps in the event ids, a server that
+/// answers badly or not at all.
+mod drain;
 /// The KV event subscriber against a ZeroMQ publisher made in the test: holes, replay,
 /// garbage, restarts.
 mod kv_events;

@@ -60,6 +60,7 @@ impl Xray<'_> {
             let words = self.start_receivers(words)?;
             self.start_server(&words, &health)?;
         } else {
+            self.start_drain(false)?;
             if !health(&self.base) {
                 return Err(problem(format!(
                     "no server answers at {}",

@@ -3,8 +3,18 @@
 //! server, on 127.0.0.1, on threads of their own (the 4 Hz sampler is not slowed by
 //! them); the engine's flags that point it at them are added to `--serve` from the engine
 //! table's `trace_flags`; both stop after the load, once the server's last spans came.
+//!
+//! `--drain` drains the endpoints that forget what they return (the table's
+//! `request_records` and `kv_events_drain`: TensorRT-LLM's `/perf_metrics` and
+//! `/kv_cache_events`) on a thread of its own, from before the server starts to one
+//! last drain after the load. `--request-metrics` adds the engine's own flags that make
+//! it write its per-request records into the run folder (the table's `RecordFiles`:
+//! SGLang's `--export-metrics-to-file`).
 
 use super::*;
+use inferlint_core::engine::RecordsFrom;
+use inferlint_engines::files::{REQUEST_METRICS_DIR, SERVER_REQUESTS_FILE};
+use inferlint_live::drain::{destructive_warning, DrainOptions, Drainer};
 use inferlint_live::kv_events::{KvOptions, KvSubscriber};
 use inferlint_live::otlp::{Listen, OtlpReceiver};
 
@@ -18,6 +28,7 @@ pub(super) const KV_EVENTS_FILE: &str = "kv-events.jsonl";
 pub(super) struct Receivers {
     otlp: Option<OtlpReceiver>,
     kv: Option<KvSubscriber>,
+    drain: Option<Drainer>,
 }
 
 /// A free TCP port on 127.0.0.1 (bound and let go: the engine binds it next).
@@ -31,6 +42,7 @@ fn free_port() -> Result<u16, Stop> {
 /// Refuses `--otlp` and `--kv-events` where xray cannot add the engine's flags: without
 /// `--serve`, or for an engine that sends none of it.
 pub(super) fn check_flags(args: &XrayArgs, engine: Option<Engine>) -> Result<(), CliError> {
+    check_drain_flags(args, engine)?;
     if !args.otlp && !args.kv_events {
         return Ok(());
     }
@@ -53,10 +65,73 @@ pub(super) fn check_flags(args: &XrayArgs, engine: Option<Engine>) -> Result<(),
         )));
     }
     if args.kv_events && flags.and_then(|f| f.kv_events_config).is_none() {
+        let drained = engine
+            .descriptor()
+            .kv_events_drain
+            .map(|d| format!(" (it serves them from {}, which --drain reads)", d.path))
+            .unwrap_or_default();
         return Err(CliError::usage(format!(
-            "--kv-events: {} publishes no KV event stream xray can subscribe to",
+            "--kv-events: {} publishes no KV event stream xray can subscribe to{drained}",
             engine.name()
         )));
+    }
+    Ok(())
+}
+
+/// Refuses `--drain` for an engine without an endpoint that forgets what it returns, and
+/// `--request-metrics` for one that writes no per-request files or without `--serve`.
+fn check_drain_flags(args: &XrayArgs, engine: Option<Engine>) -> Result<(), CliError> {
+    if !args.drain && !args.request_metrics {
+        return Ok(());
+    }
+    let flag = if args.drain {
+        "--drain"
+    } else {
+        "--request-metrics"
+    };
+    let Some(engine) = engine else {
+        return Err(CliError::usage(format!(
+            "{flag} needs the engine (--engine, or a --serve command xray recognizes) to know what it serves"
+        )));
+    };
+    let d = engine.descriptor();
+    if args.drain {
+        let (requests, kv) = inferlint_live::drain::drains(d);
+        if requests.is_none() && kv.is_none() {
+            let instead = match d.request_records.map(|r| r.from) {
+                Some(RecordsFrom::Files(files)) => format!(
+                    ": it writes its per-request records to files ({}, which --request-metrics adds)",
+                    files.flag
+                ),
+                _ if d.request_span.is_some() => {
+                    ": its account of each request is its spans (--otlp), its KV events a stream (--kv-events)".into()
+                }
+                _ => String::new(),
+            };
+            return Err(CliError::usage(format!(
+                "--drain: {} serves nothing that forgets what it returns{instead}",
+                d.name
+            )));
+        }
+    }
+    if args.request_metrics {
+        let Some(RecordsFrom::Files(_)) = d.request_records.map(|r| r.from) else {
+            let instead = match d.request_records.map(|r| r.from) {
+                Some(RecordsFrom::Drain(drain)) => {
+                    format!(": it serves them from {} (--drain)", drain.path)
+                }
+                _ => String::new(),
+            };
+            return Err(CliError::usage(format!(
+                "--request-metrics: {} writes no per-request files{instead}",
+                d.name
+            )));
+        };
+        if args.serve.is_none() {
+            return Err(CliError::usage(
+                "--request-metrics needs --serve: xray adds the engine's own flags to the command that starts it; for a server already running, give its files to report --server-requests",
+            ));
+        }
     }
     Ok(())
 }
@@ -66,6 +141,32 @@ impl Xray<'_> {
     /// flags that point it at them.
     pub(super) fn start_receivers(&mut self, words: &[String]) -> Result<Vec<String>, Stop> {
         let mut words = words.to_vec();
+        self.start_drain(true)?;
+        if self.args.request_metrics {
+            if let Some(RecordsFrom::Files(files)) = self
+                .engine
+                .and_then(|e| e.descriptor().request_records)
+                .map(|r| r.from)
+            {
+                let dir = self.dir.join(REQUEST_METRICS_DIR);
+                // The server's working folder need not be ours: it is told the whole path.
+                let dir = std::path::absolute(&dir).unwrap_or(dir);
+                std::fs::create_dir_all(&dir)
+                    .map_err(|e| problem(format!("cannot make {}: {e}", shown(&dir))))?;
+                say(&format!(
+                    "== request metrics: the server writes them into {} ({} {}; {})",
+                    shown(&dir),
+                    files.flag,
+                    files.dir_flag,
+                    files.needs
+                ));
+                words.extend([
+                    files.flag.to_owned(),
+                    files.dir_flag.to_owned(),
+                    dir.to_string_lossy().into_owned(),
+                ]);
+            }
+        }
         let Some(flags) = self.engine.and_then(|e| e.descriptor().trace_flags) else {
             return Ok(words);
         };
@@ -102,10 +203,48 @@ impl Xray<'_> {
         Ok(words)
     }
 
+    /// Starts draining the server's endpoints that forget what they return, when asked
+    /// (`--drain`): before the server when xray starts it (`started_after`: every event
+    /// from id 0 is this run's), else before its first scrape.
+    pub(super) fn start_drain(&mut self, started_after: bool) -> Result<(), Stop> {
+        if !self.args.drain || self.receivers.drain.is_some() {
+            return Ok(());
+        }
+        let Some(engine) = self.engine else {
+            return Ok(());
+        };
+        let d = engine.descriptor();
+        let (requests, kv) = inferlint_live::drain::drains(d);
+        let mut options = DrainOptions::new(self.base.clone(), d);
+        options.requests_out = requests.map(|_| self.dir.join(SERVER_REQUESTS_FILE));
+        options.kv_events_out = kv.map(|_| self.dir.join(KV_EVENTS_FILE));
+        options.server_started_after = started_after;
+        let drainer =
+            Drainer::start(options).map_err(|e| problem(format!("cannot start the drain: {e}")))?;
+        say(&format!("== drain: {}", destructive_warning(&self.base, d)));
+        for drain in [requests, kv].into_iter().flatten() {
+            say(&format!(
+                "   {} holds nothing unless the server is started for it: {}",
+                drain.path, drain.needs
+            ));
+        }
+        self.receivers.drain = Some(drainer);
+        Ok(())
+    }
+
     /// Waits for the server's last spans (until a request span has come for every
     /// request the server finished, or for a quiet spell), then stops both receivers
     /// and says what they received.
     pub(super) fn stop_receivers(&mut self, finished: Option<f64>) {
+        if let Some(drainer) = self.receivers.drain.take() {
+            let summary = drainer.stop();
+            for line in crate::receivers::drain_lines(&summary) {
+                say(&format!("== {line}"));
+            }
+            if let Some(e) = summary.write_error {
+                eprint_line!("inferlint: {e}");
+            }
+        }
         if let Some(receiver) = self.receivers.otlp.take() {
             let engine = self.engine.unwrap_or(Engine::DEFAULT).descriptor();
             let shared = Arc::clone(&self.shared);
