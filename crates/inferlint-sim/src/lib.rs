@@ -26,6 +26,7 @@ pub mod prefix;
 pub mod prometheus;
 pub mod rng;
 pub mod runfolder;
+pub mod runtraces;
 /// The scheduler models (the `inferlint-sched` crate), with the engine each one models.
 pub mod sched {
     pub use inferlint_sched::model::*;

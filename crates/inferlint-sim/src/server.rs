@@ -224,6 +224,8 @@ pub fn small_case(engine: Engine) -> Case {
             ready_after_s: 2.0,
             max_model_len: 2048,
         },
+        save_detailed: false,
+        traces: false,
     }
 }
 
