@@ -15,6 +15,10 @@
 #                       --max-model-len 512: the longer ones are refused
 #   stops-early         a generation config that makes one token id in sixteen a stop
 #                       token, the load asking for 64 tokens without ignore_eos
+#   traced-*            xray --otlp --kv-events: the server's spans and KV events beside
+#                       the recording (healthy; an open loop its concurrency cap holds
+#                       back; --stream-interval 4; prefix caching off; a KV cache too
+#                       small)
 #
 # Usage: scripts/real-vllm/cases.sh [CASE...]   (default: all; about 2 minutes a case)
 # Environment: see common.sh; LOADTOOLS_VENVS as scripts/loadtools/common.sh (GuideLLM,
@@ -40,6 +44,7 @@ tool_venv() { # NAME SPEC: $LOADTOOLS_VENVS/NAME with SPEC installed, once
 
 # run_case CASE REQUESTED "SERVE-ARGS" "WHAT" LOAD-COMMAND...
 # The load command may name $URL and $OUT: they are set before it is expanded (eval).
+# XRAY_FLAGS (default none) are added to xray's flags.
 run_case() {
   CASE="$1" REQUESTED="$2" SERVE_ARGS="$3" WHAT="$4"
   shift 4
@@ -55,7 +60,7 @@ run_case() {
   set +e
   # shellcheck disable=SC2086
   PORT="$PORT" "$INFERLINT" xray -o "$OUT" --no-gpu --engine vllm --url "$URL" \
-    --requested "$REQUESTED" --serve "bash $SERVE $SERVE_ARGS" -- $load \
+    --requested "$REQUESTED" ${XRAY_FLAGS:-} --serve "bash $SERVE $SERVE_ARGS" -- $load \
     > "$WORK/xray-$CASE.out" 2>&1
   STATUS=$?
   set -e
@@ -74,7 +79,7 @@ run_case() {
     echo
     echo '```'
     echo "inferlint xray -o \$OUT --no-gpu --engine vllm --url http://127.0.0.1:\$PORT \\"
-    echo "  --requested $REQUESTED --serve \"bash scripts/real-vllm/serve.sh ${SERVE_ARGS}\" \\"
+    echo "  --requested $REQUESTED ${XRAY_FLAGS:+$XRAY_FLAGS }--serve \"bash scripts/real-vllm/serve.sh ${SERVE_ARGS}\" \\"
     echo "  -- $(printf '%s' "$load" | sed "s#$OUT#\$OUT#g; s#$URL#http://127.0.0.1:\$PORT#g; s#$REAL_VLLM_HOME#\$REAL_VLLM_HOME#g; s#$LOADTOOLS_VENVS#\$LOADTOOLS_VENVS#g; s#$ROOT/##g")"
     echo '```'
     echo
@@ -133,6 +138,30 @@ for i in range(32):
 run_case stops-early 8 "--generation-config $MODEL_DIR/stops" \
   "answers that stop before the advertised length: the server's generation config makes one token id in sixteen a stop token (make-model.py), and the load asks for 64 tokens without ignore_eos (32 prompts of 32 words, vllm bench serve's custom dataset)" \
   "$VLLM bench serve --backend openai --base-url \$URL --model $MODEL_NAME --tokenizer $MODEL_DIR --dataset-name custom --dataset-path $WORK/prompts-32.jsonl --custom-output-len 64 --skip-chat-template --num-prompts 32 --max-concurrency 8 --seed 0 --disable-tqdm --save-result --save-detailed --result-dir \$OUT --result-filename bench.json"
+
+# The server's own account of each request (its spans) and its KV events, received by
+# xray beside the recording: xray adds --otlp-traces-endpoint and --kv-events-config.
+XRAY_FLAGS="--otlp --kv-events"
+run_case traced-healthy 8 "" \
+  "a normal run with the server's spans and KV events received beside it: 32 random prompts of 224 tokens, 32 output tokens each (ignore_eos), 8 at once; each request fills one 128-token block, which the prefix cache stores and the engine publishes" \
+  "$BENCH --random-input-len 224 --random-output-len 32 --ignore-eos --num-prompts 32 --max-concurrency 8"
+
+run_case traced-rate-capped 2 "" \
+  "an open loop its concurrency cap holds back: 32 requests due at 20 a second (--request-rate 20), at most 2 at once (--max-concurrency 2), each 32 in and 64 out: the requests queue in the client before they are sent" \
+  "$BENCH --random-input-len 32 --random-output-len 64 --ignore-eos --num-prompts 32 --request-rate 20 --max-concurrency 2"
+
+run_case traced-stream-interval 8 "--stream-interval 4" \
+  "a server that streams four tokens a chunk (--stream-interval 4): 32 random prompts of 32 tokens, 32 output tokens each, 8 at once; vllm bench serve counts tokens from the usage the server reports" \
+  "$BENCH --random-input-len 32 --random-output-len 32 --ignore-eos --num-prompts 32 --max-concurrency 8"
+
+run_case traced-no-prefix-cache 8 "--no-enable-prefix-caching" \
+  "KV events asked of a server with prefix caching off (--no-enable-prefix-caching): 32 random prompts of 224 tokens, 32 output tokens each, 8 at once; each request fills a 128-token block that a cache on would store and publish" \
+  "$BENCH --random-input-len 224 --random-output-len 32 --ignore-eos --num-prompts 32 --max-concurrency 8"
+
+run_case traced-kv-too-small 8 "--kv-cache-memory-bytes 786432" \
+  "the kv-too-small case with its spans and KV events: 6 blocks of 128 tokens, 8 requests at once each needing 2 blocks (32 in + 224 out): preempted and recomputed" \
+  "$BENCH --random-input-len 32 --random-output-len 224 --ignore-eos --num-prompts 16 --max-concurrency 8"
+XRAY_FLAGS=""
 
 if [[ "$WANTED" == "  " || "$WANTED" == *" healthy-guidellm "* ]]; then
   tool_venv guidellm "guidellm==0.8.1"

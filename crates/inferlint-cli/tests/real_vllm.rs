@@ -566,3 +566,144 @@ fn answers_that_stop_at_end_of_sequence_fail_t20() {
     // samples 0.25 s apart, the most running among them 7; requests that end between
     // samples leave the peak unseen, so what T8 should say of it is not argued here.
 }
+
+/// A result file's per-request list, read straight from `vllm bench serve`'s JSON.
+fn bench_list(case: &str, key: &str) -> Vec<Value> {
+    let text = std::fs::read_to_string(real(case).join("bench.json")).unwrap();
+    let bench: Value = serde_json::from_str(&text).unwrap();
+    bench[key].as_array().unwrap().clone()
+}
+
+fn evidence_f64(results: &[Value], tripwire: &str, key: &str) -> f64 {
+    verdict(results, tripwire)["evidence"][key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{tripwire} has no {key}: {results:#?}"))
+}
+
+/// `xray --otlp --kv-events` on a normal run (traced-healthy, MADE.md): 32 random prompts
+/// of 224 tokens, 32 generated each (ignore_eos), 8 at once.
+/// - vllm bench serve sends request `i` as `X-Request-Id: PREFIX{i}` and vLLM names its
+///   span `cmpl-PREFIX{i}-0`, one span per finished request: all 32 join, by id.
+/// - The server generated 32 x 32 = 1,024 tokens, as the tool counted from its usage.
+/// - Each request of 256 tokens fills floor(255 / 128) = 1 block of the CPU build's 128;
+///   random prompts share none, so the prefix cache stores 32 blocks and vLLM publishes
+///   each: 32 stored, every batch from 0 on received.
+#[test]
+fn traced_runs_join_every_request_by_id_and_their_kv_stream_is_whole() {
+    let case = "traced-healthy";
+    let (results, code) = report(case);
+    expect(
+        case,
+        &results,
+        &[
+            ("T23", "pass"),
+            ("T24", "pass"),
+            ("T25", "pass"),
+            ("T26", "pass"),
+        ],
+    );
+    assert_eq!(code, 0);
+    for t in ["T24", "T25"] {
+        assert_eq!(evidence_f64(&results, t, "joined"), 32.0, "{t}");
+        assert_eq!(evidence_f64(&results, t, "requests"), 32.0, "{t}");
+    }
+    assert_eq!(evidence_f64(&results, "T25", "tool_counted_tokens"), 1024.0);
+    assert_eq!(
+        evidence_f64(&results, "T25", "server_generated_tokens"),
+        1024.0
+    );
+    assert_eq!(evidence_f64(&results, "T26", "stored_blocks"), 32.0);
+    assert_eq!(evidence_f64(&results, "T26", "missed"), 0.0);
+    assert_eq!(evidence_f64(&results, "T26", "first_seq"), 0.0);
+    let page = report_page(case);
+    assert!(page.contains("32 of 32 requests joined with the server's records (by id)"));
+    // The lane splits each joined request into its phases, and the KV lane is drawn.
+    for class in ["r-front", "r-prefill", "r-decode"] {
+        assert!(page.contains(&format!("class=\"{class}\"")), "{class}");
+    }
+    assert!(page.contains("id=\"fig-kv-events\""));
+    assert!(page.contains("32 blocks stored"));
+}
+
+/// An open loop its cap holds back (traced-rate-capped): 32 requests due at 20 a second,
+/// at most 2 at once. vllm bench serve's own `queue_times` (how long each waited for a
+/// slot after it was due) say how many waited past 50 ms and a tenth of their latency:
+/// T23 counts the same requests and fails, as more than a tenth waited.
+#[test]
+fn an_open_loop_held_back_by_its_cap_fails_t23() {
+    let case = "traced-rate-capped";
+    let queue = bench_list(case, "queue_times");
+    let latency = bench_list(case, "latencies");
+    let waited = queue
+        .iter()
+        .zip(&latency)
+        .filter(|(q, l)| {
+            let (q, l) = (q.as_f64().unwrap(), l.as_f64().unwrap());
+            q > 0.05f64.max(0.1 * l) + 0.002
+        })
+        .count();
+    assert!(
+        waited * 10 >= queue.len(),
+        "{waited} of {} waited",
+        queue.len()
+    );
+    let (results, _) = report(case);
+    expect(
+        case,
+        &results,
+        &[("T23", "fail"), ("T24", "pass"), ("T25", "pass")],
+    );
+    assert_eq!(evidence_f64(&results, "T23", "waited"), waited as f64);
+    assert_eq!(verdict(&results, "T23")["evidence"]["loop"], "open");
+}
+
+/// A server streaming four tokens a chunk (`--stream-interval 4`, traced-stream-interval):
+/// each answer of 32 tokens comes as its first token, then 31 in chunks of 4: 1 + 8 = 9
+/// chunks, 288 over 32 requests, 1,024 / 288 = 3.56 tokens a chunk. vllm bench serve
+/// counts the tokens from the usage (1,024, the server's count), its inter-token gaps are
+/// the chunks': T25 warns. The chunk count is the tool's own (gaps plus one per request).
+#[test]
+fn a_server_streaming_four_tokens_a_chunk_warns_t25() {
+    let case = "traced-stream-interval";
+    let chunks: usize = bench_list(case, "itls")
+        .iter()
+        .map(|gaps| gaps.as_array().unwrap().len() + 1)
+        .sum();
+    assert_eq!(chunks, 32 * 9);
+    let (results, _) = report(case);
+    expect(case, &results, &[("T25", "warn"), ("T24", "pass")]);
+    assert_eq!(evidence_f64(&results, "T25", "chunks"), chunks as f64);
+    assert_eq!(evidence_f64(&results, "T25", "tool_counted_tokens"), 1024.0);
+    assert_eq!(evidence_f64(&results, "T25", "tokens_per_chunk"), 3.56);
+}
+
+/// KV events asked of a server with prefix caching off (traced-no-prefix-cache): each
+/// request of 256 tokens fills a block a cache would store, but vLLM's block pool
+/// publishes only what it caches, and it caches nothing: no batch came (T26 fails, naming
+/// the setting); the prefix cache served nothing, and T16 passes by the boot log's
+/// `enable_prefix_caching: False` rather than Can't tell.
+#[test]
+fn kv_events_asked_of_a_server_without_prefix_caching_fail_t26() {
+    let case = "traced-no-prefix-cache";
+    let (results, code) = report(case);
+    expect(case, &results, &[("T26", "fail"), ("T16", "pass")]);
+    assert_eq!(code, 1);
+    assert_eq!(evidence_f64(&results, "T26", "batches"), 0.0);
+    assert!(message(&results, "T26").contains("enable_prefix_caching False"));
+    assert!(message(&results, "T16").starts_with("the prefix cache was off"));
+}
+
+/// The kv-too-small case through `--kv-events` (traced-kv-too-small, MADE.md: 11
+/// preemptions): the cache of 6 blocks evicts blocks as requests are preempted and
+/// recomputed, and the stream says so: blocks removed, every batch received, at least one
+/// block stored for each of the 16 requests of 256 tokens.
+#[test]
+fn the_kv_stream_of_a_cache_too_small_shows_its_evictions() {
+    let case = "traced-kv-too-small";
+    let (results, _) = report(case);
+    expect(case, &results, &[("T1", "fail"), ("T26", "pass")]);
+    assert!(message(&results, "T1").starts_with("11 preemptions"));
+    assert!(evidence_f64(&results, "T26", "removed_blocks") >= 1.0);
+    assert!(evidence_f64(&results, "T26", "stored_blocks") >= 16.0);
+    assert_eq!(evidence_f64(&results, "T26", "missed"), 0.0);
+}

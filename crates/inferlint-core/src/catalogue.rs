@@ -1137,7 +1137,7 @@ static CATALOGUE: &[TripwireInfo] = &[
             (
                 Status::Pass,
                 "the cache served at most 10% of the prompt tokens, or the run is meant to \
-                 reuse prefixes.",
+                 reuse prefixes, or the boot log shows the cache turned off.",
             ),
         ],
     },
@@ -1668,10 +1668,13 @@ static CATALOGUE: &[TripwireInfo] = &[
                sequence number) feeds routers, caches and timelines that trust the stream \
                to be whole. PUB/SUB drops what a slow subscriber cannot take, a subscriber \
                that joins late misses the start, and an engine that stores no block (vLLM \
-               without prefix caching) sends nothing at all. T26 reads the stream a \
-               recorder received: it fails when nothing came while the server ran \
-               requests, or batches were lost and not recovered through the engine's \
-               replay, and passes when every batch from the first to the last arrived.",
+               without prefix caching) sends nothing at all. An engine publishes only the \
+               full blocks it stores: a request of T tokens fills (T - 1) / block size of \
+               them. T26 reads the stream a recorder received: it fails when the engine's \
+               publisher never connected, when nothing came while the server ran \
+               requests that filled blocks, or when batches were lost and not recovered \
+               through the engine's replay; it passes when every batch from the first to \
+               the last arrived, or when no request filled a block and none was due.",
         why: "A KV-aware router or a timeline built on a stream with holes believes blocks \
               are cached that were evicted, or never learns of them: its routing and its \
               picture of the cache are wrong exactly when the cache is under pressure, and \
@@ -1692,8 +1695,8 @@ static CATALOGUE: &[TripwireInfo] = &[
         verdicts: &[
             (
                 Status::Fail,
-                "no event arrived while the server ran requests, or batches were lost and \
-                 not recovered.",
+                "the publisher never connected, no event arrived while the server ran \
+                 requests that filled blocks, or batches were lost and not recovered.",
             ),
             (
                 Status::Unknown,
@@ -1702,7 +1705,8 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
             (
                 Status::Pass,
-                "every batch from the first to the last arrived (replayed ones included).",
+                "every batch from the first to the last arrived (replayed ones included), \
+                 or no request filled a block and none was due.",
             ),
         ],
     },

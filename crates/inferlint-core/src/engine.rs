@@ -445,6 +445,9 @@ pub struct PrefixCacheCounters {
     pub hits_written_at_first_hit: bool,
     /// How a user turns the cache off, in the engine's own words.
     pub turn_off: &'static str,
+    /// The settings that turn it off, as its boot log prints them (the setting's name
+    /// and the value that means off): a server started so looks nothing up in it.
+    pub off_settings: &'static [(&'static str, bool)],
 }
 
 impl PrefixCacheCounters {
@@ -867,6 +870,7 @@ pub static VLLM: EngineDescriptor = EngineDescriptor {
         missed_tokens: None,
         hits_written_at_first_hit: false,
         turn_off: "start vLLM with `--no-enable-prefix-caching`",
+        off_settings: &[("enable_prefix_caching", false)],
     }),
     request_span: Some(VLLM_REQUEST_SPAN),
     trace_flags: Some(TraceFlags {
@@ -1024,6 +1028,7 @@ pub static SGLANG: EngineDescriptor = EngineDescriptor {
         missed_tokens: Some("sglang:uncached_prompt_tokens_histogram_sum"),
         hits_written_at_first_hit: true,
         turn_off: "start SGLang with `--disable-radix-cache`",
+        off_settings: &[("disable_radix_cache", true)],
     }),
     // SGLang's spans (`--enable-trace --otlp-traces-endpoint`,
     // `python/sglang/srt/tracing/trace.py`) carry no account of a request on one span:
@@ -1175,6 +1180,7 @@ pub static TRTLLM: EngineDescriptor = EngineDescriptor {
         missed_tokens: None,
         hits_written_at_first_hit: false,
         turn_off: "set `kv_cache_config.enable_block_reuse: false` in the --config YAML",
+        off_settings: &[],
     }),
     // Its spans were not examined; its per-request account is `/perf_metrics`
     // (`RequestSource::TrtllmPerfMetrics`).

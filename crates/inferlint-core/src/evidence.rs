@@ -230,6 +230,7 @@ pub static KEYS: &[Key] = &[
     key("busy_moments_not_compared", &[T::T22], "the busy replica's moments under pressure at which no other replica was read (its recorder missed the slot)"),
     key("share", &[T::T16, T::T22], "T16: the share of the run's prompt tokens the prefix cache served; T22: moments_with_room_elsewhere over busy_moments; 0 to 1"),
     key("interval_s", &[T::T22], "seconds between the moments of the fleet's schedule"),
+    key("off_setting", &[T::T16], "the boot log's setting that turned the prefix cache off (`enable_prefix_caching`, `disable_radix_cache`)"),
     // T23: the client's own wait.
     key("loop", &[T::T23], "how the load paced its requests: `open` (a request rate: each due at its place in the schedule) or `closed` (a concurrency limit: each due when a slot freed)"),
     key("requests", &[T::T23, T::T24, T::T25], "the load tool's requests with a send time"),

@@ -190,6 +190,10 @@ pub struct KvEvents {
     /// Times the publisher's sequence began again (the engine restarted while the
     /// subscriber ran): the sequence numbers before and after are different counts.
     pub restarts: u64,
+    /// Whether the engine's publisher connected, where the subscriber bound its endpoint
+    /// for it to connect to (`Some(false)`: it never did); `None` when the subscriber
+    /// connected to a publisher that binds (its subscription says it reached it).
+    pub publisher_connected: Option<bool>,
     /// The holes in the sequence that stayed holes.
     pub gaps: Vec<KvGap>,
     /// Lines or frames that could not be read, counted.

@@ -53,10 +53,11 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures_util::StreamExt;
 use inferlint_core::traces::ClockAnchor;
 use inferlint_engines::files::{
-    kv_bad_frame_json, kv_batch_json, kv_end_json, kv_gap_json, kv_header_json, kv_note_json,
-    kv_restart_json, kv_subscribed_json, KvHeader, KvTotals,
+    kv_bad_frame_json, kv_batch_json, kv_bound_json, kv_connected_json, kv_end_json, kv_gap_json,
+    kv_header_json, kv_note_json, kv_restart_json, kv_subscribed_json, KvHeader, KvTotals,
 };
 use inferlint_engines::kv_frames::{decode_batch, published_frame, replayed_frame, Replayed};
 use inferlint_engines::output::{create_stream, OutputError, Rule, StreamFile};
@@ -255,6 +256,7 @@ impl KvSubscriber {
             endpoint,
             probe,
             bind: options.bind,
+            monitor: None,
             replay,
             backfill_from: options.backfill_from,
             replay_wait: options.replay_wait,
@@ -357,6 +359,8 @@ struct Task {
     endpoint: String,
     probe: String,
     bind: bool,
+    /// The bound socket's events (a publisher connected), where it binds.
+    monitor: Option<futures_channel::mpsc::Receiver<zeromq::SocketEvent>>,
     replay: Option<String>,
     backfill_from: Option<u64>,
     replay_wait: Duration,
@@ -434,8 +438,15 @@ impl Task {
             return None;
         }
         if self.bind {
+            // Each publisher that connects is said in the file: a stream that stays
+            // silent can then be told from one that never connected.
+            self.monitor = Some(sub.monitor());
             return match sub.bind(&self.endpoint).await {
-                Ok(_) => Some(sub),
+                Ok(_) => {
+                    let line = kv_bound_json(&self.endpoint, anchor_now());
+                    self.put(line);
+                    Some(sub)
+                }
                 Err(e) => {
                     let line =
                         kv_note_json(&format!("cannot bind {}: {e}", self.endpoint), anchor_now());
@@ -483,8 +494,26 @@ impl Task {
         let mut lost_noted = false;
         loop {
             let stopped = self.stop.stopped();
+            let connected = async {
+                match self.monitor.as_mut() {
+                    Some(events) => events.next().await,
+                    None => std::future::pending().await,
+                }
+            };
             let message = tokio::select! {
                 () = stopped => return,
+                event = connected => {
+                    match event {
+                        Some(zeromq::SocketEvent::Accepted(..)) => {
+                            let line = kv_connected_json(&self.endpoint, anchor_now());
+                            self.put(line);
+                        }
+                        Some(_) => {}
+                        // The socket's monitor is gone: nothing more will be said of it.
+                        None => self.monitor = None,
+                    }
+                    continue;
+                }
                 m = sub.recv() => m,
             };
             match message {

@@ -109,13 +109,18 @@ pub fn rate(run: &Run, _: RunOptions) -> Option<CheckResult> {
 /// T16: the share of the prompt the prefix cache served, from the readings or the
 /// recording.
 pub fn prefix_cache(run: &Run, options: RunOptions) -> Option<CheckResult> {
-    prefix_cache::prefix_cache(
+    let result = prefix_cache::prefix_cache(
         run.engine,
         run.before.as_ref(),
         run.after.as_ref(),
         run.series.as_ref(),
         options.expect_cache_hits,
-    )
+    )?;
+    Some(prefix_cache::off_at_start(
+        run.engine,
+        run.last_boot(),
+        result,
+    ))
 }
 
 /// T14: the recording's blocks against the after reading's block count.
@@ -240,8 +245,36 @@ pub fn kv_events(run: &Run, _: RunOptions) -> Option<CheckResult> {
         .server_outcomes()
         .and_then(Result::ok)
         .map(|o| o.finished);
+    // The longest request: by the server's own records, else the load tool's rows.
+    let by_server = run
+        .server_requests
+        .iter()
+        .flat_map(|s| &s.requests)
+        .filter_map(|r| Some(r.prompt_tokens? + r.output_tokens?))
+        .max()
+        .map(|t| (t, "by the server's own records"));
+    let by_client = || {
+        let (_, account) = run.bench.as_ref()?;
+        account
+            .requests
+            .iter()
+            .filter(|r| r.completed())
+            .filter_map(|r| {
+                let prompt = r.server_prompt_tokens.get().or(r.prompt_tokens.get())?;
+                let output = r.server_output_tokens.get().or(r.output_tokens.get())?;
+                Some(prompt + output)
+            })
+            .max()
+            .map(|t| (t, "by the load tool's records"))
+    };
     Some(kv_stream::kv_events(&KvStreamInputs {
         events,
         server_finished,
+        block_size: crate::facts::block_size(run).map(|(b, _)| b),
+        largest_request: by_server.or_else(by_client),
+        cache_off: run
+            .last_boot()
+            .and_then(|boot| prefix_cache::turned_off(run.engine, boot))
+            .map(|(name, off)| format!("{name} {}", if off { "True" } else { "False" })),
     }))
 }

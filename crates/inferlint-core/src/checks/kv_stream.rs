@@ -2,21 +2,31 @@
 //!
 //! vLLM and SGLang number each batch they publish (`seq`, from 0 at the engine's start);
 //! a hole in the numbers the recorder received is batches lost, unless the engine's
-//! replay endpoint sent them again. An engine that ran requests and published nothing
-//! was not publishing (vLLM stores blocks, and so sends events, only with prefix caching
-//! on), or its stream never reached the recorder.
+//! replay endpoint sent them again. An engine publishes a block when it stores it for
+//! reuse, and it stores only full blocks: a request of T tokens (its prompt and what it
+//! generated, the last token never written back) fills floor((T - 1) / block size) of
+//! them. So an engine that ran requests that filled blocks and published nothing was not
+//! publishing (vLLM stores blocks only with prefix caching on), or its stream never
+//! reached the recorder; one whose requests filled no block had nothing to say.
 
 use crate::fmt;
 use crate::status::{CheckResult, Status, Tripwire};
 use crate::traces::KvEvents;
 
 /// What T26 reads.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct KvStreamInputs<'a> {
     /// The stream as received.
     pub events: &'a KvEvents,
     /// Requests the server finished between the readings, where they tell.
     pub server_finished: Option<f64>,
+    /// The KV cache's block size in tokens, where the run says.
+    pub block_size: Option<u64>,
+    /// The most tokens (prompt and output) one request of the run held, and what says so.
+    pub largest_request: Option<(u64, &'static str)>,
+    /// The boot log's setting that turned the prefix cache off, as it printed it
+    /// (`enable_prefix_caching False`): a cache that stores no block publishes none.
+    pub cache_off: Option<String>,
 }
 
 /// T26.
@@ -63,12 +73,53 @@ pub fn kv_events(inputs: &KvStreamInputs) -> CheckResult {
         return result;
     }
     if events.batches == 0 {
+        if events.publisher_connected == Some(false) {
+            result.status = Status::Fail;
+            result.message = format!(
+                "the engine's KV event publisher never connected to {}: it was not told where to publish, or could not reach it",
+                events.endpoint.as_deref().unwrap_or("the subscriber")
+            );
+            return result;
+        }
+        let filled = match (inputs.largest_request, inputs.block_size) {
+            (Some((tokens, from)), Some(block)) if block > 0 => {
+                Some((tokens.saturating_sub(1) / block, tokens, block, from))
+            }
+            _ => None,
+        };
+        if let Some((0, tokens, block, from)) = filled {
+            result.message = format!(
+                "no KV event came, and none was due: no request filled a block (at most {tokens} tokens a request, {from}; blocks of {block}), and an engine publishes only the full blocks it stores{}",
+                if events.publisher_connected == Some(true) {
+                    "; its publisher connected"
+                } else {
+                    ""
+                }
+            );
+            return result;
+        }
         let worked = inputs.server_finished.filter(|f| *f > 0.0);
         match worked {
             Some(finished) => {
                 result.status = Status::Fail;
+                let blocks = filled
+                    .map(|(n, tokens, block, _)| {
+                        format!(
+                            ", requests of up to {tokens} tokens that filled {n} block(s) of {block} each"
+                        )
+                    })
+                    .unwrap_or_default();
+                let off = inputs
+                    .cache_off
+                    .as_deref()
+                    .map(|setting| {
+                        format!(
+                            "; the boot log shows the prefix cache off ({setting}): it stores no block for reuse, so it publishes none"
+                        )
+                    })
+                    .unwrap_or_default();
                 result.message = format!(
-                    "no KV event arrived at {} while the server finished {} requests",
+                    "no KV event arrived at {} while the server finished {} requests{blocks}{off}",
                     events.endpoint.as_deref().unwrap_or("the subscriber"),
                     fmt::g(finished)
                 );
@@ -159,6 +210,9 @@ mod tests {
         kv_events(&KvStreamInputs {
             events,
             server_finished: finished,
+            block_size: None,
+            largest_request: None,
+            cache_off: None,
         })
     }
 
@@ -199,6 +253,38 @@ mod tests {
         assert_eq!(r.status, Status::Fail);
         assert!(!advice(&r).is_empty());
         assert_eq!(check(&events, None).status, Status::Unknown);
+    }
+
+    /// Silence from requests of 64 tokens against blocks of 128: none filled a block, so
+    /// none was stored and none published (vLLM 0.32's CPU build, 32 in and 32 out). With
+    /// 256-token requests each fills one (255 / 128) and silence fails; a publisher that
+    /// never connected to a bound subscriber fails whatever the requests.
+    #[test]
+    fn silence_is_judged_against_the_blocks_the_requests_filled() {
+        let mut events = stream(0, Vec::new());
+        events.seconds.clear();
+        events.publisher_connected = Some(true);
+        let judge = |events: &KvEvents, tokens: u64| {
+            kv_events(&KvStreamInputs {
+                events,
+                server_finished: Some(32.0),
+                block_size: Some(128),
+                largest_request: Some((tokens, "by the server's spans")),
+                cache_off: None,
+            })
+        };
+        let none_due = judge(&events, 64);
+        assert_eq!(none_due.status, Status::Pass, "{}", none_due.message);
+        assert!(none_due.message.contains("no request filled a block"));
+        assert_eq!(judge(&events, 256).status, Status::Fail);
+        events.publisher_connected = Some(false);
+        let never = judge(&events, 64);
+        assert_eq!(never.status, Status::Fail);
+        assert!(
+            never.message.contains("never connected"),
+            "{}",
+            never.message
+        );
     }
 
     /// A file without its closing record, or with unreadable records: Can't tell.

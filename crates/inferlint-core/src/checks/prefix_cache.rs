@@ -197,9 +197,92 @@ pub fn prefix_cache(
     Some(prefix_cache_share(engine, deltas, expected))
 }
 
+/// The setting the boot log shows turned the prefix cache off, and its value, if any.
+pub fn turned_off(
+    engine: &EngineDescriptor,
+    boot: &crate::model::BootFacts,
+) -> Option<(&'static str, bool)> {
+    let set = |name: &str| {
+        [&boot.non_default_args, &boot.server_args]
+            .into_iter()
+            .flatten()
+            .find_map(|settings| match settings.get(name) {
+                Some(crate::model::PyValue::Bool(b)) => Some(*b),
+                _ => None,
+            })
+    };
+    engine
+        .prefix_cache?
+        .off_settings
+        .iter()
+        .find(|(name, off)| set(name) == Some(*off))
+        .copied()
+}
+
+/// A run that looked up no prompt token in the cache (T16 Can't tell: no share can be
+/// taken) on a server its boot log shows started with the cache off: nothing was looked up
+/// because there was nothing to look in, and the cache served none of the run's prompts.
+/// Any other result is returned as it is.
+pub fn off_at_start(
+    engine: &EngineDescriptor,
+    boot: Option<&crate::model::BootFacts>,
+    result: CheckResult,
+) -> CheckResult {
+    let Some(boot) = boot else {
+        return result;
+    };
+    if result.status != Status::Unknown || result.evidence_f64("queried_tokens") != Some(0.0) {
+        return result;
+    }
+    let Some((name, off)) = turned_off(engine, boot) else {
+        return result;
+    };
+    let mut pass = t16(
+        Status::Pass,
+        format!(
+            "the prefix cache was off ({name} {}, as the boot log shows): it served none of the run's prompt tokens",
+            if off { "True" } else { "False" }
+        ),
+    );
+    pass.evidence = result.evidence;
+    pass.with("off_setting", name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// vLLM started with `--no-enable-prefix-caching` prints `'enable_prefix_caching':
+    /// False` among its non-default args and counts no cache query: T16 passes, since the
+    /// cache served nothing. The same silence from a server whose log shows the cache on
+    /// (or says nothing) stays Can't tell.
+    #[test]
+    fn a_cache_off_at_start_served_nothing() {
+        let (before, after) = (vllm(0.0, 0.0), vllm(0.0, 0.0));
+        let silent = prefix_cache(&VLLM, Some(&before), Some(&after), None, false).unwrap();
+        assert_eq!(silent.status, Status::Unknown);
+        let boot = |on: bool| crate::model::BootFacts {
+            non_default_args: Some(
+                [(
+                    "enable_prefix_caching".to_owned(),
+                    crate::model::PyValue::Bool(on),
+                )]
+                .into_iter()
+                .collect(),
+            ),
+            ..crate::model::BootFacts::default()
+        };
+        let off = off_at_start(&VLLM, Some(&boot(false)), silent.clone());
+        assert_eq!(off.status, Status::Pass, "{}", off.message);
+        assert!(off
+            .message
+            .starts_with("the prefix cache was off (enable_prefix_caching False"));
+        assert_eq!(
+            off_at_start(&VLLM, Some(&boot(true)), silent.clone()).status,
+            Status::Unknown
+        );
+        assert_eq!(off_at_start(&VLLM, None, silent).status, Status::Unknown);
+    }
     use crate::engine::{SGLANG, TRTLLM, VLLM};
     use crate::testing::plain_snapshot as snapshot;
 

@@ -273,7 +273,10 @@ pub fn chunks_as_tokens(inputs: &ServerViewInputs) -> CheckResult {
         );
     } else {
         let chunk_words = per_chunk
-            .map(|t| format!(", {} tokens a chunk", fmt::g((t * 100.0).round() / 100.0)))
+            .map(|t| {
+                let t = (t * 100.0).round() / 100.0;
+                format!(", {} token{} a chunk", fmt::g(t), fmt::plural(t))
+            })
             .unwrap_or_default();
         result.message = format!(
             "{name} counted {} output tokens and the server generated {} ({over}){chunk_words}",

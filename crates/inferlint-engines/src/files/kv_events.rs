@@ -20,6 +20,9 @@
 //! - `{"restart": REASON, "seq", "t_wall", "t_mono_ns"}`: the sequence began again;
 //! - `{"note": TEXT, "t_wall", "t_mono_ns"}`: what the subscriber met (a connection that
 //!   failed);
+//! - `{"bound": ENDPOINT, "t_wall", "t_mono_ns"}`: the subscriber bound the endpoint and
+//!   waits for the engine's publisher to connect to it; then
+//!   `{"publisher_connected": ENDPOINT, "t_wall", "t_mono_ns"}` each time one did;
 //! - `{"end": "stopped", "t_wall", "t_mono_ns", totals...}`, last, when it stopped.
 //!
 //! Holes are never silent. The writer states each hole it found as a gap record; the
@@ -117,6 +120,39 @@ struct SubscribedLine<'a> {
     listening_at_start: bool,
     t_wall: f64,
     t_mono_ns: i64,
+}
+
+#[derive(Serialize)]
+struct BoundLine<'a> {
+    bound: &'a str,
+    t_wall: f64,
+    t_mono_ns: i64,
+}
+
+/// The line that says the subscriber bound `endpoint` for the engine's publisher to
+/// connect to (a stream that then stays silent can be told from one never connected).
+pub fn kv_bound_json(endpoint: &str, at: ClockAnchor) -> String {
+    to_line(&BoundLine {
+        bound: endpoint,
+        t_wall: at.t_wall,
+        t_mono_ns: at.t_mono_ns,
+    })
+}
+
+#[derive(Serialize)]
+struct ConnectedLine<'a> {
+    publisher_connected: &'a str,
+    t_wall: f64,
+    t_mono_ns: i64,
+}
+
+/// The line that says a publisher connected to the endpoint the subscriber bound.
+pub fn kv_connected_json(endpoint: &str, at: ClockAnchor) -> String {
+    to_line(&ConnectedLine {
+        publisher_connected: endpoint,
+        t_wall: at.t_wall,
+        t_mono_ns: at.t_mono_ns,
+    })
 }
 
 /// The line that says when the subscription was made, and whether the publisher was
@@ -348,6 +384,10 @@ pub enum KvLine {
     },
     /// A note.
     Note,
+    /// The subscriber bound its endpoint for the publisher to connect to.
+    Bound,
+    /// A publisher connected to the endpoint the subscriber bound.
+    PublisherConnected,
     /// The closing line.
     End {
         /// When.
@@ -435,6 +475,12 @@ pub fn parse_kv_line(line: &str) -> KvLine {
     }
     if o.contains_key("note") {
         return KvLine::Note;
+    }
+    if o.contains_key("bound") {
+        return KvLine::Bound;
+    }
+    if o.contains_key("publisher_connected") {
+        return KvLine::PublisherConnected;
     }
     if o.contains_key("end") {
         return KvLine::End { at: anchor_of(&o) };
@@ -596,6 +642,10 @@ impl Reading {
                 self.sequence.next = None;
             }
             KvLine::Note => {}
+            KvLine::Bound => {
+                self.events.publisher_connected.get_or_insert(false);
+            }
+            KvLine::PublisherConnected => self.events.publisher_connected = Some(true),
             KvLine::End { at } => self.events.end = at,
             KvLine::Unreadable(_) => self.events.skipped += 1,
         }
@@ -654,52 +704,13 @@ impl Reading {
     }
 }
 
-/// Calls `on_line` with each line (without its `\n`), or `None` for one longer than
-/// [`MAX_KV_LINE_BYTES`], which is never held; a last line without a newline (a
+/// Calls `on_line` with each line (without its line break), or `None` for one longer
+/// than [`MAX_KV_LINE_BYTES`], which is never held; a last line without a newline (a
 /// subscriber killed mid-write) is passed on too.
 fn for_each_line(
     path: &Path,
-    mut reader: impl Read,
-    mut on_line: impl FnMut(Option<&[u8]>),
+    reader: impl Read,
+    on_line: impl FnMut(Option<&[u8]>),
 ) -> Result<(), FileError> {
-    let mut buf = vec![0u8; 1 << 16];
-    let mut pending: Vec<u8> = Vec::new();
-    let mut overlong = false;
-    loop {
-        let n = match reader.read(&mut buf) {
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(FileError::io(path, e)),
-        };
-        if n == 0 {
-            break;
-        }
-        let mut data = &buf[..n];
-        while let Some(at) = memchr::memchr(b'\n', data) {
-            if overlong {
-                on_line(None);
-                overlong = false;
-            } else if pending.is_empty() {
-                on_line(Some(&data[..at]));
-            } else {
-                pending.extend_from_slice(&data[..at]);
-                on_line(Some(&pending));
-                pending.clear();
-            }
-            data = &data[at + 1..];
-        }
-        if !overlong {
-            pending.extend_from_slice(data);
-            if pending.len() > MAX_KV_LINE_BYTES {
-                overlong = true;
-                pending = Vec::new();
-            }
-        }
-    }
-    if overlong {
-        on_line(None);
-    } else if !pending.is_empty() {
-        on_line(Some(&pending));
-    }
-    Ok(())
+    crate::input::for_each_line_within(path, reader, MAX_KV_LINE_BYTES, on_line)
 }

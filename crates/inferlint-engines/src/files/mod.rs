@@ -21,10 +21,10 @@ mod spans;
 
 pub use boot_log::{read_boot_log, BootLogFile};
 pub use kv_events::{
-    kv_bad_frame_json, kv_batch_json, kv_end_json, kv_gap_json, kv_header_json, kv_note_json,
-    kv_restart_json, kv_subscribed_json, parse_kv_line, read_kv_events, read_kv_events_from,
-    KvBatchLine, KvHeader, KvLine, KvTotals, KV_EVENTS_SCHEMA, MAX_KV_LINE_BYTES, MAX_KV_SECONDS,
-    UNRECORDED_HOLE,
+    kv_bad_frame_json, kv_batch_json, kv_bound_json, kv_connected_json, kv_end_json, kv_gap_json,
+    kv_header_json, kv_note_json, kv_restart_json, kv_subscribed_json, parse_kv_line,
+    read_kv_events, read_kv_events_from, KvBatchLine, KvHeader, KvLine, KvTotals, KV_EVENTS_SCHEMA,
+    MAX_KV_LINE_BYTES, MAX_KV_SECONDS, UNRECORDED_HOLE,
 };
 pub use load_tool::{parse_bench_result, read_bench_result, untimed_requests, untimed_requests_in};
 pub use run_folder::{discover_run, RunFiles};
