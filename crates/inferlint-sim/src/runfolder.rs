@@ -398,9 +398,7 @@ fn bench(
     ttft.sort_by(f64::total_cmp);
     let mut tpot: Vec<f64> = done
         .iter()
-        .filter_map(|r| {
-            Some((r.end? - r.chunks.first()?) * 1000.0 / (r.output.max(2) - 1) as f64)
-        })
+        .filter_map(|r| Some((r.end? - r.chunks.first()?) * 1000.0 / (r.output.max(2) - 1) as f64))
         .collect();
     tpot.sort_by(f64::total_cmp);
     let model = &case.boot.model_path;
@@ -445,19 +443,48 @@ fn bench(
     if detailed {
         let lists = [
             ("input_lens", list(&|r| serde_json::json!(r.prompt))),
-            ("output_lens", list(&|r| serde_json::json!(if r.end.is_some() { r.output } else { 0 }))),
+            (
+                "output_lens",
+                list(&|r| serde_json::json!(if r.end.is_some() { r.output } else { 0 })),
+            ),
             ("ttfts", list(&|r| ok(r, ttft_s(r).unwrap_or(0.0)))),
-            ("itls", list(&|r| {
-                let gaps: Vec<f64> = r.chunks.windows(2).map(|w| round(w[1] - w[0], 6)).collect();
-                if r.end.is_some() { serde_json::json!(gaps) } else { serde_json::json!([]) }
-            })),
-            ("latencies", list(&|r| ok(r, r.end.unwrap_or(r.sent) - r.sent))),
-            ("start_times", list(&|r| {
-                let wall = timing.load_wall + r.sent;
-                serde_json::json!(round(timing.mono_ns(wall) as f64 / 1e9, 9))
-            })),
-            ("queue_times", list(&|r| serde_json::json!(round(r.sent - start, 6)))),
-            ("errors", list(&|r| serde_json::json!(if r.end.is_some() { "" } else { "the request never finished" }))),
+            (
+                "itls",
+                list(&|r| {
+                    let gaps: Vec<f64> =
+                        r.chunks.windows(2).map(|w| round(w[1] - w[0], 6)).collect();
+                    if r.end.is_some() {
+                        serde_json::json!(gaps)
+                    } else {
+                        serde_json::json!([])
+                    }
+                }),
+            ),
+            (
+                "latencies",
+                list(&|r| ok(r, r.end.unwrap_or(r.sent) - r.sent)),
+            ),
+            (
+                "start_times",
+                list(&|r| {
+                    let wall = timing.load_wall + r.sent;
+                    serde_json::json!(round(timing.mono_ns(wall) as f64 / 1e9, 9))
+                }),
+            ),
+            (
+                "queue_times",
+                list(&|r| serde_json::json!(round(r.sent - start, 6))),
+            ),
+            (
+                "errors",
+                list(&|r| {
+                    serde_json::json!(if r.end.is_some() {
+                        ""
+                    } else {
+                        "the request never finished"
+                    })
+                }),
+            ),
         ];
         for (key, v) in lists {
             value.insert(key.into(), v);
@@ -648,7 +675,10 @@ pub fn run_folder(case: &Case) -> Vec<(&'static str, String)> {
         // xray starts its receivers before the server.
         let receivers_start = case.boot.start_wall - 0.4;
         let spans = spans_run(case, &run, &timing, &observed.token_times);
-        let ports = (40_000 + (case.seed % 1000) as u16, 41_000 + (case.seed % 1000) as u16);
+        let ports = (
+            40_000 + (case.seed % 1000) as u16,
+            41_000 + (case.seed % 1000) as u16,
+        );
         files.push((
             "spans.otlp.jsonl",
             runtraces::spans_file(
@@ -675,6 +705,8 @@ pub fn run_folder(case: &Case) -> Vec<(&'static str, String)> {
                 &KvRun {
                     subscriber_start: receivers_start + 0.002,
                     ports,
+                    // The engine core starts its publisher a third of the way into the boot.
+                    publisher_connected: case.boot.start_wall + case.boot.ready_after_s / 3.0,
                     batches: &batches,
                     // After the after snapshot and the wait for the last spans.
                     stop: timing.after_wall + 0.3,

@@ -10,14 +10,16 @@
 //!   server's start), and what was left when it stopped. Every resource says it is
 //!   simulated ([`crate::otlp::SIMULATED_ATTRIBUTE`]).
 //! - **KV events.** The subscriber's header, a note that the stream is simulated, the
-//!   line of its subscription (the engine started after it), one line per step that
-//!   stored, removed or cleared blocks (the engine's `ts` the step's end, received a
-//!   fraction of a millisecond later), and the closing line with the totals.
+//!   lines of its bind and its subscription (xray's subscriber binds, and the engine,
+//!   started after it, connects), the line of the publisher's connection during the
+//!   boot, one line per step that stored, removed or cleared blocks (the engine's `ts` the
+//!   step's end, received a fraction of a millisecond later), and the closing line with
+//!   the totals.
 
 use inferlint_core::traces::ClockAnchor;
 use inferlint_engines::files::{
-    kv_batch_json, kv_end_json, kv_header_json, kv_note_json, kv_subscribed_json,
-    otlp_header_json, KvHeader, KvTotals, OtlpHeader,
+    kv_batch_json, kv_bound_json, kv_connected_json, kv_end_json, kv_header_json, kv_note_json,
+    kv_subscribed_json, otlp_header_json, KvHeader, KvTotals, OtlpHeader,
 };
 use inferlint_engines::kv_frames::KvBatch;
 
@@ -103,6 +105,8 @@ pub struct KvRun<'a> {
     pub subscriber_start: f64,
     /// The ports it bound and was given for the replay.
     pub ports: (u16, u16),
+    /// When the engine's publisher connected to it (during the boot).
+    pub publisher_connected: f64,
     /// Each step that changed the cache: its end on the engine's wall clock, and what it
     /// did.
     pub batches: &'a [(f64, Tally)],
@@ -122,7 +126,9 @@ pub fn kv_file(run: &KvRun, clocks: &dyn Clocks, rng: &mut Rng) -> String {
             anchor,
         }),
         kv_note_json(KV_NOTE, anchor),
-        kv_subscribed_json(&endpoint, false, clocks.at(run.subscriber_start + 0.004)),
+        kv_bound_json(&endpoint, clocks.at(run.subscriber_start + 0.002)),
+        kv_subscribed_json(&endpoint, false, clocks.at(run.subscriber_start + 0.0022)),
+        kv_connected_json(&endpoint, clocks.at(run.publisher_connected)),
     ];
     let mut totals = KvTotals::default();
     for (seq, (ts, t)) in run.batches.iter().enumerate() {
@@ -135,11 +141,20 @@ pub fn kv_file(run: &KvRun, clocks: &dyn Clocks, rng: &mut Rng) -> String {
             stored_tokens: t.stored_tokens,
             removed_blocks: t.removed_blocks,
             cleared: t.cleared,
-            media: if named { vec!["GPU".to_owned()] } else { Vec::new() },
+            media: if named {
+                vec!["GPU".to_owned()]
+            } else {
+                Vec::new()
+            },
             ..KvBatch::default()
         };
         let received = ts + 0.0003 + 0.0006 * rng.unit();
-        lines.push(kv_batch_json(seq as u64, &batch, clocks.at(received), false));
+        lines.push(kv_batch_json(
+            seq as u64,
+            &batch,
+            clocks.at(received),
+            false,
+        ));
         totals.batches += 1;
         totals.stored_blocks += t.stored_blocks;
         totals.removed_blocks += t.removed_blocks;

@@ -61,9 +61,12 @@ fn our_parsers_read_every_simulated_file_completely() {
                     assert_eq!(b.completed, Some(32));
                 }
                 "spans.otlp.jsonl" => {
-                    let spans =
-                        files::read_spans_from(std::path::Path::new(name), text.as_bytes(), engine.descriptor())
-                            .unwrap();
+                    let spans = files::read_spans_from(
+                        std::path::Path::new(name),
+                        text.as_bytes(),
+                        engine.descriptor(),
+                    )
+                    .unwrap();
                     assert_eq!(
                         (spans.skipped, spans.unreadable_values, spans.repeated),
                         (0, 0, 0),
@@ -117,7 +120,10 @@ fn the_demo_stream_and_spans_follow_from_its_setup() {
     .unwrap();
     let (stored, removed) = (kv.stored_blocks(), kv.removed_blocks());
     assert!(stored >= 33 * 3, "{stored}");
-    assert!(removed <= stored && stored - removed <= 42, "{stored} {removed}");
+    assert!(
+        removed <= stored && stored - removed <= 42,
+        "{stored} {removed}"
+    );
     assert_eq!(kv.stored_tokens(), stored * 784);
     let (first, last) = kv.seq_range.unwrap();
     assert_eq!((first, last + 1), (0, kv.batches));
