@@ -16,3 +16,5 @@ mod real_formats;
 mod runfolder;
 /// The HTTP server over real sockets, its faults, and the load generator against it.
 mod server;
+/// Streamed chunks of several tokens, the load's per-request lists, the KV event stream.
+mod traces;
