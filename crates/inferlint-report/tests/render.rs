@@ -254,7 +254,10 @@ fn the_tripwires_checked_and_those_not_here() {
         "tripwires-checked line"
     );
     for t in ["T23", "T24", "T25", "T26"] {
-        assert!(!html.contains(&format!("{t} (need")), "{t} named as not here");
+        assert!(
+            !html.contains(&format!("{t} (need")),
+            "{t} named as not here"
+        );
     }
 }
 

@@ -99,14 +99,27 @@ fn the_load_keeps_each_request_s_lists() {
         .all(|gaps| gaps.as_array().unwrap().len() == 5));
     // At rate inf every request is due at the start: its wait is its send's distance
     // from it, and the sends are in order.
-    let queue: Vec<f64> = list("queue_times").iter().map(|v| v.as_f64().unwrap()).collect();
-    let starts: Vec<f64> = list("start_times").iter().map(|v| v.as_f64().unwrap()).collect();
+    let queue: Vec<f64> = list("queue_times")
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    let starts: Vec<f64> = list("start_times")
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
     for i in 1..4 {
         let between = starts[i] - starts[0];
-        assert!((queue[i] - queue[0] - between).abs() < 0.005, "{queue:?} {starts:?}");
+        assert!(
+            (queue[i] - queue[0] - between).abs() < 0.005,
+            "{queue:?} {starts:?}"
+        );
     }
     // The prefix is in the tool's settings line, as vllm bench serve prints it.
-    assert!(result.log.contains("request_id_prefix='t-'"), "{}", result.log);
+    assert!(
+        result.log.contains("request_id_prefix='t-'"),
+        "{}",
+        result.log
+    );
 }
 
 /// A subscriber of the tests' own, on its own runtime.
@@ -219,7 +232,10 @@ fn the_kv_stream_follows_the_blocks_and_replays_them() {
             .await
             .unwrap();
         let ask = vec![Bytes::new(), Bytes::copy_from_slice(&1u64.to_be_bytes())];
-        dealer.send(ZmqMessage::try_from(ask).unwrap()).await.unwrap();
+        dealer
+            .send(ZmqMessage::try_from(ask).unwrap())
+            .await
+            .unwrap();
         let mut seqs = Vec::new();
         loop {
             let m = tokio::time::timeout(TIMEOUT, dealer.recv())
