@@ -151,6 +151,9 @@ pub struct LoadResult {
     pub duration_s: f64,
     /// What the tool printed, line by line (`load.log`).
     pub log: String,
+    /// Unix seconds less the monotonic clock's seconds, read together as the load ended:
+    /// what places [`RequestOutcome::sent_mono_s`] on the wall clock.
+    pub mono_to_wall_s: Option<f64>,
 }
 
 impl LoadResult {
@@ -489,7 +492,6 @@ pub fn get(url: &str, timeout: Duration) -> Result<HttpReply, LoadError> {
     fetch("GET", url, None, timeout)
 }
 
-/// A prompt of `words` words.
 /// The seconds of the host's monotonic clock (`CLOCK_MONOTONIC`, which Python's
 /// `time.perf_counter()` reads on Linux).
 #[cfg(unix)]
@@ -501,6 +503,13 @@ fn monotonic_s() -> Option<f64> {
 #[cfg(not(unix))]
 fn monotonic_s() -> Option<f64> {
     None
+}
+
+/// Unix seconds now.
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// The prompt of request `index` (`None`: the test request). Each starts with its own
@@ -520,6 +529,7 @@ fn prompt_of(words: u64, index: Option<usize>, repeat: bool) -> String {
     }
 }
 
+/// A prompt of `words` words.
 fn prompt(words: u64) -> String {
     const VOCABULARY: [&str; 8] = [
         "tell",
@@ -907,6 +917,7 @@ async fn run_async(
         requests,
         duration_s,
         log: String::new(),
+        mono_to_wall_s: monotonic_s().map(|mono| unix_now() - mono),
     };
     for line in result.summary().lines() {
         say(line);

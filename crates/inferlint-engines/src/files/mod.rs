@@ -27,7 +27,7 @@ pub use kv_events::{
     MAX_KV_LINE_BYTES, MAX_KV_SECONDS, UNRECORDED_HOLE,
 };
 pub use load_tool::{parse_bench_result, read_bench_result, untimed_requests, untimed_requests_in};
-pub use run_folder::{discover_run, RunFiles};
+pub use run_folder::{discover_run, RunFiles, KV_EVENTS_FILE, SPANS_FILE};
 pub use series::{
     fold_series, fold_series_in, read_series, read_series_from, read_series_stats,
     read_series_stats_from, read_series_stats_with, series_ends, SeriesSummary,

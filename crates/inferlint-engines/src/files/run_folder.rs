@@ -5,6 +5,11 @@ use std::path::{Path, PathBuf};
 
 use crate::input::{shown, FileError};
 
+/// The server's spans as a span receiver writes them into a run folder.
+pub const SPANS_FILE: &str = "spans.otlp.jsonl";
+/// The KV event stream as a subscriber writes it into a run folder.
+pub const KV_EVENTS_FILE: &str = "kv-events.jsonl";
+
 /// The files of a run folder, found by name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunFiles {
@@ -129,8 +134,8 @@ pub fn discover_run(dir: &Path) -> Result<RunFiles, FileError> {
         bench: None,
         bench_candidates: Vec::new(),
         load_log: has("load.log").then(|| dir.join("load.log")),
-        spans: named_or("spans.otlp.jsonl", &|n| n.ends_with(".otlp.jsonl")),
-        kv_events: named_or("kv-events.jsonl", &|n| n.ends_with(".kv-events.jsonl")),
+        spans: named_or(SPANS_FILE, &|n| n.ends_with(".otlp.jsonl")),
+        kv_events: named_or(KV_EVENTS_FILE, &|n| n.ends_with(".kv-events.jsonl")),
     };
     let results = crate::loadtools::find_results(dir)?;
     files.bench = results.first().cloned();
