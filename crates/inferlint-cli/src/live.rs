@@ -142,7 +142,7 @@ pub fn watch(choice: &mut EngineChoice, args: &WatchArgs, url: &str) -> Result<E
             };
             let receiver = inferlint_live::otlp::OtlpReceiver::start_with(
                 inferlint_live::otlp::Listen::Port(port),
-                &beside("spans.otlp.jsonl"),
+                &beside(inferlint_engines::files::SPANS_FILE),
                 &options,
             )
             .map_err(|e| CliError::usage(format!("--otlp {port}: {e}")))?;
@@ -163,7 +163,7 @@ pub fn watch(choice: &mut EngineChoice, args: &WatchArgs, url: &str) -> Result<E
             Some(
                 inferlint_live::kv_events::KvSubscriber::start_with(
                     options,
-                    &beside("kv-events.jsonl"),
+                    &beside(inferlint_engines::files::KV_EVENTS_FILE),
                 )
                 .map_err(|e| CliError::usage(format!("--kv-events: {e}")))?,
             )
@@ -226,7 +226,7 @@ pub fn watch(choice: &mut EngineChoice, args: &WatchArgs, url: &str) -> Result<E
     if let Some(receiver) = otlp {
         eprint_line!("note: waiting a few seconds for the server's last spans");
         let (summary, requests) =
-            crate::receivers::stop_after_last_spans(receiver, engine.descriptor(), None, &|| false);
+            receiver.stop_after_last_spans(engine.descriptor(), None, &|| false);
         print(&format!(
             "{}\n",
             crate::receivers::spans_line(&summary, requests)
@@ -299,7 +299,7 @@ fn start_drain(
     }
     let mut options = DrainOptions::new(base.clone(), d);
     options.requests_out = requests.map(|_| beside(inferlint_engines::files::SERVER_REQUESTS_FILE));
-    options.kv_events_out = kv.map(|_| beside("kv-events.jsonl"));
+    options.kv_events_out = kv.map(|_| beside(inferlint_engines::files::KV_EVENTS_FILE));
     options.force = force;
     let drainer = Drainer::start(options).map_err(|e| CliError::usage(format!("--drain: {e}")))?;
     eprint_line!("warning: {}", destructive_warning(base, d));

@@ -1,50 +1,9 @@
 //! What `watch` and xray share of the span receiver and the KV event subscriber: the
-//! wait for a server's last spans, and the lines that say what each received.
+//! lines that say what each received.
 
-use std::time::{Duration, Instant};
-
-use inferlint_core::EngineDescriptor;
-use inferlint_engines::files;
 use inferlint_live::drain::DrainSummary;
 use inferlint_live::kv_events::KvSummary;
-use inferlint_live::otlp::{OtlpReceiver, OtlpSummary};
-
-/// How long after the load the server's spans are waited for at most: vLLM's exporter
-/// sends what it holds every 5 s.
-const SPANS_WAIT: Duration = Duration::from_secs(12);
-/// A wait for spans ends once this long has passed with no new request span.
-const SPANS_QUIET: Duration = Duration::from_secs(6);
-
-/// Waits for the server's last spans, then stops the receiver: until a request span has
-/// come for each of `finished` requests (where the server's counter says), or none has
-/// come for [`SPANS_QUIET`], at most [`SPANS_WAIT`], or until `interrupted`. Returns
-/// what it received and how many request spans the file holds.
-pub fn stop_after_last_spans(
-    receiver: OtlpReceiver,
-    engine: &EngineDescriptor,
-    finished: Option<f64>,
-    interrupted: &dyn Fn() -> bool,
-) -> (OtlpSummary, usize) {
-    let count = || {
-        files::read_spans(receiver.file(), engine)
-            .map(|s| s.requests.len())
-            .unwrap_or(0)
-    };
-    let deadline = Instant::now() + SPANS_WAIT;
-    let (mut last, mut since) = (count(), Instant::now());
-    while Instant::now() < deadline
-        && finished.is_none_or(|f| (last as f64) < f)
-        && since.elapsed() < SPANS_QUIET
-        && !interrupted()
-    {
-        std::thread::sleep(Duration::from_millis(200));
-        let now = count();
-        if now != last {
-            (last, since) = (now, Instant::now());
-        }
-    }
-    (receiver.stop(), last)
-}
+use inferlint_live::otlp::OtlpSummary;
 
 /// `spans: 12 export request(s), 45 span(s) received, 32 of them requests`, with the
 /// refusals when there were any.

@@ -305,6 +305,12 @@ fn a_result_file_with_no_completed_request_is_not_a_benchmark() {
     let mut bench: Value =
         serde_json::from_str(&std::fs::read_to_string(&bench_path).unwrap()).unwrap();
     bench["completed"] = serde_json::json!(0);
+    // Its own record of each request says the same: every one failed.
+    let sent = bench["errors"].as_array().map_or(0, Vec::len);
+    bench["failed"] = serde_json::json!(sent);
+    if sent > 0 {
+        bench["errors"] = serde_json::json!(vec!["HTTP 500: simulated failure"; sent]);
+    }
     std::fs::write(&bench_path, bench.to_string()).unwrap();
     let out = inferlint(tmp.path(), &["report", "run"]);
     no_panic(&out);

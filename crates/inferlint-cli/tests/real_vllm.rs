@@ -595,7 +595,12 @@ fn traced_runs_join_every_request_by_id_and_their_kv_stream_is_whole() {
     expect(
         case,
         &results,
-        &[("T23", "pass"), ("T24", "pass"), ("T25", "pass"), ("T26", "pass")],
+        &[
+            ("T23", "pass"),
+            ("T24", "pass"),
+            ("T25", "pass"),
+            ("T26", "pass"),
+        ],
     );
     assert_eq!(code, 0);
     for t in ["T24", "T25"] {
@@ -603,7 +608,10 @@ fn traced_runs_join_every_request_by_id_and_their_kv_stream_is_whole() {
         assert_eq!(evidence_f64(&results, t, "requests"), 32.0, "{t}");
     }
     assert_eq!(evidence_f64(&results, "T25", "tool_counted_tokens"), 1024.0);
-    assert_eq!(evidence_f64(&results, "T25", "server_generated_tokens"), 1024.0);
+    assert_eq!(
+        evidence_f64(&results, "T25", "server_generated_tokens"),
+        1024.0
+    );
     assert_eq!(evidence_f64(&results, "T26", "stored_blocks"), 32.0);
     assert_eq!(evidence_f64(&results, "T26", "missed"), 0.0);
     assert_eq!(evidence_f64(&results, "T26", "first_seq"), 0.0);
@@ -634,9 +642,17 @@ fn an_open_loop_held_back_by_its_cap_fails_t23() {
             q > 0.05f64.max(0.1 * l) + 0.002
         })
         .count();
-    assert!(waited * 10 >= queue.len(), "{waited} of {} waited", queue.len());
+    assert!(
+        waited * 10 >= queue.len(),
+        "{waited} of {} waited",
+        queue.len()
+    );
     let (results, _) = report(case);
-    expect(case, &results, &[("T23", "fail"), ("T24", "pass"), ("T25", "pass")]);
+    expect(
+        case,
+        &results,
+        &[("T23", "fail"), ("T24", "pass"), ("T25", "pass")],
+    );
     assert_eq!(evidence_f64(&results, "T23", "waited"), waited as f64);
     assert_eq!(verdict(&results, "T23")["evidence"]["loop"], "open");
 }

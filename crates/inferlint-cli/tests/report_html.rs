@@ -195,7 +195,8 @@ fn the_live_vllm_report_says_what_happened() {
     );
     assert!(out.exists());
     assert!(stdout(&o).ends_with(&format!(
-        "11 checks (6 pass, 2 warn, 3 tripwire-failed); 4 not checked -> {}\n",
+        // T23 to T26 are not checked: the recording has no result file and no KV stream.
+        "11 checks (6 pass, 2 warn, 3 tripwire-failed); 8 not checked -> {}\n",
         out.display()
     )));
     let html = std::fs::read_to_string(&out).unwrap();
@@ -206,7 +207,7 @@ fn the_live_vllm_report_says_what_happened() {
         "never worked on more than 10 at once",
         "32,000 (1,000 per request)",
         "32: 32 reached their token limit, no errors",
-        "11 of 22. Not here: T2 and T3 (run at clean-up), T4 and T11 (need two or more boot logs), T7 (needs a live server), T13 (a rule for test scripts), T15, T18 and T20 (need the load tool's result file), T21 (needs GPU readings in the recording: record with inferlint watch or xray on the server's machine), T22 (needs the recordings of two or more replicas on one schedule)",
+        "11 of 26. Not here: T2 and T3 (run at clean-up), T4 and T11 (need two or more boot logs), T7 (needs a live server), T13 (a rule for test scripts), T15, T18, T20, T23, T24 and T25 (need the load tool's result file), T21 (needs GPU readings in the recording: record with inferlint watch or xray on the server's machine), T22 (needs the recordings of two or more replicas on one schedule), T26 (needs the server's KV event stream: subscribe with inferlint watch or xray --kv-events)",
         "boot.log, before.snapshot.json, after.snapshot.json, run.series.jsonl",
         "124.0 s (17:48:43 to 17:50:47)",
         "Why only 10?",
@@ -324,9 +325,12 @@ fn a_read_only_run_folder_is_left_alone() {
     let o = inferlint(tmp.path(), &["report", "run"]);
     std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o755)).unwrap();
     assert_eq!(o.status.code(), Some(1), "the verdicts still decide");
-    assert!(stdout(&o).ends_with(
-        "14 checks (10 pass, 2 warn, 2 tripwire-failed); 1 does not apply; 4 not checked\n"
-    ));
+    // The demo's 14 verdicts and T23 to T26, which its per-request records, spans and KV
+    // events let it judge (and which pass: it sent all 32 at once, each token a chunk of
+    // its own, and lost no batch).
+    assert!(
+        stdout(&o).ends_with("18 checks (14 pass, 2 warn, 2 tripwire-failed); 1 does not apply\n")
+    );
     assert!(stderr(&o).contains("read-only"), "{}", stderr(&o));
     assert!(!run.join("report.html").exists());
 

@@ -74,6 +74,9 @@ mod prometheus_e2e;
 mod report_html;
 /// xray end to end against the simulated server.
 mod xray;
+/// The server's spans and KV events beside the run: xray --otlp --kv-events and watch on
+/// the simulated vLLM, and T23 to T26 made on purpose.
+mod xray_traces;
 /// Each new trap made by the simulated server or load, caught by xray and live by watch.
 mod xray_traps;
 /// xray and the server's whole process tree: daemons, SIGTERM ignored, kill -9 of xray.

@@ -45,7 +45,7 @@ pub struct Insight {
     /// True for a limit (something held the run back); false for an ok finding.
     pub limit: bool,
     /// `benchmark`, `server`, `traffic`, `backend`, `cache`, `concurrency`, `preemption`,
-    /// `gauge`, `waiting`, `throughput` or `pace`.
+    /// `gauge`, `waiting`, `throughput`, `pace`, `client-wait` or `chunks`.
     pub key: &'static str,
     /// The finding in a few words: `The server ran fewer requests at once than the load sent.`
     pub title: String,
@@ -311,6 +311,23 @@ pub fn what_limited_by(
                 ),
             )
         }
+    }));
+    insights.extend(failed(Tripwire::T23).map(|r| {
+        Insight::limit(
+            "client-wait",
+            "Requests waited in the load tool before they were sent",
+            format!(
+                "{}. The tool's TTFT and latency leave that wait out: they describe the requests it managed to send, not the pace it was asked for.",
+                capitalised(&r.message)
+            ),
+        )
+    }));
+    insights.extend(failed(Tripwire::T25).map(|r| {
+        Insight::limit(
+            "chunks",
+            "The load tool counted streamed chunks as tokens",
+            format!("{}.", capitalised(&r.message)),
+        )
     }));
     insights.extend(failed(Tripwire::T21).map(|r| {
         Insight::limit(

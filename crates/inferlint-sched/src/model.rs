@@ -681,16 +681,30 @@ impl LoadRun {
 
 /// Runs a load to the end on a fresh scheduler.
 pub fn run_load(model: EngineModel, cost: StepCost, load: Load) -> LoadRun {
+    run_load_observed(model, cost, load, &mut |_| {})
+}
+
+/// [`run_load`], handing `observe` the scheduler after each step (its requests as that
+/// step left them), for what the timeline of states does not keep: each token's time, the
+/// blocks each request holds.
+pub fn run_load_observed(
+    model: EngineModel,
+    cost: StepCost,
+    load: Load,
+    observe: &mut dyn FnMut(&Scheduler),
+) -> LoadRun {
     let mut s = Scheduler::new(model, cost);
     let mut timeline = vec![s.state()];
-    let drain = |s: &mut Scheduler, timeline: &mut Vec<State>| {
-        while let Some(state) = s.step() {
-            timeline.push(state);
-        }
-    };
+    let drain =
+        |s: &mut Scheduler, timeline: &mut Vec<State>, observe: &mut dyn FnMut(&Scheduler)| {
+            while let Some(state) = s.step() {
+                timeline.push(state);
+                observe(s);
+            }
+        };
     if load.initial_test {
         s.submit(load.prompt, load.output);
-        drain(&mut s, &mut timeline);
+        drain(&mut s, &mut timeline, observe);
         // The client's pause between its test request and the timed run.
         let t = s.now() + 0.05;
         s.advance_idle(t);
@@ -713,6 +727,7 @@ pub fn run_load(model: EngineModel, cost: StepCost, load: Load) -> LoadRun {
         match s.step() {
             Some(state) => {
                 timeline.push(state);
+                observe(&s);
                 outstanding -= (state.finished - before) as usize;
             }
             None => break,

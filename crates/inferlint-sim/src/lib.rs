@@ -15,11 +15,18 @@ pub mod bootlog;
 pub mod cases;
 pub mod expo;
 pub mod gpu;
+pub mod kvblocks;
+pub mod kvpub;
+pub mod kvwire;
 pub mod load;
+pub mod otlp;
+pub mod otlp_export;
 pub mod pages;
 pub mod prefix;
 pub mod prometheus;
+pub mod rng;
 pub mod runfolder;
+pub mod runtraces;
 /// The scheduler models (the `inferlint-sched` crate), with the engine each one models.
 pub mod sched {
     pub use inferlint_sched::model::*;

@@ -1,6 +1,7 @@
 //! A load generator for any OpenAI-compatible server: one untimed test request, then
-//! `requests` streamed completions with at most `concurrency` in flight, measured as
-//! `vllm bench serve` measures them and written with its field names.
+//! `requests` streamed completions with at most `concurrency` in flight (as fast as that
+//! allows, or at a request rate held back by it), measured as `vllm bench serve`
+//! measures them and written with its field names.
 //!
 //! Bounded by construction: a fixed number of requests, each and all of them given up at
 //! one deadline (`timeout_s` after the start), so it never loops for ever.
@@ -47,6 +48,21 @@ pub struct LoadConfig {
     /// Keep one record per request in the result file, as `vllm bench serve
     /// --save-detailed` does (with each request's send time on the monotonic clock).
     pub save_detailed: bool,
+    /// Requests per second (an open loop): request `i` is due `i / rate` seconds after the
+    /// start, evenly spaced, and waits in the client while `concurrency` are open. `None`:
+    /// every request is due at the start, sent as a slot frees (`--request-rate inf`).
+    pub request_rate: Option<f64>,
+    /// Timed request `i` goes out with `X-Request-Id: PREFIX{i}` (`vllm bench serve
+    /// --request-id-prefix`); `None`: no header.
+    pub request_id_prefix: Option<String>,
+    /// Count each streamed chunk with text as one output token, whatever the server's
+    /// usage says (a load tool that counts chunks).
+    pub count_chunks: bool,
+    /// Send chat completions (`/v1/chat/completions`) instead of completions.
+    pub chat: bool,
+    /// Stop the TTFT clock at the first streamed chunk, text or not (a tool that times the
+    /// first bytes of the answer: on the chat API, the role chunk sent before any token).
+    pub ttft_first_chunk: bool,
 }
 
 impl Default for LoadConfig {
@@ -62,6 +78,22 @@ impl Default for LoadConfig {
             open_limit: None,
             no_test_request: false,
             save_detailed: false,
+            request_rate: None,
+            request_id_prefix: None,
+            count_chunks: false,
+            chat: false,
+            ttft_first_chunk: false,
+        }
+    }
+}
+
+impl LoadConfig {
+    /// The path requests go to.
+    pub fn endpoint(&self) -> &'static str {
+        if self.chat {
+            "/v1/chat/completions"
+        } else {
+            "/v1/completions"
         }
     }
 }
@@ -82,6 +114,24 @@ pub struct RequestOutcome {
     /// When it was sent, seconds on the host's monotonic clock (as Python's
     /// `time.perf_counter()` on Linux), where that clock can be read.
     pub sent_mono_s: Option<f64>,
+    /// Seconds it waited in the client after it was due (its place in the schedule, or
+    /// the start at no rate) before it was sent.
+    pub queue_s: f64,
+    /// Seconds from sending to each streamed chunk that carried text.
+    pub chunk_times: Vec<f64>,
+}
+
+impl RequestOutcome {
+    /// Streamed chunks that carried text.
+    pub fn chunks(&self) -> u64 {
+        self.chunk_times.len() as u64
+    }
+
+    /// The gaps between consecutive chunks with text, seconds (`vllm bench serve`'s
+    /// `itls`).
+    pub fn itls(&self) -> Vec<f64> {
+        self.chunk_times.windows(2).map(|w| w[1] - w[0]).collect()
+    }
 }
 
 /// What a load run measured.
@@ -101,6 +151,9 @@ pub struct LoadResult {
     pub duration_s: f64,
     /// What the tool printed, line by line (`load.log`).
     pub log: String,
+    /// Unix seconds less the monotonic clock's seconds, read together as the load ended:
+    /// what places [`RequestOutcome::sent_mono_s`] on the wall clock.
+    pub mono_to_wall_s: Option<f64>,
 }
 
 impl LoadResult {
@@ -157,7 +210,8 @@ impl LoadResult {
             ("base_url", json!(self.base_url)),
             ("model_id", json!(self.model)),
             ("num_prompts", json!(self.config.requests)),
-            ("request_rate", json!("inf")),
+            ("request_rate", self.config.request_rate.map_or(json!("inf"), |r| json!(r))),
+            ("burstiness", json!(1.0)),
             ("max_concurrency", json!(self.config.concurrency)),
             ("random_input_len", json!(self.config.prompt_tokens)),
             ("random_output_len", json!(self.config.output_tokens)),
@@ -192,8 +246,13 @@ impl LoadResult {
                 field(&|r| done(r, json!(r.ttft_s.unwrap_or(0.0)))),
             );
             value.insert("latencies".into(), field(&|r| done(r, json!(r.latency_s))));
+            value.insert(
+                "itls".into(),
+                field(&|r| if r.ok { json!(r.itls()) } else { json!([]) }),
+            );
             if self.requests.iter().all(|r| r.sent_mono_s.is_some()) {
                 value.insert("start_times".into(), field(&|r| json!(r.sent_mono_s)));
+                value.insert("queue_times".into(), field(&|r| json!(r.queue_s)));
             }
         }
         value
@@ -322,6 +381,17 @@ async fn send(
     path: &str,
     body: Option<String>,
 ) -> Result<hyper::Response<hyper::body::Incoming>, String> {
+    send_with_id(target, method, path, body, None).await
+}
+
+/// [`send`] with an `X-Request-Id` header when `request_id` is given.
+async fn send_with_id(
+    target: &Target,
+    method: Method,
+    path: &str,
+    body: Option<String>,
+    request_id: Option<&str>,
+) -> Result<hyper::Response<hyper::body::Incoming>, String> {
     let stream = tokio::net::TcpStream::connect((target.host.as_str(), target.port))
         .await
         .map_err(|e| format!("connect: {e}"))?;
@@ -335,6 +405,9 @@ async fn send(
         .header(HOST, format!("{}:{}", target.host, target.port));
     if body.is_some() {
         builder = builder.header(CONTENT_TYPE, "application/json");
+    }
+    if let Some(id) = request_id {
+        builder = builder.header("X-Request-Id", id);
     }
     let request = builder
         .body(Full::new(Bytes::from(body.unwrap_or_default())))
@@ -419,7 +492,6 @@ pub fn get(url: &str, timeout: Duration) -> Result<HttpReply, LoadError> {
     fetch("GET", url, None, timeout)
 }
 
-/// A prompt of `words` words.
 /// The seconds of the host's monotonic clock (`CLOCK_MONOTONIC`, which Python's
 /// `time.perf_counter()` reads on Linux).
 #[cfg(unix)]
@@ -431,6 +503,13 @@ fn monotonic_s() -> Option<f64> {
 #[cfg(not(unix))]
 fn monotonic_s() -> Option<f64> {
     None
+}
+
+/// Unix seconds now.
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// The prompt of request `index` (`None`: the test request). Each starts with its own
@@ -450,6 +529,7 @@ fn prompt_of(words: u64, index: Option<usize>, repeat: bool) -> String {
     }
 }
 
+/// A prompt of `words` words.
 fn prompt(words: u64) -> String {
     const VOCABULARY: [&str; 8] = [
         "tell",
@@ -467,29 +547,60 @@ fn prompt(words: u64) -> String {
         .join(" ")
 }
 
-/// One streamed completion, as `vllm bench serve` sends it with `--ignore-eos`.
+/// One streamed completion, as `vllm bench serve` sends it with `--ignore-eos`; `due` is
+/// when it was due (its wait in the client is counted from there).
 async fn one_request(
     target: &Target,
     model: &str,
     config: &LoadConfig,
     index: Option<usize>,
+    due: Instant,
 ) -> RequestOutcome {
-    let body = json!({
-        "model": model,
-        "prompt": prompt_of(config.prompt_tokens, index, config.repeat_prompt),
-        "temperature": 0.0,
-        "max_tokens": config.output_tokens,
-        "logprobs": null,
-        "stream": true,
-        "stream_options": {"include_usage": true},
-        "ignore_eos": true,
+    let prompt = prompt_of(config.prompt_tokens, index, config.repeat_prompt);
+    let body = if config.chat {
+        json!({
+            "model": model,
+            "messages": [{"role": "user", "content": prompt}],
+            "temperature": 0.0,
+            "max_completion_tokens": config.output_tokens,
+            "stream": true,
+            "stream_options": {"include_usage": true},
+            "ignore_eos": true,
+        })
+    } else {
+        json!({
+            "model": model,
+            "prompt": prompt,
+            "temperature": 0.0,
+            "max_tokens": config.output_tokens,
+            "logprobs": null,
+            "stream": true,
+            "stream_options": {"include_usage": true},
+            "ignore_eos": true,
+        })
+    };
+    // The test request goes out without an id, as vllm bench serve's does.
+    let request_id = index.and_then(|i| {
+        config
+            .request_id_prefix
+            .as_ref()
+            .map(|prefix| format!("{prefix}{i}"))
     });
     let start = Instant::now();
     let mut outcome = RequestOutcome {
         sent_mono_s: monotonic_s(),
+        queue_s: start.saturating_duration_since(due).as_secs_f64(),
         ..RequestOutcome::default()
     };
-    let result = streamed(target, body.to_string(), start, &mut outcome).await;
+    let result = streamed(
+        target,
+        config,
+        body.to_string(),
+        request_id.as_deref(),
+        start,
+        &mut outcome,
+    )
+    .await;
     outcome.latency_s = start.elapsed().as_secs_f64();
     match result {
         Ok(()) if outcome.output_tokens == 0 => {
@@ -503,11 +614,20 @@ async fn one_request(
 
 async fn streamed(
     target: &Target,
+    config: &LoadConfig,
     body: String,
+    request_id: Option<&str>,
     start: Instant,
     outcome: &mut RequestOutcome,
 ) -> Result<(), String> {
-    let response = send(target, Method::POST, "/v1/completions", Some(body)).await?;
+    let response = send_with_id(
+        target,
+        Method::POST,
+        config.endpoint(),
+        Some(body),
+        request_id,
+    )
+    .await?;
     let status = response.status();
     let mut body = response.into_body();
     if !status.is_success() {
@@ -520,7 +640,6 @@ async fn streamed(
         return Err(format!("HTTP {}: {}", status.as_u16(), text.trim()));
     }
     let mut pending: Vec<u8> = Vec::new();
-    let mut chunks_with_text = 0u64;
     let mut usage_tokens: Option<u64> = None;
     let mut done = false;
     while let Some(frame) = body.frame().await {
@@ -548,11 +667,13 @@ async fn streamed(
                     .or_else(|| chunk.pointer("/choices/0/delta/content"))
                     .and_then(Value::as_str)
                     .unwrap_or("");
+                let at = start.elapsed().as_secs_f64();
+                if config.ttft_first_chunk {
+                    outcome.ttft_s.get_or_insert(at);
+                }
                 if !text.is_empty() {
-                    chunks_with_text += 1;
-                    outcome
-                        .ttft_s
-                        .get_or_insert_with(|| start.elapsed().as_secs_f64());
+                    outcome.chunk_times.push(at);
+                    outcome.ttft_s.get_or_insert(at);
                 }
                 if let Some(n) = chunk
                     .pointer("/usage/completion_tokens")
@@ -563,7 +684,10 @@ async fn streamed(
             }
         }
     }
-    outcome.output_tokens = usage_tokens.unwrap_or(chunks_with_text);
+    outcome.output_tokens = match usage_tokens {
+        Some(n) if !config.count_chunks => n,
+        _ => outcome.chunks(),
+    };
     if done {
         Ok(())
     } else {
@@ -636,6 +760,14 @@ fn checked(base_url: &str, config: &LoadConfig) -> Result<Target, LoadError> {
             "the timeout must be a positive number".into(),
         ));
     }
+    if config
+        .request_rate
+        .is_some_and(|r| !(r.is_finite() && r > 0.0))
+    {
+        return Err(LoadError::Config(
+            "the request rate must be a positive number (leave it out for inf)".into(),
+        ));
+    }
     Target::parse(base_url)
 }
 
@@ -666,21 +798,36 @@ async fn run_async(
                 reason: "no answer before the timeout".into(),
             })??,
     };
+    let rate = config
+        .request_rate
+        .map_or_else(|| "inf".to_owned(), |r| format!("{r:?}"));
+    let prefix = config
+        .request_id_prefix
+        .as_ref()
+        .map_or_else(|| "None".to_owned(), |p| format!("'{p}'"));
     say(&format!(
-        "Namespace(backend='openai', base_url='{base_url}', endpoint='/v1/completions', dataset_name='random', model='{model}', num_prompts={}, max_concurrency={}, request_rate=inf, ignore_eos=True, random_input_len={}, random_output_len={})",
-        config.requests, config.concurrency, config.prompt_tokens, config.output_tokens
+        "Namespace(backend='{}', base_url='{base_url}', endpoint='{}', dataset_name='random', model='{model}', num_prompts={}, max_concurrency={}, request_rate={rate}, burstiness=1.0, ignore_eos=True, random_input_len={}, random_output_len={}, request_id_prefix={prefix})",
+        if config.chat { "openai-chat" } else { "openai" },
+        config.endpoint(),
+        config.requests,
+        config.concurrency,
+        config.prompt_tokens,
+        config.output_tokens
     ));
     let initial_test = if config.no_test_request {
         say("Skipping initial test run. Starting main benchmark run...");
         None
     } else {
         say("Starting initial single prompt test run...");
-        let test = tokio::time::timeout_at(deadline, one_request(target, &model, &config, None))
-            .await
-            .unwrap_or_else(|_| RequestOutcome {
-                error: Some("no answer before the timeout".into()),
-                ..RequestOutcome::default()
-            });
+        let test = tokio::time::timeout_at(
+            deadline,
+            one_request(target, &model, &config, None, Instant::now()),
+        )
+        .await
+        .unwrap_or_else(|_| RequestOutcome {
+            error: Some("no answer before the timeout".into()),
+            ..RequestOutcome::default()
+        });
         if !test.ok {
             let reason = test.error.clone().unwrap_or_default();
             say(&format!("Initial test run failed: {reason}"));
@@ -689,7 +836,7 @@ async fn run_async(
         say("Initial test run completed. Starting main benchmark run...");
         Some(test)
     };
-    say("Traffic request rate: inf");
+    say(&format!("Traffic request rate: {rate}"));
     say(&format!(
         "Maximum request concurrency: {}",
         config.concurrency
@@ -719,10 +866,22 @@ async fn run_async(
                 if index >= config.requests {
                     return;
                 }
+                // Due at its place in the schedule (at the start without a rate); a
+                // request not due yet waits for it.
+                let due = match config.request_rate {
+                    Some(rate) => start + Duration::from_secs_f64(index as f64 / rate),
+                    None => start,
+                };
+                if tokio::time::timeout_at(deadline, tokio::time::sleep_until(due.into()))
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
                 let sent = Instant::now();
                 let outcome = tokio::time::timeout_at(
                     deadline,
-                    one_request(&target, &model, &config, Some(index)),
+                    one_request(&target, &model, &config, Some(index), due),
                 )
                 .await
                 .unwrap_or_else(|_| RequestOutcome {
@@ -758,6 +917,7 @@ async fn run_async(
         requests,
         duration_s,
         log: String::new(),
+        mono_to_wall_s: monotonic_s().map(|mono| unix_now() - mono),
     };
     for line in result.summary().lines() {
         say(line);

@@ -8,7 +8,10 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use inferlint_core::Engine;
+use inferlint_sim::kvpub::KvConfig;
+use inferlint_sim::kvwire::Encoding;
 use inferlint_sim::load::{self, LoadConfig};
+use inferlint_sim::otlp_export::OtlpConfig;
 use inferlint_sim::runfolder;
 use inferlint_sim::sched::ModelEngine;
 use inferlint_sim::server::{self, ServerConfig};
@@ -150,6 +153,26 @@ struct ServeArgs {
     /// With --gpu-readings: another process joins the GPU at the Nth completion request.
     #[arg(long, value_name = "N")]
     gpu_tenant_at_request: Option<u32>,
+    /// Tokens per streamed chunk: the first at once, then every N (vLLM's and SGLang's
+    /// --stream-interval).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=4096))]
+    stream_interval: Option<u64>,
+    /// Export an llm_request span for each finished request to URL, as vLLM does
+    /// (OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: grpc, the default, or http/protobuf;
+    /// OTEL_BSP_SCHEDULE_DELAY: milliseconds between batches). vLLM only.
+    #[arg(long, value_name = "URL")]
+    otlp_traces_endpoint: Option<String>,
+    /// Publish the KV cache's events over ZeroMQ, as vLLM and SGLang do (vLLM's JSON:
+    /// enable_kv_cache_events, publisher, endpoint, replay_endpoint, buffer_steps, topic).
+    #[arg(long, value_name = "JSON")]
+    kv_events_config: Option<String>,
+    /// Never send the KV event batch numbered N on the PUB socket (it stays in the
+    /// replay's buffer); repeat or give a list (3,4).
+    #[arg(long, value_name = "N", value_delimiter = ',')]
+    kv_drop_seq: Vec<u64>,
+    /// The KV events' replay endpoint reads each request and never answers.
+    #[arg(long)]
+    kv_replay_silent: bool,
 }
 
 #[derive(Debug, Args)]
@@ -190,6 +213,25 @@ struct LoadArgs {
     /// --save-detailed does.
     #[arg(long)]
     save_detailed: bool,
+    /// Requests per second (evenly spaced), each held back while C are open; inf (the
+    /// default): each sent as a slot frees.
+    #[arg(long, value_name = "R")]
+    request_rate: Option<String>,
+    /// Send timed request i with X-Request-Id: PREFIX{i} (default: bench-XXXXXXXX-, as
+    /// vllm bench serve; an empty PREFIX sends no id).
+    #[arg(long, value_name = "PREFIX")]
+    request_id_prefix: Option<String>,
+    /// Count each streamed chunk with text as one output token (a tool that counts
+    /// chunks), whatever the server's usage says.
+    #[arg(long)]
+    count_chunks: bool,
+    /// The API: /v1/completions (the default) or /v1/chat/completions.
+    #[arg(long, value_name = "PATH")]
+    endpoint: Option<String>,
+    /// Stop the TTFT clock at the first streamed chunk, text or not (on the chat API, the
+    /// role chunk the server sends before any token).
+    #[arg(long)]
+    ttft_first_chunk: bool,
 }
 
 /// Exit statuses, in one place (clap's own usage errors exit 2 too).
@@ -486,12 +528,49 @@ fn serve_config(args: &ServeArgs) -> Result<ServerConfig, String> {
     if config.faults.gpu_tenant_at_request == Some(0) {
         return Err("--gpu-tenant-at-request counts from 1".into());
     }
+    if let Some(n) = args.stream_interval {
+        config.stream_interval = n;
+    }
+    let engine = config.case.model.engine();
+    if let Some(endpoint) = &args.otlp_traces_endpoint {
+        if engine != Engine::Vllm {
+            return Err(format!(
+                "--otlp-traces-endpoint: the simulated {} exports no spans (only vLLM's are read)",
+                engine.name()
+            ));
+        }
+        let env = |name: &str| std::env::var(name).ok();
+        config.traces.otlp = Some(OtlpConfig::from_env(endpoint, &env)?);
+    }
+    if let Some(json) = &args.kv_events_config {
+        let encoding = match engine {
+            Engine::Vllm => Encoding::VllmMaps,
+            Engine::Sglang => Encoding::SglangArrays,
+            Engine::Trtllm => {
+                return Err(
+                    "--kv-events-config: the simulated TensorRT-LLM publishes no KV events".into(),
+                )
+            }
+        };
+        config.traces.kv_events = KvConfig::parse(json, encoding)?;
+    }
+    if (!args.kv_drop_seq.is_empty() || args.kv_replay_silent) && config.traces.kv_events.is_none()
+    {
+        return Err(
+            "--kv-drop-seq and --kv-replay-silent need a --kv-events-config that publishes".into(),
+        );
+    }
+    config.faults.kv.drop_seqs = args.kv_drop_seq.iter().copied().collect();
+    config.faults.kv.replay_silent = args.kv_replay_silent;
     Ok(config)
 }
 
 fn load(args: &LoadArgs) -> u8 {
     let url = &args.url;
-    let config = load_config(args);
+    let config = match load_config(args) {
+        Ok(c) => c,
+        Err(e) => return usage_error(&e),
+    };
     let mut print = |line: &str| {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{line}");
@@ -526,9 +605,44 @@ fn load(args: &LoadArgs) -> u8 {
     }
 }
 
-fn load_config(args: &LoadArgs) -> LoadConfig {
+fn load_config(args: &LoadArgs) -> Result<LoadConfig, String> {
     let defaults = LoadConfig::default();
-    LoadConfig {
+    let request_rate = match args.request_rate.as_deref().map(str::trim) {
+        None | Some("inf") => None,
+        Some(r) => match r.parse::<f64>() {
+            Ok(r) if r.is_finite() && r > 0.0 => Some(r),
+            _ => return Err(format!("--request-rate {r}: a positive number or inf")),
+        },
+    };
+    let chat = match args.endpoint.as_deref() {
+        None | Some("/v1/completions") => false,
+        Some("/v1/chat/completions") => true,
+        Some(other) => {
+            return Err(format!(
+                "--endpoint {other}: /v1/completions or /v1/chat/completions"
+            ))
+        }
+    };
+    // vllm bench serve's default prefix: `bench-` and 8 hex digits of a random UUID.
+    let request_id_prefix = match &args.request_id_prefix {
+        Some(p) if p.is_empty() => None,
+        Some(p) => Some(p.clone()),
+        None => {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos());
+            let mut rng = inferlint_sim::rng::Rng::new(
+                u64::from(std::process::id()) << 32 | u64::from(nanos),
+            );
+            Some(format!("bench-{:08x}-", rng.next_u64() >> 32))
+        }
+    };
+    Ok(LoadConfig {
+        request_rate,
+        request_id_prefix,
+        count_chunks: args.count_chunks,
+        chat,
+        ttft_first_chunk: args.ttft_first_chunk,
         model: args.model.clone(),
         requests: args.num_prompts.unwrap_or(defaults.requests),
         concurrency: args.max_concurrency.unwrap_or(defaults.concurrency),
@@ -539,5 +653,5 @@ fn load_config(args: &LoadArgs) -> LoadConfig {
         open_limit: args.open_limit,
         no_test_request: args.no_test_request,
         save_detailed: args.save_detailed,
-    }
+    })
 }

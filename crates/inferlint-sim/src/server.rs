@@ -35,7 +35,13 @@ use tokio::sync::{mpsc, watch, Notify};
 
 use crate::bootlog::{self, BootInfo, SIMULATED_LINE};
 use crate::expo::{self, MetricsState};
+use crate::kvblocks::{KvBlocks, KvEvent};
+use crate::kvpub::{KvConfig, KvFaults, KvPublisher, KvStats};
+use crate::kvwire::Encoding;
+use crate::otlp::{self, Processes, RequestRecord};
+use crate::otlp_export::{ExportStats, OtlpConfig, SpanQueue};
 use crate::prefix::PrefixCache;
+use crate::rng::Rng;
 use crate::runfolder::Case;
 use crate::sched::{
     CapacityPolicy, EngineModel, Event, Load, ModelEngine, Scheduler, SglangConfig, State,
@@ -110,6 +116,18 @@ pub struct Faults {
     /// With `gpu_readings`: another process starts on the GPU when the Nth completion
     /// request arrives (counting from 1).
     pub gpu_tenant_at_request: Option<u32>,
+    /// The KV event stream's faults: batches never sent, a replay that never answers.
+    pub kv: KvFaults,
+}
+
+/// What the server sends besides its answers and its metrics, as the engine's flags ask.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Traces {
+    /// vLLM's spans (`--otlp-traces-endpoint`): where and how they are exported. Only the
+    /// vLLM server exports spans (SGLang's are not read by inferlint).
+    pub otlp: Option<OtlpConfig>,
+    /// The KV event publisher (`--kv-events-config`), vLLM's and SGLang's.
+    pub kv_events: Option<KvConfig>,
 }
 
 /// What to simulate and how fast.
@@ -128,6 +146,11 @@ pub struct ServerConfig {
     pub faults: Faults,
     /// 0 picks any free port.
     pub port: u16,
+    /// Tokens per streamed chunk (`--stream-interval`): the first token goes out at once,
+    /// then every N, and what is left when the request finishes.
+    pub stream_interval: u64,
+    /// Spans and KV events.
+    pub traces: Traces,
 }
 
 impl ServerConfig {
@@ -139,6 +162,8 @@ impl ServerConfig {
             speed: 50.0,
             faults: Faults::default(),
             port: 0,
+            stream_interval: 1,
+            traces: Traces::default(),
         }
     }
 }
@@ -199,6 +224,8 @@ pub fn small_case(engine: Engine) -> Case {
             ready_after_s: 2.0,
             max_model_len: 2048,
         },
+        save_detailed: false,
+        traces: false,
     }
 }
 
@@ -244,6 +271,20 @@ impl ServerHandle {
             .lock()
             .log
             .extend(lines.into_iter().map(|(_, l)| l));
+    }
+
+    /// What the span exporter sent so far; `None` when it exports no spans.
+    pub fn span_stats(&self) -> Option<ExportStats> {
+        self.shared.spans.as_ref().map(|q| q.exported())
+    }
+
+    /// What the KV event publisher did so far; `None` when it publishes nothing.
+    pub fn kv_stats(&self) -> Option<KvStats> {
+        self.shared
+            .lock()
+            .kv_publisher
+            .as_ref()
+            .map(KvPublisher::stats)
     }
 
     /// Whether the server stopped answering ([`Faults::die_on_request`]).
@@ -305,10 +346,39 @@ pub fn spawn(config: ServerConfig) -> std::io::Result<ServerHandle> {
                         return;
                     }
                 };
+                if let Some(config) = task_shared.kv_config.clone() {
+                    match KvPublisher::start(config, task_shared.faults.kv.clone()).await {
+                        Ok(publisher) => task_shared.lock().kv_publisher = Some(publisher),
+                        Err(e) => {
+                            let _ = ready_tx.send(Err(e));
+                            return;
+                        }
+                    }
+                }
+                let (spans_stop, spans_stopped) = watch::channel(false);
+                let exporter = task_shared.spans.clone().map(|queue| {
+                    let boot = &task_shared.boot;
+                    let batches = {
+                        let mut sim = task_shared.lock();
+                        otlp::boot_batches(
+                            &task_shared.processes,
+                            boot.start_wall,
+                            boot.start_wall + boot.ready_after_s,
+                            &mut sim.rng,
+                        )
+                    };
+                    tokio::spawn(queue.run(task_shared.processes.clone(), batches, spans_stopped))
+                });
                 tokio::spawn(drive(Arc::clone(&task_shared)));
                 tokio::spawn(accept_loop(listener, Arc::clone(&task_shared)));
                 let _ = ready_tx.send(Ok(()));
                 let _ = stop_rx.await;
+                // A server stopped cleanly sends the spans it still holds, as the batch
+                // span processor does at shutdown.
+                let _ = spans_stop.send(true);
+                if let Some(exporter) = exporter {
+                    let _ = tokio::time::timeout(Duration::from_secs(5), exporter).await;
+                }
             });
             // Dropping the runtime here cancels every task and closes every socket.
         })?;
@@ -369,6 +439,27 @@ struct Sim {
     prefix: PrefixCache,
     /// The cold start's compile has happened (or none was asked for).
     cold_done: bool,
+    /// Each request's life on the wall clock, for its span (when spans are exported).
+    lives: HashMap<usize, Life>,
+    /// The KV cache block by block (when KV events are published).
+    kv: Option<KvBlocks>,
+    /// The publisher, once started.
+    kv_publisher: Option<KvPublisher>,
+    /// Each request's prompt as token ids, while its blocks may still fill.
+    tokens: HashMap<usize, Vec<u32>>,
+    /// Trace and span ids.
+    rng: Rng,
+}
+
+/// One request's life as the API server and the engine stamp it, Unix seconds.
+#[derive(Debug, Clone)]
+struct Life {
+    /// `gen_ai.request.id`.
+    id: String,
+    arrival: f64,
+    scheduled: Option<f64>,
+    first_token: Option<f64>,
+    max_tokens: u64,
 }
 
 struct Shared {
@@ -383,6 +474,14 @@ struct Shared {
     wake: Notify,
     /// Set once the server "dies".
     dead: watch::Sender<bool>,
+    /// Tokens per streamed chunk.
+    stream_interval: u64,
+    /// The span exporter's queue, when spans are exported.
+    spans: Option<Arc<SpanQueue>>,
+    /// The processes the spans come from.
+    processes: Processes,
+    /// The KV event publisher's configuration, when asked for.
+    kv_config: Option<KvConfig>,
 }
 
 fn unix_now() -> f64 {
@@ -397,8 +496,26 @@ impl Shared {
             case,
             speed,
             faults,
+            stream_interval,
+            traces,
             ..
         } = config;
+        let mut rng = Rng::new(u64::from(std::process::id()) << 32 | u64::from(port));
+        let processes = Processes::new(std::process::id(), &mut rng);
+        // Only vLLM's spans are read: the other engines export none here.
+        let spans = traces
+            .otlp
+            .filter(|_| case.model.engine() == Engine::Vllm)
+            .map(|c| Arc::new(SpanQueue::new(c)));
+        // Each engine publishes in its own encoding; TensorRT-LLM publishes no stream here.
+        let kv_config = traces.kv_events.and_then(|mut c| {
+            c.encoding = match case.model.engine() {
+                Engine::Vllm => Encoding::VllmMaps,
+                Engine::Sglang => Encoding::SglangArrays,
+                Engine::Trtllm => return None,
+            };
+            Some(c)
+        });
         let now = unix_now();
         let mut boot = case.boot.clone();
         boot.port = port;
@@ -429,6 +546,11 @@ impl Shared {
                 next_id: 0,
                 prefix: PrefixCache::new(block_tokens(&case.model)),
                 cold_done: false,
+                lives: HashMap::new(),
+                kv: kv_config.as_ref().map(|_| KvBlocks::new(&case.model)),
+                kv_publisher: None,
+                tokens: HashMap::new(),
+                rng,
             }),
             model: case.model,
             cost: case.cost,
@@ -437,6 +559,10 @@ impl Shared {
             faults,
             wake: Notify::new(),
             dead: watch::channel(false).0,
+            stream_interval: stream_interval.max(1),
+            spans,
+            processes,
+            kv_config,
         }
     }
 
@@ -508,24 +634,77 @@ async fn drive(shared: Arc<Shared>) {
     loop {
         cold_start(&shared).await;
         let stepped = {
-            let mut sim = shared.lock();
-            sim.scheduler.step().map(|state| (state, sim.origin))
+            let mut guard = shared.lock();
+            let sim = &mut *guard;
+            let began = sim.scheduler.now();
+            sim.scheduler.step().map(|state| {
+                let tokens = &sim.tokens;
+                let events = match &mut sim.kv {
+                    Some(kv) => kv.step(&sim.scheduler, &|i, p| token_at(tokens, i, p)),
+                    None => Vec::new(),
+                };
+                (
+                    Step {
+                        state,
+                        began,
+                        kv_events: events,
+                    },
+                    sim.origin,
+                )
+            })
         };
-        let Some((state, origin)) = stepped else {
+        let Some((step, origin)) = stepped else {
             shared.wake.notified().await;
             continue;
         };
-        let due = origin + Duration::from_secs_f64(state.t / shared.speed);
+        let due = origin + Duration::from_secs_f64(step.state.t / shared.speed);
         tokio::time::sleep_until(due.into()).await;
-        publish(&shared, state);
+        publish(&shared, step);
         // At high speeds many steps are already due; let the handlers run between them.
         tokio::task::yield_now().await;
     }
 }
 
-/// Makes a step visible: gauges, the engine's log lines, the requests' progress, and a
-/// pending restart.
-fn publish(shared: &Shared, state: State) {
+/// One step the driver applied, waiting for its end to be published.
+struct Step {
+    state: State,
+    /// Simulated time it began.
+    began: f64,
+    /// What it did to the KV cache's blocks.
+    kv_events: Vec<KvEvent>,
+}
+
+/// The token at `position` of request `index`: its prompt's, then the words generated.
+fn token_at(tokens: &HashMap<usize, Vec<u32>>, index: usize, position: u64) -> u32 {
+    let prompt = tokens.get(&index).map_or(&[][..], Vec::as_slice);
+    let p = usize::try_from(position).unwrap_or(usize::MAX);
+    match prompt.get(p) {
+        Some(&t) => t,
+        None => {
+            let k = (p - prompt.len()) % WORDS.len();
+            word_id(WORDS[k])
+        }
+    }
+}
+
+/// A word's token id: a stable number of the word, as a tokenizer's vocabulary gives.
+fn word_id(word: &str) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    for b in word.trim().bytes() {
+        h ^= u32::from(b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    1000 + h % 31_000
+}
+
+/// Makes a step visible: gauges, the engine's log lines, the requests' progress, their
+/// spans, the step's KV events, and a pending restart.
+fn publish(shared: &Shared, step: Step) {
+    let Step {
+        state,
+        began,
+        kv_events,
+    } = step;
     let mut guard = shared.lock();
     let sim = &mut *guard;
     sim.published = state;
@@ -564,6 +743,54 @@ fn publish(shared: &Shared, state: State) {
         });
         !now.finished
     });
+    // The step began this long before its end, on the real clock.
+    let began_wall = wall - (state.t - began).max(0.0) / shared.speed;
+    if let Some(queue) = &shared.spans {
+        let mut done = Vec::new();
+        for (&index, life) in &mut sim.lives {
+            let r = &requests[index];
+            if r.first_scheduled_at.is_some() && life.scheduled.is_none() {
+                life.scheduled = Some(began_wall.max(life.arrival));
+            }
+            if r.first_token_at.is_some() && life.first_token.is_none() {
+                life.first_token = Some(wall);
+            }
+            if r.finished_at.is_some() {
+                done.push((index, r.prompt, r.generated));
+            }
+        }
+        done.sort_unstable();
+        for (index, prompt_tokens, completion_tokens) in done {
+            let Some(life) = sim.lives.remove(&index) else {
+                continue;
+            };
+            let scheduled = life.scheduled.unwrap_or(life.arrival);
+            let first = life.first_token.unwrap_or(wall);
+            let record = RequestRecord {
+                id: life.id,
+                arrival: life.arrival,
+                end: unix_now(),
+                queue_s: scheduled - life.arrival,
+                ttft_s: first - life.arrival,
+                prefill_s: first - scheduled,
+                decode_s: wall - first,
+                e2e_s: wall - life.arrival,
+                prompt_tokens,
+                completion_tokens,
+                max_tokens: life.max_tokens,
+            };
+            queue.push(otlp::request_span(&record, &mut sim.rng));
+        }
+    }
+    if sim.kv.is_some() {
+        sim.tokens
+            .retain(|&index, _| requests[index].finished_at.is_none());
+        if !kv_events.is_empty() {
+            if let Some(publisher) = &sim.kv_publisher {
+                publisher.publish(wall, &kv_events);
+            }
+        }
+    }
     if shared.engine == Engine::Trtllm {
         sim.iteration += 1;
         let usable = shared.model.usable_units();
@@ -613,6 +840,14 @@ fn restart(shared: &Shared, sim: &mut Sim) {
     sim.iterations.clear();
     sim.waiters.clear();
     sim.prefix.clear();
+    sim.lives.clear();
+    sim.tokens.clear();
+    if sim.kv.is_some() {
+        sim.kv = Some(KvBlocks::new(&shared.model));
+        if let Some(publisher) = &sim.kv_publisher {
+            publisher.restart();
+        }
+    }
     let now = unix_now();
     // Two stamps a few milliseconds apart must still differ.
     sim.created = now.max(sim.created + 0.001);
@@ -765,6 +1000,13 @@ async fn handle(
         (Method::POST, "/generate") if shared.engine == Engine::Sglang => {
             complete(&shared, request, Api::Generate).await
         }
+        // vLLM's (with VLLM_SERVER_DEV_MODE) and SGLang's way to empty the prefix cache.
+        (Method::POST, "/reset_prefix_cache") if shared.engine == Engine::Vllm => {
+            reset_prefix_cache(&shared)
+        }
+        (Method::POST | Method::GET, "/flush_cache") if shared.engine == Engine::Sglang => {
+            reset_prefix_cache(&shared)
+        }
         (_, "/health" | "/v1/models" | "/v1/completions" | "/v1/chat/completions") => {
             json_response(
                 StatusCode::METHOD_NOT_ALLOWED,
@@ -775,6 +1017,20 @@ async fn handle(
     };
     shared.log_access(peer, &line, response.status());
     response
+}
+
+/// Empties the prefix cache when no request holds a block, as the engines do (vLLM's
+/// answers whether it could; the clear is a KV event with the next step's).
+fn reset_prefix_cache(shared: &Shared) -> Response<SimBody> {
+    let mut guard = shared.lock();
+    let sim = &mut *guard;
+    let idle = sim.scheduler.is_idle();
+    let done = idle && sim.kv.as_mut().is_none_or(KvBlocks::reset);
+    if done {
+        sim.prefix.clear();
+    }
+    drop(guard);
+    json_response(StatusCode::OK, &json!({"success": done}))
 }
 
 fn models(shared: &Shared) -> Response<SimBody> {
@@ -1110,6 +1366,13 @@ async fn complete(shared: &Shared, request: Request<Incoming>, api: Api) -> Resp
         shared.die();
         std::future::pending::<()>().await;
     }
+    // vLLM names a request after the client's `X-Request-Id`, else after its own id.
+    let client_id = request
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned);
     let bytes = match Limited::new(request.into_body(), MAX_BODY_BYTES)
         .collect()
         .await
@@ -1122,6 +1385,8 @@ async fn complete(shared: &Shared, request: Request<Incoming>, api: Api) -> Resp
             )
         }
     };
+    // The API server's arrival stamp.
+    let arrival = unix_now();
     let body: Value = match serde_json::from_slice(&bytes) {
         Ok(v @ Value::Object(_)) => v,
         Ok(_) => {
@@ -1188,10 +1453,12 @@ async fn complete(shared: &Shared, request: Request<Incoming>, api: Api) -> Resp
         sim.next_id += 1;
         sim.next_id
     };
+    // vLLM's own id is a random UUID's 32 hex digits.
+    let base = client_id.unwrap_or_else(|| format!("{:08x}{id:024x}", shared.boot.pid));
     let answer = Answer {
         id: match api {
-            Api::Completions => format!("cmpl-{id:x}"),
-            Api::Chat => format!("chatcmpl-{id:x}"),
+            Api::Completions => format!("cmpl-{base}"),
+            Api::Chat => format!("chatcmpl-{base}"),
             Api::Generate => format!("{id:032x}"),
         },
         created: unix_now().floor() as u64,
@@ -1268,6 +1535,27 @@ async fn complete(shared: &Shared, request: Request<Incoming>, api: Api) -> Resp
         };
         let (tx, rx) = watch::channel(Progress::default());
         sim.waiters.insert(index, tx);
+        if shared.spans.is_some() {
+            // The engine's request id: a completion's choice index after it (vLLM 0.32).
+            let id = match api {
+                Api::Completions => format!("{}-0", answer.id),
+                _ => answer.id.clone(),
+            };
+            sim.lives.insert(
+                index,
+                Life {
+                    id,
+                    arrival,
+                    scheduled: None,
+                    first_token: None,
+                    max_tokens,
+                },
+            );
+        }
+        if sim.kv.is_some() {
+            sim.tokens
+                .insert(index, prompt.split_whitespace().map(word_id).collect());
+        }
         rx
     };
     shared.wake.notify_one();
@@ -1284,6 +1572,7 @@ async fn complete(shared: &Shared, request: Request<Incoming>, api: Api) -> Resp
         };
     }
     let (tx, rx) = mpsc::channel::<Bytes>(64);
+    let interval = shared.stream_interval;
     tokio::spawn(async move {
         if api == Api::Chat {
             let first = answer.event(&json!({
@@ -1300,16 +1589,30 @@ async fn complete(shared: &Shared, request: Request<Incoming>, api: Api) -> Resp
         loop {
             let p = *progress.borrow_and_update();
             while sent < p.generated {
-                let event = if api == Api::Generate {
-                    let last = p.finished && sent + 1 == p.generated;
-                    answer.generate_chunk(&generated_text(0, sent + 1), sent + 1, last)
+                // The first token at once (for the time to first token), then every
+                // `interval` tokens, and what is left when the request finishes, as
+                // vLLM's and SGLang's `--stream-interval` send them.
+                let ready = p.generated - sent;
+                let take = if sent == 0 {
+                    1
+                } else if ready >= interval {
+                    interval
+                } else if p.finished {
+                    ready
                 } else {
-                    answer.chunk(&generated_text(sent, sent + 1), None)
+                    break;
+                };
+                let to = sent + take;
+                let event = if api == Api::Generate {
+                    let last = p.finished && to == p.generated;
+                    answer.generate_chunk(&generated_text(0, to), to, last)
+                } else {
+                    answer.chunk(&generated_text(sent, to), None)
                 };
                 if tx.send(event).await.is_err() {
                     return;
                 }
-                sent += 1;
+                sent = to;
             }
             if p.finished && api == Api::Generate {
                 let _ = tx.send(Bytes::from_static(b"data: [DONE]\n\n")).await;

@@ -113,6 +113,9 @@ pub fn cases() -> Vec<(String, Case)> {
                     ready_after_s: 124.0,
                     max_model_len: 4096,
                 },
+                // As the sweep's runs were recorded: the load's summary only.
+                save_detailed: false,
+                traces: false,
             };
             (folder(c), case)
         })

@@ -10,7 +10,11 @@ mod calibration;
 mod cli;
 /// The committed load-tool fixtures: each says how it was made and its files parse.
 mod loadtools;
+/// The KV event batches and spans set against the real vLLM's.
+mod real_formats;
 /// Simulated run folders: deterministic, marked as simulated, readable by our parsers.
 mod runfolder;
 /// The HTTP server over real sockets, its faults, and the load generator against it.
 mod server;
+/// Streamed chunks of several tokens, the load's per-request lists, the KV event stream.
+mod traces;

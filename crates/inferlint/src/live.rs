@@ -47,6 +47,10 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use inferlint_core::traces::{KvEvents, ServerRequests};
+use inferlint_engines::files::{self, KV_EVENTS_FILE, SPANS_FILE};
+use inferlint_live::kv_events::{KvOptions, KvSubscriber};
+use inferlint_live::otlp::{Listen, OtlpOptions, OtlpReceiver};
 pub use inferlint_live::{interrupted, Stop};
 use inferlint_live::{Finished, LiveEvent, LiveEvents, Session};
 
@@ -65,6 +69,9 @@ pub struct RecordOptions {
     requested: Option<u64>,
     expect_cache_hits: bool,
     whole_pages: bool,
+    spans: Option<u16>,
+    kv_events: Option<String>,
+    kv_replay: Option<String>,
 }
 
 impl Default for RecordOptions {
@@ -78,6 +85,9 @@ impl Default for RecordOptions {
             requested: None,
             expect_cache_hits: false,
             whole_pages: false,
+            spans: None,
+            kv_events: None,
+            kv_replay: None,
         }
     }
 }
@@ -135,6 +145,69 @@ impl RecordOptions {
         self
     }
 
+    /// Also receive the server's OpenTelemetry spans on 127.0.0.1:`port` (OTLP over gRPC
+    /// or HTTP/protobuf) while recording, into [`RecordOptions::folder`]'s
+    /// `spans.otlp.jsonl`: start vLLM with `--otlp-traces-endpoint
+    /// http://127.0.0.1:PORT`. They are the server's own account of each request (its
+    /// queue, prefill and decode): with the client's request records
+    /// ([`crate::RunBuilder::requests`]) they judge T24 and T25, and the HTML report draws
+    /// each request's phases. Needs a folder; port 0 is refused (the server is told the
+    /// port before it starts).
+    pub fn spans(mut self, port: u16) -> RecordOptions {
+        self.spans = Some(port);
+        self
+    }
+
+    /// Also subscribe to the server's KV-cache event stream at `endpoint` while
+    /// recording (`tcp://127.0.0.1:5557`: the publisher of vLLM's or SGLang's
+    /// `--kv-events-config`, whose `tcp://*:PORT` is read as the loopback), into
+    /// [`RecordOptions::folder`]'s `kv-events.jsonl`: T26 (events lost or never sent) and
+    /// the report's KV lane. A hole in the sequence is kept as a hole. Needs a folder.
+    pub fn kv_events(mut self, endpoint: impl Into<String>) -> RecordOptions {
+        self.kv_events = Some(endpoint.into());
+        self
+    }
+
+    /// The publisher's replay endpoint (`replay_endpoint` of `--kv-events-config`), asked
+    /// for the batches a hole in the stream missed. Needs [`RecordOptions::kv_events`].
+    pub fn kv_replay(mut self, endpoint: impl Into<String>) -> RecordOptions {
+        self.kv_replay = Some(endpoint.into());
+        self
+    }
+
+    /// The receivers asked for, refused before anything starts when they cannot run.
+    fn receivers(&self) -> Result<Option<ReceiverPlan>, Error> {
+        let invalid = |why: String| Err(Error::new(ErrorKind::Invalid, why));
+        if self.kv_replay.is_some() && self.kv_events.is_none() {
+            return invalid("a KV replay endpoint needs the KV event stream (kv_events)".into());
+        }
+        if self.spans.is_none() && self.kv_events.is_none() {
+            return Ok(None);
+        }
+        let Some(folder) = &self.folder else {
+            return invalid(
+                "the server's spans and KV events are written into the run folder: give one (folder)"
+                    .into(),
+            );
+        };
+        if self.spans == Some(0) {
+            return invalid(
+                "the span receiver needs the port the server was told (--otlp-traces-endpoint), not 0"
+                    .into(),
+            );
+        }
+        let kv = self.kv_events.as_deref().map(|endpoint| {
+            let mut options = KvOptions::new(endpoint);
+            options.replay_endpoint = self.kv_replay.clone();
+            options
+        });
+        Ok(Some(ReceiverPlan {
+            folder: folder.clone(),
+            spans: self.spans,
+            kv,
+        }))
+    }
+
     fn inner(&self) -> inferlint_live::RecordOptions {
         let mut options = inferlint_live::RecordOptions::default().interval(self.interval);
         options.duration = self.duration;
@@ -158,6 +231,111 @@ impl RecordOptions {
 pub struct Recorder {
     session: Session,
     requested: Option<u64>,
+    receivers: Receivers,
+}
+
+/// The receivers a recording asked for: where they write, the span receiver's port, the
+/// subscriber's options.
+#[derive(Debug)]
+struct ReceiverPlan {
+    folder: PathBuf,
+    spans: Option<u16>,
+    kv: Option<KvOptions>,
+}
+
+/// The span receiver and the KV event subscriber a recording runs beside its series,
+/// each on a thread of its own.
+#[derive(Debug, Default)]
+struct Receivers {
+    spans: Option<OtlpReceiver>,
+    kv: Option<KvSubscriber>,
+}
+
+impl Receivers {
+    /// Starts what `options` asks for (blocking: the subscriber waits for its
+    /// subscription, at most a few seconds). A receiver that cannot start stops those
+    /// started and removes the files they made.
+    fn start(plan: ReceiverPlan) -> Result<Receivers, Error> {
+        let ReceiverPlan { folder, spans, kv } = plan;
+        let folder = folder.as_path();
+        std::fs::create_dir_all(folder).map_err(|e| {
+            Error::new(
+                ErrorKind::Write,
+                format!("cannot create {}: {e}", folder.display()),
+            )
+        })?;
+        let mut started = Receivers::default();
+        if let Some(port) = spans {
+            let out = folder.join(SPANS_FILE);
+            started.spans = Some(
+                OtlpReceiver::start_with(Listen::Port(port), &out, &OtlpOptions::default())
+                    .map_err(|e| {
+                        Error::new(
+                            ErrorKind::Invalid,
+                            format!("cannot receive spans on port {port}: {e}"),
+                        )
+                    })?,
+            );
+        }
+        if let Some(options) = kv {
+            let endpoint = options.endpoint.clone();
+            match KvSubscriber::start_with(options, &folder.join(KV_EVENTS_FILE)) {
+                Ok(subscriber) => started.kv = Some(subscriber),
+                Err(e) => {
+                    started.discard();
+                    return Err(Error::new(
+                        ErrorKind::Invalid,
+                        format!("cannot subscribe to the KV events at {endpoint}: {e}"),
+                    ));
+                }
+            }
+        }
+        Ok(started)
+    }
+
+    /// Stops them and removes their files: the recording they were for never started.
+    fn discard(self) {
+        if let Some(receiver) = self.spans {
+            let _ = std::fs::remove_file(receiver.stop().file);
+        }
+        if let Some(subscriber) = self.kv {
+            let _ = std::fs::remove_file(subscriber.stop().path);
+        }
+    }
+
+    /// Waits for the server's last spans (a request span for each of `finished`, or a
+    /// quiet spell), stops both and reads what they wrote through `engine`'s table.
+    fn finish(self, engine: Engine, finished: Option<f64>) -> Received {
+        let mut received = Received::default();
+        if let Some(receiver) = self.spans {
+            let (summary, _) =
+                receiver.stop_after_last_spans(engine.descriptor(), finished, &|| false);
+            match files::read_spans(&summary.file, engine.descriptor()) {
+                Ok(requests) => received.server_requests = Some(requests),
+                Err(e) => received
+                    .notes
+                    .push(format!("the server's spans are not read: {e}")),
+            }
+        }
+        if let Some(subscriber) = self.kv {
+            let summary = subscriber.stop();
+            match files::read_kv_events(&summary.path) {
+                Ok(events) => received.kv_events = Some(events),
+                Err(e) => received
+                    .notes
+                    .push(format!("the KV events are not read: {e}")),
+            }
+        }
+        received
+    }
+}
+
+/// What the receivers wrote, read.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Received {
+    pub(crate) server_requests: Option<ServerRequests>,
+    pub(crate) kv_events: Option<KvEvents>,
+    notes: Vec<String>,
 }
 
 impl Recorder {
@@ -171,12 +349,32 @@ impl Recorder {
     /// ([`ErrorKind::Engine`]); a file of [`RecordOptions::folder`] that exists or cannot
     /// be written ([`ErrorKind::Write`]).
     pub async fn start(url: &str, options: RecordOptions) -> Result<Recorder, Error> {
-        let session = Session::start(url, &options.inner())
-            .await
+        inferlint_live::session::check_options(&options.inner())
             .map_err(|e| server_error(e, url))?;
+        // The receivers listen before the before reading: the load, started once this
+        // returns, finds them there.
+        let receivers = match options.receivers()? {
+            Some(plan) => tokio::task::spawn_blocking(move || Receivers::start(plan))
+                .await
+                .map_err(|e| {
+                    Error::new(
+                        ErrorKind::Invalid,
+                        format!("cannot start the receivers: {e}"),
+                    )
+                })??,
+            None => Receivers::default(),
+        };
+        let session = match Session::start(url, &options.inner()).await {
+            Ok(session) => session,
+            Err(e) => {
+                receivers.discard();
+                return Err(server_error(e, url));
+            }
+        };
         Ok(Recorder {
             session,
             requested: options.requested,
+            receivers,
         })
     }
 
@@ -209,9 +407,35 @@ impl Recorder {
     /// Stops the series (a scrape under way is abandoned, and is no gap), takes the
     /// after reading, and returns the recording: never an error, and never less than
     /// what was read. A failed after reading is [`Recording::after`]'s error.
+    ///
+    /// With [`RecordOptions::spans`], it then waits for the server's last spans (vLLM
+    /// sends what it holds every 5 s): until one has come for each request the server
+    /// finished during the recording, or none for 6 s, at most 12 s.
     pub async fn finish(self) -> Recording {
         let finished = self.session.finish().await;
-        Recording::new(finished, self.requested)
+        let engine = finished.engine;
+        let request_success = engine.descriptor().request_success;
+        let done = finished
+            .after
+            .as_ref()
+            .ok()
+            .and_then(|after| after.metrics.total(request_success))
+            .map(|after| {
+                after
+                    - finished
+                        .before
+                        .metrics
+                        .total(request_success)
+                        .unwrap_or(0.0)
+            });
+        let receivers = self.receivers;
+        let received = tokio::task::spawn_blocking(move || receivers.finish(engine, done))
+            .await
+            .unwrap_or_else(|e| Received {
+                notes: vec![format!("the spans and KV events were lost: {e}")],
+                ..Received::default()
+            });
+        Recording::new(finished, self.requested, received)
     }
 }
 
@@ -440,11 +664,13 @@ pub struct Recording {
     pub(crate) finished: Finished,
     pub(crate) after_error: Option<Error>,
     pub(crate) requested: Option<u64>,
+    pub(crate) received: Received,
     health: Health,
 }
 
 impl Recording {
-    fn new(mut finished: Finished, requested: Option<u64>) -> Recording {
+    fn new(mut finished: Finished, requested: Option<u64>, received: Received) -> Recording {
+        finished.notes.extend(received.notes.iter().cloned());
         let after_error = finished.after.as_ref().err().map(|e| {
             Error::new(
                 ErrorKind::Server,
@@ -457,8 +683,29 @@ impl Recording {
             finished,
             after_error,
             requested,
+            received,
             health,
         }
+    }
+
+    /// How many requests the server's spans gave an account of
+    /// ([`RecordOptions::spans`]); `None` without a span receiver, or when its file could
+    /// not be read (a note says why).
+    pub fn server_requests(&self) -> Option<usize> {
+        self.received
+            .server_requests
+            .as_ref()
+            .map(|s| s.requests.len())
+    }
+
+    /// How many KV event batches arrived, and how many the stream's numbers say were
+    /// missed ([`RecordOptions::kv_events`]); `None` without a subscriber, or when its
+    /// file could not be read.
+    pub fn kv_batches(&self) -> Option<(u64, u64)> {
+        self.received
+            .kv_events
+            .as_ref()
+            .map(|k| (k.batches, k.missed_batches()))
     }
 
     /// The engine the server runs.

@@ -414,6 +414,10 @@ pub struct RunBuilder {
     requested: Option<u64>,
     notes: Vec<String>,
     after_missing: Option<String>,
+    /// The server's own account of each request and its KV event stream, as a
+    /// recording's receivers took them.
+    server_requests: Option<inferlint_core::traces::ServerRequests>,
+    kv_events: Option<inferlint_core::traces::KvEvents>,
 }
 
 impl RunBuilder {
@@ -709,8 +713,8 @@ impl RunBuilder {
             requested,
             load_failure: None,
             rejected: Vec::new(),
-            server_requests: None,
-            kv_events: None,
+            server_requests: self.server_requests,
+            kv_events: self.kv_events,
             notes: Vec::new(),
         });
         // A client summary set aside as another run's says nothing of the concurrency.
@@ -792,9 +796,12 @@ impl Run {
     /// A recording made by [`crate::live::Recorder`], with what else the harness knows
     /// (the server's boot log, the client's counts or request records) given through the
     /// builder it returns. The engine is the one the server's metrics named; the
-    /// concurrency asked for is [`crate::live::RecordOptions::requested`]'s. A recording
-    /// whose after reading failed is checked all the same: the checks that need it say
-    /// Can't tell, naming it.
+    /// concurrency asked for is [`crate::live::RecordOptions::requested`]'s; the
+    /// server's spans and KV events its receivers took
+    /// ([`crate::live::RecordOptions::spans`], [`crate::live::RecordOptions::kv_events`])
+    /// come with it, placed against the run as a folder's are. A recording whose after
+    /// reading failed is checked all the same: the checks that need it say Can't tell,
+    /// naming it.
     pub fn from_recording(recording: &crate::live::Recording) -> RunBuilder {
         let finished = &recording.finished;
         RunBuilder {
@@ -810,6 +817,8 @@ impl Run {
             },
             last_t_wall: finished.samples.last().map(|s| s.t_wall),
             notes: finished.notes.clone(),
+            server_requests: recording.received.server_requests.clone(),
+            kv_events: recording.received.kv_events.clone(),
             requested: recording.requested,
             after_missing: recording.after_error.as_ref().map(|e| {
                 let message = e.to_string();

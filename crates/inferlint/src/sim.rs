@@ -5,10 +5,34 @@
 //!
 //! These are `inferlint-sim`'s own types, outside the stable API (see the crate's docs).
 
+pub use inferlint_sim::kvpub::KvConfig;
+pub use inferlint_sim::kvwire::Encoding;
 pub use inferlint_sim::load::{run_in_runtime, LoadConfig, LoadError, LoadResult};
-pub use inferlint_sim::server::{spawn, Faults, ServerConfig, ServerHandle};
+pub use inferlint_sim::otlp_export::{OtlpConfig, Protocol};
+pub use inferlint_sim::server::{spawn, Faults, ServerConfig, ServerHandle, Traces};
 
+use crate::own_data::RequestRecord;
 use crate::run::ClientSummary;
+
+/// The load's timed requests as the harness's own records: each placed on the wall
+/// clock from its send on the monotonic clock (empty where that clock cannot be read).
+pub fn request_records(load: &LoadResult) -> Vec<RequestRecord> {
+    let Some(offset) = load.mono_to_wall_s else {
+        return Vec::new();
+    };
+    load.requests
+        .iter()
+        .filter_map(|r| {
+            let start = r.sent_mono_s? + offset;
+            let mut record = RequestRecord::new(start, start + r.latency_s)
+                .tokens(load.config.prompt_tokens, r.output_tokens);
+            if let Some(ttft) = r.ttft_s {
+                record = record.first_token(start + ttft);
+            }
+            Some(if r.ok { record } else { record.failed() })
+        })
+        .collect()
+}
 
 impl From<&LoadResult> for ClientSummary {
     /// The load's counts: its timed requests, and its untimed test request.

@@ -300,3 +300,142 @@ async fn slow_scrapes_are_overruns_in_the_health_and_the_events() {
     }
     assert!(overruns >= 1);
 }
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port on 127.0.0.1")
+        .port()
+}
+
+/// A harness that asks for the server's spans and KV events gets them with the
+/// recording. The simulated vLLM exports each request's `llm_request` span (over gRPC,
+/// every 100 ms here) and publishes its KV event stream; the recorder listens before
+/// the before reading, so all 8 timed requests and the load's test request, each
+/// finished during the recording, come back as spans (9), and every batch the server
+/// published arrives (none missed: the subscription is made before the load). Joined
+/// with the harness's own request records, the client's TTFT is the server's plus the
+/// transport (under a millisecond here, T24 passes), each chunk carries one token and the
+/// client's counts are the server's (T25 passes), and the stream has no hole (T26 passes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_s_spans_and_kv_events_come_with_the_recording() {
+    let (otlp_port, pub_port, replay_port) = (free_port(), free_port(), free_port());
+    let mut config = ServerConfig {
+        speed: 5.0,
+        ..ServerConfig::new(Engine::Vllm)
+    };
+    let mut otlp = sim::OtlpConfig::new(&format!("http://127.0.0.1:{otlp_port}"));
+    otlp.schedule_delay = Duration::from_millis(100);
+    config.traces.otlp = Some(otlp);
+    config.traces.kv_events = sim::KvConfig::parse(
+        &format!(
+            r#"{{"enable_kv_cache_events": true, "publisher": "zmq", "endpoint": "tcp://*:{pub_port}", "replay_endpoint": "tcp://*:{replay_port}"}}"#
+        ),
+        sim::Encoding::VllmMaps,
+    )
+    .unwrap();
+    let server = sim::spawn(config).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let options = RecordOptions::default()
+        .interval(Duration::from_millis(200))
+        .folder(dir.path())
+        .spans(otlp_port)
+        .kv_events(format!("tcp://127.0.0.1:{pub_port}"))
+        .kv_replay(format!("tcp://127.0.0.1:{replay_port}"))
+        .requested(4);
+    let recorder = Recorder::start(&server.base_url, options).await.unwrap();
+    let load = sim::run_in_runtime(&server.base_url, load(8, 4))
+        .await
+        .unwrap();
+    let recording = recorder.finish().await;
+    assert_eq!(
+        recording.server_requests(),
+        Some(9),
+        "{:?}",
+        recording.notes()
+    );
+    let (batches, missed) = recording.kv_batches().unwrap();
+    assert!(
+        batches > 0,
+        "the requests filled blocks, and none was published"
+    );
+    assert_eq!(missed, 0);
+    assert!(dir.path().join("spans.otlp.jsonl").is_file());
+    assert!(dir.path().join("kv-events.jsonl").is_file());
+
+    let report = Run::from_recording(&recording)
+        .client((&load).into())
+        .requests(sim::request_records(&load))
+        .build()
+        .unwrap()
+        .check();
+    for t in [Tripwire::T24, Tripwire::T25, Tripwire::T26] {
+        assert_eq!(
+            status(&report, t),
+            Some(Status::Pass),
+            "{t}: {}",
+            report.to_json()
+        );
+    }
+    // Without the harness's request records there is nothing to join the spans with:
+    // not checked, naming what is missing; the stream needs no client.
+    let counts_only = Run::from_recording(&recording)
+        .client((&load).into())
+        .build()
+        .unwrap()
+        .check();
+    for t in [Tripwire::T24, Tripwire::T25] {
+        let result = counts_only
+            .not_checked()
+            .iter()
+            .find(|r| r.tripwire() == t)
+            .unwrap();
+        assert_eq!(result.status(), Status::NotChecked, "{}", result.message());
+        assert!(
+            result.message().contains("record of each request")
+                && result.message().contains("keeps none"),
+            "{}",
+            result.message()
+        );
+    }
+    assert_eq!(status(&counts_only, Tripwire::T26), Some(Status::Pass));
+}
+
+/// The receivers write into the run folder and need the port the server was told: asked
+/// without a folder, or on port 0, the recorder refuses before it reads the server; a
+/// subscriber refused leaves no file behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn receivers_without_a_folder_or_a_port_are_refused() {
+    let server = sim::spawn(ServerConfig::new(Engine::Vllm)).unwrap();
+    let no_folder = Recorder::start(&server.base_url, RecordOptions::default().spans(4318)).await;
+    assert_eq!(no_folder.unwrap_err().kind(), ErrorKind::Invalid);
+    let dir = tempfile::tempdir().unwrap();
+    let port_zero = Recorder::start(
+        &server.base_url,
+        RecordOptions::default().folder(dir.path()).spans(0),
+    )
+    .await;
+    assert_eq!(port_zero.unwrap_err().kind(), ErrorKind::Invalid);
+    let replay_alone = Recorder::start(
+        &server.base_url,
+        RecordOptions::default()
+            .folder(dir.path())
+            .kv_replay("tcp://127.0.0.1:5558"),
+    )
+    .await;
+    assert_eq!(replay_alone.unwrap_err().kind(), ErrorKind::Invalid);
+    let bad_endpoint = Recorder::start(
+        &server.base_url,
+        RecordOptions::default()
+            .folder(dir.path())
+            .spans(free_port())
+            .kv_events("ipc:///tmp/kv"),
+    )
+    .await;
+    assert_eq!(bad_endpoint.unwrap_err().kind(), ErrorKind::Invalid);
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "a file left behind"
+    );
+}

@@ -13,15 +13,12 @@
 
 use super::*;
 use inferlint_core::engine::RecordsFrom;
-use inferlint_engines::files::{REQUEST_METRICS_DIR, SERVER_REQUESTS_FILE};
+use inferlint_engines::files::{
+    KV_EVENTS_FILE, REQUEST_METRICS_DIR, SERVER_REQUESTS_FILE, SPANS_FILE,
+};
 use inferlint_live::drain::{destructive_warning, DrainOptions, Drainer};
 use inferlint_live::kv_events::{KvOptions, KvSubscriber};
 use inferlint_live::otlp::{Listen, OtlpReceiver};
-
-/// The file the spans are written to in the run folder.
-pub(super) const SPANS_FILE: &str = "spans.otlp.jsonl";
-/// The file the KV events are written to in the run folder.
-pub(super) const KV_EVENTS_FILE: &str = "kv-events.jsonl";
 
 /// The receivers of one xray run.
 #[derive(Debug, Default)]
@@ -249,9 +246,7 @@ impl Xray<'_> {
             let engine = self.engine.unwrap_or(Engine::DEFAULT).descriptor();
             let shared = Arc::clone(&self.shared);
             let (summary, requests) =
-                crate::receivers::stop_after_last_spans(receiver, engine, finished, &|| {
-                    shared.interrupted()
-                });
+                receiver.stop_after_last_spans(engine, finished, &|| shared.interrupted());
             say(&format!(
                 "== {}",
                 crate::receivers::spans_line(&summary, requests)

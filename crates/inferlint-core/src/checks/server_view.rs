@@ -55,8 +55,38 @@ impl ServerViewInputs<'_> {
         })
     }
 
+    /// Not checked for `tripwire` when the result holds no request of its own to join
+    /// (a summary's counts only, or a tool that keeps no per-request rows): what is
+    /// missing is named, as T23 names it. Rows that are there and cannot be joined are
+    /// [`ServerViewInputs::too_few`]'s Can't tell.
+    fn no_rows(&self, tripwire: Tripwire) -> Option<CheckResult> {
+        if !self.account.requests.is_empty() {
+            return None;
+        }
+        let tool = self.account.tool;
+        let flag = tool
+            .info()
+            .details_flag
+            .map(|f| format!(" ({} {f})", tool.name()))
+            .unwrap_or_default();
+        Some(
+            CheckResult::not_checked(
+                tripwire,
+                format!(
+                    "needs the load tool's record of each request{flag} to set against the server's: {} keeps none",
+                    self.result_file
+                ),
+                &[crate::run::input::BENCH_RESULT],
+            )
+            .with("tool", tool.info().key),
+        )
+    }
+
     /// Can't tell for `tripwire`, or `None` when enough requests were joined.
     fn too_few(&self, tripwire: Tripwire, joined: usize, what: &str) -> Option<CheckResult> {
+        if let Some(result) = self.no_rows(tripwire) {
+            return Some(result);
+        }
         let base = |message: String| {
             CheckResult::new(tripwire, Status::Unknown, message)
                 .with("tool", self.account.tool.info().key)

@@ -838,52 +838,13 @@ impl Reading {
     }
 }
 
-/// Calls `on_line` with each line (without its `\n`), or `None` for one longer than
-/// [`MAX_KV_LINE_BYTES`], which is never held; a last line without a newline (a
+/// Calls `on_line` with each line (without its line break), or `None` for one longer
+/// than [`MAX_KV_LINE_BYTES`], which is never held; a last line without a newline (a
 /// subscriber killed mid-write) is passed on too.
 fn for_each_line(
     path: &Path,
-    mut reader: impl Read,
-    mut on_line: impl FnMut(Option<&[u8]>),
+    reader: impl Read,
+    on_line: impl FnMut(Option<&[u8]>),
 ) -> Result<(), FileError> {
-    let mut buf = vec![0u8; 1 << 16];
-    let mut pending: Vec<u8> = Vec::new();
-    let mut overlong = false;
-    loop {
-        let n = match reader.read(&mut buf) {
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(FileError::io(path, e)),
-        };
-        if n == 0 {
-            break;
-        }
-        let mut data = &buf[..n];
-        while let Some(at) = memchr::memchr(b'\n', data) {
-            if overlong {
-                on_line(None);
-                overlong = false;
-            } else if pending.is_empty() {
-                on_line(Some(&data[..at]));
-            } else {
-                pending.extend_from_slice(&data[..at]);
-                on_line(Some(&pending));
-                pending.clear();
-            }
-            data = &data[at + 1..];
-        }
-        if !overlong {
-            pending.extend_from_slice(data);
-            if pending.len() > MAX_KV_LINE_BYTES {
-                overlong = true;
-                pending = Vec::new();
-            }
-        }
-    }
-    if overlong {
-        on_line(None);
-    } else if !pending.is_empty() {
-        on_line(Some(&pending));
-    }
-    Ok(())
+    crate::input::for_each_line_within(path, reader, MAX_KV_LINE_BYTES, on_line)
 }

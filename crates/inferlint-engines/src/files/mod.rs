@@ -28,7 +28,9 @@ pub use kv_events::{
     KvLine, KvTotals, KV_EVENTS_SCHEMA, MAX_KV_LINE_BYTES, MAX_KV_SECONDS, UNRECORDED_HOLE,
 };
 pub use load_tool::{parse_bench_result, read_bench_result, untimed_requests, untimed_requests_in};
-pub use run_folder::{discover_run, RunFiles, REQUEST_METRICS_DIR, SERVER_REQUESTS_FILE};
+pub use run_folder::{
+    discover_run, RunFiles, KV_EVENTS_FILE, REQUEST_METRICS_DIR, SERVER_REQUESTS_FILE, SPANS_FILE,
+};
 pub use series::{
     fold_series, fold_series_in, read_series, read_series_from, read_series_stats,
     read_series_stats_from, read_series_stats_with, series_ends, SeriesSummary,

@@ -5,6 +5,10 @@ use std::path::{Path, PathBuf};
 
 use crate::input::{shown, FileError};
 
+/// The server's spans as a span receiver writes them into a run folder.
+pub const SPANS_FILE: &str = "spans.otlp.jsonl";
+/// The KV event stream as a subscriber writes it into a run folder.
+pub const KV_EVENTS_FILE: &str = "kv-events.jsonl";
 /// The file a drain of the server's per-request records writes in a run folder.
 pub const SERVER_REQUESTS_FILE: &str = "server-requests.jsonl";
 /// The folder of a run folder the engine writes its own per-request files into.
@@ -141,8 +145,8 @@ pub fn discover_run(dir: &Path) -> Result<RunFiles, FileError> {
         bench: None,
         bench_candidates: Vec::new(),
         load_log: has("load.log").then(|| dir.join("load.log")),
-        spans: named_or("spans.otlp.jsonl", &|n| n.ends_with(".otlp.jsonl")),
-        kv_events: named_or("kv-events.jsonl", &|n| n.ends_with(".kv-events.jsonl")),
+        spans: named_or(SPANS_FILE, &|n| n.ends_with(".otlp.jsonl")),
+        kv_events: named_or(KV_EVENTS_FILE, &|n| n.ends_with(".kv-events.jsonl")),
         server_requests: if has(SERVER_REQUESTS_FILE) {
             Some(dir.join(SERVER_REQUESTS_FILE))
         } else {

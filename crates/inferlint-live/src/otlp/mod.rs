@@ -54,9 +54,10 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use inferlint_core::traces::ClockAnchor;
+use inferlint_core::EngineDescriptor;
 use inferlint_engines::files::{otlp_header_json, OtlpHeader};
 use inferlint_engines::output::OutputError;
 
@@ -66,6 +67,12 @@ pub use wire::{GRPC_PATH, HTTP_PATH, MAX_MESSAGE_BYTES};
 
 use serve::{serve, Settings};
 use sink::Sink;
+
+/// How long after a run's load the server's spans are waited for at most
+/// ([`OtlpReceiver::stop_after_last_spans`]): vLLM's exporter sends what it holds every 5 s.
+pub const SPANS_WAIT: Duration = Duration::from_secs(12);
+/// A wait for spans ends once this long has passed with no new request span.
+pub const SPANS_QUIET: Duration = Duration::from_secs(6);
 
 /// Where the receiver listens: always 127.0.0.1, on a port the system chooses or the one
 /// given.
@@ -289,6 +296,39 @@ impl OtlpReceiver {
             cut_at_stop,
             sync_error,
         }
+    }
+
+    /// Waits for the server's last spans, then stops ([`OtlpReceiver::stop`]): until a
+    /// request span has come for each of `finished` requests (where the server's counter
+    /// says), or none has come for [`SPANS_QUIET`], at most [`SPANS_WAIT`], or until
+    /// `interrupted`. vLLM's exporter sends what it holds every 5 s, so the spans of a
+    /// run's last requests come after its load ends. Returns what was received and how
+    /// many request spans (of `engine`'s table) the file holds.
+    pub fn stop_after_last_spans(
+        self,
+        engine: &EngineDescriptor,
+        finished: Option<f64>,
+        interrupted: &dyn Fn() -> bool,
+    ) -> (OtlpSummary, usize) {
+        let count = || {
+            inferlint_engines::files::read_spans(self.file(), engine)
+                .map(|s| s.requests.len())
+                .unwrap_or(0)
+        };
+        let deadline = Instant::now() + SPANS_WAIT;
+        let (mut last, mut since) = (count(), Instant::now());
+        while Instant::now() < deadline
+            && finished.is_none_or(|f| (last as f64) < f)
+            && since.elapsed() < SPANS_QUIET
+            && !interrupted()
+        {
+            std::thread::sleep(Duration::from_millis(200));
+            let now = count();
+            if now != last {
+                (last, since) = (now, Instant::now());
+            }
+        }
+        (self.stop(), last)
     }
 
     fn shut_down(&mut self) -> u64 {
