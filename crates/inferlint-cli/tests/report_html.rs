@@ -207,7 +207,7 @@ fn the_live_vllm_report_says_what_happened() {
         "never worked on more than 10 at once",
         "32,000 (1,000 per request)",
         "32: 32 reached their token limit, no errors",
-        "11 of 26. Not here: T2 and T3 (run at clean-up), T4 and T11 (need two or more boot logs), T7 (needs a live server), T13 (a rule for test scripts), T15, T18, T20, T23, T24 and T25 (need the load tool's result file), T21 (needs GPU readings in the recording: record with inferlint watch or xray on the server's machine), T22 (needs the recordings of two or more replicas on one schedule), T26 (needs the server's KV event stream: subscribe with inferlint watch or xray --kv-events)",
+        "11 of 26. Not here: T2 and T3 (run at clean-up), T4 and T11 (need two or more boot logs), T7 (needs a live server), T13 (a rule for test scripts), T15, T18, T20, T23, T24 and T25 (need the load tool's result file), T21 (needs GPU readings in the recording: record with inferlint watch or xray on the server's machine), T22 (needs the recordings of two or more replicas on one schedule), T26 (needs the server's KV event stream: subscribe with inferlint watch or xray --kv-events, or drain TensorRT-LLM's with --drain)",
         "boot.log, before.snapshot.json, after.snapshot.json, run.series.jsonl",
         "124.0 s (17:48:43 to 17:50:47)",
         "Why only 10?",

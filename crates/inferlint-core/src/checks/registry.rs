@@ -148,10 +148,10 @@ impl Input {
                 "GPU readings in the recording: record with inferlint watch or xray on the server's machine"
             }
             Input::ServerRequests => {
-                "the server's own record of each request: record its spans with inferlint watch or xray --otlp"
+                "the server's own record of each request: record its spans with inferlint watch or xray --otlp, drain TensorRT-LLM's with --drain, or have SGLang write its files with xray --request-metrics"
             }
             Input::KvEvents => {
-                "the server's KV event stream: subscribe with inferlint watch or xray --kv-events"
+                "the server's KV event stream: subscribe with inferlint watch or xray --kv-events, or drain TensorRT-LLM's with --drain"
             }
         }
     }
