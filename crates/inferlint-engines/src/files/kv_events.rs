@@ -219,10 +219,31 @@ fn is_false(b: &bool) -> bool {
 
 /// One batch's line: its summary, never its token ids or hashes.
 pub fn kv_batch_json(seq: u64, batch: &KvBatch, at: ClockAnchor, replayed: bool) -> String {
+    batch_line(seq, None, batch, at, replayed)
+}
+
+/// One drained batch's line: the events of one answer whose ids run from `first_id` to
+/// `last_id` without a break, of one rank, summarised (`batch.ts` is the drain's time).
+pub fn kv_drained_batch_json(
+    first_id: u64,
+    last_id: u64,
+    batch: &KvBatch,
+    at: ClockAnchor,
+) -> String {
+    batch_line(first_id, Some(last_id), batch, at, false)
+}
+
+fn batch_line(
+    seq: u64,
+    seq_to: Option<u64>,
+    batch: &KvBatch,
+    at: ClockAnchor,
+    replayed: bool,
+) -> String {
     let medium = batch.medium();
     to_line(&BatchLine {
         seq,
-        seq_to: None,
+        seq_to,
         ts: batch.ts,
         t_wall: at.t_wall,
         t_mono_ns: at.t_mono_ns,
@@ -235,33 +256,6 @@ pub fn kv_batch_json(seq: u64, batch: &KvBatch, at: ClockAnchor, replayed: bool)
         medium: medium.as_deref(),
         other_events: batch.other_events,
         replayed,
-    })
-}
-
-/// One drained batch's line: the events of one answer whose ids run from `first_id` to
-/// `last_id` without a break, of one rank, summarised (`batch.ts` is the drain's time).
-pub fn kv_drained_batch_json(
-    first_id: u64,
-    last_id: u64,
-    batch: &KvBatch,
-    at: ClockAnchor,
-) -> String {
-    let medium = batch.medium();
-    to_line(&BatchLine {
-        seq: first_id,
-        seq_to: Some(last_id),
-        ts: batch.ts,
-        t_wall: at.t_wall,
-        t_mono_ns: at.t_mono_ns,
-        dp_rank: batch.dp_rank,
-        events: batch.events,
-        stored_blocks: batch.stored_blocks,
-        stored_tokens: batch.stored_tokens,
-        removed_blocks: batch.removed_blocks,
-        cleared: batch.cleared,
-        medium: medium.as_deref(),
-        other_events: batch.other_events,
-        replayed: false,
     })
 }
 
