@@ -49,8 +49,8 @@ use std::time::Duration;
 
 use inferlint_core::traces::{KvEvents, ServerRequests};
 use inferlint_engines::files::{self, KV_EVENTS_FILE, SPANS_FILE};
-use inferlint_live::kv_events::{KvOptions, KvSubscriber};
-use inferlint_live::otlp::{Listen, OtlpOptions, OtlpReceiver};
+use inferlint_live::kv_events::{KvError, KvOptions, KvSubscriber};
+use inferlint_live::otlp::{Listen, OtlpError, OtlpOptions, OtlpReceiver};
 pub use inferlint_live::{interrupted, Stop};
 use inferlint_live::{Finished, LiveEvent, LiveEvents, Session};
 
@@ -270,10 +270,12 @@ impl Receivers {
             started.spans = Some(
                 OtlpReceiver::start_with(Listen::Port(port), &out, &OtlpOptions::default())
                     .map_err(|e| {
-                        Error::new(
-                            ErrorKind::Invalid,
-                            format!("cannot receive spans on port {port}: {e}"),
-                        )
+                        // A file already there is someone's: refused, never replaced.
+                        let kind = match e {
+                            OtlpError::Output(_) => ErrorKind::Write,
+                            _ => ErrorKind::Invalid,
+                        };
+                        Error::new(kind, format!("cannot receive spans on port {port}: {e}"))
                     })?,
             );
         }
@@ -284,7 +286,10 @@ impl Receivers {
                 Err(e) => {
                     started.discard();
                     return Err(Error::new(
-                        ErrorKind::Invalid,
+                        match e {
+                            KvError::Output(_) => ErrorKind::Write,
+                            _ => ErrorKind::Invalid,
+                        },
                         format!("cannot subscribe to the KV events at {endpoint}: {e}"),
                     ));
                 }

@@ -439,3 +439,28 @@ async fn receivers_without_a_folder_or_a_port_are_refused() {
         "a file left behind"
     );
 }
+
+/// A run folder that already holds a KV event file (an earlier run's, someone's) is
+/// refused as a write, and the file is left as it was; the span receiver started before
+/// it removes only the file it made itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_receiver_never_replaces_a_file_in_the_folder() {
+    let server = sim::spawn(ServerConfig::new(Engine::Vllm)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let earlier = dir.path().join("kv-events.jsonl");
+    std::fs::write(&earlier, "an earlier run's events\n").unwrap();
+    let refused = Recorder::start(
+        &server.base_url,
+        RecordOptions::default()
+            .folder(dir.path())
+            .spans(free_port())
+            .kv_events(format!("tcp://127.0.0.1:{}", free_port())),
+    )
+    .await;
+    assert_eq!(refused.unwrap_err().kind(), ErrorKind::Write);
+    assert_eq!(
+        std::fs::read_to_string(&earlier).unwrap(),
+        "an earlier run's events\n"
+    );
+    assert!(!dir.path().join("spans.otlp.jsonl").exists());
+}
