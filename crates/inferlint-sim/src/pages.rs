@@ -9,8 +9,9 @@
 //! beside it at `/metrics/`; the simulated servers do the same, for every engine (the
 //! stand-in's choice; a real server's behaviour is what the recorder's probe finds).
 
+use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddrV4};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use http_body_util::Full;
@@ -135,24 +136,32 @@ pub async fn serve_pages_slowly(
     filter: NameFilter,
     delay: std::time::Duration,
 ) -> std::io::Result<Vec<u16>> {
+    // The page is fixed, so each distinct query's answer is made once and then served
+    // as it is: a fleet's bench then measures the recorder, not this server narrowing
+    // the same 50 KB page for every replica's every scrape on one thread.
+    let answers = Arc::new(Answers {
+        page: Bytes::from(page.as_bytes().to_vec()),
+        narrowed: Mutex::new(HashMap::new()),
+        filter,
+    });
     let mut ports = Vec::with_capacity(count);
     for _ in 0..count {
         let std_listener = std::net::TcpListener::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0))?;
         std_listener.set_nonblocking(true)?;
         ports.push(std_listener.local_addr()?.port());
         let listener = tokio::net::TcpListener::from_std(std_listener)?;
-        let page = Arc::clone(&page);
+        let answers = Arc::clone(&answers);
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
-                let page = Arc::clone(&page);
+                let answers = Arc::clone(&answers);
                 tokio::spawn(async move {
                     let service = hyper::service::service_fn(move |request: Request<Incoming>| {
-                        let page = Arc::clone(&page);
+                        let answers = Arc::clone(&answers);
                         async move {
                             if request.uri().path() == "/metrics/" && !delay.is_zero() {
                                 tokio::time::sleep(delay).await;
                             }
-                            Ok::<_, std::convert::Infallible>(answer(&page, filter, &request))
+                            Ok::<_, std::convert::Infallible>(answers.answer(&request))
                         }
                     });
                     let _ = hyper::server::conn::http1::Builder::new()
@@ -165,22 +174,48 @@ pub async fn serve_pages_slowly(
     Ok(ports)
 }
 
-fn answer(page: &str, filter: NameFilter, request: &Request<Incoming>) -> Response<Full<Bytes>> {
-    let body = match request.uri().path() {
-        "/metrics" => page.to_owned(),
-        "/metrics/" => filter.answer(page, &asked_names(request.uri().query().unwrap_or(""))),
-        _ => {
-            let mut response = Response::new(Full::new(Bytes::from_static(b"not found\n")));
-            *response.status_mut() = StatusCode::NOT_FOUND;
-            return response;
-        }
-    };
-    let mut response = Response::new(Full::new(Bytes::from(body)));
-    response.headers_mut().insert(
-        hyper::header::CONTENT_TYPE,
-        hyper::header::HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
-    );
-    response
+/// What the fixed-page servers answer: the page, and each query's narrowed page once made.
+struct Answers {
+    page: Bytes,
+    narrowed: Mutex<HashMap<String, Bytes>>,
+    filter: NameFilter,
+}
+
+impl Answers {
+    fn answer(&self, request: &Request<Incoming>) -> Response<Full<Bytes>> {
+        let body = match request.uri().path() {
+            "/metrics" => self.page.clone(),
+            "/metrics/" => {
+                let query = request.uri().query().unwrap_or("");
+                let mut made = self.narrowed.lock().unwrap_or_else(|e| e.into_inner());
+                match made.get(query) {
+                    Some(body) => body.clone(),
+                    None => {
+                        // The page is valid UTF-8: it was made from a String.
+                        let page = std::str::from_utf8(&self.page).unwrap_or_default();
+                        let body = Bytes::from(self.filter.answer(page, &asked_names(query)));
+                        // A few queries are asked again and again; any others are answered
+                        // without being kept, so the memo stays small whatever is asked.
+                        if made.len() < 64 {
+                            made.insert(query.to_owned(), body.clone());
+                        }
+                        body
+                    }
+                }
+            }
+            _ => {
+                let mut response = Response::new(Full::new(Bytes::from_static(b"not found\n")));
+                *response.status_mut() = StatusCode::NOT_FOUND;
+                return response;
+            }
+        };
+        let mut response = Response::new(Full::new(body));
+        response.headers_mut().insert(
+            hyper::header::CONTENT_TYPE,
+            hyper::header::HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+        );
+        response
+    }
 }
 
 #[cfg(test)]
