@@ -91,11 +91,25 @@ impl MetricSet {
         &self.samples
     }
 
+    /// Every sample, in the order read, taken out of the set.
+    pub fn into_samples(self) -> Vec<Sample> {
+        self.samples
+    }
+
     /// The value of every sample, in the order read, to change in place: a reader that
     /// meets the same series at every step of a range keeps one set and changes only
     /// its values, where a set made anew would copy every name and label again.
     pub fn values_mut(&mut self) -> impl Iterator<Item = &mut f64> + '_ {
         self.samples.iter_mut().map(|s| &mut s.value)
+    }
+
+    /// The value and timestamp of every sample, in the order read, to change in place: a
+    /// recorder that reads the same series from a server at every scrape keeps one set
+    /// and changes only these.
+    pub fn readings_mut(&mut self) -> impl Iterator<Item = (&mut f64, &mut Option<i64>)> + '_ {
+        self.samples
+            .iter_mut()
+            .map(|s| (&mut s.value, &mut s.timestamp_ms))
     }
 
     /// How many samples.

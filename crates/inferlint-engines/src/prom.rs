@@ -147,6 +147,162 @@ pub fn read_kept(bytes: &[u8], keep: &KeptNames) -> Result<Exposition, ParseErro
     read_lines(bytes, Some(keep))
 }
 
+/// Reads a page again into the set an earlier page of the same server was read into,
+/// changing only its values and timestamps: `set`'s first `page_samples` samples must be
+/// what [`read_kept`] read from that page (the rest, what the caller added, are left as
+/// they are). A recorder's server serves the same series at every scrape, so this reads
+/// a sample without allocating, where [`read_kept`] makes every name and label again.
+///
+/// It succeeds only when [`read_kept`] would read this page, line for line, into the
+/// same series in the same order: every kept sample line reads cleanly and names, with
+/// the same labels (in any order, unescaped), the series at its place in `set`, and
+/// there are exactly `page_samples` of them. Anything else (a series added, gone or
+/// moved, a label changed, a line [`read_kept`] would skip as damaged) returns `false`
+/// with `set` as it was, and the caller reads the page with [`read_kept`].
+pub fn reread_kept(
+    bytes: &[u8],
+    keep: &KeptNames,
+    set: &mut MetricSet,
+    page_samples: usize,
+) -> bool {
+    let samples = set.samples();
+    if page_samples > samples.len() {
+        return false;
+    }
+    let expected = &samples[..page_samples];
+    let mut readings: Vec<(f64, Option<i64>)> = Vec::with_capacity(page_samples);
+    let mut matched: Vec<bool> = Vec::new();
+    for raw_line in bytes.split(|b| *b == b'\n') {
+        let start = raw_line
+            .iter()
+            .position(|b| !b.is_ascii_whitespace())
+            .unwrap_or(raw_line.len());
+        if readable_name(&raw_line[start..]).is_some_and(|name| !keep.contains(name)) {
+            continue;
+        }
+        let Ok(text) = std::str::from_utf8(raw_line) else {
+            return false;
+        };
+        let line = text.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if line.as_bytes()[0] == b'#' {
+            if trim_ascii(&line.as_bytes()[1..]) == b"EOF" {
+                break;
+            }
+            continue;
+        }
+        let Some(sample) = expected.get(readings.len()) else {
+            return false;
+        };
+        match reread_sample_line(line, sample, &mut matched) {
+            Some(reading) => readings.push(reading),
+            None => return false,
+        }
+    }
+    if readings.len() != page_samples {
+        return false;
+    }
+    for ((value, timestamp), (new_value, new_timestamp)) in set.readings_mut().zip(readings) {
+        *value = new_value;
+        *timestamp = new_timestamp;
+    }
+    true
+}
+
+/// The value and timestamp of a trimmed sample line that [`parse_sample_line`] reads
+/// into `expected`'s series; `None` when it would fail or read another series.
+/// `matched` is scratch space, one flag per label of `expected`.
+fn reread_sample_line(
+    line: &str,
+    expected: &Sample,
+    matched: &mut Vec<bool>,
+) -> Option<(f64, Option<i64>)> {
+    let bytes = line.as_bytes();
+    let name_end = scan_while(bytes, 0, is_metric_name_byte);
+    if name_end == 0 || bytes[0].is_ascii_digit() || line[..name_end] != expected.name {
+        return None;
+    }
+    matched.clear();
+    matched.resize(expected.labels.len(), false);
+    let mut labels = 0;
+    let mut pos = skip_blanks(bytes, name_end);
+    if bytes.get(pos) == Some(&b'{') {
+        pos += 1;
+        loop {
+            pos = skip_blanks(bytes, pos);
+            if *bytes.get(pos)? == b'}' {
+                pos += 1;
+                break;
+            }
+            let label_end = scan_while(bytes, pos, is_label_name_byte);
+            if label_end == pos || bytes[pos].is_ascii_digit() {
+                return None;
+            }
+            let label_name = &line[pos..label_end];
+            pos = skip_blanks(bytes, label_end);
+            if bytes.get(pos) != Some(&b'=') {
+                return None;
+            }
+            pos = skip_blanks(bytes, pos + 1);
+            if bytes.get(pos) != Some(&b'"') {
+                return None;
+            }
+            let start = pos + 1;
+            let at = start + memchr::memchr2(b'"', b'\\', bytes.get(start..)?)?;
+            // The expected labels are sorted by name and distinct (the full read refuses
+            // a repeated one): each label of the line must be one of them, once.
+            let index = expected
+                .labels
+                .binary_search_by(|(name, _)| name.as_str().cmp(label_name))
+                .ok()?;
+            let after = if bytes[at] == b'"' {
+                (expected.labels[index].1 == line[start..at]).then_some(at + 1)?
+            } else {
+                // An escape: read as the full read does (rare, so it may allocate).
+                let (value, after) = parse_label_value(line, start)?;
+                (expected.labels[index].1 == value).then_some(after)?
+            };
+            if std::mem::replace(&mut matched[index], true) {
+                return None;
+            }
+            labels += 1;
+            pos = skip_blanks(bytes, after);
+            match bytes.get(pos)? {
+                b',' => pos += 1,
+                b'}' => {
+                    pos += 1;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+        pos = skip_blanks(bytes, pos);
+    } else if pos == name_end && pos < bytes.len() {
+        return None;
+    }
+    if labels != expected.labels.len() {
+        return None;
+    }
+    let value_end = token_end(bytes, pos);
+    if value_end == pos {
+        return None;
+    }
+    let value = line[pos..value_end].parse::<f64>().ok()?;
+    pos = skip_blanks(bytes, value_end);
+    let mut timestamp_ms = None;
+    if pos < bytes.len() && bytes[pos] != b'#' {
+        let timestamp_end = token_end(bytes, pos);
+        timestamp_ms = Some(line[pos..timestamp_end].parse::<i64>().ok()?);
+        pos = skip_blanks(bytes, timestamp_end);
+    }
+    if pos < bytes.len() && bytes[pos] != b'#' {
+        return None;
+    }
+    Some((value, timestamp_ms))
+}
+
 fn read_lines(bytes: &[u8], keep: Option<&KeptNames>) -> Result<Exposition, ParseError> {
     // A vLLM scrape holds one sample per ~115 bytes; guessing low only costs a regrowth.
     let expected = match keep {

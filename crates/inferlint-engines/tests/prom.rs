@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use inferlint_core::Sample;
+use inferlint_core::{MetricSet, Sample};
 use inferlint_engines::prom::{self, ParseError};
 use proptest::prelude::*;
 
@@ -555,6 +555,182 @@ proptest! {
             let reread = prom::parse_samples(&again)
                 .map_err(|error| TestCaseError::fail(format!("{error} in {again:?}")))?;
             prop_assert!(same_samples(&reread, &samples));
+        }
+    }
+}
+
+/// The set a recorder keeps for a server: a page's kept samples, then what it carries
+/// from the first page; `None` when the page does not read cleanly.
+fn kept_set(text: &str, keep: &prom::KeptNames, carried: &[Sample]) -> Option<MetricSet> {
+    let read = prom::read_kept(text.as_bytes(), keep).ok()?;
+    if read.skipped > 0 {
+        return None;
+    }
+    let mut samples = read.samples;
+    samples.extend(carried.iter().cloned());
+    Some(MetricSet::new(samples))
+}
+
+/// A real vLLM 0.32 page read narrowly, then read again with new values: the set holds
+/// the new values and keeps what was carried; a page with a series more, a label changed
+/// or a damaged line is not read again, and the set is left as it was.
+#[test]
+fn a_real_page_reads_again_only_when_its_series_are_the_same() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/real/vllm-0.32-cpu/healthy-vllm-bench/after.snapshot.json");
+    let page = exposition_text(&path);
+    let keep = prom::KeptNames::new([
+        "vllm:num_requests_running",
+        "vllm:generation_tokens_total",
+        "vllm:request_success_total",
+    ]);
+    let carried = [sample(
+        "vllm:cache_config_info",
+        &[("num_gpu_blocks", "9")],
+        1.0,
+    )];
+    let mut set = kept_set(&page, &keep, &carried).expect("the real page reads");
+    let page_samples = set.len() - carried.len();
+    // One running gauge, one generation counter, five finished reasons.
+    assert_eq!(page_samples, 7);
+    let generated = set
+        .total("vllm:generation_tokens_total")
+        .expect("a counter");
+    let moved = page.replace(
+        &format!(
+            "vllm:generation_tokens_total{{engine=\"0\",model_name=\"tiny-llama\"}} {generated:?}"
+        ),
+        "vllm:generation_tokens_total{model_name=\"tiny-llama\",engine=\"0\"} 5000.0",
+    );
+    assert_ne!(moved, page, "the counter's line is in the page as written");
+    assert!(prom::reread_kept(
+        moved.as_bytes(),
+        &keep,
+        &mut set,
+        page_samples
+    ));
+    let anew = kept_set(&moved, &keep, &carried).expect("reads");
+    assert!(same_samples(set.samples(), anew.samples()));
+    assert_eq!(set.total("vllm:generation_tokens_total"), Some(5000.0));
+    assert_eq!(set.total("vllm:cache_config_info"), Some(1.0));
+
+    let before = set.clone();
+    let unchanged = |set: &MetricSet| same_samples(set.samples(), before.samples());
+    let added = format!(
+        "{moved}vllm:request_success_total{{engine=\"1\",finished_reason=\"stop\",model_name=\"tiny-llama\"}} 1.0\n"
+    );
+    assert!(!prom::reread_kept(
+        added.as_bytes(),
+        &keep,
+        &mut set,
+        page_samples
+    ));
+    assert!(unchanged(&set));
+    let relabelled = moved.replace("finished_reason=\"abort\"", "finished_reason=\"cancel\"");
+    assert!(!prom::reread_kept(
+        relabelled.as_bytes(),
+        &keep,
+        &mut set,
+        page_samples
+    ));
+    assert!(unchanged(&set));
+    let damaged = moved.replace("} 5000.0", "} five");
+    assert!(!prom::reread_kept(
+        damaged.as_bytes(),
+        &keep,
+        &mut set,
+        page_samples
+    ));
+    assert!(unchanged(&set));
+    // A line it does not keep may change as it likes.
+    let other = moved.replace(
+        "vllm:num_requests_waiting{",
+        "vllm:num_requests_waiting{x=\"y\",",
+    );
+    assert_ne!(other, moved);
+    assert!(prom::reread_kept(
+        other.as_bytes(),
+        &keep,
+        &mut set,
+        page_samples
+    ));
+}
+
+/// `series` written as a page, each line's labels in reverse order where `reversed`
+/// says, with the reading given and a noise line before it.
+fn page_of(series: &[Sample], readings: &[(f64, Option<i64>, bool, String)]) -> String {
+    let mut text = String::new();
+    for (sample, (value, timestamp_ms, reversed, noise)) in series.iter().zip(readings) {
+        text.push_str(noise);
+        text.push('\n');
+        let mut line = sample.clone();
+        line.value = *value;
+        line.timestamp_ms = *timestamp_ms;
+        if *reversed {
+            line.labels.reverse();
+        }
+        prom::write_sample(&mut text, &line);
+    }
+    text.push_str("not_kept_at_all{a=\"b\"} 1\n");
+    text
+}
+
+fn reading() -> impl Strategy<Value = (f64, Option<i64>, bool, String)> {
+    (
+        value(),
+        proptest::option::of(any::<i64>()),
+        any::<bool>(),
+        noise_line(),
+    )
+}
+
+proptest! {
+    #[test]
+    fn a_page_of_the_same_series_reads_again_as_it_reads_anew(
+        series in prop::collection::vec(generated_sample(), 1..10),
+        first in prop::collection::vec(reading(), 10),
+        second in prop::collection::vec(reading(), 10),
+        carried in prop::collection::vec(generated_sample(), 0..3),
+    ) {
+        let keep = prom::KeptNames::new(series.iter().map(|s| s.name.clone()));
+        prop_assume!(!keep.contains("not_kept_at_all"));
+        let mut set = kept_set(&page_of(&series, &first), &keep, &carried)
+            .ok_or_else(|| TestCaseError::fail("the first page reads"))?;
+        let again = page_of(&series, &second);
+        prop_assert!(prom::reread_kept(again.as_bytes(), &keep, &mut set, series.len()), "{again:?}");
+        let anew = kept_set(&again, &keep, &carried)
+            .ok_or_else(|| TestCaseError::fail("the second page reads"))?;
+        prop_assert!(same_samples(set.samples(), anew.samples()), "{again:?}");
+    }
+
+    #[test]
+    fn a_page_read_again_is_what_it_reads_anew_or_the_set_is_left_as_it_was(
+        series in prop::collection::vec(generated_sample(), 1..6),
+        first in prop::collection::vec(reading(), 6),
+        edits in prop::collection::vec(
+            (any::<prop::sample::Index>(), 0usize..3, r#"[a-c_:{}="\\,# \t\n.0-9eNaf+-]{0,3}"#),
+            1..4,
+        ),
+    ) {
+        let keep = prom::KeptNames::new(series.iter().map(|s| s.name.clone()));
+        let page = page_of(&series, &first);
+        let mut set = kept_set(&page, &keep, &[])
+            .ok_or_else(|| TestCaseError::fail("the first page reads"))?;
+        let page_samples = set.len();
+        let mut edited: Vec<char> = page.chars().collect();
+        for (at, removed, inserted) in edits {
+            let at = at.index(edited.len() + 1);
+            let end = (at + removed).min(edited.len());
+            edited.splice(at..end, inserted.chars());
+        }
+        let edited: String = edited.into_iter().collect();
+        let before = set.clone();
+        if prom::reread_kept(edited.as_bytes(), &keep, &mut set, page_samples) {
+            let anew = kept_set(&edited, &keep, &[])
+                .ok_or_else(|| TestCaseError::fail(format!("read again, but not anew: {edited:?}")))?;
+            prop_assert!(same_samples(set.samples(), anew.samples()), "{edited:?}");
+        } else {
+            prop_assert!(same_samples(set.samples(), before.samples()), "{edited:?}");
         }
     }
 }
