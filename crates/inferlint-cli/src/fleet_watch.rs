@@ -82,10 +82,13 @@ pub fn watch_fleet(
     };
     let urls = addresses(urls, targets)?;
     crate::run_folder::prepare_fleet(out, "watch", "-o")?;
-    // Every replica is a task: on a runtime with a worker per core (never more workers
-    // than replicas), the scrapes and their reading are spread over every core.
-    let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    let recorder = Recorder::with_workers(cores.min(urls.len()))
+    // Every replica is a task, all on one thread. Spread over a worker per core, the
+    // same fleet measured worse on two cores at every size: more processor time (twice
+    // it with whole pages), more missed slots and a wider p99 off the schedule, as the
+    // workers woke and stole each other's replicas mid-slot. A narrowed scrape leaves
+    // little but the request itself to do, and one thread does 256 of them at 4 Hz in
+    // about a tenth of a core (docs/fleet.md).
+    let recorder = Recorder::new()
         .map_err(|e| CliError::cannot_write(format!("cannot start the HTTP client: {e}")))?;
     let (firsts, engine) = one_answer_each(choice, &recorder, &urls)?;
     let names: Vec<String> = firsts

@@ -55,25 +55,6 @@ impl Recorder {
         Recorder::on(own_runtime()?)
     }
 
-    /// A recorder whose tasks run on `workers` threads: a fleet's replicas, each
-    /// recorded by a task of its own ([`Recorder::watch_fleet`]), are then scraped and
-    /// read on every core, where one thread would read them one after another. One
-    /// worker is [`Recorder::new`]'s runtime on the calling thread.
-    pub fn with_workers(workers: usize) -> Result<Recorder, RecordError> {
-        if workers <= 1 {
-            return Recorder::new();
-        }
-        if inside_a_runtime() {
-            return Err(RecordError::InsideRuntime);
-        }
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(workers)
-            .enable_all()
-            .build()
-            .map_err(RecordError::Runtime)?;
-        Recorder::on(runtime)
-    }
-
     fn on(runtime: tokio::runtime::Runtime) -> Result<Recorder, RecordError> {
         let client = {
             let _inside = runtime.enter();

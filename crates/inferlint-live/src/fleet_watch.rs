@@ -62,10 +62,17 @@ pub async fn watch_fleet<W: Write + Send + 'static>(
     }
     // How each replica's samples ask for its page is chosen for all at once, before the
     // one schedule starts: a choice's requests then take no replica's slot.
-    let members = match options.pages {
+    let mut members = match options.pages {
         Pages::AskForLess => choose_pages(members, engine).await,
         Pages::Whole => members,
     };
+    // Each first page, whole, holds what its samples do not need (a real vLLM page: about
+    // a thousand samples where a sample reads twenty): narrowed now, the whole page is set
+    // free before the schedule starts, not in slot 1 or 2 (128 of them cost a slot about
+    // 10 ms). Slot 0's sample and the restart check against slot 1 read what is kept.
+    for member in &mut members {
+        member.scraper.narrow_snapshot(&mut member.first.snapshot);
+    }
     // Slot 0 is now, once every replica has answered its first scrape: not the earliest
     // first request, which would put every replica that answered sooner behind a
     // schedule that started while the slowest first scrape still ran.
@@ -112,11 +119,20 @@ pub async fn watch_fleet<W: Write + Send + 'static>(
     }
     drop(tx);
 
-    // Samples by slot until every replica has answered for it.
-    let slot_of = |sample: &SeriesSample| -> Option<u64> {
+    // Samples by slot until every replica has answered for it. A replica's first sample
+    // is its slot 0 whenever it was taken: it is the scrape that found the engine, made
+    // before the page choices, which for a large fleet can take more than half an
+    // interval, so its time alone would place it before the schedule and leave the
+    // sum's slot 0 short of replicas that did answer. Every later sample was scraped for
+    // a slot from 1 on, placed by its time.
+    let mut seen_first = vec![false; count];
+    let mut slot_of = |index: usize, sample: &SeriesSample| -> Option<u64> {
+        if !std::mem::replace(&mut seen_first[index], true) {
+            return Some(0);
+        }
         let mono = sample.t_mono_ns?;
         let k = ((mono - start_ns) as f64 / interval_ns as f64).round();
-        (k >= 0.0).then_some(k as u64)
+        (k >= 1.0).then_some(k as u64)
     };
     let mut pending: BTreeMap<u64, Vec<Option<SeriesSample>>> = BTreeMap::new();
     let mut latest = vec![0u64; count];
@@ -154,7 +170,7 @@ pub async fn watch_fleet<W: Write + Send + 'static>(
         Ok(())
     };
     while let Some((index, sample)) = rx.recv().await {
-        let Some(slot) = slot_of(&sample) else {
+        let Some(slot) = slot_of(index, &sample) else {
             continue;
         };
         latest[index] = latest[index].max(slot);

@@ -131,6 +131,8 @@ pub struct Scraper {
     narrow: Option<Narrow>,
     /// What [`Scraper::ask_for_less`] chose, once it has.
     chosen: Option<PageRequest>,
+    /// A snapshot handed back to be read into again ([`Scraper::recycle`]).
+    spare: Option<Snapshot>,
 }
 
 /// How a recording's scrapes after the first read the page.
@@ -155,6 +157,7 @@ impl Scraper {
             remembered: None,
             narrow: None,
             chosen: None,
+            spare: None,
         }
     }
 
@@ -186,37 +189,116 @@ impl Scraper {
     /// (only the samples a recording reads, asked of the server with `name[]` where it
     /// honours that, else the whole page read narrowly), or the whole page when it was
     /// not called. The snapshot holds the kept samples only.
+    ///
+    /// A snapshot handed back with [`Scraper::recycle`] is read into again when the page
+    /// holds the same series as the one it was read from (a server's page at every
+    /// scrape), changing only its values: a sample then costs no allocation of names and
+    /// labels. Otherwise the page is read anew; either way the snapshot is the same.
     pub async fn scrape_sample(&mut self) -> Result<Scrape, ScrapeError> {
         let Some(narrow) = self.narrow.clone() else {
             return self.scrape().await;
         };
-        let mut scrape = match &narrow.filtered {
-            Some(path_and_query) => {
-                let (answer, stamp, url) = self.fetch(path_and_query).await?;
-                parse(url, answer, stamp, Some(&narrow.keep))?
-            }
-            None => self.scrape_page(Some(&narrow.keep)).await?,
+        let (answer, stamp, url) = match &narrow.filtered {
+            Some(path_and_query) => self.fetch(path_and_query).await?,
+            None => self.fetch_page().await?,
         };
+        if let Some(scrape) = self.reread(&narrow, &answer, stamp, &url) {
+            return Ok(scrape);
+        }
+        let mut scrape = parse(url, answer, stamp, Some(&narrow.keep))?;
         if !narrow.carried.is_empty() {
-            let mut samples = scrape.snapshot.metrics.samples().to_vec();
+            let mut samples = std::mem::take(&mut scrape.snapshot.metrics).into_samples();
             samples.extend(narrow.carried.iter().cloned());
             scrape.snapshot.metrics = scrape_metrics(samples);
         }
         Ok(scrape)
     }
 
-    async fn scrape_page(&mut self, keep: Option<&KeptNames>) -> Result<Scrape, ScrapeError> {
+    /// Makes `snapshot` (a whole page of this server's, as the first scrape reads it) hold
+    /// only what [`Scraper::scrape_sample`] keeps of a page once the page is chosen: the
+    /// same samples and checks read from it, as from a later sample's, and no text. Left
+    /// as it is when nothing was chosen. A fleet narrows its replicas' first pages before its schedule
+    /// starts, so that no slot pays for setting a whole page's samples free.
+    pub fn narrow_snapshot(&self, snapshot: &mut Snapshot) {
+        let Some(narrow) = &self.narrow else {
+            return;
+        };
+        let mut samples: Vec<Sample> = std::mem::take(&mut snapshot.metrics)
+            .into_samples()
+            .into_iter()
+            .filter(|s| narrow.keep.contains(&s.name))
+            .collect();
+        samples.extend(narrow.carried.iter().cloned());
+        snapshot.metrics = scrape_metrics(samples);
+        // The whole page's text goes too: what is left is read for its samples, and a
+        // whole page is too large to set free in a slot.
+        snapshot.text = String::new();
+    }
+
+    /// Hands back a snapshot of this scraper's that is no longer needed (a recording's
+    /// last sample once a newer one is kept), for [`Scraper::scrape_sample`] to read the
+    /// next page into. Any snapshot is safe to give: one whose series are not the next
+    /// page's, in its order, is set free and the page read anew.
+    pub fn recycle(&mut self, snapshot: Snapshot) {
+        self.spare = Some(snapshot);
+    }
+
+    /// The spare snapshot read again from `answer` ([`prom::reread_kept`]), when the
+    /// page holds the series it holds, in the same order, every line reading cleanly.
+    fn reread(
+        &mut self,
+        narrow: &Narrow,
+        answer: &Answer,
+        stamp: Stamp,
+        url: &str,
+    ) -> Option<Scrape> {
+        let mut snapshot = self.spare.take()?;
+        let page_samples = snapshot.metrics.len().checked_sub(narrow.carried.len())?;
+        if !prom::reread_kept(
+            &answer.body,
+            &narrow.keep,
+            &mut snapshot.metrics,
+            page_samples,
+        ) {
+            return None;
+        }
+        // The first page, narrowed, was read from the whole page's address.
+        if snapshot.url != url {
+            snapshot.url = url.to_owned();
+        }
+        // The text as the full read keeps it: as served, or made UTF-8 where it is not.
+        match std::str::from_utf8(&answer.body) {
+            Ok(text) => {
+                snapshot.text.clear();
+                snapshot.text.push_str(text);
+            }
+            Err(_) => snapshot.text = String::from_utf8_lossy(&answer.body).into_owned(),
+        }
+        snapshot.t_wall = Some(stamp.t_wall);
+        snapshot.t_mono_ns = Some(stamp.t_mono_ns);
+        snapshot.latency_s = Some(stamp.latency_s);
+        Some(Scrape {
+            url: url.to_owned(),
+            stamp,
+            requested_ns: requested_ns(stamp),
+            snapshot,
+            skipped: None,
+        })
+    }
+
+    /// The whole page's answer, at the path this server serves it at.
+    async fn fetch_page(&mut self) -> Result<(Answer, Stamp, String), ScrapeError> {
         if let Some(path) = self.remembered {
             let result = self.fetch(path).await;
             if result.is_err() {
                 // A restarted server may serve somewhere else now: start over next time.
                 self.remembered = None;
             }
-            return result.and_then(|(answer, stamp, url)| parse(url, answer, stamp, keep));
+            return result;
         }
         let (answer, stamp, url) = self.fetch(METRICS_PATH).await?;
         if !looks_like_json(&answer.body) {
-            return parse(url, answer, stamp, keep);
+            return Ok((answer, stamp, url));
         }
         let (fallback, stamp, fallback_url) = self.fetch(TRT_METRICS_PATH).await?;
         if looks_like_json(&fallback.body) {
@@ -226,7 +308,12 @@ impl Scraper {
             });
         }
         self.remembered = Some(TRT_METRICS_PATH);
-        parse(fallback_url, fallback, stamp, keep)
+        Ok((fallback, stamp, fallback_url))
+    }
+
+    async fn scrape_page(&mut self, keep: Option<&KeptNames>) -> Result<Scrape, ScrapeError> {
+        let (answer, stamp, url) = self.fetch_page().await?;
+        parse(url, answer, stamp, keep)
     }
 
     /// Chooses how a recording's samples read the page after `first` (a whole page of
@@ -408,9 +495,8 @@ fn parse(
         Ok(text) => text,
         Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
     };
-    let requested_ns = stamp.t_mono_ns - (stamp.latency_s * 5e8).round() as i64;
     Ok(Scrape {
-        requested_ns,
+        requested_ns: requested_ns(stamp),
         snapshot: Snapshot {
             url: url.clone(),
             t_wall: Some(stamp.t_wall),
@@ -423,6 +509,12 @@ fn parse(
         stamp,
         skipped,
     })
+}
+
+/// The monotonic clock when the request went out, from its stamp (the midpoint less half
+/// the latency).
+fn requested_ns(stamp: Stamp) -> i64 {
+    stamp.t_mono_ns - (stamp.latency_s * 5e8).round() as i64
 }
 
 /// Whether a page asked with `name[]` is narrowed as asked: every sample name in it is

@@ -524,7 +524,9 @@ pub(crate) async fn watch_session<W: Write, O: Observer + ?Sized>(
                         on_event(Event::Skipped(note), &progress);
                         noted_skipped = true;
                     }
-                    last_good = scrape.snapshot;
+                    // The sample before is read into again at the next scrape.
+                    let previous = std::mem::replace(&mut last_good, scrape.snapshot);
+                    scraper.recycle(previous);
                 }
                 Some(Err(error)) => {
                     let reason = error.to_string();
