@@ -12,7 +12,9 @@
 #   whole at /metrics and narrowed by name[] at /metrics/ as vLLM serves it: a real
 #   page's size and shape, served statically so that the servers' own cost is not in the
 #   figures (PAGE=fixtures/real/vllm-0.32-cpu/healthy-vllm-bench/after.snapshot.json is
-#   a real vLLM 0.32 page of 50 KB).
+#   a real vLLM 0.32 page of 50 KB); PAGE_THREADS=K (default 1) answers on K threads,
+#   side by side as servers on machines of their own answer, where one thread answers
+#   every server's scrapes of a slot one after another.
 # WATCH_ARGS are added to watch's flags (--whole-pages: every scrape reads the whole page).
 # Usage: bench/fleet-watch.sh [SECONDS] [INTERVAL] [COUNTS...]   (default 30 0.25 1 4 8 16 32 64)
 # Builds release binaries first. Everything it starts is stopped, by PID, on exit.
@@ -35,7 +37,7 @@ for n in "${counts[@]}"; do
   load_pid=
   if [ -n "${PAGE:-}" ]; then
     : >"$work/urls-$n"
-    "$bin/inferlint-sim" pages "$PAGE" --servers "$n" >"$work/urls-$n" 2>/dev/null &
+    "$bin/inferlint-sim" pages "$PAGE" --servers "$n" --threads "${PAGE_THREADS:-1}" >"$work/urls-$n" 2>/dev/null &
     server_pids+=($!); pids+=($!)
     for _ in $(seq 200); do [ "$(wc -l <"$work/urls-$n")" -ge "$n" ] && break; sleep 0.05; done
     mapfile -t urls <"$work/urls-$n"

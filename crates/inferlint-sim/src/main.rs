@@ -59,6 +59,11 @@ struct PagesArgs {
     /// How many servers.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1024))]
     servers: u64,
+    /// Threads that answer (1: every server's answers one after another on one thread,
+    /// as one real server answers its own; more: the servers answer side by side, as
+    /// servers on machines of their own do).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
+    threads: u64,
 }
 
 #[derive(Debug, Args)]
@@ -426,7 +431,23 @@ fn pages(args: &PagesArgs) -> u8 {
             return EXIT_USAGE;
         }
     };
-    let Some(runtime) = signal_runtime() else {
+    let threads = usize::try_from(args.threads).unwrap_or(1);
+    let runtime = if threads <= 1 {
+        signal_runtime()
+    } else {
+        match tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .enable_all()
+            .build()
+        {
+            Ok(r) => Some(r),
+            Err(e) => {
+                eprintln!("error: failed to start {threads} threads: {e}");
+                None
+            }
+        }
+    };
+    let Some(runtime) = runtime else {
         return EXIT_FAILED;
     };
     let count = usize::try_from(args.servers).unwrap_or(1);
