@@ -217,10 +217,12 @@ impl Scraper {
     /// Makes `snapshot` (a whole page of this server's, as the first scrape reads it) hold
     /// only what [`Scraper::scrape_sample`] keeps of a page once the page is chosen: the
     /// same samples and checks read from it, as from a later sample's, and no text. Left
-    /// as it is when nothing was chosen. A fleet narrows its replicas' first pages before its schedule
+    /// as it is until a choice has been made. A fleet narrows its replicas' first pages before its schedule
     /// starts, so that no slot pays for setting a whole page's samples free.
     pub fn narrow_snapshot(&self, snapshot: &mut Snapshot) {
-        let Some(narrow) = &self.narrow else {
+        // Only a choice made: one cut short (it took too long) is made again from the
+        // whole first page, which must then still be there.
+        let (Some(narrow), Some(_)) = (&self.narrow, &self.chosen) else {
             return;
         };
         let mut samples: Vec<Sample> = std::mem::take(&mut snapshot.metrics)
@@ -677,6 +679,43 @@ pub async fn first_scrape(scraper: &mut Scraper) -> Result<(Scrape, Engine), NoM
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A first page is narrowed only once its choice is made: a choice cut short (it
+    /// took too long) is made again from the whole page's text and samples.
+    #[tokio::test]
+    async fn a_first_page_is_narrowed_only_once_the_choice_is_made() {
+        let mut scraper = Scraper::new(
+            HttpClient::new(),
+            BaseUrl::parse("127.0.0.1:1").expect("reads"),
+        );
+        scraper.narrow = Some(Narrow {
+            keep: Arc::new(KeptNames::new(["kept"])),
+            carried: Arc::new(Vec::new()),
+            filtered: None,
+        });
+        let page = "kept 1\nother 2\n";
+        let read = prom::read(page.as_bytes()).expect("reads");
+        let mut snapshot = Snapshot {
+            url: "http://127.0.0.1:1/metrics".into(),
+            t_wall: None,
+            t_mono_ns: None,
+            latency_s: None,
+            text: page.into(),
+            metrics: scrape_metrics(read.samples),
+        };
+        let whole = snapshot.clone();
+        scraper.narrow_snapshot(&mut snapshot);
+        assert_eq!(snapshot, whole);
+        scraper.chosen = Some(PageRequest {
+            path: "/metrics".into(),
+            filtered_to: None,
+            whole_because: Some("whole pages were asked for".into()),
+        });
+        scraper.narrow_snapshot(&mut snapshot);
+        assert_eq!(snapshot.metrics.len(), 1);
+        assert_eq!(snapshot.metrics.total("kept"), Some(1.0));
+        assert!(snapshot.text.is_empty());
+    }
 
     #[test]
     fn json_bodies() {
