@@ -173,11 +173,7 @@ pub fn reread_kept(
     let mut readings: Vec<(f64, Option<i64>)> = Vec::with_capacity(page_samples);
     let mut matched: Vec<bool> = Vec::new();
     for raw_line in bytes.split(|b| *b == b'\n') {
-        let start = raw_line
-            .iter()
-            .position(|b| !b.is_ascii_whitespace())
-            .unwrap_or(raw_line.len());
-        if readable_name(&raw_line[start..]).is_some_and(|name| !keep.contains(name)) {
+        if passed_over(raw_line, keep) {
             continue;
         }
         let Ok(text) = std::str::from_utf8(raw_line) else {
@@ -188,7 +184,7 @@ pub fn reread_kept(
             continue;
         }
         if line.as_bytes()[0] == b'#' {
-            if trim_ascii(&line.as_bytes()[1..]) == b"EOF" {
+            if is_eof(line.as_bytes()) {
                 break;
             }
             continue;
@@ -285,22 +281,7 @@ fn reread_sample_line(
     if labels != expected.labels.len() {
         return None;
     }
-    let value_end = token_end(bytes, pos);
-    if value_end == pos {
-        return None;
-    }
-    let value = line[pos..value_end].parse::<f64>().ok()?;
-    pos = skip_blanks(bytes, value_end);
-    let mut timestamp_ms = None;
-    if pos < bytes.len() && bytes[pos] != b'#' {
-        let timestamp_end = token_end(bytes, pos);
-        timestamp_ms = Some(line[pos..timestamp_end].parse::<i64>().ok()?);
-        pos = skip_blanks(bytes, timestamp_end);
-    }
-    if pos < bytes.len() && bytes[pos] != b'#' {
-        return None;
-    }
-    Some((value, timestamp_ms))
+    read_value_and_timestamp(line, pos, &expected.name).ok()
 }
 
 fn read_lines(bytes: &[u8], keep: Option<&KeptNames>) -> Result<Exposition, ParseError> {
@@ -314,14 +295,8 @@ fn read_lines(bytes: &[u8], keep: Option<&KeptNames>) -> Result<Exposition, Pars
         ..Exposition::default()
     };
     for (index, raw_line) in bytes.split(|b| *b == b'\n').enumerate() {
-        if let Some(keep) = keep {
-            let start = raw_line
-                .iter()
-                .position(|b| !b.is_ascii_whitespace())
-                .unwrap_or(raw_line.len());
-            if readable_name(&raw_line[start..]).is_some_and(|name| !keep.contains(name)) {
-                continue;
-            }
+        if keep.is_some_and(|keep| passed_over(raw_line, keep)) {
+            continue;
         }
         let line_number = index + 1;
         // Trimmed as `str::trim` does when the line is text; a line that is not UTF-8 is
@@ -333,7 +308,7 @@ fn read_lines(bytes: &[u8], keep: Option<&KeptNames>) -> Result<Exposition, Pars
         }
         if trimmed[0] == b'#' {
             // OpenMetrics ends the exposition with `# EOF`; anything after it is not ours.
-            if trim_ascii(&trimmed[1..]) == b"EOF" {
+            if is_eof(trimmed) {
                 break;
             }
             continue;
@@ -376,6 +351,21 @@ fn read_lines(bytes: &[u8], keep: Option<&KeptNames>) -> Result<Exposition, Pars
         }
     }
     Ok(exposition)
+}
+
+/// Whether a narrow read passes over this line without reading it: its metric name is
+/// whole and not kept.
+fn passed_over(raw_line: &[u8], keep: &KeptNames) -> bool {
+    let start = raw_line
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(raw_line.len());
+    readable_name(&raw_line[start..]).is_some_and(|name| !keep.contains(name))
+}
+
+/// Whether a trimmed comment line is OpenMetrics' `# EOF`, after which nothing is ours.
+fn is_eof(comment: &[u8]) -> bool {
+    trim_ascii(&comment[1..]) == b"EOF"
 }
 
 /// The metric name at the start of a line that could not be read, when the name itself
@@ -487,6 +477,31 @@ fn parse_sample_line(line: &str) -> Result<Sample, String> {
         return Err(bad_name());
     }
 
+    let (value, timestamp_ms) = read_value_and_timestamp(line, pos, name)?;
+
+    labels.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    // Held for as long as the scrape is: no room for labels that never come.
+    labels.shrink_to_fit();
+    if let Some(pair) = labels.windows(2).find(|pair| pair[0].0 == pair[1].0) {
+        return Err(format!("duplicate label '{}' for {name}", pair[0].0));
+    }
+    Ok(Sample {
+        name: name.to_owned(),
+        labels,
+        value,
+        timestamp_ms,
+    })
+}
+
+/// The value and optional timestamp of a sample line from `pos` (past its name and
+/// labels) to its end, where only an OpenMetrics exemplar (`# ...`) may follow. The error
+/// is the message only.
+fn read_value_and_timestamp(
+    line: &str,
+    mut pos: usize,
+    name: &str,
+) -> Result<(f64, Option<i64>), String> {
+    let bytes = line.as_bytes();
     let value_end = token_end(bytes, pos);
     if value_end == pos {
         return Err(format!("missing value for {name}"));
@@ -514,19 +529,7 @@ fn parse_sample_line(line: &str) -> Result<Sample, String> {
             excerpt(&line[pos..])
         ));
     }
-
-    labels.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    // Held for as long as the scrape is: no room for labels that never come.
-    labels.shrink_to_fit();
-    if let Some(pair) = labels.windows(2).find(|pair| pair[0].0 == pair[1].0) {
-        return Err(format!("duplicate label '{}' for {name}", pair[0].0));
-    }
-    Ok(Sample {
-        name: name.to_owned(),
-        labels,
-        value,
-        timestamp_ms,
-    })
+    Ok((value, timestamp_ms))
 }
 
 /// Reads `name="value", ...}` from just after the `{`; returns the position after the `}`.

@@ -616,32 +616,26 @@ fn a_real_page_reads_again_only_when_its_series_are_the_same() {
 
     let before = set.clone();
     let unchanged = |set: &MetricSet| same_samples(set.samples(), before.samples());
-    let added = format!(
-        "{moved}vllm:request_success_total{{engine=\"1\",finished_reason=\"stop\",model_name=\"tiny-llama\"}} 1.0\n"
-    );
-    assert!(!prom::reread_kept(
-        added.as_bytes(),
-        &keep,
-        &mut set,
-        page_samples
-    ));
-    assert!(unchanged(&set));
-    let relabelled = moved.replace("finished_reason=\"abort\"", "finished_reason=\"cancel\"");
-    assert!(!prom::reread_kept(
-        relabelled.as_bytes(),
-        &keep,
-        &mut set,
-        page_samples
-    ));
-    assert!(unchanged(&set));
-    let damaged = moved.replace("} 5000.0", "} five");
-    assert!(!prom::reread_kept(
-        damaged.as_bytes(),
-        &keep,
-        &mut set,
-        page_samples
-    ));
-    assert!(unchanged(&set));
+    let refused = [
+        // A series more.
+        format!(
+            "{moved}vllm:request_success_total{{engine=\"1\",finished_reason=\"stop\",model_name=\"tiny-llama\"}} 1.0\n"
+        ),
+        // A label changed.
+        moved.replace("finished_reason=\"abort\"", "finished_reason=\"cancel\""),
+        // A damaged line.
+        moved.replace("} 5000.0", "} five"),
+    ];
+    for page in &refused {
+        assert_ne!(page, &moved);
+        assert!(!prom::reread_kept(
+            page.as_bytes(),
+            &keep,
+            &mut set,
+            page_samples
+        ));
+        assert!(unchanged(&set), "{page}");
+    }
     // A line it does not keep may change as it likes.
     let other = moved.replace(
         "vllm:num_requests_waiting{",

@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use inferlint_core::engine::scrape_metrics;
-use inferlint_core::metrics::Sample;
+use inferlint_core::metrics::{MetricSet, Sample};
 use inferlint_core::model::{PageRequest, Snapshot};
 use inferlint_core::Engine;
 use inferlint_engines::prom::KeptNames;
@@ -205,33 +205,26 @@ impl Scraper {
         if let Some(scrape) = self.reread(&narrow, &answer, stamp, &url) {
             return Ok(scrape);
         }
-        let mut scrape = parse(url, answer, stamp, Some(&narrow.keep))?;
-        if !narrow.carried.is_empty() {
-            let mut samples = std::mem::take(&mut scrape.snapshot.metrics).into_samples();
-            samples.extend(narrow.carried.iter().cloned());
-            scrape.snapshot.metrics = scrape_metrics(samples);
-        }
-        Ok(scrape)
+        parse(url, answer, stamp, Some(&narrow.keep), &narrow.carried)
     }
 
     /// Makes `snapshot` (a whole page of this server's, as the first scrape reads it) hold
     /// only what [`Scraper::scrape_sample`] keeps of a page once the page is chosen: the
     /// same samples and checks read from it, as from a later sample's, and no text. Left
-    /// as it is until a choice has been made. A fleet narrows its replicas' first pages before its schedule
-    /// starts, so that no slot pays for setting a whole page's samples free.
+    /// as it is until a choice has been made. A fleet narrows its replicas' first pages
+    /// before its schedule starts, so that no slot pays for setting a whole page's
+    /// samples free.
     pub fn narrow_snapshot(&self, snapshot: &mut Snapshot) {
         // Only a choice made: one cut short (it took too long) is made again from the
         // whole first page, which must then still be there.
         let (Some(narrow), Some(_)) = (&self.narrow, &self.chosen) else {
             return;
         };
-        let mut samples: Vec<Sample> = std::mem::take(&mut snapshot.metrics)
+        let kept = std::mem::take(&mut snapshot.metrics)
             .into_samples()
             .into_iter()
-            .filter(|s| narrow.keep.contains(&s.name))
-            .collect();
-        samples.extend(narrow.carried.iter().cloned());
-        snapshot.metrics = scrape_metrics(samples);
+            .filter(|s| narrow.keep.contains(&s.name));
+        snapshot.metrics = with_carried(kept.collect(), &narrow.carried);
         // The whole page's text goes too: what is left is read for its samples, and a
         // whole page is too large to set free in a slot.
         snapshot.text = String::new();
@@ -315,7 +308,7 @@ impl Scraper {
 
     async fn scrape_page(&mut self, keep: Option<&KeptNames>) -> Result<Scrape, ScrapeError> {
         let (answer, stamp, url) = self.fetch_page().await?;
-        parse(url, answer, stamp, keep)
+        parse(url, answer, stamp, keep, &[])
     }
 
     /// Chooses how a recording's samples read the page after `first` (a whole page of
@@ -477,6 +470,7 @@ fn parse(
     answer: Answer,
     stamp: Stamp,
     keep: Option<&KeptNames>,
+    carried: &[Sample],
 ) -> Result<Scrape, ScrapeError> {
     let not_prometheus = |message: String| ScrapeError::NotPrometheus {
         url: url.clone(),
@@ -505,12 +499,19 @@ fn parse(
             t_mono_ns: Some(stamp.t_mono_ns),
             latency_s: Some(stamp.latency_s),
             text,
-            metrics: scrape_metrics(exposition.samples),
+            metrics: with_carried(exposition.samples, carried),
         },
         url,
         stamp,
         skipped,
     })
+}
+
+/// A page's samples as a set, with what the first page stated once for all after them
+/// (the order [`prom::reread_kept`] reads a later page into).
+fn with_carried(mut samples: Vec<Sample>, carried: &[Sample]) -> MetricSet {
+    samples.extend(carried.iter().cloned());
+    scrape_metrics(samples)
 }
 
 /// The monotonic clock when the request went out, from its stamp (the midpoint less half
