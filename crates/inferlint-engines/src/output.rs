@@ -306,21 +306,62 @@ fn publish(temporary: &Path, path: &Path, existing: Existing) -> Result<(), Outp
 /// place. Parent folders are created. On any error nothing is left behind and an
 /// existing file is as it was.
 pub fn write_file(path: &Path, bytes: &[u8], rule: &Rule) -> Result<(), OutputError> {
+    stage(path, bytes, rule)?.publish()
+}
+
+/// Writes a whole file under `rule` to a temporary file beside `path`, synced, and
+/// leaves it there until [`Staged::publish`] puts it in place: a command that writes
+/// several files stages each as it is made and publishes them once every one is, so
+/// that an error on the way leaves none of them. Dropped unpublished, the temporary file
+/// is removed. Parent folders are created.
+pub fn stage(path: &Path, bytes: &[u8], rule: &Rule) -> Result<Staged, OutputError> {
     let existing = existing(path, rule)?;
     make_parent(path)?;
     let (temporary, mut file) = temporary_beside(path)?;
-    let result = file
-        .write_all(bytes)
+    let staged = Staged {
+        temporary,
+        path: path.to_owned(),
+        existing,
+        published: false,
+    };
+    file.write_all(bytes)
         .and_then(|()| file.sync_all())
-        .map_err(|e| OutputError::io(path, e))
-        .and_then(|()| {
-            drop(file);
-            publish(&temporary, path, existing)
-        });
-    if result.is_err() {
-        let _ = fs::remove_file(&temporary);
+        .map_err(|e| OutputError::io(path, e))?;
+    Ok(staged)
+}
+
+/// A whole file written beside its place, not yet put there ([`stage`]).
+#[derive(Debug)]
+#[must_use = "a staged file is removed unless it is published"]
+pub struct Staged {
+    temporary: PathBuf,
+    path: PathBuf,
+    existing: Existing,
+    published: bool,
+}
+
+impl Staged {
+    /// The place the file is to be put.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
-    result
+
+    /// Puts the file in place, as [`write_file`] does: a new file is linked into place
+    /// (refused if one appeared there since it was staged), a replaceable one is renamed
+    /// over. On an error the temporary file is removed and the place is as it was.
+    pub fn publish(mut self) -> Result<(), OutputError> {
+        let result = publish(&self.temporary, &self.path, self.existing);
+        self.published = result.is_ok();
+        result
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if !self.published {
+            let _ = fs::remove_file(&self.temporary);
+        }
+    }
 }
 
 /// A file being written line by line, locked against a second writer for as long as it
@@ -495,5 +536,49 @@ mod tests {
             name.starts_with(".report.html.") && name.ends_with(".tmp"),
             "{name}"
         );
+    }
+    /// A staged file is on disk, whole, under a hidden name, and at its place only once
+    /// published; one dropped unpublished leaves nothing behind.
+    #[test]
+    fn a_staged_file_appears_only_when_published() {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let listed = || {
+            let mut names: Vec<String> = fs::read_dir(dir.path())
+                .expect("listed")
+                .map(|e| {
+                    e.expect("an entry")
+                        .file_name()
+                        .to_string_lossy()
+                        .into_owned()
+                })
+                .collect();
+            names.sort();
+            names
+        };
+        let (a, b) = (dir.path().join("a.html"), dir.path().join("b.html"));
+        let staged_a = stage(&a, b"page a", &Rule::NEW).expect("staged");
+        let staged_b = stage(&b, b"page b", &Rule::NEW).expect("staged");
+        assert_eq!(staged_a.path(), a);
+        let hidden = listed();
+        assert_eq!(hidden.len(), 2, "{hidden:?}");
+        assert!(hidden.iter().all(|n| n.starts_with('.')), "{hidden:?}");
+        drop(staged_b);
+        staged_a.publish().expect("published");
+        assert_eq!(listed(), ["a.html"]);
+        assert_eq!(fs::read(&a).expect("read"), b"page a");
+    }
+
+    /// A file that appears at a new file's place after it was staged is never replaced:
+    /// the publication is refused and nothing of the staged file is left.
+    #[test]
+    fn a_file_that_appears_after_staging_is_kept() {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let path = dir.path().join("report.html");
+        let staged = stage(&path, b"ours", &Rule::NEW).expect("staged");
+        fs::write(&path, b"theirs").expect("written by another");
+        let refused = staged.publish().expect_err("it appeared since");
+        assert!(matches!(refused, OutputError::Exists { .. }), "{refused:?}");
+        assert_eq!(fs::read(&path).expect("read"), b"theirs");
+        assert_eq!(fs::read_dir(dir.path()).expect("listed").count(), 1);
     }
 }
