@@ -3,9 +3,15 @@
 //! and `inferlint report --prometheus` write it. Each replica is checked as its own run;
 //! T22 (replicas unevenly loaded) reads every replica's recording again on the fleet's
 //! grid.
+//!
+//! [`Fleet`] holds every replica's run at once; [`FleetReader`] reads and checks one
+//! replica at a time and lets its run go before the next, so that a fleet of hundreds of
+//! replicas over a day is held in the memory of one replica's run and every replica's
+//! report.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use inferlint_core::checks::series::SeriesStats;
 use inferlint_core::fleet_grid::FleetGrid;
 use inferlint_core::model::SeriesSample;
 use inferlint_core::outcome::worst_of;
@@ -74,20 +80,7 @@ impl Fleet {
     /// ```
     pub fn from_dir(dir: impl AsRef<Path>) -> Result<Fleet, Error> {
         let dir = dir.as_ref();
-        let manifest = fleet::read_manifest(dir)
-            .map_err(|e| Error::from(LoadError::File(e)))?
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorKind::NoRun,
-                    format!(
-                        "{} holds no {}: it is no fleet folder",
-                        load::shown(dir),
-                        fleet::MANIFEST
-                    ),
-                )
-                .with_path(dir)
-            })?;
-        Fleet::read(dir, &manifest, None, None)
+        Fleet::read(dir, &manifest_of(dir)?, None, None)
     }
 
     /// The fleet of `manifest` in `dir` (outside the stable API: the command line reads
@@ -100,31 +93,14 @@ impl Fleet {
         engine: Option<(Engine, NamedBy)>,
         requested: Option<u64>,
     ) -> Result<Fleet, Error> {
-        if manifest.replicas.is_empty() {
-            let path = dir.join(fleet::MANIFEST);
-            return Err(Error::new(
-                ErrorKind::Invalid,
-                format!("{} names no replica", path.display()),
-            )
-            .with_path(&path));
+        let mut reader = FleetReader::open(dir, manifest, engine, requested)?;
+        let mut replicas = Vec::with_capacity(reader.len());
+        while let Some(replica) = reader.read_next()? {
+            replicas.push(replica);
         }
-        let mut replicas = Vec::with_capacity(manifest.replicas.len());
-        for replica in &manifest.replicas {
-            let files = load::find_run(&dir.join(&replica.folder))?;
-            let run = Run::read(&files, &mut EngineChoice::new(engine), requested)?;
-            replicas.push(Replica {
-                name: replica.name.clone(),
-                folder: replica.folder.clone(),
-                files,
-                run,
-            });
-        }
-        let grid = FleetGrid::of(
-            replicas.iter().map(|r| r.run.inner.series.as_ref()),
-            manifest.interval_s,
-        );
+        let grid = reader.grid();
         Ok(Fleet {
-            source: manifest.source.clone(),
+            source: reader.source,
             grid,
             replicas,
         })
@@ -161,20 +137,10 @@ impl Fleet {
         mut on_sample: impl FnMut(usize, &SeriesSample),
     ) -> Result<FleetReport, Error> {
         let names: Vec<String> = self.replicas.iter().map(|r| r.name.clone()).collect();
-        let mut balance = self.grid.balance(&names);
-        for (index, replica) in self.replicas.iter().enumerate() {
-            let Some(series) = &replica.files.series else {
-                continue;
-            };
-            files::read_series(series, |sample| {
-                balance.push(index, sample);
-                on_sample(index, sample);
-            })
-            .map_err(|e| Error::from(LoadError::File(e)))?;
-        }
+        let series = self.replicas.iter().map(|r| r.files.series.as_deref());
         Ok(FleetReport {
             replicas: self.replicas.iter().map(|r| r.run.check()).collect(),
-            balance: balance.check(),
+            balance: check_balance(&self.grid, &names, series, &mut on_sample)?,
         })
     }
 
@@ -185,6 +151,214 @@ impl Fleet {
             .flat_map(|r| r.files.inputs())
             .collect()
     }
+}
+
+/// A fleet read one replica at a time: each replica's run is read and checked in turn,
+/// handed to the caller with its report, and let go before the next is read; T22 then
+/// reads every replica's recording again on the fleet's grid. Memory holds one replica's
+/// run and every replica's report, where [`Fleet`] holds every run: for a fleet of
+/// hundreds of replicas over a day, the difference is hundreds of MiB.
+///
+/// Every replica's files are found when the reader is opened, before any run is read, so
+/// [`FleetReader::inputs`] names every file the fleet is read from (what no output may
+/// replace) before anything is written.
+///
+/// ```no_run
+/// let mut reader = inferlint::FleetReader::from_dir("fleet/")?;
+/// while let Some((replica, report)) = reader.next_replica()? {
+///     println!("{}: {:?}", replica.name(), report.outcome());
+/// }
+/// let report = reader.finish(|_, _| {})?;
+/// println!("{} {:?}", report.balance().tripwire(), report.balance().status());
+/// # Ok::<(), inferlint::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct FleetReader {
+    dir: PathBuf,
+    source: String,
+    interval_s: Option<f64>,
+    engine: Option<(Engine, NamedBy)>,
+    requested: Option<u64>,
+    /// Each replica's name, folder and files, in the manifest's order.
+    found: Vec<(String, String, RunFiles)>,
+    /// What the grid needs of each replica read so far: its recording's summary.
+    stats: Vec<Option<SeriesStats>>,
+    /// Each replica's report, for those read and checked.
+    reports: Vec<Report>,
+}
+
+impl FleetReader {
+    /// Opens the fleet folder `dir` as [`Fleet::from_dir`] reads it, finding each
+    /// replica's files; no run is read yet. Refused as [`Fleet::from_dir`] refuses.
+    pub fn from_dir(dir: impl AsRef<Path>) -> Result<FleetReader, Error> {
+        let dir = dir.as_ref();
+        FleetReader::open(dir, &manifest_of(dir)?, None, None)
+    }
+
+    /// The reader of `manifest` in `dir` (outside the stable API, as [`Fleet::read`] is).
+    #[doc(hidden)]
+    pub fn open(
+        dir: &Path,
+        manifest: &Manifest,
+        engine: Option<(Engine, NamedBy)>,
+        requested: Option<u64>,
+    ) -> Result<FleetReader, Error> {
+        if manifest.replicas.is_empty() {
+            let path = dir.join(fleet::MANIFEST);
+            return Err(Error::new(
+                ErrorKind::Invalid,
+                format!("{} names no replica", path.display()),
+            )
+            .with_path(&path));
+        }
+        let found = manifest
+            .replicas
+            .iter()
+            .map(|replica| {
+                let files = load::find_run(&dir.join(&replica.folder))?;
+                Ok((replica.name.clone(), replica.folder.clone(), files))
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        Ok(FleetReader {
+            dir: dir.to_owned(),
+            source: manifest.source.clone(),
+            interval_s: manifest.interval_s,
+            engine,
+            requested,
+            stats: Vec::with_capacity(found.len()),
+            reports: Vec::with_capacity(found.len()),
+            found,
+        })
+    }
+
+    /// Where the runs came from: `watch`, or `prometheus URL SELECTOR`.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The fleet folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// How many replicas the manifest names.
+    pub fn len(&self) -> usize {
+        self.found.len()
+    }
+
+    /// Whether the manifest names no replica (never, for a reader that opened).
+    pub fn is_empty(&self) -> bool {
+        self.found.is_empty()
+    }
+
+    /// Each replica's name and folder, in the manifest's order.
+    pub fn names(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.found
+            .iter()
+            .map(|(name, folder, _)| (name.as_str(), folder.as_str()))
+    }
+
+    /// Every file the fleet is read from, with what it is: what no output may replace.
+    pub fn inputs(&self) -> Vec<(&Path, &str)> {
+        self.found
+            .iter()
+            .flat_map(|(_, _, files)| files.inputs())
+            .collect()
+    }
+
+    /// Reads the next replica's run and checks it: the replica, and its report, which
+    /// the reader keeps for [`FleetReader::finish`]. `None` once every replica is read.
+    /// A replica's files that are refused end the reading with that refusal.
+    pub fn next_replica(&mut self) -> Result<Option<(Replica, &Report)>, Error> {
+        let Some(replica) = self.read_next()? else {
+            return Ok(None);
+        };
+        self.reports.push(replica.run.check());
+        let report = self.reports.last().expect("the report just pushed");
+        Ok(Some((replica, report)))
+    }
+
+    /// The next replica's run, unchecked; its recording's summary is kept for the grid.
+    fn read_next(&mut self) -> Result<Option<Replica>, Error> {
+        let Some((name, folder, files)) = self.found.get(self.stats.len()) else {
+            return Ok(None);
+        };
+        let run = Run::read(files, &mut EngineChoice::new(self.engine), self.requested)?;
+        self.stats.push(run.inner.series.clone());
+        Ok(Some(Replica {
+            name: name.clone(),
+            folder: folder.clone(),
+            files: files.clone(),
+            run,
+        }))
+    }
+
+    /// The grid of the replicas read so far: the fleet's once every one is read.
+    pub fn grid(&self) -> FleetGrid {
+        FleetGrid::of(self.stats.iter().map(Option::as_ref), self.interval_s)
+    }
+
+    /// Checks the fleet: reads and checks every replica not yet read (each let go at
+    /// once), then T22 from every replica's recording read again on the fleet's grid,
+    /// handing each sample it reads to `on_sample` with its replica's index, as
+    /// [`Fleet::check_seeing`] does.
+    pub fn finish(
+        mut self,
+        mut on_sample: impl FnMut(usize, &SeriesSample),
+    ) -> Result<FleetReport, Error> {
+        while self.next_replica()?.is_some() {}
+        let grid = self.grid();
+        let names: Vec<String> = self.found.iter().map(|(name, _, _)| name.clone()).collect();
+        let series = self
+            .found
+            .iter()
+            .map(|(_, _, files)| files.series.as_deref());
+        let balance = check_balance(&grid, &names, series, &mut on_sample)?;
+        Ok(FleetReport {
+            replicas: self.reports,
+            balance,
+        })
+    }
+}
+
+/// The manifest of the fleet folder `dir`; a folder without one is no fleet.
+fn manifest_of(dir: &Path) -> Result<Manifest, Error> {
+    fleet::read_manifest(dir)
+        .map_err(|e| Error::from(LoadError::File(e)))?
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::NoRun,
+                format!(
+                    "{} holds no {}: it is no fleet folder",
+                    load::shown(dir),
+                    fleet::MANIFEST
+                ),
+            )
+            .with_path(dir)
+        })
+}
+
+/// T22: every replica's recording (`None` where it has none) read again on `grid`, each
+/// sample handed to `on_sample` too. A recording that cannot be read again is refused as
+/// [`Run::from_dir`] refuses it.
+fn check_balance<'a>(
+    grid: &FleetGrid,
+    names: &[String],
+    series: impl Iterator<Item = Option<&'a Path>>,
+    on_sample: &mut impl FnMut(usize, &SeriesSample),
+) -> Result<CheckResult, Error> {
+    let mut balance = grid.balance(names);
+    for (index, series) in series.enumerate() {
+        let Some(series) = series else {
+            continue;
+        };
+        files::read_series(series, |sample| {
+            balance.push(index, sample);
+            on_sample(index, sample);
+        })
+        .map_err(|e| Error::from(LoadError::File(e)))?;
+    }
+    Ok(balance.check())
 }
 
 /// A fleet checked: each replica's report, in the manifest's order, and T22's verdict.

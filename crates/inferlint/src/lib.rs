@@ -109,6 +109,8 @@
 //! A fleet folder (`fleet.json` and one run folder per replica, as `inferlint watch URL
 //! URL …` writes it) is read with [`Fleet::from_dir`] and checked with [`Fleet::check`]:
 //! each replica's [`Report`], and T22 (replicas unevenly loaded) on the fleet's grid.
+//! [`FleetReader`] reads the same fleet one replica at a time, holding one replica's run
+//! where [`Fleet`] holds them all: for hundreds of replicas over a day.
 //! [`repeats`] finds the run folders of one side of a comparison: the folder itself, or
 //! each of its subfolders that holds a run.
 //!
@@ -143,7 +145,7 @@
 //! This crate's own items follow semver from 0.1: [`Run`], [`RunBuilder`],
 //! [`CheckOptions`], [`ClientSummary`], [`RequestRecord`], [`GpuReading`], [`Report`],
 //! [`Error`], [`ErrorKind`], [`Fleet`] (but [`Fleet::read`] and [`Replica::files`]),
-//! [`FleetReport`], [`repeats`], the `live` and `gpu` items, and the re-exported
+//! [`FleetReader`] (but [`FleetReader::open`]), [`FleetReport`], [`repeats`], the `live` and `gpu` items, and the re-exported
 //! [`CheckResult`] methods, [`Status`], [`Tripwire`], [`Outcome`], [`Engine`] and
 //! [`Insight`]. Within 0.x a breaking change bumps the minor version. The enums and
 //! options structs that may grow are `#[non_exhaustive]` ([`Status`], [`Outcome`],
@@ -197,7 +199,7 @@ pub mod whatif {
 }
 
 pub use error::{Error, ErrorKind};
-pub use fleet::{Fleet, FleetReport, Replica};
+pub use fleet::{Fleet, FleetReader, FleetReport, Replica};
 pub use inferlint_core::fleet_grid::FleetGrid;
 pub use inferlint_core::insights::Insight;
 pub use inferlint_core::status::{CheckResult, Evidence, Outcome, Status, Tripwire};

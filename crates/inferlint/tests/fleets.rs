@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use inferlint::{ErrorKind, Fleet, Outcome, Tripwire};
+use inferlint::{ErrorKind, Fleet, FleetReader, Outcome, Tripwire};
 use inferlint_engines::fleet::{Manifest, MANIFEST};
 
 fn fixtures(name: &str) -> PathBuf {
@@ -22,11 +22,9 @@ fn copy_folder(from: &Path, to: &Path) {
     }
 }
 
-/// Two replicas (two runs of the simulated sweep) under one `fleet.json`: each is checked
-/// as its own run, T22 is the fleet's, and the fleet's outcome is the worst of them.
-#[test]
-fn a_fleet_folder_is_checked_replica_by_replica_and_as_a_fleet() {
-    let dir = tempfile::tempdir().unwrap();
+/// Two replicas (two runs of the simulated sweep, c04 and c08) under one `fleet.json`.
+fn two_replicas() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("a temporary folder");
     let names = ["a:8000".to_owned(), "b:8000".to_owned()];
     let manifest = Manifest::new(
         "watch".to_owned(),
@@ -41,8 +39,16 @@ fn a_fleet_folder_is_checked_replica_by_replica_and_as_a_fleet() {
             &dir.path().join(&replica.folder),
         );
     }
-    std::fs::write(dir.path().join(MANIFEST), manifest.to_json()).unwrap();
+    std::fs::write(dir.path().join(MANIFEST), manifest.to_json()).expect("written");
 
+    dir
+}
+
+/// Two replicas (two runs of the simulated sweep) under one `fleet.json`: each is checked
+/// as its own run, T22 is the fleet's, and the fleet's outcome is the worst of them.
+#[test]
+fn a_fleet_folder_is_checked_replica_by_replica_and_as_a_fleet() {
+    let dir = two_replicas();
     let fleet = Fleet::from_dir(dir.path()).unwrap();
     assert_eq!(fleet.source(), "watch");
     let shown: Vec<&str> = fleet.replicas().iter().map(|r| r.name()).collect();
@@ -73,6 +79,59 @@ fn a_fleet_folder_is_checked_replica_by_replica_and_as_a_fleet() {
     );
 }
 
+/// Read one replica at a time, the fleet gives what it gives read whole: each replica
+/// in the manifest's order with the same report, and the same T22 from the same
+/// samples. `finish` reads and checks the replicas not yet read.
+#[test]
+fn a_fleet_read_one_replica_at_a_time_is_checked_as_one_read_whole() {
+    let dir = two_replicas();
+    let whole = Fleet::from_dir(dir.path()).expect("read whole");
+    let mut seen_whole = [0usize; 2];
+    let expected = whole
+        .check_seeing(|index, _| seen_whole[index] += 1)
+        .expect("checked");
+    let outcomes = |r: &inferlint::FleetReport| -> Vec<Outcome> {
+        r.replicas()
+            .iter()
+            .map(inferlint::Report::outcome)
+            .collect()
+    };
+    let statuses = |r: &inferlint::Report| -> Vec<(Tripwire, inferlint::Status)> {
+        r.all().iter().map(|c| (c.tripwire(), c.status())).collect()
+    };
+
+    let mut reader = FleetReader::from_dir(dir.path()).expect("opened");
+    assert_eq!(reader.len(), 2);
+    assert_eq!(reader.source(), "watch");
+    let names: Vec<(&str, &str)> = reader.names().collect();
+    assert_eq!(names, [("a:8000", "a"), ("b:8000", "b")]);
+    // Every replica's files are found before any run is read.
+    assert_eq!(reader.inputs().len(), whole.inputs().len());
+    let (first, report) = reader.next_replica().expect("read").expect("a first");
+    assert_eq!(first.name(), "a:8000");
+    assert_eq!(statuses(report), statuses(&expected.replicas()[0]));
+    drop(first);
+    let mut seen = [0usize; 2];
+    let checked = reader
+        .finish(|index, _| seen[index] += 1)
+        .expect("the second read and the fleet checked");
+    assert_eq!(seen, seen_whole);
+    assert_eq!(outcomes(&checked), outcomes(&expected));
+    for (got, want) in checked.replicas().iter().zip(expected.replicas()) {
+        assert_eq!(statuses(got), statuses(want));
+    }
+    assert_eq!(checked.balance().status(), expected.balance().status());
+    assert_eq!(checked.balance().message(), expected.balance().message());
+
+    let mut reader = FleetReader::from_dir(dir.path()).expect("opened");
+    let mut read = Vec::new();
+    while let Some((replica, _)) = reader.next_replica().expect("read") {
+        read.push(replica.name().to_owned());
+    }
+    assert_eq!(read, ["a:8000", "b:8000"]);
+    assert_eq!(reader.grid(), *whole.grid());
+}
+
 /// A folder without `fleet.json` is no fleet; a manifest naming no replica is refused.
 #[test]
 fn a_folder_without_a_manifest_is_no_fleet() {
@@ -84,6 +143,10 @@ fn a_folder_without_a_manifest_is_no_fleet() {
     let error = Fleet::from_dir(dir.path()).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Invalid);
     assert!(error.to_string().ends_with("names no replica"), "{error}");
+    let error = FleetReader::from_dir(dir.path()).expect_err("no replica");
+    assert_eq!(error.kind(), ErrorKind::Invalid);
+    let error = FleetReader::from_dir(fixtures("sim").join("vllm-hybrid")).expect_err("no fleet");
+    assert_eq!(error.kind(), ErrorKind::NoRun);
 }
 
 /// A folder of runs gives each, in name order; a run folder gives itself; a folder with
