@@ -1,12 +1,16 @@
 //! A fleet's report: `report DIR` of a fleet folder (`fleet.json`, one run folder per
 //! replica) and `report --prometheus URL --start T --end T`, which first reads the
 //! window from Prometheus into such a folder. Glue only: the fleet is read and checked by
-//! the library (`inferlint::Fleet`: each replica's run, the fleet's grid, T22), the page
-//! is inferlint-report's; here are the flags, the pages' places and the printing.
+//! the library (`inferlint::FleetReader`: each replica's run in turn, the fleet's grid,
+//! T22), the page is inferlint-report's; here are the flags, the pages' places and the
+//! printing.
 //!
 //! Each replica is checked as `report REPLICA_DIR` would check it, and its own report is
 //! written beside the fleet page; the fleet's verdict (T22) comes from every replica's
-//! recording read again on the fleet's grid.
+//! recording read again on the fleet's grid. One replica's run is held at a time: its
+//! page is staged beside its place and the run let go before the next is read; the pages
+//! are put in place once every one is made, so a replica that cannot be read leaves no
+//! page written.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -235,115 +239,45 @@ fn report_fleet(
     json: bool,
     strict: bool,
 ) -> Result<ExitCode, CliError> {
-    let fleet = inferlint::Fleet::read(dir, manifest, choice.named_by(), args.requested)?;
-    for replica in fleet.replicas() {
-        for note in replica.run().notes() {
-            eprint_line!("note: {note}");
-        }
-    }
-    // The chart is drawn from the samples T22 reads, in the same pass.
-    let grid = fleet.grid();
-    let mut chart = grid.has_samples().then(|| {
-        FleetChart::new(
-            grid.first_t_wall,
-            grid.interval_s,
-            grid.span_s(),
-            fleet.replicas().len(),
-        )
-    });
-    let checked = fleet.check_seeing(|index, sample| {
-        if let Some(chart) = chart.as_mut() {
-            chart.push(index, sample);
-        }
-    })?;
-    let fleet_results = vec![checked.balance().clone()];
-    let written = write_pages(
-        &fleet,
-        &checked,
-        &fleet_results,
-        chart.as_ref(),
-        pages,
-        args,
-    )?;
-    let code = ExitCode::of(if strict {
-        checked.strict_outcome()
-    } else {
-        checked.outcome()
-    });
-    print(&fleet_text(
-        &fleet,
-        &checked,
-        &fleet_results,
-        &written,
-        json,
-    ))?;
-    Ok(code)
-}
-
-/// The pages written: the fleet's (where it went) and how many replicas' pages.
-struct Written {
-    fleet_page: Option<PathBuf>,
-    replica_pages: usize,
-}
-
-/// Each replica's page, then the fleet's. Every page's place is settled before any page
-/// is written: a refusal (an input, or a file that is not an earlier report, without
-/// --force) leaves nothing half-written.
-fn write_pages(
-    fleet: &inferlint::Fleet,
-    checked: &inferlint::FleetReport,
-    fleet_results: &[CheckResult],
-    chart: Option<&FleetChart>,
-    pages: &Pages,
-    args: &ReportArgs,
-) -> Result<Written, CliError> {
-    let fleet_reads = fleet.inputs();
+    // One replica's run is held at a time: each is read, checked and its page staged,
+    // then let go before the next is read.
+    let mut reader =
+        inferlint::FleetReader::open(dir, manifest, choice.named_by(), args.requested)?;
+    let names: Vec<(String, String)> = reader
+        .names()
+        .map(|(name, folder)| (name.to_owned(), folder.to_owned()))
+        .collect();
+    let inputs: Vec<(PathBuf, String)> = reader
+        .inputs()
+        .into_iter()
+        .map(|(path, what)| (path.to_owned(), what.to_owned()))
+        .collect();
+    let fleet_reads: Vec<(&Path, &str)> = inputs
+        .iter()
+        .map(|(path, what)| (path.as_path(), what.as_str()))
+        .collect();
     let fleet_rule = inferlint_engines::output::Rule {
         force: args.force,
         reads: &fleet_reads,
         ours: Some(report_html::is_our_report),
     };
-    if let Some(path) = pages.fleet() {
-        inferlint_engines::output::check(path, &fleet_rule)?;
-    }
     // A replica's page never replaces any replica's input, not only its own.
     let overwrite = Overwrite {
         force: args.force,
         reads: &fleet_reads,
     };
-    for replica in fleet.replicas() {
-        if let Some((path, _)) = pages.replica(replica.folder()) {
-            report_html::check(&Destination::Asked(path), &overwrite)?;
+    settle_pages(pages, &names, &fleet_rule, &overwrite)?;
+
+    let mut staged = Vec::new();
+    let mut rows = Vec::with_capacity(names.len());
+    while let Some((replica, report)) = reader.next_replica()? {
+        for note in replica.run().notes() {
+            eprint_line!("note: {note}");
         }
-    }
-    let mut rows = Vec::with_capacity(fleet.replicas().len());
-    let mut replica_pages = 0;
-    for (replica, report) in fleet.replicas().iter().zip(checked.replicas()) {
         let results = report.all();
         let href = match pages.replica(replica.folder()) {
             Some((path, href)) => {
-                let title = format!("replica {}", replica.name());
-                let files = replica.files();
-                let run = replica.run().model();
-                let inputs = report_html::Inputs {
-                    run,
-                    results: &results,
-                    insights: report.insights(),
-                    series: files.series.as_deref(),
-                    charts: replica.run().charts(),
-                    made_from: report_html::made_from(
-                        &files.boot_logs,
-                        [
-                            files.before.as_deref(),
-                            files.after.as_deref(),
-                            files.series.as_deref(),
-                            files.chosen_bench(run),
-                        ],
-                    ),
-                    title: Some(&title),
-                };
-                report_html::write(&Destination::Asked(path), &inputs, &overwrite)?;
-                replica_pages += 1;
+                staged.push(stage_replica_page(&replica, report, &path, &overwrite)?);
                 Some(href)
             }
             None => None,
@@ -360,19 +294,36 @@ fn write_pages(
                 .and_then(|s| s.peak_running),
         });
     }
+    // The chart is drawn from the samples T22 reads, in the same pass.
+    let grid = reader.grid();
+    let mut chart = grid.has_samples().then(|| {
+        FleetChart::new(
+            grid.first_t_wall,
+            grid.interval_s,
+            grid.span_s(),
+            names.len(),
+        )
+    });
+    let source = reader.source().to_owned();
+    let checked = reader.finish(|index, sample| {
+        if let Some(chart) = chart.as_mut() {
+            chart.push(index, sample);
+        }
+    })?;
+    let fleet_results = vec![checked.balance().clone()];
     let fleet_page = match pages.fleet() {
         Some(path) => {
             let generator = format!("inferlint {}", env!("CARGO_PKG_VERSION"));
             let html = inferlint_report::fleet::render(&FleetPage {
                 title: args.title.as_deref(),
-                source: fleet.source(),
+                source: &source,
                 rows: &rows,
-                fleet_results,
-                chart,
+                fleet_results: &fleet_results,
+                chart: chart.as_ref(),
                 generator: &generator,
             });
-            inferlint_engines::output::write_file(path, html.as_bytes(), &fleet_rule)?;
-            Some(path.to_owned())
+            let page = inferlint_engines::output::stage(path, html.as_bytes(), &fleet_rule)?;
+            Some(page)
         }
         None => {
             eprint_line!(
@@ -381,46 +332,120 @@ fn write_pages(
             None
         }
     };
-    Ok(Written {
-        fleet_page,
-        replica_pages,
-    })
+    // Every page is made: now they are put in place, the fleet's last.
+    let written = Written {
+        fleet_page: fleet_page.as_ref().map(|page| page.path().to_owned()),
+        replica_pages: staged.len(),
+    };
+    for page in staged {
+        report_html::publish(page)?;
+    }
+    if let Some(page) = fleet_page {
+        page.publish()?;
+    }
+    let code = ExitCode::of(if strict {
+        checked.strict_outcome()
+    } else {
+        checked.outcome()
+    });
+    print(&fleet_text(
+        &names,
+        &checked,
+        &fleet_results,
+        &written,
+        json,
+    ))?;
+    Ok(code)
+}
+
+/// The pages written: the fleet's (where it went) and how many replicas' pages.
+struct Written {
+    fleet_page: Option<PathBuf>,
+    replica_pages: usize,
+}
+
+/// Settles every page's place before any run is read or any page written: a refusal (an
+/// input, or a file that is not an earlier report, without --force) comes first and
+/// leaves nothing half-written.
+fn settle_pages(
+    pages: &Pages,
+    names: &[(String, String)],
+    fleet_rule: &inferlint_engines::output::Rule,
+    overwrite: &Overwrite,
+) -> Result<(), CliError> {
+    if let Some(path) = pages.fleet() {
+        inferlint_engines::output::check(path, fleet_rule)?;
+    }
+    for (_, folder) in names {
+        if let Some((path, _)) = pages.replica(folder) {
+            report_html::check(&Destination::Asked(path), overwrite)?;
+        }
+    }
+    Ok(())
+}
+
+/// A replica's own page, rendered and staged beside `path`, to be put in place once
+/// every page is made.
+fn stage_replica_page(
+    replica: &inferlint::Replica,
+    report: &inferlint::Report,
+    path: &Path,
+    overwrite: &Overwrite,
+) -> Result<inferlint_engines::output::Staged, CliError> {
+    let title = format!("replica {}", replica.name());
+    let files = replica.files();
+    let run = replica.run().model();
+    let results = report.all();
+    let inputs = report_html::Inputs {
+        run,
+        results: &results,
+        insights: report.insights(),
+        series: files.series.as_deref(),
+        charts: replica.run().charts(),
+        made_from: report_html::made_from(
+            &files.boot_logs,
+            [
+                files.before.as_deref(),
+                files.after.as_deref(),
+                files.series.as_deref(),
+                files.chosen_bench(run),
+            ],
+        ),
+        title: Some(&title),
+    };
+    report_html::stage(path, &inputs, overwrite)
 }
 
 /// The terminal's lines (or one JSON array of every result, each replica's marked).
 fn fleet_text(
-    fleet: &inferlint::Fleet,
+    names: &[(String, String)],
     checked: &inferlint::FleetReport,
     fleet_results: &[CheckResult],
     written: &Written,
     json: bool,
 ) -> String {
-    let each = || fleet.replicas().iter().zip(checked.replicas());
+    let each = || names.iter().zip(checked.replicas());
     if json {
         let all: Vec<CheckResult> = each()
-            .flat_map(|(replica, report)| {
+            .flat_map(|((name, _), report)| {
                 report
                     .all()
                     .into_iter()
-                    .map(|r| r.with("replica", replica.name()))
+                    .map(|r| r.with("replica", name.as_str()))
             })
             .chain(fleet_results.iter().cloned())
             .collect();
         return output::results_text(&all, true);
     }
     let mut text = String::new();
-    for (replica, report) in each() {
+    for ((name, folder), report) in each() {
         let results = report.all();
-        text.push_str(&format!(
-            "== replica {} ({})\n",
-            replica.name(),
-            replica.folder()
-        ));
+        text.push_str(&format!("== replica {name} ({folder})\n"));
         text.push_str(&output::results_text(&results, false));
         text.push_str(&count_line(&results));
         text.push('\n');
     }
-    let replicas = fleet.replicas().len();
+    let replicas = names.len();
     text.push_str(&format!("== the fleet: {replicas} replicas\n"));
     text.push_str(&output::results_text(fleet_results, false));
     let all: Vec<CheckResult> = checked

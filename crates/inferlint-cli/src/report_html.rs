@@ -204,9 +204,7 @@ pub fn write(
             Ok(None)
         }
         Destination::Asked(path) => {
-            let html = render(inputs)?;
-            output::write_file(path, html.as_bytes(), &overwrite.rule())
-                .map_err(|e| cannot_write(path, e))?;
+            publish(stage(path, inputs, overwrite)?)?;
             Ok(Some(path.clone()))
         }
         Destination::RunFolder(path) => {
@@ -235,6 +233,24 @@ pub fn write(
             }
         }
     }
+}
+
+/// Renders the report and writes it beside `path`, to be put there by [`publish`]: a
+/// command that writes several pages (a fleet's) stages each as it is made and publishes
+/// them once every one is, so that an error on the way leaves none of them.
+pub fn stage(
+    path: &Path,
+    inputs: &Inputs,
+    overwrite: &Overwrite,
+) -> Result<output::Staged, CliError> {
+    let html = render(inputs)?;
+    output::stage(path, html.as_bytes(), &overwrite.rule()).map_err(|e| cannot_write(path, e))
+}
+
+/// Puts a staged report in place.
+pub fn publish(staged: output::Staged) -> Result<(), CliError> {
+    let path = staged.path().to_owned();
+    staged.publish().map_err(|e| cannot_write(&path, e))
 }
 
 /// The error of an `-o` file that may not or cannot be written.

@@ -416,3 +416,58 @@ fn a_refused_fleet_page_leaves_no_replica_page_written() {
     );
     assert!(dir.path().join("notes-replica-1_8000.html").is_file());
 }
+
+/// The replicas are read one at a time, each page made as its replica is read: a
+/// replica whose files are refused, read after the others, still leaves no page at all,
+/// neither the others' nor the fleet's, and no temporary file beside any of them.
+#[test]
+fn a_replica_refused_after_the_others_leaves_no_page_written() {
+    let prometheus = fake::spawn(FleetHistory::new(3, START_MS, 500, 40), 0).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (start, end) = window(40, 500);
+    let saved = from_prometheus(
+        dir.path(),
+        &prometheus.base_url,
+        &start,
+        &end,
+        &["--save", "saved"],
+    );
+    no_panic(&saved);
+    let fleet = dir.path().join("saved");
+    // Only the files the fleet was read from are kept: the pages --save wrote go.
+    let pages_in = |folder: &Path| -> Vec<String> {
+        std::fs::read_dir(folder)
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.contains("html") || n.ends_with(".tmp"))
+            .collect()
+    };
+    let replicas = ["replica-0_8000", "replica-1_8000", "replica-2_8000"];
+    std::fs::remove_file(fleet.join("report.html")).unwrap();
+    for replica in replicas {
+        std::fs::remove_file(fleet.join(replica).join("report.html")).unwrap();
+    }
+    // The last replica's after snapshot cut off mid-way: that run cannot be read.
+    let after = fleet.join("replica-2_8000/after.snapshot.json");
+    let text = std::fs::read_to_string(&after).unwrap();
+    std::fs::write(&after, &text[..text.len() / 2]).unwrap();
+
+    for extra in [&[][..], &["-o", "out/fleet.html"][..]] {
+        let mut args = vec!["report", "saved"];
+        args.extend_from_slice(extra);
+        let out = inferlint(dir.path(), &args);
+        no_panic(&out);
+        assert_eq!(out.status.code(), Some(UNUSABLE_INPUT), "{}", stderr(&out));
+        assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+        assert!(stderr(&out).contains("replica-2_8000"), "{}", stderr(&out));
+        assert!(pages_in(&fleet).is_empty(), "{:?}", pages_in(&fleet));
+        for replica in replicas {
+            let left = pages_in(&fleet.join(replica));
+            assert!(left.is_empty(), "{replica}: {left:?}");
+        }
+        let out_dir = dir.path().join("out");
+        if out_dir.exists() {
+            assert!(pages_in(&out_dir).is_empty(), "{:?}", pages_in(&out_dir));
+        }
+    }
+}
