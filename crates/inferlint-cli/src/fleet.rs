@@ -277,7 +277,9 @@ fn report_fleet(
         let results = report.all();
         let href = match pages.replica(replica.folder()) {
             Some((path, href)) => {
-                staged.push(stage_replica_page(&replica, report, &path, &overwrite)?);
+                staged.push(stage_replica_page(
+                    &replica, report, &results, &path, &overwrite,
+                )?);
                 Some(href)
             }
             None => None,
@@ -389,16 +391,16 @@ fn settle_pages(
 fn stage_replica_page(
     replica: &inferlint::Replica,
     report: &inferlint::Report,
+    results: &[CheckResult],
     path: &Path,
     overwrite: &Overwrite,
 ) -> Result<inferlint_engines::output::Staged, CliError> {
     let title = format!("replica {}", replica.name());
     let files = replica.files();
     let run = replica.run().model();
-    let results = report.all();
     let inputs = report_html::Inputs {
         run,
-        results: &results,
+        results,
         insights: report.insights(),
         series: files.series.as_deref(),
         charts: replica.run().charts(),

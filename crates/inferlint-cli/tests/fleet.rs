@@ -364,13 +364,12 @@ fn a_fleet_refuses_the_flags_of_one_servers_live_verdicts() {
     }
 }
 
-/// A fleet page refused (`-o` names a file that is not an earlier report) is refused
-/// before any replica's page is written: nothing is left half-written, and the file
-/// stays as it was.
-#[test]
-fn a_refused_fleet_page_leaves_no_replica_page_written() {
-    let prometheus = fake::spawn(FleetHistory::new(2, START_MS, 500, 40), 0).unwrap();
-    let dir = tempfile::tempdir().unwrap();
+/// A fleet of `replicas` read from the stand-in (40 samples at 500 ms) and saved as
+/// `saved` in a new folder: the server (still up), the folder and the window asked.
+fn saved_fleet(replicas: usize) -> (fake::PromHandle, tempfile::TempDir, (String, String)) {
+    let prometheus = fake::spawn(FleetHistory::new(replicas, START_MS, 500, 40), 0)
+        .expect("the stand-in and a folder");
+    let dir = tempfile::tempdir().expect("the stand-in and a folder");
     let (start, end) = window(40, 500);
     let saved = from_prometheus(
         dir.path(),
@@ -380,6 +379,15 @@ fn a_refused_fleet_page_leaves_no_replica_page_written() {
         &["--save", "saved"],
     );
     no_panic(&saved);
+    (prometheus, dir, (start, end))
+}
+
+/// A fleet page refused (`-o` names a file that is not an earlier report) is refused
+/// before any replica's page is written: nothing is left half-written, and the file
+/// stays as it was.
+#[test]
+fn a_refused_fleet_page_leaves_no_replica_page_written() {
+    let (prometheus, dir, (start, end)) = saved_fleet(2);
     std::fs::write(dir.path().join("notes.html"), "my notes").unwrap();
     let out = inferlint(dir.path(), &["report", "saved", "-o", "notes.html"]);
     no_panic(&out);
@@ -422,17 +430,7 @@ fn a_refused_fleet_page_leaves_no_replica_page_written() {
 /// neither the others' nor the fleet's, and no temporary file beside any of them.
 #[test]
 fn a_replica_refused_after_the_others_leaves_no_page_written() {
-    let prometheus = fake::spawn(FleetHistory::new(3, START_MS, 500, 40), 0).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let (start, end) = window(40, 500);
-    let saved = from_prometheus(
-        dir.path(),
-        &prometheus.base_url,
-        &start,
-        &end,
-        &["--save", "saved"],
-    );
-    no_panic(&saved);
+    let (_prometheus, dir, _) = saved_fleet(3);
     let fleet = dir.path().join("saved");
     // Only the files the fleet was read from are kept: the pages --save wrote go.
     let pages_in = |folder: &Path| -> Vec<String> {

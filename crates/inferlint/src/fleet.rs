@@ -9,7 +9,7 @@
 //! replicas over a day is held in the memory of one replica's run and every replica's
 //! report.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use inferlint_core::checks::series::SeriesStats;
 use inferlint_core::fleet_grid::FleetGrid;
@@ -174,7 +174,6 @@ impl Fleet {
 /// ```
 #[derive(Debug)]
 pub struct FleetReader {
-    dir: PathBuf,
     source: String,
     interval_s: Option<f64>,
     engine: Option<(Engine, NamedBy)>,
@@ -220,7 +219,6 @@ impl FleetReader {
             })
             .collect::<Result<Vec<_>, Error>>()?;
         Ok(FleetReader {
-            dir: dir.to_owned(),
             source: manifest.source.clone(),
             interval_s: manifest.interval_s,
             engine,
@@ -234,11 +232,6 @@ impl FleetReader {
     /// Where the runs came from: `watch`, or `prometheus URL SELECTOR`.
     pub fn source(&self) -> &str {
         &self.source
-    }
-
-    /// The fleet folder.
-    pub fn dir(&self) -> &Path {
-        &self.dir
     }
 
     /// How many replicas the manifest names.
