@@ -28,6 +28,12 @@ pub const MANIFEST: &str = "fleet.json";
 pub const SUM_SERIES: &str = "fleet.series.jsonl";
 /// The manifest's `schema` value.
 pub const SCHEMA: &str = "inferlint-fleet/1";
+/// Written into a fleet folder before any other file of the fleet by a read that fills
+/// it in one go (`report --prometheus --save`), and removed only once every file is
+/// whole. A folder that still holds it is a read that stopped part way (the disk filled,
+/// the server broke off, the command was killed): its manifest may name replicas whose
+/// recordings were never written or were cut mid-line, so no report reads it.
+pub const INCOMPLETE: &str = "fleet.incomplete";
 /// The most replicas one fleet folder names: more is no fleet a benchmark records.
 pub const MAX_REPLICAS: usize = 1024;
 
@@ -170,7 +176,17 @@ impl Manifest {
 
 /// The manifest of the fleet folder `dir`; `Ok(None)` when `dir` holds none (an
 /// ordinary run folder).
+///
+/// A folder that holds [`INCOMPLETE`] is refused, whether or not its manifest was
+/// written: the read that filled it did not finish.
 pub fn read_manifest(dir: &Path) -> Result<Option<Manifest>, FileError> {
+    let unfinished = dir.join(INCOMPLETE);
+    if std::fs::symlink_metadata(&unfinished).is_ok() {
+        return Err(FileError::invalid(
+            &unfinished,
+            "the read that wrote this fleet folder did not finish, so its recordings may be cut short and replicas missing; read the window again into a new folder",
+        ));
+    }
     let path = dir.join(MANIFEST);
     if !path.is_file() {
         return Ok(None);

@@ -517,6 +517,13 @@ pub async fn fetch_into(
         &replicas,
         &replicas,
     );
+    // Marked unfinished before the first file of the fleet, and unmarked only once the
+    // last one is whole: a read that stops part way leaves a folder that says so.
+    output::write_file(
+        &dir.join(fleet::INCOMPLETE),
+        format!("inferlint is reading the fleet from {shown} into this folder; a read that stopped part way leaves this file\n").as_bytes(),
+        &rule,
+    )?;
     output::write_file(
         &dir.join(fleet::MANIFEST),
         manifest.to_json().as_bytes(),
@@ -680,6 +687,13 @@ pub async fn fetch_into(
             )),
         }
     }
+    // Every recording is flushed and closed: the folder is whole.
+    drop(writers);
+    let unfinished = dir.join(fleet::INCOMPLETE);
+    std::fs::remove_file(&unfinished).map_err(|error| PromError::Write {
+        path: unfinished,
+        error,
+    })?;
     // The manifest lists the replicas in its own order; the notes follow the reader's.
     Ok(Fetched {
         manifest,

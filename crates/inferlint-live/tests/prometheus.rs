@@ -314,5 +314,16 @@ async fn a_broken_range_answer_is_one_line_naming_the_server() {
         assert!(e.contains(&expected), "{e:?} should say {expected:?}");
         assert!(e.contains(&base), "{e:?} names {base}");
         assert!(!e.contains('\n'), "{e:?}");
+        // The manifest was written before the range queries: the folder it leaves is
+        // refused by name, never read as a fleet of the replicas whose files are there.
+        if dir.path().join(fleet::MANIFEST).is_file() {
+            let refused = fleet::read_manifest(dir.path())
+                .expect_err("an unfinished read is refused")
+                .to_string();
+            assert!(refused.contains("did not finish"), "{refused}");
+            assert!(refused.contains(fleet::INCOMPLETE), "{refused}");
+        } else {
+            panic!("the manifest is written before the range queries are asked");
+        }
     }
 }
