@@ -1700,8 +1700,9 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
             (
                 Status::Unknown,
-                "the stream's file is cut off, or the server's work during it cannot be \
-                 told.",
+                "the stream's file is cut off, the publisher started again while the \
+                 subscriber ran (what it sent before it stopped cannot be numbered), or \
+                 the server's work during it cannot be told.",
             ),
             (
                 Status::Pass,

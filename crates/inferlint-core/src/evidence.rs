@@ -259,6 +259,7 @@ pub static KEYS: &[Key] = &[
     key("removed_blocks", &[T::T26], "blocks the received events removed"),
     key("first_seq", &[T::T26], "the first sequence number received"),
     key("last_seq", &[T::T26], "the last sequence number received"),
+    key("restarts", &[T::T26], "times the engine's KV event publisher started again while the subscriber ran (its sequence went back); T26 then says Can't tell"),
     key("drained", &[T::T26], "the events were drained from an endpoint that forgets what it returns (TensorRT-LLM's /kv_cache_events), numbered per event"),
 ];
 

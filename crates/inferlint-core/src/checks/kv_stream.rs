@@ -86,6 +86,23 @@ pub fn kv_events(inputs: &KvStreamInputs) -> CheckResult {
         );
         return result;
     }
+    if events.restarts > 0 {
+        // A restart is a boundary: the old publisher's count ended with it. Batches it
+        // published after the last one received, queued or in flight when it stopped,
+        // are numbered by nothing that arrives afterwards (the new count starts again
+        // at 0), so no hole shows them and none can be ruled out.
+        result.status = Status::Unknown;
+        result = result.with("restarts", events.restarts);
+        result.message = format!(
+            "the engine's KV event publisher started again {} while the subscriber ran (its sequence went back): {} {units} arrived, but what the old publisher sent after its last one received cannot be numbered, so whether any were lost cannot be told",
+            match events.restarts {
+                1 => "once".to_owned(),
+                n => format!("{n} times"),
+            },
+            fmt::thousands(events.batches as i64),
+        );
+        return result;
+    }
     if events.batches == 0 {
         if events.publisher_connected == Some(false) {
             result.status = Status::Fail;
@@ -330,6 +347,30 @@ mod tests {
             "{}",
             never.message
         );
+    }
+
+    /// Seq 0 to 5, then 0 to 5 again: the publisher started again (the reader counts a
+    /// restart where the sequence goes back). What the first publisher sent after its
+    /// seq 5 and before it stopped is numbered by nothing that came after, so the
+    /// stream is not known whole: Can't tell, never "every batch from 0 to 5 arrived".
+    #[test]
+    fn a_publisher_restart_is_cant_tell() {
+        let mut restarted = stream(12, Vec::new());
+        restarted.seq_range = Some((0, 5));
+        restarted.restarts = 1;
+        let r = check(&restarted, Some(32.0));
+        assert_eq!(r.status, Status::Unknown, "{}", r.message);
+        assert!(r.message.contains("started again once"), "{}", r.message);
+        // A hole the reader found is a loss whatever came after it.
+        let gap = KvGap {
+            from_seq: 2,
+            to_seq: 2,
+            t_wall: None,
+            reason: "the replay endpoint did not answer".into(),
+        };
+        let mut holed = stream(11, vec![gap]);
+        holed.restarts = 1;
+        assert_eq!(check(&holed, Some(32.0)).status, Status::Fail);
     }
 
     /// A file without its closing record, or with unreadable records: Can't tell.
