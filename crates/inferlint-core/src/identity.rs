@@ -48,10 +48,49 @@ const SERIES_WALL_TOLERANCE_S: f64 = 0.5;
 /// readings before they are taken for two boots (NTP slews far less than this).
 const SAME_BOOT_S: f64 = 1.0;
 
-/// Every UTC offset in use, in seconds: from UTC-12:00 to UTC+14:00 in quarter hours
-/// (the :30 and :45 zones are quarter hours too).
-fn zone_offsets() -> impl Iterator<Item = f64> {
-    (-48..=56).map(|q| f64::from(q) * 900.0)
+/// The UTC offsets some time zone of the IANA database keeps at any of `instants` (Unix
+/// seconds), in seconds east of UTC, each once, in order: about 40 of them (UTC-12:00 to
+/// UTC+14:00, with a few :30 and :45 zones), never a quarter hour no zone has
+/// (UTC-00:15). A time saved without a zone can only have been read off one of these.
+pub fn zone_offsets(instants: &[f64]) -> Vec<i32> {
+    use chrono::{Offset, TimeZone};
+    let mut offsets: Vec<i32> = instants
+        .iter()
+        .filter(|t| t.is_finite())
+        .filter_map(|t| chrono::DateTime::from_timestamp(t.floor() as i64, 0))
+        .flat_map(|at| {
+            chrono_tz::TZ_VARIANTS.iter().map(move |zone| {
+                zone.offset_from_utc_datetime(&at.naive_utc())
+                    .fix()
+                    .local_minus_utc()
+            })
+        })
+        .collect();
+    offsets.sort_unstable();
+    offsets.dedup();
+    offsets
+}
+
+/// `UTC+02:00`, `UTC-09:30` for an offset in seconds east of UTC.
+fn offset_words(offset_s: i32) -> String {
+    let sign = if offset_s < 0 { '-' } else { '+' };
+    let minutes = offset_s.unsigned_abs() / 60;
+    format!("UTC{sign}{:02}:{:02}", minutes / 60, minutes % 60)
+}
+
+/// Whether a result saved at `saved` (a zoneless local time read as if it were UTC),
+/// after a run of `duration` seconds, lies between the readings' `start` and `end` when
+/// the clock that wrote it kept `offset_s`.
+fn saved_fits(
+    saved: f64,
+    resolution: f64,
+    duration: f64,
+    (start, end): (f64, f64),
+    offset_s: i32,
+) -> bool {
+    let saved_utc = saved - f64::from(offset_s);
+    saved_utc - duration >= start - WALL_TOLERANCE_S - resolution
+        && saved_utc <= end + WALL_TOLERANCE_S
 }
 
 pub use crate::run::model::Rejected;
@@ -267,12 +306,8 @@ pub fn result_fit(
     if let Some(saved) = id.saved_local_s.filter(|s| s.is_finite()) {
         placed = true;
         let resolution = id.saved_resolution_s.max(0.0);
-        let fits_in = |offset: f64| {
-            let saved_utc = saved - offset;
-            saved_utc - duration >= start - WALL_TOLERANCE_S - resolution
-                && saved_utc <= end + WALL_TOLERANCE_S
-        };
-        if !zone_offsets().any(fits_in) {
+        let fits_in = |offset: &i32| saved_fits(saved, resolution, duration, (start, end), *offset);
+        if !zone_offsets(&[start, end]).iter().any(fits_in) {
             let mut why = format!(
                 "it was saved at {} (a time of day without a zone)",
                 utc_words(saved)
@@ -560,13 +595,17 @@ pub fn place(run: &Run) -> Placement {
         }
     }
     if let Some((name, account)) = &run.bench {
-        if let Fit::DoesNotFit(why) = result_fit(account, before, after, &run.boots) {
-            placement.rejected.push(Rejected {
+        match result_fit(account, before, after, &run.boots) {
+            Fit::DoesNotFit(why) => placement.rejected.push(Rejected {
                 input: input::BENCH_RESULT,
                 name: name.clone(),
                 why,
                 untrusted: false,
-            });
+            }),
+            Fit::Fits => placement
+                .notes
+                .extend(saved_outside_the_hosts_zone(run, account, name)),
+            Fit::Unplaced(_) => {}
         }
     }
     // The server's traces against the span the readings (else the recording) give.
@@ -607,6 +646,43 @@ pub fn place(run: &Run) -> Placement {
         }
     }
     placement
+}
+
+/// Where the server's own zone is known (its boot log's zoneless stamps line up with the
+/// readings' wall clock at one offset: [`crate::checks::pauses::clock_fit`]) and the
+/// result's zoneless saved time fits the readings only at other offsets, a note that
+/// says so: a load tool on the server's host saves in the server's zone, so the match
+/// needs the tool to have run on a host of another zone, or the file to be another
+/// run's (an hourly repeat of one benchmark fits an hour off).
+fn saved_outside_the_hosts_zone(run: &Run, account: &ClientAccount, name: &str) -> Option<String> {
+    use crate::checks::pauses::{clock_fit, ClockFit};
+    let saved = account.identity.saved_local_s.filter(|s| s.is_finite())?;
+    let (before, after) = (run.before.as_ref()?, run.after.as_ref()?);
+    let span = window(Some(before), Some(after))?;
+    let clock = run.last_boot()?.log_clock?;
+    let ClockFit::Offset(host) = clock_fit(&clock, before, after) else {
+        return None;
+    };
+    let host = i32::try_from(host).ok()?;
+    let resolution = account.identity.saved_resolution_s.max(0.0);
+    let duration = account
+        .duration
+        .filter(|d| d.is_finite() && *d >= 0.0)
+        .unwrap_or(0.0);
+    if saved_fits(saved, resolution, duration, span, host) {
+        return None;
+    }
+    let fitting: Vec<String> = zone_offsets(&[span.0, span.1])
+        .into_iter()
+        .filter(|o| saved_fits(saved, resolution, duration, span, *o))
+        .map(offset_words)
+        .collect();
+    Some(format!(
+        "{name} was saved at {} (a time of day without a zone), which falls in the run only at {}, not in the server's own zone ({}, from its boot log's stamps against the readings): the load tool ran on a host of another zone, or the file is another run's",
+        utc_words(saved),
+        fitting.join(" or "),
+        offset_words(host)
+    ))
 }
 
 /// A Unix time as a reader reads it, or its seconds where it is no date.
@@ -840,6 +916,44 @@ mod tests {
 
     const SAVED_LOCAL: f64 = 1_790_801_329.0; // 2026-09-30 20:48:49, read as UTC
 
+    /// The offsets in use are the IANA database's, not every quarter hour: India's
+    /// UTC+05:30, Nepal's UTC+05:45, the Marquesas' UTC-09:30, Kiritimati's UTC+14:00
+    /// and the date line's UTC-12:00 are there; no zone keeps UTC-00:15 or UTC-00:30,
+    /// and of the 105 quarter hours from UTC-12 to UTC+14 fewer than half are used.
+    #[test]
+    fn only_offsets_some_zone_keeps_are_tried() {
+        let offsets = zone_offsets(&[BEFORE]);
+        for kept in [0, 3_600, 19_800, 20_700, -34_200, 50_400, -43_200] {
+            assert!(offsets.contains(&kept), "{kept} in {offsets:?}");
+        }
+        for never in [-900, -1_800, 900, 4_500] {
+            assert!(!offsets.contains(&never), "{never} in {offsets:?}");
+        }
+        assert!(offsets.len() < 52, "{} offsets", offsets.len());
+        assert_eq!(offset_words(19_800), "UTC+05:30");
+        assert_eq!(offset_words(-34_200), "UTC-09:30");
+    }
+
+    /// Two real runs of one host (`fixtures/real/vllm-0.32-cpu`): too-long-refused's
+    /// result, saved at 2026-12-02 03:46:26 on a UTC host after a run of 1.57 s, and
+    /// restart-mid-run's readings, 2026-12-02 04:01:13 to 04:03:57 UTC. The saved time
+    /// falls between those readings only at offsets from UTC-00:17:33 to UTC-00:14:45,
+    /// of which the quarter hours held only UTC-00:15, an offset no
+    /// zone keeps: it is another run's file, where every quarter hour let it in.
+    #[test]
+    fn another_runs_result_a_quarter_hour_off_fits_no_zone() {
+        let (b, a) = (
+            reading(1_796_184_073.18, BOOT, 5.0),
+            reading(1_796_184_237.80, BOOT, 5.0),
+        );
+        let mut other = saved(1_796_183_186.0, "/models/tiny");
+        other.duration = Some(1.573_893_691);
+        match result_fit(&other, Some(&b), Some(&a), &boot_serving("/models/tiny")) {
+            Fit::DoesNotFit(why) => assert!(why.contains("in no time zone"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[test]
     fn a_result_saved_in_any_zone_inside_the_readings_fits_and_a_day_off_does_not() {
         let (b, a) = (reading(BEFORE, BOOT, 5.0), reading(AFTER, BOOT, 5.0));
@@ -941,6 +1055,53 @@ mod tests {
             kv_events: None,
             notes: Vec::new(),
         }
+    }
+
+    /// The server's boot log stamps its lines in its own zone: its first line 100 s
+    /// before the before reading and, after the server's shutdown, a line 5 s after the
+    /// after reading, both read as UTC, so only UTC+00:00 puts them there. A result saved
+    /// at 20:48:49 on 30 September fits the readings only in UTC-07:00: it is admitted
+    /// (a load tool may run on a host of another zone), and a note says it needed
+    /// another zone than the server's. Saved at 03:48:49 (the server's zone) no note.
+    #[test]
+    fn a_result_that_fits_only_outside_the_servers_zone_says_so() {
+        let (b, a) = (reading(BEFORE, BOOT, 5.0), reading(AFTER, BOOT, 5.0));
+        let mut run = run_with(b, a, series(BEFORE + 1.0, 40, BOOT));
+        run.series = None;
+        let mut boots = boot_serving("/models/Qwen3.8-27B-W4A16-AutoRound");
+        boots[0].1.log_clock = Some(crate::model::LogClock {
+            earliest: (BEFORE - 100.0) as i64,
+            latest: (AFTER + 5.0) as i64,
+            stamped_after_shutdown: true,
+        });
+        run.boots = boots;
+        run.bench = Some((
+            "bench.json".into(),
+            saved(SAVED_LOCAL, "/models/Qwen3.8-27B-W4A16-AutoRound"),
+        ));
+        let placement = place(&run);
+        assert!(placement.rejected.is_empty(), "{placement:?}");
+        let note = placement
+            .notes
+            .iter()
+            .find(|n| n.starts_with("bench.json was saved"))
+            .unwrap_or_else(|| panic!("{:?}", placement.notes));
+        assert!(note.contains("only at UTC-07:00"), "{note}");
+        assert!(note.contains("server's own zone (UTC+00:00"), "{note}");
+        run.bench = Some((
+            "bench.json".into(),
+            saved(
+                SAVED_LOCAL + 7.0 * 3600.0,
+                "/models/Qwen3.8-27B-W4A16-AutoRound",
+            ),
+        ));
+        let placement = place(&run);
+        assert!(placement.rejected.is_empty(), "{placement:?}");
+        assert!(
+            placement.notes.iter().all(|n| !n.contains("bench.json")),
+            "{:?}",
+            placement.notes
+        );
     }
 
     /// Back-to-back runs: the next run's recording starts 0.45 s after this run's after
