@@ -79,6 +79,7 @@ fn run() -> Result<(), String> {
             "spans": s.spans,
             "refused": s.refused,
             "too_large": s.too_large,
+            "over_budget": s.over_budget,
             "connections_refused": s.connections_refused,
             "broken_connections": s.broken_connections,
             "first_refusal": s.first_refusal,

@@ -740,3 +740,48 @@ async fn the_real_engine_s_bodies_replayed_give_the_lines_written_then() {
         assert_eq!(replayed[1..], python[..], "{transport}");
     }
 }
+
+/// The bodies arriving at once are held to the receiver's budget, whatever the senders
+/// do: with a budget of 64 KiB, a body of 100 KiB (well under the 4 MiB a message may
+/// be) is refused as it arrives, on both transports, with the status an exporter sends
+/// again on (503, `UNAVAILABLE`), and counted; what it held is given back, so the next
+/// export that fits is written.
+#[tokio::test]
+async fn bodies_past_the_receivers_budget_are_refused_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = OtlpOptions {
+        max_bytes_held: 64 << 10,
+        ..OtlpOptions::default()
+    };
+    let (receiver, out) = start(dir.path(), &options);
+    let addr = receiver.local_addr();
+    let big = vec![0u8; 100 << 10];
+    let request = http_request(
+        "POST",
+        HTTP_PATH,
+        "application/x-protobuf",
+        None,
+        big.clone(),
+    );
+    assert_eq!(h1(addr, request).await.status, 503);
+    let answer = h2(addr, grpc_request(GRPC_PATH, None, frame(0, &big))).await;
+    assert_eq!(answer.grpc_status().as_deref(), Some("14"));
+    let body = vllm_export("fits", 1, 1_700_000_000_000_000_000).encode_to_vec();
+    assert!(body.len() < 64 << 10);
+    let request = http_request("POST", HTTP_PATH, "application/x-protobuf", None, body);
+    assert_eq!(h1(addr, request).await.status, 200);
+    let summary = receiver.stop();
+    assert_eq!(
+        (summary.requests, summary.refused, summary.over_budget),
+        (1, 2, 2)
+    );
+    assert!(
+        summary
+            .first_refusal
+            .as_deref()
+            .is_some_and(|r| r.contains("64 KiB")),
+        "{:?}",
+        summary.first_refusal
+    );
+    assert_eq!(read_spans(&out, &VLLM).unwrap().requests.len(), 1);
+}

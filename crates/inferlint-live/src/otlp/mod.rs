@@ -37,7 +37,12 @@
 //! Bounds: a message of at most [`MAX_MESSAGE_BYTES`] (4 MiB, counted as sent and once
 //! decompressed; a body that inflates past it is refused when it passes it), a request's
 //! headers and body within [`OtlpOptions::body_timeout`], [`OtlpOptions::max_connections`]
-//! connections at once. A client that stalls or sends garbage holds only its own
+//! connections at once, each of them at most 8 HTTP/2 streams at once, and the bodies
+//! of every request arriving at once together at most [`OtlpOptions::max_bytes_held`]
+//! (160 MiB): a body that would pass it is refused as it arrives (`UNAVAILABLE`, 503:
+//! exporters send it again) and counted, so whatever the senders do the bodies never
+//! hold more, and with hyper's flow-control windows (1 MiB a connection, 64 connections)
+//! the receiver stays under 256 MiB. A client that stalls or sends garbage holds only its own
 //! connection: every connection is a task of its own, and nothing it sends is written.
 //!
 //! The receiver runs on a thread of its own with a runtime of its own, so decoding spans
@@ -106,6 +111,10 @@ pub struct OtlpOptions {
     /// Connections served at once (64); one more is closed unread and counted. An
     /// engine's exporter keeps one or two.
     pub max_connections: usize,
+    /// Bytes the bodies of every request arriving at once may hold together (160 MiB):
+    /// one that would pass it is refused as it arrives and counted
+    /// ([`OtlpSummary::over_budget`]). An engine's exporter sends one batch at a time.
+    pub max_bytes_held: usize,
 }
 
 impl Default for OtlpOptions {
@@ -116,6 +125,7 @@ impl Default for OtlpOptions {
             body_timeout: Duration::from_secs(10),
             stop_grace: Duration::from_secs(2),
             max_connections: 64,
+            max_bytes_held: 160 << 20,
         }
     }
 }
@@ -153,6 +163,9 @@ pub struct OtlpSummary {
     pub refused: u64,
     /// Of those, bodies over [`MAX_MESSAGE_BYTES`].
     pub too_large: u64,
+    /// Of those, bodies refused because the requests arriving at once held
+    /// [`OtlpOptions::max_bytes_held`].
+    pub over_budget: u64,
     /// Connections closed unread because [`OtlpOptions::max_connections`] were open.
     pub connections_refused: u64,
     /// Connections that ended in an error: bytes that are not HTTP, a client gone
@@ -232,6 +245,7 @@ impl OtlpReceiver {
             body_timeout: options.body_timeout,
             stop_grace: options.stop_grace,
             max_connections: options.max_connections.max(1),
+            max_bytes_held: options.max_bytes_held.max(1),
         };
         let (stop, stopped) = tokio::sync::oneshot::channel();
         let serving = Arc::clone(&sink);
@@ -290,6 +304,7 @@ impl OtlpReceiver {
             spans: tally.spans,
             refused: tally.refused,
             too_large: tally.too_large,
+            over_budget: tally.over_budget,
             connections_refused: tally.connections_refused,
             broken_connections: tally.broken_connections,
             first_refusal: tally.first_refusal,

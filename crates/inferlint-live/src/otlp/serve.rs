@@ -39,6 +39,44 @@ pub(super) struct Settings {
     pub stop_grace: Duration,
     /// Connections served at once; one more is closed unread.
     pub max_connections: usize,
+    /// Bytes the bodies arriving at once may hold together.
+    pub max_bytes_held: usize,
+}
+
+/// HTTP/2 streams one connection may have open at once: an exporter sends one batch at
+/// a time, and each stream may hold a body of up to [`MAX_MESSAGE_BYTES`].
+const STREAMS_PER_CONNECTION: u32 = 8;
+
+/// The bytes every body being received holds, against the receiver's budget.
+#[derive(Debug)]
+struct Held {
+    bytes: AtomicUsize,
+    budget: usize,
+}
+
+/// Bytes one body holds of the budget, given back when it is dropped.
+struct Reserved<'a> {
+    held: &'a Held,
+    bytes: usize,
+}
+
+impl Held {
+    /// Takes `more` bytes for `reserved`, or refuses when the budget would be passed.
+    fn take(&self, reserved: &mut Reserved<'_>, more: usize) -> Result<(), Refusal> {
+        self.bytes
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |now| {
+                now.checked_add(more).filter(|after| *after <= self.budget)
+            })
+            .map_err(|_| Refusal::OverBudget(self.budget))?;
+        reserved.bytes += more;
+        Ok(())
+    }
+}
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        self.held.bytes.fetch_sub(self.bytes, Ordering::SeqCst);
+    }
 }
 
 /// Serves until `stop` resolves (or its sender is dropped), then lets the requests in
@@ -58,12 +96,16 @@ pub(super) async fn serve(
     builder
         .http2()
         .timer(TokioTimer::new())
-        .max_concurrent_streams(32)
+        .max_concurrent_streams(STREAMS_PER_CONNECTION)
         .max_header_list_size(64 << 10);
     let graceful = GracefulShutdown::new();
     // Set when the receiver stops: a connection still waiting for its first byte closes.
     let (closing, closed) = tokio::sync::watch::channel(false);
     let open = Arc::new(AtomicUsize::new(0));
+    let held = Arc::new(Held {
+        bytes: AtomicUsize::new(0),
+        budget: settings.max_bytes_held,
+    });
     let ended = Arc::new(tokio::sync::Notify::new());
     loop {
         let accepted = tokio::select! {
@@ -86,8 +128,14 @@ pub(super) async fn serve(
         }
         let _ = stream.set_nodelay(true);
         let service_sink = Arc::clone(&sink);
+        let service_held = Arc::clone(&held);
         let service = hyper::service::service_fn(move |request| {
-            handle(request, Arc::clone(&service_sink), settings.body_timeout)
+            handle(
+                request,
+                Arc::clone(&service_sink),
+                Arc::clone(&service_held),
+                settings.body_timeout,
+            )
         });
         let builder = builder.clone();
         let watcher = graceful.watcher();
@@ -147,12 +195,13 @@ pub(super) async fn serve(
 async fn handle(
     request: Request<Incoming>,
     sink: Arc<Sink>,
+    held: Arc<Held>,
     body_timeout: Duration,
 ) -> Result<Response<Reply>, Infallible> {
     let grpc_type = content_type(request.headers()).starts_with("application/grpc");
     let path = request.uri().path();
     if path == GRPC_PATH || (grpc_type && path != HTTP_PATH) {
-        let outcome = receive_grpc(request, &sink, body_timeout).await;
+        let outcome = receive_grpc(request, &sink, &held, body_timeout).await;
         Ok(match outcome {
             Ok(()) => grpc_ok(),
             Err(refusal) => {
@@ -161,7 +210,7 @@ async fn handle(
             }
         })
     } else {
-        let outcome = receive_http(request, &sink, body_timeout).await;
+        let outcome = receive_http(request, &sink, &held, body_timeout).await;
         Ok(match outcome {
             Ok(()) => http_ok(),
             Err(refusal) => {
@@ -199,6 +248,7 @@ fn announced_too_large(headers: &HeaderMap) -> Result<(), Refusal> {
 async fn receive_grpc(
     request: Request<Incoming>,
     sink: &Sink,
+    held: &Held,
     body_timeout: Duration,
 ) -> Result<(), Refusal> {
     if request.method() != Method::POST {
@@ -214,7 +264,7 @@ async fn receive_grpc(
     let limit = MAX_MESSAGE_BYTES + 5;
     announced_too_large(request.headers())?;
     let encoding = header_text(request.headers(), "grpc-encoding").map(str::to_owned);
-    let body = read_body(request.into_body(), limit, body_timeout).await?;
+    let (body, _reserved) = read_body(request.into_body(), limit, held, body_timeout).await?;
     sink.keep_body("grpc", encoding.as_deref(), &body);
     let message = grpc_message(&body, encoding.as_deref())?;
     let export = decode_request(&message)?;
@@ -224,6 +274,7 @@ async fn receive_grpc(
 async fn receive_http(
     request: Request<Incoming>,
     sink: &Sink,
+    held: &Held,
     body_timeout: Duration,
 ) -> Result<(), Refusal> {
     if request.uri().path() != HTTP_PATH {
@@ -243,22 +294,27 @@ async fn receive_http(
     let encoding = header_text(request.headers(), CONTENT_ENCODING).map(str::to_owned);
     let codec = Codec::named(encoding.as_deref())?;
     announced_too_large(request.headers())?;
-    let body = read_body(request.into_body(), MAX_MESSAGE_BYTES, body_timeout).await?;
+    let (body, _reserved) =
+        read_body(request.into_body(), MAX_MESSAGE_BYTES, held, body_timeout).await?;
     sink.keep_body("http", encoding.as_deref(), &body);
     let message = codec.decode(&body)?;
     let export = decode_request(&message)?;
     sink.write(&export)
 }
 
-/// The body, at most `limit` bytes, within `deadline`. A body over the bound is read on
-/// and dropped (up to [`DRAIN_LIMIT`]) so that its sender is answered before the
-/// connection closes.
-async fn read_body(
+/// The body, at most `limit` bytes, within `deadline`, and the bytes it holds of the
+/// receiver's budget (`held`), given back when the caller is done with it. A body over
+/// the bound is read on and dropped (up to [`DRAIN_LIMIT`]) so that its sender is
+/// answered before the connection closes; one that would pass the budget is refused as
+/// it arrives, and what it held given back.
+async fn read_body<'h>(
     mut body: Incoming,
     limit: usize,
+    held: &'h Held,
     deadline: Duration,
-) -> Result<Vec<u8>, Refusal> {
+) -> Result<(Vec<u8>, Reserved<'h>), Refusal> {
     let read = async {
+        let mut reserved = Reserved { held, bytes: 0 };
         let mut bytes = Vec::new();
         let mut seen = 0usize;
         let mut over = false;
@@ -277,13 +333,14 @@ async fn read_body(
                 over = true;
                 bytes = Vec::new();
             } else {
+                held.take(&mut reserved, data.len())?;
                 bytes.extend_from_slice(&data);
             }
         }
         if over {
             Err(Refusal::TooLarge)
         } else {
-            Ok(bytes)
+            Ok((bytes, reserved))
         }
     };
     tokio::time::timeout(deadline, read)
@@ -434,5 +491,40 @@ impl Body for Reply {
             (data, None) => SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64)),
             _ => SizeHint::default(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two bodies arriving at once share the budget: the second is refused when both
+    /// together would pass it, and once the first is done what it held is free again.
+    #[test]
+    fn bodies_share_the_budget_and_give_it_back() {
+        let held = Held {
+            bytes: AtomicUsize::new(0),
+            budget: 100,
+        };
+        let mut first = Reserved {
+            held: &held,
+            bytes: 0,
+        };
+        held.take(&mut first, 60).unwrap();
+        {
+            let mut second = Reserved {
+                held: &held,
+                bytes: 0,
+            };
+            held.take(&mut second, 30).unwrap();
+            assert_eq!(
+                held.take(&mut second, 11).unwrap_err(),
+                Refusal::OverBudget(100)
+            );
+            assert_eq!(held.bytes.load(Ordering::SeqCst), 90);
+        }
+        assert_eq!(held.bytes.load(Ordering::SeqCst), 60);
+        drop(first);
+        assert_eq!(held.bytes.load(Ordering::SeqCst), 0);
     }
 }

@@ -24,6 +24,9 @@ pub struct OtlpTally {
     pub refused: u64,
     /// Of those, bodies over the size bound.
     pub too_large: u64,
+    /// Of those, bodies refused because the ones arriving at once held the receiver's
+    /// budget.
+    pub over_budget: u64,
     /// Connections closed unread because as many as the receiver serves at once were
     /// open.
     pub connections_refused: u64,
@@ -105,6 +108,9 @@ impl Sink {
         tally.refused += 1;
         if refusal.is_too_large() {
             tally.too_large += 1;
+        }
+        if refusal.is_over_budget() {
+            tally.over_budget += 1;
         }
         if tally.first_refusal.is_none() {
             tally.first_refusal = Some(format!("{transport}: {refusal}"));

@@ -66,6 +66,9 @@ pub enum Refusal {
     ContentType(String),
     /// Received whole, but not written to the file.
     NotWritten(String),
+    /// The bodies being received at once already hold the receiver's budget (the
+    /// bytes): refused before it is held, for the exporter to send again.
+    OverBudget(usize),
 }
 
 impl Refusal {
@@ -78,13 +81,13 @@ impl Refusal {
             Refusal::NotOtlp(_) => GrpcCode::InvalidArgument,
             Refusal::Stalled => GrpcCode::DeadlineExceeded,
             Refusal::Method(_) | Refusal::ContentType(_) => GrpcCode::Internal,
-            Refusal::NotWritten(_) => GrpcCode::Unavailable,
+            Refusal::NotWritten(_) | Refusal::OverBudget(_) => GrpcCode::Unavailable,
         }
     }
 
     /// Its HTTP status: 413 too large, 415 a compression or type not received, 400 not
     /// an export request, 408 stalled, 405 another method, 404 another path, 503 not
-    /// written (OTLP/HTTP exporters send it again).
+    /// written or over the receiver's budget (OTLP/HTTP exporters send it again).
     pub fn http_status(&self) -> u16 {
         match self {
             Refusal::TooLarge => 413,
@@ -93,13 +96,18 @@ impl Refusal {
             Refusal::Stalled => 408,
             Refusal::Method(_) => 405,
             Refusal::Path(_) => 404,
-            Refusal::NotWritten(_) => 503,
+            Refusal::NotWritten(_) | Refusal::OverBudget(_) => 503,
         }
     }
 
     /// Whether the refusal is about the size of the body.
     pub fn is_too_large(&self) -> bool {
         matches!(self, Refusal::TooLarge)
+    }
+
+    /// Whether the refusal is the receiver's budget for bodies held at once.
+    pub fn is_over_budget(&self) -> bool {
+        matches!(self, Refusal::OverBudget(_))
     }
 }
 
@@ -130,6 +138,11 @@ impl std::fmt::Display for Refusal {
                 "content type '{kind}' is not received here: send application/x-protobuf (OTLP/HTTP) or application/grpc"
             ),
             Refusal::NotWritten(why) => write!(f, "received, but not written: {why}"),
+            Refusal::OverBudget(budget) => write!(
+                f,
+                "the requests arriving at once already hold {}, the most this receiver holds: send it again",
+                inferlint_engines::input::size_text(*budget as u64)
+            ),
         }
     }
 }
