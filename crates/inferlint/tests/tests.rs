@@ -2,6 +2,8 @@
 
 /// A run put together from raw `/metrics` text and a client's counts.
 mod builder;
+/// Inputs at the ends of their types: no panic, no wrap.
+mod extremes;
 /// Fleet folders, checked replica by replica and as a fleet; a side's repeats.
 mod fleets;
 /// Run folders: the same verdicts and refusals as the command line.

@@ -378,7 +378,7 @@ pub fn rate(
         return result.with("wall_step_s", step);
     }
     if let (Some(a), Some(b)) = (before.t_wall, after.t_wall) {
-        let integer_span = b.trunc() as i64 - a.trunc() as i64;
+        let integer_span = (b.trunc() as i64).saturating_sub(a.trunc() as i64);
         result = result.with("integer_second_span_s", integer_span);
         if integer_span > 0 {
             let naive = tokens / integer_span as f64;

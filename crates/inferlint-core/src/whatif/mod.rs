@@ -290,7 +290,9 @@ impl Baseline {
         let mut model = self.setup.model.clone();
         let was = model.usable_units();
         match &mut model {
-            EngineModel::Vllm(c) => c.num_gpu_blocks = usable + (c.num_gpu_blocks - was),
+            EngineModel::Vllm(c) => {
+                c.num_gpu_blocks = usable.saturating_add(c.num_gpu_blocks.saturating_sub(was))
+            }
             EngineModel::Sglang(c) => c.max_total_num_tokens = usable,
             EngineModel::Trtllm(c) => c.blocks = usable,
         }
