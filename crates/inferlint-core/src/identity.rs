@@ -447,7 +447,15 @@ fn readings_fit(before: &Snapshot, after: &Snapshot) -> Result<Option<String>, S
             let (w_b, w_a) = (before.t_wall.unwrap_or(0.0), after.t_wall.unwrap_or(0.0));
             let mono = (a - b) as f64 / 1e9;
             let wall = w_a - w_b;
-            if one_process && mono > 0.0 && has_start_stamps(before) {
+            // The host's uptime at the after reading (its monotonic clock counts from the
+            // host's boot). Had the host booted again after the before reading, that
+            // uptime could not pass the time since the before reading, which is the wall
+            // span less whatever the wall clock stepped; so an uptime longer than the
+            // wall span by more than the step one boot implies (`wall - mono`) says the
+            // host did not boot between them, even where no start stamp says so.
+            let uptime_after = a as f64 / 1e9;
+            let outlived = uptime_after > wall + (wall - mono).abs().max(SAME_BOOT_S);
+            if one_process && mono > 0.0 && (has_start_stamps(before) || outlived) {
                 // One server process, so one boot: the wall clock stepped between them.
                 Ok(Some(format!(
                     "the wall clock stepped by {:.1} s between the readings (monotonic span {mono:.3} s, wall span {wall:.3} s); the run is timed on the monotonic clock",
@@ -1135,6 +1143,43 @@ mod tests {
         assert!(two_boots.unwrap_err().contains("two boots"));
         let same = readings_fit(&reading(BEFORE, BOOT, 5.0), &reading(BEFORE, BOOT, 5.0));
         assert!(same.unwrap_err().contains("same moment"));
+    }
+
+    /// A page without start stamps (SGLang's, TensorRT-LLM's): the wall clock slewed
+    /// 2 s over the run (chrony at 50 ppm does that in 11 hours) while the host had been
+    /// up for three hours. The after reading's uptime (3 h 2 min) is longer than the
+    /// whole wall span (102 s): the host did not boot between the readings, so one boot
+    /// with a note, never two boots. A host up 80 s at the after reading, over a wall
+    /// span of 100 s, may have booted between them: still set aside.
+    #[test]
+    fn a_step_without_start_stamps_is_one_boot_when_the_uptime_outlives_the_span() {
+        let plain = |wall: f64, mono_s: f64| {
+            let mut s = snapshot(
+                Some(wall),
+                vec![sample(
+                    "sglang:num_requests_total",
+                    &[("model_name", "m")],
+                    1.0,
+                )],
+            );
+            s.t_mono_ns = Some((mono_s * 1e9) as i64);
+            s
+        };
+        let slewed = readings_fit(
+            &plain(BEFORE, 3.0 * 3600.0),
+            &plain(BEFORE + 102.0, 3.0 * 3600.0 + 100.0),
+        );
+        assert!(
+            slewed
+                .as_ref()
+                .unwrap()
+                .as_deref()
+                .unwrap_or("")
+                .contains("wall clock stepped by 2.0 s"),
+            "{slewed:?}"
+        );
+        let maybe_rebooted = readings_fit(&plain(BEFORE, 30.0), &plain(BEFORE + 100.0, 80.0));
+        assert!(maybe_rebooted.unwrap_err().contains("two boots"));
     }
 
     /// The concurrency asked for that only the set-aside result file said is lost with
