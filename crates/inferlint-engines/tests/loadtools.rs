@@ -808,3 +808,52 @@ fn every_result_of_the_one_tool_is_a_candidate() {
     std::fs::copy(&guidellm, dir.join("guidellm.json")).unwrap();
     assert_eq!(loadtools::find_results(dir).unwrap(), [own, earlier, later]);
 }
+
+/// Entries of a tool's request lists that hold no request (a `0` where a record object
+/// belongs) are counted, not kept: the real GuideLLM and GenAI-Perf files with 100,000
+/// `0`s put at the head of their first request list read to the records they had, with a
+/// note; a record kept for each would cost a hundred times its two bytes.
+#[test]
+fn list_entries_that_hold_no_request_are_counted_not_kept() {
+    for (folder, list) in [
+        ("guidellm/concurrent-8", "\"successful\": ["),
+        ("genai-perf/concurrency-8", "\"requests\": ["),
+    ] {
+        let (path, account) = read_folder(folder);
+        // The result and the files beside it (GenAI-Perf keeps its records in
+        // profile_export.json beside its summary), with the first file that holds the
+        // list flooded.
+        let copy = tempfile::tempdir().unwrap();
+        let mut flooded_one = false;
+        for entry in std::fs::read_dir(path.parent().unwrap()).unwrap() {
+            let from = entry.unwrap().path();
+            let text = std::fs::read_to_string(&from).unwrap();
+            let to = copy.path().join(from.file_name().unwrap());
+            match text.find(list) {
+                Some(at) if !flooded_one => {
+                    flooded_one = true;
+                    let at = at + list.len();
+                    let text = format!("{}{}{}", &text[..at], "0, ".repeat(100_000), &text[at..]);
+                    std::fs::write(to, text).unwrap();
+                }
+                _ => std::fs::write(to, text).unwrap(),
+            }
+        }
+        assert!(flooded_one, "{folder}: no {list}");
+        let flooded = loadtools::read_result(&copy.path().join(path.file_name().unwrap()))
+            .unwrap_or_else(|e| panic!("{folder}: {e}"));
+        assert_eq!(
+            flooded.requests.len(),
+            account.requests.len(),
+            "{folder}: the records kept"
+        );
+        assert!(
+            flooded
+                .notes
+                .iter()
+                .any(|n| n.starts_with("100000 entries") && n.contains("hold no request")),
+            "{folder}: {:?}",
+            flooded.notes
+        );
+    }
+}

@@ -71,9 +71,13 @@ pub(super) fn summary(path: &Path, source: Source) -> Result<ClientAccount, File
     Ok(account)
 }
 
-/// Each experiment's requests, each folded as it is read into its record and its gaps.
+/// Each experiment's requests, each folded as it is read into its record and its gaps;
+/// and the entries that hold no request (not an object), counted and not kept.
 #[derive(Default)]
-struct Records(std::collections::HashMap<usize, (Vec<ClientRequest>, Vec<f32>)>);
+struct Records(
+    std::collections::HashMap<usize, (Vec<ClientRequest>, Vec<f32>)>,
+    u64,
+);
 
 impl Records {
     fn experiment(path: &[Seg]) -> Option<usize> {
@@ -95,6 +99,10 @@ impl Sink for Records {
     }
 
     fn item(&mut self, path: &[Seg], _: usize, item: Value) {
+        if !item.is_object() {
+            self.1 += 1;
+            return;
+        }
         if let Some(e) = Records::experiment(path) {
             let (requests, gaps) = self.0.entry(e).or_default();
             requests.push(request(&item, gaps));
@@ -146,6 +154,12 @@ pub(super) fn read_export(
         }
         let (requests, gaps) = records.0.remove(&e).unwrap_or_default();
         account.keep_records(requests, gaps);
+    }
+    if records.1 > 0 {
+        account.notes.push(format!(
+            "{} entries of the experiments' 'requests' lists hold no request (not an object): counted, not read",
+            records.1
+        ));
     }
     Ok(())
 }

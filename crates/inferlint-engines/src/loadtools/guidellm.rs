@@ -28,9 +28,10 @@ const LISTS: [(&str, RequestOutcome); 3] = [
 ];
 
 /// Each benchmark's request records, folded into the account's records as they are
-/// read: by benchmark and list ([`LISTS`]).
+/// read: by benchmark and list ([`LISTS`]); and the entries of those lists that hold no
+/// request (not an object), counted and not kept, so that a list of `0`s costs nothing.
 #[derive(Default)]
-struct Records(HashMap<(usize, usize), Vec<ClientRequest>>);
+struct Records(HashMap<(usize, usize), Vec<ClientRequest>>, u64);
 
 impl Records {
     fn list(path: &[Seg]) -> Option<(usize, usize)> {
@@ -57,6 +58,10 @@ impl Sink for Records {
     }
 
     fn item(&mut self, path: &[Seg], _: usize, item: Value) {
+        if !item.is_object() {
+            self.1 += 1;
+            return;
+        }
         if let Some((b, l)) = Records::list(path) {
             self.0
                 .entry((b, l))
@@ -72,6 +77,7 @@ pub(super) fn read(path: &Path, source: Source) -> Result<ClientAccount, FileErr
     let tool_label = label(LoadTool::GuideLlm, version.as_deref());
     let mut records = Records::default();
     let root = stream::parse(path, source, &tool_label, &mut records)?;
+    let no_request = records.1;
     let Some(benchmarks) = root.get("benchmarks").and_then(Value::as_array) else {
         return Err(shape(path, &tool_label, "no 'benchmarks' list"));
     };
@@ -82,6 +88,11 @@ pub(super) fn read(path: &Path, source: Source) -> Result<ClientAccount, FileErr
     account.tool_version = version;
     account.parts = benchmarks.len();
     account.clock = Some(RequestClock::Unix);
+    if no_request > 0 {
+        account.notes.push(format!(
+            "{no_request} entries of the benchmarks' request lists hold no request (not an object): counted, not read"
+        ));
+    }
     let mut concurrency: Vec<Option<i64>> = Vec::new();
     let mut rates: Vec<Option<f64>> = Vec::new();
     let mut duration = 0.0;

@@ -31,7 +31,7 @@ use crate::input::FileError;
 /// these columns, not as JSON, until the file is read.
 #[derive(Debug, Default)]
 struct Lists {
-    errors: Vec<Option<String>>,
+    errors: Errors,
     input_lens: Vec<Option<u64>>,
     output_lens: Vec<Option<u64>>,
     ttfts: Vec<Option<f64>>,
@@ -42,6 +42,38 @@ struct Lists {
     /// Every request's gaps one after the other, and where each request's end.
     itl_gaps: Vec<f32>,
     itl_ends: Vec<usize>,
+}
+
+/// The `errors` list, held by what it says: its length, and the failed requests' texts
+/// by their place. An empty entry (a request that succeeded) costs nothing, so a list of
+/// millions of `""` holds a count.
+#[derive(Debug, Default)]
+struct Errors {
+    len: usize,
+    failed: Vec<(usize, String)>,
+}
+
+impl Errors {
+    fn clear(&mut self) {
+        self.len = 0;
+        self.failed.clear();
+    }
+
+    fn push(&mut self, error: Option<String>) {
+        if let Some(error) = error {
+            self.failed.push((self.len, error));
+        }
+        self.len += 1;
+    }
+
+    /// Each entry in order: the error's text, or `None` for a request that succeeded.
+    fn into_entries(self) -> impl Iterator<Item = Option<String>> {
+        let mut failed = self.failed.into_iter().peekable();
+        (0..self.len).map(move |i| match failed.peek() {
+            Some((at, _)) if *at == i => failed.next().map(|(_, e)| e),
+            _ => None,
+        })
+    }
 }
 
 /// The lists [`Lists`] keeps, by key.
@@ -68,7 +100,7 @@ impl Lists {
     /// The entries read of a list.
     fn len(&self, key: &str) -> usize {
         match key {
-            "errors" => self.errors.len(),
+            "errors" => self.errors.len,
             "input_lens" => self.input_lens.len(),
             "output_lens" => self.output_lens.len(),
             "ttfts" => self.ttfts.len(),
@@ -315,7 +347,7 @@ fn read_records(
     if !errors.is_array() {
         return Err(shape(path, tool_label, "'errors' is not a list"));
     }
-    let n = lists.errors.len();
+    let n = lists.errors.len;
     // Whether the file has a list, of the length of 'errors'.
     let list = |key: &str| -> Result<bool, FileError> {
         match object.get(key) {
@@ -346,6 +378,23 @@ fn read_records(
     };
     let start_times = list("start_times")?;
     let queue_times = list("queue_times")?;
+    if !(input_lens || output_lens || ttfts || itls || latencies.is_some() || start_times) {
+        // Each record would hold its outcome alone: the counts and the failures' texts
+        // are taken from the list as records would give them, and no record is kept.
+        let failed = lists.errors.failed.len();
+        account.completed.get_or_insert((n - failed) as i64);
+        account.failed.get_or_insert(failed as i64);
+        account.sent.get_or_insert(n as i64);
+        if account.failure_reasons.is_empty() {
+            for (_, error) in &lists.errors.failed {
+                account.add_failure_reason(error, 1);
+            }
+        }
+        account.notes.push(format!(
+            "its per-request lists hold only 'errors' ({n} entries, {failed} failed): the requests are counted, not kept as records"
+        ));
+        return Ok(());
+    }
     let latencies = latencies.map(|own| {
         std::mem::take(if own {
             &mut lists.latencies
@@ -360,7 +409,7 @@ fn read_records(
     // The gaps of the completed requests, moved down in place over the others'.
     let mut kept_gaps = 0;
     let mut gaps_from = 0;
-    for (i, error) in std::mem::take(&mut lists.errors).into_iter().enumerate() {
+    for (i, error) in std::mem::take(&mut lists.errors).into_entries().enumerate() {
         let completed = error.is_none();
         let mut request = ClientRequest {
             outcome: Some(if completed {
@@ -411,6 +460,42 @@ fn read_records(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `errors` alone, a million entries of `""` and one failure: each record would hold
+    /// only its outcome, so none is kept; the counts and the failure's text are the
+    /// list's, as records would have given them.
+    #[test]
+    fn a_list_of_errors_alone_is_counted_not_kept() {
+        let mut text = String::from(r#"{"backend": "vllm", "errors": ["#);
+        for _ in 0..1_000_000 {
+            text.push_str(r#""", "#);
+        }
+        text.push_str(r#""Connection refused"]}"#);
+        let account = read(
+            Path::new("b.json"),
+            Source::Bytes(text.as_bytes()),
+            LoadTool::VllmBench,
+        )
+        .unwrap();
+        assert!(
+            account.requests.is_empty(),
+            "{} kept",
+            account.requests.len()
+        );
+        assert_eq!(
+            (account.sent, account.completed, account.failed),
+            (Some(1_000_001), Some(1_000_000), Some(1))
+        );
+        assert_eq!(account.failure_reasons.len(), 1);
+        assert!(
+            account
+                .notes
+                .iter()
+                .any(|n| n.contains("hold only 'errors'")),
+            "{:?}",
+            account.notes
+        );
+    }
 
     #[test]
     fn the_last_line_of_appended_runs_is_the_run() {
