@@ -71,6 +71,14 @@ pub const INTERVAL_BOUNDS: (Duration, Duration) =
     (Duration::from_millis(100), Duration::from_secs(60));
 /// How long one drain may take by default.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The most records one answer of the per-request endpoint is written with. The engine
+/// keeps at most `perf_metrics_max_requests` between two drains (1,000 in its examples);
+/// more in one answer is no engine's, and is cut and counted.
+pub const MAX_RECORDS_PER_ANSWER: u64 = 100_000;
+/// The most bytes of records one run's file is written with (a record is about 700
+/// bytes, so 1 GiB is a million and a half requests): past it, records are counted,
+/// not written.
+pub const MAX_RECORD_BYTES_PER_RUN: u64 = 1 << 30;
 
 /// What to drain and how.
 #[derive(Debug, Clone)]
@@ -292,6 +300,7 @@ impl Drainer {
                 drain,
                 path,
                 totals: DrainTotals::default(),
+                bytes: 0,
                 noted: None,
             }),
             kv: kv.map(|(out, drain, path)| KvDrain {
@@ -357,6 +366,8 @@ struct RequestsDrain {
     drain: Drain,
     path: PathBuf,
     totals: DrainTotals,
+    /// Bytes of records written so far.
+    bytes: u64,
     /// The last trouble noted, so that a server down for a minute is one note.
     noted: Option<String>,
 }
@@ -383,6 +394,52 @@ struct Task {
     requests: Option<RequestsDrain>,
     kv: Option<KvDrain>,
     error: Option<String>,
+}
+
+/// Hands each entry of the JSON list `body` to `each`, one at a time, and lets it go.
+/// `Ok(false)`: the body is JSON but no list (nothing handed); an error: not JSON, or cut
+/// off (the entries before the break were handed).
+fn each_entry(body: &[u8], each: impl FnMut(serde_json::Value)) -> Result<bool, serde_json::Error> {
+    use serde::de::{Deserializer, IgnoredAny, SeqAccess, Visitor};
+    struct Entries<F>(F);
+    impl<'de, F: FnMut(serde_json::Value)> Visitor<'de> for Entries<F> {
+        type Value = bool;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a list of records")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<bool, A::Error> {
+            while let Some(entry) = seq.next_element::<serde_json::Value>()? {
+                (self.0)(entry);
+            }
+            Ok(true)
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            Ok(false)
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
+            Ok(false)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
+            Ok(false)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
+            Ok(false)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
+            Ok(false)
+        }
+        fn visit_str<E>(self, _: &str) -> Result<bool, E> {
+            Ok(false)
+        }
+        fn visit_unit<E>(self) -> Result<bool, E> {
+            Ok(false)
+        }
+    }
+    let mut reader = serde_json::Deserializer::from_slice(body);
+    let read = (&mut reader).deserialize_any(Entries(each))?;
+    reader.end()?;
+    Ok(read)
 }
 
 /// What one request to an endpoint gave.
@@ -452,15 +509,40 @@ impl Task {
         match got {
             Got::Body(body) => {
                 r.noted = None;
-                match serde_json::from_slice::<serde_json::Value>(&body) {
-                    Ok(serde_json::Value::Array(items)) => {
-                        r.totals.drains += 1;
-                        for item in &items {
-                            r.totals.records += 1;
-                            put(&mut r.out, &mut self.error, server_record_json(item, at));
-                        }
+                // Each entry is read, written and let go before the next: the answer is
+                // never held as a tree, and what passes the bounds is only counted.
+                let (mut written, mut past_bounds, mut no_record) = (0u64, 0u64, 0u64);
+                let read = each_entry(&body, |entry| {
+                    if !entry.is_object() {
+                        no_record += 1;
+                    } else if written >= MAX_RECORDS_PER_ANSWER
+                        || r.bytes >= MAX_RECORD_BYTES_PER_RUN
+                    {
+                        past_bounds += 1;
+                    } else {
+                        written += 1;
+                        let line = server_record_json(&entry, at);
+                        r.bytes += line.len() as u64 + 1;
+                        put(&mut r.out, &mut self.error, line);
                     }
-                    Ok(_) => {
+                });
+                r.totals.records += written;
+                r.totals.cut += past_bounds + no_record;
+                if past_bounds + no_record > 0 {
+                    let line = server_requests_note_json(
+                        &format!(
+                            "{} of the answer's {} entries were not written: {past_bounds} past the most an answer ({MAX_RECORDS_PER_ANSWER}) or a run ({}) is written with, {no_record} not a record",
+                            past_bounds + no_record,
+                            written + past_bounds + no_record,
+                            inferlint_engines::input::size_text(MAX_RECORD_BYTES_PER_RUN)
+                        ),
+                        at,
+                    );
+                    put(&mut r.out, &mut self.error, line);
+                }
+                match read {
+                    Ok(true) => r.totals.drains += 1,
+                    Ok(false) => {
                         r.totals.failed_drains += 1;
                         let line = failed_drain_json(
                             "the answer is not a list of records: what it held is lost",

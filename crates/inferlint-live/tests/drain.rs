@@ -446,3 +446,35 @@ fn only_an_engine_with_the_endpoints_is_drained() {
     );
     assert!(warning.contains("loses what this one takes"), "{warning}");
 }
+
+/// An answer past what any engine holds between two drains (100,050 records where
+/// `perf_metrics_max_requests` keeps a thousand), with seven entries that are no record:
+/// 100,000 records are written, the rest counted in the totals and in a note line that
+/// says how many and why; the file reads back to the records written.
+#[test]
+fn an_answer_past_the_bounds_is_cut_and_counted() {
+    // Records of the request id alone: 2 MB, where whole ones would be 40.
+    let mut entries: Vec<Value> = (0..100_050).map(|i| json!({"request_id": i})).collect();
+    entries.extend(std::iter::repeat_n(json!(0), 7));
+    let server = serve(script(vec![(
+        "/perf_metrics",
+        vec![Reply::Json(Value::Array(entries))],
+    )]));
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = options(server.base.clone(), dir.path());
+    o.kv_events_out = None;
+    o.timeout = Duration::from_secs(30);
+    let drainer = Drainer::start(o).unwrap();
+    asked(&server.script, 1);
+    let summary = drainer.stop();
+    assert_eq!(summary.write_error, None);
+    let (path, totals) = summary.requests.unwrap();
+    assert_eq!((totals.records, totals.cut), (100_000, 57));
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        text.contains("57 of the answer's 100057 entries were not written: 50 past the most"),
+        "no note line"
+    );
+    let read = read_server_requests(&path, &TRTLLM).unwrap();
+    assert_eq!(read.requests.len(), 100_000);
+}

@@ -142,6 +142,10 @@ pub struct DrainTotals {
     pub failed_drains: u64,
     /// Records written.
     pub records: u64,
+    /// Entries the server handed out that were not written: past the most one answer
+    /// or one run is written with, or no record (not an object). Each answer that had
+    /// any says how many in a note line.
+    pub cut: u64,
 }
 
 /// The closing line.
