@@ -90,6 +90,7 @@ fn a_perf_metrics_item_is_one_request() {
                 drains: 3,
                 failed_drains: 0,
                 records: 1,
+                cut: 0,
             },
             at(1_700_000_003.0),
         ),
