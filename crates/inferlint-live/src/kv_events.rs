@@ -66,6 +66,13 @@ use zeromq::{DealerSocket, Socket, SocketOptions, SocketRecv, SocketSend, SubSoc
 use crate::clock;
 use crate::stop::Stop;
 
+/// At the stop, how long the socket may stay silent before what it held is taken to be
+/// read: a message already received is handed over at once.
+const QUEUED_IDLE: Duration = Duration::from_millis(100);
+/// At the stop, the longest the batches the socket holds are read for: a publisher
+/// still flooding is cut there, and a note says so.
+const QUEUED_AT_MOST: Duration = Duration::from_secs(1);
+
 /// How long a hole waits for the replay endpoint by default: vLLM and SGLang answer a
 /// replay between two batches, within a tenth of a second of the request.
 pub const DEFAULT_REPLAY_WAIT: Duration = Duration::from_secs(2);
@@ -503,7 +510,10 @@ impl Task {
                 }
             };
             let message = tokio::select! {
-                () = stopped => return,
+                () = stopped => {
+                    self.take_what_was_queued(sub, &mut state).await;
+                    return;
+                }
                 event = connected => {
                     match event {
                         Some(zeromq::SocketEvent::Accepted(..)) => {
@@ -545,6 +555,51 @@ impl Task {
                     }
                 }
             }
+        }
+    }
+
+    /// At the stop: the batches the socket already holds (received, not yet read) are
+    /// read and written, so that they are not taken for batches never sent. Reading stops
+    /// when none comes within [`QUEUED_IDLE`], or after [`QUEUED_AT_MOST`] of a publisher
+    /// still sending, which a note says: what it sent after that was not read.
+    async fn take_what_was_queued(&mut self, sub: &mut SubSocket, state: &mut Sequence) {
+        let began = tokio::time::Instant::now();
+        let mut taken = 0u64;
+        let mut cut = false;
+        loop {
+            if began.elapsed() >= QUEUED_AT_MOST {
+                cut = true;
+                break;
+            }
+            match tokio::time::timeout(QUEUED_IDLE, sub.recv()).await {
+                Ok(Ok(message)) => {
+                    taken += 1;
+                    let received = Received {
+                        frames: message.into_vec(),
+                        at: anchor_now(),
+                    };
+                    self.published(received, state).await;
+                }
+                // Nothing more held, or no peer.
+                _ => break,
+            }
+        }
+        if taken > 0 || cut {
+            let line = kv_note_json(
+                &format!(
+                    "at the stop, {taken} message(s) the socket already held were read and written{}",
+                    if cut {
+                        format!(
+                            "; the publisher was still sending after {} s, and what it sent after that was not read",
+                            QUEUED_AT_MOST.as_secs_f64()
+                        )
+                    } else {
+                        String::new()
+                    }
+                ),
+                anchor_now(),
+            );
+            self.put(line);
         }
     }
 

@@ -556,3 +556,24 @@ fn the_real_engine_s_batches_with_holes_are_made_whole_by_replay() {
     assert_eq!(kv.seconds.iter().map(|s| s.cleared).sum::<u64>(), 1);
     assert_eq!(summary.totals.bad_frames, 0);
 }
+
+/// 500 batches published at once and the subscriber stopped as soon as they are sent:
+/// what its socket already held is read and written at the stop, so every batch sent is
+/// in the file and the stream is whole, never batches received but dropped at the stop
+/// and read as never sent.
+#[test]
+fn batches_queued_at_the_stop_are_written_not_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = out(&dir);
+    let mut publisher = Publisher::start(ReplayMode::Answers);
+    let sub = KvSubscriber::start(&publisher.endpoint, None, &path).unwrap();
+    let n = publisher.warm_up(0, &path);
+    for seq in n..n + 500 {
+        publisher.publish(seq, 1);
+    }
+    let summary = sub.stop();
+    let kv = read_kv_events(&path).unwrap();
+    assert_eq!(kv.seq_range.map(|(_, last)| last), Some(n + 499));
+    assert_eq!(kv.missed_batches(), 0);
+    assert_eq!(summary.totals.missed, 0);
+}
