@@ -65,6 +65,27 @@ pub struct Capacity {
     pub measured: bool,
     /// How much more memory the card can give the KV cache, from the boot log.
     pub headroom: Option<Headroom>,
+    /// What the cache was counted from.
+    pub from: CapacityFrom,
+    /// The cache in tokens, as counted here: the usable blocks times the block size, or
+    /// the boot log's pool; `None` where the sizes were measured.
+    pub cache_tokens: Option<f64>,
+    /// Prompt and output tokens per request (the account's lengths); `None` where the
+    /// sizes were measured.
+    pub request_tokens: Option<f64>,
+}
+
+/// What a [`Capacity`] counted the cache from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CapacityFrom {
+    /// T14's usable blocks (read from the recording), each request's prompt and output
+    /// counted in whole blocks.
+    UsableBlocks,
+    /// The boot log's pool in tokens, each request rounded up to whole blocks.
+    BootLogPool,
+    /// T9's shares of the cache per request, measured in the recording.
+    MeasuredShares,
 }
 
 /// The memory side of a cure.
@@ -312,7 +333,7 @@ pub fn capacity(run: &Run, results: &[CheckResult]) -> Option<Capacity> {
     // An engine that reserves a request's whole output when it admits it starts no more
     // than fit at full length.
     let at_full = run.engine.tuning.admits_at_full_length;
-    let make = |unit: Unit, start: f64, full: f64, have: f64, measured: bool| Capacity {
+    let make = |unit: Unit, start: f64, full: f64, have: f64, from: CapacityFrom| Capacity {
         requested,
         unit,
         per_request_start: if at_full { full } else { start },
@@ -320,8 +341,23 @@ pub fn capacity(run: &Run, results: &[CheckResult]) -> Option<Capacity> {
         fit_start: (have / if at_full { full } else { start }).floor().max(0.0) as u64,
         fit_full: (have / full).floor().max(0.0) as u64,
         kv_gib,
-        measured,
+        measured: from == CapacityFrom::MeasuredShares,
         headroom: headroom.clone(),
+        from,
+        cache_tokens: match (from, unit) {
+            (CapacityFrom::MeasuredShares, _) => None,
+            (
+                _,
+                Unit::Blocks {
+                    usable,
+                    block_tokens,
+                },
+            ) => block_tokens.map(|b| (usable * b) as f64),
+            (_, Unit::Tokens { pool }) => Some(pool as f64),
+        },
+        request_tokens: lengths
+            .map(|(_, total)| total)
+            .filter(|_| from != CapacityFrom::MeasuredShares),
     };
     if let (Some(boot), Some((prompt, total))) = (boot, lengths) {
         if !hybrid(boot) {
@@ -336,7 +372,7 @@ pub fn capacity(run: &Run, results: &[CheckResult]) -> Option<Capacity> {
                         blocks(prompt + 1.0),
                         blocks(total),
                         usable,
-                        false,
+                        CapacityFrom::UsableBlocks,
                     ));
                 }
                 (block, _, Some(pool)) => {
@@ -349,7 +385,7 @@ pub fn capacity(run: &Run, results: &[CheckResult]) -> Option<Capacity> {
                         round_up(prompt + 1.0),
                         round_up(total),
                         pool as f64,
-                        false,
+                        CapacityFrom::BootLogPool,
                     ));
                 }
                 _ => {}
@@ -373,7 +409,7 @@ pub fn capacity(run: &Run, results: &[CheckResult]) -> Option<Capacity> {
             start,
             full,
             usable,
-            true,
+            CapacityFrom::MeasuredShares,
         )
     })
 }
@@ -401,8 +437,10 @@ pub fn tokens_per_request(run: &Run) -> Option<(f64, f64)> {
 /// [`tuning_withheld`] says the numbers describe no one setup; where the replay can speak
 /// for the run ([`Replay`]), each of its cures is replayed first, given only where the
 /// replay says it removes the trap, and carries the replay's prediction.
-pub fn attach(run: &Run, results: &mut [CheckResult]) {
-    let capacity = capacity(run, results);
+///
+/// `capacity` is the run's account's ([`crate::account::capacity`]): the advice names the
+/// count every other output names.
+pub fn attach(run: &Run, results: &mut [CheckResult], capacity: Option<&Capacity>) {
     let withheld = tuning_withheld(run, results).is_some();
     let tuned = |r: &CheckResult| matches!(r.tripwire, Tripwire::T1 | Tripwire::T8 | Tripwire::T9);
     // The replay is made only for a run whose tuning advice it would check.
@@ -418,7 +456,7 @@ pub fn attach(run: &Run, results: &mut [CheckResult]) {
             if withheld && tuned(r) {
                 Vec::new()
             } else {
-                advice_for(run, r, capacity.as_ref(), replay.as_ref())
+                advice_for(run, r, capacity, replay.as_ref())
             }
         })
         .collect();
@@ -883,7 +921,8 @@ mod tests {
 
     fn advice(run: &Run, results: &[CheckResult]) -> Vec<Vec<String>> {
         let mut results = results.to_vec();
-        attach(run, &mut results);
+        let capacity = capacity(run, &results);
+        attach(run, &mut results, capacity.as_ref());
         results.into_iter().map(|r| r.advice).collect()
     }
 
