@@ -243,9 +243,12 @@ pub fn of(run: &Run, results: &[CheckResult]) -> Account {
             evidence(results, Tripwire::T9, "usable_blocks"),
             Source::Recording,
         ),
-        kv_cache_gib: figure(boot.and_then(|b| b.available_kv_cache_gib), Source::BootLog),
+        kv_cache_gib: figure(
+            boot.and_then(|b| advice::cache_gib(run.engine, b)),
+            Source::BootLog,
+        ),
         card_total_gib: figure(boot.and_then(|b| b.device_total_gib), Source::BootLog),
-        kv_headroom: boot.and_then(advice::headroom),
+        kv_headroom: boot.and_then(|b| advice::headroom(run.engine, b)),
         running_cap: figure(
             boot.and_then(|b| b.running_cap).map(|c| c as f64),
             Source::BootLog,

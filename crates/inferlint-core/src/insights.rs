@@ -704,10 +704,17 @@ impl<'a> Load<'a> {
             "The load kept {requested} requests open, but the server ran at most {} at once",
             fmt::g(peak)
         );
-        if let Some(reason) = self
-            .boot
-            .and_then(|b| cap_reason(self.engine, b, requested, peak))
-        {
+        if let Some(reason) = self.boot.and_then(|b| {
+            let reason = cap_reason(self.engine, b, requested, peak)?;
+            // A limit the engine did not lower itself is the peak already said: name it
+            // once, by its setting.
+            Some(match (b.running_cap, b.running_cap_reason.as_ref()) {
+                (Some(cap), None) => {
+                    format!("its running limit ({} {cap})", self.engine.running_cap_flag)
+                }
+                _ => reason,
+            })
+        }) {
             text.push_str(": ");
             text.push_str(&reason);
         }
@@ -1538,6 +1545,39 @@ mod tests {
                     "The run's throughput is the load tool's 1,389 output tokens/s, over its 32 timed requests. From its first token to its last, a request took 22.4 ms per token (TPOT), so on average 31.2 of the 32 requests the load kept open were in that stretch (1,389 x 0.0224 s), including any paused mid-output. TensorRT-LLM updates its running gauge only when a request completes, so the recording does not give the number running."
                 ),
             ]
+        );
+    }
+
+    /// A running limit the server was started with is the peak it reached: the sentence
+    /// names it once, by its setting, instead of saying "ran at most 1 at once: the
+    /// server runs at most 1 at once".
+    #[test]
+    fn a_running_limit_is_said_once() {
+        // A pool that holds the load, so that the limit is what held requests back.
+        let boot = BootFacts {
+            page_size: Some(1),
+            kv_pool_tokens: Some(100_000),
+            running_cap: Some(1),
+            ..BootFacts::default()
+        };
+        let counters = sglang_counters(
+            3164.0,
+            (9.559663955000019, 9124.982823040998),
+            (18.602119442999992, 9143.928195097998),
+            (18.60213458599992, 9729.852307343),
+        );
+        let series = recording(&[(0.0, 0.0), (0.25, 1.0), (585.25, 0.0)]);
+        let insights = insights_of(&run(&SGLANG, boot, &counters, series, None));
+        let texts: Vec<&str> = insights.iter().map(|i| i.text.as_str()).collect();
+        assert!(
+            texts.iter().any(|t| t.contains(
+                "The load kept 32 requests open, but the server ran at most 1 at once: its running limit (--max-running-requests 1)."
+            )),
+            "{texts:?}"
+        );
+        assert!(
+            !texts.iter().any(|t| t.contains("runs at most")),
+            "{texts:?}"
         );
     }
 
