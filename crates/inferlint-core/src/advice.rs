@@ -235,7 +235,7 @@ fn memory_without_need(engine: &EngineDescriptor, boot: Option<&BootFacts>) -> C
             more_room(engine)
         )),
         Some(h) => {
-            let upto = fraction_for(engine, boot, h.more_gib)
+            let upto = fraction_for(engine, boot, h.more_gib, Round::Down)
                 .map(|(now, most)| {
                     format!("raise {} from {now} to at most {most}", setting.shown())
                 })
@@ -246,14 +246,23 @@ fn memory_without_need(engine: &EngineDescriptor, boot: Option<&BootFacts>) -> C
     }
 }
 
+/// Which way a share is rounded to a thousandth: up for a target that must give at
+/// least what is needed, down for a bound that must not ask for more than the card has.
+#[derive(Clone, Copy)]
+enum Round {
+    Up,
+    Down,
+}
+
 /// The engine's memory share now and the share that gives the KV cache `more_gib` more,
 /// where the boot log gives what the share multiplies (the engine table's `fraction_of`)
-/// and the share sizes the cache (not an outright size). Rounded up to a thousandth, and
-/// `None` at a whole card or more.
+/// and the share sizes the cache (not an outright size). Rounded to a thousandth as
+/// `round` says, and `None` at a whole card or more, or no higher than now.
 fn fraction_for(
     engine: &EngineDescriptor,
     boot: Option<&BootFacts>,
     more_gib: f64,
+    round: Round,
 ) -> Option<(String, String)> {
     let setting = &engine.tuning.memory_fraction;
     if memory_setting(engine, boot) != setting {
@@ -273,7 +282,11 @@ fn fraction_for(
             (d, format!("its default {}", fmt::g(d)))
         }
     };
-    let target = ((now + more_gib / base) * 1000.0).ceil() / 1000.0;
+    let thousandths = (now + more_gib / base) * 1000.0;
+    let target = match round {
+        Round::Up => thousandths.ceil(),
+        Round::Down => thousandths.floor(),
+    } / 1000.0;
     (target > now && target < 1.0).then(|| (words, fmt::g(target)))
 }
 
@@ -343,7 +356,7 @@ impl Capacity {
                     let setting = memory_setting(engine, boot);
                     let raise = self
                         .more_gib(need)
-                        .and_then(|more| fraction_for(engine, boot, more))
+                        .and_then(|more| fraction_for(engine, boot, more, Round::Up))
                         .map(|(now, target)| {
                             format!("raise {} from {now} to {target}", setting.shown())
                         })
@@ -1304,6 +1317,27 @@ mod tests {
             a[0][0].contains("raise `--gpu-memory-utilization` from 0.93 to 0.971 to give the KV cache about 1.0 GiB more than its 2.09 GiB"),
             "{a:?}"
         );
+    }
+
+    /// Without the load's numbers, a raise is bounded by what the card has: with the
+    /// graphs left out of the 0.28 log above, 22.45 - (18.16 + 2.06) - 2.09 = 0.14 GiB
+    /// is free beside the cache, and 0.93 + 0.14 / 23.99 = 0.9358, so the share may go
+    /// to 0.935 but not to 0.936 (which would ask for 0.144 GiB).
+    #[test]
+    fn a_bounded_raise_rounds_down() {
+        let card = BootFacts {
+            cudagraph_actual_gib: None,
+            kv_cache_full_gib: None,
+            engine_remedy: None,
+            ..vllm_028_card()
+        };
+        let t1 = CheckResult::new(Tripwire::T1, Status::Fail, "22").with("preemptions", 22.0);
+        let a = advice(&run(&VLLM, card, None), &[t1]);
+        assert!(
+            a[0][0].starts_with("lower `--max-num-seqs` to the number of requests that fit at full length, or raise `--gpu-memory-utilization` from 0.93 to at most 0.935 ("),
+            "{a:?}"
+        );
+        assert!(a[0][0].ends_with("; at most 0.1 GiB more)"), "{a:?}");
     }
 
     /// SGLang's `--mem-fraction-static` is a share of the memory free before the weights
