@@ -43,6 +43,8 @@ mod missing_input;
 mod mutations;
 /// One account of each run: a figure said twice in one output has one value.
 mod one_account;
+/// One figure, one value across the terminal text, --json, the page and the account.
+mod one_figure;
 /// The report's charts from the checks' pass: the page reading the recording again gives.
 mod one_pass;
 /// --junit, schema, completions and colour.

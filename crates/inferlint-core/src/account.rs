@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::advice::{self, Capacity, Headroom};
 use crate::checks::counters::counter_summary;
 use crate::identity::Rejected;
-use crate::run::Run;
+use crate::run::model::Run;
 use crate::status::{CheckResult, Status, Tripwire};
 
 /// Where a figure came from.
@@ -174,12 +174,15 @@ pub fn trusted_blocks(results: &[CheckResult]) -> Option<u64> {
 const DISCREDITS: &[(&str, &str)] = &[
     (
         "load_outlasted_the_snapshots",
-        crate::run::input::BENCH_RESULT,
+        crate::run::model::input::BENCH_RESULT,
     ),
-    ("series_counters_disagree", crate::run::input::SERIES),
-    ("series_tokens_disagree", crate::run::input::SERIES),
-    ("series_outside_the_run", crate::run::input::SERIES),
-    ("peak_above_the_servers_cap", crate::run::input::SERIES),
+    ("series_counters_disagree", crate::run::model::input::SERIES),
+    ("series_tokens_disagree", crate::run::model::input::SERIES),
+    ("series_outside_the_run", crate::run::model::input::SERIES),
+    (
+        "peak_above_the_servers_cap",
+        crate::run::model::input::SERIES,
+    ),
 ];
 
 /// The run as its story may read it: the gate's admitted inputs, less any input a
@@ -197,13 +200,20 @@ pub fn story_run<'a>(run: &'a Run, results: &[CheckResult]) -> std::borrow::Cow<
         return admitted;
     }
     let mut story = admitted.into_owned();
-    if discredited.contains(&crate::run::input::BENCH_RESULT) {
+    if discredited.contains(&crate::run::model::input::BENCH_RESULT) {
         story.bench = None;
     }
-    if discredited.contains(&crate::run::input::SERIES) {
+    if discredited.contains(&crate::run::model::input::SERIES) {
         story.series = None;
     }
     std::borrow::Cow::Owned(story)
+}
+
+/// How many requests fit when they start and at full length, counted once
+/// ([`advice::capacity`]) on the run as its story reads it ([`story_run`]): the count the
+/// account, the advice, "What limited this run", the report and the library all give.
+pub fn capacity(run: &Run, results: &[CheckResult]) -> Option<Capacity> {
+    advice::capacity(&story_run(run, results), results)
 }
 
 /// The account of a checked run: its admitted inputs and the checks' results.
@@ -233,9 +243,12 @@ pub fn of(run: &Run, results: &[CheckResult]) -> Account {
             evidence(results, Tripwire::T9, "usable_blocks"),
             Source::Recording,
         ),
-        kv_cache_gib: figure(boot.and_then(|b| b.available_kv_cache_gib), Source::BootLog),
+        kv_cache_gib: figure(
+            boot.and_then(|b| advice::cache_gib(run.engine, b)),
+            Source::BootLog,
+        ),
         card_total_gib: figure(boot.and_then(|b| b.device_total_gib), Source::BootLog),
-        kv_headroom: boot.and_then(advice::headroom),
+        kv_headroom: boot.and_then(|b| advice::headroom(run.engine, b)),
         running_cap: figure(
             boot.and_then(|b| b.running_cap).map(|c| c as f64),
             Source::BootLog,

@@ -13,7 +13,7 @@
 use serde_json::Value;
 
 use crate::checks::counters::counter_summary;
-use crate::engine::{EngineDescriptor, NoEviction, Setting};
+use crate::engine::{EngineDescriptor, FractionOf, NoEviction, Setting};
 pub use crate::facts::{block_size, hybrid, tuning_withheld, BlockFrom, HYBRID_BLOCK_ABOVE};
 use crate::fmt;
 use crate::model::{BootFacts, PyValue};
@@ -65,6 +65,27 @@ pub struct Capacity {
     pub measured: bool,
     /// How much more memory the card can give the KV cache, from the boot log.
     pub headroom: Option<Headroom>,
+    /// What the cache was counted from.
+    pub from: CapacityFrom,
+    /// The cache in tokens, as counted here: the usable blocks times the block size, or
+    /// the boot log's pool; `None` where the sizes were measured.
+    pub cache_tokens: Option<f64>,
+    /// Prompt and output tokens per request (the account's lengths); `None` where the
+    /// sizes were measured.
+    pub request_tokens: Option<f64>,
+}
+
+/// What a [`Capacity`] counted the cache from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CapacityFrom {
+    /// T14's usable blocks (read from the recording), each request's prompt and output
+    /// counted in whole blocks.
+    UsableBlocks,
+    /// The boot log's pool in tokens, each request rounded up to whole blocks.
+    BootLogPool,
+    /// T9's shares of the cache per request, measured in the recording.
+    MeasuredShares,
 }
 
 /// The memory side of a cure.
@@ -88,30 +109,71 @@ pub struct Headroom {
 impl Headroom {
     /// `at most 1.1 GiB more`, or `none to spare`.
     fn spare(&self) -> String {
-        if self.more_gib < 0.05 {
+        if self.none() {
             "none to spare".to_owned()
         } else {
-            format!("at most {:.1} GiB more", self.more_gib)
+            format!("at most {} more", about_gib(self.more_gib))
         }
+    }
+
+    /// Whether the card has nothing worth giving.
+    fn none(&self) -> bool {
+        self.more_gib < 0.05
     }
 }
 
-/// What the boot log says the card has left for the KV cache: vLLM's own figure of the
-/// cache that would use all free memory, else its start-up totals (free memory less
+/// A size in GiB said to about a tenth: `4.3 GiB`, or in the unit that shows a smaller
+/// one (`768 KiB`).
+fn about_gib(gib: f64) -> String {
+    if gib >= 0.095 {
+        format!("{gib:.1} GiB")
+    } else {
+        fmt::memory(gib)
+    }
+}
+
+/// Bytes in a GiB.
+const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+
+/// The KV cache's size in GiB, from the boot log: the size it was given outright in
+/// bytes where the log shows it (vLLM's `--kv-cache-memory-bytes`, exact where the log's
+/// own line rounds it away: the CPU build's `0.0/23.54 GiB` for 768 KiB), else the memory
+/// the engine says it gave the cache.
+pub fn cache_gib(engine: &EngineDescriptor, boot: &BootFacts) -> Option<f64> {
+    engine
+        .tuning
+        .cache_size
+        .as_ref()
+        .and_then(|size| printed(Some(boot), size))
+        .and_then(|bytes| bytes.parse::<f64>().ok())
+        .filter(|bytes| *bytes > 0.0)
+        .map(|bytes| bytes / GIB)
+        .or(boot.available_kv_cache_gib)
+}
+
+/// What the boot log says the card has left for the KV cache, from its own totals, the
+/// least of what they say where they say several things (so two runs of one setup are
+/// told the same, and never more than the engine itself allows): vLLM's figure of the
+/// cache that would use all free memory, and its start-up totals (free memory less
 /// weights, activations, graphs and the cache it has); SGLang's memory left free once it
-/// started. `None` when the log gives neither.
-pub fn headroom(boot: &BootFacts) -> Option<Headroom> {
-    let kv = boot.available_kv_cache_gib?;
+/// started. `None` when the log gives none of them.
+pub fn headroom(engine: &EngineDescriptor, boot: &BootFacts) -> Option<Headroom> {
+    let kv = cache_gib(engine, boot)?;
+    let mut said: Vec<Headroom> = Vec::new();
     if let Some(full) = boot.kv_cache_full_gib {
-        let remedy = boot
-            .engine_remedy
-            .as_deref()
-            .map(|r| format!(": {r}"))
-            .unwrap_or_default();
-        return Some(Headroom {
+        // The engine's own remedy is quoted only where it grows the cache: a size below
+        // the one it has would shrink it.
+        let beside = match boot.engine_remedy.as_deref() {
+            Some(r) if full > kv => format!(": {r}"),
+            _ if full <= kv => format!(", no more than the {} it already has", fmt::memory(kv)),
+            _ => String::new(),
+        };
+        said.push(Headroom {
             more_gib: (full - kv).max(0.0),
             from: format!(
-                "the engine's log puts the largest cache this card allows at {full:.2} GiB{remedy}"
+                "{}'s log puts the largest cache this card allows at {}{beside}",
+                engine.name,
+                fmt::memory(full)
             ),
         });
     }
@@ -126,18 +188,106 @@ pub fn headroom(boot: &BootFacts) -> Option<Headroom> {
             .or(boot.cudagraph_estimated_gib)
             .unwrap_or(0.0);
         let taken = consumed + peak + graphs;
-        return Some(Headroom {
+        said.push(Headroom {
             more_gib: (free - taken - kv).max(0.0),
             from: format!(
-                "{free:.2} of the card's {total:.2} GiB were free at start-up, and weights, activations and graphs took {taken:.2} GiB beside the cache's {kv:.2} GiB"
+                "{free:.2} of the card's {total:.2} GiB were free at start-up, and weights, activations and graphs took {taken:.2} GiB beside the cache's {}",
+                fmt::memory(kv)
             ),
         });
     }
-    let left = boot.memory_left_gib?;
-    Some(Headroom {
-        more_gib: left.max(0.0),
-        from: format!("the card had {left:.2} GB left once the engine had started"),
-    })
+    if let Some(left) = boot.memory_left_gib {
+        said.push(Headroom {
+            more_gib: left.max(0.0),
+            from: format!(
+                "the card had {} left once {} had started",
+                fmt::memory(left),
+                engine.name
+            ),
+        });
+    }
+    said.into_iter()
+        .min_by(|a, b| a.more_gib.total_cmp(&b.more_gib))
+}
+
+/// What makes room for the KV cache on this engine when the card has no memory to give:
+/// `; what makes room on vLLM: ...`, or nothing where the table names nothing.
+fn more_room(engine: &EngineDescriptor) -> String {
+    if engine.tuning.more_room.is_empty() {
+        return String::new();
+    }
+    format!(
+        "; what makes room on {}: {}",
+        engine.name,
+        engine.tuning.more_room.join(", ")
+    )
+}
+
+/// The memory side of a cure when the load's need is not known: the engine's memory
+/// setting raised, up to what the card can give where its log says, or why the card has
+/// nothing to give and what makes room instead.
+fn memory_without_need(engine: &EngineDescriptor, boot: Option<&BootFacts>) -> Cure {
+    let setting = memory_setting(engine, boot);
+    match boot.and_then(|b| headroom(engine, b)) {
+        Some(h) if h.none() => Cure::NoMoreMemory(format!(
+            "the card has no more memory to give the KV cache ({}; none to spare){}",
+            h.from,
+            more_room(engine)
+        )),
+        Some(h) => {
+            let upto = fraction_for(engine, boot, h.more_gib, Round::Down)
+                .map(|(now, most)| {
+                    format!("raise {} from {now} to at most {most}", setting.shown())
+                })
+                .unwrap_or_else(|| raise(boot, setting));
+            Cure::Raise(format!("{upto} ({}; {})", h.from, h.spare()))
+        }
+        None => Cure::Raise(raise(boot, setting)),
+    }
+}
+
+/// Which way a share is rounded to a thousandth: up for a target that must give at
+/// least what is needed, down for a bound that must not ask for more than the card has.
+#[derive(Clone, Copy)]
+enum Round {
+    Up,
+    Down,
+}
+
+/// The engine's memory share now and the share that gives the KV cache `more_gib` more,
+/// where the boot log gives what the share multiplies (the engine table's `fraction_of`)
+/// and the share sizes the cache (not an outright size). Rounded to a thousandth as
+/// `round` says, and `None` at a whole card or more, or no higher than now.
+fn fraction_for(
+    engine: &EngineDescriptor,
+    boot: Option<&BootFacts>,
+    more_gib: f64,
+    round: Round,
+) -> Option<(String, String)> {
+    let setting = &engine.tuning.memory_fraction;
+    if memory_setting(engine, boot) != setting {
+        return None;
+    }
+    let boot = boot?;
+    let base = match engine.tuning.fraction_of {
+        FractionOf::CardTotal => boot.device_total_gib,
+        FractionOf::FreeAtStart => boot.device_free_gib,
+        FractionOf::Unknown => None,
+    }
+    .filter(|b| *b > 0.0)?;
+    let (now, words) = match printed(Some(boot), setting) {
+        Some(p) => (p.parse::<f64>().ok()?, p),
+        None => {
+            let d = setting.default?;
+            (d, format!("its default {}", fmt::g(d)))
+        }
+    };
+    let thousandths = (now + more_gib / base) * 1000.0;
+    let target = match round {
+        Round::Up => thousandths.ceil(),
+        Round::Down => thousandths.floor(),
+    } / 1000.0;
+    (target > now && target < 1.0).then(|| (words, fmt::g(target)))
 }
 
 impl Capacity {
@@ -202,11 +352,17 @@ impl Capacity {
                     "raise {} from {now} to {target}",
                     memory_setting(engine, boot).shown()
                 )),
-                None => Cure::Raise(format!(
-                    "{}{}",
-                    raise(boot, memory_setting(engine, boot)),
-                    self.more_memory(need)
-                )),
+                None => {
+                    let setting = memory_setting(engine, boot);
+                    let raise = self
+                        .more_gib(need)
+                        .and_then(|more| fraction_for(engine, boot, more, Round::Up))
+                        .map(|(now, target)| {
+                            format!("raise {} from {now} to {target}", setting.shown())
+                        })
+                        .unwrap_or_else(|| raise(boot, setting));
+                    Cure::Raise(format!("{raise}{}", self.more_memory(need)))
+                }
             },
         }
     }
@@ -257,7 +413,11 @@ impl Capacity {
             Some(h) => format!(" ({}; {})", h.from, h.spare()),
             None => String::new(),
         };
-        format!(" to give the KV cache about {more:.1} GiB more than its {gib:.2} GiB{left}")
+        format!(
+            " to give the KV cache about {} more than its {}{left}",
+            about_gib(more),
+            fmt::memory(gib)
+        )
     }
 
     /// `the card cannot give the KV cache the 4.3 GiB more these requests need (...)`,
@@ -267,19 +427,13 @@ impl Capacity {
             return None;
         }
         let (more, h) = (self.more_gib(need)?, self.headroom.as_ref()?);
-        let mut text = format!(
-            "the card cannot give the KV cache the {more:.1} GiB more these requests need ({}; {})",
+        Some(format!(
+            "the card cannot give the KV cache the {} more these requests need ({}; {}){}",
+            about_gib(more),
             h.from,
-            h.spare()
-        );
-        if !engine.tuning.more_room.is_empty() {
-            text.push_str(&format!(
-                "; what makes room on {}: {}",
-                engine.name,
-                engine.tuning.more_room.join(", ")
-            ));
-        }
-        Some(text)
+            h.spare(),
+            more_room(engine)
+        ))
     }
 }
 
@@ -297,8 +451,8 @@ impl Capacity {
 pub fn capacity(run: &Run, results: &[CheckResult]) -> Option<Capacity> {
     let requested = run.requested.filter(|n| *n > 0)?;
     let boot = run.last_boot();
-    let kv_gib = boot.and_then(|b| b.available_kv_cache_gib);
-    let headroom = boot.and_then(headroom);
+    let kv_gib = boot.and_then(|b| cache_gib(run.engine, b));
+    let headroom = boot.and_then(|b| headroom(run.engine, b));
     let evidence = |tripwire: Tripwire, key: &str| {
         results
             .iter()
@@ -312,7 +466,7 @@ pub fn capacity(run: &Run, results: &[CheckResult]) -> Option<Capacity> {
     // An engine that reserves a request's whole output when it admits it starts no more
     // than fit at full length.
     let at_full = run.engine.tuning.admits_at_full_length;
-    let make = |unit: Unit, start: f64, full: f64, have: f64, measured: bool| Capacity {
+    let make = |unit: Unit, start: f64, full: f64, have: f64, from: CapacityFrom| Capacity {
         requested,
         unit,
         per_request_start: if at_full { full } else { start },
@@ -320,8 +474,23 @@ pub fn capacity(run: &Run, results: &[CheckResult]) -> Option<Capacity> {
         fit_start: (have / if at_full { full } else { start }).floor().max(0.0) as u64,
         fit_full: (have / full).floor().max(0.0) as u64,
         kv_gib,
-        measured,
+        measured: from == CapacityFrom::MeasuredShares,
         headroom: headroom.clone(),
+        from,
+        cache_tokens: match (from, unit) {
+            (CapacityFrom::MeasuredShares, _) => None,
+            (
+                _,
+                Unit::Blocks {
+                    usable,
+                    block_tokens,
+                },
+            ) => block_tokens.map(|b| (usable * b) as f64),
+            (_, Unit::Tokens { pool }) => Some(pool as f64),
+        },
+        request_tokens: lengths
+            .map(|(_, total)| total)
+            .filter(|_| from != CapacityFrom::MeasuredShares),
     };
     if let (Some(boot), Some((prompt, total))) = (boot, lengths) {
         if !hybrid(boot) {
@@ -336,7 +505,7 @@ pub fn capacity(run: &Run, results: &[CheckResult]) -> Option<Capacity> {
                         blocks(prompt + 1.0),
                         blocks(total),
                         usable,
-                        false,
+                        CapacityFrom::UsableBlocks,
                     ));
                 }
                 (block, _, Some(pool)) => {
@@ -349,7 +518,7 @@ pub fn capacity(run: &Run, results: &[CheckResult]) -> Option<Capacity> {
                         round_up(prompt + 1.0),
                         round_up(total),
                         pool as f64,
-                        false,
+                        CapacityFrom::BootLogPool,
                     ));
                 }
                 _ => {}
@@ -373,7 +542,7 @@ pub fn capacity(run: &Run, results: &[CheckResult]) -> Option<Capacity> {
             start,
             full,
             usable,
-            true,
+            CapacityFrom::MeasuredShares,
         )
     })
 }
@@ -401,8 +570,10 @@ pub fn tokens_per_request(run: &Run) -> Option<(f64, f64)> {
 /// [`tuning_withheld`] says the numbers describe no one setup; where the replay can speak
 /// for the run ([`Replay`]), each of its cures is replayed first, given only where the
 /// replay says it removes the trap, and carries the replay's prediction.
-pub fn attach(run: &Run, results: &mut [CheckResult]) {
-    let capacity = capacity(run, results);
+///
+/// `capacity` is the run's account's ([`crate::account::capacity`]): the advice names the
+/// count every other output names.
+pub fn attach(run: &Run, results: &mut [CheckResult], capacity: Option<&Capacity>) {
     let withheld = tuning_withheld(run, results).is_some();
     let tuned = |r: &CheckResult| matches!(r.tripwire, Tripwire::T1 | Tripwire::T8 | Tripwire::T9);
     // The replay is made only for a run whose tuning advice it would check.
@@ -418,7 +589,7 @@ pub fn attach(run: &Run, results: &mut [CheckResult]) {
             if withheld && tuned(r) {
                 Vec::new()
             } else {
-                advice_for(run, r, capacity.as_ref(), replay.as_ref())
+                advice_for(run, r, capacity, replay.as_ref())
             }
         })
         .collect();
@@ -576,11 +747,18 @@ fn concurrency_advice(
                     engine.name,
                     facts.engine_remedy.as_deref().unwrap_or_default()
                 ),
-                (Some(reason), Some(asked)) if asked > cap => format!(
-                    "{} lowered its running limit to {cap} because of the {reason}: {} to give it room, or ask for {cap}",
-                    engine.name,
-                    raise(boot, memory_setting(engine, boot))
-                ),
+                (Some(reason), Some(asked)) if asked > cap => {
+                    match memory_without_need(engine, boot) {
+                        Cure::Raise(raise) => format!(
+                            "{} lowered its running limit to {cap} because of the {reason}: {raise} to give it room, or ask for {cap}",
+                            engine.name,
+                        ),
+                        Cure::NoMoreMemory(why) => format!(
+                            "{} lowered its running limit to {cap} because of the {reason}: {why}; or ask for {cap}",
+                            engine.name,
+                        ),
+                    }
+                }
                 _ => running_cap_advice(engine, cap, requested, replay),
             });
         }
@@ -637,9 +815,15 @@ fn concurrency_advice(
             None => String::new(),
         },
     };
+    // `amount` says `about` itself where the count falls between whole blocks.
+    let need_words = c.amount(need);
+    let about = if need_words.starts_with("about ") {
+        ""
+    } else {
+        "about "
+    };
     Some(format!(
-        "{holds}; {requested} need about {}: {cure}{ask}",
-        c.amount(need)
+        "{holds}; {requested} need {about}{need_words}: {cure}{ask}"
     ))
 }
 
@@ -772,11 +956,16 @@ fn eviction_advice(
                     ),
                 }
             }
-            None => format!(
-                "lower {} to the number of requests that fit at full length, or {}",
-                tuning.max_running.shown(),
-                raise(boot, memory_setting(engine, boot))
-            ),
+            None => {
+                let lower = format!(
+                    "lower {} to the number of requests that fit at full length",
+                    tuning.max_running.shown()
+                );
+                match memory_without_need(engine, boot) {
+                    Cure::Raise(raise) => format!("{lower}, or {raise}"),
+                    Cure::NoMoreMemory(why) => format!("{lower}; {why}"),
+                }
+            }
         },
         NoEviction::Raise(setting) => {
             // The replay does not vary this setting: only the running limit is replayed.
@@ -801,10 +990,10 @@ fn eviction_advice(
                     Some(lower) => text.push_str(&format!(", or {lower}: {}", full_length(c))),
                     None => text.push_str(&format!("; {}", full_length(c))),
                 },
-                None => text.push_str(&format!(
-                    ", or {}",
-                    raise(boot, memory_setting(engine, boot))
-                )),
+                None => match memory_without_need(engine, boot) {
+                    Cure::Raise(raise) => text.push_str(&format!(", or {raise}")),
+                    Cure::NoMoreMemory(why) => text.push_str(&format!("; {why}")),
+                },
             }
             text
         }
@@ -883,7 +1072,8 @@ mod tests {
 
     fn advice(run: &Run, results: &[CheckResult]) -> Vec<Vec<String>> {
         let mut results = results.to_vec();
-        attach(run, &mut results);
+        let capacity = capacity(run, &results);
+        attach(run, &mut results, capacity.as_ref());
         results.into_iter().map(|r| r.advice).collect()
     }
 
@@ -1000,7 +1190,9 @@ mod tests {
 
     /// A card with no memory left: the engine's own log puts the largest cache it allows
     /// below the cache it has, so no advice raises the memory setting; it says so and
-    /// names what makes room on the engine, quoting the engine's own remedy.
+    /// names what makes room on the engine. The engine's own `--kv-cache-memory` remedy
+    /// is not quoted: its 1.9 GiB is less than the 2.09 GiB the cache has, so pasting it
+    /// would shrink the cache.
     #[test]
     fn advice_never_asks_for_memory_the_card_does_not_have() {
         let boot = BootFacts {
@@ -1023,7 +1215,7 @@ mod tests {
             assert!(
                 a[0].contains("the card cannot give the KV cache")
                     && a[0].contains("none to spare")
-                    && a[0].contains("`--kv-cache-memory=2045183488`")
+                    && !a[0].contains("--kv-cache-memory=")
                     && a[0].contains("`--kv-cache-dtype fp8`"),
                 "{a:?}"
             );
@@ -1047,6 +1239,155 @@ mod tests {
                 && a[0][0].contains("at most 1.5 GiB more"),
             "{a:?}"
         );
+    }
+
+    /// vLLM 0.28's boot log on the recorded 24 GiB card (`Free memory on device
+    /// (22.45/23.99 GiB) on startup ... 18.16 GiB for consumed memory, 2.06 GiB for peak
+    /// activation, and 0.18 GiB for CUDAGraph memory ... `--kv-cache-memory=2045183488`
+    /// (1.9 GiB) to fully utilize gpu memory. Current kv cache memory in use is 2.09
+    /// GiB`), with `gpu_memory_utilization` 0.93.
+    fn vllm_028_card() -> BootFacts {
+        BootFacts {
+            available_kv_cache_gib: Some(2.09),
+            device_free_gib: Some(22.45),
+            device_total_gib: Some(23.99),
+            consumed_gib: Some(18.16),
+            peak_activation_gib: Some(2.06),
+            cudagraph_actual_gib: Some(0.18),
+            kv_cache_full_gib: Some(2045183488.0 / GIB),
+            // `GPU KV cache size: 26,093 tokens`
+            kv_pool_tokens: Some(26093),
+            engine_remedy: Some(
+                "`--kv-cache-memory=2045183488` (1.9 GiB) to fully utilize gpu memory".into(),
+            ),
+            server_args: settings(&[("gpu_memory_utilization", PyValue::Float(0.93))]),
+            ..BootFacts::default()
+        }
+    }
+
+    /// Two runs of one setup on one card are told the same of its memory, whether the
+    /// run gives the load's numbers or not: the engine's own log says the largest cache
+    /// the card allows (1.90 GiB) is below the 2.09 GiB the cache has, so neither is told
+    /// to raise `--gpu-memory-utilization`, nor to paste the smaller size.
+    #[test]
+    fn one_card_gets_one_memory_answer_with_or_without_the_load() {
+        let t1 = CheckResult::new(Tripwire::T1, Status::Fail, "22").with("preemptions", 22.0);
+        let without_load = advice(
+            &run(&VLLM, vllm_028_card(), None),
+            std::slice::from_ref(&t1),
+        );
+        // 32 requests of 1,088 tokens need 34,816 of the 26,093-token pool.
+        let with_load = advice(
+            &run(&VLLM, vllm_028_card(), Some(thirty_two(88, 1000))),
+            &[t1],
+        );
+        assert!(
+            with_load[0][0].starts_with("23 of these requests fit at full length"),
+            "{with_load:?}"
+        );
+        let said = "(vLLM's log puts the largest cache this card allows at 1.90 GiB, no more than the 2.09 GiB it already has; none to spare)";
+        for a in [&without_load[0][0], &with_load[0][0]] {
+            assert!(a.contains(said), "{a}");
+            assert!(!a.contains("raise `--gpu-memory-utilization`"), "{a}");
+            assert!(!a.contains("--kv-cache-memory="), "{a}");
+        }
+    }
+
+    /// Where the card has memory to give, the share is raised to a target: vLLM's KV
+    /// cache is the card's total times `--gpu-memory-utilization` less what else it took
+    /// (0.93 x 23.99 - 18.16 - 2.06 = 2.09 GiB in the log above), so each GiB more is
+    /// 1 / 23.99 more share.
+    #[test]
+    fn a_raise_names_its_target_share() {
+        let roomy = BootFacts {
+            kv_pool_tokens: Some(2800),
+            kv_cache_full_gib: Some(3.59),
+            engine_remedy: None,
+            consumed_gib: None,
+            ..vllm_028_card()
+        };
+        // 32 requests of 128 tokens need 4,096 tokens of the 2,800-token pool: 2.09 x
+        // (4,096 / 2,800 - 1) = 0.968 GiB more; 0.93 + 0.968 / 23.99 = 0.9703, up to 0.971.
+        let bench = ClientAccount {
+            total_output_tokens: Some(32 * 40),
+            ..thirty_two(88, 300)
+        };
+        let a = advice(&run(&VLLM, roomy, Some(bench)), &[t8(24.0)]);
+        assert!(
+            a[0][0].contains("raise `--gpu-memory-utilization` from 0.93 to 0.971 to give the KV cache about 1.0 GiB more than its 2.09 GiB"),
+            "{a:?}"
+        );
+    }
+
+    /// Without the load's numbers, a raise is bounded by what the card has: with the
+    /// graphs left out of the 0.28 log above, 22.45 - (18.16 + 2.06) - 2.09 = 0.14 GiB
+    /// is free beside the cache, and 0.93 + 0.14 / 23.99 = 0.9358, so the share may go
+    /// to 0.935 but not to 0.936 (which would ask for 0.144 GiB).
+    #[test]
+    fn a_bounded_raise_rounds_down() {
+        let card = BootFacts {
+            cudagraph_actual_gib: None,
+            kv_cache_full_gib: None,
+            engine_remedy: None,
+            ..vllm_028_card()
+        };
+        let t1 = CheckResult::new(Tripwire::T1, Status::Fail, "22").with("preemptions", 22.0);
+        let a = advice(&run(&VLLM, card, None), &[t1]);
+        assert!(
+            a[0][0].starts_with("lower `--max-num-seqs` to the number of requests that fit at full length, or raise `--gpu-memory-utilization` from 0.93 to at most 0.935 ("),
+            "{a:?}"
+        );
+        assert!(a[0][0].ends_with("; at most 0.1 GiB more)"), "{a:?}");
+    }
+
+    /// SGLang's `--mem-fraction-static` is a share of the memory free before the weights
+    /// load: its pool is what the weights left less `(1 - share)` of that memory (the
+    /// recorded Qwen3-8B start: 7.09 - 22.37 x 0.12 = 4.40 GiB, its K and V sizes). The
+    /// 34,816 tokens 32 requests of 1,088 need against the 32,096-token pool take 4.40 x
+    /// (34,816 / 32,096 - 1) = 0.373 GiB more: 0.88 + 0.373 / 22.37 = 0.8967, up to
+    /// 0.897. SGLang's log says GB for sizes it counts in GiB (2^30 bytes; it logs 22.37
+    /// free on the 24 GiB card where vLLM logs 22.45 GiB), so the advice says GiB.
+    #[test]
+    fn sglang_names_a_target_share_in_gib() {
+        let boot = BootFacts {
+            page_size: Some(1),
+            kv_pool_tokens: Some(32096),
+            available_kv_cache_gib: Some(4.4),
+            device_free_gib: Some(22.37),
+            memory_left_gib: Some(1.08),
+            server_args: settings(&[("mem_fraction_static", PyValue::Float(0.88))]),
+            ..BootFacts::default()
+        };
+        let bench = ClientAccount {
+            completed: Some(32),
+            total_input_tokens: Some(32 * 88),
+            total_output_tokens: Some(32 * 1000),
+            ..ClientAccount::new(LoadTool::VllmBench)
+        };
+        let a = advice(&run(&SGLANG, boot, Some(bench)), &[t8(29.0)]);
+        assert!(
+            a[0][0].contains("raise `--mem-fraction-static` from 0.88 to 0.897 to give the KV cache about 0.4 GiB more than its 4.40 GiB (the card had 1.08 GiB left once SGLang had started; at most 1.1 GiB more)"),
+            "{a:?}"
+        );
+        assert!(!a[0][0].contains(" GB"), "{a:?}");
+    }
+
+    /// A measured share between whole blocks says `about` once.
+    #[test]
+    fn a_measured_need_says_about_once() {
+        let boot = BootFacts {
+            available_kv_cache_gib: Some(2.31),
+            ..BootFacts::default()
+        };
+        let t9 = CheckResult::new(Tripwire::T9, Status::Warn, "moved")
+            .with("ceiling_min", 7)
+            .with("ceiling_max", 11)
+            .with("usable_blocks", 47)
+            .with("blocks_per_request_min", 4.0)
+            .with("blocks_per_request_max", 6.43);
+        let a = advice(&run(&VLLM, boot, None), &[t8(11.0), t9]);
+        assert!(a[0][0].contains("32 need about 205.8 blocks"), "{a:?}");
+        assert!(!a[0][0].contains("about about"), "{a:?}");
     }
 
     /// No tuning advice from a run whose numbers describe no one setup: a server that

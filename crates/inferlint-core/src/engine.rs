@@ -581,6 +581,23 @@ pub struct Tuning {
     /// Whether the scheduler admits a request only when its whole output fits (it
     /// reserves the output up front), so no more start than fit at full length.
     pub admits_at_full_length: bool,
+    /// What `memory_fraction` is a share of, so that a cache more GiB larger becomes a
+    /// target value of the setting.
+    pub fraction_of: FractionOf,
+}
+
+/// What an engine's memory share multiplies, as the boot log gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FractionOf {
+    /// The card's whole memory (vLLM: the KV cache is the share of the card's total less
+    /// the weights, activations and the rest, so one GiB more takes 1/total more share).
+    CardTotal,
+    /// The memory free when the engine started, before its weights loaded (SGLang: the
+    /// KV pool is what the weights left less `(1 - share)` of that memory, its own error
+    /// naming `1 - available/pre` as the least share that works).
+    FreeAtStart,
+    /// Not known from the boot log: the advice names no target value.
+    Unknown,
 }
 
 impl EngineDescriptor {
@@ -821,6 +838,7 @@ pub static VLLM: EngineDescriptor = EngineDescriptor {
         ],
         // vLLM allocates a request's blocks as it grows, and preempts when they run out.
         admits_at_full_length: false,
+        fraction_of: FractionOf::CardTotal,
     },
     evicts_only_with: None,
     parallel_copies: &["data_parallel_size"],
@@ -980,6 +998,7 @@ pub static SGLANG: EngineDescriptor = EngineDescriptor {
         // SGLang's scheduler admits a request against its reserved new tokens
         // (`max_new_tokens` scaled by the new-token ratio), and retracts when it erred.
         admits_at_full_length: true,
+        fraction_of: FractionOf::FreeAtStart,
     },
     evicts_only_with: None,
     parallel_copies: &["dp_size"],
@@ -1174,6 +1193,9 @@ pub static TRTLLM: EngineDescriptor = EngineDescriptor {
         ],
         // GUARANTEED_NO_EVICT, the default policy, reserves a request's whole output.
         admits_at_full_length: true,
+        // A share of the memory free once the weights loaded, which the log read here
+        // does not give.
+        fraction_of: FractionOf::Unknown,
     },
     // MaxUtilizationScheduler pauses; GuaranteedNoEvictScheduler (the default) and the
     // static batch scheduler reserve a request's whole output before starting it.

@@ -104,6 +104,19 @@ pub fn py_float(value: f64) -> String {
     }
 }
 
+/// A memory size given in GiB, in the unit that shows it: `2.09 GiB`, `2.1 MiB`,
+/// `768 KiB` (a size below a tenth of a GiB would print as `0.00 GiB`).
+pub fn memory(gib: f64) -> String {
+    let mib = gib * 1024.0;
+    if gib.abs() >= 0.095 || gib == 0.0 || !gib.is_finite() {
+        format!("{gib:.2} GiB")
+    } else if mib.abs() >= 0.95 {
+        format!("{} MiB", g((mib * 10.0).round() / 10.0))
+    } else {
+        format!("{} KiB", g((mib * 1024.0).round()))
+    }
+}
+
 /// `s` when `n` is not one.
 pub fn plural(n: f64) -> &'static str {
     if n == 1.0 {
@@ -116,6 +129,18 @@ pub fn plural(n: f64) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The real CPU build's kv-too-small run gave its cache `--kv-cache-memory-bytes
+    /// 786432` (768 KiB), which its log rounds to `0.0 GiB`; the cache the advice names
+    /// for it is 2,228,224 bytes (2.125 MiB).
+    #[test]
+    fn small_memory_sizes_show_in_a_unit_that_shows_them() {
+        let gib = |bytes: f64| bytes / (1024.0 * 1024.0 * 1024.0);
+        assert_eq!(memory(gib(786_432.0)), "768 KiB");
+        assert_eq!(memory(gib(2_228_224.0)), "2.1 MiB");
+        assert_eq!(memory(2.09), "2.09 GiB");
+        assert_eq!(memory(0.0), "0.00 GiB");
+    }
 
     #[test]
     fn g_matches_python() {

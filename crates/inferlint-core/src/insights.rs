@@ -17,7 +17,7 @@
 
 use serde_json::Value;
 
-use crate::advice::{block_size, hybrid, preempted};
+use crate::advice::{block_size, preempted, Unit};
 
 use crate::checks::series::cap_reason;
 use crate::client::ClientAccount;
@@ -87,12 +87,16 @@ pub fn requests_in_error(run: &Run) -> Option<f64> {
 }
 
 /// The KV cache against the load: what the cache holds, how many requests the load kept
-/// open, and what each needs to run to its end, whole blocks counted. The insight on the
-/// cache and the report's figure of it are both drawn from this one computation.
+/// open, and what each needs to run to its end, whole blocks counted. Every figure is the
+/// run's one capacity's ([`crate::account::Account::capacity`]): the insight on the cache,
+/// the report's figure of it and the advice all read that one count.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CacheLoad {
-    /// Tokens the KV cache holds, as the boot log says.
+    /// Tokens the KV cache holds as the capacity counts it: its usable blocks times the
+    /// block size, else the boot log's pool.
     pub pool: f64,
+    /// The usable blocks, where the cache is counted in them.
+    pub usable_blocks: Option<u64>,
     /// Requests the load kept open (the concurrency asked for, at most the requests
     /// finished).
     pub requests: u64,
@@ -102,9 +106,8 @@ pub struct CacheLoad {
     pub allocated: f64,
     /// The block size in tokens, where known.
     pub block: Option<u64>,
-    /// Requests that fit at full length as the run's capacity counts them (in usable
-    /// blocks where the recording gives them), when it does.
-    pub fit_full: Option<f64>,
+    /// Requests that fit at full length: the capacity's count.
+    pub fit_full: u64,
 }
 
 impl CacheLoad {
@@ -115,43 +118,55 @@ impl CacheLoad {
 
     /// Requests that fit in the cache at full length.
     pub fn fit(&self) -> f64 {
-        self.fit_full
-            .unwrap_or_else(|| (self.pool / self.allocated).floor())
+        self.fit_full as f64
     }
 }
 
-/// The cache against the load, when the run gives every number and its model's cache
-/// holds tokens only (a hybrid model's holds per-request state as well, which this
-/// arithmetic does not describe).
-pub fn cache_load(run: &Run) -> Option<CacheLoad> {
+/// The cache against the load, from the run's account, when its capacity counts the
+/// cache in tokens from the requests' lengths (not for a hybrid model, whose pages hold
+/// per-request state as well, nor where the sizes were measured).
+pub fn cache_load(run: &Run, account: &crate::account::Account) -> Option<CacheLoad> {
     let summary = match (&run.before, &run.after) {
         (Some(b), Some(a)) => counter_summary(run.engine, b, a),
         _ => None,
     };
-    cache_load_of(run, summary.as_ref())
+    cache_load_of(run, summary.as_ref(), account)
 }
 
-fn cache_load_of(run: &Run, summary: Option<&CounterSummary>) -> Option<CacheLoad> {
-    let boot = run.last_boot()?;
-    let pool = boot.kv_pool_tokens?;
-    let bench = run.bench.as_ref().map(|(_, b)| b);
-    let requests = open_requests(run.requested, summary, bench)?;
-    let per_request = tokens_per_request(summary, bench)?;
-    if hybrid(boot) || pool == 0 || per_request <= 0.0 {
+fn cache_load_of(
+    run: &Run,
+    summary: Option<&CounterSummary>,
+    account: &crate::account::Account,
+) -> Option<CacheLoad> {
+    let c = account.capacity.as_ref()?;
+    let (pool, per_request) = (c.cache_tokens?, c.request_tokens?);
+    if pool <= 0.0 || per_request <= 0.0 {
         return None;
     }
-    let block = block_size(run).map(|(b, _)| b);
-    let allocated = match block {
-        Some(b) => (per_request / b as f64).ceil() * b as f64,
-        None => per_request,
+    let bench = run.bench.as_ref().map(|(_, b)| b);
+    let requests = open_requests(run.requested, summary, bench)?;
+    let (usable_blocks, block) = match c.unit {
+        Unit::Blocks {
+            usable,
+            block_tokens,
+        } => (Some(usable), block_tokens),
+        Unit::Tokens { .. } => (None, block_size(run).map(|(b, _)| b)),
+    };
+    let allocated = match c.unit {
+        Unit::Blocks {
+            block_tokens: Some(b),
+            ..
+        } => c.per_request_full * b as f64,
+        _ => c.per_request_full,
     };
     Some(CacheLoad {
-        pool: pool as f64,
+        pool,
+        usable_blocks,
         requests,
         per_request,
         allocated,
         block,
-        fit_full: None,
+        fit_full: c.fit_full,
     })
 }
 
@@ -171,20 +186,6 @@ fn open_requests(
         (n, _) => n,
     }
     .filter(|n| *n > 0)
-}
-
-/// Prompt plus output tokens per request: the server's counters, else the load tool's.
-fn tokens_per_request(
-    summary: Option<&CounterSummary>,
-    bench: Option<&ClientAccount>,
-) -> Option<f64> {
-    summary
-        .and_then(CounterSummary::tokens_per_request)
-        .or_else(|| {
-            let b = bench?;
-            let completed = b.completed.filter(|c| *c > 0)?;
-            Some((b.total_input_tokens? + b.total_output_tokens?) as f64 / completed as f64)
-        })
 }
 
 /// What limited the run: every failed tripwire's consequence first, most consequential
@@ -571,16 +572,10 @@ impl<'a> Load<'a> {
         let t8 = find(Tripwire::T8);
         let bench = run.bench.as_ref().map(|(_, b)| b);
         let open = open_requests(run.requested, summary.as_ref(), bench);
-        let mut cache = cache_load_of(run, summary.as_ref());
         // Every figure below is the run's one account's: the same numbers the advice and
         // the report give.
+        let cache = cache_load_of(run, summary.as_ref(), account);
         let value = |f: Option<crate::account::Figure>| f.map(|f| f.value);
-        // How many fit at full length is counted once, by the capacity the advice uses.
-        if let (Some(c), Some(capacity)) = (cache.as_mut(), account.capacity.as_ref()) {
-            if !capacity.measured {
-                c.fit_full = Some(capacity.fit_full as f64);
-            }
-        }
         Load {
             engine: run.engine,
             boot: run.last_boot(),
@@ -607,8 +602,16 @@ impl<'a> Load<'a> {
         } else {
             "about "
         };
+        let blocks = match (c.usable_blocks, c.block) {
+            (Some(usable), Some(b)) => format!(
+                " in {usable} usable block{} of {}",
+                fmt::plural(usable as f64),
+                fmt::thousands(b as i64)
+            ),
+            _ => String::new(),
+        };
         let holds = format!(
-            "The cache holds {} tokens; {n} requests of {about}{} tokens need {}",
+            "The cache holds {} tokens{blocks}; {n} requests of {about}{} tokens need {}",
             fmt::thousands_f(pool),
             fmt::thousands_f(per_request),
             fmt::thousands_f(need)
@@ -701,10 +704,17 @@ impl<'a> Load<'a> {
             "The load kept {requested} requests open, but the server ran at most {} at once",
             fmt::g(peak)
         );
-        if let Some(reason) = self
-            .boot
-            .and_then(|b| cap_reason(self.engine, b, requested, peak))
-        {
+        if let Some(reason) = self.boot.and_then(|b| {
+            let reason = cap_reason(self.engine, b, requested, peak)?;
+            // A limit the engine did not lower itself is the peak already said: name it
+            // once, by its setting.
+            Some(match (b.running_cap, b.running_cap_reason.as_ref()) {
+                (Some(cap), None) => {
+                    format!("its running limit ({} {cap})", self.engine.running_cap_flag)
+                }
+                _ => reason,
+            })
+        }) {
             text.push_str(": ");
             text.push_str(&reason);
         }
@@ -1535,6 +1545,39 @@ mod tests {
                     "The run's throughput is the load tool's 1,389 output tokens/s, over its 32 timed requests. From its first token to its last, a request took 22.4 ms per token (TPOT), so on average 31.2 of the 32 requests the load kept open were in that stretch (1,389 x 0.0224 s), including any paused mid-output. TensorRT-LLM updates its running gauge only when a request completes, so the recording does not give the number running."
                 ),
             ]
+        );
+    }
+
+    /// A running limit the server was started with is the peak it reached: the sentence
+    /// names it once, by its setting, instead of saying "ran at most 1 at once: the
+    /// server runs at most 1 at once".
+    #[test]
+    fn a_running_limit_is_said_once() {
+        // A pool that holds the load, so that the limit is what held requests back.
+        let boot = BootFacts {
+            page_size: Some(1),
+            kv_pool_tokens: Some(100_000),
+            running_cap: Some(1),
+            ..BootFacts::default()
+        };
+        let counters = sglang_counters(
+            3164.0,
+            (9.559663955000019, 9124.982823040998),
+            (18.602119442999992, 9143.928195097998),
+            (18.60213458599992, 9729.852307343),
+        );
+        let series = recording(&[(0.0, 0.0), (0.25, 1.0), (585.25, 0.0)]);
+        let insights = insights_of(&run(&SGLANG, boot, &counters, series, None));
+        let texts: Vec<&str> = insights.iter().map(|i| i.text.as_str()).collect();
+        assert!(
+            texts.iter().any(|t| t.contains(
+                "The load kept 32 requests open, but the server ran at most 1 at once: its running limit (--max-running-requests 1)."
+            )),
+            "{texts:?}"
+        );
+        assert!(
+            !texts.iter().any(|t| t.contains("runs at most")),
+            "{texts:?}"
         );
     }
 

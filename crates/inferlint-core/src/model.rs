@@ -560,7 +560,9 @@ pub struct BootFacts {
     /// 1-based line of the first `Application startup complete`.
     pub ready_lineno: Option<usize>,
     /// The card's memory at start-up as vLLM's log says (`Free memory on device
-    /// (22.45/23.99 GiB) on startup`): what was free, and the card's total, in GiB.
+    /// (22.45/23.99 GiB) on startup`): what was free, and the card's total, in GiB. For
+    /// SGLang, what was free before its weights loaded (`Load weight begin. avail
+    /// mem=22.37 GB`, its GB being GiB); it gives no total.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device_free_gib: Option<f64>,
     /// See `device_free_gib`.

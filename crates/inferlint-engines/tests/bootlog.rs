@@ -500,6 +500,9 @@ fn sglang_live_and_qwen_boot_facts() {
     assert_eq!(qwen.kv_pool_tokens, Some(32096));
     assert_eq!(qwen.available_kv_cache_gib, Some(4.4));
     assert_eq!(qwen.running_cap, Some(32));
+    // `Load weight begin. avail mem=22.37 GB`: the memory --mem-fraction-static is a share
+    // of, which the advice needs for a target share.
+    assert_eq!(qwen.device_free_gib, Some(22.37));
     assert!(qwen.unparsed.is_empty() && live.unparsed.is_empty());
 }
 

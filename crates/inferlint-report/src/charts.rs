@@ -474,11 +474,12 @@ fn levels_figure(timeline: &Timeline) -> Markup {
 }
 
 fn cache_figure(report: &Report) -> Option<Markup> {
-    // Drawn only beside core's sentence on the cache, from the same numbers.
+    // Drawn only beside core's sentence on the cache, from the same numbers: the run's
+    // account's capacity, which the advice and that sentence read too.
     if !report.insights.iter().any(|i| i.key == "cache") {
         return None;
     }
-    let c = cache_load(report.run)?;
+    let c = cache_load(report.run, report.account)?;
     let (need, fit) = (c.need(), c.fit());
     let scale_max = need.max(c.pool);
     let (left, right) = (200.0, 24.0);
@@ -497,6 +498,13 @@ fn cache_figure(report: &Report) -> Option<Markup> {
         ),
         _ => String::new(),
     };
+    let usable_words = match (c.usable_blocks, c.block) {
+        (Some(usable), Some(b)) => format!(
+            " in {usable} usable block{} of {b}",
+            fmt::plural(usable as f64)
+        ),
+        _ => String::new(),
+    };
     let per = if c.per_request.fract() == 0.0 {
         ""
     } else {
@@ -507,7 +515,7 @@ fn cache_figure(report: &Report) -> Option<Markup> {
             figcaption {
                 h3 { "The KV cache and the load" }
                 p {
-                    "The cache holds " (fmt::thousands_f(c.pool)) " tokens. Each of the " (c.requests)
+                    "The cache holds " (fmt::thousands_f(c.pool)) " tokens" (usable_words) ". Each of the " (c.requests)
                     " requests the load kept open needs " (per) (fmt::thousands_f(c.per_request)) " tokens to run to its end"
                     (block_words) "; together " (fmt::thousands_f(need)) ". " (caption_end)
                 }
@@ -531,6 +539,7 @@ fn cache_figure(report: &Report) -> Option<Markup> {
                 table {
                     tbody {
                         tr { th scope="row" { "KV pool (tokens)" } td { (fmt::thousands_f(c.pool)) } }
+                        @if let Some(usable) = c.usable_blocks { tr { th scope="row" { "Usable KV blocks" } td { (usable) } } }
                         tr { th scope="row" { "Requests kept open" } td { (c.requests) } }
                         tr { th scope="row" { "Tokens per request (prompt and output)" } td { (format!("{:.1}", c.per_request)) } }
                         @if let Some(b) = c.block { tr { th scope="row" { "Block size (tokens)" } td { (b) } } }

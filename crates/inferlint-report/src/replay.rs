@@ -73,9 +73,11 @@ fn intro(report: &Report, cells: u64, are_blocks: bool) -> Vec<String> {
             happened.cache_ceiling_max.map(|f| f.value),
         );
         if let (Some(bpr), Some(hi)) = (per_request, hi) {
+            let held = (bpr * 10.0).round() / 10.0;
             let mut s = format!(
-                "While the cache was full, each request held at least {} blocks, so at most {} fit",
-                fmt::g((bpr * 10.0).round() / 10.0),
+                "While the cache was full, each request held at least {} block{}, so at most {} fit",
+                fmt::g(held),
+                fmt::plural(held),
                 fmt::g(hi)
             );
             let requested = report.account.load.requested.map(|f| f.value);

@@ -894,7 +894,7 @@ pub fn results(report: &Report) -> Markup {
 }
 
 fn gib(v: f64) -> String {
-    format!("{v:.2} GiB")
+    fmt::memory(v)
 }
 
 fn setting_text(v: &PyValue) -> String {
@@ -1041,7 +1041,7 @@ pub fn server(report: &Report) -> Markup {
                     dt { "Draft model's backend" }
                     dd { (boot.drafter_backends.join(", ")) }
                 }
-                @if let Some(kv) = boot.available_kv_cache_gib {
+                @if let Some(kv) = report.account.setup.kv_cache_gib.map(|f| f.value) {
                     dt { "KV cache memory" }
                     dd { (gib(kv)) }
                 }

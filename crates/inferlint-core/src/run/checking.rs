@@ -180,7 +180,8 @@ pub fn check_run_with(run: &Run, options: RunOptions) -> Vec<CheckResult> {
     let run = &*crate::identity::admitted(run);
     let mut results = run_checks(run, options);
     crate::identity::name_rejected(run, &mut results);
-    crate::advice::attach(run, &mut results);
+    let capacity = crate::account::capacity(run, &results);
+    crate::advice::attach(run, &mut results, capacity.as_ref());
     results
 }
 

@@ -26,6 +26,13 @@ pub(super) static RULES: &[Rule] = &[
         anchor: "KV Cache is allocated.",
         read: kv_allocated,
     },
+    // `Load weight begin. avail mem=22.37 GB`: the memory free before the weights, the
+    // memory `--mem-fraction-static` is a share of
+    Rule {
+        field: "device_free_gib",
+        anchor: "Load weight begin.",
+        read: free_at_start,
+    },
     // `Load weight end. elapsed=71.25 s, type=..., avail mem=4.72 GB, mem usage=17.65 GB.`
     Rule {
         field: "model_load_gib",
@@ -110,6 +117,14 @@ fn weights_loaded(p: &mut Parse, at: &LineAt) -> Result<(), Unreadable> {
     let gib = f64_with_unit(at.body, "mem usage=", " GB").ok_or(Unreadable)?;
     p.set("model_load_gib", |f| &mut f.model_load_gib, gib);
     p.set("model_load_s", |f| &mut f.model_load_s, seconds);
+    Ok(())
+}
+
+/// The card's free memory before the weights load. SGLang's "GB" are GiB: it divides
+/// bytes by 2^30 (on a 24 GiB card it logs 22.37 free where vLLM logs 22.45/23.99 GiB).
+fn free_at_start(p: &mut Parse, at: &LineAt) -> Result<(), Unreadable> {
+    let gib = f64_with_unit(at.body, "avail mem=", " GB").ok_or(Unreadable)?;
+    p.set("device_free_gib", |f| &mut f.device_free_gib, gib);
     Ok(())
 }
 
