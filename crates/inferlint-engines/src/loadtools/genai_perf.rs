@@ -71,8 +71,18 @@ pub(super) fn summary(path: &Path, source: Source) -> Result<ClientAccount, File
     Ok(account)
 }
 
+/// The keys of a request record [`request`] reads: an entry with none of them holds no
+/// request.
+const RECORD_KEYS: [&str; 4] = [
+    "timestamp",
+    "response_timestamps",
+    "response_outputs",
+    "request_inputs",
+];
+
 /// Each experiment's requests, each folded as it is read into its record and its gaps;
-/// and the entries that hold no request (not an object), counted and not kept.
+/// and the entries that hold no request (not an object, or one with none of
+/// [`RECORD_KEYS`]), counted and not kept.
 #[derive(Default)]
 struct Records(
     std::collections::HashMap<usize, (Vec<ClientRequest>, Vec<f32>)>,
@@ -99,7 +109,7 @@ impl Sink for Records {
     }
 
     fn item(&mut self, path: &[Seg], _: usize, item: Value) {
-        if !item.is_object() {
+        if !super::holds_any(&item, &RECORD_KEYS) {
             self.1 += 1;
             return;
         }
@@ -157,7 +167,7 @@ pub(super) fn read_export(
     }
     if records.1 > 0 {
         account.notes.push(format!(
-            "{} entries of the experiments' 'requests' lists hold no request (not an object): counted, not read",
+            "{} entries of the experiments' 'requests' lists hold no request (not an object, or none of a record's fields): counted, not read",
             records.1
         ));
     }

@@ -27,9 +27,27 @@ const LISTS: [(&str, RequestOutcome); 3] = [
     ("incomplete", RequestOutcome::Incomplete),
 ];
 
+/// The keys of a request record [`request`] reads: an entry with none of them holds no
+/// request.
+const RECORD_KEYS: [&str; 12] = [
+    "info",
+    "request_start_time",
+    "start_time",
+    "first_token_time",
+    "request_end_time",
+    "end_time",
+    "request_args",
+    "error",
+    "time_to_first_token_ms",
+    "request_latency",
+    "prompt_tokens",
+    "output_tokens",
+];
+
 /// Each benchmark's request records, folded into the account's records as they are
 /// read: by benchmark and list ([`LISTS`]); and the entries of those lists that hold no
-/// request (not an object), counted and not kept, so that a list of `0`s costs nothing.
+/// request (not an object, or one with none of [`RECORD_KEYS`]), counted and not kept,
+/// so that a list of `0`s or `{}`s costs nothing.
 #[derive(Default)]
 struct Records(HashMap<(usize, usize), Vec<ClientRequest>>, u64);
 
@@ -58,7 +76,7 @@ impl Sink for Records {
     }
 
     fn item(&mut self, path: &[Seg], _: usize, item: Value) {
-        if !item.is_object() {
+        if !super::holds_any(&item, &RECORD_KEYS) {
             self.1 += 1;
             return;
         }
@@ -90,7 +108,7 @@ pub(super) fn read(path: &Path, source: Source) -> Result<ClientAccount, FileErr
     account.clock = Some(RequestClock::Unix);
     if no_request > 0 {
         account.notes.push(format!(
-            "{no_request} entries of the benchmarks' request lists hold no request (not an object): counted, not read"
+            "{no_request} entries of the benchmarks' request lists hold no request (not an object, or none of a record's fields): counted, not read"
         ));
     }
     let mut concurrency: Vec<Option<i64>> = Vec::new();

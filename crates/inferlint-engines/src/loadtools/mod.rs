@@ -587,6 +587,13 @@ pub(crate) fn string_field(bytes: &[u8], key: &str) -> Option<String> {
 }
 
 /// The value at a path of keys.
+/// Whether `item` is an object holding at least one of `keys`: a request record a reader
+/// reads something from. Anything else holds no request.
+pub(crate) fn holds_any(item: &Value, keys: &[&str]) -> bool {
+    item.as_object()
+        .is_some_and(|o| keys.iter().any(|k| o.contains_key(*k)))
+}
+
 pub(crate) fn at<'a>(value: &'a Value, keys: &[&str]) -> Option<&'a Value> {
     keys.iter().try_fold(value, |v, k| v.get(*k))
 }
