@@ -104,6 +104,17 @@ pub fn py_float(value: f64) -> String {
     }
 }
 
+/// A throughput as every output prints it: whole and grouped from 100 up (`1,412`,
+/// `323`), one decimal below (`54.4`, `0.5`), so that the terminal, the report and
+/// `--json` words give one text for one figure.
+pub fn rate(per_s: f64) -> String {
+    if per_s.abs() >= 100.0 {
+        thousands_f(per_s)
+    } else {
+        format!("{per_s:.1}")
+    }
+}
+
 /// `s` when `n` is not one.
 pub fn plural(n: f64) -> &'static str {
     if n == 1.0 {
@@ -270,5 +281,13 @@ mod escape_tests {
             terminal_safe("plain é text\n"),
             std::borrow::Cow::Borrowed(_)
         ));
+    }
+
+    #[test]
+    fn rates_are_whole_from_a_hundred_up() {
+        assert_eq!(rate(1412.34), "1,412");
+        assert_eq!(rate(323.218902), "323");
+        assert_eq!(rate(54.377), "54.4");
+        assert_eq!(rate(0.5), "0.5");
     }
 }
