@@ -175,6 +175,30 @@ impl Account {
     }
 }
 
+/// Writes the run's throughput ([`Account::throughput`]) into T10's evidence, so that
+/// `--json`, which carries no account, gives the run's own figure beside T10's rate:
+/// `run_output_throughput` (output tokens per second) and `run_output_throughput_from`
+/// (`result_file`: the load tool's, over the requests it timed; `readings`: T10's own
+/// rate, for want of one).
+pub fn attach_throughput(run: &Run, results: &mut [CheckResult]) {
+    let Some(figure) = of(run, results).throughput() else {
+        return;
+    };
+    let from = match figure.from {
+        Source::ResultFile => "result_file",
+        _ => "readings",
+    };
+    if let Some(t10) = results
+        .iter_mut()
+        .find(|r| r.tripwire == Tripwire::T10 && r.status.is_verdict())
+    {
+        t10.evidence
+            .insert("run_output_throughput".into(), figure.value.into());
+        t10.evidence
+            .insert("run_output_throughput_from".into(), from.into());
+    }
+}
+
 /// The percentile every printed percentile uses: linear interpolation between the two
 /// nearest ranks, numpy's default (`numpy.percentile(values, p)`), the definition `vllm
 /// bench serve` computes its own median and p99 with, so that a percentile inferlint

@@ -126,8 +126,9 @@ fn window_words(w: &Window) -> String {
     )
 }
 
-/// The parts of the recording left out of a chart, marked at its edges.
-pub(crate) fn idle_marks(frame: &Frame, window: Option<Window>) -> Markup {
+/// The parts of the recording left out of a chart, marked at its edges: a dashed edge,
+/// and (`labelled`, where nothing is drawn along the chart's foot) how long each was.
+pub(crate) fn idle_marks(frame: &Frame, window: Option<Window>, labelled: bool) -> Markup {
     let Some(w) = window else {
         return html! {};
     };
@@ -137,15 +138,15 @@ pub(crate) fn idle_marks(frame: &Frame, window: Option<Window>) -> Markup {
         g.idle {
             @if w.from > 0.0 {
                 line.idle-edge x1=(fmt1(left)) x2=(fmt1(left)) y1=(fmt1(top)) y2=(fmt1(bottom)) {}
-                text.idle-label x=(fmt1(left + 4.0)) y=(fmt1(bottom - 6.0)) {
+                @if labelled { text.idle-label x=(fmt1(left + 4.0)) y=(fmt1(bottom - 6.0)) {
                     "\u{2190} " (moment(w.from, w.recording_s)) " idle, not drawn"
-                }
+                } }
             }
             @if w.recording_s - w.to > 0.0 {
                 line.idle-edge x1=(fmt1(right)) x2=(fmt1(right)) y1=(fmt1(top)) y2=(fmt1(bottom)) {}
-                text.idle-label.end x=(fmt1(right - 4.0)) y=(fmt1(bottom - 6.0)) {
+                @if labelled { text.idle-label.end x=(fmt1(right - 4.0)) y=(fmt1(bottom - 6.0)) {
                     (moment(w.recording_s - w.to, w.recording_s)) " idle, not drawn \u{2192}"
-                }
+                } }
             }
         }
     }
@@ -391,7 +392,7 @@ fn requests_figure(report: &Report, timeline: &Timeline, window: Option<Window>)
     let label = "Requests over time: running, waiting, and how many fit in the cache";
     let inner = html! {
         (axes(&frame, timeline.span_s(), &y_ticks, fmt::g))
-        (idle_marks(&frame, window))
+        (idle_marks(&frame, window, true))
         @if let Some(n) = requested {
             line.s-requested x1=(frame.left) x2=(WIDTH - frame.right) y1=(fmt1(frame.y(n))) y2=(fmt1(frame.y(n))) {}
             text.linelabel x=(WIDTH - frame.right - 4.0) y=(fmt1(frame.y(n) - 5.0)) { "asked for: " (fmt::g(n)) }
@@ -468,7 +469,7 @@ fn kv_figure(report: &Report, timeline: &Timeline, window: Option<Window>) -> Ma
     let label = "KV cache in use, percent over time";
     let inner = html! {
         (axes(&frame, timeline.span_s(), &[0.0, 25.0, 50.0, 75.0, 100.0], |v| format!("{}%", fmt::g(v))))
-        (idle_marks(&frame, window))
+        (idle_marks(&frame, window, true))
         path.s-kv.area d=(area_path(&frame, drawn(&frame, timeline), percent)) {}
         @if band {
             path.s-kv.low d=(gauge_path(&frame, drawn(&frame, timeline), |p| percent(p).map(|r| Range { last: r.min, ..r }), false)) {}
@@ -507,7 +508,7 @@ fn tokens_figure(report: &Report, timeline: &Timeline, window: Option<Window>) -
     let label = "Output tokens per second over time";
     let inner = html! {
         (axes(&frame, timeline.span_s(), &y_ticks, fmt::thousands_f))
-        (idle_marks(&frame, window))
+        (idle_marks(&frame, window, true))
         path.s-tput.band[band] d=(gauge_path(&frame, drawn(&frame, timeline), |p| p.tokens_per_s, band)) {}
     };
     Some(html! {

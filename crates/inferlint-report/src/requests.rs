@@ -309,7 +309,7 @@ fn timeline_figure(
                         path.s-waiting d=(gauge_path(g, crate::charts::drawn(g, timeline), |p| p.waiting, false)) {}
                         path.s-running d=(gauge_path(g, crate::charts::drawn(g, timeline), |p| p.running, false)) {}
                     }
-                    (crate::charts::idle_marks(&frame, window))
+                    (crate::charts::idle_marks(&frame, window, false))
                     g.requests {
                         @for (k, (i, r)) in drawn.iter().enumerate() {
                             (request_row(&frame, y_of(k), bar, *i, r, account, server.by_row.get(&r.index)))

@@ -250,3 +250,28 @@ fn the_fit_line_stands_apart_from_the_running_line() {
     }
     assert!(STYLE.contains(".s-fit {"), "the fit line has its own style");
 }
+
+/// `--json` carries no account: the run's throughput rides in T10's evidence beside its
+/// rate, the load tool's `output_throughput` and said to be the result file's.
+#[test]
+fn the_json_gives_the_runs_throughput_beside_t10s_rate() {
+    let checked = demo();
+    let bench = result_file(&sim_folder(DEMO));
+    let t10 = checked
+        .results
+        .iter()
+        .find(|r| r.tripwire == inferlint_core::Tripwire::T10)
+        .unwrap();
+    assert_eq!(
+        t10.evidence_as::<f64>("run_output_throughput"),
+        bench["output_throughput"].as_f64()
+    );
+    assert_eq!(
+        t10.evidence_as::<String>("run_output_throughput_from")
+            .as_deref(),
+        Some("result_file")
+    );
+    assert!(t10
+        .message
+        .ends_with(", the server's count over the readings' window"));
+}

@@ -181,6 +181,7 @@ pub fn check_run_with(run: &Run, options: RunOptions) -> Vec<CheckResult> {
     let mut results = run_checks(run, options);
     crate::identity::name_rejected(run, &mut results);
     crate::advice::attach(run, &mut results);
+    crate::account::attach_throughput(run, &mut results);
     results
 }
 
