@@ -675,8 +675,12 @@ fn the_test(report: &Report, summary: Option<&CounterSummary>, is_restart: bool)
         div {
             h3 { "The test" }
             dl {
+                @if let Some(load) = value(happened.client_duration_s) {
+                    dt { "The load's span" }
+                    dd { (format!("{load:.1} s")) ", as the load tool timed its requests" }
+                }
                 @if let Some(span) = value(happened.readings_span_s) {
-                    dt { "Measured time" }
+                    dt { "The readings' window" }
                     dd {
                         (format!("{span:.3} s"))
                         @if let Some(u) = value(happened.readings_span_uncertainty_s) {
