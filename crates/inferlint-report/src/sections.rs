@@ -79,17 +79,17 @@ fn pool_words(report: &Report) -> Vec<String> {
         return vec![pool_text];
     }
     let setup = &report.account.setup;
-    let mut words = vec![match (boot.max_concurrency, boot.max_concurrency_request_len) {
-        (Some(c), Some(len)) => format!(
-            "{pool_text} as {}'s log counts it: {c:.2} requests of {} tokens, each also holding its own state blocks",
-            run.engine.name,
-            fmt::thousands(len as i64)
-        ),
-        _ => format!(
-            "{pool_text} as {}'s log counts it, each request also holding its own state blocks",
-            run.engine.name
-        ),
-    }];
+    // The log's token figure is a count of requests of a stated length only where the log
+    // states that concurrency beside it (vLLM's); elsewhere (SGLang keeps the state in a
+    // pool of its own) it is said as the log says it.
+    let (Some(c), Some(len)) = (boot.max_concurrency, boot.max_concurrency_request_len) else {
+        return vec![pool_text];
+    };
+    let mut words = vec![format!(
+        "{pool_text} as {}'s log counts it: {c:.2} requests of {} tokens, each also holding its own state blocks",
+        run.engine.name,
+        fmt::thousands(len as i64)
+    )];
     let blocks = setup
         .usable_blocks
         .or(setup.trusted_blocks)

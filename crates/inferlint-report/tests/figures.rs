@@ -275,3 +275,31 @@ fn the_json_gives_the_runs_throughput_beside_t10s_rate() {
         .message
         .ends_with(", the server's count over the readings' window"));
 }
+
+/// SGLang keeps a hybrid model's state in a pool of its own (its mamba state cache, which
+/// caps the running requests) and its "KV Cache is allocated ... #tokens: N" states no
+/// concurrency: the header gives the pool as the log does, with no claim of what a
+/// request holds in it. (The recorded SGLang run, where `INFERLINT_RECORDED` names the
+/// recordings.)
+#[test]
+fn a_pool_whose_log_states_no_concurrency_is_said_as_the_log_says_it() {
+    let Some(recorded) = std::env::var_os("INFERLINT_RECORDED") else {
+        return;
+    };
+    let dir = Path::new(&recorded).join("sglang-0.5/capped");
+    let boot: String = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| {
+            let p = e.ok()?.path();
+            (p.extension()? == "log").then(|| std::fs::read_to_string(p).unwrap())
+        })
+        .collect();
+    assert!(boot.contains("by the mamba state cache"));
+    assert!(boot.contains("KV Cache is allocated. dtype: torch.bfloat16, #tokens: 17675"));
+    assert!(!boot.contains("Maximum concurrency"));
+    let html = folder(&dir).render();
+    let meta = &html[html.find("<p class=\"meta\">").unwrap()..];
+    let meta = &meta[..meta.find("</p>").unwrap()];
+    assert!(meta.contains("17,675-token KV pool \u{b7}"), "{meta}");
+    assert!(!meta.contains("counts it"), "{meta}");
+}
