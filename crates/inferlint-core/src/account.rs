@@ -199,19 +199,9 @@ pub fn attach_throughput(run: &Run, results: &mut [CheckResult]) {
     }
 }
 
-/// The percentile every printed percentile uses: linear interpolation between the two
-/// nearest ranks, numpy's default (`numpy.percentile(values, p)`), the definition `vllm
-/// bench serve` computes its own median and p99 with, so that a percentile inferlint
-/// computes from the tool's records equals the one the tool printed. `sorted` is in
-/// ascending order; `p` from 0 to 100.
-pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = p.clamp(0.0, 100.0) / 100.0 * (sorted.len() - 1) as f64;
-    let (lo, hi) = (rank.floor() as usize, rank.ceil() as usize);
-    Some(sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - lo as f64))
-}
+/// The percentile every printed percentile uses ([`crate::fmt::percentile`]: numpy's
+/// linear one, as `vllm bench serve` computes its own).
+pub use crate::fmt::percentile;
 
 /// Which input says the run was simulated: a reading whose text carries the
 /// simulator's mark in a comment at its head.

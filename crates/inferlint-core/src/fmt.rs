@@ -115,6 +115,22 @@ pub fn rate(per_s: f64) -> String {
     }
 }
 
+/// The percentile every printed percentile uses (the account's,
+/// [`crate::account::percentile`], kept here, below every module that prints one, so that
+/// the checks read it too): linear interpolation between the two nearest ranks, numpy's
+/// default (`numpy.percentile(values, p)`), the definition `vllm
+/// bench serve` computes its own median and p99 with, so that a percentile inferlint
+/// computes from the tool's records equals the one the tool printed. `sorted` is in
+/// ascending order; `p` from 0 to 100.
+pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = p.clamp(0.0, 100.0) / 100.0 * (sorted.len() - 1) as f64;
+    let (lo, hi) = (rank.floor() as usize, rank.ceil() as usize);
+    Some(sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - lo as f64))
+}
+
 /// `s` when `n` is not one.
 pub fn plural(n: f64) -> &'static str {
     if n == 1.0 {
