@@ -76,6 +76,7 @@ pub(crate) fn report(
         print(&output::results_text(&results, true))?;
     } else {
         let mut text = output::results_text(&results, false);
+        text.push_str(&insights::terminal_throughput(checked.account()));
         text.push_str(&insights::terminal_lines(checked.insights()));
         text.push_str(&count_line(&results));
         if let Ok(Some(path)) = &written {

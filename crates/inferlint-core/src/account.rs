@@ -114,9 +114,16 @@ pub struct Happened {
     pub p99_ttft_ms: Option<Figure>,
     /// The load tool's output tokens per second over its timed span.
     pub client_output_throughput: Option<Figure>,
-    /// The load tool's timed span, seconds.
+    /// The load tool's timed span, seconds: the load's span wherever a sentence says how
+    /// long the load ran (never the readings' window, which also holds the tool's start,
+    /// warm-up and wind-down).
     pub client_duration_s: Option<Figure>,
-    /// T10's generated tokens per second over the span between the readings.
+    /// The requests the load tool timed (its completed count): what its throughput is
+    /// over.
+    pub client_completed: Option<Figure>,
+    /// T10's generated tokens per second over the span between the readings: the
+    /// server's count over the readings' window, never the run's throughput where the
+    /// load tool timed one ([`Account::throughput`]).
     pub server_token_rate: Option<Figure>,
     /// That span, seconds.
     pub readings_span_s: Option<Figure>,
@@ -147,6 +154,70 @@ pub struct Account {
     pub capacity: Option<Capacity>,
     /// Inputs given for the run that the gate set aside, and why.
     pub set_aside: Vec<Rejected>,
+    /// The input that says the run was simulated ([`SIMULATED_MARK`]), when one does.
+    pub simulated: Option<&'static str>,
+}
+
+/// What the simulator (`inferlint-sim`) writes at the head of every file it makes (a
+/// `#` comment at the top of each reading and of its boot log, the `note` of its result
+/// file; the readings' comment is the one read here): a run whose files say it is not a real server's.
+pub const SIMULATED_MARK: &str = "simulated by inferlint-sim";
+
+impl Account {
+    /// The run's output throughput: the load tool's own figure over the requests it
+    /// timed, where it measured one; else the server's count over the readings' window
+    /// (`from` says which: [`Source::ResultFile`] or [`Source::Readings`]). Every output
+    /// that states the run's throughput reads it here.
+    pub fn throughput(&self) -> Option<Figure> {
+        self.happened
+            .client_output_throughput
+            .or(self.happened.server_token_rate)
+    }
+}
+
+/// Writes the run's throughput ([`Account::throughput`]) into T10's evidence, so that
+/// `--json`, which carries no account, gives the run's own figure beside T10's rate:
+/// `run_output_throughput` (output tokens per second) and `run_output_throughput_from`
+/// (`result_file`: the load tool's, over the requests it timed; `readings`: T10's own
+/// rate, for want of one).
+pub fn attach_throughput(run: &Run, results: &mut [CheckResult]) {
+    let Some(figure) = of(run, results).throughput() else {
+        return;
+    };
+    let from = match figure.from {
+        Source::ResultFile => "result_file",
+        _ => "readings",
+    };
+    if let Some(t10) = results
+        .iter_mut()
+        .find(|r| r.tripwire == Tripwire::T10 && r.status.is_verdict())
+    {
+        t10.evidence
+            .insert("run_output_throughput".into(), figure.value.into());
+        t10.evidence
+            .insert("run_output_throughput_from".into(), from.into());
+    }
+}
+
+/// The percentile every printed percentile uses ([`crate::fmt::percentile`]: numpy's
+/// linear one, as `vllm bench serve` computes its own).
+pub use crate::fmt::percentile;
+
+/// Which input says the run was simulated: a reading whose text carries the
+/// simulator's mark in a comment at its head.
+fn simulated(run: &Run) -> Option<&'static str> {
+    let marked = |text: &str| {
+        text.lines()
+            .take_while(|l| l.starts_with('#') || l.trim().is_empty())
+            .any(|l| l.contains(SIMULATED_MARK))
+    };
+    if run.before.as_ref().is_some_and(|s| marked(&s.text)) {
+        return Some(crate::run::input::BEFORE);
+    }
+    run.after
+        .as_ref()
+        .filter(|s| marked(&s.text))
+        .map(|_| crate::run::input::AFTER)
 }
 
 fn evidence(results: &[CheckResult], tripwire: Tripwire, key: &str) -> Option<f64> {
@@ -346,7 +417,14 @@ pub fn of(run: &Run, results: &[CheckResult]) -> Account {
             bench.and_then(|b| b.output_throughput).filter(|r| *r > 0.0),
             Source::ResultFile,
         ),
-        client_duration_s: figure(bench.and_then(|b| b.duration), Source::ResultFile),
+        client_duration_s: figure(
+            bench.and_then(|b| b.duration).filter(|d| *d > 0.0),
+            Source::ResultFile,
+        ),
+        client_completed: figure(
+            bench.and_then(|b| b.completed).map(|c| c as f64),
+            Source::ResultFile,
+        ),
         server_token_rate: t10("rate_per_s"),
         readings_span_s: t10("span_s"),
         readings_span_uncertainty_s: t10("span_uncertainty_s"),
@@ -371,5 +449,51 @@ pub fn of(run: &Run, results: &[CheckResult]) -> Account {
         happened,
         capacity: advice::capacity(run, results),
         set_aside: run.rejected.clone(),
+        simulated: simulated(run),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// numpy's `percentile(v, p)` (linear): for 32 TTFTs in two groups of 16, the median is
+    /// half-way between the 16th and the 17th value, as `vllm bench serve` prints it; the
+    /// nearest rank would give the 16th.
+    #[test]
+    fn percentiles_are_numpys_linear_ones() {
+        let mut v: Vec<f64> = (0..16)
+            .map(|_| 23.86)
+            .chain((0..16).map(|_| 30.83))
+            .collect();
+        v.sort_by(f64::total_cmp);
+        assert!((percentile(&v, 50.0).unwrap() - (23.86 + 30.83) / 2.0).abs() < 1e-12);
+        // numpy.percentile([1, 2, 3, 4], 99) == 3.97
+        assert!((percentile(&[1.0, 2.0, 3.0, 4.0], 99.0).unwrap() - 3.97).abs() < 1e-12);
+        assert_eq!(percentile(&[], 50.0), None);
+    }
+
+    /// The run's throughput is the load tool's where it measured one, else T10's, and says
+    /// which it is by its source.
+    #[test]
+    fn the_runs_throughput_is_the_load_tools_first() {
+        let mut account = Account::default();
+        assert_eq!(account.throughput(), None);
+        account.happened.server_token_rate = Some(Figure {
+            value: 276.03,
+            from: Source::Readings,
+        });
+        assert_eq!(account.throughput().map(|f| f.from), Some(Source::Readings));
+        account.happened.client_output_throughput = Some(Figure {
+            value: 323.2,
+            from: Source::ResultFile,
+        });
+        assert_eq!(
+            account.throughput(),
+            Some(Figure {
+                value: 323.2,
+                from: Source::ResultFile
+            })
+        );
     }
 }

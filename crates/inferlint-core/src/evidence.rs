@@ -94,6 +94,8 @@ pub static KEYS: &[Key] = &[
     key("integer_second_span_s", &[T::T10], "the span as a whole-second timer would give it"),
     key("integer_second_rate_per_s", &[T::T10], "the rate over that span"),
     key("integer_second_error", &[T::T10], "the whole-second rate's error against the true one, as a fraction"),
+    key("run_output_throughput", &[T::T10], "the run's throughput, output tokens per second: the load tool's own figure over the requests it timed where it measured one, else this rate (see run_output_throughput_from)"),
+    key("run_output_throughput_from", &[T::T10], "where run_output_throughput came from: result_file (the load tool's) or readings (T10's rate over the readings' window)"),
     key("readings", &[T::T1, T::T2], "T1 (TensorRT-LLM): readings of the recording; T2: each reading of the GPUs"),
     key("result_file", &[T::T15, T::T18, T::T20], "the load tool's result file, as messages name it"),
     key("client_completed", &[T::T15], "requests the load tool counts as completed"),

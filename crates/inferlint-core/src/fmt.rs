@@ -117,6 +117,33 @@ pub fn memory(gib: f64) -> String {
     }
 }
 
+/// A throughput as every output prints it: whole and grouped from 100 up (`1,412`,
+/// `323`), one decimal below (`54.4`, `0.5`), so that the terminal, the report and
+/// `--json` words give one text for one figure.
+pub fn rate(per_s: f64) -> String {
+    if per_s.abs() >= 100.0 {
+        thousands_f(per_s)
+    } else {
+        format!("{per_s:.1}")
+    }
+}
+
+/// The percentile every printed percentile uses (the account's,
+/// [`crate::account::percentile`], kept here, below every module that prints one, so that
+/// the checks read it too): linear interpolation between the two nearest ranks, numpy's
+/// default (`numpy.percentile(values, p)`), the definition `vllm
+/// bench serve` computes its own median and p99 with, so that a percentile inferlint
+/// computes from the tool's records equals the one the tool printed. `sorted` is in
+/// ascending order; `p` from 0 to 100.
+pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = p.clamp(0.0, 100.0) / 100.0 * (sorted.len() - 1) as f64;
+    let (lo, hi) = (rank.floor() as usize, rank.ceil() as usize);
+    Some(sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - lo as f64))
+}
+
 /// `s` when `n` is not one.
 pub fn plural(n: f64) -> &'static str {
     if n == 1.0 {
@@ -295,5 +322,13 @@ mod escape_tests {
             terminal_safe("plain é text\n"),
             std::borrow::Cow::Borrowed(_)
         ));
+    }
+
+    #[test]
+    fn rates_are_whole_from_a_hundred_up() {
+        assert_eq!(rate(1412.34), "1,412");
+        assert_eq!(rate(323.218902), "323");
+        assert_eq!(rate(54.377), "54.4");
+        assert_eq!(rate(0.5), "0.5");
     }
 }

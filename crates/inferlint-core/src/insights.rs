@@ -516,6 +516,84 @@ fn capitalised(text: &str) -> String {
     }
 }
 
+/// The run's output throughput as the terminal's headline, the report's card and the
+/// library state it, read from the account ([`crate::account::Account::throughput`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Headline {
+    /// The figure as printed (`323`, `1,412`, `20.1`).
+    pub value: String,
+    /// What it is: whose count, over what (`the load tool's, over its 32 timed requests
+    /// in 99.0 s`).
+    pub what: String,
+    /// Whether it is the load tool's own figure (else the server's count over the
+    /// readings' window, for want of one).
+    pub load_tools: bool,
+    /// The server's count over the readings' window, beside the load tool's figure:
+    /// `(rate, window seconds)`; `None` when it is the headline itself or unknown.
+    pub servers_window: Option<(f64, f64)>,
+}
+
+/// The run's throughput: the load tool's timed figure where it measured one, else the
+/// server's count over the readings' window, said as such.
+pub fn throughput_headline(account: &crate::account::Account) -> Option<Headline> {
+    use crate::account::Source;
+    let h = &account.happened;
+    let figure = account.throughput()?;
+    let window = h.readings_span_s.map(|f| f.value);
+    if figure.from == Source::ResultFile {
+        let mut what = "the load tool's".to_owned();
+        match (h.client_completed, h.client_duration_s) {
+            (Some(n), Some(d)) => what.push_str(&format!(
+                ", over its {} timed request{} in {:.1} s",
+                fmt::g(n.value),
+                fmt::plural(n.value),
+                d.value
+            )),
+            (Some(n), None) => what.push_str(&format!(
+                ", over its {} timed request{}",
+                fmt::g(n.value),
+                fmt::plural(n.value)
+            )),
+            (None, Some(d)) => what.push_str(&format!(", over its {:.1} s", d.value)),
+            (None, None) => {}
+        }
+        return Some(Headline {
+            value: fmt::rate(figure.value),
+            what,
+            load_tools: true,
+            servers_window: h.server_token_rate.map(|r| r.value).zip(window),
+        });
+    }
+    let mut what = crate::checks::snapshots::SERVERS_WINDOW.to_owned();
+    if let Some(w) = window {
+        what.push_str(&format!(" ({w:.1} s)"));
+    }
+    what.push_str(", not the run's own: no load tool's result file timed this run");
+    Some(Headline {
+        value: format!("{:.2}", figure.value),
+        what,
+        load_tools: false,
+        servers_window: None,
+    })
+}
+
+/// The terminal's throughput line, printed before "What limited this run"; empty without
+/// a throughput.
+pub fn terminal_throughput(account: &crate::account::Account) -> String {
+    let Some(h) = throughput_headline(account) else {
+        return String::new();
+    };
+    let mut line = format!("Output tokens per second: {}, {}", h.value, h.what);
+    if let Some((rate, window)) = h.servers_window {
+        line.push_str(&format!(
+            " (T10's {rate:.2} is {}, {window:.1} s)",
+            crate::checks::snapshots::SERVERS_WINDOW
+        ));
+    }
+    line.push_str(".\n");
+    line
+}
+
 /// The terminal block `report` prints after the verdict lines; empty without insights.
 pub fn terminal_lines(insights: &[Insight]) -> String {
     if insights.is_empty() {
@@ -860,7 +938,7 @@ impl<'a> Load<'a> {
             .filter(|r| r.is_finite() && *r > 0.0)?;
         let mut text = format!(
             "The run's throughput is the load tool's {} output tokens/s",
-            fmt::thousands_f(rate)
+            fmt::rate(rate)
         );
         match (bench.completed, bench.duration) {
             (Some(done), Some(seconds)) if seconds > 0.0 => text.push_str(&format!(
@@ -967,7 +1045,7 @@ impl<'a> Load<'a> {
             .filter(|t| *t > 0.0)?;
         let tpot_s = tpot_ms / 1000.0;
         let average = (rate * tpot_s).min(n as f64);
-        let rate_text = fmt::thousands_f(rate);
+        let rate_text = fmt::rate(rate);
         let mut text = self.throughput(results).unwrap_or_else(|| {
             format!("The load tool measured {rate_text} output tokens/s over the whole run.")
         });
@@ -1628,7 +1706,7 @@ mod tests {
                     true,
                     "pace",
                     "On average 1 of 32 requests ran at once",
-                    "The load kept 32 requests open; the server's recording shows 1.0 running on average while it was busy. The run's throughput is the load tool's 54 output tokens/s, over its 32 timed requests."
+                    "The load kept 32 requests open; the server's recording shows 1.0 running on average while it was busy. The run's throughput is the load tool's 54.4 output tokens/s, over its 32 timed requests."
                 ),
             ]
         );
@@ -1844,5 +1922,30 @@ mod tests {
         assert_eq!(preempted(&VLLM), "preempted");
         assert_eq!(preempted(&SGLANG), "retracted");
         assert_eq!(preempted(&TRTLLM), "paused");
+    }
+
+    /// The terminal's throughput line is the load tool's figure over the requests it
+    /// timed (vllm bench serve's `output_throughput`, `completed`, `duration`), with T10's
+    /// rate beside it as the server's count over the readings' window; without a load
+    /// tool's figure, T10's rate is the line, said as such.
+    #[test]
+    fn the_terminal_throughput_is_the_load_tools_else_the_servers_window_said_as_such() {
+        use crate::account::{Account, Figure, Source};
+        let f = |value, from| Some(Figure { value, from });
+        let mut account = Account::default();
+        account.happened.server_token_rate = f(276.03, Source::Readings);
+        account.happened.readings_span_s = f(119.554, Source::Readings);
+        assert_eq!(
+            terminal_throughput(&account),
+            "Output tokens per second: 276.03, the server's count over the readings' window (119.6 s), not the run's own: no load tool's result file timed this run.\n"
+        );
+        account.happened.client_output_throughput = f(323.218902, Source::ResultFile);
+        account.happened.client_completed = f(32.0, Source::ResultFile);
+        account.happened.client_duration_s = f(99.004111, Source::ResultFile);
+        assert_eq!(
+            terminal_throughput(&account),
+            "Output tokens per second: 323, the load tool's, over its 32 timed requests in 99.0 s (T10's 276.03 is the server's count over the readings' window, 119.6 s).\n"
+        );
+        assert_eq!(terminal_throughput(&Account::default()), "");
     }
 }

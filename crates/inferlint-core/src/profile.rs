@@ -356,15 +356,8 @@ fn happened(run: &Run, results: &[CheckResult], bench: Option<&ClientAccount>) -
     }
 }
 
-/// numpy's default (linear) percentile of sorted values.
-pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = p / 100.0 * (sorted.len() - 1) as f64;
-    let (lo, hi) = (rank.floor() as usize, rank.ceil() as usize);
-    Some(sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - lo as f64))
-}
+/// numpy's default (linear) percentile of sorted values: the account's one definition.
+pub use crate::account::percentile;
 
 fn sorted(values: impl Iterator<Item = f64>) -> Vec<f64> {
     let mut v: Vec<f64> = values.filter(|x| x.is_finite()).collect();

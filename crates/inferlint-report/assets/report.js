@@ -122,6 +122,7 @@
     var left = Number(plot.getAttribute('data-left'));
     var width = Number(plot.getAttribute('data-width'));
     var span = Number(plot.getAttribute('data-span')) || 1;
+    var from = Number(plot.getAttribute('data-from')) || 0;
     var svg = plot.querySelector('svg');
     var cursor = svg.querySelector('.cursor');
     var out = plot.nextElementSibling;
@@ -129,7 +130,8 @@
     if (!count || !readers[kind]) { return; }
     function show(i) {
       index = Math.max(0, Math.min(count - 1, i));
-      var x = (left + (data.t[index] / span) * width).toFixed(1);
+      var share = Math.max(0, Math.min(1, (data.t[index] - from) / span));
+      var x = (left + share * width).toFixed(1);
       cursor.setAttribute('x1', x);
       cursor.setAttribute('x2', x);
       cursor.setAttribute('visibility', 'visible');
@@ -140,7 +142,7 @@
       var box = svg.getBoundingClientRect();
       if (!box.width) { return; }
       var x = (e.clientX - box.left) / box.width * 960;
-      show(nearest((x - left) / width * span));
+      show(nearest(from + (x - left) / width * span));
     });
     plot.addEventListener('pointerleave', function () { cursor.setAttribute('visibility', 'hidden'); });
     plot.addEventListener('focus', function () { if (index < 0) { show(0); } });

@@ -12,7 +12,7 @@ use inferlint_core::run::Run;
 use maud::{html, Markup};
 
 use crate::report::Report;
-use crate::svg::{area_path, gauge_path, marker_path, time_ticks, y_axis, Frame, WIDTH};
+use crate::svg::{area_path, gauge_path, marker_path, window_ticks, y_axis, Frame, WIDTH};
 use crate::timeline::{Range, Stretch, Timeline};
 use crate::words::{count, duration, moment, thousands};
 
@@ -26,6 +26,132 @@ fn lag_note(report: &Report) -> Option<String> {
     })
 }
 
+/// The part of the recording the time charts draw: the load's span (from the load tool's
+/// first send to its last request's end, on the recording's axis) and any stretch the
+/// server was busy outside it (a warm-up the load tool did not time), when the recording
+/// also holds idle time around them worth leaving out; the idle parts are marked, not
+/// drawn.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Window {
+    /// Seconds from the recording's first sample where the drawn window starts.
+    pub from: f64,
+    /// Where it ends.
+    pub to: f64,
+    /// The whole recording, seconds.
+    pub recording_s: f64,
+}
+
+/// Idle recording around the load below this share of it is drawn as it is.
+const IDLE_SHARE_LEFT_OUT: f64 = 0.05;
+
+/// The window the time charts draw (see [`Window`]), padded by 1% of itself (at least
+/// 0.25 s) either side; `None` (draw the whole recording) without the load tool's requests
+/// lined up with the recording, or when little of the recording is idle around the load.
+pub(crate) fn load_window(report: &Report, recording_s: f64) -> Option<Window> {
+    let Some(Ok(t)) = report.run.request_timeline() else {
+        return None;
+    };
+    let mut first = t
+        .requests
+        .iter()
+        .map(|r| r.sent)
+        .fold(f64::INFINITY, f64::min);
+    let mut last = t
+        .requests
+        .iter()
+        .map(|r| r.end.or(r.first_token).unwrap_or(r.sent))
+        .fold(f64::NEG_INFINITY, f64::max);
+    if let Some(timeline) = report.timeline {
+        let busy = |p: &&Stretch| {
+            p.running.is_some_and(|r| r.max > 0.0) || p.waiting.is_some_and(|r| r.max > 0.0)
+        };
+        if let Some(p) = timeline.points.iter().find(busy) {
+            first = first.min(p.t_first);
+        }
+        if let Some(p) = timeline.points.iter().rev().find(busy) {
+            last = last.max(p.t_last);
+        }
+    }
+    if !(first.is_finite() && last.is_finite() && last > first && recording_s > 0.0) {
+        return None;
+    }
+    let pad = ((last - first) * 0.01).max(0.25);
+    let from = (first - pad).max(0.0);
+    let to = (last + pad).min(recording_s);
+    let idle = from + (recording_s - to);
+    (idle >= IDLE_SHARE_LEFT_OUT * recording_s).then_some(Window {
+        from,
+        to,
+        recording_s,
+    })
+}
+
+/// The points a frame draws: those that reach into its window (every point without one).
+pub(crate) fn drawn<'t>(frame: &Frame, timeline: &'t Timeline) -> &'t [Stretch] {
+    let points = &timeline.points;
+    let start = points.partition_point(|p| p.t_last < frame.x_min);
+    let end = points.partition_point(|p| p.t_first <= frame.x_max);
+    &points[start..end.max(start)]
+}
+
+/// A time chart's frame: over the load's window where there is one, else the recording.
+fn time_frame(height: f64, timeline: &Timeline, window: Option<Window>, y_max: f64) -> Frame {
+    match window {
+        Some(w) => Frame::time_window(height, w.from, w.to, y_max),
+        None => Frame::time(height, timeline.span_s(), y_max),
+    }
+}
+
+/// What the charts leave out, in words: `The recording runs 10.0 s; the time charts draw
+/// 7.2 s to 9.6 s, the load and the server's work: the 7.2 s before it and the 0.4 s
+/// after it, with the server idle, are left out and marked at the charts' edges.`
+fn window_words(w: &Window) -> String {
+    let mut idle = Vec::new();
+    if w.from > 0.0 {
+        idle.push(format!("the {} before it", moment(w.from, w.recording_s)));
+    }
+    if w.recording_s - w.to > 0.0 {
+        idle.push(format!(
+            "the {} after it",
+            moment(w.recording_s - w.to, w.recording_s)
+        ));
+    }
+    format!(
+        "The recording runs {}; the time charts draw {} to {}, the load and the server's work: {}, with the server idle, {} left out and marked at the charts' edges.",
+        duration(w.recording_s),
+        moment(w.from, w.recording_s),
+        moment(w.to, w.recording_s),
+        idle.join(" and "),
+        if idle.len() == 1 { "is" } else { "are" }
+    )
+}
+
+/// The parts of the recording left out of a chart, marked at its edges: a dashed edge,
+/// and (`labelled`, where nothing is drawn along the chart's foot) how long each was.
+pub(crate) fn idle_marks(frame: &Frame, window: Option<Window>, labelled: bool) -> Markup {
+    let Some(w) = window else {
+        return html! {};
+    };
+    let (left, right) = (frame.left, WIDTH - frame.right);
+    let (top, bottom) = (frame.top, frame.baseline());
+    html! {
+        g.idle {
+            @if w.from > 0.0 {
+                line.idle-edge x1=(fmt1(left)) x2=(fmt1(left)) y1=(fmt1(top)) y2=(fmt1(bottom)) {}
+                @if labelled { text.idle-label x=(fmt1(left + 4.0)) y=(fmt1(bottom - 6.0)) {
+                    "\u{2190} " (moment(w.from, w.recording_s)) " idle, not drawn"
+                } }
+            }
+            @if w.recording_s - w.to > 0.0 {
+                line.idle-edge x1=(fmt1(right)) x2=(fmt1(right)) y1=(fmt1(top)) y2=(fmt1(bottom)) {}
+                @if labelled { text.idle-label.end x=(fmt1(right - 4.0)) y=(fmt1(bottom - 6.0)) {
+                    (moment(w.recording_s - w.to, w.recording_s)) " idle, not drawn \u{2192}"
+                } }
+            }
+        }
+    }
+}
+
 pub fn what_the_server_did(report: &Report) -> Markup {
     let cache = cache_figure(report);
     let Some(timeline) = report.timeline.filter(|t| !t.points.is_empty()) else {
@@ -37,10 +163,11 @@ pub fn what_the_server_did(report: &Report) -> Markup {
             }
         };
     };
+    let window = load_window(report, timeline.span_s());
     let tput = if report.run.engine.tokens_at_finish {
         None
     } else {
-        tokens_figure(report, timeline)
+        tokens_figure(report, timeline, window)
     };
     let no_gauges = !timeline.has(|p| p.running) && !timeline.has(|p| p.waiting);
     html! {
@@ -53,9 +180,10 @@ pub fn what_the_server_did(report: &Report) -> Markup {
                 }
             }
             p.muted.hint { "Hover over a chart, or focus it and use the arrow keys, to read any moment. Each chart has its numbers below it." }
+            @if let Some(w) = &window { p.window { (window_words(w)) } }
             @if let Some(c) = cache { (c) }
-            @if !no_gauges { (requests_figure(report, timeline)) }
-            (kv_figure(report, timeline))
+            @if !no_gauges { (requests_figure(report, timeline, window)) }
+            (kv_figure(report, timeline, window))
             @match tput {
                 Some(f) => (f),
                 None => {
@@ -158,13 +286,14 @@ fn row_label(row: &Stretch, step: f64, span: f64) -> String {
 
 /// The x axis and the horizontal grid of a time chart.
 fn axes(frame: &Frame, span: f64, y_ticks: &[f64], y_label: impl Fn(f64) -> String) -> Markup {
+    // Labels are worded for the whole recording; ticks fall on the drawn window.
     html! {
         g.axis aria-hidden="true" {
             @for v in y_ticks {
                 line.grid x1=(frame.left) x2=(WIDTH - frame.right) y1=(fmt1(frame.y(*v))) y2=(fmt1(frame.y(*v))) {}
                 text.ylabel x=(frame.left - 6.0) y=(fmt1(frame.y(*v) + 4.0)) { (y_label(*v)) }
             }
-            @for t in time_ticks(span) {
+            @for t in window_ticks(frame.x_min, frame.x_max) {
                 text.xlabel x=(fmt1(frame.x(t))) y=(fmt1(frame.height - 8.0)) { (moment(t, span)) }
             }
             line.base x1=(frame.left) x2=(WIDTH - frame.right) y1=(frame.baseline()) y2=(frame.baseline()) {}
@@ -182,7 +311,7 @@ fn markers(report: &Report, frame: &Frame, timeline: &Timeline) -> Markup {
     let span = timeline.span_s();
     html! {
         g.markers {
-            @for p in timeline.points.iter().filter(|p| p.preemptions > 0.0) {
+            @for p in drawn(frame, timeline).iter().filter(|p| p.preemptions > 0.0) {
                 path.mark d=(marker_path(frame.x(p.t_last), frame.top - 2.0)) data-n=(fmt::g(p.preemptions)) {
                     title {
                         (thousands(p.preemptions)) " " (word) (fmt::plural(p.preemptions))
@@ -199,10 +328,10 @@ fn markers(report: &Report, frame: &Frame, timeline: &Timeline) -> Markup {
 }
 
 /// The frame of a time chart: its plot area, its read-out and its keyboard focus.
-fn plot(id: &str, label: &str, frame: &Frame, timeline: &Timeline, inner: Markup) -> Markup {
+fn plot(id: &str, label: &str, frame: &Frame, inner: Markup) -> Markup {
     html! {
         div.plot tabindex="0" role="group" aria-label=(label) data-chart=(id)
-            data-left=(frame.left) data-width=(frame.plot_width()) data-span=(timeline.span_s()) {
+            data-left=(frame.left) data-width=(frame.plot_width()) data-from=(frame.x_min) data-span=(frame.x_span()) {
             svg viewBox=(frame.view_box()) role="img" aria-label=(label) {
                 (inner)
                 line.cursor x1="0" x2="0" y1=(frame.top) y2=(frame.baseline()) visibility="hidden" {}
@@ -222,7 +351,7 @@ fn legend(items: &[(&str, &str)]) -> Markup {
     }
 }
 
-fn requests_figure(report: &Report, timeline: &Timeline) -> Markup {
+fn requests_figure(report: &Report, timeline: &Timeline, window: Option<Window>) -> Markup {
     let requested = report.run.requested.map(|n| n as f64);
     let band = timeline.downsampled();
     let top = [
@@ -235,7 +364,7 @@ fn requests_figure(report: &Report, timeline: &Timeline) -> Markup {
     .flatten()
     .fold(1.0, f64::max);
     let (y_max, y_ticks) = y_axis(top * 1.05);
-    let frame = Frame::time(260.0, timeline.span_s(), y_max);
+    let frame = time_frame(260.0, timeline, window, y_max);
     let has_fit = timeline.has(|p| p.fit_in_cache);
     let mut legend_items = vec![("s-running", "running"), ("s-waiting", "waiting")];
     if has_fit {
@@ -247,7 +376,7 @@ fn requests_figure(report: &Report, timeline: &Timeline) -> Markup {
     let mut caption =
         String::from("Requests the server was running and those waiting in its queue.");
     if has_fit {
-        caption.push_str(" The dotted line is how many requests of the sizes running then fit in the cache, read while the cache was at least 90% full.");
+        caption.push_str(" The dashed pink line is how many requests of the sizes running then fit in the cache, read while the cache was at least 90% full.");
     }
     if timeline.preemptions > 0.0 {
         caption.push_str(&format!(
@@ -263,14 +392,17 @@ fn requests_figure(report: &Report, timeline: &Timeline) -> Markup {
     let label = "Requests over time: running, waiting, and how many fit in the cache";
     let inner = html! {
         (axes(&frame, timeline.span_s(), &y_ticks, fmt::g))
+        (idle_marks(&frame, window, true))
         @if let Some(n) = requested {
             line.s-requested x1=(frame.left) x2=(WIDTH - frame.right) y1=(fmt1(frame.y(n))) y2=(fmt1(frame.y(n))) {}
             text.linelabel x=(WIDTH - frame.right - 4.0) y=(fmt1(frame.y(n) - 5.0)) { "asked for: " (fmt::g(n)) }
         }
-        path.s-waiting.band[band] d=(gauge_path(&frame, &timeline.points, |p| p.waiting, band)) {}
-        path.s-running.band[band] d=(gauge_path(&frame, &timeline.points, |p| p.running, band)) {}
+        path.s-waiting.band[band] d=(gauge_path(&frame, drawn(&frame, timeline), |p| p.waiting, band)) {}
+        path.s-running.band[band] d=(gauge_path(&frame, drawn(&frame, timeline), |p| p.running, band)) {}
         @if has_fit {
-            path.s-fit d=(gauge_path(&frame, &timeline.points, |p| p.fit_in_cache.map(|r| Range { last: r.min, ..r }), false)) {}
+            // Its own colour and dash, so that where it runs along the running line (a full
+            // cache holds what runs) both read: the running line shows between its dashes.
+            path.s-fit d=(gauge_path(&frame, drawn(&frame, timeline), |p| p.fit_in_cache.map(|r| Range { last: r.min, ..r }), false)) {}
         }
         (markers(report, &frame, timeline))
     };
@@ -279,7 +411,7 @@ fn requests_figure(report: &Report, timeline: &Timeline) -> Markup {
         figure.chart #fig-requests {
             figcaption { h3 { "Requests over time" } p { (caption) } }
             (legend(&legend_items))
-            (plot("requests", label, &frame, timeline, inner))
+            (plot("requests", label, &frame, inner))
             details.data {
                 summary { (table_summary(timeline)) }
                 table {
@@ -306,11 +438,11 @@ fn requests_figure(report: &Report, timeline: &Timeline) -> Markup {
     }
 }
 
-fn kv_figure(report: &Report, timeline: &Timeline) -> Markup {
+fn kv_figure(report: &Report, timeline: &Timeline, window: Option<Window>) -> Markup {
     if !timeline.has(|p| p.kv_usage) {
         return html! {};
     }
-    let frame = Frame::time(200.0, timeline.span_s(), 100.0);
+    let frame = time_frame(200.0, timeline, window, 100.0);
     let percent = |p: &Stretch| {
         p.kv_usage.map(|r| Range {
             min: r.min * 100.0,
@@ -337,42 +469,52 @@ fn kv_figure(report: &Report, timeline: &Timeline) -> Markup {
     let label = "KV cache in use, percent over time";
     let inner = html! {
         (axes(&frame, timeline.span_s(), &[0.0, 25.0, 50.0, 75.0, 100.0], |v| format!("{}%", fmt::g(v))))
-        path.s-kv.area d=(area_path(&frame, &timeline.points, percent)) {}
+        (idle_marks(&frame, window, true))
+        path.s-kv.area d=(area_path(&frame, drawn(&frame, timeline), percent)) {}
         @if band {
-            path.s-kv.low d=(gauge_path(&frame, &timeline.points, |p| percent(p).map(|r| Range { last: r.min, ..r }), false)) {}
+            path.s-kv.low d=(gauge_path(&frame, drawn(&frame, timeline), |p| percent(p).map(|r| Range { last: r.min, ..r }), false)) {}
         }
         (markers(report, &frame, timeline))
     };
     html! {
         figure.chart #fig-kv {
             figcaption { h3 { "KV cache in use" } p { (caption) } }
-            (plot("kv", label, &frame, timeline, inner))
+            (plot("kv", label, &frame, inner))
             (one_column_table(timeline, "KV cache in use (%)", |row| range_text(row.kv_usage, 100.0, 1)))
         }
     }
 }
 
-fn tokens_figure(report: &Report, timeline: &Timeline) -> Option<Markup> {
+fn tokens_figure(report: &Report, timeline: &Timeline, window: Option<Window>) -> Option<Markup> {
     if !timeline.has_rate() {
         return None;
     }
     let top = timeline.peak(|p| p.tokens_per_s).unwrap_or(1.0);
     let (y_max, y_ticks) = y_axis(top * 1.05);
-    let frame = Frame::time(200.0, timeline.span_s(), y_max);
+    let frame = time_frame(200.0, timeline, window, y_max);
     let band = timeline.downsampled();
     let mut caption = String::from("Output tokens per second, from the server's token counter over the second before each reading.");
-    if let Some(rate) = report.account.happened.server_token_rate.map(|f| f.value) {
-        caption.push_str(&format!(" Over the whole run: {rate:.2} tokens/s (T10)."));
+    if let Some(h) = inferlint_core::insights::throughput_headline(report.account) {
+        match h.servers_window {
+            Some((rate, _)) => caption.push_str(&format!(
+                " The run's throughput is {}, {}; {rate:.2} tokens/s is T10's, {}.",
+                h.value,
+                h.what,
+                inferlint_core::checks::snapshots::SERVERS_WINDOW
+            )),
+            None => caption.push_str(&format!(" Over the run: {} tokens/s, {}.", h.value, h.what)),
+        }
     }
     let label = "Output tokens per second over time";
     let inner = html! {
         (axes(&frame, timeline.span_s(), &y_ticks, fmt::thousands_f))
-        path.s-tput.band[band] d=(gauge_path(&frame, &timeline.points, |p| p.tokens_per_s, band)) {}
+        (idle_marks(&frame, window, true))
+        path.s-tput.band[band] d=(gauge_path(&frame, drawn(&frame, timeline), |p| p.tokens_per_s, band)) {}
     };
     Some(html! {
         figure.chart #fig-tput {
             figcaption { h3 { "Output tokens per second" } p { (caption) } }
-            (plot("tput", label, &frame, timeline, inner))
+            (plot("tput", label, &frame, inner))
             (one_column_table(timeline, "Output tokens/s", |row| range_text(row.tokens_per_s, 1.0, 0)))
         }
     })

@@ -56,7 +56,10 @@ pub fn render(report: &Report) -> String {
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 meta name="color-scheme" content="light dark";
                 meta name="generator" content=(report.generator);
-                title { (title) " \u{2013} inferlint" }
+                title {
+                    @if report.account.simulated.is_some() { "Simulated: " }
+                    (title) " \u{2013} inferlint"
+                }
                 link rel="icon" href=(FAVICON);
                 // Our own constant style sheet; nothing from the run is in it.
                 style { (PreEscaped(STYLE)) }

@@ -16,7 +16,7 @@ use inferlint_core::requests::{RequestTimeline, RequestTimes};
 use maud::{html, Markup};
 
 use crate::report::Report;
-use crate::svg::{gauge_path, time_ticks, y_axis, Frame, WIDTH};
+use crate::svg::{gauge_path, window_ticks, y_axis, Frame, WIDTH};
 use crate::timeline::Timeline;
 use crate::words::moment;
 
@@ -218,6 +218,11 @@ fn timeline_figure(
         .timeline
         .map_or(t.span_s, Timeline::span_s)
         .max(t.span_s);
+    // The load's span, not the whole recording, where idle time surrounds it.
+    let window = crate::charts::load_window(report, span);
+    let (x_min, x_max) = window.map_or((0.0, if span > 0.0 { span } else { 1.0 }), |w| {
+        (w.from, w.to)
+    });
     let stride = t.requests.len().div_ceil(MAX_ROWS_DRAWN).max(1);
     let drawn: Vec<(usize, &RequestTimes)> = t
         .requests
@@ -240,7 +245,8 @@ fn timeline_figure(
         right: 16.0,
         top: rows_top,
         bottom: 30.0,
-        x_max: if span > 0.0 { span } else { 1.0 },
+        x_min,
+        x_max,
         y_max: drawn.len().max(1) as f64,
     };
     let gauge_frame = report.timeline.map(|timeline| {
@@ -254,7 +260,7 @@ fn timeline_figure(
             Frame {
                 height: 18.0 + gauges_height,
                 bottom: 0.0,
-                ..Frame::time(18.0 + gauges_height, span, y_max)
+                ..Frame::time_window(18.0 + gauges_height, x_min, x_max, y_max)
             },
             ticks,
             timeline,
@@ -287,7 +293,7 @@ fn timeline_figure(
             div.plot.static {
                 svg viewBox=(frame.view_box()) role="img" aria-label=(label) {
                     g.axis aria-hidden="true" {
-                        @for s in time_ticks(span) {
+                        @for s in window_ticks(x_min, x_max) {
                             line.grid x1=(f1(frame.x(s))) x2=(f1(frame.x(s))) y1="18" y2=(f1(frame.baseline())) {}
                             text.xlabel x=(f1(frame.x(s))) y=(f1(height - 8.0)) { (moment(s, span)) }
                         }
@@ -300,9 +306,10 @@ fn timeline_figure(
                             }
                             line.base x1=(g.left) x2=(WIDTH - g.right) y1=(f1(g.baseline())) y2=(f1(g.baseline())) {}
                         }
-                        path.s-waiting d=(gauge_path(g, &timeline.points, |p| p.waiting, false)) {}
-                        path.s-running d=(gauge_path(g, &timeline.points, |p| p.running, false)) {}
+                        path.s-waiting d=(gauge_path(g, crate::charts::drawn(g, timeline), |p| p.waiting, false)) {}
+                        path.s-running d=(gauge_path(g, crate::charts::drawn(g, timeline), |p| p.running, false)) {}
                     }
+                    (crate::charts::idle_marks(&frame, window, false))
                     g.requests {
                         @for (k, (i, r)) in drawn.iter().enumerate() {
                             (request_row(&frame, y_of(k), bar, *i, r, account, server.by_row.get(&r.index)))
@@ -549,10 +556,11 @@ fn itl_figure(account: &ClientAccount) -> Markup {
     )
 }
 
-/// The nearest-rank percentile of sorted values.
+/// The percentile of sorted values, by the one definition every printed percentile uses
+/// (core's [`inferlint_core::account::percentile`], numpy's linear one, as the load tools
+/// compute their own): the histogram's median is the load tool's median.
 fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
+    inferlint_core::account::percentile(sorted, p).unwrap_or(f64::NAN)
 }
 
 /// A histogram of millisecond values: equal bins from the lowest to the highest, with the

@@ -49,6 +49,62 @@ fn restarted(report: &Report) -> bool {
     }
 }
 
+/// The input that says the run was simulated, in words.
+fn input_words(input: &str) -> &'static str {
+    use inferlint_core::run::input;
+    match input {
+        input::BEFORE => "before reading",
+        input::AFTER => "after reading",
+        input::BOOT_LOG => "boot log",
+        input::BENCH_RESULT => "load tool's result file",
+        _ => "files",
+    }
+}
+
+/// The KV pool as the header states it. A hybrid model's pool is said twice, each with
+/// what it counts: the engine log's tokens are the requests of its stated length that the
+/// cache holds, each request also holding its own state blocks (vLLM prints "GPU KV cache
+/// size: N tokens" as its "Maximum concurrency for L tokens per request" times L); the
+/// usable blocks times the block size count every block as tokens and no request's state.
+fn pool_words(report: &Report) -> Vec<String> {
+    let run = report.run;
+    let Some(boot) = run.last_boot() else {
+        return Vec::new();
+    };
+    let Some(pool) = boot.kv_pool_tokens else {
+        return Vec::new();
+    };
+    let pool_text = format!("{}-token KV pool", fmt::thousands(pool as i64));
+    if !inferlint_core::facts::hybrid(boot) {
+        return vec![pool_text];
+    }
+    let setup = &report.account.setup;
+    // The log's token figure is a count of requests of a stated length only where the log
+    // states that concurrency beside it (vLLM's); elsewhere (SGLang keeps the state in a
+    // pool of its own) it is said as the log says it.
+    let (Some(c), Some(len)) = (boot.max_concurrency, boot.max_concurrency_request_len) else {
+        return vec![pool_text];
+    };
+    let mut words = vec![format!(
+        "{pool_text} as {}'s log counts it: {c:.2} requests of {} tokens, each also holding its own state blocks",
+        run.engine.name,
+        fmt::thousands(len as i64)
+    )];
+    let blocks = setup
+        .usable_blocks
+        .or(setup.trusted_blocks)
+        .map(|f| f.value);
+    if let (Some(blocks), Some(block)) = (blocks, value(setup.block_tokens)) {
+        words.push(format!(
+            "{} usable blocks of {} tokens ({} tokens of blocks, counting no request's state)",
+            fmt::g(blocks),
+            fmt::thousands(block as i64),
+            fmt::thousands_f(blocks * block)
+        ));
+    }
+    words
+}
+
 pub fn header(report: &Report, title: &str) -> Markup {
     let run = report.run;
     let boot = run.last_boot();
@@ -60,9 +116,7 @@ pub fn header(report: &Report, title: &str) -> Markup {
     if let Some(model) = boot.and_then(model_name) {
         meta.push(model.to_owned());
     }
-    if let Some(pool) = boot.and_then(|b| b.kv_pool_tokens) {
-        meta.push(format!("{}-token KV pool", fmt::thousands(pool as i64)));
-    }
+    meta.extend(pool_words(report));
     if let Some((_, account)) = &run.bench {
         meta.push(format!("load: {}", account.tool_label()));
     }
@@ -82,7 +136,18 @@ pub fn header(report: &Report, title: &str) -> Markup {
                     "Dark"
                 }
             }
-            h1 { (title) }
+            h1 {
+                @if report.account.simulated.is_some() {
+                    span.simulated-badge { "Simulated" } " "
+                }
+                (title)
+            }
+            @if let Some(input) = report.account.simulated {
+                p.simulated role="note" {
+                    strong { "A simulated run." }
+                    " Its " (input_words(input)) " says it was made by inferlint-sim, a scheduler model, not by a real server: no figure on this page describes a real engine or card."
+                }
+            }
             p.meta { (meta.join(" \u{b7} ")) }
             @if let Some(note) = untested {
                 p.note role="note" { (note) }
@@ -142,15 +207,26 @@ fn story(report: &Report) -> Vec<String> {
     let account = report.account;
     let mut sentences: Vec<String> = Vec::new();
     sentences.extend(failure_sentence(report));
-    let span =
+    // The load's span is the load tool's timed duration; the readings' window also holds
+    // its start, warm-up and wind-down, and is said as such where it is all there is.
+    let load_span = value(account.happened.client_duration_s);
+    let window =
         value(account.happened.readings_span_s).or_else(|| report.timeline.map(|t| t.span_s()));
-    match (value(account.load.requested), span) {
-        (Some(n), Some(s)) => sentences.push(format!(
-            "The load tool kept {} requests open for {}.",
-            fmt::g(n),
-            duration(s)
+    match (value(account.load.requested), load_span, window) {
+        (Some(n), Some(s), _) => sentences.push(format!(
+            "The load tool kept {} requests open for {s:.1} s, as it timed them.",
+            fmt::g(n)
         )),
-        (None, Some(s)) => sentences.push(format!("The run lasted {}.", duration(s))),
+        (None, Some(s), _) => sentences.push(format!("The load tool timed {s:.1} s.")),
+        (Some(n), None, Some(w)) => sentences.push(format!(
+            "The load was asked to keep {} requests open; the readings are {} apart, and no load tool's result file says how long the load itself ran.",
+            fmt::g(n),
+            duration(w)
+        )),
+        (None, None, Some(w)) => sentences.push(format!(
+            "The readings are {} apart; no load tool's result file says how long the load itself ran.",
+            duration(w)
+        )),
         _ => {}
     }
     if let Some((_, client)) = &run.bench {
@@ -295,7 +371,8 @@ fn tiles(report: &Report) -> Vec<Tile> {
     [
         ran_at_once_tile(report),
         preemptions_tile(report),
-        token_rate_tile(report),
+        throughput_tile(report),
+        servers_window_tile(report),
         first_token_tile(report),
         usable_blocks_tile(report),
     ]
@@ -352,51 +429,69 @@ fn preemptions_tile(report: &Report) -> Option<Tile> {
     })
 }
 
-/// T10's rate between the readings, with what a whole-second timer would say and the
-/// load tool's own throughput beside it.
-fn token_rate_tile(report: &Report) -> Option<Tile> {
-    let happened = &report.account.happened;
-    let rate = value(happened.server_token_rate)?;
-    let mut sub = String::new();
-    if let Some(span) = value(happened.readings_span_s) {
-        sub.push_str(&format!("over {span:.3} s"));
+/// The run's throughput ([`inferlint_core::insights::throughput_headline`]): the load
+/// tool's own figure over the requests it timed. Where the run has none, the server's
+/// count over the readings' window, said as such, with T10's verdict.
+fn throughput_tile(report: &Report) -> Option<Tile> {
+    let headline = inferlint_core::insights::throughput_headline(report.account)?;
+    if headline.load_tools {
+        return Some(Tile {
+            label: "Output tokens per second".into(),
+            value: headline.value,
+            sub: Some(headline.what),
+            status: None,
+        });
     }
-    if let (Some(naive), Some(error)) = (
-        value(happened.whole_second_rate),
-        value(happened.whole_second_error),
-    ) {
-        sub.push_str(&format!(
-            "; a whole-second timer would say {naive:.2} ({})",
-            fmt::signed_percent(error, 2)
-        ));
-    }
-    if let Some(client) = report
-        .run
-        .bench
-        .as_ref()
-        .and_then(|(_, b)| b.output_throughput)
-    {
-        sub.push_str(&format!(
-            "; the run's throughput is the load tool's {}, over its own timed requests",
-            fmt::thousands_f(client)
-        ));
-    }
+    let mut sub = headline.what;
+    sub.push_str(&whole_second_words(report));
     Some(Tile {
         label: "Output tokens per second".into(),
+        value: headline.value,
+        sub: Some(sub),
+        status: find(report.results, Tripwire::T10).map(|r| r.status),
+    })
+}
+
+/// T10's rate between the readings beside the load tool's throughput: the server's count
+/// over the readings' window, with what a whole-second timer would say and T10's verdict.
+fn servers_window_tile(report: &Report) -> Option<Tile> {
+    let headline = inferlint_core::insights::throughput_headline(report.account)?;
+    let (rate, window) = headline.servers_window?;
+    let mut sub = format!(
+        "over the {window:.3} s between the two readings, which also hold what the load tool did not time"
+    );
+    sub.push_str(&whole_second_words(report));
+    Some(Tile {
+        label: "The server's count over the readings' window".into(),
         value: format!("{rate:.2}"),
         sub: Some(sub),
         status: find(report.results, Tripwire::T10).map(|r| r.status),
     })
 }
 
+/// `; a whole-second timer would say 275.00 (-0.37%)` (T10), or nothing.
+fn whole_second_words(report: &Report) -> String {
+    let happened = &report.account.happened;
+    match (
+        value(happened.whole_second_rate),
+        value(happened.whole_second_error),
+    ) {
+        (Some(naive), Some(error)) => format!(
+            "; a whole-second timer would say {naive:.2} ({})",
+            fmt::signed_percent(error, 2)
+        ),
+        _ => String::new(),
+    }
+}
+
 /// The load tool's median time to first token, with its p99.
 fn first_token_tile(report: &Report) -> Option<Tile> {
-    let (_, bench) = report.run.bench.as_ref()?;
-    let median = bench.median_ttft_ms?;
+    let happened = &report.account.happened;
+    let median = value(happened.median_ttft_ms)?;
     Some(Tile {
         label: "Time to first token, median".into(),
         value: inferlint_core::insights::format_duration_ms(median),
-        sub: bench.p99_ttft_ms.map(|p| {
+        sub: value(happened.p99_ttft_ms).map(|p| {
             format!(
                 "p99 {}; from the load tool's result file",
                 inferlint_core::insights::format_duration_ms(p)
@@ -580,8 +675,12 @@ fn the_test(report: &Report, summary: Option<&CounterSummary>, is_restart: bool)
         div {
             h3 { "The test" }
             dl {
+                @if let Some(load) = value(happened.client_duration_s) {
+                    dt { "The load's span" }
+                    dd { (format!("{load:.1} s")) ", as the load tool timed its requests" }
+                }
                 @if let Some(span) = value(happened.readings_span_s) {
-                    dt { "Measured time" }
+                    dt { "The readings' window" }
                     dd {
                         (format!("{span:.3} s"))
                         @if let Some(u) = value(happened.readings_span_uncertainty_s) {
@@ -1162,6 +1261,8 @@ mod tests {
 
     /// 32 asked for, 10 ran: the span, the server's count, the peak and the queue are
     /// the account's. T8's evidence says 99 ran at once, and the story still says 10.
+    /// The load's span is the 99.0 s the load tool timed, never the 119.6 s between the
+    /// readings, which also hold its start, warm-up and wind-down.
     #[test]
     fn a_held_back_run_is_told_from_its_account() {
         let run = run(&VLLM);
@@ -1173,6 +1274,7 @@ mod tests {
         account.load.requested = from(32.0, Source::CommandLine);
         account.load.finished = from(32.0, Source::Readings);
         account.happened.readings_span_s = from(119.6, Source::Readings);
+        account.happened.client_duration_s = from(99.0, Source::ResultFile);
         account.happened.generated_tokens = from(16_384.0, Source::Readings);
         account.happened.peak_running = from(10.0, Source::Recording);
         account.happened.mean_queue_s = from(41.24, Source::Readings);
@@ -1180,7 +1282,7 @@ mod tests {
         assert_eq!(
             told(&run, &results, &account),
             [
-                "The load tool kept 32 requests open for 2 min 0 s.",
+                "The load tool kept 32 requests open for 99.0 s, as it timed them.",
                 "The server finished 32 requests and generated 16,384 tokens.",
                 "But it never worked on more than 10 at once: the others waited in its queue, 41.2 s on average before a request started.",
                 "It preempted no running request.",
@@ -1188,7 +1290,8 @@ mod tests {
         );
     }
 
-    /// No concurrency known: the run's length alone. T8 passed at the account's peak; the
+    /// No concurrency and no load tool known: the readings' window, said as such and not
+    /// as the load's length. T8 passed at the account's peak; the
     /// account's 7 retractions are told in SGLang's word, and SGLang logs each one.
     #[test]
     fn preemptions_are_counted_in_the_engines_word() {
@@ -1204,7 +1307,7 @@ mod tests {
         assert_eq!(
             told(&run, &results, &account),
             [
-                "The run lasted 45.0 s.",
+                "The readings are 45.0 s apart; no load tool's result file says how long the load itself ran.",
                 "It ran 32 requests at once, as many as the load asked for.",
                 "To make room it retracted 7 running requests, which then started over; SGLang logs each one.",
             ]

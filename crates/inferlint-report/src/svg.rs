@@ -17,6 +17,8 @@ pub struct Frame {
     pub right: f64,
     pub top: f64,
     pub bottom: f64,
+    /// The smallest x value (seconds for a time chart: where the drawn window starts).
+    pub x_min: f64,
     /// The largest x value (seconds for a time chart).
     pub x_max: f64,
     pub y_max: f64,
@@ -30,9 +32,26 @@ impl Frame {
             right: 16.0,
             top: 18.0,
             bottom: 30.0,
+            x_min: 0.0,
             x_max: if span_s > 0.0 { span_s } else { 1.0 },
             y_max: if y_max > 0.0 { y_max } else { 1.0 },
         }
+    }
+
+    /// A time chart drawn over `from` to `to` seconds of its recording (the load's span),
+    /// not over the whole recording.
+    pub fn time_window(height: f64, from: f64, to: f64, y_max: f64) -> Frame {
+        let mut frame = Frame::time(height, to - from, y_max);
+        if to > from {
+            frame.x_min = from;
+            frame.x_max = to;
+        }
+        frame
+    }
+
+    /// The seconds the x axis spans.
+    pub fn x_span(&self) -> f64 {
+        self.x_max - self.x_min
     }
 
     pub fn plot_width(&self) -> f64 {
@@ -44,7 +63,13 @@ impl Frame {
     }
 
     pub fn x(&self, value: f64) -> f64 {
-        self.left + (value / self.x_max).clamp(0.0, 1.0) * self.plot_width()
+        let span = self.x_max - self.x_min;
+        let share = if span > 0.0 {
+            (value - self.x_min) / span
+        } else {
+            0.0
+        };
+        self.left + share.clamp(0.0, 1.0) * self.plot_width()
     }
 
     pub fn y(&self, value: f64) -> f64 {
@@ -99,6 +124,22 @@ pub fn y_axis(top: f64) -> (f64, Vec<f64>) {
     let step = nice_ceiling(top / 4.0);
     let max = (top / step - 1e-9).ceil().max(1.0) * step;
     (max, ticks(max, (max / step).round() as usize))
+}
+
+/// Round time steps for a time axis over `from` to `to` seconds: the round steps of the
+/// window's length, from the first at or after `from`.
+pub fn window_ticks(from: f64, to: f64) -> Vec<f64> {
+    let span = to - from;
+    let Some(step) = time_ticks(span).get(1).map(|t| *t - 0.0) else {
+        return vec![from];
+    };
+    let mut out = Vec::new();
+    let mut t = (from / step).ceil() * step;
+    while t <= to + 1e-9 {
+        out.push(t);
+        t += step;
+    }
+    out
 }
 
 /// Round time steps for a time axis, in seconds.

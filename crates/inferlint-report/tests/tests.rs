@@ -7,6 +7,9 @@
 
 /// Reading and checking the demo run, and rendering it.
 mod common;
+/// Every figure the page states is the run's own: throughput, percentiles, spans, a
+/// simulated run, a hybrid pool, the charts' time axis.
+mod figures;
 /// Escaping: a run whose logs, model name and file names carry markup; nothing runs.
 mod hostile;
 /// A day-long recording: downsampled, small, and nothing lost.

@@ -111,11 +111,12 @@ impl Report {
     }
 
     /// The lines `inferlint report` prints on a terminal: each result with its advice,
-    /// "What limited this run", and the count line (`14 checks (10 pass, 2 warn, 2
+    /// the run's throughput, "What limited this run", and the count line (`14 checks (10 pass, 2 warn, 2
     /// tripwire-failed); 1 does not apply`).
     pub fn to_text(&self) -> String {
         let all = self.all();
         let mut text: String = all.iter().map(CheckResult::terminal_block).collect();
+        text.push_str(&insights::terminal_throughput(self.account()));
         text.push_str(&insights::terminal_lines(&self.insights));
         text.push_str(&count_line(&all));
         text.push('\n');

@@ -224,17 +224,10 @@ impl Waves {
     }
 }
 
+/// The median by the one percentile definition every printed percentile uses.
 fn median(values: &mut [f64]) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
     values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    Some(if values.len() % 2 == 1 {
-        values[mid]
-    } else {
-        (values[mid - 1] + values[mid]) / 2.0
-    })
+    fmt::percentile(values, 50.0)
 }
 
 /// Each completed request's time to first token, in the order the load tool sent them

@@ -103,7 +103,7 @@ pub fn preemption(run: &Run, _: RunOptions) -> Option<CheckResult> {
 /// T10: the rate between the readings, and how finely their clocks time it.
 pub fn rate(run: &Run, _: RunOptions) -> Option<CheckResult> {
     let (before, after) = readings(run);
-    Some(snapshots::rate(run.engine, before, after, None))
+    Some(snapshots::run_rate(run.engine, before, after))
 }
 
 /// T16: the share of the prompt the prefix cache served, from the readings or the

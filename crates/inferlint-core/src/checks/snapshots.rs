@@ -284,6 +284,9 @@ pub fn span_between(before: &Snapshot, after: &Snapshot) -> Result<Span, String>
     })
 }
 
+/// What T10's rate is, in its message and wherever it is printed.
+pub const SERVERS_WINDOW: &str = "the server's count over the readings' window";
+
 /// T10: the generation rate over the run, and what a timer that rounds to whole seconds
 /// would have reported instead.
 pub fn rate(
@@ -291,6 +294,24 @@ pub fn rate(
     before: &Snapshot,
     after: &Snapshot,
     counter: Option<&str>,
+) -> CheckResult {
+    measure_rate(engine, before, after, counter, false)
+}
+
+/// T10 in a whole run's check, where a load tool's figures may stand beside it: the
+/// message says the rate is the server's count over the readings' window
+/// ([`SERVERS_WINDOW`]), never the run's throughput (the load tool's, over the requests it
+/// timed). `rate` alone, on two readings, prints the rate as the established tool does.
+pub fn run_rate(engine: &EngineDescriptor, before: &Snapshot, after: &Snapshot) -> CheckResult {
+    measure_rate(engine, before, after, None, true)
+}
+
+fn measure_rate(
+    engine: &EngineDescriptor,
+    before: &Snapshot,
+    after: &Snapshot,
+    counter: Option<&str>,
+    labelled: bool,
 ) -> CheckResult {
     let t10 = |status, message: String| CheckResult::new(Tripwire::T10, status, message);
     let counter = counter.unwrap_or(engine.generation_tokens);
@@ -360,9 +381,16 @@ pub fn rate(
     }
     let rate = tokens / span.seconds;
     let mut message = format!("{rate:.2} tokens/s over {:.3}s", span.seconds);
+    if labelled {
+        // The readings' window also holds the load tool's start, warm-up and wind-down:
+        // the rate is never to be taken for the run's throughput.
+        message.push_str(", ");
+        message.push_str(SERVERS_WINDOW);
+    }
     if let Some(step) = span.wall_step_s {
         message.push_str(&format!(
-            " on the monotonic clock; the wall clock stepped {} {:.1} s between the snapshots, while one server process on this host answered both",
+            "{} on the monotonic clock; the wall clock stepped {} {:.1} s between the snapshots, while one server process on this host answered both",
+            if labelled { "," } else { "" },
             if step < 0.0 { "back" } else { "forward" },
             step.abs()
         ));

@@ -182,6 +182,7 @@ pub fn check_run_with(run: &Run, options: RunOptions) -> Vec<CheckResult> {
     crate::identity::name_rejected(run, &mut results);
     let capacity = crate::account::capacity(run, &results);
     crate::advice::attach(run, &mut results, capacity.as_ref());
+    crate::account::attach_throughput(run, &mut results);
     results
 }
 
