@@ -1,9 +1,10 @@
-//! What the command line promises and must keep: a folder of runs is not read as one.
+//! What the command line promises and must keep: a folder of runs is not read as one,
+//! `--slo` gates, a sweep says where the load stopped being followed.
 
 use serde_json::Value;
 
 use crate::common::{copy_tree, fixtures, inferlint, no_panic, recorded, stderr, stdout};
-use crate::common::UNUSABLE_INPUT;
+use crate::common::{UNDECIDED, UNUSABLE_INPUT};
 
 /// The one line a refusal prints, checked to be one line and led by `inferlint: `.
 fn one_line(out: &std::process::Output) -> String {
@@ -109,4 +110,140 @@ fn an_earlier_run_beside_the_run_is_not_read() {
     let t15 = results.iter().find(|r| r["tripwire"] == "T15").unwrap();
     assert_eq!(t15["status"], "not_checked", "{t15}");
     assert!(!stdout(&out).contains("earlier-"), "{}", stdout(&out));
+}
+
+// ---- --slo gates ----
+
+fn report_slo(slo: &str, extra: &[&str]) -> std::process::Output {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = sweep_run("c04");
+    let mut args = vec![
+        "report",
+        run.to_str().unwrap(),
+        "--slo",
+        slo,
+        "-o",
+        "r.html",
+    ];
+    args.extend_from_slice(extra);
+    let out = inferlint(tmp.path(), &args);
+    no_panic(&out);
+    out
+}
+
+/// c04 passes every tripwire (the setup fits 8 whole requests, 4 are asked), so its exit
+/// status is the service level's alone. The simulated server's every step costs 18.5 ms
+/// (crates/inferlint-sim/src/sweep.rs), so no first token comes within 1 ms: NOT MET is 1,
+/// with `--strict` too. Its p95 TTFT is tens of milliseconds: a 2 s bound is met, 0.
+/// Without the requests' records it cannot be told: 2.
+#[test]
+fn a_service_level_not_met_fails_and_one_not_told_is_cant_tell() {
+    let out = report_slo("ttft:p95<=1ms", &[]);
+    assert!(stdout(&out).contains("NOT MET"), "{}", stdout(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let out = report_slo("ttft:p95<=1ms", &["--strict"]);
+    assert_eq!(out.status.code(), Some(1));
+    let out = report_slo("ttft:p95<=2s", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+
+    // The same run's result as `vllm bench serve` writes it without `--save-detailed`:
+    // no request's own figures, so no percentile of every request can be taken.
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    copy_tree(&sweep_run("c04"), &run);
+    let mut bench: serde_json::Map<String, Value> =
+        serde_json::from_str(&std::fs::read_to_string(run.join("bench.json")).unwrap()).unwrap();
+    for detailed in [
+        "errors",
+        "input_lens",
+        "itls",
+        "output_lens",
+        "queue_times",
+        "start_times",
+        "ttfts",
+    ] {
+        bench.remove(detailed);
+    }
+    std::fs::write(
+        run.join("bench.json"),
+        serde_json::to_string(&bench).unwrap(),
+    )
+    .unwrap();
+    let out = inferlint(tmp.path(), &["report", "run", "-o", "r.html"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let out = inferlint(
+        tmp.path(),
+        &["report", "run", "-o", "r.html", "--slo", "ttft:p95<=2s"],
+    );
+    assert!(stdout(&out).contains("can't tell"), "{}", stdout(&out));
+    assert_eq!(out.status.code(), Some(UNDECIDED), "{}", stdout(&out));
+}
+
+/// The README's example: every run of the sweep keeps each request's record, so each is
+/// told against the service level (no `?`), and the capacity lies between 8 (the pool
+/// holds 8 whole requests: nothing waits) and 16 (preempting), priced at 8.
+#[test]
+fn the_readme_sweep_with_a_service_level_answers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = inferlint(
+        tmp.path(),
+        &[
+            "sweep",
+            fixtures().join("sweep").to_str().unwrap(),
+            "--slo",
+            "ttft:p95<=2s,tpot:p99<=60ms",
+            "--gpu-price",
+            "2.5",
+        ],
+    );
+    no_panic(&out);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    let table: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("run "))
+        .skip(1)
+        .take(4)
+        .collect();
+    assert_eq!(table.len(), 4, "{text}");
+    for row in &table {
+        assert!(!row.contains('?') && !row.contains("can't tell"), "{row}");
+    }
+    assert!(text.contains("between 8 that meets"), "{text}");
+    assert!(text.contains("and 16 that does not"), "{text}");
+    assert!(text.contains("cost at"), "{text}");
+
+    // A bound no run can meet brackets no capacity: it cannot be told, 2.
+    let out = inferlint(
+        tmp.path(),
+        &[
+            "sweep",
+            fixtures().join("sweep").to_str().unwrap(),
+            "--slo",
+            "ttft:p95<=1ms",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(UNDECIDED), "{}", stdout(&out));
+}
+
+/// The sweep's setup holds 8 whole requests (crates/inferlint-sim/src/sweep.rs): up to 8
+/// asked the server runs every request the load keeps open, past it they preempt each
+/// other. The closed loop's single test request before the load and its drain at the end
+/// are not the server failing to follow, so the first finding names 16, not 4.
+#[test]
+fn the_sweep_says_where_the_load_stopped_being_followed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = inferlint(
+        tmp.path(),
+        &["sweep", fixtures().join("sweep").to_str().unwrap()],
+    );
+    let text = stdout(&out);
+    let first = text
+        .lines()
+        .find(|l| l.starts_with("- "))
+        .unwrap_or_default();
+    assert!(
+        first.starts_with("- the server followed the load up to 8; at 16 asked"),
+        "{text}"
+    );
 }
