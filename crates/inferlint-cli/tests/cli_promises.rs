@@ -1,10 +1,13 @@
 //! What the command line promises and must keep: a folder of runs is not read as one,
-//! `--slo` gates, a sweep says where the load stopped being followed.
+//! `--slo` gates, the help names every command and only the flags each honours, usage
+//! errors are one line.
+
+use std::path::Path;
 
 use serde_json::Value;
 
 use crate::common::{copy_tree, fixtures, inferlint, no_panic, recorded, stderr, stdout};
-use crate::common::{UNDECIDED, UNUSABLE_INPUT};
+use crate::common::{UNDECIDED, UNUSABLE_INPUT, USAGE};
 
 /// The one line a refusal prints, checked to be one line and led by `inferlint: `.
 fn one_line(out: &std::process::Output) -> String {
@@ -246,4 +249,195 @@ fn the_sweep_says_where_the_load_stopped_being_followed() {
         first.starts_with("- the server followed the load up to 8; at 16 asked"),
         "{text}"
     );
+}
+
+// ---- the help and the flags ----
+
+#[test]
+fn every_command_is_in_the_help() {
+    let out = inferlint(Path::new("."), &["--help"]);
+    let text = stdout(&out);
+    // Every subcommand clap knows (the shell completions list them), `help` aside.
+    for command in [
+        "xray",
+        "report",
+        "check-log",
+        "boot-facts",
+        "preemption",
+        "rate",
+        "series",
+        "compare",
+        "sweep",
+        "whatif",
+        "snapshot",
+        "watch",
+        "probe",
+        "gpu-inspect",
+        "teardown",
+        "demo",
+        "explain",
+        "schema",
+        "completions",
+    ] {
+        assert!(
+            text.lines()
+                .any(|l| l.trim_start().starts_with(&format!("{command} "))),
+            "{command} missing from --help"
+        );
+    }
+}
+
+/// `--junit` and `--strict` are offered, and taken, only by the commands that give
+/// verdicts: elsewhere a usage error (64), one line, and no file written.
+#[test]
+fn strict_and_junit_only_where_they_do_something() {
+    let tmp = tempfile::tempdir().unwrap();
+    for command in ["schema", "explain", "whatif", "snapshot", "completions"] {
+        let help = stdout(&inferlint(tmp.path(), &[command, "--help"]));
+        assert!(!help.contains("--junit"), "{command}: {help}");
+        assert!(!help.contains("--strict"), "{command}: {help}");
+    }
+    for command in ["report", "check-log", "compare", "sweep", "probe", "demo"] {
+        let help = stdout(&inferlint(tmp.path(), &[command, "--help"]));
+        assert!(
+            help.contains("--junit") && help.contains("--strict"),
+            "{command}"
+        );
+    }
+    for args in [
+        &["explain", "T1", "--junit", "j.xml"][..],
+        &["--junit", "j.xml", "schema"][..],
+        &["--strict", "schema"][..],
+        &["schema", "--strict"][..],
+        &["--strict", "explain", "T1"][..],
+    ] {
+        let out = inferlint(tmp.path(), args);
+        assert_eq!(out.status.code(), Some(USAGE), "{args:?}");
+        one_line(&out);
+        assert!(!tmp.path().join("j.xml").exists(), "{args:?}");
+    }
+    // Before or after the command's name, where it is honoured.
+    let log = sweep_run("c04").join("boot.log");
+    let out = inferlint(
+        tmp.path(),
+        &[
+            "check-log",
+            log.to_str().unwrap(),
+            "--junit",
+            "j.xml",
+            "--strict",
+        ],
+    );
+    assert!(matches!(out.status.code(), Some(0..=2)), "{}", stderr(&out));
+    assert!(tmp.path().join("j.xml").is_file());
+}
+
+#[test]
+fn explain_json_is_json() {
+    let out = inferlint(
+        Path::new("."),
+        &["explain", "--json", "T1", "falling-ceiling"],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let v: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v.len(), 2);
+    assert_eq!(v[0]["tripwire"], "T1");
+    assert_eq!(v[0]["slug"], "silent-preemption");
+    assert!(v[0]["verdicts"][0]["status"].is_string());
+}
+
+/// The simulator models SGLang (fixtures/sim/sglang-capped): `demo --engine sglang` writes
+/// and checks that run, with SGLang's own metric names, rather than a vLLM one.
+#[test]
+fn demo_checks_the_engine_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = inferlint(
+        tmp.path(),
+        &["demo", "--engine", "sglang", "-o", "d", "--json"],
+    );
+    no_panic(&out);
+    assert!(
+        stderr(&out).contains("simulated SGLang run"),
+        "{}",
+        stderr(&out)
+    );
+    let before = std::fs::read_to_string(tmp.path().join("d/before.snapshot.json")).unwrap();
+    assert!(before.contains("sglang:"), "not an SGLang snapshot");
+    let results: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
+    assert!(!results.is_empty());
+}
+
+#[test]
+fn every_positional_argument_is_described() {
+    for command in [
+        "boot-facts",
+        "preemption",
+        "rate",
+        "series",
+        "check-log",
+        "report",
+    ] {
+        let help = stdout(&inferlint(Path::new("."), &[command, "--help"]));
+        let arguments: Vec<&str> = help
+            .lines()
+            .skip_while(|l| !l.starts_with("Arguments:"))
+            .skip(1)
+            .take_while(|l| l.starts_with("  "))
+            // An argument's line; a description too long for the width goes on below it.
+            .filter(|l| l.trim_start().starts_with(['<', '[']))
+            .collect();
+        assert!(!arguments.is_empty(), "{command}: {help}");
+        for line in arguments {
+            // `  <NAME>  what it is`: a name alone says nothing.
+            let described = line
+                .trim()
+                .split_once("  ")
+                .is_some_and(|(_, d)| !d.trim().is_empty());
+            assert!(described, "{command}: '{line}' is not described");
+        }
+    }
+}
+
+/// Nothing listens at the port (it was bound and let go): no server answered, so no T7
+/// verdict; an input that cannot be used, one line, as `snapshot` says it.
+#[test]
+fn probe_of_an_address_where_nothing_listens_is_unusable_input() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let url = format!("http://127.0.0.1:{port}");
+    let out = inferlint(Path::new("."), &["probe", &url]);
+    no_panic(&out);
+    assert_eq!(out.status.code(), Some(UNUSABLE_INPUT), "{}", stdout(&out));
+    one_line(&out);
+    assert!(stdout(&out).is_empty(), "{}", stdout(&out));
+    let snap = inferlint(
+        Path::new("."),
+        &[
+            "snapshot",
+            &url,
+            "-o",
+            std::env::temp_dir().join("never.json").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(snap.status.code(), Some(UNUSABLE_INPUT));
+}
+
+/// The README promises one line for a refusal: clap's unknown flag, missing argument and
+/// refused value too, with its suggestion kept.
+#[test]
+fn usage_errors_are_one_line() {
+    for (args, says) in [
+        (&["report", "--no-such-flag"][..], "--no-such-flag"),
+        (&["report", "--forc"][..], "did you mean '--force'"),
+        (&["series"][..], "required"),
+        (&["series", "x", "--requested", "abc"][..], "abc"),
+        (&["--json"][..], "command"),
+    ] {
+        let out = inferlint(Path::new("."), args);
+        assert_eq!(out.status.code(), Some(USAGE), "{args:?}");
+        let line = one_line(&out);
+        assert!(line.contains(says), "{args:?}: {line}");
+    }
 }
