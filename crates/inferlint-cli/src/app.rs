@@ -28,6 +28,13 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
             return ExitCode::Usage;
         }
     }
+    // The command typed, for the one line of a parse error whose usage clap leaves out.
+    let typed = args
+        .iter()
+        .skip(1)
+        .filter_map(|a| a.to_str())
+        .find(|a| COMMANDS.contains(a))
+        .map(str::to_owned);
     let mut cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
@@ -38,7 +45,7 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
             }
             // A parse error is a wrong command line: 64, not clap's own 2, which is
             // this command's Can't tell; and one line, as every refusal.
-            eprint_line!("inferlint: {}", usage_line(&e));
+            eprint_line!("inferlint: {}", usage_line(&e, typed.as_deref()));
             return ExitCode::Usage;
         }
     };
@@ -97,7 +104,7 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
 
 /// clap's refusal as one line: its message (without `error: ` and its tips), clap's
 /// suggestion where it has one, and where the command's options are listed.
-fn usage_line(e: &clap::Error) -> String {
+fn usage_line(e: &clap::Error, typed: Option<&str>) -> String {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
     let rendered = e.render().to_string();
     // The command as its usage line names it: `inferlint report`.
@@ -112,6 +119,7 @@ fn usage_line(e: &clap::Error) -> String {
                 .join(" ")
         })
         .filter(|c| !c.is_empty())
+        .or_else(|| typed.map(|t| format!("inferlint {t}")))
         .unwrap_or_else(|| "inferlint".to_owned());
     let mut line = if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
         "give a command".to_owned()
@@ -134,6 +142,8 @@ fn usage_line(e: &clap::Error) -> String {
     };
     if let Some(suggestion) = suggestion {
         line.push_str(&format!("; did you mean '{suggestion}'?"));
+    } else if let Some(ContextValue::Strings(valid)) = e.get(ContextKind::ValidValue) {
+        line.push_str(&format!("; give one of: {}", valid.join(", ")));
     }
     line.push_str(&format!(" ('{command} --help' lists what it takes)"));
     line

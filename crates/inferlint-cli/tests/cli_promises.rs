@@ -432,8 +432,12 @@ fn usage_errors_are_one_line() {
         (&["report", "--no-such-flag"][..], "--no-such-flag"),
         (&["report", "--forc"][..], "did you mean '--force'"),
         (&["series"][..], "required"),
-        (&["series", "x", "--requested", "abc"][..], "abc"),
+        (
+            &["series", "x", "--requested", "abc"][..],
+            "'inferlint series --help'",
+        ),
         (&["--json"][..], "command"),
+        (&["--color", "blue", "explain"][..], "auto, always, never"),
     ] {
         let out = inferlint(Path::new("."), args);
         assert_eq!(out.status.code(), Some(USAGE), "{args:?}");
