@@ -49,8 +49,19 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
             return ExitCode::Usage;
         }
     };
-    output::set_colour(&cli.global.color, cli.global.json);
     let name = commands::name(&cli.command);
+    // `--json` likewise goes with the commands that have JSON to print.
+    match commands::json_flag(&cli.command) {
+        Some(flag) => cli.global.json |= flag.json,
+        None if cli.global.json => {
+            eprint_line!(
+                "inferlint: {name} takes no --json: it goes with the commands that print results (snapshot and watch write files, schema prints JSON as it is, completions a script)"
+            );
+            return ExitCode::Usage;
+        }
+        None => {}
+    }
+    output::set_colour(&cli.global.color, cli.global.json);
     // `--strict` and `--junit` go with the commands that give verdicts, before their name
     // or after it; elsewhere they are refused, never taken and ignored.
     match commands::gate(&cli.command) {

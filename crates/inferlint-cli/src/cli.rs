@@ -63,8 +63,9 @@ pub struct Cli {
 
 #[derive(Debug, Args)]
 pub struct GlobalArgs {
-    /// Print the results as JSON instead of terminal lines
-    #[arg(long, global = true)]
+    /// Print JSON instead of terminal lines; with the commands that print it (each takes it
+    /// after its name too)
+    #[arg(long)]
     pub json: bool,
     /// Treat a warning as a failure (exit 1); with the commands that give verdicts (each
     /// takes it after its name too)
@@ -80,6 +81,15 @@ pub struct GlobalArgs {
     /// Colour on a terminal: auto (not when piped or NO_COLOR is set), always or never
     #[arg(long, global = true, value_name = "WHEN", default_value = "auto", value_parser = ["auto", "always", "never"])]
     pub color: String,
+}
+
+/// `--json`, on each command that has JSON to print (not snapshot or watch, which write
+/// files, nor schema and completions, which print what they print).
+#[derive(Debug, Default, Clone, Copy, Args)]
+pub struct JsonFlag {
+    /// Print JSON instead of terminal lines
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `--strict` and `--junit`, on each command that gives verdicts: the only ones a warning
@@ -107,6 +117,8 @@ pub enum Command {
         logs: Vec<PathBuf>,
         #[command(flatten)]
         gate: Gate,
+        #[command(flatten)]
+        output: JsonFlag,
     },
     /// List everything a boot log says about the server's setup
     BootFacts {
@@ -116,6 +128,8 @@ pub enum Command {
         /// Exit 2 when a line the log gave a fact in could not be read
         #[arg(long)]
         strict: bool,
+        #[command(flatten)]
+        output: JsonFlag,
     },
     /// Preemptions during the run, from two snapshots (T1)
     Preemption {
@@ -133,6 +147,8 @@ pub enum Command {
         boot_log: Option<PathBuf>,
         #[command(flatten)]
         gate: Gate,
+        #[command(flatten)]
+        output: JsonFlag,
     },
     /// Output tokens per second, and what a whole-second timer says (T10)
     Rate {
@@ -147,6 +163,8 @@ pub enum Command {
         counter: Option<String>,
         #[command(flatten)]
         gate: Gate,
+        #[command(flatten)]
+        output: JsonFlag,
     },
     /// Check a recording (T14 T9 T8)
     Series {
@@ -164,6 +182,8 @@ pub enum Command {
         boot_log: Option<PathBuf>,
         #[command(flatten)]
         gate: Gate,
+        #[command(flatten)]
+        output: JsonFlag,
     },
     /// Can two runs (or sets of repeats) be compared, and what moved
     Compare(CompareArgs),
@@ -205,6 +225,8 @@ pub enum Command {
         timeout: f64,
         #[command(flatten)]
         gate: Gate,
+        #[command(flatten)]
+        output: JsonFlag,
     },
     /// Show the GPUs and check that no server process holds one (T2)
     GpuInspect(GpuInspectArgs),
@@ -223,12 +245,16 @@ pub enum Command {
         force: bool,
         #[command(flatten)]
         gate: Gate,
+        #[command(flatten)]
+        output: JsonFlag,
     },
     /// Explain a tripwire (T1-T26, or a name such as falling-ceiling)
     Explain {
         /// Tripwire codes or names; every one when none
         #[arg(value_name = "TRIPWIRE")]
         ids: Vec<String>,
+        #[command(flatten)]
+        output: JsonFlag,
     },
     /// Print the JSON Schema of --json (results, compare or sweep)
     Schema {
@@ -261,6 +287,8 @@ pub struct CompareArgs {
     pub page: PageArgs,
     #[command(flatten)]
     pub gate: Gate,
+    #[command(flatten)]
+    pub output: JsonFlag,
 }
 
 /// `--slo`: a service level held to every request of each run.
@@ -310,6 +338,8 @@ pub struct SweepArgs {
     pub page: PageArgs,
     #[command(flatten)]
     pub gate: Gate,
+    #[command(flatten)]
+    pub output: JsonFlag,
 }
 
 #[derive(Debug, Args)]
@@ -328,6 +358,8 @@ pub struct WhatifArgs {
     /// The concurrency the load asked for (default: the result file's max_concurrency)
     #[arg(long, value_name = "N", value_parser = requested_concurrency)]
     pub requested: Option<u64>,
+    #[command(flatten)]
+    pub output: JsonFlag,
 }
 
 #[derive(Debug, Args)]
@@ -457,6 +489,8 @@ pub struct XrayArgs {
     pub title: Option<String>,
     #[command(flatten)]
     pub gate: Gate,
+    #[command(flatten)]
+    pub output: JsonFlag,
     /// The load command, after --
     #[arg(last = true, value_name = "LOAD")]
     pub load: Vec<String>,
@@ -523,6 +557,8 @@ pub struct ReportArgs {
     pub prometheus: PrometheusArgs,
     #[command(flatten)]
     pub gate: Gate,
+    #[command(flatten)]
+    pub output: JsonFlag,
 }
 
 /// `report --prometheus`: where the run is read from.
@@ -562,6 +598,8 @@ pub struct GpuInspectArgs {
     pub timeout: f64,
     #[command(flatten)]
     pub gate: Gate,
+    #[command(flatten)]
+    pub output: JsonFlag,
 }
 
 #[derive(Debug, Args)]
@@ -580,6 +618,8 @@ pub struct TeardownArgs {
     pub timeout: f64,
     #[command(flatten)]
     pub gate: Gate,
+    #[command(flatten)]
+    pub output: JsonFlag,
 }
 
 /// Every command name, for "did you mean".

@@ -10,7 +10,7 @@ use inferlint_core::status::CheckResult;
 use inferlint_core::{catalogue, contract};
 use inferlint_engines::load::{self, EngineChoice};
 
-use crate::cli::{Cli, Command, Gate};
+use crate::cli::{Cli, Command, Gate, JsonFlag};
 use crate::exit::{CliError, ExitCode};
 use crate::loaded::noted;
 use crate::output;
@@ -139,7 +139,7 @@ pub fn dispatch(cli: &Cli) -> Result<ExitCode, CliError> {
             g.json,
             g.strict,
         ),
-        Command::Explain { ids } => explain(&choice, ids, g.json),
+        Command::Explain { ids, .. } => explain(&choice, ids, g.json),
         Command::Compare(args) => {
             crate::compare::compare_command(g.engine.as_deref(), args, g.json, g.strict)
         }
@@ -203,6 +203,31 @@ pub fn gate(command: &Command) -> Option<Gate> {
         | Command::Snapshot { .. }
         | Command::Watch(_)
         | Command::Explain { .. }
+        | Command::Schema { .. }
+        | Command::Completions { .. } => None,
+    }
+}
+
+/// The command's own `--json`, where it has JSON to print; `None` where it has none.
+pub fn json_flag(command: &Command) -> Option<JsonFlag> {
+    match command {
+        Command::Xray(a) => Some(a.output),
+        Command::Report(a) => Some(a.output),
+        Command::Compare(a) => Some(a.output),
+        Command::Sweep(a) => Some(a.output),
+        Command::Whatif(a) => Some(a.output),
+        Command::GpuInspect(a) => Some(a.output),
+        Command::Teardown(a) => Some(a.output),
+        Command::CheckLog { output, .. }
+        | Command::BootFacts { output, .. }
+        | Command::Preemption { output, .. }
+        | Command::Rate { output, .. }
+        | Command::Series { output, .. }
+        | Command::Probe { output, .. }
+        | Command::Demo { output, .. }
+        | Command::Explain { output, .. } => Some(*output),
+        Command::Snapshot { .. }
+        | Command::Watch(_)
         | Command::Schema { .. }
         | Command::Completions { .. } => None,
     }

@@ -114,6 +114,7 @@ pub fn demo(
         slo: crate::cli::SloArgs::default(),
         prometheus: crate::cli::PrometheusArgs::default(),
         gate: crate::cli::Gate::default(),
+        output: crate::cli::JsonFlag::default(),
     };
     crate::report::report(&mut choice, &args, json, strict)
 }

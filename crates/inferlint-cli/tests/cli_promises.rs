@@ -253,6 +253,30 @@ fn the_sweep_says_where_the_load_stopped_being_followed() {
 
 // ---- the help and the flags ----
 
+/// `--json` goes with the commands that have results to print; snapshot and watch write
+/// files, schema prints JSON whatever is asked, completions a script: there it is refused
+/// (64, one line) and not offered in their help.
+#[test]
+fn json_only_where_there_is_json_to_print() {
+    let tmp = tempfile::tempdir().unwrap();
+    for command in ["snapshot", "watch", "schema", "completions"] {
+        let help = stdout(&inferlint(tmp.path(), &[command, "--help"]));
+        let offered = help.lines().any(|l| l.trim_start().starts_with("--json "));
+        assert!(!offered, "{command}: {help}");
+        let out = inferlint(tmp.path(), &["--json", command]);
+        assert_eq!(out.status.code(), Some(USAGE), "{command}");
+        one_line(&out);
+    }
+    for args in [
+        &["--json", "explain", "T1"][..],
+        &["explain", "T1", "--json"][..],
+    ] {
+        let out = inferlint(tmp.path(), args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        let _: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
+    }
+}
+
 #[test]
 fn every_command_is_in_the_help() {
     let out = inferlint(Path::new("."), &["--help"]);
