@@ -19,6 +19,7 @@ Check a saved run:
   preemption   Preemptions during the run, from two snapshots (T1)
   rate         Output tokens per second, and what a whole-second timer says (T10)
   series       Check a recording (T14 T9 T8)
+  whatif       Replay a run's own load through a model of its server, as set up and as changed
 
 Compare runs:
   compare      Can two runs (or sets of repeats) be compared, and what moved
@@ -51,7 +52,7 @@ Options:
     name = "inferlint",
     version,
     help_template = HELP_TEMPLATE,
-    after_help = "Exit status: 0 everything passed (warnings allowed), 1 a tripwire failed, 2 a tripwire could not decide or an input came from another engine, 64 the command line is wrong, 65 an input cannot be used, 74 an output could not be written, 130 xray was interrupted (the README's table says more).\nINFERLINT_ENGINE=vllm|sglang|trtllm names the engine for every command."
+    after_help = "Exit status: 0 everything passed (warnings allowed), 1 a tripwire failed or a service level (--slo) was not met, 2 a tripwire or a service level could not be told or an input came from another engine, 64 the command line is wrong, 65 an input cannot be used, 74 an output could not be written, 130 xray was interrupted (the README's table says more).\nINFERLINT_ENGINE=vllm|sglang|trtllm names the engine for every command."
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -62,21 +63,45 @@ pub struct Cli {
 
 #[derive(Debug, Args)]
 pub struct GlobalArgs {
-    /// Print the results as a JSON array instead of terminal lines
-    #[arg(long, global = true)]
+    /// Print JSON instead of terminal lines; with the commands that print it (each takes it
+    /// after its name too)
+    #[arg(long)]
     pub json: bool,
-    /// Treat a warning as a failure (exit 1)
-    #[arg(long, global = true)]
+    /// Treat a warning as a failure (exit 1); with the commands that give verdicts (each
+    /// takes it after its name too)
+    #[arg(long)]
     pub strict: bool,
     /// The engine the inputs must come from: vllm, sglang or trtllm (also INFERLINT_ENGINE)
     #[arg(long, global = true, value_name = "ENGINE")]
     pub engine: Option<String>,
-    /// Also write the verdicts as JUnit XML to FILE (one test case per tripwire)
-    #[arg(long, global = true, value_name = "FILE")]
+    /// Also write the verdicts as JUnit XML to FILE (one test case per tripwire); with the
+    /// commands that give verdicts (each takes it after its name too)
+    #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
     /// Colour on a terminal: auto (not when piped or NO_COLOR is set), always or never
     #[arg(long, global = true, value_name = "WHEN", default_value = "auto", value_parser = ["auto", "always", "never"])]
     pub color: String,
+}
+
+/// `--json`, on each command that has JSON to print (not snapshot or watch, which write
+/// files, nor schema and completions, which print what they print).
+#[derive(Debug, Default, Clone, Copy, Args)]
+pub struct JsonFlag {
+    /// Print JSON instead of terminal lines
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `--strict` and `--junit`, on each command that gives verdicts: the only ones a warning
+/// can turn into a failure, the only ones with test cases to write.
+#[derive(Debug, Default, Clone, Args)]
+pub struct Gate {
+    /// Treat a warning as a failure (exit 1)
+    #[arg(long)]
+    pub strict: bool,
+    /// Also write the verdicts as JUnit XML to FILE (one test case per tripwire)
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -90,15 +115,29 @@ pub enum Command {
         /// Boot logs: everything the server printed from start-up on
         #[arg(required = true, value_name = "LOG")]
         logs: Vec<PathBuf>,
+        #[command(flatten)]
+        gate: Gate,
+        #[command(flatten)]
+        output: JsonFlag,
     },
     /// List everything a boot log says about the server's setup
     BootFacts {
+        /// A boot log: everything the server printed from start-up on
         #[arg(value_name = "LOG")]
         log: PathBuf,
+        /// Exit 2 when a line the log gave a fact in could not be read
+        #[arg(long)]
+        strict: bool,
+        #[command(flatten)]
+        output: JsonFlag,
     },
     /// Preemptions during the run, from two snapshots (T1)
     Preemption {
+        /// The snapshot taken before the load (inferlint snapshot, or a saved /metrics page)
+        #[arg(value_name = "BEFORE")]
         before: PathBuf,
+        /// The snapshot taken after it
+        #[arg(value_name = "AFTER")]
         after: PathBuf,
         /// A recording of the run (TensorRT-LLM: its paused gauge)
         #[arg(long, value_name = "FILE")]
@@ -106,17 +145,30 @@ pub enum Command {
         /// The server log saved until after the run (TensorRT-LLM logs each pause)
         #[arg(long, value_name = "FILE")]
         boot_log: Option<PathBuf>,
+        #[command(flatten)]
+        gate: Gate,
+        #[command(flatten)]
+        output: JsonFlag,
     },
     /// Output tokens per second, and what a whole-second timer says (T10)
     Rate {
+        /// The snapshot taken before the load (inferlint snapshot, or a saved /metrics page)
+        #[arg(value_name = "BEFORE")]
         before: PathBuf,
+        /// The snapshot taken after it
+        #[arg(value_name = "AFTER")]
         after: PathBuf,
         /// The counter to use instead of the engine's generation-token counter
         #[arg(long, value_name = "NAME")]
         counter: Option<String>,
+        #[command(flatten)]
+        gate: Gate,
+        #[command(flatten)]
+        output: JsonFlag,
     },
     /// Check a recording (T14 T9 T8)
     Series {
+        /// The recording made during the load (inferlint watch's file; - reads standard input)
         #[arg(value_name = "FILE")]
         series: PathBuf,
         /// A snapshot taken after the run (T14 reads the block count from it)
@@ -128,6 +180,10 @@ pub enum Command {
         /// The boot log, for the server's own limits (T8)
         #[arg(long, value_name = "FILE")]
         boot_log: Option<PathBuf>,
+        #[command(flatten)]
+        gate: Gate,
+        #[command(flatten)]
+        output: JsonFlag,
     },
     /// Can two runs (or sets of repeats) be compared, and what moved
     Compare(CompareArgs),
@@ -167,12 +223,19 @@ pub enum Command {
         /// most a day)
         #[arg(long, default_value_t = 300.0, value_name = "SECONDS")]
         timeout: f64,
+        #[command(flatten)]
+        gate: Gate,
+        #[command(flatten)]
+        output: JsonFlag,
     },
     /// Show the GPUs and check that no server process holds one (T2)
     GpuInspect(GpuInspectArgs),
     /// Stop every inference server process and wait for a clear card (T2 T3)
     Teardown(TeardownArgs),
     /// Write a simulated run folder and check it
+    ///
+    /// A simulated vLLM run; with --engine sglang or --engine trtllm (or INFERLINT_ENGINE),
+    /// a simulated run of that engine.
     Demo {
         /// Where the run folder goes (default: a new folder `inferlint-demo` here)
         #[arg(short = 'o', long = "out", value_name = "DIR")]
@@ -180,12 +243,18 @@ pub enum Command {
         /// Write into DIR even if it holds other files (files of the same name are replaced)
         #[arg(long)]
         force: bool,
+        #[command(flatten)]
+        gate: Gate,
+        #[command(flatten)]
+        output: JsonFlag,
     },
     /// Explain a tripwire (T1-T26, or a name such as falling-ceiling)
     Explain {
         /// Tripwire codes or names; every one when none
         #[arg(value_name = "TRIPWIRE")]
         ids: Vec<String>,
+        #[command(flatten)]
+        output: JsonFlag,
     },
     /// Print the JSON Schema of --json (results, compare or sweep)
     Schema {
@@ -216,6 +285,10 @@ pub struct CompareArgs {
     pub slo: SloArgs,
     #[command(flatten)]
     pub page: PageArgs,
+    #[command(flatten)]
+    pub gate: Gate,
+    #[command(flatten)]
+    pub output: JsonFlag,
 }
 
 /// `--slo`: a service level held to every request of each run.
@@ -224,7 +297,8 @@ pub struct SloArgs {
     /// A service level, e.g. 'ttft:p95<=2s,tpot:p99<=60ms,e2e:p99<=30s' (quoted; a bound
     /// without pNN holds every request), or `tool` for the thresholds each run's load tool
     /// was given with its own --goodput: each percentile counts a failed or unfinished
-    /// request as an infinite latency
+    /// request as an infinite latency. Not met: exit 1 (report; sweep and compare say how
+    /// they gate); cannot be told: exit 2
     #[arg(long, value_name = "SLO", value_parser = service_level, conflicts_with = "slo_file")]
     pub slo: Option<Box<ServiceLevel>>,
     /// The service level from a file: the same bounds, by commas or lines (# starts a comment)
@@ -262,6 +336,10 @@ pub struct SweepArgs {
     pub gpus: Option<u32>,
     #[command(flatten)]
     pub page: PageArgs,
+    #[command(flatten)]
+    pub gate: Gate,
+    #[command(flatten)]
+    pub output: JsonFlag,
 }
 
 #[derive(Debug, Args)]
@@ -280,6 +358,8 @@ pub struct WhatifArgs {
     /// The concurrency the load asked for (default: the result file's max_concurrency)
     #[arg(long, value_name = "N", value_parser = requested_concurrency)]
     pub requested: Option<u64>,
+    #[command(flatten)]
+    pub output: JsonFlag,
 }
 
 #[derive(Debug, Args)]
@@ -407,6 +487,10 @@ pub struct XrayArgs {
     /// A title for the report
     #[arg(long)]
     pub title: Option<String>,
+    #[command(flatten)]
+    pub gate: Gate,
+    #[command(flatten)]
+    pub output: JsonFlag,
     /// The load command, after --
     #[arg(last = true, value_name = "LOAD")]
     pub load: Vec<String>,
@@ -471,6 +555,10 @@ pub struct ReportArgs {
     pub slo: SloArgs,
     #[command(flatten)]
     pub prometheus: PrometheusArgs,
+    #[command(flatten)]
+    pub gate: Gate,
+    #[command(flatten)]
+    pub output: JsonFlag,
 }
 
 /// `report --prometheus`: where the run is read from.
@@ -508,6 +596,10 @@ pub struct GpuInspectArgs {
     /// Seconds to wait for a clear card (0: one reading)
     #[arg(long, default_value_t = 10.0, value_name = "S")]
     pub timeout: f64,
+    #[command(flatten)]
+    pub gate: Gate,
+    #[command(flatten)]
+    pub output: JsonFlag,
 }
 
 #[derive(Debug, Args)]
@@ -524,6 +616,10 @@ pub struct TeardownArgs {
     /// Seconds to wait for a clear card after the processes are stopped
     #[arg(long, default_value_t = 120.0, value_name = "S")]
     pub timeout: f64,
+    #[command(flatten)]
+    pub gate: Gate,
+    #[command(flatten)]
+    pub output: JsonFlag,
 }
 
 /// Every command name, for "did you mean".

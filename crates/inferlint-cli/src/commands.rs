@@ -10,7 +10,7 @@ use inferlint_core::status::CheckResult;
 use inferlint_core::{catalogue, contract};
 use inferlint_engines::load::{self, EngineChoice};
 
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, Command, Gate, JsonFlag};
 use crate::exit::{CliError, ExitCode};
 use crate::loaded::noted;
 use crate::output;
@@ -19,13 +19,14 @@ pub fn dispatch(cli: &Cli) -> Result<ExitCode, CliError> {
     let g = &cli.global;
     let mut choice = EngineChoice::from_args(g.engine.as_deref())?;
     match &cli.command {
-        Command::CheckLog { logs } => check_log(&mut choice, logs, g.json, g.strict),
-        Command::BootFacts { log } => boot_facts(&mut choice, log, g.json, g.strict),
+        Command::CheckLog { logs, .. } => check_log(&mut choice, logs, g.json, g.strict),
+        Command::BootFacts { log, .. } => boot_facts(&mut choice, log, g.json, g.strict),
         Command::Preemption {
             before,
             after,
             series,
             boot_log,
+            ..
         } => {
             let (before, after, stats, facts, engine) = noted(&mut choice, |c| {
                 let (before, after) = load::load_snapshots(c, before, after)?;
@@ -47,6 +48,7 @@ pub fn dispatch(cli: &Cli) -> Result<ExitCode, CliError> {
             before,
             after,
             counter,
+            ..
         } => {
             let (before, after, engine) = noted(&mut choice, |c| {
                 let (before, after) = load::load_snapshots(c, before, after)?;
@@ -60,6 +62,7 @@ pub fn dispatch(cli: &Cli) -> Result<ExitCode, CliError> {
             snapshot,
             requested,
             boot_log,
+            ..
         } => {
             let (stats, after, facts, engine) = noted(&mut choice, |c| {
                 let stats = load::load_series(c, series)?;
@@ -101,18 +104,42 @@ pub fn dispatch(cli: &Cli) -> Result<ExitCode, CliError> {
             concurrency,
             max_tokens,
             timeout,
-        } => crate::live::probe(
-            g,
-            url,
-            model.as_deref(),
-            *concurrency,
-            *max_tokens,
-            *timeout,
-        ),
+            ..
+        } => {
+            // The flags first (a wrong command line is told before the server is asked).
+            crate::flags::count(
+                "--concurrency",
+                *concurrency,
+                &crate::flags::PROBE_CONCURRENCY,
+            )?;
+            crate::flags::count("--max-tokens", *max_tokens, &crate::flags::PROBE_MAX_TOKENS)?;
+            crate::flags::positive_seconds(
+                "--timeout",
+                *timeout,
+                crate::flags::MAX_PROBE_TIMEOUT_S,
+            )?;
+            if g.engine.is_none() {
+                refuse_silent_address(url)?;
+            }
+            crate::live::probe(
+                g,
+                url,
+                model.as_deref(),
+                *concurrency,
+                *max_tokens,
+                *timeout,
+            )
+        }
         Command::GpuInspect(args) => crate::gpu::gpu_inspect(&choice, args, g.json, g.strict),
         Command::Teardown(args) => crate::gpu::teardown(&choice, args, g.json, g.strict),
-        Command::Demo { out, force } => crate::demo::demo(out.as_deref(), *force, g.json, g.strict),
-        Command::Explain { ids } => explain(&choice, ids),
+        Command::Demo { out, force, .. } => crate::demo::demo(
+            out.as_deref(),
+            *force,
+            g.engine.as_deref(),
+            g.json,
+            g.strict,
+        ),
+        Command::Explain { ids, .. } => explain(&choice, ids, g.json),
         Command::Compare(args) => {
             crate::compare::compare_command(g.engine.as_deref(), args, g.json, g.strict)
         }
@@ -122,6 +149,87 @@ pub fn dispatch(cli: &Cli) -> Result<ExitCode, CliError> {
         Command::Whatif(args) => crate::whatif::whatif(&mut choice, args, g.json),
         Command::Schema { which } => schema(which),
         Command::Completions { shell } => completions(shell),
+    }
+}
+
+/// An address where nothing listens (the connection refused) is an input that cannot be
+/// used, as `snapshot` says of it (65): no server answered, so there is no server whose
+/// crash T7 could tell. A server that accepts the connection is probed.
+fn refuse_silent_address(url: &str) -> Result<(), CliError> {
+    use std::net::{TcpStream, ToSocketAddrs};
+    let base = inferlint_live::BaseUrl::parse(url)?;
+    let Some((host, port)) = base.host_port() else {
+        return Ok(());
+    };
+    let Ok(addrs) = (host.as_str(), port).to_socket_addrs() else {
+        return Ok(());
+    };
+    let addrs: Vec<_> = addrs.collect();
+    let refused = !addrs.is_empty()
+        && addrs.iter().all(|a| {
+            TcpStream::connect_timeout(a, std::time::Duration::from_secs(5))
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionRefused)
+        });
+    if refused {
+        return Err(CliError::input(format!(
+            "nothing answers at {base} (connection refused): start the server, or give its address"
+        )));
+    }
+    Ok(())
+}
+
+/// The command's own `--strict` and `--junit`, where it gives verdicts; `None` where it
+/// gives none (nothing for a warning to turn into a failure, no test case to write).
+/// `boot-facts` takes `--strict` alone.
+pub fn gate(command: &Command) -> Option<Gate> {
+    match command {
+        Command::Xray(a) => Some(a.gate.clone()),
+        Command::Report(a) => Some(a.gate.clone()),
+        Command::Compare(a) => Some(a.gate.clone()),
+        Command::Sweep(a) => Some(a.gate.clone()),
+        Command::GpuInspect(a) => Some(a.gate.clone()),
+        Command::Teardown(a) => Some(a.gate.clone()),
+        Command::CheckLog { gate, .. }
+        | Command::Preemption { gate, .. }
+        | Command::Rate { gate, .. }
+        | Command::Series { gate, .. }
+        | Command::Probe { gate, .. }
+        | Command::Demo { gate, .. } => Some(gate.clone()),
+        Command::BootFacts { strict, .. } => Some(Gate {
+            strict: *strict,
+            junit: None,
+        }),
+        Command::Whatif(_)
+        | Command::Snapshot { .. }
+        | Command::Watch(_)
+        | Command::Explain { .. }
+        | Command::Schema { .. }
+        | Command::Completions { .. } => None,
+    }
+}
+
+/// The command's own `--json`, where it has JSON to print; `None` where it has none.
+pub fn json_flag(command: &Command) -> Option<JsonFlag> {
+    match command {
+        Command::Xray(a) => Some(a.output),
+        Command::Report(a) => Some(a.output),
+        Command::Compare(a) => Some(a.output),
+        Command::Sweep(a) => Some(a.output),
+        Command::Whatif(a) => Some(a.output),
+        Command::GpuInspect(a) => Some(a.output),
+        Command::Teardown(a) => Some(a.output),
+        Command::CheckLog { output, .. }
+        | Command::BootFacts { output, .. }
+        | Command::Preemption { output, .. }
+        | Command::Rate { output, .. }
+        | Command::Series { output, .. }
+        | Command::Probe { output, .. }
+        | Command::Demo { output, .. }
+        | Command::Explain { output, .. } => Some(*output),
+        Command::Snapshot { .. }
+        | Command::Watch(_)
+        | Command::Schema { .. }
+        | Command::Completions { .. } => None,
     }
 }
 
@@ -285,7 +393,7 @@ fn boot_facts_text(facts: &BootFacts) -> String {
     text
 }
 
-fn explain(choice: &EngineChoice, ids: &[String]) -> Result<ExitCode, CliError> {
+fn explain(choice: &EngineChoice, ids: &[String], json: bool) -> Result<ExitCode, CliError> {
     let only = choice.named();
     let width = std::env::var("COLUMNS")
         .ok()
@@ -305,10 +413,58 @@ fn explain(choice: &EngineChoice, ids: &[String]) -> Result<ExitCode, CliError> 
             })
             .collect::<Result<_, _>>()?
     };
+    if json {
+        let entries: Vec<JsonObject> = infos.iter().map(|info| explain_json(info, only)).collect();
+        let mut text = output::json_safe(contract::to_indent1(&entries));
+        text.push('\n');
+        print(&text)?;
+        return Ok(ExitCode::Passed);
+    }
     let text: Vec<String> = infos
         .iter()
         .map(|info| catalogue::render_explain(info, only, width))
         .collect();
     print(&format!("{}\n", text.join("\n").trim_end()))?;
     Ok(ExitCode::Passed)
+}
+
+/// One tripwire as `explain --json` gives it: the catalogue's fields, the engine notes of
+/// the engine named (every one when none), and what each verdict means.
+fn explain_json(
+    info: &catalogue::TripwireInfo,
+    only: Option<inferlint_core::Engine>,
+) -> JsonObject {
+    use serde_json::{json, Value};
+    let mut notes = JsonObject::new();
+    for (engine, note) in info.engine_notes {
+        if only.is_none_or(|wanted| wanted == *engine) {
+            notes.insert(engine.key().to_owned(), Value::from(*note));
+        }
+    }
+    let verdicts: Vec<Value> = info
+        .verdicts
+        .iter()
+        // `when`: what gives that status (a key after `status` in the order serde_json
+        // keeps, so that each reads as "status ... when ...").
+        .map(|(status, when)| json!({"status": status, "when": when}))
+        .collect();
+    // Not evidence: the catalogue's own fields, in its order.
+    let fields: [(&str, Value); 8] = [
+        ("tripwire", Value::from(info.tripwire.to_string())),
+        ("slug", Value::from(info.slug)),
+        ("name", Value::from(info.name)),
+        ("what", Value::from(info.what)),
+        ("why", Value::from(info.why)),
+        (
+            "engine_notes",
+            serde_json::to_value(&notes).unwrap_or(Value::Null),
+        ),
+        ("command", Value::from(info.command)),
+        ("verdicts", Value::from(verdicts)),
+    ];
+    let mut o = JsonObject::new();
+    for (key, value) in fields {
+        o.insert(key.to_owned(), value);
+    }
+    o
 }

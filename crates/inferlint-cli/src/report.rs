@@ -86,12 +86,20 @@ pub(crate) fn report(
         print(&text)?;
     }
     written?;
+    // A service level that is not met fails the run (1); one that cannot be told is a
+    // Can't tell (2), as a tripwire's would be.
+    let mut slo_code = ExitCode::Passed;
     if let Some(level) = crate::compare::service_level(&args.slo)? {
         let label = args
             .run
             .as_deref()
             .map_or_else(|| "this run".to_owned(), shown);
         let held = inferlint_core::slo::hold_run(&level, &label, run.model());
+        slo_code = match held.verdict {
+            inferlint_core::slo::Verdict::Met => ExitCode::Passed,
+            inferlint_core::slo::Verdict::NotMet => ExitCode::TripwireFailed,
+            inferlint_core::slo::Verdict::CannotTell => ExitCode::Undecided,
+        };
         let text = inferlint_core::slo::run_text(&held, &level);
         if json {
             // The --json array is a contract: the service level's lines go to stderr.
@@ -102,11 +110,14 @@ pub(crate) fn report(
             print(&text)?;
         }
     }
-    let code = ExitCode::of(if strict {
-        checked.strict_outcome()
-    } else {
-        checked.outcome()
-    });
+    let code = worst(
+        ExitCode::of(if strict {
+            checked.strict_outcome()
+        } else {
+            checked.outcome()
+        }),
+        slo_code,
+    );
     match &args.baseline {
         Some(baseline) => {
             let gate = baseline_gate(

@@ -283,7 +283,7 @@ fn exit_statuses_tell_a_typo_from_unusable_input_and_from_cant_tell() {
         no_panic(&out);
         assert_eq!(out.status.code(), Some(USAGE), "{args:?}: {}", stderr(&out));
         assert!(
-            stderr(&out).starts_with("error: "),
+            stderr(&out).starts_with("inferlint: ") && stderr(&out).lines().count() == 1,
             "{args:?}: {}",
             stderr(&out)
         );

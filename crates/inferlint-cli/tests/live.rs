@@ -893,22 +893,22 @@ fn probe_fails_empty_completions() {
     );
 }
 
+/// Nothing listens at the address: no server answered, so there is no server whose crash
+/// after ready T7 could tell. An input that cannot be used (65), one line naming the
+/// address, as `snapshot` says of it; with a model named too.
 #[test]
-fn probe_with_nothing_listening_cannot_list_models() {
+fn probe_with_nothing_listening_is_unusable_input() {
     let url = format!("http://127.0.0.1:{}", closed_port());
-    let (code, out, _) = probe(&url, &[]);
-    assert_eq!(code, Some(1));
-    assert!(
-        out.starts_with("[ T7] TRIPWIRE-FAILED  cannot list models: "),
-        "{out}"
-    );
-    assert!(out.contains("connection refused"), "{out}");
-    let (code, out, _) = probe(&url, &["--model", "m"]);
-    assert_eq!(code, Some(1));
-    assert!(
-        out.contains("first request failed: connection refused"),
-        "{out}"
-    );
+    for extra in [&[][..], &["--model", "m"][..]] {
+        let (code, out, err) = probe(&url, extra);
+        assert_eq!(code, Some(UNUSABLE_INPUT), "{extra:?}: {out}{err}");
+        assert!(out.is_empty(), "{out}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains(&url) && err.contains("connection refused"),
+            "{err}"
+        );
+    }
 }
 
 #[test]

@@ -8,6 +8,9 @@
 mod bad_input;
 /// Every input and every wait bounded.
 mod bounds;
+/// What the command line promises: a folder of runs refused, --slo gating, the help and
+/// the flags each command honours, one-line usage errors.
+mod cli_promises;
 /// Help, version, unknown commands, exit codes, broken pipes, engine naming.
 mod cli_surface;
 /// Running the binary, finding the recordings, comparing results.

@@ -86,6 +86,11 @@ pub struct Happened {
     /// Requests running on average while the server was busy (the figure `report`'s
     /// "What limited this run" gives).
     pub mean_running: Option<f64>,
+    /// Requests running on average over the samples in which the load kept the
+    /// concurrency it asked for at the server (running plus waiting at least that): the
+    /// closed loop's saturated middle, without its ramp and tail. `None` without a
+    /// concurrency asked, a waiting gauge, or a sample that held that many.
+    pub saturated_running: Option<f64>,
     /// Why how many requests ran at once cannot be told, when it cannot: an engine whose
     /// gauges move only when a request completes, or a recording T8 could not judge.
     /// `peak_running` and `mean_running` are then `None`.
@@ -338,9 +343,18 @@ fn running(run: &Run, results: &[CheckResult]) -> (Option<f64>, Option<f64>, Opt
 
 fn happened(run: &Run, results: &[CheckResult], bench: Option<&ClientAccount>) -> Happened {
     let (peak_running, mean_running, running_unknown) = running(run, results);
+    let saturated_running = match (running_unknown.is_none(), run.requested) {
+        (true, Some(asked)) => run
+            .series
+            .as_ref()
+            .filter(|s| s.refused.is_none())
+            .and_then(|s| s.flight.mean_running_with_at_least(asked)),
+        _ => None,
+    };
     Happened {
         peak_running,
         mean_running,
+        saturated_running,
         running_unknown,
         preemptions: evidence_f64(results, Tripwire::T1, "preemptions"),
         prefix_cache_share: prefix_cache_share(run),

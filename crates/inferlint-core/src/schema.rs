@@ -167,33 +167,7 @@ pub fn sweep() -> Value {
         "properties": {
             "schema": {"const": SWEEP_SCHEMA},
             "axis": {"enum": ["concurrency", "rate", null]},
-            "points": {"type": "array", "items": {
-                "type": "object",
-                "required": ["label", "asked", "peak_running", "mean_running", "running_unknown", "request_throughput", "preemptions", "output_throughput", "throughput_source", "ttft_ms", "tpot_ms", "reached", "follows", "elasticity", "verdicts"],
-                "additionalProperties": false,
-                "properties": {
-                    "label": {"type": "string"},
-                    "asked": nullable("number"),
-                    "peak_running": nullable("number"),
-                    "mean_running": nullable("number"),
-                    "running_unknown": nullable("string"),
-                    "request_throughput": nullable("number"),
-                    "preemptions": nullable("number"),
-                    "output_throughput": nullable("number"),
-                    "throughput_source": nullable("string"),
-                    "ttft_ms": nullable("number"),
-                    "tpot_ms": nullable("number"),
-                    "reached": nullable("boolean"),
-                    "follows": nullable("boolean"),
-                    "elasticity": nullable("number"),
-                    "verdicts": {"type": "array", "items": {
-                        "type": "array",
-                        "prefixItems": [{"type": "string", "pattern": "^T[0-9]+$"}, {"enum": statuses()}],
-                        "minItems": 2,
-                        "maxItems": 2
-                    }}
-                }
-            }},
+            "points": {"type": "array", "items": sweep_point()},
             "setup": {"type": "array", "items": item()},
             "one_setup": verdict(),
             "reasons": {"type": "array", "items": {"type": "string"}},
@@ -354,6 +328,38 @@ fn sweep_slo() -> Value {
                     "notes": {"type": "array", "items": {"type": "string"}}
                 }
             }
+        }
+    })
+}
+
+/// One point of `sweep --json` (apart: the whole document is past `json!`'s recursion).
+fn sweep_point() -> Value {
+    json!({
+        "type": "object",
+        "required": ["label", "asked", "peak_running", "mean_running", "saturated_running", "running_unknown", "request_throughput", "preemptions", "output_throughput", "throughput_source", "ttft_ms", "tpot_ms", "reached", "follows", "elasticity", "verdicts"],
+        "additionalProperties": false,
+        "properties": {
+            "label": {"type": "string"},
+            "asked": nullable("number"),
+            "peak_running": nullable("number"),
+            "mean_running": nullable("number"),
+            "saturated_running": nullable("number"),
+            "running_unknown": nullable("string"),
+            "request_throughput": nullable("number"),
+            "preemptions": nullable("number"),
+            "output_throughput": nullable("number"),
+            "throughput_source": nullable("string"),
+            "ttft_ms": nullable("number"),
+            "tpot_ms": nullable("number"),
+            "reached": nullable("boolean"),
+            "follows": nullable("boolean"),
+            "elasticity": nullable("number"),
+            "verdicts": {"type": "array", "items": {
+                "type": "array",
+                "prefixItems": [{"type": "string", "pattern": "^T[0-9]+$"}, {"enum": statuses()}],
+                "minItems": 2,
+                "maxItems": 2
+            }}
         }
     })
 }

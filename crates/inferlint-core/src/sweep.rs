@@ -68,6 +68,9 @@ pub struct Point {
     pub peak_running: Option<f64>,
     /// The mean running while busy.
     pub mean_running: Option<f64>,
+    /// The mean running while the load kept the concurrency asked at the server: what
+    /// "followed" is judged on.
+    pub saturated_running: Option<f64>,
     /// Why how many ran at once cannot be told, when it cannot.
     pub running_unknown: Option<String>,
     /// Requests finished per second, as the load tool timed them.
@@ -227,20 +230,41 @@ fn follows(run: &RunProfile, axis: Axis, asked: Option<f64>) -> Option<bool> {
             if !reached(run, axis, Some(asked))? {
                 return Some(false);
             }
-            Some(run.happened.mean_running? >= FOLLOWED_SHARE * asked)
+            Some(
+                held_mean(run.happened.saturated_running, run.happened.mean_running)?
+                    >= FOLLOWED_SHARE * asked,
+            )
         }
         Axis::Rate => Some(figure(run, "request_throughput")? >= RATE_FOLLOWED * asked),
     }
+}
+
+/// The mean running "followed" is judged on: over the samples in which the load kept the
+/// concurrency asked at the server (running plus waiting at least that), else, for a
+/// recording without a waiting gauge, while busy. A closed loop opens its requests one
+/// by one (a load tool's single test request first) and lets them drain at its end: in
+/// that ramp and tail the server runs fewer because fewer were sent, not because it could
+/// not run them, and a run of a few waves spends a large share of its busy time there (4
+/// asked, 2 waves: 3.1 on average while busy, 4 all through the middle). Where the load
+/// kept its concurrency at the server, a running count under it is the server's doing:
+/// waiting or preempted requests it did not run.
+fn held_mean(saturated: Option<f64>, busy: Option<f64>) -> Option<f64> {
+    saturated.or(busy)
 }
 
 /// How many ran at once in one run, both numbers: `it ran at most 24 at once (10.2 on
 /// average while busy)`, or `its peak reached 16 but it ran 8.8 on average while busy`.
 fn ran_words(p: &Point) -> String {
     let peak = p.peak_running.map_or("?".into(), fmt::g);
-    let mean = p
-        .mean_running
-        .map_or(String::new(), |m| format!("{m:.1} on average while busy"));
-    match (p.reached, p.mean_running) {
+    let mean = match (p.saturated_running, p.mean_running, p.asked) {
+        (Some(m), _, Some(asked)) => format!(
+            "{m:.1} on average while the load kept {} at the server",
+            fmt::g(asked)
+        ),
+        (_, Some(m), _) => format!("{m:.1} on average while busy"),
+        _ => String::new(),
+    };
+    match (p.reached, held_mean(p.saturated_running, p.mean_running)) {
         (Some(true), Some(_)) => format!("its peak reached {peak} but it ran {mean}"),
         (Some(true), None) => format!("its peak reached {peak}"),
         (_, Some(_)) => format!("the server ran at most {peak} at once ({mean})"),
@@ -375,6 +399,7 @@ fn point(r: &RunProfile, axis: Option<Axis>) -> Point {
         asked,
         peak_running: r.happened.peak_running,
         mean_running: r.happened.mean_running,
+        saturated_running: r.happened.saturated_running,
         running_unknown: r.happened.running_unknown.clone(),
         request_throughput: figure(r, "request_throughput"),
         preemptions: r.happened.preemptions,
@@ -542,9 +567,19 @@ fn knee_finding(points: &[Point]) -> (Option<usize>, String) {
     }
 }
 
-/// The exit status's outcome.
+/// The exit status's outcome: the places' own, and with a service level (`--slo`), a
+/// capacity the runs do not bracket cannot be told (every run "can't tell", or none
+/// meeting it below one that does not: the sweep says where to measure next), never a
+/// pass.
 pub fn exit_word(s: &Sweep) -> Outcome {
-    s.outcome
+    match (&s.outcome, &s.service_level) {
+        (Outcome::Found, Some(level))
+            if level.capacity.verdict == slo::CapacityVerdict::NotBracketed =>
+        {
+            Outcome::CannotTell
+        }
+        _ => s.outcome,
+    }
 }
 
 fn cell(v: Option<f64>, decimals: usize) -> String {
@@ -752,6 +787,26 @@ mod tests {
         assert_eq!(s.knee.as_deref(), Some("c8"));
         assert_eq!(s.stops_following.as_deref(), Some("c16"));
         assert_eq!(s.preemption_starts.as_deref(), Some("c8"));
+    }
+
+    /// A closed loop's ramp (a single test request first) and tail (its last wave
+    /// draining) pull the busy mean under 90% of the concurrency where the server ran
+    /// every request the load kept at it: 4 asked, 3.1 while busy, 4 where the load kept
+    /// 4 at the server, is followed. Where the load kept 8 at the server and it ran 6.0
+    /// of them (the rest waiting or preempted), 8 is not, whatever the busy mean says.
+    #[test]
+    fn followed_is_judged_where_the_load_kept_its_concurrency_at_the_server() {
+        let mut four = with_mean(run(4, 4.0, 0.0, 190.0, 28.0), 3.1);
+        four.happened.saturated_running = Some(4.0);
+        let mut eight = with_mean(run(8, 8.0, 0.0, 340.0, 37.0), 7.5);
+        eight.happened.saturated_running = Some(6.0);
+        let s = sweep(vec![four, eight], false);
+        assert_eq!(s.points[0].follows, Some(true));
+        assert_eq!(s.points[1].follows, Some(false));
+        assert_eq!(
+            s.findings[0],
+            "the server followed the load up to 4; at 8 asked, its peak reached 8 but it ran 6.0 on average while the load kept 8 at the server, under 90% of 8"
+        );
     }
 
     fn with_mean(mut r: RunProfile, mean: f64) -> RunProfile {

@@ -174,6 +174,18 @@ pub enum LoadError {
         /// The folder.
         path: PathBuf,
     },
+    /// A folder that holds several runs rather than one: each named, with where several
+    /// are read.
+    #[error(
+        "{} holds several runs, not one ({runs}); report reads one run: give one of them (a subfolder, or a boot log with --boot-log and its files), or set them side by side with `inferlint compare` or `inferlint sweep`",
+        shown(path)
+    )]
+    SeveralRuns {
+        /// The folder.
+        path: PathBuf,
+        /// The runs it holds, in words.
+        runs: String,
+    },
     /// Several result files found for one run, none of which, or more than one of which,
     /// fits the server's files: which is the run's cannot be told. The message names each
     /// file, why it fits or not, and `--bench-result`.
@@ -202,7 +214,8 @@ impl LoadError {
             | LoadError::NotALog { path, .. }
             | LoadError::SameSnapshot { path }
             | LoadError::NotAFolder { path }
-            | LoadError::NoRunFiles { path } => Some(path),
+            | LoadError::NoRunFiles { path }
+            | LoadError::SeveralRuns { path, .. } => Some(path),
             LoadError::OutOfOrder { before, .. } => Some(before),
             LoadError::UnknownEngine { .. }
             | LoadError::Mismatch(_)
@@ -530,13 +543,140 @@ pub fn find_run(dir: &Path) -> Result<RunFiles, LoadError> {
             path: dir.to_owned(),
         });
     }
-    let found = files::discover_run(dir)?;
+    let mut found = files::discover_run(dir)?;
+    let held = runs_held(dir, &found)?;
+    if let Some(runs) = held.several() {
+        return Err(LoadError::SeveralRuns {
+            path: dir.to_owned(),
+            runs: runs.join("; "),
+        });
+    }
+    // Nothing is read from a subfolder that holds a run of its own (xray's earlier-TIME/).
+    let outside = |p: &PathBuf| !held.subfolders.iter().any(|s| p.starts_with(s));
+    found.bench_candidates.retain(outside);
+    if !found.bench.as_ref().is_some_and(outside) {
+        found.bench = found.bench_candidates.first().cloned();
+    }
+    if found.bench_candidates.len() == 1 {
+        found.bench_candidates.clear();
+    }
     if found.is_empty() {
         return Err(LoadError::NoRunFiles {
             path: dir.to_owned(),
         });
     }
     Ok(found)
+}
+
+/// The files and folders of a folder that each stand for a run of their own.
+#[derive(Debug, Default)]
+struct RunsHeld {
+    /// The server logs found by report's own loose name (`*boot*.log`), when the folder has
+    /// no `boot.log` to say which is the run's.
+    loose_logs: Vec<String>,
+    /// The before snapshots, when there is no `before.snapshot.json` (likewise after).
+    loose_befores: Vec<String>,
+    loose_afters: Vec<String>,
+    /// The recordings, when there is no `run.series.jsonl`.
+    loose_series: Vec<String>,
+    /// Subfolders holding a boot log, a snapshot or a recording: runs of their own.
+    subfolders: Vec<PathBuf>,
+    /// Whether the folder holds a server file of its own.
+    own: bool,
+}
+
+/// The prefix of the folder xray moves an earlier run into (`xray --force`): a run of
+/// its own, kept beside the folder's run and never read with it.
+const EARLIER: &str = "earlier-";
+
+impl RunsHeld {
+    /// The runs named, when the folder is several runs rather than one: two or more server
+    /// logs that report would choose among by name (each a server start: report reads one
+    /// and `--boot-log` names the others of a restart), two or more before or after
+    /// snapshots (two pairs of readings cannot bracket one load), two or more recordings,
+    /// or subfolders that each hold a run (other than xray's `earlier-TIME/` beside a run
+    /// of the folder's own). One of each kind, or xray's own names, is one run.
+    fn several(&self) -> Option<Vec<String>> {
+        let mut runs = Vec::new();
+        for (list, what) in [
+            (&self.loose_logs, "boot logs"),
+            (&self.loose_befores, "before snapshots"),
+            (&self.loose_afters, "after snapshots"),
+            (&self.loose_series, "recordings"),
+        ] {
+            if list.len() > 1 {
+                runs.push(format!("{} {what}: {}", list.len(), list.join(", ")));
+            }
+        }
+        let subfolders: Vec<String> = self
+            .subfolders
+            .iter()
+            .filter(|p| {
+                !(self.own
+                    && p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with(EARLIER)))
+            })
+            .filter_map(|p| p.file_name().and_then(|n| n.to_str()))
+            .map(|n| format!("{n}/"))
+            .collect();
+        if !subfolders.is_empty() {
+            runs.push(format!(
+                "{} with a run's files: {}",
+                if subfolders.len() == 1 {
+                    "a subfolder"
+                } else {
+                    "subfolders"
+                },
+                subfolders.join(", ")
+            ));
+        }
+        (!runs.is_empty()).then_some(runs)
+    }
+}
+
+/// What in `dir` stands for a run: its loose server files by report's names, and the
+/// subfolders that hold a server file of their own.
+fn runs_held(dir: &Path, found: &RunFiles) -> Result<RunsHeld, FileError> {
+    let mut names = Vec::new();
+    let mut subfolders = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| FileError::io(dir, e))? {
+        let Ok(entry) = entry else { continue };
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        let path = entry.path();
+        if kind.is_dir() {
+            // A subfolder of the engine's own per-request files is the run's.
+            if path.file_name().and_then(|n| n.to_str()) != Some(files::REQUEST_METRICS_DIR)
+                && files::discover_run(&path).is_ok_and(|f| !f.is_empty())
+            {
+                subfolders.push(path);
+            }
+        } else if let Ok(name) = entry.file_name().into_string() {
+            names.push(name);
+        }
+    }
+    names.sort();
+    subfolders.sort();
+    let loose = |exact: &str, pred: &dyn Fn(&str) -> bool| -> Vec<String> {
+        if names.iter().any(|n| n == exact) {
+            return Vec::new();
+        }
+        names.iter().filter(|n| pred(n)).cloned().collect()
+    };
+    Ok(RunsHeld {
+        loose_logs: loose("boot.log", &|n| n.contains("boot") && n.ends_with(".log")),
+        loose_befores: loose("before.snapshot.json", &|n| {
+            n.contains("before") && n.ends_with(".json")
+        }),
+        loose_afters: loose("after.snapshot.json", &|n| {
+            n.contains("after") && n.ends_with(".json")
+        }),
+        loose_series: loose("run.series.jsonl", &|n| n.ends_with(".series.jsonl")),
+        subfolders,
+        own: !found.is_empty(),
+    })
 }
 
 /// The one of several result files of one tool that fits the run the readings bracket

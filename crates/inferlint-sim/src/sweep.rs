@@ -19,6 +19,10 @@ use crate::sched::{EngineModel, Load, StepCost, VllmConfig};
 /// The concurrencies swept.
 pub const CONCURRENCIES: [usize; 4] = [4, 8, 16, 32];
 
+/// Requests each run sends: a whole number of waves at every concurrency swept, and
+/// enough for a p99 that is not merely the slowest (100 or more: `slo`'s thin evidence).
+pub const REQUESTS: usize = 128;
+
 const PROMPT: u64 = 88;
 const OUTPUT: u64 = 200;
 const BLOCK: u64 = 16;
@@ -96,7 +100,7 @@ pub fn cases() -> Vec<(String, Case)> {
                     per_prefill_token_s: 0.000_02,
                 },
                 load: Load {
-                    requests: 2 * c,
+                    requests: REQUESTS,
                     concurrency: c,
                     prompt: PROMPT,
                     output: OUTPUT,
@@ -113,8 +117,9 @@ pub fn cases() -> Vec<(String, Case)> {
                     ready_after_s: 124.0,
                     max_model_len: 4096,
                 },
-                // As the sweep's runs were recorded: the load's summary only.
-                save_detailed: false,
+                // Each request's record (`--save-detailed`), so that a service level can
+                // be held to every request of each run (`sweep --slo`).
+                save_detailed: true,
                 traces: false,
             };
             (folder(c), case)

@@ -67,6 +67,21 @@ impl FlightStats {
         }
     }
 
+    /// Requests running on average over the samples with at least `in_flight` requests at
+    /// the server (running and waiting): a closed loop's saturated middle, without the
+    /// ramp before its load has opened every request and the tail once it has sent its
+    /// last. `None` when no sample held that many.
+    pub fn mean_running_with_at_least(&self, in_flight: u64) -> Option<f64> {
+        let (mut sum, mut count) = (0.0, 0usize);
+        for (&(f, running, _), &n) in &self.counts {
+            if u64::from(f) >= in_flight {
+                sum += f64::from(running) * n as f64;
+                count += n;
+            }
+        }
+        (count > 0).then(|| sum / count as f64)
+    }
+
     /// Samples with fewer than `requested` in flight (and at least one), by room, where the
     /// running count was below `cap`.
     pub(crate) fn below(&self, requested: u64, cap: Option<u64>) -> BTreeMap<Room, usize> {
@@ -98,5 +113,37 @@ impl FlightStats {
             *by_room.entry(room).or_insert(0) += n;
         }
         by_room
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The sweep's c04 as recorded: the load tool's single test request first (1 in
+    /// flight), then 4 kept at the server until the last wave drains (3, 2, 1): the mean
+    /// where 4 were at the server is 4, whatever the ramp and tail; a server that left
+    /// some of them waiting ran fewer there.
+    #[test]
+    fn the_mean_running_where_the_load_kept_its_concurrency() {
+        let sample = |running: f64, waiting: f64| SeriesSample {
+            running: Some(running),
+            waiting: Some(waiting),
+            ..SeriesSample::default()
+        };
+        let mut stats = FlightStats::default();
+        for _ in 0..15 {
+            stats.push(&sample(1.0, 0.0));
+        }
+        for _ in 0..34 {
+            stats.push(&sample(4.0, 0.0));
+        }
+        for r in [3.0, 2.0, 1.0] {
+            stats.push(&sample(r, 0.0));
+        }
+        assert_eq!(stats.mean_running_with_at_least(4), Some(4.0));
+        stats.push(&sample(2.0, 2.0));
+        assert_eq!(stats.mean_running_with_at_least(4), Some(138.0 / 35.0));
+        assert_eq!(stats.mean_running_with_at_least(5), None);
     }
 }
