@@ -348,6 +348,10 @@ fn a_change_it_does_not_know_is_a_usage_error() {
         ("tensor-parallel-size=2", "--max-num-seqs"),
         ("max-num-seqs", "KEY=VALUE"),
         ("max-num-seqs=lots", "whole number"),
+        // No server runs 0 at once and no load keeps 0 open: refused, not run as 1.
+        ("max-num-seqs=0", "at least 1"),
+        ("concurrency=0", "at least 1"),
+        ("concurrency=-1", "whole number"),
         (
             "gpu-memory-utilization=0.95",
             "ignores --gpu-memory-utilization",

@@ -401,7 +401,7 @@ impl Baseline {
     fn change_load(&self, workload: &mut Workload, change: &Change) -> Result<String, String> {
         match change.knob {
             Knob::Concurrency => {
-                let n = change.count()?.max(1) as usize;
+                let n = change.count()? as usize;
                 let (was, next) = match workload.arrivals {
                     Arrivals::Closed { concurrency } => {
                         (concurrency.to_string(), Arrivals::Closed { concurrency: n })
