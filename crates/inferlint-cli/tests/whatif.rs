@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use inferlint_core::whatif::band::{self, Figure};
+
 use crate::common::{fixtures, inferlint, no_panic, stderr, stdout};
 
 fn proof_root() -> PathBuf {
@@ -41,7 +43,14 @@ struct Row {
     change: String,
     predicted: Value,
     measured: Value,
+    /// The baseline's fit error on itself (in-sample).
     band: Value,
+    /// The prediction's calibrated bands, as printed (`prediction.bands`).
+    bands: Value,
+    /// How far outside the baseline's fit the change ran (1 inside).
+    extrapolation: f64,
+    /// The baseline's own measurement.
+    baseline_measured: Value,
     /// The share of the CPUs build tools took while the baseline's and the changed run's
     /// loads ran (quiet.sh's quiet.txt), where it was measured.
     disturbed: (Option<f64>, Option<f64>),
@@ -90,6 +99,11 @@ fn rows() -> Vec<Row> {
             let predicted = whatif_json(&args);
             let measured = whatif_json(&[dir.to_str().unwrap()]);
             let band = predicted["baseline"]["error"].clone();
+            let bands = predicted["prediction"]["bands"].clone();
+            let extrapolation = predicted["prediction"]["extrapolation"]
+                .as_f64()
+                .unwrap_or(1.0);
+            let baseline_measured = predicted["baseline"]["measured"].clone();
             let predicted = if sets.is_empty() {
                 // The baseline run again: the replay of the baseline as it ran.
                 predicted["baseline"]["as_run"].clone()
@@ -110,6 +124,9 @@ fn rows() -> Vec<Row> {
                 predicted,
                 measured: measured["baseline"]["measured"].clone(),
                 band,
+                bands,
+                extrapolation,
+                baseline_measured,
                 disturbed: (build_share(&baseline), build_share(&dir)),
             });
         }
@@ -143,13 +160,13 @@ fn pct(e: Option<f64>) -> String {
 /// The table of docs/whatif.md, made from the fixtures.
 fn table(rows: &[Row]) -> String {
     let mut out = String::from(
-        "| situation | change | preemptions predicted / measured | peak running predicted / measured | output tok/s predicted / measured (error) | TTFT p50 ms predicted / measured (error) | TTFT p99 ms predicted / measured (error) | band on the baseline (tok/s, TTFT p50) | builds beside the loads (baseline, change) |\n|---|---|---|---|---|---|---|---|---|\n",
+        "| situation | change | preemptions predicted / measured | peak running predicted / measured | output tok/s predicted / measured (error) | TTFT p50 ms predicted / measured (error) | TTFT p99 ms predicted / measured (error) | fit error on the baseline (tok/s, TTFT p50) | held-out 80% band (tok/s; TTFT p50) | builds beside the loads (baseline, change) |\n|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for r in rows {
         let (p, m) = (&r.predicted, &r.measured);
         let ms = |v: Option<f64>| v.map(|s| s * 1000.0);
         out.push_str(&format!(
-            "| {} | `{}` | {} / {} | {} / {} | {} / {} ({}) | {} / {} ({}) | {} / {} ({}) | {}, {} | {} |\n",
+            "| {} | `{}` | {} / {} | {} / {} | {} / {} ({}) | {} / {} ({}) | {} / {} ({}) | {}, {} | {}; {} | {} |\n",
             r.situation,
             r.change,
             cell(figure(p, "evictions"), 0),
@@ -167,7 +184,70 @@ fn table(rows: &[Row]) -> String {
             pct(error(figure(p, "ttft_p99_s"), figure(m, "ttft_p99_s"))),
             pct(figure(&r.band, "output_tok_s")),
             pct(figure(&r.band, "ttft_p50")),
+            held_out_cell(r, Figure::OutputTokS),
+            held_out_cell(r, Figure::TtftP50),
             disturbed(r.disturbed),
+        ));
+    }
+    out.push('\n');
+    out.push_str(&calibration_table());
+    out
+}
+
+/// The calibration truth of a row of the proof.
+fn truth_of(r: &Row) -> &'static band::Truth {
+    let change = if r.change.starts_with('(') {
+        ""
+    } else {
+        &r.change
+    };
+    band::TRUTHS
+        .iter()
+        .find(|t| t.situation == r.situation && t.change == change)
+        .expect("every row of the proof is a calibration truth")
+}
+
+/// `-31%..+46% in`: the band the other situations alone make for this row's prediction,
+/// and whether the changed run's measurement fell inside it.
+fn held_out_cell(r: &Row, f: Figure) -> String {
+    let truth = truth_of(r);
+    let error = truth.log_error[Figure::ALL.iter().position(|x| *x == f).unwrap()];
+    match (band::held_out_half_width(truth, f), error) {
+        (Some(w), Some(e)) => format!(
+            "{}..{} {}",
+            pct(Some((-w).exp() - 1.0)),
+            pct(Some(w.exp() - 1.0)),
+            if e.abs() <= w { "in" } else { "**out**" }
+        ),
+        (None, _) => "none (outside what was measured)".to_owned(),
+        (_, None) => "-".to_owned(),
+    }
+}
+
+/// The bands `whatif` prints, and how they held on truths they did not see.
+fn calibration_table() -> String {
+    let mut out = String::from(
+        "| figure | band printed (inside the envelope) | band printed (extrapolated) | held-out truths inside the band | median held-out band | largest spread of two runs of one setup |\n|---|---|---|---|---|---|\n",
+    );
+    let range = |w: Option<f64>| {
+        w.map_or("none".to_owned(), |w| {
+            format!(
+                "{}..{}",
+                pct(Some((-w).exp() - 1.0)),
+                pct(Some(w.exp() - 1.0))
+            )
+        })
+    };
+    for f in Figure::ALL {
+        let (inside, asked, median) = band::held_out_coverage(f);
+        out.push_str(&format!(
+            "| {} | {} | {} | {inside} of {asked} ({:.0}%) | {} | {} |\n",
+            f.key(),
+            range(band::half_width(f, None, false)),
+            range(band::half_width(f, None, true)),
+            100.0 * inside as f64 / asked.max(1) as f64,
+            range(median),
+            range(band::spread_floor(f, None)),
         ));
     }
     out
@@ -362,4 +442,159 @@ fn a_change_it_does_not_know_is_a_usage_error() {
         assert_eq!(out.status.code(), Some(64), "{set}: {}", stderr(&out));
         assert!(stderr(&out).contains(says), "{set}: {}", stderr(&out));
     }
+}
+
+/// The knob a change of the proof turns, as the calibration names its kind.
+fn kind_of(sets: &str) -> &'static str {
+    use inferlint_core::whatif::band::Kind;
+    let Some(first) = sets.split_whitespace().next() else {
+        return "Kind::None";
+    };
+    let change = inferlint_core::whatif::change::parse(inferlint_core::Engine::Vllm, first)
+        .expect("each CHANGE file names a change --set takes");
+    match Kind::of(change.knob) {
+        Some(Kind::Concurrency) => "Kind::Concurrency",
+        Some(Kind::RunningLimit) => "Kind::RunningLimit",
+        Some(Kind::CacheSize) => "Kind::CacheSize",
+        Some(Kind::None) | None => panic!("{sets}: a change the calibration has no kind for"),
+    }
+}
+
+fn log_error(p: Option<f64>, m: Option<f64>) -> String {
+    match (p, m) {
+        (Some(p), Some(m)) if p > 0.0 && m > 0.0 => format!("Some({:.4})", (p / m).ln()),
+        _ => "None".to_owned(),
+    }
+}
+
+const FIGURE_KEYS: [&str; 5] = [
+    "output_tok_s",
+    "ttft_p50_s",
+    "ttft_p99_s",
+    "tpot_p50_s",
+    "tpot_p99_s",
+];
+
+/// The calibration data of `inferlint_core::whatif::band`, made from the proof's rows: each
+/// change's `ln(predicted / measured)` per figure, and each situation's two runs of one
+/// setup.
+fn calibration_source(rows: &[Row]) -> String {
+    let mut out = String::from(
+        "/// The real changes of `fixtures/real/vllm-0.32-cpu/whatif/`, each prediction's error.\npub const TRUTHS: &[Truth] = &[\n",
+    );
+    let mut spreads = String::from(
+        "/// Each situation's two runs of one setup, `|ln(baseline / baseline-again)|` per figure.\npub const SPREADS: &[(&str, [Option<f64>; 5])] = &[\n",
+    );
+    for r in rows {
+        let change = if r.change.starts_with('(') {
+            ""
+        } else {
+            &r.change
+        };
+        let errors: Vec<String> = FIGURE_KEYS
+            .iter()
+            .map(|k| log_error(figure(&r.predicted, k), figure(&r.measured, k)))
+            .collect();
+        out.push_str(&format!(
+            "    Truth {{\n        situation: {:?},\n        change: {:?},\n        kind: {},\n        extrapolation: {:.4},\n        log_error: [{}],\n    }},\n",
+            r.situation,
+            change,
+            kind_of(change),
+            r.extrapolation,
+            errors.join(", ")
+        ));
+        if change.is_empty() {
+            let sizes: Vec<String> = FIGURE_KEYS
+                .iter()
+                .map(
+                    |k| match (figure(&r.baseline_measured, k), figure(&r.measured, k)) {
+                        (Some(a), Some(b)) if a > 0.0 && b > 0.0 => {
+                            format!("Some({:.4})", (a / b).ln().abs())
+                        }
+                        _ => "None".to_owned(),
+                    },
+                )
+                .collect();
+            spreads.push_str(&format!(
+                "    ({:?}, [{}]),\n",
+                r.situation,
+                sizes.join(", ")
+            ));
+        }
+    }
+    out.push_str("];\n\n");
+    spreads.push_str("];\n");
+    out + &spreads
+}
+
+const CALIBRATION_BEGIN: &str = "// calibration data: regenerated by `INFERLINT_WRITE_WHATIF_TABLE=1 cargo test -p inferlint-cli --test tests whatif::`\n";
+const CALIBRATION_END: &str = "// end of calibration data";
+
+/// The bands `whatif` prints are calibrated on the real changed runs: the committed data
+/// must be what the fixtures give today, or a change to the model would keep printing
+/// bands measured on another model.
+#[test]
+fn the_committed_calibration_is_the_one_the_real_runs_give() {
+    let made = calibration_source(&rows());
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../inferlint-core/src/whatif/band.rs");
+    let code = std::fs::read_to_string(&path).unwrap();
+    let start = code
+        .find(CALIBRATION_BEGIN)
+        .expect("band.rs holds the data's start marker")
+        + CALIBRATION_BEGIN.len();
+    let end = code
+        .find(CALIBRATION_END)
+        .expect("band.rs holds the data's end marker");
+    if std::env::var_os("INFERLINT_WRITE_WHATIF_TABLE").is_some() {
+        std::fs::write(&path, format!("{}{made}{}", &code[..start], &code[end..])).unwrap();
+        return;
+    }
+    assert_eq!(
+        &code[start..end],
+        made,
+        "band.rs's calibration is not the fixtures' (INFERLINT_WRITE_WHATIF_TABLE=1 rewrites it)"
+    );
+}
+
+/// A printed band is never narrower than the server's own repeat: the same setup run
+/// twice (each situation's baseline and `baseline-again`) moved its output rate and TTFTs
+/// by 5 to 64%, so a band narrower than that claims more than two runs of the engine
+/// agree on (the band once printed was the fit's error on the run itself: ±0% on a setup
+/// that moved 8% between two runs). And where a band is printed, it is the one the
+/// calibration makes for that change.
+#[test]
+fn a_printed_band_is_never_narrower_than_two_runs_of_one_setup() {
+    let rows = rows();
+    let mut checked = 0;
+    for r in rows.iter().filter(|r| !r.bands.is_null()) {
+        let again = rows
+            .iter()
+            .find(|a| a.situation == r.situation && a.change.starts_with('('))
+            .expect("each situation ran its baseline twice");
+        for b in r.bands.as_array().unwrap() {
+            let key = b["figure"].as_str().unwrap();
+            let (low, high) = (b["low"].as_f64().unwrap(), b["high"].as_f64().unwrap());
+            let predicted = figure(&r.predicted, key).unwrap();
+            assert!(
+                low < predicted && predicted < high,
+                "{} {}: {b}",
+                r.situation,
+                r.change
+            );
+            let (one, two) = (
+                figure(&again.baseline_measured, key).unwrap(),
+                figure(&again.measured, key).unwrap(),
+            );
+            let spread = (one / two).ln().abs();
+            let half = (high / predicted).ln();
+            assert!(
+                half >= spread - 1e-9,
+                "{} {} {key}: band ±{half:.3} (ln) is narrower than the two runs' {spread:.3}",
+                r.situation,
+                r.change
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 30, "bands checked: {checked}");
 }

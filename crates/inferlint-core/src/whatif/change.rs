@@ -109,13 +109,16 @@ pub fn parse(engine: Engine, text: &str) -> Result<Change, String> {
         .filter(|(k, v)| !k.trim().is_empty() && !v.trim().is_empty())
         .ok_or_else(|| format!("--set wants KEY=VALUE, not {text:?}"))?;
     let wanted = plain(key);
-    let known = LOAD_NAMES.iter().find(|(_, n)| plain(n) == wanted).or_else(|| {
-        engine
-            .descriptor()
-            .replay_settings
-            .iter()
-            .find(|(_, n)| plain(n) == wanted)
-    });
+    let known = LOAD_NAMES
+        .iter()
+        .find(|(_, n)| plain(n) == wanted)
+        .or_else(|| {
+            engine
+                .descriptor()
+                .replay_settings
+                .iter()
+                .find(|(_, n)| plain(n) == wanted)
+        });
     if let Some((knob, name)) = known {
         let change = Change {
             knob: *knob,
@@ -205,7 +208,12 @@ mod tests {
             assert!(e.contains(text.split('=').next().unwrap()), "{text}: {e}");
         }
         assert!(parse(Engine::Sglang, "max-total-tokens=0").is_err());
-        for text in ["max-num-seqs=1", "concurrency=1", "gpu-memory-utilization=1", "rate=0.5"] {
+        for text in [
+            "max-num-seqs=1",
+            "concurrency=1",
+            "gpu-memory-utilization=1",
+            "rate=0.5",
+        ] {
             assert!(parse(Engine::Vllm, text).is_ok(), "{text}");
         }
     }
