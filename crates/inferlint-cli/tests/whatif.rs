@@ -480,10 +480,10 @@ const FIGURE_KEYS: [&str; 5] = [
 /// setup.
 fn calibration_source(rows: &[Row]) -> String {
     let mut out = String::from(
-        "/// The real changes of `fixtures/real/vllm-0.32-cpu/whatif/`, each prediction's error.\npub const TRUTHS: &[Truth] = &[\n",
+        "/// The real changes of `fixtures/real/vllm-0.32-cpu/whatif/`, each prediction's error.\n#[rustfmt::skip]\npub const TRUTHS: &[Truth] = &[\n",
     );
     let mut spreads = String::from(
-        "/// Each situation's two runs of one setup, `|ln(baseline / baseline-again)|` per figure.\npub const SPREADS: &[(&str, [Option<f64>; 5])] = &[\n",
+        "/// Each situation's two runs of one setup, `|ln(baseline / baseline-again)|` per figure.\n#[rustfmt::skip]\npub const SPREADS: &[(&str, [Option<f64>; 5])] = &[\n",
     );
     for r in rows {
         let change = if r.change.starts_with('(') {
