@@ -598,3 +598,63 @@ fn a_printed_band_is_never_narrower_than_two_runs_of_one_setup() {
     }
     assert!(checked >= 30, "bands checked: {checked}");
 }
+
+/// A band is only what was measured: no rate was ever changed on the real engine, and
+/// the farthest a measured change ran outside its baseline's running counts was 4 times
+/// (running-cap, 2 -> 8 at once). A rate change, and kv-too-small's 24 requests all open
+/// at once (concurrency 32, a cache for all of them) from a run that ran at most 5 (4.8
+/// times), print their figures with no calibrated band, saying why, and the second says
+/// it is extrapolated.
+#[test]
+fn a_change_outside_what_was_measured_has_no_calibrated_band() {
+    let root = proof_root();
+    let healthy = root.join("healthy/baseline");
+    let small = root.join("kv-too-small/baseline");
+    for (args, why) in [
+        (
+            vec![healthy.to_str().unwrap(), "--set", "rate=5"],
+            "no change of rate was made on a real engine",
+        ),
+        (
+            vec![
+                small.to_str().unwrap(),
+                "--set",
+                "concurrency=32",
+                "--set",
+                "kv-cache-memory-bytes=8912896",
+            ],
+            "the farthest change measured went 4.0 times",
+        ),
+    ] {
+        let p = &whatif_json(&args)["prediction"];
+        assert_eq!(p["bands"].as_array().map(Vec::len), Some(0), "{args:?}");
+        let withheld = p["band_withheld"].as_str().unwrap_or_default();
+        assert!(
+            withheld.starts_with("no calibrated band: outside what was measured")
+                && withheld.contains(why),
+            "{args:?}: {withheld}"
+        );
+        assert!(figure(&p["predicted"], "output_tok_s").is_some());
+    }
+    let p = &whatif_json(&[
+        small.to_str().unwrap(),
+        "--set",
+        "concurrency=32",
+        "--set",
+        "kv-cache-memory-bytes=8912896",
+    ])["prediction"];
+    assert!(p["extrapolated"]
+        .as_str()
+        .unwrap()
+        .starts_with("extrapolated: at most 24 running"));
+    // Text: the figure is printed, and the band says why it has none.
+    let out = inferlint(
+        Path::new("."),
+        &["whatif", healthy.to_str().unwrap(), "--set", "rate=5"],
+    );
+    assert!(
+        stdout(&out).contains("Note: no calibrated band: outside what was measured"),
+        "{}",
+        stdout(&out)
+    );
+}

@@ -301,17 +301,22 @@ pub fn spread_floor(figure: Figure, excluding: Option<&str>) -> Option<f64> {
         .max_by(f64::total_cmp)
 }
 
-/// Why a prediction has no calibrated band, where it has none.
-pub fn withheld(engine: &str, kinds: &[Option<Kind>], extrapolation: f64) -> Option<String> {
+/// Why a prediction has no calibrated band, where it has none: `changes` are each
+/// change's kind (`None`: of no kind measured) and its setting's name.
+pub fn withheld(
+    engine: &str,
+    changes: &[(Option<Kind>, &str)],
+    extrapolation: f64,
+) -> Option<String> {
     const OUTSIDE: &str = "no calibrated band: outside what was measured";
     if engine != CALIBRATED_ENGINE {
         return Some(format!(
             "{OUTSIDE} (the bands were measured on {CALIBRATED_ENGINE} alone)"
         ));
     }
-    if kinds.iter().any(Option::is_none) {
+    if let Some((_, name)) = changes.iter().find(|(kind, _)| kind.is_none()) {
         return Some(format!(
-            "{OUTSIDE} (no change of that kind was made on a real engine)"
+            "{OUTSIDE} (no change of {name} was made on a real engine)"
         ));
     }
     let farthest = farthest_extrapolation(None);

@@ -317,7 +317,10 @@ impl Baseline {
             }
         }
         workload.max_model_len = setup.max_model_len;
-        let kinds = changes.iter().map(|c| band::Kind::of(c.knob)).collect();
+        let kinds = changes
+            .iter()
+            .map(|c| (band::Kind::of(c.knob), c.name))
+            .collect();
         self.replay_setup(&setup.model, &workload, changes.to_vec(), applied, kinds)
     }
 
@@ -337,7 +340,7 @@ impl Baseline {
             &self.workload,
             Vec::new(),
             vec![format!("usable KV cache {was} -> {usable}")],
-            vec![Some(band::Kind::CacheSize)],
+            vec![(Some(band::Kind::CacheSize), "the KV cache's size")],
         )
     }
 
@@ -357,7 +360,7 @@ impl Baseline {
         workload: &Workload,
         changes: Vec<Change>,
         applied: Vec<String>,
-        kinds: Vec<Option<band::Kind>>,
+        kinds: Vec<(Option<band::Kind>, &'static str)>,
     ) -> Result<Prediction, String> {
         if model.usable_units() == 0 {
             return Err("the change leaves the KV cache no usable block".to_owned());
