@@ -179,6 +179,9 @@ fn terminal(run: &str, b: &Baseline, p: Option<&Prediction>) -> String {
             share * 100.0
         ));
     }
+    for assumed in &b.assumed {
+        out.push_str(&format!("  assumed: {assumed}\n"));
+    }
     for left in &b.left_out {
         out.push_str(&format!("  left out: {left}\n"));
     }

@@ -385,8 +385,7 @@ fn every_cure_the_advice_gives_is_one_its_replay_says_works() {
 }
 
 /// Where the model cannot speak for a run it says why, as a Can't tell (exit 2), never a
-/// number: a hybrid model, a restart between the readings, a load tool that kept no
-/// per-request records.
+/// number: a hybrid model, a restart between the readings.
 #[test]
 fn it_abstains_with_the_reason_where_the_model_cannot_speak() {
     for (dir, why) in [
@@ -394,10 +393,6 @@ fn it_abstains_with_the_reason_where_the_model_cannot_speak() {
         (
             fixtures().join("real/vllm-0.32-cpu/restart-mid-run"),
             "restarted",
-        ),
-        (
-            fixtures().join("sim/sglang-capped"),
-            "no per-request records",
         ),
     ] {
         let out = inferlint(Path::new("."), &["whatif", dir.to_str().unwrap()]);
@@ -657,4 +652,59 @@ fn a_change_outside_what_was_measured_has_no_calibrated_band() {
         "{}",
         stdout(&out)
     );
+}
+
+/// A plain `vllm bench serve` result (no `--save-detailed`) keeps no per-request records,
+/// but its settings (24 prompts, 8 at a time, no rate) and the server's counters (768
+/// prompt and 5,376 generation tokens over 24 requests: 32 + 224 each) say what was
+/// sent. kv-too-small's baseline, its records taken out, is replayed from them: 5 usable
+/// blocks cannot hold 8 requests of 2 blocks, so it preempts, as the server's counter
+/// did (17); with `--max-num-seqs 2` or a cache for all 8 it preempts nothing, as the
+/// real changed runs did. It says what it assumed, and claims no calibrated band.
+#[test]
+fn a_result_without_records_is_replayed_from_the_loads_settings_and_says_what_it_assumed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("plain");
+    crate::common::copy_tree(&proof_root().join("kv-too-small/baseline"), &dir);
+    let bench = dir.join("bench.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&bench).unwrap()).unwrap();
+    for key in [
+        "input_lens",
+        "output_lens",
+        "ttfts",
+        "itls",
+        "latencies",
+        "start_times",
+        "queue_times",
+        "generated_texts",
+        "errors",
+    ] {
+        v.as_object_mut().unwrap().remove(key);
+    }
+    std::fs::write(&bench, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    let dir = dir.to_str().unwrap();
+    let base = whatif_json(&[dir]);
+    let assumed: Vec<&str> = base["baseline"]["assumed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert!(
+        assumed[0].contains("24 requests replayed, each of 32 prompt and 224 output tokens"),
+        "{assumed:?}"
+    );
+    assert!(
+        assumed.iter().any(|a| a.contains("8 at a time")),
+        "{assumed:?}"
+    );
+    assert!(figure(&base["baseline"]["as_run"], "evictions").unwrap() > 0.0);
+    for set in ["max-num-seqs=2", "kv-cache-memory-bytes=2228224"] {
+        let p = &whatif_json(&[dir, "--set", set])["prediction"];
+        assert_eq!(figure(&p["predicted"], "evictions"), Some(0.0), "{set}");
+        assert!(p["band_withheld"]
+            .as_str()
+            .unwrap()
+            .contains("tool's settings"));
+    }
 }

@@ -87,6 +87,8 @@ pub struct Baseline {
     pub requests: usize,
     /// Records the replay leaves out, with why.
     pub left_out: Vec<String>,
+    /// What the replay assumed where the load tool kept no per-request records.
+    pub assumed: Vec<String>,
     /// The per-step cost fitted on the run.
     pub fit: Fit,
     /// What the fit was made from.
@@ -158,7 +160,22 @@ pub fn baseline(run: &Run) -> Result<Baseline, String> {
         .as_ref()
         .ok_or("no load tool result file: the replay sends the run's own requests")?;
     let setup = setup::read(run)?;
-    let mut load = load::read(account)?;
+    // Without per-request records, the load is made from the tool's settings and the
+    // server's counted lengths, saying what it assumed.
+    let (mut load, assumed) = if account.requests.is_empty() {
+        let (mut load, assumed) = load::from_settings(account, served_lengths(run))?;
+        if let Some(rate) = load.rate {
+            poisson(&mut load.workload, rate);
+        }
+        let mut assumed = assumed;
+        assumed.push(
+            "the front end's delay not fitted (no request's own TTFT to tell it from the queue): 0"
+                .to_owned(),
+        );
+        (load, assumed)
+    } else {
+        (load::read(account)?, Vec::new())
+    };
     load.workload.max_model_len = setup.max_model_len;
     let prefix_hit_share = prefix_hit_share(run);
     if let Some(share) = prefix_hit_share.filter(|s| *s > 0.0) {
@@ -166,7 +183,11 @@ pub fn baseline(run: &Run) -> Result<Baseline, String> {
             job.cached = (job.prompt as f64 * share).floor() as u64;
         }
     }
-    let mut measured = Summary::of_lives(&load.lives);
+    let mut measured = if load.lives.is_empty() {
+        summary_of_account(account)
+    } else {
+        Summary::of_lives(&load.lives)
+    };
     measured.evictions = measured_evictions(run);
     measured.peak_running = run.series.as_ref().and_then(|s| s.peak_running);
     // Two fits where the run allows them: the server's own stepping (its token counter
@@ -185,7 +206,14 @@ pub fn baseline(run: &Run) -> Result<Baseline, String> {
     let mut best: Option<(f64, Fit, FitFrom, f64, Summary)> = None;
     for (fit, from) in candidates.into_iter().flatten() {
         let mut workload = load.workload.clone();
-        workload.front_s = fit_front(&setup.model, &fit, &workload, &load.lives);
+        // Without any request's own TTFT the front end's share cannot be told from the
+        // queue's (a median fitted would carry a queue the replay misses into every
+        // request): it is left at 0, as the assumptions say.
+        workload.front_s = if load.lives.is_empty() {
+            0.0
+        } else {
+            fit_front(&setup.model, &fit, &workload, &load.lives)
+        };
         let as_run = Summary::of_replay(&replay(setup.model.clone(), fit.cost, &workload));
         let e = Errors::between(&as_run, &measured);
         let score = e.output_tok_s.map_or(1.0, f64::abs) + e.tpot_p50.map_or(1.0, f64::abs);
@@ -221,6 +249,7 @@ pub fn baseline(run: &Run) -> Result<Baseline, String> {
         arrivals: load.workload.arrivals,
         requests: load.workload.jobs.len(),
         left_out: load.left_out,
+        assumed,
         fit,
         fit_from,
         front_s: load.workload.front_s,
@@ -281,6 +310,30 @@ fn fit_front(model: &EngineModel, fit: &Fit, workload: &Workload, lives: &[JobLi
         w.front_s = (w.front_s + extra[extra.len() / 4]).max(0.0);
     }
     w.front_s
+}
+
+/// What a result file with no per-request records measured: its own summary figures.
+fn summary_of_account(account: &crate::client::ClientAccount) -> Summary {
+    let seconds = |ms: Option<f64>| {
+        ms.filter(|v| v.is_finite() && *v >= 0.0)
+            .map(|v| v / 1000.0)
+    };
+    Summary {
+        completed: account.completed.unwrap_or(0).max(0) as usize,
+        output_tok_s: account.output_throughput,
+        duration_s: account.duration,
+        ttft_p50_s: seconds(account.median_ttft_ms),
+        ttft_p99_s: seconds(account.p99_ttft_ms),
+        ..Summary::default()
+    }
+}
+
+/// The prompt and generation tokens the server's counters moved by, and the requests it
+/// finished, between the snapshots: the lengths it served, exactly, in total.
+fn served_lengths(run: &Run) -> Option<(f64, f64, f64)> {
+    let (before, after) = (run.before.as_ref()?, run.after.as_ref()?);
+    let s = counter_summary(run.engine, before, after)?;
+    Some((s.prompt_tokens?, s.output_tokens?, s.finished?))
 }
 
 /// Preemptions (retractions) the server's counter moved by over the run.
@@ -377,7 +430,11 @@ impl Baseline {
                 fmt::g(self.envelope.running_high),
             )
         });
-        let band_withheld = band::withheld(self.engine, &kinds, extrapolation);
+        let band_withheld = if self.assumed.is_empty() {
+            band::withheld(self.engine, &kinds, extrapolation)
+        } else {
+            Some("no calibrated band: outside what was measured (the load was made from the tool's settings, with no per-request records, and no such replay was held to a real change)".to_owned())
+        };
         let bands = band::bands(&predicted, band_withheld.as_deref(), extrapolation > 1.0);
         Ok(Prediction {
             changes,
@@ -780,6 +837,7 @@ mod tests {
         assert!(baseline(&run).unwrap_err().contains("256 or 1024"));
         run.requested = Some(4);
         run.bench.as_mut().unwrap().1.requests.clear();
+        // No records, and no count of the requests completed to make a load from.
         assert!(baseline(&run)
             .unwrap_err()
             .contains("no per-request records"));
