@@ -191,51 +191,6 @@ pub fn decodes(lives: &[JobLife]) -> Vec<Decode> {
         .collect()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn life(first: f64, end: f64, prompt: u64, output: u64) -> JobLife {
-        JobLife {
-            sent_s: 0.0,
-            scheduled_s: None,
-            first_token_s: Some(first),
-            end_s: Some(end),
-            refused: false,
-            evictions: 0,
-            prompt,
-            output,
-        }
-    }
-
-    #[test]
-    fn a_decode_counts_who_ran_beside_it_and_who_was_prefilled_meanwhile() {
-        // A decodes over [0, 2]; B over [1, 3] (its first token inside A's span, so its
-        // 100-token prompt was prefilled then); C over [5, 6], alone.
-        // A: 2 s alone for 1 s and with B for 1 s -> 1.5 on average; B's prompt counted.
-        // B: with A for 1 s, alone for 1 s -> 1.5; no first token inside (1, 3].
-        let lives = [
-            life(0.0, 2.0, 50, 11),
-            life(1.0, 3.0, 100, 21),
-            life(5.0, 6.0, 10, 2),
-        ];
-        let d = decodes(&lives);
-        assert_eq!(d.len(), 3);
-        assert_eq!(
-            (d[0].steps, d[0].mean_running, d[0].prefill_tokens),
-            (10.0, 1.5, 100.0)
-        );
-        assert_eq!(
-            (d[1].steps, d[1].mean_running, d[1].prefill_tokens),
-            (20.0, 1.5, 0.0)
-        );
-        assert_eq!(
-            (d[2].steps, d[2].mean_running, d[2].prefill_tokens),
-            (1.0, 1.0, 0.0)
-        );
-    }
-}
-
 /// The load of a result file that kept no per-request records, from what it and the
 /// server did keep: the requests sent, the concurrency and rate the tool was given, and
 /// each request's lengths as the server's counters served them (`served`: its prompt and
@@ -339,4 +294,49 @@ pub fn from_settings(
         },
         assumed,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn life(first: f64, end: f64, prompt: u64, output: u64) -> JobLife {
+        JobLife {
+            sent_s: 0.0,
+            scheduled_s: None,
+            first_token_s: Some(first),
+            end_s: Some(end),
+            refused: false,
+            evictions: 0,
+            prompt,
+            output,
+        }
+    }
+
+    #[test]
+    fn a_decode_counts_who_ran_beside_it_and_who_was_prefilled_meanwhile() {
+        // A decodes over [0, 2]; B over [1, 3] (its first token inside A's span, so its
+        // 100-token prompt was prefilled then); C over [5, 6], alone.
+        // A: 2 s alone for 1 s and with B for 1 s -> 1.5 on average; B's prompt counted.
+        // B: with A for 1 s, alone for 1 s -> 1.5; no first token inside (1, 3].
+        let lives = [
+            life(0.0, 2.0, 50, 11),
+            life(1.0, 3.0, 100, 21),
+            life(5.0, 6.0, 10, 2),
+        ];
+        let d = decodes(&lives);
+        assert_eq!(d.len(), 3);
+        assert_eq!(
+            (d[0].steps, d[0].mean_running, d[0].prefill_tokens),
+            (10.0, 1.5, 100.0)
+        );
+        assert_eq!(
+            (d[1].steps, d[1].mean_running, d[1].prefill_tokens),
+            (20.0, 1.5, 0.0)
+        );
+        assert_eq!(
+            (d[2].steps, d[2].mean_running, d[2].prefill_tokens),
+            (1.0, 1.0, 0.0)
+        );
+    }
 }
