@@ -213,7 +213,8 @@ pub struct CompareArgs {
     /// A run of the side held to the baseline; given several times, repeats of that side
     #[arg(long, value_name = "RUN")]
     pub candidate: Vec<PathBuf>,
-    /// Fail (exit 1) when throughput or a latency figure got worse by more than this, e.g. 5%
+    /// Fail (exit 1) when throughput or a latency figure got worse by more than this beyond
+    /// the noise of repeats, e.g. 5%; exit 2 where the noise cannot tell (one run a side)
     #[arg(long, value_name = "PCT", value_parser = margin)]
     pub max_regression: Option<f64>,
     #[command(flatten)]
