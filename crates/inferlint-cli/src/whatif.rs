@@ -213,10 +213,14 @@ fn terminal(run: &str, b: &Baseline, p: Option<&Prediction>) -> String {
             "; the running count did not vary enough to measure a cost per running request".to_owned()
         }
     ));
-    out.push_str(&format!(
-        "From send to the scheduler (the front end), fitted on the TTFTs: {}\n",
-        ms(b.front_s)
-    ));
+    if b.assumed.is_empty() {
+        out.push_str(&format!(
+            "From send to the scheduler (the front end), fitted on the TTFTs: {}\n",
+            ms(b.front_s)
+        ));
+    } else {
+        out.push_str("From send to the scheduler (the front end): not fitted, 0 (see assumed)\n");
+    }
     out.push_str(&format!(
         "What the fit saw: {:.1} to {} running, prompts of {} tokens, outputs of {} tokens, {}\n",
         b.envelope.running_low,
