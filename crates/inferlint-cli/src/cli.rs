@@ -275,10 +275,15 @@ pub struct CompareArgs {
     /// Run folders, or folders of repeats (each subfolder a run); the first is the baseline
     #[arg(value_name = "RUN")]
     pub runs: Vec<PathBuf>,
-    /// The baseline run (or folder of repeats); every RUN is compared with it
+    /// The baseline run (or folder of repeats); every RUN is compared with it. Given
+    /// several times, the runs are repeats of one baseline
     #[arg(long, value_name = "RUN")]
-    pub baseline: Option<PathBuf>,
-    /// Fail (exit 1) when throughput or a latency figure got worse by more than this, e.g. 5%
+    pub baseline: Vec<PathBuf>,
+    /// A run of the side held to the baseline; given several times, repeats of that side
+    #[arg(long, value_name = "RUN")]
+    pub candidate: Vec<PathBuf>,
+    /// Fail (exit 1) when throughput or a latency figure got worse by more than this beyond
+    /// the noise of repeats, e.g. 5%; exit 2 where the noise cannot tell (one run a side)
     #[arg(long, value_name = "PCT", value_parser = margin)]
     pub max_regression: Option<f64>,
     #[command(flatten)]

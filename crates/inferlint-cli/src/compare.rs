@@ -223,12 +223,25 @@ fn side(
     path: &Path,
     level: Option<&ServiceLevel>,
 ) -> Result<(Side, Vec<Checked>), CliError> {
+    side_of(engine, i, &[path], level)
+}
+
+/// One side made of every run in `paths` (each a run folder or a folder of repeats): the
+/// repeats of one setup, given as `--baseline A --baseline A2`.
+fn side_of(
+    engine: Option<&str>,
+    i: usize,
+    paths: &[&Path],
+    level: Option<&ServiceLevel>,
+) -> Result<(Side, Vec<Checked>), CliError> {
     let mut runs = Vec::new();
     let mut checked = Vec::new();
-    for dir in runs_of(path)? {
-        let one = check(engine, &dir, level)?;
-        runs.push(one.profile.clone());
-        checked.push(one);
+    for path in paths {
+        for dir in runs_of(path)? {
+            let one = check(engine, &dir, level)?;
+            runs.push(one.profile.clone());
+            checked.push(one);
+        }
     }
     Ok((
         Side {
@@ -254,7 +267,7 @@ fn figures_exit(c: &Comparison) -> ExitCode {
     match c.gate.as_ref().map(|g| g.verdict) {
         Some(GateVerdict::Passed) => ExitCode::Passed,
         Some(GateVerdict::Regressed) => ExitCode::TripwireFailed,
-        Some(GateVerdict::CannotGate) => ExitCode::Undecided,
+        Some(GateVerdict::CannotGate | GateVerdict::Inconclusive) => ExitCode::Undecided,
         None => match c.verdict {
             Verdict::Comparable => ExitCode::Passed,
             Verdict::NotComparable => ExitCode::TripwireFailed,
@@ -292,11 +305,15 @@ pub(crate) fn compare_command(
     json: bool,
     strict: bool,
 ) -> Result<ExitCode, CliError> {
-    let mut paths: Vec<&Path> = Vec::new();
-    if let Some(base) = &args.baseline {
-        paths.push(base);
+    // Each side is one or more paths: every --baseline is a repeat of the baseline side,
+    // every --candidate a repeat of the side after it, each positional RUN a side.
+    let mut paths: Vec<Vec<&Path>> = Vec::new();
+    for group in [&args.baseline, &args.candidate] {
+        if !group.is_empty() {
+            paths.push(group.iter().map(PathBuf::as_path).collect());
+        }
     }
-    paths.extend(args.runs.iter().map(PathBuf::as_path));
+    paths.extend(args.runs.iter().map(|p| vec![p.as_path()]));
     if paths.len() < 2 {
         return Err(CliError::usage(
             "give two runs or more (or --baseline RUN and one run or more)",
@@ -307,7 +324,7 @@ pub(crate) fn compare_command(
     let mut all_checked = Vec::new();
     let mut slo_sides: Vec<(String, Vec<RunSlo>)> = Vec::new();
     for (i, path) in paths.iter().enumerate() {
-        let (side, checked) = side(engine, i, path, level.as_ref())?;
+        let (side, checked) = side_of(engine, i, path, level.as_ref())?;
         slo_sides.push((
             side.label.clone(),
             checked.iter().filter_map(|c| c.slo.clone()).collect(),
@@ -332,7 +349,7 @@ pub(crate) fn compare_command(
         inputs.extend(checked.files.files.into_iter().map(|(path, _)| path));
     }
     let mut comparison = compare::compare(&sides, strict);
-    if args.baseline.is_some() || args.max_regression.is_some() {
+    if !args.baseline.is_empty() || args.max_regression.is_some() {
         let margin = args.max_regression.unwrap_or(DEFAULT_MARGIN);
         comparison.gate = Some(compare::gate(&comparison, margin));
     }

@@ -48,6 +48,7 @@ const COLOURS: &[(&str, &str)] = &[
     ("same", "32"),
     ("not recorded", "2"),
     ("REGRESSION", "1;31"),
+    ("INCONCLUSIVE", "1;33"),
 ];
 
 /// Colours the status word of each line that has one: `[ T1] TRIPWIRE-FAILED  ...`,

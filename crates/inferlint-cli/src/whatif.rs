@@ -2,6 +2,7 @@
 //! [`inferlint_core::whatif`] as the server was set up and as `--set` changes it, the
 //! figures printed side by side.
 
+use inferlint_core::whatif::band::{self, Figure};
 use inferlint_core::whatif::{self, Baseline, Errors, FitFrom, Prediction};
 use inferlint_engines::load::{self, shown, EngineChoice};
 use inferlint_sched::replay::Arrivals;
@@ -87,13 +88,15 @@ fn ms(s: f64) -> String {
     }
 }
 
-/// The figures as rows: a name, how to show one value, the value in each summary, and the
-/// model's error on that figure (the band of a prediction).
+/// The figures as rows: a name, how to show one value, the value in each summary, the
+/// model's error on that figure on this run (the fit error), and the figure a band is
+/// calibrated for, where one is.
 type Row<'a> = (
     &'static str,
     fn(f64) -> String,
     fn(&Summary) -> Option<f64>,
     Option<f64>,
+    Option<Figure>,
 );
 
 fn rows(error: &Errors) -> Vec<Row<'_>> {
@@ -104,27 +107,54 @@ fn rows(error: &Errors) -> Vec<Row<'_>> {
             count,
             |s| s.evictions.map(|e| e as f64),
             None,
+            None,
         ),
-        ("peak running", count, |s| s.peak_running, None),
+        ("peak running", count, |s| s.peak_running, None, None),
         (
             "mean running",
             |v| format!("{v:.1}"),
             |s| s.mean_running,
             None,
+            None,
         ),
-        ("refused", count, |s| Some(s.refused as f64), None),
+        ("refused", count, |s| Some(s.refused as f64), None, None),
         (
             "output tok/s",
             |v| format!("{v:.1}"),
             |s| s.output_tok_s,
             error.output_tok_s,
+            Some(Figure::OutputTokS),
         ),
-        ("TTFT p50", ms, |s| s.ttft_p50_s, error.ttft_p50),
-        ("TTFT p99", ms, |s| s.ttft_p99_s, error.ttft_p99),
-        ("TPOT p50", ms, |s| s.tpot_p50_s, error.tpot_p50),
-        ("TPOT p99", ms, |s| s.tpot_p99_s, error.tpot_p99),
-        ("server queue p50", ms, |s| s.queue_p50_s, None),
-        ("server queue p99", ms, |s| s.queue_p99_s, None),
+        (
+            "TTFT p50",
+            ms,
+            |s| s.ttft_p50_s,
+            error.ttft_p50,
+            Some(Figure::TtftP50),
+        ),
+        (
+            "TTFT p99",
+            ms,
+            |s| s.ttft_p99_s,
+            error.ttft_p99,
+            Some(Figure::TtftP99),
+        ),
+        (
+            "TPOT p50",
+            ms,
+            |s| s.tpot_p50_s,
+            error.tpot_p50,
+            Some(Figure::TpotP50),
+        ),
+        (
+            "TPOT p99",
+            ms,
+            |s| s.tpot_p99_s,
+            error.tpot_p99,
+            Some(Figure::TpotP99),
+        ),
+        ("server queue p50", ms, |s| s.queue_p50_s, None, None),
+        ("server queue p99", ms, |s| s.queue_p99_s, None, None),
     ]
 }
 
@@ -148,6 +178,9 @@ fn terminal(run: &str, b: &Baseline, p: Option<&Prediction>) -> String {
             "  {:.0}% of prompt tokens served by the prefix cache, replayed as cached\n",
             share * 100.0
         ));
+    }
+    for assumed in &b.assumed {
+        out.push_str(&format!("  assumed: {assumed}\n"));
     }
     for left in &b.left_out {
         out.push_str(&format!("  left out: {left}\n"));
@@ -180,9 +213,25 @@ fn terminal(run: &str, b: &Baseline, p: Option<&Prediction>) -> String {
             "; the running count did not vary enough to measure a cost per running request".to_owned()
         }
     ));
+    if b.assumed.is_empty() {
+        out.push_str(&format!(
+            "From send to the scheduler (the front end), fitted on the TTFTs: {}\n",
+            ms(b.front_s)
+        ));
+    } else {
+        out.push_str("From send to the scheduler (the front end): not fitted, 0 (see assumed)\n");
+    }
     out.push_str(&format!(
-        "From send to the scheduler (the front end), fitted on the TTFTs: {}\n",
-        ms(b.front_s)
+        "What the fit saw: {:.1} to {} running, prompts of {} tokens, outputs of {} tokens, {}\n",
+        b.envelope.running_low,
+        inferlint_core::fmt::g(b.envelope.running_high),
+        span(b.prompt_tokens),
+        span(b.output_tokens),
+        b.request_rate
+            .map_or("no request rate".to_owned(), |r| format!(
+                "{} requests/s",
+                inferlint_core::fmt::g(r)
+            )),
     ));
     if let Some(p) = p {
         for applied in &p.applied {
@@ -191,30 +240,37 @@ fn terminal(run: &str, b: &Baseline, p: Option<&Prediction>) -> String {
         if let Some(beyond) = &p.extrapolated {
             out.push_str(&format!("Note: {beyond}\n"));
         }
+        if let Some(why) = &p.band_withheld {
+            out.push_str(&format!("Note: {why}\n"));
+        }
     }
     out.push('\n');
     let mut table = vec![vec![
         String::new(),
         "measured".to_owned(),
-        "model, as run".to_owned(),
+        "model, as run (fit error)".to_owned(),
     ]];
     if p.is_some() {
         table[0].push("with the change".to_owned());
+        table[0].push(format!("{:.0}% band", band::COVERAGE_TARGET * 100.0));
     }
-    for (name, show, get, band) in rows(&b.error) {
+    for (name, show, get, fit_error, figure) in rows(&b.error) {
         let cell = |v: Option<f64>| v.map_or("-".to_owned(), show);
         let mut row = vec![
             name.to_owned(),
             cell(get(&b.measured)),
-            match (get(&b.as_run), band) {
+            match (get(&b.as_run), fit_error) {
                 (Some(v), Some(e)) => format!("{} ({})", show(v), whatif::signed_percent(e)),
                 (v, _) => cell(v),
             },
         ];
         if let Some(p) = p {
-            row.push(match (get(&p.predicted), band) {
-                (Some(v), Some(e)) => format!("{} ±{:.0}%", show(v), e.abs() * 100.0),
-                (v, _) => cell(v),
+            row.push(cell(get(&p.predicted)));
+            let band = figure.and_then(|f| p.bands.iter().find(|b| b.figure == f));
+            row.push(match (band, figure, &p.band_withheld) {
+                (Some(b), ..) => format!("{} to {}", show(b.low), show(b.high)),
+                (None, Some(_), Some(_)) => "none".to_owned(),
+                _ => String::new(),
             });
         }
         table.push(row);
@@ -241,7 +297,24 @@ fn terminal(run: &str, b: &Baseline, p: Option<&Prediction>) -> String {
         out.push('\n');
     }
     out.push_str(
-        "\nThe model's error on the run as it ran (in brackets) is the band each prediction carries.\n",
+        "\nIn brackets: the fit error on this run (the model against the run it was fitted on), not a band.\n",
     );
+    if p.is_some() {
+        out.push_str(&format!(
+            "The {:.0}% band: from the errors of {} predicted changes against their runs on {}, never narrower than two runs of one setup differ (docs/whatif.md).\n",
+            band::COVERAGE_TARGET * 100.0,
+            band::TRUTHS.len(),
+            band::CALIBRATED_ON
+        ));
+    }
     out
+}
+
+/// `32` or `12 to 480`.
+fn span((low, high): (u64, u64)) -> String {
+    if low == high {
+        low.to_string()
+    } else {
+        format!("{low} to {high}")
+    }
 }

@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use inferlint_core::whatif::band::{self, Figure};
+
 use crate::common::{fixtures, inferlint, no_panic, stderr, stdout};
 
 fn proof_root() -> PathBuf {
@@ -41,7 +43,14 @@ struct Row {
     change: String,
     predicted: Value,
     measured: Value,
+    /// The baseline's fit error on itself (in-sample).
     band: Value,
+    /// The prediction's calibrated bands, as printed (`prediction.bands`).
+    bands: Value,
+    /// How far outside the baseline's fit the change ran (1 inside).
+    extrapolation: f64,
+    /// The baseline's own measurement.
+    baseline_measured: Value,
     /// The share of the CPUs build tools took while the baseline's and the changed run's
     /// loads ran (quiet.sh's quiet.txt), where it was measured.
     disturbed: (Option<f64>, Option<f64>),
@@ -90,6 +99,11 @@ fn rows() -> Vec<Row> {
             let predicted = whatif_json(&args);
             let measured = whatif_json(&[dir.to_str().unwrap()]);
             let band = predicted["baseline"]["error"].clone();
+            let bands = predicted["prediction"]["bands"].clone();
+            let extrapolation = predicted["prediction"]["extrapolation"]
+                .as_f64()
+                .unwrap_or(1.0);
+            let baseline_measured = predicted["baseline"]["measured"].clone();
             let predicted = if sets.is_empty() {
                 // The baseline run again: the replay of the baseline as it ran.
                 predicted["baseline"]["as_run"].clone()
@@ -110,6 +124,9 @@ fn rows() -> Vec<Row> {
                 predicted,
                 measured: measured["baseline"]["measured"].clone(),
                 band,
+                bands,
+                extrapolation,
+                baseline_measured,
                 disturbed: (build_share(&baseline), build_share(&dir)),
             });
         }
@@ -143,13 +160,13 @@ fn pct(e: Option<f64>) -> String {
 /// The table of docs/whatif.md, made from the fixtures.
 fn table(rows: &[Row]) -> String {
     let mut out = String::from(
-        "| situation | change | preemptions predicted / measured | peak running predicted / measured | output tok/s predicted / measured (error) | TTFT p50 ms predicted / measured (error) | TTFT p99 ms predicted / measured (error) | band on the baseline (tok/s, TTFT p50) | builds beside the loads (baseline, change) |\n|---|---|---|---|---|---|---|---|---|\n",
+        "| situation | change | preemptions predicted / measured | peak running predicted / measured | output tok/s predicted / measured (error) | TTFT p50 ms predicted / measured (error) | TTFT p99 ms predicted / measured (error) | fit error on the baseline (tok/s, TTFT p50) | held-out 80% band (tok/s; TTFT p50) | builds beside the loads (baseline, change) |\n|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for r in rows {
         let (p, m) = (&r.predicted, &r.measured);
         let ms = |v: Option<f64>| v.map(|s| s * 1000.0);
         out.push_str(&format!(
-            "| {} | `{}` | {} / {} | {} / {} | {} / {} ({}) | {} / {} ({}) | {} / {} ({}) | {}, {} | {} |\n",
+            "| {} | `{}` | {} / {} | {} / {} | {} / {} ({}) | {} / {} ({}) | {} / {} ({}) | {}, {} | {}; {} | {} |\n",
             r.situation,
             r.change,
             cell(figure(p, "evictions"), 0),
@@ -167,7 +184,70 @@ fn table(rows: &[Row]) -> String {
             pct(error(figure(p, "ttft_p99_s"), figure(m, "ttft_p99_s"))),
             pct(figure(&r.band, "output_tok_s")),
             pct(figure(&r.band, "ttft_p50")),
+            held_out_cell(r, Figure::OutputTokS),
+            held_out_cell(r, Figure::TtftP50),
             disturbed(r.disturbed),
+        ));
+    }
+    out.push('\n');
+    out.push_str(&calibration_table());
+    out
+}
+
+/// The calibration truth of a row of the proof.
+fn truth_of(r: &Row) -> &'static band::Truth {
+    let change = if r.change.starts_with('(') {
+        ""
+    } else {
+        &r.change
+    };
+    band::TRUTHS
+        .iter()
+        .find(|t| t.situation == r.situation && t.change == change)
+        .expect("every row of the proof is a calibration truth")
+}
+
+/// `-31%..+46% in`: the band the other situations alone make for this row's prediction,
+/// and whether the changed run's measurement fell inside it.
+fn held_out_cell(r: &Row, f: Figure) -> String {
+    let truth = truth_of(r);
+    let error = truth.log_error[Figure::ALL.iter().position(|x| *x == f).unwrap()];
+    match (band::held_out_half_width(truth, f), error) {
+        (Some(w), Some(e)) => format!(
+            "{}..{} {}",
+            pct(Some((-w).exp() - 1.0)),
+            pct(Some(w.exp() - 1.0)),
+            if e.abs() <= w { "in" } else { "**out**" }
+        ),
+        (None, _) => "none (outside what was measured)".to_owned(),
+        (_, None) => "-".to_owned(),
+    }
+}
+
+/// The bands `whatif` prints, and how they held on truths they did not see.
+fn calibration_table() -> String {
+    let mut out = String::from(
+        "| figure | band printed (inside the envelope) | band printed (extrapolated) | held-out truths inside the band | median held-out band | largest spread of two runs of one setup |\n|---|---|---|---|---|---|\n",
+    );
+    let range = |w: Option<f64>| {
+        w.map_or("none".to_owned(), |w| {
+            format!(
+                "{}..{}",
+                pct(Some((-w).exp() - 1.0)),
+                pct(Some(w.exp() - 1.0))
+            )
+        })
+    };
+    for f in Figure::ALL {
+        let (inside, asked, median) = band::held_out_coverage(f);
+        out.push_str(&format!(
+            "| {} | {} | {} | {inside} of {asked} ({:.0}%) | {} | {} |\n",
+            f.key(),
+            range(band::half_width(f, None, false)),
+            range(band::half_width(f, None, true)),
+            100.0 * inside as f64 / asked.max(1) as f64,
+            range(median),
+            range(band::spread_floor(f, None)),
         ));
     }
     out
@@ -305,8 +385,7 @@ fn every_cure_the_advice_gives_is_one_its_replay_says_works() {
 }
 
 /// Where the model cannot speak for a run it says why, as a Can't tell (exit 2), never a
-/// number: a hybrid model, a restart between the readings, a load tool that kept no
-/// per-request records.
+/// number: a hybrid model, a restart between the readings.
 #[test]
 fn it_abstains_with_the_reason_where_the_model_cannot_speak() {
     for (dir, why) in [
@@ -314,10 +393,6 @@ fn it_abstains_with_the_reason_where_the_model_cannot_speak() {
         (
             fixtures().join("real/vllm-0.32-cpu/restart-mid-run"),
             "restarted",
-        ),
-        (
-            fixtures().join("sim/sglang-capped"),
-            "no per-request records",
         ),
     ] {
         let out = inferlint(Path::new("."), &["whatif", dir.to_str().unwrap()]);
@@ -348,6 +423,10 @@ fn a_change_it_does_not_know_is_a_usage_error() {
         ("tensor-parallel-size=2", "--max-num-seqs"),
         ("max-num-seqs", "KEY=VALUE"),
         ("max-num-seqs=lots", "whole number"),
+        // No server runs 0 at once and no load keeps 0 open: refused, not run as 1.
+        ("max-num-seqs=0", "at least 1"),
+        ("concurrency=0", "at least 1"),
+        ("concurrency=-1", "whole number"),
         (
             "gpu-memory-utilization=0.95",
             "ignores --gpu-memory-utilization",
@@ -357,5 +436,275 @@ fn a_change_it_does_not_know_is_a_usage_error() {
         no_panic(&out);
         assert_eq!(out.status.code(), Some(64), "{set}: {}", stderr(&out));
         assert!(stderr(&out).contains(says), "{set}: {}", stderr(&out));
+    }
+}
+
+/// The knob a change of the proof turns, as the calibration names its kind.
+fn kind_of(sets: &str) -> &'static str {
+    use inferlint_core::whatif::band::Kind;
+    let Some(first) = sets.split_whitespace().next() else {
+        return "Kind::None";
+    };
+    let change = inferlint_core::whatif::change::parse(inferlint_core::Engine::Vllm, first)
+        .expect("each CHANGE file names a change --set takes");
+    match Kind::of(change.knob) {
+        Some(Kind::Concurrency) => "Kind::Concurrency",
+        Some(Kind::RunningLimit) => "Kind::RunningLimit",
+        Some(Kind::CacheSize) => "Kind::CacheSize",
+        Some(Kind::None) | None => panic!("{sets}: a change the calibration has no kind for"),
+    }
+}
+
+fn log_error(p: Option<f64>, m: Option<f64>) -> String {
+    match (p, m) {
+        (Some(p), Some(m)) if p > 0.0 && m > 0.0 => format!("Some({:.4})", (p / m).ln()),
+        _ => "None".to_owned(),
+    }
+}
+
+const FIGURE_KEYS: [&str; 5] = [
+    "output_tok_s",
+    "ttft_p50_s",
+    "ttft_p99_s",
+    "tpot_p50_s",
+    "tpot_p99_s",
+];
+
+/// The calibration data of `inferlint_core::whatif::band`, made from the proof's rows: each
+/// change's `ln(predicted / measured)` per figure, and each situation's two runs of one
+/// setup.
+fn calibration_source(rows: &[Row]) -> String {
+    let mut out = String::from(
+        "/// The real changes of `fixtures/real/vllm-0.32-cpu/whatif/`, each prediction's error.\n#[rustfmt::skip]\npub const TRUTHS: &[Truth] = &[\n",
+    );
+    let mut spreads = String::from(
+        "/// Each situation's two runs of one setup, `|ln(baseline / baseline-again)|` per figure.\n#[rustfmt::skip]\npub const SPREADS: &[(&str, [Option<f64>; 5])] = &[\n",
+    );
+    for r in rows {
+        let change = if r.change.starts_with('(') {
+            ""
+        } else {
+            &r.change
+        };
+        let errors: Vec<String> = FIGURE_KEYS
+            .iter()
+            .map(|k| log_error(figure(&r.predicted, k), figure(&r.measured, k)))
+            .collect();
+        out.push_str(&format!(
+            "    Truth {{\n        situation: {:?},\n        change: {:?},\n        kind: {},\n        extrapolation: {:.4},\n        log_error: [{}],\n    }},\n",
+            r.situation,
+            change,
+            kind_of(change),
+            r.extrapolation,
+            errors.join(", ")
+        ));
+        if change.is_empty() {
+            let sizes: Vec<String> = FIGURE_KEYS
+                .iter()
+                .map(
+                    |k| match (figure(&r.baseline_measured, k), figure(&r.measured, k)) {
+                        (Some(a), Some(b)) if a > 0.0 && b > 0.0 => {
+                            format!("Some({:.4})", (a / b).ln().abs())
+                        }
+                        _ => "None".to_owned(),
+                    },
+                )
+                .collect();
+            spreads.push_str(&format!(
+                "    ({:?}, [{}]),\n",
+                r.situation,
+                sizes.join(", ")
+            ));
+        }
+    }
+    out.push_str("];\n\n");
+    spreads.push_str("];\n");
+    out + &spreads
+}
+
+const CALIBRATION_BEGIN: &str = "// calibration data: regenerated by `INFERLINT_WRITE_WHATIF_TABLE=1 cargo test -p inferlint-cli --test tests whatif::`\n";
+const CALIBRATION_END: &str = "// end of calibration data";
+
+/// The bands `whatif` prints are calibrated on the real changed runs: the committed data
+/// must be what the fixtures give today, or a change to the model would keep printing
+/// bands measured on another model.
+#[test]
+fn the_committed_calibration_is_the_one_the_real_runs_give() {
+    let made = calibration_source(&rows());
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../inferlint-core/src/whatif/band.rs");
+    let code = std::fs::read_to_string(&path).unwrap();
+    let start = code
+        .find(CALIBRATION_BEGIN)
+        .expect("band.rs holds the data's start marker")
+        + CALIBRATION_BEGIN.len();
+    let end = code
+        .find(CALIBRATION_END)
+        .expect("band.rs holds the data's end marker");
+    if std::env::var_os("INFERLINT_WRITE_WHATIF_TABLE").is_some() {
+        std::fs::write(&path, format!("{}{made}{}", &code[..start], &code[end..])).unwrap();
+        return;
+    }
+    assert_eq!(
+        &code[start..end],
+        made,
+        "band.rs's calibration is not the fixtures' (INFERLINT_WRITE_WHATIF_TABLE=1 rewrites it)"
+    );
+}
+
+/// A printed band is never narrower than the server's own repeat: the same setup run
+/// twice (each situation's baseline and `baseline-again`) moved its output rate and TTFTs
+/// by 5 to 64%, so a band narrower than that claims more than two runs of the engine
+/// agree on (the band once printed was the fit's error on the run itself: ±0% on a setup
+/// that moved 8% between two runs). And where a band is printed, it is the one the
+/// calibration makes for that change.
+#[test]
+fn a_printed_band_is_never_narrower_than_two_runs_of_one_setup() {
+    let rows = rows();
+    let mut checked = 0;
+    for r in rows.iter().filter(|r| !r.bands.is_null()) {
+        let again = rows
+            .iter()
+            .find(|a| a.situation == r.situation && a.change.starts_with('('))
+            .expect("each situation ran its baseline twice");
+        for b in r.bands.as_array().unwrap() {
+            let key = b["figure"].as_str().unwrap();
+            let (low, high) = (b["low"].as_f64().unwrap(), b["high"].as_f64().unwrap());
+            let predicted = figure(&r.predicted, key).unwrap();
+            assert!(
+                low < predicted && predicted < high,
+                "{} {}: {b}",
+                r.situation,
+                r.change
+            );
+            let (one, two) = (
+                figure(&again.baseline_measured, key).unwrap(),
+                figure(&again.measured, key).unwrap(),
+            );
+            let spread = (one / two).ln().abs();
+            let half = (high / predicted).ln();
+            assert!(
+                half >= spread - 1e-9,
+                "{} {} {key}: band ±{half:.3} (ln) is narrower than the two runs' {spread:.3}",
+                r.situation,
+                r.change
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 30, "bands checked: {checked}");
+}
+
+/// A band is only what was measured: no rate was ever changed on the real engine, and
+/// the farthest a measured change ran outside its baseline's running counts was 4 times
+/// (running-cap, 2 -> 8 at once). A rate change, and kv-too-small's 24 requests all open
+/// at once (concurrency 32, a cache for all of them) from a run that ran at most 5 (4.8
+/// times), print their figures with no calibrated band, saying why, and the second says
+/// it is extrapolated.
+#[test]
+fn a_change_outside_what_was_measured_has_no_calibrated_band() {
+    let root = proof_root();
+    let healthy = root.join("healthy/baseline");
+    let small = root.join("kv-too-small/baseline");
+    for (args, why) in [
+        (
+            vec![healthy.to_str().unwrap(), "--set", "rate=5"],
+            "no change of rate was made on a real engine",
+        ),
+        (
+            vec![
+                small.to_str().unwrap(),
+                "--set",
+                "concurrency=32",
+                "--set",
+                "kv-cache-memory-bytes=8912896",
+            ],
+            "the farthest change measured went 4.0 times",
+        ),
+    ] {
+        let p = &whatif_json(&args)["prediction"];
+        assert_eq!(p["bands"].as_array().map(Vec::len), Some(0), "{args:?}");
+        let withheld = p["band_withheld"].as_str().unwrap_or_default();
+        assert!(
+            withheld.starts_with("no calibrated band: outside what was measured")
+                && withheld.contains(why),
+            "{args:?}: {withheld}"
+        );
+        assert!(figure(&p["predicted"], "output_tok_s").is_some());
+    }
+    let p = &whatif_json(&[
+        small.to_str().unwrap(),
+        "--set",
+        "concurrency=32",
+        "--set",
+        "kv-cache-memory-bytes=8912896",
+    ])["prediction"];
+    assert!(p["extrapolated"]
+        .as_str()
+        .unwrap()
+        .starts_with("extrapolated: at most 24 running"));
+    // Text: the figure is printed, and the band says why it has none.
+    let out = inferlint(
+        Path::new("."),
+        &["whatif", healthy.to_str().unwrap(), "--set", "rate=5"],
+    );
+    assert!(
+        stdout(&out).contains("Note: no calibrated band: outside what was measured"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+/// A plain `vllm bench serve` result (no `--save-detailed`) keeps no per-request records,
+/// but its settings (24 prompts, 8 at a time, no rate) and the server's counters (768
+/// prompt and 5,376 generation tokens over 24 requests: 32 + 224 each) say what was
+/// sent. kv-too-small's baseline, its records taken out, is replayed from them: 5 usable
+/// blocks cannot hold 8 requests of 2 blocks, so it preempts, as the server's counter
+/// did (17); with `--max-num-seqs 2` or a cache for all 8 it preempts nothing, as the
+/// real changed runs did. It says what it assumed, and claims no calibrated band.
+#[test]
+fn a_result_without_records_is_replayed_from_the_loads_settings_and_says_what_it_assumed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("plain");
+    crate::common::copy_tree(&proof_root().join("kv-too-small/baseline"), &dir);
+    let bench = dir.join("bench.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&bench).unwrap()).unwrap();
+    for key in [
+        "input_lens",
+        "output_lens",
+        "ttfts",
+        "itls",
+        "latencies",
+        "start_times",
+        "queue_times",
+        "generated_texts",
+        "errors",
+    ] {
+        v.as_object_mut().unwrap().remove(key);
+    }
+    std::fs::write(&bench, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    let dir = dir.to_str().unwrap();
+    let base = whatif_json(&[dir]);
+    let assumed: Vec<&str> = base["baseline"]["assumed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert!(
+        assumed[0].contains("24 requests replayed, each of 32 prompt and 224 output tokens"),
+        "{assumed:?}"
+    );
+    assert!(
+        assumed.iter().any(|a| a.contains("8 at a time")),
+        "{assumed:?}"
+    );
+    assert!(figure(&base["baseline"]["as_run"], "evictions").unwrap() > 0.0);
+    for set in ["max-num-seqs=2", "kv-cache-memory-bytes=2228224"] {
+        let p = &whatif_json(&[dir, "--set", set])["prediction"];
+        assert_eq!(figure(&p["predicted"], "evictions"), Some(0.0), "{set}");
+        assert!(p["band_withheld"]
+            .as_str()
+            .unwrap()
+            .contains("tool's settings"));
     }
 }

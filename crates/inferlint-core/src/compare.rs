@@ -140,23 +140,50 @@ pub struct Moved {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GateVerdict {
-    /// No figure got worse by more than the margin.
+    /// Every figure is within the margin, the noise included.
     Passed,
-    /// A figure got worse by more than the margin.
+    /// A figure got worse by more than the margin even at the near edge of its noise.
     Regressed,
+    /// A figure may have got worse by more than the margin, but the noise (measured, or
+    /// unknown with one run a side) cannot tell it from a repeat.
+    Inconclusive,
     /// The runs are not comparable, so there is no gate.
     CannotGate,
 }
 
-/// The regression gate: the margin, its verdict and what got worse.
+/// One figure of one side held to the margin.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GatedFigure {
+    /// The figure's key.
+    pub key: &'static str,
+    /// The side held to the baseline.
+    pub side: String,
+    /// How much worse than the baseline (negative: better), as a fraction.
+    pub worse_by: f64,
+    /// The noise the difference is read with (the larger `(max - min) / mean` of the two
+    /// sides' repeats); `None` with one run a side.
+    pub noise: Option<f64>,
+    /// Its answer: `passed`, `regressed` or `inconclusive`.
+    pub verdict: GateVerdict,
+    /// The figure's line, as printed.
+    pub words: String,
+}
+
+/// The regression gate: the margin, its verdict and each figure's difference.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Gate {
     /// The margin, as a fraction (`0.05` for 5%).
     pub max_regression: f64,
     /// Its answer.
     pub verdict: GateVerdict,
-    /// One sentence per figure that got worse by more than the margin.
+    /// One sentence per figure that got worse by more than the margin beyond its noise.
     pub regressions: Vec<String>,
+    /// Each figure held to the margin, with its interval and answer.
+    pub figures: Vec<GatedFigure>,
+    /// The largest run-to-run noise measured on repeats, `None` with one run a side.
+    pub noise: Option<f64>,
+    /// What a reader of the verdict must know: the noise unknown, a margin below it.
+    pub warnings: Vec<String>,
     /// Why the gate could not decide.
     pub reason: Option<String>,
 }
@@ -820,12 +847,23 @@ pub fn compare(sides: &[Side], strict: bool) -> Comparison {
 }
 
 /// The regression gate: with comparable runs, each figure of every other side against
-/// the baseline; worse by more than `max_regression` (a fraction) fails it.
+/// the baseline, read with its noise. A figure's difference is `worse_by ± noise`, the
+/// noise being the larger `(max - min) / mean` of the two sides' repeats (one side's
+/// stands for both where only it has repeats: one setup on one machine). It fails the
+/// gate only when worse by more than `max_regression` (a fraction) at the interval's
+/// better edge; it passes when worse by no more at its worse edge; else it is
+/// inconclusive. With one run a side the noise is unknown: a figure past the margin is
+/// inconclusive, never a certain regression, since two runs of one quiet setup on the real
+/// vLLM CPU build differed by 8 to 64% (docs/whatif.md), and one within it passes, with a
+/// warning that the noise was not measured.
 pub fn gate(comparison: &Comparison, max_regression: f64) -> Gate {
     let cannot = |reason: String| Gate {
         max_regression,
         verdict: GateVerdict::CannotGate,
         regressions: Vec::new(),
+        figures: Vec::new(),
+        noise: None,
+        warnings: Vec::new(),
         reason: Some(reason),
     };
     if comparison.verdict != Verdict::Comparable {
@@ -835,45 +873,110 @@ pub fn gate(comparison: &Comparison, max_regression: f64) -> Gate {
             comparison.reasons.join("; ")
         ));
     }
-    let mut regressions = Vec::new();
-    let mut gated = 0;
+    let mut figures = Vec::new();
+    let mut largest_noise: Option<(f64, &'static str)> = None;
     for m in &comparison.moved {
         let Some(base) = &m.sides[0] else { continue };
         for (i, side) in m.sides.iter().enumerate().skip(1) {
             let Some(side) = side else { continue };
             let Some(change) = side.change else { continue };
-            gated += 1;
             let worse_by = match m.better {
                 Better::Higher => -change,
                 Better::Lower => change,
             };
-            if worse_by > max_regression {
-                regressions.push(format!(
-                    "{} of {} got worse by {} ({} -> {} {}), more than the {} allowed",
+            let noise = base
+                .noise
+                .into_iter()
+                .chain(side.noise)
+                .fold(None, |a: Option<f64>, n| Some(a.map_or(n, |a| a.max(n))));
+            if let Some(n) = noise {
+                if largest_noise.is_none_or(|(l, _)| n > l) {
+                    largest_noise = Some((n, m.words));
+                }
+            }
+            let verdict = match noise {
+                Some(n) if worse_by - n > max_regression => GateVerdict::Regressed,
+                Some(n) if worse_by + n > max_regression => GateVerdict::Inconclusive,
+                None if worse_by > max_regression => GateVerdict::Inconclusive,
+                _ => GateVerdict::Passed,
+            };
+            let values = format!(
+                "{} -> {} {}",
+                fmt::g(round_to(base.mean, 3)),
+                fmt::g(round_to(side.mean, 3)),
+                m.unit
+            );
+            let direction = if worse_by > 0.0 {
+                format!("{} worse", fmt::percent(worse_by, 1))
+            } else if worse_by < 0.0 {
+                format!("{} better", fmt::percent(-worse_by, 1))
+            } else {
+                "the same".to_owned()
+            };
+            let difference = match noise {
+                Some(n) => format!("{direction} ± {}", fmt::percent(n, 1)),
+                None => format!("{direction}, noise unknown"),
+            };
+            let margin = fmt::percent(max_regression, 1);
+            let words = match verdict {
+                GateVerdict::Regressed => format!(
+                    "{} of {} got worse by {} ({values}), more than the {margin} allowed beyond its noise of {}",
                     m.words,
                     comparison.sides[i].label,
                     fmt::percent(worse_by, 1),
-                    fmt::g(round_to(base.mean, 3)),
-                    fmt::g(round_to(side.mean, 3)),
-                    m.unit,
-                    fmt::percent(max_regression, 1)
-                ));
-            }
+                    fmt::percent(noise.unwrap_or(0.0), 1),
+                ),
+                _ => format!(
+                    "{} of {}: {difference} ({values}), {margin} allowed",
+                    m.words, comparison.sides[i].label
+                ),
+            };
+            figures.push(GatedFigure {
+                key: m.key,
+                side: comparison.sides[i].label.clone(),
+                worse_by,
+                noise,
+                verdict,
+                words,
+            });
         }
     }
-    if gated == 0 {
+    if figures.is_empty() {
         return cannot(
             "no figure is measured on both sides (the load tool's result file gives them)".into(),
         );
     }
+    let mut warnings = Vec::new();
+    match largest_noise {
+        None => warnings.push(
+            "the run-to-run noise is unknown (one run a side): a difference past the margin may be nothing but a repeat's (two runs of one quiet setup on the real vLLM CPU build differed by 8 to 64%), so none is called a regression; give repeats (a folder of runs per side) to measure it".to_owned(),
+        ),
+        Some((noise, words)) if noise > max_regression => warnings.push(format!(
+            "the margin {} is below the noise measured on the repeats ({} on {words}): a figure that moved less than the noise can neither pass nor fail; set a margin above it or run more repeats",
+            fmt::percent(max_regression, 1),
+            fmt::percent(noise, 1)
+        )),
+        Some(_) => {}
+    }
+    let any = |v: GateVerdict| figures.iter().any(|f| f.verdict == v);
+    let verdict = if any(GateVerdict::Regressed) {
+        GateVerdict::Regressed
+    } else if any(GateVerdict::Inconclusive) {
+        GateVerdict::Inconclusive
+    } else {
+        GateVerdict::Passed
+    };
     Gate {
         max_regression,
-        verdict: if regressions.is_empty() {
-            GateVerdict::Passed
-        } else {
-            GateVerdict::Regressed
-        },
-        regressions,
+        verdict,
+        regressions: figures
+            .iter()
+            .filter(|f| f.verdict == GateVerdict::Regressed)
+            .map(|f| f.words.clone())
+            .collect(),
+        noise: largest_noise.map(|(n, _)| n),
+        figures,
+        warnings,
         reason: None,
     }
 }
@@ -995,26 +1098,59 @@ pub fn terminal_text(c: &Comparison) -> String {
         verdict => out.push_str(&format!("{}: {}\n", verdict.words(), c.reasons.join("; "))),
     }
     if let Some(gate) = &c.gate {
-        match gate.verdict {
-            GateVerdict::Passed => out.push_str(&format!(
-                "gate: no figure got worse by more than {}\n",
-                fmt::percent(gate.max_regression, 1)
-            )),
-            GateVerdict::Regressed => {
-                for r in &gate.regressions {
-                    out.push_str(&format!("gate: REGRESSION {r}\n"));
-                }
-            }
-            GateVerdict::CannotGate => out.push_str(&format!(
-                "gate: cannot gate: {}\n",
-                gate.reason.as_deref().unwrap_or("")
-            )),
-        }
+        gate_text(&mut out, gate);
     }
     if let Some(level) = &c.service_level {
         service_level_lines(&mut out, level);
     }
     out
+}
+
+/// The gate's lines: each figure with its difference, interval and answer, the warnings,
+/// then the verdict.
+fn gate_text(out: &mut String, gate: &Gate) {
+    let margin = fmt::percent(gate.max_regression, 1);
+    for f in &gate.figures {
+        let word = match f.verdict {
+            GateVerdict::Regressed => "REGRESSION",
+            GateVerdict::Inconclusive => "INCONCLUSIVE",
+            _ => "pass",
+        };
+        out.push_str(&format!("gate: {word} {}\n", f.words));
+    }
+    for w in &gate.warnings {
+        out.push_str(&format!("gate: warning: {w}\n"));
+    }
+    match gate.verdict {
+        GateVerdict::Passed => out.push_str(&format!(
+            "gate: PASS: no figure got worse by more than {margin}{}\n",
+            if gate.noise.is_some() {
+                ", its noise included"
+            } else {
+                ""
+            }
+        )),
+        GateVerdict::Regressed => out.push_str(&format!(
+            "gate: FAIL: {} figure(s) got worse by more than {margin} beyond the noise of the repeats\n",
+            gate.regressions.len()
+        )),
+        GateVerdict::Inconclusive => out.push_str(&format!(
+            "gate: INCONCLUSIVE: {} figure(s) may have got worse by more than {margin}, within what the noise {} allows\n",
+            gate.figures
+                .iter()
+                .filter(|f| f.verdict == GateVerdict::Inconclusive)
+                .count(),
+            if gate.noise.is_some() {
+                "measured on the repeats"
+            } else {
+                "(unknown with one run a side)"
+            }
+        )),
+        GateVerdict::CannotGate => out.push_str(&format!(
+            "gate: cannot gate: {}\n",
+            gate.reason.as_deref().unwrap_or("")
+        )),
+    }
 }
 
 fn item_lines(out: &mut String, c: &Comparison, item: &Item) {
@@ -1123,6 +1259,8 @@ mod tests {
 
     #[test]
     fn the_gate_fails_past_the_margin_and_passes_within() {
+        // One run a side: 300 -> 280 tok/s is 6.7% worse, past 5%, but the noise is not
+        // measured: inconclusive, with the warning; within 10% it passes, warned as well.
         let c = compare(
             &[
                 side("A", vec![profile("a", Some(1), 300.0)]),
@@ -1131,9 +1269,64 @@ mod tests {
             false,
         );
         let g = gate(&c, 0.05);
+        assert_eq!(g.verdict, GateVerdict::Inconclusive);
+        assert!(g.regressions.is_empty());
+        assert!(g.figures[0]
+            .words
+            .starts_with("output throughput of B: 6.7% worse, noise unknown"));
+        assert!(
+            g.warnings[0].contains("noise is unknown"),
+            "{:?}",
+            g.warnings
+        );
+        let g = gate(&c, 0.10);
+        assert_eq!(g.verdict, GateVerdict::Passed);
+        assert!(g.warnings[0].contains("noise is unknown"));
+    }
+
+    /// With repeats, a difference is read with its noise: A at 300 and 306 (mean 303), B
+    /// at 280 and 286 (mean 283): 6.6% worse, and the larger spread is B's 6 / 283 =
+    /// 2.1%. Worse than 3% even at 4.5%: a regression. Against 5% the interval 4.5 to
+    /// 8.7% straddles it: inconclusive. Against 10% it is inside: passed. A margin of 1%,
+    /// below the noise, is warned.
+    #[test]
+    fn with_repeats_the_gate_reads_each_difference_with_its_noise() {
+        let c = compare(
+            &[
+                side(
+                    "A",
+                    vec![profile("a1", Some(1), 300.0), profile("a2", Some(1), 306.0)],
+                ),
+                side(
+                    "B",
+                    vec![profile("b1", Some(1), 280.0), profile("b2", Some(1), 286.0)],
+                ),
+            ],
+            false,
+        );
+        let tok = |g: &Gate| {
+            g.figures
+                .iter()
+                .find(|f| f.key == "output_throughput")
+                .unwrap()
+                .clone()
+        };
+        let g = gate(&c, 0.03);
         assert_eq!(g.verdict, GateVerdict::Regressed);
-        assert!(g.regressions[0].starts_with("output throughput of B got worse by 6.7%"));
-        assert_eq!(gate(&c, 0.10).verdict, GateVerdict::Passed);
+        assert!((tok(&g).noise.unwrap() - 6.0 / 283.0).abs() < 1e-12);
+        assert!((tok(&g).worse_by - 20.0 / 303.0).abs() < 1e-12);
+        assert!(g.warnings.is_empty(), "{:?}", g.warnings);
+        assert_eq!(gate(&c, 0.05).verdict, GateVerdict::Inconclusive);
+        assert_eq!(tok(&gate(&c, 0.05)).verdict, GateVerdict::Inconclusive);
+        let g = gate(&c, 0.10);
+        assert_eq!(g.verdict, GateVerdict::Passed);
+        assert!(g.warnings.is_empty());
+        let g = gate(&c, 0.01);
+        assert!(
+            g.warnings[0].contains("below the noise"),
+            "{:?}",
+            g.warnings
+        );
     }
 
     /// A run whose count of running requests cannot be told (TensorRT-LLM's gauges move

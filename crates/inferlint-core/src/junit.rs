@@ -166,6 +166,17 @@ pub fn comparison_cases(c: &Comparison, strict: bool) -> Vec<Case> {
                 kind: "regression".into(),
                 message: gate.regressions.join("; "),
             },
+            GateVerdict::Inconclusive => CaseOutcome::Failed {
+                kind: "inconclusive".into(),
+                message: gate
+                    .figures
+                    .iter()
+                    .filter(|f| f.verdict == GateVerdict::Inconclusive)
+                    .map(|f| f.words.clone())
+                    .chain(gate.warnings.iter().cloned())
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            },
             GateVerdict::CannotGate => CaseOutcome::Failed {
                 kind: "cannot gate".into(),
                 message: gate.reason.clone().unwrap_or_default(),

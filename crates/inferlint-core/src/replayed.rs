@@ -5,7 +5,8 @@
 //! says stops the evictions (searching lower where the arithmetic's figure still
 //! preempts), a cache is grown to the size the replay says suffices, and a cure the
 //! replay says would not remove the trap is not given. Each cure given carries what the
-//! replay predicts, with the band of the model's error on the run as it ran.
+//! replay predicts, each figure with its band calibrated on real changed runs
+//! ([`crate::whatif::band`]), or why it has none.
 
 use crate::engine::{EngineDescriptor, Knob};
 use crate::run::model::Run;

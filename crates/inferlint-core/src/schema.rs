@@ -123,12 +123,15 @@ pub fn compare() -> Value {
             }},
             "gate": {"anyOf": [{"type": "null"}, {
                 "type": "object",
-                "required": ["max_regression", "verdict", "regressions", "reason"],
+                "required": ["max_regression", "verdict", "regressions", "figures", "noise", "warnings", "reason"],
                 "additionalProperties": false,
                 "properties": {
                     "max_regression": {"type": "number", "minimum": 0},
-                    "verdict": {"enum": ["passed", "regressed", "cannot_gate"]},
+                    "verdict": {"enum": ["passed", "regressed", "inconclusive", "cannot_gate"]},
                     "regressions": {"type": "array", "items": {"type": "string"}},
+                    "figures": {"type": "array", "items": gated_figure()},
+                    "noise": nullable("number"),
+                    "warnings": {"type": "array", "items": {"type": "string"}},
                     "reason": nullable("string")
                 }
             }]},
@@ -151,6 +154,23 @@ pub fn compare() -> Value {
                     "within_noise": nullable("boolean")
                 }
             }
+        }
+    })
+}
+
+/// One figure the regression gate held to its margin, with its noise and answer.
+fn gated_figure() -> Value {
+    json!({
+        "type": "object",
+        "required": ["key", "side", "worse_by", "noise", "verdict", "words"],
+        "additionalProperties": false,
+        "properties": {
+            "key": {"type": "string"},
+            "side": {"type": "string"},
+            "worse_by": {"type": "number"},
+            "noise": nullable("number"),
+            "verdict": {"enum": ["passed", "regressed", "inconclusive"]},
+            "words": {"type": "string"}
         }
     })
 }

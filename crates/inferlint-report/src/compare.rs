@@ -137,8 +137,10 @@ pub fn render(c: &Comparison, generator: &str, title: Option<&str>) -> String {
                 @match g.verdict {
                     GateVerdict::Passed => p { span.status.pass { "passed" } " no figure got worse by more than the margin" },
                     GateVerdict::Regressed => ul { @for r in &g.regressions { li { span.status.fail { "regression" } " " (r) } } },
+                    GateVerdict::Inconclusive => ul { @for f in g.figures.iter().filter(|f| f.verdict == GateVerdict::Inconclusive) { li { span.status.unknown { "inconclusive" } " " (f.words) } } },
                     GateVerdict::CannotGate => p { span.status.unknown { "cannot gate" } " " (g.reason.as_deref().unwrap_or("")) },
                 }
+                @for w in &g.warnings { p.note { "Warning: " (w) } }
             }
             @if let Some(level) = &c.service_level {
                 h3 { "Goodput under the service level " code { (level.spec) } }

@@ -18,13 +18,45 @@ pub struct Change {
 }
 
 impl Change {
-    /// The value as a whole number.
+    /// The value as a whole number, at least 1: no setting the replay counts (requests at
+    /// once, blocks, tokens, bytes) can be 0, and a 0 run as 1 would answer another
+    /// question than the one asked.
     pub fn count(&self) -> Result<u64, String> {
-        self.value
+        let n = self
+            .value
             .trim()
             .replace('_', "")
             .parse::<u64>()
-            .map_err(|_| format!("{} wants a whole number, not {:?}", self.name, self.value))
+            .map_err(|_| format!("{} wants a whole number, not {:?}", self.name, self.value))?;
+        if n == 0 {
+            return Err(format!("{} must be at least 1, not 0", self.name));
+        }
+        Ok(n)
+    }
+
+    /// Whether the value is one the knob can take at all, checked when the change is
+    /// read so that an impossible value is the command line's error before any run is
+    /// read: a count is a whole number of at least 1, a rate a number above 0, a share of
+    /// memory above 0 and at most 1. Names (a dtype, a policy) are checked where applied.
+    fn check_value(&self) -> Result<(), String> {
+        match self.knob {
+            Knob::MaxRunning
+            | Knob::Blocks
+            | Knob::CacheBytes
+            | Knob::PoolTokens
+            | Knob::BlockSize
+            | Knob::MaxModelLen
+            | Knob::Concurrency => self.count().map(drop),
+            Knob::Rate => self.number().map(drop),
+            Knob::MemoryFraction => match self.number()? {
+                share if share > 1.0 => Err(format!(
+                    "{} is a share of memory, at most 1, not {}",
+                    self.name, self.value
+                )),
+                _ => Ok(()),
+            },
+            Knob::KvDtype | Knob::Policy => Ok(()),
+        }
     }
 
     /// The value as a number (a share, a rate; `inf` allowed).
@@ -77,24 +109,24 @@ pub fn parse(engine: Engine, text: &str) -> Result<Change, String> {
         .filter(|(k, v)| !k.trim().is_empty() && !v.trim().is_empty())
         .ok_or_else(|| format!("--set wants KEY=VALUE, not {text:?}"))?;
     let wanted = plain(key);
-    if let Some((knob, name)) = LOAD_NAMES.iter().find(|(_, n)| plain(n) == wanted) {
-        return Ok(Change {
-            knob: *knob,
-            value: value.trim().to_owned(),
-            name,
-        });
-    }
-    if let Some((knob, name)) = engine
-        .descriptor()
-        .replay_settings
+    let known = LOAD_NAMES
         .iter()
         .find(|(_, n)| plain(n) == wanted)
-    {
-        return Ok(Change {
+        .or_else(|| {
+            engine
+                .descriptor()
+                .replay_settings
+                .iter()
+                .find(|(_, n)| plain(n) == wanted)
+        });
+    if let Some((knob, name)) = known {
+        let change = Change {
             knob: *knob,
             value: value.trim().to_owned(),
             name,
-        });
+        };
+        change.check_value()?;
+        return Ok(change);
     }
     let list = accepted(engine).join(", ");
     let elsewhere = Engine::ALL.iter().find_map(|other| {
@@ -151,9 +183,38 @@ mod tests {
         assert!(e.contains("no setting the replay knows"), "{e}");
         assert!(parse(Engine::Vllm, "max-num-seqs").is_err());
         assert!(parse(Engine::Vllm, "=5").is_err());
-        let c = parse(Engine::Vllm, "max-num-seqs=five").unwrap();
-        assert!(c.count().is_err());
-        let c = parse(Engine::Vllm, "rate=-1").unwrap();
-        assert!(c.number().is_err());
+        assert!(parse(Engine::Vllm, "max-num-seqs=five").is_err());
+        assert!(parse(Engine::Vllm, "rate=-1").is_err());
+    }
+
+    /// No engine runs 0 requests at once, and no load keeps 0 open: a 0 once ran as 1
+    /// and answered another question. Every count is refused at 0 or below, a rate at 0,
+    /// a share of memory above 1; the smallest real value is taken.
+    #[test]
+    fn a_value_no_server_or_load_can_have_is_refused_when_read() {
+        for text in [
+            "max-num-seqs=0",
+            "concurrency=0",
+            "concurrency=-1",
+            "num-gpu-blocks-override=0",
+            "kv-cache-memory-bytes=0",
+            "block-size=0",
+            "max-model-len=0",
+            "rate=0",
+            "gpu-memory-utilization=0",
+            "gpu-memory-utilization=1.5",
+        ] {
+            let e = parse(Engine::Vllm, text).unwrap_err();
+            assert!(e.contains(text.split('=').next().unwrap()), "{text}: {e}");
+        }
+        assert!(parse(Engine::Sglang, "max-total-tokens=0").is_err());
+        for text in [
+            "max-num-seqs=1",
+            "concurrency=1",
+            "gpu-memory-utilization=1",
+            "rate=0.5",
+        ] {
+            assert!(parse(Engine::Vllm, text).is_ok(), "{text}");
+        }
     }
 }

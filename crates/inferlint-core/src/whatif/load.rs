@@ -191,6 +191,111 @@ pub fn decodes(lives: &[JobLife]) -> Vec<Decode> {
         .collect()
 }
 
+/// The load of a result file that kept no per-request records, from what it and the
+/// server did keep: the requests sent, the concurrency and rate the tool was given, and
+/// each request's lengths as the server's counters served them (`served`: its prompt and
+/// generation tokens and the requests it finished, between the snapshots), else the
+/// tool's totals. Every request is replayed at the mean lengths: the replay cannot know
+/// how they spread. What it assumed is returned in words. A rate's send times are left
+/// at 0 for the caller to draw.
+pub fn from_settings(
+    account: &ClientAccount,
+    served: Option<(f64, f64, f64)>,
+) -> Result<(RunLoad, Vec<String>), String> {
+    let tool = account.tool.name();
+    let no_records = format!("{tool}'s file keeps no per-request records (send time and lengths)");
+    let completed = account.completed.filter(|c| *c > 0).ok_or_else(|| {
+        format!("{no_records}, and no count of completed requests to replay it from")
+    })?;
+    let sent = account
+        .sent
+        .filter(|s| *s >= completed)
+        .unwrap_or(completed + account.failed.unwrap_or(0).max(0));
+    let mut assumed = Vec::new();
+    let per_request = |total: f64, count: f64| (total / count).round().max(0.0) as u64;
+    let (prompt, output, from) = match served.filter(|(_, o, f)| *f > 0.0 && *o > 0.0) {
+        Some((p, o, f)) => (
+            per_request(p, f),
+            per_request(o, f),
+            format!(
+                "the server's counters ({} requests finished)",
+                crate::fmt::g(f)
+            ),
+        ),
+        None => {
+            let (Some(p), Some(o)) = (account.total_input_tokens, account.total_output_tokens)
+            else {
+                return Err(format!(
+                    "{no_records}, and neither the server's counters nor its totals give the lengths served"
+                ));
+            };
+            (
+                per_request(p as f64, completed as f64),
+                per_request(o as f64, completed as f64),
+                format!("{tool}'s totals"),
+            )
+        }
+    };
+    if output == 0 {
+        return Err(format!(
+            "{no_records}, and the lengths served give no output"
+        ));
+    }
+    assumed.push(format!(
+        "no per-request records: {sent} requests replayed, each of {prompt} prompt and {output} output tokens, the mean of {from}; how the lengths spread is not known"
+    ));
+    let concurrency = account
+        .max_concurrency
+        .filter(|c| *c > 0)
+        .map(|c| c as usize);
+    let rate = account.request_rate.filter(|r| r.is_finite() && *r > 0.0);
+    let arrivals = match (rate, concurrency) {
+        (None, Some(c)) => {
+            assumed.push(format!(
+                "sent {c} at a time in a closed loop, as the tool was set"
+            ));
+            Arrivals::Closed { concurrency: c }
+        }
+        (None, None) => {
+            assumed.push("every request sent at once (no rate, no concurrency limit)".to_owned());
+            Arrivals::Timed {
+                max_outstanding: None,
+            }
+        }
+        (Some(r), c) => {
+            assumed.push(format!(
+                "sent at {} requests/s, Poisson arrivals drawn again (seed 0){}",
+                crate::fmt::g(r),
+                c.map_or(String::new(), |c| format!(", at most {c} at a time"))
+            ));
+            Arrivals::Timed { max_outstanding: c }
+        }
+    };
+    let jobs = vec![
+        Job {
+            due_s: 0.0,
+            prompt,
+            output,
+            cached: 0,
+        };
+        sent as usize
+    ];
+    Ok((
+        RunLoad {
+            workload: Workload {
+                jobs,
+                arrivals,
+                max_model_len: None,
+                front_s: 0.0,
+            },
+            lives: Vec::new(),
+            rate,
+            left_out: Vec::new(),
+        },
+        assumed,
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,14 +6,18 @@
 //! send time and served lengths from the load tool's records, and whether the tool ran a
 //! closed loop, a rate or a limit), and fits the per-step cost on the run's own requests
 //! ([`inferlint_sched::fit`]). It then replays the run as it was set up and sets the
-//! replay's figures beside the measured ones: that error is the band every prediction
-//! carries. [`Baseline::predict`] applies changes ([`change`]) and replays again.
+//! replay's figures beside the measured ones: that is the fit error on this run, which
+//! says how well the run is described, not how far a change's prediction can be trusted.
+//! [`Baseline::predict`] applies changes ([`change`]) and replays again; each predicted
+//! figure carries the band [`band`] calibrated on real changed runs, out of sample, and
+//! says where the change runs outside what the fit saw.
 //!
 //! It abstains, with the reason, where the model cannot speak for the server: no
 //! per-request records, a pool or running limit the files do not state, a hybrid model,
 //! speculative decoding, several data-parallel schedulers, a restart between the
 //! readings.
 
+pub mod band;
 pub mod change;
 pub mod load;
 pub mod setup;
@@ -24,6 +28,7 @@ use inferlint_sched::replay::{replay, Arrivals, JobLife, Workload};
 use inferlint_sched::stats::Summary;
 use serde::Serialize;
 
+pub use band::{Band, Envelope};
 pub use change::{Change, Knob};
 pub use setup::Setup;
 
@@ -32,7 +37,9 @@ use crate::engine::EngineDescriptor;
 use crate::fmt;
 use crate::run::model::Run;
 
-/// The model's error on the run as it ran, each figure as `model / measured - 1`.
+/// The model's error on the run as it ran, each figure as `model / measured - 1`: the fit
+/// error on this run. It says how well the fit describes the run, not how far a change's
+/// prediction can be trusted (that is [`band`]'s, calibrated on real changed runs).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Errors {
     /// Output tokens per second.
@@ -80,6 +87,8 @@ pub struct Baseline {
     pub requests: usize,
     /// Records the replay leaves out, with why.
     pub left_out: Vec<String>,
+    /// What the replay assumed where the load tool kept no per-request records.
+    pub assumed: Vec<String>,
     /// The per-step cost fitted on the run.
     pub fit: Fit,
     /// What the fit was made from.
@@ -90,8 +99,16 @@ pub struct Baseline {
     pub measured: Summary,
     /// The model's replay of the run as it was set up.
     pub as_run: Summary,
-    /// The model's error on the run as it ran.
+    /// The model's error on the run as it ran: the fit error on this run, not a band.
     pub error: Errors,
+    /// The running counts the fit saw: a change that runs outside them is extrapolated.
+    pub envelope: Envelope,
+    /// The shortest and longest prompt the load sent, in tokens.
+    pub prompt_tokens: (u64, u64),
+    /// The shortest and longest output the load was served, in tokens.
+    pub output_tokens: (u64, u64),
+    /// The rate the load asked for, requests per second, where it had one.
+    pub request_rate: Option<f64>,
     /// The share of prompt tokens the prefix cache served in the run, replayed as cached.
     pub prefix_hit_share: Option<f64>,
     #[serde(skip)]
@@ -111,10 +128,15 @@ pub struct Prediction {
     pub setup_words: String,
     /// The replay's figures.
     pub predicted: Summary,
-    /// Where the change runs more at once than the run ever did: the per-step cost there
-    /// is extrapolated from the run's, and the band (measured where the run ran) does not
-    /// cover it.
+    /// Where the change runs outside the running counts the fit saw, in words: the
+    /// per-step cost there is extrapolated from the run's.
     pub extrapolated: Option<String>,
+    /// How far outside the fit's running counts the change ran ([`Envelope::factor`]).
+    pub extrapolation: f64,
+    /// Each figure's band, calibrated on real changed runs ([`band`]); empty where withheld.
+    pub bands: Vec<Band>,
+    /// Why the figures carry no calibrated band, where they do not.
+    pub band_withheld: Option<String>,
 }
 
 /// What the per-step cost was fitted on.
@@ -138,7 +160,22 @@ pub fn baseline(run: &Run) -> Result<Baseline, String> {
         .as_ref()
         .ok_or("no load tool result file: the replay sends the run's own requests")?;
     let setup = setup::read(run)?;
-    let mut load = load::read(account)?;
+    // Without per-request records, the load is made from the tool's settings and the
+    // server's counted lengths, saying what it assumed.
+    let (mut load, assumed) = if account.requests.is_empty() {
+        let (mut load, assumed) = load::from_settings(account, served_lengths(run))?;
+        if let Some(rate) = load.rate {
+            poisson(&mut load.workload, rate);
+        }
+        let mut assumed = assumed;
+        assumed.push(
+            "the front end's delay not fitted (no request's own TTFT to tell it from the queue): 0"
+                .to_owned(),
+        );
+        (load, assumed)
+    } else {
+        (load::read(account)?, Vec::new())
+    };
     load.workload.max_model_len = setup.max_model_len;
     let prefix_hit_share = prefix_hit_share(run);
     if let Some(share) = prefix_hit_share.filter(|s| *s > 0.0) {
@@ -146,7 +183,11 @@ pub fn baseline(run: &Run) -> Result<Baseline, String> {
             job.cached = (job.prompt as f64 * share).floor() as u64;
         }
     }
-    let mut measured = Summary::of_lives(&load.lives);
+    let mut measured = if load.lives.is_empty() {
+        summary_of_account(account)
+    } else {
+        Summary::of_lives(&load.lives)
+    };
     measured.evictions = measured_evictions(run);
     measured.peak_running = run.series.as_ref().and_then(|s| s.peak_running);
     // Two fits where the run allows them: the server's own stepping (its token counter
@@ -165,7 +206,14 @@ pub fn baseline(run: &Run) -> Result<Baseline, String> {
     let mut best: Option<(f64, Fit, FitFrom, f64, Summary)> = None;
     for (fit, from) in candidates.into_iter().flatten() {
         let mut workload = load.workload.clone();
-        workload.front_s = fit_front(&setup.model, &fit, &workload, &load.lives);
+        // Without any request's own TTFT the front end's share cannot be told from the
+        // queue's (a median fitted would carry a queue the replay misses into every
+        // request): it is left at 0, as the assumptions say.
+        workload.front_s = if load.lives.is_empty() {
+            0.0
+        } else {
+            fit_front(&setup.model, &fit, &workload, &load.lives)
+        };
         let as_run = Summary::of_replay(&replay(setup.model.clone(), fit.cost, &workload));
         let e = Errors::between(&as_run, &measured);
         let score = e.output_tok_s.map_or(1.0, f64::abs) + e.tpot_p50.map_or(1.0, f64::abs);
@@ -180,6 +228,19 @@ pub fn baseline(run: &Run) -> Result<Baseline, String> {
     })?;
     load.workload.front_s = front_s;
     let error = Errors::between(&as_run, &measured);
+    let envelope = Envelope {
+        running_low: fit.running_range.0,
+        running_high: measured
+            .peak_running
+            .or(as_run.peak_running)
+            .unwrap_or(0.0)
+            .max(fit.running_range.1),
+    };
+    let range = |of: fn(&inferlint_sched::replay::Job) -> u64| {
+        let values = load.workload.jobs.iter().map(of);
+        (values.clone().min().unwrap_or(0), values.max().unwrap_or(0))
+    };
+    let (prompt_tokens, output_tokens) = (range(|j| j.prompt), range(|j| j.output));
     Ok(Baseline {
         engine: run.engine.name,
         tool: account.tool.name(),
@@ -188,12 +249,17 @@ pub fn baseline(run: &Run) -> Result<Baseline, String> {
         arrivals: load.workload.arrivals,
         requests: load.workload.jobs.len(),
         left_out: load.left_out,
+        assumed,
         fit,
         fit_from,
         front_s: load.workload.front_s,
         measured,
         as_run,
         error,
+        envelope,
+        prompt_tokens,
+        output_tokens,
+        request_rate: load.rate,
         prefix_hit_share,
         workload: load.workload,
         rate: load.rate,
@@ -246,6 +312,30 @@ fn fit_front(model: &EngineModel, fit: &Fit, workload: &Workload, lives: &[JobLi
     w.front_s
 }
 
+/// What a result file with no per-request records measured: its own summary figures.
+fn summary_of_account(account: &crate::client::ClientAccount) -> Summary {
+    let seconds = |ms: Option<f64>| {
+        ms.filter(|v| v.is_finite() && *v >= 0.0)
+            .map(|v| v / 1000.0)
+    };
+    Summary {
+        completed: account.completed.unwrap_or(0).max(0) as usize,
+        output_tok_s: account.output_throughput,
+        duration_s: account.duration,
+        ttft_p50_s: seconds(account.median_ttft_ms),
+        ttft_p99_s: seconds(account.p99_ttft_ms),
+        ..Summary::default()
+    }
+}
+
+/// The prompt and generation tokens the server's counters moved by, and the requests it
+/// finished, between the snapshots: the lengths it served, exactly, in total.
+fn served_lengths(run: &Run) -> Option<(f64, f64, f64)> {
+    let (before, after) = (run.before.as_ref()?, run.after.as_ref()?);
+    let s = counter_summary(run.engine, before, after)?;
+    Some((s.prompt_tokens?, s.output_tokens?, s.finished?))
+}
+
 /// Preemptions (retractions) the server's counter moved by over the run.
 fn measured_evictions(run: &Run) -> Option<u64> {
     let (before, after) = (run.before.as_ref()?, run.after.as_ref()?);
@@ -280,7 +370,11 @@ impl Baseline {
             }
         }
         workload.max_model_len = setup.max_model_len;
-        self.replay_setup(&setup.model, &workload, changes.to_vec(), applied)
+        let kinds = changes
+            .iter()
+            .map(|c| (band::Kind::of(c.knob), c.name))
+            .collect();
+        self.replay_setup(&setup.model, &workload, changes.to_vec(), applied, kinds)
     }
 
     /// The replay with the KV cache holding `usable` units (blocks, or tokens for a token
@@ -301,6 +395,7 @@ impl Baseline {
             &self.workload,
             Vec::new(),
             vec![format!("usable KV cache {was} -> {usable}")],
+            vec![(Some(band::Kind::CacheSize), "the KV cache's size")],
         )
     }
 
@@ -320,35 +415,59 @@ impl Baseline {
         workload: &Workload,
         changes: Vec<Change>,
         applied: Vec<String>,
+        kinds: Vec<(Option<band::Kind>, &'static str)>,
     ) -> Result<Prediction, String> {
         if model.usable_units() == 0 {
             return Err("the change leaves the KV cache no usable block".to_owned());
         }
         let predicted = Summary::of_replay(&replay(model.clone(), self.fit.cost, workload));
-        let ran = self.measured.peak_running.or(self.as_run.peak_running);
-        let extrapolated = match (predicted.peak_running, ran) {
-            (Some(peak), Some(ran)) if peak > ran => Some(format!(
-                "the run never ran more than {} at once: at {} the per-step cost is extrapolated from it, beyond the band",
-                fmt::g(ran),
-                fmt::g(peak)
-            )),
-            _ => None,
+        let extrapolation = predicted
+            .peak_running
+            .map_or(1.0, |peak| self.envelope.factor(peak));
+        let extrapolated = (extrapolation > 1.0).then(|| {
+            format!(
+                "extrapolated: at most {} running, outside the {:.1} to {} the run's fit saw",
+                fmt::g(predicted.peak_running.unwrap_or(0.0)),
+                self.envelope.running_low,
+                fmt::g(self.envelope.running_high),
+            )
+        });
+        let band_withheld = if self.assumed.is_empty() {
+            band::withheld(self.engine, &kinds, extrapolation)
+        } else {
+            Some("no calibrated band: outside what was measured (the load was made from the tool's settings, with no per-request records, and no such replay was held to a real change)".to_owned())
         };
+        let bands = band::bands(&predicted, band_withheld.as_deref(), extrapolation > 1.0);
         Ok(Prediction {
             changes,
             applied,
             setup_words: Setup::describe(model),
             predicted,
             extrapolated,
+            extrapolation,
+            bands,
+            band_withheld,
         })
     }
 
-    /// A prediction in a few words, each figure with its band: `no preemptions, at most 3
-    /// running, 1258 output tok/s ±3%, TTFT p50 1.06 s ±8%`.
+    /// A prediction in a few words, each figure with its calibrated band: `no preemptions,
+    /// at most 3 running, 1258 output tok/s (80% band 861 to 1838), TTFT p50 1.06 s (80%
+    /// band 284.2 ms to 3.95 s)`, or the figures and why they have no band.
     pub fn words(&self, p: &Prediction, engine: &EngineDescriptor) -> String {
         let s = &p.predicted;
-        let band =
-            |e: Option<f64>| e.map_or(String::new(), |e| format!(" ±{:.0}%", e.abs() * 100.0));
+        let band_of = |f: band::Figure, show: fn(f64) -> String| {
+            p.bands
+                .iter()
+                .find(|b| b.figure == f)
+                .map_or(String::new(), |b| {
+                    format!(
+                        " ({:.0}% band {} to {})",
+                        b.coverage_target * 100.0,
+                        show(b.low),
+                        show(b.high)
+                    )
+                })
+        };
         let mut parts = Vec::new();
         if let Some(n) = s.evictions {
             parts.push(if n == 0 {
@@ -367,19 +486,22 @@ impl Baseline {
             parts.push(format!(
                 "{} output tok/s{}",
                 fmt::g(rate.round()),
-                band(self.error.output_tok_s)
+                band_of(band::Figure::OutputTokS, |v| fmt::g(v.round()))
             ));
         }
         if let Some(t) = s.ttft_p50_s {
             parts.push(format!(
                 "TTFT p50 {}{}",
                 seconds(t),
-                band(self.error.ttft_p50)
+                band_of(band::Figure::TtftP50, seconds)
             ));
         }
         let mut words = parts.join(", ");
         if let Some(beyond) = &p.extrapolated {
             words.push_str(&format!("; {beyond}"));
+        }
+        if let Some(why) = &p.band_withheld {
+            words.push_str(&format!("; {why}"));
         }
         words
     }
@@ -403,7 +525,7 @@ impl Baseline {
     fn change_load(&self, workload: &mut Workload, change: &Change) -> Result<String, String> {
         match change.knob {
             Knob::Concurrency => {
-                let n = change.count()?.max(1) as usize;
+                let n = change.count()? as usize;
                 let (was, next) = match workload.arrivals {
                     Arrivals::Closed { concurrency } => {
                         (concurrency.to_string(), Arrivals::Closed { concurrency: n })
@@ -717,6 +839,7 @@ mod tests {
         assert!(baseline(&run).unwrap_err().contains("256 or 1024"));
         run.requested = Some(4);
         run.bench.as_mut().unwrap().1.requests.clear();
+        // No records, and no count of the requests completed to make a load from.
         assert!(baseline(&run)
             .unwrap_err()
             .contains("no per-request records"));

@@ -352,7 +352,7 @@ pub fn apply(setup: &Setup, change: &Change) -> Result<Option<(Setup, String)>, 
     let words = match (&mut next.model, change.knob) {
         (_, Knob::Concurrency | Knob::Rate) => return Ok(None),
         (m, Knob::MaxRunning) => {
-            let n = change.count()?.max(1) as usize;
+            let n = change.count()? as usize;
             let was = m.running_cap();
             match m {
                 EngineModel::Vllm(c) => c.max_num_seqs = n,
