@@ -363,3 +363,34 @@ fn a_request_record_that_cannot_be_is_refused() {
     let error = Run::builder().requests([early]).build().unwrap_err();
     assert_eq!(error.input(), Some("request record 1"), "{error}");
 }
+
+/// A run built from the client's records alone holds nothing of the server's: the
+/// library refuses it, as docs/library.md says ("nothing to check"), where it came back
+/// `Outcome::Passed` from checks of the client's own account.
+#[test]
+fn a_run_of_the_clients_data_alone_is_refused() {
+    let t0 = 1_700_000_000.0;
+    let records = (0..8).map(|i| {
+        let start = t0 + f64::from(i) * 0.1;
+        inferlint::RequestRecord::new(start, start + 2.0)
+            .first_token(start + 0.2)
+            .tokens(88, 100)
+    });
+    let error = Run::builder().requests(records).build().unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::NothingChecked, "{error}");
+    assert!(
+        error.to_string().contains("only the client's account"),
+        "{error}"
+    );
+    let error = Run::builder().client(client(8)).build().unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::NothingChecked, "{error}");
+    // With the server's readings beside it, it is a run.
+    assert!(Run::builder()
+        .before_metrics(&vllm_counts(0))
+        .unwrap()
+        .after_metrics(&vllm_counts(8))
+        .unwrap()
+        .client(client(8))
+        .build()
+        .is_ok());
+}
