@@ -772,7 +772,9 @@ static CATALOGUE: &[TripwireInfo] = &[
                 Status::Unknown,
                 "the recording has no running-requests gauge, or on TensorRT-LLM the \
                  recorded peak is below the request and the lagging gauge may have missed \
-                 more.",
+                 more, or the recording saw too little of the load to say what the server \
+                 never ran (fewer than 4 samples inside the load's span, or less than half \
+                 of it covered; the message names the coverage).",
             ),
             (
                 Status::Pass,
@@ -1198,7 +1200,8 @@ static CATALOGUE: &[TripwireInfo] = &[
             (
                 Status::Unknown,
                 "the recording has no running or waiting readings, the gauges lag \
-                 (TensorRT-LLM), or failed requests hide how many the client kept open.",
+                 (TensorRT-LLM), failed requests hide how many the client kept open, or \
+                 the recording saw too little of the load (as for T8).",
             ),
             (
                 Status::Pass,
