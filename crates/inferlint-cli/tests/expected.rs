@@ -22,7 +22,17 @@ use crate::common::{expected_dir, inferlint, json_results, no_panic, recorded, s
 /// left, not a limit (a run at 23% "warned" that its ceiling moved). In the SGLang capped
 /// run (one request, 80% of the pool) and the TensorRT-LLM run (32 requests, 89.3%) the
 /// cache never reached 90%: the verdict is the same pass, and the message says why.
+///
+/// In the SGLang qwen3-8b run the server ran 29 requests on every saturated sample; the
+/// established tool's quotients (30 at 95% full, 31 at 91%) differ by the pool's unused
+/// sliver, which it calls a ceiling that moved. No request that ran moved, so we pass
+/// (`DELIBERATE_STATUS`).
 const DELIBERATE: &[(&str, &str, &str)] = &[
+    (
+        "sglang-0.5-qwen3-8b",
+        "T9",
+        "the server ran 29 on every saturated sample while one request held 3.1% to 3.3% of the fullest memory pool (KV cache or request state): the quotients floor(1/share) range over less than one request that ran, so the ceiling stayed put, 30 at the fullest sample",
+    ),
     (
         "sglang-0.5-capped",
         "T9",
@@ -44,6 +54,11 @@ const DELIBERATE: &[(&str, &str, &str)] = &[
         "no pause in the server log during the run, which covers its 33 answered requests (9 answered outside the run, such as a probe's, left out)",
     ),
 ];
+
+/// (case, tripwire, the established tool's status, ours) where our verdict differs on
+/// purpose, for the reason `DELIBERATE` gives.
+const DELIBERATE_STATUS: &[(&str, &str, &str, &str)] =
+    &[("sglang-0.5-qwen3-8b", "T9", "warn", "pass")];
 
 /// Cases where the established tool cuts a failure's cause at 200 characters and its
 /// line at 300, mid-word, and with them the engine's own advice at the end of the line
@@ -158,7 +173,15 @@ fn check_case(name: &str) {
             .collect::<Vec<_>>(),
         theirs
             .iter()
-            .map(|r| format!("{} {}", r["tripwire"], r["status"]))
+            .map(|r| {
+                let status = DELIBERATE_STATUS
+                    .iter()
+                    .find(|(case, tw, was, _)| {
+                        *case == name && r["tripwire"] == *tw && r["status"] == *was
+                    })
+                    .map_or_else(|| r["status"].clone(), |(_, _, _, ours)| Value::from(*ours));
+                format!("{} {}", r["tripwire"], status)
+            })
             .collect::<Vec<_>>(),
         "{name}: verdicts differ\nstderr: {}",
         stderr(&out)

@@ -521,11 +521,12 @@ fn a_server_killed_and_restarted_mid_run_is_never_a_pass_of_its_counters() {
 }
 
 #[test]
-fn a_fleet_whose_idle_recorder_missed_the_busy_moments_cannot_tell_t22() {
+fn a_fleet_whose_idle_recorder_missed_the_busy_moments_fails_t22_by_its_counters() {
     // Two servers on 2 cores: the loaded one (--max-num-seqs 2, 8 at once) queued, but
     // the idle one's recorder missed most of those slots (its series holds a gap record
     // of 11 slots missed). The one moment compared had it idle, the rest are unknown:
-    // not the pass of a single burst.
+    // the recordings cannot tell. The replicas' own counters can: the loaded one
+    // finished all 32 requests (MADE.md), the idle one none.
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("fleet");
     copy_tree(&real("fleet-one-idle"), &dir);
@@ -534,7 +535,10 @@ fn a_fleet_whose_idle_recorder_missed_the_busy_moments_cannot_tell_t22() {
     let results = json_results(&out);
     let t22: Vec<&Value> = results.iter().filter(|r| r["tripwire"] == "T22").collect();
     assert_eq!(t22.len(), 1, "{results:#?}");
-    assert_eq!(t22[0]["status"], "unknown", "{}", t22[0]["message"]);
+    assert_eq!(t22[0]["status"], "fail", "{}", t22[0]["message"]);
+    assert_eq!(t22[0]["evidence"]["basis"], "counters");
+    assert_eq!(t22[0]["evidence"]["busy_finished"], 32.0);
+    assert_eq!(t22[0]["evidence"]["idle_finished"], 0.0);
     assert!(
         t22[0]["evidence"]["busy_moments_not_compared"].as_u64() > Some(2),
         "{}",

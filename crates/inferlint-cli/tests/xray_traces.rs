@@ -172,6 +172,30 @@ fn xray_keeps_the_spans_and_kv_events_of_the_simulated_vllm() {
     assert!(html.contains("No batch was lost."));
 }
 
+/// A load of 4 requests after xray's probe of 9 (one, then 8 at once): the probe's
+/// requests reach the server before the load's span, and were taken for another run's
+/// (9 of the 14 spans outside the span: "the file is another run's"), so T24 and T25
+/// could not tell. The probe names each request (`X-Request-Id: inferlint-probe-...`), and
+/// the server's spans carry the name: they are xray's own.
+#[test]
+fn the_probes_own_requests_are_not_another_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, run) = traced_xray(tmp.path(), "", "--num-prompts 4");
+    let spans =
+        files::read_spans(&run.join("spans.otlp.jsonl"), Engine::Vllm.descriptor()).unwrap();
+    let probes = spans
+        .requests
+        .iter()
+        .filter(|r| inferlint_core::lives::is_probe_request(r))
+        .count();
+    assert_eq!(probes, 9, "{}", shown(&out));
+    for tripwire in ["T24", "T25"] {
+        let r = result_of(&run, tripwire);
+        assert_eq!(r["status"], "pass", "{tripwire}: {r}\n{}", shown(&out));
+    }
+    assert_eq!(evidence(&result_of(&run, "T24"), "joined"), 4.0);
+}
+
 /// An open loop the capped load cannot keep up with: 100 requests a second, at most 2
 /// open, each request 64 tokens long. Every step of the simulated server lasts at least
 /// 15 ms simulated, 3 ms at speed 5, so a request takes at least 64 x 3 = 192 ms; request

@@ -772,7 +772,9 @@ static CATALOGUE: &[TripwireInfo] = &[
                 Status::Unknown,
                 "the recording has no running-requests gauge, or on TensorRT-LLM the \
                  recorded peak is below the request and the lagging gauge may have missed \
-                 more.",
+                 more, or the recording saw too little of the load to say what the server \
+                 never ran (fewer than 4 samples inside the load's span, or less than half \
+                 of it covered; the message names the coverage).",
             ),
             (
                 Status::Pass,
@@ -792,7 +794,9 @@ static CATALOGUE: &[TripwireInfo] = &[
                ceiling that implies. It judges only the samples where the cache was full \
                (at least 90% used), since below that the quotient is room left, not a \
                ceiling: it passes when the ceiling is the same on every full sample and \
-               warns when it moved. A cache that never filled held no request back, and \
+               warns when it moved. A move is whole requests: when the server ran the same \
+               number on every full sample, quotients that differ by the cache's unused \
+               sliver are no move, and the ceiling is read at the fullest sample. A cache that never filled held no request back, and \
                passes without a ceiling; a single full sample is too few to tell.",
         why: "A single maximum-concurrency figure, from the engine's start-up line or from a \
               sweep, then describes one moment of the run: more requests run early and fewer \
@@ -1040,7 +1044,11 @@ static CATALOGUE: &[TripwireInfo] = &[
                completed requests and output tokens, the server its finished requests and \
                generated tokens. T15 compares the load tool's result file with the change \
                in the server's counters between the snapshots, allowing for the untimed test \
-               and warm-up requests the tool announces in its output. More requests on the \
+               and warm-up requests the tool announces in its output (save it as load.log \
+               beside the result file). Without that output, one request more is taken as \
+               the tool's own test request where the tool sends one by default and the \
+               request has the size of one of the load's (`vllm bench serve` sends its \
+               first prompt once before the timed ones). More requests on the \
                server mean other traffic shared it; fewer mean the tool counted requests the \
                server did not finish. Equal requests with different token counts warn.",
         why: "If another client (a second benchmark, a stale waiter from T13) used the \
@@ -1073,8 +1081,10 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
             (
                 Status::Unknown,
-                "a server counter is missing from a snapshot, the server restarted, or the \
-                 result file has no completed or output-token count.",
+                "a server counter is missing from a snapshot, the server restarted, the \
+                 result file has no completed or output-token count, or the server finished \
+                 one request more that the tool's test request may be but whose size does \
+                 not say so, with no load.log to tell.",
             ),
             (
                 Status::Pass,
@@ -1190,7 +1200,8 @@ static CATALOGUE: &[TripwireInfo] = &[
             (
                 Status::Unknown,
                 "the recording has no running or waiting readings, the gauges lag \
-                 (TensorRT-LLM), or failed requests hide how many the client kept open.",
+                 (TensorRT-LLM), failed requests hide how many the client kept open, or \
+                 the recording saw too little of the load (as for T8).",
             ),
             (
                 Status::Pass,
@@ -1449,7 +1460,10 @@ static CATALOGUE: &[TripwireInfo] = &[
                waiting or preempted one, asks whether another replica had room at the same \
                moment: nothing waiting, nothing preempted and its KV cache less than half \
                full. It warns when that held in 20% of a replica's busy moments and fails at \
-               50% (with three such moments or more).",
+               50% (with three such moments or more). Where the recordings are too thin \
+               to compare moment by moment, the replicas' own counters judge it: a replica \
+               that queued and finished requests while another finished none between its \
+               readings and never queued was sent the load while the other had room.",
         why: "The fleet's throughput and latency are then those of its busiest replica: \
               requests wait in one queue while capacity idles elsewhere, so tail latency \
               and time to first token measure the router's choices rather than the \
@@ -1475,7 +1489,9 @@ static CATALOGUE: &[TripwireInfo] = &[
             (
                 Status::Fail,
                 "in half or more of a replica's moments with requests waiting or preempted, \
-                 another replica had room (at least three such moments).",
+                 another replica had room (at least three such moments); or, the \
+                 recordings too thin to tell, a replica queued and finished requests while \
+                 another finished none and never queued.",
             ),
             (
                 Status::Warn,

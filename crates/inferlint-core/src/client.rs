@@ -101,6 +101,10 @@ pub struct LoadToolInfo {
     pub ignore_eos: &'static str,
     /// How to give it the server's tokenizer.
     pub tokenizer: &'static str,
+    /// The untimed request it sends by default before the timed ones, in words, where it
+    /// sends one: the server finishes it, the result file does not count it, and only the
+    /// tool's console output says it was sent.
+    pub test_request: Option<&'static str>,
 }
 
 static LOAD_TOOLS: [LoadToolInfo; 9] = [
@@ -113,6 +117,9 @@ static LOAD_TOOLS: [LoadToolInfo; 9] = [
         details_flag: Some("`--save-detailed`"),
         ignore_eos: "`--ignore-eos`",
         tokenizer: "`--tokenizer` with the server's model",
+        test_request: Some(
+            "one request of the benchmark's first prompt, at that prompt's output length, before the timed ones (its console prints \"Starting initial single prompt test run...\")",
+        ),
     },
     LoadToolInfo {
         tool: LoadTool::SglangBench,
@@ -123,6 +130,7 @@ static LOAD_TOOLS: [LoadToolInfo; 9] = [
         details_flag: Some("`--output-details`"),
         ignore_eos: "leave out `--disable-ignore-eos`",
         tokenizer: "`--tokenizer` with the server's model",
+        test_request: None,
     },
     LoadToolInfo {
         tool: LoadTool::TrtllmBench,
@@ -133,6 +141,7 @@ static LOAD_TOOLS: [LoadToolInfo; 9] = [
         details_flag: Some("`--save-detailed`"),
         ignore_eos: "`--ignore-eos`",
         tokenizer: "`--tokenizer` with the server's model",
+        test_request: None,
     },
     LoadToolInfo {
         tool: LoadTool::GuideLlm,
@@ -143,6 +152,7 @@ static LOAD_TOOLS: [LoadToolInfo; 9] = [
         details_flag: None,
         ignore_eos: "synthetic data with `output_tokens` (it then sends `ignore_eos`)",
         tokenizer: "`--tokenizer` (or `--processor`) with the server's model",
+        test_request: None,
     },
     LoadToolInfo {
         tool: LoadTool::AiPerf,
@@ -153,6 +163,7 @@ static LOAD_TOOLS: [LoadToolInfo; 9] = [
         details_flag: None,
         ignore_eos: "`--extra-inputs ignore_eos:true`",
         tokenizer: "`--tokenizer` with the server's model",
+        test_request: None,
     },
     LoadToolInfo {
         tool: LoadTool::InferencePerf,
@@ -163,6 +174,7 @@ static LOAD_TOOLS: [LoadToolInfo; 9] = [
         details_flag: Some("`report.request_lifecycle.per_request: true` in its config"),
         ignore_eos: "`server.ignore_eos: true` in its config",
         tokenizer: "`tokenizer.pretrained_model_name_or_path` in its config",
+        test_request: None,
     },
     LoadToolInfo {
         tool: LoadTool::GenAiPerf,
@@ -173,6 +185,7 @@ static LOAD_TOOLS: [LoadToolInfo; 9] = [
         details_flag: None,
         ignore_eos: "`--extra-inputs ignore_eos:true`",
         tokenizer: "`--tokenizer` with the server's model",
+        test_request: None,
     },
     LoadToolInfo {
         tool: LoadTool::LlmPerf,
@@ -183,6 +196,7 @@ static LOAD_TOOLS: [LoadToolInfo; 9] = [
         details_flag: None,
         ignore_eos: "`--additional-sampling-params '{\"ignore_eos\": true}'`",
         tokenizer: "nothing: it always counts tokens with its own Llama tokenizer",
+        test_request: None,
     },
     LoadToolInfo {
         tool: LoadTool::Harness,
@@ -193,6 +207,7 @@ static LOAD_TOOLS: [LoadToolInfo; 9] = [
         details_flag: None,
         ignore_eos: "`ignore_eos: true` in each request",
         tokenizer: "the server's tokenizer",
+        test_request: None,
     },
 ];
 
@@ -437,7 +452,9 @@ pub struct Advertised {
 /// What the timed span leaves out.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct TimedSpan {
-    /// Requests sent outside the timed span that the file itself counts (warm-up).
+    /// Requests sent outside the timed span that the file itself counts (warm-up), or
+    /// that the tool's console output, read beside it, announced (a test request);
+    /// `None` when neither says.
     pub untimed_requests: Option<u64>,
     /// Seconds of warm-up and cool-down the tool left out of its figures.
     pub warmup_s: Option<f64>,

@@ -260,7 +260,16 @@ pub fn what_limited_by(
             ),
         )
     }));
-    insights.extend(failed(Tripwire::T15).map(|r| {
+    // One request more than the load sent (a stray test or health request) mixes
+    // nothing worth leading the story with; the verdict still says it.
+    let one_request = |r: &&CheckResult| {
+        let number = |key: &str| r.evidence.get(key).and_then(|v| v.as_f64());
+        matches!(
+            (number("extra_requests"), number("expected_extra_requests")),
+            (Some(extra), Some(expected)) if (extra - expected).abs() <= 1.0
+        )
+    };
+    insights.extend(failed(Tripwire::T15).filter(|r| !one_request(r)).map(|r| {
         Insight::limit(
             "traffic",
             "The load tool and the server counted different runs",
@@ -1485,6 +1494,26 @@ mod tests {
         assert!(first
             .text
             .starts_with("T7: cuda_error during serving: an illegal memory access"));
+    }
+
+    /// One request more on the server than the load sent is a verdict, not the story of
+    /// what limited the run: two are other traffic, and lead.
+    #[test]
+    fn one_stray_request_does_not_lead_the_story() {
+        let run = vllm_028_live();
+        let t15 = |extra: i64| {
+            CheckResult::new(Tripwire::T15, Status::Fail, "the server finished more")
+                .with("extra_requests", extra)
+                .with("expected_extra_requests", 0)
+        };
+        let keys = |extra| {
+            what_limited(&run, &[t15(extra)])
+                .iter()
+                .map(|i| i.key)
+                .collect::<Vec<_>>()
+        };
+        assert!(!keys(1).contains(&"traffic"), "{:?}", keys(1));
+        assert_eq!(keys(2)[0], "traffic");
     }
 
     /// A run whose server finished nothing between its readings measured no load: one

@@ -30,6 +30,20 @@ const CLOCK_SLACK_S: f64 = 0.05;
 /// be of this run.
 pub const OUTSIDE_SLACK_S: f64 = 5.0;
 
+/// The start of the `X-Request-Id` inferlint's own probe gives each request it sends
+/// (`inferlint-probe-{start}-{n}`): an engine that names its requests by that header (vLLM:
+/// `cmpl-inferlint-probe-...-0`) shows in its records which requests were the probe's,
+/// sent by the tool itself before the load, never another run's.
+pub const PROBE_REQUEST_ID: &str = "inferlint-probe-";
+
+/// Whether a server record is one of inferlint's own probe requests, by its id.
+pub fn is_probe_request(record: &ServerRequest) -> bool {
+    record
+        .id
+        .as_deref()
+        .is_some_and(|id| id.contains(PROBE_REQUEST_ID))
+}
+
 /// How a row and a record were joined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JoinedBy {
@@ -61,6 +75,9 @@ pub struct Lives {
     pub server_records: usize,
     /// Server records received outside the load's span: another run's.
     pub outside: usize,
+    /// Server records of inferlint's own probe requests ([`PROBE_REQUEST_ID`]): neither
+    /// this load's nor another run's, left out of both.
+    pub own_probes: usize,
     /// The offset that puts the load tool's times on the server's wall clock, seconds
     /// (`wall = tool's time + offset`), where known.
     pub to_wall: Option<f64>,
@@ -80,10 +97,11 @@ impl Lives {
     /// Why the server's records cannot be this run's, when most of them were received
     /// outside the load's span.
     pub fn foreign(&self, file: &str) -> Option<String> {
-        (self.server_records > 0 && self.outside * 2 > self.server_records).then(|| {
+        let records = self.server_records - self.own_probes;
+        (records > 0 && self.outside * 2 > records).then(|| {
             format!(
                 "{} of the {} requests in {file} reached the server outside this load's span: the file is another run's",
-                self.outside, self.server_records
+                self.outside, records
             )
         })
     }
@@ -130,6 +148,12 @@ pub fn join(account: &ClientAccount, server: &ServerRequests, mono_to_wall: Opti
     };
     let mut taken_server = vec![false; server.requests.len()];
     let mut taken_client = vec![false; rows.len()];
+    for (i, record) in server.requests.iter().enumerate() {
+        if is_probe_request(record) {
+            taken_server[i] = true;
+            lives.own_probes += 1;
+        }
+    }
 
     // The load's span on the wall clock, to tell another run's records.
     let span = to_wall.and_then(|offset| {
@@ -148,6 +172,9 @@ pub fn join(account: &ClientAccount, server: &ServerRequests, mono_to_wall: Opti
     });
     if let Some((from, to)) = span {
         for (i, record) in server.requests.iter().enumerate() {
+            if taken_server[i] {
+                continue;
+            }
             if record.arrival.is_some_and(|a| a < from || a > to) {
                 taken_server[i] = true;
                 lives.outside += 1;
@@ -371,6 +398,40 @@ mod tests {
         assert!(lives.pairs.is_empty());
         assert_eq!(lives.outside, 4);
         assert!(lives.foreign("spans.otlp.jsonl").is_some());
+    }
+
+    /// A traced xray run: the probe sent 9 requests (one, then 8 at once) 9 s before a
+    /// load of 5, and vLLM named each `cmpl-{X-Request-Id}-0`. The probe's are the tool's
+    /// own: not another run's, and the load's 5 join.
+    #[test]
+    fn the_probes_own_requests_are_neither_this_loads_nor_another_runs() {
+        let mut account = ClientAccount::new(LoadTool::VllmBench);
+        account.clock = Some(RequestClock::Unix);
+        account.request_id_prefix = Some("bench-9d6d16ec-".into());
+        account.requests = (0..5)
+            .map(|i| row(1_796_404_305.0 + i as f64, 224, 32))
+            .collect();
+        let probe = (0..9).map(|i| {
+            record(
+                Some(&format!("cmpl-{PROBE_REQUEST_ID}1796404296-{i}-0")),
+                1_796_404_296.3,
+                6,
+                16,
+            )
+        });
+        let load = (0..5).map(|i| {
+            record(
+                Some(&format!("cmpl-bench-9d6d16ec-{i}-0")),
+                1_796_404_305.0 + i as f64,
+                224,
+                32,
+            )
+        });
+        let lives = join(&account, &records(probe.chain(load).collect()), None);
+        assert_eq!(lives.own_probes, 9);
+        assert_eq!(lives.outside, 0);
+        assert_eq!(lives.pairs.len(), 5);
+        assert_eq!(lives.foreign("spans.otlp.jsonl"), None);
     }
 
     /// TensorRT-LLM's `/perf_metrics` records name each request by the executor's own

@@ -797,7 +797,14 @@ pub fn load_run_folding<F: SampleFold>(
         &files.load_log,
     ) {
         (Some(n), _) => n,
-        (None, Some(p)) => files::untimed_requests_in(p)?,
+        (None, Some(p)) => {
+            let n = files::untimed_requests_in(p)?;
+            // The console was read: what it announced, none included, is known.
+            if let Some((_, b)) = bench.as_mut() {
+                b.span.untimed_requests = Some(n);
+            }
+            n
+        }
         (None, None) => 0,
     };
     if let (Some(b), Some(a), Some(bp), Some(ap)) = (&before, &after, &files.before, &files.after) {

@@ -195,7 +195,7 @@ impl HttpClient {
 
     /// `GET url`, the whole answer within `timeout`.
     pub async fn get(&self, url: &str, timeout: Duration) -> Result<Answer, HttpError> {
-        self.send(Method::GET, url, None, timeout).await
+        self.send(Method::GET, url, None, None, timeout).await
     }
 
     /// POSTs a JSON body.
@@ -205,7 +205,21 @@ impl HttpClient {
         body: String,
         timeout: Duration,
     ) -> Result<Answer, HttpError> {
-        self.send(Method::POST, url, Some(body), timeout).await
+        self.send(Method::POST, url, Some(body), None, timeout)
+            .await
+    }
+
+    /// POSTs a JSON body named by `X-Request-Id: request_id`, which an engine that takes
+    /// the header names the request by in its own records.
+    pub async fn post_json_as(
+        &self,
+        url: &str,
+        body: String,
+        request_id: &str,
+        timeout: Duration,
+    ) -> Result<Answer, HttpError> {
+        self.send(Method::POST, url, Some(body), Some(request_id), timeout)
+            .await
     }
 
     async fn send(
@@ -213,6 +227,7 @@ impl HttpClient {
         method: Method,
         url: &str,
         json: Option<String>,
+        request_id: Option<&str>,
         timeout: Duration,
     ) -> Result<Answer, HttpError> {
         let uri: Uri = url
@@ -221,6 +236,11 @@ impl HttpClient {
         let mut request = Request::builder().method(method).uri(uri);
         if json.is_some() {
             request = request.header(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        }
+        if let Some(id) = request_id {
+            let value = HeaderValue::from_str(id)
+                .map_err(|e| HttpError::Other(format!("bad request id {id}: {e}")))?;
+            request = request.header("x-request-id", value);
         }
         let request = request
             .body(Full::new(Bytes::from(json.unwrap_or_default())))

@@ -242,10 +242,22 @@ async fn first_model(
         .ok_or_else(|| format!("{url} lists no model"))
 }
 
-async fn complete(client: &HttpClient, base: &BaseUrl, body: &str, timeout: Duration) -> Reply {
+/// Sends one completion named `request_id` (see [`probe_request_id`]).
+async fn complete(
+    client: &HttpClient,
+    base: &BaseUrl,
+    body: &str,
+    request_id: &str,
+    timeout: Duration,
+) -> Reply {
     let started = Instant::now();
     let result = client
-        .post_json(&base.join("/v1/completions"), body.to_owned(), timeout)
+        .post_json_as(
+            &base.join("/v1/completions"),
+            body.to_owned(),
+            request_id,
+            timeout,
+        )
         .await;
     let seconds = started.elapsed().as_secs_f64();
     match result {
@@ -266,6 +278,13 @@ async fn alive(client: &HttpClient, base: &BaseUrl, timeout: Duration) -> bool {
         .is_ok_and(|a| a.status == hyper::StatusCode::OK)
 }
 
+/// The `X-Request-Id` of the probe's request `n` in the probe started at `run` (Unix
+/// milliseconds): the server's records of it then say it was the probe's, the tool's own
+/// ([`inferlint_core::lives::PROBE_REQUEST_ID`]), and two probes never share an id.
+pub fn probe_request_id(run: u128, n: usize) -> String {
+    format!("{}{run}-{n}", inferlint_core::lives::PROBE_REQUEST_ID)
+}
+
 /// Runs the probe against a server.
 pub async fn probe(client: &HttpClient, base: &BaseUrl, options: &ProbeOptions) -> ProbeReport {
     let model = match &options.model {
@@ -282,7 +301,17 @@ pub async fn probe(client: &HttpClient, base: &BaseUrl, options: &ProbeOptions) 
         "temperature": 0.0,
     })
     .to_string();
-    let first = complete(client, base, &body, options.request_timeout).await;
+    let run = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let first = complete(
+        client,
+        base,
+        &body,
+        &probe_request_id(run, 0),
+        options.request_timeout,
+    )
+    .await;
     if !first.ok() {
         let alive_after = alive(client, base, options.health_timeout).await;
         return ProbeReport::FirstFailed {
@@ -292,8 +321,12 @@ pub async fn probe(client: &HttpClient, base: &BaseUrl, options: &ProbeOptions) 
         };
     }
     // All at once: each on its own connection, polled together.
-    let burst =
-        (0..options.concurrency).map(|_| complete(client, base, &body, options.request_timeout));
+    let ids: Vec<String> = (1..=options.concurrency)
+        .map(|i| probe_request_id(run, i as usize))
+        .collect();
+    let burst = ids
+        .iter()
+        .map(|id| complete(client, base, &body, id, options.request_timeout));
     let burst = join_all(burst.collect()).await;
     let alive_after = alive(client, base, options.health_timeout).await;
     ProbeReport::Done {

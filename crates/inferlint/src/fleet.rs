@@ -138,9 +138,10 @@ impl Fleet {
     ) -> Result<FleetReport, Error> {
         let names: Vec<String> = self.replicas.iter().map(|r| r.name.clone()).collect();
         let series = self.replicas.iter().map(|r| r.files.series.as_deref());
+        let finished: Vec<Option<f64>> = self.replicas.iter().map(|r| finished(&r.run)).collect();
         Ok(FleetReport {
             replicas: self.replicas.iter().map(|r| r.run.check()).collect(),
-            balance: check_balance(&self.grid, &names, series, &mut on_sample)?,
+            balance: check_balance(&self.grid, &names, series, &finished, &mut on_sample)?,
         })
     }
 
@@ -182,6 +183,9 @@ pub struct FleetReader {
     found: Vec<(String, String, RunFiles)>,
     /// What the grid needs of each replica read so far: its recording's summary.
     stats: Vec<Option<SeriesStats>>,
+    /// What T22 needs of each replica read so far beside its recording: the requests its
+    /// own counter says it finished.
+    finished: Vec<Option<f64>>,
     /// Each replica's report, for those read and checked.
     reports: Vec<Report>,
 }
@@ -224,6 +228,7 @@ impl FleetReader {
             engine,
             requested,
             stats: Vec::with_capacity(found.len()),
+            finished: Vec::with_capacity(found.len()),
             reports: Vec::with_capacity(found.len()),
             found,
         })
@@ -278,6 +283,7 @@ impl FleetReader {
         };
         let run = Run::read(files, &mut EngineChoice::new(self.engine), self.requested)?;
         self.stats.push(run.inner.series.clone());
+        self.finished.push(finished(&run));
         Ok(Some(Replica {
             name: name.clone(),
             folder: folder.clone(),
@@ -306,7 +312,7 @@ impl FleetReader {
             .found
             .iter()
             .map(|(_, _, files)| files.series.as_deref());
-        let balance = check_balance(&grid, &names, series, &mut on_sample)?;
+        let balance = check_balance(&grid, &names, series, &self.finished, &mut on_sample)?;
         Ok(FleetReport {
             replicas: self.reports,
             balance,
@@ -338,9 +344,13 @@ fn check_balance<'a>(
     grid: &FleetGrid,
     names: &[String],
     series: impl Iterator<Item = Option<&'a Path>>,
+    finished: &[Option<f64>],
     on_sample: &mut impl FnMut(usize, &SeriesSample),
 ) -> Result<CheckResult, Error> {
     let mut balance = grid.balance(names);
+    for (index, &finished) in finished.iter().enumerate() {
+        balance.finished(index, finished);
+    }
     for (index, series) in series.enumerate() {
         let Some(series) = series else {
             continue;
@@ -352,6 +362,15 @@ fn check_balance<'a>(
         .map_err(|e| Error::from(LoadError::File(e)))?;
     }
     Ok(balance.check())
+}
+
+/// The requests a replica's run finished between its readings, by its own counter.
+fn finished(run: &Run) -> Option<f64> {
+    inferlint_core::checks::fleet::finished_between(
+        run.inner.engine,
+        run.inner.before.as_ref(),
+        run.inner.after.as_ref(),
+    )
 }
 
 /// A fleet checked: each replica's report, in the manifest's order, and T22's verdict.

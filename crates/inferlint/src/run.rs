@@ -605,7 +605,8 @@ impl RunBuilder {
     /// `inferlint report` checks a folder's files. Refused: inputs from two engines or
     /// from another than the one named ([`ErrorKind::Engine`]), a boot log that is no
     /// server's log ([`ErrorKind::Invalid`]), readings in the wrong order
-    /// ([`ErrorKind::Readings`]), nothing to check ([`ErrorKind::NothingChecked`]).
+    /// ([`ErrorKind::Readings`]), nothing to check, the client's account alone with
+    /// nothing of the server's included ([`ErrorKind::NothingChecked`]).
     pub fn build(self) -> Result<Run, Error> {
         let mut choice = EngineChoice::new(self.named.map(|e| (e, NamedBy::Caller)));
         for (what, said) in &self.said {
@@ -651,6 +652,23 @@ impl RunBuilder {
             .enumerate()
             .map(|(i, r)| r.client_request(i))
             .collect::<Result<Vec<_>, _>>()?;
+        // inferlint checks a load against what the server recorded of it: the client's
+        // account alone holds nothing of the server's to hold it against.
+        if self.client.is_some() || !self.requests.is_empty() {
+            let servers = self.boots.is_empty()
+                && self.before.is_none()
+                && self.after.is_none()
+                && self.series.is_none()
+                && self.server_requests.is_none()
+                && self.kv_events.is_none();
+            if servers {
+                return Err(Error::new(
+                    ErrorKind::NothingChecked,
+                    "only the client's account was given: inferlint checks a run against what the server recorded of it; give its /metrics before and after the load, samples of it during the load, or its boot log".to_owned(),
+                )
+                .with_input("the client summary"));
+            }
+        }
         let client = match (&self.client, records.is_empty()) {
             (None, false) => Some(summary_of(&self.requests)),
             (client, _) => client.clone(),

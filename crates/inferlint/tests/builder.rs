@@ -363,3 +363,92 @@ fn a_request_record_that_cannot_be_is_refused() {
     let error = Run::builder().requests([early]).build().unwrap_err();
     assert_eq!(error.input(), Some("request record 1"), "{error}");
 }
+
+/// A run built from the client's records alone holds nothing of the server's: the
+/// library refuses it, as docs/library.md says ("nothing to check"), where it came back
+/// `Outcome::Passed` from checks of the client's own account.
+#[test]
+fn a_run_of_the_clients_data_alone_is_refused() {
+    let t0 = 1_700_000_000.0;
+    let records = (0..8).map(|i| {
+        let start = t0 + f64::from(i) * 0.1;
+        inferlint::RequestRecord::new(start, start + 2.0)
+            .first_token(start + 0.2)
+            .tokens(88, 100)
+    });
+    let error = Run::builder().requests(records).build().unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::NothingChecked, "{error}");
+    assert!(
+        error.to_string().contains("only the client's account"),
+        "{error}"
+    );
+    let error = Run::builder().client(client(8)).build().unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::NothingChecked, "{error}");
+    // With the server's readings beside it, it is a run.
+    assert!(Run::builder()
+        .before_metrics(&vllm_counts(0))
+        .unwrap()
+        .after_metrics(&vllm_counts(8))
+        .unwrap()
+        .client(client(8))
+        .build()
+        .is_ok());
+}
+
+/// A load of 8 requests that ran 0.35 s, sampled at the default 250 ms: the two samples
+/// read the server before the requests ran and as they began (0 running), and the
+/// harness's own records say all 8 were open at once. "Never ran more than 0" rests on
+/// one sample inside the load: T8 and T17 cannot tell, naming the coverage.
+#[test]
+fn a_run_shorter_than_its_samples_can_see_is_cant_tell_for_t8_and_t17() {
+    let t0 = 1_700_000_000.0;
+    let records = (0..8).map(|i| {
+        let start = t0 + 0.05 + f64::from(i) * 0.001;
+        inferlint::RequestRecord::new(start, t0 + 0.40)
+            .first_token(start + 0.1)
+            .tokens(88, 1000)
+    });
+    let mut builder = Run::builder()
+        .engine(Engine::Vllm)
+        .requested(8)
+        .before_metrics_at(&vllm_metrics(0, 0), t0 - 0.01)
+        .unwrap();
+    for at in [0.0, 0.25] {
+        builder = builder
+            .sample_metrics(
+                "vllm:num_requests_running{model_name=\"m\"} 0\n\
+                 vllm:num_requests_waiting{model_name=\"m\"} 0\n\
+                 vllm:kv_cache_usage_perc{model_name=\"m\"} 0.0\n",
+                t0 + at,
+            )
+            .unwrap();
+    }
+    let report = builder
+        .after_metrics_at(&vllm_metrics(8, 0), t0 + 0.41)
+        .unwrap()
+        .requests(records)
+        .build()
+        .unwrap()
+        .check();
+    for tripwire in [Tripwire::T8, Tripwire::T17] {
+        let r = report
+            .results()
+            .iter()
+            .find(|r| r.tripwire() == tripwire)
+            .unwrap();
+        assert_ne!(r.status(), Status::Fail, "{tripwire}: {}", r.message());
+        if r.status() == Status::Unknown {
+            assert!(
+                r.message().starts_with("the recording covered"),
+                "{}",
+                r.message()
+            );
+        }
+    }
+    let t8 = report
+        .results()
+        .iter()
+        .find(|r| r.tripwire() == Tripwire::T8)
+        .unwrap();
+    assert_eq!(t8.status(), Status::Unknown, "{}", t8.message());
+}

@@ -171,3 +171,27 @@ fn repeats_are_the_folder_itself_or_its_run_subfolders() {
     let error = inferlint::repeats(empty.path().join("none")).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::NoRun);
 }
+
+/// The recorded fleet-one-idle fleet (two vLLM 0.32 servers): the whole load, 32
+/// requests, went to the first replica, which queued; its counter says 32 finished, the
+/// second's 0. The recorders read the second in only one of the first's five queued
+/// moments, too few to compare; the counters say the load went to one replica while the
+/// other had room. Both readers judge it so.
+#[test]
+fn a_fleet_whose_recordings_are_thin_is_judged_by_its_finished_counters() {
+    let dir = fixtures("real/vllm-0.32-cpu/fleet-one-idle");
+    let fleet = Fleet::from_dir(&dir).unwrap().check().unwrap();
+    let read = FleetReader::from_dir(&dir)
+        .unwrap()
+        .finish(|_, _| {})
+        .unwrap();
+    for report in [&fleet, &read] {
+        let t22 = report.balance();
+        assert_eq!(t22.status(), inferlint::Status::Fail, "{}", t22.message());
+        assert_eq!(t22.evidence_as::<f64>("busy_finished"), Some(32.0));
+        assert_eq!(
+            t22.evidence_as::<String>("idle_replica").as_deref(),
+            Some("http://127.0.0.1:48489")
+        );
+    }
+}

@@ -42,6 +42,8 @@ struct ReplicaTrack {
     /// One byte per slot from the fleet's first: `READ`, `PRESSURE`, `ROOM` flags.
     slots: Vec<u8>,
     last_preemptions: Option<f64>,
+    /// Requests the replica's own counter says it finished between its readings.
+    finished: Option<f64>,
     waiting_readings: usize,
     kv_readings: usize,
     samples: usize,
@@ -119,8 +121,73 @@ impl FleetBalance {
         track.slots[slot] |= flags;
     }
 
-    /// T22's verdict.
+    /// The requests replica `index` finished between its before and after readings, by
+    /// its own counter ([`finished_between`]); `None` where they do not say.
+    pub fn finished(&mut self, index: usize, finished: Option<f64>) {
+        if let Some(track) = self.replicas.get_mut(index) {
+            track.finished = finished.filter(|f| f.is_finite() && *f >= 0.0);
+        }
+    }
+
+    /// T22's verdict: from the recordings, moment by moment; where they are too thin to
+    /// tell, from the replicas' own finished counters.
     pub fn check(&self) -> CheckResult {
+        let verdict = self.check_recordings();
+        if verdict.status != Status::Unknown {
+            return verdict;
+        }
+        self.check_counters(&verdict).unwrap_or(verdict)
+    }
+
+    /// Where the recordings cannot tell: a replica that queued or preempted (its own
+    /// recording says so) and finished requests, while another finished none between its
+    /// readings and never queued, was sent the load while the other had room. The counters
+    /// count every request of the run, gaps in the recordings or not.
+    fn check_counters(&self, recordings: &CheckResult) -> Option<CheckResult> {
+        let pressure = |r: &ReplicaTrack| r.slots.iter().filter(|&&f| f & PRESSURE != 0).count();
+        let busy = self
+            .replicas
+            .iter()
+            .filter(|r| pressure(r) > 0 && r.finished.is_some_and(|f| f > 0.0))
+            .max_by(|a, b| {
+                let f = |r: &ReplicaTrack| r.finished.unwrap_or(0.0);
+                f(a).total_cmp(&f(b))
+            })?;
+        let idle = self
+            .replicas
+            .iter()
+            .find(|r| r.finished == Some(0.0) && pressure(r) == 0)?;
+        let names: Vec<&str> = self.replicas.iter().map(|r| r.name.as_str()).collect();
+        let finished = busy.finished.unwrap_or(0.0);
+        let mut result = CheckResult::new(
+                Tripwire::T22,
+                Status::Fail,
+                format!(
+                    "replica {} queued or preempted in {} recorded moment(s) and finished {} request{}, while replica {} finished none between its readings and never queued: the load went to one replica while another had room (by the replicas' own counters; the recordings alone could not tell: {})",
+                    busy.name,
+                    pressure(busy),
+                    crate::fmt::g(finished),
+                    crate::fmt::plural(finished),
+                    idle.name,
+                    recordings.message
+                ),
+            );
+        // What the recordings showed stays in the evidence beside the counters.
+        result.evidence = recordings.evidence.clone();
+        Some(
+            result
+                .with("replicas", names)
+                .with("busy_replica", busy.name.as_str())
+                .with("idle_replica", idle.name.as_str())
+                .with("busy_finished", finished)
+                .with("idle_finished", 0.0)
+                .with("busy_moments", pressure(busy))
+                .with("basis", "counters"),
+        )
+    }
+
+    /// T22 from the recordings alone.
+    fn check_recordings(&self) -> CheckResult {
         let t22 = |status, message: String| CheckResult::new(Tripwire::T22, status, message);
         let names: Vec<&str> = self.replicas.iter().map(|r| r.name.as_str()).collect();
         let read: Vec<&ReplicaTrack> = self.replicas.iter().filter(|r| r.samples > 0).collect();
@@ -281,6 +348,22 @@ impl FleetBalance {
     }
 }
 
+/// The requests a replica finished between its before and after readings, by its own
+/// success counter; `None` when a reading or the counter is missing, or the server
+/// restarted between them (its counters then started again).
+pub fn finished_between(
+    engine: &crate::engine::EngineDescriptor,
+    before: Option<&crate::model::Snapshot>,
+    after: Option<&crate::model::Snapshot>,
+) -> Option<f64> {
+    let (before, after) = (before?, after?);
+    if super::counters::restart_between(before, after).is_some() {
+        return None;
+    }
+    super::counters::counter_delta(engine, before, after, engine.request_success)
+        .filter(|f| f.is_finite() && *f >= 0.0)
+}
+
 /// One replica under pressure and another, with the moments the second had room.
 #[derive(Debug)]
 struct Pair<'a> {
@@ -320,6 +403,35 @@ mod tests {
 
     fn names(n: usize) -> Vec<String> {
         (0..n).map(|i| format!("r{i}")).collect()
+    }
+
+    /// The recorded fleet-one-idle fleet (vLLM 0.32): the whole load went to one replica
+    /// (its counter: 32 finished), which queued; the other finished 0. The recorders missed
+    /// most moments of the second while the first queued, so the recordings compare one
+    /// moment and cannot tell; the counters say the load went to one replica while the
+    /// other had room.
+    #[test]
+    fn thin_recordings_are_judged_by_the_replicas_finished_counters() {
+        let mut fleet = FleetBalance::new(1.0, 0.0, &names(2));
+        for t in 0..11 {
+            let waiting = if t < 5 { 2.0 } else { 0.0 };
+            fleet.push(0, &sample(f64::from(t), waiting, 0.3, 0.0));
+        }
+        for t in [0, 8, 9, 10] {
+            fleet.push(1, &sample(f64::from(t), 0.0, 0.0, 0.0));
+        }
+        let thin = fleet.check();
+        assert_eq!(thin.status, Status::Unknown, "{}", thin.message);
+        fleet.finished(0, Some(32.0));
+        fleet.finished(1, Some(0.0));
+        let r = fleet.check();
+        assert_eq!(r.status, Status::Fail, "{}", r.message);
+        assert_eq!(r.evidence["busy_replica"], "r0");
+        assert_eq!(r.evidence["idle_replica"], "r1");
+        assert_eq!(r.evidence["basis"], "counters");
+        // Both replicas finished requests: the counters say nothing of who had room.
+        fleet.finished(1, Some(3.0));
+        assert_eq!(fleet.check().status, Status::Unknown);
     }
 
     /// One replica preempting and queueing for the whole run while the other idles fails.

@@ -164,25 +164,37 @@ pub fn concurrency(run: &Run, _: RunOptions) -> Option<CheckResult> {
             .with("requested", 0),
         );
     }
-    Some(series::concurrency(
-        run.engine,
-        series_of(run),
-        requested,
-        run.last_boot(),
-    ))
+    let result = series::concurrency(run.engine, series_of(run), requested, run.last_boot());
+    Some(series::judged_on_coverage(result, load_coverage(run)))
+}
+
+/// How much of the load's span the recording covered: the span the load tool's records
+/// give, on the wall clock, else the readings' that bracket the load.
+fn load_coverage(run: &Run) -> Option<series::Coverage> {
+    let client = run.bench.as_ref().and_then(|(_, account)| {
+        let offset = match account.clock? {
+            crate::client::RequestClock::Unix => 0.0,
+            crate::client::RequestClock::Monotonic => run.mono_to_wall()?,
+        };
+        Some((account.span.start_s? + offset, account.span.end_s? + offset))
+    });
+    let (from, to) =
+        client.or_else(|| Some((run.before.as_ref()?.t_wall?, run.after.as_ref()?.t_wall?)))?;
+    series::coverage(series_of(run), from, to)
 }
 
 /// T17: the client kept fewer requests in flight than asked while the server had room.
 pub fn client_shortfall(run: &Run, _: RunOptions) -> Option<CheckResult> {
     let timeline = run.request_timeline().and_then(Result::ok);
-    Some(shortfall::client_shortfall(&ShortfallInputs {
+    let result = shortfall::client_shortfall(&ShortfallInputs {
         engine: run.engine,
         stats: series_of(run),
         requested: run.requested?,
         boot: run.last_boot(),
         client: run.bench.as_ref().map(|(_, account)| account),
         timeline: timeline.as_ref(),
-    }))
+    });
+    Some(series::judged_on_coverage(result, load_coverage(run)))
 }
 
 /// T19: compile lines inside the run, a slow first wave, no warm-up.

@@ -994,10 +994,14 @@ pub fn falling_ceiling(
     let mut hi = i64::MIN;
     let mut share_min = f64::INFINITY;
     let mut share_max = f64::NEG_INFINITY;
+    let mut ran_min = f64::INFINITY;
+    let mut ran_max = f64::NEG_INFINITY;
     for &(r, u, _) in &pairs {
         let c = ceiling(r, u, usable_blocks);
         lo = lo.min(c);
         hi = hi.max(c);
+        ran_min = ran_min.min(r.trunc());
+        ran_max = ran_max.max(r.trunc());
         let share = u / r;
         share_min = share_min.min(share);
         share_max = share_max.max(share);
@@ -1010,7 +1014,23 @@ pub fn falling_ceiling(
                 .then(b.2.first_index.cmp(&a.2.first_index))
         })
         .map(|&(r, u, _)| ceiling(r, u, usable_blocks));
-    let mut message = if lo == hi {
+    // The quotients are what would fit, read from a cache not quite full; what ran is
+    // whole requests. When the server ran the same number on every full sample, the
+    // quotients differ by the cache's unused sliver, not by a request: no request was
+    // ever turned away for a ceiling that fell, so the ceiling did not move.
+    let held = lo != hi && ran_min == ran_max;
+    if held {
+        lo = fullest.unwrap_or(lo);
+        hi = lo;
+    }
+    let mut message = if held {
+        format!(
+            "the server ran {} on every {basis} sample while one request held {} to {} of {pool}: the quotients floor(1/share) range over less than one request that ran, so the ceiling stayed put, {lo} at the fullest sample",
+            ran_min,
+            pct(share_min),
+            pct(share_max)
+        )
+    } else if lo == hi {
         let share = if pct(share_min) == pct(share_max) {
             pct(share_min)
         } else {
@@ -1035,6 +1055,9 @@ pub fn falling_ceiling(
         .with("samples", samples)
         .with("basis", basis)
         .with("usable_blocks", usable_blocks);
+    if held {
+        result = result.with("running_on_full_samples", ran_min);
+    }
     if let Some(b) = usable_blocks {
         result = result
             .with("blocks_per_request_min", share_min * b as f64)
@@ -1044,6 +1067,81 @@ pub fn falling_ceiling(
         result = result.with("gauges_lag", true);
     }
     result
+}
+
+/// Fewer samples than this inside the load's span cannot say what the server never ran.
+pub const MIN_SAMPLES_IN_LOAD: f64 = 4.0;
+/// Nor can a recording that covers less than this share of the load's span.
+pub const MIN_LOAD_COVERAGE: f64 = 0.5;
+
+/// How much of the load's span the recording's samples covered.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Coverage {
+    /// The load's span, seconds.
+    pub load_s: f64,
+    /// The part of it between the recording's first and last sample, seconds.
+    pub covered_s: f64,
+    /// About how many samples fell inside it, at the recording's own spacing.
+    pub samples: f64,
+}
+
+impl Coverage {
+    /// Too little to say what the server never ran at once: a finding of "never more
+    /// than" rests on the samples that saw the load, and these saw too little of it.
+    pub fn thin(&self) -> bool {
+        self.samples < MIN_SAMPLES_IN_LOAD || self.covered_s < MIN_LOAD_COVERAGE * self.load_s
+    }
+}
+
+/// The recording's coverage of the load's span `from`..`to` (wall clock, Unix seconds):
+/// the samples are folded, so those inside the span are counted at the recording's mean
+/// spacing. A scrape still under way when the recording ended left no sample, and counts
+/// as missed. `None` when the span or the recording's times are unknown.
+pub fn coverage(stats: &SeriesStats, from: f64, to: f64) -> Option<Coverage> {
+    if !(from.is_finite() && to.is_finite() && to > from) {
+        return None;
+    }
+    let (first, last) = (stats.first_t_wall?, stats.last_t_wall?);
+    let covered_s = (to.min(last) - from.max(first)).max(0.0);
+    let inside = |t: f64| (from..=to).contains(&t);
+    let samples = if stats.samples > 1 && last > first {
+        let spacing = (last - first) / (stats.samples - 1) as f64;
+        if covered_s > 0.0 {
+            (covered_s / spacing).floor() + 1.0
+        } else {
+            f64::from(u8::from(inside(first) || inside(last)))
+        }
+    } else {
+        f64::from(u8::from(stats.samples > 0 && inside(first)))
+    };
+    Some(Coverage {
+        load_s: to - from,
+        covered_s,
+        samples,
+    })
+}
+
+/// A T8 or T17 failure ("never ran more than", "kept fewer in flight") judged only on
+/// what the samples covered: on a recording that saw too little of the load it is Can't
+/// tell, naming the coverage. Other verdicts are returned as they are.
+pub fn judged_on_coverage(result: CheckResult, coverage: Option<Coverage>) -> CheckResult {
+    let Some(c) = coverage.filter(|c| result.status == Status::Fail && c.thin()) else {
+        return result;
+    };
+    let message = format!(
+        "the recording covered {} of the load's {} s with about {} sample{}: too little to say what the server never did (it says: {})",
+        fmt::percent(c.covered_s / c.load_s, 0),
+        fmt::g((c.load_s * 1000.0).round() / 1000.0),
+        fmt::g(c.samples),
+        fmt::plural(c.samples),
+        result.message
+    );
+    let mut unknown = CheckResult::new(result.tripwire, Status::Unknown, message);
+    unknown.evidence = result.evidence;
+    unknown
+        .with("load_s", c.load_s)
+        .with("covered_s", c.covered_s)
+        .with("samples_in_load", c.samples)
 }
 
 /// T8: the concurrency the load asked for against the most the server ran at once.
@@ -1171,7 +1269,7 @@ pub fn cap_reason(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::VLLM;
+    use crate::engine::{SGLANG, VLLM};
 
     #[test]
     fn limit_denominator_matches_exact_rationals() {
@@ -1550,5 +1648,71 @@ mod tests {
         let mut idle = SeriesStats::new();
         idle.push(&sample(0.0, 0.0, 0.0));
         assert_eq!(falling_ceiling(&VLLM, &idle, None).status, Status::Unknown);
+    }
+
+    /// A load of 0.35 s recorded at the default 250 ms: two samples, one before the
+    /// requests ran and one as they began, saw "never more than 0". A slow /metrics
+    /// (a scrape every 2 s) on a 3 s load: two samples. Neither recording saw enough of
+    /// the load to say what the server never ran; one that read it every 250 ms did.
+    #[test]
+    fn t8_judges_only_what_the_samples_covered() {
+        let recording = |times: &[f64], running: f64| {
+            let mut stats = SeriesStats::new();
+            for &t in times {
+                stats.push(&SeriesSample {
+                    t_wall: t,
+                    ..sample(running, 0.0, 0.1)
+                });
+            }
+            stats
+        };
+        let short = recording(&[100.0, 100.25], 0.0);
+        let c = coverage(&short, 100.05, 100.4).unwrap();
+        assert_eq!(c.samples, 1.0);
+        let r = judged_on_coverage(concurrency(&VLLM, &short, 8, None), Some(c));
+        assert_eq!(r.status, Status::Unknown, "{}", r.message);
+        assert!(
+            r.message
+                .starts_with("the recording covered 57% of the load's 0.35 s with about 1 sample"),
+            "{}",
+            r.message
+        );
+        let slow = recording(&[100.0, 102.0, 104.0], 4.0);
+        let c = coverage(&slow, 100.5, 103.5).unwrap();
+        assert_eq!(c.samples, 2.0);
+        let r = judged_on_coverage(concurrency(&VLLM, &slow, 8, None), Some(c));
+        assert_eq!(r.status, Status::Unknown, "{}", r.message);
+        let times: Vec<f64> = (0..16).map(|i| 100.0 + f64::from(i) * 0.25).collect();
+        let dense = recording(&times, 4.0);
+        let c = coverage(&dense, 100.5, 103.5).unwrap();
+        assert!(!c.thin(), "{c:?}");
+        let r = judged_on_coverage(concurrency(&VLLM, &dense, 8, None), Some(c));
+        assert_eq!(r.status, Status::Fail, "{}", r.message);
+    }
+
+    /// The recorded SGLang 0.5 run (qwen3-8b) ran 29 requests on each of its 7 saturated
+    /// samples, at 91% (3 samples) and 95% (4) of the pool: `29 / 0.91` and `29 / 0.95`
+    /// floor to 31 and 30, a "move" no request made. The server ran 29 throughout, so the
+    /// ceiling held; at the fullest sample it is 30.
+    #[test]
+    fn t9_a_ceiling_that_moved_by_less_than_a_request_that_ran_held() {
+        let mut stats = SeriesStats::new();
+        for usage in [0.91, 0.91, 0.91, 0.95, 0.95, 0.95, 0.95] {
+            stats.push(&sample(29.0, 3.0, usage));
+        }
+        let r = falling_ceiling(&SGLANG, &stats, None);
+        assert_eq!(r.status, Status::Pass, "{}", r.message);
+        assert_eq!(r.evidence["ceiling_min"], 30);
+        assert_eq!(r.evidence["ceiling_max"], 30);
+        assert_eq!(r.evidence["running_on_full_samples"], 29.0);
+        assert!(
+            r.message
+                .starts_with("the server ran 29 on every saturated sample"),
+            "{}",
+            r.message
+        );
+        // Whole requests moving is a move: 29 then 28 running at a full cache.
+        stats.push(&sample(28.0, 3.0, 0.97));
+        assert_eq!(falling_ceiling(&SGLANG, &stats, None).status, Status::Warn);
     }
 }

@@ -481,6 +481,37 @@ pub fn client_server(
             .with("extra_requests", extra)
             .with("extra_output_tokens", extra_tokens)
     };
+    // The load tool's own untimed test request, when nothing said whether it was sent:
+    // one request more, of one of this load's requests' size, is its shape.
+    let announced = bench.span.untimed_requests.is_some();
+    let test_request = bench.tool.info().test_request.filter(|_| !announced);
+    if let (Some(shape), 1) = (test_request, extra - expected) {
+        let server_prompt = counter_delta(engine, before, after, engine.prompt_tokens);
+        match one_request_of_this_load(bench, extra_tokens, server_prompt) {
+            Ok(()) => {
+                return evidence(t15(
+                    Status::Pass,
+                    format!(
+                        "client and server agree: {completed} requests, {} output tokens, plus 1 untimed request of {} output tokens: the shape of {}'s test request, {shape}; its console output, saved as load.log beside the result file, would say so",
+                        fmt::thousands(client_output),
+                        fmt::thousands_f(extra_tokens),
+                        bench.tool.info().name
+                    ),
+                ))
+                .with("untimed_request_by_shape", true);
+            }
+            Err(why) => {
+                return evidence(t15(
+                    Status::Unknown,
+                    format!(
+                        "the server finished 1 more request than the load tool counted; {} sends {shape} by default, but {why}, and without its console output (save it as load.log beside the result file) whether it sent one cannot be told",
+                        bench.tool.info().name
+                    ),
+                ))
+                .with("console_missing", "load.log");
+            }
+        }
+    }
     if extra > expected {
         let n = extra - expected;
         return evidence(t15(
@@ -530,10 +561,57 @@ pub fn client_server(
     evidence(t15(Status::Pass, message))
 }
 
+/// Whether one request more than the load tool counted has the size of one of the
+/// load's own: its output tokens more than none and at most one and a half times the
+/// load's mean (or its longest recorded request), and its prompt tokens, where the server
+/// counts them, the same. `Err` says what does not fit.
+fn one_request_of_this_load(
+    bench: &ClientAccount,
+    extra_output: f64,
+    server_prompt: Option<f64>,
+) -> Result<(), String> {
+    let completed = bench
+        .completed
+        .filter(|&c| c > 0)
+        .ok_or("the load completed no request")?;
+    let largest = |total: Option<i64>,
+                   each: &dyn Fn(&crate::client::ClientRequest) -> Option<u64>| {
+        let recorded = bench.requests.iter().filter_map(each).max();
+        let mean = total.map(|t| t as f64 / completed as f64 * 1.5);
+        match (recorded, mean) {
+            (Some(r), Some(m)) => Some((r as f64).max(m)),
+            (Some(r), None) => Some(r as f64),
+            (None, m) => m,
+        }
+    };
+    let output_bound = largest(bench.total_output_tokens, &|r| r.output_tokens.get())
+        .ok_or("the result file counts no output tokens")?;
+    if !(extra_output > 0.0 && extra_output <= output_bound) {
+        return Err(format!(
+            "the extra request's {} output tokens are not those of one of this load's requests (at most {})",
+            fmt::thousands_f(extra_output),
+            fmt::thousands_f(output_bound.floor())
+        ));
+    }
+    if let (Some(server), Some(client)) = (server_prompt, bench.total_input_tokens) {
+        let extra_prompt = server - client as f64;
+        let bound = largest(Some(client), &|r| r.prompt_tokens.get()).unwrap_or(0.0);
+        if !(extra_prompt > 0.0 && extra_prompt <= bound) {
+            return Err(format!(
+                "the extra request's {} prompt tokens are not those of one of this load's prompts (at most {})",
+                fmt::thousands_f(extra_prompt),
+                fmt::thousands_f(bound.floor())
+            ));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::SGLANG;
+    use crate::client::LoadTool;
+    use crate::engine::{SGLANG, VLLM};
     use crate::testing::assert_unknown_saying;
     use crate::testing::plain_snapshot as snapshot;
 
@@ -543,6 +621,70 @@ mod tests {
             retractions_in_log: retractions,
             ..BootFacts::default()
         }
+    }
+
+    /// The README's step-by-step run of the recorded vLLM 0.30 load (32 requests of 88
+    /// prompt and 1,000 output tokens, `vllm bench serve`): the readings bracket the
+    /// load command, so the server also finished the tool's untimed test request, one
+    /// request of the first prompt at its output length, which the result file does not
+    /// count. `extra` is what the server finished beyond the 32.
+    fn readme_run(extra: (f64, f64, f64), untimed: Option<u64>, tool: LoadTool) -> CheckResult {
+        let counters = |(n, prompt, out): (f64, f64, f64)| {
+            snapshot(&[
+                (VLLM.request_success, n),
+                (VLLM.prompt_tokens, prompt),
+                (VLLM.generation_tokens, out),
+            ])
+        };
+        let before = counters((0.0, 0.0, 0.0));
+        let after = counters((32.0 + extra.0, 2816.0 + extra.1, 32000.0 + extra.2));
+        let mut bench = ClientAccount {
+            completed: Some(32),
+            failed: Some(0),
+            total_input_tokens: Some(2816),
+            total_output_tokens: Some(32000),
+            ..ClientAccount::new(tool)
+        };
+        bench.span.untimed_requests = untimed;
+        client_server(
+            &VLLM,
+            &before,
+            &after,
+            &bench,
+            "bench.json",
+            untimed.unwrap_or(0),
+        )
+    }
+
+    #[test]
+    fn t15_knows_the_load_tools_test_request_by_its_shape() {
+        // Without the console: one request of one prompt's size is the test request.
+        let r = readme_run((1.0, 88.0, 1000.0), None, LoadTool::VllmBench);
+        assert_eq!(r.status, Status::Pass, "{}", r.message);
+        assert!(
+            r.message
+                .contains("plus 1 untimed request of 1,000 output tokens"),
+            "{}",
+            r.message
+        );
+        // With the console saved (load.log), announcing it: the same pass as before.
+        let r = readme_run((1.0, 88.0, 1000.0), Some(1), LoadTool::VllmBench);
+        assert_eq!(r.status, Status::Pass, "{}", r.message);
+        // A console that announced none: the request was someone else's.
+        let r = readme_run((1.0, 88.0, 1000.0), Some(0), LoadTool::VllmBench);
+        assert_eq!(r.status, Status::Fail, "{}", r.message);
+        // One request far larger than any of the load's: not its shape, and only the
+        // console could say; T15 names it.
+        let r = readme_run((1.0, 88.0, 5000.0), None, LoadTool::VllmBench);
+        assert_eq!(r.status, Status::Unknown, "{}", r.message);
+        assert!(r.message.contains("load.log"), "{}", r.message);
+        let r = readme_run((1.0, 4000.0, 1000.0), None, LoadTool::VllmBench);
+        assert_eq!(r.status, Status::Unknown, "{}", r.message);
+        // Two requests more are not one test request; a tool that sends none has none.
+        let r = readme_run((2.0, 176.0, 2000.0), None, LoadTool::VllmBench);
+        assert_eq!(r.status, Status::Fail, "{}", r.message);
+        let r = readme_run((1.0, 88.0, 1000.0), None, LoadTool::GuideLlm);
+        assert_eq!(r.status, Status::Fail, "{}", r.message);
     }
 
     /// The recorded SGLang 0.5.20 shape: the retraction gauge, no counter.

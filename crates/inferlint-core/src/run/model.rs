@@ -198,7 +198,16 @@ pub fn not_a_benchmark(run: &Run) -> Option<String> {
             "the server finished no request between the before and the after reading".to_owned()
         });
     }
-    // A lagging gauge can miss every request; only a live one shows that none ran.
+    // A lagging gauge can miss every request; only a live one shows that none ran. A
+    // load tool that counts completed requests saw them answered: a recording that
+    // caught none running (a server that died early, samples too sparse) missed them.
+    if run
+        .bench
+        .as_ref()
+        .is_some_and(|(_, b)| b.completed.is_some_and(|c| c > 0))
+    {
+        return None;
+    }
     let stats = run.series.as_ref().filter(|_| !run.engine.gauges_lag)?;
     let idle = stats.running_readings > 0
         && stats.peak_running == Some(0.0)
@@ -230,5 +239,47 @@ impl Rejected {
         } else {
             format!("{} is not of this run: {}", self.name, self.why)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::LoadTool;
+    use crate::engine::VLLM;
+    use crate::model::SeriesSample;
+
+    /// A server that died early in the load: the recording's samples, before the
+    /// requests ran and after the server stopped answering, show none running, and no
+    /// after reading came; the client counts 16 completed requests, which the server
+    /// answered. The run is a benchmark; a client that completed none and the same
+    /// recording is not.
+    #[test]
+    fn a_server_that_died_early_with_completed_requests_is_a_benchmark() {
+        let mut run = crate::testing::empty_run(&VLLM);
+        let mut series = SeriesStats::new();
+        for i in 0..4 {
+            series.push(&SeriesSample {
+                t_wall: 1000.0 + f64::from(i) * 0.25,
+                running: Some(0.0),
+                waiting: Some(0.0),
+                kv_usage: Some(0.0),
+                ..SeriesSample::default()
+            });
+        }
+        run.series = Some(series);
+        let account = |completed| ClientAccount {
+            completed: Some(completed),
+            ..ClientAccount::new(LoadTool::Harness)
+        };
+        run.bench = Some(("the client summary".into(), account(16)));
+        assert_eq!(not_a_benchmark(&run), None);
+        run.bench = Some(("the client summary".into(), account(0)));
+        assert!(not_a_benchmark(&run).is_some());
+        run.bench = None;
+        assert_eq!(
+            not_a_benchmark(&run).as_deref(),
+            Some("the recording shows no request running or waiting")
+        );
     }
 }

@@ -62,10 +62,15 @@ const RULES: &[FailureRule] = &[
                 message.is_some() && (name.ends_with("Error") || name.ends_with("Exception"))
             })
     }),
-    ("engine_dead", |b| {
-        b.contains("EngineDeadError") || b.contains("EngineCore encountered a fatal error")
-    }),
+    ("engine_dead", engine_died),
 ];
+
+/// Whether a line says the engine process died: vLLM's engine core logs `EngineCore
+/// encountered a fatal error.` above its traceback, and its front end raises
+/// `EngineDeadError` for every request after.
+fn engine_died(body: &str) -> bool {
+    body.contains("EngineDeadError") || body.contains("EngineCore encountered a fatal error")
+}
 
 const CCCL_HEADERS: &str = "CUDA compiler and CUDA toolkit headers are incompatible";
 
@@ -155,6 +160,9 @@ pub(crate) struct Classifier {
     window: std::collections::VecDeque<String>,
     /// Per rule, the candidates that may still win, in file order.
     chains: Vec<Vec<Candidate>>,
+    /// The engine said it died after the ready line: the front end's answers after that
+    /// (empty completions, each logged as a `200`) are no sign that it kept serving.
+    dead: bool,
 }
 
 /// The most candidates one rule keeps: only a log of many failures of one kind, each
@@ -173,6 +181,7 @@ impl Default for Classifier {
             ready: None,
             window: std::collections::VecDeque::new(),
             chains: (0..RULES.len()).map(|_| Vec::new()).collect(),
+            dead: false,
         }
     }
 }
@@ -213,12 +222,15 @@ impl Classifier {
             self.ready = Some(index);
             self.chains.iter_mut().for_each(Vec::clear);
         } else {
-            if self.ready.is_some() && kept_serving(body) {
+            if self.ready.is_some() && !self.dead && kept_serving(body) {
                 self.served(line.stamp());
             }
             if !body.is_empty() && might_match(body) {
                 if let Some(rule) = RULES.iter().position(|(_, test)| test(body)) {
                     self.offer(rule, index, line, body);
+                }
+                if self.ready.is_some() && engine_died(body) {
+                    self.dead = true;
                 }
             }
         }
@@ -517,6 +529,44 @@ mod tests {
         assert!(!might_match(
             "INFO:     127.0.0.1:5 - \"GET /health HTTP/1.1\" 200 OK"
         ));
+    }
+
+    /// vLLM's engine core dies at the first request after the ready line: it logs
+    /// `EngineCore encountered a fatal error.` and its traceback, the front end logs
+    /// `EngineDeadError` and keeps answering, each streamed request a `200` with an empty
+    /// completion and `/health` a 503. Those `200` lines (uvicorn's, unstamped) made the
+    /// crash above them count as served after; the engine said it was dead.
+    #[test]
+    fn an_engine_that_died_after_ready_fails_though_its_front_end_answers() {
+        let log = r#"(APIServer pid=9658) INFO 12-02 04:03:56 [launcher.py:195] Route: /v1/completions, Methods: POST
+INFO:     Started server process [9658]
+INFO:     Waiting for application startup.
+INFO:     Application startup complete.
+INFO:     127.0.0.1:54928 - "GET /health HTTP/1.1" 200 OK
+(EngineCore pid=9908) ERROR 12-02 04:04:01 [core.py:1010] EngineCore encountered a fatal error.
+(EngineCore pid=9908) ERROR 12-02 04:04:01 [core.py:1010] Traceback (most recent call last):
+(EngineCore pid=9908) ERROR 12-02 04:04:01 [core.py:1010]   File "/venv/lib/python3.11/site-packages/vllm/v1/engine/core.py", line 1001, in run_engine_core
+(EngineCore pid=9908) ERROR 12-02 04:04:01 [core.py:1010]     engine_core.run_busy_loop()
+(EngineCore pid=9908) ERROR 12-02 04:04:01 [core.py:1010] RuntimeError: shape '[1, 88, 8, 64]' is invalid for input of size 90112
+(APIServer pid=9658) ERROR 12-02 04:04:01 [async_llm.py:906] AsyncLLM output_handler failed.
+(APIServer pid=9658) ERROR 12-02 04:04:01 [async_llm.py:906] vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.
+INFO:     127.0.0.1:54930 - "POST /v1/completions HTTP/1.1" 200 OK
+INFO:     127.0.0.1:54928 - "GET /health HTTP/1.1" 503 Service Unavailable
+INFO:     127.0.0.1:54932 - "POST /v1/completions HTTP/1.1" 200 OK
+"#;
+        let facts = super::super::parse_boot_log(log, Some(inferlint_core::engine::Engine::Vllm));
+        let failure = facts.failure.expect("the crash after ready is a failure");
+        assert_eq!(failure.phase, Phase::Serving);
+        assert_eq!(failure.kind, "runtime_error");
+        assert_eq!(failure.lineno, 10);
+        // A server that kept serving before any such line still clears what came before.
+        let healthy = log.replace("EngineCore encountered a fatal error.", "hello").replace(
+            "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.",
+            "fine",
+        );
+        let facts =
+            super::super::parse_boot_log(&healthy, Some(inferlint_core::engine::Engine::Vllm));
+        assert!(facts.failure.is_none(), "{:?}", facts.failure);
     }
 
     #[test]
