@@ -283,10 +283,10 @@ fn the_json_gives_the_runs_throughput_beside_t10s_rate() {
 /// recordings.)
 #[test]
 fn a_pool_whose_log_states_no_concurrency_is_said_as_the_log_says_it() {
-    let Some(recorded) = std::env::var_os("INFERLINT_RECORDED") else {
+    let Some(recorded) = crate::common::recorded() else {
         return;
     };
-    let dir = Path::new(&recorded).join("sglang-0.5/capped");
+    let dir = recorded.join("sglang-0.5/capped");
     let boot: String = std::fs::read_dir(&dir)
         .unwrap()
         .filter_map(|e| {
