@@ -30,7 +30,7 @@
 use std::fmt::Write as _;
 
 use crate::checks::counters::restart_between;
-use crate::checks::series::SeriesStats;
+use crate::checks::series::{SeriesStats, SeriesWindow};
 use crate::client::ClientAccount;
 use crate::model::{BootFacts, PyValue, Snapshot};
 use crate::run::model::{input, Run};
@@ -490,6 +490,30 @@ fn series_fit(
     if let Some(refused) = &series.refused {
         return Err(refused.message());
     }
+    // Read against the readings' window, and none of it inside.
+    if series.samples == 0 {
+        match (series.outside_before, series.outside_after) {
+            (0, 0) => {}
+            (_, 0) => {
+                return Err(
+                    "its last sample came before the before reading, so it recorded another time"
+                        .to_owned(),
+                )
+            }
+            (0, _) => {
+                return Err(
+                    "its first sample came after the after reading, so it recorded another time"
+                        .to_owned(),
+                )
+            }
+            _ => {
+                return Err(
+                    "none of its samples lies between the readings, so it recorded another time"
+                        .to_owned(),
+                )
+            }
+        }
+    }
     let (Some(before), Some(after)) = (before, after) else {
         return Ok(());
     };
@@ -554,6 +578,65 @@ fn series_fit(
     Ok(())
 }
 
+/// The window a recording of the run between `before` and `after` is read within
+/// ([`SeriesWindow`]): the readings' span widened by half of each reading's latency and
+/// the tolerance the gate allows a recorder's clock. `None` when the readings bracket no
+/// span (no wall clock, or the after one not later).
+pub fn series_window(before: &Snapshot, after: &Snapshot) -> Option<SeriesWindow> {
+    let (b, a) = (before.t_wall?, after.t_wall?);
+    if !(b.is_finite() && a.is_finite() && a > b) {
+        return None;
+    }
+    let slack = |s: &Snapshot| {
+        s.latency_s
+            .filter(|l| l.is_finite() && *l >= 0.0)
+            .unwrap_or(0.0)
+            / 2.0
+            + SERIES_WALL_TOLERANCE_S
+    };
+    let (early, late) = (slack(before), slack(after));
+    let one_boot = match (
+        boot_offset(before.t_wall, before.t_mono_ns),
+        boot_offset(after.t_wall, after.t_mono_ns),
+    ) {
+        (Some(x), Some(y)) => (x - y).abs() <= SAME_BOOT_S,
+        _ => false,
+    };
+    let mono_ns = match (before.t_mono_ns, after.t_mono_ns) {
+        (Some(bm), Some(am)) if one_boot && am > bm => Some((
+            bm.saturating_sub((early * 1e9) as i64),
+            am.saturating_add((late * 1e9) as i64),
+        )),
+        _ => None,
+    };
+    Some(SeriesWindow {
+        wall: (b - early, a + late),
+        mono_ns,
+        boot_wall: mono_ns.and_then(|_| boot_offset(before.t_wall, before.t_mono_ns)),
+    })
+}
+
+/// What a reader should know of a recording's samples set aside by the readings'
+/// window: how many, on which side.
+fn samples_set_aside(series: &SeriesStats) -> Option<String> {
+    let (early, late) = (series.outside_before, series.outside_after);
+    if early + late == 0 || series.samples == 0 {
+        return None;
+    }
+    let mut parts = Vec::new();
+    if early > 0 {
+        parts.push(format!("{early} taken before the before reading"));
+    }
+    if late > 0 {
+        parts.push(format!("{late} after the after reading"));
+    }
+    Some(format!(
+        "{} of the recording's samples lie outside the readings ({}: a recorder started before the run or left running after it), set aside: no check reads them",
+        early + late,
+        parts.join(", ")
+    ))
+}
+
 /// Where each input of a run stands.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Placement {
@@ -593,6 +676,7 @@ pub fn place(run: &Run) -> Placement {
         (None, None)
     };
     if let Some(series) = &run.series {
+        placement.notes.extend(samples_set_aside(series));
         if let Err(why) = series_fit(series, before, after) {
             placement.rejected.push(Rejected {
                 input: input::SERIES,

@@ -419,7 +419,7 @@ fn refuse_one_file_twice(before: &Path, after: &Path) -> Result<(), LoadError> {
 /// in order, for [`STDIN`]), recording its engine and noting gap records and skipped
 /// lines.
 pub fn load_series(choice: &mut EngineChoice, path: &Path) -> Result<SeriesStats, LoadError> {
-    load_series_with(choice, path, None::<SeriesStats>).map(|(stats, _)| stats)
+    load_series_with(choice, path, None::<SeriesStats>, None).map(|(stats, _)| stats)
 }
 
 /// [`load_series`], with `side` folded in the same pass over the file, when the recording
@@ -428,15 +428,19 @@ fn load_series_with<F: SampleFold>(
     choice: &mut EngineChoice,
     path: &Path,
     side: Option<F>,
+    window: Option<inferlint_core::checks::series::SeriesWindow>,
 ) -> Result<(SeriesStats, Option<Folded<F>>), LoadError> {
     let (stats, summary, side) = if path.as_os_str() == STDIN {
         // A pipe is read once, in order, to its end.
-        let (stats, summary) =
-            files::read_series_stats_from(Path::new("standard input"), std::io::stdin().lock())?;
+        let (stats, summary) = files::read_series_stats_from(
+            Path::new("standard input"),
+            std::io::stdin().lock(),
+            window,
+        )?;
         (stats, summary, None)
     } else {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        files::read_series_stats_with(path, threads, side)?
+        files::read_series_stats_with(path, threads, side, window)?
     };
     let side = side.map(|fold| Folded {
         fold,
@@ -767,7 +771,14 @@ pub fn load_run_folding<F: SampleFold>(
                         })
                     })
             };
-            let (stats, folded) = load_series_with(choice, path, side)?;
+            // Only the samples between the readings are the run's: a recorder started
+            // early or left running into the next load is read for what it saw of this
+            // run alone.
+            let window = match (&before, &after) {
+                (Some(b), Some(a)) => inferlint_core::identity::series_window(b, a),
+                _ => None,
+            };
+            let (stats, folded) = load_series_with(choice, path, side, window)?;
             (Some(stats), folded)
         }
         None => (None, None),

@@ -587,12 +587,13 @@ fn a_side_fold_sees_what_one_pass_passes_on() {
         assert_eq!(summary.refused.is_some(), refuse);
         for threads in [1, 2, 3] {
             let (stats, with_side, side) =
-                files::read_series_stats_with(&path, threads, Some(Times::default())).unwrap();
+                files::read_series_stats_with(&path, threads, Some(Times::default()), None)
+                    .unwrap();
             assert_eq!(side, Some(Times(one_pass.clone())), "{threads} threads");
             assert_eq!(stats.samples, one_pass.len());
             assert_eq!(with_side, summary);
             let (_, _, none) =
-                files::read_series_stats_with::<Times>(&path, threads, None).unwrap();
+                files::read_series_stats_with::<Times>(&path, threads, None, None).unwrap();
             assert_eq!(none, None);
         }
     }

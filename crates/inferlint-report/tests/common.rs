@@ -144,8 +144,9 @@ pub fn recorded() -> Option<PathBuf> {
                 "INFERLINT_RECORDED must point at the recordings in CI"
             );
             let test = std::thread::current().name().unwrap_or("a test").to_owned();
-            let line =
-                format!("skipped: {test}: INFERLINT_RECORDED is not set to the recordings folder\n");
+            let line = format!(
+                "skipped: {test}: INFERLINT_RECORDED is not set to the recordings folder\n"
+            );
             let _ = std::io::stderr().lock().write_all(line.as_bytes());
             None
         }

@@ -8,6 +8,8 @@ mod extremes;
 mod fleets;
 /// Run folders: the same verdicts and refusals as the command line.
 mod folders;
+/// Another run's data mixed into this run's files.
+mod foreign;
 /// The recorder: started before the load, finished after it, never losing what it read.
 #[cfg(all(feature = "live", feature = "sim"))]
 mod recorder;

@@ -235,6 +235,62 @@ pub struct SeriesStats {
     pub stepping: StepSums,
     /// The same, only between readings across which the server preempted nothing.
     pub stepping_calm: StepSums,
+    /// The span the readings bracket, where the recording was read against them: a
+    /// sample outside it is set aside, counted and not folded.
+    pub window: Option<SeriesWindow>,
+    /// Samples set aside because they came before the before reading.
+    pub outside_before: usize,
+    /// Samples set aside because they came after the after reading.
+    pub outside_after: usize,
+}
+
+/// The span of a run as its two readings bracket it, widened by how far each reading
+/// may be off (half its latency) and the recorder's and reader's clocks may disagree: a
+/// sample of the recording outside it was taken before the run began or after it ended
+/// (a recorder started early, or left running into the next load), and no check reads
+/// it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SeriesWindow {
+    /// The earliest and latest wall-clock time a sample of the run can carry.
+    pub wall: (f64, f64),
+    /// The same on the host's monotonic clock, where both readings carry it: used for a
+    /// sample of the same boot (its wall minus monotonic within a second of theirs).
+    pub mono_ns: Option<(i64, i64)>,
+    /// The readings' boot time on the wall clock (wall minus monotonic), with `mono_ns`.
+    pub boot_wall: Option<f64>,
+}
+
+impl SeriesWindow {
+    /// Where `sample` lies: before the window (`Less`), in it, or after it (`Greater`).
+    pub fn place(&self, sample: &SeriesSample) -> std::cmp::Ordering {
+        use std::cmp::Ordering;
+        let same_boot = match (self.mono_ns, self.boot_wall, sample.t_mono_ns) {
+            (Some(_), Some(boot), Some(mono)) => {
+                (sample.t_wall - mono as f64 / 1e9 - boot).abs() <= 1.0
+            }
+            _ => false,
+        };
+        match (self.mono_ns, sample.t_mono_ns) {
+            (Some((from, to)), Some(mono)) if same_boot => {
+                if mono < from {
+                    Ordering::Less
+                } else if mono > to {
+                    Ordering::Greater
+                } else {
+                    Ordering::Equal
+                }
+            }
+            _ => {
+                if sample.t_wall < self.wall.0 {
+                    Ordering::Less
+                } else if sample.t_wall > self.wall.1 {
+                    Ordering::Greater
+                } else {
+                    Ordering::Equal
+                }
+            }
+        }
+    }
 }
 
 impl SeriesStats {
@@ -246,8 +302,30 @@ impl SeriesStats {
         }
     }
 
-    /// Folds one sample in. Samples must arrive in recording order.
+    /// Nothing folded yet, and samples outside `window` to be set aside and counted.
+    pub fn within(window: Option<SeriesWindow>) -> SeriesStats {
+        SeriesStats {
+            window,
+            ..SeriesStats::new()
+        }
+    }
+
+    /// Folds one sample in. Samples must arrive in recording order. One outside the
+    /// window is counted and not folded.
     pub fn push(&mut self, sample: &SeriesSample) {
+        if let Some(window) = &self.window {
+            match window.place(sample) {
+                std::cmp::Ordering::Less => {
+                    self.outside_before += 1;
+                    return;
+                }
+                std::cmp::Ordering::Greater => {
+                    self.outside_after += 1;
+                    return;
+                }
+                std::cmp::Ordering::Equal => {}
+            }
+        }
         self.samples += 1;
         if let Some(r) = sample.running.filter(|r| !r.is_nan()) {
             self.running_readings += 1;
@@ -383,13 +461,20 @@ impl SeriesStats {
     /// Joins the statistics of two consecutive stretches of one recording (`self` first),
     /// as if every sample had been pushed into one: a reader can fold the two halves of a
     /// file on two cores.
-    pub fn merge(mut self, right: SeriesStats) -> SeriesStats {
+    pub fn merge(mut self, mut right: SeriesStats) -> SeriesStats {
+        let outside = (
+            self.outside_before + right.outside_before,
+            self.outside_after + right.outside_after,
+        );
         if right.samples == 0 {
+            (self.outside_before, self.outside_after) = outside;
             return self;
         }
         if self.samples == 0 {
+            (right.outside_before, right.outside_after) = outside;
             return right;
         }
+        (self.outside_before, self.outside_after) = outside;
         if let (Some(prev), Some(first)) = (self.previous, right.first) {
             self.accumulate_pair(&prev, &first);
         }

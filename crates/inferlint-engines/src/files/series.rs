@@ -6,7 +6,7 @@
 use std::io::Read;
 use std::path::Path;
 
-use inferlint_core::checks::series::{RefusedReading, SeriesStats};
+use inferlint_core::checks::series::{RefusedReading, SeriesStats, SeriesWindow};
 use inferlint_core::model::{SampleFold, SeriesHeader, SeriesSample};
 
 use super::series_line::{parse_series_bytes, SeriesLine, SERIES_SCHEMA};
@@ -75,16 +75,18 @@ pub fn read_series_stats(
 /// into its own copy of it, joined in file order as the statistics are): a caller that
 /// needs more of the recording than the checks do reads it once. `None` folds nothing
 /// beside the statistics. A file with a refused line is folded again in one pass, the
-/// side fold with it.
+/// side fold with it. Samples outside `window` (the readings' span) are counted and not
+/// folded into the statistics ([`SeriesStats::within`]); the side fold sees every one.
 pub fn read_series_stats_with<F: SampleFold>(
     path: &Path,
     threads: usize,
     side: Option<F>,
+    window: Option<SeriesWindow>,
 ) -> Result<(SeriesStats, SeriesSummary, Option<F>), FileError> {
     let ((mut stats, side), summary) = fold_series(
         path,
         threads,
-        || (SeriesStats::new(), side.clone()),
+        || (SeriesStats::within(window), side.clone()),
         |(stats, side), s| {
             stats.push(s);
             if let Some(side) = side {
@@ -182,8 +184,9 @@ fn sample_of(line: &[u8]) -> Option<SeriesSample> {
 pub fn read_series_stats_from(
     name: &Path,
     reader: impl Read,
+    window: Option<SeriesWindow>,
 ) -> Result<(SeriesStats, SeriesSummary), FileError> {
-    let mut stats = SeriesStats::new();
+    let mut stats = SeriesStats::within(window);
     let summary = read_series_from(name, reader, |s| stats.push(s))?;
     stats.refused.clone_from(&summary.refused);
     stats.gpu_sampling = summary.header.as_ref().and_then(|h| h.gpu);

@@ -1,0 +1,111 @@
+//! Another run's data mixed into this run's files: only what lies inside the run counts.
+
+use std::path::{Path, PathBuf};
+
+use inferlint::{Run, Status, Tripwire};
+use serde_json::Value;
+
+fn real(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/real/vllm-0.32-cpu")
+        .join(name)
+}
+
+fn t8(dir: &Path) -> (Status, String, Vec<String>) {
+    let run = Run::from_dir(dir).unwrap_or_else(|e| panic!("{e}"));
+    let report = run.check();
+    let t8 = report
+        .results()
+        .iter()
+        .chain(report.not_checked())
+        .find(|r| r.tripwire() == Tripwire::T8)
+        .unwrap();
+    (t8.status(), t8.message().to_owned(), run.notes().to_vec())
+}
+
+/// The real healthy run (vllm bench serve at 8, the server running 8) with its
+/// recording capped at 4 running: T8 fails, the server never ran the 8 asked. Four
+/// samples at 8 running appended after the after reading (a recorder left running into
+/// the next load) and four put 60 s before the before reading (one started early, over
+/// another load) are not this run's: T8 still fails on what the run's own samples show,
+/// and a note counts the eight set aside. Where they were read, T8 passed.
+#[test]
+fn samples_outside_the_readings_decide_nothing() {
+    let from = real("healthy-vllm-bench");
+    let dir = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(&from).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, dir.path().join(path.file_name().unwrap())).unwrap();
+    }
+    let series = dir.path().join("run.series.jsonl");
+    let text = std::fs::read_to_string(&series).unwrap();
+    let mut lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for line in lines.iter_mut().skip(1) {
+        if line["running"].as_f64().is_some_and(|r| r > 4.0) {
+            line["running"] = Value::from(4.0);
+        }
+    }
+    let write = |lines: &[Value]| {
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(&series, text).unwrap();
+    };
+    write(&lines);
+    let (capped, message, _) = t8(dir.path());
+    assert_eq!(capped, Status::Fail, "{message}");
+
+    let reading = |name: &str| -> (f64, i64) {
+        let v: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join(name)).unwrap()).unwrap();
+        (
+            v["t_wall"].as_f64().unwrap(),
+            v["t_mono_ns"].as_i64().unwrap(),
+        )
+    };
+    let (before_wall, before_mono) = reading("before.snapshot.json");
+    let (after_wall, after_mono) = reading("after.snapshot.json");
+    let last = lines.last().unwrap().clone();
+    let at = |wall: f64, mono: i64| {
+        let mut sample = last.clone();
+        sample["t_wall"] = Value::from(wall);
+        sample["t_mono_ns"] = Value::from(mono);
+        sample["running"] = Value::from(8.0);
+        sample
+    };
+    let mut late = lines.clone();
+    for i in 1..=4 {
+        late.push(at(
+            after_wall + f64::from(i),
+            after_mono + i64::from(i) * 1_000_000_000,
+        ));
+    }
+    write(&late);
+    let (status, message, notes) = t8(dir.path());
+    assert_eq!(status, Status::Fail, "{message}");
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("4 of the recording's samples lie outside the readings")),
+        "{notes:?}"
+    );
+
+    let mut early = vec![lines[0].clone()];
+    for i in 0..4 {
+        early.push(at(
+            before_wall - 60.0 + f64::from(i),
+            before_mono - 60_000_000_000 + i64::from(i) * 1_000_000_000,
+        ));
+    }
+    early.extend(lines.iter().skip(1).cloned());
+    write(&early);
+    let (status, message, notes) = t8(dir.path());
+    assert_eq!(status, Status::Fail, "{message}");
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("4 taken before the before reading")),
+        "{notes:?}"
+    );
+}
