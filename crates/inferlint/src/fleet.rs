@@ -9,9 +9,9 @@
 //! replicas over a day is held in the memory of one replica's run and every replica's
 //! report.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use inferlint_core::checks::series::SeriesStats;
+use inferlint_core::checks::series::{SeriesStats, SeriesWindow};
 use inferlint_core::fleet_grid::FleetGrid;
 use inferlint_core::model::SeriesSample;
 use inferlint_core::outcome::worst_of;
@@ -137,7 +137,10 @@ impl Fleet {
         mut on_sample: impl FnMut(usize, &SeriesSample),
     ) -> Result<FleetReport, Error> {
         let names: Vec<String> = self.replicas.iter().map(|r| r.name.clone()).collect();
-        let series = self.replicas.iter().map(|r| r.files.series.as_deref());
+        let series = self
+            .replicas
+            .iter()
+            .map(|r| own_recording(&r.run, &r.files));
         let finished: Vec<Option<f64>> = self.replicas.iter().map(|r| finished(&r.run)).collect();
         Ok(FleetReport {
             replicas: self.replicas.iter().map(|r| r.run.check()).collect(),
@@ -183,6 +186,8 @@ pub struct FleetReader {
     found: Vec<(String, String, RunFiles)>,
     /// What the grid needs of each replica read so far: its recording's summary.
     stats: Vec<Option<SeriesStats>>,
+    /// Each replica read so far: its own recording, as T22 reads it ([`own_recording`]).
+    recordings: Vec<Option<(PathBuf, Option<SeriesWindow>)>>,
     /// What T22 needs of each replica read so far beside its recording: the requests its
     /// own counter says it finished.
     finished: Vec<Option<f64>>,
@@ -228,6 +233,7 @@ impl FleetReader {
             engine,
             requested,
             stats: Vec::with_capacity(found.len()),
+            recordings: Vec::with_capacity(found.len()),
             finished: Vec::with_capacity(found.len()),
             reports: Vec::with_capacity(found.len()),
             found,
@@ -282,7 +288,12 @@ impl FleetReader {
             return Ok(None);
         };
         let run = Run::read(files, &mut EngineChoice::new(self.engine), self.requested)?;
-        self.stats.push(run.inner.series.clone());
+        let own = own_recording(&run, files).map(|(path, window)| (path.to_owned(), window));
+        // A recording the gate sets aside (two recordings in one file, another time's)
+        // spans nothing of the fleet's grid either.
+        self.stats
+            .push(run.inner.series.clone().filter(|_| own.is_some()));
+        self.recordings.push(own);
         self.finished.push(finished(&run));
         Ok(Some(Replica {
             name: name.clone(),
@@ -309,9 +320,9 @@ impl FleetReader {
         let grid = self.grid();
         let names: Vec<String> = self.found.iter().map(|(name, _, _)| name.clone()).collect();
         let series = self
-            .found
+            .recordings
             .iter()
-            .map(|(_, _, files)| files.series.as_deref());
+            .map(|own| own.as_ref().map(|(path, window)| (path.as_path(), *window)));
         let balance = check_balance(&grid, &names, series, &self.finished, &mut on_sample)?;
         Ok(FleetReport {
             replicas: self.reports,
@@ -343,7 +354,7 @@ fn manifest_of(dir: &Path) -> Result<Manifest, Error> {
 fn check_balance<'a>(
     grid: &FleetGrid,
     names: &[String],
-    series: impl Iterator<Item = Option<&'a Path>>,
+    series: impl Iterator<Item = Option<(&'a Path, Option<SeriesWindow>)>>,
     finished: &[Option<f64>],
     on_sample: &mut impl FnMut(usize, &SeriesSample),
 ) -> Result<CheckResult, Error> {
@@ -352,16 +363,35 @@ fn check_balance<'a>(
         balance.finished(index, finished);
     }
     for (index, series) in series.enumerate() {
-        let Some(series) = series else {
+        let Some((series, window)) = series else {
             continue;
         };
         files::read_series(series, |sample| {
+            // Only the samples between the replica's readings are of its run.
+            if window.is_some_and(|w| w.place(sample) != std::cmp::Ordering::Equal) {
+                return;
+            }
             balance.push(index, sample);
             on_sample(index, sample);
         })
         .map_err(|e| Error::from(LoadError::File(e)))?;
     }
     Ok(balance.check())
+}
+
+/// A replica's recording as T22 may read it: the file, with the readings' window its
+/// samples are read within; `None` when it has none, or when the gate sets it aside
+/// (two recordings in one file, a recording of another time): another run's samples
+/// never stand for this replica's.
+fn own_recording<'a>(run: &Run, files: &'a RunFiles) -> Option<(&'a Path, Option<SeriesWindow>)> {
+    let path = files.series.as_deref()?;
+    let admitted = inferlint_core::identity::admitted(&run.inner);
+    admitted.series.as_ref()?;
+    let window = match (&admitted.before, &admitted.after) {
+        (Some(b), Some(a)) => inferlint_core::identity::series_window(b, a),
+        _ => None,
+    };
+    Some((path, window))
 }
 
 /// The requests a replica's run finished between its readings, by its own counter.

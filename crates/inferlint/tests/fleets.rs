@@ -195,3 +195,37 @@ fn a_fleet_whose_recordings_are_thin_is_judged_by_its_finished_counters() {
         );
     }
 }
+
+/// A replica whose recording file holds two recordings (a second header, and another
+/// run's samples after it) is refused for T22 as for its own checks: T22 says what it
+/// says with that replica's recording missing, never what the mix of two recordings
+/// shows.
+#[test]
+fn a_replica_file_of_two_recordings_is_refused_for_t22_too() {
+    let balance = |dir: &Path| {
+        let report = Fleet::from_dir(dir).unwrap().check().unwrap();
+        (
+            report.balance().status(),
+            report.balance().message().to_owned(),
+        )
+    };
+    let mixed = two_replicas();
+    let series_b = mixed.path().join("b").join("run.series.jsonl");
+    let other = std::fs::read_to_string(mixed.path().join("a").join("run.series.jsonl")).unwrap();
+    let mut text = std::fs::read_to_string(&series_b).unwrap();
+    text.push_str(&other);
+    std::fs::write(&series_b, text).unwrap();
+    let without = two_replicas();
+    std::fs::remove_file(without.path().join("b").join("run.series.jsonl")).unwrap();
+    assert_eq!(balance(mixed.path()), balance(without.path()));
+    // And read one replica at a time, the same.
+    let reader = FleetReader::from_dir(mixed.path()).unwrap();
+    let report = reader.finish(|_, _| {}).unwrap();
+    assert_eq!(
+        (
+            report.balance().status(),
+            report.balance().message().to_owned()
+        ),
+        balance(without.path())
+    );
+}
