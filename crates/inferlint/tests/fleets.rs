@@ -203,7 +203,10 @@ fn a_fleet_whose_recordings_are_thin_is_judged_by_its_finished_counters() {
 #[test]
 fn a_replica_file_of_two_recordings_is_refused_for_t22_too() {
     let balance = |dir: &Path| {
-        let report = Fleet::from_dir(dir).unwrap().check().unwrap();
+        let report = Fleet::from_dir(dir)
+            .expect("the test's own setup")
+            .check()
+            .expect("the test's own setup");
         (
             report.balance().status(),
             report.balance().message().to_owned(),
@@ -211,16 +214,18 @@ fn a_replica_file_of_two_recordings_is_refused_for_t22_too() {
     };
     let mixed = two_replicas();
     let series_b = mixed.path().join("b").join("run.series.jsonl");
-    let other = std::fs::read_to_string(mixed.path().join("a").join("run.series.jsonl")).unwrap();
-    let mut text = std::fs::read_to_string(&series_b).unwrap();
+    let other = std::fs::read_to_string(mixed.path().join("a").join("run.series.jsonl"))
+        .expect("the test's own setup");
+    let mut text = std::fs::read_to_string(&series_b).expect("the test's own setup");
     text.push_str(&other);
-    std::fs::write(&series_b, text).unwrap();
+    std::fs::write(&series_b, text).expect("the test's own setup");
     let without = two_replicas();
-    std::fs::remove_file(without.path().join("b").join("run.series.jsonl")).unwrap();
+    std::fs::remove_file(without.path().join("b").join("run.series.jsonl"))
+        .expect("the test's own setup");
     assert_eq!(balance(mixed.path()), balance(without.path()));
     // And read one replica at a time, the same.
-    let reader = FleetReader::from_dir(mixed.path()).unwrap();
-    let report = reader.finish(|_, _| {}).unwrap();
+    let reader = FleetReader::from_dir(mixed.path()).expect("the test's own setup");
+    let report = reader.finish(|_, _| {}).expect("the test's own setup");
     assert_eq!(
         (
             report.balance().status(),

@@ -19,7 +19,7 @@ fn t8(dir: &Path) -> (Status, String, Vec<String>) {
         .iter()
         .chain(report.not_checked())
         .find(|r| r.tripwire() == Tripwire::T8)
-        .unwrap();
+        .expect("the test's own setup");
     (t8.status(), t8.message().to_owned(), run.notes().to_vec())
 }
 
@@ -32,16 +32,21 @@ fn t8(dir: &Path) -> (Status, String, Vec<String>) {
 #[test]
 fn samples_outside_the_readings_decide_nothing() {
     let from = real("healthy-vllm-bench");
-    let dir = tempfile::tempdir().unwrap();
-    for entry in std::fs::read_dir(&from).unwrap() {
-        let path = entry.unwrap().path();
-        std::fs::copy(&path, dir.path().join(path.file_name().unwrap())).unwrap();
+    let dir = tempfile::tempdir().expect("the test's own setup");
+    for entry in std::fs::read_dir(&from).expect("the test's own setup") {
+        let path = entry.expect("the test's own setup").path();
+        std::fs::copy(
+            &path,
+            dir.path()
+                .join(path.file_name().expect("the test's own setup")),
+        )
+        .expect("the test's own setup");
     }
     let series = dir.path().join("run.series.jsonl");
-    let text = std::fs::read_to_string(&series).unwrap();
+    let text = std::fs::read_to_string(&series).expect("the test's own setup");
     let mut lines: Vec<Value> = text
         .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
+        .map(|l| serde_json::from_str(l).expect("the test's own setup"))
         .collect();
     for line in lines.iter_mut().skip(1) {
         if line["running"].as_f64().is_some_and(|r| r > 4.0) {
@@ -50,23 +55,25 @@ fn samples_outside_the_readings_decide_nothing() {
     }
     let write = |lines: &[Value]| {
         let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-        std::fs::write(&series, text).unwrap();
+        std::fs::write(&series, text).expect("the test's own setup");
     };
     write(&lines);
     let (capped, message, _) = t8(dir.path());
     assert_eq!(capped, Status::Fail, "{message}");
 
     let reading = |name: &str| -> (f64, i64) {
-        let v: Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.path().join(name)).unwrap()).unwrap();
+        let v: Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join(name)).expect("the test's own setup"),
+        )
+        .expect("the test's own setup");
         (
-            v["t_wall"].as_f64().unwrap(),
-            v["t_mono_ns"].as_i64().unwrap(),
+            v["t_wall"].as_f64().expect("the test's own setup"),
+            v["t_mono_ns"].as_i64().expect("the test's own setup"),
         )
     };
     let (before_wall, before_mono) = reading("before.snapshot.json");
     let (after_wall, after_mono) = reading("after.snapshot.json");
-    let last = lines.last().unwrap().clone();
+    let last = lines.last().expect("the test's own setup").clone();
     let at = |wall: f64, mono: i64| {
         let mut sample = last.clone();
         sample["t_wall"] = Value::from(wall);
