@@ -11,7 +11,13 @@
 //! - **by time and length**, where not: each row, in send order, takes the earliest
 //!   record not yet taken that the server received within [`JOIN_WINDOW_S`] of the send
 //!   (and no earlier than the clocks' slack before it) whose prompt and output lengths
-//!   agree with the row's where both sides count them.
+//!   agree with the row's where both sides count them (a count, never a tool's chunks
+//!   taken for tokens: any output is a multiple of some chunking, so that would let
+//!   another client's requests of the same send times and prompts in).
+//!
+//! Where the client sent ids and the server's records carry them, the ids alone join:
+//! a record without the client's id is then no request of this load (another client's,
+//! named by its own ids), whatever its time and lengths.
 //!
 //! A server record received outside the load's own span (by more than
 //! [`OUTSIDE_SLACK_S`]) is another run's and joins nothing: it is counted, and a file of
@@ -208,8 +214,17 @@ pub fn join(account: &ClientAccount, server: &ServerRequests, mono_to_wall: Opti
         }
     }
 
-    // By time and length, for what is left, where both are on one clock.
-    if let Some(offset) = to_wall {
+    // By time and length, for what is left, where both are on one clock, unless the
+    // server names requests by the client's ids: then a record without one is another
+    // client's.
+    let named_by_the_clients_ids = account.request_id_prefix.as_deref().is_some_and(|prefix| {
+        account.parts <= 1
+            && server
+                .requests
+                .iter()
+                .any(|r| r.id.as_deref().is_some_and(|id| id.contains(prefix)))
+    });
+    if let Some(offset) = to_wall.filter(|_| !named_by_the_clients_ids) {
         let mut waiting: Vec<(f64, usize)> = server
             .requests
             .iter()
@@ -271,7 +286,9 @@ fn row_of(id: &str, prefix: &str) -> Option<usize> {
 
 /// Whether a row's lengths can be the record's: equal where both sides count them (the
 /// prompt within a token or 2% for a chat template's framing; the output within 5% or a
-/// chunk's worth, since a tool may count its chunks), and anything where one does not.
+/// token), and anything where one does not. A tool that counted its chunks as tokens
+/// (the server streaming several tokens a chunk) joins only by id: that a record's
+/// output is some multiple of a row's chunks says nothing of whose request it was.
 fn lengths_agree(row: &ClientRequest, record: &ServerRequest) -> bool {
     let close = |a: Option<u64>, b: Option<u64>, share: f64, floor: f64| match (a, b) {
         (Some(a), Some(b)) => (a as f64 - b as f64).abs() <= floor.max(share * a.max(b) as f64),
@@ -279,9 +296,7 @@ fn lengths_agree(row: &ClientRequest, record: &ServerRequest) -> bool {
     };
     let prompt = row.server_prompt_tokens.get().or(row.prompt_tokens.get());
     let output = row.server_output_tokens.get().or(row.output_tokens.get());
-    close(prompt, record.prompt_tokens, 0.02, 1.0)
-        && (close(output, record.output_tokens, 0.05, 1.0)
-            || row.chunks().is_some_and(|k| Some(k) == output))
+    close(prompt, record.prompt_tokens, 0.02, 1.0) && close(output, record.output_tokens, 0.05, 1.0)
 }
 
 #[cfg(test)]
@@ -378,6 +393,43 @@ mod tests {
                 .server
         };
         assert_eq!((of(0), of(1), of(2)), (1, 0, 2));
+    }
+
+    /// Another client's requests in the server's records: sent at the load's own times
+    /// with its prompts, four times its output, and ids of their own. Where the client
+    /// sent ids, and the server names requests by them, a record without the load's id
+    /// joins nothing whatever its time; without ids, four times the tokens a row counted
+    /// is not the row's request, even where the row counted its chunks.
+    #[test]
+    fn another_clients_requests_are_not_joined_by_time() {
+        let mut account = ClientAccount::new(LoadTool::VllmBench);
+        account.clock = Some(RequestClock::Unix);
+        account.request_id_prefix = Some("bench-5f9676fc-".into());
+        account.requests = (0..8)
+            .map(|i| {
+                let mut r = row(1000.0 + i as f64, 32, 32);
+                r.set_chunks(32);
+                r
+            })
+            .collect();
+        let mut theirs: Vec<ServerRequest> = (0..8)
+            .map(|i| {
+                record(
+                    Some(&format!("cmpl-other-{i}-0")),
+                    1000.004 + i as f64,
+                    32,
+                    128,
+                )
+            })
+            .collect();
+        theirs.push(record(Some("cmpl-bench-5f9676fc-0-0"), 1000.001, 32, 32));
+        let lives = join(&account, &records(theirs.clone()), None);
+        assert_eq!((lives.by_id(), lives.by_time()), (1, 0));
+        // No ids at all: the lengths alone keep them apart.
+        account.request_id_prefix = None;
+        theirs.pop();
+        let lives = join(&account, &records(theirs), None);
+        assert_eq!(lives.pairs.len(), 0);
     }
 
     /// Records of another run (a day earlier) join nothing and are counted; a file that
