@@ -276,7 +276,10 @@ fn a_report_without_a_recording_says_so() {
 /// The finding's "why it matters" speaks of this run's numbers: under "never ran more
 /// than 1" (a recorded SGLang run) it used to read the catalogue's fixed example "If the
 /// server never ran more than 10 of 32". The simulated SGLang run here ran 5 of 32. The
-/// finding also says what to change.
+/// finding also says what to change: its server was started with
+/// `--max-running-requests 10` (its boot log), so no cache lets it run the 32 asked, and
+/// the advice, replayed, asks for the 5 its pool holds rather than for memory that would
+/// not reach 32.
 #[test]
 fn a_finding_says_why_and_what_to_change_in_the_runs_numbers() {
     let html = crate::common::sim("sglang-capped").render();
@@ -292,7 +295,8 @@ fn a_finding_says_why_and_what_to_change_in_the_runs_numbers() {
     );
     assert!(!finding.contains("10 of 32"), "{finding}");
     assert!(finding.contains("What to change: </strong>"), "{finding}");
-    assert!(finding.contains("--mem-fraction-static"), "{finding}");
+    assert!(finding.contains("or ask for 5"), "{finding}");
+    assert!(!finding.contains("--mem-fraction-static"), "{finding}");
 }
 
 /// TensorRT-LLM's gauges move only when a request completes: the page neither replays
