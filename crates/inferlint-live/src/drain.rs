@@ -295,6 +295,7 @@ impl Drainer {
             timeout: options.timeout,
             interval,
             stop: stop.clone(),
+            stop_deadline: None,
             requests: requests.map(|(out, drain, path)| RequestsDrain {
                 out,
                 drain,
@@ -391,6 +392,9 @@ struct Task {
     timeout: Duration,
     interval: Duration,
     stop: Stop,
+    /// Once the poller is stopped: by when the drain in flight and the last drain must
+    /// be done ([`STOP_GRACE`] after the stop).
+    stop_deadline: Option<tokio::time::Instant>,
     requests: Option<RequestsDrain>,
     kv: Option<KvDrain>,
     error: Option<String>,
@@ -440,6 +444,41 @@ fn each_entry(body: &[u8], each: impl FnMut(serde_json::Value)) -> Result<bool, 
     let read = (&mut reader).deserialize_any(Entries(each))?;
     reader.end()?;
     Ok(read)
+}
+
+/// How long after the stop the drain in flight and the last drain may take, together: a
+/// server that hangs holds the stop no longer than this, whatever the drains' timeout.
+pub const STOP_GRACE: Duration = Duration::from_secs(1);
+
+/// `asking`, until it answers or, once the poller is stopped, until `deadline`
+/// ([`STOP_GRACE`] after the stop, set here when the stop comes): a drain cut there is a
+/// failed drain, since what the server handed out in it, if anything, is lost.
+async fn within_the_stop(
+    asking: impl std::future::Future<Output = Got>,
+    stop: &Stop,
+    deadline: &mut Option<tokio::time::Instant>,
+) -> Got {
+    tokio::pin!(asking);
+    let at = match *deadline {
+        Some(at) => at,
+        None => {
+            tokio::select! {
+                got = &mut asking => return got,
+                () = stop.stopped() => {
+                    let at = tokio::time::Instant::now() + STOP_GRACE;
+                    *deadline = Some(at);
+                    at
+                }
+            }
+        }
+    };
+    match tokio::time::timeout_at(at, &mut asking).await {
+        Ok(got) => got,
+        Err(_) => Got::Failed(format!(
+            "the poller was stopped while this drain was waiting, and it was cut {} s later",
+            STOP_GRACE.as_secs_f64()
+        )),
+    }
 }
 
 /// What one request to an endpoint gave.
@@ -492,11 +531,13 @@ impl Task {
 
     async fn drain_all(&mut self, client: &HttpClient) {
         if let Some(drain) = self.requests.as_ref().map(|r| r.drain) {
-            let got = ask(client, &self.base, drain, self.timeout).await;
+            let asking = ask(client, &self.base, drain, self.timeout);
+            let got = within_the_stop(asking, &self.stop, &mut self.stop_deadline).await;
             self.requests_answer(got);
         }
         if let Some(drain) = self.kv.as_ref().map(|k| k.drain) {
-            let got = ask(client, &self.base, drain, self.timeout).await;
+            let asking = ask(client, &self.base, drain, self.timeout);
+            let got = within_the_stop(asking, &self.stop, &mut self.stop_deadline).await;
             self.kv_answer(got);
         }
     }

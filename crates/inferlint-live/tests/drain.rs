@@ -466,6 +466,15 @@ fn an_answer_past_the_bounds_is_cut_and_counted() {
     o.timeout = Duration::from_secs(30);
     let drainer = Drainer::start(o).unwrap();
     asked(&server.script, 1);
+    // The stop cuts a drain still in flight after a second: wait for this one's note.
+    let file = dir.path().join("server-requests.jsonl");
+    for _ in 0..2000 {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        if text.contains("entries were not written") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let summary = drainer.stop();
     assert_eq!(summary.write_error, None);
     let (path, totals) = summary.requests.unwrap();
@@ -477,4 +486,27 @@ fn an_answer_past_the_bounds_is_cut_and_counted() {
     );
     let read = read_server_requests(&path, &TRTLLM).unwrap();
     assert_eq!(read.requests.len(), 100_000);
+}
+
+/// A server that hangs when the poller is stopped holds the stop for a second, not for
+/// the drain's timeout (a minute here): the drain in flight is cut then and written as a
+/// failed drain that says so, and the closing line follows.
+#[test]
+fn a_drain_in_flight_at_the_stop_is_cut_a_second_later() {
+    let server = serve(script(vec![("/perf_metrics", vec![Reply::Hang])]));
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = options(server.base.clone(), dir.path());
+    o.kv_events_out = None;
+    o.timeout = Duration::from_secs(60);
+    let drainer = Drainer::start(o).unwrap();
+    asked(&server.script, 1);
+    let summary = drainer.stop();
+    let (path, totals) = summary.requests.unwrap();
+    assert!(totals.failed_drains >= 1, "{totals:?}");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        text.contains("the poller was stopped while this drain was waiting"),
+        "{text}"
+    );
+    assert!(text.contains("\"end\""), "{text}");
 }
