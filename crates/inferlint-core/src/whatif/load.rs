@@ -107,11 +107,7 @@ pub fn read(account: &ClientAccount) -> Result<RunLoad, String> {
     if no_output > 0 {
         left_out.push(format!("{no_output} records with no output length"));
     }
-    let concurrency = account
-        .max_concurrency
-        .filter(|c| *c > 0)
-        .map(|c| c as usize);
-    let rate = account.request_rate.filter(|r| r.is_finite() && *r > 0.0);
+    let (rate, concurrency) = stated_pace(account);
     let arrivals = match (rate, concurrency) {
         (None, Some(c)) => Arrivals::Closed { concurrency: c },
         (_, c) => Arrivals::Timed { max_outstanding: c },
@@ -244,11 +240,7 @@ pub fn from_settings(
     assumed.push(format!(
         "no per-request records: {sent} requests replayed, each of {prompt} prompt and {output} output tokens, the mean of {from}; how the lengths spread is not known"
     ));
-    let concurrency = account
-        .max_concurrency
-        .filter(|c| *c > 0)
-        .map(|c| c as usize);
-    let rate = account.request_rate.filter(|r| r.is_finite() && *r > 0.0);
+    let (rate, concurrency) = stated_pace(account);
     let arrivals = match (rate, concurrency) {
         (None, Some(c)) => {
             assumed.push(format!(
@@ -294,6 +286,17 @@ pub fn from_settings(
         },
         assumed,
     ))
+}
+
+/// The request rate and the concurrency limit the load tool was set to, where it states
+/// them: a rate that is a positive number, a limit of at least one.
+fn stated_pace(account: &ClientAccount) -> (Option<f64>, Option<usize>) {
+    let concurrency = account
+        .max_concurrency
+        .filter(|c| *c > 0)
+        .and_then(|c| usize::try_from(c).ok());
+    let rate = account.request_rate.filter(|r| r.is_finite() && *r > 0.0);
+    (rate, concurrency)
 }
 
 #[cfg(test)]
