@@ -136,12 +136,13 @@ pub fn rate(per_s: f64) -> String {
 /// computes from the tool's records equals the one the tool printed. `sorted` is in
 /// ascending order; `p` from 0 to 100.
 pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = p.clamp(0.0, 100.0) / 100.0 * (sorted.len() - 1) as f64;
-    let (lo, hi) = (rank.floor() as usize, rank.ceil() as usize);
-    Some(sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - lo as f64))
+    inferlint_sched::stats::percentile_of_sorted(sorted, p)
+}
+
+/// The median of `values` (sorted in place) by [`percentile`].
+pub fn median(values: &mut [f64]) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
+    percentile(values, 50.0)
 }
 
 /// `s` when `n` is not one.

@@ -10,13 +10,19 @@ use crate::replay::{JobLife, Replayed};
 /// the figures they print. `None` for no values.
 pub fn percentile(values: &[f64], q: f64) -> Option<f64> {
     let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
+    v.sort_by(f64::total_cmp);
+    percentile_of_sorted(&v, q)
+}
+
+/// [`percentile`] of values already in ascending order: the one formula every printed
+/// percentile of the workspace is computed with.
+pub fn percentile_of_sorted(sorted: &[f64], q: f64) -> Option<f64> {
+    if sorted.is_empty() {
         return None;
     }
-    v.sort_by(f64::total_cmp);
-    let rank = (q / 100.0).clamp(0.0, 1.0) * (v.len() - 1) as f64;
+    let rank = (q / 100.0).clamp(0.0, 1.0) * (sorted.len() - 1) as f64;
     let (lo, hi) = (rank.floor() as usize, rank.ceil() as usize);
-    Some(v[lo] + (v[hi] - v[lo]) * (rank - lo as f64))
+    Some(sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - lo as f64))
 }
 
 /// A run's figures: the load's latencies and throughput, and the server's evictions and

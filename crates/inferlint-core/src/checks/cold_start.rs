@@ -224,12 +224,6 @@ impl Waves {
     }
 }
 
-/// The median by the one percentile definition every printed percentile uses.
-fn median(values: &mut [f64]) -> Option<f64> {
-    values.sort_by(f64::total_cmp);
-    fmt::percentile(values, 50.0)
-}
-
 /// Each completed request's time to first token, in the order the load tool sent them
 /// (its send times, else the order it wrote them in), with its prompt length where the
 /// record keeps it.
@@ -263,8 +257,8 @@ pub fn waves_of(waits: &[(f64, Option<u64>)], first_size: usize) -> Option<Waves
         return None;
     }
     let (first, rest) = waits.split_at(first_size);
-    let first_ttft_s = median(&mut first.iter().map(|r| r.0).collect::<Vec<_>>())?;
-    let rest_ttft_s = median(&mut rest.iter().map(|r| r.0).collect::<Vec<_>>())?;
+    let first_ttft_s = fmt::median(&mut first.iter().map(|r| r.0).collect::<Vec<_>>())?;
+    let rest_ttft_s = fmt::median(&mut rest.iter().map(|r| r.0).collect::<Vec<_>>())?;
     // The rest's prefill rate (tokens per second of TTFT), and the time the first wave's
     // prompts would take at that rate, one after another.
     let burst_bound_s = (|| {
@@ -272,7 +266,7 @@ pub fn waves_of(waits: &[(f64, Option<u64>)], first_size: usize) -> Option<Waves
             .iter()
             .map(|r| Some(r.1? as f64 / r.0.max(1e-3)))
             .collect::<Option<_>>()?;
-        let rate = median(&mut rates).filter(|r| *r > 0.0)?;
+        let rate = fmt::median(&mut rates).filter(|r| *r > 0.0)?;
         let tokens: u64 = first.iter().map(|r| r.1).sum::<Option<u64>>()?;
         Some(tokens as f64 / rate)
     })();

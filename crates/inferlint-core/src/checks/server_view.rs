@@ -110,12 +110,6 @@ impl ServerViewInputs<'_> {
     }
 }
 
-/// The median by the one percentile definition every printed percentile uses.
-fn median(values: &mut [f64]) -> Option<f64> {
-    values.sort_by(f64::total_cmp);
-    fmt::percentile(values, 50.0)
-}
-
 fn ms(s: f64) -> String {
     format!("{} ms", fmt::g((s * 1e3).round()))
 }
@@ -152,9 +146,9 @@ pub fn ttft_definitions(inputs: &ServerViewInputs) -> CheckResult {
         return unknown;
     }
     let (Some(client_p50), Some(server_p50), Some(diff_p50)) = (
-        median(&mut client),
-        median(&mut from_arrival),
-        median(&mut diffs),
+        fmt::median(&mut client),
+        fmt::median(&mut from_arrival),
+        fmt::median(&mut diffs),
     ) else {
         unreachable!("at least MIN_JOINED values");
     };
@@ -167,7 +161,7 @@ pub fn ttft_definitions(inputs: &ServerViewInputs) -> CheckResult {
         .with("server_ttft_p50_s", round_ms(server_p50))
         .with("difference_p50_s", round_ms(diff_p50))
         .with("tolerance_s", round_ms(tolerance));
-    let scheduling_p50 = median(&mut from_scheduling);
+    let scheduling_p50 = fmt::median(&mut from_scheduling);
     if let Some(s) = scheduling_p50 {
         result = result.with("server_ttft_from_scheduling_p50_s", round_ms(s));
     }
