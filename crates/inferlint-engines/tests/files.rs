@@ -598,3 +598,33 @@ fn a_side_fold_sees_what_one_pass_passes_on() {
         }
     }
 }
+
+/// Read within the readings' window, the side fold (what the report draws) holds the
+/// samples the checks fold and no other: 40 samples a second apart, a window over the
+/// middle 20, on one thread and on several.
+#[test]
+fn a_side_fold_read_within_a_window_sees_only_the_runs_samples() {
+    use inferlint_core::checks::series::SeriesWindow;
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("s.series.jsonl");
+    let text: String = (0..40)
+        .map(|i| sample_line(1000.0 + f64::from(i)) + "\n")
+        .collect();
+    std::fs::write(&path, text).unwrap();
+    let window = SeriesWindow {
+        wall: (1009.5, 1029.5),
+        mono_ns: None,
+        boot_wall: None,
+    };
+    for threads in [1, 3] {
+        let (stats, _, side) =
+            files::read_series_stats_with(&path, threads, Some(Times::default()), Some(window))
+                .unwrap();
+        let expected: Vec<f64> = (10..30).map(|i| 1000.0 + f64::from(i)).collect();
+        assert_eq!(side, Some(Times(expected)), "{threads} threads");
+        assert_eq!(
+            (stats.samples, stats.outside_before, stats.outside_after),
+            (20, 10, 10)
+        );
+    }
+}

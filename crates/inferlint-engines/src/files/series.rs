@@ -76,7 +76,8 @@ pub fn read_series_stats(
 /// needs more of the recording than the checks do reads it once. `None` folds nothing
 /// beside the statistics. A file with a refused line is folded again in one pass, the
 /// side fold with it. Samples outside `window` (the readings' span) are counted and not
-/// folded into the statistics ([`SeriesStats::within`]); the side fold sees every one.
+/// folded into the statistics ([`SeriesStats::within`]), nor into the side fold: what a
+/// caller draws from the recording is the run's samples the checks read, no more.
 pub fn read_series_stats_with<F: SampleFold>(
     path: &Path,
     threads: usize,
@@ -89,7 +90,8 @@ pub fn read_series_stats_with<F: SampleFold>(
         || (SeriesStats::within(window), side.clone()),
         |(stats, side), s| {
             stats.push(s);
-            if let Some(side) = side {
+            let inside = window.is_none_or(|w| w.place(s) == std::cmp::Ordering::Equal);
+            if let (Some(side), true) = (side, inside) {
                 side.push(s);
             }
         },
