@@ -16,9 +16,21 @@
 #                 Changes: --max-num-seqs 8 (the load's), --max-num-seqs 4, concurrency 2.
 #   healthy       the default setup, 32 requests of 32 + 64..192 tokens, 8 at once.
 #                 Changes: concurrency 16, concurrency 2, --max-num-seqs 4.
+#   arrivals      an open load: 48 requests of 32 + 64..192 tokens sent at 8 a second
+#                 (Poisson, seed 0), at most 32 open, on the default setup: 2 running
+#                 on average. Changes: a rate of 16, a rate of 4, --max-num-seqs 4.
+#   long-prompts  prefill-heavy: 128 requests of 128..384 + 16..48 tokens, 4 at once.
+#                 Changes: concurrency 8, concurrency 2, --max-num-seqs 2.
+#   long-outputs  a cache of 12 blocks (11 usable) under 8 requests at once of 24..40 +
+#                 264..440 tokens (3 to 4 blocks each at full length): vLLM preempts.
+#                 Changes: a cache of 33 blocks (8 fit), --max-num-seqs 2, concurrency 4
+#                 (still preempts).
 #
 # Each situation's baseline-again is its baseline run a second time: the spread of two
-# runs of one setup, the floor under any prediction's error. Every load starts only once
+# runs of one setup, the floor under any prediction's error. The first three run it right
+# after the baseline; arrivals, long-prompts and long-outputs run it last, after the changes, so that a
+# machine that drifts while the situation runs shows in the spread rather than only in
+# the changes' errors. Every load starts only once
 # the CPUs are quiet (quiet.sh): a build beside it would be measured instead.
 #
 # Usage: scripts/real-vllm/whatif.sh [SITUATION[/CHANGE]...]   (default: all; about 2
@@ -130,3 +142,48 @@ run healthy concurrency-2 2 "" "concurrency=2" \
   "the baseline's server with the load keeping 2 requests open" "$CAP_LOAD"
 run healthy max-num-seqs-4 8 "--max-num-seqs 4" "max-num-seqs=4" \
   "the baseline with --max-num-seqs 4" "$CAP_LOAD"
+
+ARRIVALS_LOAD="--random-input-len 32 --random-output-len 128 --random-range-ratio 0.5 --num-prompts 48 --request-rate 8"
+run arrivals baseline 32 "" "" \
+  "the default setup under 48 requests of 32 + 64..192 tokens sent at 8 a second (Poisson), at most 32 open" \
+  "$ARRIVALS_LOAD"
+run arrivals rate-16 32 "" "rate=16" \
+  "the baseline's server with the load sent at 16 a second" \
+  "${ARRIVALS_LOAD/--request-rate 8/--request-rate 16}"
+run arrivals rate-4 32 "" "rate=4" \
+  "the baseline's server with the load sent at 4 a second" \
+  "${ARRIVALS_LOAD/--request-rate 8/--request-rate 4}"
+run arrivals max-num-seqs-4 32 "--max-num-seqs 4" "max-num-seqs=4" \
+  "the baseline with --max-num-seqs 4" "$ARRIVALS_LOAD"
+run arrivals baseline-again 32 "" "" \
+  "the baseline run again, after the changes: how far two runs of one setup differ on this machine" \
+  "$ARRIVALS_LOAD"
+
+LONG_LOAD="--random-input-len 256 --random-output-len 32 --random-range-ratio 0.5 --num-prompts 128"
+run long-prompts baseline 4 "" "" \
+  "the default setup under 4 requests at once of 128..384 + 16..48 tokens: most of the work is prefill" \
+  "$LONG_LOAD"
+run long-prompts concurrency-8 8 "" "concurrency=8" \
+  "the baseline's server with the load keeping 8 requests open" "$LONG_LOAD"
+run long-prompts concurrency-2 2 "" "concurrency=2" \
+  "the baseline's server with the load keeping 2 requests open" "$LONG_LOAD"
+run long-prompts max-num-seqs-2 4 "--max-num-seqs 2" "max-num-seqs=2" \
+  "the baseline with --max-num-seqs 2" "$LONG_LOAD"
+run long-prompts baseline-again 4 "" "" \
+  "the baseline run again, after the changes: how far two runs of one setup differ on this machine" \
+  "$LONG_LOAD"
+
+KV12="--kv-cache-memory-bytes 1572864"
+OUT_LOAD="--random-input-len 32 --random-output-len 352 --random-range-ratio 0.25 --num-prompts 16"
+run long-outputs baseline 8 "$KV12" "" \
+  "a KV cache of 12 blocks of 128 tokens (11 usable) under 8 requests at once of 24..40 + 264..440 tokens (3 to 4 blocks each at full length): vLLM preempts" \
+  "$OUT_LOAD"
+run long-outputs cache-33-blocks 8 "--kv-cache-memory-bytes 4325376" "kv-cache-memory-bytes=4325376" \
+  "the baseline with a cache of 33 blocks (32 usable: 8 requests at full length)" "$OUT_LOAD"
+run long-outputs max-num-seqs-2 8 "$KV12 --max-num-seqs 2" "max-num-seqs=2" \
+  "the baseline with --max-num-seqs 2, the most that fit at full length" "$OUT_LOAD"
+run long-outputs concurrency-4 4 "$KV12" "concurrency=4" \
+  "the baseline's server with the load keeping 4 requests open (still more than fit)" "$OUT_LOAD"
+run long-outputs baseline-again 8 "$KV12" "" \
+  "the baseline run again, after the changes: how far two runs of one setup differ on this machine" \
+  "$OUT_LOAD"
