@@ -393,3 +393,31 @@ fn t21_judges_the_readings_stored_beside_the_samples() {
     let results = with_readings("none", Value::Null);
     assert_eq!(status(&results, "T21"), "not_applicable");
 }
+
+/// A load paced by a rate (`vllm bench serve --request-rate 8 --max-concurrency 32`,
+/// arrivals/baseline of the real engine) keeps open only what its arrivals bring: 32 is
+/// the most it may keep open, and on a server with room to spare it ran at most 4. That
+/// is no concurrency shortfall: T8 does not apply (T17 says the same of the client). The
+/// same load on a server limited to 4 (`--max-num-seqs 4`, arrivals/max-num-seqs-4) ran
+/// at that limit, where an arriving request waits: there T8 judges, and names the limit.
+#[test]
+fn a_load_paced_by_a_rate_is_held_to_t8_only_where_the_server_held_it_back() {
+    let root = fixtures().join("real/vllm-0.32-cpu/whatif/arrivals");
+    let tmp = tempfile::tempdir().unwrap();
+    let paced = tmp.path().join("paced");
+    copy_tree(&root.join("baseline"), &paced);
+    let (results, _) = report(&paced, &[]);
+    assert_status(&results, "T8", "not_applicable");
+    assert!(message(&results, "T8").contains("paced at 8 requests/s"));
+    assert_eq!(result(&results, "T8")["evidence"]["request_rate"], 8.0);
+    assert_status(&results, "T17", "pass");
+    let capped = tmp.path().join("capped");
+    copy_tree(&root.join("max-num-seqs-4"), &capped);
+    let (results, _) = report(&capped, &[]);
+    assert_status(&results, "T8", "fail");
+    assert!(
+        message(&results, "T8").contains("--max-num-seqs 4"),
+        "{}",
+        message(&results, "T8")
+    );
+}

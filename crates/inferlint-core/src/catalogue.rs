@@ -780,6 +780,12 @@ static CATALOGUE: &[TripwireInfo] = &[
                 Status::Pass,
                 "the server reached the concurrency asked for at least once.",
             ),
+            (
+                Status::NotApplicable,
+                "the load tool paced the load by a request rate, so its concurrency \
+                 figure was a cap rather than a number to reach, and no request waited at \
+                 the server (where some did, the shortfall is judged as above).",
+            ),
         ],
     },
     TripwireInfo {

@@ -164,7 +164,41 @@ pub fn concurrency(run: &Run, _: RunOptions) -> Option<CheckResult> {
             .with("requested", 0),
         );
     }
-    let result = series::concurrency(run.engine, series_of(run), requested, run.last_boot());
+    let stats = series_of(run);
+    // A load paced by a rate keeps open only what its arrivals bring: its concurrency
+    // figure is a cap, not a number it was to reach (T17 says the same). Unless requests
+    // waited at the server (the recording's in-flight count above its running count) or
+    // the server ran at its running limit (a request arriving then waited, seen or not
+    // between two samples), there is no shortfall to judge.
+    let rate = run
+        .bench
+        .as_ref()
+        .and_then(|(_, account)| account.request_rate)
+        .filter(|r| r.is_finite() && *r > 0.0);
+    if let (Some(rate), Some(peak)) = (rate, stats.peak_running) {
+        let queued = stats.peak_in_flight.is_some_and(|f| f > peak)
+            || run
+                .last_boot()
+                .and_then(|b| b.running_cap)
+                .is_some_and(|cap| peak >= cap as f64);
+        if peak < requested as f64 && !queued {
+            return Some(
+                CheckResult::new(
+                    Tripwire::T8,
+                    Status::NotApplicable,
+                    format!(
+                        "the load was paced at {} requests/s: {requested} is the most it may keep open, not a concurrency to reach; its arrivals kept at most {} running, below the server's limit, and none waited at the server",
+                        crate::fmt::g(rate),
+                        crate::fmt::g(peak)
+                    ),
+                )
+                .with("requested", requested)
+                .with("request_rate", rate)
+                .with("peak_running", peak),
+            );
+        }
+    }
+    let result = series::concurrency(run.engine, stats, requested, run.last_boot());
     Some(series::judged_on_coverage(result, load_coverage(run)))
 }
 
