@@ -160,7 +160,7 @@ fn pct(e: Option<f64>) -> String {
 /// The table of docs/whatif.md, made from the fixtures.
 fn table(rows: &[Row]) -> String {
     let mut out = String::from(
-        "| situation | change | preemptions predicted / measured | peak running predicted / measured | output tok/s predicted / measured (error) | TTFT p50 ms predicted / measured (error) | TTFT p99 ms predicted / measured (error) | fit error on the baseline (tok/s, TTFT p50) | held-out 80% band (tok/s; TTFT p50) | builds beside the loads (baseline, change) |\n|---|---|---|---|---|---|---|---|---|---|\n",
+        "| situation | change | preemptions predicted / measured | peak running predicted / measured | output tok/s predicted / measured (error) | TTFT p50 ms predicted / measured (error) | TTFT p99 ms predicted / measured (error) | fit error on the baseline (tok/s, TTFT p50) | held-out band (tok/s; TTFT p50) | builds beside the loads (baseline, change) |\n|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for r in rows {
         let (p, m) = (&r.predicted, &r.measured);
@@ -227,7 +227,7 @@ fn held_out_cell(r: &Row, f: Figure) -> String {
 /// The bands `whatif` prints, and how they held on truths they did not see.
 fn calibration_table() -> String {
     let mut out = String::from(
-        "| figure | band printed (inside the envelope) | band printed (extrapolated) | held-out truths inside the band | median held-out band | largest spread of two runs of one setup |\n|---|---|---|---|---|---|\n",
+        "| figure | band printed (inside the envelope) | band printed (extrapolated) | quantile level | held-out truths inside the band | held-out at the 0.8 quantile | median held-out band | largest spread of two runs of one setup |\n|---|---|---|---|---|---|---|---|\n",
     );
     let range = |w: Option<f64>| {
         w.map_or("none".to_owned(), |w| {
@@ -238,14 +238,23 @@ fn calibration_table() -> String {
             )
         })
     };
+    let share = |(inside, asked): (usize, usize)| {
+        format!(
+            "{inside} of {asked} ({:.0}%)",
+            100.0 * inside as f64 / asked.max(1) as f64
+        )
+    };
     for f in Figure::ALL {
         let (inside, asked, median) = band::held_out_coverage(f);
+        let (plain_inside, plain_asked, _) = band::held_out_coverage_at(f, 0.8);
         out.push_str(&format!(
-            "| {} | {} | {} | {inside} of {asked} ({:.0}%) | {} | {} |\n",
+            "| {} | {} | {} | {:.2} | {} | {} | {} | {} |\n",
             f.key(),
             range(band::half_width(f, None, false)),
             range(band::half_width(f, None, true)),
-            100.0 * inside as f64 / asked.max(1) as f64,
+            band::level(f),
+            share((inside, asked)),
+            share((plain_inside, plain_asked)),
             range(median),
             range(band::spread_floor(f, None)),
         ));
@@ -451,6 +460,7 @@ fn kind_of(sets: &str) -> &'static str {
         Some(Kind::Concurrency) => "Kind::Concurrency",
         Some(Kind::RunningLimit) => "Kind::RunningLimit",
         Some(Kind::CacheSize) => "Kind::CacheSize",
+        Some(Kind::Rate) => "Kind::Rate",
         Some(Kind::None) | None => panic!("{sets}: a change the calibration has no kind for"),
     }
 }
@@ -503,8 +513,10 @@ fn calibration_source(rows: &[Row]) -> String {
                 .iter()
                 .map(
                     |k| match (figure(&r.baseline_measured, k), figure(&r.measured, k)) {
+                        // Rounded up: a floor written rounded down would let a band
+                        // be a hair narrower than the two runs' own spread.
                         (Some(a), Some(b)) if a > 0.0 && b > 0.0 => {
-                            format!("Some({:.4})", (a / b).ln().abs())
+                            format!("Some({:.4})", ((a / b).ln().abs() * 1e4).ceil() / 1e4)
                         }
                         _ => "None".to_owned(),
                     },
@@ -594,9 +606,9 @@ fn a_printed_band_is_never_narrower_than_two_runs_of_one_setup() {
     assert!(checked >= 30, "bands checked: {checked}");
 }
 
-/// A band is only what was measured: no rate was ever changed on the real engine, and
-/// the farthest a measured change ran outside its baseline's running counts was 4 times
-/// (running-cap, 2 -> 8 at once). A rate change, and kv-too-small's 24 requests all open
+/// A band is only what was measured: no block size was ever changed on the real engine,
+/// and the farthest a measured change ran outside its baseline's running counts was 4
+/// times (running-cap, 2 -> 8 at once). A block-size change, and kv-too-small's 24 requests all open
 /// at once (concurrency 32, a cache for all of them) from a run that ran at most 5 (4.8
 /// times), print their figures with no calibrated band, saying why, and the second says
 /// it is extrapolated.
@@ -607,8 +619,8 @@ fn a_change_outside_what_was_measured_has_no_calibrated_band() {
     let small = root.join("kv-too-small/baseline");
     for (args, why) in [
         (
-            vec![healthy.to_str().unwrap(), "--set", "rate=5"],
-            "no change of rate was made on a real engine",
+            vec![healthy.to_str().unwrap(), "--set", "block-size=64"],
+            "no change of --block-size was made on a real engine",
         ),
         (
             vec![
@@ -645,7 +657,12 @@ fn a_change_outside_what_was_measured_has_no_calibrated_band() {
     // Text: the figure is printed, and the band says why it has none.
     let out = inferlint(
         Path::new("."),
-        &["whatif", healthy.to_str().unwrap(), "--set", "rate=5"],
+        &[
+            "whatif",
+            healthy.to_str().unwrap(),
+            "--set",
+            "block-size=64",
+        ],
     );
     assert!(
         stdout(&out).contains("Note: no calibrated band: outside what was measured"),

@@ -24,9 +24,9 @@
 //!   were no larger than the others' (docs/whatif.md's table), so an extrapolated figure
 //!   is given the larger of the band of all changes and the band of the extrapolated
 //!   changes alone, but only as far as a change was measured to go: beyond the farthest
-//!   factor measured, and for a change of a kind never measured (a rate, a block size, a
-//!   dtype, another engine), the band abstains: `no calibrated band: outside what was
-//!   measured`.
+//!   factor measured, and for a change of a kind no truth made (a block size, a dtype,
+//!   a context limit, another engine), the band abstains: `no calibrated band: outside
+//!   what was measured`.
 //!
 //! Leave-one-situation-out ([`half_width`] with `excluding`) gives each calibration
 //! situation the band the others alone make: that is how the coverage docs/whatif.md
@@ -111,6 +111,8 @@ pub enum Kind {
     /// The KV cache's size (in blocks, bytes, tokens or a memory share: the model holds
     /// each as the pool's size).
     CacheSize,
+    /// The load's request rate.
+    Rate,
 }
 
 impl Kind {
@@ -123,7 +125,8 @@ impl Kind {
             Knob::Blocks | Knob::CacheBytes | Knob::PoolTokens | Knob::MemoryFraction => {
                 Some(Kind::CacheSize)
             }
-            Knob::BlockSize | Knob::KvDtype | Knob::MaxModelLen | Knob::Policy | Knob::Rate => None,
+            Knob::Rate => Some(Kind::Rate),
+            Knob::BlockSize | Knob::KvDtype | Knob::MaxModelLen | Knob::Policy => None,
         }
     }
 }
@@ -155,6 +158,34 @@ pub const CALIBRATED_ENGINE: &str = "vLLM";
 /// The real changes of `fixtures/real/vllm-0.32-cpu/whatif/`, each prediction's error.
 #[rustfmt::skip]
 pub const TRUTHS: &[Truth] = &[
+    Truth {
+        situation: "arrivals",
+        change: "",
+        kind: Kind::None,
+        extrapolation: 1.0000,
+        log_error: [Some(0.0029), Some(-0.0995), Some(-0.3082), Some(-0.0578), Some(-0.2518)],
+    },
+    Truth {
+        situation: "arrivals",
+        change: "max-num-seqs=4",
+        kind: Kind::RunningLimit,
+        extrapolation: 1.0000,
+        log_error: [Some(0.0126), Some(-0.2176), Some(-2.4156), Some(-0.2514), Some(-0.5571)],
+    },
+    Truth {
+        situation: "arrivals",
+        change: "rate=16",
+        kind: Kind::Rate,
+        extrapolation: 1.7500,
+        log_error: [Some(-0.0043), Some(-0.0463), Some(-0.3593), Some(-0.0757), Some(-0.3033)],
+    },
+    Truth {
+        situation: "arrivals",
+        change: "rate=4",
+        kind: Kind::Rate,
+        extrapolation: 1.0000,
+        log_error: [Some(0.0003), Some(-0.2013), Some(-0.6690), Some(-0.0448), Some(-0.1186)],
+    },
     Truth {
         situation: "healthy",
         change: "",
@@ -219,6 +250,62 @@ pub const TRUTHS: &[Truth] = &[
         log_error: [Some(0.4773), Some(-0.4781), Some(-0.5115), Some(-0.4809), Some(-0.6370)],
     },
     Truth {
+        situation: "long-outputs",
+        change: "",
+        kind: Kind::None,
+        extrapolation: 1.0000,
+        log_error: [Some(-0.0673), Some(0.1064), Some(0.0035), Some(0.0184), Some(0.0919)],
+    },
+    Truth {
+        situation: "long-outputs",
+        change: "kv-cache-memory-bytes=4325376",
+        kind: Kind::CacheSize,
+        extrapolation: 1.0000,
+        log_error: [Some(-0.0485), Some(0.3869), Some(-0.1200), Some(0.0515), Some(-0.0691)],
+    },
+    Truth {
+        situation: "long-outputs",
+        change: "concurrency=4",
+        kind: Kind::Concurrency,
+        extrapolation: 1.0000,
+        log_error: [Some(0.1446), Some(0.9490), Some(0.1145), Some(-0.0848), Some(-0.4066)],
+    },
+    Truth {
+        situation: "long-outputs",
+        change: "max-num-seqs=2",
+        kind: Kind::RunningLimit,
+        extrapolation: 1.5000,
+        log_error: [Some(0.1697), Some(-0.1955), Some(-0.1974), Some(-0.1622), Some(-0.2598)],
+    },
+    Truth {
+        situation: "long-prompts",
+        change: "",
+        kind: Kind::None,
+        extrapolation: 1.0000,
+        log_error: [Some(-0.0148), Some(-0.2573), Some(-1.0490), Some(0.0732), Some(-0.2263)],
+    },
+    Truth {
+        situation: "long-prompts",
+        change: "concurrency=2",
+        kind: Kind::Concurrency,
+        extrapolation: 1.3612,
+        log_error: [Some(-0.2739), Some(-0.0898), Some(-0.5701), Some(0.3748), Some(0.0328)],
+    },
+    Truth {
+        situation: "long-prompts",
+        change: "concurrency=8",
+        kind: Kind::Concurrency,
+        extrapolation: 2.0000,
+        log_error: [Some(0.2641), Some(-0.4435), Some(-1.1634), Some(-0.2884), Some(-0.6036)],
+    },
+    Truth {
+        situation: "long-prompts",
+        change: "max-num-seqs=2",
+        kind: Kind::RunningLimit,
+        extrapolation: 1.3612,
+        log_error: [Some(-0.2365), Some(0.2096), Some(0.0177), Some(0.3162), Some(0.0051)],
+    },
+    Truth {
         situation: "running-cap",
         change: "",
         kind: Kind::None,
@@ -251,9 +338,12 @@ pub const TRUTHS: &[Truth] = &[
 /// Each situation's two runs of one setup, `|ln(baseline / baseline-again)|` per figure.
 #[rustfmt::skip]
 pub const SPREADS: &[(&str, [Option<f64>; 5])] = &[
-    ("healthy", [Some(0.0835), Some(0.1010), Some(0.2266), Some(0.1341), Some(0.0035)]),
-    ("kv-too-small", [Some(0.1730), Some(0.0493), Some(0.2123), Some(0.1249), Some(0.2750)]),
-    ("running-cap", [Some(0.3592), Some(0.4948), Some(0.2932), Some(0.3847), Some(0.3580)]),
+    ("arrivals", [Some(0.0051), Some(0.0379), Some(0.1388), Some(0.0729), Some(0.0794)]),
+    ("healthy", [Some(0.0835), Some(0.1010), Some(0.2266), Some(0.1342), Some(0.0036)]),
+    ("kv-too-small", [Some(0.1731), Some(0.0494), Some(0.2124), Some(0.1250), Some(0.2751)]),
+    ("long-outputs", [Some(0.0634), Some(0.1951), Some(0.1085), Some(0.0304), Some(0.1251)]),
+    ("long-prompts", [Some(0.0500), Some(0.0064), Some(0.0838), Some(0.0578), Some(0.0165)]),
+    ("running-cap", [Some(0.3593), Some(0.4948), Some(0.2932), Some(0.3847), Some(0.3581)]),
 ];
 // end of calibration data
 
@@ -281,12 +371,17 @@ impl Envelope {
     }
 }
 
-/// The ⌈target (n + 1)⌉-th smallest of `sizes`: split conformal's quantile. `None` when
-/// that order is beyond n (too few to hold the target).
-pub fn conformal(mut sizes: Vec<f64>) -> Option<f64> {
+/// The ⌈target (n + 1)⌉-th smallest of `sizes`: split conformal's quantile at the
+/// [`COVERAGE_TARGET`]. `None` when that order is beyond n (too few to hold the target).
+pub fn conformal(sizes: Vec<f64>) -> Option<f64> {
+    conformal_at(sizes, COVERAGE_TARGET)
+}
+
+/// The ⌈level (n + 1)⌉-th smallest of `sizes`, `None` when that order is beyond n.
+pub fn conformal_at(mut sizes: Vec<f64>, level: f64) -> Option<f64> {
     sizes.retain(|s| s.is_finite());
     sizes.sort_by(f64::total_cmp);
-    let order = (COVERAGE_TARGET * (sizes.len() + 1) as f64 - 1e-9).ceil() as usize;
+    let order = (level * (sizes.len() + 1) as f64 - 1e-9).ceil() as usize;
     (order >= 1)
         .then(|| sizes.get(order - 1).copied())
         .flatten()
@@ -314,7 +409,10 @@ pub fn withheld(
             "{OUTSIDE} (the bands were measured on {CALIBRATED_ENGINE} alone)"
         ));
     }
-    if let Some((_, name)) = changes.iter().find(|(kind, _)| kind.is_none()) {
+    if let Some((_, name)) = changes
+        .iter()
+        .find(|(kind, _)| !kind.is_some_and(|k| measured(k, None)))
+    {
         return Some(format!(
             "{OUTSIDE} (no change of {name} was made on a real engine)"
         ));
@@ -328,6 +426,13 @@ pub fn withheld(
     None
 }
 
+/// Whether a calibration truth outside `excluding` made a change of `kind`.
+pub fn measured(kind: Kind, excluding: Option<&str>) -> bool {
+    TRUTHS
+        .iter()
+        .any(|t| t.kind == kind && Some(t.situation) != excluding)
+}
+
 /// The farthest a calibration change ran outside its fit's envelope.
 pub fn farthest_extrapolation(excluding: Option<&str>) -> f64 {
     TRUTHS
@@ -337,10 +442,43 @@ pub fn farthest_extrapolation(excluding: Option<&str>) -> f64 {
         .fold(1.0, f64::max)
 }
 
+/// The quantile levels a band may be drawn at, tried in turn (see [`level`]).
+pub const LEVELS: [f64; 4] = [0.80, 0.85, 0.90, 0.95];
+
+/// The quantile level `figure`'s band is drawn at: the lowest of [`LEVELS`] at which
+/// leaving each situation out in turn, the band the others make held at least
+/// [`COVERAGE_TARGET`] of its truths ([`held_out_coverage_at`]), else the highest.
+/// Errors within a situation share one baseline's fit, so they are not exchangeable one
+/// by one: a quantile of all of them at 0.8 held fewer than 80% of a new situation's
+/// truths (TTFT p50, 19 of 25). The level is chosen on the same truths it is measured
+/// on, so the coverage quoted at it is tuned once per figure; changed runs of new
+/// situations are the test.
+pub fn level(figure: Figure) -> f64 {
+    LEVELS
+        .iter()
+        .copied()
+        .find(|l| {
+            let (inside, asked, _) = held_out_coverage_at(figure, *l);
+            asked > 0 && inside as f64 >= COVERAGE_TARGET * asked as f64
+        })
+        .unwrap_or(LEVELS[LEVELS.len() - 1])
+}
+
 /// The band's half-width for `figure` in `ln` units (the prediction times `exp(±w)`), from
-/// the truths outside `excluding`; `extrapolated` takes the larger of all changes' band
-/// and the extrapolated changes' alone. `None`: too few truths for the target.
+/// the truths outside `excluding`, at the figure's [`level`]; `extrapolated` takes the
+/// larger of all changes' band and the extrapolated changes' alone. `None`: too few
+/// truths for the level.
 pub fn half_width(figure: Figure, excluding: Option<&str>, extrapolated: bool) -> Option<f64> {
+    half_width_at(figure, excluding, extrapolated, level(figure))
+}
+
+/// [`half_width`] at a given quantile level.
+pub fn half_width_at(
+    figure: Figure,
+    excluding: Option<&str>,
+    extrapolated: bool,
+    level: f64,
+) -> Option<f64> {
     let sizes = |only_extrapolated: bool| {
         TRUTHS
             .iter()
@@ -349,9 +487,9 @@ pub fn half_width(figure: Figure, excluding: Option<&str>, extrapolated: bool) -
             .filter_map(|t| t.log_error[figure.index()].map(f64::abs))
             .collect::<Vec<_>>()
     };
-    let mut width = conformal(sizes(false))?;
+    let mut width = conformal_at(sizes(false), level)?;
     if extrapolated {
-        width = width.max(conformal(sizes(true))?);
+        width = width.max(conformal_at(sizes(true), level)?);
     }
     Some(width.max(spread_floor(figure, excluding).unwrap_or(0.0)))
 }
@@ -369,6 +507,8 @@ pub struct Band {
     pub high: f64,
     /// The share of calibration truths a band so made is meant to hold.
     pub coverage_target: f64,
+    /// The quantile of the calibration errors it was drawn at ([`level`]).
+    pub level: f64,
 }
 
 /// The bands of a prediction's figures, or why it has none.
@@ -387,6 +527,7 @@ pub fn bands(predicted: &Summary, withheld_why: Option<&str>, extrapolated: bool
                 low: v * (-w).exp(),
                 high: v * w.exp(),
                 coverage_target: COVERAGE_TARGET,
+                level: level(*f),
             })
         })
         .collect()
@@ -394,26 +535,44 @@ pub fn bands(predicted: &Summary, withheld_why: Option<&str>, extrapolated: bool
 
 /// The band a truth's own prediction would have carried had its situation not been
 /// measured: made from the other situations alone, withheld (`None`) where they never
-/// went as far outside their fits as it did.
+/// went as far outside their fits as it did. The errors of every kind of change are
+/// pooled, as the printed band pools them: a situation's changes of a kind the others
+/// never made (kv-too-small's cache sizes) are held to the band the others' changes make,
+/// which is the question a new situation asks of it.
 pub fn held_out_half_width(truth: &Truth, figure: Figure) -> Option<f64> {
+    held_out_half_width_at(truth, figure, level(figure))
+}
+
+fn held_out_half_width_at(truth: &Truth, figure: Figure, level: f64) -> Option<f64> {
     if truth.extrapolation > farthest_extrapolation(Some(truth.situation)) + 1e-9 {
         return None;
     }
-    half_width(figure, Some(truth.situation), truth.extrapolation > 1.0)
+    half_width_at(
+        figure,
+        Some(truth.situation),
+        truth.extrapolation > 1.0,
+        level,
+    )
+}
+
+/// How the calibration held on truths it did not see, at the figure's [`level`]: see
+/// [`held_out_coverage_at`].
+pub fn held_out_coverage(figure: Figure) -> (usize, usize, Option<f64>) {
+    held_out_coverage_at(figure, level(figure))
 }
 
 /// How the calibration held on truths it did not see: for `figure`, leaving each
-/// situation out in turn, the truths inside the band the others made, the truths asked
-/// (a withheld band holds none of them), and the median half-width (`ln` units) of the
-/// bands given.
-pub fn held_out_coverage(figure: Figure) -> (usize, usize, Option<f64>) {
+/// situation out in turn, the truths inside the band the others made at `level`, the
+/// truths asked (a withheld band holds none of them), and the median half-width (`ln`
+/// units) of the bands given.
+pub fn held_out_coverage_at(figure: Figure, level: f64) -> (usize, usize, Option<f64>) {
     let (mut inside, mut asked, mut widths) = (0, 0, Vec::new());
     for t in TRUTHS {
         let Some(e) = t.log_error[figure.index()] else {
             continue;
         };
         asked += 1;
-        if let Some(w) = held_out_half_width(t, figure) {
+        if let Some(w) = held_out_half_width_at(t, figure, level) {
             widths.push(w);
             if e.abs() <= w {
                 inside += 1;
@@ -436,6 +595,30 @@ mod tests {
         let nine: Vec<f64> = (1..=9).map(f64::from).collect();
         assert_eq!(conformal(nine), Some(8.0));
         assert_eq!(conformal(vec![0.1, 0.2, 0.3]), None);
+        // At 0.9 of 9: the ⌈9.0⌉-th, the largest; at 0.95 of 9: ⌈9.5⌉ = 10 > 9, none.
+        let nine: Vec<f64> = (1..=9).map(f64::from).collect();
+        assert_eq!(conformal_at(nine.clone(), 0.9), Some(9.0));
+        assert_eq!(conformal_at(nine, 0.95), None);
+    }
+
+    /// Each figure's level is the lowest of the levels whose held-out coverage reaches
+    /// the target, so every level below it fell short on the truths left out.
+    #[test]
+    fn a_figures_level_is_the_lowest_that_held_its_held_out_truths() {
+        let reaches = |f: Figure, l: f64| {
+            let (inside, asked, _) = held_out_coverage_at(f, l);
+            inside as f64 >= COVERAGE_TARGET * asked as f64
+        };
+        for f in Figure::ALL {
+            let chosen = level(f);
+            assert!(LEVELS.contains(&chosen));
+            for lower in LEVELS.iter().filter(|l| **l < chosen) {
+                assert!(!reaches(f, *lower), "{f:?} at {lower}");
+            }
+            if chosen < LEVELS[LEVELS.len() - 1] {
+                assert!(reaches(f, chosen), "{f:?} at {chosen}");
+            }
+        }
     }
 
     /// The envelope: inside within half a request of what the run ran; twice its peak is
