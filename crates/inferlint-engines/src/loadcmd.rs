@@ -17,6 +17,14 @@ use inferlint_core::Engine;
 /// quote is left open or the command ends in a lone backslash.
 ///
 /// The same rule as `detect::engine_from_command` uses (its splitter is private there).
+///
+/// Not the `shell-words` crate, whose `split` answers three cases otherwise, each of which
+/// would change what xray starts: it reads a `#` at the start of a word as a comment and
+/// drops the rest of the command (here it is an argument: no shell runs the words, and a
+/// dropped flag value goes unnoticed), keeps a lone trailing backslash as a word of its
+/// own (here a command cut off there is refused), and keeps a carriage return inside the
+/// last word (here it is a blank, so a command pasted with Windows line ends starts
+/// clean).
 pub fn shell_words(command: &str) -> Option<Vec<String>> {
     let mut words = Vec::new();
     let mut word = String::new();
@@ -432,6 +440,18 @@ mod tests {
             ["vllm", "serve", "my model", "--x", "a b", "c d"]
         );
         assert_eq!(shell_words("vllm 'open"), None);
+    }
+
+    /// Where a shell would comment, keep a backslash or keep a carriage return, xray's
+    /// words do not: no shell runs them (see `shell_words`).
+    #[test]
+    fn a_hash_is_an_argument_a_lone_backslash_is_refused_a_carriage_return_is_a_blank() {
+        assert_eq!(
+            words("vllm serve m --api-key #k"),
+            ["vllm", "serve", "m", "--api-key", "#k"]
+        );
+        assert_eq!(shell_words("vllm serve m \\"), None);
+        assert_eq!(words("vllm serve m\r\n"), ["vllm", "serve", "m"]);
     }
 
     #[test]

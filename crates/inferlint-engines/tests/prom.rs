@@ -127,14 +127,17 @@ fn every_recorded_scrape_parses() {
 }
 
 /// The scrapes of the real vLLM 0.32 CPU runs kept in the repository, and the recorded
-/// ones of every engine when `INFERLINT_RECORDED` names them.
+/// ones of every engine when `INFERLINT_RECORDED` names them. In CI (`CI` set) the
+/// recordings must be there: the repository's scrapes alone would pass quietly on less.
 fn every_scrape_at_hand() -> Vec<PathBuf> {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/real");
     let mut files = scrape_files(&fixtures);
-    if let Some(dir) = std::env::var_os("INFERLINT_RECORDED").map(PathBuf::from) {
-        if dir.is_dir() {
-            files.extend(scrape_files(&dir));
-        }
+    match std::env::var_os("INFERLINT_RECORDED").map(PathBuf::from) {
+        Some(dir) if dir.is_dir() => files.extend(scrape_files(&dir)),
+        _ => assert!(
+            std::env::var_os("CI").is_none(),
+            "INFERLINT_RECORDED must point at the recordings in CI"
+        ),
     }
     files
 }

@@ -126,11 +126,11 @@
 //!
 //! | feature | adds | pulls in |
 //! |---|---|---|
-//! | (default) | run folders, your own data, every check, the report as data and JSON | serde, serde_json, thiserror, memchr, nix (the monotonic clock on Unix) |
-//! | `live` | `live::Recorder` (async), `live::blocking::record`, `Run::from_recording` | tokio (rt, net, time, signal, sync), hyper and hyper-util (HTTP/1 client) |
-//! | `report` | `Run::html`: the self-contained HTML report | maud |
+//! | (default) | run folders, your own data, every check, the report as data and JSON | serde, serde_json, thiserror, memchr, rmp-serde (KV event batches), nix (the monotonic clock on Unix), chrono and chrono-tz |
+//! | `live` | `live::Recorder` (async), `live::blocking::record`, `Run::from_recording` | tokio (rt, net, time, signal, sync), hyper and hyper-util (HTTP/1 client), zeromq (KV events), opentelemetry-proto and prost (OTLP spans), flate2, base64 |
+//! | `report` | `Run::html`: the self-contained HTML report | maud, sha2 and base64 (the Content-Security-Policy's hashes) |
 //! | `gpu` | `gpu::free_card`: T2 on this machine's NVIDIA GPUs | nvml-wrapper (NVML loaded at run time, no link to the driver), rustix |
-//! | `sim` | the `sim` module: the simulated server and load, for a harness's tests | tokio, hyper (server and client); no clap |
+//! | `sim` | the `sim` module: the simulated server and load, for a harness's tests | tokio, hyper (server and client), opentelemetry-proto and prost, zeromq, rmp; no clap |
 //!
 //! # Errors
 //!

@@ -13,7 +13,7 @@ fn repository() -> PathBuf {
 }
 
 /// Every run folder the repository ships, and the recordings when `INFERLINT_RECORDED`
-/// names them.
+/// names them (in CI, `CI` set, it must).
 fn run_folders() -> Vec<PathBuf> {
     let mut roots = vec![
         repository().join("fixtures/sim"),
@@ -21,7 +21,13 @@ fn run_folders() -> Vec<PathBuf> {
     ];
     match std::env::var_os("INFERLINT_RECORDED") {
         Some(dir) => roots.push(PathBuf::from(dir)),
-        None => skipped("the recordings (INFERLINT_RECORDED is not set); fixtures only"),
+        None => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "INFERLINT_RECORDED must point at the recordings in CI"
+            );
+            skipped("the recordings (INFERLINT_RECORDED is not set); fixtures only")
+        }
     }
     let mut runs = Vec::new();
     while let Some(dir) = roots.pop() {

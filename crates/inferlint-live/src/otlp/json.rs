@@ -5,6 +5,8 @@
 //! hex. It is what the OpenTelemetry Collector's file exporter writes a line of, so one
 //! reader reads the receiver's file and a Collector's.
 
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine as _;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{
     any_value, AnyValue, EntityRef, InstrumentationScope, KeyValue,
@@ -291,22 +293,7 @@ fn push_double(out: &mut String, d: f64) {
 
 /// Standard base64 with padding (RFC 4648 section 4), as proto3 JSON writes bytes.
 fn push_base64(out: &mut String, bytes: &[u8]) {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
+    STANDARD.encode_string(bytes, out);
 }
 
 #[cfg(test)]
