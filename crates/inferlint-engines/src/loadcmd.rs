@@ -276,6 +276,10 @@ pub struct LoadPlan {
     pub result_dirs: Vec<PathBuf>,
     /// `--max-concurrency N` (digits only).
     pub max_concurrency: Option<u64>,
+    /// `--request-rate R` with R a finite rate above 0: the load is paced by its
+    /// arrivals, and `--max-concurrency` is a cap on what they keep open, not a number
+    /// the server is to reach.
+    pub paced_by_rate: bool,
 }
 
 /// Adds the flags that make a known client save its result in `dir` (unless the user
@@ -290,6 +294,7 @@ pub fn plan_load(words: &[String], dir: &Path) -> LoadPlan {
         result_dir_newest: None,
         result_dirs: Vec::new(),
         max_concurrency: None,
+        paced_by_rate: false,
     };
     let Some(client) = client else {
         plan.result_dirs = other_tools_output(words, plan.tool);
@@ -298,6 +303,9 @@ pub fn plan_load(words: &[String], dir: &Path) -> LoadPlan {
     plan.max_concurrency = flag_value(words, "--max-concurrency")
         .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
         .and_then(|v| v.parse().ok());
+    plan.paced_by_rate = flag_value(words, "--request-rate")
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .is_some_and(|r| r.is_finite() && r > 0.0);
     let dir_text = dir.display().to_string();
     match client {
         Client::Vllm | Client::Trtllm => {
@@ -527,6 +535,21 @@ mod tests {
         );
         assert_eq!(vllm.client, Some(Client::Vllm));
         assert_eq!(vllm.max_concurrency, Some(32));
+        assert!(!vllm.paced_by_rate);
+        // A rate paces the load; `inf` (the tools' default) sends everything at once.
+        let paced = |rate: &str| {
+            plan_load(
+                &words(&format!(
+                    "vllm bench serve --max-concurrency 32 --request-rate {rate}"
+                )),
+                Path::new("run"),
+            )
+            .paced_by_rate
+        };
+        assert!(paced("8"));
+        assert!(paced("0.5"));
+        assert!(!paced("inf"));
+        assert!(!paced("0"));
         assert!(vllm.words.ends_with(&words(
             "--save-result --result-dir run --result-filename bench.json"
         )));

@@ -23,7 +23,13 @@ impl Xray<'_> {
             stop.clone(),
             Arc::clone(&live),
             RecordingSetup {
-                requested: self.args.requested.or(self.load_plan.max_concurrency),
+                // A load paced by a rate has no concurrency to reach: T8 and T17 are
+                // judged at the end, from the load tool's own account of its pace.
+                requested: self
+                    .args
+                    .requested
+                    .or(self.load_plan.max_concurrency)
+                    .filter(|_| !self.load_plan.paced_by_rate),
                 boot: self.boot_facts.clone(),
                 expect_cache_hits: self.args.expect_cache_hits,
                 events: self.args.json_events.clone(),
