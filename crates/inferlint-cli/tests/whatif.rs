@@ -725,3 +725,25 @@ fn a_result_without_records_is_replayed_from_the_loads_settings_and_says_what_it
             .contains("tool's settings"));
     }
 }
+
+/// docs/whatif.md lists every setting `--set` takes, in each engine's own spelling: the
+/// engine tables are where a setting is added (CONTRIBUTING's recipe), and a setting the
+/// page does not name is one a reader cannot find.
+#[test]
+fn the_docs_name_every_setting_set_takes() {
+    let page =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/whatif.md"))
+            .unwrap();
+    for engine in [
+        inferlint_core::Engine::Vllm,
+        inferlint_core::Engine::Sglang,
+        inferlint_core::Engine::Trtllm,
+    ] {
+        for name in inferlint_core::whatif::change::accepted(engine) {
+            assert!(
+                page.contains(&format!("`{name}`")),
+                "docs/whatif.md does not name {engine:?}'s `{name}`"
+            );
+        }
+    }
+}
