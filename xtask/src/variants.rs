@@ -41,19 +41,25 @@ type Files = Vec<(String, Vec<u8>)>;
 /// (tripwire, status) pairs, in output order.
 type Verdicts = Vec<(&'static str, &'static str)>;
 
-/// The tripwires of a run's report in the order the registry declares them: a "not
-/// checked" entry comes after every verdict, in this order.
-const DECLARED: &[&str] = &[
-    "T12", "T5", "T6", "T4", "T11", "T15", "T18", "T20", "T23", "T24", "T25", "T1", "T10", "T16",
-    "T14", "T9", "T8", "T17", "T19", "T21", "T26",
-];
+/// The tripwires of a run's report in the order the registry declares them (the boot
+/// log's, those across boots, then the whole run's): a "not checked" entry comes after
+/// every verdict, in this order.
+fn declared() -> Vec<String> {
+    use inferlint_core::checks::registry::{of_phase, Phase};
+    [Phase::Boot, Phase::AcrossBoots, Phase::Run]
+        .into_iter()
+        .flat_map(of_phase)
+        .map(|d| d.tripwire.to_string())
+        .collect()
+}
 
 /// `verdicts` with the checks no recording here can feed listed as not checked, where
 /// the report lists them: T23 (none of the recorded result files keeps when each request
 /// was sent: they were saved without the per-request lists), T24 and T25 (no run recorded
 /// the server's spans), T26 (none subscribed to its KV events).
 fn without_traces(mut verdicts: Verdicts) -> Verdicts {
-    let rank = |t: &str| DECLARED.iter().position(|d| *d == t).unwrap_or(usize::MAX);
+    let declared = declared();
+    let rank = |t: &str| declared.iter().position(|d| d == t).unwrap_or(usize::MAX);
     for added in ["T23", "T24", "T25", "T26"] {
         let at = verdicts
             .iter()
