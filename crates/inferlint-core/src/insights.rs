@@ -332,6 +332,26 @@ pub fn what_limited_by(
             ),
         )
     }));
+    insights.extend(failed(Tripwire::T24).map(|r| {
+        Insight::limit(
+            "ttft-definitions",
+            "The load tool's TTFT and the server's are not one figure",
+            format!(
+                "{}. A TTFT from this run compares only with one measured from the same start.",
+                capitalised(&r.message)
+            ),
+        )
+    }));
+    insights.extend(failed(Tripwire::T26).map(|r| {
+        Insight::limit(
+            "kv-events",
+            "The server's KV events were lost or never sent",
+            format!(
+                "{}. What the run's KV timeline shows of its cache is incomplete.",
+                capitalised(&r.message)
+            ),
+        )
+    }));
     insights.extend(failed(Tripwire::T25).map(|r| {
         Insight::limit(
             "chunks",
@@ -676,7 +696,11 @@ impl<'a> Load<'a> {
             concurrency_failed: t8.is_some_and(|r| r.status == Status::Fail),
             client_short: find(Tripwire::T17).is_some_and(|r| r.status == Status::Fail),
             peak_running: value(account.happened.peak_running),
-            preempted: value(account.happened.preemptions).filter(|k| *k > 0.0),
+            // T1's sentence: the account's count, said only where T1 failed on it (a
+            // count T1 could not stand behind is no sentence here).
+            preempted: value(account.happened.preemptions)
+                .filter(|k| *k > 0.0)
+                .filter(|_| find(Tripwire::T1).is_none_or(|r| r.status == Status::Fail)),
         }
     }
 
@@ -1514,6 +1538,35 @@ mod tests {
         };
         assert!(!keys(1).contains(&"traffic"), "{:?}", keys(1));
         assert_eq!(keys(2)[0], "traffic");
+    }
+
+    /// A TTFT the load tool and the server measure from different starts (T24), and KV
+    /// events lost on the way (T26), each say what they take from the run, as every
+    /// failed whole-run check does.
+    #[test]
+    fn ttfts_that_differ_and_lost_kv_events_say_what_they_take() {
+        let run = vllm_028_live();
+        let keys = |result: CheckResult| {
+            what_limited(&run, &[result])
+                .iter()
+                .map(|i| i.key)
+                .collect::<Vec<_>>()
+        };
+        let t24 = CheckResult::new(
+            Tripwire::T24,
+            Status::Fail,
+            "the load tool's TTFT p50 is 180 ms above the server's",
+        );
+        assert!(keys(t24).contains(&"ttft-definitions"));
+        let t26 = CheckResult::new(
+            Tripwire::T26,
+            Status::Fail,
+            "3 of 12 KV event batches were lost and not recovered",
+        );
+        assert!(keys(t26).contains(&"kv-events"));
+        // A pass says nothing.
+        let passed = CheckResult::new(Tripwire::T26, Status::Pass, "every batch arrived");
+        assert!(!keys(passed).contains(&"kv-events"));
     }
 
     /// A run whose server finished nothing between its readings measured no load: one
