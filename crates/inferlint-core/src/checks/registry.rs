@@ -228,6 +228,12 @@ pub struct Declaration {
     pub not_for: Option<NotFor>,
     /// The function, for a whole-run check.
     pub judge: Option<Judge>,
+    /// Why a whole-run check has no sentence of its own under "What limited this run"
+    /// (`insights.rs`); `None`: it has one, and a tidy test holds it to that.
+    pub no_limit_sentence: Option<&'static str>,
+    /// Why a whole-run check gives no advice (`advice.rs`); `None`: it gives some, and a
+    /// tidy test holds it to that.
+    pub no_advice: Option<&'static str>,
 }
 
 impl Declaration {
@@ -242,6 +248,8 @@ impl Declaration {
             judges_a_failed_load: false,
             not_for: None,
             judge: None,
+            no_limit_sentence: None,
+            no_advice: None,
         }
     }
 
@@ -446,6 +454,9 @@ pub const DECLARATIONS: &[Declaration] = &[
         Part::LoadAccount,
         &[step(&[BenchResult]), step(&[Before, After])],
         judge::client_server,
+    )
+    .no_advice(
+        "which count is not the load's decides the cure (another client, a lost request, a probe), and the message says whose count is whose",
     ),
     Declaration::run(
         Tripwire::T18,
@@ -490,6 +501,9 @@ pub const DECLARATIONS: &[Declaration] = &[
         Part::Server,
         &[step(&[Before, After])],
         judge::rate,
+    )
+    .no_advice(
+        "the message gives the figure a sub-second timer gives beside the whole-second one: no setting of the server or the load changes it",
     ),
     Declaration::run(Tripwire::T16, Part::Server, &[], judge::prefix_cache)
         .any(&[&[Before, After], &[Series]], None)
@@ -508,14 +522,20 @@ pub const DECLARATIONS: &[Declaration] = &[
         judge::null_block,
     )
     .not_for(without_null_block)
-    .live(),
+    .live()
+    .no_advice(
+        "the null block is vLLM's own accounting: nothing to change, and the cache figures are read with it",
+    ),
     Declaration::run(
         Tripwire::T9,
         Part::Server,
         &[step(&[Series])],
         judge::falling_ceiling,
     )
-    .live(),
+    .live()
+    .no_limit_sentence(
+        "a ceiling that moved says how to report the run's concurrency (its advice); what held the run is T1's or T8's sentence",
+    ),
     Declaration::run(
         Tripwire::T8,
         Part::Server,
@@ -540,7 +560,10 @@ pub const DECLARATIONS: &[Declaration] = &[
         &[step(&[Series, GpuReadings])],
         judge::gpu_contention,
     )
-    .live(),
+    .live()
+    .no_advice(
+        "the sentence names the other process or the slowdown's reason, which is what to change",
+    ),
     Declaration::run(
         Tripwire::T26,
         Part::WholeRun,
@@ -602,6 +625,16 @@ impl Declaration {
 
     const fn judges_a_failed_load(mut self) -> Self {
         self.judges_a_failed_load = true;
+        self
+    }
+
+    const fn no_limit_sentence(mut self, why: &'static str) -> Self {
+        self.no_limit_sentence = Some(why);
+        self
+    }
+
+    const fn no_advice(mut self, why: &'static str) -> Self {
+        self.no_advice = Some(why);
         self
     }
 }
@@ -751,6 +784,52 @@ pub fn boot_missing(run: &Run) -> Vec<CheckResult> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whether `source`, its tests left out, names `tripwire` (`Tripwire::T1`, not the
+    /// start of `T10`).
+    fn names(source: &str, tripwire: Tripwire) -> bool {
+        let source = source.split("\n#[cfg(test)]").next().unwrap_or(source);
+        let name = format!("Tripwire::{tripwire}");
+        source.match_indices(&name).any(|(at, _)| {
+            !source[at + name.len()..]
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_digit())
+        })
+    }
+
+    /// A whole-run check is one declaration: what it says under "What limited this run"
+    /// (`insights.rs`) and its advice (`advice.rs`) are there, or its declaration says why
+    /// it has none. T24 and T26 once had neither sentence nor declaration, and nothing
+    /// said so; a reason given for a check those files do speak of is stale, and fails
+    /// too.
+    #[test]
+    fn every_whole_run_check_says_what_limited_and_what_to_change_or_why_not() {
+        let insights = include_str!("../insights.rs");
+        let advice = include_str!("../advice.rs");
+        let mut wrong = Vec::new();
+        for d in whole_run() {
+            for (file, source, why) in [
+                ("insights.rs", insights, d.no_limit_sentence),
+                ("advice.rs", advice, d.no_advice),
+            ] {
+                match why {
+                    None if !names(source, d.tripwire) => wrong.push(format!(
+                        "{}: {file} says nothing of it, and its declaration gives no reason",
+                        d.tripwire
+                    )),
+                    Some(why) if why.trim().is_empty() || names(source, d.tripwire) => {
+                        wrong.push(format!(
+                            "{}: {file} speaks of it, but its declaration says: {why}",
+                            d.tripwire
+                        ))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
 
     #[test]
     fn the_catalogue_and_the_declarations_name_the_same_tripwires_once() {
