@@ -455,6 +455,10 @@ pub struct XrayArgs {
     /// Seconds to wait for the server to be ready, and at most for each probe request (at most a day)
     #[arg(long, default_value_t = 900.0, value_name = "S")]
     pub ready_timeout: f64,
+    /// Seconds the server's processes get after SIGTERM before SIGKILL, when xray stops a
+    /// server it started (above 0, at most an hour)
+    #[arg(long, default_value_t = 30.0, value_name = "S")]
+    pub stop_grace: f64,
     /// Send no probe requests before the load (T7)
     #[arg(long)]
     pub no_probe: bool,

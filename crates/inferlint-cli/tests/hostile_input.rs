@@ -407,6 +407,14 @@ fn flags_out_of_range_are_refused_before_anything_starts() {
             "--interval 1e308",
         ),
         (
+            vec!["xray", "-o", "x", "--stop-grace", "0", "--", "true"],
+            "--stop-grace",
+        ),
+        (
+            vec!["xray", "-o", "x", "--stop-grace", "1e9", "--", "true"],
+            "--stop-grace",
+        ),
+        (
             vec!["gpu-inspect", "--timeout", "1e300"],
             "--timeout 1e300: give a number of seconds from 0 to 86,400",
         ),

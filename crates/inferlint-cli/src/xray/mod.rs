@@ -69,13 +69,21 @@ use supervision::{clear_card_after_stop, last_line, stop_server};
 /// How often the boot log and `/health` are read while the server starts. Shorter than
 /// the Python tool's 2 s: a simulated server is ready in a fraction of a second.
 const READY_POLL: Duration = Duration::from_millis(250);
-/// SIGTERM to every process of the server, then this long before SIGKILL; then this long
-/// for the kill.
+/// SIGTERM to every process of the server, then `--stop-grace` (30 s by default) before
+/// SIGKILL; then this long for the kill.
 const STOP_TIMES: StopTimes = StopTimes {
     grace: Duration::from_secs(30),
     kill_wait: Duration::from_secs(10),
     poll: supervise::STOP_POLL,
 };
+
+/// [`STOP_TIMES`] with the grace `--stop-grace` gives.
+fn stop_times(grace_s: f64) -> StopTimes {
+    StopTimes {
+        grace: Duration::try_from_secs_f64(grace_s).unwrap_or(STOP_TIMES.grace),
+        ..STOP_TIMES
+    }
+}
 /// After SIGINT or SIGTERM the clean stop (after snapshot, checks, report) may take this
 /// long; then the server is stopped at once and xray exits.
 const CLEAN_STOP_LIMIT: Duration = Duration::from_secs(60);
@@ -178,6 +186,7 @@ pub fn xray(
         args.ready_timeout,
         flags::MAX_READY_TIMEOUT_S,
     )?;
+    flags::positive_seconds("--stop-grace", args.stop_grace, 3600.0)?;
     let serve_words = match &args.serve {
         Some(command) => {
             let words = loadcmd::shell_words(command)

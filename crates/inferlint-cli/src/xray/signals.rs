@@ -29,6 +29,8 @@ impl Shared {
 #[derive(Debug)]
 pub(super) struct ServerProcess {
     pub(super) server: Supervised,
+    /// How it is stopped (the grace `--stop-grace` gave).
+    pub(super) times: StopTimes,
 }
 
 /// Stops the server's processes when dropped, whatever path leads there.

@@ -26,7 +26,8 @@ pub(super) fn stop_server(shared: &Shared) -> Option<Stopped> {
         Some(Ended::SupervisorGone) => "the server's supervisor had ended; ".to_owned(),
         None => String::new(),
     };
-    let stop = server.stop(STOP_TIMES);
+    let times = process.times;
+    let stop = server.stop(times);
     let how = server.containment().describe();
     let cgroup = server.cgroup();
     *lock(&shared.server_tree) = None;
@@ -38,13 +39,13 @@ pub(super) fn stop_server(shared: &Shared) -> Option<Stopped> {
             "{} process{} of the server still alive {} s after SIGKILL: pid {} ({how})",
             pids.len(),
             if pids.len() == 1 { "" } else { "es" },
-            STOP_TIMES.kill_wait.as_secs(),
+            times.kill_wait.as_secs(),
             pids.join(", ")
         )
     } else if stop.killed > 0 {
         format!(
             "the server's processes did not stop within {} s of SIGTERM; {} killed ({how})",
-            STOP_TIMES.grace.as_secs(),
+            inferlint_core::fmt::g(times.grace.as_secs_f64()),
             count_of(stop.killed)
         )
     } else if stop.terminated > 0 {
@@ -117,7 +118,7 @@ impl Xray<'_> {
             args: &program.args,
             env: &program.env,
             log,
-            times: STOP_TIMES,
+            times: stop_times(self.args.stop_grace),
         });
         let server = match started {
             Ok(server) => server,
@@ -131,7 +132,10 @@ impl Xray<'_> {
         };
         let (pid, root) = (server.pid(), server.root_pid());
         *lock(&self.shared.server_tree) = Some((server.anchor(), server.cgroup()));
-        *lock(&self.shared.server) = Some(ServerProcess { server });
+        *lock(&self.shared.server) = Some(ServerProcess {
+            server,
+            times: stop_times(self.args.stop_grace),
+        });
         self.wait_ready(&boot_path, health)?;
         say(&format!(
             "server ready after {:.1} s (pid {pid})",
