@@ -2,8 +2,10 @@
 //! [`inferlint_core::whatif`] as the server was set up and as `--set` changes it, the
 //! figures printed side by side.
 
+use inferlint_core::client::ReplayRecord;
 use inferlint_core::whatif::band::{self, Figure};
 use inferlint_core::whatif::{self, Baseline, Errors, FitFrom, Prediction};
+use inferlint_engines::files::RunFiles;
 use inferlint_engines::load::{self, shown, EngineChoice};
 use inferlint_sched::replay::Arrivals;
 use inferlint_sched::stats::Summary;
@@ -11,7 +13,7 @@ use inferlint_sched::stats::Summary;
 use crate::cli::WhatifArgs;
 use crate::exit::{CliError, ExitCode};
 use crate::loaded::noted;
-use crate::output;
+use crate::output::{self, eprint_line};
 
 pub(crate) fn whatif(
     choice: &mut EngineChoice,
@@ -23,8 +25,7 @@ pub(crate) fn whatif(
         found.bench = Some(bench.clone());
         found.bench_candidates.clear();
     }
-    let model = noted(choice, |c| load::load_run(c, &found, args.requested, None))?;
-    let run = inferlint::Run::from_model(model, &load::given(&found), None)?;
+    let (run, records) = read_for_replay(choice, &found, args.requested)?;
     let run = run.model();
     // The changes are parsed before the model is built: a mistyped key is the command
     // line's error (64), whatever the run holds.
@@ -33,7 +34,10 @@ pub(crate) fn whatif(
         .iter()
         .map(|text| whatif::change::parse(run.engine.engine, text).map_err(CliError::usage))
         .collect::<Result<Vec<_>, _>>()?;
-    let baseline = match whatif::baseline(run) {
+    let baseline = match records.map_or_else(
+        || whatif::baseline(run),
+        |records| whatif::baseline_of_records(run, records),
+    ) {
         Ok(b) => b,
         Err(why) => {
             return Err(CliError::Undecided(format!(
@@ -66,6 +70,58 @@ pub(crate) fn whatif(
     output::print(&text)
         .map_err(|e| CliError::cannot_write(format!("cannot write the output: {e}")))?;
     Ok(ExitCode::Passed)
+}
+
+/// The run read for the replay: its result file's records folded as they are read into
+/// what the replay reads of them (`load_run_for_replay`), and taken out of the account to
+/// be moved into the baseline, so that a million requests are never held as records. The
+/// run must still allow a check, as every command asks; the checks that read each request
+/// see none in a run read so, so where no other check gives a verdict the run is read
+/// whole as `report` reads it, and the answer is the one it always was.
+fn read_for_replay(
+    choice: &mut EngineChoice,
+    found: &RunFiles,
+    requested: Option<u64>,
+) -> Result<(inferlint::Run, Option<Vec<ReplayRecord>>), CliError> {
+    let again = choice.clone();
+    // The notes are shown once the read is kept (`noted` shows them, then the error).
+    let loaded = load::load_run_for_replay(choice, found, requested);
+    let notes = choice.take_notes();
+    let show = |notes: Vec<String>| {
+        for note in notes {
+            eprint_line!("note: {note}");
+        }
+    };
+    let mut model = match loaded {
+        Ok(model) => model,
+        Err(e) => {
+            show(notes);
+            return Err(e.into());
+        }
+    };
+    let records = model
+        .bench
+        .as_mut()
+        .map(|(_, account)| std::mem::take(&mut account.replay.rows));
+    match inferlint::Run::from_model(model, &load::given(found), None) {
+        Ok(run) => {
+            show(notes);
+            Ok((run, records))
+        }
+        Err(e) if e.kind() == inferlint::ErrorKind::NothingChecked => {
+            drop(records);
+            *choice = again;
+            let model = noted(choice, |c| load::load_run(c, found, requested, None))?;
+            Ok((
+                inferlint::Run::from_model(model, &load::given(found), None)?,
+                None,
+            ))
+        }
+        Err(e) => {
+            show(notes);
+            Err(e.into())
+        }
+    }
 }
 
 fn arrivals_words(a: &Arrivals) -> String {

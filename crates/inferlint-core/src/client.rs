@@ -422,6 +422,138 @@ impl ClientRequest {
     }
 }
 
+/// How a reader keeps the request records it reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Keep {
+    /// Each as a [`ClientRequest`] in [`ClientAccount::requests`], its gaps between
+    /// tokens in [`ClientAccount::inter_token_ms`]: what the checks and the report read.
+    #[default]
+    Records,
+    /// Each folded, as it is read, into what the replay of the load reads
+    /// ([`ReplayRecord`], 48 bytes, in [`ClientAccount::replay`]), its outcome, error and
+    /// times counted as the account's own counts read them: `whatif` of a million
+    /// requests. No [`ClientRequest`] and no gap between tokens is kept.
+    ForReplay,
+}
+
+/// A request record as the replay of the load reads it (`whatif`): its send time, what it
+/// measured (its first token and its end, where it completed) and its lengths as served,
+/// in 48 bytes where a [`ClientRequest`] takes 112 and its gaps between tokens more.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReplayRecord {
+    /// When it was sent: always a finite time.
+    pub sent_s: f64,
+    /// When its first token came (recorded, else sent + TTFT), where it completed.
+    pub first_token_s: OptF64,
+    /// When it ended (recorded, else sent + latency), where it completed.
+    pub end_s: OptF64,
+    /// Its prompt as served: the server's usage where the tool kept it apart, else the
+    /// tool's count.
+    pub prompt: u64,
+    /// A completed request's output as served (the server's usage, else the tool's
+    /// count); a failed one's length asked for (`max_tokens`), where known.
+    pub output: OptU64,
+    /// Whether it came back whole.
+    pub completed: bool,
+}
+
+/// Why a record cannot be replayed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unreplayable {
+    /// It has no send time (or one that is not finite).
+    NoSendTime,
+    /// It has no prompt length.
+    NoPromptLength,
+}
+
+impl ReplayRecord {
+    /// What the replay reads of a record, or why it cannot send it. No time read is
+    /// lost: a time a [`ClientRequest`] holds is never NaN, and a first token or end made
+    /// from a finite send time and a TTFT or latency that is no NaN is none either.
+    pub fn of(r: &ClientRequest) -> Result<ReplayRecord, Unreplayable> {
+        let sent_s = r
+            .sent_s
+            .get()
+            .filter(|t| t.is_finite())
+            .ok_or(Unreplayable::NoSendTime)?;
+        let prompt = r
+            .server_prompt_tokens
+            .get()
+            .or(r.prompt_tokens.get())
+            .ok_or(Unreplayable::NoPromptLength)?;
+        let completed = r.completed();
+        let output = if completed {
+            r.server_output_tokens.get().or(r.output_tokens.get())
+        } else {
+            r.asked_output_tokens.get()
+        };
+        Ok(ReplayRecord {
+            sent_s,
+            first_token_s: r.first_token_at().filter(|_| completed).into(),
+            end_s: r.end_at().filter(|_| completed).into(),
+            prompt,
+            output: output.into(),
+            completed,
+        })
+    }
+}
+
+/// The bound the record's doc states.
+const _: () = assert!(std::mem::size_of::<ReplayRecord>() <= 48);
+
+/// An account's records kept for the replay ([`Keep::ForReplay`]): each replayable one
+/// as a [`ReplayRecord`], and of all of them what the account's counts and the result's
+/// placement read (how many, by outcome, the failures' errors, the span of their times).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReplayRecords {
+    /// Each record with a send time and a prompt length, in the order kept.
+    pub rows: Vec<ReplayRecord>,
+    /// Records kept in all.
+    pub records: usize,
+    /// Records with no send time; with a send time but no prompt length.
+    pub no_send_time: usize,
+    /// See `no_send_time`.
+    pub no_prompt_length: usize,
+    completed: usize,
+    failed: usize,
+    incomplete: usize,
+    failure_reasons: Vec<FailureReason>,
+    first_sent: Option<f64>,
+    last_seen: Option<f64>,
+}
+
+impl ReplayRecords {
+    /// One more record.
+    fn fold(&mut self, r: &ClientRequest) {
+        self.records += 1;
+        match r.outcome {
+            Some(RequestOutcome::Completed) => self.completed += 1,
+            Some(RequestOutcome::Failed) => {
+                self.failed += 1;
+                add_reason(
+                    &mut self.failure_reasons,
+                    r.error.as_deref().unwrap_or("no error text"),
+                    1,
+                );
+            }
+            Some(RequestOutcome::Incomplete) => self.incomplete += 1,
+            None => {}
+        }
+        // The span `identity` places a result of Unix times by, folded as it folds it.
+        if let Some(t) = r.sent_s.get().or(r.scheduled_s.get()) {
+            self.first_sent = Some(self.first_sent.unwrap_or(f64::INFINITY).min(t));
+        }
+        if let Some(t) = r.end_s.get().or(r.first_token_s.get()).or(r.sent_s.get()) {
+            self.last_seen = Some(self.last_seen.unwrap_or(f64::NEG_INFINITY).max(t));
+        }
+        match ReplayRecord::of(r) {
+            Ok(row) => self.rows.push(row),
+            Err(Unreplayable::NoSendTime) => self.no_send_time += 1,
+            Err(Unreplayable::NoPromptLength) => self.no_prompt_length += 1,
+        }
+    }
+}
+
 /// Failed requests of one kind, as the tool worded the error.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FailureReason {
@@ -531,6 +663,13 @@ pub struct ClientAccount {
     pub clock: Option<RequestClock>,
     /// Every gap between two streamed tokens the records hold, in milliseconds.
     pub inter_token_ms: Vec<f32>,
+    /// How the records are kept: as [`ClientRequest`]s (`requests`), or for the replay
+    /// alone (`replay`).
+    #[serde(skip)]
+    pub keep: Keep,
+    /// The records kept for the replay, where `keep` says so.
+    #[serde(skip)]
+    pub replay: ReplayRecords,
     /// Benchmarks, stages or lines of the file summed into this account.
     pub parts: usize,
     /// What a reader should know about how the account was read.
@@ -579,8 +718,66 @@ impl ClientAccount {
     /// Keeps a stretch of request records, and the gaps between tokens they point into,
     /// after those already kept (a tool that writes several experiments or lists).
     pub fn keep_records(&mut self, requests: Vec<ClientRequest>, gaps: Vec<f32>) {
-        extend_moving(&mut self.requests, requests);
-        extend_moving(&mut self.inter_token_ms, gaps);
+        match self.keep {
+            Keep::Records => {
+                extend_moving(&mut self.requests, requests);
+                extend_moving(&mut self.inter_token_ms, gaps);
+            }
+            Keep::ForReplay => {
+                for r in &requests {
+                    self.replay.fold(r);
+                }
+            }
+        }
+    }
+
+    /// Keeps one request record, as `keep` says.
+    pub fn keep_record(&mut self, request: ClientRequest) {
+        match self.keep {
+            Keep::Records => self.requests.push(request),
+            Keep::ForReplay => self.replay.fold(&request),
+        }
+    }
+
+    /// From now on keeps the records for the replay alone ([`Keep::ForReplay`]): those
+    /// already kept are folded, in their order, and their gaps between tokens dropped.
+    pub fn keep_for_replay(&mut self) {
+        self.keep = Keep::ForReplay;
+        for r in std::mem::take(&mut self.requests) {
+            self.replay.fold(&r);
+        }
+        self.inter_token_ms = Vec::new();
+    }
+
+    /// Request records kept, however they are kept.
+    pub fn record_count(&self) -> usize {
+        match self.keep {
+            Keep::Records => self.requests.len(),
+            Keep::ForReplay => self.replay.records,
+        }
+    }
+
+    /// The span of the records' times as `identity` places a result of Unix times: the
+    /// earliest send (else the time it was meant to be sent), the latest end (else first
+    /// token, else send); `None` without both.
+    pub fn records_span(&self) -> Option<(f64, f64)> {
+        let (first, last) = match self.keep {
+            Keep::Records => (
+                self.requests
+                    .iter()
+                    .filter_map(|r| r.sent_s.get().or(r.scheduled_s.get()))
+                    .fold(f64::INFINITY, f64::min),
+                self.requests
+                    .iter()
+                    .filter_map(|r| r.end_s.get().or(r.first_token_s.get()).or(r.sent_s.get()))
+                    .fold(f64::NEG_INFINITY, f64::max),
+            ),
+            Keep::ForReplay => (
+                self.replay.first_sent.unwrap_or(f64::INFINITY),
+                self.replay.last_seen.unwrap_or(f64::NEG_INFINITY),
+            ),
+        };
+        (first.is_finite() && last.is_finite()).then_some((first, last))
     }
 
     /// An account with nothing known but the tool.
@@ -611,6 +808,8 @@ impl ClientAccount {
             request_id_prefix: None,
             clock: None,
             inter_token_ms: Vec::new(),
+            keep: Keep::Records,
+            replay: ReplayRecords::default(),
             parts: 1,
             notes: Vec::new(),
             identity: ResultIdentity::default(),
@@ -627,24 +826,31 @@ impl ClientAccount {
 
     /// Requests by outcome in the per-request records.
     pub fn records_with(&self, outcome: RequestOutcome) -> usize {
-        self.requests
-            .iter()
-            .filter(|r| r.outcome == Some(outcome))
-            .count()
+        match self.keep {
+            Keep::Records => self
+                .requests
+                .iter()
+                .filter(|r| r.outcome == Some(outcome))
+                .count(),
+            Keep::ForReplay => match outcome {
+                RequestOutcome::Completed => self.replay.completed,
+                RequestOutcome::Failed => self.replay.failed,
+                RequestOutcome::Incomplete => self.replay.incomplete,
+            },
+        }
     }
 
     /// Failed requests: the file's count, else the records'.
     pub fn failed_count(&self) -> Option<i64> {
         self.failed.or_else(|| {
-            (!self.requests.is_empty()).then(|| self.records_with(RequestOutcome::Failed) as i64)
+            (self.record_count() > 0).then(|| self.records_with(RequestOutcome::Failed) as i64)
         })
     }
 
     /// Incomplete requests: the file's count, else the records'.
     pub fn incomplete_count(&self) -> Option<i64> {
         self.incomplete.or_else(|| {
-            (!self.requests.is_empty())
-                .then(|| self.records_with(RequestOutcome::Incomplete) as i64)
+            (self.record_count() > 0).then(|| self.records_with(RequestOutcome::Incomplete) as i64)
         })
     }
 
@@ -688,10 +894,10 @@ impl ClientAccount {
             }
         }
         if let Some(sent) = self.sent.filter(|s| *s >= 0) {
-            if self.requests.len() as i64 > sent {
+            if self.record_count() as i64 > sent {
                 return Some(format!(
                     "it keeps {} request records but counts {sent} sent",
-                    self.requests.len()
+                    self.record_count()
                 ));
             }
         }
@@ -713,16 +919,12 @@ impl ClientAccount {
 
     /// Whether the account can show a failure at all: a count, or a record per request.
     pub fn shows_failures(&self) -> bool {
-        self.failed.is_some() || !self.requests.is_empty()
+        self.failed.is_some() || self.record_count() > 0
     }
 
     /// Adds one failure reason (counting repeats).
     pub fn add_failure_reason(&mut self, reason: &str, count: u64) {
-        let reason = one_line(reason, 200);
-        match self.failure_reasons.iter_mut().find(|r| r.reason == reason) {
-            Some(r) => r.count += count,
-            None => self.failure_reasons.push(FailureReason { reason, count }),
-        }
+        add_reason(&mut self.failure_reasons, reason, count);
     }
 
     /// Fills the counts the records can give where the summary did not, and drops the
@@ -739,7 +941,7 @@ impl ClientAccount {
     }
 
     fn fill_counts_from_records(&mut self) {
-        if self.requests.is_empty() {
+        if self.record_count() == 0 {
             return;
         }
         let completed = self.records_with(RequestOutcome::Completed) as i64;
@@ -750,8 +952,11 @@ impl ClientAccount {
         if self.incomplete.is_none() && incomplete > 0 {
             self.incomplete = Some(incomplete);
         }
-        self.sent.get_or_insert(self.requests.len() as i64);
-        if self.failure_reasons.is_empty() {
+        self.sent.get_or_insert(self.record_count() as i64);
+        if self.failure_reasons.is_empty() && self.keep == Keep::ForReplay {
+            // Folded as each record was kept, as the records' reasons are added below.
+            self.failure_reasons = self.replay.failure_reasons.clone();
+        } else if self.failure_reasons.is_empty() {
             let errors: Vec<String> = self
                 .requests
                 .iter()
@@ -762,6 +967,15 @@ impl ClientAccount {
                 self.add_failure_reason(&e, 1);
             }
         }
+    }
+}
+
+/// Adds one failure reason to a list (counting repeats), as its line that says what it was.
+fn add_reason(reasons: &mut Vec<FailureReason>, reason: &str, count: u64) {
+    let reason = one_line(reason, 200);
+    match reasons.iter_mut().find(|r| r.reason == reason) {
+        Some(r) => r.count += count,
+        None => reasons.push(FailureReason { reason, count }),
     }
 }
 
@@ -874,6 +1088,83 @@ mod tests {
                 reason: "Internal Server Error".into(),
                 count: 2
             }]
+        );
+    }
+
+    /// An account that keeps its records for the replay alone counts them, names their
+    /// failures and places their times as the account of whole records does, whether it
+    /// folded them as they were kept or once they all were.
+    #[test]
+    fn records_kept_for_the_replay_are_counted_as_whole_records_are() {
+        let records: Vec<ClientRequest> = (0..40u64)
+            .map(|i| {
+                let outcome = match i % 5 {
+                    0 => Some(RequestOutcome::Failed),
+                    1 if i % 3 == 0 => Some(RequestOutcome::Incomplete),
+                    2 if i % 7 == 0 => None,
+                    _ => Some(RequestOutcome::Completed),
+                };
+                ClientRequest {
+                    outcome,
+                    error: (i % 10 == 0).then(|| format!("Bad Request {}\nmore", i % 20).into()),
+                    scheduled_s: (i % 4 == 0).then_some(1.7e9 + i as f64).into(),
+                    sent_s: (i % 6 != 0).then_some(1.7e9 + 0.5 + i as f64).into(),
+                    end_s: (i % 2 == 0).then_some(1.7e9 + 3.0 + i as f64).into(),
+                    first_token_s: (i % 3 == 0).then_some(1.7e9 + 1.0 + i as f64).into(),
+                    prompt_tokens: (i % 9 != 0).then_some(10 + i).into(),
+                    ..ClientRequest::default()
+                }
+            })
+            .collect();
+        let mut whole = ClientAccount::new(LoadTool::GuideLlm);
+        whole.keep_records(records.clone(), vec![1.0; 80]);
+        let mut folded = ClientAccount::new(LoadTool::GuideLlm);
+        folded.keep = Keep::ForReplay;
+        for r in records.iter().take(10).cloned() {
+            folded.keep_record(r);
+        }
+        folded.keep_records(records[10..].to_vec(), vec![1.0; 60]);
+        let mut after = whole.clone();
+        after.keep_for_replay();
+        for account in [&mut whole, &mut folded, &mut after] {
+            account.sent = Some(39);
+            account.count_from_records();
+        }
+        for other in [&folded, &after] {
+            assert!(other.requests.is_empty() && other.inter_token_ms.is_empty());
+            assert_eq!(other.record_count(), whole.record_count());
+            assert_eq!(
+                (other.sent, other.completed, other.failed, other.incomplete),
+                (whole.sent, whole.completed, whole.failed, whole.incomplete)
+            );
+            assert_eq!(other.failure_reasons, whole.failure_reasons);
+            for outcome in [
+                RequestOutcome::Completed,
+                RequestOutcome::Failed,
+                RequestOutcome::Incomplete,
+            ] {
+                assert_eq!(other.records_with(outcome), whole.records_with(outcome));
+            }
+            assert_eq!(other.contradiction(), whole.contradiction());
+            assert_eq!(other.records_span(), whole.records_span());
+            assert_eq!(other.shows_failures(), whole.shows_failures());
+            let rows: Vec<ReplayRecord> = whole
+                .requests
+                .iter()
+                .filter_map(|r| ReplayRecord::of(r).ok())
+                .collect();
+            assert_eq!(other.replay.rows, rows);
+        }
+        assert!(whole.contradiction().is_some());
+        assert_eq!(
+            whole.failure_reasons.len(),
+            3,
+            "{:?}",
+            whole.failure_reasons
+        );
+        assert_eq!(
+            (folded.replay.no_send_time, folded.replay.no_prompt_length),
+            (7, 2)
         );
     }
 

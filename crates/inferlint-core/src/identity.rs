@@ -349,17 +349,7 @@ fn unix_span(account: &ClientAccount) -> Option<(f64, f64)> {
     if let (Some(s), Some(e)) = (account.span.start_s, account.span.end_s) {
         return Some((s, e));
     }
-    let first = account
-        .requests
-        .iter()
-        .filter_map(|r| r.sent_s.get().or(r.scheduled_s.get()))
-        .fold(f64::INFINITY, f64::min);
-    let last = account
-        .requests
-        .iter()
-        .filter_map(|r| r.end_s.get().or(r.first_token_s.get()).or(r.sent_s.get()))
-        .fold(f64::NEG_INFINITY, f64::max);
-    (first.is_finite() && last.is_finite()).then_some((first, last))
+    account.records_span()
 }
 
 /// Among several result files found for one run, the one that fits: the one file that

@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use inferlint_core::checks::boot;
 use inferlint_core::checks::counters::out_of_order;
 use inferlint_core::checks::series::SeriesStats;
+use inferlint_core::client::Keep;
 use inferlint_core::identity;
 use inferlint_core::model::{BootFacts, SampleFold, SeriesHeader, SeriesSample, Snapshot};
 use inferlint_core::run::Run;
@@ -227,7 +228,7 @@ impl LoadError {
 
 /// The engine a run's inputs are read as: the one the caller named, checked against
 /// what each input says of itself, and the notes the reading left.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct EngineChoice {
     named: Option<(Engine, NamedBy)>,
     identified: Option<(Engine, String)>,
@@ -694,10 +695,11 @@ fn choose_bench(
     before: Option<&Snapshot>,
     after: Option<&Snapshot>,
     boots: &[(String, BootFacts)],
+    keep: Keep,
 ) -> Result<(String, inferlint_core::client::ClientAccount), LoadError> {
     let mut read = candidates
         .iter()
-        .map(|p| Ok((shown(p), files::read_bench_result(p)?)))
+        .map(|p| Ok((shown(p), files::read_bench_result_kept(p, keep)?)))
         .collect::<Result<Vec<_>, LoadError>>()?;
     let chosen =
         identity::choose_result(&read, before, after, boots).map_err(LoadError::ResultChoice)?;
@@ -726,6 +728,28 @@ pub fn load_run(
     load_run_folding(choice, files, requested, engine, |_| None::<SeriesStats>).map(|(run, _)| run)
 }
 
+/// [`load_run`] for the replay of the run's load alone (`whatif`): the result file's
+/// request records are kept as what the replay reads of them ([`Keep::ForReplay`]), their
+/// counts, errors and times counted as the account reads them, and no
+/// [`ClientRequest`](inferlint_core::client::ClientRequest) nor gap between tokens held.
+/// Everything else is read as [`load_run`] reads it; a check that reads each request
+/// sees none.
+pub fn load_run_for_replay(
+    choice: &mut EngineChoice,
+    files: &RunFiles,
+    requested: Option<u64>,
+) -> Result<Run, LoadError> {
+    load_run_kept(
+        choice,
+        files,
+        requested,
+        None,
+        |_| None::<SeriesStats>,
+        Keep::ForReplay,
+    )
+    .map(|(run, _)| run)
+}
+
 /// [`load_run`], with a fold of the caller's in the same pass over the recording as the
 /// checks' statistics, so that a caller that needs more of the recording (the report's
 /// charts) does not read it again. `side` is asked for its empty fold once the readings
@@ -739,6 +763,17 @@ pub fn load_run_folding<F: SampleFold>(
     requested: Option<u64>,
     engine: Option<Engine>,
     side: impl FnOnce(FoldStart<'_>) -> Option<F>,
+) -> Result<(Run, Option<Folded<F>>), LoadError> {
+    load_run_kept(choice, files, requested, engine, side, Keep::Records)
+}
+
+fn load_run_kept<F: SampleFold>(
+    choice: &mut EngineChoice,
+    files: &RunFiles,
+    requested: Option<u64>,
+    engine: Option<Engine>,
+    side: impl FnOnce(FoldStart<'_>) -> Option<F>,
+    keep: Keep,
 ) -> Result<(Run, Option<Folded<F>>), LoadError> {
     let boots = load_boots(choice, &files.boot_logs)?;
     let before = files
@@ -790,12 +825,13 @@ pub fn load_run_folding<F: SampleFold>(
             before.as_ref(),
             after.as_ref(),
             &boots,
+            keep,
         )?)
     } else {
         files
             .bench
             .as_deref()
-            .map(|p| files::read_bench_result(p).map(|b| (shown(p), b)))
+            .map(|p| files::read_bench_result_kept(p, keep).map(|b| (shown(p), b)))
             .transpose()?
     };
     if let (Some((_, account)), Some(log)) = (bench.as_mut(), files.load_log.as_deref()) {

@@ -5,7 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use inferlint_core::client::{ClientAccount, LoadTool, RequestClock};
+use inferlint_core::client::{
+    ClientAccount, Keep, LoadTool, ReplayRecord, ReplayRecords, RequestClock,
+};
 use inferlint_engines::loadtools::{self, identify, Role};
 
 fn fixtures() -> PathBuf {
@@ -311,6 +313,40 @@ fn every_tools_real_files_read_with_the_counts_it_wrote() {
             assert!(a.median_ttft_ms.is_some_and(|t| t > 0.0), "{f}: TTFT");
         }
     }
+}
+
+/// Read for the replay alone (`whatif`), every tool's file gives the account it gives
+/// read whole, but for the records: each is what the replay reads of the whole record,
+/// none is kept as a record, and no gap between tokens is held.
+#[test]
+fn every_tools_file_read_for_the_replay_gives_the_same_account() {
+    let mut rows = 0;
+    for case in CASES {
+        let (path, whole) = read_folder(case.folder);
+        let kept = loadtools::read_result_kept(&path, Keep::ForReplay)
+            .unwrap_or_else(|e| panic!("{}: {e}", case.folder));
+        let f = case.folder;
+        assert!(
+            kept.requests.is_empty() && kept.inter_token_ms.is_empty(),
+            "{f}"
+        );
+        assert_eq!(kept.record_count(), whole.requests.len(), "{f}");
+        let replayed: Vec<ReplayRecord> = whole
+            .requests
+            .iter()
+            .filter_map(|r| ReplayRecord::of(r).ok())
+            .collect();
+        assert_eq!(kept.replay.rows, replayed, "{f}");
+        rows += replayed.len();
+        let mut same = kept.clone();
+        same.keep = Keep::Records;
+        same.replay = ReplayRecords::default();
+        same.requests = whole.requests.clone();
+        same.inter_token_ms = whole.inter_token_ms.clone();
+        assert_eq!(same, whole, "{f}");
+        assert_eq!(kept.records_span(), whole.records_span(), "{f}");
+    }
+    assert!(rows > 200, "{rows}");
 }
 
 /// Each record's times are the tool's own: sent before first token before end, each

@@ -70,16 +70,18 @@ const SET_ASIDE_ABOVE: f64 = 0.5;
 /// count is unknown): only then are requests far slower than the first fit set aside;
 /// in a run that preempted none, a slow request is the cost the fit must describe.
 pub fn fit_step_cost(decodes: &[Decode], stalls: bool) -> Option<Fit> {
-    let usable: Vec<Decode> = decodes
-        .iter()
-        .copied()
-        .filter(|d| {
-            d.steps >= 1.0
-                && d.seconds > 0.0
-                && d.mean_running.is_finite()
-                && d.prefill_tokens.is_finite()
-        })
-        .collect();
+    let usable_one = |d: &Decode| {
+        d.steps >= 1.0
+            && d.seconds > 0.0
+            && d.mean_running.is_finite()
+            && d.prefill_tokens.is_finite()
+    };
+    // The decodes themselves where all are usable (a million of them are not copied).
+    let usable: std::borrow::Cow<[Decode]> = if decodes.iter().all(usable_one) {
+        std::borrow::Cow::Borrowed(decodes)
+    } else {
+        std::borrow::Cow::Owned(decodes.iter().copied().filter(usable_one).collect())
+    };
     if usable.len() < MIN_REQUESTS {
         return None;
     }
@@ -91,16 +93,20 @@ pub fn fit_step_cost(decodes: &[Decode], stalls: bool) -> Option<Fit> {
     let mut spread: Vec<f64> = residuals.iter().map(|r| r.abs()).collect();
     spread.sort_by(f64::total_cmp);
     let bound = SET_ASIDE_ABOVE.max(3.0 * spread[spread.len() / 2]);
-    let kept: Vec<Decode> = usable
-        .iter()
-        .zip(&residuals)
-        .filter(|(_, r)| !stalls || **r <= bound)
-        .map(|(d, _)| *d)
-        .collect();
-    let (fit, used) = if kept.len() >= MIN_REQUESTS && kept.len() < usable.len() {
-        (per_token_fit(&kept)?, kept)
+    drop(spread);
+    let kept_one = |r: &f64| !stalls || *r <= bound;
+    let kept_count = residuals.iter().filter(|r| kept_one(r)).count();
+    let kept: Vec<Decode>;
+    let (fit, used): (Fit, &[Decode]) = if kept_count >= MIN_REQUESTS && kept_count < usable.len() {
+        kept = usable
+            .iter()
+            .zip(&residuals)
+            .filter(|(_, r)| kept_one(r))
+            .map(|(d, _)| *d)
+            .collect();
+        (per_token_fit(&kept)?, &kept)
     } else {
-        (first, usable.clone())
+        (first, &usable)
     };
     // The error of the decode times, relative to each.
     let sse: f64 = used

@@ -281,8 +281,21 @@ pub struct Scheduler {
     used_units: u64,
     sglang_ratio: f64,
     state: State,
-    /// What the engine would log, with its step time.
+    /// What the engine would log, with its step time (nothing when made
+    /// [`Scheduler::without_events`]).
     pub events: Vec<(f64, Event)>,
+    record_events: bool,
+    /// Whether a finished request's place in `requests` is given back for a later one
+    /// ([`Scheduler::reusing_slots`]).
+    reuse_slots: bool,
+    /// Places given back, to be reused.
+    free: Vec<usize>,
+    /// Places of the requests finished since [`Scheduler::take_ended`] was last called.
+    ended: Vec<usize>,
+    /// Each running request's tokens in the step under way, and the requests still
+    /// running after it: kept between steps so that a step allocates nothing.
+    step_buf: Vec<u64>,
+    still_buf: Vec<usize>,
 }
 
 impl Scheduler {
@@ -302,7 +315,51 @@ impl Scheduler {
             sglang_ratio,
             state: State::default(),
             events: Vec::new(),
+            record_events: true,
+            reuse_slots: false,
+            free: Vec::new(),
+            ended: Vec::new(),
+            step_buf: Vec::new(),
+            still_buf: Vec::new(),
         }
+    }
+
+    /// The same scheduler, keeping no [`Scheduler::events`]: a caller that reads only the
+    /// requests' lives (a replay of a million requests) does not hold an event for each.
+    pub fn without_events(mut self) -> Scheduler {
+        self.record_events = false;
+        self
+    }
+
+    /// The same scheduler, holding only the requests in flight: a request refused at
+    /// arrival is not kept, and a finished one stays in `requests` only until the caller
+    /// has taken it ([`Scheduler::take_ended`]), its place then given to a later request.
+    /// An index into `requests` is then a place, not an arrival order; [`Request::id`]
+    /// is the id the caller gave ([`Scheduler::submit_with_id`]).
+    pub fn reusing_slots(mut self) -> Scheduler {
+        self.reuse_slots = true;
+        self
+    }
+
+    /// Hands `f` each request finished since the last call, with its index, in the
+    /// order they finished, then gives their places back for later requests. Only a
+    /// scheduler [`Scheduler::reusing_slots`] lists them; for another this does nothing.
+    pub fn take_ended(&mut self, mut f: impl FnMut(usize, &Request)) {
+        let mut ended = std::mem::take(&mut self.ended);
+        for &index in &ended {
+            f(index, &self.requests[index]);
+            self.free.push(index);
+        }
+        ended.clear();
+        self.ended = ended;
+    }
+
+    /// The requests running and waiting, with their indexes.
+    pub fn in_flight(&self) -> impl Iterator<Item = (usize, &Request)> {
+        self.running
+            .iter()
+            .chain(&self.waiting)
+            .map(|&i| (i, &self.requests[i]))
     }
 
     /// Simulated seconds.
@@ -334,7 +391,19 @@ impl Scheduler {
 
     /// A request arrives whose first `cached` prompt tokens the prefix cache holds.
     pub fn submit_cached(&mut self, prompt: u64, output: u64, cached: u64) -> Option<usize> {
-        let index = self.requests.len();
+        self.submit_with_id(self.requests.len() as u64, prompt, output, cached)
+    }
+
+    /// [`Scheduler::submit_cached`] of a request that carries the caller's `id` (in its
+    /// [`Request::id`] and its events) rather than its place in `requests`: what a
+    /// scheduler [`Scheduler::reusing_slots`] needs, whose places are reused.
+    pub fn submit_with_id(
+        &mut self,
+        id: u64,
+        prompt: u64,
+        output: u64,
+        cached: u64,
+    ) -> Option<usize> {
         let in_flight = self.running.len() + self.waiting.len();
         // A request that could never fit is refused, as the engines refuse one longer
         // than the pool; otherwise it would wait for ever.
@@ -344,8 +413,8 @@ impl Scheduler {
                 EngineModel::Vllm(c) => c.max_num_queued_reqs.is_some_and(|l| in_flight >= l),
                 _ => false,
             };
-        self.requests.push(Request {
-            id: index as u64,
+        let request = Request {
+            id,
             prompt,
             output: output.max(1),
             generated: 0,
@@ -358,15 +427,25 @@ impl Scheduler {
             rejected,
             evictions: 0,
             cached: cached.min(prompt.saturating_sub(1)),
-        });
+        };
+        let index = if !self.reuse_slots {
+            self.requests.push(request);
+            self.requests.len() - 1
+        } else if rejected {
+            usize::MAX
+        } else if let Some(free) = self.free.pop() {
+            self.requests[free] = request;
+            free
+        } else {
+            self.requests.push(request);
+            self.requests.len() - 1
+        };
         if rejected {
             self.state.rejected += 1;
-            self.events.push((
-                self.state.t,
-                Event::Rejected {
-                    request_id: index as u64,
-                },
-            ));
+            if self.record_events {
+                self.events
+                    .push((self.state.t, Event::Rejected { request_id: id }));
+            }
             return None;
         }
         self.waiting.push_back(index);
@@ -393,6 +472,13 @@ impl Scheduler {
     /// Tokens of KV this request holds after its next step.
     fn tokens_needed(&self, index: usize) -> u64 {
         self.requests[index].computed + self.step_tokens(index)
+    }
+
+    /// Keeps an event, unless the scheduler keeps none.
+    fn record(&mut self, event: (f64, Event)) {
+        if self.record_events {
+            self.events.push(event);
+        }
     }
 
     fn evict(&mut self, victim: usize) {
@@ -456,7 +542,7 @@ impl Scheduler {
                 if evicted > 0 {
                     let from = self.sglang_ratio;
                     self.sglang_ratio = (from + 0.1).min(1.0).max(c.new_token_ratio);
-                    self.events.push((
+                    self.record((
                         self.state.t,
                         Event::Retracted {
                             count: evicted,
@@ -482,7 +568,7 @@ impl Scheduler {
                             let victim = *self.running.last().expect("the asker is running");
                             self.evict(victim);
                             evicted += 1;
-                            self.events.push((
+                            self.record((
                                 self.state.t,
                                 Event::Paused {
                                     request_id: self.requests[victim].id,
@@ -588,13 +674,16 @@ impl Scheduler {
         };
         self.state.scheduled = self.running.len();
         self.state.used_units_scheduled = self.used_units;
-        let step_tokens: Vec<u64> = self.running.iter().map(|&i| self.step_tokens(i)).collect();
+        let mut step_tokens = std::mem::take(&mut self.step_buf);
+        step_tokens.clear();
+        step_tokens.extend(self.running.iter().map(|&i| self.step_tokens(i)));
         prefill_tokens += step_tokens.iter().filter(|&&n| n > 1).sum::<u64>();
         self.state.t += self.cost.step_s(self.running.len(), prefill_tokens);
         let now = self.state.t;
-        let mut still = Vec::with_capacity(self.running.len());
+        let mut still = std::mem::take(&mut self.still_buf);
+        still.clear();
         let mut completed = false;
-        for (&id, n) in self.running.iter().zip(step_tokens) {
+        for (&id, &n) in self.running.iter().zip(&step_tokens) {
             let r = &mut self.requests[id];
             r.computed += n;
             if r.computed < r.prompt + r.generated {
@@ -613,20 +702,116 @@ impl Scheduler {
                 self.state.finished_output_tokens += r.output;
                 self.state.finished_prompt_tokens += r.prompt;
                 self.state.finished_prefix_hits += r.cached;
-                self.events
-                    .push((now, Event::Finished { request_id: r.id }));
+                if self.record_events {
+                    self.events
+                        .push((now, Event::Finished { request_id: r.id }));
+                }
+                if self.reuse_slots {
+                    self.ended.push(id);
+                }
                 completed = true;
             } else {
                 still.push(id);
             }
         }
-        self.running = still;
+        self.step_buf = step_tokens;
+        self.still_buf = std::mem::replace(&mut self.running, still);
         self.state.running = self.running.len();
         self.state.waiting = self.waiting.len();
         self.state.used_units = self.used_units;
         self.state.paused = paused;
         self.state.completed_in_step = completed;
         Some(self.state)
+    }
+
+    /// Takes at once the steps that can only decode: each leaves the scheduler exactly
+    /// as [`Scheduler::step`] would, and `each` is handed the time before and after
+    /// every one of them, in order. Returns how many were taken: none where the next
+    /// step may do more than give every running request its next token.
+    ///
+    /// A step only decodes when nothing waits (no admission), every running request has
+    /// its first token and computes one token (no prefill, no chunk of one, no
+    /// recomputation), none reaches its last token (no finish), and the pool holds every
+    /// running request at its length after the steps (no preemption, retraction or
+    /// pause: each request's blocks only grow, so the last step is the fullest). Its
+    /// time is the same each step: the fixed and per-running costs of the same count.
+    ///
+    /// Nothing arrives in between: the caller, which submits requests between steps,
+    /// gives `horizon`, the earliest time at which it would submit one; a step is taken
+    /// only when it starts before then (the first, which starts now, always). At most
+    /// `max_steps` are taken.
+    pub fn fast_forward(
+        &mut self,
+        max_steps: u64,
+        horizon: f64,
+        each: &mut dyn FnMut(f64, f64),
+    ) -> u64 {
+        if !self.waiting.is_empty() || self.running.is_empty() {
+            return 0;
+        }
+        // The steps before the first in which a request takes its last token.
+        let mut steps = max_steps;
+        for &i in &self.running {
+            let r = &self.requests[i];
+            if r.generated == 0 || r.computed + 1 != r.prompt + r.generated {
+                return 0;
+            }
+            steps = steps.min(r.output - r.generated - 1);
+        }
+        let usable = self.model.usable_units();
+        let fits = |steps: u64| {
+            self.running
+                .iter()
+                .map(|&i| self.model.units_for(self.requests[i].computed + steps))
+                .sum::<u64>()
+                <= usable
+        };
+        while steps > 0 && !fits(steps) {
+            steps /= 2;
+        }
+        if steps == 0 {
+            return 0;
+        }
+        let running = self.running.len();
+        let step_s = self.cost.step_s(running, 0);
+        let mut t = self.state.t;
+        let mut taken = 0;
+        while taken < steps {
+            // A horizon that is no number is reached at once.
+            if taken > 0 && (t >= horizon || horizon.is_nan()) {
+                break;
+            }
+            let next = t + step_s;
+            each(t, next);
+            t = next;
+            taken += 1;
+        }
+        let Scheduler {
+            model,
+            requests,
+            running: in_running,
+            used_units,
+            state,
+            ..
+        } = &mut *self;
+        for &i in in_running.iter() {
+            let r = &mut requests[i];
+            r.computed += taken;
+            r.generated += taken;
+            let units = model.units_for(r.computed);
+            *used_units = *used_units - r.units + units;
+            r.units = units;
+        }
+        state.t = t;
+        state.generated_tokens += taken * running as u64;
+        state.scheduled = running;
+        state.used_units_scheduled = *used_units;
+        state.running = running;
+        state.waiting = 0;
+        state.used_units = *used_units;
+        state.paused = 0;
+        state.completed_in_step = false;
+        taken
     }
 }
 

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::replay::{JobLife, Replayed};
+use crate::replay::{JobLife, Replayed, Totals};
 
 /// The `q`-th percentile (0 to 100) of `values`, interpolated linearly between the two
 /// nearest ranks: numpy's default, which `vllm bench serve` and most load tools use for
@@ -57,43 +57,92 @@ pub struct Summary {
     pub queue_p99_s: Option<f64>,
 }
 
-impl Summary {
-    /// The figures of requests' lives: latencies from each completed one, throughput over
-    /// the span from the first send to the last end.
-    pub fn of_lives(lives: &[JobLife]) -> Summary {
-        let done: Vec<&JobLife> = lives.iter().filter(|j| j.completed()).collect();
-        let ttft: Vec<f64> = done
-            .iter()
-            .filter_map(|j| Some(j.first_token_s? - j.sent_s))
-            .collect();
-        let tpot: Vec<f64> = done
-            .iter()
-            .filter(|j| j.output >= 2)
-            .filter_map(|j| Some((j.end_s? - j.first_token_s?) / (j.output - 1) as f64))
-            .collect();
-        let queue: Vec<f64> = done
-            .iter()
-            .filter_map(|j| Some(j.scheduled_s? - j.sent_s))
-            .collect();
-        let first = done.iter().map(|j| j.sent_s).min_by(f64::total_cmp);
-        let last = done.iter().filter_map(|j| j.end_s).max_by(f64::total_cmp);
-        let duration = first.zip(last).map(|(a, b)| b - a).filter(|d| *d > 0.0);
-        let output: u64 = done.iter().map(|j| j.output).sum();
+/// The figures of requests' lives gathered one life at a time, in any order: what
+/// [`Summary::of_lives`] makes of a list, for lives that are never all held at once (a
+/// replay's, handed over as each request ends). Each figure is a count, a sum of whole
+/// numbers, an extreme or a percentile of the sorted values, so the order the lives come
+/// in changes none of them.
+#[derive(Debug, Clone, Default)]
+pub struct Figures {
+    completed: usize,
+    refused: usize,
+    ttft: Vec<f64>,
+    tpot: Vec<f64>,
+    queue: Vec<f64>,
+    first_sent: Option<f64>,
+    last_end: Option<f64>,
+    output: u64,
+}
+
+impl Figures {
+    /// One more life.
+    pub fn add(&mut self, j: &JobLife) {
+        if j.refused {
+            self.refused += 1;
+        }
+        if !j.completed() {
+            return;
+        }
+        self.completed += 1;
+        if let Some(first) = j.first_token_s {
+            self.ttft.push(first - j.sent_s);
+        }
+        if j.output >= 2 {
+            if let (Some(end), Some(first)) = (j.end_s, j.first_token_s) {
+                self.tpot.push((end - first) / (j.output - 1) as f64);
+            }
+        }
+        if let Some(scheduled) = j.scheduled_s {
+            self.queue.push(scheduled - j.sent_s);
+        }
+        self.first_sent = Some(match self.first_sent {
+            Some(f) if f.total_cmp(&j.sent_s).is_le() => f,
+            _ => j.sent_s,
+        });
+        if let Some(end) = j.end_s {
+            self.last_end = Some(match self.last_end {
+                Some(l) if l.total_cmp(&end).is_ge() => l,
+                _ => end,
+            });
+        }
+        self.output += j.output;
+    }
+
+    /// The figures: latencies from each completed life, throughput over the span from
+    /// the first send to the last end.
+    pub fn summary(&self) -> Summary {
+        let duration = self
+            .first_sent
+            .zip(self.last_end)
+            .map(|(a, b)| b - a)
+            .filter(|d| *d > 0.0);
         Summary {
-            completed: done.len(),
-            refused: lives.iter().filter(|j| j.refused).count(),
+            completed: self.completed,
+            refused: self.refused,
             evictions: None,
             peak_running: None,
             mean_running: None,
             duration_s: duration,
-            output_tok_s: duration.map(|d| output as f64 / d),
-            ttft_p50_s: percentile(&ttft, 50.0),
-            ttft_p99_s: percentile(&ttft, 99.0),
-            tpot_p50_s: percentile(&tpot, 50.0),
-            tpot_p99_s: percentile(&tpot, 99.0),
-            queue_p50_s: percentile(&queue, 50.0),
-            queue_p99_s: percentile(&queue, 99.0),
+            output_tok_s: duration.map(|d| self.output as f64 / d),
+            ttft_p50_s: percentile(&self.ttft, 50.0),
+            ttft_p99_s: percentile(&self.ttft, 99.0),
+            tpot_p50_s: percentile(&self.tpot, 50.0),
+            tpot_p99_s: percentile(&self.tpot, 99.0),
+            queue_p50_s: percentile(&self.queue, 50.0),
+            queue_p99_s: percentile(&self.queue, 99.0),
         }
+    }
+}
+
+impl Summary {
+    /// The figures of requests' lives: latencies from each completed one, throughput over
+    /// the span from the first send to the last end.
+    pub fn of_lives(lives: &[JobLife]) -> Summary {
+        let mut figures = Figures::default();
+        for life in lives {
+            figures.add(life);
+        }
+        figures.summary()
     }
 
     /// A replay's figures, with the server's side the model knows.
@@ -103,6 +152,17 @@ impl Summary {
             peak_running: Some(r.peak_running as f64),
             mean_running: Some(r.mean_running),
             ..Summary::of_lives(&r.jobs)
+        }
+    }
+
+    /// [`Summary::of_replay`] of a replay whose lives were gathered as they ended
+    /// ([`crate::replay::replay_each`]).
+    pub fn of_replay_totals(figures: &Figures, totals: &Totals) -> Summary {
+        Summary {
+            evictions: Some(totals.evictions),
+            peak_running: Some(totals.peak_running as f64),
+            mean_running: Some(totals.mean_running),
+            ..figures.summary()
         }
     }
 }
@@ -143,5 +203,41 @@ mod tests {
         assert!((s.tpot_p50_s.unwrap() - 0.15).abs() < 1e-12);
         assert!((s.output_tok_s.unwrap() - 22.0 / 2.3).abs() < 1e-12);
         assert_eq!(s.queue_p50_s, None);
+    }
+
+    /// Lives gathered one at a time, in any order, give the list's figures to the bit.
+    #[test]
+    fn figures_gathered_in_any_order_are_those_of_the_list() {
+        let lives: Vec<JobLife> = (0..50u64)
+            .map(|i| {
+                let sent = (i * 7 % 13) as f64 * 0.1;
+                JobLife {
+                    sent_s: sent,
+                    scheduled_s: (i % 3 != 0).then_some(sent + 0.01 * i as f64),
+                    first_token_s: (i % 5 != 0).then_some(sent + 0.3 / (i + 1) as f64),
+                    end_s: (i % 7 != 0).then_some(sent + 1.0 + (i % 4) as f64 * 0.25),
+                    refused: i % 11 == 0,
+                    evictions: 0,
+                    prompt: 10,
+                    output: i % 6,
+                }
+            })
+            .collect();
+        let whole = Summary::of_lives(&lives);
+        for order in [
+            lives.iter().rev().collect::<Vec<_>>(),
+            lives
+                .iter()
+                .step_by(2)
+                .chain(lives.iter().skip(1).step_by(2))
+                .collect(),
+        ] {
+            let mut f = Figures::default();
+            for life in order {
+                f.add(life);
+            }
+            assert_eq!(f.summary(), whole);
+        }
+        assert!(whole.completed > 10 && whole.refused > 0 && whole.tpot_p50_s.is_some());
     }
 }

@@ -6,52 +6,102 @@
 use inferlint_sched::fit::Decode;
 use inferlint_sched::replay::{Arrivals, Job, JobLife, Workload};
 
-use crate::client::{ClientAccount, ClientRequest};
+use crate::client::{ClientAccount, Keep, OptF64, ReplayRecord, Unreplayable};
+
+/// What a record measured of its request, beside its job in the workload (which holds its
+/// send time and lengths): 24 bytes, where its whole life takes 80.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Measured {
+    /// When its first token came, where it completed.
+    pub first_token_s: OptF64,
+    /// When it ended, where it completed.
+    pub end_s: OptF64,
+    /// Whether it came back whole.
+    pub completed: bool,
+}
 
 /// The load, the decodes and the records' own lives.
 #[derive(Debug, Clone)]
 pub struct RunLoad {
     /// What the replay sends.
     pub workload: Workload,
-    /// The records as lives on the same clock as the replay's (0 at the first send).
-    pub lives: Vec<JobLife>,
+    /// What each record measured, beside its job in `workload` (empty where the load was
+    /// made from the tool's settings): [`RunLoad::life`] is its life on the same clock as
+    /// the replay's (0 at the first send).
+    pub measured: Vec<Measured>,
     /// The request rate the tool was asked for, when it had one.
     pub rate: Option<f64>,
     /// Records left out, with why.
     pub left_out: Vec<String>,
 }
 
-/// A request's prompt as served: the server's usage where the tool kept it apart, else
-/// the tool's count.
-fn prompt_of(r: &ClientRequest) -> Option<u64> {
-    r.server_prompt_tokens.get().or(r.prompt_tokens.get())
+/// A record's life on the replay's clock: its job's send time and lengths, and what it
+/// measured.
+pub fn life(j: &Job, m: &Measured) -> JobLife {
+    JobLife {
+        sent_s: j.due_s,
+        scheduled_s: None,
+        first_token_s: m.first_token_s.get(),
+        end_s: m.end_s.get(),
+        refused: !m.completed,
+        evictions: 0,
+        prompt: j.prompt,
+        output: j.output,
+    }
 }
 
-fn output_of(r: &ClientRequest) -> Option<u64> {
-    r.server_output_tokens.get().or(r.output_tokens.get())
+impl RunLoad {
+    /// The record of job `job` as a life.
+    pub fn life(&self, job: usize) -> JobLife {
+        life(&self.workload.jobs[job], &self.measured[job])
+    }
+
+    /// The records as lives, in the workload's order.
+    pub fn lives(&self) -> impl Iterator<Item = JobLife> + Clone + '_ {
+        (0..self.measured.len()).map(|job| self.life(job))
+    }
+
+    /// Whether the load has the records' own lives.
+    pub fn has_lives(&self) -> bool {
+        !self.measured.is_empty()
+    }
 }
 
-/// The load of the account's records, or why there is none to replay.
-pub fn read(account: &ClientAccount) -> Result<RunLoad, String> {
+/// The load of the account's records, or why there is none to replay. The records are
+/// the account's own, as [`ClientRequest`](crate::client::ClientRequest)s or kept for the
+/// replay ([`Keep::ForReplay`]); `taken` are the latter where the caller took them out of
+/// the account, to be dropped here once the load is made.
+pub fn read(account: &ClientAccount, taken: Option<Vec<ReplayRecord>>) -> Result<RunLoad, String> {
     let tool = account.tool.name();
-    if account.requests.is_empty() {
+    if account.record_count() == 0 {
         return Err(format!(
             "{tool}'s file keeps no per-request records: the replay needs each request's send time and lengths"
         ));
     }
-    let mut rows: Vec<(f64, &ClientRequest)> = Vec::new();
-    let (mut no_time, mut no_length) = (0usize, 0usize);
-    for r in &account.requests {
-        let Some(sent) = r.sent_s.get().filter(|t| t.is_finite()) else {
-            no_time += 1;
-            continue;
-        };
-        if prompt_of(r).is_none() {
-            no_length += 1;
-            continue;
+    let (mut rows, no_time, no_length) = match (account.keep, taken) {
+        (_, Some(rows)) => (
+            rows,
+            account.replay.no_send_time,
+            account.replay.no_prompt_length,
+        ),
+        (Keep::ForReplay, None) => (
+            account.replay.rows.clone(),
+            account.replay.no_send_time,
+            account.replay.no_prompt_length,
+        ),
+        (Keep::Records, None) => {
+            let mut rows = Vec::with_capacity(account.requests.len());
+            let (mut no_time, mut no_length) = (0usize, 0usize);
+            for r in &account.requests {
+                match ReplayRecord::of(r) {
+                    Ok(row) => rows.push(row),
+                    Err(Unreplayable::NoSendTime) => no_time += 1,
+                    Err(Unreplayable::NoPromptLength) => no_length += 1,
+                }
+            }
+            (rows, no_time, no_length)
         }
-        rows.push((sent, r));
-    }
+    };
     if rows.is_empty() {
         return Err(format!(
             "{tool}'s records carry no send time and prompt length together: nothing to replay"
@@ -65,45 +115,38 @@ pub fn read(account: &ClientAccount) -> Result<RunLoad, String> {
         left_out.push(format!("{no_length} records with no prompt length"));
     }
     // Sending order; a stable sort keeps the tool's order among equal times.
-    rows.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let t0 = rows[0].0;
+    rows.sort_by(|a, b| a.sent_s.total_cmp(&b.sent_s));
+    let t0 = rows[0].sent_s;
     let mut jobs = Vec::with_capacity(rows.len());
-    let mut lives = Vec::with_capacity(rows.len());
+    let mut measured = Vec::with_capacity(rows.len());
     let mut no_output = 0usize;
-    for (sent, r) in &rows {
-        let completed = r.completed();
+    let advertised = account.advertised.output_tokens.map(|o| o.round() as u64);
+    for r in &rows {
         // A completed request generated what it was served; one that failed is sent with
         // the length it asked for, so that the server sees the same load.
-        let output = if completed {
-            output_of(r)
+        let output = if r.completed {
+            r.output.get()
         } else {
-            r.asked_output_tokens
-                .get()
-                .or(account.advertised.output_tokens.map(|o| o.round() as u64))
+            r.output.get().or(advertised)
         };
         let Some(output) = output.filter(|o| *o > 0) else {
             no_output += 1;
             continue;
         };
-        let prompt = prompt_of(r).unwrap_or(0);
         jobs.push(Job {
-            due_s: sent - t0,
-            prompt,
+            due_s: r.sent_s - t0,
+            prompt: r.prompt,
             output,
             cached: 0,
         });
-        let at = |t: Option<f64>| t.map(|t| t - t0);
-        lives.push(JobLife {
-            sent_s: sent - t0,
-            scheduled_s: None,
-            first_token_s: at(r.first_token_at()).filter(|_| completed),
-            end_s: at(r.end_at()).filter(|_| completed),
-            refused: !completed,
-            evictions: 0,
-            prompt,
-            output,
+        let at = |t: OptF64| OptF64::from(t.get().map(|t| t - t0));
+        measured.push(Measured {
+            first_token_s: at(r.first_token_s),
+            end_s: at(r.end_s),
+            completed: r.completed,
         });
     }
+    drop(rows);
     if no_output > 0 {
         left_out.push(format!("{no_output} records with no output length"));
     }
@@ -119,7 +162,7 @@ pub fn read(account: &ClientAccount) -> Result<RunLoad, String> {
             max_model_len: None,
             front_s: 0.0,
         },
-        lives,
+        measured,
         rate,
         left_out,
     })
@@ -128,51 +171,73 @@ pub fn read(account: &ClientAccount) -> Result<RunLoad, String> {
 /// Each completed request's decode: its steps, the requests decoding beside it on average
 /// (every record's first-token-to-end span, which counts a preempted request as running
 /// while it waited), and the prompt tokens of requests whose first token came during it
-/// (their prefill ran then).
-pub fn decodes(lives: &[JobLife]) -> Vec<Decode> {
-    let spans: Vec<(f64, f64, u64)> = lives
-        .iter()
+/// (their prefill ran then). `lives` is gone through twice and never held.
+pub fn decodes(lives: impl Iterator<Item = JobLife> + Clone) -> Vec<Decode> {
+    let spans = lives
+        .clone()
         .filter(|l| l.completed())
         .filter_map(|l| Some((l.first_token_s?, l.end_s?, l.prompt)))
-        .filter(|(a, b, _)| b >= a)
-        .collect();
-    // The running count integrated over time, as breakpoints: at each start +1, each end -1.
-    let mut edges: Vec<(f64, i64)> = spans
-        .iter()
-        .flat_map(|(a, b, _)| [(*a, 1), (*b, -1)])
-        .collect();
-    edges.sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
-    let mut integral = Vec::with_capacity(edges.len());
+        .filter(|(a, b, _)| b >= a);
+    // The first tokens in time order, each with its prompt tokens (then with those of it
+    // and every one before it), and the ends in time order.
+    let mut firsts: Vec<(f64, u64)> = spans.clone().map(|(a, _, p)| (a, p)).collect();
+    firsts.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let mut sum = 0u64;
+    for (_, p) in &mut firsts {
+        sum += *p;
+        *p = sum;
+    }
+    let mut ends: Vec<f64> = spans.map(|(_, b, _)| b).collect();
+    ends.sort_by(f64::total_cmp);
+    // The running count integrated over time, as breakpoints: +1 at each first token, -1
+    // at each end, an end before a first token at the same time. `areas[k]` is the area
+    // up to the k-th breakpoint in that order, which is the two lists merged.
+    let mut areas = Vec::with_capacity(firsts.len() + ends.len());
     let (mut area, mut count, mut last) = (0.0f64, 0i64, f64::NEG_INFINITY);
-    for (t, d) in &edges {
+    let (mut i, mut j) = (0, 0);
+    while i < firsts.len() || j < ends.len() {
+        let end_first =
+            j < ends.len() && (i == firsts.len() || ends[j].total_cmp(&firsts[i].0).is_le());
+        let (t, d) = if end_first {
+            j += 1;
+            (ends[j - 1], -1)
+        } else {
+            i += 1;
+            (firsts[i - 1].0, 1)
+        };
         if last.is_finite() {
             area += count as f64 * (t - last);
         }
         count += d;
-        last = *t;
-        integral.push((*t, area, count));
+        last = t;
+        areas.push(area);
     }
+    // The area up to `t`: that of the last breakpoint at or before it, and the count after
+    // that breakpoint over the rest.
     let area_at = |t: f64| -> f64 {
-        let i = integral.partition_point(|(x, _, _)| *x <= t);
-        if i == 0 {
+        let started = firsts.partition_point(|(x, _)| *x <= t);
+        let ended = ends.partition_point(|x| *x <= t);
+        if started + ended == 0 {
             return 0.0;
         }
-        let (x, a, c) = integral[i - 1];
-        a + c as f64 * (t - x)
+        // The later of the last first token and the last end in the merged order (the
+        // first token, at the same time).
+        let x = match (started.checked_sub(1), ended.checked_sub(1)) {
+            (Some(s), Some(e)) if ends[e].total_cmp(&firsts[s].0).is_gt() => ends[e],
+            (Some(s), _) => firsts[s].0,
+            (None, Some(e)) => ends[e],
+            (None, None) => unreachable!("a breakpoint at or before t"),
+        };
+        let c = started as i64 - ended as i64;
+        areas[started + ended - 1] + c as f64 * (t - x)
     };
-    let mut firsts: Vec<(f64, u64)> = spans.iter().map(|(a, _, p)| (*a, *p)).collect();
-    firsts.sort_by(|x, y| x.0.total_cmp(&y.0));
-    let mut prefix = vec![0u64; firsts.len() + 1];
-    for (i, (_, p)) in firsts.iter().enumerate() {
-        prefix[i + 1] = prefix[i] + p;
-    }
+    let prompts_before = |k: usize| if k == 0 { 0 } else { firsts[k - 1].1 };
     let prompts_between = |a: f64, b: f64| -> u64 {
         let lo = firsts.partition_point(|(t, _)| *t <= a);
         let hi = firsts.partition_point(|(t, _)| *t <= b);
-        prefix[hi] - prefix[lo.min(hi)]
+        prompts_before(hi) - prompts_before(lo.min(hi))
     };
     lives
-        .iter()
         .filter(|l| l.completed() && l.output >= 2)
         .filter_map(|l| {
             let (a, b) = (l.first_token_s?, l.end_s?);
@@ -280,7 +345,7 @@ pub fn from_settings(
                 max_model_len: None,
                 front_s: 0.0,
             },
-            lives: Vec::new(),
+            measured: Vec::new(),
             rate,
             left_out: Vec::new(),
         },
@@ -316,6 +381,119 @@ mod tests {
         }
     }
 
+    /// `decodes` as it was before it stopped holding the lives and the integral's
+    /// breakpoints: the one it must agree with.
+    fn decodes_as_before(lives: &[JobLife]) -> Vec<Decode> {
+        let spans: Vec<(f64, f64, u64)> = lives
+            .iter()
+            .filter(|l| l.completed())
+            .filter_map(|l| Some((l.first_token_s?, l.end_s?, l.prompt)))
+            .filter(|(a, b, _)| b >= a)
+            .collect();
+        // The running count integrated over time, as breakpoints: at each start +1, each end -1.
+        let mut edges: Vec<(f64, i64)> = spans
+            .iter()
+            .flat_map(|(a, b, _)| [(*a, 1), (*b, -1)])
+            .collect();
+        edges.sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
+        let mut integral = Vec::with_capacity(edges.len());
+        let (mut area, mut count, mut last) = (0.0f64, 0i64, f64::NEG_INFINITY);
+        for (t, d) in &edges {
+            if last.is_finite() {
+                area += count as f64 * (t - last);
+            }
+            count += d;
+            last = *t;
+            integral.push((*t, area, count));
+        }
+        let area_at = |t: f64| -> f64 {
+            let i = integral.partition_point(|(x, _, _)| *x <= t);
+            if i == 0 {
+                return 0.0;
+            }
+            let (x, a, c) = integral[i - 1];
+            a + c as f64 * (t - x)
+        };
+        let mut firsts: Vec<(f64, u64)> = spans.iter().map(|(a, _, p)| (*a, *p)).collect();
+        firsts.sort_by(|x, y| x.0.total_cmp(&y.0));
+        let mut prefix = vec![0u64; firsts.len() + 1];
+        for (i, (_, p)) in firsts.iter().enumerate() {
+            prefix[i + 1] = prefix[i] + p;
+        }
+        let prompts_between = |a: f64, b: f64| -> u64 {
+            let lo = firsts.partition_point(|(t, _)| *t <= a);
+            let hi = firsts.partition_point(|(t, _)| *t <= b);
+            prefix[hi] - prefix[lo.min(hi)]
+        };
+        lives
+            .iter()
+            .filter(|l| l.completed() && l.output >= 2)
+            .filter_map(|l| {
+                let (a, b) = (l.first_token_s?, l.end_s?);
+                let seconds = b - a;
+                (seconds > 0.0).then(|| Decode {
+                    steps: (l.output - 1) as f64,
+                    mean_running: (area_at(b) - area_at(a)) / seconds,
+                    prefill_tokens: prompts_between(a, b) as f64,
+                    seconds,
+                })
+            })
+            .collect()
+    }
+
+    /// On drawn lives, with first tokens and ends often at the same times (ties between
+    /// starts, between ends, and of a start with an end), spans of no length, failed and
+    /// unfinished records: each decode is the one the former code gave, to the bit.
+    #[test]
+    fn decodes_are_what_they_were_to_the_bit() {
+        let mut state = 1u64;
+        let mut draw = |n: u64| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (state >> 33) % n
+        };
+        for round in 0..200 {
+            let n = 1 + draw(80);
+            let grid = [0.25, 0.1, 0.037][round % 3];
+            let lives: Vec<JobLife> = (0..n)
+                .map(|_| {
+                    let a = draw(40) as f64 * grid;
+                    let b = a + draw(12) as f64 * grid;
+                    let mut l = life(a, b, 1 + draw(100), 1 + draw(30));
+                    match draw(10) {
+                        0 => l.refused = true,
+                        1 => l.end_s = None,
+                        2 => l.first_token_s = None,
+                        3 => l.end_s = Some(a - grid),
+                        _ => {}
+                    }
+                    l
+                })
+                .collect();
+            let now = decodes(lives.iter().copied());
+            let before = decodes_as_before(&lives);
+            assert_eq!(now.len(), before.len());
+            for (x, y) in now.iter().zip(&before) {
+                assert_eq!(
+                    (
+                        x.steps.to_bits(),
+                        x.mean_running.to_bits(),
+                        x.prefill_tokens.to_bits(),
+                        x.seconds.to_bits()
+                    ),
+                    (
+                        y.steps.to_bits(),
+                        y.mean_running.to_bits(),
+                        y.prefill_tokens.to_bits(),
+                        y.seconds.to_bits()
+                    ),
+                    "{lives:?}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn a_decode_counts_who_ran_beside_it_and_who_was_prefilled_meanwhile() {
         // A decodes over [0, 2]; B over [1, 3] (its first token inside A's span, so its
@@ -327,7 +505,7 @@ mod tests {
             life(1.0, 3.0, 100, 21),
             life(5.0, 6.0, 10, 2),
         ];
-        let d = decodes(&lives);
+        let d = decodes(lives.iter().copied());
         assert_eq!(d.len(), 3);
         assert_eq!(
             (d[0].steps, d[0].mean_running, d[0].prefill_tokens),

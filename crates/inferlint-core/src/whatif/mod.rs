@@ -24,12 +24,13 @@ pub mod setup;
 
 use inferlint_sched::fit::{fit_step_cost, Fit, MIN_REQUESTS};
 use inferlint_sched::model::EngineModel;
-use inferlint_sched::replay::{replay, Arrivals, JobLife, Workload};
-use inferlint_sched::stats::Summary;
+use inferlint_sched::replay::{replay_each, replay_summary, Arrivals, Workload};
+use inferlint_sched::stats::{Figures, Summary};
 use serde::Serialize;
 
 pub use band::{Band, Envelope};
 pub use change::{Change, Knob};
+use load::{Measured, RunLoad};
 pub use setup::Setup;
 
 use crate::checks::counters::counter_summary;
@@ -152,6 +153,24 @@ pub enum FitFrom {
 
 /// The run as a model to predict from, or why the model cannot speak for it.
 pub fn baseline(run: &Run) -> Result<Baseline, String> {
+    baseline_of(run, None)
+}
+
+/// [`baseline`] of a run whose result file was read for the replay alone
+/// ([`crate::client::Keep::ForReplay`]), its records taken out of the account by the
+/// caller ([`std::mem::take`] of its `replay.rows`): they are moved in and dropped as soon
+/// as the load is made from them, so that a million of them are not held beside it.
+pub fn baseline_of_records(
+    run: &Run,
+    records: Vec<crate::client::ReplayRecord>,
+) -> Result<Baseline, String> {
+    baseline_of(run, Some(records))
+}
+
+fn baseline_of(
+    run: &Run,
+    records: Option<Vec<crate::client::ReplayRecord>>,
+) -> Result<Baseline, String> {
     if let Some(why) = crate::facts::tuning_withheld(run, &[]) {
         return Err(format!("{why}: the numbers describe no one setup"));
     }
@@ -162,7 +181,7 @@ pub fn baseline(run: &Run) -> Result<Baseline, String> {
     let setup = setup::read(run)?;
     // Without per-request records, the load is made from the tool's settings and the
     // server's counted lengths, saying what it assumed.
-    let (mut load, assumed) = if account.requests.is_empty() {
+    let (mut load, assumed) = if account.record_count() == 0 {
         let (mut load, assumed) = load::from_settings(account, served_lengths(run))?;
         if let Some(rate) = load.rate {
             poisson(&mut load.workload, rate);
@@ -174,7 +193,7 @@ pub fn baseline(run: &Run) -> Result<Baseline, String> {
         );
         (load, assumed)
     } else {
-        (load::read(account)?, Vec::new())
+        (load::read(account, records)?, Vec::new())
     };
     load.workload.max_model_len = setup.max_model_len;
     let prefix_hit_share = prefix_hit_share(run);
@@ -183,10 +202,14 @@ pub fn baseline(run: &Run) -> Result<Baseline, String> {
             job.cached = (job.prompt as f64 * share).floor() as u64;
         }
     }
-    let mut measured = if load.lives.is_empty() {
-        summary_of_account(account)
+    let mut measured = if load.has_lives() {
+        let mut figures = Figures::default();
+        for life in load.lives() {
+            figures.add(&life);
+        }
+        figures.summary()
     } else {
-        Summary::of_lives(&load.lives)
+        summary_of_account(account)
     };
     measured.evictions = measured_evictions(run);
     measured.peak_running = run.series.as_ref().and_then(|s| s.peak_running);
@@ -201,20 +224,26 @@ pub fn baseline(run: &Run) -> Result<Baseline, String> {
             .as_ref()
             .and_then(|s| s.step_fit())
             .map(|f| (f, FitFrom::ServerSeries)),
-        fit_step_cost(&load::decodes(&load.lives), stalls).map(|f| (f, FitFrom::Requests)),
+        fit_step_cost(&load::decodes(load.lives()), stalls).map(|f| (f, FitFrom::Requests)),
     ];
     let mut best: Option<(f64, Fit, FitFrom, f64, Summary)> = None;
     for (fit, from) in candidates.into_iter().flatten() {
-        let mut workload = load.workload.clone();
+        // The load is replayed in place, only its front end's delay set for each fit: a
+        // million requests are not copied for each.
+        let RunLoad {
+            workload,
+            measured: records,
+            ..
+        } = &mut load;
         // Without any request's own TTFT the front end's share cannot be told from the
         // queue's (a median fitted would carry a queue the replay misses into every
         // request): it is left at 0, as the assumptions say.
-        workload.front_s = if load.lives.is_empty() {
+        workload.front_s = if records.is_empty() {
             0.0
         } else {
-            fit_front(&setup.model, &fit, &workload, &load.lives)
+            fit_front(&setup.model, &fit, workload, records)
         };
-        let as_run = Summary::of_replay(&replay(setup.model.clone(), fit.cost, &workload));
+        let as_run = replay_summary(setup.model.clone(), fit.cost, workload);
         let e = Errors::between(&as_run, &measured);
         let score = e.output_tok_s.map_or(1.0, f64::abs) + e.tpot_p50.map_or(1.0, f64::abs);
         if best.as_ref().is_none_or(|(s, ..)| score < *s) {
@@ -273,29 +302,39 @@ pub fn baseline(run: &Run) -> Result<Baseline, String> {
 /// the lower quartile: a request that really queued where the replay did not holds the
 /// queue's time too, and an error of the queue's taken for the front end's would be added
 /// to every request of a change that queues none.
-fn fit_front(model: &EngineModel, fit: &Fit, workload: &Workload, lives: &[JobLife]) -> f64 {
-    let mut w = workload.clone();
+fn fit_front(model: &EngineModel, fit: &Fit, w: &mut Workload, measured: &[Measured]) -> f64 {
     w.front_s = 0.0;
     for _ in 0..2 {
-        let r = replay(model.clone(), fit.cost, &w);
-        let mut steps: Vec<f64> = r
-            .jobs
-            .iter()
-            .filter(|m| m.completed() && m.output >= 2)
-            .filter_map(|m| Some((m.end_s? - m.first_token_s?) / (m.output - 1) as f64))
-            .collect();
+        // Each replayed request's time per token, and beside its record, how much longer
+        // the record's TTFT was and how long the replay queued it; the lives come as they
+        // end, and every figure below is a sorted list's.
+        let mut steps: Vec<f64> = Vec::new();
+        let mut pairs: Vec<(f64, f64)> = Vec::new();
+        let front_s = w.front_s;
+        let jobs = &w.jobs;
+        replay_each(model.clone(), fit.cost, w, &mut |job, m| {
+            if m.completed() && m.output >= 2 {
+                if let (Some(end), Some(first)) = (m.end_s, m.first_token_s) {
+                    steps.push((end - first) / (m.output - 1) as f64);
+                }
+            }
+            let x = load::life(&jobs[job], &measured[job]);
+            if !(m.completed() && x.completed()) {
+                return;
+            }
+            if let (Some(xf), Some(mf), Some(ms)) =
+                (x.first_token_s, m.first_token_s, m.scheduled_s)
+            {
+                let extra = (xf - x.sent_s) - (mf - m.sent_s);
+                let queued = ms - (m.sent_s + front_s);
+                pairs.push((extra, queued));
+            }
+        });
         steps.sort_by(f64::total_cmp);
         let step = steps.get(steps.len() / 2).copied().unwrap_or(0.0);
-        let pairs: Vec<(f64, bool)> = r
-            .jobs
-            .iter()
-            .zip(lives)
-            .filter(|(m, x)| m.completed() && x.completed())
-            .filter_map(|(m, x)| {
-                let extra = (x.first_token_s? - x.sent_s) - (m.first_token_s? - m.sent_s);
-                let queued = m.scheduled_s? - (m.sent_s + w.front_s);
-                Some((extra, queued <= 2.0 * step))
-            })
+        let pairs: Vec<(f64, bool)> = pairs
+            .into_iter()
+            .map(|(extra, queued)| (extra, queued <= 2.0 * step))
             .collect();
         let at_once: Vec<f64> = pairs.iter().filter(|(_, a)| *a).map(|(e, _)| *e).collect();
         let mut extra = if at_once.is_empty() {
@@ -420,7 +459,7 @@ impl Baseline {
         if model.usable_units() == 0 {
             return Err("the change leaves the KV cache no usable block".to_owned());
         }
-        let predicted = Summary::of_replay(&replay(model.clone(), self.fit.cost, workload));
+        let predicted = replay_summary(model.clone(), self.fit.cost, workload);
         let extrapolation = predicted
             .peak_running
             .map_or(1.0, |peak| self.envelope.factor(peak));
@@ -602,7 +641,7 @@ mod tests {
     //! again, replay the run as it ran, and predict a change as the model runs it.
 
     use inferlint_sched::model::{StepCost, VllmConfig};
-    use inferlint_sched::replay::Job;
+    use inferlint_sched::replay::{replay, Job};
 
     use super::*;
     use crate::client::{ClientAccount, ClientRequest, LoadTool, RequestOutcome};
@@ -748,6 +787,69 @@ mod tests {
             (p.predicted.evictions, p.predicted.peak_running),
             (Some(0), Some(3.0))
         );
+    }
+
+    /// The account read for the replay alone ([`crate::client::Keep::ForReplay`]), its
+    /// records taken out and moved in, gives the baseline and the predictions the
+    /// account of whole records gives, to the bit; and records with no send time, no
+    /// prompt or no output are left out and counted alike.
+    #[test]
+    fn records_kept_for_the_replay_give_what_whole_records_give() {
+        let boot = BootFacts {
+            attention_block_size: Some(16),
+            kv_pool_tokens: Some(1600),
+            ..BootFacts::default()
+        };
+        let model = EngineModel::Vllm(VllmConfig {
+            block_size: 16,
+            num_gpu_blocks: 100,
+            kv_groups: 1,
+            state_blocks_per_request: 0,
+            max_num_seqs: 256,
+            max_num_queued_reqs: None,
+            prefill_chunk_tokens: None,
+        });
+        let (mut run, _) = run_of(&VLLM, boot, model, 40, 8);
+        let account = &mut run.bench.as_mut().unwrap().1;
+        // A failed request (sent with the length it asked for), and records the replay
+        // leaves out.
+        account.requests[3].outcome = Some(RequestOutcome::Failed);
+        account.requests[3].error = Some("Bad Request".into());
+        account.requests[3].asked_output_tokens = 33.into();
+        account.requests[5].sent_s = None.into();
+        account.requests[6].prompt_tokens = None.into();
+        account.requests[7].outcome = Some(RequestOutcome::Failed);
+        account.requests[8].server_prompt_tokens = 17.into();
+        account.count_from_records();
+        let whole = baseline(&run).unwrap();
+        let mut folded = run.clone();
+        let account = &mut folded.bench.as_mut().unwrap().1;
+        account.keep_for_replay();
+        assert!(account.requests.is_empty() && account.inter_token_ms.is_empty());
+        assert_eq!(account.record_count(), 40);
+        let records = std::mem::take(&mut account.replay.rows);
+        assert_eq!(records.len(), 38);
+        let kept = baseline_of_records(&folded, records).unwrap();
+        let json = |b: &Baseline| serde_json::to_string(b).unwrap();
+        assert_eq!(json(&kept), json(&whole));
+        assert_eq!(kept.workload, whole.workload);
+        assert_eq!(kept.left_out.len(), 3, "{:?}", kept.left_out);
+        // Left in the account, the records are read from it the same.
+        let mut unmoved = run.clone();
+        unmoved.bench.as_mut().unwrap().1.keep_for_replay();
+        assert_eq!(json(&baseline(&unmoved).unwrap()), json(&whole));
+        for set in ["max-num-seqs=3", "concurrency=2", "rate=20"] {
+            let changes = [change::parse(crate::Engine::Vllm, set).unwrap()];
+            let (a, b) = (
+                whole.predict(&changes).unwrap(),
+                kept.predict(&changes).unwrap(),
+            );
+            assert_eq!(
+                serde_json::to_string(&a).unwrap(),
+                serde_json::to_string(&b).unwrap(),
+                "{set}"
+            );
+        }
     }
 
     #[test]

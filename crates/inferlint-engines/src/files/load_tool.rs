@@ -13,6 +13,15 @@ pub fn read_bench_result(path: &Path) -> Result<ClientAccount, FileError> {
     crate::loadtools::read_result(path)
 }
 
+/// [`read_bench_result`], its request records kept as `keep` says
+/// ([`crate::loadtools::read_result_kept`]).
+pub fn read_bench_result_kept(
+    path: &Path,
+    keep: inferlint_core::client::Keep,
+) -> Result<ClientAccount, FileError> {
+    crate::loadtools::read_result_kept(path, keep)
+}
+
 /// Reads a result file's contents alone: any load tool's, recognised by what it holds.
 pub fn parse_bench_result(text: &str) -> Result<ClientAccount, String> {
     crate::loadtools::read_bytes_named("result", text.as_bytes()).map_err(|e| match e {

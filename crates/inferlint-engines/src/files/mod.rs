@@ -27,7 +27,10 @@ pub use kv_events::{
     kv_subscribed_json, parse_kv_line, read_kv_events, read_kv_events_from, KvBatchLine, KvHeader,
     KvLine, KvTotals, KV_EVENTS_SCHEMA, MAX_KV_LINE_BYTES, MAX_KV_SECONDS, UNRECORDED_HOLE,
 };
-pub use load_tool::{parse_bench_result, read_bench_result, untimed_requests, untimed_requests_in};
+pub use load_tool::{
+    parse_bench_result, read_bench_result, read_bench_result_kept, untimed_requests,
+    untimed_requests_in,
+};
 pub use run_folder::{
     discover_run, RunFiles, KV_EVENTS_FILE, REQUEST_METRICS_DIR, SERVER_REQUESTS_FILE, SPANS_FILE,
 };

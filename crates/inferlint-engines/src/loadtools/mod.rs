@@ -17,7 +17,7 @@
 
 use std::path::{Path, PathBuf};
 
-use inferlint_core::client::{ClientAccount, LoadTool};
+use inferlint_core::client::{ClientAccount, Keep, LoadTool};
 use serde_json::Value;
 
 use crate::input::FileError;
@@ -164,12 +164,19 @@ pub fn identify(head: &[u8]) -> Option<Kind> {
 /// the memory it takes is what the account keeps, not the file's size. Only a file no
 /// tool's is read whole, to say what it is.
 pub fn read_result(path: &Path) -> Result<ClientAccount, FileError> {
+    read_result_kept(path, Keep::Records)
+}
+
+/// [`read_result`], its request records kept as `keep` says: for the replay alone
+/// ([`Keep::ForReplay`]), the engines' clients fold each record as their lists are read
+/// (no gap between tokens held), the other tools once the file is read.
+pub fn read_result_kept(path: &Path, keep: Keep) -> Result<ClientAccount, FileError> {
     let source = Source::File(path);
     let Some(kind) = identify(&source.head(path, SNIFF_BYTES)?) else {
         return Err(not_a_result(path, &read_bytes(path)?));
     };
     let companions = companions(path, kind);
-    read_kind(path, source, kind, &companions)
+    read_kind(path, source, kind, &companions, keep)
 }
 
 /// Reads a result file's contents alone (no file beside it). `name` names it in errors.
@@ -179,7 +186,13 @@ pub fn read_bytes_named(name: &str, bytes: &[u8]) -> Result<ClientAccount, FileE
     let Some(kind) = identify(bytes) else {
         return Err(not_a_result(path, bytes));
     };
-    read_kind(path, Source::Bytes(bytes), kind, &Companions::default())
+    read_kind(
+        path,
+        Source::Bytes(bytes),
+        kind,
+        &Companions::default(),
+        Keep::Records,
+    )
 }
 
 /// The files a tool writes beside one of its results.
@@ -197,11 +210,12 @@ fn read_kind(
     source: Source,
     kind: Kind,
     companions: &Companions,
+    keep: Keep,
 ) -> Result<ClientAccount, FileError> {
     let found = (path, source, kind.role);
     let mut account = match kind.tool {
         LoadTool::VllmBench | LoadTool::SglangBench | LoadTool::TrtllmBench => {
-            vllm::read(path, source, kind.tool)?
+            vllm::read_kept(path, source, kind.tool, keep)?
         }
         LoadTool::GuideLlm => guidellm::read(path, source)?,
         LoadTool::AiPerf => summary_then_records(
@@ -235,6 +249,9 @@ fn read_kind(
             ))
         }
     };
+    if keep == Keep::ForReplay && account.keep != Keep::ForReplay {
+        account.keep_for_replay();
+    }
     account.count_from_records();
     if let Some(why) = account.impossible_count() {
         let tool = label(account.tool, account.tool_version.as_deref());

@@ -182,12 +182,14 @@ impl<'a> Stream<'a> {
                         self.not_utf8 = true;
                     }
                 } else {
-                    let chunk = chunk.to_vec();
+                    let from = self.pending.len();
+                    self.pending.extend_from_slice(chunk);
                     self.inner.consume(n);
                     if self.check_utf8 {
-                        self.check(&chunk);
+                        let pending = std::mem::take(&mut self.pending);
+                        self.check(&pending[from..]);
+                        self.pending = pending;
                     }
-                    self.pending.extend_from_slice(&chunk);
                 }
             }
             self.rewrite();
@@ -198,6 +200,16 @@ impl<'a> Stream<'a> {
     /// Checks a chunk for UTF-8, a sequence cut at its end carried to the next.
     fn check(&mut self, chunk: &[u8]) {
         if self.not_utf8 {
+            return;
+        }
+        if self.utf8_tail.is_empty() {
+            // The common case, checked where it lies.
+            if let Err(e) = std::str::from_utf8(chunk) {
+                match e.error_len() {
+                    Some(_) => self.not_utf8 = true,
+                    None => self.utf8_tail = chunk[e.valid_up_to()..].to_vec(),
+                }
+            }
             return;
         }
         let mut bytes = std::mem::take(&mut self.utf8_tail);
@@ -216,6 +228,30 @@ impl<'a> Stream<'a> {
         let bytes = std::mem::take(&mut self.pending);
         let mut i = 0;
         while i < bytes.len() {
+            // A run of bytes that need no decision is copied whole: in a string up to
+            // its next quote or backslash, outside one up to the next byte that may
+            // begin a string or one of Python's tokens.
+            let run = if self.in_string {
+                if self.escaped {
+                    0
+                } else {
+                    bytes[i..]
+                        .iter()
+                        .position(|&b| b == b'"' || b == b'\\')
+                        .unwrap_or(bytes.len() - i)
+                }
+            } else {
+                bytes[i..]
+                    .iter()
+                    .position(|&b| matches!(b, b'"' | b'-' | b'I' | b'N'))
+                    .unwrap_or(bytes.len() - i)
+            };
+            if run > 0 {
+                self.out.extend_from_slice(&bytes[i..i + run]);
+                self.previous = bytes[i + run - 1];
+                i += run;
+                continue;
+            }
             let b = bytes[i];
             if self.in_string {
                 if self.escaped {
@@ -482,7 +518,10 @@ fn parse_from<S: Sink>(
     let mut stream = Stream::new(reader, check_utf8, CHUNK);
     let mut trail = Vec::new();
     let parsed = {
-        let mut de = serde_json::Deserializer::from_reader(&mut stream);
+        // serde_json reads a reader a byte at a time; a BufReader gives it each byte from
+        // its buffer rather than through a call of the stream's `read`.
+        let mut de =
+            serde_json::Deserializer::from_reader(BufReader::with_capacity(CHUNK, &mut stream));
         Tree {
             path: &mut trail,
             sink,

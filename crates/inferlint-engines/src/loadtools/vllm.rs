@@ -17,7 +17,7 @@
 use std::path::Path;
 
 use inferlint_core::client::{
-    ClientAccount, ClientRequest, LoadTool, RequestClock, RequestOutcome,
+    ClientAccount, ClientRequest, Keep, LoadTool, RequestClock, RequestOutcome,
 };
 use serde_json::{Map, Value};
 
@@ -42,6 +42,18 @@ struct Lists {
     /// Every request's gaps one after the other, and where each request's end.
     itl_gaps: Vec<f32>,
     itl_ends: Vec<usize>,
+    /// Whether the records are kept whole. The replay ([`Keep::ForReplay`]) reads no
+    /// gap between tokens (most of a request: 30 gaps of 4 bytes against 100 for the
+    /// rest) and no queue time, so those lists are only counted, in `counted`.
+    whole: bool,
+    counted: Counted,
+}
+
+/// The entries of the lists a replay does not read.
+#[derive(Debug, Default)]
+struct Counted {
+    itls: usize,
+    queue_times: usize,
 }
 
 /// The `errors` list, held by what it says: its length, and the failed requests' texts
@@ -104,6 +116,8 @@ impl Lists {
             "input_lens" => self.input_lens.len(),
             "output_lens" => self.output_lens.len(),
             "ttfts" => self.ttfts.len(),
+            "itls" if !self.whole => self.counted.itls,
+            "queue_times" if !self.whole => self.counted.queue_times,
             "itls" => self.itl_ends.len(),
             "latencies" => self.latencies.len(),
             "e2els" => self.e2els.len(),
@@ -148,6 +162,11 @@ impl Sink for Lists {
             Some("itls") => {
                 self.itl_gaps.clear();
                 self.itl_ends.clear();
+                self.counted.itls = 0;
+            }
+            Some("queue_times") => {
+                self.queue_times.clear();
+                self.counted.queue_times = 0;
             }
             Some(key) => {
                 if let Some(list) = self.floats(key) {
@@ -165,6 +184,8 @@ impl Sink for Lists {
             return;
         };
         match key {
+            "itls" if !self.whole => self.counted.itls += 1,
+            "queue_times" if !self.whole => self.counted.queue_times += 1,
             "errors" => {
                 let error = item.as_str().unwrap_or("").trim();
                 self.errors
@@ -190,17 +211,25 @@ impl Sink for Lists {
     }
 }
 
-pub(super) fn read(
+#[cfg(test)]
+fn read(path: &Path, source: Source, tool: LoadTool) -> Result<ClientAccount, FileError> {
+    read_kept(path, source, tool, Keep::Records)
+}
+
+/// The file's account, its request records kept as `keep` says.
+pub(super) fn read_kept(
     path: &Path,
     source: Source,
     tool: LoadTool,
+    keep: Keep,
 ) -> Result<ClientAccount, FileError> {
     let tool_label = label(tool, None);
-    let (root, lines, lists) = parse_object_or_last_line(path, source, &tool_label)?;
+    let (root, lines, lists) = parse_object_or_last_line(path, source, &tool_label, keep)?;
     let Value::Object(object) = root else {
         return Err(shape(path, &tool_label, "not a JSON object"));
     };
     let mut account = ClientAccount::new(tool);
+    account.keep = keep;
     if lines > 1 {
         account.notes.push(format!(
             "the file holds {lines} runs, one line each; the last is read"
@@ -306,8 +335,13 @@ fn parse_object_or_last_line(
     path: &Path,
     source: Source,
     tool_label: &str,
+    keep: Keep,
 ) -> Result<(Value, usize, Lists), FileError> {
-    let mut lists = Lists::default();
+    let lists_for = || Lists {
+        whole: keep == Keep::Records,
+        ..Lists::default()
+    };
+    let mut lists = lists_for();
     let whole = stream::parse(path, source, tool_label, &mut lists);
     if let Ok(value) = whole {
         return Ok((value, 1, lists));
@@ -325,7 +359,7 @@ fn parse_object_or_last_line(
         true
     })?;
     if lines > 1 {
-        let mut lists = Lists::default();
+        let mut lists = lists_for();
         let what = format!("{tool_label}, last line");
         return stream::parse_range(path, source, last, &what, &mut lists)
             .map(|v| (v, lines, lists));
@@ -378,6 +412,8 @@ fn read_records(
     };
     let start_times = list("start_times")?;
     let queue_times = list("queue_times")?;
+    // Read but not kept for the replay (their lengths were checked all the same).
+    let (itls_kept, queue_times_kept) = (itls && lists.whole, queue_times && lists.whole);
     if !(input_lens || output_lens || ttfts || itls || latencies.is_some() || start_times) {
         // Each record would hold its outcome alone: the counts and the failures' texts
         // are taken from the list as records would give them, and no record is kept.
@@ -405,7 +441,9 @@ fn read_records(
     let at = |present: bool, column: &[Option<f64>], i: usize| present.then(|| column[i]).flatten();
     let counted =
         |present: bool, column: &[Option<u64>], i: usize| present.then(|| column[i]).flatten();
-    account.requests.reserve_exact(n);
+    if account.keep == Keep::Records {
+        account.requests.reserve_exact(n);
+    }
     // The gaps of the completed requests, moved down in place over the others'.
     let mut kept_gaps = 0;
     let mut gaps_from = 0;
@@ -426,7 +464,7 @@ fn read_records(
         if completed {
             request.ttft_s = at(ttfts, &lists.ttfts, i).into();
             request.latency_s = latencies.as_ref().and_then(|l| l[i]).into();
-            if itls {
+            if itls_kept {
                 let end = lists.itl_ends[i];
                 lists.itl_gaps.copy_within(gaps_from..end, kept_gaps);
                 kept_gaps += end - gaps_from;
@@ -434,19 +472,19 @@ fn read_records(
                 request.set_chunks((end - gaps_from) as u64 + 1);
             }
         }
-        if itls {
+        if itls_kept {
             gaps_from = lists.itl_ends[i];
         }
         if let Some(sent) = at(start_times, &lists.start_times, i) {
             request.sent_s = sent.into();
-            request.scheduled_s = at(queue_times, &lists.queue_times, i)
+            request.scheduled_s = at(queue_times_kept, &lists.queue_times, i)
                 .map(|q| sent - q)
                 .into();
             account.clock = Some(RequestClock::Monotonic);
         }
-        account.requests.push(request);
+        account.keep_record(request);
     }
-    if itls {
+    if itls_kept {
         lists.itl_gaps.truncate(kept_gaps);
         if account.inter_token_ms.is_empty() {
             account.inter_token_ms = std::mem::take(&mut lists.itl_gaps);
