@@ -149,8 +149,8 @@
 //! [`CheckResult`] methods, [`Status`], [`Tripwire`], [`Outcome`], [`Engine`] and
 //! [`Insight`]. Within 0.x a breaking change bumps the minor version. The enums and
 //! options structs that may grow are `#[non_exhaustive]` ([`Status`], [`Outcome`],
-//! [`ErrorKind`], `live::RecordEvent`, [`CheckOptions`], `live::RecordOptions`,
-//! [`RequestRecord`], [`GpuReading`]); [`Engine`] is not yet. Stable too: the JSON a
+//! [`ErrorKind`], [`Engine`], `live::RecordEvent`, [`CheckOptions`], `live::RecordOptions`,
+//! [`RequestRecord`], [`GpuReading`]). Stable too: the JSON a
 //! [`Report`] serialises to, and the `--json` contract ([`Report::to_json`]).
 //!
 //! Not stable: the messages' wording (match on statuses, tripwire ids and evidence keys,
