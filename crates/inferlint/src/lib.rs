@@ -147,16 +147,18 @@
 //! [`Error`], [`ErrorKind`], [`Fleet`] (but [`Fleet::read`] and [`Replica::files`]),
 //! [`FleetReader`] (but [`FleetReader::open`]), [`FleetReport`], [`repeats`], the `live` and `gpu` items, and the re-exported
 //! [`CheckResult`] methods, [`Status`], [`Tripwire`], [`Outcome`], [`Engine`] and
-//! [`Insight`]. Within 0.x a breaking change bumps the minor version. The enums and
-//! options structs that may grow are `#[non_exhaustive]` ([`Status`], [`Outcome`],
+//! [`Insight`] methods. Within 0.x a breaking change bumps the minor version. The enums
+//! and the structs that may grow are `#[non_exhaustive]` ([`Status`], [`Outcome`],
 //! [`ErrorKind`], [`Engine`], `live::RecordEvent`, [`CheckOptions`], `live::RecordOptions`,
-//! [`RequestRecord`], [`GpuReading`]). Stable too: the JSON a
+//! [`ClientSummary`], [`RequestRecord`], [`GpuReading`], [`CheckResult`], [`Insight`],
+//! [`FleetGrid`]): match with a wildcard arm, make them with their constructors and
+//! setters. Stable too: the JSON a
 //! [`Report`] serialises to, and the `--json` contract ([`Report::to_json`]).
 //!
 //! Not stable: the messages' wording (match on statuses, tripwire ids and evidence keys,
 //! not on text); the evidence keys a check writes, which may grow; the public fields of
-//! `CheckResult` and of [`Insight`] (read them through the methods where there are
-//! some); [`Report::account`]; the `sim` module; the `slo` module (new, its fields may
+//! `CheckResult` and of [`Insight`] (read them through their methods);
+//! [`Report::account`]; the `sim` module; the `slo` module (new, its fields may
 //! still change); and the workspace's other crates
 //! (`inferlint-core`, `inferlint-engines`, `inferlint-live`, `inferlint-report`,
 //! `inferlint-gpu`, `inferlint-sim`), whose APIs serve the command line and change with

@@ -313,22 +313,19 @@ impl Run {
 
 /// A harness's own account of its load, in place of a load tool's result file.
 ///
-/// Fill the four counts and leave the rest to [`Default`]; more optional fields may be
-/// added in a minor release, so build it with `..Default::default()`:
+/// Made with [`ClientSummary::new`] from the four counts, and the setters for the rest;
+/// more optional fields may be added in a minor release (it is `#[non_exhaustive]`, so
+/// it cannot be written as a struct literal outside this crate). Its fields are public to
+/// read:
 ///
 /// ```
-/// let client = inferlint::ClientSummary {
-///     completed: 32,
-///     failed: 0,
-///     output_tokens: 32_000,
-///     duration_s: 99.0,
-///     ..Default::default()
-/// };
-/// # let _ = client;
+/// let client = inferlint::ClientSummary::new(32, 0, 32_000, 99.0).untimed_requests(1);
+/// assert_eq!((client.completed, client.untimed_requests), (32, 1));
 /// ```
 ///
 /// A duration of 0 (the default) or one that is not finite is read as unknown.
 #[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
 pub struct ClientSummary {
     /// Requests that came back whole.
     pub completed: u64,
@@ -346,6 +343,40 @@ pub struct ClientSummary {
     /// The concurrency the load kept (T8 checks the server reached it); the builder's
     /// [`RunBuilder::requested`] wins when both are given.
     pub max_concurrency: Option<u64>,
+}
+
+impl ClientSummary {
+    /// The load's counts: requests that came back whole and that failed, the completed
+    /// requests' output tokens, and the timed span in seconds; nothing else known.
+    pub fn new(completed: u64, failed: u64, output_tokens: u64, duration_s: f64) -> ClientSummary {
+        ClientSummary {
+            completed,
+            failed,
+            output_tokens,
+            duration_s,
+            ..ClientSummary::default()
+        }
+    }
+
+    /// The completed requests' prompt tokens, as the client counted them.
+    pub fn input_tokens(mut self, tokens: u64) -> ClientSummary {
+        self.input_tokens = Some(tokens);
+        self
+    }
+
+    /// Requests sent outside the timed span (a test request, a warm-up), which the server
+    /// counted too.
+    pub fn untimed_requests(mut self, requests: u64) -> ClientSummary {
+        self.untimed_requests = requests;
+        self
+    }
+
+    /// The concurrency the load kept (T8); [`RunBuilder::requested`] wins when both are
+    /// given.
+    pub fn max_concurrency(mut self, concurrency: u64) -> ClientSummary {
+        self.max_concurrency = Some(concurrency);
+        self
+    }
 }
 
 impl ClientSummary {
@@ -388,7 +419,7 @@ impl ClientSummary {
 ///     .engine(Engine::Vllm)
 ///     .before_metrics_at(before, 1_700_000_000.0)?
 ///     .after_metrics_at(after, 1_700_000_100.0)?
-///     .client(ClientSummary { completed: 32, duration_s: 99.0, ..Default::default() })
+///     .client(ClientSummary::new(32, 0, 32_000, 99.0))
 ///     .requested(32)
 ///     .build()?;
 /// let report = run.check();
