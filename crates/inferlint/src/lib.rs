@@ -151,7 +151,7 @@
 //! and the structs that may grow are `#[non_exhaustive]` ([`Status`], [`Outcome`],
 //! [`ErrorKind`], [`Engine`], `live::RecordEvent`, [`CheckOptions`], `live::RecordOptions`,
 //! [`ClientSummary`], [`RequestRecord`], [`GpuReading`], [`CheckResult`], [`Insight`],
-//! [`FleetGrid`]): match with a wildcard arm, make them with their constructors and
+//! [`FleetGrid`], `gpu::ClearRule`): match with a wildcard arm, make them with their constructors and
 //! setters. Stable too: the JSON a
 //! [`Report`] serialises to, and the `--json` contract ([`Report::to_json`]).
 //!
