@@ -117,8 +117,10 @@ impl Error {
     }
 }
 
-impl From<LoadError> for Error {
-    fn from(error: LoadError) -> Error {
+impl Error {
+    /// The loader's error, as the library's (a conversion of its own rather than a public
+    /// `From`, which would put the inner crate's type in the public API).
+    pub(crate) fn from_load(error: LoadError) -> Error {
         let kind = match &error {
             LoadError::File(FileError::Io { .. }) => ErrorKind::Io,
             LoadError::File(_) | LoadError::NotALog { .. } | LoadError::ResultChoice(_) => {

@@ -58,8 +58,9 @@ impl Replica {
         &self.run
     }
 
-    /// The files the replica's run was read from (outside the stable API, as
-    /// [`Run::model`] is).
+    /// The files the replica's run was read from (outside the API, as [`Run::model`] is:
+    /// the engines crate's type, for the command line).
+    #[doc(hidden)]
     pub fn files(&self) -> &RunFiles {
         &self.files
     }
@@ -83,10 +84,11 @@ impl Fleet {
         Fleet::read(dir, &manifest_of(dir)?, None, None)
     }
 
-    /// The fleet of `manifest` in `dir` (outside the stable API: the command line reads
-    /// the manifest itself, to tell a fleet folder from a run folder). `engine` refuses
-    /// every file of another engine, as `--engine` does; `requested` is each replica's
-    /// concurrency asked for (T8).
+    /// The fleet of `manifest` in `dir` (outside the API, as [`Run::model`] is: the
+    /// command line reads the manifest itself, to tell a fleet folder from a run folder).
+    /// `engine` refuses every file of another engine, as `--engine` does; `requested` is
+    /// each replica's concurrency asked for (T8).
+    #[doc(hidden)]
     pub fn read(
         dir: &Path,
         manifest: &Manifest,
@@ -130,8 +132,9 @@ impl Fleet {
     }
 
     /// [`Fleet::check`], handing each sample read for T22 to `on_sample` with its
-    /// replica's index too (the command line draws the fleet's chart from them, in the
-    /// same pass).
+    /// replica's index too (outside the API, as [`Run::model`] is: the command line draws
+    /// the fleet's chart from the core's samples, in the same pass).
+    #[doc(hidden)]
     pub fn check_seeing(
         &self,
         mut on_sample: impl FnMut(usize, &SeriesSample),
@@ -172,7 +175,7 @@ impl Fleet {
 /// while let Some((replica, report)) = reader.next_replica()? {
 ///     println!("{}: {:?}", replica.name(), report.outcome());
 /// }
-/// let report = reader.finish(|_, _| {})?;
+/// let report = reader.finish()?;
 /// println!("{} {:?}", report.balance().tripwire(), report.balance().status());
 /// # Ok::<(), inferlint::Error>(())
 /// ```
@@ -223,7 +226,7 @@ impl FleetReader {
             .replicas
             .iter()
             .map(|replica| {
-                let files = load::find_run(&dir.join(&replica.folder))?;
+                let files = load::find_run(&dir.join(&replica.folder)).map_err(Error::from_load)?;
                 Ok((replica.name.clone(), replica.folder.clone(), files))
             })
             .collect::<Result<Vec<_>, Error>>()?;
@@ -309,10 +312,15 @@ impl FleetReader {
     }
 
     /// Checks the fleet: reads and checks every replica not yet read (each let go at
-    /// once), then T22 from every replica's recording read again on the fleet's grid,
-    /// handing each sample it reads to `on_sample` with its replica's index, as
-    /// [`Fleet::check_seeing`] does.
-    pub fn finish(
+    /// once), then T22 from every replica's recording read again on the fleet's grid.
+    pub fn finish(self) -> Result<FleetReport, Error> {
+        self.finish_seeing(|_, _| {})
+    }
+
+    /// [`FleetReader::finish`], handing each sample read for T22 to `on_sample` with its
+    /// replica's index, as [`Fleet::check_seeing`] does (outside the API, as it is).
+    #[doc(hidden)]
+    pub fn finish_seeing(
         mut self,
         mut on_sample: impl FnMut(usize, &SeriesSample),
     ) -> Result<FleetReport, Error> {
@@ -334,7 +342,7 @@ impl FleetReader {
 /// The manifest of the fleet folder `dir`; a folder without one is no fleet.
 fn manifest_of(dir: &Path) -> Result<Manifest, Error> {
     fleet::read_manifest(dir)
-        .map_err(|e| Error::from(LoadError::File(e)))?
+        .map_err(|e| Error::from_load(LoadError::File(e)))?
         .ok_or_else(|| {
             Error::new(
                 ErrorKind::NoRun,
@@ -374,7 +382,7 @@ fn check_balance<'a>(
             balance.push(index, sample);
             on_sample(index, sample);
         })
-        .map_err(|e| Error::from(LoadError::File(e)))?;
+        .map_err(|e| Error::from_load(LoadError::File(e)))?;
     }
     Ok(balance.check())
 }

@@ -124,7 +124,7 @@ impl Run {
     }
 
     fn from_dir_with(dir: &Path, mut choice: EngineChoice) -> Result<Run, Error> {
-        let found = load::find_run(dir)?;
+        let found = load::find_run(dir).map_err(Error::from_load)?;
         if found.bench.is_none() {
             refuse_unread_result(dir)?;
         }
@@ -144,9 +144,10 @@ impl Run {
         #[cfg(feature = "report")]
         let (inner, charts) = load::load_run_folding(choice, files, requested, None, |ends| {
             inferlint_report::TimelinePass::new(ends.first, ends.last, ends.after)
-        })?;
+        })
+        .map_err(Error::from_load)?;
         #[cfg(not(feature = "report"))]
-        let inner = load::load_run(choice, files, requested, None)?;
+        let inner = load::load_run(choice, files, requested, None).map_err(Error::from_load)?;
         let run = Run {
             inner,
             notes: choice.take_notes(),
@@ -641,7 +642,7 @@ impl RunBuilder {
     pub fn build(self) -> Result<Run, Error> {
         let mut choice = EngineChoice::new(self.named.map(|e| (e, NamedBy::Caller)));
         for (what, said) in &self.said {
-            choice.input(what, *said)?;
+            choice.input(what, *said).map_err(Error::from_load)?;
         }
         if let Some((label, why)) = &self.not_a_log {
             return Err(Error::invalid_input(
@@ -794,7 +795,8 @@ fn refuse_unread_result(dir: &Path) -> Result<(), Error> {
     for name in ["bench.json", "bench.jsonl"] {
         let path = dir.join(name);
         if path.is_file() {
-            files::read_bench_result(&path).map_err(|e| Error::from(load::LoadError::File(e)))?;
+            files::read_bench_result(&path)
+                .map_err(|e| Error::from_load(load::LoadError::File(e)))?;
         }
     }
     Ok(())
