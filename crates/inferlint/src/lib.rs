@@ -158,8 +158,8 @@
 //! Not stable: the messages' wording (match on statuses, tripwire ids and evidence keys,
 //! not on text); the evidence keys a check writes, which may grow; the public fields of
 //! `CheckResult` and of [`Insight`] (read them through their methods);
-//! [`Report::account`]; the `sim` module; the `slo` module (new, its fields may
-//! still change); and the workspace's other crates
+//! [`Report::account`]; the `sim` module; the [`slo`] and [`whatif`] modules (new,
+//! re-exported from core, their fields may still change); and the workspace's other crates
 //! (`inferlint-core`, `inferlint-engines`, `inferlint-live`, `inferlint-report`,
 //! `inferlint-gpu`, `inferlint-sim`), whose APIs serve the command line and change with
 //! it.
@@ -186,19 +186,12 @@ pub mod live;
 #[cfg_attr(docsrs, doc(cfg(feature = "sim")))]
 pub mod sim;
 pub mod slo;
+pub mod whatif;
 
 /// `docs/library.md`, whose code blocks run as this crate's tests.
 #[cfg(all(doctest, feature = "live", feature = "sim"))]
 #[doc = include_str!("../../../docs/library.md")]
 mod library_md {}
-
-/// What a change would have done: the run's load replayed through a model of its server
-/// ([`Run::whatif`]).
-pub mod whatif {
-    pub use inferlint_core::whatif::change::parse as parse_change;
-    pub use inferlint_core::whatif::{Baseline, Change, Errors, FitFrom, Knob, Prediction};
-    pub use inferlint_sched::stats::Summary;
-}
 
 pub use error::{Error, ErrorKind};
 pub use fleet::{Fleet, FleetReader, FleetReport, Replica};

@@ -274,22 +274,30 @@ impl Run {
 
     /// The run's own load replayed through a scheduler model of its server, set up as the
     /// run was: the per-step cost fitted on the run, the replay's figures beside the
-    /// measured ones. [`crate::whatif::Baseline::predict`] then replays it changed
-    /// (`inferlint whatif RUN --set KEY=VALUE`). `Err` says why the model cannot speak for
-    /// the run: no per-request records, a hybrid model, a restart, a pool or running
-    /// limit the files do not state.
+    /// measured ones. [`crate::whatif::predict`] then replays it changed (`inferlint
+    /// whatif RUN --set KEY=VALUE`). An [`ErrorKind::Unmodelled`] error says why the model
+    /// cannot speak for the run: no per-request records, a hybrid model, a restart, a pool
+    /// or running limit the files do not state. The [`crate::whatif`] module is outside
+    /// the stable API.
+    ///
+    /// No I/O: the fit and the replay are CPU work on the calling thread, growing with the
+    /// run's requests.
     ///
     /// ```no_run
     /// let run = inferlint::Run::from_dir("runs/kv-too-small")?;
-    /// let base = run.whatif().map_err(std::io::Error::other)?;
-    /// let change = inferlint::whatif::parse_change(run.engine(), "max-num-seqs=2")
-    ///     .map_err(std::io::Error::other)?;
-    /// let p = base.predict(&[change]).map_err(std::io::Error::other)?;
+    /// let base = run.whatif()?;
+    /// let change = inferlint::whatif::parse_change(run.engine(), "max-num-seqs=2")?;
+    /// let p = inferlint::whatif::predict(&base, &[change])?;
     /// println!("preemptions: {:?}", p.predicted.evictions);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # Ok::<(), inferlint::Error>(())
     /// ```
-    pub fn whatif(&self) -> Result<crate::whatif::Baseline, String> {
-        inferlint_core::whatif::baseline(&self.inner)
+    pub fn whatif(&self) -> Result<crate::whatif::Baseline, Error> {
+        inferlint_core::whatif::baseline(&self.inner).map_err(|why| {
+            Error::new(
+                ErrorKind::Unmodelled,
+                format!("the replay cannot speak for this run: {why}"),
+            )
+        })
     }
 
     /// The run model the checks read, for a caller that calls `inferlint_core`'s
