@@ -760,7 +760,6 @@ fn server_error(error: inferlint_live::RecordError, url: &str) -> Error {
 /// resolves (or the duration passes). A load started beside it may run ahead of the
 /// before reading; start the load after [`Recorder::start`] returns instead.
 #[deprecated(
-    since = "0.1.1",
     note = "use Recorder::start and Recorder::finish: the load then starts after the before reading"
 )]
 pub async fn record(

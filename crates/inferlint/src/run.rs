@@ -252,10 +252,7 @@ impl Run {
     }
 
     /// [`Run::check_with`] with [`CheckOptions::expect_cache_hits`].
-    #[deprecated(
-        since = "0.1.1",
-        note = "use check_with(&CheckOptions::default().expect_cache_hits(true))"
-    )]
+    #[deprecated(note = "use check_with(&CheckOptions::default().expect_cache_hits(true))")]
     pub fn check_expecting_cache_hits(&self) -> Report {
         self.check_with(&CheckOptions::default().expect_cache_hits(true))
     }
