@@ -79,6 +79,12 @@ impl Fleet {
     /// println!("{} {:?}", report.balance().tripwire(), report.balance().status());
     /// # Ok::<(), inferlint::Error>(())
     /// ```
+    ///
+    /// # Blocking
+    ///
+    /// Reads the manifest and every replica's run on the calling thread, for as long as
+    /// [`Run::from_dir`] takes on each: from async code, call it inside
+    /// `tokio::task::spawn_blocking` (or read the fleet with [`FleetReader`] there).
     pub fn from_dir(dir: impl AsRef<Path>) -> Result<Fleet, Error> {
         let dir = dir.as_ref();
         Fleet::read(dir, &manifest_of(dir)?, None, None)
@@ -87,7 +93,7 @@ impl Fleet {
     /// The fleet of `manifest` in `dir` (outside the API, as [`Run::model`] is: the
     /// command line reads the manifest itself, to tell a fleet folder from a run folder).
     /// `engine` refuses every file of another engine, as `--engine` does; `requested` is
-    /// each replica's concurrency asked for (T8).
+    /// each replica's concurrency asked for (T8). Blocks as [`Fleet::from_dir`] does.
     #[doc(hidden)]
     pub fn read(
         dir: &Path,
@@ -127,13 +133,19 @@ impl Fleet {
     /// Checks each replica as its own run, and the fleet: T22 from every replica's
     /// recording read again on the fleet's grid. A recording that cannot be read again
     /// is refused as [`Run::from_dir`] refuses it.
+    ///
+    /// # Blocking
+    ///
+    /// Reads every replica's recording file again on the calling thread, and checks each
+    /// replica there: from async code, call it inside `tokio::task::spawn_blocking`.
     pub fn check(&self) -> Result<FleetReport, Error> {
         self.check_seeing(|_, _| {})
     }
 
     /// [`Fleet::check`], handing each sample read for T22 to `on_sample` with its
     /// replica's index too (outside the API, as [`Run::model`] is: the command line draws
-    /// the fleet's chart from the core's samples, in the same pass).
+    /// the fleet's chart from the core's samples, in the same pass). Blocks as
+    /// [`Fleet::check`] does.
     #[doc(hidden)]
     pub fn check_seeing(
         &self,
@@ -201,12 +213,19 @@ pub struct FleetReader {
 impl FleetReader {
     /// Opens the fleet folder `dir` as [`Fleet::from_dir`] reads it, finding each
     /// replica's files; no run is read yet. Refused as [`Fleet::from_dir`] refuses.
+    ///
+    /// # Blocking
+    ///
+    /// Reads the manifest and looks through every replica's folder on the calling
+    /// thread. From async code, call it, [`FleetReader::next_replica`] and
+    /// [`FleetReader::finish`] inside `tokio::task::spawn_blocking`.
     pub fn from_dir(dir: impl AsRef<Path>) -> Result<FleetReader, Error> {
         let dir = dir.as_ref();
         FleetReader::open(dir, &manifest_of(dir)?, None, None)
     }
 
     /// The reader of `manifest` in `dir` (outside the stable API, as [`Fleet::read`] is).
+    /// Blocks as [`FleetReader::from_dir`] does.
     #[doc(hidden)]
     pub fn open(
         dir: &Path,
@@ -276,6 +295,11 @@ impl FleetReader {
     /// Reads the next replica's run and checks it: the replica, and its report, which
     /// the reader keeps for [`FleetReader::finish`]. `None` once every replica is read.
     /// A replica's files that are refused end the reading with that refusal.
+    ///
+    /// # Blocking
+    ///
+    /// Reads the replica's run and checks it on the calling thread, as [`Run::from_dir`]
+    /// and [`Run::check`] do.
     pub fn next_replica(&mut self) -> Result<Option<(Replica, &Report)>, Error> {
         let Some(replica) = self.read_next()? else {
             return Ok(None);
@@ -313,12 +337,18 @@ impl FleetReader {
 
     /// Checks the fleet: reads and checks every replica not yet read (each let go at
     /// once), then T22 from every replica's recording read again on the fleet's grid.
+    ///
+    /// # Blocking
+    ///
+    /// Reads the replicas not yet read and every replica's recording file again on the
+    /// calling thread, as [`Fleet::check`] does.
     pub fn finish(self) -> Result<FleetReport, Error> {
         self.finish_seeing(|_, _| {})
     }
 
     /// [`FleetReader::finish`], handing each sample read for T22 to `on_sample` with its
     /// replica's index, as [`Fleet::check_seeing`] does (outside the API, as it is).
+    /// Blocks as [`FleetReader::finish`] does.
     #[doc(hidden)]
     pub fn finish_seeing(
         mut self,

@@ -140,6 +140,34 @@
 //! reason in its message. `From<std::io::Error>` lets a harness put its own I/O under
 //! the same type.
 //!
+//! # Blocking
+//!
+//! Nothing here is async but the live recorder. The calls that read files or wait on the
+//! network or a device block the calling thread until they are done, and say so under
+//! **Blocking**: [`Run::from_dir`] and [`Run::from_dir_as`], `Run::html` (which may read
+//! the recording again), [`Fleet::from_dir`] and [`Fleet::check`],
+//! [`FleetReader::from_dir`], [`FleetReader::next_replica`] and [`FleetReader::finish`],
+//! [`repeats`], `gpu::free_card` and `live::blocking::record`. [`Run::check`] reads
+//! nothing but is CPU work over the whole run. An async harness calls them inside
+//! `tokio::task::spawn_blocking` (or its runtime's equivalent):
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), inferlint::Error> {
+//! # let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/sim/vllm-hybrid");
+//! let checked = tokio::task::spawn_blocking(move || {
+//!     inferlint::Run::from_dir(dir).map(|run| run.check())
+//! });
+//! let report = checked.await.expect("the check ran to its end")?;
+//! # let _: &inferlint::Report = &report;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! `live::Recorder` is async and does its own blocking work (starting the span receiver
+//! and the KV subscriber, waiting for the server's last spans) on tokio's blocking
+//! threads.
+//!
 //! # What is stable
 //!
 //! This crate's own items follow semver from 0.1: [`Run`], [`RunBuilder`],

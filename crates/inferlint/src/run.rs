@@ -110,12 +110,23 @@ impl Run {
     /// assert_eq!(report.outcome(), inferlint::Outcome::TripwireFailed);
     /// # Ok::<(), inferlint::Error>(())
     /// ```
+    ///
+    /// # Blocking
+    ///
+    /// Reads the folder and the run's files on the calling thread, and folds the
+    /// recording as it reads it: the longer the recording and the larger the result
+    /// file, the longer it blocks. From async code, call it (and [`Run::check`]) inside
+    /// `tokio::task::spawn_blocking` or your runtime's equivalent.
     pub fn from_dir(dir: impl AsRef<Path>) -> Result<Run, Error> {
         Run::from_dir_with(dir.as_ref(), EngineChoice::new(None))
     }
 
     /// [`Run::from_dir`], with every file refused that came from another engine than
     /// `engine` (as `inferlint report --engine` refuses them).
+    ///
+    /// # Blocking
+    ///
+    /// Reads the run's files on the calling thread, as [`Run::from_dir`] does.
     pub fn from_dir_as(dir: impl AsRef<Path>, engine: Engine) -> Result<Run, Error> {
         Run::from_dir_with(
             dir.as_ref(),
@@ -223,11 +234,18 @@ impl Run {
     /// Checks the run: every check its inputs allow, in the order `inferlint report`
     /// prints them, then each tripwire a missing input left unchecked, and "what limited
     /// this run".
+    ///
+    /// # Blocking
+    ///
+    /// No I/O (the run is in memory), but the checks are CPU work on the calling thread
+    /// over everything the run holds: from async code, run it with the call that read
+    /// the run, inside the same `spawn_blocking`.
     pub fn check(&self) -> Report {
         self.check_with(&CheckOptions::default())
     }
 
-    /// [`Run::check`] with options (see [`CheckOptions`]).
+    /// [`Run::check`] with options (see [`CheckOptions`]); it blocks as [`Run::check`]
+    /// does.
     pub fn check_with(&self, options: &CheckOptions) -> Report {
         let mut results = core_run::check_run_with(
             &self.inner,
