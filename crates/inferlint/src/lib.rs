@@ -9,11 +9,11 @@
 //!
 //! A run is what the server and the load left: the server's boot log, its Prometheus
 //! `/metrics` read before and after the load, a series sampled during it, and the load's
-//! own account. Checking it answers each tripwire (T1 to T22) with **Pass**,
-//! **Warning**, **Tripwire failed**, **Can't tell** (never silently a pass) or **Does not
-//! apply**, and lists each tripwire whose input was missing as not checked. The checks
-//! are the ones the `inferlint` command line runs: the same run gives the same verdicts
-//! through either.
+//! own account. Checking it answers each tripwire (T1 to T26; T22 on a fleet) with
+//! **Pass**, **Warning**, **Tripwire failed**, **Can't tell** (never silently a pass) or
+//! **Does not apply**, and lists each tripwire whose input was missing as not checked.
+//! The checks are the ones the `inferlint` command line runs: the same run gives the same
+//! verdicts through either.
 //!
 //! # Three uses
 //!
@@ -172,22 +172,28 @@
 //!
 //! This crate's own items follow semver from 0.1: [`Run`], [`RunBuilder`],
 //! [`CheckOptions`], [`ClientSummary`], [`RequestRecord`], [`GpuReading`], [`Report`],
-//! [`Error`], [`ErrorKind`], [`Fleet`] (but [`Fleet::read`] and [`Replica::files`]),
-//! [`FleetReader`] (but [`FleetReader::open`]), [`FleetReport`], [`repeats`], the `live` and `gpu` items, and the re-exported
-//! [`CheckResult`] methods, [`Status`], [`Tripwire`], [`Outcome`], [`Engine`] and
-//! [`Insight`] methods. Within 0.x a breaking change bumps the minor version. The enums
-//! and the structs that may grow are `#[non_exhaustive]` ([`Status`], [`Outcome`],
-//! [`ErrorKind`], [`Engine`], `live::RecordEvent`, [`CheckOptions`], `live::RecordOptions`,
-//! [`ClientSummary`], [`RequestRecord`], [`GpuReading`], [`CheckResult`], [`Insight`],
-//! [`FleetGrid`], `gpu::ClearRule`): match with a wildcard arm, make them with their constructors and
-//! setters. Stable too: the JSON a
-//! [`Report`] serialises to, and the `--json` contract ([`Report::to_json`]).
+//! [`Error`], [`ErrorKind`], [`Fleet`], [`Replica`], [`FleetReader`], [`FleetReport`],
+//! [`repeats`], the `live` and `gpu` items, and the re-exported [`CheckResult`] and
+//! [`Insight`] methods, [`Status`], [`Tripwire`], [`Outcome`], [`Engine`] and
+//! [`FleetGrid`]. Within 0.x a breaking change bumps the minor version. The enums and the
+//! structs that may grow are `#[non_exhaustive]` ([`Status`], [`Outcome`],
+//! [`ErrorKind`], [`Engine`], `live::RecordEvent`, [`CheckOptions`],
+//! `live::RecordOptions`, `gpu::ClearRule`, [`ClientSummary`], [`RequestRecord`],
+//! [`GpuReading`], [`CheckResult`], [`Insight`], [`FleetGrid`]): match with a wildcard
+//! arm, make them with their constructors and setters. No signature of this crate's own
+//! items names a type of the workspace's other crates that it does not export; of the
+//! re-exported core types, the methods that do are outside the stable API, as their
+//! types are (`Engine::descriptor`, `Engine`'s `FromStr` error: use [`Engine::parse`];
+//! `FleetGrid::of`, `FleetGrid::balance`). Stable too: the JSON a [`Report`] serialises
+//! to (but its `account`), and the `--json` contract ([`Report::to_json`]).
 //!
 //! Not stable: the messages' wording (match on statuses, tripwire ids and evidence keys,
 //! not on text); the evidence keys a check writes, which may grow; the public fields of
-//! `CheckResult` and of [`Insight`] (read them through their methods);
-//! [`Report::account`]; the `sim` module; the [`slo`] and [`whatif`] modules (new,
-//! re-exported from core, their fields may still change); and the workspace's other crates
+//! `CheckResult` and of [`Insight`] (read them through their methods); the `sim` module;
+//! the [`slo`] and [`whatif`] modules (new, re-exported from core, their fields may still
+//! change); the public items hidden from these docs (`Run::model`, `Run::from_model`,
+//! `Fleet::read`, `FleetReader::open`, `Report::account`, ...), which take or give the
+//! inner crates' types for the command line; and the workspace's other crates
 //! (`inferlint-core`, `inferlint-engines`, `inferlint-live`, `inferlint-report`,
 //! `inferlint-gpu`, `inferlint-sim`), whose APIs serve the command line and change with
 //! it.

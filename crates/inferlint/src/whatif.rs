@@ -7,7 +7,9 @@
 //! change as the model and its calibrated bands do. The calls this module and
 //! [`Run::whatif`](crate::Run::whatif) own return the library's [`Error`]; the methods of
 //! the re-exported types (`Baseline::predict`, `Change::count`) keep their own one-line
-//! `String` reasons.
+//! `String` reasons. Some of their fields are of types this module does not re-export
+//! (the setup as read, the fit, the bands): read them, but a harness that names them
+//! depends on the inner crates themselves.
 //!
 //! ```no_run
 //! use inferlint::whatif;
