@@ -31,13 +31,7 @@ fuzz_target!(|data: &[u8]| {
     let builder = Run::builder()
         .engine(Engine::Vllm)
         .requested(count)
-        .client(ClientSummary {
-            completed: count,
-            failed: tokens,
-            output_tokens: tokens,
-            duration_s: duration,
-            ..Default::default()
-        })
+        .client(ClientSummary::new(count, tokens, tokens, duration))
         .requests([
             RequestRecord::new(t0, t1).first_token(first).tokens(tokens, count),
             RequestRecord::new(t0, t1).tokens(count, tokens).failed(),

@@ -307,7 +307,7 @@ fn report_fleet(
         )
     });
     let source = reader.source().to_owned();
-    let checked = reader.finish(|index, sample| {
+    let checked = reader.finish_seeing(|index, sample| {
         if let Some(chart) = chart.as_mut() {
             chart.push(index, sample);
         }

@@ -23,12 +23,12 @@ fn rule(max_used_mib: u64, consecutive: u32, timeout: f64) -> Result<ClearRule, 
     if consecutive == 0 {
         return Err(CliError::usage("--consecutive must be at least 1"));
     }
-    Ok(ClearRule {
-        max_used_mib,
-        consecutive,
-        timeout_s: timeout,
-        interval_s: INTERVAL_S,
-    })
+    let mut rule = ClearRule::gate();
+    rule.max_used_mib = max_used_mib;
+    rule.consecutive = consecutive;
+    rule.timeout_s = timeout;
+    rule.interval_s = INTERVAL_S;
+    Ok(rule)
 }
 
 pub(crate) fn machine(what: &str) -> Result<Machine, CliError> {

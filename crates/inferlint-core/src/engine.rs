@@ -11,9 +11,11 @@ pub use crate::server_records::{
 };
 use crate::traces::RequestSource;
 
-/// An inference engine inferlint knows.
+/// An inference engine inferlint knows. More may come in a minor release, so a `match`
+/// outside this crate needs a wildcard arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Engine {
     /// vLLM (`vllm serve`), metric prefix `vllm:`.
     Vllm,
@@ -215,6 +217,10 @@ pub struct EngineDescriptor {
     pub settings_shown: &'static [&'static str],
     /// The line the server logs once it serves (uvicorn's, for all three).
     pub ready_line: &'static str,
+    /// The substrings that make a boot log line a kernel compile or graph capture (T19:
+    /// after the ready line, start-up work done while requests were served), from the
+    /// engine's own source and logs.
+    pub compile_lines: &'static [&'static str],
     /// Where the server tells its own version, each answering a JSON object with a
     /// `version` string, in the order to ask.
     pub version_endpoints: &'static [&'static str],
@@ -873,6 +879,16 @@ pub static VLLM: EngineDescriptor = EngineDescriptor {
     default_block_size: Some(16),
     settings_shown: &[],
     ready_line: UVICORN_READY_LINE,
+    // Its kernel JIT monitor (`jit_monitor.py`, one line per compile it sees after
+    // start-up), the CUDA graph capture and torch.compile.
+    compile_lines: &[
+        "JIT compilation during inference",
+        "Capturing CUDA graphs",
+        "Graph capturing finished",
+        "Compiling a graph for",
+        "torch.compile took",
+        "torch.compile takes",
+    ],
     version_endpoints: &["/version"],
     setup_sources: SetupSources {
         kv_dtype: &[
@@ -1041,6 +1057,14 @@ pub static SGLANG: EngineDescriptor = EngineDescriptor {
         "speculative_algorithm",
     ],
     ready_line: UVICORN_READY_LINE,
+    // Its CUDA graph capture (`Capture cuda graph begin`, and from 0.5 `Capture target
+    // decode CUDA graph begin`, `... end`).
+    compile_lines: &[
+        "Capture cuda graph begin",
+        "CUDA graph begin",
+        "Capture cuda graph end",
+        "CUDA graph end",
+    ],
     // `/get_server_info`, served as `/server_info` by later releases.
     version_endpoints: &["/get_server_info", "/server_info"],
     setup_sources: SetupSources {
@@ -1236,6 +1260,12 @@ pub static TRTLLM: EngineDescriptor = EngineDescriptor {
     default_block_size: None,
     settings_shown: &[],
     ready_line: UVICORN_READY_LINE,
+    // Its warm-up passes' graph capture and autotuner, and `Capturing CUDA graph`.
+    compile_lines: &[
+        "cuda_graph_capture: start",
+        "autotuner: start",
+        "Capturing CUDA graph",
+    ],
     // trtllm-serve's documented endpoints: /health, /metrics, /version.
     version_endpoints: &["/version"],
     setup_sources: SetupSources {

@@ -5,8 +5,10 @@
 use crate::checks::fleet::FleetBalance;
 use crate::checks::series::SeriesStats;
 
-/// A fleet's common grid of time slots.
+/// A fleet's common grid of time slots. More fields may come (it is `#[non_exhaustive]`);
+/// it is made by [`FleetGrid::of`].
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct FleetGrid {
     /// The earliest sample of any replica (wall clock, Unix seconds); infinite when no
     /// replica recorded a sample.

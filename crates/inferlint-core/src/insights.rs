@@ -40,7 +40,10 @@ const QUEUE_WORTH_SAYING_S: f64 = 1.0;
 const LONG_WAIT_MS: f64 = 2000.0;
 
 /// One sentence of "What limited this run". In JSON: `limit`, `key`, `title`, `text`.
+/// More fields may come (it is `#[non_exhaustive]`): read it through its methods, make
+/// one with [`Insight::new`].
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[non_exhaustive]
 pub struct Insight {
     /// True for a limit (something held the run back); false for an ok finding.
     pub limit: bool,
@@ -54,20 +57,50 @@ pub struct Insight {
 }
 
 impl Insight {
-    fn limit(key: &'static str, title: impl Into<String>, text: impl Into<String>) -> Insight {
+    /// A finding: a limit (something held the run back) when `limit` is true, else an ok
+    /// finding; `key` names what it is about (see [`Insight::key`]).
+    pub fn new(
+        limit: bool,
+        key: &'static str,
+        title: impl Into<String>,
+        text: impl Into<String>,
+    ) -> Insight {
         Insight {
-            limit: true,
+            limit,
             key,
             title: title.into(),
             text: text.into(),
         }
     }
 
+    /// Whether it is a limit (something held the run back) rather than an ok finding.
+    pub fn is_limit(&self) -> bool {
+        self.limit
+    }
+
+    /// What it is about: `benchmark`, `server`, `traffic`, `backend`, `cache`,
+    /// `concurrency`, `preemption`, `gauge`, `waiting`, `throughput`, `pace`,
+    /// `client-wait` or `chunks` (more may come).
+    pub fn key(&self) -> &'static str {
+        self.key
+    }
+
+    /// The finding in a few words.
+    pub fn title(&self) -> &str {
+        &self.title
+    }
+
+    /// What the run's numbers say of it, in sentences.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    fn limit(key: &'static str, title: impl Into<String>, text: impl Into<String>) -> Insight {
+        Insight::new(true, key, title, text)
+    }
+
     fn ok(key: &'static str, title: impl Into<String>, text: impl Into<String>) -> Insight {
-        Insight {
-            limit: false,
-            ..Insight::limit(key, title, text)
-        }
+        Insight::new(false, key, title, text)
     }
 }
 

@@ -115,8 +115,10 @@ impl fmt::Display for Tripwire {
 }
 
 /// One check's answer: which tripwire, what status, a one-line message in the run's own
-/// numbers, and the evidence behind it.
+/// numbers, and the evidence behind it. More fields may come (it is
+/// `#[non_exhaustive]`): read it through its methods, make one with [`CheckResult::new`].
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct CheckResult {
     /// The tripwire answered for.
     pub tripwire: Tripwire,

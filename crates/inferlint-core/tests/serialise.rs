@@ -65,12 +65,8 @@ fn statuses_tripwires_and_outcomes_serialise_as_their_words() {
         serde_json::to_value(Outcome::Undecided).unwrap(),
         "undecided"
     );
-    let insight = Insight {
-        limit: true,
-        key: "cache",
-        title: "The cache held 10 of 32.".into(),
-        text: "Raise it.".into(),
-    };
+    let insight = Insight::new(true, "cache", "The cache held 10 of 32.", "Raise it.");
+    assert!(insight.is_limit() && insight.key() == "cache");
     let value = serde_json::to_value(&insight).unwrap();
     assert_eq!(value["key"], "cache");
     assert_eq!(value["limit"], true);

@@ -15,8 +15,11 @@ use inferlint_core::{CheckResult, Status, Tripwire};
 
 use crate::gpu::{mib, GpuError, GpuSnapshot, MIB};
 
-/// The rule's settings (`--max-used-mib`, `--consecutive`, `--timeout`).
+/// The rule's settings (`--max-used-mib`, `--consecutive`, `--timeout`). More may come
+/// (it is `#[non_exhaustive]`): start from [`ClearRule::gate`] or
+/// [`ClearRule::teardown`] and set the fields to change.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct ClearRule {
     /// The most memory a GPU may use and count as clear, in MiB.
     pub max_used_mib: u64,

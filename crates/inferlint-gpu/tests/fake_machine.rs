@@ -365,10 +365,8 @@ fn a_process_left_of_a_started_tree_keeps_the_card_from_clearing() {
     }];
     add_process(&world, daemon, Answer::IgnoresTerm);
     add_reading(&world, 0, card(0));
-    let rule = ClearRule {
-        timeout_s: 10.0,
-        ..ClearRule::teardown()
-    };
+    let mut rule = ClearRule::teardown();
+    rule.timeout_s = 10.0;
 
     let mut m = machine(&world, 401);
     let processes = m.processes.as_mut().unwrap();

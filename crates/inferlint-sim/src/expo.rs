@@ -223,6 +223,11 @@ fn with(
 }
 
 /// The exposition text a server of `engine` serves in state `m`.
+///
+/// # Panics
+///
+/// For an engine the simulator has no model of (the engine of every
+/// [`EngineModel`] has an exposition).
 pub fn exposition(engine: Engine, m: &MetricsState) -> String {
     let d = engine.descriptor();
     let mut w = Writer {
@@ -558,6 +563,7 @@ pub fn exposition(engine: Engine, m: &MetricsState) -> String {
                 &m.queue,
             );
         }
+        _ => panic!("the simulator has no exposition of {engine}"),
     }
     w.text
 }

@@ -13,7 +13,7 @@ use inferlint_sim::kvwire::Encoding;
 use inferlint_sim::load::{self, LoadConfig};
 use inferlint_sim::otlp_export::OtlpConfig;
 use inferlint_sim::runfolder;
-use inferlint_sim::sched::ModelEngine;
+use inferlint_sim::sched::{EngineModel, ModelEngine};
 use inferlint_sim::server::{self, ServerConfig};
 
 /// The simulated server's command line.
@@ -564,10 +564,10 @@ fn serve_config(args: &ServeArgs) -> Result<ServerConfig, String> {
         config.traces.otlp = Some(OtlpConfig::from_env(endpoint, &env)?);
     }
     if let Some(json) = &args.kv_events_config {
-        let encoding = match engine {
-            Engine::Vllm => Encoding::VllmMaps,
-            Engine::Sglang => Encoding::SglangArrays,
-            Engine::Trtllm => {
+        let encoding = match &config.case.model {
+            EngineModel::Vllm(_) => Encoding::VllmMaps,
+            EngineModel::Sglang(_) => Encoding::SglangArrays,
+            EngineModel::Trtllm(_) => {
                 return Err(
                     "--kv-events-config: the simulated TensorRT-LLM publishes no KV events".into(),
                 )

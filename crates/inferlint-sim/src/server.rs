@@ -155,7 +155,8 @@ pub struct ServerConfig {
 
 impl ServerConfig {
     /// A small, fast server of `engine`: a pool of eight 256-token requests, a 2,048-token
-    /// context, the model name `sim-model`, speed 50, no faults, any free port.
+    /// context, the model name `sim-model`, speed 50, no faults, any free port. Panics
+    /// for an engine the simulator has no model of ([`small_case`]).
     pub fn new(engine: Engine) -> ServerConfig {
         ServerConfig {
             case: small_case(engine),
@@ -169,6 +170,11 @@ impl ServerConfig {
 }
 
 /// The case behind [`ServerConfig::new`].
+///
+/// # Panics
+///
+/// For an engine the simulator has no scheduler model of (each of [`Engine::ALL`] has
+/// one: the tests spawn a server of each).
 pub fn small_case(engine: Engine) -> Case {
     let model = match engine {
         // 128 usable 16-token blocks; plain attention (one group, no state blocks).
@@ -194,12 +200,13 @@ pub fn small_case(engine: Engine) -> Case {
             max_num_requests: 32,
             policy: CapacityPolicy::GuaranteedNoEvict,
         }),
+        _ => panic!("the simulator has no model of {engine}"),
     };
     Case {
-        name: match engine {
-            Engine::Vllm => "serve-vllm",
-            Engine::Sglang => "serve-sglang",
-            Engine::Trtllm => "serve-trtllm",
+        name: match &model {
+            EngineModel::Vllm(_) => "serve-vllm",
+            EngineModel::Sglang(_) => "serve-sglang",
+            EngineModel::Trtllm(_) => "serve-trtllm",
         },
         model,
         cost: StepCost {
@@ -509,10 +516,10 @@ impl Shared {
             .map(|c| Arc::new(SpanQueue::new(c)));
         // Each engine publishes in its own encoding; TensorRT-LLM publishes no stream here.
         let kv_config = traces.kv_events.and_then(|mut c| {
-            c.encoding = match case.model.engine() {
-                Engine::Vllm => Encoding::VllmMaps,
-                Engine::Sglang => Encoding::SglangArrays,
-                Engine::Trtllm => return None,
+            c.encoding = match &case.model {
+                EngineModel::Vllm(_) => Encoding::VllmMaps,
+                EngineModel::Sglang(_) => Encoding::SglangArrays,
+                EngineModel::Trtllm(_) => return None,
             };
             Some(c)
         });

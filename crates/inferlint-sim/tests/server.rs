@@ -593,6 +593,7 @@ fn the_prefix_cache_serves_repeated_prompts_only() {
                     Engine::Vllm => 16.0,
                     Engine::Sglang => 1.0,
                     Engine::Trtllm => 32.0,
+                    other => panic!("no block size known for {other}"),
                 };
                 // All but the last token, in whole blocks: 16, 23 or none of a 24-word
                 // prompt.

@@ -21,7 +21,8 @@ pub enum ErrorKind {
     /// which none, or more than one, fits the run.
     Invalid,
     /// An input from another engine than the one named, or inputs from two engines (a
-    /// run's files come from one server); or an engine name that is none of the three.
+    /// run's files come from one server); or an engine name that is none of those
+    /// inferlint knows.
     Engine,
     /// The before and after readings cannot be two readings of one run: one file given as
     /// both, or given in the wrong order.
@@ -38,6 +39,11 @@ pub enum ErrorKind {
     InsideRuntime,
     /// A file could not be written, or may not be (it exists, it is an input, a link).
     Write,
+    /// The replay model cannot speak for the run ([`Run::whatif`](crate::Run::whatif): no
+    /// per-request records, a hybrid model, a restart, a pool or running limit the files
+    /// do not state), or cannot make the change asked of it
+    /// ([`whatif::predict`](crate::whatif::predict)). The message says why.
+    Unmodelled,
 }
 
 /// Why something could not be done. Its message is one line, a lowercase fragment that
@@ -117,8 +123,10 @@ impl Error {
     }
 }
 
-impl From<LoadError> for Error {
-    fn from(error: LoadError) -> Error {
+impl Error {
+    /// The loader's error, as the library's (a conversion of its own rather than a public
+    /// `From`, which would put the inner crate's type in the public API).
+    pub(crate) fn from_load(error: LoadError) -> Error {
         let kind = match &error {
             LoadError::File(FileError::Io { .. }) => ErrorKind::Io,
             LoadError::File(_) | LoadError::NotALog { .. } | LoadError::ResultChoice(_) => {

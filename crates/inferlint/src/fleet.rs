@@ -58,8 +58,9 @@ impl Replica {
         &self.run
     }
 
-    /// The files the replica's run was read from (outside the stable API, as
-    /// [`Run::model`] is).
+    /// The files the replica's run was read from (outside the API, as [`Run::model`] is:
+    /// the engines crate's type, for the command line).
+    #[doc(hidden)]
     pub fn files(&self) -> &RunFiles {
         &self.files
     }
@@ -78,15 +79,22 @@ impl Fleet {
     /// println!("{} {:?}", report.balance().tripwire(), report.balance().status());
     /// # Ok::<(), inferlint::Error>(())
     /// ```
+    ///
+    /// # Blocking
+    ///
+    /// Reads the manifest and every replica's run on the calling thread, for as long as
+    /// [`Run::from_dir`] takes on each: from async code, call it inside
+    /// `tokio::task::spawn_blocking` (or read the fleet with [`FleetReader`] there).
     pub fn from_dir(dir: impl AsRef<Path>) -> Result<Fleet, Error> {
         let dir = dir.as_ref();
         Fleet::read(dir, &manifest_of(dir)?, None, None)
     }
 
-    /// The fleet of `manifest` in `dir` (outside the stable API: the command line reads
-    /// the manifest itself, to tell a fleet folder from a run folder). `engine` refuses
-    /// every file of another engine, as `--engine` does; `requested` is each replica's
-    /// concurrency asked for (T8).
+    /// The fleet of `manifest` in `dir` (outside the API, as [`Run::model`] is: the
+    /// command line reads the manifest itself, to tell a fleet folder from a run folder).
+    /// `engine` refuses every file of another engine, as `--engine` does; `requested` is
+    /// each replica's concurrency asked for (T8). Blocks as [`Fleet::from_dir`] does.
+    #[doc(hidden)]
     pub fn read(
         dir: &Path,
         manifest: &Manifest,
@@ -125,13 +133,20 @@ impl Fleet {
     /// Checks each replica as its own run, and the fleet: T22 from every replica's
     /// recording read again on the fleet's grid. A recording that cannot be read again
     /// is refused as [`Run::from_dir`] refuses it.
+    ///
+    /// # Blocking
+    ///
+    /// Reads every replica's recording file again on the calling thread, and checks each
+    /// replica there: from async code, call it inside `tokio::task::spawn_blocking`.
     pub fn check(&self) -> Result<FleetReport, Error> {
         self.check_seeing(|_, _| {})
     }
 
     /// [`Fleet::check`], handing each sample read for T22 to `on_sample` with its
-    /// replica's index too (the command line draws the fleet's chart from them, in the
-    /// same pass).
+    /// replica's index too (outside the API, as [`Run::model`] is: the command line draws
+    /// the fleet's chart from the core's samples, in the same pass). Blocks as
+    /// [`Fleet::check`] does.
+    #[doc(hidden)]
     pub fn check_seeing(
         &self,
         mut on_sample: impl FnMut(usize, &SeriesSample),
@@ -172,7 +187,7 @@ impl Fleet {
 /// while let Some((replica, report)) = reader.next_replica()? {
 ///     println!("{}: {:?}", replica.name(), report.outcome());
 /// }
-/// let report = reader.finish(|_, _| {})?;
+/// let report = reader.finish()?;
 /// println!("{} {:?}", report.balance().tripwire(), report.balance().status());
 /// # Ok::<(), inferlint::Error>(())
 /// ```
@@ -198,12 +213,19 @@ pub struct FleetReader {
 impl FleetReader {
     /// Opens the fleet folder `dir` as [`Fleet::from_dir`] reads it, finding each
     /// replica's files; no run is read yet. Refused as [`Fleet::from_dir`] refuses.
+    ///
+    /// # Blocking
+    ///
+    /// Reads the manifest and looks through every replica's folder on the calling
+    /// thread. From async code, call it, [`FleetReader::next_replica`] and
+    /// [`FleetReader::finish`] inside `tokio::task::spawn_blocking`.
     pub fn from_dir(dir: impl AsRef<Path>) -> Result<FleetReader, Error> {
         let dir = dir.as_ref();
         FleetReader::open(dir, &manifest_of(dir)?, None, None)
     }
 
     /// The reader of `manifest` in `dir` (outside the stable API, as [`Fleet::read`] is).
+    /// Blocks as [`FleetReader::from_dir`] does.
     #[doc(hidden)]
     pub fn open(
         dir: &Path,
@@ -223,7 +245,7 @@ impl FleetReader {
             .replicas
             .iter()
             .map(|replica| {
-                let files = load::find_run(&dir.join(&replica.folder))?;
+                let files = load::find_run(&dir.join(&replica.folder)).map_err(Error::from_load)?;
                 Ok((replica.name.clone(), replica.folder.clone(), files))
             })
             .collect::<Result<Vec<_>, Error>>()?;
@@ -273,6 +295,11 @@ impl FleetReader {
     /// Reads the next replica's run and checks it: the replica, and its report, which
     /// the reader keeps for [`FleetReader::finish`]. `None` once every replica is read.
     /// A replica's files that are refused end the reading with that refusal.
+    ///
+    /// # Blocking
+    ///
+    /// Reads the replica's run and checks it on the calling thread, as [`Run::from_dir`]
+    /// and [`Run::check`] do.
     pub fn next_replica(&mut self) -> Result<Option<(Replica, &Report)>, Error> {
         let Some(replica) = self.read_next()? else {
             return Ok(None);
@@ -309,10 +336,21 @@ impl FleetReader {
     }
 
     /// Checks the fleet: reads and checks every replica not yet read (each let go at
-    /// once), then T22 from every replica's recording read again on the fleet's grid,
-    /// handing each sample it reads to `on_sample` with its replica's index, as
-    /// [`Fleet::check_seeing`] does.
-    pub fn finish(
+    /// once), then T22 from every replica's recording read again on the fleet's grid.
+    ///
+    /// # Blocking
+    ///
+    /// Reads the replicas not yet read and every replica's recording file again on the
+    /// calling thread, as [`Fleet::check`] does.
+    pub fn finish(self) -> Result<FleetReport, Error> {
+        self.finish_seeing(|_, _| {})
+    }
+
+    /// [`FleetReader::finish`], handing each sample read for T22 to `on_sample` with its
+    /// replica's index, as [`Fleet::check_seeing`] does (outside the API, as it is).
+    /// Blocks as [`FleetReader::finish`] does.
+    #[doc(hidden)]
+    pub fn finish_seeing(
         mut self,
         mut on_sample: impl FnMut(usize, &SeriesSample),
     ) -> Result<FleetReport, Error> {
@@ -334,7 +372,7 @@ impl FleetReader {
 /// The manifest of the fleet folder `dir`; a folder without one is no fleet.
 fn manifest_of(dir: &Path) -> Result<Manifest, Error> {
     fleet::read_manifest(dir)
-        .map_err(|e| Error::from(LoadError::File(e)))?
+        .map_err(|e| Error::from_load(LoadError::File(e)))?
         .ok_or_else(|| {
             Error::new(
                 ErrorKind::NoRun,
@@ -374,7 +412,7 @@ fn check_balance<'a>(
             balance.push(index, sample);
             on_sample(index, sample);
         })
-        .map_err(|e| Error::from(LoadError::File(e)))?;
+        .map_err(|e| Error::from_load(LoadError::File(e)))?;
     }
     Ok(balance.check())
 }

@@ -17,6 +17,11 @@ impl Run {
     /// monotonic clock between two that have one, a preemption counter with fractions)
     /// the recording is read again, so that file must still be there: an error names it
     /// when it is not.
+    ///
+    /// # Blocking
+    ///
+    /// Renders on the calling thread, and may read the run's recording file again (above):
+    /// from async code, call it inside `tokio::task::spawn_blocking`.
     pub fn html(&self, report: &Report, title: Option<&str>) -> Result<String, Error> {
         let results = report.all();
         let usable_blocks = inferlint_report::usable_blocks(&results);

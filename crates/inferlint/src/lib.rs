@@ -9,11 +9,11 @@
 //!
 //! A run is what the server and the load left: the server's boot log, its Prometheus
 //! `/metrics` read before and after the load, a series sampled during it, and the load's
-//! own account. Checking it answers each tripwire (T1 to T22) with **Pass**,
-//! **Warning**, **Tripwire failed**, **Can't tell** (never silently a pass) or **Does not
-//! apply**, and lists each tripwire whose input was missing as not checked. The checks
-//! are the ones the `inferlint` command line runs: the same run gives the same verdicts
-//! through either.
+//! own account. Checking it answers each tripwire (T1 to T26; T22 on a fleet) with
+//! **Pass**, **Warning**, **Tripwire failed**, **Can't tell** (never silently a pass) or
+//! **Does not apply**, and lists each tripwire whose input was missing as not checked.
+//! The checks are the ones the `inferlint` command line runs: the same run gives the same
+//! verdicts through either.
 //!
 //! # Three uses
 //!
@@ -140,24 +140,60 @@
 //! reason in its message. `From<std::io::Error>` lets a harness put its own I/O under
 //! the same type.
 //!
+//! # Blocking
+//!
+//! Nothing here is async but the live recorder. The calls that read files or wait on the
+//! network or a device block the calling thread until they are done, and say so under
+//! **Blocking**: [`Run::from_dir`] and [`Run::from_dir_as`], `Run::html` (which may read
+//! the recording again), [`Fleet::from_dir`] and [`Fleet::check`],
+//! [`FleetReader::from_dir`], [`FleetReader::next_replica`] and [`FleetReader::finish`],
+//! [`repeats`], `gpu::free_card` and `live::blocking::record`. [`Run::check`] reads
+//! nothing but is CPU work over the whole run. An async harness calls them inside
+//! `tokio::task::spawn_blocking` (or its runtime's equivalent):
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), inferlint::Error> {
+//! # let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/sim/vllm-hybrid");
+//! let checked = tokio::task::spawn_blocking(move || {
+//!     inferlint::Run::from_dir(dir).map(|run| run.check())
+//! });
+//! let report = checked.await.expect("the check ran to its end")?;
+//! # let _: &inferlint::Report = &report;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! `live::Recorder` is async and does its own blocking work (starting the span receiver
+//! and the KV subscriber, waiting for the server's last spans) on tokio's blocking
+//! threads.
+//!
 //! # What is stable
 //!
 //! This crate's own items follow semver from 0.1: [`Run`], [`RunBuilder`],
 //! [`CheckOptions`], [`ClientSummary`], [`RequestRecord`], [`GpuReading`], [`Report`],
-//! [`Error`], [`ErrorKind`], [`Fleet`] (but [`Fleet::read`] and [`Replica::files`]),
-//! [`FleetReader`] (but [`FleetReader::open`]), [`FleetReport`], [`repeats`], the `live` and `gpu` items, and the re-exported
-//! [`CheckResult`] methods, [`Status`], [`Tripwire`], [`Outcome`], [`Engine`] and
-//! [`Insight`]. Within 0.x a breaking change bumps the minor version. The enums and
-//! options structs that may grow are `#[non_exhaustive]` ([`Status`], [`Outcome`],
-//! [`ErrorKind`], `live::RecordEvent`, [`CheckOptions`], `live::RecordOptions`,
-//! [`RequestRecord`], [`GpuReading`]); [`Engine`] is not yet. Stable too: the JSON a
-//! [`Report`] serialises to, and the `--json` contract ([`Report::to_json`]).
+//! [`Error`], [`ErrorKind`], [`Fleet`], [`Replica`], [`FleetReader`], [`FleetReport`],
+//! [`repeats`], the `live` and `gpu` items, and the re-exported [`CheckResult`] and
+//! [`Insight`] methods, [`Status`], [`Tripwire`], [`Outcome`], [`Engine`] and
+//! [`FleetGrid`]. Within 0.x a breaking change bumps the minor version. The enums and the
+//! structs that may grow are `#[non_exhaustive]` ([`Status`], [`Outcome`],
+//! [`ErrorKind`], [`Engine`], `live::RecordEvent`, [`CheckOptions`],
+//! `live::RecordOptions`, `gpu::ClearRule`, [`ClientSummary`], [`RequestRecord`],
+//! [`GpuReading`], [`CheckResult`], [`Insight`], [`FleetGrid`]): match with a wildcard
+//! arm, make them with their constructors and setters. No signature of this crate's own
+//! items names a type of the workspace's other crates that it does not export; of the
+//! re-exported core types, the methods that do are outside the stable API, as their
+//! types are (`Engine::descriptor`, `Engine`'s `FromStr` error: use [`Engine::parse`];
+//! `FleetGrid::of`, `FleetGrid::balance`). Stable too: the JSON a [`Report`] serialises
+//! to (but its `account`), and the `--json` contract ([`Report::to_json`]).
 //!
 //! Not stable: the messages' wording (match on statuses, tripwire ids and evidence keys,
 //! not on text); the evidence keys a check writes, which may grow; the public fields of
-//! `CheckResult` and of [`Insight`] (read them through the methods where there are
-//! some); [`Report::account`]; the `sim` module; the `slo` module (new, its fields may
-//! still change); and the workspace's other crates
+//! `CheckResult` and of [`Insight`] (read them through their methods); the `sim` module;
+//! the [`slo`] and [`whatif`] modules (new, re-exported from core, their fields may still
+//! change); the public items hidden from these docs (`Run::model`, `Run::from_model`,
+//! `Fleet::read`, `FleetReader::open`, `Report::account`, ...), which take or give the
+//! inner crates' types for the command line; and the workspace's other crates
 //! (`inferlint-core`, `inferlint-engines`, `inferlint-live`, `inferlint-report`,
 //! `inferlint-gpu`, `inferlint-sim`), whose APIs serve the command line and change with
 //! it.
@@ -184,19 +220,12 @@ pub mod live;
 #[cfg_attr(docsrs, doc(cfg(feature = "sim")))]
 pub mod sim;
 pub mod slo;
+pub mod whatif;
 
 /// `docs/library.md`, whose code blocks run as this crate's tests.
 #[cfg(all(doctest, feature = "live", feature = "sim"))]
 #[doc = include_str!("../../../docs/library.md")]
 mod library_md {}
-
-/// What a change would have done: the run's load replayed through a model of its server
-/// ([`Run::whatif`]).
-pub mod whatif {
-    pub use inferlint_core::whatif::change::parse as parse_change;
-    pub use inferlint_core::whatif::{Baseline, Change, Errors, FitFrom, Knob, Prediction};
-    pub use inferlint_sched::stats::Summary;
-}
 
 pub use error::{Error, ErrorKind};
 pub use fleet::{Fleet, FleetReader, FleetReport, Replica};

@@ -760,7 +760,6 @@ fn server_error(error: inferlint_live::RecordError, url: &str) -> Error {
 /// resolves (or the duration passes). A load started beside it may run ahead of the
 /// before reading; start the load after [`Recorder::start`] returns instead.
 #[deprecated(
-    since = "0.1.1",
     note = "use Recorder::start and Recorder::finish: the load then starts after the before reading"
 )]
 pub async fn record(
@@ -808,6 +807,14 @@ pub mod blocking {
     /// future stopped from another thread, a timer) or the duration passes, then the
     /// after reading. Errors are [`Recorder::start`]'s; what comes after is in the
     /// recording.
+    ///
+    /// # Blocking
+    ///
+    /// Blocks the calling thread for the whole recording: from the before reading until
+    /// `stop` resolves or the duration passes, then the after reading (and, with
+    /// [`RecordOptions::spans`], up to 12 s more for the server's last spans). Inside an
+    /// async runtime it returns [`ErrorKind::InsideRuntime`](crate::ErrorKind::InsideRuntime)
+    /// at once instead: use [`Recorder`] there.
     pub fn record(
         url: &str,
         options: &RecordOptions,

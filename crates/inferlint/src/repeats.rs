@@ -21,6 +21,11 @@ use crate::error::{Error, ErrorKind};
 /// assert_eq!(runs, [std::path::PathBuf::from(dir)]);
 /// # Ok::<(), inferlint::Error>(())
 /// ```
+///
+/// # Blocking
+///
+/// Lists the folder and each of its subfolders on the calling thread: from async code,
+/// call it inside `tokio::task::spawn_blocking`.
 pub fn repeats(path: impl AsRef<Path>) -> Result<Vec<PathBuf>, Error> {
     let path = path.as_ref();
     if !path.is_dir() {

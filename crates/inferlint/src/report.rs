@@ -10,7 +10,8 @@ use serde::Serialize;
 /// The checked run. Serialises as an object with `outcome`, `results` (each verdict, in
 /// the `--json` shape: `tripwire`, `status`, `message`, `evidence`, `advice`),
 /// `not_checked` (the same shape, status `not_checked`), `insights` (`limit`, `key`,
-/// `title`, `text`) and `notes`.
+/// `title`, `text`), `account` (the run's figures, each with where it came from; its
+/// shape is not stable) and `notes`.
 ///
 /// ```
 /// # let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/sim/vllm-hybrid");
@@ -76,7 +77,12 @@ impl Report {
 
     /// The run's one account: its setup, its load and what happened, each figure with
     /// where it came from, and the inputs set aside as not of this run. The figures the
-    /// insights and the advice give are these.
+    /// insights and the advice give are these. Outside the API, as [`Run::model`] is
+    /// (it is `inferlint-core`'s type, which changes with the command line); the report's
+    /// JSON carries it as `account`.
+    ///
+    /// [`Run::model`]: crate::Run::model
+    #[doc(hidden)]
     pub fn account(&self) -> &inferlint_core::account::Account {
         &self.account
     }

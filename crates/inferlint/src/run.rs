@@ -110,12 +110,23 @@ impl Run {
     /// assert_eq!(report.outcome(), inferlint::Outcome::TripwireFailed);
     /// # Ok::<(), inferlint::Error>(())
     /// ```
+    ///
+    /// # Blocking
+    ///
+    /// Reads the folder and the run's files on the calling thread, and folds the
+    /// recording as it reads it: the longer the recording and the larger the result
+    /// file, the longer it blocks. From async code, call it (and [`Run::check`]) inside
+    /// `tokio::task::spawn_blocking` or your runtime's equivalent.
     pub fn from_dir(dir: impl AsRef<Path>) -> Result<Run, Error> {
         Run::from_dir_with(dir.as_ref(), EngineChoice::new(None))
     }
 
     /// [`Run::from_dir`], with every file refused that came from another engine than
     /// `engine` (as `inferlint report --engine` refuses them).
+    ///
+    /// # Blocking
+    ///
+    /// Reads the run's files on the calling thread, as [`Run::from_dir`] does.
     pub fn from_dir_as(dir: impl AsRef<Path>, engine: Engine) -> Result<Run, Error> {
         Run::from_dir_with(
             dir.as_ref(),
@@ -124,7 +135,7 @@ impl Run {
     }
 
     fn from_dir_with(dir: &Path, mut choice: EngineChoice) -> Result<Run, Error> {
-        let found = load::find_run(dir)?;
+        let found = load::find_run(dir).map_err(Error::from_load)?;
         if found.bench.is_none() {
             refuse_unread_result(dir)?;
         }
@@ -144,9 +155,10 @@ impl Run {
         #[cfg(feature = "report")]
         let (inner, charts) = load::load_run_folding(choice, files, requested, None, |ends| {
             inferlint_report::TimelinePass::new(ends.first, ends.last, ends.after)
-        })?;
+        })
+        .map_err(Error::from_load)?;
         #[cfg(not(feature = "report"))]
-        let inner = load::load_run(choice, files, requested, None)?;
+        let inner = load::load_run(choice, files, requested, None).map_err(Error::from_load)?;
         let run = Run {
             inner,
             notes: choice.take_notes(),
@@ -222,11 +234,18 @@ impl Run {
     /// Checks the run: every check its inputs allow, in the order `inferlint report`
     /// prints them, then each tripwire a missing input left unchecked, and "what limited
     /// this run".
+    ///
+    /// # Blocking
+    ///
+    /// No I/O (the run is in memory), but the checks are CPU work on the calling thread
+    /// over everything the run holds: from async code, run it with the call that read
+    /// the run, inside the same `spawn_blocking`.
     pub fn check(&self) -> Report {
         self.check_with(&CheckOptions::default())
     }
 
-    /// [`Run::check`] with options (see [`CheckOptions`]).
+    /// [`Run::check`] with options (see [`CheckOptions`]); it blocks as [`Run::check`]
+    /// does.
     pub fn check_with(&self, options: &CheckOptions) -> Report {
         let mut results = core_run::check_run_with(
             &self.inner,
@@ -251,10 +270,7 @@ impl Run {
     }
 
     /// [`Run::check_with`] with [`CheckOptions::expect_cache_hits`].
-    #[deprecated(
-        since = "0.1.1",
-        note = "use check_with(&CheckOptions::default().expect_cache_hits(true))"
-    )]
+    #[deprecated(note = "use check_with(&CheckOptions::default().expect_cache_hits(true))")]
     pub fn check_expecting_cache_hits(&self) -> Report {
         self.check_with(&CheckOptions::default().expect_cache_hits(true))
     }
@@ -273,22 +289,30 @@ impl Run {
 
     /// The run's own load replayed through a scheduler model of its server, set up as the
     /// run was: the per-step cost fitted on the run, the replay's figures beside the
-    /// measured ones. [`crate::whatif::Baseline::predict`] then replays it changed
-    /// (`inferlint whatif RUN --set KEY=VALUE`). `Err` says why the model cannot speak for
-    /// the run: no per-request records, a hybrid model, a restart, a pool or running
-    /// limit the files do not state.
+    /// measured ones. [`crate::whatif::predict`] then replays it changed (`inferlint
+    /// whatif RUN --set KEY=VALUE`). An [`ErrorKind::Unmodelled`] error says why the model
+    /// cannot speak for the run: no per-request records, a hybrid model, a restart, a pool
+    /// or running limit the files do not state. The [`crate::whatif`] module is outside
+    /// the stable API.
+    ///
+    /// No I/O: the fit and the replay are CPU work on the calling thread, growing with the
+    /// run's requests.
     ///
     /// ```no_run
     /// let run = inferlint::Run::from_dir("runs/kv-too-small")?;
-    /// let base = run.whatif().map_err(std::io::Error::other)?;
-    /// let change = inferlint::whatif::parse_change(run.engine(), "max-num-seqs=2")
-    ///     .map_err(std::io::Error::other)?;
-    /// let p = base.predict(&[change]).map_err(std::io::Error::other)?;
+    /// let base = run.whatif()?;
+    /// let change = inferlint::whatif::parse_change(run.engine(), "max-num-seqs=2")?;
+    /// let p = inferlint::whatif::predict(&base, &[change])?;
     /// println!("preemptions: {:?}", p.predicted.evictions);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # Ok::<(), inferlint::Error>(())
     /// ```
-    pub fn whatif(&self) -> Result<crate::whatif::Baseline, String> {
-        inferlint_core::whatif::baseline(&self.inner)
+    pub fn whatif(&self) -> Result<crate::whatif::Baseline, Error> {
+        inferlint_core::whatif::baseline(&self.inner).map_err(|why| {
+            Error::new(
+                ErrorKind::Unmodelled,
+                format!("the replay cannot speak for this run: {why}"),
+            )
+        })
     }
 
     /// The run model the checks read, for a caller that calls `inferlint_core`'s
@@ -313,22 +337,19 @@ impl Run {
 
 /// A harness's own account of its load, in place of a load tool's result file.
 ///
-/// Fill the four counts and leave the rest to [`Default`]; more optional fields may be
-/// added in a minor release, so build it with `..Default::default()`:
+/// Made with [`ClientSummary::new`] from the four counts, and the setters for the rest;
+/// more optional fields may be added in a minor release (it is `#[non_exhaustive]`, so
+/// it cannot be written as a struct literal outside this crate). Its fields are public to
+/// read:
 ///
 /// ```
-/// let client = inferlint::ClientSummary {
-///     completed: 32,
-///     failed: 0,
-///     output_tokens: 32_000,
-///     duration_s: 99.0,
-///     ..Default::default()
-/// };
-/// # let _ = client;
+/// let client = inferlint::ClientSummary::new(32, 0, 32_000, 99.0).untimed_requests(1);
+/// assert_eq!((client.completed, client.untimed_requests), (32, 1));
 /// ```
 ///
 /// A duration of 0 (the default) or one that is not finite is read as unknown.
 #[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
 pub struct ClientSummary {
     /// Requests that came back whole.
     pub completed: u64,
@@ -346,6 +367,40 @@ pub struct ClientSummary {
     /// The concurrency the load kept (T8 checks the server reached it); the builder's
     /// [`RunBuilder::requested`] wins when both are given.
     pub max_concurrency: Option<u64>,
+}
+
+impl ClientSummary {
+    /// The load's counts: requests that came back whole and that failed, the completed
+    /// requests' output tokens, and the timed span in seconds; nothing else known.
+    pub fn new(completed: u64, failed: u64, output_tokens: u64, duration_s: f64) -> ClientSummary {
+        ClientSummary {
+            completed,
+            failed,
+            output_tokens,
+            duration_s,
+            ..ClientSummary::default()
+        }
+    }
+
+    /// The completed requests' prompt tokens, as the client counted them.
+    pub fn input_tokens(mut self, tokens: u64) -> ClientSummary {
+        self.input_tokens = Some(tokens);
+        self
+    }
+
+    /// Requests sent outside the timed span (a test request, a warm-up), which the server
+    /// counted too.
+    pub fn untimed_requests(mut self, requests: u64) -> ClientSummary {
+        self.untimed_requests = requests;
+        self
+    }
+
+    /// The concurrency the load kept (T8); [`RunBuilder::requested`] wins when both are
+    /// given.
+    pub fn max_concurrency(mut self, concurrency: u64) -> ClientSummary {
+        self.max_concurrency = Some(concurrency);
+        self
+    }
 }
 
 impl ClientSummary {
@@ -388,7 +443,7 @@ impl ClientSummary {
 ///     .engine(Engine::Vllm)
 ///     .before_metrics_at(before, 1_700_000_000.0)?
 ///     .after_metrics_at(after, 1_700_000_100.0)?
-///     .client(ClientSummary { completed: 32, duration_s: 99.0, ..Default::default() })
+///     .client(ClientSummary::new(32, 0, 32_000, 99.0))
 ///     .requested(32)
 ///     .build()?;
 /// let report = run.check();
@@ -610,7 +665,7 @@ impl RunBuilder {
     pub fn build(self) -> Result<Run, Error> {
         let mut choice = EngineChoice::new(self.named.map(|e| (e, NamedBy::Caller)));
         for (what, said) in &self.said {
-            choice.input(what, *said)?;
+            choice.input(what, *said).map_err(Error::from_load)?;
         }
         if let Some((label, why)) = &self.not_a_log {
             return Err(Error::invalid_input(
@@ -763,7 +818,8 @@ fn refuse_unread_result(dir: &Path) -> Result<(), Error> {
     for name in ["bench.json", "bench.jsonl"] {
         let path = dir.join(name);
         if path.is_file() {
-            files::read_bench_result(&path).map_err(|e| Error::from(load::LoadError::File(e)))?;
+            files::read_bench_result(&path)
+                .map_err(|e| Error::from_load(load::LoadError::File(e)))?;
         }
     }
     Ok(())

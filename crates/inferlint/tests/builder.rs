@@ -18,13 +18,7 @@ fn vllm_metrics(finished: u64, preempted: u64) -> String {
 }
 
 fn client(completed: u64) -> ClientSummary {
-    ClientSummary {
-        completed,
-        failed: 0,
-        output_tokens: completed * 1000,
-        duration_s: 90.0,
-        ..Default::default()
-    }
+    ClientSummary::new(completed, 0, completed * 1000, 90.0)
 }
 
 fn status(report: &inferlint::Report, tripwire: Tripwire) -> Option<Status> {

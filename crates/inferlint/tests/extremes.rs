@@ -33,13 +33,7 @@ fn extreme_times_counts_and_counters_never_panic() {
                 let builder = Run::builder()
                     .engine(Engine::Vllm)
                     .requested(count)
-                    .client(ClientSummary {
-                        completed: count,
-                        failed: count,
-                        output_tokens: count,
-                        duration_s: value,
-                        ..Default::default()
-                    })
+                    .client(ClientSummary::new(count, count, count, value))
                     .requests([
                         RequestRecord::new(t0, t1)
                             .first_token(t0)

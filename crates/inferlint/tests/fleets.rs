@@ -113,7 +113,7 @@ fn a_fleet_read_one_replica_at_a_time_is_checked_as_one_read_whole() {
     drop(first);
     let mut seen = [0usize; 2];
     let checked = reader
-        .finish(|index, _| seen[index] += 1)
+        .finish_seeing(|index, _| seen[index] += 1)
         .expect("the second read and the fleet checked");
     assert_eq!(seen, seen_whole);
     assert_eq!(outcomes(&checked), outcomes(&expected));
@@ -181,10 +181,7 @@ fn repeats_are_the_folder_itself_or_its_run_subfolders() {
 fn a_fleet_whose_recordings_are_thin_is_judged_by_its_finished_counters() {
     let dir = fixtures("real/vllm-0.32-cpu/fleet-one-idle");
     let fleet = Fleet::from_dir(&dir).unwrap().check().unwrap();
-    let read = FleetReader::from_dir(&dir)
-        .unwrap()
-        .finish(|_, _| {})
-        .unwrap();
+    let read = FleetReader::from_dir(&dir).unwrap().finish().unwrap();
     for report in [&fleet, &read] {
         let t22 = report.balance();
         assert_eq!(t22.status(), inferlint::Status::Fail, "{}", t22.message());
@@ -225,7 +222,7 @@ fn a_replica_file_of_two_recordings_is_refused_for_t22_too() {
     assert_eq!(balance(mixed.path()), balance(without.path()));
     // And read one replica at a time, the same.
     let reader = FleetReader::from_dir(mixed.path()).expect("the test's own setup");
-    let report = reader.finish(|_, _| {}).expect("the test's own setup");
+    let report = reader.finish().expect("the test's own setup");
     assert_eq!(
         (
             report.balance().status(),

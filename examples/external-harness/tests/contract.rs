@@ -132,13 +132,7 @@ fn raw_metrics_and_own_counts_make_a_run() {
         .unwrap()
         .after_metrics_at(&metrics(8, 3), 1_700_000_010.0)
         .unwrap()
-        .client(ClientSummary {
-            completed: 8,
-            failed: 0,
-            output_tokens: 800,
-            duration_s: 9.5,
-            ..Default::default()
-        })
+        .client(ClientSummary::new(8, 0, 800, 9.5))
         .requested(8)
         .build()
         .unwrap()
@@ -159,7 +153,7 @@ fn raw_metrics_and_own_counts_make_a_run() {
         .find(|r| r.tripwire() == Tripwire::T8)
         .unwrap();
     assert_eq!(t8.status(), Status::NotChecked);
-    assert!(report.insights().iter().all(|i| !i.title.is_empty()));
+    assert!(report.insights().iter().all(|i| !i.title().is_empty()));
     let json = serde_json::to_value(&report).unwrap();
     assert_eq!(json["outcome"], "tripwire_failed");
 }

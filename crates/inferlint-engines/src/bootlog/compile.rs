@@ -2,7 +2,8 @@
 //! they are expected; after the ready line they are start-up work done while requests
 //! were served, which T19 places inside or outside the run by their time stamps.
 //!
-//! Each engine's shapes are data, from its own source and logs:
+//! Each engine's shapes are data in its table (`EngineDescriptor::compile_lines`), from
+//! its own source and logs:
 //! - vLLM: `Triton kernel JIT compilation during inference: NAME` (its kernel JIT monitor,
 //!   `jit_monitor.py`, logs one line per compile it sees after start-up), the CUDA graph
 //!   capture (`Capturing CUDA graphs`, `Graph capturing finished`) and torch.compile
@@ -14,34 +15,15 @@
 
 use inferlint_core::engine::Engine;
 
-/// The substrings that make a line a compile or capture line, per engine.
-pub(crate) fn anchors(engine: Engine) -> &'static [&'static str] {
-    match engine {
-        Engine::Vllm => &[
-            "JIT compilation during inference",
-            "Capturing CUDA graphs",
-            "Graph capturing finished",
-            "Compiling a graph for",
-            "torch.compile took",
-            "torch.compile takes",
-        ],
-        Engine::Sglang => &[
-            "Capture cuda graph begin",
-            "CUDA graph begin",
-            "Capture cuda graph end",
-            "CUDA graph end",
-        ],
-        Engine::Trtllm => &[
-            "cuda_graph_capture: start",
-            "autotuner: start",
-            "Capturing CUDA graph",
-        ],
-    }
-}
-
-/// Whether a line's text (without its prefix) is one of the engine's compile lines.
+/// Whether a line's text (without its prefix) is one of the engine's compile lines
+/// ([`EngineDescriptor::compile_lines`](inferlint_core::engine::EngineDescriptor::compile_lines):
+/// data in the engine's table, so that a new engine cannot come without them).
 pub(crate) fn is_compile_line(engine: Engine, body: &str) -> bool {
-    anchors(engine).iter().any(|a| body.contains(a))
+    engine
+        .descriptor()
+        .compile_lines
+        .iter()
+        .any(|a| body.contains(a))
 }
 
 #[cfg(test)]
