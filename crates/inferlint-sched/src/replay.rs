@@ -20,7 +20,6 @@
 use serde::Serialize;
 
 use crate::model::{EngineModel, Scheduler, StepCost};
-use crate::stats::{Figures, Summary};
 
 /// One request of the load.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -144,14 +143,6 @@ pub fn replay(model: EngineModel, cost: StepCost, workload: &Workload) -> Replay
         mean_running: totals.mean_running,
         steps: totals.steps,
     }
-}
-
-/// The figures of a replay ([`Summary::of_replay`]), each life folded in as it ends
-/// rather than all held: what a million requests replayed several times needs.
-pub fn replay_summary(model: EngineModel, cost: StepCost, workload: &Workload) -> Summary {
-    let mut figures = Figures::default();
-    let totals = replay_each(model, cost, workload, &mut |_, life| figures.add(life));
-    Summary::of_replay_totals(&figures, &totals)
 }
 
 /// [`replay`], handing `each` every job's life (with its index in the workload) as soon
@@ -358,6 +349,7 @@ fn run(
 mod tests {
     use super::*;
     use crate::model::VllmConfig;
+    use crate::stats::{replay_summary, Summary};
 
     fn vllm(blocks: u64, max_num_seqs: usize) -> EngineModel {
         EngineModel::Vllm(VllmConfig {

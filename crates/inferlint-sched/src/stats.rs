@@ -3,7 +3,8 @@
 
 use serde::Serialize;
 
-use crate::replay::{JobLife, Replayed, Totals};
+use crate::model::{EngineModel, StepCost};
+use crate::replay::{replay_each, JobLife, Replayed, Totals, Workload};
 
 /// The `q`-th percentile (0 to 100) of `values`, interpolated linearly between the two
 /// nearest ranks: numpy's default, which `vllm bench serve` and most load tools use for
@@ -165,6 +166,15 @@ impl Summary {
             ..figures.summary()
         }
     }
+}
+
+/// The figures of a replay ([`Summary::of_replay`]) of
+/// [`replay_each`], each life folded in as it ends
+/// rather than all held: what a million requests replayed several times needs.
+pub fn replay_summary(model: EngineModel, cost: StepCost, workload: &Workload) -> Summary {
+    let mut figures = Figures::default();
+    let totals = replay_each(model, cost, workload, &mut |_, life| figures.add(life));
+    Summary::of_replay_totals(&figures, &totals)
 }
 
 #[cfg(test)]

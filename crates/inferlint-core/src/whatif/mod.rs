@@ -24,7 +24,8 @@ pub mod setup;
 
 use inferlint_sched::fit::{fit_step_cost, Fit, MIN_REQUESTS};
 use inferlint_sched::model::EngineModel;
-use inferlint_sched::replay::{replay_each, replay_summary, Arrivals, Workload};
+use inferlint_sched::replay::{replay_each, Arrivals, Workload};
+use inferlint_sched::stats::replay_summary;
 use inferlint_sched::stats::{Figures, Summary};
 use serde::Serialize;
 
