@@ -100,14 +100,8 @@ impl JobLife {
 pub struct Replayed {
     /// Each request, in the workload's order.
     pub jobs: Vec<JobLife>,
-    /// Preemptions, retractions or pauses in all.
-    pub evictions: u64,
-    /// The most requests running after a step, as the engine's running gauge reads.
-    pub peak_running: usize,
-    /// Requests running, averaged over the time the server was busy.
-    pub mean_running: f64,
-    /// Engine steps in all.
-    pub steps: u64,
+    /// What the replay did as a whole.
+    pub totals: Totals,
 }
 
 /// A replay that never ends is cut here: more steps than this is a model that cannot
@@ -138,10 +132,7 @@ pub fn replay(model: EngineModel, cost: StepCost, workload: &Workload) -> Replay
             .into_iter()
             .map(|life| life.expect("the replay gives every job its life"))
             .collect(),
-        evictions: totals.evictions,
-        peak_running: totals.peak_running,
-        mean_running: totals.mean_running,
-        steps: totals.steps,
+        totals,
     }
 }
 
@@ -503,14 +494,16 @@ mod tests {
         }
         Replayed {
             jobs: lives,
-            evictions: s.state().evictions,
-            peak_running: peak,
-            mean_running: if busy_s > 0.0 {
-                running_s / busy_s
-            } else {
-                0.0
+            totals: Totals {
+                evictions: s.state().evictions,
+                peak_running: peak,
+                mean_running: if busy_s > 0.0 {
+                    running_s / busy_s
+                } else {
+                    0.0
+                },
+                steps,
             },
-            steps,
         }
     }
 
@@ -654,7 +647,11 @@ mod tests {
                     let before = stepped_one_by_one(model.clone(), c, &w);
                     assert_eq!(before.jobs, fast, "{model:?} {w:?}");
                     assert_eq!(
-                        (before.evictions, before.peak_running, before.steps),
+                        (
+                            before.totals.evictions,
+                            before.totals.peak_running,
+                            before.totals.steps
+                        ),
                         (
                             fast_totals.evictions,
                             fast_totals.peak_running,
@@ -662,12 +659,12 @@ mod tests {
                         )
                     );
                     assert_eq!(
-                        before.mean_running.to_bits(),
+                        before.totals.mean_running.to_bits(),
                         fast_totals.mean_running.to_bits()
                     );
                     cases += 1;
                     all += fast_totals.steps;
-                    evicting += usize::from(before.evictions > 0);
+                    evicting += usize::from(before.totals.evictions > 0);
                     skipped += forwarded;
                 }
             }
@@ -738,14 +735,14 @@ mod tests {
             front_s: 0.0,
         };
         let r = replay(vllm(1000, 256), FLAT, &w);
-        assert_eq!(r.evictions, 0);
-        assert_eq!(r.peak_running, 2);
+        assert_eq!(r.totals.evictions, 0);
+        assert_eq!(r.totals.peak_running, 2);
         let ends: Vec<f64> = r.jobs.iter().map(|j| j.end_s.unwrap()).collect();
         for (end, want) in ends.iter().zip([0.1, 0.1, 0.2, 0.2]) {
             assert!((end - want).abs() < 1e-9, "{ends:?}");
         }
         assert!((r.jobs[2].sent_s - 0.1).abs() < 1e-9);
-        assert!((r.mean_running - 2.0).abs() < 1e-9);
+        assert!((r.totals.mean_running - 2.0).abs() < 1e-9);
     }
 
     #[test]
@@ -760,10 +757,10 @@ mod tests {
             front_s: 0.0,
         };
         let crowded = replay(vllm(10, 256), FLAT, &w);
-        assert!(crowded.evictions > 0);
+        assert!(crowded.totals.evictions > 0);
         let capped = replay(vllm(10, 3), FLAT, &w);
-        assert_eq!(capped.evictions, 0);
-        assert_eq!(capped.peak_running, 3);
+        assert_eq!(capped.totals.evictions, 0);
+        assert_eq!(capped.totals.peak_running, 3);
         assert!(capped.jobs.iter().all(JobLife::completed));
     }
 

@@ -148,12 +148,11 @@ impl Summary {
 
     /// A replay's figures, with the server's side the model knows.
     pub fn of_replay(r: &Replayed) -> Summary {
-        Summary {
-            evictions: Some(r.evictions),
-            peak_running: Some(r.peak_running as f64),
-            mean_running: Some(r.mean_running),
-            ..Summary::of_lives(&r.jobs)
+        let mut figures = Figures::default();
+        for life in &r.jobs {
+            figures.add(life);
         }
+        Summary::of_replay_totals(&figures, &r.totals)
     }
 
     /// [`Summary::of_replay`] of a replay whose lives were gathered as they ended

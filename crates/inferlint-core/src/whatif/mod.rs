@@ -738,7 +738,7 @@ mod tests {
         };
         let model = vllm(100, 256);
         let (run, truth) = run_of(&VLLM, boot, model.clone(), 24, 8);
-        assert_eq!(truth.evictions, 0);
+        assert_eq!(truth.totals.evictions, 0);
         let base = baseline(&run).unwrap();
         assert_eq!(base.setup.model, model);
         assert_eq!(base.arrivals, Arrivals::Closed { concurrency: 8 });
@@ -900,8 +900,8 @@ mod tests {
         let (run, truth) = run_of(&TRTLLM, boot, model.clone(), 16, 8);
         let base = baseline(&run).unwrap();
         assert_eq!(base.setup.model, model);
-        assert!(truth.evictions > 0);
-        assert_eq!(base.as_run.evictions, Some(truth.evictions));
+        assert!(truth.totals.evictions > 0);
+        assert_eq!(base.as_run.evictions, Some(truth.totals.evictions));
         let p = base
             .predict(&[change::parse(
                 crate::Engine::Trtllm,
