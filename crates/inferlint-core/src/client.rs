@@ -524,7 +524,7 @@ pub struct ReplayRecords {
 
 impl ReplayRecords {
     /// One more record.
-    fn fold(&mut self, r: &ClientRequest) {
+    pub fn fold(&mut self, r: &ClientRequest) {
         self.records += 1;
         match r.outcome {
             Some(RequestOutcome::Completed) => self.completed += 1,

@@ -6,7 +6,7 @@
 use inferlint_sched::fit::Decode;
 use inferlint_sched::replay::{Arrivals, Job, JobLife, Workload};
 
-use crate::client::{ClientAccount, Keep, OptF64, ReplayRecord, Unreplayable};
+use crate::client::{ClientAccount, Keep, OptF64, ReplayRecord, ReplayRecords};
 
 /// What a record measured of its request, beside its job in the workload (which holds its
 /// send time and lengths): 24 bytes, where its whole life takes 80.
@@ -90,16 +90,11 @@ pub fn read(account: &ClientAccount, taken: Option<Vec<ReplayRecord>>) -> Result
             account.replay.no_prompt_length,
         ),
         (Keep::Records, None) => {
-            let mut rows = Vec::with_capacity(account.requests.len());
-            let (mut no_time, mut no_length) = (0usize, 0usize);
+            let mut kept = ReplayRecords::default();
             for r in &account.requests {
-                match ReplayRecord::of(r) {
-                    Ok(row) => rows.push(row),
-                    Err(Unreplayable::NoSendTime) => no_time += 1,
-                    Err(Unreplayable::NoPromptLength) => no_length += 1,
-                }
+                kept.fold(r);
             }
-            (rows, no_time, no_length)
+            (kept.rows, kept.no_send_time, kept.no_prompt_length)
         }
     };
     if rows.is_empty() {
