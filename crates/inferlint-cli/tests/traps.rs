@@ -400,6 +400,7 @@ fn t21_judges_the_readings_stored_beside_the_samples() {
 /// is no concurrency shortfall: T8 does not apply (T17 says the same of the client). The
 /// same load on a server limited to 4 (`--max-num-seqs 4`, arrivals/max-num-seqs-4) ran
 /// at that limit, where an arriving request waits: there T8 judges, and names the limit.
+/// A recording too thin to show whether any request waited cannot make T8 not apply.
 #[test]
 fn a_load_paced_by_a_rate_is_held_to_t8_only_where_the_server_held_it_back() {
     let root = fixtures().join("real/vllm-0.32-cpu/whatif/arrivals");
@@ -411,6 +412,22 @@ fn a_load_paced_by_a_rate_is_held_to_t8_only_where_the_server_held_it_back() {
     assert!(message(&results, "T8").contains("paced at 8 requests/s"));
     assert_eq!(result(&results, "T8")["evidence"]["request_rate"], 8.0);
     assert_status(&results, "T17", "pass");
+    // "None waited" needs samples that saw the load: the same recording cut to two of
+    // its 79 samples, 10 s apart, cannot say, and T8 says so rather than not applying.
+    let thin = tmp.path().join("thin");
+    copy_tree(&root.join("baseline"), &thin);
+    let series = thin.join("run.series.jsonl");
+    let kept: Vec<String> = std::fs::read_to_string(&series)
+        .unwrap()
+        .lines()
+        .enumerate()
+        .filter(|(i, _)| *i == 0 || i % 40 == 1)
+        .map(|(_, l)| format!("{l}\n"))
+        .collect();
+    std::fs::write(&series, kept.concat()).unwrap();
+    let (results, _) = report(&thin, &[]);
+    assert_status(&results, "T8", "unknown");
+    assert!(message(&results, "T8").contains("the recording covered"));
     let capped = tmp.path().join("capped");
     copy_tree(&root.join("max-num-seqs-4"), &capped);
     let (results, _) = report(&capped, &[]);

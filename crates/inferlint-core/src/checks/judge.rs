@@ -167,9 +167,10 @@ pub fn concurrency(run: &Run, _: RunOptions) -> Option<CheckResult> {
     let stats = series_of(run);
     // A load paced by a rate keeps open only what its arrivals bring: its concurrency
     // figure is a cap, not a number it was to reach (T17 says the same). Unless requests
-    // waited at the server (the recording's in-flight count above its running count) or
+    // waited at the server (the recording's in-flight count above its running count),
     // the server ran at its running limit (a request arriving then waited, seen or not
-    // between two samples), there is no shortfall to judge.
+    // between two samples) or the recording saw too little of the load to say, there is
+    // no shortfall to judge.
     let rate = run
         .bench
         .as_ref()
@@ -181,7 +182,10 @@ pub fn concurrency(run: &Run, _: RunOptions) -> Option<CheckResult> {
                 .last_boot()
                 .and_then(|b| b.running_cap)
                 .is_some_and(|cap| peak >= cap as f64);
-        if peak < requested as f64 && !queued {
+        // "None waited" rests on samples that saw the load: a recording that saw too
+        // little of it is judged as any other (Can't tell, naming the coverage).
+        let seen = load_coverage(run).is_none_or(|c| !c.thin());
+        if peak < requested as f64 && !queued && seen {
             return Some(
                 CheckResult::new(
                     Tripwire::T8,
