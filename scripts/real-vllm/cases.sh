@@ -15,6 +15,8 @@
 #                       --max-model-len 512: the longer ones are refused
 #   stops-early         a generation config that makes one token id in sixteen a stop
 #                       token, the load asking for 64 tokens without ignore_eos
+#   other-traffic       a healthy load with a second client's 6 longer requests beside it
+#                       (other-client.py), the server's spans received
 #   traced-*            xray --otlp --kv-events: the server's spans and KV events beside
 #                       the recording (healthy; an open loop its concurrency cap holds
 #                       back; --stream-interval 4; prefix caching off; a KV cache too
@@ -44,7 +46,9 @@ tool_venv() { # NAME SPEC: $LOADTOOLS_VENVS/NAME with SPEC installed, once
 
 # run_case CASE REQUESTED "SERVE-ARGS" "WHAT" LOAD-COMMAND...
 # The load command may name $URL and $OUT: they are set before it is expanded (eval).
-# XRAY_FLAGS (default none) are added to xray's flags.
+# XRAY_FLAGS (default none) are added to xray's flags. BESIDE (default none) is a command
+# started in the background just before xray, given the server's URL as its last word,
+# waited for after xray ends; its output is kept as $OUT/beside.log.
 run_case() {
   CASE="$1" REQUESTED="$2" SERVE_ARGS="$3" WHAT="$4"
   shift 4
@@ -58,11 +62,22 @@ run_case() {
   local load
   load="$(eval echo "$*")"
   set +e
+  local beside_pid=""
+  if [ -n "${BESIDE:-}" ]; then
+    # shellcheck disable=SC2086
+    $BESIDE "$URL" > "$WORK/beside-$CASE.log" 2>&1 &
+    beside_pid=$!
+  fi
   # shellcheck disable=SC2086
   PORT="$PORT" "$INFERLINT" xray -o "$OUT" --no-gpu --engine vllm --url "$URL" \
     --requested "$REQUESTED" ${XRAY_FLAGS:-} --serve "bash $SERVE $SERVE_ARGS" -- $load \
     > "$WORK/xray-$CASE.out" 2>&1
   STATUS=$?
+  if [ -n "$beside_pid" ]; then
+    wait "$beside_pid"
+    echo "beside: exit status $?" >> "$WORK/beside-$CASE.log"
+    cp "$WORK/beside-$CASE.log" "$OUT/beside.log"
+  fi
   set -e
   rm -f "$OUT/report.html" "$OUT/results.json"
   echo "$CASE: xray exit status $STATUS"
@@ -74,6 +89,10 @@ run_case() {
     echo "- made: $(date -u +%Y-%m-%d) by scripts/real-vllm/cases.sh"
     echo "- what it stands for: $WHAT"
     echo "- hand-made: none: every file is as vLLM, the load tool and inferlint xray wrote it."
+    if [ -n "${BESIDE:-}" ]; then
+      echo "- beside the load: \`$(printf '%s' "$BESIDE" | sed "s#$ROOT/##g") \$URL\`, started just before xray;"
+      echo "  what it sent and what the server answered is beside.log"
+    fi
     echo
     echo "## How"
     echo
@@ -162,6 +181,15 @@ run_case traced-kv-too-small 8 "--kv-cache-memory-bytes 786432" \
   "the kv-too-small case with its spans and KV events: 6 blocks of 128 tokens, 8 requests at once each needing 2 blocks (32 in + 224 out): preempted and recomputed" \
   "$BENCH --random-input-len 32 --random-output-len 224 --ignore-eos --num-prompts 16 --max-concurrency 8"
 XRAY_FLAGS=""
+
+# Someone else's traffic: a second client (other-client.py) waits until xray's probe and
+# the load tool's test request are done and the load has a request running, then sends 6
+# completions at once of 160 prompt words (160 tokens with the tiny model's word-level
+# tokenizer) and 8 output tokens each, ids `other-client-N`, beside the load's 96
+# requests of 32 + 32; the server's spans are received beside the recording.
+XRAY_FLAGS="--otlp" BESIDE="python3 $ROOT/scripts/real-vllm/other-client.py" run_case other-traffic 8 "" \
+  "someone else's traffic: 96 random prompts of 32 tokens, 32 output tokens each (ignore_eos), 8 at once, and beside them a second client's 6 requests of 160 prompt and 8 output tokens, sent at once while the load runs" \
+  "$BENCH --random-input-len 32 --random-output-len 32 --ignore-eos --num-prompts 96 --max-concurrency 8"
 
 if [[ "$WANTED" == "  " || "$WANTED" == *" healthy-guidellm "* ]]; then
   tool_venv guidellm "guidellm==0.8.1"

@@ -156,6 +156,9 @@ pub struct Account {
     pub set_aside: Vec<Rejected>,
     /// The input that says the run was simulated ([`SIMULATED_MARK`]), when one does.
     pub simulated: Option<&'static str>,
+    /// Requests the server finished beside the load's (T15), described: its counters
+    /// hold them too, so the load's figures above come from the result file.
+    pub other_traffic: Option<crate::other_traffic::OtherTraffic>,
 }
 
 /// What the simulator (`inferlint-sim`) writes at the head of every file it makes (a
@@ -341,10 +344,13 @@ pub fn of(run: &Run, results: &[CheckResult]) -> Account {
     } else {
         Source::CommandLine
     };
+    // Counters that hold another client's requests too are not the load's: its own
+    // counts are (crate::other_traffic).
+    let other_traffic = crate::other_traffic::of(run, results);
+    let load_counters = summary.as_ref().filter(|_| other_traffic.is_none());
     let per_request = |server: Option<f64>, client: Option<i64>| {
-        let from_server = summary
-            .as_ref()
-            .and_then(|s| Some(server? / s.finished.filter(|f| *f > 0.0)?));
+        let from_server =
+            load_counters.and_then(|s| Some(server? / s.finished.filter(|f| *f > 0.0)?));
         match from_server {
             Some(v) => figure(Some(v), Source::Readings),
             None => {
@@ -356,7 +362,7 @@ pub fn of(run: &Run, results: &[CheckResult]) -> Account {
     };
     let load = Load {
         requested: figure(run.requested.map(|r| r as f64), requested_from),
-        finished: figure(summary.as_ref().and_then(|s| s.finished), Source::Readings).or_else(
+        finished: figure(load_counters.and_then(|s| s.finished), Source::Readings).or_else(
             || {
                 figure(
                     bench.and_then(|b| b.completed).map(|c| c as f64),
@@ -450,6 +456,7 @@ pub fn of(run: &Run, results: &[CheckResult]) -> Account {
         capacity: advice::capacity(run, results),
         set_aside: run.rejected.clone(),
         simulated: simulated(run),
+        other_traffic,
     }
 }
 

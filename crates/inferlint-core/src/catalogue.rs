@@ -1056,7 +1056,12 @@ static CATALOGUE: &[TripwireInfo] = &[
                request has the size of one of the load's (`vllm bench serve` sends its \
                first prompt once before the timed ones). More requests on the \
                server mean other traffic shared it; fewer mean the tool counted requests the \
-               server did not finish. Equal requests with different token counts warn.",
+               server did not finish. Equal requests with different token counts warn. \
+               Other traffic is named here once: T15 says how many requests and of what \
+               lengths (from the server's records of the requests no row of the load \
+               joined, else its counters less the tool's own counts); T20 then compares the \
+               load's own lengths, the server's counts left out, and T1, T10, T16 and T18 \
+               say that their figures include the other traffic.",
         why: "If another client (a second benchmark, a stale waiter from T13) used the \
               server during the run, the tool's latencies and the server's counters both \
               describe a mixed load. If the token counts differ, the tool's tokens per second \

@@ -108,6 +108,10 @@ pub static KEYS: &[Key] = &[
     key("console_missing", &[T::T15], "the load tool's console output that would say whether it sent its test request (load.log)"),
     key("extra_requests", &[T::T15], "requests the server finished beyond the client's count"),
     key("extra_output_tokens", &[T::T15], "output tokens the server generated beyond the client's count"),
+    key("other_requests", &[T::T15], "requests of other traffic: those the server finished beyond the client's count and any untimed request it announced"),
+    key("other_traffic", &[T::T15], "the other traffic described: requests, records (the server's records of them, where its spans say), prompt_tokens and output_tokens (their mean per request), from (server_records or counters: the server's counters less the load tool's own counts), example_id"),
+    key("includes_other_requests", &[T::T1, T::T10, T::T16, T::T18, T::T20], "requests of other traffic (T15) the server's counters hold beside the load's: the figures of this verdict include them (T20: left out of its comparison)"),
+    key("server_left_out", &[T::T20], "why T20 compared the load's own counts without the server's: its counters hold other traffic (source, because)"),
     // Ledger: T18, T20.
     key("tool", &[T::T18, T::T20, T::T23, T::T24, T::T25], "the load tool's key (`vllm-bench`, `guidellm`, `harness`, ...)"),
     key("tool_version", &[T::T18, T::T20], "the load tool's version, when its file says"),

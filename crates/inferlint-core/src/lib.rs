@@ -31,6 +31,7 @@ pub mod lives;
 pub mod metrics;
 pub mod model;
 pub mod object;
+pub mod other_traffic;
 pub mod outcome;
 pub mod profile;
 pub mod replayed;

@@ -87,6 +87,10 @@ pub struct Lives {
     /// The offset that puts the load tool's times on the server's wall clock, seconds
     /// (`wall = tool's time + offset`), where known.
     pub to_wall: Option<f64>,
+    /// The server's records inside the load's span (or with no arrival stamp) that joined
+    /// no row and are not the probe's, by index: another client's where every row joined
+    /// ([`Lives::others`]).
+    pub unjoined: Vec<usize>,
 }
 
 impl Lives {
@@ -110,6 +114,17 @@ impl Lives {
                 self.outside, records
             )
         })
+    }
+
+    /// The server's records of another client: those inside the load's span that joined
+    /// no row, when every row of the load joined one (a row left over could be any of
+    /// them, so then none is named another's). Empty when the records cannot say.
+    pub fn others(&self) -> &[usize] {
+        if self.client_rows > 0 && self.pairs.len() == self.client_rows {
+            &self.unjoined
+        } else {
+            &[]
+        }
     }
 
     /// How the join went, in a few words: `30 of 32 requests joined with the server's
@@ -268,6 +283,9 @@ pub fn join(account: &ClientAccount, server: &ServerRequests, mono_to_wall: Opti
         }
     }
     lives.pairs.sort_by_key(|p| p.client);
+    lives.unjoined = (0..server.requests.len())
+        .filter(|s| !taken_server[*s])
+        .collect();
     lives
 }
 

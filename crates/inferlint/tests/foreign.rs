@@ -116,3 +116,41 @@ fn samples_outside_the_readings_decide_nothing() {
         "{notes:?}"
     );
 }
+
+fn verdict(report: &inferlint::Report, t: Tripwire) -> (Status, String) {
+    let r = report
+        .results()
+        .iter()
+        .find(|r| r.tripwire() == t)
+        .unwrap_or_else(|| panic!("no verdict for {t}"));
+    (r.status(), r.message().to_owned())
+}
+
+/// A real vLLM server that served a second client beside the load (MADE.md): the load's
+/// 96 requests of 32 + 32 tokens and 6 of `other-client.py`'s, 160 + 8 each (its
+/// beside.log holds the usage the server answered each with), so the server's counters
+/// hold 102 requests and 96 * 32 + 6 * 160 = 4,032 prompt tokens, 52.2 a request against
+/// the 32 asked. One story: T15 fails naming the 6 and their lengths, read from the
+/// server's spans of the requests no row of the load joined (their ids are the second
+/// client's `X-Request-Id`s); T20 compares the load's own counts and does not blame a
+/// chat template for the other client's prompts; the counters' other readers say the
+/// traffic is in their figures.
+#[test]
+fn a_second_client_on_the_server_is_named_once_by_t15() {
+    let run = Run::from_dir(real("other-traffic")).unwrap_or_else(|e| panic!("{e}"));
+    let report = run.check();
+    let (t15, m15) = verdict(&report, Tripwire::T15);
+    assert_eq!(t15, Status::Fail, "{m15}");
+    assert!(
+        m15.contains("6 requests besides the load's, 160 prompt and 8 output tokens each on average (the server's records of them, ids like cmpl-other-client-"),
+        "{m15}"
+    );
+    let (t20, m20) = verdict(&report, Tripwire::T20);
+    assert_eq!(t20, Status::Pass, "{m20}");
+    assert!(!m20.contains("chat template"), "{m20}");
+    assert!(m20.contains("they include 6 requests of other traffic (T15)"), "{m20}");
+    for t in [Tripwire::T1, Tripwire::T10, Tripwire::T16, Tripwire::T18] {
+        let (_, m) = verdict(&report, t);
+        assert!(m.contains("6 requests of other traffic (T15)"), "{t}: {m}");
+    }
+}

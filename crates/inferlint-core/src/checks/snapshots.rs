@@ -520,7 +520,8 @@ pub fn client_server(
                 "the server finished {n} more request{} than the load tool sent; other traffic shared the server during the run",
                 fmt::plural(n as f64)
             ),
-        ));
+        ))
+        .with("other_requests", n);
     }
     if extra < expected {
         let n = expected - extra;

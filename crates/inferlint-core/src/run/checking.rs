@@ -193,6 +193,7 @@ fn run_checks(run: &Run, options: RunOptions) -> Vec<CheckResult> {
     results.extend(verdicts);
     missing.extend(not_checked);
     crate::crosscheck::apply(run, &mut results);
+    crate::other_traffic::apply(run, &mut results);
     results.extend(missing);
     results
 }
