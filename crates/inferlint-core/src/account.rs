@@ -362,14 +362,12 @@ pub fn of(run: &Run, results: &[CheckResult]) -> Account {
     };
     let load = Load {
         requested: figure(run.requested.map(|r| r as f64), requested_from),
-        finished: figure(load_counters.and_then(|s| s.finished), Source::Readings).or_else(
-            || {
-                figure(
-                    bench.and_then(|b| b.completed).map(|c| c as f64),
-                    Source::ResultFile,
-                )
-            },
-        ),
+        finished: figure(load_counters.and_then(|s| s.finished), Source::Readings).or_else(|| {
+            figure(
+                bench.and_then(|b| b.completed).map(|c| c as f64),
+                Source::ResultFile,
+            )
+        }),
         prompt_tokens: per_request(
             summary.as_ref().and_then(|s| s.prompt_tokens),
             bench.and_then(|b| b.total_input_tokens),

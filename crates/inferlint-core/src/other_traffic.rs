@@ -103,8 +103,10 @@ fn from_records(run: &Run, requests: u64) -> Option<OtherTraffic> {
 }
 
 /// From the counters: what the server counted less what the load tool counted, over the
-/// other requests; a side the tool did not count, or that comes out negative (the two
-/// tokenizers disagree by more than the other traffic), says nothing.
+/// other requests; a side the tool did not count, or that leaves less than a token a
+/// request (a request has a prompt and a finished one an output; less says the tool's
+/// totals hold requests its completed count does not, or the two tokenizers disagree by
+/// more than the other traffic), says nothing.
 fn from_counters(run: &Run, requests: u64) -> OtherTraffic {
     let summary = match (&run.before, &run.after) {
         (Some(b), Some(a)) => counter_summary(run.engine, b, a),
@@ -112,8 +114,8 @@ fn from_counters(run: &Run, requests: u64) -> OtherTraffic {
     };
     let bench = run.bench.as_ref().map(|(_, b)| b);
     let per_other = |server: Option<f64>, client: Option<i64>| {
-        let left = server? - client? as f64;
-        (left >= 0.0 && requests > 0).then(|| left / requests as f64)
+        let each = (server? - client? as f64) / requests as f64;
+        (each >= 1.0).then_some(each)
     };
     let prompt_tokens = per_other(
         summary.as_ref().and_then(|s| s.prompt_tokens),
@@ -266,7 +268,11 @@ mod tests {
             snapshot(
                 Some(1_700_000_000.0 + t),
                 vec![
-                    sample(VLLM.request_success, &[("finished_reason", "length")], finished * scale),
+                    sample(
+                        VLLM.request_success,
+                        &[("finished_reason", "length")],
+                        finished * scale,
+                    ),
                     sample(VLLM.prompt_tokens, &[], prompt * scale),
                     sample(VLLM.generation_tokens, &[], output * scale),
                     sample(VLLM.preemption_counter.unwrap_or_default(), &[], 0.0),
@@ -326,8 +332,9 @@ mod tests {
         assert_eq!(t20.status, Status::Pass, "{}", t20.message);
         assert!(!t20.message.contains("chat template"), "{}", t20.message);
         assert!(
-            t20.message
-                .contains("the server's counts are left out: they include 6 requests of other traffic (T15)"),
+            t20.message.contains(
+                "the server's counts are left out: they include 6 requests of other traffic (T15)"
+            ),
             "{}",
             t20.message
         );
@@ -340,7 +347,10 @@ mod tests {
         );
         let account = crate::account::of(&run, &results);
         let prompt = account.load.prompt_tokens.unwrap();
-        assert_eq!((prompt.value, prompt.from), (32.0, crate::account::Source::ResultFile));
+        assert_eq!(
+            (prompt.value, prompt.from),
+            (32.0, crate::account::Source::ResultFile)
+        );
         assert_eq!(account.load.finished.unwrap().value, 32.0);
         assert_eq!(account.other_traffic.unwrap().requests, 6);
     }
@@ -359,8 +369,38 @@ mod tests {
         assert_eq!(t20.status, Status::Pass);
         assert_eq!(t20.evidence_str("server_source"), Some("counters"));
         assert!(!t20.message.contains("left out"), "{}", t20.message);
-        assert!(!get(&results, Tripwire::T1).message.contains("other traffic"));
+        assert!(!get(&results, Tripwire::T1)
+            .message
+            .contains("other traffic"));
         assert_eq!(crate::account::of(&run, &results).other_traffic, None);
+    }
+
+    /// A result file whose completed count says 30 while its totals hold all 32 of the
+    /// server's requests: the 2 "other" requests leave no token between the counters and
+    /// the tool's totals, so they are counted but not described (never "0 prompt tokens
+    /// each").
+    #[test]
+    fn others_that_leave_no_tokens_are_counted_not_described() {
+        let mut account = load();
+        account.completed = Some(30);
+        let run = Run {
+            bench: Some(("bench.json".into(), account)),
+            ..readings(32.0, 1024.0, 1024.0)
+        };
+        let results = check_run(&run);
+        let t15 = get(&results, Tripwire::T15);
+        assert_eq!(t15.status, Status::Fail, "{}", t15.message);
+        assert!(
+            t15.message
+                .ends_with("other traffic shared the server during the run"),
+            "{}",
+            t15.message
+        );
+        let other = of(&run, &results).unwrap();
+        assert_eq!(
+            (other.requests, other.prompt_tokens, other.output_tokens),
+            (2, None, None)
+        );
     }
 
     /// The other traffic with a tool that named no lengths it asked for (and counted no
@@ -379,10 +419,15 @@ mod tests {
         let results = check_run(&run);
         let t20 = get(&results, Tripwire::T20);
         assert_eq!(t20.status, Status::Unknown, "{}", t20.message);
-        assert!(t20.message.contains("6 requests of other traffic (T15)"), "{}", t20.message);
+        assert!(
+            t20.message.contains("6 requests of other traffic (T15)"),
+            "{}",
+            t20.message
+        );
         let t15 = get(&results, Tripwire::T15);
         assert!(
-            t15.message.contains("6 requests besides the load's, 8 output tokens each on average"),
+            t15.message
+                .contains("6 requests besides the load's, 8 output tokens each on average"),
             "{}",
             t15.message
         );

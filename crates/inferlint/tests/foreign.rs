@@ -148,7 +148,10 @@ fn a_second_client_on_the_server_is_named_once_by_t15() {
     let (t20, m20) = verdict(&report, Tripwire::T20);
     assert_eq!(t20, Status::Pass, "{m20}");
     assert!(!m20.contains("chat template"), "{m20}");
-    assert!(m20.contains("they include 6 requests of other traffic (T15)"), "{m20}");
+    assert!(
+        m20.contains("they include 6 requests of other traffic (T15)"),
+        "{m20}"
+    );
     for t in [Tripwire::T1, Tripwire::T10, Tripwire::T16, Tripwire::T18] {
         let (_, m) = verdict(&report, t);
         assert!(m.contains("6 requests of other traffic (T15)"), "{t}: {m}");
