@@ -462,7 +462,8 @@ pub fn capacity(run: &Run, results: &[CheckResult]) -> Option<Capacity> {
     };
     let usable = evidence(Tripwire::T9, "usable_blocks").filter(|u| *u > 0.0);
     let block = block_size(run).map(|(b, _)| b);
-    let lengths = tokens_per_request(run).filter(|(_, total)| *total > 0.0);
+    let lengths = tokens_per_request(run, crate::other_traffic::requests(results).is_some())
+        .filter(|(_, total)| *total > 0.0);
     // An engine that reserves a request's whole output when it admits it starts no more
     // than fit at full length.
     let at_full = run.engine.tuning.admits_at_full_length;
@@ -548,9 +549,11 @@ pub fn capacity(run: &Run, results: &[CheckResult]) -> Option<Capacity> {
 }
 
 /// Prompt tokens and prompt-plus-output tokens per request: from the server's counters,
-/// else from the load tool's result file.
-pub fn tokens_per_request(run: &Run) -> Option<(f64, f64)> {
+/// else (or where they hold another client's requests too, `other_traffic`: T15) from
+/// the load tool's result file.
+pub fn tokens_per_request(run: &Run, other_traffic: bool) -> Option<(f64, f64)> {
     let from_server = match (&run.before, &run.after) {
+        _ if other_traffic => None,
         (Some(before), Some(after)) => counter_summary(run.engine, before, after).and_then(|s| {
             let finished = s.finished.filter(|f| *f > 0.0)?;
             let prompt = s.prompt_tokens? / finished;

@@ -353,6 +353,12 @@ mod tests {
         );
         assert_eq!(account.load.finished.unwrap().value, 32.0);
         assert_eq!(account.other_traffic.unwrap().requests, 6);
+        // The load against the cache is the load's 32 + 32, not the mixture's
+        // (1,984 + 1,072) / 38 = 80.4 tokens a request.
+        assert_eq!(
+            crate::advice::tokens_per_request(&run, true),
+            Some((32.0, 64.0))
+        );
     }
 
     /// The same server without the second client: nothing is told, and T20 compares the
