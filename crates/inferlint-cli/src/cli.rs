@@ -554,6 +554,11 @@ pub struct ReportArgs {
     /// A title for the report
     #[arg(long)]
     pub title: Option<String>,
+    /// Also write the run's timeline as a Chrome trace event file (JSON) to FILE: each
+    /// request's phases, the recording and KV events as counters, the verdicts at their
+    /// times; opens in Perfetto's UI (never over a file the report reads)
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
     /// A run to hold this one to: exit 1 when a figure got worse by more than --max-regression
     #[arg(long, value_name = "RUN")]
     pub baseline: Option<PathBuf>,

@@ -108,6 +108,7 @@ pub fn demo(
         requested: None,
         expect_cache_hits: false,
         title: None,
+        trace: None,
         force: false,
         baseline: None,
         max_regression: None,

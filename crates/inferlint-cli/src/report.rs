@@ -66,6 +66,9 @@ pub(crate) fn report(
         ),
         title: args.title.as_deref(),
     };
+    if let Some(path) = &args.trace {
+        write_trace(path, &inputs, &reads)?;
+    }
     let written = if write_report || destination == Destination::Nowhere {
         report_html::write(&destination, &inputs, &overwrite)
     } else {
@@ -218,4 +221,27 @@ fn baseline_gate(
 
 fn print(text: &str) -> Result<(), CliError> {
     output::print(text).map_err(|e| CliError::cannot_write(format!("cannot write the output: {e}")))
+}
+
+/// `--trace FILE`: the run's timeline as Chrome trace event JSON, never over a file the
+/// report reads.
+fn write_trace(
+    path: &std::path::Path,
+    inputs: &report_html::Inputs,
+    reads: &[(&std::path::Path, &str)],
+) -> Result<(), CliError> {
+    let same = |a: &std::path::Path| match (a.canonicalize(), path.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == path,
+    };
+    if let Some((_, what)) = reads.iter().find(|(p, _)| same(p)) {
+        return Err(CliError::usage(format!(
+            "--trace {} is {what}, which the report reads: name another file",
+            shown(path)
+        )));
+    }
+    let text = report_html::trace(inputs)?;
+    std::fs::write(path, text).map_err(|e| {
+        CliError::cannot_write(format!("cannot write the trace to {}: {e}", shown(path)))
+    })
 }

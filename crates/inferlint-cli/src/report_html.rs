@@ -116,6 +116,16 @@ fn timeline(inputs: &Inputs) -> Result<Option<(Timeline, Option<String>)>, CliEr
 
 /// The whole page.
 pub fn render(inputs: &Inputs) -> Result<String, CliError> {
+    with_report(inputs, inferlint_report::render)
+}
+
+/// The run's timeline as Chrome trace event JSON (`report --trace`), from the same
+/// report the page is made from.
+pub fn trace(inputs: &Inputs) -> Result<String, CliError> {
+    with_report(inputs, inferlint_report::trace::chrome_trace)
+}
+
+fn with_report(inputs: &Inputs, make: fn(&Report) -> String) -> Result<String, CliError> {
     let folded = timeline(inputs)?;
     let generator = format!("inferlint {}", env!("CARGO_PKG_VERSION"));
     // The run's one account, as the library's report makes it: the page's figures.
@@ -131,7 +141,7 @@ pub fn render(inputs: &Inputs) -> Result<String, CliError> {
         made_from: &inputs.made_from,
         generator: &generator,
     };
-    Ok(inferlint_report::render(&report))
+    Ok(make(&report))
 }
 
 /// How a report may be written over what is already there.

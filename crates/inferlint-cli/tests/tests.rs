@@ -57,6 +57,8 @@ mod real_vllm;
 /// --slo: percentiles counting every request, goodput, a sweep's capacity, the goodput
 /// gate.
 mod slo;
+/// report --trace: Chrome trace event JSON, to the format and the run's counts.
+mod trace;
 /// T16, T17, T19 and T21: silent on every real run without their trap, firing on edits
 /// of real recordings that give it.
 mod traps;

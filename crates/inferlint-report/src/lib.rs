@@ -31,6 +31,7 @@ mod svg;
 pub mod sweep;
 pub mod timeline;
 pub mod timeline_pass;
+pub mod trace;
 mod words;
 
 use maud::{html, Markup, PreEscaped, DOCTYPE};
