@@ -2,6 +2,8 @@
 //! `cargo xtask regen-fixtures` the simulated run folders in fixtures/sim (the first is
 //! the run `inferlint demo` writes) and the sweep in fixtures/sweep, `cargo xtask man` the
 //! man pages in docs/man,
+//! `cargo xtask public-api` the library facade's API listing in docs/public-api.txt (and
+//! `--check`, in CI, that it is current and names no inner crate's unexported type),
 //! `cargo xtask variants` the format variants of the recordings in fixtures/variants, and
 //! `cargo xtask bigseries OUT` builds the day-long series the benchmark reads.
 //!
@@ -10,6 +12,7 @@
 
 mod bigseries;
 mod man;
+mod public_api;
 mod regen;
 mod tidy;
 mod variants;
@@ -24,6 +27,9 @@ fn main() -> Result<()> {
         Some("docs") => write(&root().join("docs/tripwires.md"), &docs()),
         Some("regen-fixtures") => regen::run(&root(), args.get(1).is_some_and(|a| a == "--check")),
         Some("man") => man::run(&root(), args.get(1).is_some_and(|a| a == "--check")),
+        Some("public-api") => {
+            public_api::run(&root(), args.get(1).is_some_and(|a| a == "--check"))
+        }
         Some("variants") => variants::run(&root(), args.get(1).is_some_and(|a| a == "--check")),
         Some("bigseries") => {
             let force = args.iter().any(|a| a == "--force");
@@ -41,7 +47,7 @@ fn main() -> Result<()> {
                 .unwrap_or(345_600);
             bigseries::build(&source, Path::new(out), samples, force)
         }
-        _ => bail!("usage: cargo xtask docs | regen-fixtures [--check] | man [--check] | variants [--check] | bigseries OUT [SOURCE] [SAMPLES] [--force]"),
+        _ => bail!("usage: cargo xtask docs | regen-fixtures [--check] | man [--check] | public-api [--check] | variants [--check] | bigseries OUT [SOURCE] [SAMPLES] [--force]"),
     }
 }
 

@@ -181,7 +181,10 @@
 //! `live::RecordOptions`, `gpu::ClearRule`, [`ClientSummary`], [`RequestRecord`],
 //! [`GpuReading`], [`CheckResult`], [`Insight`], [`FleetGrid`]): match with a wildcard
 //! arm, make them with their constructors and setters. No signature of this crate's own
-//! items names a type of the workspace's other crates that it does not export; of the
+//! items names a type of the workspace's other crates that it does not export (CI holds
+//! it: `cargo xtask public-api --check` lists every public item, every feature on, in
+//! the repository's `docs/public-api.txt`, and fails on such a type or a stale list;
+//! items hidden from these docs are outside it); of the
 //! re-exported core types, the methods that do are outside the stable API, as their
 //! types are (`Engine::descriptor`, `Engine`'s `FromStr` error: use [`Engine::parse`];
 //! `FleetGrid::of`, `FleetGrid::balance`). Stable too: the JSON a [`Report`] serialises
