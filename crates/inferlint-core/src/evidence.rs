@@ -282,7 +282,7 @@ pub static KEYS: &[Key] = &[
     key("mean_accepted_length", &[T::T27], "1 + accepted tokens over drafts: tokens each verified draft yields, the target model's own token included"),
     key("acceptance_by_position", &[T::T27], "accepted tokens at each draft position over drafts, first position first; empty where the engine does not count by position"),
     key("dataset", &[T::T27], "the dataset the load tool says it sent (`random`, `custom`, ...)"),
-    key("output_tokens_per_request", &[T::T27], "output tokens per request: asked for, else the mean of the completed requests"),
+    key("output_tokens_per_request", &[T::T27], "output tokens per request: the mean of the completed requests, else what was asked"),
     key("bursty", &[T::T27], "true when one in twenty of the load tool's inter-token gaps was under 0.1 ms"),
     key("near_zero_gaps", &[T::T27], "inter-token gaps the load tool recorded under 0.1 ms"),
     key("itl_gaps", &[T::T27], "inter-token gaps the load tool recorded"),

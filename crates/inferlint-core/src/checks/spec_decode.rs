@@ -162,7 +162,7 @@ pub fn configured(
 struct Content {
     dataset: Option<String>,
     ignore_eos: Option<bool>,
-    /// Output tokens per request: asked for, else the mean of the completed ones.
+    /// Output tokens per request: the mean of the completed ones, else asked for.
     output_tokens: Option<f64>,
     /// Tokens per chunk and the share of tokens that shared a chunk.
     tokens: u64,
@@ -180,12 +180,11 @@ fn content(load: &ClientAccount) -> Content {
         _ if requested_eos => Some(true),
         other => other,
     };
-    let output_tokens = load.advertised.output_tokens.or_else(|| {
-        match (load.total_output_tokens, load.completed) {
-            (Some(t), Some(c)) if c > 0 => Some(t as f64 / c as f64),
-            _ => None,
-        }
-    });
+    // What the answers were: the mean of the completed ones, else what was asked.
+    let output_tokens = match (load.total_output_tokens, load.completed) {
+        (Some(t), Some(c)) if c > 0 => Some(t as f64 / c as f64),
+        _ => load.advertised.output_tokens,
+    };
     let (mut tokens, mut chunks) = (0, 0);
     for r in load.requests.iter().filter(|r| r.completed()) {
         if let (Some(out), Some(n)) = (r.output_tokens.get(), r.chunks()) {
@@ -611,6 +610,12 @@ mod tests {
         assert!(r
             .message
             .contains("answers of 2 tokens are shorter than a draft of 3"));
+        // 32 asked, but the 10 answers stopped at 20 tokens in all: what they were counts.
+        let mut stopped = load("custom", false, 32.0);
+        (stopped.completed, stopped.total_output_tokens) = (Some(10), Some(20));
+        let r = judge(Some(&before), Some(&after), Some(&on), Some(&stopped)).unwrap();
+        assert_eq!(r.status, Status::Warn, "{}", r.message);
+        assert_eq!(r.evidence_f64("output_tokens_per_request"), Some(2.0));
         let mut bursty = load("custom", false, 32.0);
         bursty.inter_token_ms = [5.0, 0.01, 0.01].repeat(10);
         let r = judge(Some(&before), Some(&after), Some(&on), Some(&bursty)).unwrap();
