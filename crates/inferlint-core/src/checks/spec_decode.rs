@@ -37,9 +37,9 @@ pub const BURST_SHARE: f64 = 0.05;
 /// The datasets whose prompts are not text anyone writes, by the name the load tools
 /// give them: random token ids (`vllm bench serve` `random`, `random-mm`,
 /// `random-rerank`, `prefix_repetition`; SGLang's `bench_serving` `random`, `random-ids`,
-/// `generated-shared-prefix`; GuideLLM's `synthetic_text`), or a trace's lengths filled
-/// with random or hashed ids (`burstgpt`, `timed_trace`). A drafter meets none of them
-/// in a deployment.
+/// `generated-shared-prefix`; GuideLLM's `synthetic_text`; AIPerf's `synthetic`), or a
+/// trace's lengths filled with random or hashed ids (`burstgpt`, `timed_trace`). A
+/// drafter meets none of them in a deployment.
 pub const SYNTHETIC_DATASETS: &[&str] = &[
     "random",
     "random-mm",
@@ -48,6 +48,7 @@ pub const SYNTHETIC_DATASETS: &[&str] = &[
     "prefix_repetition",
     "generated-shared-prefix",
     "synthetic_text",
+    "synthetic",
     "burstgpt",
     "timed_trace",
 ];
