@@ -720,7 +720,9 @@ fn the_kv_stream_of_a_cache_too_small_shows_its_evictions() {
 ///   the 4 a whole draft gives. T27 warns, naming the random prompts and ignore_eos.
 /// - spec-repetitive: a custom dataset, greedy, without ignore_eos, 32 tokens asked (more
 ///   than a draft of 3): 300 drafts, 742 draft tokens, 542 accepted: 73%, 1 + 542 / 300 =
-///   2.8 of 4, by position 248, 177 and 117 of 300 (83%, 59%, 39%). T27 passes.
+///   2.8 of 4, by position 248, 177 and 117 of 300 (83%, 59%, 39%). T27 passes. Its
+///   bench.json holds 460 gaps over 32 answers (`itls`), so 492 chunks carried the 1,024
+///   tokens: 2.1 a chunk, which the message says.
 /// - healthy-vllm-bench: no speculative config, no draft counter: T27 does not apply.
 #[test]
 fn speculative_decoding_measured_on_random_prompts_warns_t27() {
@@ -747,7 +749,7 @@ fn speculative_decoding_measured_on_random_prompts_warns_t27() {
     );
     assert_eq!(
         message(&results, "T27"),
-        "acceptance 73% (542 of 742 draft tokens), mean accepted length 2.8 of 4 (by position 83%, 59%, 39%), measured on the custom dataset without ignore_eos"
+        "acceptance 73% (542 of 742 draft tokens), mean accepted length 2.8 of 4 (by position 83%, 59%, 39%), measured on the custom dataset without ignore_eos (its answers arrived 2.1 tokens a chunk on average, so the load tool's inter-token gaps are between chunks)"
     );
     assert_eq!(evidence_f64(&results, "T27", "drafts"), 300.0);
     let (results, _) = report("healthy-vllm-bench");

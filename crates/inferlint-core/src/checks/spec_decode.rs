@@ -445,11 +445,19 @@ pub fn speculative_decoding(inputs: &SpecInputs) -> Option<CheckResult> {
         }
         r
     };
-    let said = match (c.dataset.is_some(), on_what.is_empty()) {
+    let mut said = match (c.dataset.is_some(), on_what.is_empty()) {
         (_, true) => measured.clone(),
         (true, false) => format!("{measured}, measured on {}", on_what.join(" ")),
         (false, false) => format!("{measured}, measured {}", on_what.join(" ")),
     };
+    // Accepted drafts streamed as one chunk: the tool's gaps are between chunks. Said, not
+    // judged: it is what speculation does, and T25 judges a tool's chunks against tokens.
+    if shared >= BURST_SHARE && c.chunks > 0 {
+        said.push_str(&format!(
+            " (its answers arrived {} tokens a chunk on average, so the load tool's inter-token gaps are between chunks)",
+            one_decimal(c.tokens as f64 / c.chunks as f64)
+        ));
+    }
     if !problems.is_empty() {
         return Some(evidence(t27(
             Status::Warn,
@@ -686,6 +694,36 @@ mod tests {
             Some(&custom),
         );
         assert_eq!(r.map(|r| r.status), Some(Status::Unknown));
+    }
+
+    /// 10 answers of 32 tokens streamed in 16 chunks each (accepted drafts sent together):
+    /// 2.0 tokens a chunk, said beside the pass.
+    #[test]
+    fn drafts_streamed_together_are_said() {
+        let (before, after) = (vllm(0.0, 0.0, 0.0, &[]), vllm(100.0, 300.0, 150.0, &[]));
+        let mut chunked = load("custom", false, 32.0);
+        chunked.requests = (0..10)
+            .map(|_| crate::client::ClientRequest {
+                outcome: Some(crate::client::RequestOutcome::Completed),
+                output_tokens: 32.into(),
+                chunk_count: std::num::NonZeroU32::new(16),
+                ..Default::default()
+            })
+            .collect();
+        let r = judge(
+            Some(&before),
+            Some(&after),
+            Some(&boot(true)),
+            Some(&chunked),
+        )
+        .unwrap();
+        assert_eq!(r.status, Status::Pass, "{}", r.message);
+        assert!(
+            r.message
+                .ends_with("(its answers arrived 2.0 tokens a chunk on average, so the load tool's inter-token gaps are between chunks)"),
+            "{}",
+            r.message
+        );
     }
 
     /// Measured, but on what the load's file does not say: no pass.
