@@ -392,6 +392,9 @@ pub fn speculative_decoding(inputs: &SpecInputs) -> Option<CheckResult> {
         Some(false) => on_what.push("without ignore_eos".into()),
         None => {}
     }
+    // A draft proposes up to k tokens after the last one accepted; an answer shorter than
+    // k ends inside its first draft, so the positions past its length are never verified
+    // and the per-position figures there count nothing the deployment's answers will.
     if let (Some(out), Some(k)) = (c.output_tokens, draft_length) {
         if out < k as f64 {
             problems.push(format!(
