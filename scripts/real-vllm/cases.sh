@@ -21,6 +21,10 @@
 #                       the recording (healthy; an open loop its concurrency cap holds
 #                       back; --stream-interval 4; prefix caching off; a KV cache too
 #                       small)
+#   spec-random         n-gram speculation (3 tokens a draft) measured on vllm bench
+#                       serve's random prompts, which it sends with ignore_eos
+#   spec-repetitive     the same server measured on a custom dataset of prompts that
+#                       repeat one short phrase, without ignore_eos, greedy
 #
 # Usage: scripts/real-vllm/cases.sh [CASE...]   (default: all; about 2 minutes a case)
 # Environment: see common.sh; LOADTOOLS_VENVS as scripts/loadtools/common.sh (GuideLLM,
@@ -190,6 +194,25 @@ XRAY_FLAGS=""
 XRAY_FLAGS="--otlp" BESIDE="python3 $ROOT/scripts/real-vllm/other-client.py" run_case other-traffic 8 "" \
   "someone else's traffic: 96 random prompts of 32 tokens, 32 output tokens each (ignore_eos), 8 at once, and beside them a second client's 6 requests of 160 prompt and 8 output tokens, sent at once while the load runs" \
   "$BENCH --random-input-len 32 --random-output-len 32 --ignore-eos --num-prompts 96 --max-concurrency 8"
+
+# Speculative decoding by n-gram lookup in the request's own tokens (no draft model):
+# 3 tokens a draft, matched on the last 1 to 4 tokens.
+SPEC_ARGS="--speculative-config '{\"method\":\"ngram\",\"num_speculative_tokens\":3,\"prompt_lookup_min\":1,\"prompt_lookup_max\":4}'"
+run_case spec-random 8 "$SPEC_ARGS" \
+  "speculative decoding measured on content it was never meant for: n-gram speculation (3 tokens a draft) under vllm bench serve's random prompts, 32 of 32 tokens, 32 output tokens each, 8 at once; the random dataset sends ignore_eos" \
+  "$BENCH --random-input-len 32 --random-output-len 32 --num-prompts 32 --max-concurrency 8"
+
+# 32 prompts, each one short phrase of its own said over and over: text the n-gram
+# proposer can find its next tokens in, sent through the custom dataset (no ignore_eos).
+python3 -c "
+import json
+for i in range(32):
+    phrase = ' '.join(f'w{(i * 7 + k) % 500}' for k in range(4))
+    print(json.dumps({'prompt': ' '.join([phrase] * 12)}))
+" > "$WORK/prompts-repetitive.jsonl"
+run_case spec-repetitive 8 "$SPEC_ARGS" \
+  "speculative decoding measured on content it suits: the spec-random server under 32 prompts that each repeat a phrase of 4 words 12 times, 32 output tokens asked without ignore_eos (vllm bench serve's custom dataset), greedy (--temperature 0: the tiny random model then falls into loops of its own words, which the n-gram proposer finds), 8 at once" \
+  "$VLLM bench serve --backend openai --base-url \$URL --model $MODEL_NAME --tokenizer $MODEL_DIR --dataset-name custom --dataset-path $WORK/prompts-repetitive.jsonl --custom-output-len 32 --temperature 0 --skip-chat-template --num-prompts 32 --max-concurrency 8 --seed 0 --disable-tqdm --save-result --save-detailed --result-dir \$OUT --result-filename bench.json"
 
 if [[ "$WANTED" == "  " || "$WANTED" == *" healthy-guidellm "* ]]; then
   tool_venv guidellm "guidellm==0.8.1"

@@ -30,6 +30,8 @@ def counters(path):
         out[name] += value
         if name == "vllm:request_success_total":
             out[f"{name}[{labels.get('finished_reason')}]"] += value
+        if name == "vllm:spec_decode_num_accepted_tokens_per_pos_total":
+            out[f"{name}[{labels.get('position')}]"] += value
     return out
 
 
@@ -48,6 +50,14 @@ def main(folder):
         "vllm:prefix_cache_queries_total",
         "vllm:prefix_cache_hits_total",
         "vllm:admission_rejections_total",
+        # Speculative decoding's counters (only on a server started with a speculative
+        # config).
+        "vllm:spec_decode_num_drafts_total",
+        "vllm:spec_decode_num_draft_tokens_total",
+        "vllm:spec_decode_num_accepted_tokens_total",
+        "vllm:spec_decode_num_accepted_tokens_per_pos_total[0]",
+        "vllm:spec_decode_num_accepted_tokens_per_pos_total[1]",
+        "vllm:spec_decode_num_accepted_tokens_per_pos_total[2]",
     ]:
         if name in after or name in before:
             print(f"- `{name}`: {after.get(name, 0) - before.get(name, 0):g}")

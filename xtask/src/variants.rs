@@ -73,6 +73,22 @@ fn without_traces(mut verdicts: Verdicts) -> Verdicts {
             .unwrap_or(verdicts.len());
         verdicts.insert(at, (added, "not_checked"));
     }
+    // T27: no recorded server was started with speculative decoding, as each boot log
+    // shows (T12 is judged wherever there is one): it does not apply, a verdict listed
+    // after the others. The one variant without a boot log is SGLang's, which serves no
+    // counter of drafts: T27 is not checked there, last of all.
+    if verdicts
+        .iter()
+        .any(|(t, s)| *t == "T12" && *s != "not_checked")
+    {
+        let at = verdicts
+            .iter()
+            .rposition(|(_, s)| *s != "not_checked")
+            .map_or(0, |i| i + 1);
+        verdicts.insert(at, ("T27", "not_applicable"));
+    } else {
+        verdicts.push(("T27", "not_checked"));
+    }
     verdicts
 }
 

@@ -711,3 +711,52 @@ fn the_kv_stream_of_a_cache_too_small_shows_its_evictions() {
     assert!(evidence_f64(&results, "T26", "stored_blocks") >= 16.0);
     assert_eq!(evidence_f64(&results, "T26", "missed"), 0.0);
 }
+
+/// N-gram speculation (3 tokens a draft, `--speculative-config`) on the real engine
+/// (spec-random and spec-repetitive, MADE.md):
+/// - spec-random: vllm bench serve's random prompts, which it sends with ignore_eos
+///   although its printed settings say `ignore_eos=False`; the server counted 35 drafts,
+///   104 draft tokens, none accepted: 0%, a mean accepted length of 1 + 0 / 35 = 1.0 of
+///   the 4 a whole draft gives. T27 warns, naming the random prompts and ignore_eos.
+/// - spec-repetitive: a custom dataset, greedy, without ignore_eos, 32 tokens asked (more
+///   than a draft of 3): 300 drafts, 742 draft tokens, 542 accepted: 73%, 1 + 542 / 300 =
+///   2.8 of 4, by position 248, 177 and 117 of 300 (83%, 59%, 39%). T27 passes. Its
+///   bench.json holds 460 gaps over 32 answers (`itls`), so 492 chunks carried the 1,024
+///   tokens: 2.1 a chunk, which the message says.
+/// - healthy-vllm-bench: no speculative config, no draft counter: T27 does not apply.
+#[test]
+fn speculative_decoding_measured_on_random_prompts_warns_t27() {
+    let (results, _) = report("spec-random");
+    assert_eq!(
+        status(&results, "T27"),
+        "warn",
+        "{}",
+        message(&results, "T27")
+    );
+    let t27 = message(&results, "T27");
+    assert!(
+        t27.starts_with(
+            "acceptance 0% (0 of 104 draft tokens), mean accepted length 1.0 of 4 (by position 0%, 0%, 0%), measured on random prompts with ignore_eos: "
+        ),
+        "{t27}"
+    );
+    let (results, _) = report("spec-repetitive");
+    assert_eq!(
+        status(&results, "T27"),
+        "pass",
+        "{}",
+        message(&results, "T27")
+    );
+    assert_eq!(
+        message(&results, "T27"),
+        "acceptance 73% (542 of 742 draft tokens), mean accepted length 2.8 of 4 (by position 83%, 59%, 39%), measured on the custom dataset without ignore_eos (its answers arrived 2.1 tokens a chunk on average, so the load tool's inter-token gaps are between chunks)"
+    );
+    assert_eq!(evidence_f64(&results, "T27", "drafts"), 300.0);
+    let (results, _) = report("healthy-vllm-bench");
+    assert_eq!(
+        status(&results, "T27"),
+        "not_applicable",
+        "{}",
+        message(&results, "T27")
+    );
+}

@@ -664,6 +664,7 @@ pub fn advice_for(
         (Tripwire::T23, _) => crate::checks::client_wait::advice(result),
         (Tripwire::T24 | Tripwire::T25, _) => crate::checks::server_view::advice(result),
         (Tripwire::T26, _) => crate::checks::kv_stream::advice(result, engine),
+        (Tripwire::T27, _) => crate::checks::spec_decode::advice(result, engine),
         (Tripwire::T16, Status::Warn) => engine
             .prefix_cache
             .map(|p| {

@@ -91,6 +91,8 @@ impl Tripwire {
     pub const T25: Tripwire = Tripwire::declare(25);
     /// T26: KV events lost or never sent.
     pub const T26: Tripwire = Tripwire::declare(26);
+    /// T27: Speculative decoding measured on the wrong content.
+    pub const T27: Tripwire = Tripwire::declare(27);
 
     /// Builds an id from its number; `None` when the catalogue has no such tripwire.
     pub fn new(number: u8) -> Option<Tripwire> {
@@ -1738,6 +1740,64 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
     },
+    TripwireInfo {
+        tripwire: Tripwire::T27,
+        slug: "spec-decode-content",
+        name: "Speculative decoding measured on the wrong content",
+        what: "Speculative decoding (a draft model, EAGLE or MTP heads, n-gram lookup) \
+               proposes several tokens a step and keeps those the target model agrees \
+               with; how many it keeps depends on the text. Random prompts, a trace \
+               replay's synthetic prompts and answers forced past their end (`ignore_eos`) \
+               are text no drafter serves: acceptance collapses on them, or rises on \
+               degenerate repetition, and draft lengths longer than the answers are never \
+               reached. T27 takes the acceptance rate (accepted / draft tokens) and the mean \
+               accepted length (1 + accepted / drafts), by position where the engine \
+               counts it, from the draft counters' deltas over the run, and warns when they \
+               were measured on a random or synthetic dataset, with `ignore_eos`, with \
+               answers shorter than a draft, or when one in twenty of the load tool's \
+               inter-token gaps is under 0.1 ms (accepted drafts arriving as bursts, which \
+               its ITL percentiles then describe).",
+        why: "The speed-up of speculative decoding is its acceptance, and acceptance is a \
+              property of the content: a candidate approved on synthetic text can be \
+              rejected by the real one (11% accepted on prose against 98% on verbatim text \
+              moved one run from 89 to 876 tokens per second). Throughput and latency \
+              measured so say nothing of the deployment.",
+        engine_notes: &[
+            (
+                Engine::Sglang,
+                "SGLang's acceptance figures are gauges over its last logging window, not \
+                 counters over a run: T27 cannot take a run's acceptance from them.",
+            ),
+            (
+                Engine::Trtllm,
+                "TensorRT-LLM 1.3 serves no Prometheus counter of drafts that could be \
+                 established: T27 cannot take a run's acceptance.",
+            ),
+        ],
+        command: "inferlint report run/",
+        verdicts: &[
+            (
+                Status::Warn,
+                "acceptance was measured on random or synthetic prompts, with ignore_eos, \
+                 with answers shorter than a draft, or the tool's inter-token gaps are \
+                 bursts.",
+            ),
+            (
+                Status::Unknown,
+                "speculation is on but its counters are missing from a reading, did not \
+                 move, or the load tool's file does not say what it sent.",
+            ),
+            (
+                Status::NotApplicable,
+                "the server did no speculative decoding.",
+            ),
+            (
+                Status::Pass,
+                "acceptance was measured on a named dataset of real text, without \
+                 ignore_eos, with answers longer than a draft.",
+            ),
+        ],
+    },
 ];
 
 #[cfg(test)]
@@ -1827,6 +1887,7 @@ mod tests {
             Tripwire::T24,
             Tripwire::T25,
             Tripwire::T26,
+            Tripwire::T27,
         ] {
             assert_eq!(get(tripwire).tripwire, tripwire);
         }

@@ -579,6 +579,9 @@ pub struct Advertised {
     pub range_ratio: Option<f64>,
     /// Whether requests asked the server to ignore the end-of-sequence token.
     pub ignore_eos: Option<bool>,
+    /// The dataset the prompts came from, as the tool names it (`vllm bench serve
+    /// --dataset-name random`, `custom`, `sharegpt`); `None` where the file does not say.
+    pub dataset: Option<String>,
 }
 
 /// What the timed span leaves out.

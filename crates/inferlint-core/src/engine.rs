@@ -244,6 +244,42 @@ pub struct EngineDescriptor {
     /// The endpoint that hands out the engine's KV-cache events as JSON and forgets
     /// them, where it serves them that way instead of publishing a stream.
     pub kv_events_drain: Option<Drain>,
+    /// How the engine is told to speculate and how it counts its drafts (T27).
+    pub speculation: Speculation,
+}
+
+/// How an engine is told to speculate, and the counters of its drafts (T27), as data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Speculation {
+    /// The setting that turns speculative decoding on, as the boot log's settings name
+    /// it (a value other than `None` means on).
+    pub setting: &'static str,
+    /// How a user turns it on, in the engine's own words.
+    pub turn_on: &'static str,
+    /// The key, inside that setting's value, of the draft length (tokens proposed per
+    /// draft); `None` where the setting's value is not read for it.
+    pub draft_length_key: Option<&'static str>,
+    /// The counters of drafts over a run; `None` where the engine serves none (said why
+    /// beside its table).
+    pub counters: Option<SpecDecodeCounters>,
+}
+
+/// The counters of an engine's drafts (T27): their deltas over a run give the acceptance
+/// rate (accepted / draft tokens) and the mean accepted length (1 + accepted / drafts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpecDecodeCounters {
+    /// Counter: drafts proposed (one per request per step that drafted).
+    pub drafts: &'static str,
+    /// Counter: tokens proposed over all drafts.
+    pub draft_tokens: &'static str,
+    /// Counter: proposed tokens the target model accepted.
+    pub accepted_tokens: &'static str,
+    /// Counter of accepted tokens by their position in the draft, and its label (0 for
+    /// the first drafted token); `None` where not served.
+    pub accepted_per_position: Option<(&'static str, &'static str)>,
+    /// The engine registers these counters only when speculation is on: a scrape without
+    /// them is a server that was not speculating.
+    pub only_when_on: bool,
 }
 
 /// The flags that point an engine's spans and KV events at a recorder.
@@ -926,6 +962,29 @@ pub static VLLM: EngineDescriptor = EngineDescriptor {
     // Its account of each request is its `llm_request` span (above).
     request_records: None,
     kv_events_drain: None,
+    // `vllm/v1/spec_decode/metrics.py` (0.32), `SpecDecodingProm`: the three counters and
+    // the per-position one (label `position`, 0 to num_speculative_tokens - 1), each
+    // created only when `speculative_config` is set; `SpecDecodingStats.observe_draft`
+    // counts one draft per request per step that proposed tokens. The boot log's
+    // non-default args print `'speculative_config': {'method': 'ngram',
+    // 'num_speculative_tokens': 3, ...}` (as given to `--speculative-config`); the engine
+    // config line `speculative_config=SpeculativeConfig(method='ngram', model=None,
+    // num_spec_tokens=3)`, or `speculative_config=None`.
+    speculation: Speculation {
+        setting: "speculative_config",
+        turn_on: "--speculative-config '{\"method\": ..., \"num_speculative_tokens\": N}'",
+        draft_length_key: Some("num_speculative_tokens"),
+        counters: Some(SpecDecodeCounters {
+            drafts: "vllm:spec_decode_num_drafts_total",
+            draft_tokens: "vllm:spec_decode_num_draft_tokens_total",
+            accepted_tokens: "vllm:spec_decode_num_accepted_tokens_total",
+            accepted_per_position: Some((
+                "vllm:spec_decode_num_accepted_tokens_per_pos_total",
+                "position",
+            )),
+            only_when_on: true,
+        }),
+    },
 };
 
 /// vLLM's `llm_request` span (`--otlp-traces-endpoint`), made by `do_tracing` in
@@ -1104,6 +1163,19 @@ pub static SGLANG: EngineDescriptor = EngineDescriptor {
     }),
     request_records: Some(SGLANG_REQUEST_RECORD),
     kv_events_drain: None,
+    // `--speculative-algorithm` (EAGLE, EAGLE3, MTP, STANDALONE, NGRAM), printed in
+    // `server_args`. Its Prometheus acceptance figures (`sglang:spec_accept_length`,
+    // `sglang:spec_accept_rate`, `metrics/collector.py`) are gauges over the scheduler's
+    // last logging window, not counters over the run: no delta between two readings
+    // gives the run's acceptance, so none is read. Its draft length
+    // (`speculative_num_draft_tokens`) counts a tree's nodes with top-k above 1, so it
+    // is not read as one draft's length either.
+    speculation: Speculation {
+        setting: "speculative_algorithm",
+        turn_on: "--speculative-algorithm",
+        draft_length_key: None,
+        counters: None,
+    },
 };
 
 /// SGLang's per-request metrics files (`--export-metrics-to-file`):
@@ -1314,6 +1386,17 @@ pub static TRTLLM: EngineDescriptor = EngineDescriptor {
         post: true,
         needs: "put 'kv_cache_config: {event_buffer_max_size: N}' (N above 0: the most events it holds between two reads) in the YAML file given to trtllm-serve --config; blocks are stored for reuse, and their events sent, only with kv_cache_config.enable_block_reuse (on by default)",
     }),
+    // `speculative_config` in the LLM API options (the YAML given to `trtllm-serve
+    // --config`), printed in its `LLM Args:` line as a call (`Eagle(max_draft_len=3,
+    // ...)`). No Prometheus counter of drafts or accepted tokens of 1.3 could be
+    // established from its documented metrics (its iteration stats carry them, not its
+    // `/prometheus/metrics`), so none is read.
+    speculation: Speculation {
+        setting: "speculative_config",
+        turn_on: "speculative_config in the YAML given to trtllm-serve --config",
+        draft_length_key: None,
+        counters: None,
+    },
 };
 
 /// TensorRT-LLM's `/perf_metrics` (`OpenAIServer.get_perf_metrics`,

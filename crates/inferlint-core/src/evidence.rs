@@ -138,7 +138,7 @@ pub static KEYS: &[Key] = &[
     key("asked_output_per_request", &[T::T20], "output tokens per request the load asked for"),
     key("advertised_prefix_tokens", &[T::T20], "the shared prefix the load tool put before each prompt, counted in the prompt asked for"),
     key("advertised_range_ratio", &[T::T20], "the range ratio the load tool was given (lengths drawn around the asked ones)"),
-    key("ignore_eos", &[T::T20], "whether the load asked for the whole output length"),
+    key("ignore_eos", &[T::T20, T::T27], "whether the load asked for the whole output length"),
     key("requests_differing", &[T::T20], "requests whose own lengths differ from the asked ones"),
     key("worst_side", &[T::T20], "the side (prompt or output) furthest from the asked length"),
     key("worst_against", &[T::T20], "what it was compared against"),
@@ -275,6 +275,24 @@ pub static KEYS: &[Key] = &[
     key("last_seq", &[T::T26], "the last sequence number received"),
     key("restarts", &[T::T26], "times the engine's KV event publisher started again while the subscriber ran (its sequence went back); T26 then says Can't tell"),
     key("drained", &[T::T26], "the events were drained from an endpoint that forgets what it returns (TensorRT-LLM's /kv_cache_events), numbered per event"),
+    // T27: speculative decoding's draft counters and what the load sent.
+    key("speculative_setting", &[T::T27], "the boot log's setting that turned speculative decoding on"),
+    key("drafts_counter", &[T::T27], "the engine's counter of drafts, named where it is missing or the readings cannot be compared"),
+    key("drafts", &[T::T27], "drafts proposed over the run (the counter's delta)"),
+    key("draft_tokens", &[T::T27], "tokens proposed over all drafts over the run"),
+    key("accepted_tokens", &[T::T27], "proposed tokens the target model accepted over the run"),
+    key("draft_length", &[T::T27], "tokens proposed per draft: the boot log's setting, else the positions the engine counts"),
+    key("acceptance_rate", &[T::T27], "accepted tokens over draft tokens, 0 to 1"),
+    key("mean_accepted_length", &[T::T27], "1 + accepted tokens over drafts: tokens each verified draft yields, the target model's own token included"),
+    key("acceptance_by_position", &[T::T27], "accepted tokens at each draft position over drafts, first position first; empty where the engine does not count by position"),
+    key("dataset", &[T::T27], "the dataset the load tool says it sent (`random`, `custom`, ...)"),
+    key("output_tokens_per_request", &[T::T27], "output tokens per request: the mean of the completed requests, else what was asked"),
+    key("bursty", &[T::T27], "true when one in twenty of the load tool's inter-token gaps was under 0.1 ms"),
+    key("near_zero_gaps", &[T::T27], "inter-token gaps the load tool recorded under 0.1 ms"),
+    key("itl_gaps", &[T::T27], "inter-token gaps the load tool recorded"),
+    key("burst_share", &[T::T27], "the share of near-zero gaps from which T27 warns"),
+    key("load_tokens_per_chunk", &[T::T27], "output tokens over streamed chunks, both as the load tool counted them"),
+    key("shared_chunk_share", &[T::T27], "the share of the load tool's output tokens that arrived in a chunk with others"),
 ];
 
 /// The entry for one key, if a check writes it.

@@ -392,6 +392,21 @@ pub fn what_limited_by(
             format!("{}.", capitalised(&r.message)),
         )
     }));
+    insights.extend(
+        results
+            .iter()
+            .find(|r| r.tripwire == Tripwire::T27 && r.status == Status::Warn)
+            .map(|r| {
+                Insight::limit(
+                    "speculation",
+                    "Speculative decoding was measured on content it was not meant for",
+                    format!(
+                        "{}. The run's throughput and latency hold for this acceptance only.",
+                        capitalised(&r.message)
+                    ),
+                )
+            }),
+    );
     insights.extend(failed(Tripwire::T21).map(|r| {
         Insight::limit(
             "gpu",

@@ -893,3 +893,16 @@ fn list_entries_that_hold_no_request_are_counted_not_kept() {
         );
     }
 }
+
+/// The dataset each tool says it sent, as its file names it: GuideLLM's
+/// `config.spec.data[].kind`, AIPerf's `input_config.datasets[].type`.
+#[test]
+fn each_tools_file_says_which_dataset_it_sent() {
+    for (folder, dataset) in [
+        ("guidellm/concurrent-8", "synthetic_text"),
+        ("aiperf/some-errored", "synthetic"),
+    ] {
+        let (_, a) = read_folder(folder);
+        assert_eq!(a.advertised.dataset.as_deref(), Some(dataset), "{folder}");
+    }
+}

@@ -329,3 +329,14 @@ pub fn kv_events(run: &Run, _: RunOptions) -> Option<CheckResult> {
         drain_needs: run.engine.kv_events_drain.map(|d| d.needs),
     }))
 }
+
+/// T27: speculative decoding's acceptance over the run, and what it was measured on.
+pub fn speculative_decoding(run: &Run, _: RunOptions) -> Option<CheckResult> {
+    crate::checks::spec_decode::speculative_decoding(&crate::checks::spec_decode::SpecInputs {
+        engine: run.engine,
+        before: run.before.as_ref(),
+        after: run.after.as_ref(),
+        boot: run.last_boot(),
+        load: run.bench.as_ref().map(|(_, account)| account),
+    })
+}

@@ -17,6 +17,7 @@
 //!   server had room.
 //! - [`cold_start`]: T19, compile lines inside the run, a slow first wave, no warm-up.
 //! - [`contention`]: T21, other processes and held-back clocks on the server's GPUs.
+//! - [`spec_decode`]: T27, speculative decoding's acceptance and what it was measured on.
 
 pub mod boot;
 pub mod client_wait;
@@ -37,3 +38,4 @@ pub mod series;
 pub mod server_view;
 pub mod shortfall;
 pub mod snapshots;
+pub mod spec_decode;

@@ -570,6 +570,8 @@ pub const DECLARATIONS: &[Declaration] = &[
         &[step(&[KvEvents])],
         judge::kv_events,
     ),
+    Declaration::run(Tripwire::T27, Part::LoadAccount, &[], judge::speculative_decoding)
+        .any(&[&[Before, After], &[BootLog]], None),
     Declaration::new(
         Tripwire::T7,
         Phase::Serving,

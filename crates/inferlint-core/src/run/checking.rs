@@ -107,8 +107,8 @@ pub struct Absent {
 
 /// Every tripwire the catalogue has that got no verdict on the run, grouped by why, in the
 /// order of each group's first tripwire: what core said it needs when it listed it as not
-/// checked, else that it does not apply to the engine, else what the catalogue says a
-/// verdict needs (T2 and T3 run at clean-up, T7 needs a live server).
+/// checked, else that it does not apply to the engine, else why it does not apply to the
+/// run where its result says so, else what the catalogue says a verdict needs (T2 and T3 run at clean-up, T7 needs a live server).
 pub fn without_verdict(results: &[CheckResult], engine: &EngineDescriptor) -> Vec<Absent> {
     let mut groups: Vec<Absent> = Vec::new();
     for tripwire in Tripwire::all() {
@@ -123,7 +123,20 @@ pub fn without_verdict(results: &[CheckResult], engine: &EngineDescriptor) -> Ve
             .find(|r| r.tripwire == tripwire && r.status == Status::NotChecked);
         let (one, many) = match listed {
             Some(r) => (r.message.clone(), r.message.replacen("needs ", "need ", 1)),
-            None => registry::absent_reason(tripwire, engine),
+            None => {
+                let (one, many) = registry::absent_reason(tripwire, engine);
+                // A check that judged this run not its own says why, not what it needs.
+                match results
+                    .iter()
+                    .find(|r| r.tripwire == tripwire && r.status == Status::NotApplicable)
+                {
+                    Some(r) if !one.starts_with("does not apply") => {
+                        let why = format!("does not apply: {}", r.message);
+                        (why.clone(), why)
+                    }
+                    _ => (one, many),
+                }
+            }
         };
         match groups.iter_mut().find(|g| g.one == one) {
             Some(group) => group.tripwires.push(tripwire),

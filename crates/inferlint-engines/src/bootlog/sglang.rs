@@ -210,7 +210,7 @@ pub(super) fn finish(p: &mut Parse) {
         .get("model_path")
         .and_then(|v| v.as_str().map(str::to_owned));
     facts.speculative = Some(
-        args.get("speculative_algorithm")
+        args.get(inferlint_core::engine::SGLANG.speculation.setting)
             .is_some_and(|v| !v.is_none()),
     );
     facts.cudagraphs = args.get("disable_cuda_graph").map(|v| !v.is_truthy());

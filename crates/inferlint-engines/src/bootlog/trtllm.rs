@@ -300,7 +300,10 @@ pub(super) fn finish(p: &mut Parse) {
     if let Some(backend) = args.get("attn_backend").and_then(PyValue::as_str) {
         p.facts.selected_backends.push(backend.to_owned());
     }
-    p.facts.speculative = Some(args.get("speculative_config").is_some_and(|v| !v.is_none()));
+    p.facts.speculative = Some(
+        args.get(inferlint_core::engine::TRTLLM.speculation.setting)
+            .is_some_and(|v| !v.is_none()),
+    );
 }
 
 #[cfg(test)]

@@ -420,7 +420,10 @@ pub(super) fn finish(p: &mut Parse) {
             .get("attention_backend")
             .filter(|v| !v.is_none())
             .and_then(|v| v.as_str().map(str::to_owned));
-        facts.speculative = Some(args.get("speculative_config").is_some_and(|v| !v.is_none()));
+        facts.speculative = Some(
+            args.get(inferlint_core::engine::VLLM.speculation.setting)
+                .is_some_and(|v| !v.is_none()),
+        );
         if args.get("enforce_eager").is_some_and(PyValue::is_truthy) {
             facts.cudagraphs = Some(false);
         }

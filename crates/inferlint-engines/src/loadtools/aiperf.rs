@@ -108,6 +108,7 @@ pub(super) fn summary(path: &Path, source: Source) -> Result<ClientAccount, File
     account.backend = text(at(&root, &["input_config", "endpoint", "type"]));
     if let Some(datasets) = at(&root, &["input_config", "datasets"]).and_then(Value::as_array) {
         if let [dataset] = datasets.as_slice() {
+            account.advertised.dataset = text(dataset.get("type"));
             if text(dataset.get("type")).as_deref() == Some("synthetic") {
                 account.advertised.input_tokens = num(at(dataset, &["prompts", "isl", "mean"]));
                 account.advertised.output_tokens = num(at(dataset, &["prompts", "osl", "mean"]));

@@ -72,6 +72,9 @@ pub fn complete_from_console(account: &mut ClientAccount, log: &str) {
         account.sent = number("num_prompts").map(|n| n as i64);
     }
     let dataset = get("dataset_name").and_then(PyValue::as_str).unwrap_or("");
+    if account.advertised.dataset.is_none() && !dataset.is_empty() {
+        account.advertised.dataset = Some(dataset.to_owned());
+    }
     if dataset.starts_with("random") {
         let advertised = &mut account.advertised;
         advertised.input_tokens = advertised
@@ -113,6 +116,21 @@ pub fn complete_from_console(account: &mut ClientAccount, log: &str) {
             .and_then(PyValue::as_str)
             .filter(|p| !p.is_empty())
             .map(str::to_owned);
+    }
+    // vllm bench serve prints its settings before it sets `ignore_eos` for a random
+    // dataset sent to an OpenAI-style backend (`benchmarks/serve.py`, 0.32: "when using
+    // random datasets, default to ignoring EOS"; and for `timed_trace` whatever the
+    // backend): the line says False where every request asked True.
+    let backend = get("backend").and_then(PyValue::as_str).unwrap_or("");
+    let openai_style = matches!(
+        backend,
+        "vllm" | "openai" | "openai-chat" | "openai-responses"
+    );
+    let forced = account.tool == LoadTool::VllmBench
+        && ((matches!(dataset, "random" | "random-mm") && openai_style)
+            || dataset == "timed_trace");
+    if forced {
+        account.advertised.ignore_eos = Some(true);
     }
     if account.advertised.ignore_eos.is_none() {
         account.advertised.ignore_eos = match (get("ignore_eos"), get("disable_ignore_eos")) {
@@ -204,6 +222,30 @@ mod tests {
         let mut other = ClientAccount::new(LoadTool::GuideLlm);
         complete_from_console(&mut other, log);
         assert_eq!(other.sent, None);
+    }
+
+    /// vLLM 0.32's `vllm bench serve --dataset-name random` without `--ignore-eos` prints
+    /// `ignore_eos=False` (fixtures/real/vllm-0.32-cpu/spec-random/load.log) and then sets
+    /// it for every request (`benchmarks/serve.py`, for a random dataset sent to an
+    /// OpenAI-style backend); a custom dataset keeps what it printed. The dataset's name
+    /// is kept for what its prompts are.
+    #[test]
+    fn vllm_bench_ignores_eos_on_a_random_dataset_whatever_it_printed() {
+        let log = "Namespace(subparser='bench', bench_type='serve', num_prompts=32, dataset_name='random', random_input_len=32, random_output_len=32, backend='openai', ignore_eos=False)\n";
+        let mut account = ClientAccount::new(LoadTool::VllmBench);
+        complete_from_console(&mut account, log);
+        assert_eq!(account.advertised.ignore_eos, Some(true));
+        assert_eq!(account.advertised.dataset.as_deref(), Some("random"));
+        let custom = log.replace("'random'", "'custom'");
+        let mut account = ClientAccount::new(LoadTool::VllmBench);
+        complete_from_console(&mut account, &custom);
+        assert_eq!(account.advertised.ignore_eos, Some(false));
+        assert_eq!(account.advertised.dataset.as_deref(), Some("custom"));
+        // A backend that is not OpenAI-style sends what it printed.
+        let tgi = log.replace("backend='openai'", "backend='tgi'");
+        let mut account = ClientAccount::new(LoadTool::VllmBench);
+        complete_from_console(&mut account, &tgi);
+        assert_eq!(account.advertised.ignore_eos, Some(false));
     }
 
     /// vLLM 0.32's `vllm bench serve --dataset-name custom --custom-output-len 64`, as its

@@ -301,6 +301,7 @@ fn read_settings(root: &Value, benchmarks: &[Value], account: &mut ClientAccount
         .or_else(|| text(at(&benchmarks[0], &["config", "backend", "request_format"])));
     if let Some(data) = spec.and_then(|s| s.get("data")).and_then(Value::as_array) {
         if let [first] = data.as_slice() {
+            account.advertised.dataset = text(first.get("kind"));
             if text(first.get("kind")).as_deref() == Some("synthetic_text") {
                 account.advertised.input_tokens = num(first.get("prompt_tokens"));
                 account.advertised.output_tokens = num(first.get("output_tokens"));
