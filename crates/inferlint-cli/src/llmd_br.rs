@@ -99,12 +99,12 @@ pub(crate) fn report(
     let mut aggregate = Map::new();
     if let Some(total) = value(h.client_sent) {
         let mut requests = Map::new();
-        requests.insert("total".into(), whole(total));
+        put(&mut requests, "total", whole(total));
         if let Some(f) = value(h.client_failed) {
-            requests.insert("failures".into(), whole(f));
+            put(&mut requests, "failures", whole(f));
         }
         if let Some(i) = value(h.client_incomplete) {
-            requests.insert("incomplete".into(), whole(i));
+            put(&mut requests, "incomplete", whole(i));
         }
         // The mean length of the requests that came back, as the tool counted them.
         let per_request = |tokens: Option<Figure>| {
@@ -112,12 +112,12 @@ pub(crate) fn report(
             Some(json!({"units": "count", "mean": value(tokens)? / done}))
         };
         if let Some(s) = per_request(h.client_prompt_tokens) {
-            requests.insert("input_length".into(), s);
+            put(&mut requests, "input_length", s);
         }
         if let Some(s) = per_request(h.client_output_tokens) {
-            requests.insert("output_length".into(), s);
+            put(&mut requests, "output_length", s);
         }
-        aggregate.insert("requests".into(), Value::Object(requests));
+        put(&mut aggregate, "requests", Value::Object(requests));
     }
     let mut latency = Map::new();
     let mut ttft = Map::new();
@@ -132,35 +132,39 @@ pub(crate) fn report(
     }
     // A statistic needs its mean.
     if ttft.contains_key("mean") {
-        ttft.insert("units".into(), json!("ms"));
-        latency.insert("time_to_first_token".into(), Value::Object(ttft));
+        put(&mut ttft, "units", json!("ms"));
+        put(&mut latency, "time_to_first_token", Value::Object(ttft));
     }
     if let Some(v) = value(h.mean_tpot_ms) {
-        latency.insert(
-            "time_per_output_token".into(),
+        put(
+            &mut latency,
+            "time_per_output_token",
             json!({"units": "ms/token", "mean": v}),
         );
     }
     if !latency.is_empty() {
-        aggregate.insert("latency".into(), Value::Object(latency));
+        put(&mut aggregate, "latency", Value::Object(latency));
     }
     if let Some(v) = value(h.client_output_throughput) {
-        aggregate.insert(
-            "throughput".into(),
+        put(
+            &mut aggregate,
+            "throughput",
             json!({"output_token_rate": {"units": "tokens/s", "mean": v}}),
         );
     }
     let mut results_block = Map::new();
     if !aggregate.is_empty() {
-        results_block.insert(
-            "request_performance".into(),
+        put(
+            &mut results_block,
+            "request_performance",
             json!({ "aggregate": Value::Object(aggregate) }),
         );
     }
     let verdicts: Value = serde_json::from_str(&inferlint_core::contract::results_json(results))
         .unwrap_or(Value::Null);
-    results_block.insert(
-        "observability".into(),
+    put(
+        &mut results_block,
+        "observability",
         json!({
             "inferlint": {
                 "version": env!("CARGO_PKG_VERSION"),
@@ -214,24 +218,25 @@ fn run_block(
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     });
     let mut block = Map::new();
-    block.insert("uid".into(), json!(format!("inferlint-{hash:016x}")));
+    put(&mut block, "uid", json!(format!("inferlint-{hash:016x}")));
     let identity = run.bench.as_ref().map(|(_, b)| &b.identity);
     let mut time = Map::new();
     let at = |t: Option<f64>| t.and_then(rfc3339);
     if let Some(s) = at(identity.and_then(|i| i.start_unix_s)) {
-        time.insert("start".into(), json!(s));
+        put(&mut time, "start", json!(s));
     }
     if let Some(e) = at(identity.and_then(|i| i.end_unix_s)) {
-        time.insert("end".into(), json!(e));
+        put(&mut time, "end", json!(e));
     }
     if let Some(d) = account.happened.client_duration_s {
-        time.insert("duration".into(), json!(format!("PT{}S", d.value)));
+        put(&mut time, "duration", json!(format!("PT{}S", d.value)));
     }
     if !time.is_empty() {
-        block.insert("time".into(), Value::Object(time));
+        put(&mut block, "time", Value::Object(time));
     }
-    block.insert(
-        "description".into(),
+    put(
+        &mut block,
+        "description",
         json!(format!(
             "checked by inferlint {}: {}",
             env!("CARGO_PKG_VERSION"),
@@ -267,25 +272,32 @@ fn load_block(bench: &inferlint_core::client::ClientAccount, account: &Account) 
         }
     };
     let mut standardized = Map::new();
-    standardized.insert("tool".into(), json!(bench.tool.info().key));
-    standardized.insert(
-        "tool_version".into(),
+    put(&mut standardized, "tool", json!(bench.tool.info().key));
+    put(
+        &mut standardized,
+        "tool_version",
         json!(bench.tool_version.clone().unwrap_or_default()),
     );
-    standardized.insert("source".into(), json!("unknown"));
-    standardized.insert(
-        "input_seq_len".into(),
+    put(&mut standardized, "source", json!("unknown"));
+    put(
+        &mut standardized,
+        "input_seq_len",
         json!({"distribution": distribution, "value": length}),
     );
     if let Some(c) = account.load.requested.filter(|c| c.value >= 1.0) {
-        standardized.insert("concurrency".into(), whole(c.value));
+        put(&mut standardized, "concurrency", whole(c.value));
     }
     if let Some(r) = bench.request_rate.filter(|r| *r > 0.0 && r.is_finite()) {
-        standardized.insert("rate_qps".into(), json!(r));
+        put(&mut standardized, "rate_qps", json!(r));
     }
     Some(json!({
         "metadata": {},
         "standardized": Value::Object(standardized),
         "native": {},
     }))
+}
+
+/// Sets a key of a JSON object being built.
+fn put(map: &mut Map<String, Value>, key: &str, value: Value) {
+    map.insert(key.to_owned(), value);
 }

@@ -3,6 +3,9 @@
 //! (fixtures/loadtools/inference-perf), a run's stages joined, and the files refused.
 //! Every expected value is argued from the file's own fields.
 
+// The helpers below are test code too: a fixture that does not read is the test's failure.
+#![allow(clippy::unwrap_used)]
+
 use std::path::{Path, PathBuf};
 
 use inferlint_core::client::LoadTool;
