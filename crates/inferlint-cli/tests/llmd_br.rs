@@ -256,3 +256,33 @@ fn never_into_the_folder_of_a_report_read_as_the_runs() {
     );
     assert!(!folder.join("again.json").exists());
 }
+
+#[test]
+fn the_packages_example_is_read_and_placed_by_the_model_it_names() {
+    // The example's stack serves Qwen/Qwen3-0.6B (its inference_engine's model.name); the
+    // real run's server serves tiny-llama: the gate sets the result aside by that name,
+    // so it was read, not refused.
+    let run = fixtures().join("real/vllm-0.32-cpu/healthy-vllm-bench");
+    let example = fixtures().join("llmd-br/br_v0_2_example.yaml");
+    let out = tempfile::tempdir().unwrap();
+    let o = inferlint(
+        out.path(),
+        &[
+            "report",
+            run.to_str().unwrap(),
+            "--json",
+            "--bench-result",
+            example.to_str().unwrap(),
+            "-o",
+            out.path().join("r.html").to_str().unwrap(),
+        ],
+    );
+    no_panic(&o);
+    let results = json_results(&o);
+    let t15 = results.iter().find(|r| r["tripwire"] == "T15").unwrap();
+    let message = t15["message"].as_str().unwrap();
+    assert!(
+        message.contains("names the model Qwen/Qwen3-0.6B"),
+        "{message}"
+    );
+}
