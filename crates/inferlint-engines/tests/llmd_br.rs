@@ -195,7 +195,7 @@ fn reports_of_different_runs_are_refused_naming_their_ids() {
 #[test]
 fn cut_off_and_foreign_reports_are_refused_in_one_line() {
     let dir = tempfile::tempdir().unwrap();
-    let cases: [(&str, String, &str); 4] = [
+    let cases: [(&str, String, &str); 5] = [
         // JSON cut inside the request counts.
         (
             "cut.json",
@@ -217,6 +217,12 @@ fn cut_off_and_foreign_reports_are_refused_in_one_line() {
         (
             "old.yaml",
             "version: '0.1'\nrun:\n  uid: x\nresults: {}\n".into(),
+            "version 0.1 (this reader reads 0.2 and 0.2.1)",
+        ),
+        // The 0.1 line as it is shaped: no `run`, its figures under `metrics`.
+        (
+            "v01.yaml",
+            "version: '0.1'\nscenario:\n  load: {}\nmetrics:\n  requests: {}\n".into(),
             "version 0.1 (this reader reads 0.2 and 0.2.1)",
         ),
         // Something else in YAML.

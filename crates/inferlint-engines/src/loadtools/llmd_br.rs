@@ -45,7 +45,7 @@ const MAX_YAML_NODES: usize = 2_000_000;
 
 /// Whether a file's first bytes are a Benchmark Report's: JSON with its `run.uid`,
 /// `version` and `results`, or YAML whose top level holds `version:` and `run:` with a
-/// `uid:` below.
+/// `uid:` below (or, of the 0.1 line, `version:`, `scenario:` and `metrics:`).
 pub(super) fn looks_like(text: &str) -> bool {
     let has = |needle: &str| text.contains(needle);
     if text.starts_with('{') {
@@ -66,7 +66,8 @@ pub(super) fn looks_like(text: &str) -> bool {
                 .strip_prefix("uid")
                 .is_some_and(|r| r.trim_start().starts_with(':'))
     });
-    top("version") && top("run") && uid
+    // The 0.1 line (`version`, `scenario`, `metrics`) is told too, to be refused by name.
+    top("version") && ((top("run") && uid) || (top("scenario") && top("metrics")))
 }
 
 /// One report, read.
