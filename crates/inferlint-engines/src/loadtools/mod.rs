@@ -704,7 +704,7 @@ mod tests {
 
     #[test]
     fn each_tool_is_told_by_its_own_fields() {
-        let cases: [(&str, Option<(LoadTool, Role)>); 14] = [
+        let cases: [(&str, Option<(LoadTool, Role)>); 16] = [
             (
                 r#"{"metadata": {"guidellm_version": "0.8.1"}, "benchmarks": []}"#,
                 Some((LoadTool::GuideLlm, Role::Summary)),
@@ -760,6 +760,14 @@ mod tests {
             (
                 r#"{"schema": "inferlint.snapshot/1", "text": "vllm:x 1"}"#,
                 None,
+            ),
+            (
+                "version: 0.2.1\nrun:\n  uid: inference-perf-stage-0-3e2e9aaf\nresults:\n",
+                Some((LoadTool::LlmdBr, Role::Report)),
+            ),
+            (
+                r#"{"version": "0.2.1", "run": {"uid": "u"}, "results": {}}"#,
+                Some((LoadTool::LlmdBr, Role::Report)),
             ),
         ];
         for (text, expected) in cases {
