@@ -559,6 +559,11 @@ pub struct ReportArgs {
     /// times; opens in Perfetto's UI (never over a file the report reads)
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// Also write the run as llm-d's Benchmark Report 0.2.1 (JSON) to FILE: the load
+    /// tool's figures where the format puts them, the verdicts in
+    /// results.observability.inferlint (never over a file the report reads)
+    #[arg(long = "llmd-br", value_name = "FILE")]
+    pub llmd_br: Option<PathBuf>,
     /// A run to hold this one to: exit 1 when a figure got worse by more than --max-regression
     #[arg(long, value_name = "RUN")]
     pub baseline: Option<PathBuf>,

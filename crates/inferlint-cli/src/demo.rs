@@ -109,6 +109,7 @@ pub fn demo(
         expect_cache_hits: false,
         title: None,
         trace: None,
+        llmd_br: None,
         force: false,
         baseline: None,
         max_regression: None,

@@ -13,6 +13,7 @@ mod fleet_watch;
 mod gpu;
 mod junit;
 mod live;
+mod llmd_br;
 mod loaded;
 mod output;
 mod receivers;

@@ -37,6 +37,9 @@ pub(crate) fn report(
         reads: &reads,
     };
     let write_report = report_html::check(&destination, &overwrite)?;
+    if let Some(path) = &args.llmd_br {
+        crate::llmd_br::check(path, args.force, &reads)?;
+    }
     // The charts are folded in the checks' pass over the recording.
     let (model, charts) = noted(choice, |c| {
         load::load_run_folding(c, &paths, args.requested, None, |ends| {
@@ -68,6 +71,14 @@ pub(crate) fn report(
     };
     if let Some(path) = &args.trace {
         write_trace(path, &inputs, &reads)?;
+    }
+    if let Some(path) = &args.llmd_br {
+        crate::llmd_br::write(
+            path,
+            (run.model(), &results, checked.account()),
+            (args.force, &reads),
+            paths.chosen_bench(run.model()),
+        )?;
     }
     let written = if write_report || destination == Destination::Nowhere {
         report_html::write(&destination, &inputs, &overwrite)

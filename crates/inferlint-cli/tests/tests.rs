@@ -40,6 +40,9 @@ mod identity;
 mod ledger;
 /// The library reads every run folder as `report` does: the same verdicts, the same refusals.
 mod library;
+/// `report --llmd-br`: the run as llm-d's Benchmark Report, held to its schema and read
+/// back.
+mod llmd_br;
 /// Missing, empty and wrong-kind input: not-checked lists, refusals, not a benchmark.
 mod missing_input;
 /// Minimal edits of real recordings that make each check fire.

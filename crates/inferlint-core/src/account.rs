@@ -121,6 +121,22 @@ pub struct Happened {
     /// The requests the load tool timed (its completed count): what its throughput is
     /// over.
     pub client_completed: Option<Figure>,
+    /// The requests the load tool sent in its timed run, failed, and left incomplete, as
+    /// its result file counts them.
+    pub client_sent: Option<Figure>,
+    /// See `client_sent`.
+    pub client_failed: Option<Figure>,
+    /// See `client_sent`.
+    pub client_incomplete: Option<Figure>,
+    /// The prompt and output tokens of the requests the load tool completed, in all, as
+    /// it counted them.
+    pub client_prompt_tokens: Option<Figure>,
+    /// See `client_prompt_tokens`.
+    pub client_output_tokens: Option<Figure>,
+    /// The load tool's mean time to first token, milliseconds.
+    pub mean_ttft_ms: Option<Figure>,
+    /// The load tool's mean time per output token, milliseconds.
+    pub mean_tpot_ms: Option<Figure>,
     /// T10's generated tokens per second over the span between the readings: the
     /// server's count over the readings' window, never the run's throughput where the
     /// load tool timed one ([`Account::throughput`]).
@@ -429,6 +445,28 @@ pub fn of(run: &Run, results: &[CheckResult]) -> Account {
             bench.and_then(|b| b.completed).map(|c| c as f64),
             Source::ResultFile,
         ),
+        client_sent: figure(
+            bench.and_then(|b| b.sent).map(|c| c as f64),
+            Source::ResultFile,
+        ),
+        client_failed: figure(
+            bench.and_then(|b| b.failed).map(|c| c as f64),
+            Source::ResultFile,
+        ),
+        client_incomplete: figure(
+            bench.and_then(|b| b.incomplete).map(|c| c as f64),
+            Source::ResultFile,
+        ),
+        client_prompt_tokens: figure(
+            bench.and_then(|b| b.total_input_tokens).map(|c| c as f64),
+            Source::ResultFile,
+        ),
+        client_output_tokens: figure(
+            bench.and_then(|b| b.total_output_tokens).map(|c| c as f64),
+            Source::ResultFile,
+        ),
+        mean_ttft_ms: figure(bench.and_then(|b| b.mean_ttft_ms), Source::ResultFile),
+        mean_tpot_ms: figure(bench.and_then(|b| b.mean_tpot_ms), Source::ResultFile),
         server_token_rate: t10("rate_per_s"),
         readings_span_s: t10("span_s"),
         readings_span_uncertainty_s: t10("span_uncertainty_s"),

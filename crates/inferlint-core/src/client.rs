@@ -29,6 +29,9 @@ pub enum LoadTool {
     GenAiPerf,
     /// Anyscale's LLMPerf.
     LlmPerf,
+    /// llm-d's Benchmark Report (0.2 and 0.2.1): a shared format, written by llm-d's
+    /// harness from any tool's results and by inference-perf itself, one per stage.
+    LlmdBr,
     /// A program's own client, whose counts the program gave through the library
     /// (`inferlint::ClientSummary`): it counts its failures.
     Harness,
@@ -36,7 +39,7 @@ pub enum LoadTool {
 
 impl LoadTool {
     /// Every load tool, in the order they are listed.
-    pub const ALL: [LoadTool; 9] = [
+    pub const ALL: [LoadTool; 10] = [
         LoadTool::VllmBench,
         LoadTool::SglangBench,
         LoadTool::TrtllmBench,
@@ -45,6 +48,7 @@ impl LoadTool {
         LoadTool::InferencePerf,
         LoadTool::GenAiPerf,
         LoadTool::LlmPerf,
+        LoadTool::LlmdBr,
         LoadTool::Harness,
     ];
 
@@ -107,7 +111,7 @@ pub struct LoadToolInfo {
     pub test_request: Option<&'static str>,
 }
 
-static LOAD_TOOLS: [LoadToolInfo; 9] = [
+static LOAD_TOOLS: [LoadToolInfo; 10] = [
     LoadToolInfo {
         tool: LoadTool::VllmBench,
         key: "vllm-bench",
@@ -196,6 +200,19 @@ static LOAD_TOOLS: [LoadToolInfo; 9] = [
         details_flag: None,
         ignore_eos: "`--additional-sampling-params '{\"ignore_eos\": true}'`",
         tokenizer: "nothing: it always counts tokens with its own Llama tokenizer",
+        test_request: None,
+    },
+    LoadToolInfo {
+        tool: LoadTool::LlmdBr,
+        key: "llmd-br",
+        name: "llm-d Benchmark Report",
+        // `results.request_performance.aggregate.requests.failures`.
+        failures: FailureCounting::Counted,
+        headline: "carries the latency and throughput the tool that measured the run computed (inference-perf's over successful requests)",
+        // The format keeps no request's record ("individual traces ... are not captured").
+        details_flag: None,
+        ignore_eos: "the setting of the tool that made the load (the report keeps it only in `scenario.load.native`)",
+        tokenizer: "the setting of the tool that made the load, with the server's model",
         test_request: None,
     },
     LoadToolInfo {

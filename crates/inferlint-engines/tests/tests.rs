@@ -8,6 +8,9 @@ mod common;
 mod files;
 /// The KV-cache event stream: batches in both encodings, frames, the file and its holes.
 mod kv_events;
+/// llm-d's Benchmark Report read as a load tool's result: its example, inference-perf's
+/// partials, a run's stages joined, refusals.
+mod llmd_br;
 /// Every load tool's result files, real and damaged.
 mod loadtools;
 /// Our Prometheus text parser on real scrapes and generated expositions.

@@ -28,6 +28,7 @@ mod dates;
 mod genai_perf;
 pub(crate) mod guidellm;
 mod inference_perf;
+mod llmd_br;
 mod llmperf;
 mod stream;
 mod vllm;
@@ -46,6 +47,10 @@ pub enum Role {
     Requests,
     /// One load stage's report, beside the run's summary (inference-perf).
     Stage,
+    /// A report in a format shared by several tools (llm-d's Benchmark Report), made
+    /// from a tool's results: read where no tool's own result lies in the folder, whose
+    /// files keep more (each request's record).
+    Report,
 }
 
 /// A result file recognised by its content.
@@ -133,6 +138,12 @@ pub fn identify(head: &[u8]) -> Option<Kind> {
     }
     if list && has("\"end_to_end_latency_s\"") && has("\"error_code\"") {
         return requests(LoadTool::LlmPerf);
+    }
+    if llmd_br::looks_like(text) {
+        return Some(Kind {
+            tool: LoadTool::LlmdBr,
+            role: Role::Report,
+        });
     }
     if object && has("\"completed\"") {
         // The engines' own clients share vLLM's field names; each adds its own.
@@ -226,6 +237,7 @@ fn read_kind(
             aiperf::read_records,
         )?,
         LoadTool::InferencePerf => inference_perf::read(found, companions)?,
+        LoadTool::LlmdBr => llmd_br::read(path, source, &companions.stages)?,
         LoadTool::GenAiPerf => summary_then_records(
             found,
             companions,
@@ -281,8 +293,16 @@ fn companions(path: &Path, kind: Kind) -> Companions {
         .filter(|p| p != path && is_json_name(p))
         .collect();
     names.sort();
+    if kind.tool == LoadTool::LlmdBr {
+        // Every report beside it: the stages of its run, or another run's (refused).
+        found.stages = names
+            .into_iter()
+            .filter(|p| sniff(p) == Some(kind))
+            .collect();
+        return found;
+    }
     let wanted_role = match kind.role {
-        Role::Summary | Role::Stage => Role::Requests,
+        Role::Summary | Role::Stage | Role::Report => Role::Requests,
         Role::Requests => Role::Summary,
     };
     // LLMPerf names the pair after one prefix: `X_summary.json`, `X_individual_responses.json`.
@@ -332,9 +352,13 @@ fn file_name(path: &Path) -> &str {
     path.file_name().and_then(|n| n.to_str()).unwrap_or("")
 }
 
+/// A name a result may have: JSON, JSON lines, or YAML (llm-d's Benchmark Report).
 fn is_json_name(path: &Path) -> bool {
     let name = file_name(path);
-    (name.ends_with(".json") || name.ends_with(".jsonl"))
+    (name.ends_with(".json")
+        || name.ends_with(".jsonl")
+        || name.ends_with(".yaml")
+        || name.ends_with(".yml"))
         && !name.ends_with(".snapshot.json")
         && !name.ends_with(".series.jsonl")
         && name != "results.json"
@@ -415,10 +439,21 @@ pub fn find_result_written_since(
 }
 
 /// The results nearest the top among those found: summaries before stage reports before
-/// per-request records, every one of that role at the nearest depth; two tools' at that
-/// depth is an error.
+/// per-request records before a shared format's reports, every one of that role at the
+/// nearest depth; two tools' at that depth is an error. Of the shared format's reports,
+/// one per folder: reading it reads the others beside it.
 fn nearest(dir: &Path, found: Vec<(usize, Kind, PathBuf)>) -> Result<Vec<PathBuf>, FileError> {
-    for role in [Role::Summary, Role::Stage, Role::Requests] {
+    let mut found = found;
+    let mut folders = Vec::new();
+    found.retain(|(_, k, p)| {
+        k.role != Role::Report || {
+            let folder = p.parent().map(Path::to_path_buf);
+            let first = !folders.contains(&folder);
+            folders.push(folder);
+            first
+        }
+    });
+    for role in [Role::Summary, Role::Stage, Role::Requests, Role::Report] {
         let Some(depth) = found
             .iter()
             .filter(|(_, k, _)| k.role == role)
@@ -505,7 +540,7 @@ pub(super) fn summary_then_records(
     let (path, source, role) = found;
     let (summary_path, records_path) = match role {
         // A stage's report has the summary's shape, for its stage alone.
-        Role::Summary | Role::Stage => (Some(path), companions.other.as_deref()),
+        Role::Summary | Role::Stage | Role::Report => (Some(path), companions.other.as_deref()),
         Role::Requests => (companions.other.as_deref(), Some(path)),
     };
     let mut account = match summary_path {
@@ -669,7 +704,7 @@ mod tests {
 
     #[test]
     fn each_tool_is_told_by_its_own_fields() {
-        let cases: [(&str, Option<(LoadTool, Role)>); 14] = [
+        let cases: [(&str, Option<(LoadTool, Role)>); 16] = [
             (
                 r#"{"metadata": {"guidellm_version": "0.8.1"}, "benchmarks": []}"#,
                 Some((LoadTool::GuideLlm, Role::Summary)),
@@ -725,6 +760,14 @@ mod tests {
             (
                 r#"{"schema": "inferlint.snapshot/1", "text": "vllm:x 1"}"#,
                 None,
+            ),
+            (
+                "version: 0.2.1\nrun:\n  uid: inference-perf-stage-0-3e2e9aaf\nresults:\n",
+                Some((LoadTool::LlmdBr, Role::Report)),
+            ),
+            (
+                r#"{"version": "0.2.1", "run": {"uid": "u"}, "results": {}}"#,
+                Some((LoadTool::LlmdBr, Role::Report)),
             ),
         ];
         for (text, expected) in cases {
