@@ -367,6 +367,59 @@ fn a_shared_prefix_warns_t16() {
     );
 }
 
+/// The same run's cached tokens by tier: vLLM 0.32 counts the 7,936 hits under
+/// `prompt_tokens_cached_by_source{source="device"}` (its own prefix cache; the server had
+/// no offload tier or connector) and the 9,216 - 7,936 = 1,280 prompt tokens it prefilled
+/// under `prompt_tokens_by_source{source="local_compute"}`. Started with
+/// `--kv-offloading-size 4` (the boot log's non-default args, edited to say so) the same
+/// counters mean the host tier served none of it: T16 says so beside its warm-cache
+/// warning.
+#[test]
+fn the_shared_prefix_came_from_the_device_cache_and_no_offload_tier() {
+    let (results, _) = report("shared-prefix");
+    let t16 = verdict(&results, "T16");
+    let evidence = &t16["evidence"];
+    assert_eq!(evidence["device_tokens"], 7_936.0, "{t16:#}");
+    assert_eq!(evidence["offload_tokens"], 0.0, "{t16:#}");
+    assert_eq!(evidence["peer_tokens"], 0.0, "{t16:#}");
+    assert_eq!(evidence["computed_tokens"], 1_280.0, "{t16:#}");
+    assert!(!message(&results, "T16").contains("offload"), "{t16:#}");
+
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("shared-prefix");
+    copy_tree(&real("shared-prefix"), &dir);
+    let boot = dir.join("boot.log");
+    let text = std::fs::read_to_string(&boot).unwrap();
+    let edited = text.replacen(
+        "non-default args: {",
+        "non-default args: {'kv_offloading_size': 4.0, ",
+        1,
+    );
+    assert_ne!(edited, text);
+    std::fs::write(&boot, edited).unwrap();
+    let page = dir.join("report.html");
+    let out = inferlint(
+        tmp.path(),
+        &[
+            "report",
+            "--json",
+            "-o",
+            page.to_str().unwrap(),
+            dir.to_str().unwrap(),
+        ],
+    );
+    no_panic(&out);
+    let results = json_results(&out);
+    assert_eq!(status(&results, "T16"), "warn");
+    let said = message(&results, "T16");
+    assert!(
+        said.contains(
+            "an offload tier was configured (kv_offloading_size 4.0, as the boot log shows) and served none of the run's prompt tokens (device cache 7,936, host or disk offload 0, peer or external connector 0, computed 1,280)"
+        ),
+        "{said}"
+    );
+}
+
 #[test]
 fn requests_too_long_for_the_model_fail_t18() {
     // Prompts of 200 to 600 tokens with 16 to 48 to generate against --max-model-len

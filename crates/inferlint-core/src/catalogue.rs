@@ -1112,7 +1112,14 @@ static CATALOGUE: &[TripwireInfo] = &[
                those the cache served (`vllm:prefix_cache_hits_total`). T16 takes the share \
                the cache served over the run, from the counters between the snapshots (or \
                the recording), and warns above 10% unless told the run is meant to reuse \
-               prefixes (`--expect-cache-hits`).",
+               prefixes (`--expect-cache-hits`). vLLM 0.32 also says which tier served each \
+               cached token (`vllm:prompt_tokens_cached_by_source_total`: device, host, \
+               disk, p2p, external_unspecified) and how many were prefilled \
+               (`vllm:prompt_tokens_by_source_total{source=\"local_compute\"}`): T16 gives \
+               that split, and warns when the server was started with an offload tier \
+               (`--kv-offloading-size`, an offloading connector in `--kv-transfer-config`) \
+               that served none of the run's prompt tokens: the commonest reason KV offload \
+               \"does not help\" is that the run never reached it.",
         why: "A prompt served from the cache is not prefilled: its time to first token is \
               a lookup, and the prefill throughput counts tokens the GPU never computed. A \
               run with a warm cache measures the cache, and its numbers cannot be compared \
@@ -1135,7 +1142,13 @@ static CATALOGUE: &[TripwireInfo] = &[
                  `trtllm_prompt_cached_tokens_total` beside `trtllm_prompt_tokens_total`, \
                  when a request finishes. Block reuse is on by default in the PyTorch \
                  backend; `kv_cache_config.enable_block_reuse: false` in the `--config` YAML \
-                 turns it off.",
+                 turns it off. Its tier split (`trtllm_prompt_cache_hit_tokens_total` by \
+                 `cache_tier`) is filled only by the V2 KV cache manager: the default V1 \
+                 manager puts every hit in the gpu tier, so T16 reads the split only where \
+                 the boot log shows `use_kv_cache_manager_v2=True`, and otherwise cannot \
+                 tell whether host offload served anything. LMCache's own hit counters \
+                 were not established and are not read; its hits reach vLLM's split as \
+                 `external_unspecified`.",
             ),
         ],
         command: "inferlint report run/ [--expect-cache-hits]",
@@ -1143,12 +1156,14 @@ static CATALOGUE: &[TripwireInfo] = &[
             (
                 Status::Warn,
                 "the cache served more than 10% of the run's prompt tokens, and the run was \
-                 not said to reuse prefixes.",
+                 not said to reuse prefixes; or an offload tier was configured and served \
+                 none of them.",
             ),
             (
                 Status::Unknown,
                 "a counter is missing or the server restarted between the readings, or no \
-                 prompt token was counted.",
+                 prompt token was counted, or an offload tier was configured and the only \
+                 split by tier comes from a KV manager known to misattribute it.",
             ),
             (
                 Status::Pass,

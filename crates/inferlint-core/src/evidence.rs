@@ -191,6 +191,12 @@ pub static KEYS: &[Key] = &[
     key("source", &[T::T16], "where the counters were read: `snapshots` (before and after) or `series`"),
     key("warn_share", &[T::T16], "the share of the prompt tokens served from the cache above which T16 warns, 0 to 1"),
     key("cache_hits_expected", &[T::T16], "true when the user said the run is meant to use the cache (`--expect-cache-hits`): a high share then passes"),
+    key("device_tokens", &[T::T16], "cached prompt tokens the device's own prefix cache served during the run (the engine's split by tier)"),
+    key("offload_tokens", &[T::T16], "cached prompt tokens brought back from KV offloaded to host memory or disk during the run"),
+    key("peer_tokens", &[T::T16], "cached prompt tokens from a peer instance or a KV connector that does not say which tier it read"),
+    key("computed_tokens", &[T::T16], "prompt tokens the instance prefilled itself during the run"),
+    key("offload_tier", &[T::T16], "how the server shows an offload tier was configured (`kv_offloading_size`, an offloading connector)"),
+    key("tier_split_unknown", &[T::T16], "why the split of the cached tokens by tier cannot be told (a KV manager known to put every hit in one tier, counters that cannot be subtracted)"),
     // The client's shortfall: T17.
     key("request_rate", &[T::T17], "the rate the load was paced at, requests per second: the concurrency is then a limit, not a number to hold"),
     key("client_most_open", &[T::T17], "the most requests the load tool's records show open at once"),
