@@ -117,6 +117,8 @@ fn vllm_xray_report(t19: &'static str) -> Verdicts {
         ("T8", "fail"),
         ("T17", "pass"),
         ("T19", t19),
+        // Its boot log shows no KV connector: it was not declared disaggregated.
+        ("T28", "not_applicable"),
         ("T21", "not_checked"),
     ]
 }
@@ -499,6 +501,7 @@ fn variants() -> Vec<Variant> {
                 ("T17", "unknown"),
                 ("T19", "fail"),
                 ("T21", "unknown"),
+                ("T28", "not_applicable"),
             ]),
             exit_code: 1,
             build: |s| s.with_file_of("../live", "run.series.jsonl"),

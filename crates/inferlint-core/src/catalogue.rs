@@ -91,6 +91,8 @@ impl Tripwire {
     pub const T25: Tripwire = Tripwire::declare(25);
     /// T26: KV events lost or never sent.
     pub const T26: Tripwire = Tripwire::declare(26);
+    /// T28: Disaggregation that never disaggregated.
+    pub const T28: Tripwire = Tripwire::declare(28);
 
     /// Builds an id from its number; `None` when the catalogue has no such tripwire.
     pub fn new(number: u8) -> Option<Tripwire> {
@@ -1748,6 +1750,74 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
     },
+    TripwireInfo {
+        tripwire: Tripwire::T28,
+        slug: "disaggregation-never-happened",
+        name: "Disaggregation that never disaggregated",
+        what: "Disaggregated serving prefills on one instance and decodes on another, a \
+               connector (NIXL, Mooncake) moving the prompt's KV between them. Which way a \
+               request goes is the router's choice: on vLLM a request reaches the decode \
+               instance with `kv_transfer_params` from the proxy, and one without them is \
+               prefilled where it lands and counts no transfer. A load pointed straight at \
+               the decode instance, or through a proxy that drops the parameters, measures \
+               ordinary serving under a disaggregated configuration. T28 reads the boot log \
+               for the declaration (`--kv-transfer-config` naming a connector that moves KV \
+               between instances, and the instance's `kv_role`) and the decode instance's \
+               counters between the readings: the prompt tokens whose KV came by transfer \
+               (`vllm:prompt_tokens_by_source_total{source=\"external_kv_transfer\"}`) \
+               against those it prefilled (`local_compute`). It fails when nothing came by \
+               transfer, warns when less than 90% of the prompt tokens not in the \
+               instance's own cache did, and passes above. NIXL's own figures (transfers, \
+               bytes, failures) go in the evidence: they pool every tensor-parallel worker \
+               of the instance and name no request.",
+        why: "A disaggregated run's time to first token holds the prefill queue, the remote \
+              prefill, the KV transfer and the first decode step, and no engine read here \
+              times them apart: a run that never transferred looks like a fast one, and \
+              one that did hides its transfer in the first token (a TTFT median of 31 s \
+              against 2.3 s has been reported with no way to tell which part grew). \
+              Without knowing whether KV moved at all, the run's numbers cannot be called \
+              disaggregated.",
+        engine_notes: &[
+            (
+                Engine::Sglang,
+                "SGLang's disaggregation (`--disaggregation-mode`) was not examined: T28 \
+                 shows nothing on SGLang.",
+            ),
+            (
+                Engine::Trtllm,
+                "TensorRT-LLM's disaggregated serving (`trtllm-serve disaggregated`) and its \
+                 per-request `kv_cache_transfer_start` and `kv_cache_transfer_end` times \
+                 were not established from a recording: T28 shows nothing on TensorRT-LLM.",
+            ),
+        ],
+        command: "inferlint report run/   (the decode instance's run)",
+        verdicts: &[
+            (
+                Status::Fail,
+                "the boot log declares disaggregation, the instance decoded, and no prompt \
+                 token's KV came by transfer.",
+            ),
+            (
+                Status::Warn,
+                "some KV came by transfer, but less than 90% of the prompt tokens not in \
+                 the instance's own cache.",
+            ),
+            (
+                Status::Unknown,
+                "declared, but the readings or the transfer counter are missing, or the \
+                 instance is (or may be) the prefill side, which counts nothing it sends.",
+            ),
+            (
+                Status::Pass,
+                "at least 90% of the prompt tokens not in the instance's own cache came by \
+                 transfer.",
+            ),
+            (
+                Status::NotApplicable,
+                "the boot log declares no connector that moves KV between instances.",
+            ),
+        ],
+    },
 ];
 
 #[cfg(test)]
@@ -1837,6 +1907,7 @@ mod tests {
             Tripwire::T24,
             Tripwire::T25,
             Tripwire::T26,
+            Tripwire::T28,
         ] {
             assert_eq!(get(tripwire).tripwire, tripwire);
         }

@@ -194,7 +194,7 @@ pub static KEYS: &[Key] = &[
     key("device_tokens", &[T::T16], "cached prompt tokens the device's own prefix cache served during the run (the engine's split by tier)"),
     key("offload_tokens", &[T::T16], "cached prompt tokens brought back from KV offloaded to host memory or disk during the run"),
     key("peer_tokens", &[T::T16], "cached prompt tokens from a peer instance or a KV connector that does not say which tier it read"),
-    key("computed_tokens", &[T::T16], "prompt tokens the instance prefilled itself during the run"),
+    key("computed_tokens", &[T::T16, T::T28], "prompt tokens the instance prefilled itself during the run"),
     key("offload_tier", &[T::T16], "how the server shows an offload tier was configured (`kv_offloading_size`, an offloading connector)"),
     key("tier_split_unknown", &[T::T16], "why the split of the cached tokens by tier cannot be told (a KV manager known to put every hit in one tier, counters that cannot be subtracted)"),
     // The client's shortfall: T17.
@@ -267,6 +267,19 @@ pub static KEYS: &[Key] = &[
     key("server_generated_tokens", &[T::T25], "output tokens the server generated for the same requests, by its own records"),
     key("chunks", &[T::T25], "streamed chunks that carried text to the load tool, over the joined requests"),
     key("tokens_per_chunk", &[T::T25], "the server's generated tokens over the load tool's chunks"),
+    // T28: disaggregation.
+    key("connector", &[T::T28], "the KV connector the boot log shows moves KV between a prefill and a decode instance (`NixlConnector`)"),
+    key("role", &[T::T28], "the instance's role in the transfer, as the boot log prints it (`kv_producer`, `kv_consumer`, `kv_both`)"),
+    key("first_token_split", &[T::T28], "what the engine records of a request's first token split into prefill queue, prefill, transfer and first decode step"),
+    key("transferred_tokens", &[T::T28], "prompt tokens whose KV the instance received by transfer during the run"),
+    key("own_cache_tokens", &[T::T28], "prompt tokens the instance served from its own prefix cache during the run"),
+    key("transferred_share", &[T::T28], "transferred_tokens over transferred_tokens plus computed_tokens, 0 to 1"),
+    key("transferred_share_to_pass", &[T::T28], "the transferred share at or above which T28 passes, 0 to 1"),
+    key("deferred_waiting_at_end", &[T::T28], "requests waiting deferred (a KV transfer among the reasons) at the after reading"),
+    key("transfers", &[T::T28], "KV transfers the transfer library finished during the run, every worker of the instance pooled"),
+    key("transferred_bytes", &[T::T28], "bytes those transfers moved, every worker of the instance pooled"),
+    key("failed_transfers", &[T::T28], "KV transfers that failed during the run"),
+    key("transfer_scope", &[T::T28], "what the transfer library's figures pool (workers, requests), in words"),
     // T26: the KV event stream.
     key("batches", &[T::T26], "KV event batches received, replayed ones included"),
     key("replayed", &[T::T26], "batches received through the engine's replay endpoint after a hole"),

@@ -250,7 +250,7 @@ fn the_tripwires_checked_and_those_not_here() {
     // KV event stream: T23 to T26 are checked; what is left needs what no single
     // recorded run holds.
     assert!(
-        html.contains("18 of 26. Not here: T2 and T3 (run at clean-up), T4 and T11 (need two or more boot logs), T7 (needs a live server), T13 (a rule for test scripts), T21 (needs GPU readings in the recording), T22 (needs the recordings of two or more replicas on one schedule)"),
+        html.contains("18 of 27. Not here: T2 and T3 (run at clean-up), T4 and T11 (need two or more boot logs), T7 (needs a live server), T13 (a rule for test scripts), T21 (needs GPU readings in the recording), T22 (needs the recordings of two or more replicas on one schedule), T28 (needs a boot log that declares disaggregated serving)"),
         "tripwires-checked line"
     );
     for t in ["T23", "T24", "T25", "T26"] {

@@ -126,6 +126,17 @@ pub fn prefix_cache(run: &Run, options: RunOptions) -> Option<CheckResult> {
     ))
 }
 
+/// T28: the boot log's declaration of disaggregated serving against the KV the instance
+/// counted as received.
+pub fn disaggregation(run: &Run, _: RunOptions) -> Option<CheckResult> {
+    Some(crate::checks::disaggregation::disaggregation(
+        run.engine,
+        run.last_boot(),
+        run.before.as_ref(),
+        run.after.as_ref(),
+    ))
+}
+
 /// T14: the recording's blocks against the after reading's block count.
 pub fn null_block(run: &Run, _: RunOptions) -> Option<CheckResult> {
     let after = run.after.as_ref().expect("declared: the after reading");
