@@ -1333,3 +1333,33 @@ fn the_cpu_builds_lines_in_their_other_forms() {
     let fields: Vec<&str> = f.unparsed.iter().map(|u| u.field.as_str()).collect();
     assert_eq!(fields, ["available_kv_cache_gib"]);
 }
+
+/// The real vLLM 0.32 CPU build started with `--kv-offloading-size 1`
+/// (fixtures/real/vllm-0.32-cpu/offload-refused, scripts/real-vllm/offload-refused.sh):
+/// its non-default args print `'kv_offloading_size': 1.0`, which T16 reads as an offload
+/// tier configured. The offload is vLLM's own: it makes the OffloadingConnector itself,
+/// so no `kv_transfer_config` is printed, and T28 finds nothing declared.
+#[test]
+fn a_real_start_with_an_offload_tier_shows_it_in_its_non_default_args() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/real/vllm-0.32-cpu");
+    let boot = facts(&dir, "offload-refused/boot.log");
+    let engine = Engine::Vllm.descriptor();
+    let tiers = engine
+        .prefix_cache
+        .and_then(|p| p.tiers)
+        .expect("vLLM splits by tier");
+    assert_eq!(
+        inferlint_core::checks::prefix_cache::offload_configured(&tiers, Some(&boot), None)
+            .as_deref(),
+        Some("kv_offloading_size 1.0, as the boot log shows")
+    );
+    let t28 =
+        inferlint_core::checks::disaggregation::disaggregation(engine, Some(&boot), None, None);
+    assert_eq!(t28.status, Status::NotApplicable, "{}", t28.message);
+    // The same server's log without the flag (shared-prefix) shows no offload tier.
+    let plain = facts(&dir, "shared-prefix/boot.log");
+    assert_eq!(
+        inferlint_core::checks::prefix_cache::offload_configured(&tiers, Some(&plain), None),
+        None
+    );
+}
