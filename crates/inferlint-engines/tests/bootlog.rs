@@ -1363,3 +1363,42 @@ fn a_real_start_with_an_offload_tier_shows_it_in_its_non_default_args() {
         None
     );
 }
+
+/// TensorRT-LLM 1.3's `LLM Args:` line prints `kv_cache_config=KvCacheConfig(...,
+/// host_cache_size=None, disk_cache_size=None, ..., use_kv_cache_manager_v2=False, ...)`
+/// (the recorded qwen3-8b run, which also logs `Resolved use_kv_cache_manager_v2='auto'
+/// to False`): no offload tier, and the V1 KV cache manager whose tier split T16 does not
+/// trust. The settings the reader keeps hold no `kv_cache_config`: it is read from the
+/// whole line.
+#[test]
+fn a_recorded_trtllm_start_shows_no_offload_tier_and_the_v1_manager() {
+    let Some(dir) = common_recorded() else { return };
+    let boot = facts(&dir, "trtllm-1.3/qwen3-8b/boot.log");
+    let tiers = Engine::Trtllm
+        .descriptor()
+        .prefix_cache
+        .and_then(|p| p.tiers)
+        .expect("TensorRT-LLM's table names its tier counter");
+    let (why, trusted) = tiers.misattributed.expect("the V1 manager misattributes");
+    let (setting, value) = trusted.expect("a setting says the V2 manager ran");
+    assert_eq!(
+        inferlint_core::checks::prefix_cache::read_setting(&boot, &setting).as_deref(),
+        Some("False")
+    );
+    assert_ne!(value, "False");
+    assert_eq!(
+        inferlint_core::checks::prefix_cache::split_untrusted(&tiers, Some(&boot)),
+        Some(why)
+    );
+    for offload in tiers.offload_settings {
+        assert_eq!(
+            inferlint_core::checks::prefix_cache::read_setting(&boot, offload).as_deref(),
+            Some("None"),
+            "{offload:?}"
+        );
+    }
+    assert_eq!(
+        inferlint_core::checks::prefix_cache::offload_configured(&tiers, Some(&boot), None),
+        None
+    );
+}

@@ -262,13 +262,18 @@ pub fn off_at_start(
 /// A setting's value as the boot log printed it (a string's quotes taken off), or one
 /// field of it where the setting is printed as a configuration's repr.
 pub fn read_setting(boot: &BootFacts, setting: &SettingField) -> Option<String> {
-    let value = boot.setting(setting.setting)?;
-    match setting.field {
-        None => Some(match value {
-            PyValue::Str(s) => s.clone(),
-            other => other.canonical(),
-        }),
-        Some(field) => printed_field(&value.canonical(), field).map(str::to_owned),
+    match (boot.setting(setting.setting), setting.field) {
+        (Some(PyValue::Str(s)), None) => Some(s.clone()),
+        (Some(value), None) => Some(value.canonical()),
+        (Some(value), Some(field)) => printed_field(&value.canonical(), field).map(str::to_owned),
+        // TensorRT-LLM's settings keep a few of its `LLM Args:`; a configuration printed
+        // as a repr (`kv_cache_config=KvCacheConfig(...)`) is read from the whole line.
+        (None, Some(field)) => {
+            let args = boot.llm_args.as_deref()?;
+            let at = args.find(&format!("{}=", setting.setting))?;
+            printed_field(&args[at..], field).map(str::to_owned)
+        }
+        (None, None) => None,
     }
 }
 
@@ -740,7 +745,6 @@ mod tests {
     /// served none of the 512 cached tokens: T16 warns that it measured no offload.
     #[test]
     fn a_split_from_a_manager_known_to_misattribute_cannot_be_told() {
-        use crate::model::PyValue;
         use crate::testing::{sample, snapshot};
         let reading = |cached: f64, gpu: f64, host: f64| {
             snapshot(
@@ -761,18 +765,13 @@ mod tests {
                 ],
             )
         };
+        // As TensorRT-LLM 1.3's `LLM Args:` line prints it (the recorded qwen3-8b run's,
+        // with a host cache set).
         let boot = |v2: &str| {
             BootFacts {
-            server_args: Some(
-                [(
-                    "kv_cache_config".to_owned(),
-                    PyValue::Raw(format!(
-                        "KvCacheConfig(enable_block_reuse=True, host_cache_size=4000000000, disk_cache_size=None, use_kv_cache_manager_v2={v2})"
-                    )),
-                )]
-                .into_iter()
-                .collect(),
-            ),
+            llm_args: Some(format!(
+                "model='m' kv_cache_config=KvCacheConfig(enable_block_reuse=True, host_cache_size=4000000000, disk_cache_size=None, use_kv_cache_manager_v2={v2}, enable_swa_scratch_reuse=False) max_batch_size=64"
+            )),
             ..BootFacts::default()
         }
         };
