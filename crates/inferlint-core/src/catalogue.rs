@@ -1121,7 +1121,11 @@ static CATALOGUE: &[TripwireInfo] = &[
                that split, and warns when the server was started with an offload tier \
                (`--kv-offloading-size`, an offloading connector in `--kv-transfer-config`) \
                that served none of the run's prompt tokens: the commonest reason KV offload \
-               \"does not help\" is that the run never reached it.",
+               \"does not help\" is that the run never reached it. LMCache's hits reach \
+               that split as `external_unspecified`; its own counters \
+               (`lmcache:num_hit_tokens_total` of `lmcache:num_requested_tokens_total`, one \
+               series per worker, each counting its shard of the same tokens) go in the \
+               evidence as one worker counted them.",
         why: "A prompt served from the cache is not prefilled: its time to first token is \
               a lookup, and the prefill throughput counts tokens the GPU never computed. A \
               run with a warm cache measures the cache, and its numbers cannot be compared \
@@ -1148,9 +1152,7 @@ static CATALOGUE: &[TripwireInfo] = &[
                  `cache_tier`) is filled only by the V2 KV cache manager: the default V1 \
                  manager puts every hit in the gpu tier, so T16 reads the split only where \
                  the boot log shows `use_kv_cache_manager_v2=True`, and otherwise cannot \
-                 tell whether host offload served anything. LMCache's own hit counters \
-                 were not established and are not read; its hits reach vLLM's split as \
-                 `external_unspecified`.",
+                 tell whether host offload served anything.",
             ),
         ],
         command: "inferlint report run/ [--expect-cache-hits]",

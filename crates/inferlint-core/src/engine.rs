@@ -618,6 +618,22 @@ pub struct CacheTiers {
     pub offload_info_label: Option<(&'static str, &'static str)>,
     /// The KV connector setting, and the connectors that are an offload tier.
     pub offload_connectors: Option<(ConnectorSetting, &'static [&'static str])>,
+    /// An offload library's own counters, where its server's metrics carry them.
+    pub library_counters: Option<LibraryCounters>,
+}
+
+/// A KV offload library's own counters of the tokens asked of it and those it had: one
+/// series per worker, each counting the same tokens for its shard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LibraryCounters {
+    /// The library, as a sentence names it.
+    pub library: &'static str,
+    /// Counter: tokens requested from it.
+    pub requested_tokens: &'static str,
+    /// Counter: tokens it had.
+    pub hit_tokens: &'static str,
+    /// The label naming the worker a series is of.
+    pub worker_label: &'static str,
 }
 
 impl PrefixCacheCounters {
@@ -1125,6 +1141,16 @@ const VLLM_CACHE_TIERS: CacheTiers = CacheTiers {
             "HF3FSKVConnector",
         ],
     )),
+    // LMCache's own Prometheus logger (`lmcache/observability.py`, `PrometheusLogger`)
+    // writes `lmcache:num_requested_tokens` and `lmcache:num_hit_tokens` into the
+    // server's multiprocess metrics, labelled `model_name` and `worker_id`, each worker
+    // counting its own retrievals.
+    library_counters: Some(LibraryCounters {
+        library: "LMCache",
+        requested_tokens: "lmcache:num_requested_tokens_total",
+        hit_tokens: "lmcache:num_hit_tokens_total",
+        worker_label: "worker_id",
+    }),
 };
 
 /// vLLM's disaggregated prefill (`vllm/distributed/kv_transfer/kv_connector/`, 0.32): a
@@ -1201,6 +1227,7 @@ const TRTLLM_CACHE_TIERS: CacheTiers = CacheTiers {
     )),
     // `LLM Args:` prints `kv_cache_config=KvCacheConfig(..., host_cache_size=None,
     // disk_cache_size=None, ...)`.
+    library_counters: None,
     offload_settings: &[
         SettingField {
             setting: "kv_cache_config",

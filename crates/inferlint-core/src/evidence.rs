@@ -196,6 +196,10 @@ pub static KEYS: &[Key] = &[
     key("peer_tokens", &[T::T16], "cached prompt tokens from a peer instance or a KV connector that does not say which tier it read"),
     key("computed_tokens", &[T::T16, T::T28], "prompt tokens the instance prefilled itself during the run"),
     key("offload_tier", &[T::T16], "how the server shows an offload tier was configured (`kv_offloading_size`, an offloading connector)"),
+    key("library", &[T::T16], "the KV offload library whose own counters the server's metrics carry (`LMCache`)"),
+    key("library_requested_tokens", &[T::T16], "prompt tokens asked of that library during the run, as one worker counted them"),
+    key("library_hit_tokens", &[T::T16], "prompt tokens that library had during the run, as one worker counted them"),
+    key("library_unknown", &[T::T16], "why the library's own counters cannot be read"),
     key("tier_split_unknown", &[T::T16], "why the split of the cached tokens by tier cannot be told (a KV manager known to put every hit in one tier, counters that cannot be subtracted)"),
     // The client's shortfall: T17.
     key("request_rate", &[T::T17], "the rate the load was paced at, requests per second: the concurrency is then a limit, not a number to hold"),

@@ -18,8 +18,8 @@
 
 use crate::checks::counters::restart_between;
 use crate::engine::{
-    printed_field, CacheTier, CacheTiers, ConnectorSetting, EngineDescriptor, PrefixCacheCounters,
-    SettingField,
+    printed_field, CacheTier, CacheTiers, ConnectorSetting, EngineDescriptor, LibraryCounters,
+    PrefixCacheCounters, SettingField,
 };
 use crate::fmt;
 use crate::model::{BootFacts, PyValue, Snapshot};
@@ -397,6 +397,38 @@ pub fn offload_configured(
     Some(format!("{label} {value}, as {metric} shows"))
 }
 
+/// An offload library's own count over the run: the tokens asked of it and those it had,
+/// as one worker counted them (each worker counts its own shard of the same tokens, so the
+/// workers' series are not added: the most any worker counted stands for the instance).
+/// `None` where the after reading has no series of it. A worker's series the before
+/// reading lacks had counted nothing: the library writes a series at its first count.
+pub fn library_deltas(
+    library: &LibraryCounters,
+    before: &Snapshot,
+    after: &Snapshot,
+) -> Option<Result<(f64, f64), String>> {
+    if !after.metrics.has(library.hit_tokens) {
+        return None;
+    }
+    let most = |name: &str| -> Result<f64, String> {
+        let mut most: f64 = 0.0;
+        for sample in after.metrics.series(name) {
+            let worker = sample.label(library.worker_label).unwrap_or_default();
+            let start = before
+                .metrics
+                .series(name)
+                .find(|s| s.label(library.worker_label).unwrap_or_default() == worker)
+                .map_or(0.0, |s| s.value);
+            if !(sample.value.is_finite() && start.is_finite()) || sample.value < start {
+                return Err(format!("{name} went down or cannot be read"));
+            }
+            most = most.max(sample.value - start);
+        }
+        Ok(most)
+    };
+    Some(most(library.requested_tokens).and_then(|r| Ok((r, most(library.hit_tokens)?))))
+}
+
 /// Why the boot log leaves the split untrusted, if it does.
 pub fn split_untrusted(tiers: &CacheTiers, boot: Option<&BootFacts>) -> Option<&'static str> {
     let (why, trusted) = tiers.misattributed?;
@@ -430,6 +462,18 @@ pub fn with_tiers(
         Some(how) => result.with("offload_tier", how.as_str()),
         None => result,
     };
+    if let (Some(library), Some(b), Some(a)) = (tiers.library_counters, before, after) {
+        match library_deltas(&library, b, a) {
+            Some(Ok((requested, hits))) => {
+                result = result
+                    .with("library", library.library)
+                    .with("library_requested_tokens", requested)
+                    .with("library_hit_tokens", hits);
+            }
+            Some(Err(why)) => result = result.with("library_unknown", why),
+            None => {}
+        }
+    }
     let split = match split {
         None => return result,
         Some(Err(why)) => return result.with("tier_split_unknown", why),
@@ -717,6 +761,28 @@ mod tests {
             "{}",
             r.message
         );
+        // LMCache's own counters, one series per worker (tensor parallel 2: each worker
+        // retrieves its shard of the same 4,096 tokens of the 5,120 asked), written at
+        // its first count, so the before reading has none: the instance's figure is one
+        // worker's, not the two added.
+        let mut samples = after.metrics.samples().to_vec();
+        for worker in ["0", "1"] {
+            samples.push(crate::testing::sample(
+                "lmcache:num_requested_tokens_total",
+                &[("model_name", "m"), ("worker_id", worker)],
+                5_120.0,
+            ));
+            samples.push(crate::testing::sample(
+                "lmcache:num_hit_tokens_total",
+                &[("model_name", "m"), ("worker_id", worker)],
+                4_096.0,
+            ));
+        }
+        let with_library = crate::testing::snapshot(None, samples);
+        let r = t16_with_tiers(&before, &with_library, Some(&boot));
+        assert_eq!(r.evidence_f64("library_hit_tokens"), Some(4_096.0));
+        assert_eq!(r.evidence_f64("library_requested_tokens"), Some(5_120.0));
+        assert_eq!(r.evidence["library"], "LMCache");
     }
 
     /// A recording from before the split counters (vLLM 0.28 has `prompt_tokens_by_source`
