@@ -1806,8 +1806,9 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
             (
                 Status::Unknown,
-                "declared, but the readings or the transfer counter are missing, or the \
-                 instance is (or may be) the prefill side, which counts nothing it sends.",
+                "declared, but the readings or the transfer counter are missing, the \
+                 instance is (or may be) the prefill side, which counts nothing it sends, \
+                 or its own prefix cache served every prompt token.",
             ),
             (
                 Status::Pass,

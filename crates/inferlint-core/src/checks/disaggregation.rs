@@ -192,6 +192,20 @@ pub fn disaggregation(
         );
         return result;
     }
+    if transferred == 0.0 && computed == 0.0 {
+        // A decode instance loads only what its own cache lacks: nothing was left to move.
+        result.message = format!(
+            "declared disaggregated ({how}), but the instance's own prefix cache served every prompt token ({counts}): nothing was left to transfer, so whether the run disaggregated cannot be told"
+        );
+        return result;
+    }
+    if transferred == 0.0 && computed == 0.0 {
+        // A decode instance loads only what its own cache lacks: nothing was left to move.
+        result.message = format!(
+            "declared disaggregated ({how}), but the instance's own prefix cache served every prompt token ({counts}): nothing was left to transfer, so whether the run disaggregated cannot be told"
+        );
+        return result;
+    }
     if transferred == 0.0 {
         // On `kv_both` the instance may be the prefill side, which counts nothing it
         // sends: a prefill instance answers the proxy's requests with one token each.
@@ -465,6 +479,15 @@ mod tests {
             Some(&after),
         );
         assert_eq!(r.status, Status::Fail, "{}", r.message);
+        // Its own cache served every prompt: nothing was left to transfer.
+        let all_cached = reading(0.0, 0.0, 9_216.0, 32.0, 1_024.0);
+        let r = disaggregation(
+            &VLLM,
+            Some(&boot("NixlConnector", "kv_consumer")),
+            Some(&zero()),
+            Some(&all_cached),
+        );
+        assert_eq!(r.status, Status::Unknown, "{}", r.message);
 
         let r = disaggregation(
             &VLLM,
