@@ -75,7 +75,7 @@ fn without_traces(mut verdicts: Verdicts) -> Verdicts {
     }
     // T27: no recorded server was started with speculative decoding, as each boot log
     // shows (T12 is judged wherever there is one): it does not apply, a verdict listed
-    // after the others. The one variant without a boot log is SGLang's, which serves no
+    // after the verdicts judged before it (T28's comes after). The one variant without a boot log is SGLang's, which serves no
     // counter of drafts: T27 is not checked there, last of all.
     if verdicts
         .iter()
@@ -83,7 +83,7 @@ fn without_traces(mut verdicts: Verdicts) -> Verdicts {
     {
         let at = verdicts
             .iter()
-            .rposition(|(_, s)| *s != "not_checked")
+            .rposition(|(t, s)| *s != "not_checked" && rank(t) < rank("T27"))
             .map_or(0, |i| i + 1);
         verdicts.insert(at, ("T27", "not_applicable"));
     } else {
@@ -133,6 +133,8 @@ fn vllm_xray_report(t19: &'static str) -> Verdicts {
         ("T8", "fail"),
         ("T17", "pass"),
         ("T19", t19),
+        // Its boot log shows no KV connector: it was not declared disaggregated.
+        ("T28", "not_applicable"),
         ("T21", "not_checked"),
     ]
 }
@@ -515,6 +517,7 @@ fn variants() -> Vec<Variant> {
                 ("T17", "unknown"),
                 ("T19", "fail"),
                 ("T21", "unknown"),
+                ("T28", "not_applicable"),
             ]),
             exit_code: 1,
             build: |s| s.with_file_of("../live", "run.series.jsonl"),

@@ -36,7 +36,7 @@ The GPU:
 
 Learn:
   demo         Write a simulated run folder and check it
-  explain      Explain a tripwire (T1-T27, or a name such as falling-ceiling)
+  explain      Explain a tripwire (T1-T28, or a name such as falling-ceiling)
   help         Print this message or the help of the given command
 
 For scripts and shells:
@@ -248,7 +248,7 @@ pub enum Command {
         #[command(flatten)]
         output: JsonFlag,
     },
-    /// Explain a tripwire (T1-T27, or a name such as falling-ceiling)
+    /// Explain a tripwire (T1-T28, or a name such as falling-ceiling)
     Explain {
         /// Tripwire codes or names; every one when none
         #[arg(value_name = "TRIPWIRE")]

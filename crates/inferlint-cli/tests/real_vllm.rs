@@ -367,6 +367,114 @@ fn a_shared_prefix_warns_t16() {
     );
 }
 
+/// The same run's cached tokens by tier: vLLM 0.32 counts the 7,936 hits under
+/// `prompt_tokens_cached_by_source{source="device"}` (its own prefix cache; the server had
+/// no offload tier or connector) and the 9,216 - 7,936 = 1,280 prompt tokens it prefilled
+/// under `prompt_tokens_by_source{source="local_compute"}`. Started with
+/// `--kv-offloading-size 4` (the boot log's non-default args, edited to say so) the same
+/// counters mean the host tier served none of it: T16 says so beside its warm-cache
+/// warning.
+#[test]
+fn the_shared_prefix_came_from_the_device_cache_and_no_offload_tier() {
+    let (results, _) = report("shared-prefix");
+    let t16 = verdict(&results, "T16");
+    let evidence = &t16["evidence"];
+    assert_eq!(evidence["device_tokens"], 7_936.0, "{t16:#}");
+    assert_eq!(evidence["offload_tokens"], 0.0, "{t16:#}");
+    assert_eq!(evidence["peer_tokens"], 0.0, "{t16:#}");
+    assert_eq!(evidence["computed_tokens"], 1_280.0, "{t16:#}");
+    assert!(!message(&results, "T16").contains("offload"), "{t16:#}");
+
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("shared-prefix");
+    copy_tree(&real("shared-prefix"), &dir);
+    let boot = dir.join("boot.log");
+    let text = std::fs::read_to_string(&boot).unwrap();
+    let edited = text.replacen(
+        "non-default args: {",
+        "non-default args: {'kv_offloading_size': 4.0, ",
+        1,
+    );
+    assert_ne!(edited, text);
+    std::fs::write(&boot, edited).unwrap();
+    let page = dir.join("report.html");
+    let out = inferlint(
+        tmp.path(),
+        &[
+            "report",
+            "--json",
+            "-o",
+            page.to_str().unwrap(),
+            dir.to_str().unwrap(),
+        ],
+    );
+    no_panic(&out);
+    let results = json_results(&out);
+    assert_eq!(status(&results, "T16"), "warn");
+    let said = message(&results, "T16");
+    assert!(
+        said.contains(
+            "an offload tier was configured (kv_offloading_size 4.0, as the boot log shows) and served none of the run's prompt tokens (device cache 7,936, host or disk offload 0, peer or external connector 0, computed 1,280)"
+        ),
+        "{said}"
+    );
+}
+
+/// The argued decode instances of fixtures/argued/vllm-0.32-disagg (the shared-prefix run
+/// with a NIXL `kv_transfer_config` in its boot log; MADE.md argues each change). Left as
+/// the real run counted (0 by `external_kv_transfer`, 1,280 `local_compute`), a
+/// `kv_consumer` that decoded 32 tokens a request moved no KV: T28 fails. With the 1,280
+/// counted as a decode instance counts them at admission, all by transfer and none
+/// computed, 100% came by transfer: T28 passes, and T16's split counts the 1,280 as tier
+/// p2p.
+#[test]
+fn a_decode_instance_that_moved_no_kv_fails_t28_and_one_that_did_passes() {
+    let argued = |case: &str| fixtures().join("argued/vllm-0.32-disagg").join(case);
+    let report_of = |case: &str| {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(case);
+        copy_tree(&argued(case), &dir);
+        let page = dir.join("report.html");
+        let out = inferlint(
+            tmp.path(),
+            &[
+                "report",
+                "--json",
+                "-o",
+                page.to_str().unwrap(),
+                dir.to_str().unwrap(),
+            ],
+        );
+        no_panic(&out);
+        (json_results(&out), out.status.code())
+    };
+    let (results, code) = report_of("never-transferred");
+    assert_eq!(status(&results, "T28"), "fail");
+    assert_eq!(code, Some(1));
+    let t28 = verdict(&results, "T28");
+    assert_eq!(t28["evidence"]["transferred_tokens"], 0.0, "{t28:#}");
+    assert_eq!(t28["evidence"]["computed_tokens"], 1_280.0, "{t28:#}");
+    assert_eq!(t28["evidence"]["role"], "kv_consumer", "{t28:#}");
+
+    let (results, _) = report_of("transferred");
+    assert_eq!(
+        status(&results, "T28"),
+        "pass",
+        "{}",
+        message(&results, "T28")
+    );
+    assert!(
+        message(&results, "T28").starts_with(
+            "disaggregated as declared (NixlConnector, kv_both): 100.0% of the prompt tokens not in the instance's own cache came by transfer (1,280 by transfer, 0 prefilled here, 7,936 from its own prefix cache)"
+        ),
+        "{}",
+        message(&results, "T28")
+    );
+    let t16 = verdict(&results, "T16");
+    assert_eq!(t16["evidence"]["peer_tokens"], 1_280.0, "{t16:#}");
+    assert_eq!(t16["evidence"]["device_tokens"], 7_936.0, "{t16:#}");
+}
+
 #[test]
 fn requests_too_long_for_the_model_fail_t18() {
     // Prompts of 200 to 600 tokens with 16 to 48 to generate against --max-model-len

@@ -665,6 +665,7 @@ pub fn advice_for(
         (Tripwire::T24 | Tripwire::T25, _) => crate::checks::server_view::advice(result),
         (Tripwire::T26, _) => crate::checks::kv_stream::advice(result, engine),
         (Tripwire::T27, _) => crate::checks::spec_decode::advice(result, engine),
+        (Tripwire::T28, _) => crate::checks::disaggregation::advice(result),
         (Tripwire::T16, Status::Warn) => engine
             .prefix_cache
             .map(|p| {

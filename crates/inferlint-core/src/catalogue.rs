@@ -93,6 +93,8 @@ impl Tripwire {
     pub const T26: Tripwire = Tripwire::declare(26);
     /// T27: Speculative decoding measured on the wrong content.
     pub const T27: Tripwire = Tripwire::declare(27);
+    /// T28: Disaggregation that never disaggregated.
+    pub const T28: Tripwire = Tripwire::declare(28);
 
     /// Builds an id from its number; `None` when the catalogue has no such tripwire.
     pub fn new(number: u8) -> Option<Tripwire> {
@@ -1119,7 +1121,18 @@ static CATALOGUE: &[TripwireInfo] = &[
                those the cache served (`vllm:prefix_cache_hits_total`). T16 takes the share \
                the cache served over the run, from the counters between the snapshots (or \
                the recording), and warns above 10% unless told the run is meant to reuse \
-               prefixes (`--expect-cache-hits`).",
+               prefixes (`--expect-cache-hits`). vLLM 0.32 also says which tier served each \
+               cached token (`vllm:prompt_tokens_cached_by_source_total`: device, host, \
+               disk, p2p, external_unspecified) and how many were prefilled \
+               (`vllm:prompt_tokens_by_source_total{source=\"local_compute\"}`): T16 gives \
+               that split, and warns when the server was started with an offload tier \
+               (`--kv-offloading-size`, an offloading connector in `--kv-transfer-config`) \
+               that served none of the run's prompt tokens: the commonest reason KV offload \
+               \"does not help\" is that the run never reached it. LMCache's hits reach \
+               that split as `external_unspecified`; its own counters \
+               (`lmcache:num_hit_tokens_total` of `lmcache:num_requested_tokens_total`, one \
+               series per worker, each counting its shard of the same tokens) go in the \
+               evidence as one worker counted them.",
         why: "A prompt served from the cache is not prefilled: its time to first token is \
               a lookup, and the prefill throughput counts tokens the GPU never computed. A \
               run with a warm cache measures the cache, and its numbers cannot be compared \
@@ -1142,7 +1155,11 @@ static CATALOGUE: &[TripwireInfo] = &[
                  `trtllm_prompt_cached_tokens_total` beside `trtllm_prompt_tokens_total`, \
                  when a request finishes. Block reuse is on by default in the PyTorch \
                  backend; `kv_cache_config.enable_block_reuse: false` in the `--config` YAML \
-                 turns it off.",
+                 turns it off. Its tier split (`trtllm_prompt_cache_hit_tokens_total` by \
+                 `cache_tier`) is filled only by the V2 KV cache manager: the default V1 \
+                 manager puts every hit in the gpu tier, so T16 reads the split only where \
+                 the boot log shows `use_kv_cache_manager_v2=True`, and otherwise cannot \
+                 tell whether host offload served anything.",
             ),
         ],
         command: "inferlint report run/ [--expect-cache-hits]",
@@ -1150,12 +1167,14 @@ static CATALOGUE: &[TripwireInfo] = &[
             (
                 Status::Warn,
                 "the cache served more than 10% of the run's prompt tokens, and the run was \
-                 not said to reuse prefixes.",
+                 not said to reuse prefixes; or an offload tier was configured and served \
+                 none of them.",
             ),
             (
                 Status::Unknown,
                 "a counter is missing or the server restarted between the readings, or no \
-                 prompt token was counted.",
+                 prompt token was counted, or an offload tier was configured and the only \
+                 split by tier comes from a KV manager known to misattribute it.",
             ),
             (
                 Status::Pass,
@@ -1798,6 +1817,75 @@ static CATALOGUE: &[TripwireInfo] = &[
             ),
         ],
     },
+    TripwireInfo {
+        tripwire: Tripwire::T28,
+        slug: "disaggregation-never-happened",
+        name: "Disaggregation that never disaggregated",
+        what: "Disaggregated serving prefills on one instance and decodes on another, a \
+               connector (NIXL, Mooncake) moving the prompt's KV between them. Which way a \
+               request goes is the router's choice: on vLLM a request reaches the decode \
+               instance with `kv_transfer_params` from the proxy, and one without them is \
+               prefilled where it lands and counts no transfer. A load pointed straight at \
+               the decode instance, or through a proxy that drops the parameters, measures \
+               ordinary serving under a disaggregated configuration. T28 reads the boot log \
+               for the declaration (`--kv-transfer-config` naming a connector that moves KV \
+               between instances, and the instance's `kv_role`) and the decode instance's \
+               counters between the readings: the prompt tokens whose KV came by transfer \
+               (`vllm:prompt_tokens_by_source_total{source=\"external_kv_transfer\"}`) \
+               against those it prefilled (`local_compute`). It fails when nothing came by \
+               transfer, warns when less than 90% of the prompt tokens not in the \
+               instance's own cache did, and passes above. NIXL's own figures (transfers, \
+               bytes, failures) go in the evidence: they pool every tensor-parallel worker \
+               of the instance and name no request.",
+        why: "A disaggregated run's time to first token holds the prefill queue, the remote \
+              prefill, the KV transfer and the first decode step, and no engine read here \
+              times them apart: a run that never transferred looks like a fast one, and \
+              one that did hides its transfer in the first token (a TTFT median of 31 s \
+              against 2.3 s has been reported with no way to tell which part grew). \
+              Without knowing whether KV moved at all, the run's numbers cannot be called \
+              disaggregated.",
+        engine_notes: &[
+            (
+                Engine::Sglang,
+                "SGLang's disaggregation (`--disaggregation-mode`) was not examined: T28 \
+                 shows nothing on SGLang.",
+            ),
+            (
+                Engine::Trtllm,
+                "TensorRT-LLM's disaggregated serving (`trtllm-serve disaggregated`) and its \
+                 per-request `kv_cache_transfer_start` and `kv_cache_transfer_end` times \
+                 were not established from a recording: T28 shows nothing on TensorRT-LLM.",
+            ),
+        ],
+        command: "inferlint report run/   (the decode instance's run)",
+        verdicts: &[
+            (
+                Status::Fail,
+                "the boot log declares disaggregation, the instance decoded, and no prompt \
+                 token's KV came by transfer.",
+            ),
+            (
+                Status::Warn,
+                "some KV came by transfer, but less than 90% of the prompt tokens not in \
+                 the instance's own cache.",
+            ),
+            (
+                Status::Unknown,
+                "declared, but the readings or the transfer counter are missing, the \
+                 instance is (or may be) the prefill side, which counts nothing it sends, \
+                 or its own prefix cache served every prompt token.",
+            ),
+            (
+                Status::Pass,
+                "at least 90% of the prompt tokens not in the instance's own cache came by \
+                 transfer.",
+            ),
+            (
+                Status::NotApplicable,
+                "the boot log declares no connector that moves KV between instances.",
+            ),
+        ],
+    },
 ];
 
 #[cfg(test)]
@@ -1888,6 +1976,7 @@ mod tests {
             Tripwire::T25,
             Tripwire::T26,
             Tripwire::T27,
+            Tripwire::T28,
         ] {
             assert_eq!(get(tripwire).tripwire, tripwire);
         }

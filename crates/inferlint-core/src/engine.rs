@@ -229,6 +229,9 @@ pub struct EngineDescriptor {
     /// The counters of the prompt tokens the prefix cache served (T16, and the share
     /// `compare` sets side by side).
     pub prefix_cache: Option<PrefixCacheCounters>,
+    /// How a run shows it was declared disaggregated and what the decode side counts of
+    /// the KV it received (T28); `None` where the engine shows neither.
+    pub disaggregation: Option<Disaggregation>,
     /// The OpenTelemetry span the engine exports for each request it finished, and the
     /// attributes that carry its account of the request; `None` where the engine's spans
     /// carry no such account in a form that holds across its releases.
@@ -501,6 +504,172 @@ pub struct PrefixCacheCounters {
     /// The settings that turn it off, as its boot log prints them (the setting's name
     /// and the value that means off): a server started so looks nothing up in it.
     pub off_settings: &'static [(&'static str, bool)],
+    /// Where the engine says which tier each cached prompt token came from, and how it
+    /// shows an offload tier was configured; `None` where it says neither.
+    pub tiers: Option<CacheTiers>,
+}
+
+/// A setting as a boot log prints it, or one field of a setting printed as a
+/// configuration's repr (`KvCacheConfig(host_cache_size=None, ...)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SettingField {
+    /// The setting.
+    pub setting: &'static str,
+    /// The field of its printed repr, when the value is one field of it.
+    pub field: Option<&'static str>,
+}
+
+/// The value of `field=...` in a printed repr: a quoted string's inside, else up to the
+/// next comma or closing bracket.
+pub fn printed_field<'a>(printed: &'a str, field: &str) -> Option<&'a str> {
+    let start = ["(", " "].iter().find_map(|before| {
+        printed
+            .find(&format!("{before}{field}="))
+            .map(|at| at + before.len() + field.len() + 1)
+    })?;
+    let rest = &printed[start..];
+    if let Some(quoted) = rest.strip_prefix('\'') {
+        return quoted.find('\'').map(|end| &quoted[..end]);
+    }
+    let end = rest.find([',', ')']).unwrap_or(rest.len());
+    Some(rest[..end].trim())
+}
+
+/// How an engine's KV connector is configured, as its boot log prints the setting: the
+/// setting, the field naming the connector and the field naming its role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectorSetting {
+    /// The setting (`kv_transfer_config`), printed as the configuration's repr.
+    pub setting: &'static str,
+    /// The field of that repr naming the connector.
+    pub connector_field: &'static str,
+    /// The field naming the instance's role in a transfer.
+    pub role_field: &'static str,
+}
+
+impl ConnectorSetting {
+    /// The first of `names` the printed configuration names (a multi-connector's own
+    /// connectors included), each written quoted as the repr writes it.
+    pub fn names_one_of(&self, printed: &str, names: &[&'static str]) -> Option<&'static str> {
+        names
+            .iter()
+            .find(|name| printed.contains(&format!("'{name}'")))
+            .copied()
+    }
+
+    /// The instance's role, as printed.
+    pub fn role<'a>(&self, printed: &'a str) -> Option<&'a str> {
+        printed_field(printed, self.role_field)
+    }
+}
+
+/// vLLM's KV connector setting: `--kv-transfer-config` (JSON on the command line) is
+/// printed among the non-default args as `KVTransferConfig(kv_connector='NixlConnector',
+/// ..., kv_role='kv_both', ...)` (`vllm/config/kv_transfer.py`, its dataclass repr).
+pub const VLLM_KV_CONNECTOR: ConnectorSetting = ConnectorSetting {
+    setting: "kv_transfer_config",
+    connector_field: "kv_connector",
+    role_field: "kv_role",
+};
+
+/// How an engine shows a run was declared disaggregated (prefill and decode on separate
+/// instances, the KV moved between them) and what it counts of the KV moved (T28).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Disaggregation {
+    /// The connector setting that declares it.
+    pub connector: ConnectorSetting,
+    /// The connectors that move KV from a prefill instance to a decode instance.
+    pub connectors: &'static [&'static str],
+    /// The role of the instance that prefills and sends its KV.
+    pub producer_role: &'static str,
+    /// The role of the instance that receives the KV and decodes.
+    pub consumer_role: &'static str,
+    /// Counter: prompt tokens whose KV came by transfer.
+    pub transferred: LabelledCounter,
+    /// Counter: prompt tokens this instance prefilled itself.
+    pub computed: LabelledCounter,
+    /// Counter: prompt tokens served from this instance's own prefix cache.
+    pub cached: LabelledCounter,
+    /// Gauge: requests waiting, deferred (a KV transfer among the reasons).
+    pub deferred_waiting: LabelledCounter,
+    /// The transfer library's counters: transfers (a histogram's count), bytes moved (its
+    /// sum) and failed transfers; none where the connector keeps none.
+    pub transfers: Option<TransferCounters>,
+}
+
+/// A KV transfer library's own counters, and what they cover.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TransferCounters {
+    /// Transfers finished.
+    pub count: &'static str,
+    /// Bytes they moved.
+    pub bytes: &'static str,
+    /// Transfers that failed.
+    pub failed: &'static str,
+    /// What the figures pool, in words.
+    pub scope: &'static str,
+}
+
+/// Which tier a cached prompt token came from, as T16 groups an engine's tiers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheTier {
+    /// The accelerator's own prefix cache.
+    Device,
+    /// Offloaded KV brought back from host memory or disk.
+    Offload,
+    /// KV from another instance or a connector that does not say which tier it read.
+    Peer,
+}
+
+/// One counter's series that carry one label value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LabelledCounter {
+    /// The counter.
+    pub metric: &'static str,
+    /// The label.
+    pub label: &'static str,
+    /// The value that selects the series.
+    pub value: &'static str,
+}
+
+/// An engine's split of its cached prompt tokens by tier (T16), as data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheTiers {
+    /// Counter: cached prompt tokens by the tier that supplied them.
+    pub metric: &'static str,
+    /// Its label naming the tier.
+    pub label: &'static str,
+    /// Each value of that label, with the group T16 counts it in.
+    pub tiers: &'static [(&'static str, CacheTier)],
+    /// The prompt tokens computed afresh, where a counter says so.
+    pub computed: Option<LabelledCounter>,
+    /// Why the split cannot be trusted (a KV manager known to put every hit in one tier),
+    /// and the setting and value the boot log shows when the run used a manager that
+    /// splits them truly; `None` where the split holds.
+    pub misattributed: Option<(&'static str, Option<(SettingField, &'static str)>)>,
+    /// The settings whose value, shown in the boot log's settings, means an offload tier
+    /// was configured (any value but `None` or 0).
+    pub offload_settings: &'static [SettingField],
+    /// The info metric's label that shows the same, where one does ("None" when unset).
+    pub offload_info_label: Option<(&'static str, &'static str)>,
+    /// The KV connector setting, and the connectors that are an offload tier.
+    pub offload_connectors: Option<(ConnectorSetting, &'static [&'static str])>,
+    /// An offload library's own counters, where its server's metrics carry them.
+    pub library_counters: Option<LibraryCounters>,
+}
+
+/// A KV offload library's own counters of the tokens asked of it and those it had: one
+/// series per worker, each counting the same tokens for its shard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LibraryCounters {
+    /// The library, as a sentence names it.
+    pub library: &'static str,
+    /// Counter: tokens requested from it.
+    pub requested_tokens: &'static str,
+    /// Counter: tokens it had.
+    pub hit_tokens: &'static str,
+    /// The label naming the worker a series is of.
+    pub worker_label: &'static str,
 }
 
 impl PrefixCacheCounters {
@@ -952,7 +1121,9 @@ pub static VLLM: EngineDescriptor = EngineDescriptor {
         hits_written_at_first_hit: false,
         turn_off: "start vLLM with `--no-enable-prefix-caching`",
         off_settings: &[("enable_prefix_caching", false)],
+        tiers: Some(VLLM_CACHE_TIERS),
     }),
+    disaggregation: Some(VLLM_DISAGGREGATION),
     request_span: Some(VLLM_REQUEST_SPAN),
     trace_flags: Some(TraceFlags {
         otlp_endpoint: Some("--otlp-traces-endpoint"),
@@ -985,6 +1156,149 @@ pub static VLLM: EngineDescriptor = EngineDescriptor {
             only_when_on: true,
         }),
     },
+};
+
+/// `vllm/v1/metrics/loggers.py` (0.32): `prompt_tokens_cached_by_source` counts each
+/// new request's prefix-cache hit tokens by the tier that supplied them, at admission: the
+/// device tier with `prefix_cache_hits`, the connector's hits with the tier its
+/// `get_external_cache_hit_sources` names (`vllm/v1/metrics/cache_hit_source.py`: `host`
+/// for the CPU offloading connector, `disk` for its disk backend, `p2p` for NIXL, Mooncake
+/// and MoRIIO, `external_unspecified` for a connector that does not say, LMCache's among
+/// them). `prompt_tokens_by_source{source="local_compute"}` counts the tokens prefilled
+/// here. `--kv-offloading-size` prints as `kv_offloading_size` among the non-default args
+/// and as the label of `vllm:cache_config_info` (`"None"` when unset).
+const VLLM_CACHE_TIERS: CacheTiers = CacheTiers {
+    metric: "vllm:prompt_tokens_cached_by_source_total",
+    label: "source",
+    tiers: &[
+        ("device", CacheTier::Device),
+        ("host", CacheTier::Offload),
+        ("disk", CacheTier::Offload),
+        ("p2p", CacheTier::Peer),
+        ("external_unspecified", CacheTier::Peer),
+    ],
+    computed: Some(LabelledCounter {
+        metric: "vllm:prompt_tokens_by_source_total",
+        label: "source",
+        value: "local_compute",
+    }),
+    misattributed: None,
+    offload_settings: &[SettingField {
+        setting: "kv_offloading_size",
+        field: None,
+    }],
+    offload_info_label: Some(("vllm:cache_config_info", "kv_offloading_size")),
+    offload_connectors: Some((
+        VLLM_KV_CONNECTOR,
+        &[
+            "OffloadingConnector",
+            "SimpleCPUOffloadConnector",
+            "LMCacheConnectorV1",
+            "LMCacheMPConnector",
+            "MooncakeStoreConnector",
+            "FlexKVConnectorV1",
+            "HF3FSKVConnector",
+        ],
+    )),
+    // LMCache's own Prometheus logger (`lmcache/observability.py`, `PrometheusLogger`)
+    // writes `lmcache:num_requested_tokens` and `lmcache:num_hit_tokens` into the
+    // server's multiprocess metrics, labelled `model_name` and `worker_id`, each worker
+    // counting its own retrievals.
+    library_counters: Some(LibraryCounters {
+        library: "LMCache",
+        requested_tokens: "lmcache:num_requested_tokens_total",
+        hit_tokens: "lmcache:num_hit_tokens_total",
+        worker_label: "worker_id",
+    }),
+};
+
+/// vLLM's disaggregated prefill (`vllm/distributed/kv_transfer/kv_connector/`, 0.32): a
+/// connector that moves KV between instances, its role `kv_producer`, `kv_consumer` or
+/// `kv_both` (the NIXL examples start both sides `kv_both`; which side a request prefills
+/// on is the proxy's `kv_transfer_params`). The decode side counts the prompt tokens whose
+/// KV it loaded as `prompt_tokens_by_source{source="external_kv_transfer"}` and those it
+/// prefilled as `local_compute` (`vllm/v1/metrics/stats.py` `PromptTokenStats`); a request
+/// waiting for its KV is `num_requests_waiting_by_reason{reason="deferred"}`. NIXL's own
+/// figures (`nixl/stats.py`) are per transfer, gathered from every worker of the instance.
+const VLLM_DISAGGREGATION: Disaggregation = Disaggregation {
+    connector: VLLM_KV_CONNECTOR,
+    connectors: &[
+        "NixlConnector",
+        "NixlPullConnector",
+        "NixlPushConnector",
+        "MooncakeConnector",
+        "MoRIIOConnector",
+    ],
+    producer_role: "kv_producer",
+    consumer_role: "kv_consumer",
+    transferred: LabelledCounter {
+        metric: "vllm:prompt_tokens_by_source_total",
+        label: "source",
+        value: "external_kv_transfer",
+    },
+    computed: LabelledCounter {
+        metric: "vllm:prompt_tokens_by_source_total",
+        label: "source",
+        value: "local_compute",
+    },
+    cached: LabelledCounter {
+        metric: "vllm:prompt_tokens_by_source_total",
+        label: "source",
+        value: "local_cache_hit",
+    },
+    deferred_waiting: LabelledCounter {
+        metric: "vllm:num_requests_waiting_by_reason",
+        label: "reason",
+        value: "deferred",
+    },
+    transfers: Some(TransferCounters {
+        count: "vllm:nixl_xfer_time_seconds_count",
+        bytes: "vllm:nixl_bytes_transferred_sum",
+        failed: "vllm:nixl_num_failed_transfers_total",
+        scope: "NIXL's figures pool every tensor-parallel worker's transfers of the instance and name no request",
+    }),
+};
+
+/// TensorRT-LLM's `trtllm_prompt_cache_hit_tokens_total{cache_tier=...}` (gpu, host,
+/// disk, remote). Its default V1 KV cache manager never fills the split, and the
+/// collector puts every hit in `gpu`; only a server whose `kv_cache_config` shows
+/// `use_kv_cache_manager_v2=True` splits them. Host and disk offload are that config's
+/// `host_cache_size` and `disk_cache_size`.
+const TRTLLM_CACHE_TIERS: CacheTiers = CacheTiers {
+    metric: "trtllm_prompt_cache_hit_tokens_total",
+    label: "cache_tier",
+    tiers: &[
+        ("gpu", CacheTier::Device),
+        ("host", CacheTier::Offload),
+        ("disk", CacheTier::Offload),
+        ("remote", CacheTier::Peer),
+    ],
+    computed: None,
+    misattributed: Some((
+        "TensorRT-LLM's V1 KV cache manager (the default) puts every hit in the gpu tier, host ones included",
+        Some((
+            SettingField {
+                setting: "kv_cache_config",
+                field: Some("use_kv_cache_manager_v2"),
+            },
+            "True",
+        )),
+    )),
+    // `LLM Args:` prints `kv_cache_config=KvCacheConfig(..., host_cache_size=None,
+    // disk_cache_size=None, ...)`.
+    library_counters: None,
+    offload_settings: &[
+        SettingField {
+            setting: "kv_cache_config",
+            field: Some("host_cache_size"),
+        },
+        SettingField {
+            setting: "kv_cache_config",
+            field: Some("disk_cache_size"),
+        },
+    ],
+    offload_info_label: None,
+    offload_connectors: None,
 };
 
 /// vLLM's `llm_request` span (`--otlp-traces-endpoint`), made by `do_tracing` in
@@ -1145,7 +1459,11 @@ pub static SGLANG: EngineDescriptor = EngineDescriptor {
         hits_written_at_first_hit: true,
         turn_off: "start SGLang with `--disable-radix-cache`",
         off_settings: &[("disable_radix_cache", true)],
+        // `cached_tokens_total`'s `cache_source` label: its values were not established
+        // from SGLang's source, so no split is read.
+        tiers: None,
     }),
+    disaggregation: None,
     // SGLang's spans (`--enable-trace --otlp-traces-endpoint`,
     // `python/sglang/srt/tracing/trace.py`) carry no account of a request on one span:
     // the request's root span is named after the request itself (`Req 3f2a9c1b`, with a
@@ -1367,7 +1685,11 @@ pub static TRTLLM: EngineDescriptor = EngineDescriptor {
         hits_written_at_first_hit: false,
         turn_off: "set `kv_cache_config.enable_block_reuse: false` in the --config YAML",
         off_settings: &[],
+        tiers: Some(TRTLLM_CACHE_TIERS),
     }),
+    // Its disaggregated serving (`trtllm-serve disaggregated`, `cache_transceiver_config`)
+    // was not examined: no declaration or transfer counter is read.
+    disaggregation: None,
     // Its spans were not examined; its per-request account is `/perf_metrics`
     // (`RequestSource::TrtllmPerfMetrics`).
     request_span: None,

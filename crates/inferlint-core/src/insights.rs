@@ -385,6 +385,16 @@ pub fn what_limited_by(
             ),
         )
     }));
+    insights.extend(failed(Tripwire::T28).map(|r| {
+        Insight::limit(
+            "disaggregation",
+            "The run was declared disaggregated but did not disaggregate",
+            format!(
+                "{}. Its prefill ran where it decoded: the run measured ordinary serving, not disaggregated serving.",
+                capitalised(&r.message)
+            ),
+        )
+    }));
     insights.extend(failed(Tripwire::T25).map(|r| {
         Insight::limit(
             "chunks",

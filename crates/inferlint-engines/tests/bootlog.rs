@@ -1333,3 +1333,72 @@ fn the_cpu_builds_lines_in_their_other_forms() {
     let fields: Vec<&str> = f.unparsed.iter().map(|u| u.field.as_str()).collect();
     assert_eq!(fields, ["available_kv_cache_gib"]);
 }
+
+/// The real vLLM 0.32 CPU build started with `--kv-offloading-size 1`
+/// (fixtures/real/vllm-0.32-cpu/offload-refused, scripts/real-vllm/offload-refused.sh):
+/// its non-default args print `'kv_offloading_size': 1.0`, which T16 reads as an offload
+/// tier configured. The offload is vLLM's own: it makes the OffloadingConnector itself,
+/// so no `kv_transfer_config` is printed, and T28 finds nothing declared.
+#[test]
+fn a_real_start_with_an_offload_tier_shows_it_in_its_non_default_args() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/real/vllm-0.32-cpu");
+    let boot = facts(&dir, "offload-refused/boot.log");
+    let engine = Engine::Vllm.descriptor();
+    let tiers = engine
+        .prefix_cache
+        .and_then(|p| p.tiers)
+        .expect("vLLM splits by tier");
+    assert_eq!(
+        inferlint_core::checks::prefix_cache::offload_configured(&tiers, Some(&boot), None)
+            .as_deref(),
+        Some("kv_offloading_size 1.0, as the boot log shows")
+    );
+    let t28 =
+        inferlint_core::checks::disaggregation::disaggregation(engine, Some(&boot), None, None);
+    assert_eq!(t28.status, Status::NotApplicable, "{}", t28.message);
+    // The same server's log without the flag (shared-prefix) shows no offload tier.
+    let plain = facts(&dir, "shared-prefix/boot.log");
+    assert_eq!(
+        inferlint_core::checks::prefix_cache::offload_configured(&tiers, Some(&plain), None),
+        None
+    );
+}
+
+/// TensorRT-LLM 1.3's `LLM Args:` line prints `kv_cache_config=KvCacheConfig(...,
+/// host_cache_size=None, disk_cache_size=None, ..., use_kv_cache_manager_v2=False, ...)`
+/// (the recorded qwen3-8b run, which also logs `Resolved use_kv_cache_manager_v2='auto'
+/// to False`): no offload tier, and the V1 KV cache manager whose tier split T16 does not
+/// trust. The settings the reader keeps hold no `kv_cache_config`: it is read from the
+/// whole line.
+#[test]
+fn a_recorded_trtllm_start_shows_no_offload_tier_and_the_v1_manager() {
+    let Some(dir) = common_recorded() else { return };
+    let boot = facts(&dir, "trtllm-1.3/qwen3-8b/boot.log");
+    let tiers = Engine::Trtllm
+        .descriptor()
+        .prefix_cache
+        .and_then(|p| p.tiers)
+        .expect("TensorRT-LLM's table names its tier counter");
+    let (why, trusted) = tiers.misattributed.expect("the V1 manager misattributes");
+    let (setting, value) = trusted.expect("a setting says the V2 manager ran");
+    assert_eq!(
+        inferlint_core::checks::prefix_cache::read_setting(&boot, &setting).as_deref(),
+        Some("False")
+    );
+    assert_ne!(value, "False");
+    assert_eq!(
+        inferlint_core::checks::prefix_cache::split_untrusted(&tiers, Some(&boot)),
+        Some(why)
+    );
+    for offload in tiers.offload_settings {
+        assert_eq!(
+            inferlint_core::checks::prefix_cache::read_setting(&boot, offload).as_deref(),
+            Some("None"),
+            "{offload:?}"
+        );
+    }
+    assert_eq!(
+        inferlint_core::checks::prefix_cache::offload_configured(&tiers, Some(&boot), None),
+        None
+    );
+}

@@ -250,9 +250,9 @@ fn the_tripwires_checked_and_those_not_here() {
     // KV event stream: T23 to T26 are checked; what is left needs what no single
     // recorded run holds.
     assert!(
-        // T21 and T27 judged the run not their own, and say why: no GPU was found, and its
-        // boot log starts no speculative decoding.
-        html.contains("18 of 27. Not here: T2 and T3 (run at clean-up), T4 and T11 (need two or more boot logs), T7 (needs a live server), T13 (a rule for test scripts), T21 (does not apply: the recorder found no NVIDIA GPU on the server's machine, or it was told the server uses none), T22 (needs the recordings of two or more replicas on one schedule), T27 (does not apply: the boot log shows no speculative setting, so the server did no speculative decoding)"),
+        // T21, T27 and T28 judged the run not their own, and say why: no GPU was found,
+        // and its boot log starts no speculative decoding and declares no KV connector.
+        html.contains("18 of 28. Not here: T2 and T3 (run at clean-up), T4 and T11 (need two or more boot logs), T7 (needs a live server), T13 (a rule for test scripts), T21 (does not apply: the recorder found no NVIDIA GPU on the server's machine, or it was told the server uses none), T22 (needs the recordings of two or more replicas on one schedule), T27 (does not apply: the boot log shows no speculative setting, so the server did no speculative decoding), T28 (does not apply: the boot log shows no KV connector (kv_transfer_config): the run was not declared disaggregated)"),
         "tripwires-checked line"
     );
     for t in ["T23", "T24", "T25", "T26"] {

@@ -116,10 +116,24 @@ pub fn prefix_cache(run: &Run, options: RunOptions) -> Option<CheckResult> {
         run.series.as_ref(),
         options.expect_cache_hits,
     )?;
-    Some(prefix_cache::off_at_start(
+    let result = prefix_cache::off_at_start(run.engine, run.last_boot(), result);
+    Some(prefix_cache::with_tiers(
         run.engine,
+        run.before.as_ref(),
+        run.after.as_ref(),
         run.last_boot(),
         result,
+    ))
+}
+
+/// T28: the boot log's declaration of disaggregated serving against the KV the instance
+/// counted as received.
+pub fn disaggregation(run: &Run, _: RunOptions) -> Option<CheckResult> {
+    Some(crate::checks::disaggregation::disaggregation(
+        run.engine,
+        run.last_boot(),
+        run.before.as_ref(),
+        run.after.as_ref(),
     ))
 }
 

@@ -18,12 +18,14 @@
 //! - [`cold_start`]: T19, compile lines inside the run, a slow first wave, no warm-up.
 //! - [`contention`]: T21, other processes and held-back clocks on the server's GPUs.
 //! - [`spec_decode`]: T27, speculative decoding's acceptance and what it was measured on.
+//! - [`disaggregation`]: T28, a run declared disaggregated that moved no KV.
 
 pub mod boot;
 pub mod client_wait;
 pub mod cold_start;
 pub mod contention;
 pub mod counters;
+pub mod disaggregation;
 pub mod fleet;
 pub mod flight;
 pub mod gpu_fold;

@@ -572,6 +572,13 @@ pub const DECLARATIONS: &[Declaration] = &[
     ),
     Declaration::run(Tripwire::T27, Part::LoadAccount, &[], judge::speculative_decoding)
         .any(&[&[Before, After], &[BootLog]], None),
+    // Said of a run whose boot log declares nothing too, where the report lists T28 as
+    // not here beside its "does not apply".
+    Declaration::run(Tripwire::T28, Part::Server, &[], judge::disaggregation).any(
+        &[&[BootLog]],
+        Some("a boot log that declares disaggregated serving"),
+    )
+    .not_for(without_disaggregation),
     Declaration::new(
         Tripwire::T7,
         Phase::Serving,
@@ -607,6 +614,15 @@ pub const DECLARATIONS: &[Declaration] = &[
 pub fn without_prefix_cache(engine: &EngineDescriptor) -> Option<Inapplicable> {
     engine
         .prefix_cache
+        .is_none()
+        .then_some(Inapplicable::Nothing)
+}
+
+/// T28 reads an engine's disaggregated serving: an engine whose table has none shows
+/// nothing of it.
+pub fn without_disaggregation(engine: &EngineDescriptor) -> Option<Inapplicable> {
+    engine
+        .disaggregation
         .is_none()
         .then_some(Inapplicable::Nothing)
 }
