@@ -112,3 +112,12 @@ for i in range(32):
 run_case steps-long-prefill 8 "" \
   "long prefills beside decodes, each engine step recorded: 32 prompts, one in four of 400 words and the rest of 16, 48 output tokens each (ignore_eos), 8 at once (vllm bench serve's custom dataset; steps.sh writes the prompts to \$WORK/prompts-mixed.jsonl: prompt i is 400 words when i % 4 == 3, else 16)" \
   "$BENCH --dataset-name custom --dataset-path $WORK/prompts-mixed.jsonl --custom-output-len 48 --skip-chat-template --ignore-eos --num-prompts 32 --max-concurrency 8"
+
+# Requests the scheduler defers: each asks for a JSON schema of its own (150 properties,
+# structured-client.py), so each waits for its grammar to compile before it may be
+# admitted; --max-num-seqs 1. While they wait the engine steps with none running and
+# /health answers 200. With the tiny random model each request then ends in error: the
+# grammar rejects the first token it samples (token 0; the engine log says so).
+run_case steps-stall 12 "--max-num-seqs 1" \
+  "requests deferred while none runs: 12 completions sent at once, each constrained to a JSON schema of its own (150 properties), against --max-num-seqs 1; the scheduler defers each until its grammar is compiled (num_skipped_waiting_reqs), the engine stepping with none running; each then ends in error (HTTP 500): the grammar rejects the tiny random model's first token" \
+  "python3 $ROOT/scripts/real-vllm/structured-client.py \$URL 12 150"

@@ -36,6 +36,10 @@ def main(folder):
           f"beside decodes (pr > 0 and dr > 0): {sum(x.get('pr', 0) > 0 and x.get('dr', 0) > 0 for x in steps)}; "
           f"with requests waiting (w > 0): {sum(x.get('w', 0) > 0 for x in steps)}; "
           f"with deferred ones (d > 0): {sum(x.get('d', 0) > 0 for x in steps)}")
+    idle = [x for x in steps if x.get("r") == 0 and x.get("w", 0) + x.get("d", 0) > 0]
+    print(f"- steps in the whole file with none running and some waiting or deferred (r = 0, w + d > 0): "
+          f"{len(idle)}" + (f", from t {idle[0]['t']} to t {idle[-1]['t']} s, at most "
+                           f"{max(x.get('w', 0) + x.get('d', 0) for x in idle)} held" if idle else ""))
     print(f"- largest prefill in one step: {max((x.get('pt', 0) for x in steps), default=0)} tokens; "
           f"largest kv use: {max((x.get('kv', 0) for x in steps), default=0)}")
     # The counters moved between the two readings; the steps recorded between the same
