@@ -141,7 +141,13 @@ class InferlintStepLogger(StatLoggerBase):
         return round((ns - self.t0) / 1e9, 6)
 
     def _write(self):
-        with open(self.path, "w", encoding="utf-8") as out:
+        try:
+            out = open(self.path, "w", encoding="utf-8")
+        except OSError as e:  # one line, then record does nothing
+            print(f"inferlint steps: cannot write {self.path}: {e}", file=sys.stderr)
+            self._q = None
+            return
+        with out:
             line = lambda obj: out.write(json.dumps(obj, separators=(",", ":")) + "\n")
             header, steps, full, failed = False, 0, 0, 0
             while True:

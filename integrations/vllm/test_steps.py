@@ -1,5 +1,6 @@
 """The plugin's lines against docs/steps.md, with stand-in stats objects (no vLLM)."""
 
+import io
 import json
 import os
 import tempfile
@@ -148,6 +149,19 @@ class Steps(unittest.TestCase):
         self.assertEqual((gap["gap"], gap["reason"]), (1, "record failed"))
         self.assertEqual(step["r"], 4)
         self.assertEqual((end["steps"], end["dropped"]), (1, 1))
+
+    def test_a_folder_that_does_not_exist_is_one_line_on_stderr_not_an_exception(self):
+        missing = os.path.join(self.dir.name, "no-such-folder", "steps.jsonl")
+        err = io.StringIO()
+        with mock.patch.dict(os.environ, {"INFERLINT_STEPS": missing}), \
+                mock.patch("sys.stderr", err):
+            logger = steps.InferlintStepLogger(self.config)
+            logger._thread.join(timeout=10)
+            logger.record(sched(), None)  # must not raise
+            logger.close()
+        self.assertEqual(err.getvalue().count("\n"), 1)
+        self.assertIn(f"cannot write {missing}", err.getvalue())
+        self.assertFalse(os.path.exists(missing))
 
     def test_nothing_written_without_the_variable(self):
         with mock.patch.dict(os.environ, {}, clear=True):
