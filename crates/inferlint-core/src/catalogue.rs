@@ -442,7 +442,10 @@ static CATALOGUE: &[TripwireInfo] = &[
                `vllm:num_preemptions_total`. T1 compares the engine's preemption counter \
                in the snapshots taken before and after the run and fails when it moved. A \
                server restart between the two snapshots also fails, because the counters \
-               then cannot be compared.",
+               then cannot be compared. Where the engine also keeps a histogram of each \
+               finished request's preemptions (vLLM 0.32's `vllm:request_num_preemptions`), \
+               the failure says how they fell on the requests that finished: a few requests \
+               preempted over and over, or many once.",
         why: "Every preemption repeats prefill work and stalls the evicted request, so \
               throughput, time per output token and tail latency were measured on a server \
               that spent part of the run redoing work. Such a run shows the memory pressure \

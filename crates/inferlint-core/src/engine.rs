@@ -138,6 +138,10 @@ pub struct EngineDescriptor {
     /// A metric whose presence proves the preemption counter would be there had anything
     /// been preempted (SGLang writes its counter only after the first retraction).
     pub preemption_witness: Option<&'static str>,
+    /// Histogram of how many times each finished request was preempted, observed when it
+    /// finishes (vLLM 0.32: `vllm:request_num_preemptions`, buckets 1, 2, 3, 4, 5, 10, 20):
+    /// how the run's preemptions fell on its requests.
+    pub request_preemptions_histogram: Option<&'static str>,
     /// Gauge of requests paused for recompute, where the engine has no counter.
     pub paused_gauge: Option<&'static str>,
     /// Counter: output tokens generated.
@@ -998,6 +1002,7 @@ pub static VLLM: EngineDescriptor = EngineDescriptor {
     kv_usage: "vllm:kv_cache_usage_perc",
     preemption_counter: Some("vllm:num_preemptions_total"),
     preemption_witness: None,
+    request_preemptions_histogram: Some("vllm:request_num_preemptions"),
     paused_gauge: None,
     generation_tokens: "vllm:generation_tokens_total",
     prompt_tokens: "vllm:prompt_tokens_total",
@@ -1336,6 +1341,7 @@ pub static SGLANG: EngineDescriptor = EngineDescriptor {
     kv_usage: "sglang:token_usage",
     preemption_counter: Some("sglang:num_retracted_requests_total"),
     preemption_witness: Some("sglang:num_retracted_reqs"),
+    request_preemptions_histogram: None,
     paused_gauge: None,
     generation_tokens: "sglang:generation_tokens_total",
     prompt_tokens: "sglang:prompt_tokens_total",
@@ -1554,6 +1560,7 @@ pub static TRTLLM: EngineDescriptor = EngineDescriptor {
     kv_usage: "trtllm_kv_cache_utilization",
     preemption_counter: None,
     preemption_witness: None,
+    request_preemptions_histogram: None,
     paused_gauge: Some("trtllm_num_paused_requests"),
     generation_tokens: "trtllm_generation_tokens_total",
     prompt_tokens: "trtllm_prompt_tokens_total",

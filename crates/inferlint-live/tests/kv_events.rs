@@ -520,10 +520,26 @@ fn the_real_engine_s_batches_with_holes_are_made_whole_by_replay() {
     // to backfill from 0, so what went out before its subscription took hold comes by
     // replay too. The file then holds the real run whole: MADE.md's 126 blocks stored
     // (32 requests of 4 blocks, less the 2 the prefix cache served).
+    //
+    // The engine's replay buffer holds every batch it published, whenever the subscriber
+    // asks: the buffer is filled before the subscriber starts, so its backfill from 0
+    // finds them whatever the order of its request and the live sends (filled as it
+    // went, a request that came first found an empty buffer, and live batches sent
+    // before the subscription reached the publisher were dropped by it, ZeroMQ's slow
+    // joiner: on a loaded machine the file then held no batch at all).
     let dir = tempfile::tempdir().unwrap();
     let path = out(&dir);
     let messages = real_messages();
     let mut publisher = Publisher::start(ReplayMode::Answers);
+    let seq_of =
+        |frames: &Vec<Vec<u8>>| u64::from_be_bytes(frames[1].as_slice().try_into().unwrap());
+    for frames in &messages {
+        publisher
+            .held
+            .lock()
+            .unwrap()
+            .push((seq_of(frames), frames[2].clone()));
+    }
     let mut options = KvOptions::new(&publisher.endpoint);
     options.replay_endpoint = Some(publisher.replay_endpoint.clone());
     options.backfill_from = Some(0);
@@ -533,13 +549,7 @@ fn the_real_engine_s_batches_with_holes_are_made_whole_by_replay() {
     });
     let missed = [3u64, 4, 5, 20];
     for frames in &messages {
-        let seq = u64::from_be_bytes(frames[1].as_slice().try_into().unwrap());
-        publisher
-            .held
-            .lock()
-            .unwrap()
-            .push((seq, frames[2].clone()));
-        if !missed.contains(&seq) {
+        if !missed.contains(&seq_of(frames)) {
             publisher.send(frames.clone());
         }
     }

@@ -13,3 +13,5 @@ mod foreign;
 /// The recorder: started before the load, finished after it, never losing what it read.
 #[cfg(all(feature = "live", feature = "sim"))]
 mod recorder;
+/// How preemptions fell on the requests: the histogram against the engine's own records.
+mod spread;

@@ -299,3 +299,225 @@ fn finished_by_reason(name: &str, before: &Snapshot, after: &Snapshot) -> Vec<(S
         })
         .collect()
 }
+
+/// How a run's preemptions fell on the requests that finished in it, from the engine's
+/// per-request histogram ([`EngineDescriptor::request_preemptions_histogram`]), observed
+/// once per request when it finishes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PreemptedRequests {
+    /// Requests that finished between the readings (the histogram's count).
+    pub finished: f64,
+    /// Preemptions those requests carried (the histogram's sum).
+    pub preemptions: f64,
+    /// How many were preempted exactly `times`, most first, where the buckets tell it.
+    pub by_times: Vec<(u64, f64)>,
+    /// Requests preempted more often than the finest buckets tell apart (above the last
+    /// of the buckets one apart: 5 on vLLM).
+    pub beyond: Option<(u64, f64)>,
+}
+
+impl PreemptedRequests {
+    /// Requests preempted at least once: known where none lies beyond the finest buckets
+    /// (the buckets start at 1, so once and never are told apart only by the sum).
+    pub fn preempted(&self) -> Option<f64> {
+        self.beyond
+            .is_none()
+            .then(|| self.by_times.iter().map(|(_, n)| n).sum())
+    }
+
+    /// `over 7 of the 16 requests that finished (4 twice, 3 once)`, or, where some lie
+    /// beyond the finest buckets, `of the 16 requests that finished, preempted: 2 more than
+    /// five times, 4 twice`.
+    pub fn words(&self) -> String {
+        let times = |k: u64| match k {
+            1 => "once".to_owned(),
+            2 => "twice".to_owned(),
+            3 => "three times".to_owned(),
+            4 => "four times".to_owned(),
+            5 => "five times".to_owned(),
+            k => format!("{k} times"),
+        };
+        let mut parts: Vec<String> = Vec::new();
+        if let Some((k, n)) = self.beyond {
+            parts.push(format!("{} more than {}", fmt::g(n), times(k)));
+        }
+        parts.extend(
+            self.by_times
+                .iter()
+                .map(|(k, n)| format!("{} {}", fmt::g(*n), times(*k))),
+        );
+        let finished = fmt::g(self.finished);
+        match self.preempted() {
+            Some(p) => format!(
+                "over {} of the {finished} requests that finished ({})",
+                fmt::g(p),
+                parts.join(", ")
+            ),
+            None => format!(
+                "of the {finished} requests that finished, preempted: {}",
+                parts.join(", ")
+            ),
+        }
+    }
+}
+
+/// The histogram's deltas read as requests preempted 1, 2, ... times.
+///
+/// The buckets are cumulative (`le`): requests preempted at most `le` times. vLLM's
+/// start at 1, so "exactly k" is `B(k) - B(k-1)` for each k whose two buckets are both
+/// integers one apart (2 to 5), requests above the last such bucket are `count - B(last)`,
+/// and "exactly 1" is what the sum leaves: `sum - Σ k·n_k` over the exact ones, known only
+/// when none lies above the last exact bucket (each of those could carry any number).
+/// `None` when the engine has no such histogram, a reading lacks it, or it went back.
+pub fn preempted_requests(
+    engine: &EngineDescriptor,
+    before: &Snapshot,
+    after: &Snapshot,
+) -> Option<PreemptedRequests> {
+    let name = engine.request_preemptions_histogram?;
+    let bucket = format!("{name}_bucket");
+    let buckets = |s: &Snapshot| -> Vec<(f64, f64)> {
+        let mut by_le: Vec<(f64, f64)> = Vec::new();
+        for sample in s.metrics.series(&bucket) {
+            let Some(le) = sample.label("le").and_then(|l| l.parse::<f64>().ok()) else {
+                continue;
+            };
+            match by_le.iter_mut().find(|(l, _)| *l == le) {
+                Some((_, v)) => *v += sample.value,
+                None => by_le.push((le, sample.value)),
+            }
+        }
+        by_le.sort_by(|a, b| a.0.total_cmp(&b.0));
+        by_le
+    };
+    let (b0, b1) = (buckets(before), buckets(after));
+    let finished = counter_delta(engine, before, after, &format!("{name}_count"))?;
+    let preemptions = counter_delta(engine, before, after, &format!("{name}_sum"))?;
+    if !(finished.is_finite() && preemptions.is_finite()) || finished < 0.0 || preemptions < 0.0 {
+        return None;
+    }
+    let mut delta: Vec<(f64, f64)> = Vec::new();
+    for (le, v) in &b1 {
+        if !le.is_finite() {
+            continue;
+        }
+        let was = b0.iter().find(|(l, _)| l == le).map_or(0.0, |(_, v)| *v);
+        if *v < was {
+            return None;
+        }
+        delta.push((*le, v - was));
+    }
+    // The run of integer buckets one apart from 1: 1, 2, 3, 4, 5 on vLLM.
+    let mut exact_to = 0usize;
+    while exact_to < delta.len() && delta[exact_to].0 == (exact_to + 1) as f64 {
+        exact_to += 1;
+    }
+    if exact_to == 0 {
+        return None;
+    }
+    let mut by_times: Vec<(u64, f64)> = (1..exact_to)
+        .map(|i| ((i + 1) as u64, delta[i].1 - delta[i - 1].1))
+        .filter(|(_, n)| *n > 0.0)
+        .collect();
+    let last = delta[exact_to - 1];
+    let above = finished - last.1;
+    let beyond = (above > 0.0).then_some((last.0 as u64, above));
+    if beyond.is_none() {
+        let many: f64 = by_times.iter().map(|(k, n)| *k as f64 * n).sum();
+        let once = preemptions - many;
+        if once > 0.0 {
+            by_times.push((1, once));
+        }
+    }
+    by_times.sort_by(|a, b| b.0.cmp(&a.0));
+    Some(PreemptedRequests {
+        finished,
+        preemptions,
+        by_times,
+        beyond,
+    })
+}
+
+#[cfg(test)]
+mod spread_tests {
+    use super::*;
+    use crate::engine::VLLM;
+    use crate::testing::{sample, snapshot};
+
+    /// vLLM's per-request histogram at one reading: `counts[k]` requests preempted exactly
+    /// k times (k = 0..), written as its cumulative buckets 1, 2, 3, 4, 5, 10, 20, +Inf, its
+    /// count and its sum.
+    fn reading(counts: &[u64]) -> Snapshot {
+        let name = VLLM.request_preemptions_histogram.unwrap();
+        let at_most = |le: f64| -> f64 {
+            counts
+                .iter()
+                .enumerate()
+                .filter(|(k, _)| *k as f64 <= le)
+                .map(|(_, n)| *n as f64)
+                .sum()
+        };
+        let mut samples: Vec<_> = ["1.0", "2.0", "3.0", "4.0", "5.0", "10.0", "20.0", "+Inf"]
+            .iter()
+            .map(|le| {
+                let v = at_most(le.parse::<f64>().unwrap_or(f64::INFINITY));
+                sample(&format!("{name}_bucket"), &[("engine", "0"), ("le", le)], v)
+            })
+            .collect();
+        let count: u64 = counts.iter().sum();
+        let sum: u64 = counts.iter().enumerate().map(|(k, n)| k as u64 * n).sum();
+        samples.push(sample(
+            &format!("{name}_count"),
+            &[("engine", "0")],
+            count as f64,
+        ));
+        samples.push(sample(
+            &format!("{name}_sum"),
+            &[("engine", "0")],
+            sum as f64,
+        ));
+        snapshot(Some(1_700_000_000.0), samples)
+    }
+
+    /// Before: 9 requests never preempted. After: 10 more, 2 never, 3 once, 4 twice and
+    /// 1 three times (14 preemptions). The buckets start at 1, so the 3 once are what the
+    /// sum leaves after 4 × 2 + 1 × 3.
+    #[test]
+    fn the_buckets_tell_how_many_times_each_request_was_preempted() {
+        let spread = preempted_requests(&VLLM, &reading(&[9]), &reading(&[11, 3, 4, 1])).unwrap();
+        assert_eq!((spread.finished, spread.preemptions), (10.0, 14.0));
+        assert_eq!(spread.by_times, vec![(3, 1.0), (2, 4.0), (1, 3.0)]);
+        assert_eq!(spread.preempted(), Some(8.0));
+        assert_eq!(
+            spread.words(),
+            "over 8 of the 10 requests that finished (1 three times, 4 twice, 3 once)"
+        );
+    }
+
+    /// One request preempted 7 times lies between the buckets 5 and 10: it could carry any
+    /// number from 6 to 10, so "once" cannot be had from the sum, and neither can how many
+    /// were preempted at all.
+    #[test]
+    fn a_request_beyond_the_finest_buckets_leaves_once_and_never_apart() {
+        let after = [2, 3, 4, 0, 0, 0, 0, 1];
+        let spread = preempted_requests(&VLLM, &reading(&[]), &reading(&after)).unwrap();
+        assert_eq!(spread.beyond, Some((5, 1.0)));
+        assert_eq!(spread.by_times, vec![(2, 4.0)]);
+        assert_eq!(spread.preempted(), None);
+        assert_eq!(
+            spread.words(),
+            "of the 10 requests that finished, preempted: 1 more than five times, 4 twice"
+        );
+    }
+
+    /// No histogram in a reading, or an engine without one: nothing is said.
+    #[test]
+    fn without_the_histogram_nothing_is_said() {
+        let empty = snapshot(Some(1_700_000_000.0), Vec::new());
+        assert_eq!(preempted_requests(&VLLM, &empty, &reading(&[1, 1])), None);
+        assert_eq!(
+            preempted_requests(&crate::engine::SGLANG, &reading(&[]), &reading(&[1, 1])),
+            None
+        );
+    }
+}

@@ -59,19 +59,52 @@ pub fn preemption(
                 return unsure;
             }
         }
-        let result = if n > 0.0 {
-            let mut message = format!(
-                "{} {} during the run",
-                fmt::g(n),
-                engine.preemption_words(n)
-            );
-            if engine.logs_each_eviction {
-                message.push_str(&format!(" ({} logs a warning for each)", engine.name));
-            }
-            t1(Status::Fail, message)
-        } else {
-            t1(Status::Pass, format!("no {}s", engine.preemption_word))
-        };
+        let result =
+            if n > 0.0 {
+                let mut message = format!(
+                    "{} {} during the run",
+                    fmt::g(n),
+                    engine.preemption_words(n)
+                );
+                let spread = super::counters::preempted_requests(engine, before, after);
+                if let Some(spread) = spread.as_ref().filter(|s| s.finished > 0.0) {
+                    if spread.preemptions == n {
+                        message.push_str(&format!(", {}", spread.words()));
+                    } else {
+                        // Preempted requests still running at the after reading carry the
+                        // rest: the histogram observes a request when it finishes.
+                        message.push_str(&format!(
+                            "; {} of them on requests that finished: {}",
+                            fmt::g(spread.preemptions),
+                            spread.words()
+                        ));
+                    }
+                }
+                if engine.logs_each_eviction {
+                    message.push_str(&format!(" ({} logs a warning for each)", engine.name));
+                }
+                let result = t1(Status::Fail, message);
+                match spread {
+                    Some(spread) => result
+                        .with("finished_requests_histogram", spread.finished)
+                        .with("preemptions_on_finished", spread.preemptions)
+                        .with("requests_preempted", spread.preempted())
+                        .with(
+                            "preempted_times",
+                            spread
+                                .by_times
+                                .iter()
+                                .map(|(k, n)| serde_json::json!({"times": k, "requests": n}))
+                                .chain(spread.beyond.map(
+                                    |(k, n)| serde_json::json!({"more_than": k, "requests": n}),
+                                ))
+                                .collect::<Vec<_>>(),
+                        ),
+                    None => result,
+                }
+            } else {
+                t1(Status::Pass, format!("no {}s", engine.preemption_word))
+            };
         let mut result = result
             .with("engine", engine.key)
             .with("series", counter)
