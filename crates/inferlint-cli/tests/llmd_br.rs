@@ -51,6 +51,18 @@ fn written(run: &Path, out: &Path) -> (Vec<Value>, PathBuf) {
     (results, br)
 }
 
+/// The real healthy run copied to `out/run` with its result file replaced by the
+/// Benchmark Report written from it: the run's verdicts as written, and the folder.
+fn with_the_report_for_its_result(out: &Path) -> (Vec<Value>, PathBuf) {
+    let run = fixtures().join("real/vllm-0.32-cpu/healthy-vllm-bench");
+    let (results, br) = written(&run, out);
+    let folder = out.join("run");
+    copy_tree(&run, &folder);
+    std::fs::remove_file(folder.join("bench.json")).unwrap();
+    std::fs::copy(&br, folder.join("benchmark_report.json")).unwrap();
+    (results, folder)
+}
+
 #[test]
 fn the_schema_refuses_what_it_should() {
     // Not a vacuous validator: a report without `run.uid`, or with a count below 0, is
@@ -141,13 +153,8 @@ fn report_reads_a_benchmark_report_beside_a_runs_readings() {
     // The real run's readings and boot log with its result replaced by the report written
     // from it: T15 holds the server's 32 finished requests (plus the untimed test request
     // vllm bench serve sent, which the console announced) to the report's 32.
-    let run = fixtures().join("real/vllm-0.32-cpu/healthy-vllm-bench");
     let out = tempfile::tempdir().unwrap();
-    let (before, br) = written(&run, out.path());
-    let folder = out.path().join("run");
-    copy_tree(&run, &folder);
-    std::fs::remove_file(folder.join("bench.json")).unwrap();
-    std::fs::copy(&br, folder.join("benchmark_report.json")).unwrap();
+    let (before, folder) = with_the_report_for_its_result(out.path());
     let o = inferlint(
         out.path(),
         &[
@@ -229,13 +236,8 @@ fn never_over_a_file_the_report_reads() {
 #[test]
 fn never_into_the_folder_of_a_report_read_as_the_runs() {
     // A report written beside the one read would be read as another stage next time.
-    let run = fixtures().join("real/vllm-0.32-cpu/healthy-vllm-bench");
     let out = tempfile::tempdir().unwrap();
-    let (_, br) = written(&run, out.path());
-    let folder = out.path().join("run");
-    copy_tree(&run, &folder);
-    std::fs::remove_file(folder.join("bench.json")).unwrap();
-    std::fs::copy(&br, folder.join("benchmark_report.json")).unwrap();
+    let (_, folder) = with_the_report_for_its_result(out.path());
     let o = inferlint(
         out.path(),
         &[

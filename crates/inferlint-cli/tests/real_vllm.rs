@@ -19,9 +19,14 @@ fn real(case: &str) -> PathBuf {
 
 /// `report --json` of a copy of the case (report writes its page beside the files).
 fn report(case: &str) -> (Vec<Value>, i32) {
+    report_copy(&real(case))
+}
+
+/// `report --json` of a copy of the run folder `from`.
+fn report_copy(from: &Path) -> (Vec<Value>, i32) {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join(case);
-    copy_tree(&real(case), &dir);
+    let dir = tmp.path().join(from.file_name().unwrap());
+    copy_tree(from, &dir);
     let page = dir.join("report.html");
     let out = inferlint(
         tmp.path(),
@@ -430,33 +435,15 @@ fn the_shared_prefix_came_from_the_device_cache_and_no_offload_tier() {
 #[test]
 fn a_decode_instance_that_moved_no_kv_fails_t28_and_one_that_did_passes() {
     let argued = |case: &str| fixtures().join("argued/vllm-0.32-disagg").join(case);
-    let report_of = |case: &str| {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join(case);
-        copy_tree(&argued(case), &dir);
-        let page = dir.join("report.html");
-        let out = inferlint(
-            tmp.path(),
-            &[
-                "report",
-                "--json",
-                "-o",
-                page.to_str().unwrap(),
-                dir.to_str().unwrap(),
-            ],
-        );
-        no_panic(&out);
-        (json_results(&out), out.status.code())
-    };
-    let (results, code) = report_of("never-transferred");
+    let (results, code) = report_copy(&argued("never-transferred"));
     assert_eq!(status(&results, "T28"), "fail");
-    assert_eq!(code, Some(1));
+    assert_eq!(code, 1);
     let t28 = verdict(&results, "T28");
     assert_eq!(t28["evidence"]["transferred_tokens"], 0.0, "{t28:#}");
     assert_eq!(t28["evidence"]["computed_tokens"], 1_280.0, "{t28:#}");
     assert_eq!(t28["evidence"]["role"], "kv_consumer", "{t28:#}");
 
-    let (results, _) = report_of("transferred");
+    let (results, _) = report_copy(&argued("transferred"));
     assert_eq!(
         status(&results, "T28"),
         "pass",

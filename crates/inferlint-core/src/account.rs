@@ -405,6 +405,8 @@ pub fn of(run: &Run, results: &[CheckResult]) -> Account {
             Source::Readings,
         )
     };
+    // A count the load tool's result file gives.
+    let counted = |n: Option<i64>| figure(n.map(|c| c as f64), Source::ResultFile);
     let happened = Happened {
         peak_running: figure(
             evidence(results, Tripwire::T8, "peak_running"),
@@ -441,30 +443,12 @@ pub fn of(run: &Run, results: &[CheckResult]) -> Account {
             bench.and_then(|b| b.duration).filter(|d| *d > 0.0),
             Source::ResultFile,
         ),
-        client_completed: figure(
-            bench.and_then(|b| b.completed).map(|c| c as f64),
-            Source::ResultFile,
-        ),
-        client_sent: figure(
-            bench.and_then(|b| b.sent).map(|c| c as f64),
-            Source::ResultFile,
-        ),
-        client_failed: figure(
-            bench.and_then(|b| b.failed).map(|c| c as f64),
-            Source::ResultFile,
-        ),
-        client_incomplete: figure(
-            bench.and_then(|b| b.incomplete).map(|c| c as f64),
-            Source::ResultFile,
-        ),
-        client_prompt_tokens: figure(
-            bench.and_then(|b| b.total_input_tokens).map(|c| c as f64),
-            Source::ResultFile,
-        ),
-        client_output_tokens: figure(
-            bench.and_then(|b| b.total_output_tokens).map(|c| c as f64),
-            Source::ResultFile,
-        ),
+        client_completed: counted(bench.and_then(|b| b.completed)),
+        client_sent: counted(bench.and_then(|b| b.sent)),
+        client_failed: counted(bench.and_then(|b| b.failed)),
+        client_incomplete: counted(bench.and_then(|b| b.incomplete)),
+        client_prompt_tokens: counted(bench.and_then(|b| b.total_input_tokens)),
+        client_output_tokens: counted(bench.and_then(|b| b.total_output_tokens)),
         mean_ttft_ms: figure(bench.and_then(|b| b.mean_ttft_ms), Source::ResultFile),
         mean_tpot_ms: figure(bench.and_then(|b| b.mean_tpot_ms), Source::ResultFile),
         server_token_rate: t10("rate_per_s"),

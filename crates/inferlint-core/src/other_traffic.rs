@@ -29,7 +29,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::checks::counters::counter_summary;
-use crate::checks::ledger;
+use crate::checks::ledger::{self, per_request};
 use crate::fmt;
 use crate::run::model::Run;
 use crate::status::{CheckResult, Status, Tripwire};
@@ -167,14 +167,6 @@ impl OtherTraffic {
             "{count} request{} besides the load's, {lengths} ({from})",
             fmt::plural(count as f64)
         ))
-    }
-}
-
-fn per_request(n: f64) -> String {
-    if (n - n.round()).abs() < 0.05 {
-        fmt::thousands_f(n)
-    } else {
-        format!("{n:.1}")
     }
 }
 

@@ -88,6 +88,44 @@ pub struct ServerRequest {
     pub missed_blocks: Option<u64>,
 }
 
+/// A server record's phases on a clock whose zero is `origin` (Unix seconds): arrival,
+/// first scheduled (arrival plus its time in the queue), first token (its TTFT, else
+/// first scheduled plus its prefill) and end (its end-to-end time, else first token plus
+/// its decode). Each `None` where the record does not give it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Phases {
+    /// When the server received it.
+    pub arrival: f64,
+    /// When its scheduler first ran it.
+    pub scheduled: Option<f64>,
+    /// When its first token came.
+    pub first_token: Option<f64>,
+    /// When it ended.
+    pub end: Option<f64>,
+}
+
+impl ServerRequest {
+    /// Its phases with `origin` as zero; `None` without an arrival stamp.
+    pub fn phases(&self, origin: f64) -> Option<Phases> {
+        let arrival = self.arrival? - origin;
+        let scheduled = self.queue_s.map(|q| arrival + q);
+        let first_token = self
+            .ttft_s
+            .map(|t| arrival + t)
+            .or_else(|| Some(scheduled? + self.prefill_s?));
+        let end = self
+            .e2e_s
+            .map(|e| arrival + e)
+            .or_else(|| Some(first_token? + self.decode_s?));
+        Some(Phases {
+            arrival,
+            scheduled,
+            first_token,
+            end,
+        })
+    }
+}
+
 /// The server's per-request records of a run, from one source.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ServerRequests {

@@ -100,18 +100,15 @@ fn server_lives(report: &Report) -> ServerView {
     };
     for pair in &l.pairs {
         let record = &server.requests[pair.server];
-        let Some(arrival) = record.arrival.map(|a| a - origin) else {
+        let Some(phases) = record.phases(origin) else {
             continue;
         };
-        let scheduled = record.queue_s.map(|q| arrival + q);
-        let first_token = record
-            .ttft_s
-            .map(|t| arrival + t)
-            .or_else(|| Some(scheduled? + record.prefill_s?));
-        let end = record
-            .e2e_s
-            .map(|e| arrival + e)
-            .or_else(|| Some(first_token? + record.decode_s?));
+        let (arrival, scheduled, first_token, end) = (
+            phases.arrival,
+            phases.scheduled,
+            phases.first_token,
+            phases.end,
+        );
         by_row.insert(
             pair.client,
             ServerLife {

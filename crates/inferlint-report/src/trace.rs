@@ -196,18 +196,15 @@ impl Trace {
         };
         let other = |s: usize| lives.as_ref().is_some_and(|l| l.others().contains(&s));
         for (s, record) in server.requests.iter().enumerate() {
-            let Some(arrival) = record.arrival.map(|a| a - origin) else {
+            let Some(phases) = record.phases(origin) else {
                 continue;
             };
-            let scheduled = record.queue_s.map(|q| arrival + q);
-            let first = record
-                .ttft_s
-                .map(|t| arrival + t)
-                .or_else(|| Some(scheduled? + record.prefill_s?));
-            let end = record
-                .e2e_s
-                .map(|e| arrival + e)
-                .or_else(|| Some(first? + record.decode_s?));
+            let (arrival, scheduled, first, end) = (
+                phases.arrival,
+                phases.scheduled,
+                phases.first_token,
+                phases.end,
+            );
             let id = format!("server-{s}");
             let (name, whose) = match row_of(s) {
                 Some(p) => (

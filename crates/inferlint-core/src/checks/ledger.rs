@@ -835,7 +835,8 @@ fn disagreement_words(account: &ClientAccount, worst: &Comparison, tool: &str) -
     m
 }
 
-fn per_request(n: f64) -> String {
+/// A count per request: whole where it is within 0.05 of one (`32`), else to a tenth.
+pub(crate) fn per_request(n: f64) -> String {
     if (n - n.round()).abs() < 0.05 {
         fmt::thousands_f(n)
     } else {
