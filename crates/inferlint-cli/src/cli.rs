@@ -540,6 +540,10 @@ pub struct ReportArgs {
     /// RUN/kv-events.jsonl, else *.kv-events.jsonl)
     #[arg(long, value_name = "FILE")]
     pub kv_events: Option<PathBuf>,
+    /// Each engine step as the server's step plugin wrote it (default: RUN/steps.jsonl,
+    /// else *.steps.jsonl; docs/steps.md)
+    #[arg(long, value_name = "FILE")]
+    pub steps: Option<PathBuf>,
     /// The server's own per-request records: a drain's file (default:
     /// RUN/server-requests.jsonl) or the engine's files, a folder of them too (default:
     /// RUN/request-metrics/)

@@ -1,0 +1,268 @@
+//! The step file (`inferlint.steps/1`, docs/steps.md): one line per engine step, written
+//! inside the server by its stat-logger plugin; and its reader, into the run model's
+//! [`Steps`], folded as it is read (a day at 50 steps a second is 4.3 M lines; nothing
+//! keeps them all).
+//!
+//! A file whose first line is not an `inferlint.steps/1` header is refused, as is a
+//! second header. A line that cannot be read (not JSON, no `t`, a key of no known kind of
+//! line, a line cut by a server killed mid-write) is damage: counted in `skipped`, never
+//! read as a step.
+
+use std::io::Read;
+use std::path::Path;
+
+use inferlint_core::steps::{StepGap, StepLine, Steps, StepsEnd};
+use inferlint_core::traces::ClockAnchor;
+use serde_json::{Map, Value};
+
+use crate::input::{open_input, shown, FileError};
+
+/// The schema string of the header line.
+pub const STEPS_SCHEMA: &str = "inferlint.steps/1";
+
+/// The longest line read: a step is about 120 bytes, a finished request's line twice
+/// that. A longer line is skipped without being held.
+pub const MAX_STEP_LINE_BYTES: usize = 16 << 10;
+
+/// Reads a step file into its fold. Refused: a file without the header first, a header
+/// of another schema, a second header, an empty file.
+pub fn read_steps(path: &Path) -> Result<Steps, FileError> {
+    let (file, _) = open_input(path)?;
+    read_steps_from(path, file)
+}
+
+/// [`read_steps`] from any reader; `path` names it.
+pub fn read_steps_from(path: &Path, reader: impl Read) -> Result<Steps, FileError> {
+    let mut steps: Option<Steps> = None;
+    let mut failure: Option<String> = None;
+    let mut line_no = 0usize;
+    crate::input::for_each_line_within(path, reader, MAX_STEP_LINE_BYTES, |line| {
+        line_no += 1;
+        if failure.is_some() {
+            return;
+        }
+        let text = match line.map(std::str::from_utf8) {
+            Some(Ok(text)) if text.trim().is_empty() => return,
+            Some(Ok(text)) => Some(text),
+            _ => None,
+        };
+        let object = text.and_then(|t| match serde_json::from_str::<Value>(t) {
+            Ok(Value::Object(o)) => Some(o),
+            _ => None,
+        });
+        let Some(folded) = steps.as_mut() else {
+            match object.as_ref().map(|o| header(path, o)) {
+                Some(Ok(header)) => steps = Some(header),
+                Some(Err(why)) => failure = Some(format!("line {line_no}: {why}")),
+                None => {
+                    failure = Some(format!(
+                        "line {line_no}: not a step file (its first line is not an {STEPS_SCHEMA} header)"
+                    ))
+                }
+            }
+            return;
+        };
+        let Some(o) = object else {
+            folded.skipped += 1;
+            return;
+        };
+        if o.contains_key("schema") {
+            failure = Some(format!("line {line_no}: a second header"));
+            return;
+        }
+        if let Err(()) = fold_line(folded, &o) {
+            folded.skipped += 1;
+        }
+    })?;
+    if let Some(why) = failure {
+        return Err(FileError::invalid(path, why));
+    }
+    let mut steps = steps.ok_or_else(|| {
+        FileError::invalid(path, format!("empty: not a step file ({STEPS_SCHEMA})"))
+    })?;
+    steps.finish();
+    Ok(steps)
+}
+
+fn header(path: &Path, o: &Map<String, Value>) -> Result<Steps, String> {
+    match o.get("schema").and_then(Value::as_str) {
+        Some(STEPS_SCHEMA) => {}
+        Some(other) => {
+            return Err(format!(
+                "a header of {other}, not {STEPS_SCHEMA}: not a step file this inferlint reads"
+            ))
+        }
+        None => {
+            return Err(format!(
+                "not a step file (its first line is not an {STEPS_SCHEMA} header)"
+            ))
+        }
+    }
+    let t_wall = o
+        .get("t_wall")
+        .and_then(Value::as_f64)
+        .filter(|t| t.is_finite());
+    let t_mono_ns = o.get("t_mono_ns").and_then(Value::as_i64);
+    let (Some(t_wall), Some(t_mono_ns)) = (t_wall, t_mono_ns) else {
+        return Err("the header gives no clock anchor (t_wall and t_mono_ns)".into());
+    };
+    let mut steps = Steps::new(shown(path), ClockAnchor { t_wall, t_mono_ns });
+    steps.engine_version = o
+        .get("engine_version")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    steps.iteration_details = o
+        .get("iteration_details")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    Ok(steps)
+}
+
+fn count(o: &Map<String, Value>, key: &str) -> Result<Option<u64>, ()> {
+    match o.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v.as_u64().map(Some).ok_or(()),
+    }
+}
+
+fn number(o: &Map<String, Value>, key: &str) -> Result<Option<f64>, ()> {
+    match o.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v.as_f64().filter(|x| x.is_finite()).map(Some).ok_or(()),
+    }
+}
+
+/// Folds one line that is not the header; `Err` for a line of no known kind or with a
+/// value of the wrong type (damage).
+fn fold_line(steps: &mut Steps, o: &Map<String, Value>) -> Result<(), ()> {
+    let t = number(o, "t")?.filter(|t| *t >= 0.0).ok_or(())?;
+    if o.contains_key("end") {
+        steps.end = Some(StepsEnd {
+            t,
+            steps: count(o, "steps")?,
+            dropped: count(o, "dropped")?,
+            calls: count(o, "calls")?,
+            record_ns: count(o, "record_ns")?,
+        });
+        return Ok(());
+    }
+    if let Some(dropped) = o.get("gap") {
+        let dropped = dropped.as_u64().ok_or(())?;
+        let reason = o
+            .get("reason")
+            .and_then(Value::as_str)
+            .unwrap_or("not said")
+            .to_owned();
+        steps.gap(StepGap {
+            t,
+            steps: dropped,
+            reason,
+        });
+        return Ok(());
+    }
+    if o.contains_key("fin") {
+        steps.finished += 1;
+        return Ok(());
+    }
+    // A step: at least one of the scheduler's numbers.
+    if !["r", "w", "d", "kv", "ms", "gen"]
+        .iter()
+        .any(|k| o.contains_key(*k))
+    {
+        return Err(());
+    }
+    steps.step(&StepLine {
+        t,
+        i: count(o, "i")?,
+        r: count(o, "r")?,
+        w: count(o, "w")?,
+        d: count(o, "d")?,
+        kv: number(o, "kv")?,
+        pr: count(o, "pr")?,
+        pt: count(o, "pt")?,
+        dr: count(o, "dr")?,
+        dt: count(o, "dt")?,
+        ms: number(o, "ms")?,
+        gen: count(o, "gen")?,
+        prompt: count(o, "prompt")?,
+        pre: count(o, "pre")?,
+    });
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str = r#"{"schema":"inferlint.steps/1","plugin":"0.1.0","engine":"vllm","engine_version":"0.32.0","engine_index":0,"pid":1,"t_wall":1796524949.5,"t_mono_ns":1000000000,"iteration_details":true,"unread":[]}"#;
+
+    fn read(text: &str) -> Result<Steps, FileError> {
+        read_steps_from(Path::new("steps.jsonl"), text.as_bytes())
+    }
+
+    /// The format's lines, each read as its kind: a step folded, a finished request
+    /// counted, a gap kept with its count, the end's totals; the wall clock is the
+    /// header's plus `t`.
+    #[test]
+    fn each_kind_of_line_is_read_as_the_format_says() {
+        let text = format!(
+            "{HEADER}\n\
+             {{\"t\":0.5,\"r\":2,\"w\":1,\"d\":0,\"kv\":0.1,\"i\":0,\"pr\":1,\"pt\":32,\"dr\":1,\"dt\":1,\"ms\":4.0,\"gen\":2,\"prompt\":32,\"pre\":1}}\n\
+             {{\"t\":0.6,\"gap\":7,\"reason\":\"queue full\"}}\n\
+             {{\"t\":0.7,\"fin\":\"cmpl-1\",\"reason\":\"length\",\"in\":32,\"out\":2}}\n\
+             {{\"t\":0.8,\"end\":true,\"steps\":1,\"dropped\":7,\"calls\":8,\"record_ns\":100}}\n"
+        );
+        let steps = read(&text).unwrap();
+        assert_eq!(steps.steps, 1);
+        assert_eq!(steps.detailed, 1);
+        assert_eq!(steps.finished, 1);
+        assert_eq!((steps.gap_lines, steps.dropped), (1, 7));
+        assert_eq!(steps.gaps[0].reason, "queue full");
+        assert_eq!(steps.preempted, 1);
+        assert_eq!(steps.preemptions[0].i, Some(0));
+        assert_eq!(steps.end.unwrap().calls, Some(8));
+        assert!((steps.wall(0.5) - 1796524950.0).abs() < 1e-6);
+        assert_eq!(steps.skipped, 0);
+    }
+
+    /// Another schema's header, a file that is no step file, a second header and an
+    /// empty file are refused with one line; a damaged line past the header is counted.
+    #[test]
+    fn garbage_is_refused_and_damage_counted() {
+        let other = HEADER.replace("inferlint.steps/1", "inferlint.steps/2");
+        let err = read(&other).unwrap_err().to_string();
+        assert!(err.contains("a header of inferlint.steps/2"), "{err}");
+        assert!(!err.contains('\n'));
+        let err = read("{\"t\":1}\n").unwrap_err().to_string();
+        assert!(err.contains("not a step file"), "{err}");
+        let err = read(&format!("{HEADER}\n{HEADER}\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("a second header"), "{err}");
+        assert!(read("").unwrap_err().to_string().contains("empty"));
+        let damaged = format!(
+            "{HEADER}\nnot json\n{{\"t\":1.0,\"r\":\"x\"}}\n{{\"t\":1.0,\"what\":1}}\n{{\"t\":1.1,\"r\":1,\"w\":0"
+        );
+        let steps = read(&damaged).unwrap();
+        assert_eq!((steps.steps, steps.skipped), (0, 4));
+    }
+
+    /// The real recordings read whole: their step, finished-request and gap counts are
+    /// those their MADE.md states (scripts/real-vllm/steps_made.py counted them).
+    #[test]
+    fn the_real_recordings_read_as_made() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/real/vllm-0.32-cpu");
+        for (name, step_lines, finished, preempted) in [
+            ("steps-healthy", 180, 41, 0),
+            ("steps-preempting", 1329, 25, 11),
+            ("steps-long-prefill", 239, 41, 0),
+        ] {
+            let steps = read_steps(&root.join(name).join("steps.jsonl")).unwrap();
+            assert_eq!(steps.steps, step_lines, "{name}");
+            assert_eq!(steps.finished, finished, "{name}");
+            assert_eq!(steps.preempted, preempted, "{name}");
+            assert_eq!((steps.gap_lines, steps.skipped), (0, 0), "{name}");
+            assert_eq!(steps.end.and_then(|e| e.steps), Some(step_lines), "{name}");
+        }
+    }
+}
