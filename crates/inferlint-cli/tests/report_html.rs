@@ -195,8 +195,9 @@ fn the_live_vllm_report_says_what_happened() {
     );
     assert!(out.exists());
     assert!(stdout(&o).ends_with(&format!(
-        // T23 to T26 are not checked: the recording has no result file and no KV stream.
-        "11 checks (6 pass, 2 warn, 3 tripwire-failed); 8 not checked -> {}\n",
+        // T23 to T26 are not checked: the recording has no result file and no KV stream;
+        // nor are T29 to T31: no step file.
+        "11 checks (6 pass, 2 warn, 3 tripwire-failed); 11 not checked -> {}\n",
         out.display()
     )));
     let html = std::fs::read_to_string(&out).unwrap();
@@ -209,7 +210,7 @@ fn the_live_vllm_report_says_what_happened() {
         "never worked on more than 10 at once",
         "32,000 (1,000 per request)",
         "32: 32 reached their token limit, no errors",
-        "11 of 26. Not here: T2 and T3 (run at clean-up), T4 and T11 (need two or more boot logs), T7 (needs a live server), T13 (a rule for test scripts), T15, T18, T20, T23, T24 and T25 (need the load tool's result file), T21 (needs GPU readings in the recording: record with inferlint watch or xray on the server's machine), T22 (needs the recordings of two or more replicas on one schedule), T26 (needs the server's KV event stream: subscribe with inferlint watch or xray --kv-events, or drain TensorRT-LLM's with --drain)",
+        "11 of 29. Not here: T2 and T3 (run at clean-up), T4 and T11 (need two or more boot logs), T7 (needs a live server), T13 (a rule for test scripts), T15, T18, T20, T23, T24 and T25 (need the load tool's result file), T21 (needs GPU readings in the recording: record with inferlint watch or xray on the server's machine), T22 (needs the recordings of two or more replicas on one schedule), T26 (needs the server's KV event stream: subscribe with inferlint watch or xray --kv-events, or drain TensorRT-LLM's with --drain), T29, T30 and T31 (need each engine step: install integrations/vllm into the server's environment and run xray --steps (docs/steps.md))",
         "boot.log, before.snapshot.json, after.snapshot.json, run.series.jsonl",
         "124.0 s (17:48:43 to 17:50:47)",
         "Why only 10?",
@@ -287,7 +288,7 @@ fn the_report_goes_where_it_is_asked_to() {
     // --json prints the same results and still writes the page.
     std::fs::remove_file(run.join("report.html")).unwrap();
     let o = inferlint(tmp.path(), &["report", "run", "--json"]);
-    assert_eq!(json_results(&o).len(), 19);
+    assert_eq!(json_results(&o).len(), 22);
     assert!(run.join("report.html").is_file());
 
     // Only files and no -o: no page, and a note that says how to get one.
@@ -329,10 +330,10 @@ fn a_read_only_run_folder_is_left_alone() {
     assert_eq!(o.status.code(), Some(1), "the verdicts still decide");
     // The demo's 14 verdicts and T23 to T26, which its per-request records, spans and KV
     // events let it judge (and which pass: it sent all 32 at once, each token a chunk of
-    // its own, and lost no batch).
-    assert!(
-        stdout(&o).ends_with("18 checks (14 pass, 2 warn, 2 tripwire-failed); 1 does not apply\n")
-    );
+    // its own, and lost no batch); T29 to T31 are not checked: no step file.
+    assert!(stdout(&o).ends_with(
+        "18 checks (14 pass, 2 warn, 2 tripwire-failed); 1 does not apply; 3 not checked\n"
+    ));
     assert!(stderr(&o).contains("read-only"), "{}", stderr(&o));
     assert!(!run.join("report.html").exists());
 

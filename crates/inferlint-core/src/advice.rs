@@ -664,6 +664,13 @@ pub fn advice_for(
         (Tripwire::T23, _) => crate::checks::client_wait::advice(result),
         (Tripwire::T24 | Tripwire::T25, _) => crate::checks::server_view::advice(result),
         (Tripwire::T26, _) => crate::checks::kv_stream::advice(result, engine),
+        (Tripwire::T29, Status::Fail) => vec![
+            "read the server's log at the stall's time (a worker that stopped, a tokenizer or a request that blocked the engine's loop); a stall is no engine speed, so measure again once it is gone".to_owned(),
+        ],
+        (Tripwire::T30, Status::Warn) => vec![format!(
+            "to measure decode speed apart from prefills, send prompts of one length or lower {} so that a prefill is cut into smaller chunks beside the decodes; to keep long prompts from slowing decodes at all, serve prefill and decode apart",
+            "--max-num-batched-tokens"
+        )],
         (Tripwire::T16, Status::Warn) => engine
             .prefix_cache
             .map(|p| {

@@ -37,3 +37,4 @@ pub mod series;
 pub mod server_view;
 pub mod shortfall;
 pub mod snapshots;
+pub mod steps;

@@ -265,4 +265,67 @@ mod tests {
             assert_eq!(steps.end.and_then(|e| e.steps), Some(step_lines), "{name}");
         }
     }
+
+    /// The three checks on the real recordings, argued from what happened on the server
+    /// (each folder's MADE.md):
+    /// - steps-healthy: nobody waited, 0 preemptions, small prefills (32 tokens) beside
+    ///   decodes: T29, T30, T31 pass;
+    /// - steps-preempting: 6 blocks for 8 requests of 2 blocks: requests waited in 1,067
+    ///   steps, each of which still generated (Pass); 11 preemptions, the counter moved
+    ///   11; iterations 273 and 275 (3 within 20 ms) and iteration 527 (2 in one step)
+    ///   are bursts (steps 275-277 and 529 in the file, three lines without an
+    ///   iteration index before them); the others lie a hundred steps apart;
+    /// - steps-long-prefill: prompts of 400 words scheduled beside decodes: its slowest
+    ///   decode steps are mostly prefill-carrying, and those ran about 1.9 times as long
+    ///   as decode-only steps of their batch: T30 warns.
+    #[test]
+    fn the_step_checks_on_the_real_recordings() {
+        use inferlint_core::checks::steps as checks;
+        use inferlint_core::status::Status;
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/real/vllm-0.32-cpu");
+        let engine = &inferlint_core::engine::VLLM;
+        let load = |name: &str| {
+            let dir = root.join(name);
+            let steps = read_steps(&dir.join("steps.jsonl")).unwrap();
+            let b = crate::files::read_snapshot(&dir.join("before.snapshot.json")).unwrap();
+            let a = crate::files::read_snapshot(&dir.join("after.snapshot.json")).unwrap();
+            (steps, b, a)
+        };
+        for name in ["steps-healthy", "steps-preempting", "steps-long-prefill"] {
+            let (steps, _, _) = load(name);
+            let r = checks::scheduler_stall(&steps);
+            assert_eq!(r.status, Status::Pass, "{name}: {}", r.message);
+        }
+        let (healthy, b, a) = load("steps-healthy");
+        let r = checks::prefill_stalls_decode(&healthy);
+        assert_eq!(r.status, Status::Pass, "{}", r.message);
+        let r = checks::preemption_located(&healthy, engine, Some((&b, &a)));
+        assert_eq!(r.status, Status::Pass, "{}", r.message);
+
+        let (preempting, b, a) = load("steps-preempting");
+        assert_eq!(
+            checks::scheduler_stall(&preempting).evidence_f64("queued_steps"),
+            Some(1067.0)
+        );
+        let r = checks::prefill_stalls_decode(&preempting);
+        assert_eq!(r.status, Status::Pass, "{}", r.message);
+        let r = checks::preemption_located(&preempting, engine, Some((&b, &a)));
+        assert_eq!(r.status, Status::Fail, "{}", r.message);
+        assert_eq!(r.evidence_f64("preempted"), Some(11.0));
+        assert_eq!(r.evidence_f64("counter_moved"), Some(11.0));
+        assert!(r.message.contains("moved 11: equal"), "{}", r.message);
+        let bursts = r.evidence["bursts"].as_array().unwrap();
+        assert_eq!(bursts.len(), 2, "{bursts:?}");
+        assert_eq!(bursts[0]["preempted"], 3);
+        assert_eq!(bursts[1]["preempted"], 2);
+        assert_eq!(
+            (bursts[0]["from_step"].clone(), bursts[0]["to_step"].clone()),
+            (275.into(), 277.into())
+        );
+        assert_eq!(bursts[1]["to_step"], 529);
+
+        let (long, _, _) = load("steps-long-prefill");
+        let r = checks::prefill_stalls_decode(&long);
+        assert_eq!(r.status, Status::Warn, "{}", r.message);
+    }
 }
