@@ -486,6 +486,12 @@ pub struct XrayArgs {
     /// of them loses what this takes
     #[arg(long, conflicts_with = "kv_events")]
     pub drain: bool,
+    /// Record each engine step: xray adds --enable-logging-iteration-details to a vLLM
+    /// --serve and sets INFERLINT_STEPS=RUN/steps.jsonl in its environment; the step
+    /// plugin must be installed in the server's environment (pip install
+    /// integrations/vllm; docs/steps.md) (T29, T30, T31)
+    #[arg(long)]
+    pub steps: bool,
     /// Have --serve's engine write its own per-request records into the run folder
     /// (SGLang's --export-metrics-to-file: T24, T25)
     #[arg(long)]

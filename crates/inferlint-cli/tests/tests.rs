@@ -68,6 +68,8 @@ mod variants;
 mod whatif;
 /// Writers never replace an input or an earlier result.
 mod writers;
+/// xray --steps: its refusals, and the server's environment and flag.
+mod xray_steps;
 
 /// inferlint demo from an empty folder.
 mod demo_command;
