@@ -195,7 +195,9 @@ pub fn prefill_stalls_decode(steps: &Steps) -> CheckResult {
         ));
     }
     let tail_words = format!(
-        "{tail_mixed} of the {tail} slowest decode steps (the slowest 1%, {} ms or more) carried a prefill",
+        "{} of the {} slowest decode steps (the slowest 1%, {} ms or more) carried a prefill",
+        count(tail_mixed),
+        count(tail),
         fmt::g(round_to(p99_ms, 2))
     );
     let most = tail_mixed * 2 > tail;

@@ -46,11 +46,11 @@ pub fn read_steps_from(path: &Path, reader: impl Read) -> Result<Steps, FileErro
             Some(Ok(text)) => Some(text),
             _ => None,
         };
-        let object = text.and_then(|t| match serde_json::from_str::<Value>(t) {
-            Ok(Value::Object(o)) => Some(o),
-            _ => None,
-        });
         let Some(folded) = steps.as_mut() else {
+            let object = text.and_then(|t| match serde_json::from_str::<Value>(t) {
+                Ok(Value::Object(o)) => Some(o),
+                _ => None,
+            });
             match object.as_ref().map(|o| header(path, o)) {
                 Some(Ok(header)) => steps = Some(header),
                 Some(Err(why)) => failure = Some(format!("line {line_no}: {why}")),
@@ -62,15 +62,17 @@ pub fn read_steps_from(path: &Path, reader: impl Read) -> Result<Steps, FileErro
             }
             return;
         };
-        let Some(o) = object else {
+        // Past the header, each line is read into its fields as typed (a value of the
+        // wrong type fails the line: damage), the keys no check reads passed over.
+        let Some(raw) = text.and_then(|t| serde_json::from_str::<RawLine>(t).ok()) else {
             folded.skipped += 1;
             return;
         };
-        if o.contains_key("schema") {
+        if raw.schema.is_some() {
             failure = Some(format!("line {line_no}: a second header"));
             return;
         }
-        if let Err(()) = fold_line(folded, &o) {
+        if fold_line(folded, raw).is_err() {
             folded.skipped += 1;
         }
     })?;
@@ -118,74 +120,87 @@ fn header(path: &Path, o: &Map<String, Value>) -> Result<Steps, String> {
     Ok(steps)
 }
 
-fn count(o: &Map<String, Value>, key: &str) -> Result<Option<u64>, ()> {
-    match o.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => v.as_u64().map(Some).ok_or(()),
-    }
+/// A line past the header, as typed as the format says; keys no check reads are passed
+/// over.
+#[derive(serde::Deserialize)]
+struct RawLine {
+    schema: Option<serde::de::IgnoredAny>,
+    t: Option<f64>,
+    end: Option<serde::de::IgnoredAny>,
+    steps: Option<u64>,
+    dropped: Option<u64>,
+    calls: Option<u64>,
+    record_ns: Option<u64>,
+    gap: Option<u64>,
+    reason: Option<String>,
+    fin: Option<serde::de::IgnoredAny>,
+    i: Option<u64>,
+    r: Option<u64>,
+    w: Option<u64>,
+    d: Option<u64>,
+    kv: Option<f64>,
+    pr: Option<u64>,
+    pt: Option<u64>,
+    dr: Option<u64>,
+    dt: Option<u64>,
+    ms: Option<f64>,
+    gen: Option<u64>,
+    prompt: Option<u64>,
+    pre: Option<u64>,
 }
 
-fn number(o: &Map<String, Value>, key: &str) -> Result<Option<f64>, ()> {
-    match o.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => v.as_f64().filter(|x| x.is_finite()).map(Some).ok_or(()),
-    }
-}
-
-/// Folds one line that is not the header; `Err` for a line of no known kind or with a
-/// value of the wrong type (damage).
-fn fold_line(steps: &mut Steps, o: &Map<String, Value>) -> Result<(), ()> {
-    let t = number(o, "t")?.filter(|t| *t >= 0.0).ok_or(())?;
-    if o.contains_key("end") {
+/// Folds one line that is not the header; `Err` for a line of no known kind, without
+/// `t`, or with a time that is no time (damage).
+fn fold_line(steps: &mut Steps, o: RawLine) -> Result<(), ()> {
+    let t = o.t.filter(|t| t.is_finite() && *t >= 0.0).ok_or(())?;
+    if o.end.is_some() {
         steps.end = Some(StepsEnd {
             t,
-            steps: count(o, "steps")?,
-            dropped: count(o, "dropped")?,
-            calls: count(o, "calls")?,
-            record_ns: count(o, "record_ns")?,
+            steps: o.steps,
+            dropped: o.dropped,
+            calls: o.calls,
+            record_ns: o.record_ns,
         });
         return Ok(());
     }
-    if let Some(dropped) = o.get("gap") {
-        let dropped = dropped.as_u64().ok_or(())?;
-        let reason = o
-            .get("reason")
-            .and_then(Value::as_str)
-            .unwrap_or("not said")
-            .to_owned();
+    if let Some(dropped) = o.gap {
         steps.gap(StepGap {
             t,
             steps: dropped,
-            reason,
+            reason: o.reason.unwrap_or_else(|| "not said".to_owned()),
         });
         return Ok(());
     }
-    if o.contains_key("fin") {
+    if o.fin.is_some() {
         steps.finished += 1;
         return Ok(());
     }
     // A step: at least one of the scheduler's numbers.
-    if !["r", "w", "d", "kv", "ms", "gen"]
-        .iter()
-        .any(|k| o.contains_key(*k))
+    if o.r.is_none()
+        && o.w.is_none()
+        && o.d.is_none()
+        && o.kv.is_none()
+        && o.ms.is_none()
+        && o.gen.is_none()
     {
         return Err(());
     }
+    let finite = |x: Option<f64>| x.filter(|v| v.is_finite());
     steps.step(&StepLine {
         t,
-        i: count(o, "i")?,
-        r: count(o, "r")?,
-        w: count(o, "w")?,
-        d: count(o, "d")?,
-        kv: number(o, "kv")?,
-        pr: count(o, "pr")?,
-        pt: count(o, "pt")?,
-        dr: count(o, "dr")?,
-        dt: count(o, "dt")?,
-        ms: number(o, "ms")?,
-        gen: count(o, "gen")?,
-        prompt: count(o, "prompt")?,
-        pre: count(o, "pre")?,
+        i: o.i,
+        r: o.r,
+        w: o.w,
+        d: o.d,
+        kv: finite(o.kv),
+        pr: o.pr,
+        pt: o.pt,
+        dr: o.dr,
+        dt: o.dt,
+        ms: finite(o.ms),
+        gen: o.gen,
+        prompt: o.prompt,
+        pre: o.pre,
     });
     Ok(())
 }
