@@ -36,7 +36,7 @@ The GPU:
 
 Learn:
   demo         Write a simulated run folder and check it
-  explain      Explain a tripwire (T1-T28, or a name such as falling-ceiling)
+  explain      Explain a tripwire (T1-T31, or a name such as falling-ceiling)
   help         Print this message or the help of the given command
 
 For scripts and shells:
@@ -248,7 +248,7 @@ pub enum Command {
         #[command(flatten)]
         output: JsonFlag,
     },
-    /// Explain a tripwire (T1-T28, or a name such as falling-ceiling)
+    /// Explain a tripwire (T1-T31, or a name such as falling-ceiling)
     Explain {
         /// Tripwire codes or names; every one when none
         #[arg(value_name = "TRIPWIRE")]
@@ -486,6 +486,12 @@ pub struct XrayArgs {
     /// of them loses what this takes
     #[arg(long, conflicts_with = "kv_events")]
     pub drain: bool,
+    /// Record each engine step: xray adds --enable-logging-iteration-details to a vLLM
+    /// --serve and sets INFERLINT_STEPS=RUN/steps.jsonl in its environment; the step
+    /// plugin must be installed in the server's environment (pip install
+    /// integrations/vllm; docs/steps.md) (T29, T30, T31)
+    #[arg(long)]
+    pub steps: bool,
     /// Have --serve's engine write its own per-request records into the run folder
     /// (SGLang's --export-metrics-to-file: T24, T25)
     #[arg(long)]
@@ -540,6 +546,10 @@ pub struct ReportArgs {
     /// RUN/kv-events.jsonl, else *.kv-events.jsonl)
     #[arg(long, value_name = "FILE")]
     pub kv_events: Option<PathBuf>,
+    /// Each engine step as the server's step plugin wrote it (default: RUN/steps.jsonl,
+    /// else *.steps.jsonl; docs/steps.md)
+    #[arg(long, value_name = "FILE")]
+    pub steps: Option<PathBuf>,
     /// The server's own per-request records: a drain's file (default:
     /// RUN/server-requests.jsonl) or the engine's files, a folder of them too (default:
     /// RUN/request-metrics/)

@@ -104,6 +104,7 @@ pub fn demo(
         bench_result: None,
         spans: None,
         kv_events: None,
+        steps: None,
         server_requests: None,
         requested: None,
         expect_cache_hits: false,

@@ -178,6 +178,7 @@ fn files_named(args: &ReportArgs) -> Result<(RunFiles, Vec<PathBuf>), CliError> 
         spans: pick(&args.spans, found.spans.clone()),
         kv_events: pick(&args.kv_events, found.kv_events.clone()),
         server_requests: pick(&args.server_requests, found.server_requests.clone()),
+        steps: pick(&args.steps, found.steps.clone()),
     };
     if args.run.is_none()
         && paths.boot_logs.is_empty()

@@ -100,7 +100,7 @@ fn explain_by_code_and_by_name() {
     assert_eq!(out.status.code(), Some(USAGE));
     assert_eq!(
         stderr(&out),
-        "inferlint: unknown tripwire: T99 (known: T1-T28, or a name such as silent-preemption)\n"
+        "inferlint: unknown tripwire: T99 (known: T1-T31, or a name such as silent-preemption)\n"
     );
     let all = stdout(&inferlint(&here(), &["explain"]));
     let mut at = Vec::new();

@@ -195,10 +195,10 @@ fn the_live_vllm_report_says_what_happened() {
     );
     assert!(out.exists());
     assert!(stdout(&o).ends_with(&format!(
-        // T23 to T26 are not checked: the recording has no result file and no KV stream.
-        // T27 and T28 do not apply: the boot log starts no speculative decoding and
-        // declares no KV connector.
-        "11 checks (6 pass, 2 warn, 3 tripwire-failed); 2 do not apply; 8 not checked -> {}\n",
+        // T23 to T26 are not checked: the recording has no result file and no KV stream;
+        // nor are T29 to T31: no step file. T27 and T28 do not apply: the boot log starts
+        // no speculative decoding and declares no KV connector.
+        "11 checks (6 pass, 2 warn, 3 tripwire-failed); 2 do not apply; 11 not checked -> {}\n",
         out.display()
     )));
     let html = std::fs::read_to_string(&out).unwrap();
@@ -211,7 +211,7 @@ fn the_live_vllm_report_says_what_happened() {
         "never worked on more than 10 at once",
         "32,000 (1,000 per request)",
         "32: 32 reached their token limit, no errors",
-        "11 of 28. Not here: T2 and T3 (run at clean-up), T4 and T11 (need two or more boot logs), T7 (needs a live server), T13 (a rule for test scripts), T15, T18, T20, T23, T24 and T25 (need the load tool's result file), T21 (needs GPU readings in the recording: record with inferlint watch or xray on the server's machine), T22 (needs the recordings of two or more replicas on one schedule), T26 (needs the server's KV event stream: subscribe with inferlint watch or xray --kv-events, or drain TensorRT-LLM's with --drain), T27 (does not apply: the boot log shows no speculative setting, so the server did no speculative decoding), T28 (does not apply: the boot log shows no KV connector (kv_transfer_config): the run was not declared disaggregated)",
+        "11 of 31. Not here: T2 and T3 (run at clean-up), T4 and T11 (need two or more boot logs), T7 (needs a live server), T13 (a rule for test scripts), T15, T18, T20, T23, T24 and T25 (need the load tool's result file), T21 (needs GPU readings in the recording: record with inferlint watch or xray on the server's machine), T22 (needs the recordings of two or more replicas on one schedule), T26 (needs the server's KV event stream: subscribe with inferlint watch or xray --kv-events, or drain TensorRT-LLM's with --drain), T27 (does not apply: the boot log shows no speculative setting, so the server did no speculative decoding), T28 (does not apply: the boot log shows no KV connector (kv_transfer_config): the run was not declared disaggregated), T29, T30 and T31 (need each engine step: install integrations/vllm into the server's environment and run xray --steps (docs/steps.md))",
         "boot.log, before.snapshot.json, after.snapshot.json, run.series.jsonl",
         "124.0 s (17:48:43 to 17:50:47)",
         "Why only 10?",
@@ -289,9 +289,9 @@ fn the_report_goes_where_it_is_asked_to() {
     // --json prints the same results and still writes the page.
     std::fs::remove_file(run.join("report.html")).unwrap();
     let o = inferlint(tmp.path(), &["report", "run", "--json"]);
-    // The demo's 18 verdicts and three "does not apply": T21 (no GPU), T27 (no speculative
-    // decoding) and T28 (no KV connector).
-    assert_eq!(json_results(&o).len(), 21);
+    // The demo's 18 verdicts, three "does not apply": T21 (no GPU), T27 (no speculative
+    // decoding) and T28 (no KV connector), and T29 to T31 not checked (no step file).
+    assert_eq!(json_results(&o).len(), 24);
     assert!(run.join("report.html").is_file());
 
     // Only files and no -o: no page, and a note that says how to get one.
@@ -334,10 +334,10 @@ fn a_read_only_run_folder_is_left_alone() {
     // The demo's 14 verdicts and T23 to T26, which its per-request records, spans and KV
     // events let it judge (and which pass: it sent all 32 at once, each token a chunk of
     // its own, and lost no batch). T27 and T28 do not apply: the demo's server neither
-    // speculates nor declares a KV connector.
-    assert!(
-        stdout(&o).ends_with("18 checks (14 pass, 2 warn, 2 tripwire-failed); 3 do not apply\n")
-    );
+    // speculates nor declares a KV connector; T29 to T31 are not checked: no step file.
+    assert!(stdout(&o).ends_with(
+        "18 checks (14 pass, 2 warn, 2 tripwire-failed); 3 do not apply; 3 not checked\n"
+    ));
     assert!(stderr(&o).contains("read-only"), "{}", stderr(&o));
     assert!(!run.join("report.html").exists());
 

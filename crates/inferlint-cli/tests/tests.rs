@@ -60,6 +60,8 @@ mod real_vllm;
 /// --slo: percentiles counting every request, goodput, a sweep's capacity, the goodput
 /// gate.
 mod slo;
+/// report on a run folder with the engine's steps: the step lane on the page and in the trace.
+mod steps_report;
 /// report --trace: Chrome trace event JSON, to the format and the run's counts.
 mod trace;
 /// T16, T17, T19 and T21: silent on every real run without their trap, firing on edits
@@ -71,6 +73,8 @@ mod variants;
 mod whatif;
 /// Writers never replace an input or an earlier result.
 mod writers;
+/// xray --steps: its refusals, and the server's environment and flag.
+mod xray_steps;
 
 /// inferlint demo from an empty folder.
 mod demo_command;

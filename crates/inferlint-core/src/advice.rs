@@ -666,6 +666,13 @@ pub fn advice_for(
         (Tripwire::T26, _) => crate::checks::kv_stream::advice(result, engine),
         (Tripwire::T27, _) => crate::checks::spec_decode::advice(result, engine),
         (Tripwire::T28, _) => crate::checks::disaggregation::advice(result),
+        (Tripwire::T29, Status::Fail) => vec![
+            "read the server's log at the stall's time (a worker that stopped, a tokenizer or a request that blocked the engine's loop); a stall is no engine speed, so measure again once it is gone".to_owned(),
+        ],
+        (Tripwire::T30, Status::Warn) => vec![format!(
+            "to measure decode speed apart from prefills, send prompts of one length or lower {} so that a prefill is cut into smaller chunks beside the decodes; to keep long prompts from slowing decodes at all, serve prefill and decode apart",
+            "--max-num-batched-tokens"
+        )],
         (Tripwire::T16, Status::Warn) => engine
             .prefix_cache
             .map(|p| {
@@ -1056,6 +1063,7 @@ mod tests {
             rejected: Vec::new(),
             server_requests: None,
             kv_events: None,
+            steps: None,
             notes: Vec::new(),
         }
     }

@@ -95,6 +95,12 @@ impl Tripwire {
     pub const T27: Tripwire = Tripwire::declare(27);
     /// T28: Disaggregation that never disaggregated.
     pub const T28: Tripwire = Tripwire::declare(28);
+    /// T29: the scheduler stalled while requests waited.
+    pub const T29: Tripwire = Tripwire::declare(29);
+    /// T30: prefills scheduled beside decodes slowed them.
+    pub const T30: Tripwire = Tripwire::declare(30);
+    /// T31: each preemption located at its engine step.
+    pub const T31: Tripwire = Tripwire::declare(31);
 
     /// Builds an id from its number; `None` when the catalogue has no such tripwire.
     pub fn new(number: u8) -> Option<Tripwire> {
@@ -1886,6 +1892,128 @@ static CATALOGUE: &[TripwireInfo] = &[
             (
                 Status::NotApplicable,
                 "the boot log declares no connector that moves KV between instances.",
+            ),
+        ],
+    },
+    TripwireInfo {
+        tripwire: Tripwire::T29,
+        slug: "scheduler-stalled",
+        name: "Scheduler stalled while requests waited",
+        what: "The 4 Hz recording shows requests waiting and the server's counters still; \
+               it cannot tell a scheduler that stopped admitting from steps too long to \
+               sample. Each engine step, recorded inside the server (`steps.jsonl`, \
+               docs/steps.md), can: a scheduler with requests waiting (`w`) or deferred \
+               (`d`) admits or generates in every step it runs, so a stretch of waiting \
+               with no step, or with steps that process no token, is the engine stopped \
+               while `/health` may still answer 200. T29 fails when such a stretch lasts \
+               longer than the larger of 2 s (eight of the recording's samples) and 20 \
+               times the slowest 1% of the run's step times (an engine whose own steps are \
+               long pauses longer between them); it passes when every stretch of waiting \
+               ended within that in a step that admitted or generated.",
+        why: "A stall is time the load tool counts as the server's latency and the \
+              server spent doing nothing: TTFT and throughput then measure the stall \
+              (a blocked tokenizer, a stuck worker, a full queue of the plugin's host), \
+              not the engine.",
+        engine_notes: &[(
+            Engine::Vllm,
+            "The step plugin (integrations/vllm) writes the file; xray --steps turns it on.",
+        )],
+        command: "inferlint xray --steps ...  |  inferlint report run/",
+        verdicts: &[
+            (
+                Status::Fail,
+                "requests waited longer than the threshold while no step ran or the steps \
+                 that ran processed no token: the message gives the longest stretch, when, \
+                 and how many waited.",
+            ),
+            (Status::Unknown, "the step file holds no step."),
+            (
+                Status::Pass,
+                "no request waited, or every stretch of waiting ended within the threshold \
+                 in a step that admitted or generated.",
+            ),
+        ],
+    },
+    TripwireInfo {
+        tripwire: Tripwire::T30,
+        slug: "prefill-stalls-decode",
+        name: "Prefills scheduled beside decodes slowed them",
+        what: "A step that runs a prompt's prefill beside the running requests' decodes \
+               takes as long as the prefill's tokens need, and every decode in it waits \
+               that long for its token: the inter-token latency's tail is then the \
+               prefills, not the decodes. Only each step's batch shows it. T30 compares \
+               the decode steps that carried prefill tokens (`pt` > 0 and `dr` > 0) with \
+               decode-only steps of a similar decode batch, and counts how many of the \
+               slowest decode steps (at or above the 99th percentile step time) carried a \
+               prefill. It warns when most of that tail carried a prefill and those steps \
+               ran 1.5 times as long or more (each decode in them waited half as long \
+               again for its token); it passes otherwise.",
+        why: "An inter-token latency tail made by prefills says nothing of the decode \
+              speed: it moves with the prompt mix and the chunk size \
+              (`--max-num-batched-tokens`), and a comparison of two runs with other \
+              prompts compares their prefills.",
+        engine_notes: &[(
+            Engine::Vllm,
+            "The batch composition is recorded only with \
+             `--enable-logging-iteration-details`, which xray --steps adds.",
+        )],
+        command: "inferlint xray --steps ...  |  inferlint report run/",
+        verdicts: &[
+            (
+                Status::Warn,
+                "most of the slowest decode steps carried a prefill, and steps with a \
+                 prefill beside decodes ran 1.5 times as long or more as decode-only steps \
+                 of a similar batch.",
+            ),
+            (
+                Status::Unknown,
+                "the steps give no batch composition (the server ran without iteration \
+                 details), no step decoded, or most of the tail carried a prefill and no \
+                 decode-only step of a similar batch compares.",
+            ),
+            (
+                Status::Pass,
+                "no prefill ran beside decodes, or the slowest decode steps were not mostly \
+                 those, or they were not markedly slower.",
+            ),
+        ],
+    },
+    TripwireInfo {
+        tripwire: Tripwire::T31,
+        slug: "preemption-located",
+        name: "Preemptions located at their steps",
+        what: "T1 says the server's preemption counter moved; the 4 Hz recording places \
+               its moves a quarter second apart. Each engine step's `pre` says which step \
+               preempted and when, so bursts (several preemptions within a few steps, one \
+               move of the counter) can be told from a steady trickle. T31 sums the steps' \
+               preemptions between the readings against the counter's move (equal, or the \
+               difference), names the first and last step and the bursts within 250 ms. It \
+               fails when a request was preempted and passes when none was; a step file \
+               with gap lines (steps the plugin dropped) between the readings cannot \
+               locate every preemption.",
+        why: "A preempted request is recomputed: its latency counts the work twice. \
+              Located, the preemptions say whether the cache ran out once (a burst at one \
+              moment of the load) or all along.",
+        engine_notes: &[(
+            Engine::Vllm,
+            "vLLM counts them in `vllm:num_preemptions_total`; the step plugin reads each \
+             step's from its iteration stats.",
+        )],
+        command: "inferlint xray --steps ...  |  inferlint report run/",
+        verdicts: &[
+            (
+                Status::Fail,
+                "requests were preempted: the message gives how many, at which steps and \
+                 when, the bursts, and the counter's move beside them.",
+            ),
+            (
+                Status::Unknown,
+                "the steps give no preemption count, or the plugin dropped steps between \
+                 the readings.",
+            ),
+            (
+                Status::Pass,
+                "no step preempted a request, and the counter did not move.",
             ),
         ],
     },

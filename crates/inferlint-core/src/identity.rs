@@ -726,6 +726,17 @@ pub fn place(run: &Run) -> Placement {
                 untrusted: false,
             });
         }
+        if let Some(why) = run.steps.as_ref().and_then(|s| steps_fit(s, span)) {
+            placement.rejected.push(Rejected {
+                input: input::STEPS,
+                name: run
+                    .steps
+                    .as_ref()
+                    .map_or_else(String::new, |s| s.file.clone()),
+                why,
+                untrusted: false,
+            });
+        }
     }
     placement
 }
@@ -818,6 +829,22 @@ fn kv_fit(events: &crate::traces::KvEvents, (from, to): (f64, f64)) -> Option<St
     })
 }
 
+/// Why a step file is another run's: its steps ran wholly before or after the run's
+/// span (by the wall clock its header anchors), as a KV event stream's would.
+fn steps_fit(steps: &crate::steps::Steps, (from, to): (f64, f64)) -> Option<String> {
+    let first = steps.wall(steps.first_t?);
+    let last = steps.wall(steps.last_t.unwrap_or(0.0));
+    (last < from - TRACE_SLACK_S || first > to + TRACE_SLACK_S).then(|| {
+        format!(
+            "its steps ran from {} to {}, outside the run's {} to {}",
+            utc_or_seconds(first),
+            utc_or_seconds(last),
+            utc_or_seconds(from),
+            utc_or_seconds(to)
+        )
+    })
+}
+
 /// The run with every input that is not of it moved to [`Run::rejected`], and the
 /// placement's notes kept in [`Run::notes`]. Idempotent: a run admitted once is
 /// returned as it is.
@@ -834,6 +861,7 @@ pub fn admit(mut run: Run) -> Run {
             }
             input::SERVER_REQUESTS => run.server_requests = None,
             input::KV_EVENTS => run.kv_events = None,
+            input::STEPS => run.steps = None,
             _ => {}
         }
         if !run.rejected.contains(&rejected) {
@@ -1135,6 +1163,7 @@ mod tests {
             rejected: Vec::new(),
             server_requests: None,
             kv_events: None,
+            steps: None,
             notes: Vec::new(),
         }
     }
@@ -1198,6 +1227,40 @@ mod tests {
         assert!(placement.rejected[0].why.contains("monotonic"));
         let ours = run_with(b, a, series(BEFORE + 0.02, 400, BOOT));
         assert!(place(&ours).rejected.is_empty());
+    }
+
+    /// A step file is the run's when its steps ran within the readings' span (by its
+    /// header's wall clock plus `t`); one whose steps all ran an hour after the after
+    /// reading (the next run's server wrote it) is set aside as another run's, and the
+    /// run is read without it.
+    #[test]
+    fn a_step_file_of_another_hour_is_set_aside() {
+        let (b, a) = (reading(BEFORE, BOOT, 5.0), reading(AFTER, BOOT, 5.0));
+        let mut run = run_with(b, a, series(BEFORE + 0.02, 400, BOOT));
+        let steps_at = |wall: f64| {
+            let mut steps = crate::steps::Steps::new(
+                "steps.jsonl".into(),
+                crate::traces::ClockAnchor {
+                    t_wall: wall,
+                    t_mono_ns: 0,
+                },
+            );
+            for k in 0..10 {
+                steps.step(&crate::steps::StepLine {
+                    t: 1.0 + k as f64,
+                    r: Some(1),
+                    ..crate::steps::StepLine::default()
+                });
+            }
+            steps
+        };
+        run.steps = Some(steps_at(BEFORE));
+        assert!(place(&run).rejected.is_empty());
+        run.steps = Some(steps_at(AFTER + 3600.0));
+        let admitted = admit(run);
+        assert!(admitted.steps.is_none());
+        assert_eq!(admitted.rejected[0].input, input::STEPS);
+        assert!(admitted.rejected[0].why.contains("outside the run's"));
     }
 
     /// A wall clock stepped back between two readings of one server process (the start

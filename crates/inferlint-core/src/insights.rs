@@ -395,6 +395,31 @@ pub fn what_limited_by(
             ),
         )
     }));
+    insights.extend(failed(Tripwire::T29).map(|r| {
+        Insight::limit(
+            "scheduler-stall",
+            "The scheduler stalled while requests waited",
+            format!(
+                "{}. The load tool counted that stall as the server's latency.",
+                capitalised(&r.message)
+            ),
+        )
+    }));
+    insights.extend(
+        results
+            .iter()
+            .find(|r| r.tripwire == Tripwire::T30 && r.status == Status::Warn)
+            .map(|r| {
+                Insight::limit(
+                    "prefill-beside-decode",
+                    "Prefills scheduled beside decodes made the inter-token tail",
+                    format!(
+                        "{}. The run's inter-token latency tail measures its prompts' prefills, not its decodes.",
+                        capitalised(&r.message)
+                    ),
+                )
+            }),
+    );
     insights.extend(failed(Tripwire::T25).map(|r| {
         Insight::limit(
             "chunks",
@@ -1297,6 +1322,7 @@ mod tests {
             rejected: Vec::new(),
             server_requests: None,
             kv_events: None,
+            steps: None,
             notes: Vec::new(),
         }
     }

@@ -41,6 +41,7 @@ pub mod schema;
 pub mod server_records;
 pub mod slo;
 pub mod status;
+pub mod steps;
 pub mod sweep;
 #[cfg(test)]
 mod testing;

@@ -499,6 +499,7 @@ mod tests {
             rejected: Vec::new(),
             server_requests: None,
             kv_events: None,
+            steps: None,
             notes: Vec::new(),
         }
     }

@@ -15,7 +15,7 @@ use serde::Serialize;
 
 /// A moment read on both of the recorder's clocks at once, so that a file's wall-clock
 /// times can be placed on the monotonic clock the recording and the load tools share.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct ClockAnchor {
     /// Unix seconds.
     pub t_wall: f64,

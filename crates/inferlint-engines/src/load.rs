@@ -900,6 +900,7 @@ fn load_run_kept<F: SampleFold>(
         .as_deref()
         .map(files::read_kv_events)
         .transpose()?;
+    let steps = files.steps.as_deref().map(files::read_steps).transpose()?;
     // Each input is placed against the others before anything reads it: a result file,
     // recording, reading or trace of another run is set aside here, and contributes
     // nothing.
@@ -916,6 +917,7 @@ fn load_run_kept<F: SampleFold>(
         rejected: Vec::new(),
         server_requests,
         kv_events,
+        steps,
         notes,
     });
     // A result file written without a concurrency limit says 0 or nothing: no number.

@@ -27,6 +27,7 @@ mod replay;
 mod report;
 mod requests;
 mod sections;
+mod steps_lane;
 mod svg;
 pub mod sweep;
 pub mod timeline;

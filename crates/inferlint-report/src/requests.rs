@@ -58,6 +58,7 @@ pub fn section(report: &Report) -> Markup {
             (ttft_figure(account))
             (itl_figure(account))
             (crate::kv_lane::figure(report))
+            (crate::steps_lane::figure(report))
         }
     }
 }

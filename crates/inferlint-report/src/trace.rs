@@ -34,6 +34,7 @@ const LOAD: u32 = 1;
 const SERVER: u32 = 2;
 const RECORDING: u32 = 3;
 const VERDICTS: u32 = 4;
+const STEPS: u32 = 5;
 
 fn us(seconds: f64) -> f64 {
     (seconds * 1e6).round()
@@ -75,6 +76,7 @@ impl Trace {
             (SERVER, "server: each request's own record"),
             (RECORDING, "recording and KV events"),
             (VERDICTS, "verdicts"),
+            (STEPS, "engine steps"),
         ] {
             trace.events.push(json!({
                 "ph": "M", "name": "process_name", "pid": pid, "tid": 0,
@@ -91,6 +93,7 @@ impl Trace {
                 trace.server_requests(report, origin);
                 trace.recording(report);
                 trace.kv_events(report, origin);
+                trace.steps(report, origin);
                 trace.verdicts(report, origin);
             }
             None => trace.left_out.push(
@@ -326,6 +329,50 @@ impl Trace {
         if events.missed_batches() > 0 {
             self.other
                 .insert("kv_events_missed".into(), json!(events.missed_batches()));
+        }
+    }
+
+    /// The engine's steps (`steps.jsonl`) as folded by core: a counter per time bin of
+    /// the steps' batch composition (prefill and decode tokens, the deepest queue) and
+    /// time (mean and longest step), at most 4,096 bins for a file of any length; each
+    /// preemption an instant event at its step.
+    fn steps(&mut self, report: &Report, origin: f64) {
+        let Some(steps) = report.run.steps.as_ref() else {
+            return;
+        };
+        for (k, bin) in &steps.bins {
+            let t = steps.wall(*k as f64 * steps.bin_s) - origin;
+            self.events.push(json!({
+                "ph": "C", "name": "step batch (tokens)", "pid": STEPS, "tid": 0, "ts": us(t),
+                "args": {"prefill": bin.prefill_tokens, "decode": bin.decode_tokens},
+            }));
+            let mean = (bin.ms_steps > 0).then(|| bin.ms_sum / bin.ms_steps as f64);
+            self.events.push(json!({
+                "ph": "C", "name": "step time (ms)", "pid": STEPS, "tid": 0, "ts": us(t),
+                "args": {"mean": mean.unwrap_or(0.0), "longest": bin.ms_max},
+            }));
+            self.events.push(json!({
+                "ph": "C", "name": "steps' queue", "pid": STEPS, "tid": 0, "ts": us(t),
+                "args": {"waiting": bin.queued_max, "running": bin.running_max},
+            }));
+        }
+        for p in &steps.preemptions {
+            self.events.push(json!({
+                "ph": "i", "s": "p", "name": "preemption", "pid": STEPS, "tid": 0,
+                "ts": us(steps.wall(p.t) - origin),
+                "args": {"step": p.step, "iteration": p.i, "preempted": p.n},
+            }));
+        }
+        self.other.insert(
+            "steps".into(),
+            json!({"file": steps.file, "steps": steps.steps, "bin_s": steps.bin_s, "dropped": steps.dropped}),
+        );
+        let kept: u64 = steps.preemptions.iter().map(|p| p.n).sum();
+        if kept != steps.preempted {
+            self.left_out.push(format!(
+                "{} preemptions past the step file's bound on kept steps",
+                steps.preempted - kept
+            ));
         }
     }
 

@@ -9,7 +9,7 @@
 //!
 //! A run is what the server and the load left: the server's boot log, its Prometheus
 //! `/metrics` read before and after the load, a series sampled during it, and the load's
-//! own account. Checking it answers each tripwire (T1 to T28; T22 on a fleet) with
+//! own account. Checking it answers each tripwire (T1 to T31; T22 on a fleet) with
 //! **Pass**, **Warning**, **Tripwire failed**, **Can't tell** (never silently a pass) or
 //! **Does not apply**, and lists each tripwire whose input was missing as not checked.
 //! The checks are the ones the `inferlint` command line runs: the same run gives the same

@@ -788,6 +788,7 @@ impl RunBuilder {
             rejected: Vec::new(),
             server_requests: self.server_requests,
             kv_events: self.kv_events,
+            steps: None,
             notes: Vec::new(),
         });
         // A client summary set aside as another run's says nothing of the concurrency.

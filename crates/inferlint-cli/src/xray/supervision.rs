@@ -108,7 +108,10 @@ impl Xray<'_> {
             "start the server (output in {})",
             shown(&boot_path)
         ));
-        let program = loadcmd::program(words).ok_or_else(|| problem("--serve names no command"))?;
+        let mut program =
+            loadcmd::program(words).ok_or_else(|| problem("--serve names no command"))?;
+        // `--steps`: the step plugin in the server's process writes where this says.
+        program.env.extend(self.steps_env());
         let log = create_new(&boot_path).map_err(|e| problem(e.to_string()))?;
         // Under a supervisor, in a process group of its own (Ctrl-C in the terminal does
         // not reach it) and a cgroup where the machine allows: the stop reaches every

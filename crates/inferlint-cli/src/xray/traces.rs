@@ -14,7 +14,7 @@
 use super::*;
 use inferlint_core::engine::RecordsFrom;
 use inferlint_engines::files::{
-    KV_EVENTS_FILE, REQUEST_METRICS_DIR, SERVER_REQUESTS_FILE, SPANS_FILE,
+    KV_EVENTS_FILE, REQUEST_METRICS_DIR, SERVER_REQUESTS_FILE, SPANS_FILE, STEPS_FILE,
 };
 use inferlint_live::drain::{destructive_warning, DrainOptions, Drainer};
 use inferlint_live::kv_events::{KvOptions, KvSubscriber};
@@ -40,6 +40,7 @@ fn free_port() -> Result<u16, Stop> {
 /// `--serve`, or for an engine that sends none of it.
 pub(super) fn check_flags(args: &XrayArgs, engine: Option<Engine>) -> Result<(), CliError> {
     check_drain_flags(args, engine)?;
+    check_steps_flag(args, engine)?;
     if !args.otlp && !args.kv_events {
         return Ok(());
     }
@@ -70,6 +71,44 @@ pub(super) fn check_flags(args: &XrayArgs, engine: Option<Engine>) -> Result<(),
         return Err(CliError::usage(format!(
             "--kv-events: {} publishes no KV event stream xray can subscribe to{drained}",
             engine.name()
+        )));
+    }
+    Ok(())
+}
+
+/// The variable that tells the step plugin (integrations/vllm) where to write.
+pub(super) const STEPS_VARIABLE: &str = "INFERLINT_STEPS";
+
+/// The vLLM flag that makes the server fill each step's batch composition.
+const ITERATION_DETAILS: &str = "--enable-logging-iteration-details";
+
+/// How the step plugin is installed, as xray says it.
+const STEPS_INSTALL: &str =
+    "pip install integrations/vllm into the server's Python environment (docs/steps.md)";
+
+/// Refuses `--steps` without `--serve` or for an engine other than vLLM: the step
+/// plugin is a vLLM stat logger.
+fn check_steps_flag(args: &XrayArgs, engine: Option<Engine>) -> Result<(), CliError> {
+    if !args.steps {
+        return Ok(());
+    }
+    match engine {
+        Some(Engine::Vllm) => {}
+        Some(other) => {
+            return Err(CliError::usage(format!(
+                "--steps: the step plugin is vLLM's (a stat logger); {} has none",
+                other.name()
+            )))
+        }
+        None => {
+            return Err(CliError::usage(
+                "--steps needs the engine (--engine vllm, or a --serve command xray recognizes as vLLM)",
+            ))
+        }
+    }
+    if args.serve.is_none() {
+        return Err(CliError::usage(format!(
+            "--steps needs --serve: xray sets {STEPS_VARIABLE} in the environment of the server it starts; for a server already running, start it with {STEPS_VARIABLE}=FILE and {ITERATION_DETAILS}, and give the file to report --steps"
         )));
     }
     Ok(())
@@ -139,6 +178,15 @@ impl Xray<'_> {
     pub(super) fn start_receivers(&mut self, words: &[String]) -> Result<Vec<String>, Stop> {
         let mut words = words.to_vec();
         self.start_drain(true)?;
+        if self.args.steps {
+            say(&format!(
+                "== steps: the server's step plugin writes each engine step into {} ({STEPS_VARIABLE}, {ITERATION_DETAILS}); xray installs nothing: {STEPS_INSTALL}",
+                shown(&self.dir.join(STEPS_FILE))
+            ));
+            if !words.iter().any(|w| w == ITERATION_DETAILS) {
+                words.push(ITERATION_DETAILS.to_owned());
+            }
+        }
         if self.args.request_metrics {
             if let Some(RecordsFrom::Files(files)) = self
                 .engine
@@ -259,5 +307,24 @@ impl Xray<'_> {
                 eprint_line!("inferlint: {e}");
             }
         }
+        if self.args.steps && !self.dir.join(STEPS_FILE).is_file() {
+            eprint_line!(
+                "inferlint: warning: --steps: no {} appeared after the load: the step plugin is not installed in the server's environment ({STEPS_INSTALL})",
+                shown(&self.dir.join(STEPS_FILE))
+            );
+        }
+    }
+
+    /// The variable that tells the step plugin where to write (the whole path: the
+    /// server's working folder need not be ours), where `--steps` asked for it.
+    pub(super) fn steps_env(&self) -> Option<(String, String)> {
+        self.args.steps.then(|| {
+            let path = self.dir.join(STEPS_FILE);
+            let path = std::path::absolute(&path).unwrap_or(path);
+            (
+                STEPS_VARIABLE.to_owned(),
+                path.to_string_lossy().into_owned(),
+            )
+        })
     }
 }

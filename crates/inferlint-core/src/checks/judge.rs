@@ -354,3 +354,24 @@ pub fn speculative_decoding(run: &Run, _: RunOptions) -> Option<CheckResult> {
         load: run.bench.as_ref().map(|(_, account)| account),
     })
 }
+
+/// T29: requests waited while the scheduler ran no step that admitted or generated.
+pub fn scheduler_stall(run: &Run, _: RunOptions) -> Option<CheckResult> {
+    Some(crate::checks::steps::scheduler_stall(run.steps.as_ref()?))
+}
+
+/// T30: prefills scheduled beside decodes, and how much they slowed those steps.
+pub fn prefill_stalls_decode(run: &Run, _: RunOptions) -> Option<CheckResult> {
+    Some(crate::checks::steps::prefill_stalls_decode(
+        run.steps.as_ref()?,
+    ))
+}
+
+/// T31: each preemption at its step, against the server's counter.
+pub fn preemption_located(run: &Run, _: RunOptions) -> Option<CheckResult> {
+    Some(crate::checks::steps::preemption_located(
+        run.steps.as_ref()?,
+        run.engine,
+        run.before.as_ref().zip(run.after.as_ref()),
+    ))
+}

@@ -41,3 +41,4 @@ pub mod server_view;
 pub mod shortfall;
 pub mod snapshots;
 pub mod spec_decode;
+pub mod steps;

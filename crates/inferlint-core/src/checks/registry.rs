@@ -82,6 +82,8 @@ pub enum Input {
     ServerRequests,
     /// The KV-cache event stream.
     KvEvents,
+    /// Each engine step, as the server's step plugin recorded it.
+    Steps,
 }
 
 impl Input {
@@ -97,6 +99,7 @@ impl Input {
             Input::GpuReadings => input::GPU_READINGS,
             Input::ServerRequests => input::SERVER_REQUESTS,
             Input::KvEvents => input::KV_EVENTS,
+            Input::Steps => input::STEPS,
         }
     }
 
@@ -115,6 +118,7 @@ impl Input {
                 .is_some_and(|s| s.gpu_sampling.is_some() || s.gpu.readings > 0),
             Input::ServerRequests => run.server_requests.is_some(),
             Input::KvEvents => run.kv_events.is_some(),
+            Input::Steps => run.steps.is_some(),
         }
     }
 
@@ -130,6 +134,7 @@ impl Input {
             Input::GpuReadings => "GPU readings in the recording",
             Input::ServerRequests => "the server's per-request records",
             Input::KvEvents => "the KV event stream",
+            Input::Steps => "the engine's steps",
         }
     }
 
@@ -152,6 +157,9 @@ impl Input {
             }
             Input::KvEvents => {
                 "the server's KV event stream: subscribe with inferlint watch or xray --kv-events, or drain TensorRT-LLM's with --drain"
+            }
+            Input::Steps => {
+                "each engine step: install integrations/vllm into the server's environment and run xray --steps (docs/steps.md)"
             }
         }
     }
@@ -431,6 +439,7 @@ fn named_all(inputs: &[Input], full: bool) -> String {
 use crate::checks::judge;
 use Input::{
     After, Before, BenchResult, BootLog, GpuReadings, KvEvents, Requested, Series, ServerRequests,
+    Steps,
 };
 
 /// Every tripwire's declaration: the boot checks in the order a boot log is checked,
@@ -579,6 +588,31 @@ pub const DECLARATIONS: &[Declaration] = &[
         Some("a boot log that declares disaggregated serving"),
     )
     .not_for(without_disaggregation),
+    Declaration::run(
+        Tripwire::T29,
+        Part::Server,
+        &[step(&[Steps])],
+        judge::scheduler_stall,
+    )
+    .not_for(steps_not_recorded),
+    Declaration::run(
+        Tripwire::T30,
+        Part::Server,
+        &[step(&[Steps])],
+        judge::prefill_stalls_decode,
+    )
+    .not_for(steps_not_recorded),
+    Declaration::run(
+        Tripwire::T31,
+        Part::Server,
+        &[step(&[Steps])],
+        judge::preemption_located,
+    )
+    .not_for(steps_not_recorded)
+    .no_limit_sentence(
+        "T1's sentence already says the run preempted; T31 says where, in its own message",
+    )
+    .no_advice("T1's advice (a larger cache, fewer requests at once) is what to change"),
     Declaration::new(
         Tripwire::T7,
         Phase::Serving,
@@ -625,6 +659,12 @@ pub fn without_disaggregation(engine: &EngineDescriptor) -> Option<Inapplicable>
         .disaggregation
         .is_none()
         .then_some(Inapplicable::Nothing)
+}
+
+/// The step checks (T29, T30, T31) read a file only vLLM's stat-logger plugin writes
+/// (integrations/vllm): no result on another engine.
+pub fn steps_not_recorded(engine: &EngineDescriptor) -> Option<Inapplicable> {
+    (engine.engine != crate::engine::Engine::Vllm).then_some(Inapplicable::Nothing)
 }
 
 /// T14 is about vLLM's reserved block: it does not apply to an engine without one.

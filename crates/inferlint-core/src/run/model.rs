@@ -35,6 +35,8 @@ pub mod input {
     pub const SERVER_REQUESTS: &str = "server_requests";
     /// The KV-cache event stream a recorder received.
     pub const KV_EVENTS: &str = "kv_events";
+    /// Each engine step, as the server's step plugin recorded it.
+    pub const STEPS: &str = "steps";
 }
 
 /// What the user said about how the run is meant to be read.
@@ -75,6 +77,8 @@ pub struct Run {
     pub server_requests: Option<ServerRequests>,
     /// The KV-cache event stream, where the run subscribed to it.
     pub kv_events: Option<KvEvents>,
+    /// Each engine step, where the server's step plugin recorded them (`steps.jsonl`).
+    pub steps: Option<crate::steps::Steps>,
     /// Inputs given for the run that are not of it (another run's result file, the next
     /// run's recording): set aside by [`crate::identity::admit`] before any check, and
     /// read by nothing but the Can't tell of the checks that needed them.
@@ -100,6 +104,7 @@ impl Run {
             rejected: Vec::new(),
             server_requests: None,
             kv_events: None,
+            steps: None,
             notes: Vec::new(),
         }
     }

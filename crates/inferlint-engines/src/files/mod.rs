@@ -19,6 +19,7 @@ mod series_line;
 mod server_requests;
 mod snapshot;
 mod spans;
+mod steps;
 
 pub use boot_log::{read_boot_log, BootLogFile};
 pub use kv_events::{
@@ -33,6 +34,7 @@ pub use load_tool::{
 };
 pub use run_folder::{
     discover_run, RunFiles, KV_EVENTS_FILE, REQUEST_METRICS_DIR, SERVER_REQUESTS_FILE, SPANS_FILE,
+    STEPS_FILE,
 };
 pub use series::{
     fold_series, fold_series_in, read_series, read_series_from, read_series_stats,
@@ -54,6 +56,7 @@ pub use server_requests::{
     ServerRequestsHeader, MAX_RECORD_LINE_BYTES, SERVER_REQUESTS_SCHEMA,
 };
 pub use spans::{otlp_header_json, read_spans, read_spans_from, OtlpHeader, OTLP_SCHEMA};
+pub use steps::{read_steps, read_steps_from, MAX_STEP_LINE_BYTES, STEPS_SCHEMA};
 
 // The input rules every reader keeps, where callers have always found them.
 pub use crate::input::{

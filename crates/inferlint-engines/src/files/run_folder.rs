@@ -9,6 +9,8 @@ use crate::input::{shown, FileError};
 pub const SPANS_FILE: &str = "spans.otlp.jsonl";
 /// The KV event stream as a subscriber writes it into a run folder.
 pub const KV_EVENTS_FILE: &str = "kv-events.jsonl";
+/// Each engine step as the server's step plugin writes it into a run folder.
+pub const STEPS_FILE: &str = "steps.jsonl";
 /// The file a drain of the server's per-request records writes in a run folder.
 pub const SERVER_REQUESTS_FILE: &str = "server-requests.jsonl";
 /// The folder of a run folder the engine writes its own per-request files into.
@@ -43,6 +45,8 @@ pub struct RunFiles {
     /// (`server-requests.jsonl`), or the folder the engine wrote its own files into
     /// (`request-metrics/`).
     pub server_requests: Option<PathBuf>,
+    /// Each engine step as the server's step plugin wrote it (`steps.jsonl`).
+    pub steps: Option<PathBuf>,
 }
 
 impl RunFiles {
@@ -63,6 +67,7 @@ impl RunFiles {
             (&self.spans, "the server's spans"),
             (&self.kv_events, "the KV event stream"),
             (&self.server_requests, "the server's per-request records"),
+            (&self.steps, "the engine's steps"),
         ];
         for (path, what) in named {
             if let Some(path) = path {
@@ -109,7 +114,7 @@ impl RunFiles {
 /// of one tool); `load.log`; `spans.otlp.jsonl` else `*.otlp.jsonl` (the server's spans);
 /// `kv-events.jsonl` else `*.kv-events.jsonl` (its KV event stream);
 /// `server-requests.jsonl` else the folder `request-metrics/` (its own per-request
-/// records).
+/// records); `steps.jsonl` else `*.steps.jsonl` (each engine step).
 pub fn discover_run(dir: &Path) -> Result<RunFiles, FileError> {
     // A link is followed, so a recording linked into the folder is read like any other.
     // Only folders are passed over: a link that leads nowhere, a pipe or a device with a
@@ -152,6 +157,7 @@ pub fn discover_run(dir: &Path) -> Result<RunFiles, FileError> {
         } else {
             Some(dir.join(REQUEST_METRICS_DIR)).filter(|p| p.is_dir())
         },
+        steps: named_or(STEPS_FILE, &|n| n.ends_with(".steps.jsonl")),
     };
     let results = crate::loadtools::find_results(dir)?;
     files.bench = results.first().cloned();
