@@ -113,6 +113,16 @@ impl FromStr for Engine {
     }
 }
 
+/// How an engine's steps are recorded by our stat-logger plugin (`integrations/vllm`):
+/// the plugin writes where `INFERLINT_STEPS` names, and each step's batch composition
+/// only when the server runs with `iteration_details_flag`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepPlugin {
+    /// The server flag that fills each step's batch composition (vLLM 0.32:
+    /// `--enable-logging-iteration-details`).
+    pub iteration_details_flag: &'static str,
+}
+
 /// Everything about one engine that a check, a recorder or a report needs to know.
 #[derive(Debug)]
 pub struct EngineDescriptor {
@@ -236,6 +246,10 @@ pub struct EngineDescriptor {
     /// How a run shows it was declared disaggregated and what the decode side counts of
     /// the KV it received (T28); `None` where the engine shows neither.
     pub disaggregation: Option<Disaggregation>,
+    /// Each engine step recorded inside the server by our stat-logger plugin
+    /// (`integrations/vllm`, `steps.jsonl`: T29 to T31); `None` where the engine has no
+    /// such plugin interface we use.
+    pub step_plugin: Option<StepPlugin>,
     /// The OpenTelemetry span the engine exports for each request it finished, and the
     /// attributes that carry its account of the request; `None` where the engine's spans
     /// carry no such account in a form that holds across its releases.
@@ -1129,6 +1143,9 @@ pub static VLLM: EngineDescriptor = EngineDescriptor {
         tiers: Some(VLLM_CACHE_TIERS),
     }),
     disaggregation: Some(VLLM_DISAGGREGATION),
+    step_plugin: Some(StepPlugin {
+        iteration_details_flag: "--enable-logging-iteration-details",
+    }),
     request_span: Some(VLLM_REQUEST_SPAN),
     trace_flags: Some(TraceFlags {
         otlp_endpoint: Some("--otlp-traces-endpoint"),
@@ -1470,6 +1487,7 @@ pub static SGLANG: EngineDescriptor = EngineDescriptor {
         tiers: None,
     }),
     disaggregation: None,
+    step_plugin: None,
     // SGLang's spans (`--enable-trace --otlp-traces-endpoint`,
     // `python/sglang/srt/tracing/trace.py`) carry no account of a request on one span:
     // the request's root span is named after the request itself (`Req 3f2a9c1b`, with a
@@ -1697,6 +1715,7 @@ pub static TRTLLM: EngineDescriptor = EngineDescriptor {
     // Its disaggregated serving (`trtllm-serve disaggregated`, `cache_transceiver_config`)
     // was not examined: no declaration or transfer counter is read.
     disaggregation: None,
+    step_plugin: None,
     // Its spans were not examined; its per-request account is `/perf_metrics`
     // (`RequestSource::TrtllmPerfMetrics`).
     request_span: None,

@@ -79,9 +79,6 @@ pub(super) fn check_flags(args: &XrayArgs, engine: Option<Engine>) -> Result<(),
 /// The variable that tells the step plugin (integrations/vllm) where to write.
 pub(super) const STEPS_VARIABLE: &str = "INFERLINT_STEPS";
 
-/// The vLLM flag that makes the server fill each step's batch composition.
-const ITERATION_DETAILS: &str = "--enable-logging-iteration-details";
-
 /// How the step plugin is installed, as xray says it.
 const STEPS_INSTALL: &str =
     "pip install integrations/vllm into the server's Python environment (docs/steps.md)";
@@ -93,7 +90,7 @@ fn check_steps_flag(args: &XrayArgs, engine: Option<Engine>) -> Result<(), CliEr
         return Ok(());
     }
     match engine {
-        Some(Engine::Vllm) => {}
+        Some(e) if e.descriptor().step_plugin.is_some() => {}
         Some(other) => {
             return Err(CliError::usage(format!(
                 "--steps: the step plugin is vLLM's (a stat logger); {} has none",
@@ -107,8 +104,11 @@ fn check_steps_flag(args: &XrayArgs, engine: Option<Engine>) -> Result<(), CliEr
         }
     }
     if args.serve.is_none() {
+        let flag = engine
+            .and_then(|e| e.descriptor().step_plugin)
+            .map_or("", |p| p.iteration_details_flag);
         return Err(CliError::usage(format!(
-            "--steps needs --serve: xray sets {STEPS_VARIABLE} in the environment of the server it starts; for a server already running, start it with {STEPS_VARIABLE}=FILE and {ITERATION_DETAILS}, and give the file to report --steps"
+            "--steps needs --serve: xray sets {STEPS_VARIABLE} in the environment of the server it starts; for a server already running, start it with {STEPS_VARIABLE}=FILE and {flag}, and give the file to report --steps"
         )));
     }
     Ok(())
@@ -178,13 +178,16 @@ impl Xray<'_> {
     pub(super) fn start_receivers(&mut self, words: &[String]) -> Result<Vec<String>, Stop> {
         let mut words = words.to_vec();
         self.start_drain(true)?;
-        if self.args.steps {
+        // `--steps` was refused for an engine without the plugin (check_steps_flag).
+        let plugin = self.engine.and_then(|e| e.descriptor().step_plugin);
+        if let Some(plugin) = plugin.filter(|_| self.args.steps) {
+            let flag = plugin.iteration_details_flag;
             say(&format!(
-                "== steps: the server's step plugin writes each engine step into {} ({STEPS_VARIABLE}, {ITERATION_DETAILS}); xray installs nothing: {STEPS_INSTALL}",
+                "== steps: the server's step plugin writes each engine step into {} ({STEPS_VARIABLE}, {flag}); xray installs nothing: {STEPS_INSTALL}",
                 shown(&self.dir.join(STEPS_FILE))
             ));
-            if !words.iter().any(|w| w == ITERATION_DETAILS) {
-                words.push(ITERATION_DETAILS.to_owned());
+            if !words.iter().any(|w| w == flag) {
+                words.push(flag.to_owned());
             }
         }
         if self.args.request_metrics {

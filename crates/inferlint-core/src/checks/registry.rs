@@ -664,7 +664,10 @@ pub fn without_disaggregation(engine: &EngineDescriptor) -> Option<Inapplicable>
 /// The step checks (T29, T30, T31) read a file only vLLM's stat-logger plugin writes
 /// (integrations/vllm): no result on another engine.
 pub fn steps_not_recorded(engine: &EngineDescriptor) -> Option<Inapplicable> {
-    (engine.engine != crate::engine::Engine::Vllm).then_some(Inapplicable::Nothing)
+    engine
+        .step_plugin
+        .is_none()
+        .then_some(Inapplicable::Nothing)
 }
 
 /// T14 is about vLLM's reserved block: it does not apply to an engine without one.
