@@ -249,6 +249,10 @@ fn terminal(run: &str, b: &Baseline, p: Option<&Prediction>) -> String {
                 "the server's recording ({} pairs of readings, its token counter against its running gauge)",
                 f.used
             ),
+            FitFrom::EngineSteps => format!(
+                "the engine's own steps ({} steps of the step file, each one's time against the requests it ran and the prompt tokens it prefilled)",
+                f.used
+            ),
             FitFrom::Requests => format!(
                 "{} of {} requests' time per token{}",
                 f.used,

@@ -249,6 +249,10 @@ pub struct Steps {
     pub bin_s: f64,
     /// Time bin `k` covers `[k * bin_s, (k + 1) * bin_s)` after the anchor.
     pub bins: BTreeMap<u64, StepBin>,
+    /// Each detailed step's time against its batch, summed for the whatif's per-step
+    /// cost ([`Steps::step_fit`]): seconds a step (`ms`) against the requests it ran
+    /// (`pr + dr`) and the prompt tokens it prefilled (`pt`).
+    pub cost: inferlint_sched::fit::StepSums,
     /// The stretch being followed: not yet closed.
     open: Option<Stretch>,
 }
@@ -292,6 +296,15 @@ impl Steps {
         }
     }
 
+    /// The per-step cost measured on the engine's own steps: `seconds = fixed +
+    /// per_running x requests in the step + per_prefill_token x prompt tokens it
+    /// prefilled`, each term kept only where it lowers the error (as
+    /// [`inferlint_sched::fit::StepSums::fit`] fits a recording's); `None` without
+    /// detailed steps (the server ran without iteration details) or with too few.
+    pub fn step_fit(&self) -> Option<inferlint_sched::fit::Fit> {
+        self.cost.fit()
+    }
+
     /// The wall clock of `t`.
     pub fn wall(&self, t: f64) -> f64 {
         self.anchor.t_wall + t
@@ -327,6 +340,11 @@ impl Steps {
         self.follow_stretch(s);
         if let (Some(ms), Some(dr), Some(pt)) = (s.ms, s.dr, s.pt) {
             self.detailed += 1;
+            // A step that ran no request is the engine idling, not a cost of the batch.
+            let running = dr + s.pr.unwrap_or(0);
+            if running > 0 {
+                self.cost.add(running as f64, pt as f64, ms / 1000.0);
+            }
             if dr > 0 {
                 let mixed = pt > 0;
                 let bucket = self.mix.entry(decode_bucket(dr)).or_default();
@@ -457,6 +475,52 @@ impl Steps {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Steps whose time is exactly 2 ms + 0.5 ms per request in the batch + 0.01 ms per
+    /// prompt token prefilled, over batches of 1 to 8 requests and prefills of 0 to 600
+    /// tokens: the per-step cost measured on them is that cost, every term kept. Steps
+    /// without a request (the engine idling) and steps without iteration details add
+    /// nothing.
+    #[test]
+    fn the_per_step_cost_is_measured_on_the_steps() {
+        let mut steps = Steps::new("steps.jsonl".into(), ClockAnchor::default());
+        let mut t = 0.0;
+        for running in 1..=8u64 {
+            for prefill in [0u64, 16, 200, 600] {
+                let pr = u64::from(prefill > 0);
+                let ms = 2.0 + 0.5 * running as f64 + 0.01 * prefill as f64;
+                t += ms / 1000.0;
+                steps.step(&StepLine {
+                    t,
+                    pr: Some(pr),
+                    pt: Some(prefill),
+                    dr: Some(running - pr),
+                    dt: Some(running - pr),
+                    ms: Some(ms),
+                    ..StepLine::default()
+                });
+            }
+        }
+        steps.step(&StepLine {
+            t: t + 0.1,
+            pr: Some(0),
+            pt: Some(0),
+            dr: Some(0),
+            ms: Some(50.0),
+            ..StepLine::default()
+        });
+        steps.step(&StepLine {
+            t: t + 0.2,
+            r: Some(3),
+            ..StepLine::default()
+        });
+        let fit = steps.step_fit().unwrap();
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        assert!(close(fit.cost.fixed_s, 0.002), "{fit:?}");
+        assert!(close(fit.cost.per_running_s, 0.0005), "{fit:?}");
+        assert!(close(fit.cost.per_prefill_token_s, 0.000_01), "{fit:?}");
+        assert_eq!(fit.used, 32);
+    }
 
     fn line(t: f64, w: u64, gen: u64) -> StepLine {
         StepLine {

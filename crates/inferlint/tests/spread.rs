@@ -13,8 +13,10 @@ fn real(name: &str) -> PathBuf {
 }
 
 fn wall_of(file: &std::path::Path) -> f64 {
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
-    v["t_wall"].as_f64().unwrap()
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(file).expect("the test's own setup"))
+            .expect("the test's own setup");
+    v["t_wall"].as_f64().expect("the test's own setup")
 }
 
 /// The real run whose KV cache was too small, recorded with the step plugin: its
@@ -29,19 +31,19 @@ fn t1_says_how_the_preemptions_fell_on_the_requests() {
         wall_of(&dir.join("before.snapshot.json")),
         wall_of(&dir.join("after.snapshot.json")),
     );
-    let text = std::fs::read_to_string(dir.join("steps.jsonl")).unwrap();
+    let text = std::fs::read_to_string(dir.join("steps.jsonl")).expect("the test's own setup");
     let mut lines = text
         .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap());
-    let header = lines.next().unwrap();
-    let t0 = header["t_wall"].as_f64().unwrap();
+        .map(|l| serde_json::from_str::<Value>(l).expect("the test's own setup"));
+    let header = lines.next().expect("the test's own setup");
+    let t0 = header["t_wall"].as_f64().expect("the test's own setup");
     let mut by_times: std::collections::BTreeMap<u64, f64> = Default::default();
     let mut finished = 0.0;
     for line in lines.filter(|l| l.get("fin").is_some()) {
-        let at = t0 + line["t"].as_f64().unwrap();
+        let at = t0 + line["t"].as_f64().expect("the test's own setup");
         if (from..=to).contains(&at) {
             finished += 1.0;
-            let pre = line["pre"].as_u64().unwrap();
+            let pre = line["pre"].as_u64().expect("the test's own setup");
             if pre > 0 {
                 *by_times.entry(pre).or_default() += 1.0;
             }
@@ -54,17 +56,17 @@ fn t1_says_how_the_preemptions_fell_on_the_requests() {
         .results()
         .iter()
         .find(|r| r.tripwire() == Tripwire::T1)
-        .unwrap();
+        .expect("the test's own setup");
     assert_eq!(t1.status(), Status::Fail, "{}", t1.message());
     assert_eq!(t1.evidence()["finished_requests_histogram"], finished);
     let said: std::collections::BTreeMap<u64, f64> = t1.evidence()["preempted_times"]
         .as_array()
-        .unwrap()
+        .expect("the test's own setup")
         .iter()
         .map(|e| {
             (
-                e["times"].as_u64().unwrap(),
-                e["requests"].as_f64().unwrap(),
+                e["times"].as_u64().expect("the test's own setup"),
+                e["requests"].as_f64().expect("the test's own setup"),
             )
         })
         .collect();

@@ -429,7 +429,7 @@ pub fn preempted_requests(
             by_times.push((1, once));
         }
     }
-    by_times.sort_by(|a, b| b.0.cmp(&a.0));
+    by_times.sort_by_key(|b| std::cmp::Reverse(b.0));
     Some(PreemptedRequests {
         finished,
         preemptions,

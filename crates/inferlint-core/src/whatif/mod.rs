@@ -150,6 +150,9 @@ pub enum FitFrom {
     ServerSeries,
     /// The load tool's records: each request's time per token after the first.
     Requests,
+    /// The engine's own steps (`steps.jsonl`): each step's time against the requests it
+    /// ran and the prompt tokens it prefilled, measured rather than inferred.
+    EngineSteps,
 }
 
 /// The run as a model to predict from, or why the model cannot speak for it.
@@ -214,10 +217,11 @@ fn baseline_of(
     };
     measured.evictions = measured_evictions(run);
     measured.peak_running = run.series.as_ref().and_then(|s| s.peak_running);
-    // Two fits where the run allows them: the server's own stepping (its token counter
-    // against its running gauge, between the recording's readings), and each request's
-    // time per token as the load tool timed it (which holds the front end's and the
-    // network's delays too). The one whose replay of the run as it ran comes closer to
+    // Up to three fits where the run allows them: the server's own stepping (its token
+    // counter against its running gauge, between the recording's readings), each
+    // request's time per token as the load tool timed it (which holds the front end's
+    // and the network's delays too), and the engine's own steps where the step plugin
+    // recorded them (each step's model time: no front end, no scheduling between steps). The one whose replay of the run as it ran comes closer to
     // what the run measured (output rate and median time per token) is kept.
     let stalls = measured.evictions != Some(0);
     let candidates = [
@@ -226,6 +230,10 @@ fn baseline_of(
             .and_then(|s| s.step_fit())
             .map(|f| (f, FitFrom::ServerSeries)),
         fit_step_cost(&load::decodes(load.lives()), stalls).map(|f| (f, FitFrom::Requests)),
+        run.steps
+            .as_ref()
+            .and_then(|s| s.step_fit())
+            .map(|f| (f, FitFrom::EngineSteps)),
     ];
     let mut best: Option<(f64, Fit, FitFrom, f64, Summary)> = None;
     for (fit, from) in candidates.into_iter().flatten() {
@@ -472,7 +480,11 @@ impl Baseline {
                 fmt::g(self.envelope.running_high),
             )
         });
-        let band_withheld = if self.assumed.is_empty() {
+        let band_withheld = if self.fit_from == FitFrom::EngineSteps {
+            // The bands were measured on changed runs whose baselines had no step file:
+            // a fit on the engine's steps was never held to a real change.
+            Some("no calibrated band: outside what was measured (the per-step cost was fitted on the engine's own steps, and no replay fitted so was held to a real change)".to_owned())
+        } else if self.assumed.is_empty() {
             band::withheld(self.engine, &kinds, extrapolation)
         } else {
             Some("no calibrated band: outside what was measured (the load was made from the tool's settings, with no per-request records, and no such replay was held to a real change)".to_owned())
