@@ -320,7 +320,7 @@ pub static KEYS: &[Key] = &[
     key("burst_share", &[T::T27], "the share of near-zero gaps from which T27 warns"),
     key("load_tokens_per_chunk", &[T::T27], "output tokens over streamed chunks, both as the load tool counted them"),
     key("shared_chunk_share", &[T::T27], "the share of the load tool's output tokens that arrived in a chunk with others"),
-    key("drained", &[T::T26], "the events were drained from an endpoint that forgets what it returns (TensorRT-LLM's /kv_cache_events), numbered per event"),    // T29, T30, T31: each engine step (steps.jsonl).
+    // T29, T30, T31: each engine step (steps.jsonl).
     key("steps", &[T::T29, T::T30, T::T31], "step lines the step file holds"),
     key("queued_steps", &[T::T29], "steps that saw requests waiting or deferred"),
     key("threshold_s", &[T::T29], "the longest wait without progress that passes: the larger of 2 s and 20 times the slowest 1% of step times, seconds"),
