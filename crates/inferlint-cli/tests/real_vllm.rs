@@ -27,9 +27,14 @@ fn report_copy(from: &Path) -> (Vec<Value>, i32) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join(from.file_name().unwrap());
     copy_tree(from, &dir);
+    report_in(&dir)
+}
+
+/// `report --json` of the run folder `dir`, its page written beside the files.
+fn report_in(dir: &Path) -> (Vec<Value>, i32) {
     let page = dir.join("report.html");
     let out = inferlint(
-        tmp.path(),
+        dir.parent().unwrap(),
         &[
             "report",
             "--json",
@@ -402,19 +407,7 @@ fn the_shared_prefix_came_from_the_device_cache_and_no_offload_tier() {
     );
     assert_ne!(edited, text);
     std::fs::write(&boot, edited).unwrap();
-    let page = dir.join("report.html");
-    let out = inferlint(
-        tmp.path(),
-        &[
-            "report",
-            "--json",
-            "-o",
-            page.to_str().unwrap(),
-            dir.to_str().unwrap(),
-        ],
-    );
-    no_panic(&out);
-    let results = json_results(&out);
+    let (results, _) = report_in(&dir);
     assert_eq!(status(&results, "T16"), "warn");
     let said = message(&results, "T16");
     assert!(
