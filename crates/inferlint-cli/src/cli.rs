@@ -566,7 +566,8 @@ pub struct ReportArgs {
     pub title: Option<String>,
     /// Also write the run's timeline as a Chrome trace event file (JSON) to FILE: each
     /// request's phases, the recording and KV events as counters, the verdicts at their
-    /// times; opens in Perfetto's UI (never over a file the report reads)
+    /// times; opens in Perfetto's UI (never over a file the report reads; an earlier
+    /// trace is replaced, any other file only with --force)
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
     /// Also write the run as llm-d's Benchmark Report 0.2.1 (JSON) to FILE: the load

@@ -9,6 +9,7 @@ use inferlint_core::insights;
 use inferlint_core::status::count_line;
 use inferlint_engines::files::RunFiles;
 use inferlint_engines::load::{self, shown, EngineChoice};
+use inferlint_engines::output::{self as writer, Rule};
 use inferlint_report::TimelinePass;
 
 use crate::cli::ReportArgs;
@@ -40,6 +41,10 @@ pub(crate) fn report(
     if let Some(path) = &args.llmd_br {
         crate::llmd_br::check(path, args.force, &reads)?;
     }
+    if let Some(path) = &args.trace {
+        writer::check(path, &trace_rule(args.force, &reads))
+            .map_err(|e| CliError::from(e).prefixed("--trace: "))?;
+    }
     // The charts are folded in the checks' pass over the recording.
     let (model, charts) = noted(choice, |c| {
         load::load_run_folding(c, &paths, args.requested, None, |ends| {
@@ -70,7 +75,7 @@ pub(crate) fn report(
         title: args.title.as_deref(),
     };
     if let Some(path) = &args.trace {
-        write_trace(path, &inputs, &reads)?;
+        write_trace(path, &inputs, (args.force, &reads))?;
     }
     if let Some(path) = &args.llmd_br {
         crate::llmd_br::write(
@@ -235,25 +240,33 @@ fn print(text: &str) -> Result<(), CliError> {
     output::print(text).map_err(|e| CliError::cannot_write(format!("cannot write the output: {e}")))
 }
 
-/// `--trace FILE`: the run's timeline as Chrome trace event JSON, never over a file the
-/// report reads.
+/// `--trace FILE` under the command's rule for outputs (the one `--llmd-br` and the page
+/// follow): never a file the report reads, a trace inferlint wrote earlier replaced, any
+/// other file only with `--force`.
+fn trace_rule<'a>(force: bool, reads: &'a [(&'a std::path::Path, &'a str)]) -> Rule<'a> {
+    Rule {
+        force,
+        reads,
+        ours: Some(is_our_trace),
+    }
+}
+
+/// Whether a file is a trace inferlint wrote: JSON whose `otherData` names our generator.
+fn is_our_trace(path: &std::path::Path) -> bool {
+    std::fs::read(path)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+        .and_then(|v| v["otherData"]["generator"].as_str().map(str::to_owned))
+        .is_some_and(|g| g.starts_with("inferlint "))
+}
+
+/// `--trace FILE`: the run's timeline as Chrome trace event JSON.
 fn write_trace(
     path: &std::path::Path,
     inputs: &report_html::Inputs,
-    reads: &[(&std::path::Path, &str)],
+    (force, reads): (bool, &[(&std::path::Path, &str)]),
 ) -> Result<(), CliError> {
-    let same = |a: &std::path::Path| match (a.canonicalize(), path.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => a == path,
-    };
-    if let Some((_, what)) = reads.iter().find(|(p, _)| same(p)) {
-        return Err(CliError::usage(format!(
-            "--trace {} is {what}, which the report reads: name another file",
-            shown(path)
-        )));
-    }
     let text = report_html::trace(inputs)?;
-    std::fs::write(path, text).map_err(|e| {
-        CliError::cannot_write(format!("cannot write the trace to {}: {e}", shown(path)))
-    })
+    writer::write_file(path, text.as_bytes(), &trace_rule(force, reads))
+        .map_err(|e| CliError::from(e).prefixed("--trace: "))
 }

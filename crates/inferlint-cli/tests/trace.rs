@@ -213,9 +213,40 @@ fn a_trace_is_never_written_over_an_input() {
     no_panic(&o);
     assert_eq!(o.status.code(), Some(USAGE), "{}", stderr(&o));
     assert!(
-        stderr(&o).contains("which the report reads"),
+        stderr(&o).contains("which this command reads"),
         "{}",
         stderr(&o)
     );
     assert_eq!(std::fs::read(&bench).unwrap(), before);
+}
+
+/// `--trace` over a file that is not a trace inferlint wrote (someone's notes): refused
+/// without `--force`, the file untouched, and replaced with it; a trace written earlier is
+/// replaced without it.
+#[test]
+fn a_trace_replaces_only_an_earlier_trace_without_force() {
+    let dir = tempfile::tempdir().unwrap();
+    crate::common::copy_tree(
+        &fixtures().join("real/vllm-0.32-cpu/healthy-vllm-bench"),
+        &dir.path().join("run"),
+    );
+    let notes = dir.path().join("notes.json");
+    std::fs::write(&notes, "{\"mine\": true}").unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["report", "run", "-o", "page.html", "--trace", "notes.json"];
+        args.extend_from_slice(extra);
+        let o = inferlint(dir.path(), &args);
+        no_panic(&o);
+        o
+    };
+    let o = run(&[]);
+    assert_eq!(o.status.code(), Some(USAGE), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "{\"mine\": true}");
+    let o = run(&["--force"]);
+    assert_ne!(o.status.code(), Some(USAGE), "{}", stderr(&o));
+    let written: Value = serde_json::from_str(&std::fs::read_to_string(&notes).unwrap()).unwrap();
+    assert!(written["traceEvents"].is_array());
+    // Now an earlier trace of ours: replaced without --force.
+    let o = run(&[]);
+    assert_ne!(o.status.code(), Some(USAGE), "{}", stderr(&o));
 }

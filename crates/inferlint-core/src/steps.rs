@@ -167,7 +167,8 @@ pub struct StepBin {
 }
 
 impl StepBin {
-    fn add(&mut self, other: &StepBin) {
+    /// Folds another bin's sums into this one.
+    pub fn add(&mut self, other: &StepBin) {
         self.steps += other.steps;
         self.prefill_tokens += other.prefill_tokens;
         self.decode_tokens += other.decode_tokens;

@@ -41,16 +41,7 @@ fn binned(report: &Report, steps: &Steps) -> Option<(Vec<StepBin>, f64, f64, f64
         if !(0.0..=span).contains(&at) {
             continue;
         }
-        let b = &mut out[((at / width) as usize).min(bars - 1)];
-        b.steps += bin.steps;
-        b.prefill_tokens += bin.prefill_tokens;
-        b.decode_tokens += bin.decode_tokens;
-        b.ms_sum += bin.ms_sum;
-        b.ms_steps += bin.ms_steps;
-        b.ms_max = b.ms_max.max(bin.ms_max);
-        b.queued_max = b.queued_max.max(bin.queued_max);
-        b.running_max = b.running_max.max(bin.running_max);
-        b.preempted += bin.preempted;
+        out[((at / width) as usize).min(bars - 1)].add(bin);
     }
     Some((out, width, span, origin))
 }
