@@ -426,10 +426,7 @@ fn every_positional_argument_is_described() {
 /// verdict; an input that cannot be used, one line, as `snapshot` says it.
 #[test]
 fn probe_of_an_address_where_nothing_listens_is_unusable_input() {
-    let port = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().port()
-    };
+    let port = crate::common::free_port();
     let url = format!("http://127.0.0.1:{port}");
     let out = inferlint(Path::new("."), &["probe", &url]);
     no_panic(&out);

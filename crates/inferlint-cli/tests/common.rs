@@ -195,3 +195,33 @@ pub fn skipped(why: &str) {
     let line = format!("skipped: {test}: {why}\n");
     let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }
+
+/// A port nobody listens on right now, and never one handed to another test of this
+/// run: the tests run at once, and each one's port marks the processes it owns.
+///
+/// Taken below the kernel's ephemeral range: a port bound and let go inside it is free
+/// until anyone binds port 0 (an xray's span receiver or KV subscriber in a test beside
+/// this one), and the kernel may hand them the very port this test's server is about to
+/// bind. xray then rightly finds something already answering and starts nothing (T13).
+/// Below the range only a port named on purpose is bound, and this process names them
+/// once each.
+pub fn free_port() -> u16 {
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    // The range's low end (32768 by the kernel's default), and a window of 8,000 ports
+    // under it, entered at a place of this process's own.
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768)
+        .max(10_000);
+    let window = 8_000u16.min(low - 2_000);
+    let start = (std::process::id() % u32::from(window)) as u16;
+    (0..window)
+        .map(|i| low - window + (start + i) % window)
+        .find(|port| !given.contains(port) && std::net::TcpListener::bind(("127.0.0.1", *port)).is_ok())
+        .inspect(|port| given.push(*port))
+        .expect("a free port below the ephemeral range")
+}

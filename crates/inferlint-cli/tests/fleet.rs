@@ -136,10 +136,7 @@ fn a_balanced_fleet_passes_and_a_saved_folder_reports_the_same() {
 #[test]
 fn a_prometheus_down_or_refusing_is_one_line_and_exit_65() {
     let dir = tempfile::tempdir().unwrap();
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let port = crate::common::free_port();
     let down = format!("http://127.0.0.1:{port}");
     let out = from_prometheus(dir.path(), &down, "1764547200", "2025-12-01T01:00:00Z", &[]);
     no_panic(&out);

@@ -36,8 +36,7 @@ fn wall_now() -> f64 {
 
 /// A port where nothing listens (bound, then let go).
 fn closed_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
+    crate::common::free_port()
 }
 
 /// One completion, as a load tool would send it; the answer does not matter.

@@ -43,10 +43,7 @@ fn prometheus_binary() -> Option<PathBuf> {
     })
 }
 
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
+use crate::common::free_port;
 
 fn wall_now() -> f64 {
     SystemTime::now()

@@ -152,11 +152,7 @@ fn xray_drives_the_real_engine_and_leaves_nothing_running() {
     );
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = crate::common::free_port();
     let url = format!("http://127.0.0.1:{port}");
     let serve = fixtures()
         .join("../scripts/real-vllm/serve.sh")

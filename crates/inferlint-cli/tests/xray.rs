@@ -6,7 +6,6 @@
 
 #![cfg(target_os = "linux")]
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
@@ -36,25 +35,7 @@ pub fn sim() -> &'static Path {
     })
 }
 
-/// A port nobody listens on right now, and never one handed to another test of this
-/// run: the tests run at once, and each one's port marks the processes it owns.
-pub fn free_port() -> u16 {
-    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
-    let mut given = GIVEN
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    loop {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        if !given.contains(&port) {
-            given.push(port);
-            return port;
-        }
-    }
-}
+pub use crate::common::free_port;
 
 fn serve(port: u16, extra: &str) -> String {
     format!(

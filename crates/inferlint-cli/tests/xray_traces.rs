@@ -71,16 +71,25 @@ fn traced_xray(tmp: &Path, serve_extra: &str, load_extra: &str) -> (Output, Path
     ));
     no_panic(&out);
     assert_none_left(port);
+    // What xray printed, beside the run, for a verdict found missing later.
+    std::fs::write(tmp.join("xray.out"), shown(&out)).unwrap();
     (out, tmp.join("run"))
 }
 
-/// A tripwire's result in a run's results.json.
+/// A tripwire's result in a run's results.json; without it, fails showing what xray
+/// printed for that run.
 fn result_of(run: &Path, tripwire: &str) -> Value {
     results_json(run)
         .into_iter()
         .rev()
         .find(|r| r["tripwire"] == tripwire)
-        .unwrap_or_else(|| panic!("no {tripwire} in {}", run.display()))
+        .unwrap_or_else(|| {
+            let printed = run
+                .parent()
+                .and_then(|tmp| std::fs::read_to_string(tmp.join("xray.out")).ok())
+                .unwrap_or_default();
+            panic!("no {tripwire} in {}\n{printed}", run.display())
+        })
 }
 
 fn evidence(result: &Value, key: &str) -> f64 {
