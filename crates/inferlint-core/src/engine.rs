@@ -1032,7 +1032,7 @@ pub static VLLM: EngineDescriptor = EngineDescriptor {
     logs_each_eviction: false,
     gauges_lag: false,
     tokens_at_finish: false,
-    tested_versions: &["0.28", "0.29", "0.30", "0.32"],
+    tested_versions: &["0.16", "0.28", "0.29", "0.30", "0.32"],
     backend_flag: "--attention-backend",
     kv_usage_pool_words: "the cache",
     metrics_hint:

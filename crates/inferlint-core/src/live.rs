@@ -73,6 +73,7 @@ pub fn mid_run(inputs: &LiveInputs<'_>) -> Vec<CheckResult> {
                 engine,
                 deltas,
                 expect_cache_hits,
+                None,
             ));
         }
     }

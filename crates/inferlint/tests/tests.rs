@@ -10,6 +10,8 @@ mod fleets;
 mod folders;
 /// Another run's data mixed into this run's files.
 mod foreign;
+/// An older vLLM (0.16) read from its own files' forms.
+mod older_vllm;
 /// The recorder: started before the load, finished after it, never losing what it read.
 #[cfg(all(feature = "live", feature = "sim"))]
 mod recorder;

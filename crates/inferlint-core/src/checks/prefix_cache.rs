@@ -107,12 +107,22 @@ pub fn deltas_in_series(
     })
 }
 
+/// Looked-up tokens beyond the prompt tokens counted over the same window, past which the
+/// lookups are not the run's prompts alone: counters read a moment apart differ by a
+/// request's worth at most, well under a twentieth of a run.
+const LOOKUPS_BEYOND_PROMPTS: f64 = 1.05;
+
 /// T16 from the counters' deltas. `expected`: the user said the run is meant to reuse
-/// prompt prefixes, so a high share is what it measures.
+/// prompt prefixes, so a high share is what it measures. `prompt_tokens`: the engine's
+/// prompt-token counter over the same window, where it was read: vLLM 0.16 looks a
+/// preempted request's prompt and output up again when it recomputes it (0.32 does not),
+/// so its lookups can outnumber the run's prompt tokens, and the share is then one of
+/// lookups, said as such.
 pub fn prefix_cache_share(
     engine: &EngineDescriptor,
     deltas: Result<CacheDeltas, String>,
     expected: bool,
+    prompt_tokens: Option<f64>,
 ) -> CheckResult {
     let Some(metrics) = engine.prefix_cache else {
         return t16(
@@ -167,12 +177,23 @@ pub fn prefix_cache_share(
         ));
     }
     let share = d.hits / d.queried;
-    let counted = format!(
-        "the prefix cache served {} of the run's prompt tokens ({} of {})",
-        fmt::percent(share, 1),
-        fmt::thousands_f(d.hits),
-        fmt::thousands_f(d.queried)
-    );
+    let beyond = prompt_tokens
+        .filter(|p| p.is_finite() && *p > 0.0 && d.queried > p * LOOKUPS_BEYOND_PROMPTS);
+    let counted = match beyond {
+        None => format!(
+            "the prefix cache served {} of the run's prompt tokens ({} of {})",
+            fmt::percent(share, 1),
+            fmt::thousands_f(d.hits),
+            fmt::thousands_f(d.queried)
+        ),
+        Some(prompts) => format!(
+            "the prefix cache served {} of the {} tokens looked up in it ({}), more lookups than the run's {} prompt tokens: a request recomputed after a preemption is looked up again",
+            fmt::percent(share, 1),
+            fmt::thousands_f(d.queried),
+            fmt::thousands_f(d.hits),
+            fmt::thousands_f(prompts)
+        ),
+    };
     let result = if share <= WARN_SHARE {
         t16(Status::Pass, counted)
     } else if expected {
@@ -205,7 +226,10 @@ pub fn prefix_cache(
         (_, _, Some(stats)) => deltas_in_series(&metrics, stats),
         _ => return None,
     };
-    Some(prefix_cache_share(engine, deltas, expected))
+    let prompt_tokens = before.zip(after).and_then(|(b, a)| {
+        Some(a.metrics.total(engine.prompt_tokens)? - b.metrics.total(engine.prompt_tokens)?)
+    });
+    Some(prefix_cache_share(engine, deltas, expected, prompt_tokens))
 }
 
 /// The setting the boot log shows turned the prefix cache off, and its value, if any.
@@ -577,6 +601,54 @@ mod tests {
             ("vllm:prefix_cache_hits_total", hits),
             ("vllm:prefix_cache_queries_total", queries),
         ])
+    }
+
+    /// vLLM 0.16 under preemption (fixtures/real/vllm-0.16-cpu/kv-too-small): 16
+    /// requests of 32 prompt tokens, 512 in all by `vllm:prompt_tokens_total`, and 15,840
+    /// tokens looked up in the cache, each recompute after a preemption looking the
+    /// request's prompt and output so far up again. The share is of those lookups, and T16
+    /// says so; where the lookups are the prompts (0.32 counts only the first), the words
+    /// stay the run's prompt tokens.
+    #[test]
+    fn lookups_beyond_the_prompts_are_named_as_lookups() {
+        let with_prompts = |hits: f64, queries: f64, prompts: f64| {
+            snapshot(&[
+                ("vllm:prefix_cache_hits_total", hits),
+                ("vllm:prefix_cache_queries_total", queries),
+                ("vllm:prompt_tokens_total", prompts),
+            ])
+        };
+        let before = with_prompts(0.0, 0.0, 0.0);
+        let r = prefix_cache(
+            &VLLM,
+            Some(&before),
+            Some(&with_prompts(0.0, 15_840.0, 512.0)),
+            None,
+            false,
+        )
+        .unwrap();
+        assert_eq!(r.status, Status::Pass, "{}", r.message);
+        assert!(
+            r.message.starts_with(
+                "the prefix cache served 0.0% of the 15,840 tokens looked up in it (0), more lookups than the run's 512 prompt tokens"
+            ),
+            "{}",
+            r.message
+        );
+        let r = prefix_cache(
+            &VLLM,
+            Some(&before),
+            Some(&with_prompts(0.0, 512.0, 512.0)),
+            None,
+            false,
+        )
+        .unwrap();
+        assert!(
+            r.message
+                .starts_with("the prefix cache served 0.0% of the run's prompt tokens (0 of 512)"),
+            "{}",
+            r.message
+        );
     }
 
     #[test]
