@@ -58,7 +58,10 @@ impl Engine {
         let mut counts = [0usize; 3];
         for name in names {
             for (slot, engine) in Engine::ALL.iter().enumerate() {
-                if name.starts_with(engine.descriptor().metric_prefix) {
+                let d = engine.descriptor();
+                if name.starts_with(d.metric_prefix)
+                    || d.escaped_prefix.is_some_and(|p| name.starts_with(p))
+                {
                     counts[slot] += 1;
                 }
             }
@@ -136,6 +139,10 @@ pub struct EngineDescriptor {
     pub aliases: &'static [&'static str],
     /// Every metric of this engine starts with this; used to tell the engine from a scrape.
     pub metric_prefix: &'static str,
+    /// The prefix as its metrics reach a reader that escapes the colon to an underscore,
+    /// where that is known to happen to this engine's metrics: each such name answers
+    /// under its own name too ([`MetricSet::answer_escaped`]).
+    pub escaped_prefix: Option<&'static str>,
 
     /// Gauge: requests running now.
     pub running: &'static str,
@@ -929,6 +936,9 @@ impl EngineDescriptor {
     /// Makes each of this engine's renamed metrics answer under its current name in a
     /// scrape that has only the old one; a scrape serving both keeps the current one.
     pub fn answer_renamed(&self, metrics: &mut MetricSet) {
+        if let Some(escaped) = self.escaped_prefix {
+            metrics.answer_escaped(escaped, self.metric_prefix);
+        }
         for rename in self.renamed_metrics {
             metrics.answer_renamed(rename.old, rename.current);
         }
@@ -1011,6 +1021,7 @@ pub static VLLM: EngineDescriptor = EngineDescriptor {
     name: "vLLM",
     aliases: &[],
     metric_prefix: "vllm:",
+    escaped_prefix: None,
     running: "vllm:num_requests_running",
     waiting: "vllm:num_requests_waiting",
     kv_usage: "vllm:kv_cache_usage_perc",
@@ -1353,6 +1364,11 @@ pub static SGLANG: EngineDescriptor = EngineDescriptor {
     name: "SGLang",
     aliases: &["sgl"],
     metric_prefix: "sglang:",
+    // sgl-router's `/engine_metrics` joins its workers' metrics with every colon made an
+    // underscore (sgl-project/sglang #12618, the router's workaround from #11456), and a
+    // Prometheus that escapes colons on ingest stores `sglang_*` (inference-perf #600);
+    // SGLang itself writes every metric with the colon.
+    escaped_prefix: Some("sglang_"),
     running: "sglang:num_running_reqs",
     waiting: "sglang:num_queue_reqs",
     kv_usage: "sglang:token_usage",
@@ -1573,6 +1589,7 @@ pub static TRTLLM: EngineDescriptor = EngineDescriptor {
     name: "TensorRT-LLM",
     aliases: &["tensorrt_llm", "tensorrt-llm", "trt-llm", "tensorrtllm", "trt"],
     metric_prefix: "trtllm_",
+    escaped_prefix: None,
     running: "trtllm_num_requests_running",
     waiting: "trtllm_num_requests_waiting",
     kv_usage: "trtllm_kv_cache_utilization",

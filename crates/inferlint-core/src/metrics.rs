@@ -86,6 +86,21 @@ impl MetricSet {
         }
     }
 
+    /// Makes every metric named with `escaped` (an engine's prefix with its colon made an
+    /// underscore: `sglang_`) answer under `prefix` (`sglang:`) too, where the set has no
+    /// sample of that name: a set that holds both keeps the engine's own.
+    pub fn answer_escaped(&mut self, escaped: &str, prefix: &str) {
+        let moved: Vec<(String, Vec<usize>)> = self
+            .by_name
+            .iter()
+            .filter_map(|(name, rows)| {
+                let own = format!("{prefix}{}", name.strip_prefix(escaped)?);
+                (!self.by_name.contains_key(&own)).then(|| (own, rows.clone()))
+            })
+            .collect();
+        self.by_name.extend(moved);
+    }
+
     /// Every sample, in the order read.
     pub fn samples(&self) -> &[Sample] {
         &self.samples
@@ -222,6 +237,28 @@ mod tests {
         assert_eq!(both.total("new"), Some(0.5));
         // Without the call, no name answers for another.
         assert_eq!(MetricSet::new(vec![s("old", &[], 1.0)]).total("new"), None);
+    }
+
+    /// `sglang_num_running_reqs` (a colon escaped on the way) answers as
+    /// `sglang:num_running_reqs`; a set that holds both keeps the engine's own; a name
+    /// without the escaped prefix answers for nothing.
+    #[test]
+    fn an_escaped_prefix_answers_under_the_engines_own() {
+        let mut m = MetricSet::new(vec![
+            s("sglang_num_running_reqs", &[], 3.0),
+            s("sglang_generation_tokens_total", &[], 40.0),
+            s("process_start_time_seconds", &[], 1.0),
+        ]);
+        m.answer_escaped("sglang_", "sglang:");
+        assert_eq!(m.total("sglang:num_running_reqs"), Some(3.0));
+        assert_eq!(m.total("sglang:generation_tokens_total"), Some(40.0));
+        assert_eq!(m.total("sglang:process_start_time_seconds"), None);
+        let mut both = MetricSet::new(vec![
+            s("sglang_token_usage", &[], 0.1),
+            s("sglang:token_usage", &[], 0.2),
+        ]);
+        both.answer_escaped("sglang_", "sglang:");
+        assert_eq!(both.total("sglang:token_usage"), Some(0.2));
     }
 
     /// Values changed in place are the ones every lookup reads, under a renamed name

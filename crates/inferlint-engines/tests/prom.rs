@@ -731,3 +731,57 @@ proptest! {
         }
     }
 }
+
+/// SGLang's metrics as sgl-router's `/engine_metrics` serves them (every colon made an
+/// underscore: `sglang_num_running_reqs`) or a colon-escaping Prometheus stores them: the
+/// same run read from `sglang_` names is the same run. The real SGLang 0.5 recording
+/// (`sglang-0.5/capped`) with every `sglang:` of its two scrapes written `sglang_` is told
+/// SGLang's and gets every verdict, with every message, that the scrapes as served get.
+#[test]
+fn sglangs_metrics_with_the_colon_escaped_read_as_its_own() {
+    use inferlint_core::run::check_run;
+    use inferlint_engines::load::{self, EngineChoice};
+    let Some(recorded) = crate::common::recorded() else {
+        return;
+    };
+    let served = recorded.join("sglang-0.5/capped");
+    let tmp = tempfile::tempdir().unwrap();
+    let escaped = tmp.path().join("capped");
+    std::fs::create_dir(&escaped).unwrap();
+    let mut renamed = 0;
+    for entry in std::fs::read_dir(&served).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_owned();
+        let mut bytes = std::fs::read(&path).unwrap();
+        if name.to_string_lossy().ends_with(".snapshot.json") {
+            let text = String::from_utf8(bytes).unwrap();
+            renamed += text.matches("sglang:").count();
+            bytes = text.replace("sglang:", "sglang_").into_bytes();
+        }
+        std::fs::write(escaped.join(name), bytes).unwrap();
+    }
+    assert!(
+        renamed > 100,
+        "the scrapes name SGLang's metrics ({renamed})"
+    );
+    let verdicts = |dir: &Path| {
+        let files = load::find_run(dir).unwrap_or_else(|e| panic!("{e}"));
+        let mut choice = EngineChoice::new(None);
+        let run = load::load_run(&mut choice, &files, None, None).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(run.engine.engine, inferlint_core::Engine::Sglang);
+        check_run(&run)
+            .into_iter()
+            // The folder's own path, which a message may name, is the one difference.
+            .map(|r| {
+                (
+                    r.tripwire,
+                    r.status,
+                    r.message.replace(&*dir.to_string_lossy(), "DIR"),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let as_served = verdicts(&served);
+    assert!(as_served.len() > 10, "{as_served:?}");
+    assert_eq!(verdicts(&escaped), as_served);
+}

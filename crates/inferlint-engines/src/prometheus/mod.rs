@@ -329,13 +329,31 @@ pub enum SelectorError {
     NamesAMetric(String),
 }
 
-/// A selector of the series named `names` (exactly, each with or without `_total`) and
-/// the user's matchers.
+/// The name as a reader that escapes the engine's colon stores it (`sglang:x` as
+/// `sglang_x`), for an engine whose metrics are known to reach Prometheus so.
+fn escaped_name(name: &str) -> Option<String> {
+    Engine::ALL.iter().find_map(|e| {
+        let d = e.descriptor();
+        Some(format!(
+            "{}{}",
+            d.escaped_prefix?,
+            name.strip_prefix(d.metric_prefix)?
+        ))
+    })
+}
+
+/// A selector of the series named `names` (exactly, each with or without `_total`, and
+/// as a colon-escaping reader stores an engine's name where it is known to) and the
+/// user's matchers.
 pub fn names_query(names: &[&str], matchers: &str) -> String {
     let mut alternatives: Vec<String> = Vec::new();
     for name in names {
         let base = name.strip_suffix("_total").unwrap_or(name);
-        for n in [base.to_owned(), format!("{base}_total")] {
+        let mut forms = vec![base.to_owned(), format!("{base}_total")];
+        if let Some(escaped) = escaped_name(base) {
+            forms.extend([format!("{escaped}_total"), escaped]);
+        }
+        for n in forms {
             let escaped = regex_escape(&n);
             if !alternatives.contains(&escaped) {
                 alternatives.push(escaped);
@@ -350,7 +368,11 @@ pub fn names_query(names: &[&str], matchers: &str) -> String {
 pub fn prefixes_query(engines: &[Engine], matchers: &str) -> String {
     let alternatives: Vec<String> = engines
         .iter()
-        .map(|e| format!("{}.*", regex_escape(e.descriptor().metric_prefix)))
+        .flat_map(|e| {
+            let d = e.descriptor();
+            std::iter::once(d.metric_prefix).chain(d.escaped_prefix)
+        })
+        .map(|prefix| format!("{}.*", regex_escape(prefix)))
         .collect();
     selector_with(&alternatives.join("|"), matchers)
 }
@@ -751,6 +773,16 @@ mod tests {
                 "{{__name__=~\"vllm:.*|{}.*\"}}",
                 Engine::Trtllm.descriptor().metric_prefix
             )
+        );
+        // SGLang's names reach a colon-escaping Prometheus as `sglang_*`: both forms are
+        // asked for.
+        assert_eq!(
+            names_query(&["sglang:num_running_reqs"], ""),
+            "{__name__=~\"sglang:num_running_reqs|sglang:num_running_reqs_total|sglang_num_running_reqs_total|sglang_num_running_reqs\"}"
+        );
+        assert_eq!(
+            prefixes_query(&[Engine::Sglang], ""),
+            "{__name__=~\"sglang:.*|sglang_.*\"}"
         );
     }
 
