@@ -650,9 +650,19 @@ fn answers_that_stop_at_end_of_sequence_fail_t20() {
     let t20 = message(&results, "T20");
     assert!(t20.contains("asked for 64"), "{t20}");
     assert!(t20.contains("end-of-sequence"), "{t20}");
-    // Not asserted: T8. The whole load took 1.1 s and the recorder saw it on 4 busy
-    // samples 0.25 s apart, the most running among them 7; requests that end between
-    // samples leave the peak unseen, so what T8 should say of it is not argued here.
+    // T8: the whole load took 1.1 s and the recorder saw it on 4 busy samples 0.25 s
+    // apart, the most running or waiting among them 7, while bench.json's own send and
+    // end times hold 8 requests open for more than two of those intervals: the samples
+    // fell between the short requests, and T8 says it cannot tell rather than fail.
+    assert_eq!(
+        status(&results, "T8"),
+        "unknown",
+        "{}",
+        message(&results, "T8")
+    );
+    let t8 = message(&results, "T8");
+    assert!(t8.contains("8 requests open at once"), "{t8}");
+    assert!(t8.contains("showed more than 7 running or waiting"), "{t8}");
 }
 
 /// A result file's per-request list, read straight from `vllm bench serve`'s JSON.

@@ -30,6 +30,9 @@
 //!   never mentions (T1 and T19 read that log).
 //! - [`tokens_still_running`]: T10 measured tokens an engine counts at finish while the
 //!   after snapshot shows requests still running.
+//! - [`gauges_behind_the_clients_records`]: T8 failed on a peak the recording read, while
+//!   the load's own records show it kept the concurrency asked for open long enough for
+//!   the recording to have seen it.
 
 use serde_json::json;
 
@@ -70,7 +73,7 @@ pub type Rule = fn(&Run, &[CheckResult]) -> Option<Contradiction>;
 /// Runs every rule and makes each affected verdict Can't tell. Returns the contradictions
 /// found, in rule order.
 pub fn apply(run: &Run, results: &mut [CheckResult]) -> Vec<Contradiction> {
-    let rules: [Rule; 11] = [
+    let rules: [Rule; 12] = [
         cache_must_have_overflowed,
         series_counters_disagree,
         series_tokens_disagree,
@@ -82,6 +85,7 @@ pub fn apply(run: &Run, results: &mut [CheckResult]) -> Vec<Contradiction> {
         log_stopped_before_the_run,
         log_of_another_process,
         tokens_still_running,
+        gauges_behind_the_clients_records,
     ];
     let found: Vec<Contradiction> = rules.iter().filter_map(|rule| rule(run, results)).collect();
     for contradiction in &found {
@@ -490,6 +494,59 @@ pub fn peak_above_the_servers_cap(run: &Run, results: &[CheckResult]) -> Option<
         first: format!("the boot log says the server runs at most {cap} requests at once"),
         second: format!("the series shows {} running", fmt::g(peak)),
         undermines_failure: false,
+    })
+}
+
+/// The series' running and waiting gauges against the load's own records of how many
+/// requests it kept open.
+///
+/// A request the client has sent is running or waiting at the server, less the
+/// milliseconds it spends in transit. When the load's records show it held the
+/// concurrency asked for open for at least two of the recording's intervals, and no
+/// sample showed that many running or waiting, the gauges did not keep up with the
+/// server: vLLM sets them after each engine step, so a step of seconds (a batch shape
+/// the engine had not run yet, compiled cold) leaves them at what the step before it
+/// saw, and requests that end between samples leave the peak unseen. T8's "never ran
+/// more than" then rests on readings that missed the requests, and says Can't tell.
+/// The reverse (the gauges show the load's count, running and waiting) keeps T8's
+/// failure: the server queued what it would not run.
+pub fn gauges_behind_the_clients_records(
+    run: &Run,
+    results: &[CheckResult],
+) -> Option<Contradiction> {
+    if find(results, Tripwire::T8)?.status != Status::Fail {
+        return None;
+    }
+    let n = run.requested.filter(|n| *n > 0)?;
+    let series = run.series.as_ref()?;
+    let seen = series.peak_in_flight?;
+    if seen >= n as f64 {
+        return None;
+    }
+    let timeline = run.request_timeline()?.ok()?;
+    let open = crate::checks::shortfall::client_open(&timeline, n)?;
+    if (open.most_open as u64) < n {
+        return None;
+    }
+    let held = (1.0 - open.short_share) * open.window_s;
+    let (first, last) = (series.first_t_wall?, series.last_t_wall?);
+    let interval = (last - first) / (series.samples.checked_sub(1)? as f64);
+    if !(interval.is_finite() && interval > 0.0 && held >= 2.0 * interval) {
+        return None;
+    }
+    Some(Contradiction {
+        rule: "gauges_behind_the_clients_records",
+        affected: vec![Tripwire::T8],
+        first: format!(
+            "the load's own records show {n} requests open at once for {} s",
+            fmt::g((held * 100.0).round() / 100.0)
+        ),
+        second: format!(
+            "no sample of the recording (one every {} s) showed more than {} running or waiting",
+            fmt::g((interval * 100.0).round() / 100.0),
+            fmt::g(seen)
+        ),
+        undermines_failure: true,
     })
 }
 

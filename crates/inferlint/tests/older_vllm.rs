@@ -64,6 +64,17 @@ fn the_healthy_run_reads_as_it_ran() {
     let (t19, m19) = verdict(&report, Tripwire::T19);
     assert_eq!(t19, Status::Fail, "{m19}");
     assert!(m19.contains("the first 8 requests waited 3.62 s"), "{m19}");
+    // The recording (one sample every 0.25 s) showed 1 running through most of that first
+    // step and 7 at its end, never 8, and nothing waiting: the gauge vLLM sets after each
+    // step stood still through the 3.6-s step. The 8 did run together (their first tokens
+    // came within milliseconds of each other), so T8 cannot fail on that gauge.
+    let (t8, m8) = verdict(&report, Tripwire::T8);
+    assert_eq!(t8, Status::Unknown, "{m8}");
+    assert!(
+        m8.contains("the load's own records show 8 requests open at once"),
+        "{m8}"
+    );
+    assert!(m8.contains("showed more than 7 running or waiting"), "{m8}");
 }
 
 /// `--max-num-seqs 2` under a load of 8 at once: the server ran 2, by its own cap; the
