@@ -10,6 +10,9 @@
 #                       32 + 224 tokens at once: preempted and recomputed
 #   steps-long-prefill  prompts of 400 words arriving while prompts of 16 words decode
 #                       (one long in four), 8 at once: prefills share steps with decodes
+#   steps-stall         12 requests with JSON schemas of 150 properties, --max-num-seqs 1:
+#                       deferred while their grammars compile, none running
+#   steps-stall-long    the same with 1,500 properties: deferred for seconds
 #
 # Usage: scripts/real-vllm/steps.sh [CASE...]   (default: all; about 2 minutes a case)
 # Environment: see common.sh; INFERLINT_BIN (default: target/debug/inferlint, built here).
@@ -121,3 +124,9 @@ run_case steps-long-prefill 8 "" \
 run_case steps-stall 12 "--max-num-seqs 1" \
   "requests deferred while none runs: 12 completions sent at once, each constrained to a JSON schema of its own (150 properties), against --max-num-seqs 1; the scheduler defers each until its grammar is compiled (num_skipped_waiting_reqs), the engine stepping with none running; each then ends in error (HTTP 500): the grammar rejects the tiny random model's first token" \
   "python3 $ROOT/scripts/real-vllm/structured-client.py \$URL 12 150"
+
+# The same, with grammars long enough to compile for seconds (1,500 properties each):
+# the deferred requests wait longer than T29's threshold while the engine admits none.
+run_case steps-stall-long 12 "--max-num-seqs 1" \
+  "a stall long enough to judge: the steps-stall load with a JSON schema of 1,500 properties per request, so each grammar compiles for seconds while the scheduler defers its request, --max-num-seqs 1, the engine stepping with none running and /health answering; each request then ends in error (HTTP 500) as in steps-stall" \
+  "python3 $ROOT/scripts/real-vllm/structured-client.py \$URL 12 1500"

@@ -15,5 +15,7 @@ mod older_vllm;
 /// The recorder: started before the load, finished after it, never losing what it read.
 #[cfg(all(feature = "live", feature = "sim"))]
 mod recorder;
+/// Engine steps recorded inside the real vLLM, judged.
+mod real_steps;
 /// How preemptions fell on the requests: the histogram against the engine's own records.
 mod spread;
