@@ -624,7 +624,7 @@ pub fn advice_for(
                 // waited for room too.
                 (Some(share), Some(deferred)) if share > 0.5 => {
                     let mut advice = vec![format!(
-                        "{} of the waiting requests were deferred (at most {} at once), held by a KV transfer or another transient block (a KV connector's transfers, a LoRA budget), which a higher running limit or a larger KV cache does not end: find what held them (the connector's log, T28 on a disaggregated server) before changing a limit",
+                        "{} of the waiting requests were deferred (at most {} at once), held by a transient block (a KV connector's transfer, a structured-output grammar still compiling, a LoRA budget), which a higher running limit or a larger KV cache does not end: find what held them (the connector's log and T28 on a disaggregated server; for grammars, fewer distinct schemas or a warm-up that compiles them) before changing a limit",
                         if share == 1.0 { "all".to_owned() } else { format!("most ({})", fmt::percent(share, 0)) },
                         fmt::g(deferred)
                     )];

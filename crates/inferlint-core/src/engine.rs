@@ -643,7 +643,8 @@ pub enum CacheTier {
 
 /// An engine's waiting gauge split by reason, as data: the requests that wait for room
 /// (in the batch or the KV cache, which a higher running limit or a larger cache gives)
-/// apart from those held back by something else (a KV transfer, another transient block).
+/// apart from those held back by something else (a KV transfer, a grammar still compiling,
+/// another transient block).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WaitingReasons {
     /// The gauge, one series per reason; its reasons sum to the waiting gauge.
@@ -1040,7 +1041,8 @@ pub static VLLM: EngineDescriptor = EngineDescriptor {
     // waiting requests less those in its `deferred_waiting` set are `capacity`, the set
     // itself `deferred` (`vllm/v1/core/sched/scheduler.py`, `make_stats`): requests the
     // scheduling scan skipped (a LoRA budget, a KV transfer under way) or enqueued in a
-    // blocked status (waiting for remote KVs, for a streaming request's input). The two
+    // blocked status (`_is_blocked_waiting_status`: a structured-output grammar still
+    // compiling, remote KVs not yet loaded, a streaming request's input). The two
     // sum to `vllm:num_requests_waiting`. Older releases export no such gauge.
     waiting_reasons: Some(WaitingReasons {
         metric: "vllm:num_requests_waiting_by_reason",

@@ -172,7 +172,7 @@ pub static KEYS: &[Key] = &[
     key("peak_running", &[T::T8], "the most requests the server ran at once"),
     key("peak_in_flight", &[T::T8, T::T17], "the most requests running or waiting at once"),
     key("peak_waiting_capacity", &[T::T8, T::T17], "the most requests waiting at once for room in the batch or the KV cache (vLLM's num_requests_waiting_by_reason, reason capacity), where the recording has the split"),
-    key("peak_waiting_deferred", &[T::T8, T::T17], "the most requests waiting at once deferred by a KV transfer or another transient block (reason deferred), where the recording has the split"),
+    key("peak_waiting_deferred", &[T::T8, T::T17], "the most requests waiting at once deferred by a KV transfer, a grammar still compiling or another transient block (reason deferred), where the recording has the split"),
     key("waiting_deferred_share", &[T::T8, T::T17], "the deferred share of the waiting the recording saw, 0 to 1: deferred readings over all waiting readings, summed over the samples"),
     key("boot_line_max_concurrency", &[T::T8], "the concurrency the boot log says the cache holds"),
     key("boot_line_request_len", &[T::T8], "the request length that figure assumes, in tokens"),

@@ -940,7 +940,7 @@ impl<'a> Load<'a> {
         let (capacity, deferred, share) = self.waiting_split?;
         Some(if share > 0.5 {
             format!(
-                "{} of the waiting at the server was deferred (at most {} at once): a KV transfer or another transient block held those requests, not the running limit.",
+                "{} of the waiting at the server was deferred (at most {} at once): a KV transfer, a grammar still compiling or another transient block held those requests, not the running limit.",
                 if share == 1.0 { "All".to_owned() } else { format!("Most ({})", fmt::percent(share, 0)) },
                 fmt::g(deferred)
             )
@@ -952,7 +952,7 @@ impl<'a> Load<'a> {
             )
         } else {
             format!(
-                "Half the waiting at the server was deferred (a KV transfer or another transient block, at most {} at once) and half for room (at most {} at once).",
+                "Half the waiting at the server was deferred (a KV transfer, a grammar still compiling or another transient block, at most {} at once) and half for room (at most {} at once).",
                 fmt::g(deferred),
                 fmt::g(capacity)
             )
@@ -2216,7 +2216,7 @@ mod tests {
         assert_eq!(t8.status, Status::Fail, "{}", t8.message);
         assert!(
             t8.message.ends_with(
-                "; every request that waited at the server was deferred (a KV transfer or another transient block held them, not the running limit; at most 24 at once)"
+                "; every request that waited at the server was deferred (a KV transfer, a grammar still compiling or another transient block held them, not the running limit; at most 24 at once)"
             ),
             "{}",
             t8.message
@@ -2226,7 +2226,8 @@ mod tests {
         assert_eq!(t8.evidence["waiting_deferred_share"], 1.0);
         assert_eq!(t8.advice.len(), 1, "{:?}", t8.advice);
         assert!(
-            t8.advice[0].starts_with("all of the waiting requests were deferred (at most 24 at once)"),
+            t8.advice[0]
+                .starts_with("all of the waiting requests were deferred (at most 24 at once)"),
             "{:?}",
             t8.advice
         );
@@ -2237,7 +2238,7 @@ mod tests {
             .expect("a concurrency sentence");
         assert!(
             concurrency.text.contains(
-                "All of the waiting at the server was deferred (at most 24 at once): a KV transfer or another transient block held those requests, not the running limit."
+                "All of the waiting at the server was deferred (at most 24 at once): a KV transfer, a grammar still compiling or another transient block held those requests, not the running limit."
             ),
             "{}",
             concurrency.text
@@ -2289,11 +2290,17 @@ mod tests {
             t8.message,
             "requested 32 concurrent, server never ran more than 8"
         );
-        for key in ["peak_waiting_capacity", "peak_waiting_deferred", "waiting_deferred_share"] {
+        for key in [
+            "peak_waiting_capacity",
+            "peak_waiting_deferred",
+            "waiting_deferred_share",
+        ] {
             assert!(t8.evidence.get(key).is_none(), "{key}");
         }
         assert!(
-            !t8.advice.iter().any(|a| a.contains("deferred") || a.contains("waited for room")),
+            !t8.advice
+                .iter()
+                .any(|a| a.contains("deferred") || a.contains("waited for room")),
             "{:?}",
             t8.advice
         );
@@ -2319,7 +2326,7 @@ mod tests {
         assert_eq!(t17.status, Status::Warn, "{}", t17.message);
         assert!(
             t17.message.ends_with(
-                "; of the waiting at the server, 50% was deferred (a KV transfer or another transient block held them, not the running limit; at most 4 at once) and the rest for room in the batch or the KV cache (at most 4 at once)"
+                "; of the waiting at the server, 50% was deferred (a KV transfer, a grammar still compiling or another transient block held them, not the running limit; at most 4 at once) and the rest for room in the batch or the KV cache (at most 4 at once)"
             ),
             "{}",
             t17.message

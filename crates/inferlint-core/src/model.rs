@@ -169,7 +169,7 @@ pub struct SeriesSample {
     /// ([`crate::engine::WaitingReasons::capacity`]).
     pub waiting_capacity: Option<f64>,
     /// Of the waiting requests, those held back by something other than room (a KV
-    /// transfer, another transient block: [`crate::engine::WaitingReasons::deferred`]).
+    /// transfer, a grammar still compiling: [`crate::engine::WaitingReasons::deferred`]).
     pub waiting_deferred: Option<f64>,
     /// KV cache use, 0 to 1.
     pub kv_usage: Option<f64>,

@@ -2,7 +2,8 @@
 //! ([`crate::engine::WaitingReasons`]): for T8 and T17, whose advice differs with it. A
 //! request that waits for room (`capacity`) starts when the running limit or the KV cache
 //! has room for it; one that is deferred (a KV transfer under way, another transient
-//! block) starts when that ends, whatever the limit.
+//! block, a structured-output grammar still compiling) starts when that ends, whatever the
+//! limit.
 //!
 //! The recording's samples are snapshots of the gauge a quarter of a second apart, so the
 //! sum of a reason's readings over the samples is that reason's request-samples: its share
@@ -42,10 +43,7 @@ impl WaitingSplit {
     /// none) adds nothing.
     pub fn push(&mut self, sample: &SeriesSample) {
         let read = |v: Option<f64>| v.filter(|v| v.is_finite() && *v >= 0.0);
-        let (capacity, deferred) = (
-            read(sample.waiting_capacity),
-            read(sample.waiting_deferred),
-        );
+        let (capacity, deferred) = (read(sample.waiting_capacity), read(sample.waiting_deferred));
         if capacity.is_none() && deferred.is_none() {
             return;
         }
@@ -90,7 +88,7 @@ impl WaitingSplit {
     pub fn sentence(&self) -> Option<String> {
         let share = self.deferred_share()?;
         let deferred = format!(
-            "deferred (a KV transfer or another transient block held them, not the running limit; at most {} at once)",
+            "deferred (a KV transfer, a grammar still compiling or another transient block held them, not the running limit; at most {} at once)",
             fmt::g(self.peak_deferred)
         );
         let room = format!(
