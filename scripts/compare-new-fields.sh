@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Python inferlint 0.3.1, run as a black box, on a recorded run and on the same run
 # whose series carries every key inferlint's recorder adds (GPU readings, prefix-cache
-# counters, the header's "gpu"): its verdicts and messages must not change.
+# counters, the waiting gauge's split by reason, the header's "gpu"): its verdicts and messages must not change.
 # Usage: scripts/compare-new-fields.sh PYTHON_INFERLINT [RECORDED_RUN]
 #   PYTHON_INFERLINT: the Python tool's `inferlint` (e.g. a venv's bin/inferlint)
 #   RECORDED_RUN: a run folder (default ../shared/recorded/vllm-0.28/xray)
@@ -23,7 +23,8 @@ with open(src) as f, open(dst, "w") as out:
         elif "t_wall" in o:
             o.update({"prefix_cache_hits": 0.0, "prefix_cache_queries": 63.0 + i,
                       "gpu_other_mib": 20480.0, "gpu_other_util": 35.0, "gpu_util": 97.0,
-                      "gpu_throttle": 4.0, "gpu_sm_mhz": 1500.0, "gpu_sm_max_mhz": 1980.0})
+                      "gpu_throttle": 4.0, "gpu_sm_mhz": 1500.0, "gpu_sm_max_mhz": 1980.0,
+                      "waiting_capacity": o.get("waiting"), "waiting_deferred": 0.0})
         out.write(json.dumps(o) + "\n")
 PY
 for what in plain added; do

@@ -11,6 +11,11 @@
 #   kv-too-small        the KV cache held 6 blocks of 128 tokens (--kv-cache-memory-bytes);
 #                       8 requests of 32 + 224 tokens (2 blocks each) at once: preempted
 #   running-cap         --max-num-seqs 2 under a load of 8 at once
+#   waiting-for-room    the same, recorded with the waiting gauge's split by reason
+#                       (num_requests_waiting_by_reason) in the series
+#   waiting-deferred    12 requests at once, each with a JSON schema of its own
+#                       (structured-client.py), against --max-num-seqs 1: deferred while
+#                       their grammars compile, the split recorded in the series
 #   shared-prefix       every prompt opens with the same 256 tokens, prefix caching on
 #   too-long-refused    prompts of 200 to 600 tokens with 32 to generate against
 #                       --max-model-len 512: the longer ones are refused
@@ -157,6 +162,14 @@ run_case kv-too-small 8 "$SMALL_KV" \
 run_case running-cap 8 "--max-num-seqs 2" \
   "a running cap below the concurrency: --max-num-seqs 2, the load keeping 8 requests open" \
   "$BENCH --random-input-len 32 --random-output-len 32 --ignore-eos --num-prompts 32 --max-concurrency 8"
+
+run_case waiting-for-room 8 "--max-num-seqs 2" \
+  "requests waiting for room: --max-num-seqs 2, the load keeping 8 requests open, recorded with vLLM's waiting split by reason in the series (capacity: the 6 beyond the cap; deferred: none, as no KV connector, LoRA or streamed input is in play)" \
+  "$BENCH --random-input-len 32 --random-output-len 32 --ignore-eos --num-prompts 32 --max-concurrency 8"
+
+run_case waiting-deferred 12 "--max-num-seqs 1" \
+  "requests deferred, recorded with vLLM's waiting split by reason in the series: 12 completions sent at once, each constrained to a JSON schema of its own (150 properties), against --max-num-seqs 1; the scheduler defers each while its grammar compiles (status WAITING_FOR_STRUCTURED_OUTPUT_GRAMMAR, reason deferred), then it waits for the one running slot (reason capacity); each ends in error (HTTP 500): the grammar rejects the tiny random model's first token (as steps-stall)" \
+  "python3 $ROOT/scripts/real-vllm/structured-client.py \$URL 12 150"
 
 run_case shared-prefix 8 "" \
   "a shared prompt prefix with prefix caching on (vLLM's default): every prompt is the same 256 tokens, then 32 of its own" \

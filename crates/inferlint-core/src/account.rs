@@ -97,6 +97,14 @@ pub struct Load {
 pub struct Happened {
     /// The most requests running at once (T8's peak).
     pub peak_running: Option<Figure>,
+    /// The most requests waiting at once for room in the batch or the KV cache, where the
+    /// recording has the engine's waiting split by reason (T8's figure).
+    pub peak_waiting_capacity: Option<Figure>,
+    /// The most requests deferred at once (a KV transfer, another transient block), from
+    /// the same split.
+    pub peak_waiting_deferred: Option<Figure>,
+    /// The deferred share of the waiting the recording saw, 0 to 1.
+    pub waiting_deferred_share: Option<Figure>,
     /// Requests running on average while the server was busy (none from a gauge that
     /// moves only when requests complete).
     pub busy_mean_running: Option<Figure>,
@@ -410,6 +418,18 @@ pub fn of(run: &Run, results: &[CheckResult]) -> Account {
     let happened = Happened {
         peak_running: figure(
             evidence(results, Tripwire::T8, "peak_running"),
+            Source::Recording,
+        ),
+        peak_waiting_capacity: figure(
+            evidence(results, Tripwire::T8, "peak_waiting_capacity"),
+            Source::Recording,
+        ),
+        peak_waiting_deferred: figure(
+            evidence(results, Tripwire::T8, "peak_waiting_deferred"),
+            Source::Recording,
+        ),
+        waiting_deferred_share: figure(
+            evidence(results, Tripwire::T8, "waiting_deferred_share"),
             Source::Recording,
         ),
         busy_mean_running: figure(

@@ -617,9 +617,34 @@ pub fn advice_for(
             else {
                 return Vec::new();
             };
-            concurrency_advice(engine, boot, requested as u64, peak, capacity, replay)
-                .into_iter()
-                .collect()
+            let tuning = concurrency_advice(engine, boot, requested as u64, peak, capacity, replay);
+            match (number("waiting_deferred_share"), number("peak_waiting_deferred")) {
+                // Most of the waiting was deferred: a higher limit or a larger cache would
+                // not have started those requests. The tuning advice stays where some
+                // waited for room too.
+                (Some(share), Some(deferred)) if share > 0.5 => {
+                    let mut advice = vec![format!(
+                        "{} of the waiting requests were deferred (at most {} at once), held by a transient block (a KV connector's transfer, a structured-output grammar still compiling, a LoRA budget), which a higher running limit or a larger KV cache does not end: find what held them (the connector's log and T28 on a disaggregated server; for grammars, fewer distinct schemas or a warm-up that compiles them) before changing a limit",
+                        if share == 1.0 { "all".to_owned() } else { format!("most ({})", fmt::percent(share, 0)) },
+                        fmt::g(deferred)
+                    )];
+                    if share < 1.0 {
+                        advice.extend(tuning);
+                    }
+                    advice
+                }
+                // Most of the waiting was for room: the limit or the cache is the cure.
+                (Some(share), _) if share < 0.5 => vec![match tuning {
+                    Some(t) => format!(
+                        "the waiting requests waited for room in the batch or the KV cache, not for a KV transfer: {t}"
+                    ),
+                    None => format!(
+                        "the waiting requests waited for room in the batch or the KV cache, not for a KV transfer: raise {} or give the KV cache more memory",
+                        engine.running_cap_flag
+                    ),
+                }],
+                _ => tuning.into_iter().collect(),
+            }
         }
         (Tripwire::T1, Status::Fail) if number("preemptions").is_none_or(|k| k > 0.0) => {
             vec![eviction_advice(engine, boot, capacity, replay)]

@@ -759,6 +759,18 @@ static CATALOGUE: &[TripwireInfo] = &[
               reason that has nothing to do with the engine's batching.",
         engine_notes: &[
             (
+                Engine::Vllm,
+                "From 0.32 vLLM splits its waiting gauge by reason \
+                 (`vllm:num_requests_waiting_by_reason`): `capacity`, a request waiting for \
+                 room in the batch or the KV cache, and `deferred`, one held by a KV \
+                 transfer, a structured-output grammar still compiling or another \
+                 transient block. Where the recording has the split, a \
+                 failure says which held the waiting (the most of each at once, and the \
+                 deferred share); its advice then points at the running limit and the cache \
+                 for capacity, and away from them for deferred requests, which neither \
+                 starts.",
+            ),
+            (
                 Engine::Sglang,
                 "SGLang can lower its running limit below `--max-running-requests` for \
                  hybrid models, because its Mamba state cache has room for fewer \
@@ -1213,6 +1225,14 @@ static CATALOGUE: &[TripwireInfo] = &[
               the labelled concurrency was never measured, and tuning the server (more \
               memory, a higher running limit) changes nothing.",
         engine_notes: &[
+            (
+                Engine::Vllm,
+                "Where the recording has vLLM's waiting split by reason (0.32 on: \
+                 `vllm:num_requests_waiting_by_reason`), a failure or warning says how much \
+                 of the waiting was for room (`capacity`) and how much was deferred by a KV \
+                 transfer, a grammar still compiling or another transient block \
+                 (`deferred`).",
+            ),
             (
                 Engine::Sglang,
                 "SGLang's `sglang:num_queue_reqs` counts requests waiting in its scheduler; \

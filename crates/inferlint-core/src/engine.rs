@@ -161,6 +161,8 @@ pub struct EngineDescriptor {
     pub request_preemptions_histogram: Option<&'static str>,
     /// Gauge of requests paused for recompute, where the engine has no counter.
     pub paused_gauge: Option<&'static str>,
+    /// The waiting gauge split by why the requests wait, where the engine exports it.
+    pub waiting_reasons: Option<WaitingReasons>,
     /// Counter: output tokens generated.
     pub generation_tokens: &'static str,
     /// Counter: prompt tokens processed.
@@ -646,6 +648,22 @@ pub enum CacheTier {
     Peer,
 }
 
+/// An engine's waiting gauge split by reason, as data: the requests that wait for room
+/// (in the batch or the KV cache, which a higher running limit or a larger cache gives)
+/// apart from those held back by something else (a KV transfer, a grammar still compiling,
+/// another transient block).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WaitingReasons {
+    /// The gauge, one series per reason; its reasons sum to the waiting gauge.
+    pub metric: &'static str,
+    /// The label naming the reason.
+    pub label: &'static str,
+    /// The reason of a request waiting for room in the batch or the KV cache.
+    pub capacity: &'static str,
+    /// The reason of a request held back by something other than room.
+    pub deferred: &'static str,
+}
+
 /// One counter's series that carry one label value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LabelledCounter {
@@ -852,9 +870,9 @@ impl EngineDescriptor {
     }
 
     /// Every sample name a recording reads from each scrape after its first: what a
-    /// series sample holds (running, waiting, KV use, the preemption counter and its
-    /// witness, the paused gauge, the token and request counters, the prefix-cache
-    /// counters), what the verdicts judged while it runs read (the same), and what tells
+    /// series sample holds (running, waiting and its split by reason, KV use, the
+    /// preemption counter and its witness, the paused gauge, the token and request
+    /// counters, the prefix-cache counters), what the verdicts judged while it runs read (the same), and what tells
     /// a restart (the request counter's `_created` stamp: every counter of a process is
     /// made when it starts, so one stamp tells a new process as well as all of them),
     /// under its current name and the older names of
@@ -880,6 +898,7 @@ impl EngineDescriptor {
         families.extend(self.preemption_counter);
         families.extend(self.preemption_witness);
         families.extend(self.paused_gauge);
+        families.extend(self.waiting_reasons.map(|w| w.metric));
         if let Some(p) = self.prefix_cache {
             families.extend([p.hit_tokens, p.queried_tokens]);
             families.extend(p.missed_tokens);
@@ -1029,6 +1048,19 @@ pub static VLLM: EngineDescriptor = EngineDescriptor {
     preemption_witness: None,
     request_preemptions_histogram: Some("vllm:request_num_preemptions"),
     paused_gauge: None,
+    // vLLM 0.32 (`vllm/v1/metrics/loggers.py`, `gauge_waiting_by_reason`): the scheduler's
+    // waiting requests less those in its `deferred_waiting` set are `capacity`, the set
+    // itself `deferred` (`vllm/v1/core/sched/scheduler.py`, `make_stats`): requests the
+    // scheduling scan skipped (a LoRA budget, a KV transfer under way) or enqueued in a
+    // blocked status (`_is_blocked_waiting_status`: a structured-output grammar still
+    // compiling, remote KVs not yet loaded, a streaming request's input). The two
+    // sum to `vllm:num_requests_waiting`. Older releases export no such gauge.
+    waiting_reasons: Some(WaitingReasons {
+        metric: "vllm:num_requests_waiting_by_reason",
+        label: "reason",
+        capacity: "capacity",
+        deferred: "deferred",
+    }),
     generation_tokens: "vllm:generation_tokens_total",
     prompt_tokens: "vllm:prompt_tokens_total",
     request_success: "vllm:request_success_total",
@@ -1376,6 +1408,7 @@ pub static SGLANG: EngineDescriptor = EngineDescriptor {
     preemption_witness: Some("sglang:num_retracted_reqs"),
     request_preemptions_histogram: None,
     paused_gauge: None,
+    waiting_reasons: None,
     generation_tokens: "sglang:generation_tokens_total",
     prompt_tokens: "sglang:prompt_tokens_total",
     request_success: "sglang:num_requests_total",
@@ -1597,6 +1630,7 @@ pub static TRTLLM: EngineDescriptor = EngineDescriptor {
     preemption_witness: None,
     request_preemptions_histogram: None,
     paused_gauge: Some("trtllm_num_paused_requests"),
+    waiting_reasons: None,
     generation_tokens: "trtllm_generation_tokens_total",
     prompt_tokens: "trtllm_prompt_tokens_total",
     request_success: "trtllm_request_success_total",

@@ -747,6 +747,9 @@ struct Load<'a> {
     /// T17 failed: the client, not the server, kept fewer open than requested.
     client_short: bool,
     peak_running: Option<f64>,
+    /// Where the engine splits its waiting gauge by reason: the most waiting for room and
+    /// the most deferred at once, and the deferred share of the waiting.
+    waiting_split: Option<(f64, f64, f64)>,
     /// Preemptions (retractions, pauses) from T1.
     preempted: Option<f64>,
 }
@@ -779,6 +782,14 @@ impl<'a> Load<'a> {
             concurrency_failed: t8.is_some_and(|r| r.status == Status::Fail),
             client_short: find(Tripwire::T17).is_some_and(|r| r.status == Status::Fail),
             peak_running: value(account.happened.peak_running),
+            waiting_split: (|| {
+                let h = &account.happened;
+                Some((
+                    value(h.peak_waiting_capacity)?,
+                    value(h.peak_waiting_deferred)?,
+                    value(h.waiting_deferred_share)?,
+                ))
+            })(),
             // T1's sentence: the account's count, said only where T1 failed on it (a
             // count T1 could not stand behind is no sentence here).
             preempted: value(account.happened.preemptions)
@@ -913,10 +924,39 @@ impl<'a> Load<'a> {
             text.push_str(&reason);
         }
         text.push('.');
+        if let Some(waited) = self.waiting_reason() {
+            text.push(' ');
+            text.push_str(&waited);
+        }
         if let Some(k) = self.preempted {
             text.push_str(&format!(" It also {}.", self.preempted_requests(k)));
         }
         Some(text)
+    }
+
+    /// `Most of the waiting (80%) was deferred ...`: why requests waited at the server,
+    /// where the engine's waiting split says.
+    fn waiting_reason(&self) -> Option<String> {
+        let (capacity, deferred, share) = self.waiting_split?;
+        Some(if share > 0.5 {
+            format!(
+                "{} of the waiting at the server was deferred (at most {} at once): a KV transfer, a grammar still compiling or another transient block held those requests, not the running limit.",
+                if share == 1.0 { "All".to_owned() } else { format!("Most ({})", fmt::percent(share, 0)) },
+                fmt::g(deferred)
+            )
+        } else if share < 0.5 {
+            format!(
+                "{} of the waiting at the server was for room in the batch or the KV cache (at most {} at once), not deferred.",
+                if share == 0.0 { "All".to_owned() } else { format!("Most ({})", fmt::percent(1.0 - share, 0)) },
+                fmt::g(capacity)
+            )
+        } else {
+            format!(
+                "Half the waiting at the server was deferred (a KV transfer, a grammar still compiling or another transient block, at most {} at once) and half for room (at most {} at once).",
+                fmt::g(deferred),
+                fmt::g(capacity)
+            )
+        })
     }
 
     /// How long requests waited for their first token: from the load tool's median and
@@ -2045,6 +2085,7 @@ mod tests {
                 concurrency_failed: false,
                 client_short: false,
                 peak_running: None,
+                waiting_split: None,
                 preempted: None,
             }
         }
@@ -2113,5 +2154,183 @@ mod tests {
             "Output tokens per second: 323, the load tool's, over its 32 timed requests in 99.0 s (T10's 276.03 is the server's count over the readings' window, 119.6 s).\n"
         );
         assert_eq!(terminal_throughput(&Account::default()), "");
+    }
+
+    /// A vLLM 0.32 run asked for 32 at once whose server ran at most 8 while 24 waited,
+    /// its recording carrying the waiting gauge's split by reason as `split` gives it for
+    /// the 24 (capacity, deferred), or no split at all (an older vLLM).
+    fn waiting_run(split: Option<(f64, f64)>) -> Run {
+        waiting_run_of(24.0, split)
+    }
+
+    /// The same with `queued` waiting beside the 8 running.
+    fn waiting_run_of(queued: f64, split: Option<(f64, f64)>) -> Run {
+        let mut series = SeriesStats::new();
+        for (seconds, running, waiting) in [
+            (0.0, 0.0, 0.0),
+            (0.25, 8.0, queued),
+            (10.0, 8.0, queued),
+            (20.0, 0.0, 0.0),
+        ] {
+            let (capacity, deferred) = match split {
+                Some((c, d)) if waiting > 0.0 => (Some(c), Some(d)),
+                Some(_) => (Some(0.0), Some(0.0)),
+                None => (None, None),
+            };
+            series.push(&SeriesSample {
+                t_wall: 1000.0 + seconds,
+                t_mono_ns: Some((seconds * 1e9) as i64),
+                running: Some(running),
+                waiting: Some(waiting),
+                waiting_capacity: capacity,
+                waiting_deferred: deferred,
+                kv_usage: Some(if running > 0.0 { 0.5 } else { 0.0 }),
+                ..SeriesSample::default()
+            });
+        }
+        let mut counters = vllm_reasons((0.0, 32.0));
+        counters.extend([
+            counter(VLLM.generation_tokens, 0.0, 4096.0),
+            counter(VLLM.prompt_tokens, 0.0, 4096.0),
+            counter(VLLM.preemption_counter.unwrap_or_default(), 0.0, 0.0),
+        ]);
+        run(&VLLM, BootFacts::default(), &counters, series, None)
+    }
+
+    fn t8_of(results: &[CheckResult]) -> &CheckResult {
+        results
+            .iter()
+            .find(|r| r.tripwire == Tripwire::T8)
+            .expect("T8 judged")
+    }
+
+    /// The 24 waiting requests were all deferred (vLLM's `deferred` reason: the
+    /// scheduler's deferred set, requests waiting on a KV transfer or another transient
+    /// block). T8 still fails, but its message, its advice and "What limited this run"
+    /// say that no running limit held them: the advice is to find what deferred them.
+    #[test]
+    fn waiting_all_deferred_points_away_from_the_running_limit() {
+        let run = waiting_run(Some((0.0, 24.0)));
+        let results = check_run(&run);
+        let t8 = t8_of(&results);
+        assert_eq!(t8.status, Status::Fail, "{}", t8.message);
+        assert!(
+            t8.message.ends_with(
+                "; every request that waited at the server was deferred (a KV transfer, a grammar still compiling or another transient block held them, not the running limit; at most 24 at once)"
+            ),
+            "{}",
+            t8.message
+        );
+        assert_eq!(t8.evidence["peak_waiting_deferred"], 24.0);
+        assert_eq!(t8.evidence["peak_waiting_capacity"], 0.0);
+        assert_eq!(t8.evidence["waiting_deferred_share"], 1.0);
+        assert_eq!(t8.advice.len(), 1, "{:?}", t8.advice);
+        assert!(
+            t8.advice[0]
+                .starts_with("all of the waiting requests were deferred (at most 24 at once)"),
+            "{:?}",
+            t8.advice
+        );
+        let limited = what_limited(&run, &results);
+        let concurrency = limited
+            .iter()
+            .find(|i| i.key == "concurrency")
+            .expect("a concurrency sentence");
+        assert!(
+            concurrency.text.contains(
+                "All of the waiting at the server was deferred (at most 24 at once): a KV transfer, a grammar still compiling or another transient block held those requests, not the running limit."
+            ),
+            "{}",
+            concurrency.text
+        );
+    }
+
+    /// The 24 waited for room (vLLM's `capacity` reason): the running limit or the cache
+    /// is what to change, and every output says so.
+    #[test]
+    fn waiting_all_for_capacity_points_at_the_limit() {
+        let run = waiting_run(Some((24.0, 0.0)));
+        let results = check_run(&run);
+        let t8 = t8_of(&results);
+        assert_eq!(t8.status, Status::Fail, "{}", t8.message);
+        assert!(
+            t8.message.ends_with(
+                "; every request that waited at the server waited for room in the batch or the KV cache (at most 24 at once); none was deferred"
+            ),
+            "{}",
+            t8.message
+        );
+        assert_eq!(t8.evidence["waiting_deferred_share"], 0.0);
+        assert_eq!(t8.advice.len(), 1, "{:?}", t8.advice);
+        assert!(
+            t8.advice[0].starts_with(
+                "the waiting requests waited for room in the batch or the KV cache, not for a KV transfer: "
+            ),
+            "{:?}",
+            t8.advice
+        );
+        let limited = what_limited(&run, &results);
+        assert!(
+            limited.iter().any(|i| i.text.contains(
+                "All of the waiting at the server was for room in the batch or the KV cache (at most 24 at once), not deferred."
+            )),
+            "{limited:?}"
+        );
+    }
+
+    /// Without the split (vLLM before 0.32) the verdict, its evidence and its advice are
+    /// the same run's without it: nothing is said of why requests waited.
+    #[test]
+    fn waiting_without_the_split_says_nothing_of_it() {
+        let run = waiting_run(None);
+        let results = check_run(&run);
+        let t8 = t8_of(&results);
+        assert_eq!(t8.status, Status::Fail, "{}", t8.message);
+        assert_eq!(
+            t8.message,
+            "requested 32 concurrent, server never ran more than 8"
+        );
+        for key in [
+            "peak_waiting_capacity",
+            "peak_waiting_deferred",
+            "waiting_deferred_share",
+        ] {
+            assert!(t8.evidence.get(key).is_none(), "{key}");
+        }
+        assert!(
+            !t8.advice
+                .iter()
+                .any(|a| a.contains("deferred") || a.contains("waited for room")),
+            "{:?}",
+            t8.advice
+        );
+        let limited = what_limited(&run, &results);
+        assert!(
+            !limited.iter().any(|i| i.text.contains("deferred")),
+            "{limited:?}"
+        );
+    }
+
+    /// T17: the client kept 16 of 32 in flight (8 running, 8 waiting), and at that peak
+    /// requests waited, so the server would not have run more (Warn). Half of the 8 waited
+    /// for room and half were deferred (vLLM's split, 4 and 4): T17 says so, with the
+    /// share of the waiting that was deferred, 50%.
+    #[test]
+    fn a_client_shortfall_says_why_requests_waited() {
+        let run = waiting_run_of(8.0, Some((4.0, 4.0)));
+        let results = check_run(&run);
+        let t17 = results
+            .iter()
+            .find(|r| r.tripwire == Tripwire::T17)
+            .expect("T17 judged");
+        assert_eq!(t17.status, Status::Warn, "{}", t17.message);
+        assert!(
+            t17.message.ends_with(
+                "; of the waiting at the server, 50% was deferred (a KV transfer, a grammar still compiling or another transient block held them, not the running limit; at most 4 at once) and the rest for room in the batch or the KV cache (at most 4 at once)"
+            ),
+            "{}",
+            t17.message
+        );
+        assert_eq!(t17.evidence["waiting_deferred_share"], 0.5);
     }
 }

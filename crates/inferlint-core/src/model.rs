@@ -164,6 +164,13 @@ pub struct SeriesSample {
     pub running: Option<f64>,
     /// Requests waiting.
     pub waiting: Option<f64>,
+    /// Of the waiting requests, those waiting for room in the batch or the KV cache, where
+    /// the engine splits its waiting gauge by reason
+    /// ([`crate::engine::WaitingReasons::capacity`]).
+    pub waiting_capacity: Option<f64>,
+    /// Of the waiting requests, those held back by something other than room (a KV
+    /// transfer, a grammar still compiling: [`crate::engine::WaitingReasons::deferred`]).
+    pub waiting_deferred: Option<f64>,
     /// KV cache use, 0 to 1.
     pub kv_usage: Option<f64>,
     /// The preemption counter.
@@ -222,6 +229,8 @@ impl SeriesSample {
         let counts = [
             ("running", self.running),
             ("waiting", self.waiting),
+            ("waiting_capacity", self.waiting_capacity),
+            ("waiting_deferred", self.waiting_deferred),
             ("paused", self.paused),
         ];
         for (name, value) in counts {

@@ -277,6 +277,8 @@ pub fn sum_of(t_wall: f64, samples: &[SeriesSample]) -> Option<SeriesSample> {
         t_mono_ns: None,
         running: total(|s| s.running),
         waiting: total(|s| s.waiting),
+        waiting_capacity: total(|s| s.waiting_capacity),
+        waiting_deferred: total(|s| s.waiting_deferred),
         kv_usage: total(|s| s.kv_usage).map(|u| u / samples.len() as f64),
         preemptions: total(|s| s.preemptions),
         generation_tokens: total(|s| s.generation_tokens),

@@ -22,6 +22,12 @@ pub fn sample_from_metrics(
         t_mono_ns,
         running: metrics.total(engine.running),
         waiting: metrics.total(engine.waiting),
+        waiting_capacity: engine
+            .waiting_reasons
+            .and_then(|w| metrics.total_matching(w.metric, &[(w.label, w.capacity)])),
+        waiting_deferred: engine
+            .waiting_reasons
+            .and_then(|w| metrics.total_matching(w.metric, &[(w.label, w.deferred)])),
         kv_usage: kv_usage(engine, metrics),
         preemptions: engine
             .preemption_counter
@@ -126,5 +132,33 @@ mod tests {
             None,
         );
         assert_eq!((t.paused, t.preemptions), (Some(2.0), None));
+    }
+
+    /// vLLM 0.32 writes `vllm:num_requests_waiting_by_reason` once per engine and reason
+    /// (`vllm/v1/metrics/loggers.py`); its reasons sum to the waiting gauge. Two
+    /// data-parallel engines with 2 + 1 waiting for room and 0 + 3 deferred read as 3 and
+    /// 3, the waiting gauge's 6. A scrape without the gauge (vLLM before 0.32) reads none.
+    #[test]
+    fn the_waiting_split_is_summed_by_reason() {
+        let m = scrape(
+            "vllm:num_requests_waiting{engine=\"0\"} 2\n\
+             vllm:num_requests_waiting{engine=\"1\"} 4\n\
+             vllm:num_requests_waiting_by_reason{engine=\"0\",reason=\"capacity\"} 2\n\
+             vllm:num_requests_waiting_by_reason{engine=\"0\",reason=\"deferred\"} 0\n\
+             vllm:num_requests_waiting_by_reason{engine=\"1\",reason=\"capacity\"} 1\n\
+             vllm:num_requests_waiting_by_reason{engine=\"1\",reason=\"deferred\"} 3\n",
+        );
+        let s = sample_from_metrics(Engine::Vllm.descriptor(), &m, 1.0, None);
+        assert_eq!(
+            (s.waiting, s.waiting_capacity, s.waiting_deferred),
+            (Some(6.0), Some(3.0), Some(3.0))
+        );
+        let old = scrape("vllm:num_requests_waiting 6\n");
+        let s = sample_from_metrics(Engine::Vllm.descriptor(), &old, 1.0, None);
+        assert_eq!((s.waiting_capacity, s.waiting_deferred), (None, None));
+        assert!(Engine::Vllm
+            .descriptor()
+            .recorded_sample_names()
+            .contains(&"vllm:num_requests_waiting_by_reason".to_owned()));
     }
 }

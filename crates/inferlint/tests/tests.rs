@@ -19,3 +19,5 @@ mod recorder;
 mod real_steps;
 /// How preemptions fell on the requests: the histogram against the engine's own records.
 mod spread;
+/// Why requests waited at the server: vLLM's waiting split by reason on a real run.
+mod waiting;

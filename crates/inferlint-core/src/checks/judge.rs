@@ -217,6 +217,7 @@ pub fn concurrency(run: &Run, _: RunOptions) -> Option<CheckResult> {
         }
     }
     let result = series::concurrency(run.engine, stats, requested, run.last_boot());
+    let result = stats.waiting_split.annotate(result);
     Some(series::judged_on_coverage(result, load_coverage(run)))
 }
 
@@ -246,6 +247,7 @@ pub fn client_shortfall(run: &Run, _: RunOptions) -> Option<CheckResult> {
         client: run.bench.as_ref().map(|(_, account)| account),
         timeline: timeline.as_ref(),
     });
+    let result = series_of(run).waiting_split.annotate(result);
     Some(series::judged_on_coverage(result, load_coverage(run)))
 }
 

@@ -19,6 +19,7 @@
 //! - [`contention`]: T21, other processes and held-back clocks on the server's GPUs.
 //! - [`spec_decode`]: T27, speculative decoding's acceptance and what it was measured on.
 //! - [`disaggregation`]: T28, a run declared disaggregated that moved no KV.
+//! - [`waiting`]: why requests waited at the server, where the engine says (T8, T17).
 
 pub mod boot;
 pub mod client_wait;
@@ -42,3 +43,4 @@ pub mod shortfall;
 pub mod snapshots;
 pub mod spec_decode;
 pub mod steps;
+pub mod waiting;

@@ -206,6 +206,8 @@ pub struct SeriesStats {
     pub prefix_queries_track: CounterTrack,
     /// Requests in flight against the room the server had, sample by sample (T17).
     pub flight: FlightStats,
+    /// The waiting gauge's split by reason, where the engine exports it (T8, T17).
+    pub waiting_split: super::waiting::WaitingSplit,
     /// The GPU readings beside the samples (T21).
     pub gpu: GpuStats,
     /// What the recording's header said about GPU readings; set by the reader.
@@ -364,6 +366,7 @@ impl SeriesStats {
             self.prefix_queries_track.push(sample.t_wall, q);
         }
         self.flight.push(sample);
+        self.waiting_split.push(sample);
         self.gpu.push(sample);
         if let Some(u) = sample.kv_usage.filter(|u| *u > 0.0 && *u <= 1.0) {
             self.kv_distinct.insert(u.to_bits());
@@ -501,6 +504,7 @@ impl SeriesStats {
         self.prefix_hits_track = self.prefix_hits_track.merge(right.prefix_hits_track);
         self.prefix_queries_track = self.prefix_queries_track.merge(right.prefix_queries_track);
         self.flight.merge(right.flight);
+        self.waiting_split.merge(right.waiting_split);
         self.gpu.merge(right.gpu);
         self.gpu_sampling = self.gpu_sampling.or(right.gpu_sampling);
         self.refused = self.refused.or(right.refused);

@@ -62,6 +62,8 @@ pub fn parse_series_bytes(line: &[u8]) -> SeriesLine {
             .and_then(|v| v.as_i64().or_else(|| v.as_f64().map(|f| f as i64))),
         running: number("running"),
         waiting: number("waiting"),
+        waiting_capacity: number(WAITING_CAPACITY),
+        waiting_deferred: number(WAITING_DEFERRED),
         kv_usage: number("kv_usage"),
         preemptions: number("preemptions"),
         generation_tokens: number("generation_tokens"),
@@ -80,9 +82,15 @@ pub fn parse_series_bytes(line: &[u8]) -> SeriesLine {
     })
 }
 
-// The series keys of the prefix cache's counters and of the GPU readings. The Python
+// The series keys of the waiting gauge's split by reason, of the prefix cache's counters
+// and of the GPU readings. The Python
 // inferlint reads a sample by the keys it knows and ignores these.
 
+/// Series key: waiting requests that wait for room ([`SeriesSample::waiting_capacity`]).
+pub const WAITING_CAPACITY: &str = "waiting_capacity";
+/// Series key: waiting requests held back by something other than room
+/// ([`SeriesSample::waiting_deferred`]).
+pub const WAITING_DEFERRED: &str = "waiting_deferred";
 /// Series key: prompt tokens the prefix cache served ([`SeriesSample::prefix_hits`]).
 pub const PREFIX_HITS: &str = "prefix_cache_hits";
 /// Series key: prompt tokens looked up in the prefix cache
@@ -190,6 +198,8 @@ fn fast_sample(bytes: &[u8]) -> Option<SeriesSample> {
             }
             b"running" => sample.running = number,
             b"waiting" => sample.waiting = number,
+            b"waiting_capacity" => sample.waiting_capacity = number,
+            b"waiting_deferred" => sample.waiting_deferred = number,
             b"kv_usage" => sample.kv_usage = number,
             b"preemptions" => sample.preemptions = number,
             b"generation_tokens" => sample.generation_tokens = number,
@@ -373,6 +383,14 @@ pub fn write_series_sample_json(out: &mut Vec<u8>, engine: Engine, sample: &Seri
     let d = engine.descriptor();
     number(out, "running", sample.running);
     number(out, "waiting", sample.waiting);
+    // Written where the scrape had the split, so that recordings of servers that export
+    // none (older vLLM) read as they always did.
+    if d.waiting_reasons.is_some()
+        && (sample.waiting_capacity.is_some() || sample.waiting_deferred.is_some())
+    {
+        number(out, WAITING_CAPACITY, sample.waiting_capacity);
+        number(out, WAITING_DEFERRED, sample.waiting_deferred);
+    }
     number(out, "kv_usage", sample.kv_usage);
     if d.preemption_counter.is_some() {
         number(out, "preemptions", sample.preemptions);
@@ -522,7 +540,7 @@ mod number_tests {
                 0.0f64..1e6,
                 (-1e16f64..1e16).prop_map(f64::trunc),
                 prop::sample::select(vec![1e15 - 1.0, 1e15, -1e15 + 1.0, 9_007_199_254_740_991.0]),
-            ]), 15),
+            ]), 17),
         ) {
             let v = |i: usize| values[i];
             let sample = SeriesSample {
@@ -530,6 +548,8 @@ mod number_tests {
                 t_mono_ns,
                 running: v(0),
                 waiting: v(1),
+                waiting_capacity: v(15),
+                waiting_deferred: v(16),
                 kv_usage: v(2),
                 preemptions: v(3),
                 generation_tokens: v(4),
@@ -572,6 +592,12 @@ mod number_tests {
         };
         put("running", sample.running);
         put("waiting", sample.waiting);
+        if d.waiting_reasons.is_some()
+            && (sample.waiting_capacity.is_some() || sample.waiting_deferred.is_some())
+        {
+            put(super::WAITING_CAPACITY, sample.waiting_capacity);
+            put(super::WAITING_DEFERRED, sample.waiting_deferred);
+        }
         put("kv_usage", sample.kv_usage);
         if d.preemption_counter.is_some() {
             put("preemptions", sample.preemptions);
@@ -617,7 +643,7 @@ mod number_tests {
     /// The recorder's extra keys read back as written, and a line without them reads as
     /// before: no reading, never zeros.
     #[test]
-    fn gpu_and_prefix_keys_round_trip() {
+    fn gpu_prefix_and_waiting_keys_round_trip() {
         use super::{parse_series_line, SeriesLine};
         use inferlint_core::model::{GpuReading, GpuSampling, SeriesHeader, SeriesSample};
         use inferlint_core::Engine;
@@ -625,6 +651,9 @@ mod number_tests {
             t_wall: 1_790_826_427.5,
             t_mono_ns: Some(181_013_565_957),
             running: Some(8.0),
+            waiting: Some(5.0),
+            waiting_capacity: Some(3.0),
+            waiting_deferred: Some(2.0),
             prefix_hits: Some(80.0),
             prefix_queries: Some(880.0),
             gpu: GpuReading {
@@ -644,6 +673,7 @@ mod number_tests {
             panic!("a sample")
         };
         assert!(s.gpu.is_empty() && s.prefix_hits.is_none());
+        assert!(s.waiting_capacity.is_none() && s.waiting_deferred.is_none());
         let header = SeriesHeader {
             gpu: Some(GpuSampling::Nvml),
             ..SeriesHeader::default()
