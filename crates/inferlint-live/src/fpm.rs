@@ -214,7 +214,9 @@ impl Fpm {
     /// Whether this is a heartbeat: every number its default (the publisher's idle
     /// message). A model execution schedules at least one token, so a step never is.
     pub fn is_heartbeat(&self) -> bool {
-        self.wall_time == 0.0 && self.scheduled == Scheduled::default() && self.queued == Queued::default()
+        self.wall_time == 0.0
+            && self.scheduled == Scheduled::default()
+            && self.queued == Queued::default()
     }
 
     /// The step line's keys (without `t`): those the stream carries, nothing else.
@@ -239,8 +241,13 @@ impl Fpm {
 /// missing keys at their defaults, a known key of the wrong type refused (msgspec refuses
 /// it too), nothing after the map. The error says what is wrong, in a few words.
 pub fn decode_fpm(payload: &[u8]) -> Result<Fpm, String> {
-    let mut r = Reader { bytes: payload, at: 0 };
-    let n = r.map_len().map_err(|e| format!("not a forward-pass metrics payload: {e}"))?;
+    let mut r = Reader {
+        bytes: payload,
+        at: 0,
+    };
+    let n = r
+        .map_len()
+        .map_err(|e| format!("not a forward-pass metrics payload: {e}"))?;
     let mut fpm = Fpm::default();
     for _ in 0..n {
         let key = r.key()?;
@@ -313,7 +320,10 @@ impl Reader<'_> {
     }
 
     fn uint(&mut self, n: usize) -> Result<u64, String> {
-        Ok(self.take(n)?.iter().fold(0u64, |v, b| (v << 8) | u64::from(*b)))
+        Ok(self
+            .take(n)?
+            .iter()
+            .fold(0u64, |v, b| (v << 8) | u64::from(*b)))
     }
 
     fn marker(&mut self) -> Result<rmp::Marker, String> {
@@ -440,9 +450,21 @@ impl Reader<'_> {
             FixExt4 => return self.take(5).map(drop),
             FixExt8 => return self.take(9).map(drop),
             FixExt16 => return self.take(17).map(drop),
-            Ext8 => return self.uint(1).and_then(|n| self.take(n as usize + 1).map(drop)),
-            Ext16 => return self.uint(2).and_then(|n| self.take(n as usize + 1).map(drop)),
-            Ext32 => return self.uint(4).and_then(|n| self.take(n as usize + 1).map(drop)),
+            Ext8 => {
+                return self
+                    .uint(1)
+                    .and_then(|n| self.take(n as usize + 1).map(drop))
+            }
+            Ext16 => {
+                return self
+                    .uint(2)
+                    .and_then(|n| self.take(n as usize + 1).map(drop))
+            }
+            Ext32 => {
+                return self
+                    .uint(4)
+                    .and_then(|n| self.take(n as usize + 1).map(drop))
+            }
             FixArray(n) => (u64::from(n), 1),
             Array16 => (self.uint(2)?, 1),
             Array32 => (self.uint(4)?, 1),
@@ -894,7 +916,10 @@ mod tests {
         for extra in [false, true] {
             let fpm = decode_fpm(&vllm_payload(1, extra)).unwrap();
             assert_eq!(fpm.version, 1);
-            assert_eq!((fpm.worker_id.as_str(), fpm.dp_rank, fpm.counter_id), ("w0", 1, 7));
+            assert_eq!(
+                (fpm.worker_id.as_str(), fpm.dp_rank, fpm.counter_id),
+                ("w0", 1, 7)
+            );
             assert_eq!(fpm.timing_scope.as_deref(), Some("execute_model_cuda"));
             assert_eq!(fpm.wall_time, 0.0125);
             assert_eq!(
@@ -907,10 +932,16 @@ mod tests {
                     decode_kv_tokens: 900,
                 }
             );
-            assert_eq!((fpm.queued.prefill_requests, fpm.queued.decode_requests), (3, 1));
+            assert_eq!(
+                (fpm.queued.prefill_requests, fpm.queued.decode_requests),
+                (3, 1)
+            );
             assert!(!fpm.is_heartbeat());
             let keys = Value::Object(fpm.step_keys());
-            assert_eq!(keys, json!({"w": 4, "pr": 2, "pt": 300, "dr": 4, "ms": 12.5}));
+            assert_eq!(
+                keys,
+                json!({"w": 4, "pr": 2, "pt": 300, "dr": 4, "ms": 12.5})
+            );
         }
     }
 

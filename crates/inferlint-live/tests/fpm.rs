@@ -39,10 +39,8 @@ struct Frame {
 fn payload(seq: u64, f: &Frame) -> Vec<u8> {
     use rmp::encode::*;
     let mut out = Vec::new();
-    let fields = 6
-        + u32::from(f.version.is_some())
-        + u32::from(f.later_key)
-        + u32::from(!f.without_queue);
+    let fields =
+        6 + u32::from(f.version.is_some()) + u32::from(f.later_key) + u32::from(!f.without_queue);
     write_map_len(&mut out, fields).unwrap();
     if let Some(v) = f.version {
         write_str(&mut out, "version").unwrap();
@@ -279,10 +277,7 @@ fn steps_heartbeats_holes_and_garbage_are_written_as_the_step_reader_reads_them(
 
     // The warm-up steps received: each a line of one decode and nothing prefilled.
     let all = lines(&path);
-    let warm = all
-        .iter()
-        .filter(|l| l["dr"] == 1 && l["pt"] == 0)
-        .count() as u64;
+    let warm = all.iter().filter(|l| l["dr"] == 1 && l["pt"] == 0).count() as u64;
     assert!(warm >= 1);
 
     let steps = read_steps(&path).unwrap();
@@ -297,9 +292,21 @@ fn steps_heartbeats_holes_and_garbage_are_written_as_the_step_reader_reads_them(
     let gaps: Vec<u64> = steps.gaps.iter().map(|g| g.steps).collect();
     assert_eq!(gaps, vec![3, 1, 1], "{:?}", steps.gaps);
     assert_eq!(steps.dropped, 5);
-    assert!(steps.gaps[0].reason.contains("skipped 3"), "{}", steps.gaps[0].reason);
-    assert!(steps.gaps[1].reason.contains("version 2"), "{}", steps.gaps[1].reason);
-    assert!(steps.gaps[2].reason.contains("could not be read"), "{}", steps.gaps[2].reason);
+    assert!(
+        steps.gaps[0].reason.contains("skipped 3"),
+        "{}",
+        steps.gaps[0].reason
+    );
+    assert!(
+        steps.gaps[1].reason.contains("version 2"),
+        "{}",
+        steps.gaps[1].reason
+    );
+    assert!(
+        steps.gaps[2].reason.contains("could not be read"),
+        "{}",
+        steps.gaps[2].reason
+    );
     // Only step n had requests queued (3 + 1).
     assert_eq!(steps.queued_steps, 1);
     let queued_max = steps.bins.values().map(|b| b.queued_max).max();
@@ -313,7 +320,12 @@ fn steps_heartbeats_holes_and_garbage_are_written_as_the_step_reader_reads_them(
     assert!((four.mixed_ms - 12.0).abs() < 1e-9 && (four.pure_ms - 5.0).abs() < 1e-9);
     // No key the stream does not carry was written.
     let step_n = all.iter().find(|l| l["pt"] == 300).unwrap();
-    let mut keys: Vec<&str> = step_n.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+    let mut keys: Vec<&str> = step_n
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(|k| k.as_str())
+        .collect();
     keys.sort_unstable();
     assert_eq!(keys, ["dr", "ms", "pr", "pt", "t", "w"]);
     // Receipt times, on the header's clocks: within the subscriber's life, in order.
@@ -326,7 +338,10 @@ fn steps_heartbeats_holes_and_garbage_are_written_as_the_step_reader_reads_them(
     let end = steps.end.unwrap();
     assert_eq!((end.steps, end.dropped), (Some(warm + 3), Some(5)));
     let t = &summary.totals;
-    assert_eq!((t.steps, t.heartbeats, t.gaps, t.missed), (warm + 3, 1, 1, 3));
+    assert_eq!(
+        (t.steps, t.heartbeats, t.gaps, t.missed),
+        (warm + 3, 1, 1, 3)
+    );
     assert_eq!((t.bad_frames, t.other_version, t.restarts), (1, 1, 0));
     assert_eq!(t.versions_not_read, vec![2]);
     let end_line = all.last().unwrap();
@@ -364,7 +379,9 @@ fn a_sequence_that_goes_back_is_a_restart() {
     };
     publisher.send(2, payload(2, &step));
     publisher.send(3, payload(3, &step));
-    wait_for(&path, "the step after the restart", |l| l["dr"] == 6 && l["t"].is_number());
+    wait_for(&path, "the step after the restart", |l| {
+        l["dr"] == 6 && l["t"].is_number()
+    });
     wait_for(&path, "both steps after the restart", |_| {
         lines(&path).iter().filter(|l| l["dr"] == 6).count() == 2
     });
@@ -372,7 +389,104 @@ fn a_sequence_that_goes_back_is_a_restart() {
     let steps = read_steps(&path).unwrap();
     assert_eq!(steps.gap_lines, 1);
     assert_eq!(steps.gaps[0].steps, 2, "messages 0 and 1 of the new run");
-    assert!(steps.gaps[0].reason.contains("started again"), "{}", steps.gaps[0].reason);
+    assert!(
+        steps.gaps[0].reason.contains("started again"),
+        "{}",
+        steps.gaps[0].reason
+    );
     assert_eq!(summary.totals.restarts, 1);
     assert_eq!(summary.totals.gaps, 0);
+}
+
+/// A port nothing listens on now (bound, read, released), for a publisher that binds it
+/// after the subscriber started.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The engine comes up after the subscriber: every message from 0 belongs to the
+/// recording, so those lost before the subscription took hold (here 0 to 4, never sent,
+/// and any a PUB socket dropped while the subscriber joined) are one hole from 0, and
+/// every message up to the last is either a step line or in that hole.
+#[test]
+fn a_publisher_that_starts_after_the_subscriber_leaves_a_hole_from_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("steps.jsonl");
+    let port = free_port();
+    let sub = FpmSubscriber::start(&format!("tcp://*:{port}"), &path).unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let socket = runtime.block_on(async {
+        let mut socket = PubSocket::new();
+        socket
+            .bind(&format!("tcp://127.0.0.1:{port}"))
+            .await
+            .unwrap();
+        socket
+    });
+    let mut publisher = Publisher {
+        runtime,
+        socket,
+        endpoint: format!("tcp://127.0.0.1:{port}"),
+    };
+    let deadline = Instant::now() + LIMIT;
+    let mut seq = 5;
+    loop {
+        publisher.send(seq, payload(seq, &WARM));
+        seq += 1;
+        if !lines(&path).is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no step arrived");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let last = seq - 1;
+    wait_for(&path, "every step sent", |_| {
+        read_steps(&path).is_ok_and(|s| s.steps + s.dropped == last + 1)
+    });
+    let summary = sub.stop();
+    assert_eq!(summary.listening_at_start, Some(false));
+    let steps = read_steps(&path).unwrap();
+    assert_eq!(steps.gap_lines, 1, "{:?}", steps.gaps);
+    assert!(steps.gaps[0].steps >= 5, "{:?}", steps.gaps);
+    assert!(
+        steps.gaps[0]
+            .reason
+            .contains("started after the subscriber"),
+        "{}",
+        steps.gaps[0].reason
+    );
+    assert_eq!(steps.steps + steps.dropped, last + 1);
+    assert_eq!(summary.totals.missed, steps.gaps[0].steps);
+}
+
+/// Stopped before anything listened (or dropped), the file still closes with its end
+/// line: the step reader reads it as a file of no step.
+#[test]
+fn a_subscriber_stopped_before_anything_listened_closes_its_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("steps.jsonl");
+    let sub = FpmSubscriber::start(&format!("127.0.0.1:{}", free_port()), &path).unwrap();
+    let summary = sub.stop();
+    assert_eq!(
+        (summary.subscribed, summary.listening_at_start),
+        (None, Some(false))
+    );
+    let steps = read_steps(&path).unwrap();
+    assert_eq!((steps.steps, steps.gap_lines), (0, 0));
+    assert_eq!(steps.end.and_then(|e| e.steps), Some(0));
+    let dropped = dir.path().join("dropped.jsonl");
+    drop(FpmSubscriber::start(&format!("127.0.0.1:{}", free_port()), &dropped).unwrap());
+    assert!(read_steps(&dropped).unwrap().end.is_some());
+    // An existing file is not written over, and the refusal is one line.
+    let again = FpmSubscriber::start(&format!("127.0.0.1:{}", free_port()), &path);
+    let err = again.unwrap_err().to_string();
+    assert!(!err.contains('\n'), "{err}");
 }
