@@ -61,7 +61,7 @@ use inferlint_core::traces::ClockAnchor;
 use inferlint_engines::files::STEPS_SCHEMA;
 use inferlint_engines::kv_frames::published_frame;
 use inferlint_engines::output::{create_stream, OutputError, Rule, StreamFile};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use zeromq::{Socket, SocketOptions, SocketRecv, SubSocket};
 
 use crate::clock;
@@ -220,18 +220,15 @@ impl Fpm {
     }
 
     /// The step line's keys (without `t`): those the stream carries, nothing else.
-    pub fn step_keys(&self) -> Map<String, Value> {
-        let mut o = Map::new();
-        o.insert(
-            "w".into(),
-            json!(self.queued.prefill_requests + self.queued.decode_requests),
-        );
-        o.insert("pr".into(), json!(self.scheduled.prefill_requests));
-        o.insert("pt".into(), json!(self.scheduled.prefill_tokens));
-        o.insert("dr".into(), json!(self.scheduled.decode_requests));
+    pub fn step_keys(&self) -> Value {
+        let mut o = json!({
+            "w": self.queued.prefill_requests + self.queued.decode_requests,
+            "pr": self.scheduled.prefill_requests,
+            "pt": self.scheduled.prefill_tokens,
+            "dr": self.scheduled.decode_requests,
+        });
         if self.wall_time.is_finite() && self.wall_time >= 0.0 {
-            let ms = (self.wall_time * 1e6).round() / 1e3;
-            o.insert("ms".into(), json!(ms));
+            o["ms"] = json!((self.wall_time * 1e6).round() / 1e3);
         }
         o
     }
@@ -841,11 +838,10 @@ impl Task {
                     self.totals.heartbeats += 1;
                     return;
                 }
-                let mut line = Map::new();
-                line.insert("t".into(), json!(self.t_now()));
-                line.extend(fpm.step_keys());
+                let mut line = fpm.step_keys();
+                line["t"] = json!(self.t_now());
                 self.totals.steps += 1;
-                self.put(Value::Object(line).to_string());
+                self.put(line.to_string());
             }
         }
     }
@@ -937,7 +933,7 @@ mod tests {
                 (3, 1)
             );
             assert!(!fpm.is_heartbeat());
-            let keys = Value::Object(fpm.step_keys());
+            let keys = fpm.step_keys();
             assert_eq!(
                 keys,
                 json!({"w": 4, "pr": 2, "pt": 300, "dr": 4, "ms": 12.5})
