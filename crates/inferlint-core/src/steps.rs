@@ -72,9 +72,11 @@ impl StepLine {
     }
 
     /// Whether the step admitted or generated anything: a prompt token processed or a
-    /// token generated (by the iteration's stats, else its batch).
+    /// token generated (by the iteration's stats, else its batch), or a decode request
+    /// scheduled (`dr`: each generates a token in the step that runs it; the engines'
+    /// forward-pass stream gives the decode requests, not their tokens).
     pub fn progressed(&self) -> bool {
-        [self.gen, self.prompt, self.pt, self.dt]
+        [self.gen, self.prompt, self.pt, self.dt, self.dr]
             .into_iter()
             .flatten()
             .any(|n| n > 0)
@@ -552,6 +554,28 @@ mod tests {
         let s = steps.stretches[0];
         assert!((s.seconds() - 9.5).abs() < 1e-9, "{s:?}");
         assert_eq!(s.waiting, 3);
+    }
+
+    /// Decode steps as the forward-pass stream writes them (the decode requests, no
+    /// token counts) run every 10 ms for 3 s while 2 requests wait: each generated a
+    /// token for each of its 4 decodes, so nothing stalled and no stretch is kept.
+    #[test]
+    fn decode_requests_scheduled_are_progress_without_token_counts() {
+        let mut steps = Steps::new("s".into(), ClockAnchor::default());
+        for k in 0..=300 {
+            steps.step(&StepLine {
+                t: f64::from(k) * 0.01,
+                w: Some(2),
+                pr: Some(0),
+                pt: Some(0),
+                dr: Some(4),
+                ms: Some(8.0),
+                ..StepLine::default()
+            });
+        }
+        steps.finish();
+        assert_eq!(steps.queued_steps, 301);
+        assert_eq!(steps.stretch_count, 0, "{:?}", steps.stretches);
     }
 
     /// A gap line ends the stretch unkept: dropped steps may have progressed.

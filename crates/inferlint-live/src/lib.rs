@@ -2,7 +2,8 @@
 //! a series sampled on a schedule while a load runs, and a probe of a few real requests.
 //!
 //! It also subscribes to an engine's KV-cache event stream (ZeroMQ, [`kv_events`]) and
-//! writes what arrives, holes stated, on a thread and runtime of its own.
+//! writes what arrives, holes stated, on a thread and runtime of its own; and to the
+//! engines' native forward-pass metrics stream ([`fpm`]), written as a step file.
 //!
 //! Key design decision: this is the only crate that touches the network, and it reads
 //! nothing back from disk. It turns each scrape into the same run model and the same file
@@ -37,6 +38,7 @@ pub mod blocking;
 pub mod clock;
 pub mod drain;
 pub mod fleet_watch;
+pub mod fpm;
 pub mod http;
 pub mod kv_events;
 pub mod otlp;

@@ -9,6 +9,9 @@ mod common;
 /// test: the records and events it takes, the gaps in the event ids, a server that
 /// answers badly or not at all.
 mod drain;
+/// The forward-pass metrics subscriber against a ZeroMQ publisher made in the test:
+/// steps, heartbeats, holes, another version, garbage, a restart; read back as a step file.
+mod fpm;
 /// The KV event subscriber against a ZeroMQ publisher made in the test: holes, replay,
 /// garbage, restarts.
 mod kv_events;
