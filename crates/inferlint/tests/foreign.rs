@@ -24,7 +24,7 @@ fn t8(dir: &Path) -> (Status, String, Vec<String>) {
 }
 
 /// The real healthy run (vllm bench serve at 8, the server running 8) with its
-/// recording capped at 4 running: T8 fails, the server never ran the 8 asked. Four
+/// recording capped at 4 running, the rest waiting: T8 fails, the server never ran the 8 asked. Four
 /// samples at 8 running appended after the after reading (a recorder left running into
 /// the next load) and four put 60 s before the before reading (one started early, over
 /// another load) are not this run's: T8 still fails on what the run's own samples show,
@@ -48,9 +48,13 @@ fn samples_outside_the_readings_decide_nothing() {
         .lines()
         .map(|l| serde_json::from_str(l).expect("the test's own setup"))
         .collect();
+    // The requests over 4 wait instead of running: what a server capped at 4 shows, the
+    // load's 8 all accounted for at the server (running or waiting).
     for line in lines.iter_mut().skip(1) {
-        if line["running"].as_f64().is_some_and(|r| r > 4.0) {
+        if let Some(r) = line["running"].as_f64().filter(|r| *r > 4.0) {
+            let waiting = line["waiting"].as_f64().unwrap_or(0.0);
             line["running"] = Value::from(4.0);
+            line["waiting"] = Value::from(waiting + r - 4.0);
         }
     }
     let write = |lines: &[Value]| {
