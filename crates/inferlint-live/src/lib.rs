@@ -22,6 +22,9 @@
 //! [`drain::Drainer`] drains the endpoints that forget what they return (TensorRT-LLM's
 //! `/perf_metrics` and `/kv_cache_events`) on a thread of its own, into the same files.
 //!
+//! [`steps_follow::StepsFollower`] follows the step file a vLLM server's plugin writes
+//! (`INFERLINT_STEPS`) for the window of a recording, into the run folder's copy.
+//!
 //! [`otlp::OtlpReceiver`] receives the OpenTelemetry spans a server exports during a run
 //! (gRPC and OTLP/HTTP on 127.0.0.1, on a thread and runtime of its own) and writes them
 //! to a file that `inferlint-engines` reads back.
@@ -47,6 +50,7 @@ pub mod schedule;
 pub mod scrape;
 pub mod server;
 pub mod session;
+pub mod steps_follow;
 pub mod stop;
 pub mod verdicts;
 pub mod watch;
