@@ -221,7 +221,9 @@ pub fn free_port() -> u16 {
     let start = (std::process::id() % u32::from(window)) as u16;
     (0..window)
         .map(|i| low - window + (start + i) % window)
-        .find(|port| !given.contains(port) && std::net::TcpListener::bind(("127.0.0.1", *port)).is_ok())
+        .find(|port| {
+            !given.contains(port) && std::net::TcpListener::bind(("127.0.0.1", *port)).is_ok()
+        })
         .inspect(|port| given.push(*port))
         .expect("a free port below the ephemeral range")
 }
