@@ -184,11 +184,11 @@ pub fn watch(choice: &mut EngineChoice, args: &WatchArgs, url: &str) -> Result<E
             return Err(e);
         }
     };
-    if let (Some(_), false) = (&steps, engine == Engine::Vllm) {
+    if steps.is_some() && engine.descriptor().step_plugin.is_none() {
         discard_steps(steps);
         return Err(CliError::usage(format!(
             "--steps: the step plugin is vLLM's (a stat logger); {} has none",
-            engine.descriptor().name
+            engine.name()
         )));
     }
     // The server's endpoints that forget what they return, drained beside the recording

@@ -1109,7 +1109,7 @@ fn watch_steps_copies_the_window_of_a_running_servers_step_file() {
 }
 
 /// `watch --steps` refuses, before recording anything, a FILE that is no step file, a
-/// copy that would be the recording itself, and a fleet.
+/// copy that would be the recording itself, a fleet, and a server of another engine.
 #[test]
 fn watch_steps_refusals() {
     let server = sim(Engine::Vllm);
@@ -1141,7 +1141,37 @@ fn watch_steps_refusals() {
         assert!(stderr(&o).contains(expected), "{args:?}: {}", stderr(&o));
         assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
     }
+    // The step plugin is vLLM's: a server of another engine is refused once its first
+    // scrape names it, before the series or the copy is made.
+    std::fs::write(
+        dir.path().join("steps-file.jsonl"),
+        "{\"schema\":\"inferlint.steps/1\",\"t_wall\":1.0,\"t_mono_ns\":1}\n",
+    )
+    .unwrap();
+    let sglang = sim(Engine::Sglang);
+    let o = inferlint(
+        dir.path(),
+        &[
+            "watch",
+            &sglang.base_url,
+            "-o",
+            "r4/s.jsonl",
+            "--steps",
+            "steps-file.jsonl",
+        ],
+    );
+    no_panic(&o);
+    assert_eq!(o.status.code(), Some(USAGE), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--steps: the step plugin is vLLM's (a stat logger); SGLang has none"),
+        "{}",
+        stderr(&o)
+    );
     for run in ["r1", "r2", "r3"] {
         assert!(!dir.path().join(run).exists(), "{run}");
     }
+    let left: Vec<_> = std::fs::read_dir(dir.path().join("r4"))
+        .map(|d| d.map(|e| e.unwrap().file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
 }

@@ -211,12 +211,12 @@ impl RecordOptions {
             );
         };
         if let (Some(_), Some(engine)) = (&self.steps, self.engine) {
-            if engine != Engine::Vllm {
+            if engine.descriptor().step_plugin.is_none() {
                 return Err(Error::new(
                     ErrorKind::Engine,
                     format!(
                         "the step plugin is vLLM's (a stat logger); {} has none",
-                        engine.descriptor().name
+                        engine.name()
                     ),
                 ));
             }
@@ -245,7 +245,9 @@ impl RecordOptions {
         options.duration = self.duration;
         // The step plugin is vLLM's: a server of another engine is refused at its first
         // scrape, before anything is written.
-        options.engine = self.engine.or(self.steps.as_ref().map(|_| Engine::Vllm));
+        options.engine = self
+            .engine
+            .or_else(|| self.steps.as_ref().and_then(|_| step_plugin_engine()));
         options.folder = self.folder.clone();
         options.requested = self.requested;
         options.expect_cache_hits = self.expect_cache_hits;
@@ -255,6 +257,18 @@ impl RecordOptions {
             inferlint_live::watch::Pages::AskForLess
         };
         options
+    }
+}
+
+/// The one engine with a step plugin (vLLM's stat logger), which
+/// [`RecordOptions::steps`] requires of the server.
+fn step_plugin_engine() -> Option<Engine> {
+    let mut with = Engine::ALL
+        .into_iter()
+        .filter(|e| e.descriptor().step_plugin.is_some());
+    match (with.next(), with.next()) {
+        (Some(only), None) => Some(only),
+        _ => None,
     }
 }
 

@@ -471,7 +471,7 @@ fn steps_header(ago_s: f64) -> (String, i64) {
     let anchor_ns = inferlint_live::clock::monotonic_ns() - (ago_s * 1e9) as i64;
     let wall = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
+        .expect("the clock is past 1970")
         .as_secs_f64()
         - ago_s;
     (
@@ -496,8 +496,9 @@ fn append_to(path: &std::path::Path, text: &str) {
         .create(true)
         .append(true)
         .open(path)
-        .unwrap();
-    file.write_all(text.as_bytes()).unwrap();
+        .expect("the step file opens");
+    file.write_all(text.as_bytes())
+        .expect("the step file is written");
 }
 
 /// A harness recording a vLLM server started with `INFERLINT_STEPS=FILE` gets the steps
