@@ -844,3 +844,165 @@ fn speculative_decoding_measured_on_random_prompts_warns_t27() {
         message(&results, "T27")
     );
 }
+
+/// `xray --steps` against the real engine, the step plugin installed in its venv
+/// (scripts/real-vllm/steps.sh installs it): the plugin's lines account for what the
+/// server's own counters moved between xray's readings. vLLM's Prometheus logger adds
+/// each iteration's `num_generation_tokens`, `num_prompt_tokens` and `num_preempted_reqs`
+/// to `vllm:generation_tokens_total`, `vllm:prompt_tokens_total` and
+/// `vllm:num_preemptions_total` (vllm/v1/metrics/loggers.py, `record`); the plugin writes
+/// the same three attributes of the same iteration stats as `gen`, `prompt` and `pre`
+/// (docs/steps.md). So, with no step dropped (no gap line), the steps between the
+/// readings (by the monotonic clock of the header and the snapshots) sum to each
+/// counter's move exactly. The load is the healthy one: 32 requests of 32 tokens out
+/// with --ignore-eos, so at least 1,024 generated tokens, and no preemption in a pool of
+/// 8,191 blocks.
+#[test]
+fn xray_steps_on_the_real_engine_sum_to_the_servers_counters() {
+    let Some((venv, model)) = real_vllm() else {
+        skipped("INFERLINT_REAL_VLLM does not name the real vLLM venv (scripts/real-vllm/setup.sh makes it)");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let port = crate::common::free_port();
+    let url = format!("http://127.0.0.1:{port}");
+    let serve = fixtures()
+        .join("../scripts/real-vllm/serve.sh")
+        .canonicalize()
+        .unwrap();
+    let serve_cmd = format!("bash {}", serve.display());
+    let vllm = venv.join("bin/vllm");
+    let result_dir = out.to_str().unwrap().to_owned();
+    let port_text = port.to_string();
+    let model_text = model.to_str().unwrap().to_owned();
+    let home = venv.parent().unwrap().to_str().unwrap().to_owned();
+    let args = [
+        "xray",
+        "-o",
+        &result_dir,
+        "--no-gpu",
+        "--engine",
+        "vllm",
+        "--steps",
+        "--url",
+        &url,
+        "--serve",
+        &serve_cmd,
+        "--",
+        vllm.to_str().unwrap(),
+        "bench",
+        "serve",
+        "--backend",
+        "openai",
+        "--base-url",
+        &url,
+        "--model",
+        "tiny-llama",
+        "--tokenizer",
+        &model_text,
+        "--dataset-name",
+        "random",
+        "--random-input-len",
+        "32",
+        "--random-output-len",
+        "32",
+        "--ignore-eos",
+        "--num-prompts",
+        "32",
+        "--max-concurrency",
+        "8",
+        "--seed",
+        "0",
+        "--disable-tqdm",
+    ];
+    let run = inferlint_env(
+        tmp.path(),
+        &args,
+        &[
+            ("PORT", &port_text),
+            ("REAL_VLLM_HOME", &home),
+            ("REAL_VLLM_VENV", venv.to_str().unwrap()),
+            ("REAL_VLLM_MODEL", &model_text),
+            ("HF_HUB_OFFLINE", "1"),
+            ("HF_DATASETS_OFFLINE", "1"),
+            ("TRANSFORMERS_OFFLINE", "1"),
+        ],
+    );
+    no_panic(&run);
+    let log = std::fs::read_to_string(out.join("boot.log")).unwrap_or_default();
+    let alive: Vec<u32> = pids_in_log(&log)
+        .into_iter()
+        .filter(|p| vllm_alive(*p, &venv))
+        .collect();
+    assert!(
+        alive.is_empty(),
+        "xray left the server's processes {alive:?} running"
+    );
+    let steps_text = std::fs::read_to_string(out.join("steps.jsonl")).unwrap_or_else(|e| {
+        panic!(
+            "no steps.jsonl ({e}): is the plugin installed in {}?\n{}",
+            venv.display(),
+            stderr(&run)
+        )
+    });
+    let snapshot = |name: &str| {
+        inferlint_engines::files::read_snapshot(&out.join(name))
+            .unwrap_or_else(|e| panic!("{e}\n{}", stderr(&run)))
+    };
+    let (before, after) = (
+        snapshot("before.snapshot.json"),
+        snapshot("after.snapshot.json"),
+    );
+    let mut lines = steps_text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap());
+    let header = lines.next().unwrap();
+    let anchor = header["t_mono_ns"].as_i64().unwrap();
+    let t_of = |s: &inferlint_core::model::Snapshot| (s.t_mono_ns.unwrap() - anchor) as f64 / 1e9;
+    let (from, to) = (t_of(&before), t_of(&after));
+    let (mut steps, mut gaps) = (0u64, 0u64);
+    let (mut generated, mut prompt, mut preempted) = (0.0, 0.0, 0.0);
+    for line in lines {
+        let Some(t) = line["t"].as_f64() else {
+            continue;
+        };
+        if t < from || t > to {
+            continue;
+        }
+        if line.get("gap").is_some() {
+            gaps += 1;
+        }
+        if line.get("fin").is_some() || line.get("end").is_some() || line.get("gap").is_some() {
+            continue;
+        }
+        steps += 1;
+        generated += line["gen"].as_f64().unwrap_or(0.0);
+        prompt += line["prompt"].as_f64().unwrap_or(0.0);
+        preempted += line["pre"].as_f64().unwrap_or(0.0);
+    }
+    let moved =
+        |name: &str| after.metrics.total(name).unwrap() - before.metrics.total(name).unwrap();
+    eprintln!(
+        "steps between the readings: {steps}; gen {generated}, prompt {prompt}, pre {preempted}; counters moved: generation {}, prompt {}, preemptions {}",
+        moved("vllm:generation_tokens_total"),
+        moved("vllm:prompt_tokens_total"),
+        moved("vllm:num_preemptions_total")
+    );
+    assert!(steps > 0, "no step between the readings");
+    assert_eq!(gaps, 0, "the plugin dropped steps");
+    assert!(generated >= 1024.0, "{generated} tokens generated");
+    assert_eq!(generated, moved("vllm:generation_tokens_total"));
+    assert_eq!(prompt, moved("vllm:prompt_tokens_total"));
+    assert_eq!(preempted, moved("vllm:num_preemptions_total"));
+    assert_eq!(preempted, 0.0);
+    // And inferlint's own reading of the file says the same of T31.
+    let results: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(
+        status(&results, "T31"),
+        "pass",
+        "{}",
+        message(&results, "T31")
+    );
+}
