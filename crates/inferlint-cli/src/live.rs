@@ -91,7 +91,9 @@ pub fn snapshot(
 /// `force` replaces an existing one that no other recorder holds. Each sample carries a
 /// reading of the server's GPUs where they can be read; the mid-run verdicts are judged
 /// as samples arrive, shown in the status area, one log line per change and, with
-/// `--json-events`, written as JSON lines. Ends with exit 2 when more than
+/// `--json-events`, written as JSON lines. `--steps FILE` copies the server's step file
+/// for the window recorded into `steps.jsonl` beside the recording. Ends with exit 2
+/// when more than
 /// [`MAX_FAILED_SHARE`] of the scrapes failed.
 pub fn watch(choice: &mut EngineChoice, args: &WatchArgs, url: &str) -> Result<ExitCode, CliError> {
     let out = args.out.as_path();

@@ -5,7 +5,8 @@
 //! writes what arrives, holes stated, on a thread and runtime of its own.
 //!
 //! Key design decision: this is the only crate that touches the network, and it reads
-//! nothing back from disk. It turns each scrape into the same run model and the same file
+//! nothing back from disk (but the step file a server writes, which
+//! [`steps_follow`] copies as bytes, parsing only its header). It turns each scrape into the same run model and the same file
 //! lines that `inferlint-engines` reads (through `files::snapshot_json`,
 //! `files::series_sample_json` and `record::sample_from_metrics`), so a recording made
 //! here and a recording read from a file can never disagree. The file readers, benches and
