@@ -280,3 +280,40 @@ fn the_follower_on_its_thread_reads_to_the_end_when_stopped() {
     assert_eq!(lines(&f.out), vec![header(7), step(2, 0.2), step(3, 0.3)]);
     assert_eq!((summary.lines, summary.before), (2, 1));
 }
+
+#[test]
+fn a_second_header_appended_is_a_restart_too() {
+    let f = files();
+    append(&f.source, &format!("{}\n", header(7)));
+    let mut follow = StepsFollow::start(&f.source, &f.out, false).expect("following starts");
+    // A new process that appends rather than truncating: its header is not a step.
+    append(
+        &f.source,
+        &format!("{}\n{}\n{}\n", step(1, 0.1), header(8), step(1, 0.1)),
+    );
+    follow.poll();
+    let summary = follow.finish();
+    assert_eq!(summary.problem, Some(StepsProblem::Restarted));
+    assert_eq!(lines(&f.out), vec![header(7), step(1, 0.1)]);
+    assert_eq!(summary.lines, 1);
+}
+
+/// A line longer than the reader takes (16 KiB) is not held whole: dropped as it grows,
+/// counted, and the line after it copied.
+#[test]
+fn a_line_too_long_to_hold_is_skipped_and_counted() {
+    let f = files();
+    append(&f.source, &format!("{}\n", header(7)));
+    let mut follow = StepsFollow::start(&f.source, &f.out, false).expect("following starts");
+    let long = format!(r#"{{"t":1.0,"fin":"{}""#, "x".repeat(10 << 10));
+    append(&f.source, &long);
+    follow.poll();
+    append(
+        &f.source,
+        &format!("{}}}\n{}\n", "y".repeat(10 << 10), step(2, 0.2)),
+    );
+    follow.poll();
+    let summary = follow.finish();
+    assert_eq!(summary.too_long, 1);
+    assert_eq!(lines(&f.out), vec![header(7), step(2, 0.2)]);
+}
