@@ -424,6 +424,11 @@ pub struct WatchArgs {
     /// beside -o: another reader of them loses what this takes
     #[arg(long, conflicts_with = "kv_events")]
     pub drain: bool,
+    /// Copy the step file of a vLLM server started with INFERLINT_STEPS=FILE (and the
+    /// step plugin) into steps.jsonl beside -o: its header, then the steps of the window
+    /// recorded
+    #[arg(long, value_name = "FILE")]
+    pub steps: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -91,7 +91,9 @@ pub fn snapshot(
 /// `force` replaces an existing one that no other recorder holds. Each sample carries a
 /// reading of the server's GPUs where they can be read; the mid-run verdicts are judged
 /// as samples arrive, shown in the status area, one log line per change and, with
-/// `--json-events`, written as JSON lines. Ends with exit 2 when more than
+/// `--json-events`, written as JSON lines. `--steps FILE` copies the server's step file
+/// for the window recorded into `steps.jsonl` beside the recording. Ends with exit 2
+/// when more than
 /// [`MAX_FAILED_SHARE`] of the scrapes failed.
 pub fn watch(choice: &mut EngineChoice, args: &WatchArgs, url: &str) -> Result<ExitCode, CliError> {
     let out = args.out.as_path();
@@ -171,7 +173,26 @@ pub fn watch(choice: &mut EngineChoice, args: &WatchArgs, url: &str) -> Result<E
         None => None,
     };
     let recorder = recorder()?;
-    let (mut scraper, first, engine) = first_scrape(choice, &recorder, url)?;
+    // The step file is followed from just before the first scrape (the before reading):
+    // what the server wrote earlier is another window's.
+    let steps = match &args.steps {
+        Some(source) => Some(start_steps(source, &beside, out, args)?),
+        None => None,
+    };
+    let (mut scraper, first, engine) = match first_scrape(choice, &recorder, url) {
+        Ok(found) => found,
+        Err(e) => {
+            discard_steps(steps);
+            return Err(e);
+        }
+    };
+    if steps.is_some() && engine.descriptor().step_plugin.is_none() {
+        discard_steps(steps);
+        return Err(CliError::usage(format!(
+            "--steps: the step plugin is vLLM's (a stat logger); {} has none",
+            engine.name()
+        )));
+    }
     // The server's endpoints that forget what they return, drained beside the recording
     // on a thread of its own: the engine is known now.
     let drainer = if args.drain {
@@ -238,6 +259,13 @@ pub fn watch(choice: &mut EngineChoice, args: &WatchArgs, url: &str) -> Result<E
             crate::receivers::kv_line(&subscriber.stop())
         ))?;
     }
+    if let Some(follower) = steps {
+        let summary = follower.stop();
+        print(&format!("{}\n", fmt::terminal_safe(&summary.line())))?;
+        if let Some(warning) = summary.warning() {
+            eprint_line!("warning: {}", fmt::terminal_safe(&warning));
+        }
+    }
     if let Some(drainer) = drainer {
         let summary = drainer.stop();
         for line in crate::receivers::drain_lines(&summary) {
@@ -278,6 +306,52 @@ pub fn watch(choice: &mut EngineChoice, args: &WatchArgs, url: &str) -> Result<E
         )));
     }
     Ok(ExitCode::Passed)
+}
+
+/// Starts following the server's step file (`--steps FILE`) into `steps.jsonl` beside
+/// the recording; refused when that copy would be the recording or its events file, when
+/// FILE's first line is not a step file's header, or when the copy may not be written.
+fn start_steps(
+    source: &Path,
+    beside: &dyn Fn(&str) -> std::path::PathBuf,
+    out: &Path,
+    args: &WatchArgs,
+) -> Result<inferlint_live::steps_follow::StepsFollower, CliError> {
+    use inferlint_live::steps_follow::{StepsError, StepsFollower};
+    let copy = beside(inferlint_engines::files::STEPS_FILE);
+    let clash = |other: &Path| other == copy || output::same_file(other, &copy);
+    if clash(out) || args.json_events.as_deref().is_some_and(clash) {
+        return Err(CliError::usage(format!(
+            "--steps copies into {}, which -o or --json-events names: record the series under another name",
+            copy.display()
+        )));
+    }
+    let follower = StepsFollower::start(source, &copy, args.force).map_err(|e| match e {
+        StepsError::NotSteps { .. } | StepsError::Read { .. } => {
+            CliError::input(format!("--steps: {e}"))
+        }
+        StepsError::Output(e) => refused(e),
+        e => CliError::cannot_write(format!("--steps: {e}")),
+    })?;
+    eprint_line!(
+        "note: copying the server's steps from {} into {}",
+        source.display(),
+        copy.display()
+    );
+    if !follower.started_with_header() {
+        eprint_line!(
+            "note: {} holds no step header yet (the plugin writes it at the server's first step): the copy begins then",
+            source.display()
+        );
+    }
+    Ok(follower)
+}
+
+/// Stops following for a recording that never began, and removes the copy begun.
+fn discard_steps(steps: Option<inferlint_live::steps_follow::StepsFollower>) {
+    if let Some(out) = steps.and_then(|follower| follower.stop().out) {
+        let _ = std::fs::remove_file(out);
+    }
 }
 
 /// Starts draining `engine`'s endpoints that forget what they return (`--drain`) into
@@ -325,9 +399,10 @@ pub(crate) fn fleet_takes_no_live_verdicts(args: &WatchArgs) -> Result<(), CliEr
         ("--otlp", args.otlp.is_some()),
         ("--kv-events", args.kv_events.is_some()),
         ("--drain", args.drain),
+        ("--steps", args.steps.is_some()),
     ];
     match given.iter().find(|(_, given)| *given) {
-        Some((flag @ ("--otlp" | "--kv-events" | "--drain"), _)) => Err(CliError::usage(format!(
+        Some((flag @ ("--otlp" | "--kv-events" | "--drain" | "--steps"), _)) => Err(CliError::usage(format!(
             "{flag} receives one server's traces: record each replica's with a watch of its own"
         ))),
         Some((flag, _)) => Err(CliError::usage(format!(

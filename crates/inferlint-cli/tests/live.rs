@@ -916,3 +916,262 @@ fn probe_takes_no_engine() {
     assert_eq!(code, Some(USAGE));
     assert!(err.contains("probe takes no --engine"), "{err}");
 }
+
+/// A step line as the step plugin writes it (docs/steps.md), at `t` s after the header's
+/// anchor: `r` running, `w` waiting, the decode batch `dr`/`dt`, `gen` tokens generated,
+/// `pre` requests preempted.
+fn step_line(t: f64, i: u64, w: u64, gen: u64, pre: u64) -> String {
+    format!(
+        r#"{{"t":{t:.6},"i":{i},"r":2,"w":{w},"d":0,"kv":0.2,"pr":0,"pt":0,"dr":2,"dt":2,"ms":10.0,"gen":{gen},"prompt":0,"pre":{pre}}}"#
+    )
+}
+
+fn append_to(path: &Path, text: &str) {
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
+    file.write_all(text.as_bytes()).unwrap();
+}
+
+/// `watch --steps FILE` beside a server already running: FILE is the server's step file
+/// (the test writes it as the plugin would, on this host's monotonic clock). The copy in
+/// the run folder holds FILE's header and exactly the lines appended while the watch
+/// recorded; report judges T29 to T31 from them.
+#[test]
+fn watch_steps_copies_the_window_of_a_running_servers_step_file() {
+    // In real time (speed 1), so that the load's requests last long enough to be
+    // sampled: report judges a recording that shows requests running.
+    let mut config = ServerConfig::new(Engine::Vllm);
+    config.port = crate::common::free_port();
+    config.speed = 1.0;
+    let server = server::spawn(config).unwrap();
+    let dir = temp();
+    let source = dir.path().join("server-steps.jsonl");
+    // The server has been up a minute: its header's anchor, and steps of an earlier
+    // window that would fail T29 (4 requests waited 2.5 s, nothing generated) and count
+    // in T31 (2 preempted) if they were copied.
+    let anchor_ns = inferlint_live::clock::monotonic_ns() - 60_000_000_000;
+    let header = format!(
+        r#"{{"schema":"inferlint.steps/1","plugin":"0.1.0","engine":"vllm","engine_version":"0.32.0","engine_index":0,"pid":4242,"t_wall":{:.6},"t_mono_ns":{anchor_ns},"iteration_details":true,"unread":[]}}"#,
+        wall_now() - 60.0
+    );
+    append_to(
+        &source,
+        &format!(
+            "{header}\n{}\n{}\n",
+            step_line(1.0, 1, 4, 0, 1),
+            step_line(3.5, 2, 4, 0, 1)
+        ),
+    );
+    // The readings before and after the watch, as the tutorial takes them: T31 counts
+    // the steps between them against the server's preemption counter.
+    let o = inferlint(
+        dir.path(),
+        &[
+            "snapshot",
+            &server.base_url,
+            "-o",
+            "run/before.snapshot.json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let watch = Background::watch(
+        dir.path(),
+        &[
+            &server.base_url,
+            "-o",
+            "run/run.series.jsonl",
+            "--interval",
+            "0.05",
+            "--steps",
+            "server-steps.jsonl",
+        ],
+    );
+    let series = dir.path().join("run/run.series.jsonl");
+    // The header and a sample after the first: the before reading is taken.
+    wait_for(&series, "2 samples", |recs| samples(recs) >= 2);
+    // A light load (one request at a time, 16 tokens in and out, in a cache of eight
+    // 256-token requests: nothing to preempt), run again until a sample caught a request
+    // running, at most five times.
+    let ran = || {
+        records(&series)
+            .iter()
+            .any(|r| r["running"].as_f64().is_some_and(|n| n > 0.0))
+    };
+    for _ in 0..5 {
+        let config = load::LoadConfig {
+            requests: 4,
+            concurrency: 1,
+            prompt_tokens: 16,
+            output_tokens: 16,
+            ..load::LoadConfig::default()
+        };
+        assert_eq!(load::run(&server.base_url, config).unwrap().failed(), 0);
+        if ran() {
+            break;
+        }
+    }
+    assert!(ran(), "no sample caught a request running");
+    // Four decode steps now, 10 ms apart, none waiting: the second preempted 2 requests,
+    // the third 1; then a line the server is still writing.
+    let now = (inferlint_live::clock::monotonic_ns() - anchor_ns) as f64 / 1e9;
+    let during: Vec<String> = (0..4u64)
+        .map(|k| {
+            let pre = [0, 2, 1, 0][k as usize];
+            step_line(now + 0.01 * k as f64, 10 + k, 0, 2, pre)
+        })
+        .collect();
+    append_to(&source, &format!("{}\n", during.join("\n")));
+    let partial = step_line(now + 0.05, 14, 0, 2, 5);
+    append_to(&source, &partial[..40]);
+    let copy = dir.path().join("run").join(files::STEPS_FILE);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::fs::read_to_string(&copy).map_or(0, |t| t.lines().count()) < 5 {
+        assert!(
+            Instant::now() < deadline,
+            "the copy never held the four steps"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Two samples more: the after reading comes after the steps.
+    let taken = samples(&records(&series));
+    wait_for(&series, "2 more samples", |recs| samples(recs) >= taken + 2);
+    watch.signal("TERM");
+    let (status, out, err) = watch.wait(Duration::from_secs(10));
+    assert_eq!(status.code(), Some(0), "{err}");
+    let o = inferlint(
+        dir.path(),
+        &[
+            "snapshot",
+            &server.base_url,
+            "-o",
+            "run/after.snapshot.json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // Written after the watch ended: not in the window.
+    append_to(&source, &format!("{}\n", &partial[40..]));
+    let mut expected = vec![header.clone()];
+    expected.extend(during.iter().cloned());
+    assert_eq!(
+        std::fs::read_to_string(&copy).unwrap(),
+        format!("{}\n", expected.join("\n"))
+    );
+    assert!(
+        out.contains("4 step-file line(s) from server-steps.jsonl -> run/steps.jsonl"),
+        "{out}"
+    );
+    assert!(!err.contains("warning"), "{err}");
+
+    let o = inferlint(dir.path(), &["--json", "report", "run"]);
+    no_panic(&o);
+    let results = json_results(&o);
+    let result = |id: &str| {
+        results
+            .iter()
+            .find(|r| r["tripwire"] == id)
+            .unwrap_or_else(|| panic!("no {id} in {}", stdout(&o)))
+            .clone()
+    };
+    // T29: nobody waited in the four steps copied (the earlier window's stall is not in
+    // the copy).
+    let t29 = result("T29");
+    assert_eq!(t29["status"], "pass", "{t29}");
+    assert_eq!(t29["evidence"]["steps"], 4, "{t29}");
+    assert_eq!(t29["evidence"]["queued_steps"], 0, "{t29}");
+    // T30: four decode steps, none with a prefill beside.
+    let t30 = result("T30");
+    assert_eq!(t30["status"], "pass", "{t30}");
+    assert_eq!(t30["evidence"]["decode_only_steps"], 4, "{t30}");
+    assert_eq!(t30["evidence"]["prefill_beside_decode_steps"], 0, "{t30}");
+    // T31: 2 + 1 preempted in 2 steps, 10 ms and one step apart: one burst; the
+    // simulated server preempted nothing (its load never filled the cache), so its
+    // counter did not move, and T31 says the steps say 3 more.
+    let t31 = result("T31");
+    assert_eq!(t31["status"], "fail", "{t31}");
+    assert_eq!(t31["evidence"]["preempted"], 3, "{t31}");
+    assert_eq!(t31["evidence"]["preempting_steps"], 2, "{t31}");
+    assert_eq!(
+        t31["evidence"]["bursts"].as_array().map(Vec::len),
+        Some(1),
+        "{t31}"
+    );
+    assert_eq!(t31["evidence"]["counter_moved"], 0.0, "{t31}");
+    assert!(
+        t31["message"].as_str().is_some_and(|m| m.contains(
+            "between the readings (vllm:num_preemptions_total moved 0: 3 fewer than the steps say)"
+        )),
+        "{t31}"
+    );
+}
+
+/// `watch --steps` refuses, before recording anything, a FILE that is no step file, a
+/// copy that would be the recording itself, a fleet, and a server of another engine.
+#[test]
+fn watch_steps_refusals() {
+    let server = sim(Engine::Vllm);
+    let dir = temp();
+    std::fs::write(dir.path().join("notes.txt"), "hello\n").unwrap();
+    let cases: [(&[&str], i32, &str); 3] = [
+        (
+            &["-o", "r1/s.jsonl", "--steps", "notes.txt"],
+            UNUSABLE_INPUT,
+            "--steps: notes.txt: not a step file",
+        ),
+        (
+            &["-o", "r2/steps.jsonl", "--steps", "notes.txt"],
+            USAGE,
+            "--steps copies into r2/steps.jsonl",
+        ),
+        (
+            &["http://127.0.0.1:9", "-o", "r3", "--steps", "notes.txt"],
+            USAGE,
+            "--steps receives one server's traces",
+        ),
+    ];
+    for (args, code, expected) in cases {
+        let mut all = vec!["watch", server.base_url.as_str()];
+        all.extend_from_slice(args);
+        let o = inferlint(dir.path(), &all);
+        no_panic(&o);
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(expected), "{args:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+    }
+    // The step plugin is vLLM's: a server of another engine is refused once its first
+    // scrape names it, before the series or the copy is made.
+    std::fs::write(
+        dir.path().join("steps-file.jsonl"),
+        "{\"schema\":\"inferlint.steps/1\",\"t_wall\":1.0,\"t_mono_ns\":1}\n",
+    )
+    .unwrap();
+    let sglang = sim(Engine::Sglang);
+    let o = inferlint(
+        dir.path(),
+        &[
+            "watch",
+            &sglang.base_url,
+            "-o",
+            "r4/s.jsonl",
+            "--steps",
+            "steps-file.jsonl",
+        ],
+    );
+    no_panic(&o);
+    assert_eq!(o.status.code(), Some(USAGE), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--steps: the step plugin is vLLM's (a stat logger); SGLang has none"),
+        "{}",
+        stderr(&o)
+    );
+    for run in ["r1", "r2", "r3"] {
+        assert!(!dir.path().join(run).exists(), "{run}");
+    }
+    let left: Vec<_> = std::fs::read_dir(dir.path().join("r4"))
+        .map(|d| d.map(|e| e.unwrap().file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
+}

@@ -854,3 +854,421 @@ fn speculative_decoding_measured_on_random_prompts_warns_t27() {
         message(&results, "T27")
     );
 }
+
+/// `xray --steps` against the real engine, the step plugin installed in its venv
+/// (scripts/real-vllm/steps.sh installs it): the plugin's lines account for what the
+/// server's own counters moved between xray's readings. vLLM's Prometheus logger adds
+/// each iteration's `num_generation_tokens`, `num_prompt_tokens` and `num_preempted_reqs`
+/// to `vllm:generation_tokens_total`, `vllm:prompt_tokens_total` and
+/// `vllm:num_preemptions_total` (vllm/v1/metrics/loggers.py, `record`); the plugin writes
+/// the same three attributes of the same iteration stats as `gen`, `prompt` and `pre`
+/// (docs/steps.md). So, with no step dropped (no gap line), the steps between the
+/// readings (by the monotonic clock of the header and the snapshots) sum to each
+/// counter's move exactly. The load is the healthy one: 32 requests of 32 tokens out
+/// with --ignore-eos, so at least 1,024 generated tokens, and no preemption in a pool of
+/// 8,191 blocks.
+#[test]
+fn xray_steps_on_the_real_engine_sum_to_the_servers_counters() {
+    let Some((venv, model)) = real_vllm() else {
+        skipped("INFERLINT_REAL_VLLM does not name the real vLLM venv (scripts/real-vllm/setup.sh makes it)");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let port = crate::common::free_port();
+    let url = format!("http://127.0.0.1:{port}");
+    let serve = fixtures()
+        .join("../scripts/real-vllm/serve.sh")
+        .canonicalize()
+        .unwrap();
+    let serve_cmd = format!("bash {}", serve.display());
+    let vllm = venv.join("bin/vllm");
+    let result_dir = out.to_str().unwrap().to_owned();
+    let port_text = port.to_string();
+    let model_text = model.to_str().unwrap().to_owned();
+    let home = venv.parent().unwrap().to_str().unwrap().to_owned();
+    let args = [
+        "xray",
+        "-o",
+        &result_dir,
+        "--no-gpu",
+        "--engine",
+        "vllm",
+        "--steps",
+        "--url",
+        &url,
+        "--serve",
+        &serve_cmd,
+        "--",
+        vllm.to_str().unwrap(),
+        "bench",
+        "serve",
+        "--backend",
+        "openai",
+        "--base-url",
+        &url,
+        "--model",
+        "tiny-llama",
+        "--tokenizer",
+        &model_text,
+        "--dataset-name",
+        "random",
+        "--random-input-len",
+        "32",
+        "--random-output-len",
+        "32",
+        "--ignore-eos",
+        "--num-prompts",
+        "32",
+        "--max-concurrency",
+        "8",
+        "--seed",
+        "0",
+        "--disable-tqdm",
+    ];
+    let run = inferlint_env(
+        tmp.path(),
+        &args,
+        &[
+            ("PORT", &port_text),
+            ("REAL_VLLM_HOME", &home),
+            ("REAL_VLLM_VENV", venv.to_str().unwrap()),
+            ("REAL_VLLM_MODEL", &model_text),
+            ("HF_HUB_OFFLINE", "1"),
+            ("HF_DATASETS_OFFLINE", "1"),
+            ("TRANSFORMERS_OFFLINE", "1"),
+        ],
+    );
+    no_panic(&run);
+    let log = std::fs::read_to_string(out.join("boot.log")).unwrap_or_default();
+    let alive: Vec<u32> = pids_in_log(&log)
+        .into_iter()
+        .filter(|p| vllm_alive(*p, &venv))
+        .collect();
+    assert!(
+        alive.is_empty(),
+        "xray left the server's processes {alive:?} running"
+    );
+    let steps_text = std::fs::read_to_string(out.join("steps.jsonl")).unwrap_or_else(|e| {
+        panic!(
+            "no steps.jsonl ({e}): is the plugin installed in {}?\n{}",
+            venv.display(),
+            stderr(&run)
+        )
+    });
+    let snapshot = |name: &str| {
+        inferlint_engines::files::read_snapshot(&out.join(name))
+            .unwrap_or_else(|e| panic!("{e}\n{}", stderr(&run)))
+    };
+    let (before, after) = (
+        snapshot("before.snapshot.json"),
+        snapshot("after.snapshot.json"),
+    );
+    let mut lines = steps_text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap());
+    let header = lines.next().unwrap();
+    let anchor = header["t_mono_ns"].as_i64().unwrap();
+    let t_of = |s: &inferlint_core::model::Snapshot| (s.t_mono_ns.unwrap() - anchor) as f64 / 1e9;
+    let (from, to) = (t_of(&before), t_of(&after));
+    let (mut steps, mut gaps) = (0u64, 0u64);
+    let (mut generated, mut prompt, mut preempted) = (0.0, 0.0, 0.0);
+    for line in lines {
+        let Some(t) = line["t"].as_f64() else {
+            continue;
+        };
+        if t < from || t > to {
+            continue;
+        }
+        if line.get("gap").is_some() {
+            gaps += 1;
+        }
+        if line.get("fin").is_some() || line.get("end").is_some() || line.get("gap").is_some() {
+            continue;
+        }
+        steps += 1;
+        generated += line["gen"].as_f64().unwrap_or(0.0);
+        prompt += line["prompt"].as_f64().unwrap_or(0.0);
+        preempted += line["pre"].as_f64().unwrap_or(0.0);
+    }
+    let moved =
+        |name: &str| after.metrics.total(name).unwrap() - before.metrics.total(name).unwrap();
+    eprintln!(
+        "steps between the readings: {steps}; gen {generated}, prompt {prompt}, pre {preempted}; counters moved: generation {}, prompt {}, preemptions {}",
+        moved("vllm:generation_tokens_total"),
+        moved("vllm:prompt_tokens_total"),
+        moved("vllm:num_preemptions_total")
+    );
+    assert!(steps > 0, "no step between the readings");
+    assert_eq!(gaps, 0, "the plugin dropped steps");
+    assert!(generated >= 1024.0, "{generated} tokens generated");
+    assert_eq!(generated, moved("vllm:generation_tokens_total"));
+    assert_eq!(prompt, moved("vllm:prompt_tokens_total"));
+    assert_eq!(preempted, moved("vllm:num_preemptions_total"));
+    assert_eq!(preempted, 0.0);
+    // And inferlint's own reading of the file says the same of T31.
+    let results: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(
+        status(&results, "T31"),
+        "pass",
+        "{}",
+        message(&results, "T31")
+    );
+}
+
+/// A process group started by a test (the real server: serve.sh, vLLM's API server, its
+/// engine core), ended when dropped on every path: SIGTERM to the group, then SIGKILL
+/// after 30 s.
+struct Group(Option<std::process::Child>);
+
+impl Group {
+    fn spawn(command: &mut std::process::Command) -> Group {
+        use std::os::unix::process::CommandExt;
+        Group(Some(command.process_group(0).spawn().unwrap()))
+    }
+
+    fn signal(&self, signal: nix::sys::signal::Signal) {
+        if let Some(child) = &self.0 {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+                signal,
+            );
+        }
+    }
+
+    /// Waits for the leader to end, at most `limit`; `None` past it.
+    fn wait(&mut self, limit: std::time::Duration) -> Option<std::process::ExitStatus> {
+        let deadline = std::time::Instant::now() + limit;
+        let child = self.0.as_mut()?;
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                self.0 = None;
+                return Some(status);
+            }
+            if std::time::Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        use nix::sys::signal::Signal;
+        if self.0.is_none() {
+            return;
+        }
+        self.signal(Signal::SIGTERM);
+        if self.wait(std::time::Duration::from_secs(30)).is_none() {
+            self.signal(Signal::SIGKILL);
+            let _ = self.wait(std::time::Duration::from_secs(10));
+        }
+    }
+}
+
+/// `watch --steps` beside the real engine already running with the step plugin
+/// (INFERLINT_STEPS=FILE, --enable-logging-iteration-details): one warm-up request runs
+/// before the before reading and its steps are in FILE, then `watch --steps FILE` records
+/// while `vllm bench serve` sends 16 requests of 32 tokens out (--ignore-eos), and the
+/// after reading is taken once the watch ended. The copy holds FILE's header and only
+/// the window's lines: the server is idle outside the load (vLLM calls the plugin only
+/// with engine outputs), so the steps copied sum to exactly what
+/// `vllm:generation_tokens_total` and `vllm:prompt_tokens_total` moved between the
+/// readings (the logger adds the same iteration stats, loggers.py), at least 16 x 32
+/// generated, and the warm-up's steps, had they been copied, would add to it. Nothing is
+/// preempted in the pool of 8,191 blocks: T31 passes, its counter moved 0.
+#[test]
+fn watch_steps_beside_the_real_engine_copies_the_window_only() {
+    use std::time::{Duration, Instant};
+    let Some((venv, model)) = real_vllm() else {
+        skipped("INFERLINT_REAL_VLLM does not name the real vLLM venv (scripts/real-vllm/setup.sh makes it)");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let source = tmp.path().join("server-steps.jsonl");
+    let port = crate::common::free_port();
+    let url = format!("http://127.0.0.1:{port}");
+    let serve = fixtures()
+        .join("../scripts/real-vllm/serve.sh")
+        .canonicalize()
+        .unwrap();
+    let home = venv.parent().unwrap().to_owned();
+    let server_log = std::fs::File::create(tmp.path().join("server.log")).unwrap();
+    let _server = Group::spawn(
+        std::process::Command::new("bash")
+            .arg(&serve)
+            .arg("--enable-logging-iteration-details")
+            .env("PORT", port.to_string())
+            .env("REAL_VLLM_HOME", &home)
+            .env("REAL_VLLM_VENV", &venv)
+            .env("REAL_VLLM_MODEL", &model)
+            .env("INFERLINT_STEPS", &source)
+            .env("HF_HUB_OFFLINE", "1")
+            .env("TRANSFORMERS_OFFLINE", "1")
+            .stdin(std::process::Stdio::null())
+            .stdout(server_log.try_clone().unwrap())
+            .stderr(server_log),
+    );
+    // Ready when /health answers 200: a CPU build boots in a minute or two.
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while !inferlint_sim::load::fetch(
+        "GET",
+        &format!("{url}/health"),
+        None,
+        Duration::from_secs(5),
+    )
+    .is_ok_and(|r| r.status == 200)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the server never answered /health\n{}",
+            std::fs::read_to_string(tmp.path().join("server.log")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let warm_up = inferlint_sim::load::fetch(
+        "POST",
+        &format!("{url}/v1/completions"),
+        Some(
+            r#"{"model": "tiny-llama", "prompt": "a b c d", "max_tokens": 8, "ignore_eos": true}"#,
+        ),
+        Duration::from_secs(120),
+    )
+    .unwrap();
+    assert_eq!(warm_up.status, 200);
+    let in_file_before = std::fs::read_to_string(&source).unwrap();
+    assert!(
+        in_file_before.lines().count() > 1,
+        "the warm-up wrote no step: is the plugin installed in {}?",
+        venv.display()
+    );
+    let before = inferlint(
+        tmp.path(),
+        &["snapshot", &url, "-o", "run/before.snapshot.json"],
+    );
+    assert_eq!(before.status.code(), Some(0), "{}", stderr(&before));
+    let mut watch = Group::spawn(
+        std::process::Command::new(env!("CARGO_BIN_EXE_inferlint"))
+            .current_dir(tmp.path())
+            .args([
+                "watch",
+                &url,
+                "-o",
+                "run/run.series.jsonl",
+                "--interval",
+                "0.25",
+                "--no-gpu",
+            ])
+            .arg("--steps")
+            .arg(&source)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::fs::File::create(tmp.path().join("watch.out")).unwrap())
+            .stderr(std::fs::File::create(tmp.path().join("watch.err")).unwrap()),
+    );
+    let series = tmp.path().join("run/run.series.jsonl");
+    let samples = || {
+        std::fs::read_to_string(&series)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains("\"running\""))
+            .count()
+    };
+    let wait_samples = |n: usize| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while samples() < n {
+            assert!(
+                Instant::now() < deadline,
+                "the watch never took {n} samples"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    wait_samples(2);
+    let load = std::process::Command::new(venv.join("bin/vllm"))
+        .args(["bench", "serve", "--backend", "openai", "--base-url", &url])
+        .args(["--model", "tiny-llama", "--tokenizer"])
+        .arg(&model)
+        .args(["--dataset-name", "random", "--random-input-len", "32"])
+        .args([
+            "--random-output-len",
+            "32",
+            "--ignore-eos",
+            "--num-prompts",
+            "16",
+        ])
+        .args(["--max-concurrency", "4", "--seed", "0", "--disable-tqdm"])
+        .env("HF_HUB_OFFLINE", "1")
+        .env("TRANSFORMERS_OFFLINE", "1")
+        .output()
+        .unwrap();
+    assert!(
+        load.status.success(),
+        "{}",
+        String::from_utf8_lossy(&load.stderr)
+    );
+    let taken = samples();
+    wait_samples(taken + 2);
+    watch.signal(nix::sys::signal::Signal::SIGTERM);
+    let ended = watch.wait(Duration::from_secs(30));
+    let watch_err = std::fs::read_to_string(tmp.path().join("watch.err")).unwrap_or_default();
+    assert_eq!(ended.and_then(|s| s.code()), Some(0), "{watch_err}");
+    let after = inferlint(
+        tmp.path(),
+        &["snapshot", &url, "-o", "run/after.snapshot.json"],
+    );
+    assert_eq!(after.status.code(), Some(0), "{}", stderr(&after));
+
+    let copy = std::fs::read_to_string(tmp.path().join("run/steps.jsonl")).unwrap();
+    assert_eq!(
+        copy.lines().next(),
+        in_file_before.lines().next(),
+        "the copy begins with FILE's header"
+    );
+    let mut generated = 0.0;
+    let mut prompt = 0.0;
+    let (mut steps, mut gaps) = (0u64, 0u64);
+    for line in copy.lines().skip(1) {
+        let v: Value = serde_json::from_str(line).unwrap();
+        if v.get("gap").is_some() {
+            gaps += 1;
+        }
+        if v.get("gen").is_some() {
+            steps += 1;
+            generated += v["gen"].as_f64().unwrap();
+            prompt += v["prompt"].as_f64().unwrap_or(0.0);
+        }
+    }
+    let reading = |name: &str| {
+        inferlint_engines::files::read_snapshot(&tmp.path().join("run").join(name)).unwrap()
+    };
+    let (b, a) = (
+        reading("before.snapshot.json"),
+        reading("after.snapshot.json"),
+    );
+    let moved = |name: &str| a.metrics.total(name).unwrap() - b.metrics.total(name).unwrap();
+    eprintln!(
+        "copied {steps} steps: gen {generated}, prompt {prompt}; counters moved: generation {}, prompt {}; the file held {} lines before the watch",
+        moved("vllm:generation_tokens_total"),
+        moved("vllm:prompt_tokens_total"),
+        in_file_before.lines().count()
+    );
+    assert_eq!(gaps, 0, "the plugin dropped steps");
+    assert!(generated >= 512.0, "{generated}");
+    assert_eq!(generated, moved("vllm:generation_tokens_total"));
+    assert_eq!(prompt, moved("vllm:prompt_tokens_total"));
+    let (results, _) = report_in(&tmp.path().join("run"));
+    assert_eq!(
+        status(&results, "T31"),
+        "pass",
+        "{}",
+        message(&results, "T31")
+    );
+    assert_eq!(
+        evidence_f64(&results, "T31", "counter_moved"),
+        0.0,
+        "{}",
+        message(&results, "T31")
+    );
+}

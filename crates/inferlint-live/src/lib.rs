@@ -6,7 +6,8 @@
 //! engines' native forward-pass metrics stream ([`fpm`]), written as a step file.
 //!
 //! Key design decision: this is the only crate that touches the network, and it reads
-//! nothing back from disk. It turns each scrape into the same run model and the same file
+//! nothing back from disk (but the step file a server writes, which
+//! [`steps_follow`] copies as bytes, parsing only its header). It turns each scrape into the same run model and the same file
 //! lines that `inferlint-engines` reads (through `files::snapshot_json`,
 //! `files::series_sample_json` and `record::sample_from_metrics`), so a recording made
 //! here and a recording read from a file can never disagree. The file readers, benches and
@@ -22,6 +23,9 @@
 //!
 //! [`drain::Drainer`] drains the endpoints that forget what they return (TensorRT-LLM's
 //! `/perf_metrics` and `/kv_cache_events`) on a thread of its own, into the same files.
+//!
+//! [`steps_follow::StepsFollower`] follows the step file a vLLM server's plugin writes
+//! (`INFERLINT_STEPS`) for the window of a recording, into the run folder's copy.
 //!
 //! [`otlp::OtlpReceiver`] receives the OpenTelemetry spans a server exports during a run
 //! (gRPC and OTLP/HTTP on 127.0.0.1, on a thread and runtime of its own) and writes them
@@ -49,6 +53,7 @@ pub mod schedule;
 pub mod scrape;
 pub mod server;
 pub mod session;
+pub mod steps_follow;
 pub mod stop;
 pub mod verdicts;
 pub mod watch;

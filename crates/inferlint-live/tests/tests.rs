@@ -25,3 +25,6 @@ mod prometheus;
 mod record;
 /// No signal handler unless the caller asks for one.
 mod signals;
+/// The step follower against a step file the test writes: the window, a line under
+/// way, a restart.
+mod steps_follow;

@@ -47,10 +47,12 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use inferlint_core::steps::Steps;
 use inferlint_core::traces::{KvEvents, ServerRequests};
-use inferlint_engines::files::{self, KV_EVENTS_FILE, SPANS_FILE};
+use inferlint_engines::files::{self, KV_EVENTS_FILE, SPANS_FILE, STEPS_FILE};
 use inferlint_live::kv_events::{KvError, KvOptions, KvSubscriber};
 use inferlint_live::otlp::{Listen, OtlpError, OtlpOptions, OtlpReceiver};
+use inferlint_live::steps_follow::{StepsError, StepsFollower};
 pub use inferlint_live::{interrupted, Stop};
 use inferlint_live::{Finished, LiveEvent, LiveEvents, Session};
 
@@ -72,6 +74,7 @@ pub struct RecordOptions {
     spans: Option<u16>,
     kv_events: Option<String>,
     kv_replay: Option<String>,
+    steps: Option<PathBuf>,
 }
 
 impl Default for RecordOptions {
@@ -88,6 +91,7 @@ impl Default for RecordOptions {
             spans: None,
             kv_events: None,
             kv_replay: None,
+            steps: None,
         }
     }
 }
@@ -175,21 +179,48 @@ impl RecordOptions {
         self
     }
 
+    /// Also copy the step file of a vLLM server started with `INFERLINT_STEPS=path` (and
+    /// the step plugin, `integrations/vllm`) into [`RecordOptions::folder`]'s
+    /// `steps.jsonl`: its header (the clock anchors), then every complete line the
+    /// server appends from the before reading until the after reading; what the file
+    /// held before is another window's and is not copied. The engine's own account of
+    /// each step judges T29 to T31 ([`crate::Run::from_recording`], or
+    /// [`crate::Run::from_dir`] on the folder). A file whose first line is not a step
+    /// file's header is refused at [`Recorder::start`] ([`ErrorKind::Invalid`]), as is a
+    /// server of another engine ([`ErrorKind::Engine`]); a file that gets no header, or
+    /// that the server begins anew (it restarted), is said in [`Recording::notes`], and
+    /// the copy keeps what came before. Needs a folder.
+    pub fn steps(mut self, path: impl Into<PathBuf>) -> RecordOptions {
+        self.steps = Some(path.into());
+        self
+    }
+
     /// The receivers asked for, refused before anything starts when they cannot run.
     fn receivers(&self) -> Result<Option<ReceiverPlan>, Error> {
         let invalid = |why: String| Err(Error::new(ErrorKind::Invalid, why));
         if self.kv_replay.is_some() && self.kv_events.is_none() {
             return invalid("a KV replay endpoint needs the KV event stream (kv_events)".into());
         }
-        if self.spans.is_none() && self.kv_events.is_none() {
+        if self.spans.is_none() && self.kv_events.is_none() && self.steps.is_none() {
             return Ok(None);
         }
         let Some(folder) = &self.folder else {
             return invalid(
-                "the server's spans and KV events are written into the run folder: give one (folder)"
+                "the server's spans, KV events and steps are written into the run folder: give one (folder)"
                     .into(),
             );
         };
+        if let (Some(_), Some(engine)) = (&self.steps, self.engine) {
+            if engine.descriptor().step_plugin.is_none() {
+                return Err(Error::new(
+                    ErrorKind::Engine,
+                    format!(
+                        "the step plugin is vLLM's (a stat logger); {} has none",
+                        engine.name()
+                    ),
+                ));
+            }
+        }
         if self.spans == Some(0) {
             return invalid(
                 "the span receiver needs the port the server was told (--otlp-traces-endpoint), not 0"
@@ -205,13 +236,18 @@ impl RecordOptions {
             folder: folder.clone(),
             spans: self.spans,
             kv,
+            steps: self.steps.clone(),
         }))
     }
 
     fn inner(&self) -> inferlint_live::RecordOptions {
         let mut options = inferlint_live::RecordOptions::default().interval(self.interval);
         options.duration = self.duration;
-        options.engine = self.engine;
+        // The step plugin is vLLM's: a server of another engine is refused at its first
+        // scrape, before anything is written.
+        options.engine = self
+            .engine
+            .or_else(|| self.steps.as_ref().and_then(|_| step_plugin_engine()));
         options.folder = self.folder.clone();
         options.requested = self.requested;
         options.expect_cache_hits = self.expect_cache_hits;
@@ -221,6 +257,18 @@ impl RecordOptions {
             inferlint_live::watch::Pages::AskForLess
         };
         options
+    }
+}
+
+/// The one engine with a step plugin (vLLM's stat logger), which
+/// [`RecordOptions::steps`] requires of the server.
+fn step_plugin_engine() -> Option<Engine> {
+    let mut with = Engine::ALL
+        .into_iter()
+        .filter(|e| e.descriptor().step_plugin.is_some());
+    match (with.next(), with.next()) {
+        (Some(only), None) => Some(only),
+        _ => None,
     }
 }
 
@@ -241,6 +289,7 @@ struct ReceiverPlan {
     folder: PathBuf,
     spans: Option<u16>,
     kv: Option<KvOptions>,
+    steps: Option<PathBuf>,
 }
 
 /// The span receiver and the KV event subscriber a recording runs beside its series,
@@ -249,6 +298,7 @@ struct ReceiverPlan {
 struct Receivers {
     spans: Option<OtlpReceiver>,
     kv: Option<KvSubscriber>,
+    steps: Option<StepsFollower>,
 }
 
 impl Receivers {
@@ -256,7 +306,12 @@ impl Receivers {
     /// subscription, at most a few seconds). A receiver that cannot start stops those
     /// started and removes the files they made.
     fn start(plan: ReceiverPlan) -> Result<Receivers, Error> {
-        let ReceiverPlan { folder, spans, kv } = plan;
+        let ReceiverPlan {
+            folder,
+            spans,
+            kv,
+            steps,
+        } = plan;
         let folder = folder.as_path();
         std::fs::create_dir_all(folder).map_err(|e| {
             Error::new(
@@ -295,6 +350,21 @@ impl Receivers {
                 }
             }
         }
+        // Last, so that it begins as close to the before reading as it can.
+        if let Some(source) = steps {
+            match StepsFollower::start(&source, &folder.join(STEPS_FILE), false) {
+                Ok(follower) => started.steps = Some(follower),
+                Err(e) => {
+                    started.discard();
+                    let kind = match e {
+                        StepsError::NotSteps { .. } | StepsError::Read { .. } => ErrorKind::Invalid,
+                        _ => ErrorKind::Write,
+                    };
+                    return Err(Error::new(kind, format!("cannot follow the steps: {e}"))
+                        .with_input(source.display().to_string()));
+                }
+            }
+        }
         Ok(started)
     }
 
@@ -305,6 +375,9 @@ impl Receivers {
         }
         if let Some(subscriber) = self.kv {
             let _ = std::fs::remove_file(subscriber.stop().path);
+        }
+        if let Some(out) = self.steps.and_then(|follower| follower.stop().out) {
+            let _ = std::fs::remove_file(out);
         }
     }
 
@@ -331,6 +404,16 @@ impl Receivers {
                     .push(format!("the KV events are not read: {e}")),
             }
         }
+        if let Some(follower) = self.steps {
+            let summary = follower.stop();
+            received.notes.extend(summary.warning());
+            if let Some(out) = &summary.out {
+                match files::read_steps(out) {
+                    Ok(steps) => received.steps = Some(steps),
+                    Err(e) => received.notes.push(format!("the steps are not read: {e}")),
+                }
+            }
+        }
         received
     }
 }
@@ -340,6 +423,7 @@ impl Receivers {
 pub(crate) struct Received {
     pub(crate) server_requests: Option<ServerRequests>,
     pub(crate) kv_events: Option<KvEvents>,
+    pub(crate) steps: Option<Steps>,
     notes: Vec<String>,
 }
 
@@ -376,6 +460,7 @@ impl Recorder {
                 return Err(server_error(e, url));
             }
         };
+
         Ok(Recorder {
             session,
             requested: options.requested,
@@ -711,6 +796,13 @@ impl Recording {
             .kv_events
             .as_ref()
             .map(|k| (k.batches, k.missed_batches()))
+    }
+
+    /// How many engine steps the server's step file gave within the recording
+    /// ([`RecordOptions::steps`]); `None` without it, or when no copy could be read (a
+    /// note says why).
+    pub fn steps(&self) -> Option<u64> {
+        self.received.steps.as_ref().map(|s| s.steps)
     }
 
     /// The engine the server runs.

@@ -473,6 +473,8 @@ pub struct RunBuilder {
     /// recording's receivers took them.
     server_requests: Option<inferlint_core::traces::ServerRequests>,
     kv_events: Option<inferlint_core::traces::KvEvents>,
+    /// The engine's steps a recording's follower copied.
+    steps: Option<inferlint_core::steps::Steps>,
 }
 
 impl RunBuilder {
@@ -788,7 +790,7 @@ impl RunBuilder {
             rejected: Vec::new(),
             server_requests: self.server_requests,
             kv_events: self.kv_events,
-            steps: None,
+            steps: self.steps,
             notes: Vec::new(),
         });
         // A client summary set aside as another run's says nothing of the concurrency.
@@ -894,6 +896,7 @@ impl Run {
             notes: finished.notes.clone(),
             server_requests: recording.received.server_requests.clone(),
             kv_events: recording.received.kv_events.clone(),
+            steps: recording.received.steps.clone(),
             requested: recording.requested,
             after_missing: recording.after_error.as_ref().map(|e| {
                 let message = e.to_string();

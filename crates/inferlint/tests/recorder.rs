@@ -464,3 +464,168 @@ async fn a_receiver_never_replaces_a_file_in_the_folder() {
     );
     assert!(!dir.path().join("spans.otlp.jsonl").exists());
 }
+
+/// A step file's header as vLLM's step plugin writes it (docs/steps.md), anchored
+/// `ago_s` seconds ago on this host's monotonic clock; and that anchor.
+fn steps_header(ago_s: f64) -> (String, i64) {
+    let anchor_ns = inferlint_live::clock::monotonic_ns() - (ago_s * 1e9) as i64;
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("the clock is past 1970")
+        .as_secs_f64()
+        - ago_s;
+    (
+        format!(
+            r#"{{"schema":"inferlint.steps/1","plugin":"0.1.0","engine":"vllm","engine_version":"0.32.0","engine_index":0,"pid":4242,"t_wall":{wall:.6},"t_mono_ns":{anchor_ns},"iteration_details":true,"unread":[]}}"#
+        ),
+        anchor_ns,
+    )
+}
+
+/// A decode step of 2 requests at `t` s past the anchor: `w` waiting, `gen` tokens
+/// generated, `pre` requests preempted.
+fn step_line(t: f64, i: u64, w: u64, gen: u64, pre: u64) -> String {
+    format!(
+        r#"{{"t":{t:.6},"i":{i},"r":2,"w":{w},"d":0,"kv":0.2,"pr":0,"pt":0,"dr":2,"dt":2,"ms":10.0,"gen":{gen},"prompt":0,"pre":{pre}}}"#
+    )
+}
+
+fn append_to(path: &std::path::Path, text: &str) {
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .expect("the step file opens");
+    file.write_all(text.as_bytes())
+        .expect("the step file is written");
+}
+
+/// A harness recording a vLLM server started with `INFERLINT_STEPS=FILE` gets the steps
+/// the server wrote between the readings: the test writes FILE as the plugin would. The
+/// two steps written before `start` (an earlier window: 4 requests waiting 2.5 s with
+/// nothing generated, and a preemption each) are not copied; the four written after it
+/// are, and a line still being written at `finish` is not. From the four: nobody waited
+/// (T29 passes), 2 + 1 requests were preempted in two steps 10 ms apart (T31 fails with
+/// 3), while the server's counter did not move (the load's 4 requests of 232 tokens at
+/// once fit the simulated cache of 2,048: nothing to preempt).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_server_s_steps_come_with_the_recording() {
+    let server = sim::spawn(ServerConfig {
+        speed: 5.0,
+        ..ServerConfig::new(Engine::Vllm)
+    })
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("server-steps.jsonl");
+    let run = dir.path().join("run");
+    let (header, anchor_ns) = steps_header(60.0);
+    append_to(
+        &source,
+        &format!(
+            "{header}\n{}\n{}\n",
+            step_line(1.0, 1, 4, 0, 1),
+            step_line(3.5, 2, 4, 0, 1)
+        ),
+    );
+    let options = RecordOptions::default()
+        .interval(Duration::from_millis(100))
+        .folder(&run)
+        .steps(&source)
+        .requested(4);
+    let recorder = Recorder::start(&server.base_url, options).await.unwrap();
+    let now = (inferlint_live::clock::monotonic_ns() - anchor_ns) as f64 / 1e9;
+    let during: Vec<String> = (0..4u64)
+        .map(|k| {
+            step_line(
+                now + 0.01 * k as f64,
+                10 + k,
+                0,
+                2,
+                [0, 2, 1, 0][k as usize],
+            )
+        })
+        .collect();
+    append_to(&source, &format!("{}\n", during.join("\n")));
+    let load = sim::run_in_runtime(&server.base_url, load(4, 4))
+        .await
+        .unwrap();
+    append_to(&source, &step_line(now + 0.05, 14, 0, 2, 5)[..40]);
+    let recording = recorder.finish().await;
+    assert_eq!(recording.steps(), Some(4), "{:?}", recording.notes());
+    let mut expected = vec![header];
+    expected.extend(during);
+    assert_eq!(
+        std::fs::read_to_string(run.join("steps.jsonl")).unwrap(),
+        format!("{}\n", expected.join("\n"))
+    );
+    let report = Run::from_recording(&recording)
+        .client((&load).into())
+        .build()
+        .unwrap()
+        .check();
+    let result = |t: Tripwire| {
+        report
+            .results()
+            .iter()
+            .find(|r| r.tripwire() == t)
+            .unwrap_or_else(|| panic!("no {t}: {}", report.to_json()))
+            .clone()
+    };
+    assert_eq!(result(Tripwire::T29).status(), Status::Pass);
+    assert_eq!(result(Tripwire::T29).evidence_f64("steps"), Some(4.0));
+    let t31 = result(Tripwire::T31);
+    assert_eq!(t31.status(), Status::Fail, "{}", t31.message());
+    assert_eq!(t31.evidence_f64("preempted"), Some(3.0));
+    assert_eq!(t31.evidence_f64("counter_moved"), Some(0.0));
+}
+
+/// The steps are copied into the run folder: asked without one, the recorder refuses
+/// before it reads the server; a file that is no step file, and a server of another
+/// engine than vLLM (whose plugin it is), are refused too, leaving nothing behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn steps_without_a_folder_or_from_no_step_file_are_refused() {
+    let server = sim::spawn(ServerConfig::new(Engine::Vllm)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("server-steps.jsonl");
+    let run = dir.path().join("run");
+    let no_folder =
+        Recorder::start(&server.base_url, RecordOptions::default().steps(&source)).await;
+    assert_eq!(no_folder.unwrap_err().kind(), ErrorKind::Invalid);
+    std::fs::write(&source, "INFO: vLLM API server version 0.32\n").unwrap();
+    let not_steps = Recorder::start(
+        &server.base_url,
+        RecordOptions::default().folder(&run).steps(&source),
+    )
+    .await;
+    let e = not_steps.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Invalid);
+    assert!(e.to_string().contains("not a step file"), "{e}");
+    std::fs::write(&source, format!("{}\n", steps_header(1.0).0)).unwrap();
+    let sglang = sim::spawn(ServerConfig::new(Engine::Sglang)).unwrap();
+    let other_engine = Recorder::start(
+        &sglang.base_url,
+        RecordOptions::default().folder(&run).steps(&source),
+    )
+    .await;
+    let e = other_engine.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Engine, "{e}");
+    let named = Recorder::start(
+        &server.base_url,
+        RecordOptions::default()
+            .folder(&run)
+            .engine(Engine::Sglang)
+            .steps(&source),
+    )
+    .await;
+    let e = named.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Engine, "{e}");
+    assert!(e.to_string().contains("the step plugin is vLLM's"), "{e}");
+    let left: Vec<_> = std::fs::read_dir(&run)
+        .map(|d| d.map(|e| e.unwrap().file_name()).collect())
+        .unwrap_or_default();
+    assert!(
+        left.is_empty(),
+        "left behind by recordings that never began: {left:?}"
+    );
+}

@@ -108,7 +108,7 @@ fn check_steps_flag(args: &XrayArgs, engine: Option<Engine>) -> Result<(), CliEr
             .and_then(|e| e.descriptor().step_plugin)
             .map_or("", |p| p.iteration_details_flag);
         return Err(CliError::usage(format!(
-            "--steps needs --serve: xray sets {STEPS_VARIABLE} in the environment of the server it starts; for a server already running, start it with {STEPS_VARIABLE}=FILE and {flag}, and give the file to report --steps"
+            "--steps needs --serve: xray sets {STEPS_VARIABLE} in the environment of the server it starts; for a server already running, start it with {STEPS_VARIABLE}=FILE and {flag}, and record it with watch --steps FILE"
         )));
     }
     Ok(())
