@@ -45,7 +45,16 @@ fn a_scheduler_that_admits_nothing_for_seconds_fails_t29() {
     assert_eq!(long.status(), Status::Fail, "{}", long.message());
     assert_eq!(long.evidence_f64("stalls"), Some(1.0), "{}", long.message());
     let seconds = long.evidence_f64("longest_stall_s").unwrap();
-    assert!((2.1..2.3).contains(&seconds), "{seconds}: {}", long.message());
-    assert_eq!(long.evidence_f64("deferred"), Some(3.0), "{}", long.message());
+    assert!(
+        (2.1..2.3).contains(&seconds),
+        "{seconds}: {}",
+        long.message()
+    );
+    assert_eq!(
+        long.evidence_f64("deferred"),
+        Some(3.0),
+        "{}",
+        long.message()
+    );
     assert_eq!(long.evidence_f64("threshold_s"), Some(2.0));
 }

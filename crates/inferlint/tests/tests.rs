@@ -12,11 +12,11 @@ mod folders;
 mod foreign;
 /// An older vLLM (0.16) read from its own files' forms.
 mod older_vllm;
+/// Engine steps recorded inside the real vLLM, judged.
+mod real_steps;
 /// The recorder: started before the load, finished after it, never losing what it read.
 #[cfg(all(feature = "live", feature = "sim"))]
 mod recorder;
-/// Engine steps recorded inside the real vLLM, judged.
-mod real_steps;
 /// How preemptions fell on the requests: the histogram against the engine's own records.
 mod spread;
 /// Why requests waited at the server: vLLM's waiting split by reason on a real run.
