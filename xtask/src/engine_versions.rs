@@ -353,3 +353,36 @@ fn read(path: &Path) -> Result<String> {
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A family's samples are its name alone or with one Prometheus suffix; a longer name
+    /// that starts with it is another family (vLLM 0.32 serves both
+    /// `vllm:prompt_tokens_total` and `vllm:prompt_tokens_by_source_total`).
+    #[test]
+    fn a_family_is_seen_only_through_its_own_samples() {
+        let seen = |names: &[&str]| Seen {
+            samples: names.iter().map(|n| n.to_string()).collect(),
+            ..Seen::default()
+        };
+        let other = seen(&["vllm:prompt_tokens_by_source_total"]);
+        assert!(!other.has_family("vllm:prompt_tokens"));
+        assert!(other.has_family("vllm:prompt_tokens_by_source"));
+        assert!(seen(&["vllm:prompt_tokens_total"]).has_family("vllm:prompt_tokens"));
+        assert!(seen(&["vllm:e2e_request_latency_seconds_bucket"])
+            .has_family("vllm:e2e_request_latency_seconds"));
+        assert!(seen(&["trtllm_kv_cache_utilization"]).has_family("trtllm_kv_cache_utilization"));
+    }
+
+    /// Versions sort by their numbers, not their text: 0.9 came before 0.16, and
+    /// TensorRT-LLM's release candidates count up (rc9 before rc29).
+    #[test]
+    fn versions_sort_by_their_numbers() {
+        let v = |s: &str| Version(s.to_owned());
+        assert!(v("0.9") < v("0.16.0"));
+        assert!(v("0.16.0") < v("0.28.0"));
+        assert!(v("1.3.0rc9") < v("1.3.0rc29"));
+    }
+}

@@ -1929,6 +1929,8 @@ const UVICORN_READY_LINE: &str = "Application startup complete";
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     /// The families cover every sample a recording reads (each is a family, or a family
     /// with a Prometheus suffix, or a renamed family's older name), and reach past them to
     /// what only the verdicts and setup read: SGLang's aborted-request counter
@@ -2009,8 +2011,6 @@ mod tests {
         assert!(!sglang.contains("enable_kv_cache_events"), "{sglang}");
         assert!(TRTLLM.trace_flags.is_none());
     }
-
-    use super::*;
 
     /// Every path a record is read from names a key the engine writes: TensorRT-LLM's
     /// `OpenAIServer.get_perf_metrics` writes `request_id` and `perf_metrics` with its
