@@ -5,12 +5,15 @@
 //! `cargo xtask public-api` the library facade's API listing in docs/public-api.txt (and
 //! `--check`, in CI, that it is current and names no inner crate's unexported type),
 //! `cargo xtask variants` the format variants of the recordings in fixtures/variants, and
-//! `cargo xtask bigseries OUT` builds the day-long series the benchmark reads.
+//! `cargo xtask bigseries OUT` builds the day-long series the benchmark reads, and
+//! `cargo xtask engine-versions` writes docs/engine-versions.md, the versions on which
+//! each engine fact was seen in the recordings (`--check`: that it is current).
 //!
 //! Generated files are checked for freshness by this crate's tests, which fail with the
 //! command to run.
 
 mod bigseries;
+mod engine_versions;
 mod man;
 mod public_api;
 mod regen;
@@ -31,6 +34,9 @@ fn main() -> Result<()> {
             public_api::run(&root(), args.get(1).is_some_and(|a| a == "--check"))
         }
         Some("variants") => variants::run(&root(), args.get(1).is_some_and(|a| a == "--check")),
+        Some("engine-versions") => {
+            engine_versions::run(&root(), args.get(1).is_some_and(|a| a == "--check"))
+        }
         Some("bigseries") => {
             let force = args.iter().any(|a| a == "--force");
             let args: Vec<&String> = args.iter().filter(|a| *a != "--force").collect();
@@ -47,7 +53,7 @@ fn main() -> Result<()> {
                 .unwrap_or(345_600);
             bigseries::build(&source, Path::new(out), samples, force)
         }
-        _ => bail!("usage: cargo xtask docs | regen-fixtures [--check] | man [--check] | public-api [--check] | variants [--check] | bigseries OUT [SOURCE] [SAMPLES] [--force]"),
+        _ => bail!("usage: cargo xtask docs | regen-fixtures [--check] | man [--check] | public-api [--check] | variants [--check] | engine-versions [--check] | bigseries OUT [SOURCE] [SAMPLES] [--force]"),
     }
 }
 
@@ -117,6 +123,24 @@ mod tests {
             return;
         }
         variants::run(&root(), true).unwrap();
+    }
+
+    /// The versions page is made from the recordings: with them, the committed page must
+    /// be what the generator writes; in CI they must be there.
+    #[test]
+    fn engine_versions_page_is_fresh() {
+        if variants::recorded().is_none() {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "INFERLINT_RECORDED must point at the recordings in CI"
+            );
+            let _ = std::io::Write::write_all(
+                &mut std::io::stderr().lock(),
+                b"skipped: engine_versions_page_is_fresh: INFERLINT_RECORDED is not set to the recordings folder\n",
+            );
+            return;
+        }
+        engine_versions::run(&root(), true).unwrap();
     }
 
     /// `bigseries OUT` replaced whatever was at OUT, its source included.

@@ -910,6 +910,84 @@ impl EngineDescriptor {
         names
     }
 
+    /// Every metric family this table names, under its current name, in the table's
+    /// order without repeats: what the verdicts read (the gauges, counters, histograms,
+    /// info metrics and failed-request counters), the prefix-cache, tier, offload-library,
+    /// transfer and speculation counters, each written without the suffix Prometheus adds
+    /// to a sample (`_total`, `_created`, `_sum`, `_count`, `_bucket`): each sample of the
+    /// family is named by it, alone or with one of those. The older names of
+    /// [`EngineDescriptor::renamed_metrics`] are not listed; each rename names its current
+    /// family.
+    pub fn metric_families(&self) -> Vec<&'static str> {
+        let mut names: Vec<&'static str> = vec![
+            self.running,
+            self.waiting,
+            self.kv_usage,
+            self.generation_tokens,
+            self.prompt_tokens,
+            self.request_success,
+            self.e2e_latency_histogram,
+            self.ttft_histogram,
+            self.queue_time_histogram,
+        ];
+        names.extend(self.preemption_counter);
+        names.extend(self.preemption_witness);
+        names.extend(self.request_preemptions_histogram);
+        names.extend(self.paused_gauge);
+        names.extend(self.waiting_reasons.map(|w| w.metric));
+        names.extend(self.cache_info.map(|c| c.metric));
+        names.extend(self.failed_requests.iter().map(|f| f.name));
+        let sources = &self.setup_sources;
+        for source in [
+            sources.kv_dtype,
+            sources.max_model_len,
+            sources.kv_blocks,
+            sources.gpu,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            if let SetupSource::InfoLabel { metric, .. } = source {
+                names.push(metric);
+            }
+        }
+        if let Some(p) = self.prefix_cache {
+            names.extend([p.hit_tokens, p.queried_tokens]);
+            names.extend(p.missed_tokens);
+            if let Some(t) = p.tiers {
+                names.push(t.metric);
+                names.extend(t.computed.map(|c| c.metric));
+                names.extend(t.offload_info_label.map(|(metric, _)| metric));
+                if let Some(l) = t.library_counters {
+                    names.extend([l.requested_tokens, l.hit_tokens]);
+                }
+            }
+        }
+        if let Some(d) = self.disaggregation {
+            names.extend(
+                [d.transferred, d.computed, d.cached, d.deferred_waiting].map(|c| c.metric),
+            );
+            if let Some(t) = d.transfers {
+                names.extend([t.count, t.bytes, t.failed]);
+            }
+        }
+        if let Some(c) = self.speculation.counters {
+            names.extend([c.drafts, c.draft_tokens, c.accepted_tokens]);
+            names.extend(c.accepted_per_position.map(|(metric, _)| metric));
+        }
+        let mut families: Vec<&'static str> = Vec::new();
+        for name in names {
+            let family = ["_total", "_created", "_sum", "_count", "_bucket"]
+                .iter()
+                .find_map(|suffix| name.strip_suffix(suffix))
+                .unwrap_or(name);
+            if !families.contains(&family) {
+                families.push(family);
+            }
+        }
+        families
+    }
+
     /// The sample names a recording reads once, from its first whole page, and carries
     /// into every sample after it: what a server states once and never changes while it
     /// runs (the cache's info metric, whose labels weigh data-parallel engines' KV use).
@@ -1851,6 +1929,68 @@ const UVICORN_READY_LINE: &str = "Application startup complete";
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    /// The families cover every sample a recording reads (each is a family, or a family
+    /// with a Prometheus suffix, or a renamed family's older name), and reach past them to
+    /// what only the verdicts and setup read: SGLang's aborted-request counter
+    /// (`sglang:num_aborted_requests_total`), TensorRT-LLM's info metrics, vLLM's NIXL
+    /// transfer histogram (its `_count` is read) and speculation counters. No family
+    /// keeps a suffix, and none is listed twice (vLLM's `prompt_tokens_by_source` is
+    /// named by both its tier split and its disaggregation).
+    #[test]
+    fn metric_families_cover_every_name_the_tables_read() {
+        for engine in Engine::ALL {
+            let d = engine.descriptor();
+            let families = d.metric_families();
+            let olds: Vec<&str> = d.renamed_metrics.iter().map(|r| r.old).collect();
+            for name in d
+                .recorded_sample_names()
+                .iter()
+                .chain(&d.static_sample_names())
+            {
+                let base = ["_total", "_created", "_sum", "_count"]
+                    .iter()
+                    .find_map(|s| name.strip_suffix(s))
+                    .unwrap_or(name);
+                assert!(
+                    families.contains(&base) || olds.contains(&base),
+                    "{name} of {} has no family",
+                    d.name
+                );
+            }
+            let mut unique = families.clone();
+            unique.sort_unstable();
+            unique.dedup();
+            assert_eq!(unique.len(), families.len(), "{}", d.name);
+            for family in &families {
+                assert!(
+                    !["_total", "_created", "_sum", "_count", "_bucket"]
+                        .iter()
+                        .any(|s| family.ends_with(s)),
+                    "{family}"
+                );
+            }
+        }
+        let vllm = VLLM.metric_families();
+        for family in [
+            "vllm:num_preemptions",
+            "vllm:cache_config_info",
+            "vllm:nixl_xfer_time_seconds",
+            "vllm:spec_decode_num_drafts",
+            "vllm:prompt_tokens_by_source",
+        ] {
+            assert!(vllm.contains(&family), "{family}");
+        }
+        assert!(SGLANG
+            .metric_families()
+            .contains(&"sglang:num_aborted_requests"));
+        let trtllm = TRTLLM.metric_families();
+        for family in ["trtllm_kv_cache_config_info", "trtllm_model_config_info"] {
+            assert!(trtllm.contains(&family), "{family}");
+        }
+    }
+
     /// vLLM 0.32's `KVEventsConfig` (vllm/config/kv_events.py) publishes only with
     /// `enable_kv_cache_events` true; SGLang's configuration has no such key. Both read
     /// `publisher`, `endpoint` and `replay_endpoint`.
@@ -1871,8 +2011,6 @@ mod tests {
         assert!(!sglang.contains("enable_kv_cache_events"), "{sglang}");
         assert!(TRTLLM.trace_flags.is_none());
     }
-
-    use super::*;
 
     /// Every path a record is read from names a key the engine writes: TensorRT-LLM's
     /// `OpenAIServer.get_perf_metrics` writes `request_id` and `perf_metrics` with its

@@ -377,6 +377,14 @@ pub(crate) struct Rule {
     pub read: fn(&mut Parse, &LineAt<'_, '_>) -> Result<(), Unreadable>,
 }
 
+/// The line shapes of `engine`'s table, as (the fact each fills, the substring that marks
+/// its line), in the table's order; empty for an engine without a table.
+pub fn rule_anchors(engine: Engine) -> Vec<(&'static str, &'static str)> {
+    Table::of(engine)
+        .map(|t| t.rules.iter().map(|r| (r.field, r.anchor)).collect())
+        .unwrap_or_default()
+}
+
 /// An engine's table: its line shapes, a hook that sees every line, and the facts derived
 /// once every line was read.
 struct Table {
