@@ -760,8 +760,9 @@ static CATALOGUE: &[TripwireInfo] = &[
         engine_notes: &[
             (
                 Engine::Vllm,
-                "From 0.32 vLLM splits its waiting gauge by reason \
-                 (`vllm:num_requests_waiting_by_reason`): `capacity`, a request waiting for \
+                "vLLM splits its waiting gauge by reason \
+                 (`vllm:num_requests_waiting_by_reason`, seen on 0.28 to 0.32 and not on \
+                 0.16: docs/engine-versions.md): `capacity`, a request waiting for \
                  room in the batch or the KV cache, and `deferred`, one held by a KV \
                  transfer, a structured-output grammar still compiling or another \
                  transient block. Where the recording has the split, a \

@@ -1132,7 +1132,8 @@ pub static VLLM: EngineDescriptor = EngineDescriptor {
     // scheduling scan skipped (a LoRA budget, a KV transfer under way) or enqueued in a
     // blocked status (`_is_blocked_waiting_status`: a structured-output grammar still
     // compiling, remote KVs not yet loaded, a streaming request's input). The two
-    // sum to `vllm:num_requests_waiting`. Older releases export no such gauge.
+    // sum to `vllm:num_requests_waiting`. The recordings hold it from 0.28 on and not on
+    // 0.16 (docs/engine-versions.md); a server without it leaves the split unknown.
     waiting_reasons: Some(WaitingReasons {
         metric: "vllm:num_requests_waiting_by_reason",
         label: "reason",

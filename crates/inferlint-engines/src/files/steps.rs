@@ -46,6 +46,15 @@ pub fn read_steps_from(path: &Path, reader: impl Read) -> Result<Steps, FileErro
             Some(Ok(text)) => Some(text),
             _ => None,
         };
+        // A step line exactly as the plugin writes it is read by hand; any other line
+        // (and any line the hand reader does not take) by serde_json, which reads it the
+        // same (`fast_step_line`).
+        if let (Some(folded), Some(raw)) = (steps.as_mut(), line.and_then(fast_step_line)) {
+            if fold_line(folded, raw).is_err() {
+                folded.skipped += 1;
+            }
+            return;
+        }
         let Some(folded) = steps.as_mut() else {
             let object = text.and_then(|t| match serde_json::from_str::<Value>(t) {
                 Ok(Value::Object(o)) => Some(o),
@@ -122,7 +131,8 @@ fn header(path: &Path, o: &Map<String, Value>) -> Result<Steps, String> {
 
 /// A line past the header, as typed as the format says; keys no check reads are passed
 /// over.
-#[derive(serde::Deserialize)]
+#[derive(serde::Deserialize, Default)]
+#[cfg_attr(test, derive(Debug))]
 struct RawLine {
     schema: Option<serde::de::IgnoredAny>,
     t: Option<f64>,
@@ -148,6 +158,137 @@ struct RawLine {
     prompt: Option<u64>,
     pre: Option<u64>,
 }
+
+/// A step line as the plugin writes it (`json.dumps` with `(",", ":")`): one flat object
+/// of the step's keys (`t`, `i`, `r`, `w`, `d`, `kv`, `pr`, `pt`, `dr`, `dt`, `ms`,
+/// `gen`, `prompt`, `pre`), each once, each a number, no space anywhere; the counts
+/// plain digits that fit a `u64`, the rest JSON numbers that are finite. `None` for any
+/// other line (another key, a string, a nested value, `null`, a sign on a count, a
+/// space, a key twice, trailing bytes): serde_json reads it. What this takes, serde_json
+/// would read to the same values: the test `the_hand_reader_reads_as_serde_json` holds
+/// it to that on every form the plugin writes and on hostile ones.
+fn fast_step_line(line: &[u8]) -> Option<RawLine> {
+    let mut rest = line.strip_prefix(b"{")?.strip_suffix(b"}")?;
+    let mut raw = RawLine::default();
+    let mut seen = 0u16;
+    loop {
+        rest = rest.strip_prefix(b"\"")?;
+        let close = rest.iter().position(|&c| c == b'"')?;
+        let key = &rest[..close];
+        rest = rest[close + 1..].strip_prefix(b":")?;
+        let end = rest.iter().position(|&c| c == b',').unwrap_or(rest.len());
+        let value = &rest[..end];
+        let (bit, slot) = match key {
+            b"t" => (0, Slot::F(&mut raw.t)),
+            b"i" => (1, Slot::U(&mut raw.i)),
+            b"r" => (2, Slot::U(&mut raw.r)),
+            b"w" => (3, Slot::U(&mut raw.w)),
+            b"d" => (4, Slot::U(&mut raw.d)),
+            b"kv" => (5, Slot::F(&mut raw.kv)),
+            b"pr" => (6, Slot::U(&mut raw.pr)),
+            b"pt" => (7, Slot::U(&mut raw.pt)),
+            b"dr" => (8, Slot::U(&mut raw.dr)),
+            b"dt" => (9, Slot::U(&mut raw.dt)),
+            b"ms" => (10, Slot::F(&mut raw.ms)),
+            b"gen" => (11, Slot::U(&mut raw.gen)),
+            b"prompt" => (12, Slot::U(&mut raw.prompt)),
+            b"pre" => (13, Slot::U(&mut raw.pre)),
+            _ => return None,
+        };
+        if seen & (1 << bit) != 0 {
+            return None;
+        }
+        seen |= 1 << bit;
+        match slot {
+            Slot::U(slot) => *slot = Some(plain_u64(value)?),
+            Slot::F(slot) => *slot = Some(json_f64(value)?),
+        }
+        if end == rest.len() {
+            return Some(raw);
+        }
+        rest = &rest[end + 1..];
+    }
+}
+
+/// Where a key's value goes.
+enum Slot<'a> {
+    U(&'a mut Option<u64>),
+    F(&'a mut Option<f64>),
+}
+
+/// Plain digits, no leading zero (JSON's grammar), that fit a `u64`.
+fn plain_u64(digits: &[u8]) -> Option<u64> {
+    match digits {
+        [] => None,
+        [b'0'] => Some(0),
+        [b'0', ..] => None,
+        _ => digits.iter().try_fold(0u64, |n, &c| {
+            if c.is_ascii_digit() {
+                n.checked_mul(10)?.checked_add(u64::from(c - b'0'))
+            } else {
+                None
+            }
+        }),
+    }
+}
+
+/// A JSON number (`-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`), read correctly
+/// rounded (as serde_json's `float_roundtrip` reads it); `None` past the `f64` range.
+fn json_f64(number: &[u8]) -> Option<f64> {
+    fn digits(b: &[u8]) -> usize {
+        b.iter().take_while(|c| c.is_ascii_digit()).count()
+    }
+    let negative = number.first() == Some(&b'-');
+    let mut at = usize::from(negative);
+    let int = digits(&number[at..]);
+    if int == 0 || (int > 1 && number[at] == b'0') {
+        return None;
+    }
+    let int_digits = &number[at..at + int];
+    at += int;
+    let mut frac_digits: &[u8] = &[];
+    if number.get(at) == Some(&b'.') {
+        let frac = digits(&number[at + 1..]);
+        if frac == 0 {
+            return None;
+        }
+        frac_digits = &number[at + 1..at + 1 + frac];
+        at += 1 + frac;
+    }
+    let plain = at == number.len();
+    if matches!(number.get(at), Some(b'e' | b'E')) {
+        at += 1;
+        if matches!(number.get(at), Some(b'+' | b'-')) {
+            at += 1;
+        }
+        let exp = digits(&number[at..]);
+        if exp == 0 {
+            return None;
+        }
+        at += exp;
+    }
+    if at != number.len() {
+        return None;
+    }
+    // Up to 15 digits and 22 places without an exponent (the plugin's `t`, `kv`, `ms`):
+    // the digits and the power of ten are exact doubles, so their quotient, rounded once,
+    // is the correctly rounded value.
+    if plain && int + frac_digits.len() <= 15 {
+        let m = int_digits
+            .iter()
+            .chain(frac_digits)
+            .fold(0u64, |n, &c| n * 10 + u64::from(c - b'0'));
+        let x = m as f64 / POWERS_OF_TEN[frac_digits.len()];
+        return Some(if negative { -x } else { x });
+    }
+    let x: f64 = std::str::from_utf8(number).ok()?.parse().ok()?;
+    x.is_finite().then_some(x)
+}
+
+/// 10^0 to 10^15: each an exact double.
+const POWERS_OF_TEN: [f64; 16] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+];
 
 /// Folds one line that is not the header; `Err` for a line of no known kind, without
 /// `t`, or with a time that is no time (damage).
@@ -238,6 +379,340 @@ mod tests {
         assert_eq!(steps.end.unwrap().calls, Some(8));
         assert!((steps.wall(0.5) - 1796524950.0).abs() < 1e-6);
         assert_eq!(steps.skipped, 0);
+    }
+
+    /// What a line read gives, every value spelled out (`-0.0` apart from `0.0`).
+    fn shown_raw(raw: Option<RawLine>) -> String {
+        format!("{raw:?}")
+    }
+
+    /// serde_json's reading of a line, as the reader falls back to it.
+    fn by_serde(line: &[u8]) -> Option<RawLine> {
+        std::str::from_utf8(line)
+            .ok()
+            .and_then(|t| serde_json::from_str::<RawLine>(t).ok())
+    }
+
+    /// The hand reader takes `line` (it must, the plugin writes it so) and reads what
+    /// serde_json reads.
+    fn taken_as_serde(line: &str) {
+        let fast = fast_step_line(line.as_bytes());
+        assert!(fast.is_some(), "not taken: {line}");
+        assert_eq!(
+            shown_raw(fast),
+            shown_raw(by_serde(line.as_bytes())),
+            "{line}"
+        );
+    }
+
+    /// Where the hand reader takes a line, serde_json reads it to the same values;
+    /// where it does not, the line goes to serde_json, so the result is serde_json's
+    /// whichever reads it.
+    fn same_as_serde(line: &[u8]) {
+        if let Some(fast) = fast_step_line(line) {
+            let slow = by_serde(line);
+            assert!(
+                slow.is_some(),
+                "serde_json refuses what the hand reader took: {}",
+                String::from_utf8_lossy(line)
+            );
+            assert_eq!(
+                shown_raw(Some(fast)),
+                shown_raw(slow),
+                "{}",
+                String::from_utf8_lossy(line)
+            );
+        }
+    }
+
+    /// Every step line the plugin writes (integrations/vllm/inferlint_vllm_steps.py:
+    /// `json.dumps` with `(",", ":")` of `{"t": ..., **step}`, the keys in the order it
+    /// reads them, any of them missing where the engine lacks the attribute, `kv`
+    /// rounded to 4 places and `ms` to 3, `t` to 6, Python's float spelling such as
+    /// `2.7e-05` and `1e-06`) is taken by the hand reader and read as serde_json reads
+    /// it; lines of the other kinds (header, gap, finished request, end, a step with
+    /// eviction events `ev`) are left to serde_json.
+    #[test]
+    fn the_hand_reader_reads_what_the_plugin_writes_as_serde_json() {
+        let keys = [
+            ("r", "8"),
+            ("w", "0"),
+            ("d", "3"),
+            ("kv", "0.0012"),
+            ("i", "4319999"),
+            ("pr", "1"),
+            ("pt", "32"),
+            ("dr", "7"),
+            ("dt", "7"),
+            ("ms", "3.146"),
+            ("gen", "8"),
+            ("prompt", "32"),
+            ("pre", "0"),
+        ];
+        // Each subset of the keys, in the plugin's order.
+        for mask in 0u32..(1 << keys.len()) {
+            let mut line = String::from("{\"t\":86400.5");
+            for (k, (key, value)) in keys.iter().enumerate() {
+                if mask & (1 << k) != 0 {
+                    line.push_str(&format!(",\"{key}\":{value}"));
+                }
+            }
+            line.push('}');
+            taken_as_serde(&line);
+        }
+        for t in [
+            "0.0",
+            "0.930655",
+            "2.7e-05",
+            "1e-06",
+            "86400.5",
+            "12345678.123456",
+            "0",
+        ] {
+            for kv in ["0.0", "1.0", "0.2", "0.0012", "1e-04", "0.9999"] {
+                for ms in ["0.0", "2.459", "1234.5", "0.001", "1e-03"] {
+                    taken_as_serde(&format!(
+                        "{{\"t\":{t},\"r\":1,\"w\":0,\"d\":0,\"kv\":{kv},\"i\":0,\"pr\":1,\"pt\":6,\"dr\":0,\"dt\":0,\"ms\":{ms},\"gen\":1,\"prompt\":6,\"pre\":0}}"
+                    ));
+                }
+            }
+        }
+        for other in [
+            HEADER,
+            r#"{"t":0.6,"gap":7,"reason":"queue full"}"#,
+            r#"{"t":0.6,"gap":2,"reason":"queue full, record failed"}"#,
+            r#"{"t":0.840629,"fin":"cmpl-1","reason":"length","in":6,"out":16,"cached":0,"pre":0,"queued":2.7e-05,"prefill":0.009774,"decode":0.054014,"infer":0.063788}"#,
+            r#"{"t":0.8,"end":true,"steps":1,"dropped":7,"calls":8,"record_ns":100}"#,
+            r#"{"t":0.5,"r":2,"w":0,"d":0,"kv":0.1,"ev":3}"#,
+        ] {
+            assert!(fast_step_line(other.as_bytes()).is_none(), "{other}");
+        }
+    }
+
+    /// Hostile lines: a key twice, numbers of every JSON spelling and some that are not
+    /// JSON, values of other types, spaces, escapes, trailing bytes, cut lines, bytes
+    /// that are not UTF-8; and a generated mix of them. Whatever the hand reader takes,
+    /// serde_json reads to the same values; a line serde_json refuses is never taken.
+    #[test]
+    fn the_hand_reader_reads_as_serde_json() {
+        let numbers = [
+            "0.1",
+            "0.7",
+            "-3.146",
+            "123456789012345",
+            "1234567890123456",
+            "0.00000000000001",
+            "0.000000000000001",
+            "0.0000000000000001",
+            "99999.9999999999",
+            "12345678.123456",
+            "0",
+            "-0",
+            "0.0",
+            "-0.0",
+            "1",
+            "-1",
+            "01",
+            "1.",
+            ".5",
+            "1e3",
+            "1E3",
+            "1e+3",
+            "1e-3",
+            "1e",
+            "1e+",
+            "-",
+            "+1",
+            "1.5e-7",
+            "1e308",
+            "1e309",
+            "-1e309",
+            "1e-400",
+            "4e-324",
+            "18446744073709551615",
+            "18446744073709551616",
+            "99999999999999999999999",
+            "0.30000000000000004",
+            "9007199254740993",
+            "2.2250738585072011e-308",
+            "NaN",
+            "\"NaN\"",
+            "Infinity",
+            "null",
+            "true",
+            "\"1\"",
+            "[1]",
+            "{}",
+            "1 ",
+            " 1",
+            "0x10",
+            "1_000",
+            "١",
+        ];
+        let keys = [
+            "t", "i", "r", "kv", "ms", "pre", "ev", "schema", "T", "t\\u0000", "pr\"e",
+        ];
+        for key in keys {
+            for n in numbers {
+                for line in [
+                    format!("{{\"{key}\":{n}}}"),
+                    format!("{{\"t\":1.5,\"{key}\":{n}}}"),
+                    format!("{{\"{key}\":{n},\"r\":2}}"),
+                ] {
+                    same_as_serde(line.as_bytes());
+                }
+            }
+        }
+        let base = r#"{"t":0.52,"r":8,"w":0,"d":0,"kv":0.0012,"i":1,"pr":0,"pt":0,"dr":8,"dt":8,"ms":3.37,"gen":8,"prompt":0,"pre":0}"#;
+        for line in [
+            r#"{"t":1,"t":2}"#.to_owned(),
+            r#"{"t":1,"r":1,"r":2}"#.to_owned(),
+            r#"{"t":1,"r":1,}"#.to_owned(),
+            r#"{,"t":1}"#.to_owned(),
+            r#"{"t":1,,"r":1}"#.to_owned(),
+            r#"{"t":1 ,"r":1}"#.to_owned(),
+            r#"{ "t":1}"#.to_owned(),
+            r#"{"t" :1}"#.to_owned(),
+            r#"{"t":1}}"#.to_owned(),
+            r#"{"t":1}x"#.to_owned(),
+            r#"{"t":1} "#.to_owned(),
+            r#"{"t":1,"r":{"a":1}}"#.to_owned(),
+            r#"{"t":1,"r":[1,2]}"#.to_owned(),
+            r#"{"t":1,"\u0072":1}"#.to_owned(),
+            r#"{"t":"1"}"#.to_owned(),
+            r#"{}"#.to_owned(),
+            "{".to_owned(),
+            "}".to_owned(),
+            String::new(),
+            format!("{base}{base}"),
+            format!("[{base}]"),
+        ] {
+            same_as_serde(line.as_bytes());
+        }
+        // The plugin's line cut at every byte, and with each byte changed to each of a
+        // few hostile ones (a digit, a sign, a dot, an exponent, a quote, a comma, a
+        // colon, a space, a brace, a byte that is not UTF-8).
+        let bytes = base.as_bytes();
+        for cut in 0..=bytes.len() {
+            same_as_serde(&bytes[..cut]);
+        }
+        for at in 0..bytes.len() {
+            for b in [
+                b'0', b'9', b'-', b'+', b'.', b'e', b'E', b'"', b',', b':', b' ', b'}', b'{', 0xff,
+                0xc3,
+            ] {
+                let mut line = bytes.to_vec();
+                line[at] = b;
+                same_as_serde(&line);
+                line.insert(at, b);
+                same_as_serde(&line);
+            }
+        }
+        // A generated mix: lines built from pieces of keys, separators and numbers, by a
+        // fixed linear congruential sequence (the same lines on every run).
+        let pieces: Vec<String> = ["{", "}", ",", ":", "\"", " ", "\\", "\u{e9}"]
+            .iter()
+            .map(|s| s.to_string())
+            .chain(keys.iter().map(|k| format!("\"{k}\":")))
+            .chain(numbers.iter().map(|n| n.to_string()))
+            .collect();
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: usize| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) as usize % n
+        };
+        let mut taken = 0;
+        for _ in 0..200_000 {
+            let mut line = String::from("{");
+            let fields = next(6);
+            for f in 0..fields {
+                if f > 0 {
+                    line.push(',');
+                }
+                let key = keys[next(keys.len())];
+                line.push_str(&format!("\"{key}\":{}", numbers[next(numbers.len())]));
+                if next(8) == 0 {
+                    line.push_str(&pieces[next(pieces.len())]);
+                }
+            }
+            if next(10) != 0 {
+                line.push('}');
+            }
+            taken += usize::from(fast_step_line(line.as_bytes()).is_some());
+            same_as_serde(line.as_bytes());
+        }
+        // Decimals as the plugin rounds them, and longer: the digits divided by a power of
+        // ten is serde_json's value.
+        for _ in 0..200_000 {
+            let digits = 1 + next(17);
+            let mut number: String = (0..digits)
+                .map(|_| char::from(b'0' + next(10) as u8))
+                .collect();
+            let places = next(digits + 1);
+            if places > 0 {
+                number.insert(digits - places, '.');
+            }
+            let number = number.trim_start_matches('0');
+            let number = if number.starts_with('.') || number.is_empty() {
+                format!("0{number}")
+            } else {
+                number.to_owned()
+            };
+            let number = number.trim_end_matches('.');
+            same_as_serde(format!("{{\"t\":{number},\"ms\":-{number}}}").as_bytes());
+        }
+        // The mix holds lines the hand reader takes, so the comparison was made on them.
+        assert!(taken > 1000, "{taken}");
+    }
+
+    /// A file read through the hand reader folds to what serde_json's reading of every
+    /// line folds to: the plugin's lines, hostile ones between them, a cut last line.
+    #[test]
+    fn a_file_folds_the_same_either_way() {
+        let mut text = format!("{HEADER}\n");
+        for k in 0..5000u64 {
+            let t = 0.5 + k as f64 / 50.0;
+            let line = match k % 7 {
+                0 => format!("{{\"t\":{t:.6},\"r\":8,\"w\":1,\"d\":0,\"kv\":0.0012,\"i\":{k},\"pr\":1,\"pt\":32,\"dr\":7,\"dt\":7,\"ms\":3.146,\"gen\":8,\"prompt\":32,\"pre\":{}}}", k % 3),
+                1 => format!("{{\"t\":{t:.6},\"r\":8,\"w\":0,\"d\":0,\"kv\":0.0012,\"i\":{k},\"pr\":0,\"pt\":0,\"dr\":8,\"dt\":8,\"ms\":3.37,\"gen\":8,\"prompt\":0,\"pre\":0}}"),
+                2 => format!("{{\"t\":{t:.6},\"r\":8,\"r\":9}}"),
+                3 => format!("{{\"t\":{t:.6}, \"r\":8,\"w\":4,\"gen\":0}}"),
+                4 => format!("{{\"t\":{t:.6},\"gap\":3,\"reason\":\"queue full\"}}"),
+                5 => format!("{{\"t\":{t:.6},\"r\":-0,\"w\":2,\"kv\":-0.0,\"ms\":1e-3}}"),
+                _ => format!("{{\"t\":{t:.6},\"r\":8,\"w\":0,\"ms\":1e400}}"),
+            };
+            text.push_str(&line);
+            text.push('\n');
+        }
+        text.push_str("{\"t\":200.0,\"r\":1,\"w\":0,\"d\":0,\"kv\":0.5,\"ms\":");
+        let fast = read(&text).unwrap();
+        // The same file, each line read by serde_json alone.
+        let mut lines = text.lines();
+        let path = Path::new("steps.jsonl");
+        let mut slow = {
+            let o: Map<String, Value> = serde_json::from_str(lines.next().unwrap()).unwrap();
+            header(path, &o).unwrap()
+        };
+        for line in lines {
+            match serde_json::from_str::<RawLine>(line) {
+                Ok(raw) => {
+                    if fold_line(&mut slow, raw).is_err() {
+                        slow.skipped += 1;
+                    }
+                }
+                Err(_) => slow.skipped += 1,
+            }
+        }
+        slow.finish();
+        assert_eq!(format!("{fast:?}"), format!("{slow:?}"));
+        assert!(
+            fast.steps > 2000 && fast.skipped > 1000,
+            "{} {}",
+            fast.steps,
+            fast.skipped
+        );
     }
 
     /// Another schema's header, a file that is no step file, a second header and an
