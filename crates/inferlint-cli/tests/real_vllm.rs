@@ -139,19 +139,17 @@ fn vllm_alive(pid: u32, venv: &Path) -> bool {
     cmdline.contains("vllm") || cmdline.contains(&*venv.to_string_lossy())
 }
 
-#[test]
-fn xray_drives_the_real_engine_and_leaves_nothing_running() {
-    let Some((venv, model)) = real_vllm() else {
-        skipped("INFERLINT_REAL_VLLM does not name the real vLLM venv (scripts/real-vllm/setup.sh makes it)");
-        return;
-    };
-    assert!(
-        venv.join("bin/vllm").is_file(),
-        "INFERLINT_REAL_VLLM={} has no bin/vllm",
-        venv.display()
-    );
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("run");
+/// `xray` in `tmp` around the real server (scripts/real-vllm/serve.sh with the venv and
+/// model given) and the healthy load (`vllm bench serve`: 32 random prompts of 32
+/// tokens, 32 out with --ignore-eos, 8 at once, seed 0), its run folder `out`, with
+/// `extra` among xray's flags.
+fn xray_on_the_real_engine(
+    venv: &Path,
+    model: &Path,
+    tmp: &Path,
+    out: &Path,
+    extra: &[&str],
+) -> std::process::Output {
     let port = crate::common::free_port();
     let url = format!("http://127.0.0.1:{port}");
     let serve = fixtures()
@@ -164,13 +162,9 @@ fn xray_drives_the_real_engine_and_leaves_nothing_running() {
     let port_text = port.to_string();
     let model_text = model.to_str().unwrap().to_owned();
     let home = venv.parent().unwrap().to_str().unwrap().to_owned();
-    let args = [
-        "xray",
-        "-o",
-        &result_dir,
-        "--no-gpu",
-        "--engine",
-        "vllm",
+    let mut args = vec!["xray", "-o", &result_dir, "--no-gpu", "--engine", "vllm"];
+    args.extend_from_slice(extra);
+    args.extend([
         "--url",
         &url,
         "--serve",
@@ -201,9 +195,9 @@ fn xray_drives_the_real_engine_and_leaves_nothing_running() {
         "--seed",
         "0",
         "--disable-tqdm",
-    ];
-    let run = inferlint_env(
-        tmp.path(),
+    ]);
+    inferlint_env(
+        tmp,
         &args,
         &[
             ("PORT", &port_text),
@@ -214,7 +208,23 @@ fn xray_drives_the_real_engine_and_leaves_nothing_running() {
             ("HF_DATASETS_OFFLINE", "1"),
             ("TRANSFORMERS_OFFLINE", "1"),
         ],
+    )
+}
+
+#[test]
+fn xray_drives_the_real_engine_and_leaves_nothing_running() {
+    let Some((venv, model)) = real_vllm() else {
+        skipped("INFERLINT_REAL_VLLM does not name the real vLLM venv (scripts/real-vllm/setup.sh makes it)");
+        return;
+    };
+    assert!(
+        venv.join("bin/vllm").is_file(),
+        "INFERLINT_REAL_VLLM={} has no bin/vllm",
+        venv.display()
     );
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let run = xray_on_the_real_engine(&venv, &model, tmp.path(), &out, &[]);
     no_panic(&run);
     let log = std::fs::read_to_string(out.join("boot.log")).unwrap_or_default();
     let pids = pids_in_log(&log);
@@ -875,70 +885,7 @@ fn xray_steps_on_the_real_engine_sum_to_the_servers_counters() {
     };
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
-    let port = crate::common::free_port();
-    let url = format!("http://127.0.0.1:{port}");
-    let serve = fixtures()
-        .join("../scripts/real-vllm/serve.sh")
-        .canonicalize()
-        .unwrap();
-    let serve_cmd = format!("bash {}", serve.display());
-    let vllm = venv.join("bin/vllm");
-    let result_dir = out.to_str().unwrap().to_owned();
-    let port_text = port.to_string();
-    let model_text = model.to_str().unwrap().to_owned();
-    let home = venv.parent().unwrap().to_str().unwrap().to_owned();
-    let args = [
-        "xray",
-        "-o",
-        &result_dir,
-        "--no-gpu",
-        "--engine",
-        "vllm",
-        "--steps",
-        "--url",
-        &url,
-        "--serve",
-        &serve_cmd,
-        "--",
-        vllm.to_str().unwrap(),
-        "bench",
-        "serve",
-        "--backend",
-        "openai",
-        "--base-url",
-        &url,
-        "--model",
-        "tiny-llama",
-        "--tokenizer",
-        &model_text,
-        "--dataset-name",
-        "random",
-        "--random-input-len",
-        "32",
-        "--random-output-len",
-        "32",
-        "--ignore-eos",
-        "--num-prompts",
-        "32",
-        "--max-concurrency",
-        "8",
-        "--seed",
-        "0",
-        "--disable-tqdm",
-    ];
-    let run = inferlint_env(
-        tmp.path(),
-        &args,
-        &[
-            ("PORT", &port_text),
-            ("REAL_VLLM_HOME", &home),
-            ("REAL_VLLM_VENV", venv.to_str().unwrap()),
-            ("REAL_VLLM_MODEL", &model_text),
-            ("HF_HUB_OFFLINE", "1"),
-            ("HF_DATASETS_OFFLINE", "1"),
-            ("TRANSFORMERS_OFFLINE", "1"),
-        ],
-    );
+    let run = xray_on_the_real_engine(&venv, &model, tmp.path(), &out, &["--steps"]);
     no_panic(&run);
     let log = std::fs::read_to_string(out.join("boot.log")).unwrap_or_default();
     let alive: Vec<u32> = pids_in_log(&log)

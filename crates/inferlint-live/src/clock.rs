@@ -73,6 +73,16 @@ fn fallback_ns() -> i64 {
     i64::try_from(start.elapsed().as_nanos()).unwrap_or(i64::MAX)
 }
 
+/// The two clocks read together now, as the anchor a file's header carries: every time
+/// in the file is placed on the wall clock through it.
+pub fn anchor_now() -> inferlint_core::traces::ClockAnchor {
+    let now = now();
+    inferlint_core::traces::ClockAnchor {
+        t_wall: now.wall_s,
+        t_mono_ns: now.mono_ns,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

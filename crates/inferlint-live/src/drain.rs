@@ -175,14 +175,6 @@ pub fn destructive_warning(base: &BaseUrl, engine: &EngineDescriptor) -> String 
     )
 }
 
-fn anchor_now() -> ClockAnchor {
-    let now = clock::now();
-    ClockAnchor {
-        t_wall: now.wall_s,
-        t_mono_ns: now.mono_ns,
-    }
-}
-
 /// Whether the server at `base` is this host (its monotonic clock is ours): a loopback
 /// address.
 fn on_this_host(base: &BaseUrl) -> bool {
@@ -232,7 +224,7 @@ impl Drainer {
         }
         let interval = options.interval.clamp(INTERVAL_BOUNDS.0, INTERVAL_BOUNDS.1);
         let runtime = crate::runtime().map_err(DrainError::Start)?;
-        let anchor = anchor_now();
+        let anchor = clock::anchor_now();
         let same_host = on_this_host(&options.base);
         let mut error = None;
         let requests = match (&options.requests_out, requests_drain) {
@@ -505,7 +497,7 @@ impl Task {
         }
         // The last drain: what finished since the one before.
         self.drain_all(&client).await;
-        let at = anchor_now();
+        let at = clock::anchor_now();
         let mut summary = DrainSummary {
             requests: None,
             kv_events: None,
@@ -546,7 +538,7 @@ impl Task {
         let Some(r) = self.requests.as_mut() else {
             return;
         };
-        let at = anchor_now();
+        let at = clock::anchor_now();
         match got {
             Got::Body(body) => {
                 r.noted = None;
@@ -624,7 +616,7 @@ impl Task {
         let Some(k) = self.kv.as_mut() else {
             return;
         };
-        let at = anchor_now();
+        let at = clock::anchor_now();
         let body = match got {
             Got::Body(body) => body,
             Got::NotListening(why) => {

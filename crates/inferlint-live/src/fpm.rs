@@ -501,7 +501,7 @@ impl FpmSubscriber {
         let (endpoint, probe) = connect_address(&options.endpoint)?;
         let runtime = crate::runtime().map_err(KvError::Start)?;
         let mut file = create_stream(out, &Rule::force(options.force))?;
-        let anchor = anchor_now();
+        let anchor = clock::anchor_now();
         let mut header = json!({
             "schema": STEPS_SCHEMA,
             "source": FPM_SOURCE,
@@ -583,14 +583,6 @@ impl Drop for FpmSubscriber {
     }
 }
 
-fn anchor_now() -> ClockAnchor {
-    let now = clock::now();
-    ClockAnchor {
-        t_wall: now.wall_s,
-        t_mono_ns: now.mono_ns,
-    }
-}
-
 #[derive(Default)]
 struct Writer {
     error: Option<String>,
@@ -639,7 +631,7 @@ impl Task {
         }
         let mut subscribed = None;
         if let Some(mut sub) = self.subscribe().await {
-            subscribed = Some(anchor_now());
+            subscribed = Some(clock::anchor_now());
             let _ = ready.send(());
             let mut state = Sequence {
                 next: None,

@@ -240,7 +240,7 @@ impl KvSubscriber {
         }
         let runtime = crate::runtime().map_err(KvError::Start)?;
         let mut file = create_stream(out, &Rule::force(options.force))?;
-        let anchor = anchor_now();
+        let anchor = clock::anchor_now();
         let mut writer = Writer::default();
         writer.put(
             &mut file,
@@ -325,14 +325,6 @@ impl Drop for KvSubscriber {
     }
 }
 
-fn anchor_now() -> ClockAnchor {
-    let now = clock::now();
-    ClockAnchor {
-        t_wall: now.wall_s,
-        t_mono_ns: now.mono_ns,
-    }
-}
-
 /// Writes lines, each in one call, and keeps the first error (nothing more is written
 /// after it, and the totals still count what was received).
 #[derive(Default)]
@@ -395,7 +387,7 @@ impl Task {
         }
         let mut subscribed = None;
         if let Some(mut sub) = self.subscribe().await {
-            let at = anchor_now();
+            let at = clock::anchor_now();
             subscribed = Some(at);
             let line = kv_subscribed_json(&self.endpoint, listening, at);
             self.put(line);
@@ -403,7 +395,7 @@ impl Task {
             self.receive(&mut sub, listening).await;
         }
         let totals = self.writer.totals;
-        let line = kv_end_json(&totals, anchor_now());
+        let line = kv_end_json(&totals, clock::anchor_now());
         self.put(line);
         if self.writer.error.is_none() {
             if let Err(e) = self.file.sync_all() {
@@ -442,7 +434,7 @@ impl Task {
         let mut sub = SubSocket::with_options(socket_options);
         // Before the connection: the subscription goes out with the handshake.
         if let Err(e) = sub.subscribe("").await {
-            let line = kv_note_json(&format!("cannot subscribe: {e}"), anchor_now());
+            let line = kv_note_json(&format!("cannot subscribe: {e}"), clock::anchor_now());
             self.put(line);
             return None;
         }
@@ -452,13 +444,15 @@ impl Task {
             self.monitor = Some(sub.monitor());
             return match sub.bind(&self.endpoint).await {
                 Ok(_) => {
-                    let line = kv_bound_json(&self.endpoint, anchor_now());
+                    let line = kv_bound_json(&self.endpoint, clock::anchor_now());
                     self.put(line);
                     Some(sub)
                 }
                 Err(e) => {
-                    let line =
-                        kv_note_json(&format!("cannot bind {}: {e}", self.endpoint), anchor_now());
+                    let line = kv_note_json(
+                        &format!("cannot bind {}: {e}", self.endpoint),
+                        clock::anchor_now(),
+                    );
                     self.put(line);
                     None
                 }
@@ -476,7 +470,7 @@ impl Task {
                             noted = true;
                             let line = kv_note_json(
                                 &format!("cannot connect to {}: {e}; trying again", self.endpoint),
-                                anchor_now(),
+                                clock::anchor_now(),
                             );
                             self.put(line);
                         }
@@ -517,7 +511,7 @@ impl Task {
                 event = connected => {
                     match event {
                         Some(zeromq::SocketEvent::Accepted(..)) => {
-                            let line = kv_connected_json(&self.endpoint, anchor_now());
+                            let line = kv_connected_json(&self.endpoint, clock::anchor_now());
                             self.put(line);
                         }
                         Some(_) => {}
@@ -533,7 +527,7 @@ impl Task {
                     lost_noted = false;
                     let received = Received {
                         frames: message.into_vec(),
-                        at: anchor_now(),
+                        at: clock::anchor_now(),
                     };
                     self.published(received, &mut state).await;
                 }
@@ -544,7 +538,7 @@ impl Task {
                         lost_noted = true;
                         let line = kv_note_json(
                             &format!("no message from {}: {e}; waiting for it", self.endpoint),
-                            anchor_now(),
+                            clock::anchor_now(),
                         );
                         self.put(line);
                     }
@@ -576,7 +570,7 @@ impl Task {
                     taken += 1;
                     let received = Received {
                         frames: message.into_vec(),
-                        at: anchor_now(),
+                        at: clock::anchor_now(),
                     };
                     self.published(received, state).await;
                 }
@@ -597,7 +591,7 @@ impl Task {
                         String::new()
                     }
                 ),
-                anchor_now(),
+                clock::anchor_now(),
             );
             self.put(line);
         }
@@ -675,7 +669,7 @@ impl Task {
     fn gap(&mut self, from: u64, to: u64, reason: &str) {
         self.writer.totals.gaps += 1;
         self.writer.totals.missed += to - from + 1;
-        let line = kv_gap_json(from, to, reason, anchor_now());
+        let line = kv_gap_json(from, to, reason, clock::anchor_now());
         self.put(line);
     }
 
@@ -782,7 +776,7 @@ async fn ask_replay(
             .map_err(|e| format!("the replay endpoint {endpoint} stopped answering: {e}"))?;
         let received = Received {
             frames: message.into_vec(),
-            at: anchor_now(),
+            at: clock::anchor_now(),
         };
         let frames: Vec<&[u8]> = received.frames.iter().map(|b| b.as_ref()).collect();
         match replayed_frame(&frames) {
