@@ -869,6 +869,29 @@ impl EngineDescriptor {
         })
     }
 
+    /// The families a recording reads from each scrape: running, waiting and its split
+    /// by reason, KV use, the token and request counters, the preemption counter and its
+    /// witness, the paused gauge, the prefix-cache counters.
+    fn recorded_families(&self) -> Vec<&'static str> {
+        let mut families: Vec<&'static str> = vec![
+            self.running,
+            self.waiting,
+            self.kv_usage,
+            self.generation_tokens,
+            self.prompt_tokens,
+            self.request_success,
+        ];
+        families.extend(self.preemption_counter);
+        families.extend(self.preemption_witness);
+        families.extend(self.paused_gauge);
+        families.extend(self.waiting_reasons.map(|w| w.metric));
+        if let Some(p) = self.prefix_cache {
+            families.extend([p.hit_tokens, p.queried_tokens]);
+            families.extend(p.missed_tokens);
+        }
+        families
+    }
+
     /// Every sample name a recording reads from each scrape after its first: what a
     /// series sample holds (running, waiting and its split by reason, KV use, the
     /// preemption counter and its witness, the paused gauge, the token and request
@@ -887,22 +910,7 @@ impl EngineDescriptor {
     /// ignores it), and never under `F_bucket`: no recorder reads a bucket, and the
     /// buckets are most of a vLLM page.
     pub fn recorded_sample_names(&self) -> Vec<String> {
-        let mut families: Vec<&str> = vec![
-            self.running,
-            self.waiting,
-            self.kv_usage,
-            self.generation_tokens,
-            self.prompt_tokens,
-            self.request_success,
-        ];
-        families.extend(self.preemption_counter);
-        families.extend(self.preemption_witness);
-        families.extend(self.paused_gauge);
-        families.extend(self.waiting_reasons.map(|w| w.metric));
-        if let Some(p) = self.prefix_cache {
-            families.extend([p.hit_tokens, p.queried_tokens]);
-            families.extend(p.missed_tokens);
-        }
+        let families = self.recorded_families();
         let mut names = self.sample_names(&families, &["", "_total", "_sum", "_count"]);
         names.extend(self.sample_names(&[self.request_success], &["_created"]));
         names.sort();
@@ -919,22 +927,13 @@ impl EngineDescriptor {
     /// [`EngineDescriptor::renamed_metrics`] are not listed; each rename names its current
     /// family.
     pub fn metric_families(&self) -> Vec<&'static str> {
-        let mut names: Vec<&'static str> = vec![
-            self.running,
-            self.waiting,
-            self.kv_usage,
-            self.generation_tokens,
-            self.prompt_tokens,
-            self.request_success,
+        let mut names = self.recorded_families();
+        names.extend([
             self.e2e_latency_histogram,
             self.ttft_histogram,
             self.queue_time_histogram,
-        ];
-        names.extend(self.preemption_counter);
-        names.extend(self.preemption_witness);
+        ]);
         names.extend(self.request_preemptions_histogram);
-        names.extend(self.paused_gauge);
-        names.extend(self.waiting_reasons.map(|w| w.metric));
         names.extend(self.cache_info.map(|c| c.metric));
         names.extend(self.failed_requests.iter().map(|f| f.name));
         let sources = &self.setup_sources;
@@ -952,8 +951,6 @@ impl EngineDescriptor {
             }
         }
         if let Some(p) = self.prefix_cache {
-            names.extend([p.hit_tokens, p.queried_tokens]);
-            names.extend(p.missed_tokens);
             if let Some(t) = p.tiers {
                 names.push(t.metric);
                 names.extend(t.computed.map(|c| c.metric));
