@@ -34,6 +34,10 @@ pub enum RequestSource {
     SglangRequestFile,
     /// TensorRT-LLM's `/perf_metrics` entries.
     TrtllmPerfMetrics,
+    /// The finished-request lines of the step file (`inferlint.steps/1`, vLLM's
+    /// `FinishedRequestStats`): the engine's times, from its queue on, not the API
+    /// server's.
+    StepFileFinished,
 }
 
 impl RequestSource {
@@ -43,6 +47,7 @@ impl RequestSource {
             RequestSource::OtlpSpan => "the server's OpenTelemetry spans",
             RequestSource::SglangRequestFile => "the server's per-request metrics file",
             RequestSource::TrtllmPerfMetrics => "the server's /perf_metrics",
+            RequestSource::StepFileFinished => "the engine's finished requests in its step file",
         }
     }
 }

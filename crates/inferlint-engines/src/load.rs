@@ -901,6 +901,43 @@ fn load_run_kept<F: SampleFold>(
         .map(files::read_kv_events)
         .transpose()?;
     let steps = files.steps.as_deref().map(files::read_steps).transpose()?;
+    // Else the step file's finished-request lines: the engine's own times of each request,
+    // from its queue on (docs/steps.md). One account of each request: a note says which
+    // was not read.
+    // The step reader counted them: a file without one is not read again.
+    let finished_lines = files
+        .steps
+        .as_deref()
+        .filter(|_| steps.as_ref().is_some_and(|s| s.finished > 0));
+    let server_requests = match (server_requests, finished_lines) {
+        (Some(records), Some(path)) => {
+            notes.push(format!(
+                "the finished requests in {} are not read: {} already give the server's account of each request",
+                shown(path),
+                records.source.words()
+            ));
+            Some(records)
+        }
+        (None, Some(path)) => match files::read_finished_requests(path)? {
+            Some(finished) => {
+                let mut note = format!(
+                    "the server's account of each request is {}'s finished-request lines: the engine's times from its queue on, without the API server's work before it (no line gives the request's receipt)",
+                    shown(path)
+                );
+                if finished.not_kept > 0 {
+                    note.push_str(&format!(
+                        "; {} past the first {} were not kept",
+                        finished.not_kept,
+                        files::MAX_FINISHED_REQUESTS
+                    ));
+                }
+                notes.push(note);
+                Some(finished.requests)
+            }
+            None => None,
+        },
+        (records, None) => records,
+    };
     // Each input is placed against the others before anything reads it: a result file,
     // recording, reading or trace of another run is set aside here, and contributes
     // nothing.

@@ -12,6 +12,8 @@ mod folders;
 mod foreign;
 /// An older vLLM (0.16) read from its own files' forms.
 mod older_vllm;
+/// The step file's finished requests as the server's record of each, on the real vLLM.
+mod real_finished;
 /// Engine steps recorded inside the real vLLM, judged.
 mod real_steps;
 /// The recorder: started before the load, finished after it, never losing what it read.

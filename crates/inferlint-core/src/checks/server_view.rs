@@ -14,7 +14,7 @@ use crate::client::{ClientAccount, ClientRequest, LoadTool};
 use crate::fmt;
 use crate::lives::Lives;
 use crate::status::{CheckResult, Status, Tripwire};
-use crate::traces::{ServerRequest, ServerRequests};
+use crate::traces::{RequestSource, ServerRequest, ServerRequests};
 
 /// The medians may differ by this much, and by [`TTFT_SHARE`] of the server's, before
 /// the two TTFTs count as different figures: a localhost round trip and an API server's
@@ -166,6 +166,20 @@ pub fn ttft_definitions(inputs: &ServerViewInputs) -> CheckResult {
         result = result.with("server_ttft_from_scheduling_p50_s", round_ms(s));
     }
     let name = tool.name();
+    // The step file's finished lines carry no receipt: the engine's TTFT starts at its
+    // queue, after the API server's work.
+    let (start, receipt, left_out) = match inputs.server.source {
+        RequestSource::StepFileFinished => (
+            "its engine queued",
+            "from its engine's queue",
+            "which the engine's times leave out",
+        ),
+        _ => (
+            "it received",
+            "from its receipt",
+            "which the server's TTFT histogram leaves out",
+        ),
+    };
     let joined = format!(
         "over {} requests joined with {}",
         diffs.len(),
@@ -184,7 +198,7 @@ pub fn ttft_definitions(inputs: &ServerViewInputs) -> CheckResult {
     if diff_p50 < -tolerance {
         result.status = Status::Fail;
         result.message = format!(
-            "{name}'s median TTFT is {}, {} shorter than the server's own {} from the moment it received each request ({joined}): the tool's clock starts after the request reached the server, or stops before its first token{scheduling_words}",
+            "{name}'s median TTFT is {}, {} shorter than the server's own {} from the moment {start} each request ({joined}): the tool's clock starts after the request reached the server, or stops before its first token{scheduling_words}",
             ms(client_p50),
             ms(-diff_p50),
             ms(server_p50)
@@ -193,14 +207,14 @@ pub fn ttft_definitions(inputs: &ServerViewInputs) -> CheckResult {
         result.status = Status::Warn;
         result.message = if diff_p50 > tolerance {
             format!(
-                "{name}'s median TTFT is {}, the server's own from its receipt {} ({joined}): {} of each request's TTFT is transport and the front end, which the server's TTFT histogram leaves out{scheduling_words}",
+                "{name}'s median TTFT is {}, the server's own {receipt} {} ({joined}): {} of each request's TTFT is transport and the front end, {left_out}{scheduling_words}",
                 ms(client_p50),
                 ms(server_p50),
                 ms(diff_p50)
             )
         } else {
             format!(
-                "{name}'s median TTFT is {} and the server's from its receipt {} ({joined}){scheduling_words}",
+                "{name}'s median TTFT is {} and the server's {receipt} {} ({joined}){scheduling_words}",
                 ms(client_p50),
                 ms(server_p50)
             )

@@ -19,6 +19,7 @@ mod series_line;
 mod server_requests;
 mod snapshot;
 mod spans;
+mod step_requests;
 mod steps;
 
 pub use boot_log::{read_boot_log, BootLogFile};
@@ -56,6 +57,9 @@ pub use server_requests::{
     ServerRequestsHeader, MAX_RECORD_LINE_BYTES, SERVER_REQUESTS_SCHEMA,
 };
 pub use spans::{otlp_header_json, read_spans, read_spans_from, OtlpHeader, OTLP_SCHEMA};
+pub use step_requests::{
+    read_finished_requests, read_finished_requests_from, FinishedRequests, MAX_FINISHED_REQUESTS,
+};
 pub use steps::{read_steps, read_steps_from, MAX_STEP_LINE_BYTES, STEPS_SCHEMA};
 
 // The input rules every reader keeps, where callers have always found them.
