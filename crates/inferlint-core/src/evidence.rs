@@ -274,7 +274,7 @@ pub static KEYS: &[Key] = &[
     // T24 and T25: the load tool's rows joined with the server's own records.
     key("joined", &[T::T24, T::T25], "requests joined with the server's own record of them (by id, or by send time and length) that carry what the check compares"),
     key("client_ttft_p50_s", &[T::T24], "the load tool's median time to first token over the joined requests, seconds, from its send"),
-    key("server_ttft_p50_s", &[T::T24], "the server's median time to first token over the same requests, seconds, from its receipt"),
+    key("server_ttft_p50_s", &[T::T24], "the server's median time to first token over the same requests, seconds, from its receipt (from its engine's queue where the step file's finished requests are the server's record)"),
     key("difference_p50_s", &[T::T24], "the median of each joined request's load-tool TTFT minus the server's, seconds"),
     key("tolerance_s", &[T::T24], "how far the medians may differ before the two TTFTs count as different figures: 25 ms or 10% of the server's, whichever is larger"),
     key("server_ttft_from_scheduling_p50_s", &[T::T24], "the server's median TTFT counted from each request's first scheduling (per-request metrics), seconds"),
