@@ -86,3 +86,68 @@ fn the_finished_lines_stand_for_the_servers_record_of_each_request() {
         t24.message()
     );
 }
+
+/// The same run with the server's spans beside the step file: one account of each
+/// request, the spans first. The spans here are written from the finished lines (each
+/// request's engine entry as its start) with 16 completion tokens each where the lines say
+/// 32, so which one T25 read shows: the spans' 32 x 16 = 512 generated, and a note says
+/// the finished lines were not read.
+#[test]
+fn spans_beside_the_step_file_are_read_first() {
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/real/vllm-0.32-cpu/steps-healthy");
+    let dir = tempfile::tempdir().unwrap();
+    for name in [
+        "bench.json",
+        "load.log",
+        "boot.log",
+        "steps.jsonl",
+        "before.snapshot.json",
+        "after.snapshot.json",
+        "run.series.jsonl",
+    ] {
+        std::fs::copy(fixture.join(name), dir.path().join(name)).unwrap();
+    }
+    let steps = std::fs::read_to_string(fixture.join("steps.jsonl")).unwrap();
+    let mut lines = steps
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap());
+    let t_wall = lines.next().unwrap()["t_wall"].as_f64().unwrap();
+    let mut spans = String::new();
+    for (n, line) in lines.filter(|l| l.get("fin").is_some()).enumerate() {
+        let f = |k: &str| line[k].as_f64().unwrap();
+        let start = t_wall + f("t") - f("infer") - f("queued");
+        let attr = |k: &str, v: serde_json::Value| serde_json::json!({"key": k, "value": v});
+        let span = serde_json::json!({"resourceSpans": [{"scopeSpans": [{"spans": [{
+            "name": "llm_request",
+            "traceId": format!("{n:032x}"),
+            "spanId": format!("{n:016x}"),
+            "startTimeUnixNano": format!("{}", (start * 1e9) as u64),
+            "attributes": [
+                attr("gen_ai.request.id", serde_json::json!({"stringValue": line["fin"]})),
+                attr("gen_ai.usage.prompt_tokens", serde_json::json!({"intValue": "32"})),
+                attr("gen_ai.usage.completion_tokens", serde_json::json!({"intValue": "16"})),
+                attr("gen_ai.latency.time_to_first_token", serde_json::json!({"doubleValue": f("queued") + f("prefill")})),
+            ]
+        }]}]}]});
+        spans.push_str(&format!("{span}\n"));
+    }
+    std::fs::write(dir.path().join("spans.otlp.jsonl"), spans).unwrap();
+
+    let run = Run::from_dir(dir.path()).unwrap();
+    assert!(
+        run.notes()
+            .iter()
+            .any(|n| n.contains("finished requests in") && n.contains("are not read")),
+        "{:?}",
+        run.notes()
+    );
+    let report = run.check();
+    let t25 = result(&report, Tripwire::T25);
+    assert_eq!(
+        t25.evidence_f64("server_generated_tokens"),
+        Some(512.0),
+        "{}",
+        t25.message()
+    );
+}
