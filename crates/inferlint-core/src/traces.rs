@@ -50,6 +50,16 @@ impl RequestSource {
             RequestSource::StepFileFinished => "the engine's finished requests in its step file",
         }
     }
+
+    /// What a record's arrival is, in a sentence's words: the API server's receipt, or,
+    /// for the step file's finished requests (which carry no receipt), the moment the
+    /// engine queued the request.
+    pub fn arrival_words(self) -> &'static str {
+        match self {
+            RequestSource::StepFileFinished => "queued by the engine",
+            _ => "received",
+        }
+    }
 }
 
 /// One request as the server recorded it. Times are Unix seconds on the server's wall

@@ -77,6 +77,8 @@ struct ServerLife {
     end: Option<f64>,
     /// Times it was preempted, where the server says.
     preemptions: Option<u64>,
+    /// What its arrival is (`received`, or `queued by the engine`).
+    arrival_words: &'static str,
     /// Joined by id (else by send time and length).
     by_id: bool,
 }
@@ -87,6 +89,8 @@ struct ServerLife {
 struct ServerView {
     lives: Option<Lives>,
     by_row: HashMap<usize, ServerLife>,
+    /// What a record's arrival is (`received`, or `queued by the engine`).
+    arrival: &'static str,
 }
 
 fn server_lives(report: &Report) -> ServerView {
@@ -97,7 +101,11 @@ fn server_lives(report: &Report) -> ServerView {
         report.run.server_requests.as_ref(),
         report.run.series.as_ref().and_then(|s| s.first_t_wall),
     ) else {
-        return ServerView { lives, by_row };
+        return ServerView {
+            lives,
+            by_row,
+            arrival: "received",
+        };
     };
     for pair in &l.pairs {
         let record = &server.requests[pair.server];
@@ -118,11 +126,16 @@ fn server_lives(report: &Report) -> ServerView {
                 first_token,
                 end,
                 preemptions: record.preemptions,
+                arrival_words: server.source.arrival_words(),
                 by_id: pair.by == JoinedBy::Id,
             },
         );
     }
-    ServerView { lives, by_row }
+    ServerView {
+        lives,
+        by_row,
+        arrival: server.source.arrival_words(),
+    }
 }
 
 /// How the rows were joined with the server's own records, for the section's lead.
@@ -411,12 +424,13 @@ fn request_title(
     }
     if let Some(life) = server {
         text.push_str(&format!(
-            ". The server (joined by {}): received {} after the send",
+            ". The server (joined by {}): {} {} after the send",
             if life.by_id {
                 "id"
             } else {
                 "send time and length"
             },
+            life.arrival_words,
             format_duration_ms((life.arrival - r.sent) * 1000.0)
         ));
         if let Some(s) = life.scheduled {
@@ -469,7 +483,7 @@ fn requests_table(t: &RequestTimeline, account: &ClientAccount, server: &ServerV
                     th scope="col" { "Request" } th scope="col" { "Outcome" } th scope="col" { "Sent" }
                     th scope="col" { "First token after" } th scope="col" { "Done" }
                     @if phases {
-                        th scope="col" { "Server received" } th scope="col" { "Queued (s)" }
+                        th scope="col" { "Server " (server.arrival) } th scope="col" { "Queued (s)" }
                         th scope="col" { "Prefill (s)" } th scope="col" { "Decode (s)" }
                     }
                 } }

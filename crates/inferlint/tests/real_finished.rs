@@ -151,3 +151,20 @@ fn spans_beside_the_step_file_are_read_first() {
         t25.message()
     );
 }
+
+/// The page says what each record's arrival is: the finished lines carry no API-server
+/// receipt, so a joined request's line reads "queued by the engine", and its table's
+/// column "Server queued by the engine"; never "received", which a span's arrival is.
+#[cfg(feature = "report")]
+#[test]
+fn the_page_says_the_engine_queued_what_the_lines_place() {
+    let (run, report) = checked();
+    let page = run.html(&report, None).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        page.contains("(joined by id): queued by the engine "),
+        "no joined request's line says the engine queued it"
+    );
+    assert!(page.contains("Server queued by the engine"));
+    assert!(!page.contains("(joined by id): received "));
+    assert!(!page.contains("Server received"));
+}
