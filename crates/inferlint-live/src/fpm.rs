@@ -54,7 +54,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use inferlint_core::traces::ClockAnchor;
@@ -66,6 +65,7 @@ use zeromq::{Socket, SocketOptions, SocketRecv, SubSocket};
 
 use crate::clock;
 use crate::kv_events::{connect_address, KvError};
+use crate::receiving::{LineWriter, Receiving, Summary};
 use crate::stop::Stop;
 
 /// The payload version this reader reads (vLLM's and SGLang's `FPM_VERSION`).
@@ -482,9 +482,7 @@ impl Reader<'_> {
 /// [`FpmSubscriber::stop`] does.
 #[derive(Debug)]
 pub struct FpmSubscriber {
-    stop: Stop,
-    path: PathBuf,
-    thread: Option<JoinHandle<FpmSummary>>,
+    receiving: Receiving<FpmSummary>,
 }
 
 impl FpmSubscriber {
@@ -513,7 +511,7 @@ impl FpmSubscriber {
         if let Some(engine) = &options.engine {
             header["engine"] = json!(engine);
         }
-        let mut writer = Writer::default();
+        let mut writer = LineWriter::default();
         writer.put(&mut file, header.to_string());
         if let Some(e) = writer.error.take() {
             return Err(KvError::Output(OutputError::Io {
@@ -540,63 +538,30 @@ impl FpmSubscriber {
             .map_err(KvError::Start)?;
         let _ = ready_rx.recv_timeout(options.start_wait);
         Ok(FpmSubscriber {
-            stop,
-            path: out.to_owned(),
-            thread: Some(thread),
+            receiving: Receiving::new(stop, out.to_owned(), thread),
         })
     }
 
     /// The file being written.
     pub fn path(&self) -> &Path {
-        &self.path
+        self.receiving.path()
     }
 
     /// Stops: reads what the socket already holds, writes the end line and returns the
     /// totals.
     pub fn stop(mut self) -> FpmSummary {
-        self.finish()
+        self.receiving.finish()
     }
+}
 
-    fn finish(&mut self) -> FpmSummary {
-        self.stop.stop();
-        let lost = |why: &str| FpmSummary {
-            path: self.path.clone(),
+impl Summary for FpmSummary {
+    fn lost(path: PathBuf, why: &str) -> FpmSummary {
+        FpmSummary {
+            path,
             totals: FpmTotals::default(),
             subscribed: None,
             listening_at_start: None,
             write_error: Some(why.to_owned()),
-        };
-        match self.thread.take() {
-            Some(thread) => thread
-                .join()
-                .unwrap_or_else(|_| lost("the subscriber's thread panicked")),
-            None => lost("already stopped"),
-        }
-    }
-}
-
-impl Drop for FpmSubscriber {
-    fn drop(&mut self) {
-        if self.thread.is_some() {
-            self.finish();
-        }
-    }
-}
-
-#[derive(Default)]
-struct Writer {
-    error: Option<String>,
-}
-
-impl Writer {
-    fn put(&mut self, file: &mut StreamFile, mut line: String) {
-        use std::io::Write;
-        if self.error.is_some() {
-            return;
-        }
-        line.push('\n');
-        if let Err(e) = file.write_all(line.as_bytes()) {
-            self.error = Some(format!("cannot write {}: {e}", file.path().display()));
         }
     }
 }
@@ -607,7 +572,7 @@ struct Task {
     anchor: ClockAnchor,
     stop: Stop,
     file: StreamFile,
-    writer: Writer,
+    writer: LineWriter,
     totals: FpmTotals,
     /// `worker_id` and `dp_rank` of the last message read.
     last: Option<(String, i64)>,
@@ -656,11 +621,7 @@ impl Task {
             end["dp_rank"] = json!(rank);
         }
         self.put(end.to_string());
-        if self.writer.error.is_none() {
-            if let Err(e) = self.file.sync_all() {
-                self.writer.error = Some(format!("cannot write {}: {e}", self.path.display()));
-            }
-        }
+        self.writer.sync(&self.file, &self.path);
         FpmSummary {
             path: self.path,
             totals: self.totals,

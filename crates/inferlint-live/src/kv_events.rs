@@ -49,7 +49,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -64,6 +63,7 @@ use inferlint_engines::output::{create_stream, OutputError, Rule, StreamFile};
 use zeromq::{DealerSocket, Socket, SocketOptions, SocketRecv, SocketSend, SubSocket, ZmqMessage};
 
 use crate::clock;
+use crate::receiving::{LineWriter, Receiving, Summary};
 use crate::stop::Stop;
 
 /// At the stop, how long the socket may stay silent before what it held is taken to be
@@ -164,9 +164,7 @@ pub struct KvSummary {
 /// does.
 #[derive(Debug)]
 pub struct KvSubscriber {
-    stop: Stop,
-    path: PathBuf,
-    thread: Option<JoinHandle<KvSummary>>,
+    receiving: Receiving<KvSummary>,
 }
 
 /// The address to connect to: `tcp://HOST:PORT`, with a wildcard host (`*`, `0.0.0.0`,
@@ -241,7 +239,7 @@ impl KvSubscriber {
         let runtime = crate::runtime().map_err(KvError::Start)?;
         let mut file = create_stream(out, &Rule::force(options.force))?;
         let anchor = clock::anchor_now();
-        let mut writer = Writer::default();
+        let mut writer = LineWriter::default();
         writer.put(
             &mut file,
             kv_header_json(&KvHeader {
@@ -272,6 +270,7 @@ impl KvSubscriber {
             stop: stop.clone(),
             file,
             writer,
+            totals: KvTotals::default(),
             path: out.to_owned(),
         };
         let thread = std::thread::Builder::new()
@@ -281,67 +280,31 @@ impl KvSubscriber {
         // Either answer, or none in time: the thread goes on either way.
         let _ = ready_rx.recv_timeout(options.start_wait);
         Ok(KvSubscriber {
-            stop,
-            path: out.to_owned(),
-            thread: Some(thread),
+            receiving: Receiving::new(stop, out.to_owned(), thread),
         })
     }
 
     /// The file being written.
     pub fn path(&self) -> &Path {
-        &self.path
+        self.receiving.path()
     }
 
     /// Stops: writes the closing line and returns what was received. A subscriber
     /// waiting for a replay stops once that wait ends (at most
     /// [`KvOptions::replay_wait`]).
     pub fn stop(mut self) -> KvSummary {
-        self.finish()
+        self.receiving.finish()
     }
+}
 
-    fn finish(&mut self) -> KvSummary {
-        self.stop.stop();
-        let lost = |why: &str| KvSummary {
-            path: self.path.clone(),
+impl Summary for KvSummary {
+    fn lost(path: PathBuf, why: &str) -> KvSummary {
+        KvSummary {
+            path,
             totals: KvTotals::default(),
             subscribed: None,
             listening_at_start: None,
             write_error: Some(why.to_owned()),
-        };
-        match self.thread.take() {
-            Some(thread) => thread
-                .join()
-                .unwrap_or_else(|_| lost("the subscriber's thread panicked")),
-            None => lost("already stopped"),
-        }
-    }
-}
-
-impl Drop for KvSubscriber {
-    fn drop(&mut self) {
-        if self.thread.is_some() {
-            self.finish();
-        }
-    }
-}
-
-/// Writes lines, each in one call, and keeps the first error (nothing more is written
-/// after it, and the totals still count what was received).
-#[derive(Default)]
-struct Writer {
-    totals: KvTotals,
-    error: Option<String>,
-}
-
-impl Writer {
-    fn put(&mut self, file: &mut StreamFile, mut line: String) {
-        use std::io::Write;
-        if self.error.is_some() {
-            return;
-        }
-        line.push('\n');
-        if let Err(e) = file.write_all(line.as_bytes()) {
-            self.error = Some(format!("cannot write {}: {e}", file.path().display()));
         }
     }
 }
@@ -367,7 +330,8 @@ struct Task {
     replay_wait: Duration,
     stop: Stop,
     file: StreamFile,
-    writer: Writer,
+    writer: LineWriter,
+    totals: KvTotals,
     path: PathBuf,
 }
 
@@ -394,14 +358,10 @@ impl Task {
             let _ = ready.send(());
             self.receive(&mut sub, listening).await;
         }
-        let totals = self.writer.totals;
+        let totals = self.totals;
         let line = kv_end_json(&totals, clock::anchor_now());
         self.put(line);
-        if self.writer.error.is_none() {
-            if let Err(e) = self.file.sync_all() {
-                self.writer.error = Some(format!("cannot write {}: {e}", self.path.display()));
-            }
-        }
+        self.writer.sync(&self.file, &self.path);
         KvSummary {
             path: self.path,
             totals,
@@ -603,7 +563,7 @@ impl Task {
         let (seq, payload) = match published_frame(&frames) {
             Ok(read) => read,
             Err(why) => {
-                self.writer.totals.bad_frames += 1;
+                self.totals.bad_frames += 1;
                 let line = kv_bad_frame_json(None, &why, frames.len(), bytes, received.at, false);
                 self.put(line);
                 return;
@@ -611,7 +571,7 @@ impl Task {
         };
         match state.next {
             Some(next) if seq < next => {
-                self.writer.totals.restarts += 1;
+                self.totals.restarts += 1;
                 let line = kv_restart_json(next - 1, seq, received.at);
                 self.put(line);
                 state.next = None;
@@ -645,7 +605,7 @@ impl Task {
     ) {
         match decode_batch(payload) {
             Ok(batch) => {
-                let totals = &mut self.writer.totals;
+                let totals = &mut self.totals;
                 totals.batches += 1;
                 totals.replayed += u64::from(replayed);
                 totals.stored_blocks += batch.stored_blocks;
@@ -653,7 +613,7 @@ impl Task {
                 self.put(kv_batch_json(seq, &batch, at, replayed));
             }
             Err(why) => {
-                self.writer.totals.bad_frames += 1;
+                self.totals.bad_frames += 1;
                 self.put(kv_bad_frame_json(
                     Some(seq),
                     &why,
@@ -667,8 +627,8 @@ impl Task {
     }
 
     fn gap(&mut self, from: u64, to: u64, reason: &str) {
-        self.writer.totals.gaps += 1;
-        self.writer.totals.missed += to - from + 1;
+        self.totals.gaps += 1;
+        self.totals.missed += to - from + 1;
         let line = kv_gap_json(from, to, reason, clock::anchor_now());
         self.put(line);
     }
@@ -701,7 +661,7 @@ impl Task {
             )),
         };
         for (why, message) in bad {
-            self.writer.totals.bad_frames += 1;
+            self.totals.bad_frames += 1;
             let bytes = message.frames.iter().map(|f| f.len()).sum();
             let line = kv_bad_frame_json(None, &why, message.frames.len(), bytes, message.at, true);
             self.put(line);

@@ -48,6 +48,7 @@ pub mod kv_events;
 pub mod otlp;
 pub mod probe;
 pub mod prometheus;
+mod receiving;
 pub mod record;
 pub mod schedule;
 pub mod scrape;
