@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use inferlint_core::checks::series::SeriesStats;
 use inferlint_core::model::SampleFold;
+use inferlint_core::run::Run as RunModel;
 use inferlint_engines::files::{self, RunFiles};
 use inferlint_engines::load::{self, EngineChoice, Folded};
 use inferlint_report::TimelinePass;
@@ -18,6 +19,11 @@ use crate::pipelines::walk;
 /// read again, after the checks, into a builder.
 fn page_reading_again(dir: &Path, found: &RunFiles) -> Option<String> {
     let model = load::load_run(&mut EngineChoice::new(None), found, None, None).ok()?;
+    page_reading_again_from(dir, found, model)
+}
+
+/// [`page_reading_again`] from the folder's model, already read.
+fn page_reading_again_from(dir: &Path, found: &RunFiles, model: RunModel) -> Option<String> {
     let run = inferlint::Run::from_model(model, &load::given(found), found.series.clone()).ok()?;
     assert!(run.charts().is_none(), "{}", dir.display());
     Some(run.html(&run.check(), None).unwrap())
@@ -28,9 +34,15 @@ fn page_reading_again(dir: &Path, found: &RunFiles) -> Option<String> {
 /// its timeline (else the page read the file again, and is compared all the same);
 /// whether is `None` for a run whose recording the checks set aside (another run's),
 /// which has no charts to draw.
-fn page_from_the_pass(found: &RunFiles, stretches: usize) -> Option<(String, Option<bool>)> {
+///
+/// `model` is the folder's model as `load_run` read it: the pass over the recording is
+/// the test's subject, not the reading of the other files, which is the same each time.
+fn page_from_the_pass(
+    found: &RunFiles,
+    model: RunModel,
+    stretches: usize,
+) -> Option<(String, Option<bool>)> {
     let series = found.series.as_deref()?;
-    let model = load::load_run(&mut EngineChoice::new(None), found, None, None).ok()?;
     let (first, last) = files::series_ends(series).unwrap()?;
     let empty = TimelinePass::new(&first, &last, model.after.as_ref())?;
     let ((_, fold), summary) = files::fold_series_in(
@@ -80,13 +92,17 @@ fn compare_pages(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
         if found.series.is_none() {
             continue;
         }
-        let Some(reference) = page_reading_again(&dir, &found) else {
+        // The folder read once; each page below starts from a copy of what was read.
+        let Ok(model) = load::load_run(&mut EngineChoice::new(None), &found, None, None) else {
+            continue;
+        };
+        let Some(reference) = page_reading_again_from(&dir, &found, model.clone()) else {
             continue;
         };
         let mut kept = true;
         let mut vouched_every_time = true;
         for stretches in [1, 2, 3, 7] {
-            let Some((page, vouched)) = page_from_the_pass(&found, stretches) else {
+            let Some((page, vouched)) = page_from_the_pass(&found, model.clone(), stretches) else {
                 vouched_every_time = false;
                 continue;
             };
