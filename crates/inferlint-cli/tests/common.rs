@@ -227,3 +227,51 @@ pub fn free_port() -> u16 {
         .inspect(|port| given.push(*port))
         .expect("a free port below the ephemeral range")
 }
+
+/// What `inferlint --json --junit J report DIR -o H` gave for one folder: its output and
+/// the JUnit file it wrote (`None` when it wrote none).
+pub struct ReportOutput {
+    pub output: Output,
+    pub junit: Option<String>,
+}
+
+/// `inferlint --json --junit J report DIR -o H` of a folder, run once per test process
+/// (J and H in a temporary folder of its own, so no fixture gets a report.html): several
+/// tests hold the same invocation to their own promises (the library's results, the
+/// schema, the JUnit cases), and the command's output for a folder does not change
+/// between them. A test that asks while another runs it waits for that run.
+pub fn report_json_junit(dir: &Path) -> std::sync::Arc<ReportOutput> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+    type Runs = Mutex<HashMap<PathBuf, Arc<OnceLock<Arc<ReportOutput>>>>>;
+    static RUNS: OnceLock<Runs> = OnceLock::new();
+    let slot = RUNS
+        .get_or_init(Runs::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .entry(dir.to_owned())
+        .or_default()
+        .clone();
+    slot.get_or_init(|| {
+        let scratch = tempfile::tempdir().unwrap();
+        let (junit, html) = (
+            scratch.path().join("junit.xml"),
+            scratch.path().join("r.html"),
+        );
+        let output = inferlint(
+            scratch.path(),
+            &[
+                "--json",
+                "--junit",
+                junit.to_str().unwrap(),
+                "report",
+                dir.to_str().unwrap(),
+                "-o",
+                html.to_str().unwrap(),
+            ],
+        );
+        let junit = std::fs::read_to_string(&junit).ok();
+        Arc::new(ReportOutput { output, junit })
+    })
+    .clone()
+}

@@ -5,32 +5,25 @@
 
 use std::path::Path;
 
-use crate::common::{fixtures, inferlint, no_panic, recorded, stderr, stdout};
+use crate::common::{fixtures, no_panic, recorded, report_json_junit, stderr, stdout};
 use crate::common::{UNDECIDED, UNUSABLE_INPUT};
 use crate::pipelines::walk;
 
-/// Checks one folder both ways; returns whether the command refused it.
-pub(crate) fn agree(dir: &Path, scratch: &Path) -> bool {
-    let out = scratch.join("report.html");
-    let _ = std::fs::remove_file(&out);
-    let cli = inferlint(
-        scratch,
-        &[
-            "report",
-            "--json",
-            "-o",
-            out.to_str().unwrap(),
-            dir.to_str().unwrap(),
-        ],
-    );
-    no_panic(&cli);
+/// Checks one folder both ways; returns whether the command refused it. The command's
+/// side is `report --json` (with `--junit`, which writes a file and changes neither the
+/// output nor the status: a change would show here as a difference from the library),
+/// run once per folder for every test that holds it to something.
+pub(crate) fn agree(dir: &Path) -> bool {
+    let ran = report_json_junit(dir);
+    let cli = &ran.output;
+    no_panic(cli);
     let code = cli.status.code().unwrap();
     match inferlint::Run::from_dir(dir) {
         Ok(run) => {
             let report = run.check();
             assert_eq!(
                 report.to_json(),
-                stdout(&cli),
+                stdout(cli),
                 "{}: the library's results differ from report --json",
                 dir.display()
             );
@@ -40,12 +33,12 @@ pub(crate) fn agree(dir: &Path, scratch: &Path) -> bool {
                 inferlint::Outcome::Undecided => 2,
                 other => panic!("an outcome the command line has no status for: {other:?}"),
             };
-            assert_eq!(code, expected, "{}: {}", dir.display(), stderr(&cli));
+            assert_eq!(code, expected, "{}: {}", dir.display(), stderr(cli));
             // Serialised, the report holds the same entries, verdicts then not checked.
             let value = serde_json::to_value(&report).unwrap();
             let listed = value["results"].as_array().unwrap().len()
                 + value["not_checked"].as_array().unwrap().len();
-            let printed: Vec<serde_json::Value> = serde_json::from_str(&stdout(&cli)).unwrap();
+            let printed: Vec<serde_json::Value> = serde_json::from_str(&stdout(cli)).unwrap();
             assert_eq!(listed, printed.len(), "{}", dir.display());
             false
         }
@@ -63,13 +56,13 @@ pub(crate) fn agree(dir: &Path, scratch: &Path) -> bool {
                 "{}: the library refused ({error}), the command did not",
                 dir.display()
             );
-            assert!(stdout(&cli).is_empty(), "{}", dir.display());
+            assert!(stdout(cli).is_empty(), "{}", dir.display());
             assert!(
-                stderr(&cli).contains(&error.to_string()),
+                stderr(cli).contains(&error.to_string()),
                 "{}: the library's refusal {:?} is not the command's:\n{}",
                 dir.display(),
                 error.to_string(),
-                stderr(&cli)
+                stderr(cli)
             );
             true
         }
@@ -78,22 +71,20 @@ pub(crate) fn agree(dir: &Path, scratch: &Path) -> bool {
 
 #[test]
 fn the_library_reads_every_fixture_folder_as_report_does() {
-    let scratch = tempfile::tempdir().unwrap();
     let runs = walk(&fixtures()).0;
     assert!(runs.len() > 30, "{runs:?}");
     for dir in &runs {
-        agree(dir, scratch.path());
+        agree(dir);
     }
 }
 
 #[test]
 fn the_library_reads_every_recording_as_report_does() {
     let Some(recorded) = recorded() else { return };
-    let scratch = tempfile::tempdir().unwrap();
     let runs = walk(&recorded).0;
     assert!(!runs.is_empty());
     for dir in &runs {
-        agree(dir, scratch.path());
+        agree(dir);
     }
 }
 
@@ -103,10 +94,10 @@ fn the_library_reads_every_recording_as_report_does() {
 fn the_library_refuses_what_report_refuses() {
     let scratch = tempfile::tempdir().unwrap();
     let missing = scratch.path().join("missing");
-    assert!(agree(&missing, scratch.path()));
+    assert!(agree(&missing));
     let empty = scratch.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
-    assert!(agree(&empty, scratch.path()));
+    assert!(agree(&empty));
     let error = inferlint::Run::from_dir(&empty).unwrap_err();
     assert_eq!(error.kind(), inferlint::ErrorKind::NoRun);
     assert_eq!(error.path(), Some(empty.as_path()));
@@ -121,7 +112,7 @@ fn the_library_refuses_what_report_refuses() {
         mixed.join("run.series.jsonl"),
     )
     .unwrap();
-    assert!(agree(&mixed, scratch.path()));
+    assert!(agree(&mixed));
     let error = inferlint::Run::from_dir(&mixed).unwrap_err();
     assert_eq!(error.kind(), inferlint::ErrorKind::Engine, "{error}");
 
@@ -133,7 +124,7 @@ fn the_library_refuses_what_report_refuses() {
         before_only.join("before.snapshot.json"),
     )
     .unwrap();
-    assert!(agree(&before_only, scratch.path()));
+    assert!(agree(&before_only));
     let error = inferlint::Run::from_dir(&before_only).unwrap_err();
     assert_eq!(
         error.kind(),

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::common::report_json_junit;
 use crate::common::{fixtures, inferlint, inferlint_env, no_panic, recorded, stderr, stdout};
 use crate::common::{UNUSABLE_INPUT, USAGE};
 
@@ -60,37 +61,21 @@ fn assert_valid(validator: &jsonschema::Validator, what: &str, o: &std::process:
     assert!(errors.is_empty(), "{what}: {errors:#?}");
 }
 
-/// A report written to a temporary file, so that no fixture gets a report.html.
-fn report_json(cwd: &Path, run: &Path) -> std::process::Output {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("r.html");
-    inferlint(
-        cwd,
-        &[
-            "--json",
-            "report",
-            run.to_str().unwrap(),
-            "-o",
-            out.to_str().unwrap(),
-        ],
-    )
-}
-
 /// Done when: the schema validates `report --json` of every recording (and fixture).
 #[test]
 fn the_schema_validates_report_json_of_every_fixture_and_recording() {
     let results = schema("results");
     let tmp = tempfile::tempdir().unwrap();
     for run in fixture_runs() {
-        let o = report_json(tmp.path(), &run);
-        assert_valid(&results, &run.display().to_string(), &o);
+        let o = &report_json_junit(&run).output;
+        assert_valid(&results, &run.display().to_string(), o);
     }
     let Some(rec) = recorded() else { return };
     let (runs, logs) = walk(&rec);
     assert!(runs.len() >= 8, "{runs:?}");
     for run in runs {
-        let o = report_json(tmp.path(), &run);
-        assert_valid(&results, &run.display().to_string(), &o);
+        let o = &report_json_junit(&run).output;
+        assert_valid(&results, &run.display().to_string(), o);
     }
     for log in logs {
         let o = inferlint(tmp.path(), &["--json", "check-log", log.to_str().unwrap()]);
@@ -223,19 +208,16 @@ fn junit_holds_one_case_per_tripwire_and_reads_as_ci_reads_it() {
     for run in runs {
         let junit = tmp.path().join("junit.xml");
         let html = tmp.path().join("r.html");
-        let args = [
-            "--json",
-            "--junit",
-            junit.to_str().unwrap(),
-            "report",
-            run.to_str().unwrap(),
-            "-o",
-            html.to_str().unwrap(),
-        ];
-        let o = inferlint(tmp.path(), &args);
-        no_panic(&o);
-        let results: Vec<Value> = serde_json::from_str(&stdout(&o)).unwrap();
-        let cases = check_junit(&std::fs::read_to_string(&junit).unwrap(), false);
+        // `--json --junit J report RUN -o H`, as the other tests of every folder run it.
+        let ran = report_json_junit(&run);
+        let o = &ran.output;
+        no_panic(o);
+        let results: Vec<Value> = serde_json::from_str(&stdout(o)).unwrap();
+        let written = ran.junit.as_deref();
+        let cases = check_junit(
+            written.unwrap_or_else(|| panic!("{}", run.display())),
+            false,
+        );
         assert_eq!(cases.len(), results.len(), "{}", run.display());
         for (case, result) in cases.iter().zip(&results) {
             let id = result["tripwire"].as_str().unwrap();
