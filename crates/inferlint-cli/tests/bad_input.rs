@@ -37,8 +37,12 @@ fn empty_files() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn truncated_snapshot_json() {
-    let Some(dir) = recorded() else { return };
+    let dir = recorded();
     let tmp = tempfile::tempdir().unwrap();
     let text = std::fs::read(dir.join("vllm-0.28/live/after.snapshot.json")).unwrap();
     write(tmp.path(), "after.json", &text[..text.len() / 2]);
@@ -47,8 +51,12 @@ fn truncated_snapshot_json() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn a_series_cut_mid_line_still_reads() {
-    let Some(dir) = recorded() else { return };
+    let dir = recorded();
     let tmp = tempfile::tempdir().unwrap();
     let text = std::fs::read(dir.join("vllm-0.28/live/run.series.jsonl")).unwrap();
     // Cut inside the last line, as a recorder killed mid-write leaves it.
@@ -129,8 +137,12 @@ fn nan_values() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn two_snapshots_from_different_server_starts() {
-    let Some(dir) = recorded() else { return };
+    let dir = recorded();
     let out = inferlint(
         &dir,
         &[
@@ -158,8 +170,12 @@ fn two_snapshots_from_different_server_starts() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn another_engines_series_with_engine_named() {
-    let Some(dir) = recorded() else { return };
+    let dir = recorded();
     let out = inferlint(
         &dir,
         &[
@@ -201,8 +217,12 @@ fn another_engines_series_with_engine_named() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn a_snapshot_from_another_engine_in_a_run_folder() {
-    let Some(dir) = recorded() else { return };
+    let dir = recorded();
     let tmp = tempfile::tempdir().unwrap();
     let run = tmp.path().join("run");
     copy_tree(&dir.join("vllm-0.28/live"), &run);

@@ -144,8 +144,12 @@ fn a_closed_pipe_is_not_an_error() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn strict_turns_warnings_into_failures() {
-    let Some(dir) = recorded() else { return };
+    let dir = recorded();
     let out = inferlint(&dir, &["check-log", "vllm-0.28/boot_fp8_triton.log"]);
     assert_eq!(out.status.code(), Some(0));
     let out = inferlint(
@@ -156,8 +160,12 @@ fn strict_turns_warnings_into_failures() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn terminal_lines_match_the_tutorial() {
-    let Some(dir) = recorded() else { return };
+    let dir = recorded();
     let l = "vllm-0.28/live";
     let out = inferlint(
         &dir,
@@ -231,8 +239,12 @@ fn terminal_lines_match_the_tutorial() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn boot_facts_lines() {
-    let Some(dir) = recorded() else { return };
+    let dir = recorded();
     let out = inferlint(&dir, &["boot-facts", "sglang-0.5/qwen3-8b/boot.log"]);
     assert_eq!(out.status.code(), Some(0));
     let text = stdout(&out);

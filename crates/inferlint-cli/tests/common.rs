@@ -13,20 +13,23 @@ pub const USAGE: i32 = 64;
 pub const UNUSABLE_INPUT: i32 = 65;
 pub const CANNOT_WRITE: i32 = 74;
 
-/// The recordings folder. In CI a missing folder fails the test; elsewhere the test is
-/// skipped with a note, so a user with only the repository can run the suite.
-pub fn recorded() -> Option<PathBuf> {
-    match std::env::var_os("INFERLINT_RECORDED").map(PathBuf::from) {
-        Some(d) if d.is_dir() => Some(std::fs::canonicalize(&d).unwrap_or(d)),
-        _ => {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "INFERLINT_RECORDED must point at the recordings in CI"
-            );
-            skipped("INFERLINT_RECORDED is not set to the recordings folder");
-            None
-        }
-    }
+/// The recordings folder, named by `INFERLINT_RECORDED`. The tests that read it are
+/// ignored, saying so, unless the build set `cfg(recorded)` (build.rs: `INFERLINT_RECORDED`
+/// or `CI` set when the tests were built); one that runs fails here, naming what is
+/// missing, so a run with the variable unset or wrong is never a silent pass.
+pub fn recorded() -> PathBuf {
+    let Some(dir) = std::env::var_os("INFERLINT_RECORDED").map(PathBuf::from) else {
+        panic!(
+            "INFERLINT_RECORDED is not set: this test reads the recordings beside the \
+             checkout (INFERLINT_RECORDED=../shared/recorded)"
+        );
+    };
+    assert!(
+        dir.is_dir(),
+        "INFERLINT_RECORDED names {}, which is not a folder: this test reads the recordings",
+        dir.display()
+    );
+    std::fs::canonicalize(&dir).unwrap_or(dir)
 }
 
 /// The expected-verdicts folder beside the recordings (`../spec/expected`).
@@ -175,14 +178,13 @@ pub const RECORDED_RUNS: &[&str] = &[
     "trtllm-1.3/no-iter-stats",
 ];
 
-/// A copy of one recorded run folder in a temporary folder, editable; `None` (the test
-/// says it skipped) without the recordings.
-pub fn copy_run(run: &str) -> Option<(tempfile::TempDir, PathBuf)> {
-    let dir = recorded()?;
+/// A copy of one recorded run folder in a temporary folder, editable.
+pub fn copy_run(run: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = recorded();
     let tmp = tempfile::tempdir().unwrap();
     let to = tmp.path().join("run");
     copy_tree(&dir.join(run), &to);
-    Some((tmp, to))
+    (tmp, to)
 }
 
 /// Says that the running test was skipped and why, past the test harness's capture of

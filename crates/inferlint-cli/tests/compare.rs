@@ -41,8 +41,12 @@ fn item<'a>(c: &'a Value, key: &str) -> &'a Value {
 
 /// Done when: two recordings of different setups exit 1 with the differences named.
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn recordings_of_different_setups_are_not_comparable_and_say_why() {
-    let Some(rec) = recorded() else { return };
+    let rec = recorded();
     let o = inferlint(&rec, &["compare", "vllm-0.28/xray", "vllm-0.30/live"]);
     no_panic(&o);
     assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
@@ -70,8 +74,12 @@ fn recordings_of_different_setups_are_not_comparable_and_say_why() {
 /// Done when: a run and another folder of its setup and figures exit 0 with every item
 /// the same, for every recorded run folder; its exact copy is the run given twice.
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn every_recording_and_its_edited_copy_are_comparable_and_its_exact_copy_is_refused() {
-    let Some(rec) = recorded() else { return };
+    let rec = recorded();
     for run in RECORDED_RUNS {
         let tmp = tempfile::tempdir().unwrap();
         let copy = edited_copy(&rec.join(run), &tmp.path().join("copy"));

@@ -35,8 +35,8 @@ const DAY_EARLIER: &str = "20260929-204849";
 
 /// The vllm-0.28 xray recording with its result under the client's own name, and copies
 /// of it dated `others`, each with `"date"` changed and nothing else.
-fn xray_with_results(others: &[&str], keep_own: bool) -> Option<(tempfile::TempDir, PathBuf)> {
-    let (tmp, dir) = copy_run("vllm-0.28/xray")?;
+fn xray_with_results(others: &[&str], keep_own: bool) -> (tempfile::TempDir, PathBuf) {
+    let (tmp, dir) = copy_run("vllm-0.28/xray");
     let text = std::fs::read_to_string(dir.join("bench.json")).unwrap();
     let own = format!("\"date\": \"{OWN_DATE}\"");
     assert!(
@@ -51,7 +51,7 @@ fn xray_with_results(others: &[&str], keep_own: bool) -> Option<(tempfile::TempD
         let edited = text.replace(&own, &format!("\"date\": \"{date}\""));
         std::fs::write(dir.join(vllm_name(date)), edited).unwrap();
     }
-    Some((tmp, dir))
+    (tmp, dir)
 }
 
 fn report(dir: &Path, extra: &[&str]) -> Output {
@@ -118,10 +118,12 @@ fn set_aside_saying(o: &Output, file: &str, words: &str) {
 /// sorts first, and so was the one read): the run's is kept by its date, and a note names
 /// the other and why.
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn of_two_runs_results_the_one_dated_in_the_run_is_kept() {
-    let Some((_tmp, dir)) = xray_with_results(&[DAY_EARLIER], true) else {
-        return;
-    };
+    let (_tmp, dir) = xray_with_results(&[DAY_EARLIER], true);
     let o = report(&dir, &[]);
     let results = json_results(&o);
     for file in result_files(&results) {
@@ -145,10 +147,12 @@ fn of_two_runs_results_the_one_dated_in_the_run_is_kept() {
 
 /// A result file dated a day before the run, alone in the folder, is another run's.
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn a_result_saved_a_day_before_the_run_is_cant_tell() {
-    let Some((_tmp, dir)) = xray_with_results(&[DAY_EARLIER], false) else {
-        return;
-    };
+    let (_tmp, dir) = xray_with_results(&[DAY_EARLIER], false);
     let o = report(&dir, &[]);
     let results = json_results(&o);
     for t in ["T15", "T18", "T20"] {
@@ -169,10 +173,12 @@ fn a_result_saved_a_day_before_the_run_is_cant_tell() {
 /// result is another run's: T15, T18 and T20 say Can't tell naming the model, and the
 /// command exits 2 where it exited 0.
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn a_result_of_another_model_than_the_boot_logs_is_cant_tell() {
-    let Some((_tmp, dir)) = copy_run("trtllm-1.3/qwen3-8b") else {
-        return;
-    };
+    let (_tmp, dir) = copy_run("trtllm-1.3/qwen3-8b");
     assert_eq!(report(&dir, &[]).status.code(), Some(0));
     let bench = dir.join("bench.json");
     let text = std::fs::read_to_string(&bench).unwrap();
@@ -213,10 +219,12 @@ fn an_sglang_result_of_a_server_on_another_port_is_cant_tell() {
 /// is the run's cannot be told, so the command refuses naming both and `--bench-result`,
 /// which then reads the one named, as before.
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn two_results_that_both_fit_are_refused_naming_both() {
-    let Some((_tmp, dir)) = xray_with_results(&["20260930-204850"], true) else {
-        return;
-    };
+    let (_tmp, dir) = xray_with_results(&["20260930-204850"], true);
     let line = refusal(&report(&dir, &[]));
     assert!(
         line.starts_with("inferlint: several result files could be this run's (")
@@ -235,10 +243,12 @@ fn two_results_that_both_fit_are_refused_naming_both() {
 /// Two results of other runs (a day and two days before): none is the run's, and taking
 /// either would check another run's numbers; refused naming both and why.
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn two_results_of_other_runs_are_refused_naming_both() {
-    let Some((_tmp, dir)) = xray_with_results(&[DAY_EARLIER, "20260928-204849"], false) else {
-        return;
-    };
+    let (_tmp, dir) = xray_with_results(&[DAY_EARLIER, "20260928-204849"], false);
     let line = refusal(&report(&dir, &[]));
     assert!(
         line.starts_with("inferlint: no result file here is of this run (")
@@ -258,14 +268,13 @@ fn two_results_of_other_runs_are_refused_naming_both() {
 /// `compare` and the library read a folder through the same search and choice as
 /// `report`: the same result kept, the same refusal.
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn compare_and_the_library_choose_as_report_does() {
-    let Some((_kept_tmp, kept)) = xray_with_results(&[DAY_EARLIER], true) else {
-        return;
-    };
-    let Some((_refused_tmp, refused)) = xray_with_results(&[DAY_EARLIER, "20260928-204849"], false)
-    else {
-        return;
-    };
+    let (_kept_tmp, kept) = xray_with_results(&[DAY_EARLIER], true);
+    let (_refused_tmp, refused) = xray_with_results(&[DAY_EARLIER, "20260928-204849"], false);
     let scratch = tempfile::tempdir().unwrap();
     assert!(!crate::library::agree(&kept));
     assert!(crate::library::agree(&refused));

@@ -40,10 +40,12 @@ fn run_json(dir: &Path, args: &[&str]) -> (Vec<Value>, i32) {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn t1_without_the_preemption_counter_is_cant_tell() {
-    let Some((_tmp, run)) = copy_run("vllm-0.28/live") else {
-        return;
-    };
+    let (_tmp, run) = copy_run("vllm-0.28/live");
     edit_snapshot(&run.join("after.snapshot.json"), |t| {
         drop_lines(t, "vllm:num_preemptions_total")
     });
@@ -60,10 +62,12 @@ fn t1_without_the_preemption_counter_is_cant_tell() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn t1_passes_when_the_counter_did_not_move() {
-    let Some((_tmp, run)) = copy_run("vllm-0.28/live") else {
-        return;
-    };
+    let (_tmp, run) = copy_run("vllm-0.28/live");
     let before: Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("before.snapshot.json")).unwrap())
             .unwrap();
@@ -96,10 +100,12 @@ fn t1_passes_when_the_counter_did_not_move() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn a_moved_created_stamp_is_a_restart() {
-    let Some((_tmp, run)) = copy_run("vllm-0.28/live") else {
-        return;
-    };
+    let (_tmp, run) = copy_run("vllm-0.28/live");
     edit_snapshot(&run.join("after.snapshot.json"), |t| {
         let mut done = false;
         t.lines()
@@ -141,10 +147,12 @@ fn a_moved_created_stamp_is_a_restart() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn a_counter_that_went_down_is_a_restart() {
-    let Some((_tmp, run)) = copy_run("vllm-0.28/live") else {
-        return;
-    };
+    let (_tmp, run) = copy_run("vllm-0.28/live");
     edit_snapshot(&run.join("after.snapshot.json"), |t| {
         t.lines()
             .map(|l| {
@@ -170,10 +178,12 @@ fn a_counter_that_went_down_is_a_restart() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn t14_fails_when_num_gpu_blocks_changes_and_cant_tell_without_it() {
-    let Some((_tmp, run)) = copy_run("vllm-0.28/live") else {
-        return;
-    };
+    let (_tmp, run) = copy_run("vllm-0.28/live");
     let after = run.join("after.snapshot.json");
     edit_snapshot(&after, |t| {
         t.replace("num_gpu_blocks=\"43\"", "num_gpu_blocks=\"44\"")
@@ -216,10 +226,12 @@ fn t14_fails_when_num_gpu_blocks_changes_and_cant_tell_without_it() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn t8_passes_at_the_peak_and_fails_one_above() {
-    let Some((_tmp, run)) = copy_run("vllm-0.28/live") else {
-        return;
-    };
+    let (_tmp, run) = copy_run("vllm-0.28/live");
     let (results, _) = run_json(&run, &["series", "run.series.jsonl", "--requested", "10"]);
     assert_eq!(result(&results, "T8")["status"], "pass");
     assert_eq!(
@@ -232,10 +244,12 @@ fn t8_passes_at_the_peak_and_fails_one_above() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn t8_names_a_running_cap_the_peak_reached() {
-    let Some((_tmp, run)) = copy_run("vllm-0.28/live") else {
-        return;
-    };
+    let (_tmp, run) = copy_run("vllm-0.28/live");
     let log = std::fs::read_to_string(run.join("boot.log")).unwrap();
     assert!(log.contains("'max_num_seqs': 32"));
     std::fs::write(
@@ -261,10 +275,12 @@ fn t8_names_a_running_cap_the_peak_reached() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn t15_fails_when_the_client_claims_fewer_and_warns_on_tokens() {
-    let Some((_tmp, run)) = copy_run("vllm-0.28/xray") else {
-        return;
-    };
+    let (_tmp, run) = copy_run("vllm-0.28/xray");
     let bench_path = run.join("bench.json");
     let mut bench: Value =
         serde_json::from_str(&std::fs::read_to_string(&bench_path).unwrap()).unwrap();
@@ -286,8 +302,12 @@ fn t15_fails_when_the_client_claims_fewer_and_warns_on_tokens() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn t10_without_clocks_is_cant_tell() {
-    let Some(dir) = recorded() else { return };
+    let dir = recorded();
     let (results, code) = run_json(
         &dir,
         &[
@@ -309,6 +329,10 @@ fn t10_without_clocks_is_cant_tell() {
 /// do not. T10 said Can't tell; every verdict is now the unedited run's, T10's rate is
 /// the monotonic clock's with the step named, and the series' step is a note.
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn a_wall_clock_step_mid_run_changes_no_verdict() {
     // 30 s, and an hour: a step longer than the whole run, which puts the later samples
     // and the after snapshot before the before snapshot on the wall clock.
@@ -318,9 +342,7 @@ fn a_wall_clock_step_mid_run_changes_no_verdict() {
 }
 
 fn wall_step_changes_no_verdict(step: f64) {
-    let Some((tmp, run)) = copy_run("vllm-0.28/xray") else {
-        return;
-    };
+    let (tmp, run) = copy_run("vllm-0.28/xray");
     let report = |dir: &Path| {
         let out = inferlint(
             dir,
@@ -390,8 +412,12 @@ fn wall_step_changes_no_verdict(step: f64) {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn t9_passes_when_the_ceiling_holds() {
-    let Some(dir) = recorded() else { return };
+    let dir = recorded();
     let (results, _) = run_json(&dir, &["series", "vllm-0.28/series/ladder.series.jsonl"]);
     assert_eq!(result(&results, "T9")["status"], "pass");
 }
@@ -446,14 +472,16 @@ fn preemption_with_boot_log(run: &Path) -> (Vec<Value>, i32) {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn trtllm_pauses_flushed_after_the_runs_access_lines_count() {
     // The executor and the HTTP server write through their own buffers: the run's pause
     // lines land below its last access line. The cache could not hold the run, the probe
     // could not fill it, nothing was answered after the run, and the stamps fall inside
     // it: all 13 are the run's, wherever they sit.
-    let Some((_tmp, run)) = copy_run("trtllm-1.3/qwen3-8b") else {
-        return;
-    };
+    let (_tmp, run) = copy_run("trtllm-1.3/qwen3-8b");
     shrink_cache(&run);
     let served = served_line_numbers(&run);
     let pauses: Vec<String> = (0..13)
@@ -471,12 +499,14 @@ fn trtllm_pauses_flushed_after_the_runs_access_lines_count() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn trtllm_unstamped_pauses_after_the_run_count_by_the_cache_alone() {
     // The C++ scheduler's lines carry no time stamp: the cache arithmetic alone places
     // them in the run.
-    let Some((_tmp, run)) = copy_run("trtllm-1.3/qwen3-8b") else {
-        return;
-    };
+    let (_tmp, run) = copy_run("trtllm-1.3/qwen3-8b");
     shrink_cache(&run);
     let served = served_line_numbers(&run);
     let pauses: Vec<String> = (0..3)
@@ -495,13 +525,15 @@ fn trtllm_unstamped_pauses_after_the_run_count_by_the_cache_alone() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn trtllm_pause_of_a_probe_request_is_left_out_by_its_id() {
     // A cache of 20 blocks the probe's nine requests could fill, and a pause of request
     // 35: the executor numbers requests from max_batch_size (32), so ids 32 to 40 were
     // the probe's.
-    let Some((_tmp, run)) = copy_run("trtllm-1.3/qwen3-8b") else {
-        return;
-    };
+    let (_tmp, run) = copy_run("trtllm-1.3/qwen3-8b");
     let log = std::fs::read_to_string(run.join("boot.log")).unwrap();
     std::fs::write(
         run.join("boot.log"),
@@ -525,13 +557,15 @@ fn trtllm_pause_of_a_probe_request_is_left_out_by_its_id() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn trtllm_pause_nothing_could_cause_cant_tell() {
     // The recorded cache holds the probe and the whole run at full length, and no
     // request was answered after the run: a pause line in this log contradicts the
     // arithmetic, so T1 cannot vouch for the run either way.
-    let Some((_tmp, run)) = copy_run("trtllm-1.3/qwen3-8b") else {
-        return;
-    };
+    let (_tmp, run) = copy_run("trtllm-1.3/qwen3-8b");
     let served = served_line_numbers(&run);
     insert_pauses(&run, served[3], &[stamped_pause("10/01/2026-01:44:12", 50)]);
     let (results, code) = preemption_with_boot_log(&run);
@@ -540,10 +574,12 @@ fn trtllm_pause_nothing_could_cause_cant_tell() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn trtllm_log_cut_inside_a_pause_line_cant_tell() {
-    let Some((_tmp, run)) = copy_run("trtllm-1.3/qwen3-8b") else {
-        return;
-    };
+    let (_tmp, run) = copy_run("trtllm-1.3/qwen3-8b");
     let log = std::fs::read_to_string(run.join("boot.log")).unwrap();
     std::fs::write(
         run.join("boot.log"),
@@ -560,10 +596,12 @@ fn trtllm_log_cut_inside_a_pause_line_cant_tell() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn trtllm_log_cut_before_the_run_ended_cant_tell() {
-    let Some((_tmp, run)) = copy_run("trtllm-1.3/qwen3-8b") else {
-        return;
-    };
+    let (_tmp, run) = copy_run("trtllm-1.3/qwen3-8b");
     let served = served_line_numbers(&run);
     let log = std::fs::read_to_string(run.join("boot.log")).unwrap();
     let cut: Vec<&str> = log.lines().take(served[20]).collect();
@@ -578,8 +616,12 @@ fn trtllm_log_cut_before_the_run_ended_cant_tell() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn trtllm_without_the_log_cant_tell() {
-    let Some(dir) = recorded() else { return };
+    let dir = recorded();
     let (results, code) = run_json(
         &dir,
         &[

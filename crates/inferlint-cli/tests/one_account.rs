@@ -47,7 +47,7 @@ fn numbers_before(text: &str, phrase: &str) -> Vec<f64> {
     found
 }
 
-/// Every run folder of the repository and, where set, of the recordings.
+/// Every run folder of the repository's simulated runs, sweep and variants.
 fn folders() -> Vec<PathBuf> {
     let fixtures = crate::common::fixtures();
     let mut dirs = Vec::new();
@@ -63,13 +63,17 @@ fn folders() -> Vec<PathBuf> {
             }
         }
     }
-    if let Some(recorded) = crate::common::recorded() {
-        for run in crate::common::RECORDED_RUNS {
-            dirs.push(recorded.join(run));
-        }
-    }
     dirs.sort();
     dirs
+}
+
+/// The recorded whole runs ([`crate::common::RECORDED_RUNS`]).
+fn recorded_folders() -> Vec<PathBuf> {
+    let recorded = crate::common::recorded();
+    crate::common::RECORDED_RUNS
+        .iter()
+        .map(|run| recorded.join(run))
+        .collect()
 }
 
 /// All the values one figure takes in one output, and the sentences they came from.
@@ -125,11 +129,36 @@ impl Seen {
 
 #[test]
 fn every_figure_has_one_value_in_one_output() {
+    let (checked, compared) = one_value_each(&folders());
+    assert!(checked >= 10, "only {checked} run folders were checked");
+    assert!(
+        compared >= 20,
+        "only {compared} figures were said twice in one output: the phrases no longer match the sentences"
+    );
+    eprintln!("one account: {compared} figures said twice or more, in {checked} run folders");
+}
+
+/// The same of the recorded whole runs: each of them is read and checked.
+#[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
+fn every_figure_of_the_recordings_has_one_value_in_one_output() {
+    let folders = recorded_folders();
+    let (checked, compared) = one_value_each(&folders);
+    assert_eq!(checked, folders.len(), "every recorded run is read");
+    eprintln!("one account: {compared} figures said twice or more, in {checked} run folders");
+}
+
+/// Each figure of each folder has one value in one output; returns the folders checked
+/// and the figures said twice or more in one of them.
+fn one_value_each(folders: &[PathBuf]) -> (usize, usize) {
     let mut checked = 0;
     // Figures said at least twice in one output: what the test really compared.
     let mut compared = 0;
-    for dir in folders() {
-        let Ok(run) = inferlint::Run::from_dir(&dir) else {
+    for dir in folders {
+        let Ok(run) = inferlint::Run::from_dir(dir) else {
             continue;
         };
         let report = run.check();
@@ -186,17 +215,12 @@ fn every_figure_has_one_value_in_one_output() {
             }
         }
         for seen in [&fit, &peak, &preemptions, &rate, &more] {
-            seen.assert_one(&dir);
+            seen.assert_one(dir);
             compared += usize::from(seen.values.len() >= 2);
         }
         checked += 1;
     }
-    assert!(checked >= 10, "only {checked} run folders were checked");
-    assert!(
-        compared >= 20,
-        "only {compared} figures were said twice in one output: the phrases no longer match the sentences"
-    );
-    eprintln!("one account: {compared} figures said twice or more, in {checked} run folders");
+    (checked, compared)
 }
 
 /// A result file the readings do not bracket (it says its load ran 500 s; the readings
@@ -204,10 +228,12 @@ fn every_figure_has_one_value_in_one_output() {
 /// makes the verdicts that read it Can't tell, and no sentence of "What limited this
 /// run" then states its throughput or waits as this run's.
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn a_result_the_readings_do_not_bracket_tells_no_part_of_the_story() {
-    let Some((_tmp, dir)) = crate::common::copy_run("vllm-0.28/xray") else {
-        return;
-    };
+    let (_tmp, dir) = crate::common::copy_run("vllm-0.28/xray");
     let path = dir.join("bench.json");
     let mut bench: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();

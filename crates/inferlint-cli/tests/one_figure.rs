@@ -443,13 +443,45 @@ fn one_figure_has_one_value_across_every_output() {
     let fixtures = crate::common::fixtures();
     let mut dirs = Vec::new();
     run_folders(&fixtures, &mut dirs);
-    let recorded = crate::common::recorded();
-    if let Some(recorded) = &recorded {
-        run_folders(recorded, &mut dirs);
-    }
+    let (checked, real_checked, compared) = one_value_each(&dirs);
+    assert!(checked >= 30, "only {checked} run folders were checked");
+    assert!(
+        real_checked >= 10,
+        "only {real_checked} of the real engine's run folders were checked"
+    );
+    assert!(
+        compared >= 100,
+        "only {compared} figures were said twice or more: the phrases no longer match the outputs"
+    );
+    eprintln!("one figure: {compared} figures said twice or more, in {checked} run folders");
+}
+
+/// The same of every run folder of the recordings: each of the eight whole runs
+/// ([`crate::common::RECORDED_RUNS`]) is among them and is checked.
+#[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
+fn one_figure_has_one_value_across_every_output_of_the_recordings() {
+    let mut dirs = Vec::new();
+    run_folders(&crate::common::recorded(), &mut dirs);
+    let (checked, _, compared) = one_value_each(&dirs);
+    assert!(
+        checked >= crate::common::RECORDED_RUNS.len(),
+        "only {checked} run folders were checked"
+    );
+    eprintln!("one figure: {compared} figures said twice or more, in {checked} run folders");
+}
+
+/// Each figure of each folder in `dirs` has one value across the outputs; returns the
+/// folders checked, those of the real engine's fixtures among them, and the figures
+/// said twice or more.
+fn one_value_each(dirs: &[PathBuf]) -> (usize, usize, usize) {
+    let mut dirs = dirs.to_vec();
     dirs.sort();
     dirs.dedup();
-    let real = fixtures.join("real");
+    let real = crate::common::fixtures().join("real");
     let (mut checked, mut real_checked, mut compared) = (0, 0, 0);
     let mut failures = Vec::new();
     for dir in &dirs {
@@ -483,14 +515,5 @@ fn one_figure_has_one_value_across_every_output() {
         failures.len(),
         failures.join("\n\n")
     );
-    assert!(checked >= 30, "only {checked} run folders were checked");
-    assert!(
-        real_checked >= 10,
-        "only {real_checked} of the real engine's run folders were checked"
-    );
-    assert!(
-        compared >= 100,
-        "only {compared} figures were said twice or more: the phrases no longer match the outputs"
-    );
-    eprintln!("one figure: {compared} figures said twice or more, in {checked} run folders");
+    (checked, real_checked, compared)
 }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::common::{
-    copy_tree, fixtures, inferlint, inferlint_env, json_results, no_panic, skipped, stderr, stdout,
+    copy_tree, fixtures, inferlint, inferlint_env, json_results, no_panic, stderr, stdout,
 };
 
 fn real(case: &str) -> PathBuf {
@@ -105,12 +105,14 @@ fn expect(case: &str, results: &[Value], wanted: &[(&str, &str)]) {
 
 /// The venv the real-engine test runs, from `INFERLINT_REAL_VLLM` (scripts/real-vllm/setup.sh
 /// prints it), with the model beside it as setup.sh makes it.
-fn real_vllm() -> Option<(PathBuf, PathBuf)> {
-    let venv = PathBuf::from(std::env::var_os("INFERLINT_REAL_VLLM")?);
+fn real_vllm() -> (PathBuf, PathBuf) {
+    let venv = PathBuf::from(std::env::var_os("INFERLINT_REAL_VLLM").expect(
+        "INFERLINT_REAL_VLLM is not set: this test runs the real vLLM venv (scripts/real-vllm/setup.sh makes it)",
+    ));
     let model = std::env::var_os("REAL_VLLM_MODEL")
         .map(PathBuf::from)
         .unwrap_or_else(|| venv.parent().unwrap_or(&venv).join("model"));
-    Some((venv, model))
+    (venv, model)
 }
 
 /// Every `pid=N` the boot log names: vLLM prefixes each line with its process
@@ -212,11 +214,12 @@ fn xray_on_the_real_engine(
 }
 
 #[test]
+#[cfg_attr(
+    not(real_vllm),
+    ignore = "needs INFERLINT_REAL_VLLM, the real vLLM venv (scripts/real-vllm/setup.sh makes it)"
+)]
 fn xray_drives_the_real_engine_and_leaves_nothing_running() {
-    let Some((venv, model)) = real_vllm() else {
-        skipped("INFERLINT_REAL_VLLM does not name the real vLLM venv (scripts/real-vllm/setup.sh makes it)");
-        return;
-    };
+    let (venv, model) = real_vllm();
     assert!(
         venv.join("bin/vllm").is_file(),
         "INFERLINT_REAL_VLLM={} has no bin/vllm",
@@ -878,11 +881,12 @@ fn speculative_decoding_measured_on_random_prompts_warns_t27() {
 /// with --ignore-eos, so at least 1,024 generated tokens, and no preemption in a pool of
 /// 8,191 blocks.
 #[test]
+#[cfg_attr(
+    not(real_vllm),
+    ignore = "needs INFERLINT_REAL_VLLM, the real vLLM venv (scripts/real-vllm/setup.sh makes it)"
+)]
 fn xray_steps_on_the_real_engine_sum_to_the_servers_counters() {
-    let Some((venv, model)) = real_vllm() else {
-        skipped("INFERLINT_REAL_VLLM does not name the real vLLM venv (scripts/real-vllm/setup.sh makes it)");
-        return;
-    };
+    let (venv, model) = real_vllm();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
     let run = xray_on_the_real_engine(&venv, &model, tmp.path(), &out, &["--steps"]);
@@ -1027,12 +1031,13 @@ impl Drop for Group {
 /// generated, and the warm-up's steps, had they been copied, would add to it. Nothing is
 /// preempted in the pool of 8,191 blocks: T31 passes, its counter moved 0.
 #[test]
+#[cfg_attr(
+    not(real_vllm),
+    ignore = "needs INFERLINT_REAL_VLLM, the real vLLM venv (scripts/real-vllm/setup.sh makes it)"
+)]
 fn watch_steps_beside_the_real_engine_copies_the_window_only() {
     use std::time::{Duration, Instant};
-    let Some((venv, model)) = real_vllm() else {
-        skipped("INFERLINT_REAL_VLLM does not name the real vLLM venv (scripts/real-vllm/setup.sh makes it)");
-        return;
-    };
+    let (venv, model) = real_vllm();
     let tmp = tempfile::tempdir().unwrap();
     let source = tmp.path().join("server-steps.jsonl");
     let port = crate::common::free_port();

@@ -3,8 +3,9 @@
 //! whose markup stays text, and the page in headless Chromium (no script error, the
 //! replay steps, a chart reads out).
 //!
-//! The browser tests need Debian's `chromium` (`.ci/run` installs it): in CI a missing
-//! browser fails them; elsewhere they are skipped with a note.
+//! The browser tests need Debian's `chromium` (`.ci/run` installs it): they are ignored,
+//! saying so, unless the build found it or `CI` was set (build.rs: `cfg(chromium)`); then
+//! a missing browser fails them.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -70,8 +71,12 @@ fn holds_every_verdict(name: &str, results: &[Value], html: &str) {
 
 /// The report of every recording the spec lists.
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn every_recording_gives_a_well_formed_report_with_each_verdict() {
-    let Some(dir) = recorded() else { return };
+    let dir = recorded();
     let tmp = tempfile::tempdir().unwrap();
     let runs: &[&[&str]] = &[
         &["sglang-0.5/capped"],
@@ -178,8 +183,12 @@ fn each_load_tools_run_gives_a_report_with_each_request() {
 
 /// The recorded vLLM 0.28 run, with the facts the spec's report asserts.
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn the_live_vllm_report_says_what_happened() {
-    let Some(dir) = recorded() else { return };
+    let dir = recorded();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run.html");
     let o = inferlint(
@@ -238,8 +247,12 @@ fn the_live_vllm_report_says_what_happened() {
 /// Engine wording: SGLang's cache figure and its N/A, TensorRT-LLM's title and missing
 /// tokens-per-second chart, and a boot failure.
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn each_engine_is_worded_as_its_own() {
-    let Some(dir) = recorded() else { return };
+    let dir = recorded();
     let tmp = tempfile::tempdir().unwrap();
     let (results, sglang) = report(&dir, &["sglang-0.5/qwen3-8b"], &tmp.path().join("s.html"));
     let passed = results.iter().filter(|r| r["status"] == "pass").count();
@@ -447,11 +460,23 @@ fn a_hostile_model_name_and_log_line_stay_text() {
         html.contains("&lt;script&gt;document.documentElement.dataset.pwned=3&lt;/script&gt;"),
         "the log line is shown, as text"
     );
-    if let Some(browser) = Browser::find() {
-        let dom = browser.dump_dom(&out, "test");
-        assert!(!dom.contains("data-pwned"), "a script from the run ran");
-        assert_clean(&dom);
-    }
+}
+
+/// The hostile page in Chromium: no script from the run runs.
+#[test]
+#[cfg_attr(
+    not(chromium),
+    ignore = "needs chromium on PATH (apt-get install chromium)"
+)]
+fn a_hostile_model_name_and_log_line_run_no_script_in_a_browser() {
+    let browser = Browser::find();
+    let tmp = tempfile::tempdir().unwrap();
+    let run = hostile_run(tmp.path());
+    let out = tmp.path().join("hostile.html");
+    report(tmp.path(), &[run.to_str().unwrap()], &out);
+    let dom = browser.dump_dom(&out, "test");
+    assert!(!dom.contains("data-pwned"), "a script from the run ran");
+    assert_clean(&dom);
 }
 
 /// Headless Chromium, when this machine has it.
@@ -460,8 +485,9 @@ struct Browser {
 }
 
 impl Browser {
-    /// The browser, or `None` (a note) outside CI; in CI a missing browser fails.
-    fn find() -> Option<Browser> {
+    /// The browser; a test that needs one is ignored unless the build found it
+    /// (build.rs: `cfg(chromium)`, always set in CI), so a missing one fails here.
+    fn find() -> Browser {
         let program = PathBuf::from("chromium");
         let works = Command::new(&program)
             .arg("--version")
@@ -469,15 +495,11 @@ impl Browser {
             .stderr(Stdio::null())
             .status()
             .is_ok_and(|s| s.success());
-        if works {
-            return Some(Browser { program });
-        }
         assert!(
-            std::env::var_os("CI").is_none(),
-            "chromium must be installed in CI (.ci/run installs Debian's package)"
+            works,
+            "no chromium that runs on PATH: the browser tests need it (apt-get install chromium; .ci/run installs Debian's package)"
         );
-        crate::common::skipped("no chromium on this machine (apt-get install chromium)");
-        None
+        Browser { program }
     }
 
     /// Runs the browser on a page with the flags every call shares, killing it after a
@@ -584,10 +606,12 @@ fn first_waiting_reading(usable: f64) -> (usize, f64, f64, f64) {
 /// The demo's report in Chromium: no error, the replay steps to the right reading, a
 /// chart reads out the right value, Play moves, and the page draws (a screenshot).
 #[test]
+#[cfg_attr(
+    not(chromium),
+    ignore = "needs chromium on PATH (apt-get install chromium)"
+)]
 fn the_report_works_in_a_browser() {
-    let Some(browser) = Browser::find() else {
-        return;
-    };
+    let browser = Browser::find();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("demo.html");
     let (results, _) = report(&demo_folder(), &["."], &out);
@@ -654,11 +678,17 @@ fn the_report_works_in_a_browser() {
 /// The recorded vLLM run in the browser: the replay shows 10 running and 22 waiting
 /// holding 40 of the 42 usable blocks, as the tutorial says.
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
+#[cfg_attr(
+    not(chromium),
+    ignore = "needs chromium on PATH (apt-get install chromium)"
+)]
 fn the_live_replay_in_a_browser() {
-    let Some(dir) = recorded() else { return };
-    let Some(browser) = Browser::find() else {
-        return;
-    };
+    let dir = recorded();
+    let browser = Browser::find();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("live.html");
     report(&dir, &["vllm-0.28/live", "--requested", "32"], &out);

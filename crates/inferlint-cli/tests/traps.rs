@@ -100,8 +100,12 @@ fn edit_series(path: &Path, edit: impl Fn(&mut serde_json::Map<String, Value>)) 
 /// recordings have is T19's on vLLM 0.28: its kernel JIT monitor logged compiles
 /// ("Triton kernel JIT compilation during inference") inside both runs' windows.
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn the_new_tripwires_fire_on_no_recording_without_their_trap() {
-    let Some(dir) = recorded() else { return };
+    let dir = recorded();
     for run in RECORDED_RUNS {
         let results = report_copy(&dir.join(run));
         for tripwire in NEW {
@@ -203,6 +207,10 @@ fn report_copy(run: &Path) -> Vec<Value> {
 /// T16 on each engine's recording: the cache's counter raised to most of the run's
 /// prompt tokens warns, unless the run is said to be meant to reuse prefixes.
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn t16_fires_when_the_cache_served_the_run() {
     let cases: [(&str, &'static str, f64); 3] = [
         ("vllm-0.28/xray", "vllm:prefix_cache_hits_total", 2_464.0),
@@ -218,9 +226,7 @@ fn t16_fires_when_the_cache_served_the_run() {
         ),
     ];
     for (run, counter, value) in cases {
-        let Some((_tmp, dir)) = copy_run(run) else {
-            return;
-        };
+        let (_tmp, dir) = copy_run(run);
         let (results, _) = report(&dir, &[]);
         assert_eq!(status(&results, "T16"), "pass", "{run}");
         edit_snapshot(&dir.join("after.snapshot.json"), set_value(counter, value));
@@ -241,10 +247,12 @@ fn t16_fires_when_the_cache_served_the_run() {
 /// with the queue edited away the client never had more than the server ran. Behind a
 /// full cache that is not the client's doing (warn); with room in the cache it is (fail).
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn t17_tells_the_client_from_the_server() {
-    let Some((_tmp, dir)) = copy_run("vllm-0.28/xray") else {
-        return;
-    };
+    let (_tmp, dir) = copy_run("vllm-0.28/xray");
     let (results, _) = report(&dir, &[]);
     assert_eq!(status(&results, "T17"), "pass");
     edit_series(&dir.join("run.series.jsonl"), |s| {
@@ -270,10 +278,12 @@ fn t17_tells_the_client_from_the_server() {
 /// compile line stamped inside the run fails, one stamped before it passes, one without
 /// a time stamp is Can't tell.
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn t19_places_compile_lines_against_the_run() {
-    let Some((_tmp, dir)) = copy_run("vllm-0.30/live") else {
-        return;
-    };
+    let (_tmp, dir) = copy_run("vllm-0.30/live");
     let (results, _) = report(&dir, &[]);
     assert_eq!(status(&results, "T19"), "pass");
     let log = std::fs::read_to_string(dir.join("boot.log")).unwrap();
@@ -308,10 +318,12 @@ fn t19_places_compile_lines_against_the_run() {
 /// its shutdown: a capture line after the ready line cannot be placed, and that is never
 /// a pass.
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn t19_a_line_it_cannot_place_is_cant_tell() {
-    let Some((_tmp, dir)) = copy_run("sglang-0.5/qwen3-8b") else {
-        return;
-    };
+    let (_tmp, dir) = copy_run("sglang-0.5/qwen3-8b");
     let mut log = std::fs::read_to_string(dir.join("boot.log")).unwrap();
     log.push_str("[2026-10-01 01:42:10] Capture cuda graph begin. This can take up to several minutes. avail mem=20.00 GB\n");
     std::fs::write(dir.join("boot.log"), log).unwrap();
@@ -353,10 +365,12 @@ fn t19_a_first_wave_far_slower_than_the_rest_fails() {
 /// card passes, another tenant computing fails, a thermal slowdown fails, and a recorder
 /// that found no GPU makes it not apply.
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn t21_judges_the_readings_stored_beside_the_samples() {
-    let Some((_tmp, dir)) = copy_run("vllm-0.28/xray") else {
-        return;
-    };
+    let (_tmp, dir) = copy_run("vllm-0.28/xray");
     let series = dir.join("run.series.jsonl");
     let original = std::fs::read_to_string(&series).unwrap();
     let (results, _) = report(&dir, &[]);
