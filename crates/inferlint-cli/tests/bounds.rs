@@ -79,9 +79,11 @@ fn watch_targets_that_are_a_fifo_or_a_device_are_refused_at_once() {
     }
 }
 
-/// `probe --timeout 1` against a server that accepts and never answers: the completion
-/// fails after 1 s, and the health check after it takes its own 10 s, so the probe ends
-/// well within 30 s (without the flag each completion waited 300 s). T7 fails.
+/// `probe --timeout 1` against a server that accepts a completion and never answers it:
+/// the completion fails after 1 s (without the flag each completion waited 300 s), and
+/// T7 fails naming the timeout. The server answers `GET /health` (which the probe asks
+/// after a failed completion, to say whether the server still lives) at once, so the
+/// probe ends on the completion's bound and not on the health check's own 10 s.
 #[test]
 fn probe_timeout_ends_a_completion_that_never_comes() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -89,17 +91,20 @@ fn probe_timeout_ends_a_completion_that_never_comes() {
     listener.set_nonblocking(true).unwrap();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let stopping = std::sync::Arc::clone(&stop);
-    // Accepts and reads, never answers; ends when the test does.
+    // Reads each request's head; answers `/health`, holds every other request unanswered;
+    // ends when the test does.
     let silent = std::thread::spawn(move || {
         let mut held = Vec::new();
         while !stopping.load(std::sync::atomic::Ordering::SeqCst) {
-            if let Ok((mut stream, _)) = listener.accept() {
-                let _ = stream.set_nonblocking(true);
-                let mut sink = [0u8; 1024];
-                let _ = stream.read(&mut sink);
-                held.push(stream);
+            match listener.accept() {
+                Ok((mut stream, _)) => {
+                    if answer_health(&mut stream) {
+                        continue;
+                    }
+                    held.push(stream);
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(10)),
             }
-            std::thread::sleep(Duration::from_millis(10));
         }
     });
     let dir = tempfile::tempdir().unwrap();
@@ -125,6 +130,29 @@ fn probe_timeout_ends_a_completion_that_never_comes() {
         stdout(&out),
         stderr(&out)
     );
+}
+
+/// Reads a request's head (up to its blank line, at most 5 s and 64 KiB) and answers it
+/// with 200 and `{}` when it is `GET /health`; says whether it answered.
+fn answer_health(stream: &mut std::net::TcpStream) -> bool {
+    use std::io::Write;
+    let _ = stream.set_nonblocking(false);
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") && head.len() < 65_536 {
+        match stream.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            _ => break,
+        }
+    }
+    if !head.starts_with(b"GET /health ") {
+        return false;
+    }
+    let _ = stream.write_all(
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+    );
+    true
 }
 
 /// `probe --timeout` takes seconds above 0 and at most a day.
