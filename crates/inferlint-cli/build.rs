@@ -4,7 +4,9 @@
 //! silent pass); with the cfg set, a missing input fails the test, naming it.
 //!
 //! - `recorded`: the recordings beside the checkout, named by `INFERLINT_RECORDED`.
-//! - `prometheus`, `chromium`, `python3`: those programs, found on `PATH` when built.
+//! - `prometheus`, `chromium`, `python3`: those programs, found on `PATH` when this
+//!   script last ran (it runs again when one of the variables below changes, or after
+//!   `touch build.rs`; not on every change of `PATH`).
 //! - `real_vllm`: the real vLLM build's environment, named by `INFERLINT_REAL_VLLM`.
 //!
 //! In CI (`CI` set, as `.ci/run` sets it) every cfg but `real_vllm` is set: there each
@@ -17,7 +19,7 @@ fn main() {
     for cfg in ["recorded", "prometheus", "chromium", "python3", "real_vllm"] {
         println!("cargo::rustc-check-cfg=cfg({cfg})");
     }
-    for variable in ["CI", "INFERLINT_RECORDED", "INFERLINT_REAL_VLLM", "PATH"] {
+    for variable in ["CI", "INFERLINT_RECORDED", "INFERLINT_REAL_VLLM"] {
         println!("cargo::rerun-if-env-changed={variable}");
     }
     let ci = env::var_os("CI").is_some();
@@ -27,7 +29,7 @@ fn main() {
     // Debian's prometheus package installs to /usr/bin, which a service's PATH may lack.
     let programs: [(&str, &[&str]); 3] = [
         ("prometheus", &["prometheus", "/usr/bin/prometheus"]),
-        ("chromium", &["chromium", "chromium-browser"]),
+        ("chromium", &["chromium"]),
         ("python3", &["python3"]),
     ];
     for (cfg, names) in programs {

@@ -32,19 +32,16 @@ fn facts(dir: &Path, rel: &str) -> BootFacts {
         .facts
 }
 
-/// The expected-verdicts folder beside the recordings.
-fn expected_dir(recorded: &Path) -> Option<PathBuf> {
+/// The expected-verdicts folder beside the recordings; a test that reads it fails,
+/// naming the folder, when it is not there.
+fn expected_dir(recorded: &Path) -> PathBuf {
     let dir = recorded.join("../spec/expected");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "spec/expected must sit beside the recordings in CI"
-        );
-        crate::common::skipped(&format!("no spec/expected beside {}", recorded.display()));
-        None
-    }
+    assert!(
+        dir.is_dir(),
+        "no spec/expected beside the recordings: {} is not a folder",
+        dir.display()
+    );
+    dir
 }
 
 /// The per-log checks in the order `check-log` prints them.
@@ -185,11 +182,13 @@ fn replace_lines(text: &str, needle: &str, replacement: &str) -> String {
 
 /// Every `check-log` case in spec/expected, through the calls the CLI makes.
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn check_log_cases_match_the_established_tool() {
-    let Some(dir) = common_recorded() else { return };
-    let Some(expected) = expected_dir(&dir) else {
-        return;
-    };
+    let dir = common_recorded();
+    let expected = expected_dir(&dir);
     let mut cases = 0;
     for entry in std::fs::read_dir(&expected).expect("list spec/expected") {
         let path = entry.expect("entry").path();
@@ -214,11 +213,13 @@ fn check_log_cases_match_the_established_tool() {
 
 /// The boot checks that open every `report` case (T12 or T7, T5, T6) on its boot log.
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn report_cases_open_with_the_same_boot_verdicts() {
-    let Some(dir) = common_recorded() else { return };
-    let Some(expected) = expected_dir(&dir) else {
-        return;
-    };
+    let dir = common_recorded();
+    let expected = expected_dir(&dir);
     let mut cases = 0;
     for entry in std::fs::read_dir(&expected).expect("list spec/expected") {
         let path = entry.expect("entry").path();
@@ -251,7 +252,7 @@ fn report_cases_open_with_the_same_boot_verdicts() {
     assert!(cases >= 7, "only {cases} report cases found");
 }
 
-fn common_recorded() -> Option<PathBuf> {
+fn common_recorded() -> PathBuf {
     crate::common::recorded()
 }
 
@@ -259,8 +260,12 @@ fn common_recorded() -> Option<PathBuf> {
 // Facts each recording must give (spec section 8)
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn vllm_eager_boot_facts() {
-    let Some(dir) = common_recorded() else { return };
+    let dir = common_recorded();
     let f = facts(&dir, "vllm-0.28/boot_eager.log");
     assert_eq!(f.engine, Some(Engine::Vllm));
     assert_eq!(f.version.as_deref(), Some("0.28.0"));
@@ -303,8 +308,12 @@ fn vllm_eager_boot_facts() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn vllm_cudagraphs_boot_facts() {
-    let Some(dir) = common_recorded() else { return };
+    let dir = common_recorded();
     let text = read(&dir, "vllm-0.28/boot_cudagraphs.log");
     assert!(text.contains("(v0.28"));
     let f = parse_boot_log(&text, None);
@@ -323,8 +332,12 @@ fn vllm_cudagraphs_boot_facts() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn vllm_live_run_boot_facts() {
-    let Some(dir) = common_recorded() else { return };
+    let dir = common_recorded();
     let f = facts(&dir, "vllm-0.28/live/boot.log");
     assert_eq!(f.kv_pool_tokens, Some(26093));
     assert_eq!(f.attention_block_size, Some(784));
@@ -351,8 +364,12 @@ fn vllm_live_run_boot_facts() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn vllm_spec_decode_backend_override() {
-    let Some(dir) = common_recorded() else { return };
+    let dir = common_recorded();
     let f = facts(&dir, "vllm-0.28/boot_spec_backend_override.log");
     assert_eq!(f.requested_backend.as_deref(), Some("TRITON_ATTN"));
     assert_eq!(f.selected_backends, ["TRITON_ATTN"]);
@@ -372,8 +389,12 @@ fn vllm_spec_decode_backend_override() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn vllm_fp8_triton_ignores_vision_encoder_lines() {
-    let Some(dir) = common_recorded() else { return };
+    let dir = common_recorded();
     let f = facts(&dir, "vllm-0.28/boot_fp8_triton.log");
     assert_eq!(f.requested_backend.as_deref(), Some("TRITON_ATTN"));
     assert_eq!(f.selected_backends, ["TRITON_ATTN"]);
@@ -381,8 +402,12 @@ fn vllm_fp8_triton_ignores_vision_encoder_lines() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn vllm_failed_boots() {
-    let Some(dir) = common_recorded() else { return };
+    let dir = common_recorded();
     let f = facts(&dir, "vllm-0.28/boot_fail_accelerator.log");
     assert!(!f.ready());
     assert_eq!(f.kv_pool_tokens, None);
@@ -423,8 +448,12 @@ fn vllm_failed_boots() {
 
 /// Healthy vLLM logs classify clean only because everything after `[shutdown]` is cut.
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn vllm_every_log_version_and_no_unparsed() {
-    let Some(dir) = common_recorded() else { return };
+    let dir = common_recorded();
     for (folder, version) in [("vllm-0.28", "0.28.0"), ("vllm-0.30", "0.30.0")] {
         for log in logs_under(&dir.join(folder)) {
             let f = parse_boot_log(&read(&dir, &log), None);
@@ -435,8 +464,12 @@ fn vllm_every_log_version_and_no_unparsed() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn pool_levels_concatenated_keep_the_last_pool_and_the_conflict() {
-    let Some(dir) = common_recorded() else { return };
+    let dir = common_recorded();
     let hi = read(&dir, "vllm-0.28/boot_pool_level_hi.log");
     let lo = read(&dir, "vllm-0.28/boot_pool_level_lo.log");
     let f = parse_boot_log(&format!("{hi}{lo}"), None);
@@ -447,8 +480,12 @@ fn pool_levels_concatenated_keep_the_last_pool_and_the_conflict() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn sglang_capped_boot_facts() {
-    let Some(dir) = common_recorded() else { return };
+    let dir = common_recorded();
     let text = read(&dir, "sglang-0.5/capped/boot.log");
     assert!(text.contains("libavutil") && text.contains("Ignore import error"));
     let f = parse_boot_log(&text, None);
@@ -487,8 +524,12 @@ fn sglang_capped_boot_facts() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn sglang_live_and_qwen_boot_facts() {
-    let Some(dir) = common_recorded() else { return };
+    let dir = common_recorded();
     let live = facts(&dir, "sglang-0.5/live/boot.log");
     assert_eq!(live.kv_pool_tokens, Some(5930));
     assert_eq!(live.running_cap, Some(10));
@@ -507,8 +548,12 @@ fn sglang_live_and_qwen_boot_facts() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn sglang_failed_boots() {
-    let Some(dir) = common_recorded() else { return };
+    let dir = common_recorded();
     let mamba = facts(&dir, "sglang-0.5/boot_fail_mamba_state.log")
         .failure
         .expect("a failure");
@@ -526,8 +571,12 @@ fn sglang_failed_boots() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn trtllm_qwen_boot_facts() {
-    let Some(dir) = common_recorded() else { return };
+    let dir = common_recorded();
     let f = facts(&dir, "trtllm-1.3/qwen3-8b/boot.log");
     assert_eq!(f.engine, Some(Engine::Trtllm));
     assert_eq!(
@@ -573,8 +622,12 @@ fn trtllm_qwen_boot_facts() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn trtllm_failed_boots() {
-    let Some(dir) = common_recorded() else { return };
+    let dir = common_recorded();
     let w4a16 = facts(&dir, "trtllm-1.3/boot_fail_compressed_tensors_w4a16.log")
         .failure
         .expect("a failure");
@@ -613,8 +666,12 @@ fn logs_under(folder: &Path) -> Vec<String> {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn every_log_is_detected_as_its_folders_engine() {
-    let Some(dir) = common_recorded() else { return };
+    let dir = common_recorded();
     for (folder, engine) in [
         ("vllm-0.28", Engine::Vllm),
         ("vllm-0.30", Engine::Vllm),
@@ -636,8 +693,12 @@ fn every_log_is_detected_as_its_folders_engine() {
 /// Guards the line-by-line file reader against reading a log differently from the
 /// whole text in memory: same facts, same failure, same engine, on every recorded log.
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn a_log_read_from_its_file_line_by_line_reads_as_its_whole_text() {
-    let Some(dir) = common_recorded() else { return };
+    let dir = common_recorded();
     for folder in ["vllm-0.28", "vllm-0.30", "sglang-0.5", "trtllm-1.3"] {
         for log in logs_under(&dir.join(folder)) {
             let text = read(&dir, &log);
@@ -654,8 +715,12 @@ fn a_log_read_from_its_file_line_by_line_reads_as_its_whole_text() {
 // Checks fired on minimal edits of recorded logs
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn t6_fails_when_the_main_model_ignores_the_requested_backend() {
-    let Some(dir) = common_recorded() else { return };
+    let dir = common_recorded();
     let text = replace_lines(
         &read(&dir, "vllm-0.28/boot_fp8_triton.log"),
         "Using AttentionBackendEnum.TRITON_ATTN backend.",
@@ -670,8 +735,12 @@ fn t6_fails_when_the_main_model_ignores_the_requested_backend() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn t6_cannot_tell_without_a_selection_line() {
-    let Some(dir) = common_recorded() else { return };
+    let dir = common_recorded();
     let text = without_lines(
         &read(&dir, "vllm-0.28/boot_fp8_triton.log"),
         "Using AttentionBackendEnum.TRITON_ATTN backend.",
@@ -682,8 +751,12 @@ fn t6_cannot_tell_without_a_selection_line() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn t12_cannot_tell_when_the_args_dict_is_cut_off() {
-    let Some(dir) = common_recorded() else { return };
+    let dir = common_recorded();
     let text = read(&dir, "vllm-0.28/boot_eager.log");
     let cut = text
         .lines()
@@ -713,8 +786,12 @@ fn t12_cannot_tell_when_the_args_dict_is_cut_off() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn t12_cannot_tell_when_a_known_line_changes_shape() {
-    let Some(dir) = common_recorded() else { return };
+    let dir = common_recorded();
     let text = read(&dir, "vllm-0.28/boot_eager.log")
         .replace(
             "GPU KV cache size: 31,554 tokens",
@@ -739,8 +816,12 @@ fn t12_cannot_tell_when_a_known_line_changes_shape() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn t5_passes_when_the_forced_size_was_asked_for() {
-    let Some(dir) = common_recorded() else { return };
+    let dir = common_recorded();
     let text = read(&dir, "vllm-0.28/boot_eager.log").replace(
         "'max_num_seqs': 32}",
         "'max_num_seqs': 32, 'block_size': 784}",
@@ -762,8 +843,12 @@ fn t5_passes_when_the_forced_size_was_asked_for() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn t4_and_t11_pass_on_starts_with_the_same_flags_and_pool() {
-    let Some(dir) = common_recorded() else { return };
+    let dir = common_recorded();
     let paths = [
         "vllm-0.28/boot_cudagraphs.log",
         "vllm-0.28/live/boot.log",
@@ -786,8 +871,12 @@ fn t4_and_t11_pass_on_starts_with_the_same_flags_and_pool() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn t4_and_t11_leave_other_flags_out() {
-    let Some(dir) = common_recorded() else { return };
+    let dir = common_recorded();
     let paths = [
         "vllm-0.28/boot_pool_level_hi.log",
         "vllm-0.28/boot_pool_level_lo.log",
@@ -814,8 +903,12 @@ fn t4_and_t11_leave_other_flags_out() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn t4_and_t11_cannot_tell_when_a_boot_lacks_the_line() {
-    let Some(dir) = common_recorded() else { return };
+    let dir = common_recorded();
     let paths = ["hi/boot.log", "lo/boot.log"];
     let hi = facts(&dir, "vllm-0.28/boot_pool_level_hi.log");
     let lo_text = read(&dir, "vllm-0.28/boot_pool_level_lo.log");
@@ -833,8 +926,12 @@ fn t4_and_t11_cannot_tell_when_a_boot_lacks_the_line() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn t4_ignores_sglangs_random_seed() {
-    let Some(dir) = common_recorded() else { return };
+    let dir = common_recorded();
     let text = read(&dir, "sglang-0.5/capped/boot.log");
     let reseeded = text.replace("'random_seed': 78435958", "'random_seed': 1");
     assert_ne!(text, reseeded);
@@ -855,8 +952,12 @@ fn t4_ignores_sglangs_random_seed() {
 // TensorRT-LLM logs missing what pauses and settings need
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn trtllm_without_llm_args() {
-    let Some(dir) = common_recorded() else { return };
+    let dir = common_recorded();
     let text = read(&dir, "trtllm-1.3/qwen3-8b/boot.log");
     let lines: Vec<&str> = text.lines().collect();
     let at = lines
@@ -883,8 +984,12 @@ fn trtllm_without_llm_args() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn trtllm_pauses_need_info_lines_and_answered_requests() {
-    let Some(dir) = common_recorded() else { return };
+    let dir = common_recorded();
     let text = read(&dir, "trtllm-1.3/qwen3-8b/boot.log");
     let quiet = parse_boot_log(&without_lines(&text, "[TRT-LLM] [I]"), None);
     assert_eq!(
@@ -1081,8 +1186,12 @@ fn binary_garbage_read_lossily() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn truncated_server_args_are_unparsed() {
-    let Some(dir) = common_recorded() else { return };
+    let dir = common_recorded();
     let text = read(&dir, "sglang-0.5/qwen3-8b/boot.log");
     let cut = text
         .lines()
@@ -1103,8 +1212,12 @@ fn truncated_server_args_are_unparsed() {
 
 /// A log saved with Windows line ends reads exactly like the original.
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn crlf_log_reads_like_lf() {
-    let Some(dir) = common_recorded() else { return };
+    let dir = common_recorded();
     let text = read(&dir, "vllm-0.28/boot_spec_backend_override.log");
     let crlf = text.replace('\n', "\r\n");
     assert_eq!(parse_boot_log(&crlf, None), parse_boot_log(&text, None));
@@ -1188,7 +1301,16 @@ fn a_failures_engine_advice_is_kept_whole() {
     let detail = failure.detail.expect("a cause");
     assert!(detail.len() > 300 && detail.ends_with(advice), "{detail}");
     assert!(failure.line.ends_with(advice), "{}", failure.line);
-    let Some(dir) = common_recorded() else { return };
+}
+
+/// SGLang's recorded failed start: its advice, kept to its last words.
+#[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
+fn a_recorded_failures_advice_is_kept_whole() {
+    let dir = common_recorded();
     let facts = facts(&dir, "sglang-0.5/boot_fail_mamba_state.log");
     let detail = facts.failure.and_then(|f| f.detail).expect("a cause");
     assert!(
@@ -1211,23 +1333,7 @@ fn every_engines_boot_log_is_a_server_log() {
             logs.push(path);
         }
     }
-    if let Some(dir) = common_recorded() {
-        for engine in ["vllm-0.28", "vllm-0.30", "sglang-0.5", "trtllm-1.3"] {
-            for entry in std::fs::read_dir(dir.join(engine)).expect("recordings") {
-                let path = entry.expect("entry").path();
-                if path.is_dir() {
-                    logs.push(path.join("boot.log"));
-                } else if path.extension().is_some_and(|e| e == "log") {
-                    logs.push(path);
-                }
-            }
-        }
-    }
-    for path in logs.iter().filter(|p| p.is_file()) {
-        let text = String::from_utf8_lossy(&std::fs::read(path).expect("read")).into_owned();
-        let facts = parse_boot_log(&text, None);
-        assert_eq!(not_a_boot_log(&text, &facts), None, "{}", path.display());
-    }
+    each_is_a_server_log(&logs);
     // One line of a Python traceback is a failed start, hence a server log.
     let traceback =
         "Traceback (most recent call last):\nModuleNotFoundError: No module named 'vllm'\n";
@@ -1243,6 +1349,37 @@ fn every_engines_boot_log_is_a_server_log() {
     ] {
         let found = not_a_boot_log(text, &parse_boot_log(text, None)).unwrap_or("none");
         assert!(found.starts_with(why), "{text:?}: {found}");
+    }
+}
+
+/// Every boot log of the recordings, failed or not, is a server log.
+#[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
+fn every_recorded_boot_log_is_a_server_log() {
+    let dir = common_recorded();
+    let mut logs = Vec::new();
+    for engine in ["vllm-0.28", "vllm-0.30", "sglang-0.5", "trtllm-1.3"] {
+        for entry in std::fs::read_dir(dir.join(engine)).expect("recordings") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                logs.push(path.join("boot.log"));
+            } else if path.extension().is_some_and(|e| e == "log") {
+                logs.push(path);
+            }
+        }
+    }
+    each_is_a_server_log(&logs);
+}
+
+/// Each of `logs` that is a file reads as a server log.
+fn each_is_a_server_log(logs: &[PathBuf]) {
+    for path in logs.iter().filter(|p| p.is_file()) {
+        let text = String::from_utf8_lossy(&std::fs::read(path).expect("read")).into_owned();
+        let facts = parse_boot_log(&text, None);
+        assert_eq!(not_a_boot_log(&text, &facts), None, "{}", path.display());
     }
 }
 
@@ -1371,8 +1508,12 @@ fn a_real_start_with_an_offload_tier_shows_it_in_its_non_default_args() {
 /// trust. The settings the reader keeps hold no `kv_cache_config`: it is read from the
 /// whole line.
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn a_recorded_trtllm_start_shows_no_offload_tier_and_the_v1_manager() {
-    let Some(dir) = common_recorded() else { return };
+    let dir = common_recorded();
     let boot = facts(&dir, "trtllm-1.3/qwen3-8b/boot.log");
     let tiers = Engine::Trtllm
         .descriptor()

@@ -1,16 +1,18 @@
 //! Snapshot, series and result files: both directions of compatibility with the Python
 //! tool's files, damaged input, and run-folder discovery.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use inferlint_core::{Engine, SeriesSample};
 use inferlint_engines::files::{self, SeriesLine};
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn recorded_snapshots_read_with_clocks_and_all_samples() {
-    let Some(dir) = crate::common::recorded() else {
-        return;
-    };
+    let dir = crate::common::recorded();
     let s = files::read_snapshot(&dir.join("vllm-0.28/live/after.snapshot.json")).unwrap();
     assert_eq!(s.url, "http://127.0.0.1:8000/metrics");
     assert!(s.t_wall.is_some() && s.t_mono_ns.is_some() && s.latency_s.is_some());
@@ -22,10 +24,12 @@ fn recorded_snapshots_read_with_clocks_and_all_samples() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn snapshot_json_round_trips_and_keeps_the_text_unmodified() {
-    let Some(dir) = crate::common::recorded() else {
-        return;
-    };
+    let dir = crate::common::recorded();
     let path = dir.join("vllm-0.28/live/before.snapshot.json");
     let original = std::fs::read_to_string(&path).unwrap();
     let s = files::read_snapshot(&path).unwrap();
@@ -49,10 +53,12 @@ fn snapshot_json_round_trips_and_keeps_the_text_unmodified() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn series_lines_round_trip_in_the_python_layout() {
-    let Some(dir) = crate::common::recorded() else {
-        return;
-    };
+    let dir = crate::common::recorded();
     let text = std::fs::read_to_string(dir.join("vllm-0.30/live/run.series.jsonl")).unwrap();
     let mut lines = text.lines();
     let header_line = lines.next().unwrap();
@@ -122,10 +128,12 @@ fn series_lines_that_are_not_samples_are_skipped() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn a_series_cut_mid_line_reads_every_complete_sample() {
-    let Some(dir) = crate::common::recorded() else {
-        return;
-    };
+    let dir = crate::common::recorded();
     let src = std::fs::read(dir.join("vllm-0.28/live/run.series.jsonl")).unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("cut.series.jsonl");
@@ -210,18 +218,27 @@ fn untimed_requests_from_the_load_log() {
     // to a small number in a release build.
     let huge = "Warming up with 18446744073709551615 requests...\n";
     assert_eq!(files::untimed_requests(&huge.repeat(2)), u64::MAX);
-    let Some(dir) = crate::common::recorded() else {
-        return;
-    };
+}
+
+/// The recorded TensorRT-LLM run's load log: its one initial test request.
+#[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
+fn untimed_requests_from_a_recorded_load_log() {
+    let dir = crate::common::recorded();
     let log = std::fs::read_to_string(dir.join("trtllm-1.3/no-iter-stats/load.log")).unwrap();
     assert_eq!(files::untimed_requests(&log), 1);
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn run_folders_are_found_by_name() {
-    let Some(dir) = crate::common::recorded() else {
-        return;
-    };
+    let dir = crate::common::recorded();
     let found = files::discover_run(&dir.join("sglang-0.5/qwen3-8b")).unwrap();
     assert_eq!(found.boot_logs.len(), 1);
     assert!(found
@@ -311,11 +328,13 @@ fn time_going_back_at_a_stretch_boundary_reads_as_in_one_pass() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn folding_in_stretches_equals_one_pass() {
     use inferlint_core::checks::series::{falling_ceiling, SeriesStats};
-    let Some(dir) = crate::common::recorded() else {
-        return;
-    };
+    let dir = crate::common::recorded();
     let mut text = std::fs::read(dir.join("vllm-0.28/live/run.series.jsonl")).unwrap();
     // A blank line, a garbage line and a cut-off last line, as real files can have.
     text.splice(300..300, b"\n\nnot json\n".iter().copied());
@@ -359,13 +378,15 @@ fn folding_in_stretches_equals_one_pass() {
 /// over the recording, T17's in-flight samples and T21's GPU readings, on the vLLM 0.28
 /// xray series with readings added (another process from the middle on).
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn the_new_tripwires_fold_in_stretches_as_in_one_pass() {
     use inferlint_core::checks::series::SeriesStats;
     use inferlint_core::checks::shortfall::{client_shortfall, ShortfallInputs};
     use inferlint_core::checks::{contention, prefix_cache};
-    let Some(dir) = crate::common::recorded() else {
-        return;
-    };
+    let dir = crate::common::recorded();
     let original = std::fs::read_to_string(dir.join("vllm-0.28/xray/run.series.jsonl")).unwrap();
     let mut text = String::new();
     let lines: Vec<&str> = original.lines().collect();
@@ -443,12 +464,30 @@ fn ends_by_reading(path: &Path) -> Option<(SeriesSample, SeriesSample)> {
 }
 
 /// The ends of a file, read from its head and tail, are the first and the last sample a
-/// full read passes on, in every recording and every series of the fixtures.
+/// full read passes on, in every series of the fixtures.
 #[test]
 fn the_ends_of_every_series_are_its_first_and_last_sample() {
+    let series = series_under(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures"));
+    assert!(series.len() > 40, "{series:?}");
+    ends_are_first_and_last(series);
+}
+
+/// The same of every series of the recordings.
+#[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
+fn the_ends_of_every_recorded_series_are_its_first_and_last_sample() {
+    let series = series_under(&crate::common::recorded());
+    assert!(!series.is_empty());
+    ends_are_first_and_last(series);
+}
+
+/// Every `*.series.jsonl` under `root`.
+fn series_under(root: &Path) -> Vec<PathBuf> {
     let mut series = Vec::new();
-    let mut folders = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")];
-    folders.extend(crate::common::recorded());
+    let mut folders = vec![root.to_owned()];
     while let Some(dir) = folders.pop() {
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
@@ -459,7 +498,11 @@ fn the_ends_of_every_series_are_its_first_and_last_sample() {
             }
         }
     }
-    assert!(series.len() > 40, "{series:?}");
+    series
+}
+
+/// Each file's ends, read from its head and tail, are those a full read passes on.
+fn ends_are_first_and_last(series: Vec<PathBuf>) {
     for path in series {
         let read = ends_by_reading(&path);
         let ends = files::series_ends(&path).unwrap();

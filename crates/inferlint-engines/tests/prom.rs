@@ -80,10 +80,12 @@ fn exposition_text(path: &Path) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn vllm_live_scrape_reads_all_430_samples() {
-    let Some(dir) = crate::common::recorded() else {
-        return;
-    };
+    let dir = crate::common::recorded();
     let text = std::fs::read_to_string(dir.join("vllm-0.28/live/raw_metrics.prom"))
         .expect("the vLLM 0.28 scrape is readable");
     // Counted independently of the parser: every non-blank line that is not a comment.
@@ -109,10 +111,12 @@ fn vllm_live_scrape_reads_all_430_samples() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn every_recorded_scrape_parses() {
-    let Some(dir) = crate::common::recorded() else {
-        return;
-    };
+    let dir = crate::common::recorded();
     let files = scrape_files(&dir);
     assert!(
         files.len() >= 20,
@@ -126,32 +130,42 @@ fn every_recorded_scrape_parses() {
     }
 }
 
-/// The scrapes of the real vLLM 0.32 CPU runs kept in the repository, and the recorded
-/// ones of every engine when `INFERLINT_RECORDED` names them. In CI (`CI` set) the
-/// recordings must be there: the repository's scrapes alone would pass quietly on less.
-fn every_scrape_at_hand() -> Vec<PathBuf> {
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/real");
-    let mut files = scrape_files(&fixtures);
-    match std::env::var_os("INFERLINT_RECORDED").map(PathBuf::from) {
-        Some(dir) if dir.is_dir() => files.extend(scrape_files(&dir)),
-        _ => assert!(
-            std::env::var_os("CI").is_none(),
-            "INFERLINT_RECORDED must point at the recordings in CI"
-        ),
-    }
-    files
+/// The scrapes of the real vLLM 0.32 CPU runs kept in the repository.
+fn scrapes_in_the_repository() -> Vec<PathBuf> {
+    scrape_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/real"))
 }
 
 #[test]
 fn a_narrow_read_gives_every_recorded_scrape_the_same_sample_and_counters() {
-    use inferlint_core::Engine;
-    use inferlint_engines::record;
-    let files = every_scrape_at_hand();
+    let files = scrapes_in_the_repository();
     assert!(
         files.len() >= 20,
         "expected the real vLLM 0.32 scrapes, found {files:?}"
     );
-    for path in &files {
+    narrow_reads_are_whole_reads(&files);
+}
+
+/// The same of the recorded scrapes of every engine.
+#[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
+fn a_narrow_read_gives_every_scrape_of_the_recordings_the_same_sample_and_counters() {
+    let files = scrape_files(&crate::common::recorded());
+    assert!(
+        files.len() >= 20,
+        "expected the recorded scrapes, found {files:?}"
+    );
+    narrow_reads_are_whole_reads(&files);
+}
+
+/// Each scrape read narrowly (the kept names of its engine) gives the whole read's kept
+/// samples, the same recorded sample and the same counters.
+fn narrow_reads_are_whole_reads(files: &[PathBuf]) {
+    use inferlint_core::Engine;
+    use inferlint_engines::record;
+    for path in files {
         let text = exposition_text(path);
         let whole = prom::read(text.as_bytes()).expect("reads");
         let Some(engine) = Engine::from_metric_names(whole.samples.iter().map(|s| s.name.as_str()))
@@ -738,12 +752,14 @@ proptest! {
 /// (`sglang-0.5/capped`) with every `sglang:` of its two scrapes written `sglang_` is told
 /// SGLang's and gets every verdict, with every message, that the scrapes as served get.
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn sglangs_metrics_with_the_colon_escaped_read_as_its_own() {
     use inferlint_core::run::check_run;
     use inferlint_engines::load::{self, EngineChoice};
-    let Some(recorded) = crate::common::recorded() else {
-        return;
-    };
+    let recorded = crate::common::recorded();
     let served = recorded.join("sglang-0.5/capped");
     let tmp = tempfile::tempdir().unwrap();
     let escaped = tmp.path().join("capped");

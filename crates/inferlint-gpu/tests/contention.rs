@@ -29,8 +29,12 @@ fn sample(reading_json: &Value, server: &[u32]) -> inferlint_core::model::GpuRea
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn the_recorded_engine_alone_is_no_tenant() {
-    let Some(dir) = recorded() else { return };
+    let dir = recorded();
     let r = sample(&loaded(&dir), &[438]);
     assert_eq!(r.other_mib, Some(0.0));
     // The probe recorded the utilisation NVML gave (the card idled while it held memory).
@@ -44,8 +48,12 @@ fn the_recorded_engine_alone_is_no_tenant() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn an_edited_reading_with_a_tenant_and_a_held_back_clock() {
-    let Some(dir) = recorded() else { return };
+    let dir = recorded();
     let mut v = loaded(&dir);
     let device = &mut v["devices"][0];
     device["compute_processes"]
@@ -67,8 +75,12 @@ fn an_edited_reading_with_a_tenant_and_a_held_back_clock() {
 /// The sampler finds the server's processes itself and follows a readings file that is
 /// rewritten while it reads (a simulated tenant arriving mid-run).
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn the_sampler_follows_a_rewritten_file() {
-    let Some(dir) = recorded() else { return };
+    let dir = recorded();
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("readings.json");
     std::fs::write(&path, loaded(&dir).to_string()).unwrap();

@@ -14,11 +14,11 @@ use inferlint_gpu::teardown::{plan, teardown, TeardownOptions};
 
 use crate::common::{add_process, add_reading, h200, machine, recorded, Answer, World};
 
-fn reading(name: &str) -> Option<RecordedReading> {
-    let dir = recorded()?;
+fn reading(name: &str) -> RecordedReading {
+    let dir = recorded();
     let mut all = parse_readings(&h200(&dir, name)).unwrap();
     assert_eq!(all.len(), 1);
-    all.pop()
+    all.pop().unwrap()
 }
 
 /// The processes of `proc-loaded.txt`. Its `cmdline:` lines show the NULs as spaces, so
@@ -41,10 +41,12 @@ fn loaded_processes(text: &str) -> Vec<ProcessInfo> {
 const CALLER: u32 = 99_999;
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn gpu_lines_of_the_idle_card() {
-    let Some(idle) = reading("nvml-idle.json") else {
-        return;
-    };
+    let idle = reading("nvml-idle.json");
     assert_eq!(
         gpu_text(&Ok(idle.snapshot), &[]),
         "GPU 0   NVIDIA H200\n        Hopper, compute capability 9.0, driver 580.159.04\n        memory: 143,771 MiB total, 0 MiB used, 143,156 MiB free\n"
@@ -52,9 +54,13 @@ fn gpu_lines_of_the_idle_card() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn the_loaded_card_names_the_engine_that_holds_it() {
-    let Some(dir) = recorded() else { return };
-    let loaded = reading("nvml-loaded.json").unwrap();
+    let dir = recorded();
+    let loaded = reading("nvml-loaded.json");
     let table = ProcessTable::new(loaded_processes(&h200(&dir, "proc-loaded.txt")));
     let holders = gpu_holders(&loaded.snapshot, &table, &|_| Some(true));
     let text = gpu_text(&Ok(loaded.snapshot), &holders);
@@ -67,8 +73,12 @@ fn the_loaded_card_names_the_engine_that_holds_it() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn the_front_and_its_renamed_engine_are_both_servers() {
-    let Some(dir) = recorded() else { return };
+    let dir = recorded();
     let table = ProcessTable::new(loaded_processes(&h200(&dir, "proc-loaded.txt")));
     let found = discover(&table, CALLER, Scope::Everything);
     let shown: Vec<(u32, &str, &str)> = found
@@ -96,8 +106,12 @@ fn the_front_and_its_renamed_engine_are_both_servers() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn the_orphaned_engine_is_found_by_its_name_alone() {
-    let Some(dir) = recorded() else { return };
+    let dir = recorded();
     // proc-orphan.txt: after the front's SIGKILL, the engine lives on under PID 1.
     let orphan_text = h200(&dir, "proc-orphan.txt");
     assert!(orphan_text.contains("Name:\tVLLM::EngineCor") && orphan_text.contains("PPid:\t1"));
@@ -115,11 +129,11 @@ fn the_orphaned_engine_is_found_by_its_name_alone() {
     );
 }
 
-fn timeline() -> Option<Vec<RecordedReading>> {
-    let dir = recorded()?;
+fn timeline() -> Vec<RecordedReading> {
+    let dir = recorded();
     let readings = parse_readings(&h200(&dir, "release.jsonl")).unwrap();
     assert_eq!(readings.len(), 80);
-    Some(readings)
+    readings
 }
 
 /// Folds the timeline through the rule; `alive` says whether the engine counts.
@@ -137,8 +151,12 @@ fn first_clear_card(readings: &[RecordedReading], count_the_process: bool) -> Op
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn memory_alone_calls_the_card_clear_while_the_engine_still_lives() {
-    let Some(readings) = timeline() else { return };
+    let readings = timeline();
     // NVML reads 0 MiB from 145 ms on; the engine lives until between 1852 and 1988 ms.
     let memory_only = first_clear_card(&readings, false).unwrap();
     assert_eq!(memory_only, 280);
@@ -152,12 +170,14 @@ fn memory_alone_calls_the_card_clear_while_the_engine_still_lives() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn memory_held_by_a_process_proc_does_not_show_keeps_the_card_unclear() {
     // A container: NVML's PID 438 is in no /proc here, so no server process is visible,
     // but the card is full. Processes alone would call it clear.
-    let Some(orphan) = reading("nvml-orphan.json") else {
-        return;
-    };
+    let orphan = reading("nvml-orphan.json");
     let world = World::new();
     add_reading(&world, 0, Ok(orphan.snapshot));
     let mut text = String::new();
@@ -184,10 +204,12 @@ fn memory_held_by_a_process_proc_does_not_show_keeps_the_card_unclear() {
 }
 
 #[test]
+#[cfg_attr(
+    not(recorded),
+    ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+)]
 fn teardown_of_the_orphan_replays_the_release_timeline() {
-    let (Some(dir), Some(readings)) = (recorded(), timeline()) else {
-        return;
-    };
+    let (dir, readings) = (recorded(), timeline());
     let mut engine = loaded_processes(&h200(&dir, "proc-loaded.txt"))
         .into_iter()
         .find(|p| p.pid == 438)

@@ -130,25 +130,21 @@ pub fn day_of_samples(count: usize) -> Vec<SeriesSample> {
     out
 }
 
-/// The recordings folder (`INFERLINT_RECORDED`). In CI (`CI` set) a missing folder fails
-/// the test instead of skipping it; elsewhere the test is skipped with a line on stderr
-/// that names it, so that a user with the repository alone can still run the suite and a
-/// skip never reads as a silent pass.
-pub fn recorded() -> Option<PathBuf> {
-    use std::io::Write;
-    match std::env::var_os("INFERLINT_RECORDED").map(PathBuf::from) {
-        Some(dir) if dir.is_dir() => Some(dir),
-        _ => {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "INFERLINT_RECORDED must point at the recordings in CI"
-            );
-            let test = std::thread::current().name().unwrap_or("a test").to_owned();
-            let line = format!(
-                "skipped: {test}: INFERLINT_RECORDED is not set to the recordings folder\n"
-            );
-            let _ = std::io::stderr().lock().write_all(line.as_bytes());
-            None
-        }
-    }
+/// The recordings folder, named by `INFERLINT_RECORDED`. The tests that read it are
+/// ignored, saying so, unless the build set `cfg(recorded)` (build.rs: `INFERLINT_RECORDED`
+/// or `CI` set when the tests were built); one that runs fails here, naming what is
+/// missing, so a run with the variable unset or wrong is never a silent pass.
+pub fn recorded() -> PathBuf {
+    let Some(dir) = std::env::var_os("INFERLINT_RECORDED").map(PathBuf::from) else {
+        panic!(
+            "INFERLINT_RECORDED is not set: this test reads the recordings beside the \
+             checkout (INFERLINT_RECORDED=../shared/recorded)"
+        );
+    };
+    assert!(
+        dir.is_dir(),
+        "INFERLINT_RECORDED names {}, which is not a folder: this test reads the recordings",
+        dir.display()
+    );
+    dir
 }
