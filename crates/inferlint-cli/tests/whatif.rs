@@ -68,7 +68,14 @@ fn build_share(dir: &Path) -> Option<f64> {
 /// too: the table marks it.
 const DISTURBED_ABOVE: f64 = 0.05;
 
-fn rows() -> Vec<Row> {
+/// The proof's rows, read once per test process: four tests hold the same rows to their
+/// own promises (the docs' table, the calibration, the bands, the preemptions).
+fn rows() -> &'static [Row] {
+    static ROWS: std::sync::OnceLock<Vec<Row>> = std::sync::OnceLock::new();
+    ROWS.get_or_init(read_rows)
+}
+
+fn read_rows() -> Vec<Row> {
     let mut rows = Vec::new();
     let mut situations: Vec<PathBuf> = std::fs::read_dir(proof_root())
         .unwrap()
@@ -273,7 +280,7 @@ fn the_docs_table_is_the_one_the_real_runs_give() {
         "at least eight changes are proved: {}",
         rows.len()
     );
-    let made = table(&rows);
+    let made = table(rows);
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/whatif.md");
     let doc = std::fs::read_to_string(&path).unwrap();
     let (start, end) = (
@@ -542,7 +549,7 @@ const CALIBRATION_END: &str = "// end of calibration data";
 /// bands measured on another model.
 #[test]
 fn the_committed_calibration_is_the_one_the_real_runs_give() {
-    let made = calibration_source(&rows());
+    let made = calibration_source(rows());
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../inferlint-core/src/whatif/band.rs");
     let code = std::fs::read_to_string(&path).unwrap();
     let start = code
