@@ -489,8 +489,9 @@ fn series_under(root: &Path) -> Vec<PathBuf> {
     let mut series = Vec::new();
     let mut folders = vec![root.to_owned()];
     while let Some(dir) = folders.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
+        let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        for entry in entries {
+            let path = entry.expect("a folder entry").path();
             if path.is_dir() {
                 folders.push(path);
             } else if path.to_string_lossy().ends_with(".series.jsonl") {
@@ -505,7 +506,7 @@ fn series_under(root: &Path) -> Vec<PathBuf> {
 fn ends_are_first_and_last(series: Vec<PathBuf>) {
     for path in series {
         let read = ends_by_reading(&path);
-        let ends = files::series_ends(&path).unwrap();
+        let ends = files::series_ends(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         // Only a refused line at an end (a second recording, time going back at the last
         // sample) makes the two differ; the reader then says so.
         if ends != read {
