@@ -277,3 +277,24 @@ pub fn report_json_junit(dir: &Path) -> std::sync::Arc<ReportOutput> {
     })
     .clone()
 }
+
+/// `inferlint::Run::from_dir` of a folder, read once per test process: the tests that
+/// hold every folder's run to a promise of their own (the command's results, one figure
+/// across the outputs, the service level's lines) read the same folder the same way, and
+/// each checks the run itself (`check` takes the run as read).
+pub fn run_of(dir: &Path) -> std::sync::Arc<Result<inferlint::Run, inferlint::Error>> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+    type Read = Arc<Result<inferlint::Run, inferlint::Error>>;
+    type Runs = Mutex<HashMap<PathBuf, Arc<OnceLock<Read>>>>;
+    static RUNS: OnceLock<Runs> = OnceLock::new();
+    let slot = RUNS
+        .get_or_init(Runs::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .entry(dir.to_owned())
+        .or_default()
+        .clone();
+    slot.get_or_init(|| Arc::new(inferlint::Run::from_dir(dir)))
+        .clone()
+}

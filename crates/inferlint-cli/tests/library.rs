@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use crate::common::{fixtures, no_panic, recorded, report_json_junit, stderr, stdout};
+use crate::common::{fixtures, no_panic, recorded, report_json_junit, run_of, stderr, stdout};
 use crate::common::{UNDECIDED, UNUSABLE_INPUT};
 use crate::pipelines::walk;
 
@@ -18,7 +18,7 @@ pub(crate) fn agree(dir: &Path) -> bool {
     let cli = &ran.output;
     no_panic(cli);
     let code = cli.status.code().unwrap();
-    match inferlint::Run::from_dir(dir) {
+    match &*run_of(dir) {
         Ok(run) => {
             let report = run.check();
             assert_eq!(

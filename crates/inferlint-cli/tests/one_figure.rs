@@ -485,7 +485,8 @@ fn one_value_each(dirs: &[PathBuf]) -> (usize, usize, usize) {
     let (mut checked, mut real_checked, mut compared) = (0, 0, 0);
     let mut failures = Vec::new();
     for dir in &dirs {
-        let Ok(run) = inferlint::Run::from_dir(dir) else {
+        let read = crate::common::run_of(dir);
+        let Ok(run) = &*read else {
             continue;
         };
         let report = run.check();

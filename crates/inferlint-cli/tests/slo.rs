@@ -608,8 +608,8 @@ fn every_run_fixture_prints_what_its_percentiles_count() {
         printed += 1;
         let part = &text[at..];
         assert!(part.contains("  counted: "), "{}: {part}", dir.display());
-        let r = inferlint::Run::from_dir(&dir).map(|run| run.service_level(&level("ttft:p95<=2s")));
-        if let Ok(r) = r {
+        if let Ok(run) = &*crate::common::run_of(&dir) {
+            let r = run.service_level(&level("ttft:p95<=2s"));
             for b in r.bounds.iter().filter(|b| b.infinite) {
                 assert!(b.value_ms.is_none(), "{}", dir.display());
             }
