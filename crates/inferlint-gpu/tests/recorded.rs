@@ -129,7 +129,7 @@ fn first_clear_card(readings: &[RecordedReading], count_the_process: bool) -> Op
         let alive = count_the_process && r.alive.unwrap();
         let verdict = watch.push(Reading {
             elapsed_ms: r.t_ms.unwrap(),
-            gpu: GpuState::of(&Ok(r.snapshot.clone())),
+            gpu: inferlint_gpu::clear::state_of(&Ok(r.snapshot.clone())),
             servers_alive: usize::from(alive),
         });
         matches!(verdict, Some(CardVerdict::Clear { .. })).then(|| r.t_ms.unwrap())

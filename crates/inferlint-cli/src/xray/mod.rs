@@ -40,7 +40,7 @@ use inferlint_engines::loadcmd::{self, LoadPlan};
 use inferlint_engines::output::Rule;
 use inferlint_engines::{detect, files, loadtools};
 use inferlint_gpu::tree::{Member, StopTimes};
-use inferlint_live::probe::{self, ProbeOptions};
+use inferlint_live::probe::ProbeOptions;
 use inferlint_live::watch::{self, WatchOptions};
 use inferlint_live::{BaseUrl, Recorder};
 

@@ -3,6 +3,7 @@
 //! end that runs on every path: the checks from the run folder, the stop, the report.
 
 use super::*;
+use inferlint_core::checks;
 use inferlint_core::checks::registry::{self, Phase};
 
 /// The run folder read and checked: the run, its results, its files, and the timeline
@@ -76,16 +77,16 @@ impl Xray<'_> {
         if !self.args.no_probe {
             self.stage("probe: one request, then 8 at once");
             let report = recorder.probe(&self.base, &probe_options(self.args.ready_timeout));
-            self.record(probe::verdict(&report));
+            // T7 judges what the probe saw with what the supervisor saw of the server.
+            let exited = self.server_exited();
+            self.record(checks::probe::judge(&report, exited.as_deref()));
             self.check_interrupt()?;
-            if let Some(message) = self.server_exited() {
+            if let Some(message) = exited {
                 return Err(problem(format!("{message} during the probe")));
             }
         } else {
-            self.record(CheckResult::not_checked(
-                Tripwire::T7,
+            self.record(checks::probe::left_out(
                 "needs the probe, which --no-probe left out",
-                &[run::input::PROBE],
             ));
         }
         self.snapshot(&recorder, "before.snapshot.json")?;
