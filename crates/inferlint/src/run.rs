@@ -16,7 +16,6 @@ use inferlint_engines::{bootlog, detect, files, record};
 use crate::error::{Error, ErrorKind};
 use crate::own_data::{GpuReading, RequestRecord};
 use crate::report::Report;
-use crate::{CheckResult, Status};
 
 /// A benchmark run, read and ready to check with [`Run::check`].
 ///
@@ -255,16 +254,7 @@ impl Run {
             },
         );
         if let Some(why) = &self.after_missing {
-            for result in &mut results {
-                if result.status == Status::NotChecked && needs_after(result) {
-                    *result = CheckResult::new(
-                        result.tripwire,
-                        Status::Unknown,
-                        format!("needs the after reading, which could not be taken: {why}"),
-                    )
-                    .with("needs", vec!["after"]);
-                }
-            }
+            core_run::after_not_taken(&mut results, why);
         }
         Report::new(&self.inner, results, self.notes.clone())
     }
@@ -846,15 +836,6 @@ fn summary_of(requests: &[RequestRecord]) -> ClientSummary {
         untimed_requests: (requests.len() - timed.len()) as u64,
         max_concurrency: None,
     }
-}
-
-/// Whether a not-checked result waits for the after reading.
-fn needs_after(result: &CheckResult) -> bool {
-    result
-        .evidence
-        .get("needs")
-        .and_then(|v| v.as_array())
-        .is_some_and(|needs| needs.iter().any(|n| n == "after"))
 }
 
 /// A file error's message without the pseudo-path it was given (`the before metrics:`),

@@ -10,7 +10,7 @@ use crate::checks::series::SeriesStats;
 use crate::checks::{boot, registry};
 use crate::engine::EngineDescriptor;
 use crate::model::{BootFacts, Snapshot};
-use crate::run::model::{Run, RunOptions};
+use crate::run::model::{input, Run, RunOptions};
 use crate::status::{CheckResult, Status, Tripwire};
 
 /// The boot checks of one log: T12 (or T7), T5, T6, then T12 Can't tell when the log had
@@ -199,6 +199,32 @@ pub fn check_run_with(run: &Run, options: RunOptions) -> Vec<CheckResult> {
     results
 }
 
+/// The results of a recording whose after reading could not be taken (`why`, the
+/// recorder's error): each tripwire left unchecked for want of the after reading says
+/// Can't tell, naming why, since the reading was asked for and failed rather than never
+/// asked for. The others are left as they are.
+pub fn after_not_taken(results: &mut [CheckResult], why: &str) {
+    for result in results {
+        if result.status == Status::NotChecked && needs_input(result, input::AFTER) {
+            *result = CheckResult::new(
+                result.tripwire,
+                Status::Unknown,
+                format!("needs the after reading, which could not be taken: {why}"),
+            )
+            .with("needs", vec![input::AFTER]);
+        }
+    }
+}
+
+/// Whether a not-checked result names `input` among what it needs.
+fn needs_input(result: &CheckResult, input: &str) -> bool {
+    result
+        .evidence
+        .get("needs")
+        .and_then(|v| v.as_array())
+        .is_some_and(|needs| needs.iter().any(|n| n == input))
+}
+
 fn run_checks(run: &Run, options: RunOptions) -> Vec<CheckResult> {
     let mut results = check_logs(&run.boots);
     let mut missing = registry::boot_missing(run);
@@ -308,6 +334,40 @@ mod tests {
             "could not start: the server exited with code 1 before it was ready"
         );
         assert_eq!(t12.evidence["line"], "Traceback (most recent call last):");
+    }
+
+    /// A recording whose after reading failed: what needed the reading cannot tell,
+    /// naming the failure (the reading was asked for, unlike a run that never took one);
+    /// what needed something else (the result file) is still only not checked.
+    #[test]
+    fn a_failed_after_reading_makes_what_needs_it_cannot_tell() {
+        let mut without_after = run(&VLLM);
+        without_after.after = None;
+        let mut results = check_run(&without_after);
+        let waited: Vec<Tripwire> = results
+            .iter()
+            .filter(|r| r.status == Status::NotChecked && needs_input(r, input::AFTER))
+            .map(|r| r.tripwire)
+            .collect();
+        // T1 compares the two readings' counters: without the after one it waits.
+        assert!(waited.contains(&Tripwire::T1), "{results:#?}");
+        after_not_taken(&mut results, "connection refused");
+        for tripwire in waited {
+            let r = results.iter().find(|r| r.tripwire == tripwire).unwrap();
+            assert_eq!(r.status, Status::Unknown);
+            assert_eq!(
+                r.message,
+                "needs the after reading, which could not be taken: connection refused"
+            );
+            assert_eq!(r.evidence["needs"], serde_json::json!(["after"]));
+        }
+        assert_eq!(
+            status_of(&results, Tripwire::T15),
+            [(
+                Status::NotChecked,
+                "needs the load tool's result file".to_owned()
+            )]
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@ pub mod checking;
 pub mod model;
 
 pub use checking::{
-    boot_checks, check_logs, check_run, check_run_with, check_start, nothing_checked,
-    series_checks, without_verdict, Absent,
+    after_not_taken, boot_checks, check_logs, check_run, check_run_with, check_start,
+    nothing_checked, series_checks, without_verdict, Absent,
 };
 pub use model::{input, not_a_benchmark, Run, RunOptions};
