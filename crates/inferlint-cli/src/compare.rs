@@ -161,8 +161,12 @@ pub(crate) fn check(
 ) -> Result<Checked, CliError> {
     let found = load::find_run(dir)?;
     let mut choice = EngineChoice::from_args(engine)?;
-    let run = noted(&mut choice, |c| load::load_run(c, &found, None, None))?;
-    let results = run::check_run(&run);
+    let (run, _) = noted(&mut choice, |c| {
+        load::load_run_folding(c, &found, None, None, |_| {
+            None::<inferlint_core::checks::series::SeriesStats>
+        })
+    })?;
+    let results = run::check_run_with(&run, run::RunOptions::default());
     let label = shown(dir);
     Ok(Checked {
         slo: level.map(|l| slo::hold_run(l, &label, &run)),

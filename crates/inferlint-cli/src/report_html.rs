@@ -22,8 +22,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use inferlint_core::identity::Admitted;
 use inferlint_core::insights::Insight;
-use inferlint_core::run::Run;
 use inferlint_core::status::CheckResult;
 use inferlint_engines::files;
 use inferlint_engines::load::Folded;
@@ -57,7 +57,7 @@ impl Destination {
 /// What the report needs besides the checked run.
 #[derive(Debug)]
 pub struct Inputs<'a> {
-    pub run: &'a Run,
+    pub run: &'a Admitted,
     pub results: &'a [CheckResult],
     pub insights: &'a [Insight],
     /// The recording, read again for the charts when `charts` cannot vouch for them.

@@ -2,6 +2,7 @@
 //! [`inferlint_core::whatif`] as the server was set up and as `--set` changes it, the
 //! figures printed side by side.
 
+use inferlint_core::checks::series::SeriesStats;
 use inferlint_core::client::ReplayRecord;
 use inferlint_core::whatif::band::{self, Figure};
 use inferlint_core::whatif::{self, Baseline, Errors, FitFrom, Prediction};
@@ -99,10 +100,7 @@ fn read_for_replay(
             return Err(e.into());
         }
     };
-    let records = model
-        .bench
-        .as_mut()
-        .map(|(_, account)| std::mem::take(&mut account.replay.rows));
+    let records = model.take_replay_records();
     match inferlint::Run::from_model(model, &load::given(found), None) {
         Ok(run) => {
             show(notes);
@@ -111,7 +109,9 @@ fn read_for_replay(
         Err(e) if e.kind() == inferlint::ErrorKind::NothingChecked => {
             drop(records);
             *choice = again;
-            let model = noted(choice, |c| load::load_run(c, found, requested, None))?;
+            let (model, _) = noted(choice, |c| {
+                load::load_run_folding(c, found, requested, None, |_| None::<SeriesStats>)
+            })?;
             Ok((
                 inferlint::Run::from_model(model, &load::given(found), None)?,
                 None,

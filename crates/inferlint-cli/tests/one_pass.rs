@@ -18,7 +18,12 @@ use crate::pipelines::walk;
 /// read again, after the checks, into a builder.
 fn page_reading_again(dir: &Path, found: &RunFiles) -> Option<String> {
     let model = load::load_run(&mut EngineChoice::new(None), found, None, None).ok()?;
-    let run = inferlint::Run::from_model(model, &load::given(found), found.series.clone()).ok()?;
+    let run = inferlint::Run::from_model(
+        inferlint_core::identity::admit(model),
+        &load::given(found),
+        found.series.clone(),
+    )
+    .ok()?;
     assert!(run.charts().is_none(), "{}", dir.display());
     Some(run.html(&run.check(), None).unwrap())
 }
@@ -48,9 +53,13 @@ fn page_from_the_pass(found: &RunFiles, stretches: usize) -> Option<(String, Opt
         fold,
         header: summary.header.unwrap_or_default(),
     };
-    let run = inferlint::Run::from_model(model, &load::given(found), found.series.clone())
-        .ok()?
-        .with_charts(Some(charts));
+    let run = inferlint::Run::from_model(
+        inferlint_core::identity::admit(model),
+        &load::given(found),
+        found.series.clone(),
+    )
+    .ok()?
+    .with_charts(Some(charts));
     let report = run.check();
     let results = report.all();
     let vouched = run.model().series.as_ref().map(|stats| {
@@ -275,8 +284,12 @@ fn the_library_draws_a_folder_from_the_pass_it_read_it_with() {
     assert!(drawn_by_the_pass(&run));
     let found = load::find_run(&dir).unwrap();
     let model = load::load_run(&mut EngineChoice::new(None), &found, None, None).unwrap();
-    let again =
-        inferlint::Run::from_model(model, &load::given(&found), found.series.clone()).unwrap();
+    let again = inferlint::Run::from_model(
+        inferlint_core::identity::admit(model),
+        &load::given(&found),
+        found.series.clone(),
+    )
+    .unwrap();
     std::fs::remove_file(dir.join("run.series.jsonl")).unwrap();
     let page = run.html(&run.check(), None).unwrap();
     assert!(page.contains("id=\"fig-requests\""));

@@ -20,7 +20,7 @@ use inferlint_core::checks::boot;
 use inferlint_core::checks::counters::out_of_order;
 use inferlint_core::checks::series::SeriesStats;
 use inferlint_core::client::Keep;
-use inferlint_core::identity;
+use inferlint_core::identity::{self, Admitted};
 use inferlint_core::model::{BootFacts, SampleFold, SeriesHeader, SeriesSample, Snapshot};
 use inferlint_core::run::Run;
 use inferlint_core::Engine;
@@ -725,7 +725,8 @@ pub fn load_run(
     requested: Option<u64>,
     engine: Option<Engine>,
 ) -> Result<Run, LoadError> {
-    load_run_folding(choice, files, requested, engine, |_| None::<SeriesStats>).map(|(run, _)| run)
+    load_run_folding(choice, files, requested, engine, |_| None::<SeriesStats>)
+        .map(|(run, _)| run.into_run())
 }
 
 /// [`load_run`] for the replay of the run's load alone (`whatif`): the result file's
@@ -738,7 +739,7 @@ pub fn load_run_for_replay(
     choice: &mut EngineChoice,
     files: &RunFiles,
     requested: Option<u64>,
-) -> Result<Run, LoadError> {
+) -> Result<Admitted, LoadError> {
     load_run_kept(
         choice,
         files,
@@ -763,7 +764,7 @@ pub fn load_run_folding<F: SampleFold>(
     requested: Option<u64>,
     engine: Option<Engine>,
     side: impl FnOnce(FoldStart<'_>) -> Option<F>,
-) -> Result<(Run, Option<Folded<F>>), LoadError> {
+) -> Result<(Admitted, Option<Folded<F>>), LoadError> {
     load_run_kept(choice, files, requested, engine, side, Keep::Records)
 }
 
@@ -774,7 +775,7 @@ fn load_run_kept<F: SampleFold>(
     engine: Option<Engine>,
     side: impl FnOnce(FoldStart<'_>) -> Option<F>,
     keep: Keep,
-) -> Result<(Run, Option<Folded<F>>), LoadError> {
+) -> Result<(Admitted, Option<Folded<F>>), LoadError> {
     let boots = load_boots(choice, &files.boot_logs)?;
     let before = files
         .before
@@ -959,13 +960,14 @@ fn load_run_kept<F: SampleFold>(
     });
     // A result file written without a concurrency limit says 0 or nothing: no number.
     // Only a result file of this run says what the load asked for.
-    run.requested = run.requested.or_else(|| {
+    let requested = run.requested.or_else(|| {
         run.bench
             .as_ref()
             .and_then(|(_, b)| b.max_concurrency)
             .and_then(|c| u64::try_from(c).ok())
             .filter(|c| *c > 0)
     });
+    run.set_requested(requested);
     for note in &run.notes {
         choice.note(note.clone());
     }

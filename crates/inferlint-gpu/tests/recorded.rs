@@ -4,7 +4,7 @@
 //! view of the two processes.
 
 use inferlint_core::Status;
-use inferlint_gpu::clear::{CardVerdict, ClearCardWatch, ClearRule, GpuState, Reading};
+use inferlint_gpu::clear::{CardVerdict, ClearCardWatch, ClearRule, Reading};
 use inferlint_gpu::inspect::{gpu_inspect, gpu_text};
 use inferlint_gpu::pids::gpu_holders;
 use inferlint_gpu::procs::{ProcessInfo, ProcessTable, StopSignal};

@@ -423,7 +423,7 @@ fn check_balance<'a>(
 /// never stand for this replica's.
 fn own_recording<'a>(run: &Run, files: &'a RunFiles) -> Option<(&'a Path, Option<SeriesWindow>)> {
     let path = files.series.as_deref()?;
-    let admitted = inferlint_core::identity::admitted(&run.inner);
+    let admitted = &run.inner;
     admitted.series.as_ref()?;
     let window = match (&admitted.before, &admitted.after) {
         (Some(b), Some(a)) => inferlint_core::identity::series_window(b, a),

@@ -2,8 +2,9 @@
 //! limited the run, and the outcome.
 
 use inferlint_core::contract;
+use inferlint_core::identity::Admitted;
 use inferlint_core::insights::{self, Insight};
-use inferlint_core::run::{not_a_benchmark, Run as CoreRun};
+use inferlint_core::run::not_a_benchmark;
 use inferlint_core::status::{count_line, CheckResult, Outcome, Status};
 use serde::Serialize;
 
@@ -37,7 +38,7 @@ pub struct Report {
 }
 
 impl Report {
-    pub(crate) fn new(run: &CoreRun, all: Vec<CheckResult>, notes: Vec<String>) -> Report {
+    pub(crate) fn new(run: &Admitted, all: Vec<CheckResult>, notes: Vec<String>) -> Report {
         let account = inferlint_core::account::of(run, &all);
         let insights = insights::what_limited_by(run, &all, &account);
         let (not_checked, results): (Vec<CheckResult>, Vec<CheckResult>) = all

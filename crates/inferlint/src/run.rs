@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use inferlint_core::checks::series::SeriesStats;
 use inferlint_core::client::{ClientAccount, ClientRequest, LoadTool, RequestClock};
+use inferlint_core::identity::Admitted;
 use inferlint_core::model::{BootFacts, GpuSampling, SeriesSample, Snapshot};
 use inferlint_core::run::{self as core_run, Run as CoreRun};
 use inferlint_core::status::any_verdict;
@@ -25,7 +26,7 @@ use crate::report::Report;
 /// passed.
 #[derive(Debug)]
 pub struct Run {
-    pub(crate) inner: CoreRun,
+    pub(crate) inner: Admitted,
     /// What a reader should know that did not stop the load.
     notes: Vec<String>,
     /// Where the recording can be read again for the HTML report's charts.
@@ -157,7 +158,9 @@ impl Run {
         })
         .map_err(Error::from_load)?;
         #[cfg(not(feature = "report"))]
-        let inner = load::load_run(choice, files, requested, None).map_err(Error::from_load)?;
+        let (inner, _) =
+            load::load_run_folding(choice, files, requested, None, |_| None::<SeriesStats>)
+                .map_err(Error::from_load)?;
         let run = Run {
             inner,
             notes: choice.take_notes(),
@@ -209,7 +212,7 @@ impl Run {
     /// HTML report's charts.
     #[doc(hidden)]
     pub fn from_model(
-        model: CoreRun,
+        model: Admitted,
         given: &[String],
         series: Option<PathBuf>,
     ) -> Result<Run, Error> {
@@ -308,13 +311,13 @@ impl Run {
     /// The run model the checks read, for a caller that calls `inferlint_core`'s
     /// functions itself (outside the stable API: see the crate's docs).
     #[doc(hidden)]
-    pub fn model(&self) -> &CoreRun {
+    pub fn model(&self) -> &Admitted {
         &self.inner
     }
 
     /// The refusal of a run on which no check could run.
     fn refuse_nothing_checked(&self, given: &[String]) -> Result<(), Error> {
-        let results = core_run::check_run(&self.inner);
+        let results = core_run::check_run_with(&self.inner, core_run::RunOptions::default());
         if any_verdict(&results) {
             return Ok(());
         }
@@ -786,7 +789,7 @@ impl RunBuilder {
         // A client summary set aside as another run's says nothing of the concurrency.
         let mut inner = inner;
         if inner.bench.is_none() && self.requested.is_none() {
-            inner.requested = None;
+            inner.set_requested(None);
         }
         notes.extend(inner.notes.iter().cloned());
         let run = Run {

@@ -106,7 +106,7 @@ fn t8_says_the_waiting_was_deferred_on_a_real_run() {
     );
     let read = Run::from_dir(&dir).unwrap_or_else(|e| panic!("{e}"));
     let mut model = read.model().clone();
-    model.requested = Some(12);
+    model.set_requested(Some(12));
     let run = Run::from_model(model, &[], None).unwrap_or_else(|e| panic!("{e}"));
     let report = run.check();
     let t8 = report

@@ -9,7 +9,7 @@ use inferlint_core::checks::registry::{self, Phase};
 /// The run folder read and checked: the run, its results, its files, and the timeline
 /// the checks' pass folded for the report's charts.
 type Assembled = (
-    run::Run,
+    inferlint_core::identity::Admitted,
     Vec<CheckResult>,
     files::RunFiles,
     Option<loading::Folded<inferlint_report::TimelinePass>>,
@@ -386,7 +386,7 @@ impl Xray<'_> {
         }
         let requested = self.args.requested.or(self.load_plan.max_concurrency);
         // The report's charts are folded in the checks' pass over the recording.
-        let (mut run, charts) = match noted(choice, |c| {
+        let (run, charts) = match noted(choice, |c| {
             loading::load_run_folding(c, &found, requested, self.engine, |ends| {
                 inferlint_report::TimelinePass::new(ends.first, ends.last, ends.after)
             })
@@ -397,12 +397,14 @@ impl Xray<'_> {
             Err(_) if self.start_failure.is_some() => return Ok(None),
             Err(e) => return Err(e),
         };
+        let mut run = run.into_run();
         run.load_failure.clone_from(&self.load_failure);
         if let Some((_, facts)) = run.boots.last_mut() {
             if facts.version.is_none() {
                 facts.version.clone_from(&self.server_version);
             }
         }
+        let run = inferlint_core::identity::admit(run);
         let results = run::check_run_with(
             &run,
             run::RunOptions {

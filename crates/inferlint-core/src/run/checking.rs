@@ -9,6 +9,7 @@
 use crate::checks::series::SeriesStats;
 use crate::checks::{boot, registry};
 use crate::engine::EngineDescriptor;
+use crate::identity::Admitted;
 use crate::model::{BootFacts, Snapshot};
 use crate::run::model::{input, Run, RunOptions};
 use crate::status::{CheckResult, Status, Tripwire};
@@ -184,13 +185,15 @@ pub fn nothing_checked(given: &[String], results: &[CheckResult]) -> String {
 /// T10, T16, then the series checks, T17, T19 and T21; the cross-checks, which make a verdict that two facts of
 /// the run contradict Can't tell; then each tripwire a missing input left unchecked,
 /// saying what it needs. Each result carries the advice the run's numbers give.
+///
+/// For a run its caller built itself, not yet through the gate: it is admitted here
+/// (a copy). What loads a run admits it once and calls [`check_run_with`].
 pub fn check_run(run: &Run) -> Vec<CheckResult> {
-    check_run_with(run, RunOptions::default())
+    check_run_with(&crate::identity::admitted(run), RunOptions::default())
 }
 
-/// [`check_run`] with what the user said about the run.
-pub fn check_run_with(run: &Run, options: RunOptions) -> Vec<CheckResult> {
-    let run = &*crate::identity::admitted(run);
+/// The checks of a run the gate admitted, with what the user said about the run.
+pub fn check_run_with(run: &Admitted, options: RunOptions) -> Vec<CheckResult> {
     let mut results = run_checks(run, options);
     crate::identity::name_rejected(run, &mut results);
     let capacity = crate::account::capacity(run, &results);
