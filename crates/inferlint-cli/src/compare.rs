@@ -161,12 +161,16 @@ pub(crate) fn check(
 ) -> Result<Checked, CliError> {
     let found = load::find_run(dir)?;
     let mut choice = EngineChoice::from_args(engine)?;
-    let (run, _) = noted(&mut choice, |c| {
-        load::load_run_folding(c, &found, None, None, |_| {
-            None::<inferlint_core::checks::series::SeriesStats>
-        })
+    let (run, checked, _) = noted(&mut choice, |c| {
+        load::check_files(
+            c,
+            &found,
+            &load::Known::default(),
+            &run::CheckOptions::default(),
+            |_| None::<inferlint_core::checks::series::SeriesStats>,
+        )
     })?;
-    let results = run::check_run_with(&run, run::RunOptions::default());
+    let results = checked.results;
     let label = shown(dir);
     Ok(Checked {
         slo: level.map(|l| slo::hold_run(l, &label, &run)),

@@ -401,6 +401,7 @@ fn stage_replica_page(
     let inputs = report_html::Inputs {
         run,
         results,
+        account: report.account(),
         insights: report.insights(),
         series: files.series.as_deref(),
         charts: replica.run().charts(),

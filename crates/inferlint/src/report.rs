@@ -2,9 +2,8 @@
 //! limited the run, and the outcome.
 
 use inferlint_core::contract;
-use inferlint_core::identity::Admitted;
 use inferlint_core::insights::{self, Insight};
-use inferlint_core::run::not_a_benchmark;
+use inferlint_core::run::Checked;
 use inferlint_core::status::{count_line, CheckResult, Outcome, Status};
 use serde::Serialize;
 
@@ -38,21 +37,20 @@ pub struct Report {
 }
 
 impl Report {
-    pub(crate) fn new(run: &Admitted, all: Vec<CheckResult>, notes: Vec<String>) -> Report {
-        let account = inferlint_core::account::of(run, &all);
-        let insights = insights::what_limited_by(run, &all, &account);
-        let (not_checked, results): (Vec<CheckResult>, Vec<CheckResult>) = all
+    /// The report of a run checked by core's one path ([`inferlint_core::run::check`]).
+    pub(crate) fn new(checked: Checked, notes: Vec<String>) -> Report {
+        let (not_checked, results): (Vec<CheckResult>, Vec<CheckResult>) = checked
+            .results
             .into_iter()
             .partition(|r| r.status == Status::NotChecked);
-        let not_a_benchmark = not_a_benchmark(run).is_some();
         let mut report = Report {
             outcome: Outcome::Passed,
             results,
             not_checked,
-            insights,
-            account,
+            insights: checked.insights,
+            account: checked.account,
             notes,
-            not_a_benchmark,
+            not_a_benchmark: checked.not_a_benchmark,
         };
         report.outcome = report.outcome_with(false);
         report

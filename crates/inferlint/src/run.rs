@@ -249,17 +249,17 @@ impl Run {
     /// [`Run::check`] with options (see [`CheckOptions`]); it blocks as [`Run::check`]
     /// does.
     pub fn check_with(&self, options: &CheckOptions) -> Report {
-        let mut results = core_run::check_run_with(
+        let checked = core_run::check(
             &self.inner,
-            core_run::RunOptions {
-                expect_cache_hits: options.expect_cache_hits,
-                live_log: false,
+            &core_run::CheckOptions {
+                run: core_run::RunOptions {
+                    expect_cache_hits: options.expect_cache_hits,
+                    live_log: false,
+                },
+                after_missing: self.after_missing.clone(),
             },
         );
-        if let Some(why) = &self.after_missing {
-            core_run::after_not_taken(&mut results, why);
-        }
-        Report::new(&self.inner, results, self.notes.clone())
+        Report::new(checked, self.notes.clone())
     }
 
     /// [`Run::check_with`] with [`CheckOptions::expect_cache_hits`].

@@ -10,7 +10,7 @@ use inferlint_core::checks::registry::{self, Phase};
 /// the checks' pass folded for the report's charts.
 type Assembled = (
     inferlint_core::identity::Admitted,
-    Vec<CheckResult>,
+    run::Checked,
     files::RunFiles,
     Option<loading::Folded<inferlint_report::TimelinePass>>,
 );
@@ -215,7 +215,8 @@ impl Xray<'_> {
         }
         let assembled = self.assemble(choice);
         let checks: Vec<CheckResult> = match &assembled {
-            Ok(Some((_, results, _, _))) => {
+            Ok(Some((_, checked, _, _))) => {
+                let results = &checked.results;
                 let mut checks = registry::xray_order(results);
                 // What the run could not check and xray has not said yet (the boot
                 // checks of an attached server given no --boot-log).
@@ -280,11 +281,11 @@ impl Xray<'_> {
             }
         }
         let mut report_path = None;
-        if let Ok(Some((run, run_results, paths, charts))) = &assembled {
-            let limits = insights::what_limited(run, run_results);
+        if let Ok(Some((run, checked, paths, charts))) = &assembled {
+            let (run_results, limits) = (&checked.results, &checked.insights);
             if !limits.is_empty() {
                 self.stage("what limited this run");
-                for insight in &limits {
+                for insight in limits {
                     say(&format!("- {}. {}", insight.title, insight.text));
                 }
             }
@@ -306,7 +307,8 @@ impl Xray<'_> {
             let inputs = crate::report_html::Inputs {
                 run,
                 results: &shown_results,
-                insights: &limits,
+                account: &checked.account,
+                insights: limits,
                 series: paths.series.as_deref(),
                 charts: charts.as_ref(),
                 made_from: crate::report_html::made_from(
@@ -384,10 +386,26 @@ impl Xray<'_> {
         if found.boot_logs.is_empty() && (found.before.is_none() || found.after.is_none()) {
             return Ok(None);
         }
-        let requested = self.args.requested.or(self.load_plan.max_concurrency);
+        // The one path, with what xray knows of the run: the concurrency it asked for,
+        // the engine it asked the server for, how the load ended and the server's version.
+        let known = loading::Known {
+            requested: self.args.requested.or(self.load_plan.max_concurrency),
+            engine: self.engine,
+            load_failure: self.load_failure.clone(),
+            server_version: self.server_version.clone(),
+            for_replay: false,
+        };
+        let options = run::CheckOptions {
+            run: run::RunOptions {
+                expect_cache_hits: self.args.expect_cache_hits,
+                // The server xray started is still running and writing its log.
+                live_log: self.args.serve.is_some() && lock(&self.shared.server).is_some(),
+            },
+            after_missing: None,
+        };
         // The report's charts are folded in the checks' pass over the recording.
-        let (run, charts) = match noted(choice, |c| {
-            loading::load_run_folding(c, &found, requested, self.engine, |ends| {
+        let (run, checked, charts) = match noted(choice, |c| {
+            loading::check_files(c, &found, &known, &options, |ends| {
                 inferlint_report::TimelinePass::new(ends.first, ends.last, ends.after)
             })
         }) {
@@ -397,22 +415,6 @@ impl Xray<'_> {
             Err(_) if self.start_failure.is_some() => return Ok(None),
             Err(e) => return Err(e),
         };
-        let mut run = run.into_run();
-        run.load_failure.clone_from(&self.load_failure);
-        if let Some((_, facts)) = run.boots.last_mut() {
-            if facts.version.is_none() {
-                facts.version.clone_from(&self.server_version);
-            }
-        }
-        let run = inferlint_core::identity::admit(run);
-        let results = run::check_run_with(
-            &run,
-            run::RunOptions {
-                expect_cache_hits: self.args.expect_cache_hits,
-                // The server xray started is still running and writing its log.
-                live_log: self.args.serve.is_some() && lock(&self.shared.server).is_some(),
-            },
-        );
-        Ok(Some((run, results, found, charts)))
+        Ok(Some((run, checked, found, charts)))
     }
 }
