@@ -75,14 +75,10 @@ impl Report {
     }
 
     /// The run's one account: its setup, its load and what happened, each figure with
-    /// where it came from, and the inputs set aside as not of this run. The figures the
-    /// insights and the advice give are these. Outside the API, as [`Run::model`] is
-    /// (it is `inferlint-core`'s type, which changes with the command line); the report's
-    /// JSON carries it as `account`.
-    ///
-    /// [`Run::model`]: crate::Run::model
-    #[doc(hidden)]
-    pub fn account(&self) -> &inferlint_core::account::Account {
+    /// where it came from, and the inputs set aside as not of this run (the figures the
+    /// insights and the advice give are these); the report's JSON carries it as
+    /// `account`. Read by the HTML report.
+    pub(crate) fn account(&self) -> &inferlint_core::account::Account {
         &self.account
     }
 

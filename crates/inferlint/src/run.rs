@@ -161,26 +161,27 @@ impl Run {
         let (inner, _) =
             load::load_run_folding(choice, files, requested, None, |_| None::<SeriesStats>)
                 .map_err(Error::from_load)?;
-        let run = Run {
-            inner,
-            notes: choice.take_notes(),
-            series_source: files
-                .series
-                .clone()
-                .map_or(SeriesSource::None, SeriesSource::File),
-            after_missing: None,
-        };
+        let run = Run::of_read(inner, choice.take_notes(), files.series.clone());
         #[cfg(feature = "report")]
         let run = run.with_charts(charts);
         Ok(run)
     }
 
+    /// A run the one loader read (admitted), with the notes reading left and the
+    /// recording's file, read again for the HTML report's charts.
+    pub(crate) fn of_read(inner: Admitted, notes: Vec<String>, series: Option<PathBuf>) -> Run {
+        Run {
+            inner,
+            notes,
+            series_source: series.map_or(SeriesSource::None, SeriesSource::File),
+            after_missing: None,
+        }
+    }
+
     /// This run, with the timeline its recording file's pass folded for the HTML
     /// report's charts ([`load::load_run_folding`] with
     /// [`TimelinePass`](inferlint_report::TimelinePass)), so that [`Run::html`] reads the
-    /// file no more (outside the stable API, as [`Run::model`] is: the command line loads
-    /// the files its flags name itself). Nothing changes for a run without a recording
-    /// file.
+    /// file no more. Nothing changes for a run without a recording file.
     #[doc(hidden)]
     #[cfg(feature = "report")]
     pub fn with_charts(
@@ -194,7 +195,7 @@ impl Run {
     }
 
     /// The timeline the checks' pass folded for the charts, when it folded one (outside
-    /// the stable API: the command line draws a fleet's replicas from it).
+    /// the stable API: the page's tests compare it with the recording read again).
     #[doc(hidden)]
     #[cfg(feature = "report")]
     pub fn charts(&self) -> Option<&load::Folded<inferlint_report::TimelinePass>> {
@@ -205,25 +206,24 @@ impl Run {
     }
 
     /// A run its caller read into the model itself (outside the stable API, as
-    /// [`Run::model`] is): the command line reads the files its flags name this way, and
-    /// checks them here, through the same path as [`Run::from_dir`]. `given` names the
-    /// inputs for the refusal of a run that allows no check
-    /// ([`ErrorKind::NothingChecked`]); `series` is the recording, read again for the
-    /// HTML report's charts.
+    /// [`Run::model`] is: the page's tests read one this way). `given` names the inputs
+    /// for the refusal of a run that allows no check ([`ErrorKind::NothingChecked`]);
+    /// `series` is the recording, read again for the HTML report's charts.
     #[doc(hidden)]
     pub fn from_model(
         model: Admitted,
         given: &[String],
         series: Option<PathBuf>,
     ) -> Result<Run, Error> {
-        let run = Run {
-            inner: model,
-            notes: Vec::new(),
-            series_source: series.map_or(SeriesSource::None, SeriesSource::File),
-            after_missing: None,
-        };
+        let run = Run::of_read(model, Vec::new(), series);
         run.refuse_nothing_checked(given)?;
         Ok(run)
+    }
+
+    /// The run model the checks read (outside the stable API: see the crate's docs).
+    #[doc(hidden)]
+    pub fn model(&self) -> &Admitted {
+        &self.inner
     }
 
     /// A run put together from a harness's own data: the boot log's text, the
@@ -306,13 +306,6 @@ impl Run {
                 format!("the replay cannot speak for this run: {why}"),
             )
         })
-    }
-
-    /// The run model the checks read, for a caller that calls `inferlint_core`'s
-    /// functions itself (outside the stable API: see the crate's docs).
-    #[doc(hidden)]
-    pub fn model(&self) -> &Admitted {
-        &self.inner
     }
 
     /// The refusal of a run on which no check could run.
