@@ -5,27 +5,67 @@
 
 use std::path::{Path, PathBuf};
 
+use inferlint_cli::report_html::{self, Inputs};
 use inferlint_core::checks::series::SeriesStats;
+use inferlint_core::identity::Admitted;
 use inferlint_core::model::SampleFold;
+use inferlint_core::run::{CheckOptions, Checked};
 use inferlint_engines::files::{self, RunFiles};
-use inferlint_engines::load::{self, EngineChoice, Folded};
+use inferlint_engines::load::{self, EngineChoice, Folded, Known};
 use inferlint_report::TimelinePass;
 
 use crate::common::{fixtures, recorded};
 use crate::pipelines::walk;
 
-/// The run folder's page the way it was made before the pass drew it: the recording
-/// read again, after the checks, into a builder.
-fn page_reading_again(dir: &Path, found: &RunFiles) -> Option<String> {
-    let model = load::load_run(&mut EngineChoice::new(None), found, None, None).ok()?;
-    let run = inferlint::Run::from_model(
-        inferlint_core::identity::admit(model),
-        &load::given(found),
-        found.series.clone(),
+/// The run folder read and checked by the one path, its recording folded by the pass
+/// (`charts`) or not; `None` for a folder that allows no check.
+fn read(
+    found: &RunFiles,
+    charts: bool,
+) -> Option<(Admitted, Checked, Option<Folded<TimelinePass>>)> {
+    let (run, checked, folded) = load::check_files(
+        &mut EngineChoice::new(None),
+        found,
+        &Known::default(),
+        &CheckOptions::default(),
+        |ends| {
+            charts
+                .then(|| TimelinePass::new(ends.first, ends.last, ends.after))
+                .flatten()
+        },
     )
     .ok()?;
-    assert!(run.charts().is_none(), "{}", dir.display());
-    Some(run.html(&run.check(), None).unwrap())
+    checked
+        .nothing_checked(&load::given(found))
+        .is_none()
+        .then_some((run, checked, folded))
+}
+
+/// The run's page as `report` draws it: from the pass's fold where it can vouch for it,
+/// else from the recording read again.
+fn page(
+    (run, checked): (&Admitted, &Checked),
+    found: &RunFiles,
+    charts: Option<&Folded<TimelinePass>>,
+) -> Result<String, String> {
+    report_html::render(&Inputs {
+        run,
+        results: &checked.results,
+        account: &checked.account,
+        insights: &checked.insights,
+        series: found.series.as_deref(),
+        charts,
+        made_from: Vec::new(),
+        title: None,
+    })
+    .map_err(|e| e.to_string())
+}
+
+/// The run folder's page the way it was made before the pass drew it: the recording
+/// read again, after the checks, into a builder.
+fn page_reading_again(found: &RunFiles) -> Option<String> {
+    let (run, checked, _) = read(found, false)?;
+    Some(page((&run, &checked), found, None).unwrap())
 }
 
 /// The page drawn from the pass over the recording cut into `stretches`, each folded on
@@ -35,9 +75,9 @@ fn page_reading_again(dir: &Path, found: &RunFiles) -> Option<String> {
 /// which has no charts to draw.
 fn page_from_the_pass(found: &RunFiles, stretches: usize) -> Option<(String, Option<bool>)> {
     let series = found.series.as_deref()?;
-    let model = load::load_run(&mut EngineChoice::new(None), found, None, None).ok()?;
+    let (run, checked, _) = read(found, false)?;
     let (first, last) = files::series_ends(series).unwrap()?;
-    let empty = TimelinePass::new(&first, &last, model.after.as_ref())?;
+    let empty = TimelinePass::new(&first, &last, run.after.as_ref())?;
     let ((_, fold), summary) = files::fold_series_in(
         series,
         stretches,
@@ -53,27 +93,20 @@ fn page_from_the_pass(found: &RunFiles, stretches: usize) -> Option<(String, Opt
         fold,
         header: summary.header.unwrap_or_default(),
     };
-    let run = inferlint::Run::from_model(
-        inferlint_core::identity::admit(model),
-        &load::given(found),
-        found.series.clone(),
-    )
-    .ok()?
-    .with_charts(Some(charts));
-    let report = run.check();
-    let results = report.all();
-    let vouched = run.model().series.as_ref().map(|stats| {
-        run.charts().is_some_and(|c| {
-            c.fold
-                .finish(
-                    stats,
-                    run.model().engine,
-                    inferlint_report::usable_blocks(&results),
-                )
-                .is_some()
-        })
+    let vouched = run.series.as_ref().map(|stats| {
+        charts
+            .fold
+            .finish(
+                stats,
+                run.engine,
+                inferlint_report::usable_blocks(&checked.results),
+            )
+            .is_some()
     });
-    Some((run.html(&report, None).unwrap(), vouched))
+    Some((
+        page((&run, &checked), found, Some(&charts)).unwrap(),
+        vouched,
+    ))
 }
 
 /// Every run folder with a recording under `root`: the page from the pass, in one
@@ -89,7 +122,7 @@ fn compare_pages(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
         if found.series.is_none() {
             continue;
         }
-        let Some(reference) = page_reading_again(&dir, &found) else {
+        let Some(reference) = page_reading_again(&found) else {
             continue;
         };
         let mut kept = true;
@@ -193,19 +226,23 @@ fn every_recorded_page_from_the_pass_is_the_page_read_again() {
     );
 }
 
-/// Whether the library's run draws its charts from its pass: it folded them, and they
-/// are what a builder would make.
-fn drawn_by_the_pass(run: &inferlint::Run) -> bool {
-    let results = run.check().all();
-    run.charts().is_some_and(|c| {
-        c.fold
+/// Whether the folder's page is drawn from the pass that read it (as the library and
+/// `report` read a folder): the pass folded the charts, and they are what a builder would
+/// make. `None` when the pass folded none.
+fn drawn_by_the_pass(dir: &Path) -> Option<bool> {
+    let found = load::find_run(dir).unwrap();
+    let (run, checked, folded) = read(&found, true)?;
+    let folded = folded?;
+    Some(
+        folded
+            .fold
             .finish(
-                run.model().series.as_ref().unwrap(),
-                run.model().engine,
-                inferlint_report::usable_blocks(&results),
+                run.series.as_ref().unwrap(),
+                run.engine,
+                inferlint_report::usable_blocks(&checked.results),
             )
-            .is_some()
-    })
+            .is_some(),
+    )
 }
 
 /// Where the pass cannot vouch for its timeline, the page reads the recording again, as
@@ -254,10 +291,10 @@ fn what_the_pass_cannot_vouch_for_draws_the_page_read_again() {
         crate::common::copy_tree(&demo, &dir);
         std::fs::write(dir.join("run.series.jsonl"), text).unwrap();
         let run = inferlint::Run::from_dir(&dir).unwrap();
-        assert!(run.charts().is_some(), "{name}: the pass folded the charts");
-        assert!(
-            !drawn_by_the_pass(&run),
-            "{name}: and cannot vouch for them"
+        assert_eq!(
+            drawn_by_the_pass(&dir),
+            Some(false),
+            "{name}: the pass folded the charts and cannot vouch for them"
         );
         let page = run.html(&run.check(), None).unwrap();
         assert!(
@@ -266,7 +303,7 @@ fn what_the_pass_cannot_vouch_for_draws_the_page_read_again() {
         );
         let found = load::find_run(&dir).unwrap();
         assert!(
-            Some(page) == page_reading_again(&dir, &found),
+            Some(page) == page_reading_again(&found),
             "{name}: the page differs from the one read again"
         );
     }
@@ -281,18 +318,12 @@ fn the_library_draws_a_folder_from_the_pass_it_read_it_with() {
     let dir = tmp.path().join("run");
     crate::common::demo_copy(&dir);
     let run = inferlint::Run::from_dir(&dir).unwrap();
-    assert!(drawn_by_the_pass(&run));
+    assert_eq!(drawn_by_the_pass(&dir), Some(true));
     let found = load::find_run(&dir).unwrap();
-    let model = load::load_run(&mut EngineChoice::new(None), &found, None, None).unwrap();
-    let again = inferlint::Run::from_model(
-        inferlint_core::identity::admit(model),
-        &load::given(&found),
-        found.series.clone(),
-    )
-    .unwrap();
+    let (again, checked, _) = read(&found, false).unwrap();
     std::fs::remove_file(dir.join("run.series.jsonl")).unwrap();
-    let page = run.html(&run.check(), None).unwrap();
-    assert!(page.contains("id=\"fig-requests\""));
-    let error = again.html(&again.check(), None).unwrap_err();
-    assert!(error.to_string().contains("run.series.jsonl"), "{error}");
+    let page_of_the_library = run.html(&run.check(), None).unwrap();
+    assert!(page_of_the_library.contains("id=\"fig-requests\""));
+    let error = page((&again, &checked), &found, None).unwrap_err();
+    assert!(error.contains("run.series.jsonl"), "{error}");
 }

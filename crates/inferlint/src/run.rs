@@ -182,9 +182,8 @@ impl Run {
     /// report's charts ([`load::load_run_folding`] with
     /// [`TimelinePass`](inferlint_report::TimelinePass)), so that [`Run::html`] reads the
     /// file no more. Nothing changes for a run without a recording file.
-    #[doc(hidden)]
     #[cfg(feature = "report")]
-    pub fn with_charts(
+    pub(crate) fn with_charts(
         mut self,
         charts: Option<load::Folded<inferlint_report::TimelinePass>>,
     ) -> Run {
@@ -192,38 +191,6 @@ impl Run {
             self.series_source = SeriesSource::Folded(path.clone(), Box::new(charts));
         }
         self
-    }
-
-    /// The timeline the checks' pass folded for the charts, when it folded one (outside
-    /// the stable API: the page's tests compare it with the recording read again).
-    #[doc(hidden)]
-    #[cfg(feature = "report")]
-    pub fn charts(&self) -> Option<&load::Folded<inferlint_report::TimelinePass>> {
-        match &self.series_source {
-            SeriesSource::Folded(_, charts) => Some(charts),
-            _ => None,
-        }
-    }
-
-    /// A run its caller read into the model itself (outside the stable API, as
-    /// [`Run::model`] is: the page's tests read one this way). `given` names the inputs
-    /// for the refusal of a run that allows no check ([`ErrorKind::NothingChecked`]);
-    /// `series` is the recording, read again for the HTML report's charts.
-    #[doc(hidden)]
-    pub fn from_model(
-        model: Admitted,
-        given: &[String],
-        series: Option<PathBuf>,
-    ) -> Result<Run, Error> {
-        let run = Run::of_read(model, Vec::new(), series);
-        run.refuse_nothing_checked(given)?;
-        Ok(run)
-    }
-
-    /// The run model the checks read (outside the stable API: see the crate's docs).
-    #[doc(hidden)]
-    pub fn model(&self) -> &Admitted {
-        &self.inner
     }
 
     /// A run put together from a harness's own data: the boot log's text, the
