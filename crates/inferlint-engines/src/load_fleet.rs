@@ -204,3 +204,47 @@ fn finished(run: &Admitted) -> Option<f64> {
         run.after.as_ref(),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use inferlint_core::status::Tripwire;
+
+    /// The real two-replica fleet (fixtures/real/vllm-0.32-cpu/fleet-one-idle, its
+    /// MADE.md): each replica recorded its own series between its own readings. Read one
+    /// replica at a time, T22 is judged from each replica's own samples: every replica
+    /// hands the chart some, and none more than its file holds.
+    #[test]
+    fn t22_sees_each_replicas_own_samples() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/real/vllm-0.32-cpu/fleet-one-idle");
+        let manifest = crate::fleet::read_manifest(&dir)
+            .expect("the manifest reads")
+            .expect("a fleet folder");
+        let mut fleet = FleetFiles::open(&dir, &manifest, None, None).expect("opened");
+        assert_eq!(fleet.len(), 2);
+        let mut in_file = Vec::new();
+        while let Some(replica) = fleet
+            .read_next(|_| None::<SeriesStats>)
+            .expect("each replica reads")
+        {
+            assert!(replica.run.series.is_some(), "{}", replica.name);
+            let mut n = 0usize;
+            files::read_series(
+                replica.files.series.as_deref().expect("a recording"),
+                |_| n += 1,
+            )
+            .expect("the recording reads");
+            in_file.push(n);
+        }
+        assert!(fleet.grid().has_samples());
+        let mut seen = [0usize; 2];
+        let balance = fleet
+            .balance(&mut |index, _| seen[index] += 1)
+            .expect("T22 judged");
+        assert_eq!(balance.tripwire, Tripwire::T22);
+        for (seen, in_file) in seen.iter().zip(&in_file) {
+            assert!(*seen > 0 && seen <= in_file, "{seen} of {in_file}");
+        }
+    }
+}
