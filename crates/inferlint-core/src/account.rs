@@ -208,7 +208,13 @@ impl Account {
 /// (`result_file`: the load tool's, over the requests it timed; `readings`: T10's own
 /// rate, for want of one).
 pub fn attach_throughput(run: &Admitted, results: &mut [CheckResult]) {
-    let Some(figure) = of(run, results).throughput() else {
+    attach_throughput_of(&of(run, results), results);
+}
+
+/// [`attach_throughput`] from the run's account, already made from the same results (the
+/// account reads no evidence this writes).
+pub fn attach_throughput_of(account: &Account, results: &mut [CheckResult]) {
+    let Some(figure) = account.throughput() else {
         return;
     };
     let from = match figure.from {

@@ -7,7 +7,7 @@
 use crate::account::{self, Account};
 use crate::identity::Admitted;
 use crate::insights::{self, Insight};
-use crate::run::checking::{after_not_taken, check_run_with, nothing_checked};
+use crate::run::checking::{after_not_taken, nothing_checked, verdicts_of};
 use crate::run::model::{not_a_benchmark, RunOptions};
 use crate::status::{any_verdict, CheckResult, Outcome, Status};
 
@@ -36,10 +36,14 @@ pub struct Checked {
     pub not_a_benchmark: bool,
 }
 
-/// Checks an admitted run: the checks ([`check_run_with`]), a failed after reading named
+/// Checks an admitted run: the checks ([`crate::run::check_run_with`]'s), a failed after reading named
 /// ([`after_not_taken`]), then the account and the story from the results.
 pub fn check(run: &Admitted, options: &CheckOptions) -> Checked {
-    let mut results = check_run_with(run, options.run);
+    let mut results = verdicts_of(run, options.run);
+    // The account, made once: it reads none of what is written below (the throughput in
+    // T10's evidence, a result waiting for a failed after reading made Can't tell).
+    let account = account::of(run, &results);
+    account::attach_throughput_of(&account, &mut results);
     if let Some(why) = &options.after_missing {
         after_not_taken(&mut results, why);
     }
@@ -48,7 +52,6 @@ pub fn check(run: &Admitted, options: &CheckOptions) -> Checked {
         .into_iter()
         .partition(|r| r.status != Status::NotChecked);
     results.extend(not_checked);
-    let account = account::of(run, &results);
     let insights = insights::what_limited_by(run, &results, &account);
     Checked {
         results,

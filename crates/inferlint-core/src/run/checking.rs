@@ -194,11 +194,18 @@ pub fn check_run(run: &Run) -> Vec<CheckResult> {
 
 /// The checks of a run the gate admitted, with what the user said about the run.
 pub fn check_run_with(run: &Admitted, options: RunOptions) -> Vec<CheckResult> {
+    let mut results = verdicts_of(run, options);
+    crate::account::attach_throughput(run, &mut results);
+    results
+}
+
+/// [`check_run_with`] but for the run's throughput in T10's evidence, which the one path
+/// ([`crate::run::check`]) writes from the account it makes once.
+pub(crate) fn verdicts_of(run: &Admitted, options: RunOptions) -> Vec<CheckResult> {
     let mut results = run_checks(run, options);
     crate::identity::name_rejected(run, &mut results);
     let capacity = crate::account::capacity(run, &results);
     crate::advice::attach(run, &mut results, capacity.as_ref());
-    crate::account::attach_throughput(run, &mut results);
     results
 }
 
