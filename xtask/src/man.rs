@@ -5,17 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use clap::CommandFactory;
-
-// The command line's definition, read from the binary crate's source: it depends on clap
-// alone, so the pages come from the very definitions the binary parses with (clap's own
-// advice for generating pages outside the binary).
-#[path = "../../crates/inferlint-cli/src/cli.rs"]
-#[expect(
-    dead_code,
-    reason = "the binary's command-list and start text are not part of a man page"
-)]
-mod cli;
+// The command line's definition, from its library: the pages come from the very
+// definition the binary parses with.
+use inferlint_cli::command;
 
 /// The workspace's version, as the binary reports it (this crate's own is 0.0.0).
 fn version(root: &Path) -> Result<String> {
@@ -47,7 +39,7 @@ pub fn files(root: &Path) -> Result<Vec<(PathBuf, String)>> {
     // clap keeps names as `&'static str` (without its `string` feature); the few a run of
     // xtask makes live until it ends anyway.
     let version: &'static str = Box::leak(version(root)?.into_boxed_str());
-    let top = cli::Cli::command().version(version);
+    let top = command().version(version);
     let mut out = vec![(PathBuf::from("docs/man/inferlint.1"), render(top.clone())?)];
     for sub in top.get_subcommands() {
         let name = format!("inferlint-{}", sub.get_name());

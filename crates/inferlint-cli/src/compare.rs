@@ -161,8 +161,16 @@ pub(crate) fn check(
 ) -> Result<Checked, CliError> {
     let found = load::find_run(dir)?;
     let mut choice = EngineChoice::from_args(engine)?;
-    let run = noted(&mut choice, |c| load::load_run(c, &found, None, None))?;
-    let results = run::check_run(&run);
+    let (run, checked, _) = noted(&mut choice, |c| {
+        load::check_files(
+            c,
+            &found,
+            &load::Known::default(),
+            &run::CheckOptions::default(),
+            |_| None::<inferlint_core::checks::series::SeriesStats>,
+        )
+    })?;
+    let results = checked.results;
     let label = shown(dir);
     Ok(Checked {
         slo: level.map(|l| slo::hold_run(l, &label, &run)),

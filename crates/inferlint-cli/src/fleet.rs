@@ -1,8 +1,8 @@
 //! A fleet's report: `report DIR` of a fleet folder (`fleet.json`, one run folder per
 //! replica) and `report --prometheus URL --start T --end T`, which first reads the
-//! window from Prometheus into such a folder. Glue only: the fleet is read and checked by
-//! the library (`inferlint::FleetReader`: each replica's run in turn, the fleet's grid,
-//! T22), the page is inferlint-report's; here are the flags, the pages' places and the
+//! window from Prometheus into such a folder. Glue only: the fleet is read by the engines'
+//! `load_fleet::FleetFiles` (each replica's run in turn, the fleet's grid, T22) and each
+//! replica checked by core's one path (`run::check`), the page is inferlint-report's; here are the flags, the pages' places and the
 //! printing.
 //!
 //! Each replica is checked as `report REPLICA_DIR` would check it, and its own report is
@@ -15,13 +15,17 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use inferlint_core::status::{count_line, CheckResult};
+use inferlint_core::outcome::worst_of;
+use inferlint_core::run::{self, CheckOptions, Checked};
+use inferlint_core::status::{count_line, CheckResult, Outcome};
 use inferlint_engines::fleet::{self, Manifest};
 use inferlint_engines::load::{shown, EngineChoice};
+use inferlint_engines::load_fleet::{FleetFiles, ReplicaRead};
 use inferlint_engines::prometheus as api;
 use inferlint_live::prometheus::{fetch_into, FetchOptions, PromSource, DEFAULT_TIMEOUT};
 use inferlint_live::BaseUrl;
 use inferlint_report::fleet::{FleetChart, FleetPage, ReplicaRow};
+use inferlint_report::TimelinePass;
 
 use crate::cli::ReportArgs;
 use crate::exit::{CliError, ExitCode};
@@ -241,8 +245,13 @@ fn report_fleet(
 ) -> Result<ExitCode, CliError> {
     // One replica's run is held at a time: each is read, checked and its page staged,
     // then let go before the next is read.
-    let mut reader =
-        inferlint::FleetReader::open(dir, manifest, choice.named_by(), args.requested)?;
+    if manifest.replicas.is_empty() {
+        return Err(CliError::Input(format!(
+            "{} names no replica",
+            dir.join(fleet::MANIFEST).display()
+        )));
+    }
+    let mut reader = FleetFiles::open(dir, manifest, choice.named_by(), args.requested)?;
     let names: Vec<(String, String)> = reader
         .names()
         .map(|(name, folder)| (name.to_owned(), folder.to_owned()))
@@ -270,31 +279,30 @@ fn report_fleet(
 
     let mut staged = Vec::new();
     let mut rows = Vec::with_capacity(names.len());
-    while let Some((replica, report)) = reader.next_replica()? {
-        for note in replica.run().notes() {
+    let mut checked = Vec::with_capacity(names.len());
+    // Each replica through the one path: its files, the gate, the checks, the account,
+    // the story; its page's charts folded in the same pass.
+    while let Some(replica) =
+        reader.read_next(|ends| TimelinePass::new(ends.first, ends.last, ends.after))?
+    {
+        for note in &replica.notes {
             eprint_line!("note: {note}");
         }
-        let results = report.all();
-        let href = match pages.replica(replica.folder()) {
+        let report = run::check(&replica.run, &CheckOptions::default());
+        let href = match pages.replica(&replica.folder) {
             Some((path, href)) => {
-                staged.push(stage_replica_page(
-                    &replica, report, &results, &path, &overwrite,
-                )?);
+                staged.push(stage_replica_page(&replica, &report, &path, &overwrite)?);
                 Some(href)
             }
             None => None,
         };
         rows.push(ReplicaRow {
-            name: replica.name().to_owned(),
+            name: replica.name.clone(),
             href,
-            results,
-            peak_running: replica
-                .run()
-                .model()
-                .series
-                .as_ref()
-                .and_then(|s| s.peak_running),
+            results: report.results.clone(),
+            peak_running: replica.run.series.as_ref().and_then(|s| s.peak_running),
         });
+        checked.push(report);
     }
     // The chart is drawn from the samples T22 reads, in the same pass.
     let grid = reader.grid();
@@ -307,12 +315,12 @@ fn report_fleet(
         )
     });
     let source = reader.source().to_owned();
-    let checked = reader.finish_seeing(|index, sample| {
+    let balance = reader.balance(&mut |index, sample| {
         if let Some(chart) = chart.as_mut() {
             chart.push(index, sample);
         }
     })?;
-    let fleet_results = vec![checked.balance().clone()];
+    let fleet_results = vec![balance];
     let fleet_page = match pages.fleet() {
         Some(path) => {
             let generator = format!("inferlint {}", env!("CARGO_PKG_VERSION"));
@@ -345,11 +353,14 @@ fn report_fleet(
     if let Some(page) = fleet_page {
         page.publish()?;
     }
-    let code = ExitCode::of(if strict {
-        checked.strict_outcome()
-    } else {
-        checked.outcome()
-    });
+    // The fleet's outcome: the worst of every replica's and T22's.
+    let code = ExitCode::of(
+        checked
+            .iter()
+            .fold(Outcome::of(&fleet_results, strict), |worst, replica| {
+                worst_of(worst, replica.outcome(strict))
+            }),
+    );
     print(&fleet_text(
         &names,
         &checked,
@@ -389,21 +400,21 @@ fn settle_pages(
 /// A replica's own page, rendered and staged beside `path`, to be put in place once
 /// every page is made.
 fn stage_replica_page(
-    replica: &inferlint::Replica,
-    report: &inferlint::Report,
-    results: &[CheckResult],
+    replica: &ReplicaRead<TimelinePass>,
+    report: &Checked,
     path: &Path,
     overwrite: &Overwrite,
 ) -> Result<inferlint_engines::output::Staged, CliError> {
-    let title = format!("replica {}", replica.name());
-    let files = replica.files();
-    let run = replica.run().model();
+    let title = format!("replica {}", replica.name);
+    let files = &replica.files;
+    let run = &replica.run;
     let inputs = report_html::Inputs {
         run,
-        results,
-        insights: report.insights(),
+        results: &report.results,
+        account: &report.account,
+        insights: &report.insights,
         series: files.series.as_deref(),
-        charts: replica.run().charts(),
+        charts: replica.folded.as_ref(),
         made_from: report_html::made_from(
             &files.boot_logs,
             [
@@ -421,18 +432,19 @@ fn stage_replica_page(
 /// The terminal's lines (or one JSON array of every result, each replica's marked).
 fn fleet_text(
     names: &[(String, String)],
-    checked: &inferlint::FleetReport,
+    checked: &[Checked],
     fleet_results: &[CheckResult],
     written: &Written,
     json: bool,
 ) -> String {
-    let each = || names.iter().zip(checked.replicas());
+    let each = || names.iter().zip(checked);
     if json {
         let all: Vec<CheckResult> = each()
             .flat_map(|((name, _), report)| {
                 report
-                    .all()
-                    .into_iter()
+                    .results
+                    .iter()
+                    .cloned()
                     .map(|r| r.with("replica", name.as_str()))
             })
             .chain(fleet_results.iter().cloned())
@@ -441,19 +453,18 @@ fn fleet_text(
     }
     let mut text = String::new();
     for ((name, folder), report) in each() {
-        let results = report.all();
+        let results = &report.results;
         text.push_str(&format!("== replica {name} ({folder})\n"));
-        text.push_str(&output::results_text(&results, false));
-        text.push_str(&count_line(&results));
+        text.push_str(&output::results_text(results, false));
+        text.push_str(&count_line(results));
         text.push('\n');
     }
     let replicas = names.len();
     text.push_str(&format!("== the fleet: {replicas} replicas\n"));
     text.push_str(&output::results_text(fleet_results, false));
     let all: Vec<CheckResult> = checked
-        .replicas()
         .iter()
-        .flat_map(inferlint::Report::all)
+        .flat_map(|report| report.results.iter().cloned())
         .chain(fleet_results.iter().cloned())
         .collect();
     text.push_str(&format!("{} over {replicas} replicas", count_line(&all)));

@@ -1,14 +1,17 @@
-//! `report`: the files a run folder holds or the flags name, checked by the library's
-//! pipeline (`inferlint::Run` into `inferlint::Report`: the verdicts, what limited the
-//! run, the outcome), then printed, written as report.html, and gated on `--baseline`.
+//! `report`: the files a run folder holds or the flags name, checked by the one path
+//! every command and the library take (`inferlint_engines::load::check_files`: the gate,
+//! the verdicts, the account, what limited the run, the outcome), then printed, written
+//! as report.html, and gated on `--baseline`.
 //! A fleet folder goes to `fleet`.
 
 use std::path::PathBuf;
 
+use inferlint_core::identity::Admitted;
 use inferlint_core::insights;
+use inferlint_core::run::{CheckOptions, RunOptions};
 use inferlint_core::status::count_line;
 use inferlint_engines::files::RunFiles;
-use inferlint_engines::load::{self, shown, EngineChoice};
+use inferlint_engines::load::{self, shown, EngineChoice, Known};
 use inferlint_engines::output::{self as writer, Rule};
 use inferlint_report::TimelinePass;
 
@@ -45,31 +48,43 @@ pub(crate) fn report(
         writer::check(path, &trace_rule(args.force, &reads))
             .map_err(|e| CliError::from(e).prefixed("--trace: "))?;
     }
-    // The charts are folded in the checks' pass over the recording.
-    let (model, charts) = noted(choice, |c| {
-        load::load_run_folding(c, &paths, args.requested, None, |ends| {
+    // The one path: the files, the gate, the checks, the account, the story; the charts
+    // are folded in the checks' pass over the recording.
+    let known = Known {
+        requested: args.requested,
+        ..Known::default()
+    };
+    let options = CheckOptions {
+        run: RunOptions {
+            expect_cache_hits: args.expect_cache_hits,
+            live_log: false,
+        },
+        after_missing: None,
+    };
+    let (run, checked, charts) = noted(choice, |c| {
+        load::check_files(c, &paths, &known, &options, |ends| {
             TimelinePass::new(ends.first, ends.last, ends.after)
         })
     })?;
-    let run = inferlint::Run::from_model(model, &load::given(&paths), paths.series.clone())?
-        .with_charts(charts);
-    let checked = run
-        .check_with(&inferlint::CheckOptions::default().expect_cache_hits(args.expect_cache_hits));
-    let results = checked.all();
+    if let Some(why) = checked.nothing_checked(&load::given(&paths)) {
+        return Err(CliError::Undecided(why));
+    }
+    let results = &checked.results;
     // The HTML report is written first, so that the count line can say where it went.
     let inputs = report_html::Inputs {
-        run: run.model(),
-        results: &results,
-        insights: checked.insights(),
+        run: &run,
+        results,
+        account: &checked.account,
+        insights: &checked.insights,
         series: paths.series.as_deref(),
-        charts: run.charts(),
+        charts: charts.as_ref(),
         made_from: report_html::made_from(
             &found_boot_logs,
             [
                 paths.before.as_deref(),
                 paths.after.as_deref(),
                 paths.series.as_deref(),
-                paths.chosen_bench(run.model()),
+                paths.chosen_bench(&run),
             ],
         ),
         title: args.title.as_deref(),
@@ -80,9 +95,9 @@ pub(crate) fn report(
     if let Some(path) = &args.llmd_br {
         crate::llmd_br::write(
             path,
-            (run.model(), &results, checked.account()),
+            (&run, results, &checked.account),
             (args.force, &reads),
-            paths.chosen_bench(run.model()),
+            paths.chosen_bench(&run),
         )?;
     }
     let written = if write_report || destination == Destination::Nowhere {
@@ -92,12 +107,12 @@ pub(crate) fn report(
         Ok(None)
     };
     if json {
-        print(&output::results_text(&results, true))?;
+        print(&output::results_text(results, true))?;
     } else {
-        let mut text = output::results_text(&results, false);
-        text.push_str(&insights::terminal_throughput(checked.account()));
-        text.push_str(&insights::terminal_lines(checked.insights()));
-        text.push_str(&count_line(&results));
+        let mut text = output::results_text(results, false);
+        text.push_str(&insights::terminal_throughput(&checked.account));
+        text.push_str(&insights::terminal_lines(&checked.insights));
+        text.push_str(&count_line(results));
         if let Ok(Some(path)) = &written {
             text.push_str(&format!(" -> {}", shown(path)));
         }
@@ -113,7 +128,7 @@ pub(crate) fn report(
             .run
             .as_deref()
             .map_or_else(|| "this run".to_owned(), shown);
-        let held = inferlint_core::slo::hold_run(&level, &label, run.model());
+        let held = inferlint_core::slo::hold_run(&level, &label, &run);
         slo_code = match held.verdict {
             inferlint_core::slo::Verdict::Met => ExitCode::Passed,
             inferlint_core::slo::Verdict::NotMet => ExitCode::TripwireFailed,
@@ -129,21 +144,14 @@ pub(crate) fn report(
             print(&text)?;
         }
     }
-    let code = worst(
-        ExitCode::of(if strict {
-            checked.strict_outcome()
-        } else {
-            checked.outcome()
-        }),
-        slo_code,
-    );
+    let code = worst(ExitCode::of(checked.outcome(strict)), slo_code);
     match &args.baseline {
         Some(baseline) => {
             let gate = baseline_gate(
                 choice,
                 (args, baseline),
                 &run,
-                &results,
+                results,
                 &paths,
                 json,
                 strict,
@@ -211,7 +219,7 @@ fn files_named(args: &ReportArgs) -> Result<(RunFiles, Vec<PathBuf>), CliError> 
 fn baseline_gate(
     choice: &EngineChoice,
     (args, baseline): (&ReportArgs, &std::path::Path),
-    run: &inferlint::Run,
+    run: &Admitted,
     results: &[inferlint_core::status::CheckResult],
     paths: &RunFiles,
     json: bool,
@@ -221,7 +229,7 @@ fn baseline_gate(
         .run
         .as_deref()
         .map_or_else(|| "this run".to_owned(), shown);
-    let profile = inferlint_core::profile::RunProfile::of(&label, run.model(), results);
+    let profile = inferlint_core::profile::RunProfile::of(&label, run, results);
     let margin = args
         .max_regression
         .unwrap_or(crate::compare::DEFAULT_MARGIN);

@@ -22,8 +22,9 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use inferlint_core::account::Account;
+use inferlint_core::identity::Admitted;
 use inferlint_core::insights::Insight;
-use inferlint_core::run::Run;
 use inferlint_core::status::CheckResult;
 use inferlint_engines::files;
 use inferlint_engines::load::Folded;
@@ -57,8 +58,10 @@ impl Destination {
 /// What the report needs besides the checked run.
 #[derive(Debug)]
 pub struct Inputs<'a> {
-    pub run: &'a Run,
+    pub run: &'a Admitted,
     pub results: &'a [CheckResult],
+    /// The run's one account ([`inferlint_core::run::check`] made it): the page's figures.
+    pub account: &'a Account,
     pub insights: &'a [Insight],
     /// The recording, read again for the charts when `charts` cannot vouch for them.
     pub series: Option<&'a Path>,
@@ -128,12 +131,10 @@ pub fn trace(inputs: &Inputs) -> Result<String, CliError> {
 fn with_report(inputs: &Inputs, make: fn(&Report) -> String) -> Result<String, CliError> {
     let folded = timeline(inputs)?;
     let generator = format!("inferlint {}", env!("CARGO_PKG_VERSION"));
-    // The run's one account, as the library's report makes it: the page's figures.
-    let account = inferlint_core::account::of(inputs.run, inputs.results);
     let report = Report {
         run: inputs.run,
         results: inputs.results,
-        account: &account,
+        account: inputs.account,
         insights: inputs.insights,
         timeline: folded.as_ref().map(|(t, _)| t),
         series_url: folded.as_ref().and_then(|(_, u)| u.as_deref()),

@@ -2,11 +2,14 @@
 //! [`inferlint_core::whatif`] as the server was set up and as `--set` changes it, the
 //! figures printed side by side.
 
+use inferlint_core::checks::series::SeriesStats;
 use inferlint_core::client::ReplayRecord;
+use inferlint_core::identity::Admitted;
+use inferlint_core::run::CheckOptions;
 use inferlint_core::whatif::band::{self, Figure};
 use inferlint_core::whatif::{self, Baseline, Errors, FitFrom, Prediction};
 use inferlint_engines::files::RunFiles;
-use inferlint_engines::load::{self, shown, EngineChoice};
+use inferlint_engines::load::{self, shown, EngineChoice, Known};
 use inferlint_sched::replay::Arrivals;
 use inferlint_sched::stats::Summary;
 
@@ -26,7 +29,7 @@ pub(crate) fn whatif(
         found.bench_candidates.clear();
     }
     let (run, records) = read_for_replay(choice, &found, args.requested)?;
-    let run = run.model();
+    let run = &run;
     // The changes are parsed before the model is built: a mistyped key is the command
     // line's error (64), whatever the run holds.
     let changes = args
@@ -82,45 +85,46 @@ fn read_for_replay(
     choice: &mut EngineChoice,
     found: &RunFiles,
     requested: Option<u64>,
-) -> Result<(inferlint::Run, Option<Vec<ReplayRecord>>), CliError> {
+) -> Result<(Admitted, Option<Vec<ReplayRecord>>), CliError> {
     let again = choice.clone();
+    let given = load::given(found);
+    let mut known = Known {
+        requested,
+        for_replay: true,
+        ..Known::default()
+    };
     // The notes are shown once the read is kept (`noted` shows them, then the error).
-    let loaded = load::load_run_for_replay(choice, found, requested);
+    let loaded = load::check_files(choice, found, &known, &CheckOptions::default(), |_| {
+        None::<SeriesStats>
+    });
     let notes = choice.take_notes();
     let show = |notes: Vec<String>| {
         for note in notes {
             eprint_line!("note: {note}");
         }
     };
-    let mut model = match loaded {
-        Ok(model) => model,
+    let (mut model, checked) = match loaded {
+        Ok((model, checked, _)) => (model, checked),
         Err(e) => {
             show(notes);
             return Err(e.into());
         }
     };
-    let records = model
-        .bench
-        .as_mut()
-        .map(|(_, account)| std::mem::take(&mut account.replay.rows));
-    match inferlint::Run::from_model(model, &load::given(found), None) {
-        Ok(run) => {
-            show(notes);
-            Ok((run, records))
-        }
-        Err(e) if e.kind() == inferlint::ErrorKind::NothingChecked => {
-            drop(records);
-            *choice = again;
-            let model = noted(choice, |c| load::load_run(c, found, requested, None))?;
-            Ok((
-                inferlint::Run::from_model(model, &load::given(found), None)?,
-                None,
-            ))
-        }
-        Err(e) => {
-            show(notes);
-            Err(e.into())
-        }
+    if checked.nothing_checked(&given).is_none() {
+        show(notes);
+        let records = model.take_replay_records();
+        return Ok((model, records));
+    }
+    *choice = again;
+    known.for_replay = false;
+    let (model, checked, _) = noted(choice, |c| {
+        load::check_files(c, found, &known, &CheckOptions::default(), |_| {
+            None::<SeriesStats>
+        })
+    })?;
+    match checked.nothing_checked(&given) {
+        Some(why) => Err(CliError::Undecided(why)),
+        None => Ok((model, None)),
     }
 }
 

@@ -494,7 +494,7 @@ fn one_value_each(dirs: &[PathBuf]) -> (usize, usize, usize) {
         figures.read_text("terminal", &report.to_text());
         let json: Value = serde_json::from_str(&report.to_json()).unwrap();
         figures.read_json(&json);
-        figures.read_account(&serde_json::to_value(report.account()).unwrap());
+        figures.read_account(&serde_json::to_value(&report).unwrap()["account"]);
         if let Ok(html) = run.html(&report, None) {
             figures.read_text("report.html", &page_text(&html));
             if let Some(data) = page_data(&html) {

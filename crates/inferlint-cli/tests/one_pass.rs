@@ -5,28 +5,66 @@
 
 use std::path::{Path, PathBuf};
 
+use inferlint_cli::report_html::{self, Inputs};
 use inferlint_core::checks::series::SeriesStats;
+use inferlint_core::identity::Admitted;
 use inferlint_core::model::SampleFold;
-use inferlint_core::run::Run as RunModel;
+use inferlint_core::run::{CheckOptions, Checked};
 use inferlint_engines::files::{self, RunFiles};
-use inferlint_engines::load::{self, EngineChoice, Folded};
+use inferlint_engines::load::{self, EngineChoice, Folded, Known};
 use inferlint_report::TimelinePass;
 
 use crate::common::{fixtures, recorded};
 use crate::pipelines::walk;
 
-/// The run folder's page the way it was made before the pass drew it: the recording
-/// read again, after the checks, into a builder.
-fn page_reading_again(dir: &Path, found: &RunFiles) -> Option<String> {
-    let model = load::load_run(&mut EngineChoice::new(None), found, None, None).ok()?;
-    page_reading_again_from(dir, found, model)
+/// The run folder read and checked by the one path, its recording folded by the pass
+/// (`charts`) or not; `None` for a folder that allows no check.
+fn read(
+    found: &RunFiles,
+    charts: bool,
+) -> Option<(Admitted, Checked, Option<Folded<TimelinePass>>)> {
+    let (run, checked, folded) = load::check_files(
+        &mut EngineChoice::new(None),
+        found,
+        &Known::default(),
+        &CheckOptions::default(),
+        |ends| {
+            charts
+                .then(|| TimelinePass::new(ends.first, ends.last, ends.after))
+                .flatten()
+        },
+    )
+    .ok()?;
+    checked
+        .nothing_checked(&load::given(found))
+        .is_none()
+        .then_some((run, checked, folded))
 }
 
-/// [`page_reading_again`] from the folder's model, already read.
-fn page_reading_again_from(dir: &Path, found: &RunFiles, model: RunModel) -> Option<String> {
-    let run = inferlint::Run::from_model(model, &load::given(found), found.series.clone()).ok()?;
-    assert!(run.charts().is_none(), "{}", dir.display());
-    Some(run.html(&run.check(), None).unwrap())
+/// The run's page as `report` draws it: from the pass's fold where it can vouch for it,
+/// else from the recording read again.
+fn page(
+    (run, checked): (&Admitted, &Checked),
+    found: &RunFiles,
+    charts: Option<&Folded<TimelinePass>>,
+) -> Result<String, String> {
+    report_html::render(&Inputs {
+        run,
+        results: &checked.results,
+        account: &checked.account,
+        insights: &checked.insights,
+        series: found.series.as_deref(),
+        charts,
+        made_from: Vec::new(),
+        title: None,
+    })
+    .map_err(|e| e.to_string())
+}
+
+/// The run folder's page the way it was made before the pass drew it: the recording
+/// read again, after the checks, into a builder.
+fn page_reading_again(found: &RunFiles, (run, checked): (&Admitted, &Checked)) -> String {
+    page((run, checked), found, None).unwrap()
 }
 
 /// The page drawn from the pass over the recording cut into `stretches`, each folded on
@@ -35,16 +73,17 @@ fn page_reading_again_from(dir: &Path, found: &RunFiles, model: RunModel) -> Opt
 /// whether is `None` for a run whose recording the checks set aside (another run's),
 /// which has no charts to draw.
 ///
-/// `model` is the folder's model as `load_run` read it: the pass over the recording is
-/// the test's subject, not the reading of the other files, which is the same each time.
+/// `(run, checked)` is the folder as the one path read and checked it, once: the pass
+/// over the recording is the test's subject, not the reading of the other files, which is
+/// the same each time.
 fn page_from_the_pass(
     found: &RunFiles,
-    model: RunModel,
+    (run, checked): (&Admitted, &Checked),
     stretches: usize,
 ) -> Option<(String, Option<bool>)> {
     let series = found.series.as_deref()?;
     let (first, last) = files::series_ends(series).unwrap()?;
-    let empty = TimelinePass::new(&first, &last, model.after.as_ref())?;
+    let empty = TimelinePass::new(&first, &last, run.after.as_ref())?;
     let ((_, fold), summary) = files::fold_series_in(
         series,
         stretches,
@@ -60,23 +99,17 @@ fn page_from_the_pass(
         fold,
         header: summary.header.unwrap_or_default(),
     };
-    let run = inferlint::Run::from_model(model, &load::given(found), found.series.clone())
-        .ok()?
-        .with_charts(Some(charts));
-    let report = run.check();
-    let results = report.all();
-    let vouched = run.model().series.as_ref().map(|stats| {
-        run.charts().is_some_and(|c| {
-            c.fold
-                .finish(
-                    stats,
-                    run.model().engine,
-                    inferlint_report::usable_blocks(&results),
-                )
-                .is_some()
-        })
+    let vouched = run.series.as_ref().map(|stats| {
+        charts
+            .fold
+            .finish(
+                stats,
+                run.engine,
+                inferlint_report::usable_blocks(&checked.results),
+            )
+            .is_some()
     });
-    Some((run.html(&report, None).unwrap(), vouched))
+    Some((page((run, checked), found, Some(&charts)).unwrap(), vouched))
 }
 
 /// Every run folder with a recording under `root`: the page from the pass, in one
@@ -92,17 +125,15 @@ fn compare_pages(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
         if found.series.is_none() {
             continue;
         }
-        // The folder read once; each page below starts from a copy of what was read.
-        let Ok(model) = load::load_run(&mut EngineChoice::new(None), &found, None, None) else {
+        // The folder read and checked once; each page below is drawn from it.
+        let Some((run, checked, _)) = read(&found, false) else {
             continue;
         };
-        let Some(reference) = page_reading_again_from(&dir, &found, model.clone()) else {
-            continue;
-        };
+        let reference = page_reading_again(&found, (&run, &checked));
         let mut kept = true;
         let mut vouched_every_time = true;
         for stretches in [1, 2, 3, 7] {
-            let Some((page, vouched)) = page_from_the_pass(&found, model.clone(), stretches) else {
+            let Some((page, vouched)) = page_from_the_pass(&found, (&run, &checked), stretches) else {
                 vouched_every_time = false;
                 continue;
             };
@@ -202,19 +233,23 @@ fn every_recorded_page_from_the_pass_is_the_page_read_again() {
     );
 }
 
-/// Whether the library's run draws its charts from its pass: it folded them, and they
-/// are what a builder would make.
-fn drawn_by_the_pass(run: &inferlint::Run) -> bool {
-    let results = run.check().all();
-    run.charts().is_some_and(|c| {
-        c.fold
+/// Whether the folder's page is drawn from the pass that read it (as the library and
+/// `report` read a folder): the pass folded the charts, and they are what a builder would
+/// make. `None` when the pass folded none.
+fn drawn_by_the_pass(dir: &Path) -> Option<bool> {
+    let found = load::find_run(dir).unwrap();
+    let (run, checked, folded) = read(&found, true)?;
+    let folded = folded?;
+    Some(
+        folded
+            .fold
             .finish(
-                run.model().series.as_ref().unwrap(),
-                run.model().engine,
-                inferlint_report::usable_blocks(&results),
+                run.series.as_ref().unwrap(),
+                run.engine,
+                inferlint_report::usable_blocks(&checked.results),
             )
-            .is_some()
-    })
+            .is_some(),
+    )
 }
 
 /// Where the pass cannot vouch for its timeline, the page reads the recording again, as
@@ -263,10 +298,10 @@ fn what_the_pass_cannot_vouch_for_draws_the_page_read_again() {
         crate::common::copy_tree(&demo, &dir);
         std::fs::write(dir.join("run.series.jsonl"), text).unwrap();
         let run = inferlint::Run::from_dir(&dir).unwrap();
-        assert!(run.charts().is_some(), "{name}: the pass folded the charts");
-        assert!(
-            !drawn_by_the_pass(&run),
-            "{name}: and cannot vouch for them"
+        assert_eq!(
+            drawn_by_the_pass(&dir),
+            Some(false),
+            "{name}: the pass folded the charts and cannot vouch for them"
         );
         let page = run.html(&run.check(), None).unwrap();
         assert!(
@@ -274,8 +309,9 @@ fn what_the_pass_cannot_vouch_for_draws_the_page_read_again() {
             "{name}: the charts are drawn"
         );
         let found = load::find_run(&dir).unwrap();
+        let (again, checked, _) = read(&found, false).unwrap();
         assert!(
-            Some(page) == page_reading_again(&dir, &found),
+            page == page_reading_again(&found, (&again, &checked)),
             "{name}: the page differs from the one read again"
         );
     }
@@ -290,14 +326,12 @@ fn the_library_draws_a_folder_from_the_pass_it_read_it_with() {
     let dir = tmp.path().join("run");
     crate::common::demo_copy(&dir);
     let run = inferlint::Run::from_dir(&dir).unwrap();
-    assert!(drawn_by_the_pass(&run));
+    assert_eq!(drawn_by_the_pass(&dir), Some(true));
     let found = load::find_run(&dir).unwrap();
-    let model = load::load_run(&mut EngineChoice::new(None), &found, None, None).unwrap();
-    let again =
-        inferlint::Run::from_model(model, &load::given(&found), found.series.clone()).unwrap();
+    let (again, checked, _) = read(&found, false).unwrap();
     std::fs::remove_file(dir.join("run.series.jsonl")).unwrap();
-    let page = run.html(&run.check(), None).unwrap();
-    assert!(page.contains("id=\"fig-requests\""));
-    let error = again.html(&again.check(), None).unwrap_err();
-    assert!(error.to_string().contains("run.series.jsonl"), "{error}");
+    let page_of_the_library = run.html(&run.check(), None).unwrap();
+    assert!(page_of_the_library.contains("id=\"fig-requests\""));
+    let error = page((&again, &checked), &found, None).unwrap_err();
+    assert!(error.contains("run.series.jsonl"), "{error}");
 }

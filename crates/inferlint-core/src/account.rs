@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::advice::{self, Capacity, Headroom};
 use crate::checks::counters::counter_summary;
-use crate::identity::Rejected;
+use crate::identity::{Admitted, Rejected};
 use crate::run::model::Run;
 use crate::status::{CheckResult, Status, Tripwire};
 
@@ -207,8 +207,14 @@ impl Account {
 /// `run_output_throughput` (output tokens per second) and `run_output_throughput_from`
 /// (`result_file`: the load tool's, over the requests it timed; `readings`: T10's own
 /// rate, for want of one).
-pub fn attach_throughput(run: &Run, results: &mut [CheckResult]) {
-    let Some(figure) = of(run, results).throughput() else {
+pub fn attach_throughput(run: &Admitted, results: &mut [CheckResult]) {
+    attach_throughput_of(&of(run, results), results);
+}
+
+/// [`attach_throughput`] from the run's account, already made from the same results (the
+/// account reads no evidence this writes).
+pub fn attach_throughput_of(account: &Account, results: &mut [CheckResult]) {
+    let Some(figure) = account.throughput() else {
         return;
     };
     let from = match figure.from {
@@ -286,8 +292,7 @@ const DISCREDITS: &[(&str, &str)] = &[
 /// The run as its story may read it: the gate's admitted inputs, less any input a
 /// cross-check discredited (the verdicts that read it say Can't tell; no sentence may
 /// then state its figures as this run's).
-pub fn story_run<'a>(run: &'a Run, results: &[CheckResult]) -> std::borrow::Cow<'a, Run> {
-    let admitted = crate::identity::admitted(run);
+pub fn story_run<'a>(run: &'a Admitted, results: &[CheckResult]) -> std::borrow::Cow<'a, Run> {
     let discredited: Vec<&str> = results
         .iter()
         .filter_map(|r| r.evidence.get("contradiction"))
@@ -295,9 +300,9 @@ pub fn story_run<'a>(run: &'a Run, results: &[CheckResult]) -> std::borrow::Cow<
         .filter_map(|rule| DISCREDITS.iter().find(|(r, _)| *r == rule).map(|(_, i)| *i))
         .collect();
     if discredited.is_empty() {
-        return admitted;
+        return std::borrow::Cow::Borrowed(run);
     }
-    let mut story = admitted.into_owned();
+    let mut story = Run::clone(run);
     if discredited.contains(&crate::run::model::input::BENCH_RESULT) {
         story.bench = None;
     }
@@ -310,12 +315,12 @@ pub fn story_run<'a>(run: &'a Run, results: &[CheckResult]) -> std::borrow::Cow<
 /// How many requests fit when they start and at full length, counted once
 /// ([`advice::capacity`]) on the run as its story reads it ([`story_run`]): the count the
 /// account, the advice, "What limited this run", the report and the library all give.
-pub fn capacity(run: &Run, results: &[CheckResult]) -> Option<Capacity> {
+pub fn capacity(run: &Admitted, results: &[CheckResult]) -> Option<Capacity> {
     advice::capacity(&story_run(run, results), results)
 }
 
 /// The account of a checked run: its admitted inputs and the checks' results.
-pub fn of(run: &Run, results: &[CheckResult]) -> Account {
+pub fn of(run: &Admitted, results: &[CheckResult]) -> Account {
     let run = &*story_run(run, results);
     let boot = run.last_boot();
     let bench = run.bench.as_ref().map(|(_, b)| b);

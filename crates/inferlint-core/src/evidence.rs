@@ -243,6 +243,7 @@ pub static KEYS: &[Key] = &[
     key("first", &[T::T7], "the first request's answer: its status and time"),
     key("burst", &[T::T7], "the burst of requests at once: each one's answer"),
     key("alive_after", &[T::T7], "whether the server still answered after the burst"),
+    key("process_ended", &[T::T7], "how the server's process ended during the probe, as its supervisor saw it"),
     key("port", &[T::T13], "the port the server is to listen on"),
     // T22, on the fleet; `replica` on every result of one replica in a fleet's --json.
     key("replica", &[], "in a fleet's report, the replica (its pod, instance or address) a result belongs to"),

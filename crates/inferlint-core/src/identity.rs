@@ -845,10 +845,60 @@ fn steps_fit(steps: &crate::steps::Steps, (from, to): (f64, f64)) -> Option<Stri
     })
 }
 
+/// A run the gate has admitted ([`admit`]): every input that is not of it moved to
+/// [`Run::rejected`]. The checks, the account, the story and everything after them take
+/// this type, so the gate runs once per run and nothing reads an input it set aside.
+/// It reads as the [`Run`] it holds; what changes it after the gate is limited to what
+/// the gate does not read ([`Admitted::set_requested`], [`Admitted::set_load_failure`]).
+#[derive(Debug, Clone)]
+pub struct Admitted(Run);
+
+impl std::ops::Deref for Admitted {
+    type Target = Run;
+    fn deref(&self) -> &Run {
+        &self.0
+    }
+}
+
+impl Admitted {
+    /// The run, no longer marked as admitted (to change it and admit it again).
+    pub fn into_run(self) -> Run {
+        self.0
+    }
+
+    /// The concurrency the load asked for, which the gate does not read.
+    pub fn set_requested(&mut self, requested: Option<u64>) {
+        self.0.requested = requested;
+    }
+
+    /// Why the load failed, which the gate does not read.
+    pub fn set_load_failure(&mut self, failure: Option<String>) {
+        self.0.load_failure = failure;
+    }
+
+    /// The result file's records kept for the replay, taken out of the run's account to
+    /// be moved into the replay's baseline (`whatif`): the gate read the file already.
+    pub fn take_replay_records(&mut self) -> Option<Vec<crate::client::ReplayRecord>> {
+        self.0
+            .bench
+            .as_mut()
+            .map(|(_, account)| std::mem::take(&mut account.replay.rows))
+    }
+
+    /// Notes a caller adds (what the placement noted is there already).
+    pub fn notes_mut(&mut self) -> &mut Vec<String> {
+        &mut self.0.notes
+    }
+}
+
 /// The run with every input that is not of it moved to [`Run::rejected`], and the
-/// placement's notes kept in [`Run::notes`]. Idempotent: a run admitted once is
-/// returned as it is.
-pub fn admit(mut run: Run) -> Run {
+/// placement's notes kept in [`Run::notes`]: the gate. Idempotent: a run admitted once
+/// is admitted as it is.
+pub fn admit(run: Run) -> Admitted {
+    Admitted(admit_run(run))
+}
+
+fn admit_run(mut run: Run) -> Run {
     let placement = place(&run);
     for rejected in placement.rejected {
         match rejected.input {
@@ -876,17 +926,10 @@ pub fn admit(mut run: Run) -> Run {
     run
 }
 
-/// The run as the gate admits it: itself when it holds no input the gate would set
-/// aside (it was built through [`admit`], or all its inputs fit), else an admitted copy.
-/// Every reader of a run's figures (the checks, "What limited this run", the profile
-/// `compare` and `sweep` read) starts here, so a run built without [`admit`] is gated
-/// all the same.
-pub fn admitted(run: &Run) -> std::borrow::Cow<'_, Run> {
-    if place(run).rejected.is_empty() {
-        std::borrow::Cow::Borrowed(run)
-    } else {
-        std::borrow::Cow::Owned(admit(run.clone()))
-    }
+/// A copy of a run that was not admitted, admitted: for a caller that built a [`Run`]
+/// itself (a test, a benchmark). What loads a run admits it once ([`admit`]).
+pub fn admitted(run: &Run) -> Admitted {
+    admit(run.clone())
 }
 
 /// Makes each check that could not run because an input it needs was set aside say

@@ -23,6 +23,7 @@ use crate::checks::series::cap_reason;
 use crate::client::ClientAccount;
 use crate::engine::EngineDescriptor;
 use crate::fmt;
+use crate::identity::Admitted;
 use crate::model::BootFacts;
 use crate::run::model::{not_a_benchmark, Run};
 use crate::status::{CheckResult, Status, Tripwire};
@@ -224,14 +225,18 @@ fn open_requests(
 /// What limited the run: every failed tripwire's consequence first, most consequential
 /// first, then whether the cache held the load, waiting, and throughput with pace. None
 /// after a restart; one sentence for a run that was not a benchmark.
+///
+/// For a run its caller built itself, not yet through the gate: it is admitted here (a
+/// copy); the one path makes the account once and calls [`what_limited_by`].
 pub fn what_limited(run: &Run, results: &[CheckResult]) -> Vec<Insight> {
-    what_limited_by(run, results, &crate::account::of(run, results))
+    let run = crate::identity::admitted(run);
+    what_limited_by(&run, results, &crate::account::of(&run, results))
 }
 
 /// [`what_limited`] from the run's account, already made ([`crate::account::of`] on the
 /// same run and results): the figures it states are the account's.
 pub fn what_limited_by(
-    run: &Run,
+    run: &Admitted,
     results: &[CheckResult],
     account: &crate::account::Account,
 ) -> Vec<Insight> {

@@ -337,7 +337,7 @@ mod tests {
             "{}",
             t1.message
         );
-        let account = crate::account::of(&run, &results);
+        let account = crate::account::of(&crate::identity::admitted(&run), &results);
         let prompt = account.load.prompt_tokens.unwrap();
         assert_eq!(
             (prompt.value, prompt.from),
@@ -370,7 +370,10 @@ mod tests {
         assert!(!get(&results, Tripwire::T1)
             .message
             .contains("other traffic"));
-        assert_eq!(crate::account::of(&run, &results).other_traffic, None);
+        assert_eq!(
+            crate::account::of(&crate::identity::admitted(&run), &results).other_traffic,
+            None
+        );
     }
 
     /// A result file whose completed count says 30 while its totals hold all 32 of the

@@ -179,10 +179,9 @@ pub fn figure_info(key: &str) -> Option<(&'static str, &'static str, Better)> {
 
 impl RunProfile {
     /// The profile of a checked run. It reads the run as the identity gate admits it
-    /// ([`identity::admitted`]), as the checks and `report` do: nothing from an input
+    /// ([`identity::Admitted`]), as the checks and `report` do: nothing from an input
     /// set aside as not of this run.
-    pub fn of(label: &str, run: &Run, results: &[CheckResult]) -> RunProfile {
-        let run = &*identity::admitted(run);
+    pub fn of(label: &str, run: &identity::Admitted, results: &[CheckResult]) -> RunProfile {
         let boot = run.last_boot();
         let bench = run.bench.as_ref().map(|(_, b)| b);
         RunProfile {
@@ -516,7 +515,7 @@ mod tests {
     fn a_gauge_that_moves_only_when_a_request_completes_gives_no_count_of_running() {
         // vLLM's gauge is live: its recording's peak and busy mean are the run's.
         let live = run_of(&VLLM, recording(1000.0, &six_running()), 6);
-        let p = RunProfile::of("live", &live, &check_run(&live));
+        let p = RunProfile::of("live", &identity::admitted(&live), &check_run(&live));
         assert_eq!(p.happened.peak_running, Some(6.0));
         assert_eq!(p.happened.mean_running, Some(6.0));
         assert_eq!(p.happened.running_unknown, None);
@@ -525,7 +524,11 @@ mod tests {
         // peak nor the mean is stated, and the profile says why.
         assert!(TRTLLM.gauges_lag);
         let lagging = run_of(&TRTLLM, recording(1000.0, &six_running()), 6);
-        let p = RunProfile::of("lagging", &lagging, &check_run(&lagging));
+        let p = RunProfile::of(
+            "lagging",
+            &identity::admitted(&lagging),
+            &check_run(&lagging),
+        );
         assert_eq!(p.happened.peak_running, None);
         assert_eq!(p.happened.mean_running, None);
         assert_eq!(
@@ -559,7 +562,7 @@ mod tests {
             );
             let point = |c: u64| {
                 let r = run_of(&VLLM, recording(1000.0, &running), c);
-                RunProfile::of(&format!("c{c}"), &r, &check_run(&r))
+                RunProfile::of(&format!("c{c}"), &identity::admitted(&r), &check_run(&r))
             };
             // A second, smaller load makes it a sweep; the run at 10 is the one judged.
             let mut smaller = point(10);
@@ -582,13 +585,13 @@ mod tests {
             crate::run::model::input::SERIES
         );
         // Built without the gate (as a library user may): the profile admits it itself.
-        let p = RunProfile::of("next", &run, &check_run(&run));
+        let p = RunProfile::of("next", &identity::admitted(&run), &check_run(&run));
         assert_eq!(p.happened.peak_running, None);
         assert_eq!(p.happened.mean_running, None);
         let why = p.happened.running_unknown.unwrap_or_default();
         assert!(why.contains("not of this run"), "{why}");
         // Without the checks' results as well: nothing is read from the set-aside input.
-        let p = RunProfile::of("next", &run, &[]);
+        let p = RunProfile::of("next", &identity::admitted(&run), &[]);
         assert_eq!(p.happened.peak_running, None);
         assert_eq!(p.happened.mean_running, None);
     }

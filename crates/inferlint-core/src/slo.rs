@@ -809,8 +809,7 @@ fn hold_level(level: &ServiceLevel, label: &str, account: Option<&ClientAccount>
 
 /// Holds a service level to a checked run's load-tool account, as the identity gate
 /// admits it: a result set aside as not of this run is no account of it.
-pub fn hold_run(level: &ServiceLevel, label: &str, run: &crate::run::model::Run) -> RunSlo {
-    let run = crate::identity::admitted(run);
+pub fn hold_run(level: &ServiceLevel, label: &str, run: &crate::identity::Admitted) -> RunSlo {
     hold(level, label, run.bench.as_ref().map(|(_, b)| b))
 }
 

@@ -18,6 +18,7 @@ pub mod input;
 pub mod kv_drained;
 pub mod kv_frames;
 pub mod load;
+pub mod load_fleet;
 pub mod loadcmd;
 pub mod loadtools;
 pub mod output;

@@ -20,9 +20,9 @@ use inferlint_core::checks::boot;
 use inferlint_core::checks::counters::out_of_order;
 use inferlint_core::checks::series::SeriesStats;
 use inferlint_core::client::Keep;
-use inferlint_core::identity;
+use inferlint_core::identity::{self, Admitted};
 use inferlint_core::model::{BootFacts, SampleFold, SeriesHeader, SeriesSample, Snapshot};
-use inferlint_core::run::Run;
+use inferlint_core::run::{CheckOptions, Checked, Run};
 use inferlint_core::Engine;
 
 use crate::files::{self, RunFiles};
@@ -709,6 +709,48 @@ fn choose_bench(
     Ok(read.swap_remove(chosen.index))
 }
 
+/// What a caller knows of a run besides its files, given to the one path
+/// ([`check_files`]) so that the gate places the run with it: the concurrency asked for,
+/// the engine it asked the server for, why the load failed, the version the server
+/// reported, and whether the result file is read for the replay alone.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Known {
+    /// The concurrency the load asked for (else the result file's `max_concurrency`).
+    pub requested: Option<u64>,
+    /// The engine to read the run as, whatever the inputs said (xray, which asked the
+    /// server); `None` resolves it from the choice.
+    pub engine: Option<Engine>,
+    /// Why the load command failed, when the caller ran it and it did.
+    pub load_failure: Option<String>,
+    /// The version the server reported of itself, for a last boot log that states none.
+    pub server_version: Option<String>,
+    /// The result file's records read as the replay reads them ([`load_run_for_replay`]).
+    pub for_replay: bool,
+}
+
+/// The one path by which every command checks a run's files: the files read into the run
+/// model with what the caller knows ([`Known`]), the identity gate (once), then core's
+/// [`run::check`](inferlint_core::run::check): the checks, the account and the story.
+/// `side` folds the caller's own pass over the recording, as in [`load_run_folding`].
+/// The library's `Run::check` calls the same core function on the run it read through
+/// [`load_run_folding`].
+pub fn check_files<F: SampleFold>(
+    choice: &mut EngineChoice,
+    files: &RunFiles,
+    known: &Known,
+    options: &CheckOptions,
+    side: impl FnOnce(FoldStart<'_>) -> Option<F>,
+) -> Result<(Admitted, Checked, Option<Folded<F>>), LoadError> {
+    let keep = if known.for_replay {
+        Keep::ForReplay
+    } else {
+        Keep::Records
+    };
+    let (run, folded) = load_run_kept(choice, files, known, side, keep)?;
+    let checked = inferlint_core::run::check(&run, options);
+    Ok((run, checked, folded))
+}
+
 /// Reads a run's files into the run model, as `report`, xray and the library load a
 /// run: boot logs labelled by their shortest distinct paths, every input checked against
 /// the engine named and against each other, the snapshots refused when one file is given
@@ -725,7 +767,8 @@ pub fn load_run(
     requested: Option<u64>,
     engine: Option<Engine>,
 ) -> Result<Run, LoadError> {
-    load_run_folding(choice, files, requested, engine, |_| None::<SeriesStats>).map(|(run, _)| run)
+    load_run_folding(choice, files, requested, engine, |_| None::<SeriesStats>)
+        .map(|(run, _)| run.into_run())
 }
 
 /// [`load_run`] for the replay of the run's load alone (`whatif`): the result file's
@@ -738,12 +781,15 @@ pub fn load_run_for_replay(
     choice: &mut EngineChoice,
     files: &RunFiles,
     requested: Option<u64>,
-) -> Result<Run, LoadError> {
+) -> Result<Admitted, LoadError> {
+    let known = Known {
+        requested,
+        ..Known::default()
+    };
     load_run_kept(
         choice,
         files,
-        requested,
-        None,
+        &known,
         |_| None::<SeriesStats>,
         Keep::ForReplay,
     )
@@ -763,18 +809,22 @@ pub fn load_run_folding<F: SampleFold>(
     requested: Option<u64>,
     engine: Option<Engine>,
     side: impl FnOnce(FoldStart<'_>) -> Option<F>,
-) -> Result<(Run, Option<Folded<F>>), LoadError> {
-    load_run_kept(choice, files, requested, engine, side, Keep::Records)
+) -> Result<(Admitted, Option<Folded<F>>), LoadError> {
+    let known = Known {
+        requested,
+        engine,
+        ..Known::default()
+    };
+    load_run_kept(choice, files, &known, side, Keep::Records)
 }
 
 fn load_run_kept<F: SampleFold>(
     choice: &mut EngineChoice,
     files: &RunFiles,
-    requested: Option<u64>,
-    engine: Option<Engine>,
+    known: &Known,
     side: impl FnOnce(FoldStart<'_>) -> Option<F>,
     keep: Keep,
-) -> Result<(Run, Option<Folded<F>>), LoadError> {
+) -> Result<(Admitted, Option<Folded<F>>), LoadError> {
     let boots = load_boots(choice, &files.boot_logs)?;
     let before = files
         .before
@@ -857,7 +907,7 @@ fn load_run_kept<F: SampleFold>(
     if let (Some(b), Some(a), Some(bp), Some(ap)) = (&before, &after, &files.before, &files.after) {
         in_order(b, bp, a, ap)?;
     }
-    let engine = engine.unwrap_or_else(|| choice.resolve());
+    let engine = known.engine.unwrap_or_else(|| choice.resolve());
     let mut notes = Vec::new();
     // The server's spans are read through its engine's table: an engine whose spans carry
     // no request's account has none to read, which a note says.
@@ -938,6 +988,13 @@ fn load_run_kept<F: SampleFold>(
         },
         (records, None) => records,
     };
+    // The version the server reported stands for a last boot log that states none.
+    let mut boots = boots;
+    if let Some((_, facts)) = boots.last_mut() {
+        if facts.version.is_none() {
+            facts.version.clone_from(&known.server_version);
+        }
+    }
     // Each input is placed against the others before anything reads it: a result file,
     // recording, reading or trace of another run is set aside here, and contributes
     // nothing.
@@ -949,8 +1006,8 @@ fn load_run_kept<F: SampleFold>(
         series,
         bench,
         expected_extra_requests,
-        requested,
-        load_failure: None,
+        requested: known.requested,
+        load_failure: known.load_failure.clone(),
         rejected: Vec::new(),
         server_requests,
         kv_events,
@@ -959,13 +1016,14 @@ fn load_run_kept<F: SampleFold>(
     });
     // A result file written without a concurrency limit says 0 or nothing: no number.
     // Only a result file of this run says what the load asked for.
-    run.requested = run.requested.or_else(|| {
+    let requested = run.requested.or_else(|| {
         run.bench
             .as_ref()
             .and_then(|(_, b)| b.max_concurrency)
             .and_then(|c| u64::try_from(c).ok())
             .filter(|c| *c > 0)
     });
+    run.set_requested(requested);
     for note in &run.notes {
         choice.note(note.clone());
     }

@@ -4,14 +4,7 @@
 
 use thiserror::Error;
 
-/// One mebibyte, the unit nvidia-smi and every line inferlint prints use.
-pub const MIB: u64 = 1 << 20;
-
-/// Bytes as whole MiB, rounded to the nearest as nvidia-smi does (the H200's 22,123,708,416
-/// bytes in use print as 21,099 MiB there and here).
-pub fn mib(bytes: u64) -> u64 {
-    (bytes + MIB / 2) / MIB
-}
+pub use inferlint_core::checks::clear_card::{mib, MIB};
 
 /// Every GPU NVML sees at one moment.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use inferlint_core::fmt::thousands;
-use inferlint_core::{CheckResult, Status, Tripwire};
+use inferlint_core::CheckResult;
 
 use crate::clear::{Asker, ClearRule};
 use crate::gpu::{mib, GpuError, GpuSnapshot};
@@ -160,7 +160,7 @@ pub fn gpu_inspect(
     };
     out(&gpu_text(&first, &holders));
     let result = match machine.processes.as_mut() {
-        Err(e) => CheckResult::new(Tripwire::T2, Status::Unknown, e.to_string()),
+        Err(e) => crate::clear::processes_unreadable(&e.to_string()),
         Ok(processes) => {
             wait_for_clear_card(
                 Asker::Gate,

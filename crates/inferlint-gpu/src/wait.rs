@@ -4,9 +4,9 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use inferlint_core::{CheckResult, Status, Tripwire};
+use inferlint_core::CheckResult;
 
-use crate::clear::{card_result, Asker, ClearCardWatch, ClearRule, GpuState, Reading};
+use crate::clear::{card_result, processes_unreadable, Asker, ClearCardWatch, ClearRule, Reading};
 use crate::gpu::{GpuError, GpuReader, GpuSnapshot};
 use crate::pids::{gpu_holders, GpuHolder};
 use crate::procs::ProcessTable;
@@ -56,7 +56,7 @@ pub fn wait_for_clear_card_with(
             Ok(table) => table,
             Err(e) => {
                 return WaitOutcome {
-                    result: CheckResult::new(Tripwire::T2, Status::Unknown, e.to_string()),
+                    result: processes_unreadable(&e.to_string()),
                     holders: Vec::new(),
                 }
             }
@@ -70,7 +70,7 @@ pub fn wait_for_clear_card_with(
         let elapsed = clock.elapsed().saturating_sub(start);
         let reading = Reading {
             elapsed_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
-            gpu: GpuState::of(&snapshot),
+            gpu: crate::clear::state_of(&snapshot),
             servers_alive: alive.len(),
         };
         if let Some(verdict) = watch.push(reading) {

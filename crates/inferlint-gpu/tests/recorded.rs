@@ -4,7 +4,7 @@
 //! view of the two processes.
 
 use inferlint_core::Status;
-use inferlint_gpu::clear::{CardVerdict, ClearCardWatch, ClearRule, GpuState, Reading};
+use inferlint_gpu::clear::{CardVerdict, ClearCardWatch, ClearRule, Reading};
 use inferlint_gpu::inspect::{gpu_inspect, gpu_text};
 use inferlint_gpu::pids::gpu_holders;
 use inferlint_gpu::procs::{ProcessInfo, ProcessTable, StopSignal};
@@ -143,7 +143,7 @@ fn first_clear_card(readings: &[RecordedReading], count_the_process: bool) -> Op
         let alive = count_the_process && r.alive.unwrap();
         let verdict = watch.push(Reading {
             elapsed_ms: r.t_ms.unwrap(),
-            gpu: GpuState::of(&Ok(r.snapshot.clone())),
+            gpu: inferlint_gpu::clear::state_of(&Ok(r.snapshot.clone())),
             servers_alive: usize::from(alive),
         });
         matches!(verdict, Some(CardVerdict::Clear { .. })).then(|| r.t_ms.unwrap())

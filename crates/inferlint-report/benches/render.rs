@@ -69,8 +69,9 @@ fn bench(c: &mut Criterion) {
         .unwrap_or_else(|e| panic!("{e}"));
     run.series = Some(stats.clone());
     let results = check_run(&run);
-    let account = inferlint_core::account::of(&run, &results);
-    let insights = inferlint_core::insights::what_limited_by(&run, &results, &account);
+    let admitted = inferlint_core::identity::admitted(&run);
+    let account = inferlint_core::account::of(&admitted, &results);
+    let insights = inferlint_core::insights::what_limited_by(&admitted, &results, &account);
     let usable = inferlint_report::usable_blocks(&results);
 
     let mut group = c.benchmark_group("day_at_4hz");

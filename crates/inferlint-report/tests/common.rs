@@ -44,8 +44,9 @@ pub struct Checked {
 impl Checked {
     pub fn new(run: Run, samples: &[SeriesSample]) -> Checked {
         let results = check_run(&run);
-        let account = account::of(&run, &results);
-        let insights = what_limited_by(&run, &results, &account);
+        let admitted = inferlint_core::identity::admitted(&run);
+        let account = account::of(&admitted, &results);
+        let insights = what_limited_by(&admitted, &results, &account);
         let timeline =
             Timeline::from_samples(run.engine, usable_blocks(&results), Some(0.25), samples);
         Checked {
@@ -59,7 +60,10 @@ impl Checked {
 
     /// The run's account, made afresh: a test may change the run or its results first.
     pub fn account(&self) -> Account {
-        account::of(&self.run, &self.results)
+        account::of(
+            &inferlint_core::identity::admitted(&self.run),
+            &self.results,
+        )
     }
 
     pub fn render(&self) -> String {

@@ -194,12 +194,12 @@
 //! not on text); the evidence keys a check writes, which may grow; the public fields of
 //! `CheckResult` and of [`Insight`] (read them through their methods); the `sim` module;
 //! the [`slo`] and [`whatif`] modules (new, re-exported from core, their fields may still
-//! change); the public items hidden from these docs (`Run::model`, `Run::from_model`,
-//! `Fleet::read`, `FleetReader::open`, `Report::account`, ...), which take or give the
-//! inner crates' types for the command line; and the workspace's other crates
+//! change); and the workspace's other crates
 //! (`inferlint-core`, `inferlint-engines`, `inferlint-live`, `inferlint-report`,
 //! `inferlint-gpu`, `inferlint-sim`), whose APIs serve the command line and change with
-//! it.
+//! it. The command line does not reach into this crate: it reads and checks a run
+//! through the one path this crate's [`Run::check`] takes too (the engines crate's
+//! `load::check_files` over core's `run::check`).
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]

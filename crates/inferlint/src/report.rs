@@ -3,7 +3,7 @@
 
 use inferlint_core::contract;
 use inferlint_core::insights::{self, Insight};
-use inferlint_core::run::{not_a_benchmark, Run as CoreRun};
+use inferlint_core::run::Checked;
 use inferlint_core::status::{count_line, CheckResult, Outcome, Status};
 use serde::Serialize;
 
@@ -37,21 +37,20 @@ pub struct Report {
 }
 
 impl Report {
-    pub(crate) fn new(run: &CoreRun, all: Vec<CheckResult>, notes: Vec<String>) -> Report {
-        let account = inferlint_core::account::of(run, &all);
-        let insights = insights::what_limited_by(run, &all, &account);
-        let (not_checked, results): (Vec<CheckResult>, Vec<CheckResult>) = all
+    /// The report of a run checked by core's one path ([`inferlint_core::run::check`]).
+    pub(crate) fn new(checked: Checked, notes: Vec<String>) -> Report {
+        let (not_checked, results): (Vec<CheckResult>, Vec<CheckResult>) = checked
+            .results
             .into_iter()
             .partition(|r| r.status == Status::NotChecked);
-        let not_a_benchmark = not_a_benchmark(run).is_some();
         let mut report = Report {
             outcome: Outcome::Passed,
             results,
             not_checked,
-            insights,
-            account,
+            insights: checked.insights,
+            account: checked.account,
             notes,
-            not_a_benchmark,
+            not_a_benchmark: checked.not_a_benchmark,
         };
         report.outcome = report.outcome_with(false);
         report
@@ -76,14 +75,10 @@ impl Report {
     }
 
     /// The run's one account: its setup, its load and what happened, each figure with
-    /// where it came from, and the inputs set aside as not of this run. The figures the
-    /// insights and the advice give are these. Outside the API, as [`Run::model`] is
-    /// (it is `inferlint-core`'s type, which changes with the command line); the report's
-    /// JSON carries it as `account`.
-    ///
-    /// [`Run::model`]: crate::Run::model
-    #[doc(hidden)]
-    pub fn account(&self) -> &inferlint_core::account::Account {
+    /// where it came from, and the inputs set aside as not of this run (the figures the
+    /// insights and the advice give are these); the report's JSON carries it as
+    /// `account`. Read by the HTML report.
+    pub(crate) fn account(&self) -> &inferlint_core::account::Account {
         &self.account
     }
 

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use inferlint_core::checks::series::SeriesStats;
 use inferlint_core::client::{ClientAccount, ClientRequest, LoadTool, RequestClock};
+use inferlint_core::identity::Admitted;
 use inferlint_core::model::{BootFacts, GpuSampling, SeriesSample, Snapshot};
 use inferlint_core::run::{self as core_run, Run as CoreRun};
 use inferlint_core::status::any_verdict;
@@ -16,7 +17,6 @@ use inferlint_engines::{bootlog, detect, files, record};
 use crate::error::{Error, ErrorKind};
 use crate::own_data::{GpuReading, RequestRecord};
 use crate::report::Report;
-use crate::{CheckResult, Status};
 
 /// A benchmark run, read and ready to check with [`Run::check`].
 ///
@@ -26,7 +26,7 @@ use crate::{CheckResult, Status};
 /// passed.
 #[derive(Debug)]
 pub struct Run {
-    pub(crate) inner: CoreRun,
+    pub(crate) inner: Admitted,
     /// What a reader should know that did not stop the load.
     notes: Vec<String>,
     /// Where the recording can be read again for the HTML report's charts.
@@ -158,30 +158,32 @@ impl Run {
         })
         .map_err(Error::from_load)?;
         #[cfg(not(feature = "report"))]
-        let inner = load::load_run(choice, files, requested, None).map_err(Error::from_load)?;
-        let run = Run {
-            inner,
-            notes: choice.take_notes(),
-            series_source: files
-                .series
-                .clone()
-                .map_or(SeriesSource::None, SeriesSource::File),
-            after_missing: None,
-        };
+        let (inner, _) =
+            load::load_run_folding(choice, files, requested, None, |_| None::<SeriesStats>)
+                .map_err(Error::from_load)?;
+        let run = Run::of_read(inner, choice.take_notes(), files.series.clone());
         #[cfg(feature = "report")]
         let run = run.with_charts(charts);
         Ok(run)
     }
 
+    /// A run the one loader read (admitted), with the notes reading left and the
+    /// recording's file, read again for the HTML report's charts.
+    pub(crate) fn of_read(inner: Admitted, notes: Vec<String>, series: Option<PathBuf>) -> Run {
+        Run {
+            inner,
+            notes,
+            series_source: series.map_or(SeriesSource::None, SeriesSource::File),
+            after_missing: None,
+        }
+    }
+
     /// This run, with the timeline its recording file's pass folded for the HTML
     /// report's charts ([`load::load_run_folding`] with
     /// [`TimelinePass`](inferlint_report::TimelinePass)), so that [`Run::html`] reads the
-    /// file no more (outside the stable API, as [`Run::model`] is: the command line loads
-    /// the files its flags name itself). Nothing changes for a run without a recording
-    /// file.
-    #[doc(hidden)]
+    /// file no more. Nothing changes for a run without a recording file.
     #[cfg(feature = "report")]
-    pub fn with_charts(
+    pub(crate) fn with_charts(
         mut self,
         charts: Option<load::Folded<inferlint_report::TimelinePass>>,
     ) -> Run {
@@ -189,39 +191,6 @@ impl Run {
             self.series_source = SeriesSource::Folded(path.clone(), Box::new(charts));
         }
         self
-    }
-
-    /// The timeline the checks' pass folded for the charts, when it folded one (outside
-    /// the stable API: the command line draws a fleet's replicas from it).
-    #[doc(hidden)]
-    #[cfg(feature = "report")]
-    pub fn charts(&self) -> Option<&load::Folded<inferlint_report::TimelinePass>> {
-        match &self.series_source {
-            SeriesSource::Folded(_, charts) => Some(charts),
-            _ => None,
-        }
-    }
-
-    /// A run its caller read into the model itself (outside the stable API, as
-    /// [`Run::model`] is): the command line reads the files its flags name this way, and
-    /// checks them here, through the same path as [`Run::from_dir`]. `given` names the
-    /// inputs for the refusal of a run that allows no check
-    /// ([`ErrorKind::NothingChecked`]); `series` is the recording, read again for the
-    /// HTML report's charts.
-    #[doc(hidden)]
-    pub fn from_model(
-        model: CoreRun,
-        given: &[String],
-        series: Option<PathBuf>,
-    ) -> Result<Run, Error> {
-        let run = Run {
-            inner: model,
-            notes: Vec::new(),
-            series_source: series.map_or(SeriesSource::None, SeriesSource::File),
-            after_missing: None,
-        };
-        run.refuse_nothing_checked(given)?;
-        Ok(run)
     }
 
     /// A run put together from a harness's own data: the boot log's text, the
@@ -247,26 +216,17 @@ impl Run {
     /// [`Run::check`] with options (see [`CheckOptions`]); it blocks as [`Run::check`]
     /// does.
     pub fn check_with(&self, options: &CheckOptions) -> Report {
-        let mut results = core_run::check_run_with(
+        let checked = core_run::check(
             &self.inner,
-            core_run::RunOptions {
-                expect_cache_hits: options.expect_cache_hits,
-                live_log: false,
+            &core_run::CheckOptions {
+                run: core_run::RunOptions {
+                    expect_cache_hits: options.expect_cache_hits,
+                    live_log: false,
+                },
+                after_missing: self.after_missing.clone(),
             },
         );
-        if let Some(why) = &self.after_missing {
-            for result in &mut results {
-                if result.status == Status::NotChecked && needs_after(result) {
-                    *result = CheckResult::new(
-                        result.tripwire,
-                        Status::Unknown,
-                        format!("needs the after reading, which could not be taken: {why}"),
-                    )
-                    .with("needs", vec!["after"]);
-                }
-            }
-        }
-        Report::new(&self.inner, results, self.notes.clone())
+        Report::new(checked, self.notes.clone())
     }
 
     /// [`Run::check_with`] with [`CheckOptions::expect_cache_hits`].
@@ -315,16 +275,9 @@ impl Run {
         })
     }
 
-    /// The run model the checks read, for a caller that calls `inferlint_core`'s
-    /// functions itself (outside the stable API: see the crate's docs).
-    #[doc(hidden)]
-    pub fn model(&self) -> &CoreRun {
-        &self.inner
-    }
-
     /// The refusal of a run on which no check could run.
     fn refuse_nothing_checked(&self, given: &[String]) -> Result<(), Error> {
-        let results = core_run::check_run(&self.inner);
+        let results = core_run::check_run_with(&self.inner, core_run::RunOptions::default());
         if any_verdict(&results) {
             return Ok(());
         }
@@ -796,7 +749,7 @@ impl RunBuilder {
         // A client summary set aside as another run's says nothing of the concurrency.
         let mut inner = inner;
         if inner.bench.is_none() && self.requested.is_none() {
-            inner.requested = None;
+            inner.set_requested(None);
         }
         notes.extend(inner.notes.iter().cloned());
         let run = Run {
@@ -846,15 +799,6 @@ fn summary_of(requests: &[RequestRecord]) -> ClientSummary {
         untimed_requests: (requests.len() - timed.len()) as u64,
         max_concurrency: None,
     }
-}
-
-/// Whether a not-checked result waits for the after reading.
-fn needs_after(result: &CheckResult) -> bool {
-    result
-        .evidence
-        .get("needs")
-        .and_then(|v| v.as_array())
-        .is_some_and(|needs| needs.iter().any(|n| n == "after"))
 }
 
 /// A file error's message without the pseudo-path it was given (`the before metrics:`),

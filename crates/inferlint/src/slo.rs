@@ -51,6 +51,6 @@ impl crate::Run {
     /// result as the identity gate admits it: one set aside as not of this run counts
     /// nothing).
     pub fn service_level(&self, level: &ServiceLevel) -> RunSlo {
-        inferlint_core::slo::hold_run(level, "this run", self.model())
+        inferlint_core::slo::hold_run(level, "this run", &self.inner)
     }
 }

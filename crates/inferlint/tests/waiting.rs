@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use inferlint::{Run, Status, Tripwire};
+use inferlint_engines::load;
 use serde_json::Value;
 
 fn real(name: &str) -> PathBuf {
@@ -104,13 +105,22 @@ fn t8_says_the_waiting_was_deferred_on_a_real_run() {
         (0.0, 0.0, 11.0),
         "the run MADE.md describes"
     );
-    let read = Run::from_dir(&dir).unwrap_or_else(|e| panic!("{e}"));
-    let mut model = read.model().clone();
-    model.requested = Some(12);
-    let run = Run::from_model(model, &[], None).unwrap_or_else(|e| panic!("{e}"));
-    let report = run.check();
-    let t8 = report
-        .results()
+    // Read and checked by the one path `report --requested 12` takes.
+    let files = load::find_run(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let known = load::Known {
+        requested: Some(12),
+        ..load::Known::default()
+    };
+    let (_, checked, _) = load::check_files(
+        &mut load::EngineChoice::new(None),
+        &files,
+        &known,
+        &inferlint_core::run::CheckOptions::default(),
+        |_| None::<inferlint_core::checks::series::SeriesStats>,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let t8 = checked
+        .results
         .iter()
         .find(|r| r.tripwire() == Tripwire::T8)
         .expect("T8 judged");

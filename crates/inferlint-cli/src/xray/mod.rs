@@ -34,13 +34,13 @@ use std::time::{Duration, Instant, SystemTime};
 
 use inferlint_core::checks::owner;
 use inferlint_core::status::{count_line, CheckResult, Status, Tripwire};
-use inferlint_core::{contract, insights, run, Engine};
+use inferlint_core::{contract, run, Engine};
 use inferlint_engines::load::{self as loading, shown, EngineChoice, Source};
 use inferlint_engines::loadcmd::{self, LoadPlan};
 use inferlint_engines::output::Rule;
 use inferlint_engines::{detect, files, loadtools};
 use inferlint_gpu::tree::{Member, StopTimes};
-use inferlint_live::probe::{self, ProbeOptions};
+use inferlint_live::probe::ProbeOptions;
 use inferlint_live::watch::{self, WatchOptions};
 use inferlint_live::{BaseUrl, Recorder};
 

@@ -3,13 +3,14 @@
 //! end that runs on every path: the checks from the run folder, the stop, the report.
 
 use super::*;
+use inferlint_core::checks;
 use inferlint_core::checks::registry::{self, Phase};
 
 /// The run folder read and checked: the run, its results, its files, and the timeline
 /// the checks' pass folded for the report's charts.
 type Assembled = (
-    run::Run,
-    Vec<CheckResult>,
+    inferlint_core::identity::Admitted,
+    run::Checked,
     files::RunFiles,
     Option<loading::Folded<inferlint_report::TimelinePass>>,
 );
@@ -76,16 +77,16 @@ impl Xray<'_> {
         if !self.args.no_probe {
             self.stage("probe: one request, then 8 at once");
             let report = recorder.probe(&self.base, &probe_options(self.args.ready_timeout));
-            self.record(probe::verdict(&report));
+            // T7 judges what the probe saw with what the supervisor saw of the server.
+            let exited = self.server_exited();
+            self.record(checks::probe::judge(&report, exited.as_deref()));
             self.check_interrupt()?;
-            if let Some(message) = self.server_exited() {
+            if let Some(message) = exited {
                 return Err(problem(format!("{message} during the probe")));
             }
         } else {
-            self.record(CheckResult::not_checked(
-                Tripwire::T7,
+            self.record(checks::probe::left_out(
                 "needs the probe, which --no-probe left out",
-                &[run::input::PROBE],
             ));
         }
         self.snapshot(&recorder, "before.snapshot.json")?;
@@ -214,7 +215,8 @@ impl Xray<'_> {
         }
         let assembled = self.assemble(choice);
         let checks: Vec<CheckResult> = match &assembled {
-            Ok(Some((_, results, _, _))) => {
+            Ok(Some((_, checked, _, _))) => {
+                let results = &checked.results;
                 let mut checks = registry::xray_order(results);
                 // What the run could not check and xray has not said yet (the boot
                 // checks of an attached server given no --boot-log).
@@ -279,11 +281,11 @@ impl Xray<'_> {
             }
         }
         let mut report_path = None;
-        if let Ok(Some((run, run_results, paths, charts))) = &assembled {
-            let limits = insights::what_limited(run, run_results);
+        if let Ok(Some((run, checked, paths, charts))) = &assembled {
+            let (run_results, limits) = (&checked.results, &checked.insights);
             if !limits.is_empty() {
                 self.stage("what limited this run");
-                for insight in &limits {
+                for insight in limits {
                     say(&format!("- {}. {}", insight.title, insight.text));
                 }
             }
@@ -305,7 +307,8 @@ impl Xray<'_> {
             let inputs = crate::report_html::Inputs {
                 run,
                 results: &shown_results,
-                insights: &limits,
+                account: &checked.account,
+                insights: limits,
                 series: paths.series.as_deref(),
                 charts: charts.as_ref(),
                 made_from: crate::report_html::made_from(
@@ -383,10 +386,26 @@ impl Xray<'_> {
         if found.boot_logs.is_empty() && (found.before.is_none() || found.after.is_none()) {
             return Ok(None);
         }
-        let requested = self.args.requested.or(self.load_plan.max_concurrency);
+        // The one path, with what xray knows of the run: the concurrency it asked for,
+        // the engine it asked the server for, how the load ended and the server's version.
+        let known = loading::Known {
+            requested: self.args.requested.or(self.load_plan.max_concurrency),
+            engine: self.engine,
+            load_failure: self.load_failure.clone(),
+            server_version: self.server_version.clone(),
+            for_replay: false,
+        };
+        let options = run::CheckOptions {
+            run: run::RunOptions {
+                expect_cache_hits: self.args.expect_cache_hits,
+                // The server xray started is still running and writing its log.
+                live_log: self.args.serve.is_some() && lock(&self.shared.server).is_some(),
+            },
+            after_missing: None,
+        };
         // The report's charts are folded in the checks' pass over the recording.
-        let (mut run, charts) = match noted(choice, |c| {
-            loading::load_run_folding(c, &found, requested, self.engine, |ends| {
+        let (run, checked, charts) = match noted(choice, |c| {
+            loading::check_files(c, &found, &known, &options, |ends| {
                 inferlint_report::TimelinePass::new(ends.first, ends.last, ends.after)
             })
         }) {
@@ -396,20 +415,6 @@ impl Xray<'_> {
             Err(_) if self.start_failure.is_some() => return Ok(None),
             Err(e) => return Err(e),
         };
-        run.load_failure.clone_from(&self.load_failure);
-        if let Some((_, facts)) = run.boots.last_mut() {
-            if facts.version.is_none() {
-                facts.version.clone_from(&self.server_version);
-            }
-        }
-        let results = run::check_run_with(
-            &run,
-            run::RunOptions {
-                expect_cache_hits: self.args.expect_cache_hits,
-                // The server xray started is still running and writing its log.
-                live_log: self.args.serve.is_some() && lock(&self.shared.server).is_some(),
-            },
-        );
-        Ok(Some((run, results, found, charts)))
+        Ok(Some((run, checked, found, charts)))
     }
 }

@@ -3,6 +3,7 @@
 //! of its whole tree.
 
 use super::*;
+use inferlint_core::checks::clear_card;
 
 /// How a stop ended: the line to print, the processes still alive after it and the
 /// server's cgroup, if it had one (the clear-card wait counts what is alive in either).
@@ -151,11 +152,7 @@ impl Xray<'_> {
     pub(super) fn gpu_gate(&mut self) -> Result<(), Stop> {
         self.stage("is the GPU free?");
         if self.args.no_gpu {
-            self.record(CheckResult::new(
-                Tripwire::T2,
-                Status::NotApplicable,
-                "--no-gpu: the server uses no NVIDIA GPU on this machine, so there is no card to check",
-            ));
+            self.record(clear_card::no_gpu());
             return Ok(());
         }
         let result = free_card().map_err(|e| problem(e.message()))?;
@@ -325,10 +322,10 @@ pub(super) fn clear_card_after_stop(
 ) -> Result<CheckResult, CliError> {
     let mut machine = crate::gpu::machine("xray's clear-card wait")?;
     Ok(match machine.processes.as_mut() {
-        Err(e) => CheckResult::new(Tripwire::T2, Status::Unknown, e.to_string()),
+        Err(e) => clear_card::processes_unreadable(&e.to_string()),
         Ok(processes) => {
             inferlint_gpu::wait::wait_for_clear_card_with(
-                inferlint_gpu::clear::Asker::Teardown,
+                clear_card::Asker::Teardown,
                 inferlint_gpu::ClearRule::teardown(),
                 processes.as_mut(),
                 machine.gpus.as_mut(),

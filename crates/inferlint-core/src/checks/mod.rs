@@ -2,6 +2,8 @@
 //! declared once: its phase, what it needs, whether it judges mid-run, its function.
 //!
 //! - [`boot`]: T4, T5, T6, T7/T12 and T11, from boot facts.
+//! - [`probe`]: T7, what the probe of a live server saw, with whether its process lived.
+//! - [`clear_card`]: T2, the card's readings before a server starts and after its stop.
 //! - [`counters`]: counter deltas and restart detection shared by T1, T10 and T15.
 //! - [`fleet`]: T22, the replicas of a fleet recorded on one schedule.
 //! - [`ledger`]: T18 and T20, the load tool's account against the server's counters and
@@ -22,6 +24,7 @@
 //! - [`waiting`]: why requests waited at the server, where the engine says (T8, T17).
 
 pub mod boot;
+pub mod clear_card;
 pub mod client_wait;
 pub mod cold_start;
 pub mod contention;
@@ -36,6 +39,7 @@ pub mod ledger;
 pub mod owner;
 pub mod pauses;
 pub mod prefix_cache;
+pub mod probe;
 pub mod registry;
 pub mod series;
 pub mod server_view;

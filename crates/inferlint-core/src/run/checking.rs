@@ -9,8 +9,9 @@
 use crate::checks::series::SeriesStats;
 use crate::checks::{boot, registry};
 use crate::engine::EngineDescriptor;
+use crate::identity::Admitted;
 use crate::model::{BootFacts, Snapshot};
-use crate::run::model::{Run, RunOptions};
+use crate::run::model::{input, Run, RunOptions};
 use crate::status::{CheckResult, Status, Tripwire};
 
 /// The boot checks of one log: T12 (or T7), T5, T6, then T12 Can't tell when the log had
@@ -184,19 +185,54 @@ pub fn nothing_checked(given: &[String], results: &[CheckResult]) -> String {
 /// T10, T16, then the series checks, T17, T19 and T21; the cross-checks, which make a verdict that two facts of
 /// the run contradict Can't tell; then each tripwire a missing input left unchecked,
 /// saying what it needs. Each result carries the advice the run's numbers give.
+///
+/// For a run its caller built itself, not yet through the gate: it is admitted here
+/// (a copy). What loads a run admits it once and calls [`check_run_with`].
 pub fn check_run(run: &Run) -> Vec<CheckResult> {
-    check_run_with(run, RunOptions::default())
+    check_run_with(&crate::identity::admitted(run), RunOptions::default())
 }
 
-/// [`check_run`] with what the user said about the run.
-pub fn check_run_with(run: &Run, options: RunOptions) -> Vec<CheckResult> {
-    let run = &*crate::identity::admitted(run);
+/// The checks of a run the gate admitted, with what the user said about the run.
+pub fn check_run_with(run: &Admitted, options: RunOptions) -> Vec<CheckResult> {
+    let mut results = verdicts_of(run, options);
+    crate::account::attach_throughput(run, &mut results);
+    results
+}
+
+/// [`check_run_with`] but for the run's throughput in T10's evidence, which the one path
+/// ([`crate::run::check`]) writes from the account it makes once.
+pub(crate) fn verdicts_of(run: &Admitted, options: RunOptions) -> Vec<CheckResult> {
     let mut results = run_checks(run, options);
     crate::identity::name_rejected(run, &mut results);
     let capacity = crate::account::capacity(run, &results);
     crate::advice::attach(run, &mut results, capacity.as_ref());
-    crate::account::attach_throughput(run, &mut results);
     results
+}
+
+/// The results of a recording whose after reading could not be taken (`why`, the
+/// recorder's error): each tripwire left unchecked for want of the after reading says
+/// Can't tell, naming why, since the reading was asked for and failed rather than never
+/// asked for. The others are left as they are.
+pub fn after_not_taken(results: &mut [CheckResult], why: &str) {
+    for result in results {
+        if result.status == Status::NotChecked && needs_input(result, input::AFTER) {
+            *result = CheckResult::new(
+                result.tripwire,
+                Status::Unknown,
+                format!("needs the after reading, which could not be taken: {why}"),
+            )
+            .with("needs", vec![input::AFTER]);
+        }
+    }
+}
+
+/// Whether a not-checked result names `input` among what it needs.
+fn needs_input(result: &CheckResult, input: &str) -> bool {
+    result
+        .evidence
+        .get("needs")
+        .and_then(|v| v.as_array())
+        .is_some_and(|needs| needs.iter().any(|n| n == input))
 }
 
 fn run_checks(run: &Run, options: RunOptions) -> Vec<CheckResult> {
@@ -308,6 +344,40 @@ mod tests {
             "could not start: the server exited with code 1 before it was ready"
         );
         assert_eq!(t12.evidence["line"], "Traceback (most recent call last):");
+    }
+
+    /// A recording whose after reading failed: what needed the reading cannot tell,
+    /// naming the failure (the reading was asked for, unlike a run that never took one);
+    /// what needed something else (the result file) is still only not checked.
+    #[test]
+    fn a_failed_after_reading_makes_what_needs_it_cannot_tell() {
+        let mut without_after = run(&VLLM);
+        without_after.after = None;
+        let mut results = check_run(&without_after);
+        let waited: Vec<Tripwire> = results
+            .iter()
+            .filter(|r| r.status == Status::NotChecked && needs_input(r, input::AFTER))
+            .map(|r| r.tripwire)
+            .collect();
+        // T1 compares the two readings' counters: without the after one it waits.
+        assert!(waited.contains(&Tripwire::T1), "{results:#?}");
+        after_not_taken(&mut results, "connection refused");
+        for tripwire in waited {
+            let r = results.iter().find(|r| r.tripwire == tripwire).unwrap();
+            assert_eq!(r.status, Status::Unknown);
+            assert_eq!(
+                r.message,
+                "needs the after reading, which could not be taken: connection refused"
+            );
+            assert_eq!(r.evidence["needs"], serde_json::json!(["after"]));
+        }
+        assert_eq!(
+            status_of(&results, Tripwire::T15),
+            [(
+                Status::NotChecked,
+                "needs the load tool's result file".to_owned()
+            )]
+        );
     }
 
     #[test]
