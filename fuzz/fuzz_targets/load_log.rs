@@ -5,7 +5,7 @@
 
 #![no_main]
 
-use inferlint_core::client::{ClientAccount, LoadTool};
+use inferlint_core::model::client::{ClientAccount, LoadTool};
 use inferlint_engines::files::untimed_requests;
 use inferlint_engines::loadtools::console::complete_from_console;
 use libfuzzer_sys::fuzz_target;

@@ -66,7 +66,7 @@ fn root() -> PathBuf {
 }
 
 fn docs() -> String {
-    inferlint_core::catalogue::tripwires_markdown()
+    inferlint_core::story::catalogue::tripwires_markdown()
 }
 
 fn write(path: &Path, text: &str) -> Result<()> {

@@ -571,8 +571,8 @@ mod tests {
                 continue;
             }
             assert!(
-                inferlint_core::evidence::get(&key).is_some(),
-                "{}: evidence key `{key}` is not listed in inferlint-core/src/evidence.rs",
+                inferlint_core::judging::evidence::get(&key).is_some(),
+                "{}: evidence key `{key}` is not listed in inferlint-core/src/judging/evidence.rs",
                 file.display()
             );
         }

@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use inferlint_core::contract::JsonObject;
+use inferlint_core::story::contract::JsonObject;
 use serde_json::{json, Value};
 
 /// Where the generated corpus lives, under the repository root.
@@ -45,7 +45,7 @@ type Verdicts = Vec<(&'static str, &'static str)>;
 /// log's, those across boots, then the whole run's): a "not checked" entry comes after
 /// every verdict, in this order.
 fn declared() -> Vec<String> {
-    use inferlint_core::checks::registry::{of_phase, Phase};
+    use inferlint_core::judging::checks::registry::{of_phase, Phase};
     [Phase::Boot, Phase::AcrossBoots, Phase::Run]
         .into_iter()
         .flat_map(of_phase)

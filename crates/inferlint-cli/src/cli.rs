@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use inferlint_core::slo::ServiceLevel;
+use inferlint_core::analyses::slo::ServiceLevel;
 
 pub const HELP_TEMPLATE: &str = "\
 {about-with-newline}

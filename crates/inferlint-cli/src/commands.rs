@@ -2,12 +2,12 @@
 
 use std::path::{Path, PathBuf};
 
-use inferlint_core::checks::snapshots;
-use inferlint_core::contract::JsonObject;
+use inferlint_core::judging::checks::snapshots;
+use inferlint_core::judging::status::CheckResult;
 use inferlint_core::model::BootFacts;
 use inferlint_core::run;
-use inferlint_core::status::CheckResult;
-use inferlint_core::{catalogue, contract};
+use inferlint_core::story::contract::JsonObject;
+use inferlint_core::{story::catalogue, story::contract};
 use inferlint_engines::load::{self, EngineChoice};
 
 use crate::cli::{Cli, Command, Gate, JsonFlag};
@@ -259,10 +259,10 @@ pub fn name(command: &Command) -> &'static str {
 }
 
 fn schema(which: &str) -> Result<ExitCode, CliError> {
-    let schema = inferlint_core::schema::by_name(which).ok_or_else(|| {
+    let schema = inferlint_core::story::schema::by_name(which).ok_or_else(|| {
         CliError::usage(format!(
             "no schema named '{which}' (known: {})",
-            inferlint_core::schema::NAMES.join(", ")
+            inferlint_core::story::schema::NAMES.join(", ")
         ))
     })?;
     let mut text = contract::to_indent1(&schema);

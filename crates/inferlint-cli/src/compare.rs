@@ -7,15 +7,15 @@
 
 use std::path::{Path, PathBuf};
 
-use inferlint_core::compare::{self, Comparison, GateVerdict, Side, Verdict};
-use inferlint_core::profile::RunProfile;
+use inferlint_core::analyses::compare::{self, Comparison, GateVerdict, Side, Verdict};
+use inferlint_core::analyses::profile::RunProfile;
+use inferlint_core::analyses::sweep;
+use inferlint_core::judging::status::CheckResult;
 use inferlint_core::run;
-use inferlint_core::status::CheckResult;
-use inferlint_core::sweep;
 use inferlint_engines::files;
 use inferlint_engines::output::{self as writer, Rule};
 
-use inferlint_core::slo::{self, GpuPrice, RunSlo, ServiceLevel};
+use inferlint_core::analyses::slo::{self, GpuPrice, RunSlo, ServiceLevel};
 
 use crate::cli::{CompareArgs, SloArgs, SweepArgs};
 use inferlint_engines::load::{self, shown, EngineChoice};
@@ -167,7 +167,7 @@ pub(crate) fn check(
             &found,
             &load::Known::default(),
             &run::CheckOptions::default(),
-            |_| None::<inferlint_core::checks::series::SeriesStats>,
+            |_| None::<inferlint_core::judging::checks::series::SeriesStats>,
         )
     })?;
     let results = checked.results;
@@ -382,7 +382,7 @@ pub(crate) fn compare_command(
         write_page(out, &html, args.page.force, &inputs)?;
     }
     if json {
-        let mut text = output::json_safe(inferlint_core::contract::to_indent1(&comparison));
+        let mut text = output::json_safe(inferlint_core::story::contract::to_indent1(&comparison));
         text.push('\n');
         print(&text)?;
     } else {
@@ -521,7 +521,7 @@ pub(crate) fn sweep_command(
         write_page(out, &html, args.page.force, &inputs)?;
     }
     if json {
-        let mut text = output::json_safe(inferlint_core::contract::to_indent1(&analysis));
+        let mut text = output::json_safe(inferlint_core::story::contract::to_indent1(&analysis));
         text.push('\n');
         print(&text)?;
     } else {

@@ -13,8 +13,8 @@
 
 use std::fmt;
 
-use inferlint_core::outcome::worst_of;
-use inferlint_core::status::{CheckResult, Outcome};
+use inferlint_core::judging::outcome::worst_of;
+use inferlint_core::judging::status::{CheckResult, Outcome};
 use inferlint_engines::files::FileError;
 use inferlint_engines::load::LoadError;
 use inferlint_engines::output::OutputError;
@@ -89,7 +89,9 @@ pub(crate) fn run_exit(
     results: &[CheckResult],
     strict: bool,
 ) -> ExitCode {
-    ExitCode::of(inferlint_core::outcome::of_run(run, results, strict))
+    ExitCode::of(inferlint_core::judging::outcome::of_run(
+        run, results, strict,
+    ))
 }
 
 /// An error that ends the command: its kind chooses the exit status, its message is the

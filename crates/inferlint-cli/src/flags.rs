@@ -25,7 +25,7 @@ pub const MAX_CARD_TIMEOUT_S: f64 = 86_400.0;
 /// whole bound.
 fn shown(value: f64) -> String {
     if value.is_finite() && value.fract() == 0.0 && value.abs() < 1e15 {
-        inferlint_core::fmt::thousands(value as i64)
+        inferlint_core::story::fmt::thousands(value as i64)
     } else if value.is_finite() && value.abs() < 1e15 {
         value.to_string()
     } else {

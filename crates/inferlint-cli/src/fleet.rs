@@ -15,9 +15,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use inferlint_core::outcome::worst_of;
+use inferlint_core::judging::outcome::worst_of;
+use inferlint_core::judging::status::{count_line, CheckResult, Outcome};
 use inferlint_core::run::{self, CheckOptions, Checked};
-use inferlint_core::status::{count_line, CheckResult, Outcome};
 use inferlint_engines::fleet::{self, Manifest};
 use inferlint_engines::load::{shown, EngineChoice};
 use inferlint_engines::load_fleet::{FleetFiles, ReplicaRead};
@@ -180,7 +180,7 @@ fn from_prometheus(
         fetched.manifest.replicas.len(),
         fetched.range_queries,
         if fetched.range_queries == 1 { "y" } else { "ies" },
-        inferlint_core::fmt::g(fetched.step_ms as f64 / 1000.0),
+        inferlint_core::story::fmt::g(fetched.step_ms as f64 / 1000.0),
         fetched.max_points_per_query,
         inferlint_engines::input::size_text(fetched.largest_answer_bytes)
     );

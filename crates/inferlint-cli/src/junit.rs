@@ -9,8 +9,8 @@
 use std::path::Path;
 use std::sync::Mutex;
 
+use inferlint_core::judging::status::CheckResult;
 use inferlint_core::junit::{self, Case, CaseOutcome, Suite};
-use inferlint_core::status::CheckResult;
 use inferlint_engines::output::{self as writer, Rule};
 
 use crate::exit::CliError;

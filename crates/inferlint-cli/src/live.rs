@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use std::io::{self, IsTerminal, Write};
 use std::path::Path;
 
-use inferlint_core::{fmt, Engine};
+use inferlint_core::{story::fmt, Engine};
 use inferlint_engines::files;
 use inferlint_engines::load::{EngineChoice, Source};
 use inferlint_engines::output::{self, OutputError, Rule};

@@ -6,7 +6,7 @@
 //! (`results.request_performance.aggregate`: the requests sent, failed and left
 //! incomplete, their mean lengths, the output rate, the time to first token and per
 //! output token), every figure read from the run's account
-//! (`inferlint_core::account`), as every other output reads it; a figure the account
+//! (`inferlint_core::story::account`), as every other output reads it; a figure the account
 //! does not hold is left out, never written as 0. The workload (`scenario.load`) is
 //! written where the result names its tool. inferlint's own verdicts go in
 //! `results.observability.inferlint`: `observability` is the one section of `results`
@@ -16,9 +16,9 @@
 
 use std::path::Path;
 
-use inferlint_core::account::{Account, Figure};
+use inferlint_core::judging::status::{count_line, CheckResult};
 use inferlint_core::run::Run;
-use inferlint_core::status::{count_line, CheckResult};
+use inferlint_core::story::account::{Account, Figure};
 use inferlint_engines::load::shown;
 use inferlint_engines::output::{self as writer, Rule};
 use serde_json::{json, Map, Value};
@@ -67,7 +67,7 @@ pub(crate) fn write(
     let reads_a_report = run
         .bench
         .as_ref()
-        .is_some_and(|(_, b)| b.tool == inferlint_core::client::LoadTool::LlmdBr);
+        .is_some_and(|(_, b)| b.tool == inferlint_core::model::client::LoadTool::LlmdBr);
     let folder = |p: &Path| {
         let parent = p.parent().filter(|d| !d.as_os_str().is_empty());
         parent.unwrap_or(Path::new(".")).canonicalize().ok()
@@ -160,8 +160,9 @@ pub(crate) fn report(
             json!({ "aggregate": Value::Object(aggregate) }),
         );
     }
-    let verdicts: Value = serde_json::from_str(&inferlint_core::contract::results_json(results))
-        .unwrap_or(Value::Null);
+    let verdicts: Value =
+        serde_json::from_str(&inferlint_core::story::contract::results_json(results))
+            .unwrap_or(Value::Null);
     put(
         &mut results_block,
         "observability",
@@ -252,7 +253,8 @@ fn rfc3339(unix_s: f64) -> Option<String> {
         return None;
     }
     let micros = (unix_s * 1e6).round() as i64;
-    let (year, month, day, h, m, s) = inferlint_core::fmt::utc_parts(micros.div_euclid(1_000_000));
+    let (year, month, day, h, m, s) =
+        inferlint_core::story::fmt::utc_parts(micros.div_euclid(1_000_000));
     let fraction = micros.rem_euclid(1_000_000);
     Some(format!(
         "{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{fraction:06}Z"
@@ -262,7 +264,10 @@ fn rfc3339(unix_s: f64) -> Option<String> {
 /// `scenario.load`: the tool that made the load, the concurrency asked for (the
 /// account's) and the rate; the input length its required `input_seq_len` names is the
 /// length asked for, else the mean the tool counted (`distribution: other`).
-fn load_block(bench: &inferlint_core::client::ClientAccount, account: &Account) -> Option<Value> {
+fn load_block(
+    bench: &inferlint_core::model::client::ClientAccount,
+    account: &Account,
+) -> Option<Value> {
     let (distribution, length) = match bench.advertised.input_tokens {
         Some(asked) => ("fixed", asked),
         None => {

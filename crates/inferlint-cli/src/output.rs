@@ -10,8 +10,8 @@
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use inferlint_core::status::CheckResult;
-use inferlint_core::{contract, fmt};
+use inferlint_core::judging::status::CheckResult;
+use inferlint_core::{story::contract, story::fmt};
 
 /// Whether stdout gets colour: set once at the start from `--color`, `NO_COLOR`, whether
 /// stdout is a terminal and `--json` (never coloured).

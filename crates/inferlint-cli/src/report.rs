@@ -6,10 +6,10 @@
 
 use std::path::PathBuf;
 
-use inferlint_core::identity::Admitted;
-use inferlint_core::insights;
+use inferlint_core::judging::identity::Admitted;
+use inferlint_core::judging::status::count_line;
 use inferlint_core::run::{CheckOptions, RunOptions};
-use inferlint_core::status::count_line;
+use inferlint_core::story::insights;
 use inferlint_engines::files::RunFiles;
 use inferlint_engines::load::{self, shown, EngineChoice, Known};
 use inferlint_engines::output::{self as writer, Rule};
@@ -128,13 +128,13 @@ pub(crate) fn report(
             .run
             .as_deref()
             .map_or_else(|| "this run".to_owned(), shown);
-        let held = inferlint_core::slo::hold_run(&level, &label, &run);
+        let held = inferlint_core::analyses::slo::hold_run(&level, &label, &run);
         slo_code = match held.verdict {
-            inferlint_core::slo::Verdict::Met => ExitCode::Passed,
-            inferlint_core::slo::Verdict::NotMet => ExitCode::TripwireFailed,
-            inferlint_core::slo::Verdict::CannotTell => ExitCode::Undecided,
+            inferlint_core::analyses::slo::Verdict::Met => ExitCode::Passed,
+            inferlint_core::analyses::slo::Verdict::NotMet => ExitCode::TripwireFailed,
+            inferlint_core::analyses::slo::Verdict::CannotTell => ExitCode::Undecided,
         };
-        let text = inferlint_core::slo::run_text(&held, &level);
+        let text = inferlint_core::analyses::slo::run_text(&held, &level);
         if json {
             // The --json array is a contract: the service level's lines go to stderr.
             for line in text.lines() {
@@ -220,7 +220,7 @@ fn baseline_gate(
     choice: &EngineChoice,
     (args, baseline): (&ReportArgs, &std::path::Path),
     run: &Admitted,
-    results: &[inferlint_core::status::CheckResult],
+    results: &[inferlint_core::judging::status::CheckResult],
     paths: &RunFiles,
     json: bool,
     strict: bool,
@@ -229,7 +229,7 @@ fn baseline_gate(
         .run
         .as_deref()
         .map_or_else(|| "this run".to_owned(), shown);
-    let profile = inferlint_core::profile::RunProfile::of(&label, run, results);
+    let profile = inferlint_core::analyses::profile::RunProfile::of(&label, run, results);
     let margin = args
         .max_regression
         .unwrap_or(crate::compare::DEFAULT_MARGIN);

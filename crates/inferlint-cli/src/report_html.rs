@@ -22,10 +22,10 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use inferlint_core::account::Account;
-use inferlint_core::identity::Admitted;
-use inferlint_core::insights::Insight;
-use inferlint_core::status::CheckResult;
+use inferlint_core::judging::identity::Admitted;
+use inferlint_core::judging::status::CheckResult;
+use inferlint_core::story::account::Account;
+use inferlint_core::story::insights::Insight;
 use inferlint_engines::files;
 use inferlint_engines::load::Folded;
 use inferlint_engines::output::{self, OutputError, Rule};

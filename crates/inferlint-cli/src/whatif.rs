@@ -1,13 +1,13 @@
 //! `whatif`: a run folder read as `report` reads it, its load replayed by core's
-//! [`inferlint_core::whatif`] as the server was set up and as `--set` changes it, the
+//! [`inferlint_core::analyses::whatif`] as the server was set up and as `--set` changes it, the
 //! figures printed side by side.
 
-use inferlint_core::checks::series::SeriesStats;
-use inferlint_core::client::ReplayRecord;
-use inferlint_core::identity::Admitted;
+use inferlint_core::analyses::whatif::band::{self, Figure};
+use inferlint_core::analyses::whatif::{self, Baseline, Errors, FitFrom, Prediction};
+use inferlint_core::judging::checks::series::SeriesStats;
+use inferlint_core::judging::identity::Admitted;
+use inferlint_core::model::client::ReplayRecord;
 use inferlint_core::run::CheckOptions;
-use inferlint_core::whatif::band::{self, Figure};
-use inferlint_core::whatif::{self, Baseline, Errors, FitFrom, Prediction};
 use inferlint_engines::files::RunFiles;
 use inferlint_engines::load::{self, shown, EngineChoice, Known};
 use inferlint_sched::replay::Arrivals;
@@ -288,13 +288,13 @@ fn terminal(run: &str, b: &Baseline, p: Option<&Prediction>) -> String {
     out.push_str(&format!(
         "What the fit saw: {:.1} to {} running, prompts of {} tokens, outputs of {} tokens, {}\n",
         b.envelope.running_low,
-        inferlint_core::fmt::g(b.envelope.running_high),
+        inferlint_core::story::fmt::g(b.envelope.running_high),
         span(b.prompt_tokens),
         span(b.output_tokens),
         b.request_rate
             .map_or("no request rate".to_owned(), |r| format!(
                 "{} requests/s",
-                inferlint_core::fmt::g(r)
+                inferlint_core::story::fmt::g(r)
             )),
     ));
     if let Some(p) = p {

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use inferlint_core::contract::JsonObject;
+use inferlint_core::story::contract::JsonObject;
 use serde_json::Value;
 
 use crate::common::UNUSABLE_INPUT;

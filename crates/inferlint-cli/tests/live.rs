@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use inferlint_core::checks::series::MIN_DISTINCT_READINGS;
+use inferlint_core::judging::checks::series::MIN_DISTINCT_READINGS;
 use inferlint_core::Engine;
 use inferlint_engines::files;
 use inferlint_sim::load;

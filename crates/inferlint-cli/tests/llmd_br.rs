@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use inferlint_core::client::LoadTool;
+use inferlint_core::model::client::LoadTool;
 use inferlint_engines::loadtools;
 use serde_json::Value;
 

@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use inferlint_cli::report_html::{self, Inputs};
-use inferlint_core::checks::series::SeriesStats;
-use inferlint_core::identity::Admitted;
+use inferlint_core::judging::checks::series::SeriesStats;
+use inferlint_core::judging::identity::Admitted;
 use inferlint_core::model::SampleFold;
 use inferlint_core::run::{CheckOptions, Checked};
 use inferlint_engines::files::{self, RunFiles};
@@ -133,7 +133,8 @@ fn compare_pages(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
         let mut kept = true;
         let mut vouched_every_time = true;
         for stretches in [1, 2, 3, 7] {
-            let Some((page, vouched)) = page_from_the_pass(&found, (&run, &checked), stretches) else {
+            let Some((page, vouched)) = page_from_the_pass(&found, (&run, &checked), stretches)
+            else {
                 vouched_every_time = false;
                 continue;
             };

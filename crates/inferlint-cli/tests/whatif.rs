@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use inferlint_core::whatif::band::{self, Figure};
+use inferlint_core::analyses::whatif::band::{self, Figure};
 
 use crate::common::{fixtures, inferlint, no_panic, stderr, stdout};
 
@@ -457,12 +457,13 @@ fn a_change_it_does_not_know_is_a_usage_error() {
 
 /// The knob a change of the proof turns, as the calibration names its kind.
 fn kind_of(sets: &str) -> &'static str {
-    use inferlint_core::whatif::band::Kind;
+    use inferlint_core::analyses::whatif::band::Kind;
     let Some(first) = sets.split_whitespace().next() else {
         return "Kind::None";
     };
-    let change = inferlint_core::whatif::change::parse(inferlint_core::Engine::Vllm, first)
-        .expect("each CHANGE file names a change --set takes");
+    let change =
+        inferlint_core::analyses::whatif::change::parse(inferlint_core::Engine::Vllm, first)
+            .expect("each CHANGE file names a change --set takes");
     match Kind::of(change.knob) {
         Some(Kind::Concurrency) => "Kind::Concurrency",
         Some(Kind::RunningLimit) => "Kind::RunningLimit",
@@ -487,7 +488,7 @@ const FIGURE_KEYS: [&str; 5] = [
     "tpot_p99_s",
 ];
 
-/// The calibration data of `inferlint_core::whatif::band`, made from the proof's rows: each
+/// The calibration data of `inferlint_core::analyses::whatif::band`, made from the proof's rows: each
 /// change's `ln(predicted / measured)` per figure, and each situation's two runs of one
 /// setup.
 fn calibration_source(rows: &[Row]) -> String {
@@ -550,7 +551,8 @@ const CALIBRATION_END: &str = "// end of calibration data";
 #[test]
 fn the_committed_calibration_is_the_one_the_real_runs_give() {
     let made = calibration_source(rows());
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../inferlint-core/src/whatif/band.rs");
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../inferlint-core/src/analyses/whatif/band.rs");
     let code = std::fs::read_to_string(&path).unwrap();
     let start = code
         .find(CALIBRATION_BEGIN)
@@ -746,7 +748,7 @@ fn the_docs_name_every_setting_set_takes() {
         inferlint_core::Engine::Sglang,
         inferlint_core::Engine::Trtllm,
     ] {
-        for name in inferlint_core::whatif::change::accepted(engine) {
+        for name in inferlint_core::analyses::whatif::change::accepted(engine) {
             assert!(
                 page.contains(&format!("`{name}`")),
                 "docs/whatif.md does not name {engine:?}'s `{name}`"

@@ -195,7 +195,7 @@ fn the_probes_own_requests_are_not_another_runs() {
     let probes = spans
         .requests
         .iter()
-        .filter(|r| inferlint_core::lives::is_probe_request(r))
+        .filter(|r| inferlint_core::model::lives::is_probe_request(r))
         .count();
     assert_eq!(probes, 9, "{}", shown(&out));
     for tripwire in ["T24", "T25"] {

@@ -5,11 +5,11 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::metrics::{MetricSet, Sample};
-pub use crate::server_records::{
+use crate::model::metrics::{MetricSet, Sample};
+pub use crate::model::server_records::{
     Drain, JsonPath, RecordClock, RecordFiles, RecordsFrom, RequestRecord,
 };
-use crate::traces::RequestSource;
+use crate::model::traces::RequestSource;
 
 /// An inference engine inferlint knows. More may come in a minor release, so a `match`
 /// outside this crate needs a wildcard arm.
@@ -354,7 +354,7 @@ impl TraceFlags {
 
 /// The span an engine exports for each request and the attributes its account is read
 /// from (`inferlint-engines`' span reader turns each into a
-/// [`crate::traces::ServerRequest`]). An attribute the engine does not set is `None`.
+/// [`crate::model::traces::ServerRequest`]). An attribute the engine does not set is `None`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RequestSpan {
     /// The span's name.
@@ -857,7 +857,7 @@ pub enum FractionOf {
 impl EngineDescriptor {
     /// The names T1/T10/T15 need, with the word for one event in the plural when `n` != 1.
     pub fn preemption_words(&self, n: f64) -> String {
-        format!("{}{}", self.preemption_word, crate::fmt::plural(n))
+        format!("{}{}", self.preemption_word, crate::story::fmt::plural(n))
     }
 
     /// Whether `version` is one this project was tested on (equal, or prefixed `X.`).

@@ -13,10 +13,10 @@
 //! Text from logs and servers can hold characters XML 1.0 forbids (most C0 controls): they
 //! are written as visible escapes (`\x1b`), as on the terminal, so the file always parses.
 
-use crate::catalogue;
-use crate::compare::{Comparison, GateVerdict, ItemState};
-use crate::fmt;
-use crate::status::{CheckResult, Status};
+use crate::analyses::compare::{Comparison, GateVerdict, ItemState};
+use crate::judging::status::{CheckResult, Status};
+use crate::story::catalogue;
+use crate::story::fmt;
 
 /// What became of one test case.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -194,12 +194,12 @@ pub fn comparison_cases(c: &Comparison, strict: bool) -> Vec<Case> {
     // One case per other side's goodput under the service level (`compare --slo`).
     for g in c.service_level.iter().flat_map(|l| &l.gates) {
         let outcome = match g.verdict {
-            crate::slo::GateVerdict::Passed => CaseOutcome::Passed,
-            crate::slo::GateVerdict::Regressed => CaseOutcome::Failed {
+            crate::analyses::slo::GateVerdict::Passed => CaseOutcome::Passed,
+            crate::analyses::slo::GateVerdict::Regressed => CaseOutcome::Failed {
                 kind: "regression".into(),
                 message: g.words.clone(),
             },
-            crate::slo::GateVerdict::CannotGate => CaseOutcome::Failed {
+            crate::analyses::slo::GateVerdict::CannotGate => CaseOutcome::Failed {
                 kind: "cannot gate".into(),
                 message: g.words.clone(),
             },
@@ -299,7 +299,7 @@ pub fn is_ours(head: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::status::Tripwire;
+    use crate::judging::status::Tripwire;
 
     #[test]
     fn each_status_becomes_the_case_ci_expects() {

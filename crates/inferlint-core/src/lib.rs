@@ -7,49 +7,35 @@
 //! table rather than as `if engine == …` branches. That keeps each check a small pure
 //! function that a benchmark harness can call directly, and lets a new engine be added by
 //! writing a table.
+//!
+//! The crate is laid out by role, in the order a run goes through it:
+//!
+//! - [`model`]: what a server and its load recorded of one run, as plain data (the
+//!   snapshots, the series, the client's account, each request's life, the spans and
+//!   step records), and the facts read once from it;
+//! - [`judging`]: which inputs belong to the run ([`judging::identity`]), the checks
+//!   ([`judging::checks`], declared once in its registry), the cross-checks, the verdict
+//!   type ([`judging::status`]) and the one rule of a run's outcome;
+//! - [`story`]: the run's account (every figure computed once), what limited the run,
+//!   the advice, the catalogue's words, the `--json` contract and its schemas;
+//! - [`analyses`]: what reads several runs or replays one: compare, sweep, SLO and
+//!   goodput, whatif, a run's profile and a fleet's grid;
+//! - [`engine`]: the engines as data; [`run`]: the whole run, loaded and checked at once.
 
 #![deny(missing_docs)]
 
-pub mod account;
-pub mod advice;
-pub mod catalogue;
-pub mod checks;
-pub mod client;
-pub mod compare;
-pub mod contract;
-pub mod crosscheck;
+pub mod analyses;
 pub mod engine;
-pub mod evidence;
-pub mod facts;
-pub mod fleet_grid;
-pub mod fmt;
-pub mod identity;
-pub mod insights;
+pub mod judging;
 pub mod junit;
-pub mod live;
-pub mod lives;
-pub mod metrics;
 pub mod model;
-pub mod object;
-pub mod other_traffic;
-pub mod outcome;
-pub mod profile;
-pub mod replayed;
-pub mod requests;
 pub mod run;
-pub mod schema;
-pub mod server_records;
-pub mod slo;
-pub mod status;
-pub mod steps;
-pub mod sweep;
+pub mod story;
 #[cfg(test)]
 mod testing;
-pub mod traces;
-pub mod whatif;
 
-pub use client::{ClientAccount, LoadTool};
 pub use engine::{Engine, EngineDescriptor};
-pub use metrics::{MetricSet, Sample};
+pub use judging::status::{CheckResult, Evidence, Status, Tripwire};
+pub use model::client::{ClientAccount, LoadTool};
+pub use model::metrics::{MetricSet, Sample};
 pub use model::{BootFacts, SeriesHeader, SeriesSample, Snapshot};
-pub use status::{CheckResult, Evidence, Status, Tripwire};

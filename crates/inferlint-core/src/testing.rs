@@ -1,6 +1,6 @@
 //! Builders the unit tests of several modules share.
 
-use crate::metrics::{MetricSet, Sample};
+use crate::model::metrics::{MetricSet, Sample};
 use crate::model::Snapshot;
 
 /// One sample line.
@@ -57,8 +57,13 @@ pub fn trtllm_counters(t_wall: f64, finished: f64, prompt: f64, generated: f64) 
 }
 
 /// Asserts a verdict is Can't tell with a message holding `words`.
-pub fn assert_unknown_saying(r: &crate::status::CheckResult, words: &str) {
-    assert_eq!(r.status, crate::status::Status::Unknown, "{}", r.message);
+pub fn assert_unknown_saying(r: &crate::judging::status::CheckResult, words: &str) {
+    assert_eq!(
+        r.status,
+        crate::judging::status::Status::Unknown,
+        "{}",
+        r.message
+    );
     assert!(r.message.contains(words), "{}", r.message);
 }
 

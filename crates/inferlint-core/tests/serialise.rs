@@ -1,9 +1,9 @@
 //! A result serialised with serde is exactly its entry of the `--json` array, so a
 //! harness that serialises a report and a script that reads `--json` see the same thing.
 
-use inferlint_core::contract::results_json;
-use inferlint_core::insights::Insight;
-use inferlint_core::status::Outcome;
+use inferlint_core::judging::status::Outcome;
+use inferlint_core::story::contract::results_json;
+use inferlint_core::story::insights::Insight;
 use inferlint_core::{CheckResult, Status, Tripwire};
 use serde_json::Value;
 
@@ -84,5 +84,5 @@ fn evidence_reads_back_typed() {
     assert_eq!(r.evidence_str("engine"), Some("vllm"));
     assert_eq!(r.evidence_str("preemptions"), None);
     assert_eq!(r.evidence_as::<u32>("preemptions"), Some(16));
-    assert!(inferlint_core::evidence::get("preemptions").is_some());
+    assert!(inferlint_core::judging::evidence::get("preemptions").is_some());
 }

@@ -80,7 +80,7 @@ fn prom_benches(c: &mut Criterion) {
 /// `inferlint demo` writes, as fixtures/sim keeps it (so the benchmark runs anywhere),
 /// repeated to 100,000 samples.
 fn series_benches(c: &mut Criterion) {
-    use inferlint_core::checks::series::SeriesStats;
+    use inferlint_core::judging::checks::series::SeriesStats;
     use inferlint_core::run::series_checks;
     use inferlint_engines::files;
 

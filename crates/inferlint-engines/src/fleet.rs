@@ -15,8 +15,8 @@
 
 use std::path::{Path, PathBuf};
 
-use inferlint_core::contract::JsonObject;
 use inferlint_core::model::{GpuReading, SeriesSample};
+use inferlint_core::story::contract::JsonObject;
 use inferlint_core::Engine;
 use serde_json::Value;
 
@@ -103,7 +103,7 @@ impl Manifest {
             })
             .collect();
         object.insert("replicas".into(), replicas.into());
-        let mut text = inferlint_core::contract::to_indent1(&object);
+        let mut text = inferlint_core::story::contract::to_indent1(&object);
         text.push('\n');
         text
     }

@@ -16,11 +16,11 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use inferlint_core::checks::boot;
-use inferlint_core::checks::counters::out_of_order;
-use inferlint_core::checks::series::SeriesStats;
-use inferlint_core::client::Keep;
-use inferlint_core::identity::{self, Admitted};
+use inferlint_core::judging::checks::boot;
+use inferlint_core::judging::checks::counters::out_of_order;
+use inferlint_core::judging::checks::series::SeriesStats;
+use inferlint_core::judging::identity::{self, Admitted};
+use inferlint_core::model::client::Keep;
 use inferlint_core::model::{BootFacts, SampleFold, SeriesHeader, SeriesSample, Snapshot};
 use inferlint_core::run::{CheckOptions, Checked, Run};
 use inferlint_core::Engine;
@@ -429,7 +429,7 @@ fn load_series_with<F: SampleFold>(
     choice: &mut EngineChoice,
     path: &Path,
     side: Option<F>,
-    window: Option<inferlint_core::checks::series::SeriesWindow>,
+    window: Option<inferlint_core::judging::checks::series::SeriesWindow>,
 ) -> Result<(SeriesStats, Option<Folded<F>>), LoadError> {
     let (stats, summary, side) = if path.as_os_str() == STDIN {
         // A pipe is read once, in order, to its end.
@@ -696,7 +696,7 @@ fn choose_bench(
     after: Option<&Snapshot>,
     boots: &[(String, BootFacts)],
     keep: Keep,
-) -> Result<(String, inferlint_core::client::ClientAccount), LoadError> {
+) -> Result<(String, inferlint_core::model::client::ClientAccount), LoadError> {
     let mut read = candidates
         .iter()
         .map(|p| Ok((shown(p), files::read_bench_result_kept(p, keep)?)))
@@ -774,7 +774,7 @@ pub fn load_run(
 /// [`load_run`] for the replay of the run's load alone (`whatif`): the result file's
 /// request records are kept as what the replay reads of them ([`Keep::ForReplay`]), their
 /// counts, errors and times counted as the account reads them, and no
-/// [`ClientRequest`](inferlint_core::client::ClientRequest) nor gap between tokens held.
+/// [`ClientRequest`](inferlint_core::model::client::ClientRequest) nor gap between tokens held.
 /// Everything else is read as [`load_run`] reads it; a check that reads each request
 /// sees none.
 pub fn load_run_for_replay(
@@ -860,7 +860,7 @@ fn load_run_kept<F: SampleFold>(
             // early or left running into the next load is read for what it saw of this
             // run alone.
             let window = match (&before, &after) {
-                (Some(b), Some(a)) => inferlint_core::identity::series_window(b, a),
+                (Some(b), Some(a)) => inferlint_core::judging::identity::series_window(b, a),
                 _ => None,
             };
             let (stats, folded) = load_series_with(choice, path, side, window)?;

@@ -7,11 +7,11 @@
 
 use std::path::{Path, PathBuf};
 
-use inferlint_core::checks::series::{SeriesStats, SeriesWindow};
-use inferlint_core::fleet_grid::FleetGrid;
-use inferlint_core::identity::{self, Admitted};
+use inferlint_core::analyses::fleet_grid::FleetGrid;
+use inferlint_core::judging::checks::series::{SeriesStats, SeriesWindow};
+use inferlint_core::judging::identity::{self, Admitted};
+use inferlint_core::judging::status::CheckResult;
 use inferlint_core::model::{SampleFold, SeriesSample};
-use inferlint_core::status::CheckResult;
 use inferlint_core::Engine;
 
 use crate::files::{self, RunFiles};
@@ -198,7 +198,7 @@ fn own_recording<'a>(
 
 /// The requests a replica's run finished between its readings, by its own counter.
 fn finished(run: &Admitted) -> Option<f64> {
-    inferlint_core::checks::fleet::finished_between(
+    inferlint_core::judging::checks::fleet::finished_between(
         run.engine,
         run.before.as_ref(),
         run.after.as_ref(),
@@ -208,7 +208,7 @@ fn finished(run: &Admitted) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use inferlint_core::status::Tripwire;
+    use inferlint_core::judging::status::Tripwire;
 
     /// The real two-replica fleet (fixtures/real/vllm-0.32-cpu/fleet-one-idle, its
     /// MADE.md): each replica recorded its own series between its own readings. Read one

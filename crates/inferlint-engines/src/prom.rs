@@ -318,7 +318,7 @@ fn read_lines(bytes: &[u8], keep: Option<&KeptNames>) -> Result<Exposition, Pars
                 line: line_number,
                 message: format!(
                     "more than {} samples, the most one scrape may hold",
-                    inferlint_core::fmt::thousands(MAX_SAMPLES as i64)
+                    inferlint_core::story::fmt::thousands(MAX_SAMPLES as i64)
                 ),
             });
         }

@@ -7,7 +7,7 @@
 //! `cache_config_info` when every engine reports them, else the plain mean. Several
 //! usage series never make the sample fail.
 
-use inferlint_core::checks::counters;
+use inferlint_core::judging::checks::counters;
 use inferlint_core::{EngineDescriptor, MetricSet, Sample, SeriesSample};
 
 /// Builds the series sample of one scrape.

@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use inferlint_core::checks::boot;
+use inferlint_core::judging::checks::boot;
 use inferlint_core::model::{BootFacts, Phase, PyValue};
 use inferlint_core::{CheckResult, Engine, Status};
 use inferlint_engines::bootlog::{not_a_boot_log, parse_boot_log};
@@ -1486,17 +1486,29 @@ fn a_real_start_with_an_offload_tier_shows_it_in_its_non_default_args() {
         .and_then(|p| p.tiers)
         .expect("vLLM splits by tier");
     assert_eq!(
-        inferlint_core::checks::prefix_cache::offload_configured(&tiers, Some(&boot), None)
-            .as_deref(),
+        inferlint_core::judging::checks::prefix_cache::offload_configured(
+            &tiers,
+            Some(&boot),
+            None
+        )
+        .as_deref(),
         Some("kv_offloading_size 1.0, as the boot log shows")
     );
-    let t28 =
-        inferlint_core::checks::disaggregation::disaggregation(engine, Some(&boot), None, None);
+    let t28 = inferlint_core::judging::checks::disaggregation::disaggregation(
+        engine,
+        Some(&boot),
+        None,
+        None,
+    );
     assert_eq!(t28.status, Status::NotApplicable, "{}", t28.message);
     // The same server's log without the flag (shared-prefix) shows no offload tier.
     let plain = facts(&dir, "shared-prefix/boot.log");
     assert_eq!(
-        inferlint_core::checks::prefix_cache::offload_configured(&tiers, Some(&plain), None),
+        inferlint_core::judging::checks::prefix_cache::offload_configured(
+            &tiers,
+            Some(&plain),
+            None
+        ),
         None
     );
 }
@@ -1523,23 +1535,27 @@ fn a_recorded_trtllm_start_shows_no_offload_tier_and_the_v1_manager() {
     let (why, trusted) = tiers.misattributed.expect("the V1 manager misattributes");
     let (setting, value) = trusted.expect("a setting says the V2 manager ran");
     assert_eq!(
-        inferlint_core::checks::prefix_cache::read_setting(&boot, &setting).as_deref(),
+        inferlint_core::judging::checks::prefix_cache::read_setting(&boot, &setting).as_deref(),
         Some("False")
     );
     assert_ne!(value, "False");
     assert_eq!(
-        inferlint_core::checks::prefix_cache::split_untrusted(&tiers, Some(&boot)),
+        inferlint_core::judging::checks::prefix_cache::split_untrusted(&tiers, Some(&boot)),
         Some(why)
     );
     for offload in tiers.offload_settings {
         assert_eq!(
-            inferlint_core::checks::prefix_cache::read_setting(&boot, offload).as_deref(),
+            inferlint_core::judging::checks::prefix_cache::read_setting(&boot, offload).as_deref(),
             Some("None"),
             "{offload:?}"
         );
     }
     assert_eq!(
-        inferlint_core::checks::prefix_cache::offload_configured(&tiers, Some(&boot), None),
+        inferlint_core::judging::checks::prefix_cache::offload_configured(
+            &tiers,
+            Some(&boot),
+            None
+        ),
         None
     );
 }

@@ -333,7 +333,7 @@ fn time_going_back_at_a_stretch_boundary_reads_as_in_one_pass() {
     ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
 )]
 fn folding_in_stretches_equals_one_pass() {
-    use inferlint_core::checks::series::{falling_ceiling, SeriesStats};
+    use inferlint_core::judging::checks::series::{falling_ceiling, SeriesStats};
     let dir = crate::common::recorded();
     let mut text = std::fs::read(dir.join("vllm-0.28/live/run.series.jsonl")).unwrap();
     // A blank line, a garbage line and a cut-off last line, as real files can have.
@@ -383,9 +383,9 @@ fn folding_in_stretches_equals_one_pass() {
     ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
 )]
 fn the_new_tripwires_fold_in_stretches_as_in_one_pass() {
-    use inferlint_core::checks::series::SeriesStats;
-    use inferlint_core::checks::shortfall::{client_shortfall, ShortfallInputs};
-    use inferlint_core::checks::{contention, prefix_cache};
+    use inferlint_core::judging::checks::series::SeriesStats;
+    use inferlint_core::judging::checks::shortfall::{client_shortfall, ShortfallInputs};
+    use inferlint_core::judging::checks::{contention, prefix_cache};
     let dir = crate::common::recorded();
     let original = std::fs::read_to_string(dir.join("vllm-0.28/xray/run.series.jsonl")).unwrap();
     let mut text = String::new();
@@ -648,7 +648,7 @@ fn a_side_fold_sees_what_one_pass_passes_on() {
 /// middle 20, on one thread and on several.
 #[test]
 fn a_side_fold_read_within_a_window_sees_only_the_runs_samples() {
-    use inferlint_core::checks::series::SeriesWindow;
+    use inferlint_core::judging::checks::series::SeriesWindow;
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("s.series.jsonl");
     let text: String = (0..40)

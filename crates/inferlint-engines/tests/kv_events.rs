@@ -8,7 +8,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use inferlint_core::traces::ClockAnchor;
+use inferlint_core::model::traces::ClockAnchor;
 use inferlint_engines::files::{
     kv_bad_frame_json, kv_batch_json, kv_end_json, kv_gap_json, kv_header_json, kv_restart_json,
     kv_subscribed_json, read_kv_events, read_kv_events_from, KvHeader, KvTotals, UNRECORDED_HOLE,
@@ -378,7 +378,7 @@ fn header() -> String {
         backfill_from: None,
         anchor: ANCHOR,
         drained: false,
-        numbered_by: inferlint_core::traces::KvNumbering::Batch,
+        numbered_by: inferlint_core::model::traces::KvNumbering::Batch,
     })
 }
 

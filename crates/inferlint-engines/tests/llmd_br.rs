@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use inferlint_core::client::LoadTool;
+use inferlint_core::model::client::LoadTool;
 use inferlint_engines::loadtools;
 
 fn fixtures() -> PathBuf {

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use inferlint_core::client::{
+use inferlint_core::model::client::{
     ClientAccount, Keep, LoadTool, ReplayRecord, ReplayRecords, RequestClock,
 };
 use inferlint_engines::loadtools::{self, identify, Role};
@@ -785,7 +785,7 @@ fn each_tools_file_says_which_run_it_measured() {
 /// `report DIR` reads the folder, the gate sets nothing aside.
 #[test]
 fn every_tools_own_result_fits_its_run() {
-    use inferlint_core::identity::{result_fit, Fit};
+    use inferlint_core::judging::identity::{result_fit, Fit};
     use inferlint_engines::load::{self, EngineChoice};
     for case in CASES {
         let dir = fixtures().join(case.folder);

@@ -20,7 +20,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use inferlint_core::client::ClientAccount;
+use inferlint_core::model::client::ClientAccount;
 use inferlint_engines::loadtools;
 use serde_json::Value;
 
@@ -87,7 +87,7 @@ fn read_apart(path: &Path) -> (usize, usize, usize) {
 /// The heap the account holds, by capacity.
 fn account_bytes(a: &ClientAccount) -> usize {
     let strings = |v: &[String]| v.iter().map(String::capacity).sum::<usize>();
-    a.requests.capacity() * std::mem::size_of::<inferlint_core::client::ClientRequest>()
+    a.requests.capacity() * std::mem::size_of::<inferlint_core::model::client::ClientRequest>()
         + a.requests
             .iter()
             .map(|r| r.error.as_ref().map_or(0, |e| e.len()))
@@ -306,7 +306,7 @@ fn a_file_of_empty_records_takes_the_compact_record_each() {
         child(&path);
         return;
     }
-    assert!(std::mem::size_of::<inferlint_core::client::ClientRequest>() <= 112);
+    assert!(std::mem::size_of::<inferlint_core::model::client::ClientRequest>() <= 112);
     let dir = tempfile::tempdir().unwrap();
     copy_dir(&fixtures().join("guidellm/concurrent-8"), dir.path());
     let path = dir.path().join("guidellm.json");

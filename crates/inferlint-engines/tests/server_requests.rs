@@ -11,7 +11,7 @@
 use std::path::Path;
 
 use inferlint_core::engine::{SGLANG, TRTLLM, VLLM};
-use inferlint_core::traces::{ClockAnchor, RequestSource, ServerRequest};
+use inferlint_core::model::traces::{ClockAnchor, RequestSource, ServerRequest};
 use inferlint_core::Engine;
 use inferlint_engines::files::{
     failed_drain_json, read_server_requests, read_server_requests_from, server_record_json,
@@ -61,7 +61,7 @@ fn perf_item(id: u64, arrival: f64, scheduled: f64, first: f64, last: f64) -> Va
     })
 }
 
-fn drained(lines: &[String]) -> Result<inferlint_core::traces::ServerRequests, String> {
+fn drained(lines: &[String]) -> Result<inferlint_core::model::traces::ServerRequests, String> {
     let text = lines.join("\n") + "\n";
     read_server_requests_from(Path::new("server-requests.jsonl"), text.as_bytes(), &TRTLLM)
         .map_err(|e| e.to_string())

@@ -17,7 +17,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use inferlint_core::engine::VLLM;
-use inferlint_core::traces::{RequestSource, ServerRequest, ServerRequests};
+use inferlint_core::model::traces::{RequestSource, ServerRequest, ServerRequests};
 use inferlint_core::MetricSet;
 use inferlint_engines::files::{read_spans, read_spans_from};
 use serde_json::{json, Value};

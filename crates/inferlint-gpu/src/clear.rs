@@ -1,8 +1,8 @@
-//! The clear-card rule (T2) is core's (`inferlint_core::checks::clear_card`, re-exported
+//! The clear-card rule (T2) is core's (`inferlint_core::judging::checks::clear_card`, re-exported
 //! here): this crate takes the readings, and says what one reading of the GPUs is in the
 //! rule's terms.
 
-pub use inferlint_core::checks::clear_card::*;
+pub use inferlint_core::judging::checks::clear_card::*;
 
 use crate::gpu::{GpuError, GpuSnapshot};
 

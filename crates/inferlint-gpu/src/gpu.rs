@@ -4,7 +4,7 @@
 
 use thiserror::Error;
 
-pub use inferlint_core::checks::clear_card::{mib, MIB};
+pub use inferlint_core::judging::checks::clear_card::{mib, MIB};
 
 /// Every GPU NVML sees at one moment.
 #[derive(Debug, Clone, PartialEq, Eq)]

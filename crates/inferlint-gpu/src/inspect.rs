@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use inferlint_core::fmt::thousands;
+use inferlint_core::story::fmt::thousands;
 use inferlint_core::CheckResult;
 
 use crate::clear::{Asker, ClearRule};

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use inferlint_core::contract::JsonObject;
-use inferlint_core::{contract, CheckResult, Engine, Status, Tripwire};
+use inferlint_core::story::contract::JsonObject;
+use inferlint_core::{story::contract, CheckResult, Engine, Status, Tripwire};
 
 use crate::clear::{Asker, ClearRule};
 use crate::inspect::mismatch_note;

@@ -75,9 +75,9 @@ fn fallback_ns() -> i64 {
 
 /// The two clocks read together now, as the anchor a file's header carries: every time
 /// in the file is placed on the wall clock through it.
-pub fn anchor_now() -> inferlint_core::traces::ClockAnchor {
+pub fn anchor_now() -> inferlint_core::model::traces::ClockAnchor {
     let now = now();
-    inferlint_core::traces::ClockAnchor {
+    inferlint_core::model::traces::ClockAnchor {
         t_wall: now.wall_s,
         t_mono_ns: now.mono_ns,
     }

@@ -48,7 +48,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use inferlint_core::engine::{Drain, EngineDescriptor, RecordsFrom};
-use inferlint_core::traces::{ClockAnchor, KvNumbering};
+use inferlint_core::model::traces::{ClockAnchor, KvNumbering};
 use inferlint_engines::files::{
     failed_drain_json, kv_bad_frame_json, kv_drained_batch_json, kv_end_json, kv_header_json,
     kv_note_json, kv_rank_gap_json, kv_restart_json, kv_subscribed_json, server_record_json,
@@ -235,7 +235,7 @@ impl Drainer {
                 let source = engine
                     .request_records
                     .map(|r| r.source)
-                    .unwrap_or(inferlint_core::traces::RequestSource::TrtllmPerfMetrics);
+                    .unwrap_or(inferlint_core::model::traces::RequestSource::TrtllmPerfMetrics);
                 put(
                     &mut out,
                     &mut error,

@@ -56,7 +56,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use inferlint_core::traces::ClockAnchor;
+use inferlint_core::model::traces::ClockAnchor;
 use inferlint_engines::files::STEPS_SCHEMA;
 use inferlint_engines::kv_frames::published_frame;
 use inferlint_engines::output::{create_stream, OutputError, Rule, StreamFile};

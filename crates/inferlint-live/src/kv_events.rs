@@ -53,7 +53,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
-use inferlint_core::traces::ClockAnchor;
+use inferlint_core::model::traces::ClockAnchor;
 use inferlint_engines::files::{
     kv_bad_frame_json, kv_batch_json, kv_bound_json, kv_connected_json, kv_end_json, kv_gap_json,
     kv_header_json, kv_note_json, kv_restart_json, kv_subscribed_json, KvHeader, KvTotals,
@@ -248,7 +248,7 @@ impl KvSubscriber {
                 backfill_from: options.backfill_from,
                 anchor,
                 drained: false,
-                numbered_by: inferlint_core::traces::KvNumbering::Batch,
+                numbered_by: inferlint_core::model::traces::KvNumbering::Batch,
             }),
         );
         if let Some(e) = writer.error.take() {

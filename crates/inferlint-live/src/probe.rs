@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-pub use inferlint_core::checks::probe::{judge_reply, verdict, ProbeReport, Reply};
+pub use inferlint_core::judging::checks::probe::{judge_reply, verdict, ProbeReport, Reply};
 use serde_json::{json, Value};
 
 use crate::http::{BaseUrl, HttpClient};
@@ -102,9 +102,12 @@ async fn alive(client: &HttpClient, base: &BaseUrl, timeout: Duration) -> bool {
 
 /// The `X-Request-Id` of the probe's request `n` in the probe started at `run` (Unix
 /// milliseconds): the server's records of it then say it was the probe's, the tool's own
-/// ([`inferlint_core::lives::PROBE_REQUEST_ID`]), and two probes never share an id.
+/// ([`inferlint_core::model::lives::PROBE_REQUEST_ID`]), and two probes never share an id.
 pub fn probe_request_id(run: u128, n: usize) -> String {
-    format!("{}{run}-{n}", inferlint_core::lives::PROBE_REQUEST_ID)
+    format!(
+        "{}{run}-{n}",
+        inferlint_core::model::lives::PROBE_REQUEST_ID
+    )
 }
 
 /// Runs the probe against a server.

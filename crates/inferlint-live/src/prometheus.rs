@@ -353,7 +353,7 @@ impl ReplicaWriter {
                 let reason = format!(
                     "no reading in Prometheus for {} step(s) of {} s",
                     steps as u64 - 1,
-                    inferlint_core::fmt::g(step_s)
+                    inferlint_core::story::fmt::g(step_s)
                 );
                 self.put(&marker("gap", &reason, sample.t_wall))?;
             }
@@ -372,8 +372,8 @@ impl ReplicaWriter {
             {
                 let what = format!(
                     "{name} went down ({} -> {}); counters only reset on restart",
-                    inferlint_core::fmt::g(old),
-                    inferlint_core::fmt::g(new)
+                    inferlint_core::story::fmt::g(old),
+                    inferlint_core::story::fmt::g(new)
                 );
                 self.put(&marker("restart", &what, sample.t_wall))?;
                 self.restarts.push(format!("{what} at {}", sample.t_wall));
@@ -485,7 +485,7 @@ pub async fn fetch_into(
                 PromError::Nothing(format!(
                     "no two readings of {} matching {selector_words} in the first {} s of the window in the Prometheus server at {shown}, so its scrape interval cannot be read (give --step)",
                     descriptor.running,
-                    inferlint_core::fmt::g(probe)
+                    inferlint_core::story::fmt::g(probe)
                 ))
             })?
         }
@@ -502,11 +502,11 @@ pub async fn fetch_into(
     if queries > api::MAX_RANGE_QUERIES {
         return Err(PromError::TooManyQueries(format!(
             "a window of {} s at a step of {} s takes {} range queries of at most {} points, more than the {} one read sends: give a shorter window or a longer --step",
-            inferlint_core::fmt::thousands_f(options.end - options.start),
-            inferlint_core::fmt::g(step_s),
-            inferlint_core::fmt::thousands(i64::try_from(queries).unwrap_or(i64::MAX)),
-            inferlint_core::fmt::thousands(i64::try_from(per_piece).unwrap_or(i64::MAX)),
-            inferlint_core::fmt::thousands(api::MAX_RANGE_QUERIES as i64)
+            inferlint_core::story::fmt::thousands_f(options.end - options.start),
+            inferlint_core::story::fmt::g(step_s),
+            inferlint_core::story::fmt::thousands(i64::try_from(queries).unwrap_or(i64::MAX)),
+            inferlint_core::story::fmt::thousands(i64::try_from(per_piece).unwrap_or(i64::MAX)),
+            inferlint_core::story::fmt::thousands(api::MAX_RANGE_QUERIES as i64)
         )));
     }
     let rule = Rule::NEW;

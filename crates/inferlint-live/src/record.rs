@@ -11,7 +11,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use inferlint_core::checks::series::SeriesStats;
+use inferlint_core::judging::checks::series::SeriesStats;
 use inferlint_core::model::{SeriesSample, Snapshot};
 use inferlint_core::Engine;
 use inferlint_engines::files;

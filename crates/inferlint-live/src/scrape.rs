@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use inferlint_core::engine::scrape_metrics;
-use inferlint_core::metrics::{MetricSet, Sample};
+use inferlint_core::model::metrics::{MetricSet, Sample};
 use inferlint_core::model::{PageRequest, Snapshot};
 use inferlint_core::Engine;
 use inferlint_engines::prom::KeptNames;

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use inferlint_core::checks::series::SeriesStats;
+use inferlint_core::judging::checks::series::SeriesStats;
 use inferlint_core::model::{SeriesSample, Snapshot};
 use inferlint_core::Engine;
 use inferlint_engines::load::{Mismatch, NamedBy, Source};

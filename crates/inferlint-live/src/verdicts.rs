@@ -1,6 +1,6 @@
 //! Verdicts while the run goes on: each sample a recorder takes is folded in, and about
 //! once a second the mid-run tripwires (T1, T8, T9, T14, T16, T17, T21) are judged again by
-//! the core's own check functions ([`inferlint_core::live`]). What changed since the last
+//! the core's own check functions ([`inferlint_core::judging::live`]). What changed since the last
 //! judgement comes back as [`VerdictChange`]s, for a line in the log and a JSON line for
 //! other programs; the latest verdicts and what limits the run now are for the status area.
 //!
@@ -9,10 +9,10 @@
 
 use std::collections::BTreeMap;
 
-use inferlint_core::checks::series::SeriesStats;
-use inferlint_core::live::{self, LiveInputs};
+use inferlint_core::judging::checks::series::SeriesStats;
+use inferlint_core::judging::live::{self, LiveInputs};
+use inferlint_core::judging::status::{CheckResult, Evidence, Status, Tripwire};
 use inferlint_core::model::{BootFacts, SeriesSample, Snapshot};
-use inferlint_core::status::{CheckResult, Evidence, Status, Tripwire};
 use inferlint_core::Engine;
 use serde::Serialize;
 
@@ -244,7 +244,7 @@ fn clock_s(sample: &SeriesSample) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use inferlint_core::metrics::{MetricSet, Sample};
+    use inferlint_core::model::metrics::{MetricSet, Sample};
     use serde_json::Value;
 
     fn scrape(second: f64, preemptions: f64) -> Snapshot {

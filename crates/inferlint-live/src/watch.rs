@@ -14,7 +14,7 @@ use std::future::Future;
 use std::io::{self, Write};
 use std::time::Duration;
 
-use inferlint_core::checks::counters;
+use inferlint_core::judging::checks::counters;
 use inferlint_core::model::{
     GpuReading, GpuSampling, PageRequest, SeriesHeader, SeriesSample, Snapshot,
 };

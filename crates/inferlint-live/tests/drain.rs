@@ -16,9 +16,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use inferlint_core::checks::kv_stream::{kv_events, KvStreamInputs};
 use inferlint_core::engine::TRTLLM;
-use inferlint_core::traces::KvNumbering;
+use inferlint_core::judging::checks::kv_stream::{kv_events, KvStreamInputs};
+use inferlint_core::model::traces::KvNumbering;
 use inferlint_core::Status;
 use inferlint_engines::files::{read_kv_events, read_server_requests};
 use inferlint_live::drain::{destructive_warning, DrainOptions, Drainer};
@@ -272,7 +272,7 @@ fn what_each_drain_takes_is_written_and_read_back() {
     );
 }
 
-fn judge(events: &inferlint_core::traces::KvEvents) -> inferlint_core::CheckResult {
+fn judge(events: &inferlint_core::model::traces::KvEvents) -> inferlint_core::CheckResult {
     kv_events(&KvStreamInputs {
         events,
         server_finished: Some(3.0),

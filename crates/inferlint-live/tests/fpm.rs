@@ -315,7 +315,7 @@ fn steps_heartbeats_holes_and_garbage_are_written_as_the_step_reader_reads_them(
     let prefill: u64 = steps.bins.values().map(|b| b.prefill_tokens).sum();
     assert_eq!(prefill, 364);
     // Decode batches of 4: step n carried a prefill (12 ms), step n+5 did not (5 ms).
-    let four = &steps.mix[&inferlint_core::steps::decode_bucket(4)];
+    let four = &steps.mix[&inferlint_core::model::steps::decode_bucket(4)];
     assert_eq!((four.mixed, four.pure), (1, 1));
     assert!((four.mixed_ms - 12.0).abs() < 1e-9 && (four.pure_ms - 5.0).abs() < 1e-9);
     // No key the stream does not carry was written.

@@ -18,7 +18,7 @@ use hyper::header::HeaderMap;
 use hyper::Request;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use inferlint_core::engine::VLLM;
-use inferlint_core::traces::ServerRequest;
+use inferlint_core::model::traces::ServerRequest;
 use inferlint_engines::files::read_spans;
 use inferlint_live::otlp::{
     Listen, OtlpOptions, OtlpReceiver, GRPC_PATH, HTTP_PATH, MAX_MESSAGE_BYTES,

@@ -11,8 +11,8 @@ use std::hint::black_box;
 use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use inferlint_core::checks::series::SeriesStats;
 use inferlint_core::engine::VLLM;
+use inferlint_core::judging::checks::series::SeriesStats;
 use inferlint_core::model::SampleFold;
 use inferlint_core::run::check_run;
 use inferlint_core::SeriesSample;
@@ -69,9 +69,9 @@ fn bench(c: &mut Criterion) {
         .unwrap_or_else(|e| panic!("{e}"));
     run.series = Some(stats.clone());
     let results = check_run(&run);
-    let admitted = inferlint_core::identity::admitted(&run);
-    let account = inferlint_core::account::of(&admitted, &results);
-    let insights = inferlint_core::insights::what_limited_by(&admitted, &results, &account);
+    let admitted = inferlint_core::judging::identity::admitted(&run);
+    let account = inferlint_core::story::account::of(&admitted, &results);
+    let insights = inferlint_core::story::insights::what_limited_by(&admitted, &results, &account);
     let usable = inferlint_report::usable_blocks(&results);
 
     let mut group = c.benchmark_group("day_at_4hz");

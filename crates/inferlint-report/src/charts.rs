@@ -5,10 +5,10 @@
 //! page's script adds a read-out under each time chart (pointer or arrow keys); the SVG
 //! and the tables stand on their own without it.
 
-use inferlint_core::fmt;
-use inferlint_core::insights::cache_load;
 use inferlint_core::model::BootFacts;
 use inferlint_core::run::Run;
+use inferlint_core::story::fmt;
+use inferlint_core::story::insights::cache_load;
 use maud::{html, Markup};
 
 use crate::report::Report;
@@ -494,13 +494,13 @@ fn tokens_figure(report: &Report, timeline: &Timeline, window: Option<Window>) -
     let frame = time_frame(200.0, timeline, window, y_max);
     let band = timeline.downsampled();
     let mut caption = String::from("Output tokens per second, from the server's token counter over the second before each reading.");
-    if let Some(h) = inferlint_core::insights::throughput_headline(report.account) {
+    if let Some(h) = inferlint_core::story::insights::throughput_headline(report.account) {
         match h.servers_window {
             Some((rate, _)) => caption.push_str(&format!(
                 " The run's throughput is {}, {}; {rate:.2} tokens/s is T10's, {}.",
                 h.value,
                 h.what,
-                inferlint_core::checks::snapshots::SERVERS_WINDOW
+                inferlint_core::judging::checks::snapshots::SERVERS_WINDOW
             )),
             None => caption.push_str(&format!(" Over the run: {} tokens/s, {}.", h.value, h.what)),
         }

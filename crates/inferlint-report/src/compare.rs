@@ -2,9 +2,9 @@
 //! in each run, what moved and the regression gate, as core decided them. Nothing here
 //! decides: it lays out the [`Comparison`] it is given.
 
-use inferlint_core::compare::{Comparison, GateVerdict, Item, ItemState, Verdict};
-use inferlint_core::fmt;
-use inferlint_core::slo::{GateVerdict as SloGate, Verdict as SloVerdict};
+use inferlint_core::analyses::compare::{Comparison, GateVerdict, Item, ItemState, Verdict};
+use inferlint_core::analyses::slo::{GateVerdict as SloGate, Verdict as SloVerdict};
+use inferlint_core::story::fmt;
 use maud::{html, Markup};
 
 use crate::page::page;

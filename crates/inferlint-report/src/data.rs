@@ -30,9 +30,9 @@ impl ScriptJson {
                 // Shown, not obeyed: the page's script puts this text into the page,
                 // where a right-to-left override would reverse what follows it. A JSON
                 // `\\` keeps the escape's backslash as text.
-                ch if inferlint_core::fmt::is_bidi_control(ch) => {
+                ch if inferlint_core::story::fmt::is_bidi_control(ch) => {
                     out.push('\\');
-                    out.push_str(&inferlint_core::fmt::visible_escape(ch));
+                    out.push_str(&inferlint_core::story::fmt::visible_escape(ch));
                 }
                 _ => out.push(ch),
             }

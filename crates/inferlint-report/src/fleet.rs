@@ -7,9 +7,9 @@
 //! replicas' readings into buckets for drawing (each bucket keeps each replica's highest
 //! reading, so a stacked bucket is the most the fleet held then, never less).
 
-use inferlint_core::fmt;
+use inferlint_core::judging::status::{CheckResult, Status};
 use inferlint_core::model::SeriesSample;
-use inferlint_core::status::{CheckResult, Status};
+use inferlint_core::story::fmt;
 use maud::{html, Markup};
 
 use crate::page::page;

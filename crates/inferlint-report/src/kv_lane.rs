@@ -1,11 +1,11 @@
 //! The KV lane: the engine's KV-cache events (blocks stored and removed, the cache
 //! cleared) per stretch of the recording's clock, and the holes in the stream drawn as
-//! holes. Core reads and sums the stream ([`inferlint_core::traces::KvEvents`], a
+//! holes. Core reads and sums the stream ([`inferlint_core::model::traces::KvEvents`], a
 //! second's sums each); this module places the seconds on the recording's axis and bins
 //! them so that a day-long stream stays a few hundred bars.
 
-use inferlint_core::fmt;
-use inferlint_core::traces::KvEvents;
+use inferlint_core::model::traces::KvEvents;
+use inferlint_core::story::fmt;
 use maud::{html, Markup};
 
 use crate::report::Report;

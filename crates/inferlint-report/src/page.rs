@@ -50,13 +50,16 @@ pub fn page(title: &str, generator: &str, kind: &str, body: Markup) -> String {
 /// ([`crate::data::ScriptJson`]); the style sheet and the script are ours and hold none, so
 /// what is left is text and attribute values, where the escape is plain text.
 pub fn bidi_shown(page: String) -> String {
-    if !page.chars().any(inferlint_core::fmt::is_bidi_control) {
+    if !page
+        .chars()
+        .any(inferlint_core::story::fmt::is_bidi_control)
+    {
         return page;
     }
     let mut out = String::with_capacity(page.len() + 64);
     for c in page.chars() {
-        if inferlint_core::fmt::is_bidi_control(c) {
-            out.push_str(&inferlint_core::fmt::visible_escape(c));
+        if inferlint_core::story::fmt::is_bidi_control(c) {
+            out.push_str(&inferlint_core::story::fmt::visible_escape(c));
         } else {
             out.push(c);
         }

@@ -8,7 +8,7 @@
 //! trusted block count (T14 did not pass, or the engine has no such count), each cell is
 //! one percent of the cache and the page says so.
 
-use inferlint_core::fmt::{self, round_half_even};
+use inferlint_core::story::fmt::{self, round_half_even};
 use inferlint_core::{Status, Tripwire};
 use maud::{html, Markup};
 

@@ -2,9 +2,9 @@
 //! made them. Every section reads this, and this reads no section: the ground floor of
 //! the run report.
 
-use inferlint_core::account::Account;
-use inferlint_core::insights::Insight;
 use inferlint_core::run::Run;
+use inferlint_core::story::account::Account;
+use inferlint_core::story::insights::Insight;
 use inferlint_core::CheckResult;
 
 use crate::timeline::Timeline;
@@ -16,7 +16,7 @@ pub struct Report<'a> {
     pub run: &'a Run,
     /// The verdicts, in the order the checks ran.
     pub results: &'a [CheckResult],
-    /// The run's one account ([`inferlint_core::account::of`] on `run` and `results`):
+    /// The run's one account ([`inferlint_core::story::account::of`] on `run` and `results`):
     /// every figure the page states is read from here, never from a verdict's evidence.
     pub account: &'a Account,
     /// "What limited this run", as core wrote it.
@@ -38,7 +38,7 @@ pub struct Report<'a> {
 /// charts and the replay trust. For a caller that folds the recording before it has the
 /// account; it is the account's `setup.trusted_blocks`.
 pub fn usable_blocks(results: &[CheckResult]) -> Option<u64> {
-    inferlint_core::account::trusted_blocks(results)
+    inferlint_core::story::account::trusted_blocks(results)
 }
 
 /// The report's title: `--title`, else `vLLM 0.28.0 run`, else `vLLM run`.

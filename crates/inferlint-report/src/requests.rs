@@ -8,11 +8,11 @@
 
 use std::collections::HashMap;
 
-use inferlint_core::client::{ClientAccount, RequestOutcome};
-use inferlint_core::fmt;
-use inferlint_core::insights::format_duration_ms;
-use inferlint_core::lives::{JoinedBy, Lives};
-use inferlint_core::requests::{RequestTimeline, RequestTimes};
+use inferlint_core::model::client::{ClientAccount, RequestOutcome};
+use inferlint_core::model::lives::{JoinedBy, Lives};
+use inferlint_core::model::requests::{RequestTimeline, RequestTimes};
+use inferlint_core::story::fmt;
+use inferlint_core::story::insights::format_duration_ms;
 use maud::{html, Markup};
 
 use crate::report::Report;
@@ -194,8 +194,8 @@ fn caption(t: &RequestTimeline, stride: usize, joined: usize) -> String {
     let mut caption = format!(
         "Each request the load tool sent, in the order it sent them, on the recording's clock ({}).",
         match t.clock {
-            inferlint_core::client::RequestClock::Monotonic => "the host's monotonic clock, shared with the load tool",
-            inferlint_core::client::RequestClock::Unix => "the wall clock",
+            inferlint_core::model::client::RequestClock::Monotonic => "the host's monotonic clock, shared with the load tool",
+            inferlint_core::model::client::RequestClock::Unix => "the wall clock",
         }
     );
     caption.push_str(" A thin line is the time it waited in the load tool for a free slot; the pale bar runs from sending it to its first token (the server's queue and prefill); the dark bar to its last token.");
@@ -569,10 +569,10 @@ fn itl_figure(account: &ClientAccount) -> Markup {
 }
 
 /// The percentile of sorted values, by the one definition every printed percentile uses
-/// (core's [`inferlint_core::account::percentile`], numpy's linear one, as the load tools
+/// (core's [`inferlint_core::story::account::percentile`], numpy's linear one, as the load tools
 /// compute their own): the histogram's median is the load tool's median.
 fn percentile(sorted: &[f64], p: f64) -> f64 {
-    inferlint_core::account::percentile(sorted, p).unwrap_or(f64::NAN)
+    inferlint_core::story::account::percentile(sorted, p).unwrap_or(f64::NAN)
 }
 
 /// A histogram of millisecond values: equal bins from the lowest to the highest, with the

@@ -1,14 +1,14 @@
 //! The report's prose sections: the head, what limited the run, what happened, the
 //! results, the server that ran, the tripwire guide and the footer.
 
-use inferlint_core::account::{Figure, Source};
-use inferlint_core::advice::preempted;
-use inferlint_core::catalogue;
-use inferlint_core::checks::counters::restart_between;
-use inferlint_core::fmt;
-use inferlint_core::insights::{counter_summary, requests_in_error, CounterSummary};
+use inferlint_core::judging::checks::counters::restart_between;
 use inferlint_core::model::{BootFacts, PyValue};
 use inferlint_core::run::without_verdict;
+use inferlint_core::story::account::{Figure, Source};
+use inferlint_core::story::advice::preempted;
+use inferlint_core::story::catalogue;
+use inferlint_core::story::fmt;
+use inferlint_core::story::insights::{counter_summary, requests_in_error, CounterSummary};
 use inferlint_core::{CheckResult, Engine, EngineDescriptor, Status, Tripwire};
 use maud::{html, Markup};
 use serde_json::Value;
@@ -75,7 +75,7 @@ fn pool_words(report: &Report) -> Vec<String> {
         return Vec::new();
     };
     let pool_text = format!("{}-token KV pool", fmt::thousands(pool as i64));
-    if !inferlint_core::facts::hybrid(boot) {
+    if !inferlint_core::model::facts::hybrid(boot) {
         return vec![pool_text];
     }
     let setup = &report.account.setup;
@@ -164,7 +164,7 @@ pub fn header(report: &Report, title: &str) -> Markup {
                     a href="#replay" { "KV replay" }
                 }
                 a href="#server" { "The server" }
-                a href="#guide" { "The " (inferlint_core::catalogue::all().len()) " tripwires" }
+                a href="#guide" { "The " (inferlint_core::story::catalogue::all().len()) " tripwires" }
             }
         }
     }
@@ -335,7 +335,7 @@ fn preemption_sentence(report: &Report) -> Option<String> {
 
 /// The load tool's own account in one sentence: `GuideLLM 0.8.1 sent 32 requests: 26
 /// completed and 6 failed (500 Internal Server Error).`
-fn client_sentence(account: &inferlint_core::client::ClientAccount) -> String {
+fn client_sentence(account: &inferlint_core::model::client::ClientAccount) -> String {
     let tool = account.tool_label();
     let completed = account.completed.unwrap_or(0).max(0);
     let failed = account.failed_count().unwrap_or(0).max(0);
@@ -429,11 +429,11 @@ fn preemptions_tile(report: &Report) -> Option<Tile> {
     })
 }
 
-/// The run's throughput ([`inferlint_core::insights::throughput_headline`]): the load
+/// The run's throughput ([`inferlint_core::story::insights::throughput_headline`]): the load
 /// tool's own figure over the requests it timed. Where the run has none, the server's
 /// count over the readings' window, said as such, with T10's verdict.
 fn throughput_tile(report: &Report) -> Option<Tile> {
-    let headline = inferlint_core::insights::throughput_headline(report.account)?;
+    let headline = inferlint_core::story::insights::throughput_headline(report.account)?;
     if headline.load_tools {
         return Some(Tile {
             label: "Output tokens per second".into(),
@@ -455,7 +455,7 @@ fn throughput_tile(report: &Report) -> Option<Tile> {
 /// T10's rate between the readings beside the load tool's throughput: the server's count
 /// over the readings' window, with what a whole-second timer would say and T10's verdict.
 fn servers_window_tile(report: &Report) -> Option<Tile> {
-    let headline = inferlint_core::insights::throughput_headline(report.account)?;
+    let headline = inferlint_core::story::insights::throughput_headline(report.account)?;
     let (rate, window) = headline.servers_window?;
     let mut sub = format!(
         "over the {window:.3} s between the two readings, which also hold what the load tool did not time"
@@ -490,11 +490,11 @@ fn first_token_tile(report: &Report) -> Option<Tile> {
     let median = value(happened.median_ttft_ms)?;
     Some(Tile {
         label: "Time to first token, median".into(),
-        value: inferlint_core::insights::format_duration_ms(median),
+        value: inferlint_core::story::insights::format_duration_ms(median),
         sub: value(happened.p99_ttft_ms).map(|p| {
             format!(
                 "p99 {}; from the load tool's result file",
-                inferlint_core::insights::format_duration_ms(p)
+                inferlint_core::story::insights::format_duration_ms(p)
             )
         }),
         status: None,
@@ -556,7 +556,7 @@ pub fn tripwires_checked(report: &Report) -> String {
             format!("{} ({reason})", and_list(&names))
         })
         .collect();
-    let of = inferlint_core::catalogue::all().len();
+    let of = inferlint_core::story::catalogue::all().len();
     if parts.is_empty() {
         format!("{} of {of}.", ran.len())
     } else {
@@ -1191,7 +1191,7 @@ pub fn guide(report: &Report) -> Markup {
     let engine = report.run.engine.engine;
     html! {
         section #guide aria-labelledby="guide-h" {
-            h2 #guide-h { "The " (inferlint_core::catalogue::all().len()) " tripwires" }
+            h2 #guide-h { "The " (inferlint_core::story::catalogue::all().len()) " tripwires" }
             p { "Grouped by when in a test each applies. Open one for what goes wrong, why it changes the numbers, what differs on " (engine.name()) " where something does, and the command that checks it." }
             @for (stage, tripwires) in catalogue::stages() {
                 h3 { (stage) }
@@ -1229,9 +1229,9 @@ mod tests {
     //! The story on accounts made by hand: each sentence's figure is the account's, and a
     //! verdict's evidence that says otherwise changes nothing.
 
-    use inferlint_core::account::{Account, Figure, Source};
     use inferlint_core::engine::{EngineDescriptor, SGLANG, VLLM};
     use inferlint_core::run::Run;
+    use inferlint_core::story::account::{Account, Figure, Source};
     use inferlint_core::{CheckResult, Status, Tripwire};
 
     use super::story;

@@ -2,12 +2,12 @@
 //! (`steps.jsonl`), binned on the recording's axis: prefill and decode tokens per
 //! stretch, the steps' mean and longest time and the deepest queue beside them, and each
 //! preemption at its step. Core folds the file into time bins of its own (at most 4,096
-//! for a file of any length, [`inferlint_core::steps::Steps::bins`]); this module places
+//! for a file of any length, [`inferlint_core::model::steps::Steps::bins`]); this module places
 //! them on the recording's axis and sums them into a few hundred bars, so a day-long
 //! file stays light.
 
-use inferlint_core::fmt;
-use inferlint_core::steps::{StepBin, Steps};
+use inferlint_core::model::steps::{StepBin, Steps};
+use inferlint_core::story::fmt;
 use maud::{html, Markup};
 
 use crate::report::Report;

@@ -2,10 +2,10 @@
 //! one chart of throughput against latency with the knee, the first run the server did
 //! not follow and the first preemption marked. It lays out the [`Sweep`] core made.
 
-use inferlint_core::compare::Verdict;
-use inferlint_core::fmt;
-use inferlint_core::slo::{self, CapacityVerdict, Verdict as SloVerdict};
-use inferlint_core::sweep::{Point, Sweep, SweepSlo};
+use inferlint_core::analyses::compare::Verdict;
+use inferlint_core::analyses::slo::{self, CapacityVerdict, Verdict as SloVerdict};
+use inferlint_core::analyses::sweep::{Point, Sweep, SweepSlo};
+use inferlint_core::story::fmt;
 use maud::{html, Markup};
 
 use crate::page::page;

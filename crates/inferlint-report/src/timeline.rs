@@ -13,7 +13,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use inferlint_core::checks::series::{SeriesStats, SATURATED_USAGE};
+use inferlint_core::judging::checks::series::{SeriesStats, SATURATED_USAGE};
 use inferlint_core::{EngineDescriptor, SeriesSample};
 
 /// The most points a time chart draws.
@@ -418,7 +418,7 @@ pub(crate) fn stretch_index(t: f64, span_s: f64, count: usize) -> usize {
 /// known. Kept in step with it by the test `fit_in_cache_matches_t9` below.
 pub fn fit_in_cache(running: f64, usage: f64, usable_blocks: Option<u64>) -> f64 {
     // The same arithmetic as T9's, so the chart's line and the verdict never disagree.
-    inferlint_core::checks::series::ceiling(running, usage, usable_blocks) as f64
+    inferlint_core::judging::checks::series::ceiling(running, usage, usable_blocks) as f64
 }
 
 /// The recording as the charts draw it.

@@ -20,7 +20,7 @@
 //! round otherwise than summed sample by sample. Whenever the pass gives a timeline, it
 //! is the one the builder makes of the same samples.
 
-use inferlint_core::checks::series::{usable_blocks_named, SeriesStats};
+use inferlint_core::judging::checks::series::{usable_blocks_named, SeriesStats};
 use inferlint_core::model::{SampleFold, MAX_EXACT_COUNT};
 use inferlint_core::{Engine, EngineDescriptor, SeriesSample, Snapshot};
 

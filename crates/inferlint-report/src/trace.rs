@@ -22,8 +22,8 @@
 //! figure comes from the report's inputs as core made them: nothing is computed here but
 //! the placing on the clock.
 
-use inferlint_core::lives::{is_probe_request, JoinedBy};
-use inferlint_core::status::Status;
+use inferlint_core::judging::status::Status;
+use inferlint_core::model::lives::{is_probe_request, JoinedBy};
 use inferlint_core::Tripwire;
 use serde_json::{json, Map, Value};
 

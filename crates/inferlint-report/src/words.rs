@@ -1,7 +1,7 @@
 //! Small pieces of wording shared by the sections: durations, lists, status labels and
 //! badges, clock times, the first result of a tripwire.
 
-use inferlint_core::fmt;
+use inferlint_core::story::fmt;
 use inferlint_core::{CheckResult, Status, Tripwire};
 use maud::{html, Markup};
 

@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use inferlint_core::account::{self, Account};
-use inferlint_core::insights::{what_limited_by, Insight};
 use inferlint_core::run::{check_run, Run};
+use inferlint_core::story::account::{self, Account};
+use inferlint_core::story::insights::{what_limited_by, Insight};
 use inferlint_core::{CheckResult, SeriesSample};
 use inferlint_engines::files;
 use inferlint_engines::load::{self, EngineChoice};
@@ -44,7 +44,7 @@ pub struct Checked {
 impl Checked {
     pub fn new(run: Run, samples: &[SeriesSample]) -> Checked {
         let results = check_run(&run);
-        let admitted = inferlint_core::identity::admitted(&run);
+        let admitted = inferlint_core::judging::identity::admitted(&run);
         let account = account::of(&admitted, &results);
         let insights = what_limited_by(&admitted, &results, &account);
         let timeline =
@@ -61,7 +61,7 @@ impl Checked {
     /// The run's account, made afresh: a test may change the run or its results first.
     pub fn account(&self) -> Account {
         account::of(
-            &inferlint_core::identity::admitted(&self.run),
+            &inferlint_core::judging::identity::admitted(&self.run),
             &self.results,
         )
     }

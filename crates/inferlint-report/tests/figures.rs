@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use inferlint_core::insights::format_duration_ms;
+use inferlint_core::story::insights::format_duration_ms;
 use inferlint_report::STYLE;
 use serde_json::Value;
 
@@ -166,7 +166,7 @@ fn a_hybrid_models_pool_says_what_it_counts() {
     assert!(
         meta.contains(&format!(
             "42 usable blocks of 784 tokens ({} tokens of blocks",
-            inferlint_core::fmt::thousands(42 * 784)
+            inferlint_core::story::fmt::thousands(42 * 784)
         )),
         "{meta}"
     );

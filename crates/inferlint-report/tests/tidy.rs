@@ -92,7 +92,7 @@ fn the_report_reads_no_evidence_by_key() {
     assert!(files > 10, "the report's sources were not found in {src:?}");
     assert!(
         found.is_empty(),
-        "the report reads evidence by key; read the figure from the run's account (inferlint_core::account, add the field there) instead:\n{}",
+        "the report reads evidence by key; read the figure from the run's account (inferlint_core::story::account, add the field there) instead:\n{}",
         found.join("\n")
     );
 }

@@ -17,7 +17,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::header::{CONTENT_TYPE, HOST};
 use hyper::{Method, Request};
 use hyper_util::rt::TokioIo;
-use inferlint_core::contract::JsonObject;
+use inferlint_core::story::contract::JsonObject;
 use serde_json::{json, Value};
 
 use crate::runfolder::{round, LatencySummary};

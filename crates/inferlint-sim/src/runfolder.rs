@@ -2,12 +2,12 @@
 //! load tool's result and its log), written from a simulated load in simulated time. No
 //! network and no clock: a case and its seed decide every byte.
 
-use inferlint_core::contract::JsonObject;
 use inferlint_core::model::Snapshot;
+use inferlint_core::story::contract::JsonObject;
 use inferlint_core::{MetricSet, SeriesHeader};
 use inferlint_engines::{files, prom, record};
 
-use inferlint_core::traces::ClockAnchor;
+use inferlint_core::model::traces::ClockAnchor;
 
 use crate::bootlog::{self, BootInfo, SIMULATED_LINE};
 use crate::cases;
@@ -406,7 +406,7 @@ fn bench(
     // `vllm bench serve` dates its result when the benchmark has returned, in the
     // client's local time (`%Y%m%d-%H%M%S`); the simulated client's zone is UTC.
     let (y, mo, d, h, mi, sec) =
-        inferlint_core::fmt::utc_parts((timing.load_wall + end).floor() as i64);
+        inferlint_core::story::fmt::utc_parts((timing.load_wall + end).floor() as i64);
     let date = format!("{y:04}{mo:02}{d:02}-{h:02}{mi:02}{sec:02}");
     let list = |f: &dyn Fn(&ClientRow) -> serde_json::Value| -> serde_json::Value {
         serde_json::Value::Array(rows.iter().map(f).collect())

@@ -16,7 +16,7 @@
 //!   step's end, received a fraction of a millisecond later), and the closing line with
 //!   the totals.
 
-use inferlint_core::traces::{ClockAnchor, KvNumbering};
+use inferlint_core::model::traces::{ClockAnchor, KvNumbering};
 use inferlint_engines::files::{
     kv_batch_json, kv_bound_json, kv_connected_json, kv_end_json, kv_header_json, kv_note_json,
     kv_subscribed_json, otlp_header_json, KvHeader, KvTotals, OtlpHeader,

@@ -11,9 +11,9 @@
 
 use std::path::Path;
 
-use inferlint_core::fleet_grid::FleetGrid;
-use inferlint_core::outcome::worst_of;
-use inferlint_core::status::{CheckResult, Outcome};
+use inferlint_core::analyses::fleet_grid::FleetGrid;
+use inferlint_core::judging::outcome::worst_of;
+use inferlint_core::judging::status::{CheckResult, Outcome};
 use inferlint_engines::fleet::{self, Manifest};
 use inferlint_engines::load::{self, LoadError};
 use inferlint_engines::load_fleet::{FleetFiles, ReplicaRead};
@@ -235,7 +235,7 @@ impl FleetReader {
         #[cfg(not(feature = "report"))]
         let read = self
             .files
-            .read_next(|_| None::<inferlint_core::checks::series::SeriesStats>);
+            .read_next(|_| None::<inferlint_core::judging::checks::series::SeriesStats>);
         let Some(ReplicaRead {
             name,
             folder,

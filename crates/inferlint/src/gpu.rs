@@ -6,7 +6,7 @@
 
 pub use inferlint_gpu::ClearRule;
 
-use inferlint_core::status::CheckResult;
+use inferlint_core::judging::status::CheckResult;
 
 use crate::error::{Error, ErrorKind};
 

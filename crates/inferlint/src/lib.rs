@@ -232,9 +232,9 @@ mod library_md {}
 
 pub use error::{Error, ErrorKind};
 pub use fleet::{Fleet, FleetReader, FleetReport, Replica};
-pub use inferlint_core::fleet_grid::FleetGrid;
-pub use inferlint_core::insights::Insight;
-pub use inferlint_core::status::{CheckResult, Evidence, Outcome, Status, Tripwire};
+pub use inferlint_core::analyses::fleet_grid::FleetGrid;
+pub use inferlint_core::judging::status::{CheckResult, Evidence, Outcome, Status, Tripwire};
+pub use inferlint_core::story::insights::Insight;
 pub use inferlint_core::Engine;
 pub use own_data::{GpuReading, RequestRecord};
 pub use repeats::repeats;

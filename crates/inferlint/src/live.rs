@@ -47,8 +47,8 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use inferlint_core::steps::Steps;
-use inferlint_core::traces::{KvEvents, ServerRequests};
+use inferlint_core::model::steps::Steps;
+use inferlint_core::model::traces::{KvEvents, ServerRequests};
 use inferlint_engines::files::{self, KV_EVENTS_FILE, SPANS_FILE, STEPS_FILE};
 use inferlint_live::kv_events::{KvError, KvOptions, KvSubscriber};
 use inferlint_live::otlp::{Listen, OtlpError, OtlpOptions, OtlpReceiver};

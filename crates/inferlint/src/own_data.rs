@@ -1,7 +1,7 @@
 //! The harness's own data beside the server's: one record per request its client sent,
 //! and readings of the server's GPUs.
 
-use inferlint_core::client::{ClientRequest, RequestOutcome};
+use inferlint_core::model::client::{ClientRequest, RequestOutcome};
 
 use crate::error::Error;
 

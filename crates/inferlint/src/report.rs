@@ -1,10 +1,10 @@
 //! What checking a run gives: the verdicts, the tripwires not checked and why, what
 //! limited the run, and the outcome.
 
-use inferlint_core::contract;
-use inferlint_core::insights::{self, Insight};
+use inferlint_core::judging::status::{count_line, CheckResult, Outcome, Status};
 use inferlint_core::run::Checked;
-use inferlint_core::status::{count_line, CheckResult, Outcome, Status};
+use inferlint_core::story::contract;
+use inferlint_core::story::insights::{self, Insight};
 use serde::Serialize;
 
 /// The checked run. Serialises as an object with `outcome`, `results` (each verdict, in
@@ -29,7 +29,7 @@ pub struct Report {
     insights: Vec<Insight>,
     /// The run's one account: every figure the insights and advice speak of, with where
     /// it came from.
-    account: inferlint_core::account::Account,
+    account: inferlint_core::story::account::Account,
     notes: Vec<String>,
     /// Whether the run was not a benchmark: then it never passes.
     #[serde(skip)]
@@ -78,7 +78,7 @@ impl Report {
     /// where it came from, and the inputs set aside as not of this run (the figures the
     /// insights and the advice give are these); the report's JSON carries it as
     /// `account`. Read by the HTML report.
-    pub(crate) fn account(&self) -> &inferlint_core::account::Account {
+    pub(crate) fn account(&self) -> &inferlint_core::story::account::Account {
         &self.account
     }
 
@@ -101,7 +101,7 @@ impl Report {
     }
 
     fn outcome_with(&self, strict: bool) -> Outcome {
-        inferlint_core::outcome::of_results(&self.results, self.not_a_benchmark, strict)
+        inferlint_core::judging::outcome::of_results(&self.results, self.not_a_benchmark, strict)
     }
 
     /// The results as `inferlint report --json` prints them: the verdicts, then the

@@ -4,12 +4,12 @@
 
 use std::path::{Path, PathBuf};
 
-use inferlint_core::checks::series::SeriesStats;
-use inferlint_core::client::{ClientAccount, ClientRequest, LoadTool, RequestClock};
-use inferlint_core::identity::Admitted;
+use inferlint_core::judging::checks::series::SeriesStats;
+use inferlint_core::judging::identity::Admitted;
+use inferlint_core::judging::status::any_verdict;
+use inferlint_core::model::client::{ClientAccount, ClientRequest, LoadTool, RequestClock};
 use inferlint_core::model::{BootFacts, GpuSampling, SeriesSample, Snapshot};
 use inferlint_core::run::{self as core_run, Run as CoreRun};
-use inferlint_core::status::any_verdict;
 use inferlint_core::Engine;
 use inferlint_engines::load::{self, EngineChoice, NamedBy};
 use inferlint_engines::{bootlog, detect, files, record};
@@ -267,7 +267,7 @@ impl Run {
     /// # Ok::<(), inferlint::Error>(())
     /// ```
     pub fn whatif(&self) -> Result<crate::whatif::Baseline, Error> {
-        inferlint_core::whatif::baseline(&self.inner).map_err(|why| {
+        inferlint_core::analyses::whatif::baseline(&self.inner).map_err(|why| {
             Error::new(
                 ErrorKind::Unmodelled,
                 format!("the replay cannot speak for this run: {why}"),
@@ -424,10 +424,10 @@ pub struct RunBuilder {
     after_missing: Option<String>,
     /// The server's own account of each request and its KV event stream, as a
     /// recording's receivers took them.
-    server_requests: Option<inferlint_core::traces::ServerRequests>,
-    kv_events: Option<inferlint_core::traces::KvEvents>,
+    server_requests: Option<inferlint_core::model::traces::ServerRequests>,
+    kv_events: Option<inferlint_core::model::traces::KvEvents>,
     /// The engine's steps a recording's follower copied.
-    steps: Option<inferlint_core::steps::Steps>,
+    steps: Option<inferlint_core::model::steps::Steps>,
 }
 
 impl RunBuilder {
@@ -646,7 +646,9 @@ impl RunBuilder {
             choice.note_version(facts);
         }
         if let (Some(before), Some(after)) = (&self.before, &self.after) {
-            if let Some(reason) = inferlint_core::checks::counters::out_of_order(before, after) {
+            if let Some(reason) =
+                inferlint_core::judging::checks::counters::out_of_order(before, after)
+            {
                 return Err(Error::new(
                     ErrorKind::Readings,
                     format!(
@@ -730,7 +732,7 @@ impl RunBuilder {
         given.extend(account.as_ref().map(|_| "the client summary".to_owned()));
         let mut notes = self.notes;
         notes.extend(choice.take_notes());
-        let inner = inferlint_core::identity::admit(CoreRun {
+        let inner = inferlint_core::judging::identity::admit(CoreRun {
             engine: engine.descriptor(),
             boots: self.boots,
             before: self.before,

@@ -24,7 +24,7 @@
 //! public fields, which may still change. [`parse`] and [`crate::Run::service_level`]
 //! are this crate's; `ServiceLevel::parse` keeps its own error type, [`SloError`].
 
-pub use inferlint_core::slo::{
+pub use inferlint_core::analyses::slo::{
     capacity, capacity_text, goodput_gate, run_text, Bound, BoundResult, Capacity, CapacityPoint,
     CapacityVerdict, Cost, Counted, GateVerdict, Goodput, GoodputGate, GpuPrice, Metric, RunSlo,
     ServiceLevel, SloError, Verdict,
@@ -51,6 +51,6 @@ impl crate::Run {
     /// result as the identity gate admits it: one set aside as not of this run counts
     /// nothing).
     pub fn service_level(&self, level: &ServiceLevel) -> RunSlo {
-        inferlint_core::slo::hold_run(level, "this run", &self.inner)
+        inferlint_core::analyses::slo::hold_run(level, "this run", &self.inner)
     }
 }

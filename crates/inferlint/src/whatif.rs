@@ -21,7 +21,7 @@
 //! # Ok::<(), inferlint::Error>(())
 //! ```
 
-pub use inferlint_core::whatif::{Baseline, Change, Errors, FitFrom, Knob, Prediction};
+pub use inferlint_core::analyses::whatif::{Baseline, Change, Errors, FitFrom, Knob, Prediction};
 pub use inferlint_sched::stats::Summary;
 
 use crate::error::{Error, ErrorKind};
@@ -33,7 +33,7 @@ use crate::Engine;
 /// setting of the engine's, or a value it cannot take, is an [`ErrorKind::Invalid`] error
 /// naming what it accepts (a key of another engine says whose it is).
 pub fn parse_change(engine: Engine, text: &str) -> Result<Change, Error> {
-    inferlint_core::whatif::change::parse(engine, text)
+    inferlint_core::analyses::whatif::change::parse(engine, text)
         .map_err(|why| Error::invalid_input("the change", why))
 }
 

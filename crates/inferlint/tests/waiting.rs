@@ -116,7 +116,7 @@ fn t8_says_the_waiting_was_deferred_on_a_real_run() {
         &files,
         &known,
         &inferlint_core::run::CheckOptions::default(),
-        |_| None::<inferlint_core::checks::series::SeriesStats>,
+        |_| None::<inferlint_core::judging::checks::series::SeriesStats>,
     )
     .unwrap_or_else(|e| panic!("{e}"));
     let t8 = checked

@@ -32,9 +32,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant, SystemTime};
 
-use inferlint_core::checks::owner;
-use inferlint_core::status::{count_line, CheckResult, Status, Tripwire};
-use inferlint_core::{contract, run, Engine};
+use inferlint_core::judging::checks::owner;
+use inferlint_core::judging::status::{count_line, CheckResult, Status, Tripwire};
+use inferlint_core::{run, story::contract, Engine};
 use inferlint_engines::load::{self as loading, shown, EngineChoice, Source};
 use inferlint_engines::loadcmd::{self, LoadPlan};
 use inferlint_engines::output::Rule;

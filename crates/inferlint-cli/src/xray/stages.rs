@@ -3,13 +3,13 @@
 //! end that runs on every path: the checks from the run folder, the stop, the report.
 
 use super::*;
-use inferlint_core::checks;
-use inferlint_core::checks::registry::{self, Phase};
+use inferlint_core::judging::checks;
+use inferlint_core::judging::checks::registry::{self, Phase};
 
 /// The run folder read and checked: the run, its results, its files, and the timeline
 /// the checks' pass folded for the report's charts.
 type Assembled = (
-    inferlint_core::identity::Admitted,
+    inferlint_core::judging::identity::Admitted,
     run::Checked,
     files::RunFiles,
     Option<loading::Folded<inferlint_report::TimelinePass>>,
@@ -142,7 +142,7 @@ impl Xray<'_> {
             Err(e) => match self.start_failure.clone() {
                 Some(cause) => {
                     let last = last_line(&path);
-                    let mut result = inferlint_core::checks::boot::start_failure(&cause);
+                    let mut result = inferlint_core::judging::checks::boot::start_failure(&cause);
                     if let Some(line) = last {
                         result = result.with("line", line);
                     }
@@ -358,7 +358,7 @@ impl Xray<'_> {
                 Ok(Some((run, _, _, _))) => run_exit(run, &self.results, self.strict),
                 // A failed load with no run to check is still not a benchmark.
                 _ if self.load_failure.is_some() => ExitCode::of(
-                    inferlint_core::outcome::of_results(&self.results, true, self.strict),
+                    inferlint_core::judging::outcome::of_results(&self.results, true, self.strict),
                 ),
                 _ => ExitCode::for_results(&self.results, self.strict),
             }

@@ -67,7 +67,7 @@ impl LiveLine {
             let mut text = crate::live::status_text(progress);
             if !self.verdicts.is_empty() {
                 text.push_str("  |  ");
-                text.push_str(&inferlint_core::fmt::terminal_safe(&self.verdicts));
+                text.push_str(&inferlint_core::story::fmt::terminal_safe(&self.verdicts));
             }
             let _ = write!(err, "\r\x1b[K{text}");
             let _ = err.flush();

@@ -3,7 +3,7 @@
 //! of its whole tree.
 
 use super::*;
-use inferlint_core::checks::clear_card;
+use inferlint_core::judging::checks::clear_card;
 
 /// How a stop ended: the line to print, the processes still alive after it and the
 /// server's cgroup, if it had one (the clear-card wait counts what is alive in either).
@@ -46,7 +46,7 @@ pub(super) fn stop_server(shared: &Shared) -> Option<Stopped> {
     } else if stop.killed > 0 {
         format!(
             "the server's processes did not stop within {} s of SIGTERM; {} killed ({how})",
-            inferlint_core::fmt::g(times.grace.as_secs_f64()),
+            inferlint_core::story::fmt::g(times.grace.as_secs_f64()),
             count_of(stop.killed)
         )
     } else if stop.terminated > 0 {
@@ -130,7 +130,7 @@ impl Xray<'_> {
                 let cause = format!("{}: {}", program.program, spawn_error(&e));
                 self.start_failure = Some(cause.clone());
                 self.boot_checked = true;
-                self.record(inferlint_core::checks::boot::start_failure(&cause));
+                self.record(inferlint_core::judging::checks::boot::start_failure(&cause));
                 return Err(problem(format!("cannot start {cause}")));
             }
         };

@@ -4,12 +4,12 @@
 //! `load::check_files` reads the files into the admitted run and calls [`check`]; the
 //! library's `Run::check` calls it on the run it holds.
 
-use crate::account::{self, Account};
-use crate::identity::Admitted;
-use crate::insights::{self, Insight};
+use crate::judging::identity::Admitted;
+use crate::judging::status::{any_verdict, CheckResult, Outcome, Status};
 use crate::run::checking::{after_not_taken, nothing_checked, verdicts_of};
 use crate::run::model::{not_a_benchmark, RunOptions};
-use crate::status::{any_verdict, CheckResult, Outcome, Status};
+use crate::story::account::{self, Account};
+use crate::story::insights::{self, Insight};
 
 /// How a run is checked: what the user said about it, and why the recording has no after
 /// reading when it could not be taken.
@@ -70,7 +70,7 @@ impl Checked {
 
     /// The run's outcome by core's one exit rule (`strict`: a warning fails).
     pub fn outcome(&self, strict: bool) -> Outcome {
-        crate::outcome::of_results(&self.results, self.not_a_benchmark, strict)
+        crate::judging::outcome::of_results(&self.results, self.not_a_benchmark, strict)
     }
 }
 
@@ -78,8 +78,8 @@ impl Checked {
 mod tests {
     use super::*;
     use crate::engine::VLLM;
+    use crate::judging::status::Tripwire;
     use crate::run::model::Run;
-    use crate::status::Tripwire;
 
     fn empty() -> Run {
         Run {
@@ -104,7 +104,10 @@ mod tests {
     /// naming what was given.
     #[test]
     fn a_run_with_nothing_to_read_is_refused() {
-        let checked = check(&crate::identity::admit(empty()), &CheckOptions::default());
+        let checked = check(
+            &crate::judging::identity::admit(empty()),
+            &CheckOptions::default(),
+        );
         assert!(checked.results.iter().all(|r| !r.status.is_verdict()));
         let refusal = checked.nothing_checked(&["nothing".to_owned()]);
         assert!(refusal.is_some_and(|why| why.contains("nothing")));
@@ -118,7 +121,7 @@ mod tests {
             after_missing: Some("connection refused".to_owned()),
             ..CheckOptions::default()
         };
-        let checked = check(&crate::identity::admit(empty()), &options);
+        let checked = check(&crate::judging::identity::admit(empty()), &options);
         let t1 = checked
             .results
             .iter()

@@ -6,13 +6,13 @@
 //! whose load sent no request (or failed) is "not a benchmark": its load-dependent
 //! tripwires are not checked, rather than judged on a run that did not happen.
 
-use crate::checks::series::SeriesStats;
-use crate::checks::{boot, registry};
 use crate::engine::EngineDescriptor;
-use crate::identity::Admitted;
+use crate::judging::checks::series::SeriesStats;
+use crate::judging::checks::{boot, registry};
+use crate::judging::identity::Admitted;
+use crate::judging::status::{CheckResult, Status, Tripwire};
 use crate::model::{BootFacts, Snapshot};
 use crate::run::model::{input, Run, RunOptions};
-use crate::status::{CheckResult, Status, Tripwire};
 
 /// The boot checks of one log: T12 (or T7), T5, T6, then T12 Can't tell when the log had
 /// lines in an unknown format.
@@ -189,13 +189,16 @@ pub fn nothing_checked(given: &[String], results: &[CheckResult]) -> String {
 /// For a run its caller built itself, not yet through the gate: it is admitted here
 /// (a copy). What loads a run admits it once and calls [`check_run_with`].
 pub fn check_run(run: &Run) -> Vec<CheckResult> {
-    check_run_with(&crate::identity::admitted(run), RunOptions::default())
+    check_run_with(
+        &crate::judging::identity::admitted(run),
+        RunOptions::default(),
+    )
 }
 
 /// The checks of a run the gate admitted, with what the user said about the run.
 pub fn check_run_with(run: &Admitted, options: RunOptions) -> Vec<CheckResult> {
     let mut results = verdicts_of(run, options);
-    crate::account::attach_throughput(run, &mut results);
+    crate::story::account::attach_throughput(run, &mut results);
     results
 }
 
@@ -203,9 +206,9 @@ pub fn check_run_with(run: &Admitted, options: RunOptions) -> Vec<CheckResult> {
 /// ([`crate::run::check`]) writes from the account it makes once.
 pub(crate) fn verdicts_of(run: &Admitted, options: RunOptions) -> Vec<CheckResult> {
     let mut results = run_checks(run, options);
-    crate::identity::name_rejected(run, &mut results);
-    let capacity = crate::account::capacity(run, &results);
-    crate::advice::attach(run, &mut results, capacity.as_ref());
+    crate::judging::identity::name_rejected(run, &mut results);
+    let capacity = crate::story::account::capacity(run, &results);
+    crate::story::advice::attach(run, &mut results, capacity.as_ref());
     results
 }
 
@@ -241,8 +244,8 @@ fn run_checks(run: &Run, options: RunOptions) -> Vec<CheckResult> {
     let (verdicts, not_checked) = registry::judge_run(run, options);
     results.extend(verdicts);
     missing.extend(not_checked);
-    crate::crosscheck::apply(run, &mut results);
-    crate::other_traffic::apply(run, &mut results);
+    crate::judging::crosscheck::apply(run, &mut results);
+    crate::judging::other_traffic::apply(run, &mut results);
     results.extend(missing);
     results
 }
@@ -251,7 +254,7 @@ fn run_checks(run: &Run, options: RunOptions) -> Vec<CheckResult> {
 mod tests {
     use super::*;
     use crate::engine::{SGLANG, VLLM};
-    use crate::metrics::{MetricSet, Sample};
+    use crate::model::metrics::{MetricSet, Sample};
     use crate::model::SeriesSample;
     use crate::run::model::not_a_benchmark;
 

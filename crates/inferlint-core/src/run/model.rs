@@ -1,15 +1,15 @@
 //! The run model: whatever a run left, already read, and what a reader of it asks first
 //! (is it a benchmark at all; the server's account of it; its requests on the recording).
 
-use crate::checks::counters::{counter_delta, out_of_order, restart_between};
-use crate::checks::ledger::{self, ServerOutcomes};
-use crate::checks::series::SeriesStats;
-use crate::client::ClientAccount;
 use crate::engine::EngineDescriptor;
-use crate::lives::{self, Lives};
+use crate::judging::checks::counters::{counter_delta, out_of_order, restart_between};
+use crate::judging::checks::ledger::{self, ServerOutcomes};
+use crate::judging::checks::series::SeriesStats;
+use crate::model::client::ClientAccount;
+use crate::model::lives::{self, Lives};
+use crate::model::requests::{self, RequestTimeline};
+use crate::model::traces::{KvEvents, ServerRequests};
 use crate::model::{BootFacts, Snapshot};
-use crate::requests::{self, RequestTimeline};
-use crate::traces::{KvEvents, ServerRequests};
 
 /// The inputs a not-checked tripwire can name, as `evidence.needs` spells them.
 pub mod input {
@@ -78,9 +78,9 @@ pub struct Run {
     /// The KV-cache event stream, where the run subscribed to it.
     pub kv_events: Option<KvEvents>,
     /// Each engine step, where the server's step plugin recorded them (`steps.jsonl`).
-    pub steps: Option<crate::steps::Steps>,
+    pub steps: Option<crate::model::steps::Steps>,
     /// Inputs given for the run that are not of it (another run's result file, the next
-    /// run's recording): set aside by [`crate::identity::admit`] before any check, and
+    /// run's recording): set aside by [`crate::judging::identity::admit`] before any check, and
     /// read by nothing but the Can't tell of the checks that needed them.
     pub rejected: Vec<Rejected>,
     /// What a reader should know about how the inputs were placed (a wall clock that
@@ -250,8 +250,8 @@ impl Rejected {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::LoadTool;
     use crate::engine::VLLM;
+    use crate::model::client::LoadTool;
     use crate::model::SeriesSample;
 
     /// A server that died early in the load: the recording's samples, before the

@@ -24,10 +24,10 @@ mod vllm;
 use std::sync::OnceLock;
 
 use inferlint_core::engine::Engine;
-use inferlint_core::fmt;
 use inferlint_core::model::{
     BootFacts, LogClock, PyValue, ServingCompile, Settings, UnparsedLine, MAX_SERVING_COMPILES,
 };
+use inferlint_core::story::fmt;
 use memchr::memmem::Finder;
 
 use self::lines::Line;

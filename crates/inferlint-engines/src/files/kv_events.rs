@@ -39,7 +39,7 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
 
-use inferlint_core::traces::{ClockAnchor, KvEvents, KvGap, KvNumbering, KvSecond};
+use inferlint_core::model::traces::{ClockAnchor, KvEvents, KvGap, KvNumbering, KvSecond};
 use serde::Serialize;
 use serde_json::{Map, Value};
 

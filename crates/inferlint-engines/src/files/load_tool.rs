@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use inferlint_core::client::ClientAccount;
+use inferlint_core::model::client::ClientAccount;
 
 use crate::input::{for_each_log_line, open_input, FileError};
 
@@ -17,7 +17,7 @@ pub fn read_bench_result(path: &Path) -> Result<ClientAccount, FileError> {
 /// ([`crate::loadtools::read_result_kept`]).
 pub fn read_bench_result_kept(
     path: &Path,
-    keep: inferlint_core::client::Keep,
+    keep: inferlint_core::model::client::Keep,
 ) -> Result<ClientAccount, FileError> {
     crate::loadtools::read_result_kept(path, keep)
 }

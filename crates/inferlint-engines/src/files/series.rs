@@ -6,7 +6,7 @@
 use std::io::Read;
 use std::path::Path;
 
-use inferlint_core::checks::series::{RefusedReading, SeriesStats, SeriesWindow};
+use inferlint_core::judging::checks::series::{RefusedReading, SeriesStats, SeriesWindow};
 use inferlint_core::model::{SampleFold, SeriesHeader, SeriesSample};
 
 use super::series_line::{parse_series_bytes, SeriesLine, SERIES_SCHEMA};

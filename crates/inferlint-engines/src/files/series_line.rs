@@ -4,8 +4,8 @@
 
 use std::io;
 
-use inferlint_core::contract::JsonObject;
 use inferlint_core::model::{GpuReading, GpuSampling, PageRequest, SeriesHeader, SeriesSample};
+use inferlint_core::story::contract::JsonObject;
 use inferlint_core::Engine;
 use serde_json::{Map, Value};
 
@@ -579,7 +579,7 @@ mod number_tests {
 
     /// A sample as an object of its keys, in order, serialised as Python writes it.
     fn as_object(engine: Engine, sample: &SeriesSample) -> String {
-        use inferlint_core::contract::JsonObject;
+        use inferlint_core::story::contract::JsonObject;
         let mut object = JsonObject::new();
         object.insert(
             "t_wall".into(),

@@ -27,7 +27,7 @@ use std::path::Path;
 use inferlint_core::engine::{
     Engine, EngineDescriptor, JsonPath, RecordClock, RecordsFrom, RequestRecord,
 };
-use inferlint_core::traces::{ClockAnchor, RequestSource, ServerRequest, ServerRequests};
+use inferlint_core::model::traces::{ClockAnchor, RequestSource, ServerRequest, ServerRequests};
 use serde::Serialize;
 use serde_json::{Map, Value};
 

@@ -174,7 +174,7 @@ pub fn snapshot_json(snapshot: &Snapshot) -> String {
         latency_s: snapshot.latency_s,
         text: &snapshot.text,
     };
-    let mut text = inferlint_core::contract::to_indent1(&file);
+    let mut text = inferlint_core::story::contract::to_indent1(&file);
     text.push('\n');
     text
 }

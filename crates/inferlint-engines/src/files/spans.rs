@@ -18,8 +18,8 @@ use std::io::Read;
 use std::path::Path;
 
 use inferlint_core::engine::{EngineDescriptor, RequestSpan};
-use inferlint_core::object::JsonObject;
-use inferlint_core::traces::{ClockAnchor, RequestSource, ServerRequest, ServerRequests};
+use inferlint_core::model::object::JsonObject;
+use inferlint_core::model::traces::{ClockAnchor, RequestSource, ServerRequest, ServerRequests};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::Value;

@@ -27,7 +27,7 @@
 use std::io::Read;
 use std::path::Path;
 
-use inferlint_core::traces::{ClockAnchor, RequestSource, ServerRequest, ServerRequests};
+use inferlint_core::model::traces::{ClockAnchor, RequestSource, ServerRequest, ServerRequests};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -265,7 +265,7 @@ impl Fold {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use inferlint_core::lives::is_probe_request;
+    use inferlint_core::model::lives::is_probe_request;
 
     const HEADER: &str = r#"{"schema":"inferlint.steps/1","engine":"vllm","t_wall":1000.0,"t_mono_ns":5000000000,"iteration_details":true,"unread":[]}"#;
 

@@ -11,8 +11,8 @@
 use std::io::Read;
 use std::path::Path;
 
-use inferlint_core::steps::{StepGap, StepLine, Steps, StepsEnd};
-use inferlint_core::traces::ClockAnchor;
+use inferlint_core::model::steps::{StepGap, StepLine, Steps, StepsEnd};
+use inferlint_core::model::traces::ClockAnchor;
 use serde_json::{Map, Value};
 
 use crate::input::{open_input, shown, FileError};
@@ -770,8 +770,8 @@ mod tests {
     ///   as decode-only steps of their batch: T30 warns.
     #[test]
     fn the_step_checks_on_the_real_recordings() {
-        use inferlint_core::checks::steps as checks;
-        use inferlint_core::status::Status;
+        use inferlint_core::judging::checks::steps as checks;
+        use inferlint_core::judging::status::Status;
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/real/vllm-0.32-cpu");
         let engine = &inferlint_core::engine::VLLM;
         let load = |name: &str| {

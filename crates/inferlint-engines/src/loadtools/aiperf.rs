@@ -13,7 +13,7 @@
 
 use std::path::Path;
 
-use inferlint_core::client::{
+use inferlint_core::model::client::{
     ClientAccount, ClientRequest, LoadTool, RequestClock, RequestOutcome,
 };
 use serde_json::Value;
@@ -145,7 +145,7 @@ fn read_identity(root: &Value, account: &mut ClientAccount) {
         let Some(time) = written.as_str().and_then(super::dates::iso) else {
             account.notes.push(format!(
                 "its '{key}' {:?} is not a time as AIPerf writes it (ISO 8601), so when the run {} is not known",
-                inferlint_core::client::one_line(&written.to_string(), 40),
+                inferlint_core::model::client::one_line(&written.to_string(), 40),
                 if key == "start_time" { "began" } else { "ended" }
             ));
             continue;
@@ -355,7 +355,7 @@ mod tests {
         );
         assert_eq!(
             bad.identity,
-            inferlint_core::client::ResultIdentity::default()
+            inferlint_core::model::client::ResultIdentity::default()
         );
         assert_eq!(bad.notes.len(), 2, "{:?}", bad.notes);
         assert!(

@@ -5,7 +5,7 @@
 //! result files leave some of it out (SGLang writes no request count at all), so the
 //! settings fill what the file did not say, and never override what it did.
 
-use inferlint_core::client::{one_line, ClientAccount, LoadTool};
+use inferlint_core::model::client::{one_line, ClientAccount, LoadTool};
 use inferlint_core::model::PyValue;
 
 use crate::bootlog::pyliteral;

@@ -5,7 +5,7 @@
 //! Python writes a time without a zone when it formats `datetime.now()` or
 //! `datetime.fromtimestamp(t)` (the client's local time), and with one only from an aware
 //! datetime. A time without a zone places a run only up to the zone, which the identity
-//! gate tries in turn ([`inferlint_core::client::ResultIdentity::saved_local_s`]).
+//! gate tries in turn ([`inferlint_core::model::client::ResultIdentity::saved_local_s`]).
 
 use inferlint_core::model::days_from_civil;
 

@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use inferlint_core::client::{
+use inferlint_core::model::client::{
     ClientAccount, ClientRequest, LoadTool, RequestClock, RequestOutcome,
 };
 use serde_json::Value;

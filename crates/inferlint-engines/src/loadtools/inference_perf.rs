@@ -12,7 +12,7 @@
 
 use std::path::Path;
 
-use inferlint_core::client::{
+use inferlint_core::model::client::{
     ClientAccount, ClientRequest, LoadTool, RequestClock, RequestOutcome,
 };
 use serde_json::Value;

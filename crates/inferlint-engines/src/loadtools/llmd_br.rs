@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use inferlint_core::client::{ClientAccount, LoadTool};
+use inferlint_core::model::client::{ClientAccount, LoadTool};
 use serde_json::{Map, Number, Value};
 use yaml_rust2::parser::{Event, Parser};
 use yaml_rust2::scanner::TScalarStyle;

@@ -14,7 +14,7 @@
 
 use std::path::Path;
 
-use inferlint_core::client::{ClientAccount, ClientRequest, LoadTool, RequestOutcome};
+use inferlint_core::model::client::{ClientAccount, ClientRequest, LoadTool, RequestOutcome};
 use serde_json::Value;
 
 use super::stream::{self, RootList, Source};
@@ -82,7 +82,7 @@ pub(super) fn summary(path: &Path, source: Source) -> Result<ClientAccount, File
             Some(t) => account.identity.end_unix_s = Some(t),
             None => account.notes.push(format!(
                 "its 'timestamp' {} is not a Unix time, so when the run ended is not known",
-                inferlint_core::client::one_line(&value.to_string(), 40)
+                inferlint_core::model::client::one_line(&value.to_string(), 40)
             )),
         },
     }

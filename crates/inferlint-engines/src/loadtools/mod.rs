@@ -17,7 +17,7 @@
 
 use std::path::{Path, PathBuf};
 
-use inferlint_core::client::{ClientAccount, Keep, LoadTool};
+use inferlint_core::model::client::{ClientAccount, Keep, LoadTool};
 use serde_json::Value;
 
 use crate::input::FileError;

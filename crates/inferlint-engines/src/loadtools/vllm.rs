@@ -16,7 +16,7 @@
 
 use std::path::Path;
 
-use inferlint_core::client::{
+use inferlint_core::model::client::{
     ClientAccount, ClientRequest, Keep, LoadTool, RequestClock, RequestOutcome,
 };
 use serde_json::{Map, Value};
@@ -286,12 +286,12 @@ fn read_identity(object: &Map<String, Value>, account: &mut ClientAccount) {
             }
             None => account.notes.push(format!(
                 "its 'date' {:?} is not a time as the client writes it (%Y%m%d-%H%M%S), so when it was saved is not known",
-                inferlint_core::client::one_line(date, 40)
+                inferlint_core::model::client::one_line(date, 40)
             )),
         },
         Some(other) => account.notes.push(format!(
             "its 'date' {} is not text, so when it was saved is not known",
-            inferlint_core::client::one_line(&other.to_string(), 40)
+            inferlint_core::model::client::one_line(&other.to_string(), 40)
         )),
     }
     if let Some(info) = object.get("server_info").and_then(Value::as_object) {

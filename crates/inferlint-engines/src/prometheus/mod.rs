@@ -26,7 +26,7 @@
 //! exports `*_created` stamps, the snapshots' stamps differ too).
 
 use inferlint_core::engine::scrape_metrics;
-use inferlint_core::metrics::Sample;
+use inferlint_core::model::metrics::Sample;
 use inferlint_core::model::{SeriesSample, Snapshot};
 use inferlint_core::{Engine, EngineDescriptor};
 

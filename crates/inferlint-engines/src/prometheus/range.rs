@@ -10,7 +10,7 @@
 //! from one step to the next: a series' name and labels are copied once per piece (and
 //! again only where the set of series present changes), never once per point.
 
-use inferlint_core::metrics::{MetricSet, Sample};
+use inferlint_core::model::metrics::{MetricSet, Sample};
 use inferlint_core::model::SeriesSample;
 use inferlint_core::EngineDescriptor;
 

@@ -61,7 +61,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use inferlint_core::traces::ClockAnchor;
+use inferlint_core::model::traces::ClockAnchor;
 use inferlint_core::EngineDescriptor;
 use inferlint_engines::files::{otlp_header_json, OtlpHeader};
 use inferlint_engines::output::OutputError;
