@@ -372,7 +372,7 @@ pub(crate) fn compare_command(
             strict,
         );
     }
-    crate::junit::cases(inferlint_core::junit::comparison_cases(&comparison, strict));
+    crate::junit::add_cases(crate::junit::comparison_cases(&comparison, strict));
     if let Some(out) = &args.page.out {
         let html = inferlint_report::compare::render(
             &comparison,
@@ -428,7 +428,7 @@ pub(crate) fn baseline_gate(
     let mut comparison = compare::compare(&sides, strict);
     let gate = compare::gate(&comparison, margin);
     comparison.gate = Some(gate);
-    crate::junit::cases(inferlint_core::junit::comparison_cases(&comparison, strict));
+    crate::junit::add_cases(crate::junit::comparison_cases(&comparison, strict));
     let text = gate_lines(&comparison);
     if json {
         // The --json array is a contract: the gate's words go to stderr.

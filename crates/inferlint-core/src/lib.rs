@@ -27,7 +27,6 @@
 pub mod analyses;
 pub mod engine;
 pub mod judging;
-pub mod junit;
 pub mod model;
 pub mod run;
 pub mod story;
