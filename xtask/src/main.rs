@@ -1,4 +1,5 @@
-//! Project chores: `cargo xtask docs` regenerates docs/tripwires.md from the catalogue,
+//! Project chores: `cargo xtask docs` regenerates docs/tripwires.md from the catalogue
+//! and docs/ARCHITECTURE.md's code map and counts from the tree (`codemap.rs`),
 //! `cargo xtask regen-fixtures` the simulated run folders in fixtures/sim (the first is
 //! the run `inferlint demo` writes) and the sweep in fixtures/sweep, `cargo xtask man` the
 //! man pages in docs/man,
@@ -13,6 +14,7 @@
 //! command to run.
 
 mod bigseries;
+mod codemap;
 mod engine_versions;
 mod man;
 mod public_api;
@@ -27,7 +29,13 @@ use anyhow::{bail, Context, Result};
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
-        Some("docs") => write(&root().join("docs/tripwires.md"), &docs()),
+        Some("docs") => {
+            write(&root().join("docs/tripwires.md"), &docs())?;
+            write(
+                &root().join("docs/ARCHITECTURE.md"),
+                &codemap::architecture(&root())?,
+            )
+        }
         Some("regen-fixtures") => regen::run(&root(), args.get(1).is_some_and(|a| a == "--check")),
         Some("man") => man::run(&root(), args.get(1).is_some_and(|a| a == "--check")),
         Some("public-api") => {
@@ -94,6 +102,15 @@ mod tests {
     #[test]
     fn tripwire_docs_are_fresh() {
         ensure_fresh(&root().join("docs/tripwires.md"), &docs(), "docs");
+    }
+
+    #[test]
+    fn the_code_map_is_fresh() {
+        ensure_fresh(
+            &root().join("docs/ARCHITECTURE.md"),
+            &codemap::architecture(&root()).unwrap(),
+            "docs",
+        );
     }
 
     #[test]
