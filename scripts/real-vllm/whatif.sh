@@ -5,8 +5,8 @@
 # setting, or the load's concurrency). Each change folder's CHANGE file holds the `--set`
 # arguments that name the change to `whatif`; the table in docs/whatif.md sets what the
 # replay of the baseline predicts for them beside what the changed run measured
-# (`cargo test -p inferlint-cli --test whatif_real` checks it, `cargo xtask whatif-table`
-# rewrites it).
+# (`cargo test -p inferlint-cli --test tests whatif::` checks it;
+# `INFERLINT_WRITE_WHATIF_TABLE=1` on that test rewrites it).
 #
 #   kv-too-small  --kv-cache-memory-bytes 786432 (6 blocks of 128 tokens), 24 requests of
 #                 32 + 224 tokens, 8 at once: preempted. Changes: --max-num-seqs 2 (the

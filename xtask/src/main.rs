@@ -24,44 +24,86 @@ mod variants;
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
+use clap::Parser;
+
+/// Project chores: generated docs, fixtures and listings, each with `--check` where CI
+/// holds it current.
+#[derive(Parser)]
+#[command(name = "cargo xtask")]
+enum Task {
+    /// Write docs/tripwires.md from the catalogue and docs/ARCHITECTURE.md's code map.
+    Docs,
+    /// Write the simulated run folders in fixtures/sim and the sweep in fixtures/sweep.
+    RegenFixtures {
+        /// Check that they are current instead of writing them.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Write the man pages in docs/man.
+    Man {
+        /// Check that they are current instead of writing them.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Write the facade's public API listing, docs/public-api.txt.
+    PublicApi {
+        /// Check that it is current and names no inner crate's unexported type.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Write the recordings' format variants in fixtures/variants.
+    Variants {
+        /// Check that they are current instead of writing them.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Write docs/engine-versions.md from the recordings (INFERLINT_RECORDED).
+    EngineVersions {
+        /// Check that it is current instead of writing it.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Build the day-long series the benchmark reads.
+    Bigseries {
+        /// The series to write.
+        out: PathBuf,
+        /// The recording whose samples it repeats.
+        source: Option<PathBuf>,
+        /// How many samples to write.
+        #[arg(default_value_t = 345_600)]
+        samples: usize,
+        /// Replace an existing OUT.
+        #[arg(long)]
+        force: bool,
+    },
+}
 
 fn main() -> Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.first().map(String::as_str) {
-        Some("docs") => {
+    match Task::parse() {
+        Task::Docs => {
             write(&root().join("docs/tripwires.md"), &docs())?;
             write(
                 &root().join("docs/ARCHITECTURE.md"),
                 &codemap::architecture(&root())?,
             )
         }
-        Some("regen-fixtures") => regen::run(&root(), args.get(1).is_some_and(|a| a == "--check")),
-        Some("man") => man::run(&root(), args.get(1).is_some_and(|a| a == "--check")),
-        Some("public-api") => {
-            public_api::run(&root(), args.get(1).is_some_and(|a| a == "--check"))
-        }
-        Some("variants") => variants::run(&root(), args.get(1).is_some_and(|a| a == "--check")),
-        Some("engine-versions") => {
-            engine_versions::run(&root(), args.get(1).is_some_and(|a| a == "--check"))
-        }
-        Some("bigseries") => {
-            let force = args.iter().any(|a| a == "--force");
-            let args: Vec<&String> = args.iter().filter(|a| *a != "--force").collect();
-            let out = args
-                .get(1)
-                .context("usage: cargo xtask bigseries OUT [SOURCE] [SAMPLES] [--force]")?;
-            let source = args.get(2).map(PathBuf::from).unwrap_or_else(|| {
+        Task::RegenFixtures { check } => regen::run(&root(), check),
+        Task::Man { check } => man::run(&root(), check),
+        Task::PublicApi { check } => public_api::run(&root(), check),
+        Task::Variants { check } => variants::run(&root(), check),
+        Task::EngineVersions { check } => engine_versions::run(&root(), check),
+        Task::Bigseries {
+            out,
+            source,
+            samples,
+            force,
+        } => {
+            let source = source.unwrap_or_else(|| {
                 root().join("../shared/recorded/vllm-0.28/live/run.series.jsonl")
             });
-            let samples = args
-                .get(3)
-                .map(|s| s.parse())
-                .transpose()?
-                .unwrap_or(345_600);
-            bigseries::build(&source, Path::new(out), samples, force)
+            bigseries::build(&source, &out, samples, force)
         }
-        _ => bail!("usage: cargo xtask docs | regen-fixtures [--check] | man [--check] | public-api [--check] | variants [--check] | engine-versions [--check] | bigseries OUT [SOURCE] [SAMPLES] [--force]"),
     }
 }
 
