@@ -254,7 +254,7 @@ fn rfc3339(unix_s: f64) -> Option<String> {
     }
     let micros = (unix_s * 1e6).round() as i64;
     let (year, month, day, h, m, s) =
-        inferlint_core::story::fmt::utc_parts(micros.div_euclid(1_000_000));
+        inferlint_core::model::civil::utc_parts(micros.div_euclid(1_000_000));
     let fraction = micros.rem_euclid(1_000_000);
     Some(format!(
         "{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{fraction:06}Z"

@@ -202,7 +202,7 @@ pub fn prepare(dir: &Path, force: bool, keep: &[&Path]) -> Result<Option<PathBuf
 /// `xray-YYYYmmdd-HHMMSS` for seconds since 1970 (UTC).
 pub(crate) fn folder_name(unix_secs: u64) -> String {
     let (year, month, day, hour, minute, second) =
-        inferlint_core::story::fmt::utc_parts(i64::try_from(unix_secs).unwrap_or(0));
+        inferlint_core::model::civil::utc_parts(i64::try_from(unix_secs).unwrap_or(0));
     format!("xray-{year:04}{month:02}{day:02}-{hour:02}{minute:02}{second:02}")
 }
 

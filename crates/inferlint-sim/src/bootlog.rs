@@ -12,7 +12,7 @@ pub const SIMULATED_LINE: &str =
 /// A UTC calendar time from Unix seconds: (year, month, day, hour, minute, second).
 pub fn civil(unix: f64) -> (i64, u32, u32, u32, u32, u32) {
     let (year, month, day, hour, minute, second) =
-        inferlint_core::story::fmt::utc_parts(unix.floor() as i64);
+        inferlint_core::model::civil::utc_parts(unix.floor() as i64);
     // Each part but the year is within 0..=59.
     let small = |n: i64| u32::try_from(n).unwrap_or(0);
     (

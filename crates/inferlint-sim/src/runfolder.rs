@@ -239,14 +239,9 @@ pub(crate) fn round(v: f64, digits: i32) -> f64 {
     (v * f).round() / f
 }
 
-/// numpy's default (linear) percentile.
+/// The percentile every printed percentile uses (core's, numpy's linear one); 0 of none.
 pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let rank = p / 100.0 * (sorted.len() - 1) as f64;
-    let (lo, hi) = (rank.floor() as usize, rank.ceil() as usize);
-    sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - lo as f64)
+    inferlint_core::story::fmt::percentile(sorted, p).unwrap_or(0.0)
 }
 
 pub(crate) fn mean(v: &[f64]) -> f64 {
@@ -406,7 +401,7 @@ fn bench(
     // `vllm bench serve` dates its result when the benchmark has returned, in the
     // client's local time (`%Y%m%d-%H%M%S`); the simulated client's zone is UTC.
     let (y, mo, d, h, mi, sec) =
-        inferlint_core::story::fmt::utc_parts((timing.load_wall + end).floor() as i64);
+        inferlint_core::model::civil::utc_parts((timing.load_wall + end).floor() as i64);
     let date = format!("{y:04}{mo:02}{d:02}-{h:02}{mi:02}{sec:02}");
     let list = |f: &dyn Fn(&ClientRow) -> serde_json::Value| -> serde_json::Value {
         serde_json::Value::Array(rows.iter().map(f).collect())

@@ -4,6 +4,7 @@
 //! after [`Snapshot`], a series of [`SeriesSample`]s, and the load tool's account
 //! ([`crate::model::client::ClientAccount`]).
 
+pub mod civil;
 pub mod client;
 pub mod facts;
 pub mod lives;
@@ -431,7 +432,7 @@ impl LogTime {
     /// was written close to (a reading of the same run).
     pub fn naive_seconds(&self, near_utc: f64) -> i64 {
         let at = |year: i64| {
-            days_from_civil(year, i64::from(self.month), i64::from(self.day)) * 86_400
+            civil::days_from_civil(year, i64::from(self.month), i64::from(self.day)) * 86_400
                 + i64::from(self.second_of_day)
         };
         match self.year {
@@ -449,17 +450,6 @@ impl LogTime {
             }
         }
     }
-}
-
-/// Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
-pub fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 /// The most compile lines after the ready line a log keeps; the rest are only counted.

@@ -254,38 +254,12 @@ pub fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
-/// Days since 1970-01-01 to a (year, month, day) date in the proleptic Gregorian
-/// calendar (Howard Hinnant's `civil_from_days`).
-pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
-/// A Unix time (seconds since 1970, UTC) as its date and time of day:
-/// `(year, month, day, hour, minute, second)`.
-pub fn utc_parts(unix_seconds: i64) -> (i64, i64, i64, i64, i64, i64) {
-    let (days, rem) = (
-        unix_seconds.div_euclid(86_400),
-        unix_seconds.rem_euclid(86_400),
-    );
-    let (year, month, day) = civil_from_days(days);
-    (year, month, day, rem / 3600, rem % 3600 / 60, rem % 60)
-}
-
 /// A Unix time as `2026-09-27 17:50:52 UTC`; `None` outside 1970 to about 5138.
 pub fn utc(unix_seconds: f64) -> Option<String> {
     if !(0.0..=1e11).contains(&unix_seconds) {
         return None;
     }
-    let (year, month, day, h, m, s) = utc_parts(unix_seconds.floor() as i64);
+    let (year, month, day, h, m, s) = crate::model::civil::utc_parts(unix_seconds.floor() as i64);
     Some(format!(
         "{year:04}-{month:02}-{day:02} {h:02}:{m:02}:{s:02} UTC"
     ))
@@ -302,7 +276,10 @@ mod date_tests {
             utc(1_790_470_252.2).as_deref(),
             Some("2026-09-27 00:50:52 UTC")
         );
-        assert_eq!(utc_parts(951_825_600), (2000, 2, 29, 12, 0, 0));
+        assert_eq!(
+            crate::model::civil::utc_parts(951_825_600),
+            (2000, 2, 29, 12, 0, 0)
+        );
         assert_eq!(utc(-1.0), None);
     }
 }

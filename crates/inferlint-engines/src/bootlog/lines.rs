@@ -180,7 +180,7 @@ impl<'a> Line<'a> {
             number(time_at + 6, 2)?,
         );
         Some(
-            inferlint_core::model::days_from_civil(year, month, day) * 86_400
+            inferlint_core::model::civil::days_from_civil(year, month, day) * 86_400
                 + h * 3600
                 + m * 60
                 + s,

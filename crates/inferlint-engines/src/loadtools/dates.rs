@@ -7,7 +7,7 @@
 //! datetime. A time without a zone places a run only up to the zone, which the identity
 //! gate tries in turn ([`inferlint_core::model::client::ResultIdentity::saved_local_s`]).
 
-use inferlint_core::model::days_from_civil;
+use inferlint_core::model::civil::days_from_civil;
 
 /// A time read from text.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -242,7 +242,7 @@ fn rfc3339(text: &str) -> Option<f64> {
         }
         _ => return None,
     };
-    let days = inferlint_core::model::days_from_civil(year, month, day);
+    let days = inferlint_core::model::civil::days_from_civil(year, month, day);
     let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset_s;
     (seconds >= 0).then_some(seconds as f64 + fraction)
 }

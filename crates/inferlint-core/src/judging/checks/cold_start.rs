@@ -483,8 +483,9 @@ fn is_cold(inputs: &ColdStartInputs<'_>) -> bool {
 mod tests {
     use super::*;
     use crate::engine::VLLM;
+    use crate::model::civil::days_from_civil;
     use crate::model::client::{ClientRequest, LoadTool, RequestOutcome};
-    use crate::model::{days_from_civil, LogClock, LogTime};
+    use crate::model::{LogClock, LogTime};
     use crate::testing::sample;
 
     const BEFORE_T: f64 = 1_790_826_427.68;
