@@ -8,6 +8,7 @@
 //! [`crate::record()`] instead.
 
 use std::future::Future;
+use std::time::Duration;
 
 use inferlint_core::Engine;
 
@@ -166,6 +167,22 @@ impl Recorder {
     pub fn healthy(&self, base: &BaseUrl) -> bool {
         self.runtime
             .block_on(crate::server::healthy(&self.client, base))
+    }
+
+    /// Whether `GET /health` answers 200 within `within`, given up when `stop` says so
+    /// (see [`crate::server::healthy_within`]).
+    pub fn healthy_within(
+        &self,
+        base: &BaseUrl,
+        within: Duration,
+        stop: &dyn Fn() -> bool,
+    ) -> bool {
+        self.runtime.block_on(crate::server::healthy_within(
+            &self.client,
+            base,
+            within,
+            stop,
+        ))
     }
 
     /// The version the server reports (see [`crate::server::version`]).

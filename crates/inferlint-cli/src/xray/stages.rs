@@ -56,13 +56,17 @@ impl Xray<'_> {
     ) -> Result<(), Stop> {
         let recorder =
             Recorder::new().map_err(|e| problem(format!("cannot start the HTTP client: {e}")))?;
-        let health = |base: &BaseUrl| recorder.healthy(base);
+        // A signal ends the wait for `/health` at once, not when the request times out.
+        let shared = Arc::clone(&self.shared);
+        let health = |base: &BaseUrl, within: Duration| {
+            recorder.healthy_within(base, within, &|| shared.interrupted())
+        };
         if let Some(words) = serve_words {
             let words = self.start_receivers(words)?;
             self.start_server(&words, &health)?;
         } else {
             self.start_drain(false)?;
-            if !health(&self.base) {
+            if !health(&self.base, inferlint_live::server::ASK_TIMEOUT) {
                 return Err(problem(format!(
                     "no server answers at {}",
                     self.base.join("/health")

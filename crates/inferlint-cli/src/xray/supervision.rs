@@ -88,7 +88,7 @@ impl Xray<'_> {
     pub(super) fn start_server(
         &mut self,
         words: &[String],
-        health: &dyn Fn(&BaseUrl) -> bool,
+        health: &dyn Fn(&BaseUrl, Duration) -> bool,
     ) -> Result<(), Stop> {
         if !cfg!(target_os = "linux") {
             return Err(problem(
@@ -173,7 +173,7 @@ impl Xray<'_> {
     pub(super) fn wait_ready(
         &mut self,
         boot_path: &Path,
-        health: &dyn Fn(&BaseUrl) -> bool,
+        health: &dyn Fn(&BaseUrl, Duration) -> bool,
     ) -> Result<(), Stop> {
         let begun = Instant::now();
         let limit = Duration::from_secs_f64(self.args.ready_timeout);
@@ -190,7 +190,8 @@ impl Xray<'_> {
                     .map(|b| ready_line_in(&String::from_utf8_lossy(&b)))
                     .unwrap_or(false);
             }
-            if logged_ready && health(&self.base) {
+            // `/health` is given the time the server has left to get ready, no more.
+            if logged_ready && health(&self.base, limit.saturating_sub(begun.elapsed())) {
                 return Ok(());
             }
             if begun.elapsed() >= limit {
