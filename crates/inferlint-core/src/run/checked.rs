@@ -82,22 +82,7 @@ mod tests {
     use crate::run::model::Run;
 
     fn empty() -> Run {
-        Run {
-            engine: &VLLM,
-            boots: Vec::new(),
-            before: None,
-            after: None,
-            series: None,
-            bench: None,
-            expected_extra_requests: 0,
-            requested: None,
-            load_failure: None,
-            rejected: Vec::new(),
-            server_requests: None,
-            kv_events: None,
-            steps: None,
-            notes: Vec::new(),
-        }
+        Run::empty(&VLLM)
     }
 
     /// A run with no file of the server's gives no check anything to read: it is refused,
