@@ -83,6 +83,65 @@ fn wait_until_scraped(port: u16, targets: usize) {
     panic!("prometheus did not scrape the {targets} targets within 60 s");
 }
 
+/// Waits until every replica's recording under `dir` (`watch -o dir`) holds a sample
+/// taken at or after `since` (wall seconds): watch has read each server then.
+fn wait_until_recorded_since(dir: &Path, replicas: usize, since: f64) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let series: Vec<PathBuf> = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path().join("run.series.jsonl"))
+            .filter(|p| p.is_file())
+            .collect();
+        let last_walls: Vec<f64> = series
+            .iter()
+            .filter_map(|p| {
+                let text = std::fs::read_to_string(p).ok()?;
+                text.lines()
+                    .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                    .filter_map(|v| v["t_wall"].as_f64())
+                    .last()
+            })
+            .collect();
+        if last_walls.len() == replicas && last_walls.iter().all(|&t| t >= since) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "watch recorded no sample of every replica after {since} within 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Waits until Prometheus holds a scrape of each of `targets` taken at or after `since`
+/// (wall seconds): `timestamp(up)` is when each target was last scraped.
+fn wait_until_scraped_since(port: u16, targets: usize, since: f64) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let stamps: Vec<f64> = get(port, "/api/v1/query?query=timestamp(up)")
+            .and_then(|body| serde_json::from_str::<Value>(&body).ok())
+            .and_then(|v| {
+                v["data"]["result"].as_array().map(|r| {
+                    r.iter()
+                        .filter_map(|s| s["value"][1].as_str()?.parse::<f64>().ok())
+                        .collect()
+                })
+            })
+            .unwrap_or_default();
+        if stamps.len() == targets && stamps.iter().all(|&t| t >= since) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "prometheus scraped no target after {since} within 30 s: {stamps:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// (tripwire, replica port) -> status, for the verdicts (pass, warn, fail, unknown).
 fn verdicts(
     results: &[Value],
@@ -191,7 +250,8 @@ fn report_from_a_real_prometheus_equals_watch_replica_by_replica() {
         ],
         Stdio::null(),
     ));
-    std::thread::sleep(Duration::from_secs(2));
+    // Watch has read every server before the load begins.
+    wait_until_recorded_since(&dir.path().join("direct"), urls.len(), start);
     // Replica 0 gets far more than its cache holds. Replica 1 gets one short request at
     // a time, each within one KV block from start to end, so that every reading of it,
     // whenever taken, shows the same share of the cache (a request that grows across
@@ -228,7 +288,10 @@ fn report_from_a_real_prometheus_equals_watch_replica_by_replica() {
     for l in loads {
         l.join().unwrap().unwrap();
     }
-    std::thread::sleep(Duration::from_secs(3));
+    // Both recorders have read every server after the load ended.
+    let loaded = wall_now();
+    wait_until_recorded_since(&dir.path().join("direct"), urls.len(), loaded);
+    wait_until_scraped_since(prom_port, urls.len(), loaded);
     for (i, url) in urls.iter().enumerate() {
         snapshot(url, &dir.path().join(format!("after-{i}.json")));
     }
@@ -259,8 +322,8 @@ fn report_from_a_real_prometheus_equals_watch_replica_by_replica() {
         )
         .unwrap();
     }
-    // Prometheus keeps a second or so behind: give it the last scrape of the window.
-    std::thread::sleep(Duration::from_secs(2));
+    // Prometheus holds the last scrape of the window.
+    wait_until_scraped_since(prom_port, urls.len(), end);
 
     let watched = inferlint(dir.path(), &["report", "direct", "--json"]);
     no_panic(&watched);
