@@ -99,10 +99,10 @@ fn wait_until_recorded_since(dir: &Path, replicas: usize, since: f64) {
             .iter()
             .filter_map(|p| {
                 let text = std::fs::read_to_string(p).ok()?;
+                // The last whole sample (a line being written does not parse).
                 text.lines()
-                    .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-                    .filter_map(|v| v["t_wall"].as_f64())
-                    .last()
+                    .rev()
+                    .find_map(|l| serde_json::from_str::<Value>(l).ok()?["t_wall"].as_f64())
             })
             .collect();
         if last_walls.len() == replicas && last_walls.iter().all(|&t| t >= since) {
