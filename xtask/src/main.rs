@@ -165,40 +165,38 @@ mod tests {
         regen::run(&root(), true).unwrap();
     }
 
-    /// The variants are made from the recordings: with them, the committed corpus must be
-    /// what the generator makes; in CI they must be there.
+    /// The recordings these tests read: their absence fails the test, naming it (the
+    /// tests run only where the build set `cfg(recorded)`: `INFERLINT_RECORDED` or `CI`).
+    fn require_recordings() {
+        assert!(
+            variants::recorded().is_some(),
+            "INFERLINT_RECORDED names no folder ({:?}): this test reads the recordings \
+             beside the checkout (INFERLINT_RECORDED=../shared/recorded)",
+            std::env::var_os("INFERLINT_RECORDED")
+        );
+    }
+
+    /// The variants are made from the recordings: the committed corpus must be what the
+    /// generator makes.
     #[test]
+    #[cfg_attr(
+        not(recorded),
+        ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+    )]
     fn format_variants_are_fresh() {
-        if variants::recorded().is_none() {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "INFERLINT_RECORDED must point at the recordings in CI"
-            );
-            // Past the harness's capture, so that the skip is seen.
-            let _ = std::io::Write::write_all(
-                &mut std::io::stderr().lock(),
-                b"skipped: format_variants_are_fresh: INFERLINT_RECORDED is not set to the recordings folder\n",
-            );
-            return;
-        }
+        require_recordings();
         variants::run(&root(), true).unwrap();
     }
 
-    /// The versions page is made from the recordings: with them, the committed page must
-    /// be what the generator writes; in CI they must be there.
+    /// The versions page is made from the recordings: the committed page must be what the
+    /// generator writes.
     #[test]
+    #[cfg_attr(
+        not(recorded),
+        ignore = "needs INFERLINT_RECORDED (the recordings beside the checkout)"
+    )]
     fn engine_versions_page_is_fresh() {
-        if variants::recorded().is_none() {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "INFERLINT_RECORDED must point at the recordings in CI"
-            );
-            let _ = std::io::Write::write_all(
-                &mut std::io::stderr().lock(),
-                b"skipped: engine_versions_page_is_fresh: INFERLINT_RECORDED is not set to the recordings folder\n",
-            );
-            return;
-        }
+        require_recordings();
         engine_versions::run(&root(), true).unwrap();
     }
 
