@@ -267,7 +267,7 @@ fn schema(which: &str) -> Result<ExitCode, CliError> {
     })?;
     let mut text = contract::to_indent1(&schema);
     text.push('\n');
-    print(&text)?;
+    output::emit(&text)?;
     Ok(ExitCode::Passed)
 }
 
@@ -289,18 +289,14 @@ fn completions(shell: &str) -> Result<ExitCode, CliError> {
     clap_complete::generate(shell, &mut Cli::command(), "inferlint", &mut script);
     // The script is ours, not text from a run: it goes out as it is (completions carry
     // no control characters, and escaping would break none either).
-    print(&String::from_utf8_lossy(&script))?;
+    output::emit(&String::from_utf8_lossy(&script))?;
     Ok(ExitCode::Passed)
 }
 
 /// Prints results and returns the exit status they call for.
 fn finish(results: &[CheckResult], json: bool, strict: bool) -> Result<ExitCode, CliError> {
-    print(&output::results_text(results, json))?;
+    output::emit(&output::results_text(results, json))?;
     Ok(ExitCode::for_results(results, strict))
-}
-
-fn print(text: &str) -> Result<(), CliError> {
-    output::print(text).map_err(|e| CliError::cannot_write(format!("cannot write the output: {e}")))
 }
 
 fn check_log(
@@ -328,7 +324,7 @@ fn boot_facts(
     } else {
         boot_facts_text(&facts)
     };
-    print(&text)?;
+    output::emit(&text)?;
     Ok(if strict && !facts.unparsed.is_empty() {
         ExitCode::Undecided
     } else {
@@ -417,14 +413,14 @@ fn explain(choice: &EngineChoice, ids: &[String], json: bool) -> Result<ExitCode
         let entries: Vec<JsonObject> = infos.iter().map(|info| explain_json(info, only)).collect();
         let mut text = output::json_safe(contract::to_indent1(&entries));
         text.push('\n');
-        print(&text)?;
+        output::emit(&text)?;
         return Ok(ExitCode::Passed);
     }
     let text: Vec<String> = infos
         .iter()
         .map(|info| catalogue::render_explain(info, only, width))
         .collect();
-    print(&format!("{}\n", text.join("\n").trim_end()))?;
+    output::emit(&format!("{}\n", text.join("\n").trim_end()))?;
     Ok(ExitCode::Passed)
 }
 

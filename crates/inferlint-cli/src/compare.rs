@@ -284,10 +284,6 @@ fn figures_exit(c: &Comparison) -> ExitCode {
     }
 }
 
-fn print(text: &str) -> Result<(), CliError> {
-    output::print(text).map_err(|e| CliError::cannot_write(format!("cannot write the output: {e}")))
-}
-
 /// Writes a page that `compare` or `sweep` made, by the report's rules: never over a file
 /// it read, over an earlier page of ours, over anything else only with `--force`.
 fn write_page(path: &Path, html: &str, force: bool, reads: &[PathBuf]) -> Result<(), CliError> {
@@ -384,13 +380,13 @@ pub(crate) fn compare_command(
     if json {
         let mut text = output::json_safe(inferlint_core::story::contract::to_indent1(&comparison));
         text.push('\n');
-        print(&text)?;
+        output::emit(&text)?;
     } else {
         let mut text = compare::terminal_text(&comparison);
         if let Some(out) = &args.page.out {
             text.push_str(&format!("-> {}\n", out.display()));
         }
-        print(&text)?;
+        output::emit(&text)?;
     }
     Ok(comparison_exit(&comparison))
 }
@@ -436,7 +432,7 @@ pub(crate) fn baseline_gate(
             crate::output::print_err(line);
         }
     } else {
-        print(&text)?;
+        output::emit(&text)?;
     }
     Ok(comparison_exit(&comparison))
 }
@@ -523,13 +519,13 @@ pub(crate) fn sweep_command(
     if json {
         let mut text = output::json_safe(inferlint_core::story::contract::to_indent1(&analysis));
         text.push('\n');
-        print(&text)?;
+        output::emit(&text)?;
     } else {
         let mut text = sweep::terminal_text(&analysis);
         if let Some(out) = &args.page.out {
             text.push_str(&format!("-> {}\n", out.display()));
         }
-        print(&text)?;
+        output::emit(&text)?;
     }
     Ok(sweep::exit_word(&analysis).into())
 }

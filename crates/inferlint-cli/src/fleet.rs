@@ -361,7 +361,7 @@ fn report_fleet(
                 worst_of(worst, replica.outcome(strict))
             }),
     );
-    print(&fleet_text(
+    output::emit(&fleet_text(
         &names,
         &checked,
         &fleet_results,
@@ -476,10 +476,6 @@ fn fleet_text(
     }
     text.push('\n');
     text
-}
-
-fn print(text: &str) -> Result<(), CliError> {
-    output::print(text).map_err(|e| CliError::cannot_write(format!("cannot write the output: {e}")))
 }
 
 #[cfg(test)]

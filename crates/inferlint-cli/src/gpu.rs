@@ -50,10 +50,6 @@ fn streamed(json: bool) -> impl FnMut(&str) {
     }
 }
 
-fn print(text: &str) -> Result<(), CliError> {
-    output::print(text).map_err(|e| CliError::cannot_write(format!("cannot write the output: {e}")))
-}
-
 pub fn gpu_inspect(
     _choice: &EngineChoice,
     args: &GpuInspectArgs,
@@ -66,7 +62,7 @@ pub fn gpu_inspect(
     let mut machine = machine("gpu-inspect's free-card check")?;
     let result = inspect::gpu_inspect(&mut machine, rule, &mut streamed(json));
     let results = [result];
-    print(&output::results_text(&results, json))?;
+    output::emit(&output::results_text(&results, json))?;
     Ok(ExitCode::for_results(&results, strict))
 }
 
@@ -89,9 +85,9 @@ pub fn teardown(
         // Its --json is a report of its own, not the results array: --junit still gets
         // the results.
         crate::junit::printed(&outcome.results);
-        print(&output::json_safe(outcome.json()))?;
+        output::emit(&output::json_safe(outcome.json()))?;
     } else {
-        print(&output::results_text(&outcome.results, false))?;
+        output::emit(&output::results_text(&outcome.results, false))?;
     }
     Ok(ExitCode::for_results(&outcome.results, strict))
 }

@@ -25,11 +25,6 @@ pub(crate) fn recorder() -> Result<Recorder, CliError> {
         .map_err(|e| CliError::cannot_write(format!("cannot start the HTTP client: {e}")))
 }
 
-fn print(text: &str) -> Result<(), CliError> {
-    terminal::print(text)
-        .map_err(|e| CliError::cannot_write(format!("cannot write the output: {e}")))
-}
-
 fn cannot_write(path: &Path, e: io::Error) -> CliError {
     CliError::cannot_write(format!("cannot write {}: {e}", path.display()))
 }
@@ -77,7 +72,7 @@ pub fn snapshot(
         &rule,
     )
     .map_err(refused)?;
-    print(&format!(
+    terminal::emit(&format!(
         "{} samples, scrape {:.3}s -> {}\n",
         scrape.snapshot.metrics.len(),
         scrape.stamp.latency_s,
@@ -248,20 +243,20 @@ pub fn watch(choice: &mut EngineChoice, args: &WatchArgs, url: &str) -> Result<E
         eprint_line!("note: waiting a few seconds for the server's last spans");
         let (summary, requests) =
             receiver.stop_after_last_spans(engine.descriptor(), None, &|| false);
-        print(&format!(
+        terminal::emit(&format!(
             "{}\n",
             crate::receivers::spans_line(&summary, requests)
         ))?;
     }
     if let Some(subscriber) = kv {
-        print(&format!(
+        terminal::emit(&format!(
             "{}\n",
             crate::receivers::kv_line(&subscriber.stop())
         ))?;
     }
     if let Some(follower) = steps {
         let summary = follower.stop();
-        print(&format!("{}\n", fmt::terminal_safe(&summary.line())))?;
+        terminal::emit(&format!("{}\n", fmt::terminal_safe(&summary.line())))?;
         if let Some(warning) = summary.warning() {
             eprint_line!("warning: {}", fmt::terminal_safe(&warning));
         }
@@ -269,7 +264,7 @@ pub fn watch(choice: &mut EngineChoice, args: &WatchArgs, url: &str) -> Result<E
     if let Some(drainer) = drainer {
         let summary = drainer.stop();
         for line in crate::receivers::drain_lines(&summary) {
-            print(&format!("{line}\n"))?;
+            terminal::emit(&format!("{line}\n"))?;
         }
         if let Some(e) = summary.write_error {
             eprint_line!("inferlint: {e}");
@@ -287,10 +282,10 @@ pub fn watch(choice: &mut EngineChoice, args: &WatchArgs, url: &str) -> Result<E
             progress.damaged
         ));
     }
-    print(&format!("{line}\n"))?;
+    terminal::emit(&format!("{line}\n"))?;
     let verdicts = observer.status_text();
     if !verdicts.is_empty() {
-        print(&format!(
+        terminal::emit(&format!(
             "verdicts at the end: {}\n",
             fmt::terminal_safe(&verdicts)
         ))?;
@@ -582,7 +577,7 @@ pub fn probe(
     };
     let report = recorder()?.probe(&base, &options);
     let results = [probe::verdict(&report)];
-    print(&terminal::results_text(&results, global.json))?;
+    terminal::emit(&terminal::results_text(&results, global.json))?;
     Ok(ExitCode::for_results(&results, global.strict))
 }
 

@@ -82,6 +82,13 @@ pub fn coloured(text: &str) -> String {
     out
 }
 
+/// [`print`] for a command's own output: a failed write is the command's error, with exit
+/// code and message the same from every command.
+pub fn emit(text: &str) -> Result<(), crate::exit::CliError> {
+    print(text)
+        .map_err(|e| crate::exit::CliError::cannot_write(format!("cannot write the output: {e}")))
+}
+
 /// Writes text to stdout, control characters escaped. A broken pipe is not an error: the
 /// reader has what it wanted.
 pub fn print(text: &str) -> io::Result<()> {

@@ -107,7 +107,7 @@ pub(crate) fn report(
         Ok(None)
     };
     if json {
-        print(&output::results_text(results, true))?;
+        output::emit(&output::results_text(results, true))?;
     } else {
         let mut text = output::results_text(results, false);
         text.push_str(&insights::terminal_throughput(&checked.account));
@@ -117,7 +117,7 @@ pub(crate) fn report(
             text.push_str(&format!(" -> {}", shown(path)));
         }
         text.push('\n');
-        print(&text)?;
+        output::emit(&text)?;
     }
     written?;
     // A service level that is not met fails the run (1); one that cannot be told is a
@@ -141,7 +141,7 @@ pub(crate) fn report(
                 output::print_err(line);
             }
         } else {
-            print(&text)?;
+            output::emit(&text)?;
         }
     }
     let code = worst(ExitCode::of(checked.outcome(strict)), slo_code);
@@ -242,10 +242,6 @@ fn baseline_gate(
         json,
         strict,
     )
-}
-
-fn print(text: &str) -> Result<(), CliError> {
-    output::print(text).map_err(|e| CliError::cannot_write(format!("cannot write the output: {e}")))
 }
 
 /// `--trace FILE` under the command's rule for outputs (the one `--llmd-br` and the page

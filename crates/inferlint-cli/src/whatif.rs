@@ -70,8 +70,7 @@ pub(crate) fn whatif(
     } else {
         terminal(&shown(&args.run), &baseline, prediction.as_ref())
     };
-    output::print(&text)
-        .map_err(|e| CliError::cannot_write(format!("cannot write the output: {e}")))?;
+    output::emit(&text)?;
     Ok(ExitCode::Passed)
 }
 
