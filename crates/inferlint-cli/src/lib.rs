@@ -32,7 +32,7 @@ mod xray;
 /// Runs the command line on `args` (the program's name first) and returns the exit
 /// status, from the one table (README, "Exit status"). xray starts the server and the
 /// load through this same binary: an internal invocation of the supervisor or the
-/// trampoline (`supervise.rs`) is answered first.
+/// trampoline (`supervise/`) is answered first.
 pub fn main(args: Vec<std::ffi::OsString>) -> i32 {
     if let Some(code) = supervise::internal(&args) {
         return code;

@@ -7,7 +7,7 @@
 //! makes them, so the folder reads back to the same verdicts.
 //!
 //! Stopping the server on every path is the point of this module. The server runs under
-//! a supervisor (`supervise.rs`) that holds its whole tree, daemons included, and stops
+//! a supervisor (`supervise/`) that holds its whole tree, daemons included, and stops
 //! it should xray die; [`ServerGuard`] stops the whole tree when it is dropped
 //! (normal end, an early stop, an error inside inferlint, a panic), and a thread waiting
 //! on inferlint-live's signal handlers turns SIGINT and SIGTERM into a clean stop: the
