@@ -29,7 +29,7 @@ use inferlint_core::story::insights::Insight;
 use inferlint_engines::files;
 use inferlint_engines::load::Folded;
 use inferlint_engines::output::{self, OutputError, Rule};
-use inferlint_report::{Report, Timeline, TimelineBuilder, TimelinePass, TimelineSetup};
+use inferlint_report::{charts_timeline, PassCharts, Report, Timeline, TimelinePass};
 
 use crate::exit::CliError;
 use crate::output::eprint_line;
@@ -93,28 +93,28 @@ pub fn made_from(boot_logs: &[PathBuf], others: [Option<&Path>; 4]) -> Vec<Strin
         .collect()
 }
 
-/// The recording folded for drawing, with the address its header names: the checks'
-/// pass's timeline where it vouches for it, else the recording read again.
+/// The recording folded for drawing, with the address its header names (one rule for
+/// every page: [`inferlint_report::charts_timeline`]).
 fn timeline(inputs: &Inputs) -> Result<Option<(Timeline, Option<String>)>, CliError> {
     let (Some(path), Some(stats)) = (inputs.series, inputs.run.series.as_ref()) else {
         return Ok(None);
     };
-    let usable_blocks = inferlint_report::usable_blocks(inputs.results);
-    if let Some(charts) = inputs.charts {
-        if let Some(mut timeline) = charts.fold.finish(stats, inputs.run.engine, usable_blocks) {
-            timeline.setup.interval_s = charts.header.interval_s;
-            return Ok(Some((timeline, charts.header.url.clone())));
-        }
-    }
-    let Some(setup) = TimelineSetup::new(stats, inputs.run.engine, usable_blocks, None) else {
-        return Ok(None);
-    };
-    let mut builder = TimelineBuilder::new(setup);
-    let summary = files::read_series(path, |sample| builder.push(sample))?;
-    let mut timeline = builder.finish();
-    let header = summary.header.unwrap_or_default();
-    timeline.setup.interval_s = header.interval_s;
-    Ok(Some((timeline, header.url)))
+    let pass = inputs.charts.map(|charts| PassCharts {
+        pass: &charts.fold,
+        interval_s: charts.header.interval_s,
+        url: charts.header.url.as_deref(),
+    });
+    charts_timeline(
+        stats,
+        inputs.run.engine,
+        inferlint_report::usable_blocks(inputs.results),
+        pass,
+        |builder| {
+            let summary = files::read_series(path, |sample| builder.push(sample))?;
+            let header = summary.header.unwrap_or_default();
+            Ok((header.interval_s, header.url))
+        },
+    )
 }
 
 /// The whole page.

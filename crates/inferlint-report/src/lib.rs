@@ -41,7 +41,7 @@ pub use csp::{policy, policy_without_script, source_hash};
 pub use page::{SCRIPT, STYLE};
 pub use report::{title, usable_blocks, Report};
 pub use timeline::{Timeline, TimelineBuilder, TimelineSetup};
-pub use timeline_pass::TimelinePass;
+pub use timeline_pass::{charts_timeline, PassCharts, TimelinePass};
 
 use page::{bidi_shown, FAVICON};
 

@@ -26,8 +26,50 @@ use inferlint_core::{Engine, EngineDescriptor, SeriesSample, Snapshot};
 
 use crate::timeline::{
     finite, fit_at, row_count, row_index, row_step_for, stretch_index, widen, Levels, Range,
-    RateWindow, Reading, Stretch, Timeline, TimelineSetup, MAX_POINTS,
+    RateWindow, Reading, Stretch, Timeline, TimelineBuilder, TimelineSetup, MAX_POINTS,
 };
+
+/// What the checks' pass over a recording brought for the charts: its fold, and the
+/// interval and address the recording's header names.
+#[derive(Debug, Clone, Copy)]
+pub struct PassCharts<'a> {
+    /// The fold, every sample the checks read folded in.
+    pub pass: &'a TimelinePass,
+    /// The sampling interval the recording's header names.
+    pub interval_s: Option<f64>,
+    /// The address the recording's header names.
+    pub url: Option<&'a str>,
+}
+
+/// The recording folded for drawing, with the address its header names: the checks'
+/// pass's timeline where it vouches for it ([`TimelinePass::finish`]), else what
+/// `read_again` folds into a builder set up from the same statistics, with the interval
+/// and address the header it read names. `None` when the recording has no samples.
+///
+/// Every page that draws a checked run takes its charts through here, so a page drawn
+/// in the pass and one drawn from the file read again are the same page.
+pub fn charts_timeline<E>(
+    stats: &SeriesStats,
+    engine: &EngineDescriptor,
+    usable_blocks: Option<u64>,
+    pass: Option<PassCharts<'_>>,
+    read_again: impl FnOnce(&mut TimelineBuilder) -> Result<(Option<f64>, Option<String>), E>,
+) -> Result<Option<(Timeline, Option<String>)>, E> {
+    if let Some(charts) = pass {
+        if let Some(mut timeline) = charts.pass.finish(stats, engine, usable_blocks) {
+            timeline.setup.interval_s = charts.interval_s;
+            return Ok(Some((timeline, charts.url.map(str::to_owned))));
+        }
+    }
+    let Some(setup) = TimelineSetup::new(stats, engine, usable_blocks, None) else {
+        return Ok(None);
+    };
+    let mut builder = TimelineBuilder::new(setup);
+    let (interval_s, url) = read_again(&mut builder)?;
+    let mut timeline = builder.finish();
+    timeline.setup.interval_s = interval_s;
+    Ok(Some((timeline, url)))
+}
 
 /// What the pass takes from the recording's ends: where its time starts, which clock it
 /// reads, how long it is, and so how its stretches and rows are cut.

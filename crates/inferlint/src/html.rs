@@ -1,7 +1,7 @@
 //! The self-contained HTML report of a checked run (feature `report`).
 
 use inferlint_engines::files;
-use inferlint_report::{Timeline, TimelineBuilder, TimelineSetup};
+use inferlint_report::{charts_timeline, PassCharts, Timeline, TimelineBuilder};
 
 use crate::error::{Error, ErrorKind};
 use crate::report::Report;
@@ -41,9 +41,8 @@ impl Run {
         Ok(inferlint_report::render(&page))
     }
 
-    /// The recording folded for drawing, with the address it was made from: from the
-    /// checks' pass over the file where it folded the charts and can vouch for them, else
-    /// read again.
+    /// The recording folded for drawing, with the address it was made from (one rule for
+    /// every page: [`inferlint_report::charts_timeline`]).
     fn timeline(
         &self,
         usable_blocks: Option<u64>,
@@ -51,39 +50,33 @@ impl Run {
         let Some(stats) = self.inner.series.as_ref() else {
             return Ok(None);
         };
-        let path = match &self.series_source {
-            SeriesSource::None => return Ok(None),
+        let engine = self.inner.engine;
+        let read = |path: &std::path::Path, builder: &mut TimelineBuilder| {
+            let summary = files::read_series(path, |sample| builder.push(sample)).map_err(|e| {
+                Error::new(ErrorKind::Io, format!("cannot read {e}")).with_path(path)
+            })?;
+            let header = summary.header.unwrap_or_default();
+            Ok((header.interval_s, header.url))
+        };
+        match &self.series_source {
+            SeriesSource::None => Ok(None),
             SeriesSource::Folded(path, charts) => {
-                if let Some(mut timeline) =
-                    charts.fold.finish(stats, self.inner.engine, usable_blocks)
-                {
-                    timeline.setup.interval_s = charts.header.interval_s;
-                    return Ok(Some((timeline, charts.header.url.clone())));
-                }
-                path
-            }
-            SeriesSource::File(path) => path,
-            SeriesSource::Samples(samples) => {
-                let Some(setup) = TimelineSetup::new(stats, self.inner.engine, usable_blocks, None)
-                else {
-                    return Ok(None);
+                let pass = PassCharts {
+                    pass: &charts.fold,
+                    interval_s: charts.header.interval_s,
+                    url: charts.header.url.as_deref(),
                 };
-                let mut builder = TimelineBuilder::new(setup);
-                for sample in samples {
-                    builder.push(sample);
-                }
-                return Ok(Some((builder.finish(), None)));
+                charts_timeline(stats, engine, usable_blocks, Some(pass), |b| read(path, b))
             }
-        };
-        let Some(setup) = TimelineSetup::new(stats, self.inner.engine, usable_blocks, None) else {
-            return Ok(None);
-        };
-        let mut builder = TimelineBuilder::new(setup);
-        let summary = files::read_series(path, |sample| builder.push(sample))
-            .map_err(|e| Error::new(ErrorKind::Io, format!("cannot read {e}")).with_path(path))?;
-        let mut timeline = builder.finish();
-        let header = summary.header.unwrap_or_default();
-        timeline.setup.interval_s = header.interval_s;
-        Ok(Some((timeline, header.url)))
+            SeriesSource::File(path) => {
+                charts_timeline(stats, engine, usable_blocks, None, |b| read(path, b))
+            }
+            SeriesSource::Samples(samples) => {
+                charts_timeline(stats, engine, usable_blocks, None, |builder| {
+                    samples.iter().for_each(|sample| builder.push(sample));
+                    Ok((None, None))
+                })
+            }
+        }
     }
 }
