@@ -535,10 +535,31 @@ fn a_second_signal_kills_the_server_that_ignores_sigterm_at_once() {
         assert!(Instant::now() < deadline, "the load never started");
         std::thread::sleep(Duration::from_millis(50));
     }
+    // xray's stderr, line by line, so that the second signal follows the first once xray
+    // says it took it.
+    let (lines, said) = std::sync::mpsc::channel::<String>();
+    let stderr = xray.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = lines.send(line);
+        }
+    });
     let pid = Pid::from_raw(i32::try_from(xray.id()).unwrap());
     kill(pid, Signal::SIGINT).unwrap();
-    // Into the clean stop: the load ignores SIGTERM too, so its 5 s grace runs now.
-    std::thread::sleep(Duration::from_secs(1));
+    // Into the clean stop: the load ignores SIGTERM too, so its 5 s grace runs from here,
+    // and the server's 30 s after it.
+    loop {
+        let line = said
+            .recv_timeout(Duration::from_secs(30))
+            .expect("xray never said it took the first signal");
+        if line.contains("inferlint: interrupted;") {
+            break;
+        }
+    }
     kill(pid, Signal::SIGINT).unwrap();
     let second = Instant::now();
     let status = loop {

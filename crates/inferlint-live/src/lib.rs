@@ -88,17 +88,48 @@ pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
 /// polled, so a signal that arrives in between is not lost. Call it inside a runtime
 /// (`Runtime::enter`).
 pub fn interrupted() -> impl Future<Output = ()> {
+    let mut interrupts = interrupts();
+    async move { interrupts.next().await }
+}
+
+/// [`interrupted`] for a program that answers more than one signal (a second Ctrl-C that
+/// stops at once): the same handlers, kept between signals, so that a second signal
+/// that arrives while the first is being answered waits for the next call to
+/// [`Interrupts::next`] instead of being lost. Call it inside a runtime (`Runtime::enter`).
+pub fn interrupts() -> Interrupts {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
-        let handlers = (
+        match (
             signal(SignalKind::interrupt()),
             signal(SignalKind::terminate()),
-        );
-        async move {
-            let (Ok(mut int), Ok(mut term)) = handlers else {
-                // No handler could be installed: the default action ends the process
-                // as it would have without us.
+        ) {
+            (Ok(int), Ok(term)) => Interrupts(Some((int, term))),
+            // No handler could be installed: the default action ends the process as it
+            // would have without us.
+            _ => Interrupts(None),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        Interrupts(())
+    }
+}
+
+/// The process's SIGINT and SIGTERM handlers, one signal at a time ([`interrupts`]).
+#[derive(Debug)]
+pub struct Interrupts(
+    #[cfg(unix)] Option<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)>,
+    #[cfg(not(unix))] (),
+);
+
+impl Interrupts {
+    /// Resolves at the next SIGINT or SIGTERM, including one that arrived since the last
+    /// call returned.
+    pub async fn next(&mut self) {
+        #[cfg(unix)]
+        {
+            let Some((int, term)) = &mut self.0 else {
                 return std::future::pending().await;
             };
             tokio::select! {
@@ -106,10 +137,8 @@ pub fn interrupted() -> impl Future<Output = ()> {
                 _ = term.recv() => {}
             }
         }
-    }
-    #[cfg(not(unix))]
-    {
-        async {
+        #[cfg(not(unix))]
+        {
             if tokio::signal::ctrl_c().await.is_err() {
                 std::future::pending::<()>().await;
             }

@@ -79,3 +79,70 @@ fn child_records_then_raises_sigint() {
     std::thread::sleep(std::time::Duration::from_secs(5));
     panic!("still alive 5 s after SIGINT");
 }
+
+#[cfg(unix)]
+const TWICE: &str = "INFERLINT_LIVE_SIGNAL_TWICE";
+
+/// A second signal that arrives while the first is being answered (between one
+/// `Interrupts::next` and the next call) is kept for that next call, not lost: xray's
+/// second Ctrl-C, pressed quickly, stops at once. Run in a child, since it installs the
+/// process's handlers for good.
+#[cfg(unix)]
+#[test]
+fn a_second_signal_while_the_first_is_answered_is_not_lost() {
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "signals::child_answers_two_signals",
+            "--nocapture",
+        ])
+        .env(TWICE, "1")
+        .status()
+        .unwrap();
+    assert!(status.success(), "the child lost a signal: {status:?}");
+}
+
+/// The child's part (does nothing unless run by the test above).
+#[cfg(unix)]
+#[test]
+fn child_answers_two_signals() {
+    use nix::sys::signal::{raise, Signal};
+    use std::time::Duration;
+    if std::env::var_os(TWICE).is_none() {
+        return;
+    }
+    let runtime = inferlint_live::runtime().unwrap();
+    let mut interrupts = {
+        let _inside = runtime.enter();
+        inferlint_live::interrupts()
+    };
+    let within = |interrupts: &mut inferlint_live::Interrupts| {
+        runtime.block_on(async {
+            tokio::time::timeout(Duration::from_secs(5), interrupts.next())
+                .await
+                .is_ok()
+        })
+    };
+    // Another runtime at work on another thread, as xray's recorder is: its driver takes
+    // a signal off the process's pipe and hands it to the listeners there are at that
+    // moment. Listeners made afresh for each wait (as xray once did) are not there
+    // between two waits, and this test then fails: the signal is gone.
+    std::thread::spawn(|| {
+        let other = inferlint_live::runtime().unwrap();
+        other.block_on(async {
+            for _ in 0..3000 {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        });
+    });
+    raise(Signal::SIGINT).unwrap();
+    assert!(within(&mut interrupts), "the first SIGINT never arrived");
+    // Raised while nothing waits, and given time to be handed out: the handlers are the
+    // ones the first wait had, so the next wait sees it.
+    raise(Signal::SIGTERM).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        within(&mut interrupts),
+        "the SIGTERM raised between two waits was lost"
+    );
+}

@@ -62,17 +62,15 @@ pub(super) fn catch_signals(shared: &Arc<Shared>) -> Result<(), CliError> {
                     return;
                 }
             };
-            let mut first = true;
+            // One set of handlers for every signal: a second Ctrl-C that arrives while
+            // the first is answered is kept for the next wait, not lost.
+            let mut interrupts = {
+                let _inside = runtime.enter();
+                inferlint_live::interrupts()
+            };
+            let _ = installed.send(Ok(()));
             loop {
-                let signal = {
-                    let _inside = runtime.enter();
-                    inferlint_live::interrupted()
-                };
-                if first {
-                    let _ = installed.send(Ok(()));
-                    first = false;
-                }
-                runtime.block_on(signal);
+                runtime.block_on(interrupts.next());
                 on_signal(&shared);
             }
         })
