@@ -358,12 +358,17 @@ fn sigint_during_the_load_stops_the_server() {
             "100",
         ],
     );
+    // The load prints its request rate once its test request came back and the main run
+    // begins (as `vllm bench serve` does), and xray copies each line to load.log.
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !tmp.path().join("run/load.log").is_file() {
-        assert!(Instant::now() < deadline, "the load never started");
+    let log = tmp.path().join("run/load.log");
+    while !std::fs::read_to_string(&log).is_ok_and(|t| t.contains("Traffic request rate:")) {
+        assert!(
+            Instant::now() < deadline,
+            "the load never started its main run"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
-    std::thread::sleep(Duration::from_millis(500));
     signal(&child, nix::sys::signal::Signal::SIGINT);
     let out = finish(child);
     no_panic(&out);
@@ -390,7 +395,6 @@ fn sigterm_during_boot_stops_the_server() {
         assert!(Instant::now() < deadline, "the server never started");
         std::thread::sleep(Duration::from_millis(50));
     }
-    std::thread::sleep(Duration::from_millis(300));
     signal(&child, nix::sys::signal::Signal::SIGTERM);
     let out = finish(child);
     no_panic(&out);
