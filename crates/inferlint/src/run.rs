@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 
 use inferlint_core::judging::checks::series::SeriesStats;
 use inferlint_core::judging::identity::Admitted;
-use inferlint_core::judging::status::any_verdict;
 use inferlint_core::model::client::{ClientAccount, ClientRequest, LoadTool, RequestClock};
 use inferlint_core::model::{BootFacts, GpuSampling, SeriesSample, Snapshot};
 use inferlint_core::run::{self as core_run, Run as CoreRun};
@@ -38,6 +37,10 @@ pub struct Run {
     /// Why a recording has no after reading, when it has none: the checks that need it
     /// say Can't tell, naming it.
     after_missing: Option<String>,
+    /// The check with the default options, where reading the run already made it (to
+    /// refuse a run on which nothing could be checked): [`Run::check`] hands it out
+    /// instead of checking again. A `Run` never changes once read, so it stays true.
+    checked: Option<core_run::Checked>,
 }
 
 /// How to check a run: [`CheckOptions::default`] and the setters; more options may come
@@ -139,9 +142,7 @@ impl Run {
         if found.bench.is_none() {
             refuse_unread_result(dir)?;
         }
-        let run = Run::read(&found, &mut choice, None)?;
-        run.refuse_nothing_checked(&load::given(&found))?;
-        Ok(run)
+        Run::read(&found, &mut choice, None)?.checked_once(&load::given(&found))
     }
 
     /// The files found (or named), read as one run, with the notes loading left; no
@@ -175,6 +176,7 @@ impl Run {
             notes,
             series_source: series.map_or(SeriesSource::None, SeriesSource::File),
             after_missing: None,
+            checked: None,
         }
     }
 
@@ -216,7 +218,27 @@ impl Run {
     /// [`Run::check`] with options (see [`CheckOptions`]); it blocks as [`Run::check`]
     /// does.
     pub fn check_with(&self, options: &CheckOptions) -> Report {
-        let checked = core_run::check(
+        let checked = match &self.checked {
+            Some(checked) if *options == CheckOptions::default() => checked.clone(),
+            _ => self.checked_with(options),
+        };
+        Report::new(checked, self.notes.clone())
+    }
+
+    /// This run checked once with the default options, and kept so: refused, as every
+    /// command refuses it, when no check could give a verdict (naming the inputs
+    /// `given`), else the check [`Run::check`] hands out.
+    fn checked_once(mut self, given: &[String]) -> Result<Run, Error> {
+        let checked = self.checked_with(&CheckOptions::default());
+        if let Some(why) = checked.nothing_checked(given) {
+            return Err(Error::new(ErrorKind::NothingChecked, why));
+        }
+        self.checked = Some(checked);
+        Ok(self)
+    }
+
+    fn checked_with(&self, options: &CheckOptions) -> core_run::Checked {
+        core_run::check(
             &self.inner,
             &core_run::CheckOptions {
                 run: core_run::RunOptions {
@@ -225,8 +247,7 @@ impl Run {
                 },
                 after_missing: self.after_missing.clone(),
             },
-        );
-        Report::new(checked, self.notes.clone())
+        )
     }
 
     /// [`Run::check_with`] with [`CheckOptions::expect_cache_hits`].
@@ -273,18 +294,6 @@ impl Run {
                 format!("the replay cannot speak for this run: {why}"),
             )
         })
-    }
-
-    /// The refusal of a run on which no check could run.
-    fn refuse_nothing_checked(&self, given: &[String]) -> Result<(), Error> {
-        let results = core_run::check_run_with(&self.inner, core_run::RunOptions::default());
-        if any_verdict(&results) {
-            return Ok(());
-        }
-        Err(Error::new(
-            ErrorKind::NothingChecked,
-            core_run::nothing_checked(given, &results),
-        ))
     }
 }
 
@@ -763,9 +772,9 @@ impl RunBuilder {
                 SeriesSource::Samples(self.samples)
             },
             after_missing: self.after_missing,
+            checked: None,
         };
-        run.refuse_nothing_checked(&given)?;
-        Ok(run)
+        run.checked_once(&given)
     }
 }
 
@@ -853,5 +862,42 @@ impl Run {
             }),
             ..RunBuilder::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The check a folder's reading kept (to refuse a run with nothing checked) is the
+    /// check made afresh: `Run::check` hands out the kept one, options left at default.
+    #[test]
+    fn the_check_kept_from_reading_is_the_check_made_afresh() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/sim");
+        let mut folders = 0;
+        for entry in std::fs::read_dir(&root).expect("the simulated fixtures") {
+            let dir = entry.expect("a fixture").path();
+            if !dir.is_dir() {
+                continue;
+            }
+            let run = Run::from_dir(&dir).expect("a simulated run reads");
+            assert!(run.checked.is_some(), "{} kept no check", dir.display());
+            let fresh = Report::new(
+                run.checked_with(&CheckOptions::default()),
+                run.notes.clone(),
+            );
+            assert_eq!(
+                format!("{:?}", run.check()),
+                format!("{fresh:?}"),
+                "{}",
+                dir.display()
+            );
+            folders += 1;
+        }
+        assert!(
+            folders >= 4,
+            "only {folders} simulated folders under {}",
+            root.display()
+        );
     }
 }
