@@ -153,14 +153,22 @@ fn tied(program: &str, env: &[(String, String)]) -> io::Result<Command> {
 /// processes were sent the signal and whether any survived `kill_wait`.
 #[cfg(target_os = "linux")]
 pub fn kill_tree_now(anchor: Member, cgroup: Option<PathBuf>, kill_wait: Duration) -> TreeStop {
-    let source = inferlint_gpu::tree::Contained {
-        anchor: Some(anchor),
-        cgroup: cgroup.map(inferlint_gpu::cgroup::OwnCgroup::at),
-    };
     let times = StopTimes {
         grace: Duration::ZERO,
         kill_wait,
         poll: STOP_POLL,
+    };
+    stop_contained(anchor, cgroup, times)
+}
+
+/// Every process of the tree below `anchor` and in `cgroup` stopped by the tree rule
+/// (`inferlint_gpu::tree::stop_tree`) with `times`; a process table that cannot be read
+/// is said in the outcome.
+#[cfg(target_os = "linux")]
+fn stop_contained(anchor: Member, cgroup: Option<PathBuf>, times: StopTimes) -> TreeStop {
+    let source = inferlint_gpu::tree::Contained {
+        anchor: Some(anchor),
+        cgroup: cgroup.map(inferlint_gpu::cgroup::OwnCgroup::at),
     };
     match inferlint_gpu::system::LinuxProcesses::new(false) {
         Ok(mut processes) => inferlint_gpu::tree::stop_tree(

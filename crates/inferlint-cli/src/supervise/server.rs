@@ -247,29 +247,15 @@ impl Supervised {
     /// then lets the supervisor go. Safe to call twice: the second finds nothing.
     #[cfg(target_os = "linux")]
     pub fn stop(&mut self, times: StopTimes) -> TreeStop {
-        let source = inferlint_gpu::tree::Contained {
-            anchor: Some(self.anchor),
-            cgroup: match &self.containment {
-                Containment::Cgroup(dir) => Some(inferlint_gpu::cgroup::OwnCgroup::at(dir.clone())),
-                Containment::Subreaper(_) => None,
-            },
+        let cgroup = match &self.containment {
+            Containment::Cgroup(dir) => Some(dir.clone()),
+            Containment::Subreaper(_) => None,
         };
-        let outcome = match inferlint_gpu::system::LinuxProcesses::new(false) {
-            Ok(mut processes) => inferlint_gpu::tree::stop_tree(
-                &source,
-                &mut processes,
-                &mut inferlint_gpu::system::SystemClock::new(),
-                times,
-            ),
-            Err(e) => TreeStop {
-                unreadable: Some(format!("could not {e}")),
-                ..TreeStop::default()
-            },
-        };
+        let outcome = super::stop_contained(self.anchor, cgroup.clone(), times);
         self.release(Duration::from_secs(5));
         if outcome.complete() {
-            if let Some(cgroup) = &source.cgroup {
-                let _ = cgroup.remove();
+            if let Some(dir) = cgroup {
+                let _ = inferlint_gpu::cgroup::OwnCgroup::at(dir).remove();
             }
         }
         self.stopped = true;
