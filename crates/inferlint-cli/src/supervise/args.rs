@@ -4,6 +4,10 @@ use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::{Path, PathBuf};
 
+use inferlint_gpu::tree::StopTimes;
+
+use super::millis;
+
 /// The options both internal modes take: `--parent PID [--cgroup DIR] [--grace-ms N]
 /// [--kill-ms N] [--arg0 WORD] [--env K=V]... -- PROGRAM [ARGS...]`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -77,6 +81,32 @@ impl InternalArgs {
     }
 
     /// The words that pass these options on, up to and including the program's.
+    /// The options for supervising `program` (as the user wrote it; found at `path`)
+    /// with `args` and the variables `env` sets, this process its parent, stopped with
+    /// `times`: neither a cgroup nor the load's mode.
+    pub(super) fn supervising(
+        program: &str,
+        path: PathBuf,
+        args: &[String],
+        env: &[(String, String)],
+        times: StopTimes,
+    ) -> InternalArgs {
+        InternalArgs {
+            parent: std::process::id(),
+            cgroup: None,
+            grace_ms: millis(times.grace),
+            kill_ms: millis(times.kill_wait),
+            arg0: Some(program.into()),
+            env: env
+                .iter()
+                .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+                .collect(),
+            program: path.into_os_string(),
+            args: args.iter().map(OsString::from).collect(),
+            load: false,
+        }
+    }
+
     pub(super) fn to_words(&self) -> Vec<OsString> {
         let mut words: Vec<OsString> = vec!["--parent".into(), self.parent.to_string().into()];
         if let Some(dir) = &self.cgroup {

@@ -1,6 +1,5 @@
 //! The load command under a supervisor of its own.
 
-use std::ffi::OsString;
 use std::io;
 use std::process::{Child, ChildStdin, Stdio};
 use std::time::Duration;
@@ -9,7 +8,7 @@ use inferlint_gpu::tree::{Member, StopTimes};
 
 #[cfg(not(target_os = "linux"))]
 use super::tied;
-use super::{find_program, millis, path_in, spawn, this_binary, InternalArgs, SUPERVISE};
+use super::{find_program, path_in, spawn, this_binary, InternalArgs, SUPERVISE};
 
 /// After the load command's own process exits, what it left running (a detached child,
 /// a helper still holding its output) gets this long to end by itself before its
@@ -34,8 +33,9 @@ pub struct SupervisedLoad {
 impl SupervisedLoad {
     /// Starts `program` under a load supervisor in this process's group (Ctrl-C in the
     /// terminal reaches it), with piped stdout and stderr and `stdin` as the load's
-    /// stdin where the platform has no supervisor (on Linux the load's stdin is null). `times` is the stop of what is left of the load's tree, once it ended or
-    /// was asked to.
+    /// stdin where the platform has no supervisor (on Linux the load's stdin is null).
+    /// `times` is the stop of what is left of the load's tree, once it ended or was
+    /// asked to.
     #[cfg(target_os = "linux")]
     pub fn start(
         program: &str,
@@ -48,18 +48,8 @@ impl SupervisedLoad {
         // Here the supervisor's stdin is its lifeline, and the load's is always null.
         drop(stdin);
         let options = InternalArgs {
-            parent: std::process::id(),
-            grace_ms: millis(times.grace),
-            kill_ms: millis(times.kill_wait),
-            arg0: Some(program.into()),
-            env: env
-                .iter()
-                .map(|(k, v)| (OsString::from(k), OsString::from(v)))
-                .collect(),
-            program: path.into_os_string(),
-            args: args.iter().map(OsString::from).collect(),
             load: true,
-            ..InternalArgs::default()
+            ..InternalArgs::supervising(program, path, args, env, times)
         };
         let mut command = this_binary();
         command

@@ -3,6 +3,7 @@
 
 use std::io;
 use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::thread;
@@ -174,37 +175,73 @@ fn reap(server: u32, reported: &mut bool) {
     }
 }
 
-/// `inferlint __supervise`: starts the server through the trampoline and holds its
-/// tree until xray lets go (or dies), then stops what is left of it.
-pub(super) fn supervisor(args: &InternalArgs) -> i32 {
+/// What both supervisors do first: catch SIGINT and SIGTERM (a dying xray, whose
+/// parent-death signal is SIGTERM, becomes a stop, never the supervisor's end), check
+/// that the process that started it is still its parent, become a child subreaper, and
+/// watch the lifeline. The events' queue and whether it became a subreaper; `None` when
+/// its parent is already gone.
+fn take_hold(args: &InternalArgs) -> Option<(mpsc::Receiver<Event>, nix::Result<()>)> {
     let (events, queue) = mpsc::channel();
     catch_signals(events.clone());
-    // Caught above: a dying xray becomes a stop, never the end of the supervisor.
     let _ = prctl::set_pdeathsig(Signal::SIGTERM);
     if !parent_is(args.parent) {
-        return NOT_RUNNABLE;
+        return None;
     }
     let subreaper = prctl::set_child_subreaper(true);
     watch_lifeline(events);
-    let me = std::process::id();
-    let trampoline_args = InternalArgs {
-        parent: me,
+    Some((queue, subreaper))
+}
+
+/// The trampoline that runs the supervised program: this binary again, with this
+/// process as the parent it checks, its stdin empty.
+fn through_trampoline(args: &InternalArgs) -> Command {
+    let words = InternalArgs {
+        parent: std::process::id(),
         grace_ms: 0,
         kill_ms: 0,
+        load: false,
         ..args.clone()
+    }
+    .to_words();
+    let mut command = this_binary();
+    command.arg(EXEC).args(words).stdin(Stdio::null());
+    command
+}
+
+/// Every process below the supervisor `me` (and in `cgroup`, when it has one).
+fn below(me: u32, cgroup: Option<PathBuf>) -> Contained {
+    Contained {
+        anchor: inferlint_gpu::procs::read_process(me).map(|p| Member {
+            pid: me,
+            start_time: p.start_time,
+        }),
+        cgroup: cgroup.map(OwnCgroup::at),
+    }
+}
+
+/// The stop's times xray handed the supervisor.
+fn stop_times(args: &InternalArgs) -> StopTimes {
+    StopTimes {
+        grace: Duration::from_millis(args.grace_ms),
+        kill_wait: Duration::from_millis(args.kill_ms),
+        poll: STOP_POLL,
+    }
+}
+
+/// `inferlint __supervise`: starts the server through the trampoline and holds its
+/// tree until xray lets go (or dies), then stops what is left of it.
+pub(super) fn supervisor(args: &InternalArgs) -> i32 {
+    let Some((queue, subreaper)) = take_hold(args) else {
+        return NOT_RUNNABLE;
     };
+    let me = std::process::id();
     // The server's stdout goes where our stderr goes (the boot log); our stdout is
     // the report pipe to xray.
     let log = io::stderr()
         .as_fd_clone()
         .map(Stdio::from)
         .unwrap_or_else(|_| Stdio::null());
-    let started = this_binary()
-        .arg(EXEC)
-        .args(trampoline_args.to_words())
-        .stdin(Stdio::null())
-        .stdout(log)
-        .spawn();
+    let started = through_trampoline(args).stdout(log).spawn();
     let server = match started {
         Ok(child) => child.id(),
         Err(e) => {
@@ -230,20 +267,14 @@ pub(super) fn supervisor(args: &InternalArgs) -> i32 {
             Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
     }
-    let source = Contained {
-        anchor: inferlint_gpu::procs::read_process(me).map(|p| Member {
-            pid: me,
-            start_time: p.start_time,
-        }),
-        cgroup: args.cgroup.clone().map(OwnCgroup::at),
-    };
-    let times = StopTimes {
-        grace: Duration::from_millis(args.grace_ms),
-        kill_wait: Duration::from_millis(args.kill_ms),
-        poll: STOP_POLL,
-    };
+    let source = below(me, args.cgroup.clone());
     if let Ok(mut processes) = LinuxProcesses::new(false) {
-        let stop = stop_tree(&source, &mut processes, &mut SystemClock::new(), times);
+        let stop = stop_tree(
+            &source,
+            &mut processes,
+            &mut SystemClock::new(),
+            stop_times(args),
+        );
         if stop.terminated > 0 {
             // Only when xray did not stop the server itself: a note in the boot log
             // for whoever reads it later.
@@ -278,31 +309,16 @@ fn reap_load(load: u32, code: &mut Option<i32>) {
 /// then is stopped by the tree rule; so is the whole tree when xray asks (SIGTERM,
 /// the lifeline closing) or dies. Exits with the load's code.
 pub(super) fn load_supervisor(args: &InternalArgs) -> i32 {
-    let (events, queue) = mpsc::channel();
-    catch_signals(events.clone());
-    let _ = prctl::set_pdeathsig(Signal::SIGTERM);
-    if !parent_is(args.parent) {
+    let Some((queue, subreaper)) = take_hold(args) else {
         return NOT_RUNNABLE;
-    }
-    if prctl::set_child_subreaper(true).is_err() {
+    };
+    if subreaper.is_err() {
         eprintln!(
             "inferlint: cannot become a child subreaper; a process the load detaches may escape the stop"
         );
     }
-    watch_lifeline(events);
     let me = std::process::id();
-    let trampoline_args = InternalArgs {
-        parent: me,
-        grace_ms: 0,
-        kill_ms: 0,
-        load: false,
-        ..args.clone()
-    };
-    let started = this_binary()
-        .arg(EXEC)
-        .args(trampoline_args.to_words())
-        .stdin(Stdio::null())
-        .spawn();
+    let started = through_trampoline(args).spawn();
     let load = match started {
         Ok(child) => child.id(),
         Err(e) => {
@@ -328,13 +344,7 @@ pub(super) fn load_supervisor(args: &InternalArgs) -> i32 {
             Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
     }
-    let source = Contained {
-        anchor: inferlint_gpu::procs::read_process(me).map(|p| Member {
-            pid: me,
-            start_time: p.start_time,
-        }),
-        cgroup: None,
-    };
+    let source = below(me, None);
     let Ok(mut processes) = LinuxProcesses::new(false) else {
         return code.unwrap_or(NOT_RUNNABLE);
     };
@@ -352,12 +362,12 @@ pub(super) fn load_supervisor(args: &InternalArgs) -> i32 {
             thread::sleep(STOP_POLL);
         }
     }
-    let times = StopTimes {
-        grace: Duration::from_millis(args.grace_ms),
-        kill_wait: Duration::from_millis(args.kill_ms),
-        poll: STOP_POLL,
-    };
-    let stop = stop_tree(&source, &mut processes, &mut SystemClock::new(), times);
+    let stop = stop_tree(
+        &source,
+        &mut processes,
+        &mut SystemClock::new(),
+        stop_times(args),
+    );
     let left = stop.terminated.max(stop.killed);
     if left > 0 && !asked {
         eprintln!(

@@ -1,6 +1,5 @@
 //! The server under a supervisor: started, watched through the supervisor's reports, stopped.
 
-use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader};
 use std::path::PathBuf;
@@ -11,9 +10,7 @@ use std::time::{Duration, Instant};
 
 use inferlint_gpu::tree::{Member, StopTimes, TreeStop};
 
-use super::{
-    find_program, millis, path_in, spawn, this_binary, InternalArgs, START_TIMEOUT, SUPERVISE,
-};
+use super::{find_program, path_in, spawn, this_binary, InternalArgs, START_TIMEOUT, SUPERVISE};
 
 /// How the server's first process ended, as its supervisor saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,19 +95,8 @@ impl Supervised {
         let path = find_program(spec.program, path_in(spec.env))?;
         let (cgroup, containment) = super::modes::own_cgroup();
         let options = InternalArgs {
-            parent: std::process::id(),
             cgroup: cgroup.as_ref().map(|c| c.dir().to_owned()),
-            grace_ms: millis(spec.times.grace),
-            kill_ms: millis(spec.times.kill_wait),
-            arg0: Some(spec.program.into()),
-            env: spec
-                .env
-                .iter()
-                .map(|(k, v)| (OsString::from(k), OsString::from(v)))
-                .collect(),
-            program: path.into_os_string(),
-            args: spec.args.iter().map(OsString::from).collect(),
-            load: false,
+            ..InternalArgs::supervising(spec.program, path, spec.args, spec.env, spec.times)
         };
         let mut command = this_binary();
         command
