@@ -1,7 +1,7 @@
 //! The timeline folded in the checks' own pass over the recording: each stretch of the
 //! file on its own thread, the stretches joined in file order.
 //!
-//! A [`TimelineBuilder`](crate::TimelineBuilder) needs the recording's span before its
+//! A [`TimelineBuilder`] needs the recording's span before its
 //! first sample, to cut it into equal stretches of time, and it folds in order: the
 //! seconds at each level, the preemptions gained and the tokens-per-second window each
 //! carry over from the sample before. A [`TimelinePass`] takes the span from the
@@ -253,7 +253,7 @@ struct Head {
 /// The recording folded for drawing in the checks' pass, a stretch of the file at a time
 /// (see the module's documentation). Made from the recording's ends with
 /// [`TimelinePass::new`], folded as a [`SampleFold`], and turned into the
-/// [`Timeline`] a [`TimelineBuilder`](crate::TimelineBuilder) would make with
+/// [`Timeline`] a [`TimelineBuilder`] would make with
 /// [`TimelinePass::finish`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct TimelinePass {
@@ -348,7 +348,7 @@ impl TimelinePass {
         }
     }
 
-    /// The timeline of every sample folded, as a [`TimelineBuilder`](crate::TimelineBuilder)
+    /// The timeline of every sample folded, as a [`TimelineBuilder`]
     /// set up from `stats` (the checks' statistics of the same pass), the run's
     /// `engine` and `usable_blocks` (T14's, from the results) would make it; `None` when
     /// the pass cannot vouch for that (see the module's documentation): the caller then
