@@ -107,7 +107,10 @@ pub fn block(root: &Path) -> Result<String> {
         }
         let files = sources(&src)?;
         let name = krate.strip_prefix(root)?.display().to_string();
-        out.push_str(&format!("\n#### `{name}` ({} files)\n\n", files.len()));
+        out.push_str(&format!(
+            "\n#### `{name}` ({})\n\n",
+            files_counted(files.len())
+        ));
         let mut shown_folders: Vec<PathBuf> = Vec::new();
         for file in &files {
             let parent = file.parent().map(Path::to_owned).unwrap_or_default();
@@ -124,7 +127,7 @@ pub fn block(root: &Path) -> Result<String> {
                 let count = files.iter().filter(|f| f.starts_with(folder)).count();
                 let indent = "  ".repeat(folder.components().count() - 1);
                 let last = folder.file_name().unwrap_or_default().to_string_lossy();
-                out.push_str(&format!("{indent}- `{last}/` ({count} files)\n"));
+                out.push_str(&format!("{indent}- `{last}/` ({})\n", files_counted(count)));
                 shown_folders.push(folder.to_owned());
             }
             let text = std::fs::read_to_string(src.join(file))?;
@@ -157,6 +160,15 @@ pub fn architecture(root: &Path) -> Result<String> {
         block(root)?,
         &text[end + END.len()..]
     ))
+}
+
+/// "1 file", "5 files".
+fn files_counted(count: usize) -> String {
+    if count == 1 {
+        "1 file".to_owned()
+    } else {
+        format!("{count} files")
+    }
 }
 
 #[cfg(test)]

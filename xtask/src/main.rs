@@ -168,12 +168,7 @@ mod tests {
     /// The recordings these tests read: their absence fails the test, naming it (the
     /// tests run only where the build set `cfg(recorded)`: `INFERLINT_RECORDED` or `CI`).
     fn require_recordings() {
-        assert!(
-            variants::recorded().is_some(),
-            "INFERLINT_RECORDED names no folder ({:?}): this test reads the recordings \
-             beside the checkout (INFERLINT_RECORDED=../shared/recorded)",
-            std::env::var_os("INFERLINT_RECORDED")
-        );
+        inferlint_testkit::recorded();
     }
 
     /// The variants are made from the recordings: the committed corpus must be what the
