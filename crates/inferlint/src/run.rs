@@ -900,4 +900,41 @@ mod tests {
             root.display()
         );
     }
+
+    /// A recording whose after reading could not be taken, with nothing but the before
+    /// reading beside it: every check is waiting for that reading. The run is checked,
+    /// not refused as having nothing checked: what needs the after reading says Can't
+    /// tell, naming why, as `report` says it on the same files. Without the reason, the
+    /// same inputs leave nothing checked and are refused.
+    #[test]
+    fn a_failed_after_reading_is_cant_tell_not_nothing_checked() {
+        let before = "vllm:request_success_total{finished_reason=\"length\",model_name=\"m\"} 0\n\
+                      vllm:num_preemptions_total{model_name=\"m\"} 0\n";
+        let refused = Run::builder()
+            .before_metrics(before)
+            .expect("a vLLM reading")
+            .build()
+            .expect_err("nothing could be checked");
+        assert_eq!(refused.kind(), ErrorKind::NothingChecked, "{refused}");
+        let mut builder = Run::builder()
+            .before_metrics(before)
+            .expect("a vLLM reading");
+        builder.after_missing = Some("the server stopped answering".to_owned());
+        let report = builder.build().expect("checked, not refused").check();
+        let told: Vec<_> = report
+            .results()
+            .iter()
+            .filter(|r| r.status() == crate::Status::Unknown)
+            .collect();
+        assert!(!told.is_empty(), "{report:?}");
+        for result in told {
+            assert!(
+                result.message().contains(
+                    "needs the after reading, which could not be taken: the server stopped answering"
+                ),
+                "{}",
+                result.message()
+            );
+        }
+    }
 }
